@@ -1,0 +1,3 @@
+from ciq_build.cli import main
+
+raise SystemExit(main())

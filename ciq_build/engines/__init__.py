@@ -1,0 +1,1 @@
+"""Candidate generators other than ciq_build's own genetic search."""
