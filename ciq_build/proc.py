@@ -1,0 +1,116 @@
+"""Running one subprocess safely: an argument list, a timeout, its own process group.
+
+Compilers and benchmarks hang and fork children; on timeout the whole process
+group is killed so nothing is left behind holding the GPU or a build lock.
+Nothing here ever goes through a shell.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+# Output beyond this is cut (tail kept): a runaway benchmark must not exhaust memory.
+MAX_OUTPUT_CHARS = 4_000_000
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """What one finished (or killed) process did."""
+
+    args: tuple[str, ...]
+    returncode: int | None  # None when killed for the timeout
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+    @property
+    def signal(self) -> int | None:
+        """The signal that ended the process, if one did (and not our timeout kill)."""
+        if self.returncode is not None and self.returncode < 0:
+            return -self.returncode
+        return None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def describe(self) -> str:
+        """One line saying how the process ended, for error messages and journals."""
+        if self.timed_out:
+            return f"timed out after {self.seconds:.1f} s"
+        if self.signal is not None:
+            try:
+                name = signal.Signals(self.signal).name
+            except ValueError:
+                name = f"signal {self.signal}"
+            return f"killed by {name}"
+        return f"exited with code {self.returncode}"
+
+    def output_tail(self, lines: int = 30) -> str:
+        """The last lines of stdout and stderr, indented, for error messages."""
+        text = (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).strip()
+        tail = text.splitlines()[-lines:]
+        return "\n".join("    " + line for line in tail)
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run(
+    args: Sequence[str | os.PathLike[str]],
+    timeout: float,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin_text: str | None = None,
+) -> ProcResult:
+    """Run `args` (no shell) in a new process group; kill the group after `timeout` seconds."""
+    argv = tuple(str(a) for a in args)
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(
+            argv,
+            cwd=Path(cwd) if cwd is not None else None,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # own process group: killpg reaches its children too
+        )
+    except OSError as exc:
+        return ProcResult(argv, 127, "", f"cannot start {argv[0]}: {exc}", time.monotonic() - started)
+    try:
+        stdout, stderr = process.communicate(stdin_text, timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        _kill_group(process.pid)
+        stdout, stderr = process.communicate()
+        timed_out = True
+    except BaseException:
+        # KeyboardInterrupt and friends: never leave the group running behind us.
+        _kill_group(process.pid)
+        process.wait()
+        raise
+    # Children that outlived a finished leader (daemonised helpers) go too.
+    _kill_group(process.pid)
+    return ProcResult(
+        argv,
+        None if timed_out else process.returncode,
+        (stdout or "")[-MAX_OUTPUT_CHARS:],
+        (stderr or "")[-MAX_OUTPUT_CHARS:],
+        time.monotonic() - started,
+        timed_out,
+    )
