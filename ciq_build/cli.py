@@ -1,0 +1,138 @@
+"""`python -m ciq_build ...`: the command line.
+
+Errors a user can meet (CiqError) are printed as one message, without a
+traceback, and turn into a non-zero exit status here and only here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from ciq_build import __version__
+from ciq_build.errors import CiqError
+
+CMAKE_DIR = Path(__file__).resolve().parent.parent / "cmake"
+
+
+def cmake_dir() -> Path:
+    """The folder holding ciq_build-config.cmake (source checkout or installed wheel)."""
+    if (CMAKE_DIR / "ciq_build-config.cmake").is_file():
+        return CMAKE_DIR
+    import ciq_build.cmake as package  # installed wheel: cmake/ is the ciq_build.cmake package
+
+    return Path(package.__path__[0])
+
+
+def _add_tree_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--build-dir", "-B", type=Path, default=Path("build"),
+                        help="the project's CMake build tree (default: ./build)")
+    parser.add_argument("--source-dir", "-S", type=Path, default=None,
+                        help="the project's source tree; configures --build-dir first when it is not configured yet")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m ciq_build",
+        description="Tune the NVIDIA CUDA compiler for one CMake target and pin the winner.",
+    )
+    parser.add_argument("--version", action="version", version=f"ciq_build {__version__}")
+    parser.add_argument("--cmake-dir", action="store_true",
+                        help="print the folder to pass as -Dciq_build_DIR=... to plain CMake and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    tune = commands.add_parser("tune", help="search compiler controls for a target and pin the best")
+    tune.add_argument("target", help="a CMake target registered with ciq_tune_target()")
+    _add_tree_options(tune)
+    tune.add_argument("--generations", type=int, default=4, help="generations of the genetic search (default 4)")
+    tune.add_argument("--pool-size", type=int, default=8, help="candidates per generation (default 8)")
+    tune.add_argument("--mutate-rate", type=float, default=0.25, help="probability that a gene mutates (default 0.25)")
+    tune.add_argument("--objective", action="append", default=None, metavar="NAME",
+                      help="objective, repeatable (time, energy, compile_time, registers, spill_bytes, stack_bytes, "
+                           "sass_instructions, metric:NAME; prefix max: to maximise); default: the target's OBJECTIVES")
+    tune.add_argument("--controls", action="append", default=None, metavar="KIND",
+                      help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], "
+                           "or a .bin search space; default: the target's SEARCH_SPACE (knobs + params)")
+    tune.add_argument("--allow-numerics", action="store_true",
+                      help="also search flags that change floating-point results (fast-math family)")
+    tune.add_argument("--pick", default="knee", choices=["knee", "first"],
+                      help="with several objectives, which Pareto point to pin: knee (closest to the ideal point "
+                           "after normalising each objective) or first (best on the first objective)")
+    tune.add_argument("--seed", type=int, default=0, help="random seed (same seed, same candidates)")
+    tune.add_argument("--jobs", "-j", type=int, default=1, help="candidates built in parallel (default 1)")
+    tune.add_argument("--repeats", type=int, default=5, help="benchmark runs per candidate; the median is scored")
+    tune.add_argument("--timeout", type=float, default=None,
+                      help="seconds before a compile or benchmark run is killed (default: the target's TIMEOUT)")
+    tune.add_argument("--max-evaluations", type=int, default=None, help="stop after this many evaluations")
+    tune.add_argument("--fresh", action="store_true", help="start over instead of resuming the journal")
+    tune.add_argument("--wait", action="store_true", help="wait for another tune of the same target to finish")
+    tune.add_argument("--no-pin", action="store_true", help="search and report, but write no pinned record")
+    tune.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    tune.add_argument("--cmake-arg", action="append", default=[], metavar="ARG",
+                      help="extra argument for configuring a new build dir (with --source-dir)")
+
+    show = commands.add_parser("show", help="print a target's pinned record")
+    show.add_argument("target")
+    _add_tree_options(show)
+    show.add_argument("--pin-file", type=Path, default=None, help="read this record instead of the target's")
+
+    listing = commands.add_parser("list", help="list the tuned targets of a build tree and their pins")
+    _add_tree_options(listing)
+
+    verify = commands.add_parser("verify", help="rebuild a target and check that its pin took effect")
+    verify.add_argument("target")
+    _add_tree_options(verify)
+    return parser
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    # SIGTERM ends a tune the way Ctrl-C does: running compiles and benchmarks
+    # are killed with their process groups; the journal already holds every
+    # finished evaluation, so the next `tune` resumes.
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.cmake_dir:
+        print(cmake_dir())
+        return 0
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    try:
+        if args.command == "tune":
+            from ciq_build.tune import TuneOptions, tune
+
+            outcome = tune(TuneOptions.from_args(args))
+            return 0 if outcome.ok else 1
+        if args.command == "show":
+            from ciq_build.report import show
+
+            print(show(args.target, args.build_dir, args.source_dir, args.pin_file))
+            return 0
+        if args.command == "list":
+            from ciq_build.report import list_targets
+
+            print(list_targets(args.build_dir))
+            return 0
+        if args.command == "verify":
+            from ciq_build.verify import verify
+
+            report = verify(args.target, args.build_dir)
+            print(report.text)
+            return 0 if report.ok else 1
+    except CiqError as error:
+        print(f"ciq_build: error: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("ciq_build: stopped; finished evaluations are kept in the journal, run the same command to resume",
+              file=sys.stderr)
+        return 130
+    parser.error(f"unknown command {args.command}")
+    return 2

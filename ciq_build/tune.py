@@ -1,0 +1,589 @@
+"""The tuning driver: baseline, ask/tell loop over candidates, re-measure, pin.
+
+Everything a candidate does happens in scratch trees (ciq_build.build); every
+finished evaluation is journaled before the search hears of it, so a stopped
+tune resumes by replaying the journal into a search with the same seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ciq_build import __version__, metrics
+from ciq_build.fingerprint import object_fingerprints
+from ciq_build.bench import BenchSpec, GpuSlots, beats_baseline, interleaved, measure
+from ciq_build.build import CandidateBuild, ScratchTree, configure_user_tree, make_scratch_trees, scratch_root
+from ciq_build.controls import Controls, controls_from_candidate, controls_to_json
+from ciq_build.engines.base import CandidateSource, Proposal
+from ciq_build.errors import BenchmarkError, ConfigError, NoGpuError, SearchError
+from ciq_build.journal import Journal, TargetLock
+from ciq_build.lock import record_path, write_record
+from ciq_build.results import pareto_indices
+from ciq_build.target import Manifest, Objective, load_manifest, parse_objectives
+from ciq_build.toolchain import Toolchain, find_toolchain
+
+DEFAULT_TIMEOUT = 120.0
+
+
+@dataclass
+class TuneOptions:
+    """Everything `python -m ciq_build tune` was asked to do."""
+
+    target: str
+    build_dir: Path
+    source_dir: Path | None = None
+    generations: int = 4
+    pool_size: int = 8
+    mutate_rate: float = 0.25
+    objectives: list[str] | None = None
+    controls: list[str] | None = None
+    allow_numerics: bool = False
+    pick: str = "knee"
+    seed: int = 0
+    jobs: int = 1
+    repeats: int = 5
+    timeout: float | None = None
+    max_evaluations: int | None = None
+    fresh: bool = False
+    wait: bool = False
+    pin: bool = True
+    quiet: bool = False
+    cmake_args: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "TuneOptions":
+        return cls(
+            target=args.target, build_dir=args.build_dir.resolve(),
+            source_dir=args.source_dir.resolve() if args.source_dir else None,
+            generations=args.generations, pool_size=args.pool_size, mutate_rate=args.mutate_rate,
+            objectives=args.objective, controls=args.controls, allow_numerics=args.allow_numerics,
+            pick=args.pick, seed=args.seed, jobs=args.jobs, repeats=args.repeats, timeout=args.timeout,
+            max_evaluations=args.max_evaluations, fresh=args.fresh, wait=args.wait, pin=not args.no_pin,
+            quiet=args.quiet, cmake_args=list(args.cmake_arg),
+        )
+
+    def validate(self) -> None:
+        if self.jobs < 1:
+            raise ConfigError("--jobs must be at least 1")
+        if self.repeats < 1:
+            raise ConfigError("--repeats must be at least 1")
+        if self.generations < 1 or self.pool_size < 2:
+            raise ConfigError("--generations must be at least 1 and --pool-size at least 2")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigError("--timeout must be a positive number of seconds")
+
+
+@dataclass
+class Evaluated:
+    """One candidate's outcome, as journaled."""
+
+    key: str
+    proposal: Proposal
+    controls: Controls
+    ok: bool
+    cause: str | None
+    message: str
+    metrics: dict[str, float]
+    spread: dict[str, float]
+    scores: tuple[float, ...] | None
+    seconds: float
+    cached: bool = False
+
+
+@dataclass
+class TuneOutcome:
+    ok: bool
+    pinned: Path | None
+    baseline: Evaluated
+    winner: Evaluated | None
+    evaluations: list[Evaluated]
+    message: str
+
+
+# --------------------------------------------------------------------------------------
+# objectives
+
+
+# Where each objective's value is found among a candidate's metrics.
+_METRIC_KEYS = {"time": "time_ms", "energy": "energy_j", "compile_time": "compile_seconds"}
+
+
+def metric_key(objective: Objective) -> str:
+    """The metric an objective reads: time -> time_ms (benchmark protocol), metric:X -> X, static names as is."""
+    if objective.name.startswith("metric:"):
+        return objective.name[len("metric:"):]
+    return _METRIC_KEYS.get(objective.name, objective.name)
+
+
+def architecture_list(architectures: str) -> list[str]:
+    """CMAKE_CUDA_ARCHITECTURES ("90a;100-real") as a list of arch names ("90a", "100")."""
+    return [a.split("-")[0] for a in architectures.replace(",", ";").split(";") if a.strip()]
+
+
+def objective_values(objectives: list[Objective], values: dict[str, float]) -> tuple[float, ...] | None:
+    """The score tuple of a candidate, or None when a metric an objective needs is missing."""
+    scores = []
+    for objective in objectives:
+        value = values.get(metric_key(objective))
+        if value is None:
+            return None
+        scores.append(float(value))
+    return tuple(scores)
+
+
+def _better(a: float, b: float, direction: str) -> bool:
+    return a < b if direction == "min" else a > b
+
+
+# --------------------------------------------------------------------------------------
+# evaluating one candidate in one scratch tree
+
+
+@dataclass
+class Evaluator:
+    """Builds and measures candidates; owns nothing but how one evaluation goes."""
+
+    manifest: Manifest
+    toolchain: Toolchain
+    objectives: list[Objective]
+    repeats: int
+    timeout: float
+    slots: GpuSlots
+
+    @property
+    def needs_benchmark(self) -> bool:
+        return any(o.source == "benchmark" for o in self.objectives)
+
+    @property
+    def needs_sass(self) -> bool:
+        return any(o.name == "sass_instructions" for o in self.objectives)
+
+    def bench_spec(self, tree: ScratchTree) -> BenchSpec:
+        bench = self.manifest.benchmark
+        assert bench is not None and tree.benchmark_path is not None
+        return BenchSpec(path=tree.benchmark_path, args=list(bench.args), timeout=self.timeout,
+                         metric_regex=self.manifest.metric_regex or None, cwd=tree.build_dir)
+
+    def evaluate(self, tree: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+        started = time.monotonic()
+
+        def failed(cause: str, message: str, values: dict[str, float] | None = None) -> Evaluated:
+            return Evaluated(key, proposal, controls, False, cause, message, values or {}, {}, None,
+                             time.monotonic() - started)
+
+        build = tree.build(controls, self.timeout)
+        if not build.ok:
+            return failed(build.cause or "compile_failed", build.message, {"compile_seconds": build.compile_seconds})
+        values = self.static_metrics(build)
+        spread: dict[str, float] = {}
+        if self.needs_benchmark:
+            with self.slots.slot() as env:
+                spec = self.bench_spec(tree)
+                spec = BenchSpec(spec.path, spec.args, spec.timeout, spec.metric_regex, spec.cwd, env)
+                measurement = measure(spec, self.repeats)
+            if measurement.failure is not None:
+                run = measurement.failure
+                return failed(run.cause or "bench_exit", run.message, values)
+            values.update(measurement.metrics)
+            spread.update(measurement.iqr)
+        scores = objective_values(self.objectives, values)
+        if scores is None:
+            missing = [metric_key(o) for o in self.objectives if metric_key(o) not in values]
+            return failed("no_metric", f"no value for objective(s) {', '.join(missing)}", values)
+        return Evaluated(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started)
+
+    def static_metrics(self, build: CandidateBuild) -> dict[str, float]:
+        values: dict[str, float] = {"compile_seconds": build.compile_seconds}
+        usages = metrics.parse_ptxas_verbose(build.compiler_output)
+        if usages:
+            values.update({k: float(v) for k, v in metrics.summarize(usages).items()})
+        if self.needs_sass and build.objects:
+            values["sass_instructions"] = float(
+                sum(metrics.sass_instruction_count(obj, self.toolchain) for obj in build.objects))
+        return values
+
+
+# --------------------------------------------------------------------------------------
+# the cache key: same sources, toolchain, benchmark and controls => same measurement
+
+
+def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls) -> str:
+    digest = hashlib.sha256()
+    for source in sorted(manifest.cuda_sources):
+        digest.update(str(source).encode())
+        try:
+            digest.update(hashlib.sha256(Path(source).read_bytes()).digest())
+        except OSError:
+            digest.update(b"<missing>")
+    bench = manifest.benchmark
+    payload = {
+        "toolchain": toolchain.version,
+        "nvcc": str(toolchain.nvcc),
+        "architectures": manifest.toolchain.architectures,
+        "flags": list(controls.flags),
+        "defines": [list(d) for d in controls.defines],
+        "acf": controls.acf.sha256 if controls.acf else None,
+        "benchmark": [str(bench.path), *bench.args] if bench else None,
+    }
+    digest.update(json.dumps(payload, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------
+# the driver
+
+
+class Tuner:
+    """One `tune` run of one target."""
+
+    def __init__(self, options: TuneOptions):
+        options.validate()
+        self.options = options
+        self.out = sys.stderr
+        self.manifest = self._load_manifest()
+        self.toolchain = find_toolchain(self.manifest.toolchain.cuda_compiler)
+        self.objectives = parse_objectives(options.objectives or self.manifest.objectives or ["spill_bytes"])
+        self.timeout = options.timeout or self.manifest.timeout or DEFAULT_TIMEOUT
+        self.evaluator = Evaluator(self.manifest, self.toolchain, self.objectives, options.repeats, self.timeout,
+                                   GpuSlots.from_environment())
+        if self.evaluator.needs_benchmark and self.manifest.benchmark is None:
+            raise ConfigError(
+                f"objective(s) {', '.join(o.name for o in self.objectives if o.source == 'benchmark')} need a "
+                f"benchmark, and ciq_tune_target({self.manifest.target}) registers none: add BENCHMARK <exe-target>, "
+                "or tune a static objective (--objective spill_bytes, registers, stack_bytes, sass_instructions, "
+                "compile_time)")
+        self.state_dir = self.manifest.binary_dir / "ciq"
+        self.journal = Journal(self.state_dir / "journal" / f"{_file_name(self.manifest.target)}.jsonl")
+        self.cache: dict[str, dict[str, Any]] = {}
+        self.evaluations: list[Evaluated] = []
+
+    def _load_manifest(self) -> Manifest:
+        options = self.options
+        if options.source_dir is not None and not (options.build_dir / "CMakeCache.txt").is_file():
+            explicit = None
+            configure_user_tree(options.source_dir, options.build_dir, find_toolchain(explicit), None,
+                                options.cmake_args, DEFAULT_TIMEOUT * 5)
+        return load_manifest(options.build_dir, options.target)
+
+    # -- journal ---------------------------------------------------------------
+
+    def _header(self, source: CandidateSource) -> dict[str, Any]:
+        return {
+            "kind": "header", "target": self.manifest.target, "toolchain": self.toolchain.version,
+            "objectives": [o.spec for o in self.objectives], "search": source.describe(),
+            "repeats": self.options.repeats,
+        }
+
+    def _open_journal(self, source: CandidateSource) -> None:
+        header = self._header(source)
+        if self.options.fresh:
+            self.journal.reset()
+        existing = self.journal.header()
+        if existing is not None and {k: existing.get(k) for k in header} != header:
+            self._say("journal belongs to a different search (target, toolchain, objectives or search settings "
+                      "changed); keeping it as a backup and starting over")
+            self.journal.reset()
+            existing = None
+        if existing is None:
+            self.journal.append(header)
+        for record in self.journal.records():
+            if record.get("kind") == "evaluation" and isinstance(record.get("key"), str):
+                self.cache[record["key"]] = record
+        for line, reason in self.journal.skipped:
+            self._say(f"journal line {line} skipped ({reason})")
+        if self.cache:
+            self._say(f"resuming: {len(self.cache)} finished evaluation(s) in {self.journal.path}")
+
+    def _journal(self, evaluated: Evaluated) -> None:
+        self.journal.append({
+            "kind": "evaluation", "key": evaluated.key, "generation": evaluated.proposal.generation,
+            "params": evaluated.proposal.params, "controls": controls_to_json(evaluated.controls, None),
+            "ok": evaluated.ok, "cause": evaluated.cause, "message": evaluated.message[-4000:],
+            "metrics": evaluated.metrics, "spread": evaluated.spread,
+            "scores": list(evaluated.scores) if evaluated.scores is not None else None,
+            "seconds": round(evaluated.seconds, 3), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        })
+
+    def _from_cache(self, proposal: Proposal, controls: Controls, key: str) -> Evaluated | None:
+        record = self.cache.get(key)
+        if record is None:
+            return None
+        values = {k: float(v) for k, v in (record.get("metrics") or {}).items() if isinstance(v, (int, float))}
+        scores = objective_values(self.objectives, values) if record.get("ok") else None
+        ok = bool(record.get("ok")) and scores is not None
+        return Evaluated(key, proposal, controls, ok, record.get("cause") if not ok else None,
+                         str(record.get("message") or ""), values,
+                         {k: float(v) for k, v in (record.get("spread") or {}).items()}, scores,
+                         0.0, cached=True)
+
+    # -- the run ---------------------------------------------------------------
+
+    def run(self) -> TuneOutcome:
+        from ciq_build.engines.select import make_candidate_source
+
+        source = make_candidate_source(self.options, self.manifest, self.toolchain, self.objectives,
+                                       self.state_dir / "acf" / _file_name(self.manifest.target))
+        lock_path = self.state_dir / "locks" / f"{_file_name(self.manifest.target)}.lock"
+        with TargetLock(lock_path, wait=self.options.wait):
+            self._open_journal(source)
+            self._say(f"tuning {self.manifest.target} with {self.toolchain.describe()}; objectives: "
+                      f"{', '.join(o.spec for o in self.objectives)}; scratch trees in {scratch_root(self.manifest)}")
+            base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, self.options.jobs + 1,
+                                                     self.timeout * 5)
+            baseline = self._baseline(base_tree)
+            self._search(source, workers)
+            return self._finish(baseline, base_tree, workers[0], source)
+
+    def _baseline(self, tree: ScratchTree) -> Evaluated:
+        proposal = Proposal(id=-1, generation=0, params={})
+        controls = Controls()
+        key = cache_key(self.manifest, self.toolchain, controls)
+        evaluated = self._from_cache(proposal, controls, key)
+        if evaluated is None:
+            self._say("building and measuring the baseline (the compiler's defaults)")
+            evaluated = self.evaluator.evaluate(tree, proposal, controls, key)
+            if evaluated.cause == "no_gpu":
+                raise NoGpuError(
+                    f"the benchmark of {self.manifest.target} found no usable GPU, so runtime objectives cannot be "
+                    "measured here. Tune a static objective instead: --objective spill_bytes (or registers, "
+                    f"stack_bytes, sass_instructions, compile_time).\n{evaluated.message}")
+            self._journal(evaluated)
+            self.cache[key] = json.loads(json.dumps({"ok": evaluated.ok, "metrics": evaluated.metrics}))
+        if not evaluated.ok:
+            raise BenchmarkError(
+                f"the baseline of {self.manifest.target} (no compiler controls) failed: {evaluated.cause}: "
+                f"{evaluated.message}\nFix the build or benchmark first; nothing can be compared to a failing baseline.")
+        return evaluated
+
+    def _search(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
+        from ciq_build.search import ProgressReporter
+
+        budget = self.options.max_evaluations
+        progress = ProgressReporter(total_generations=self.options.generations, enabled=not self.options.quiet,
+                                    stream=self.out)
+        free = list(workers)
+        lock = threading.Lock()
+        with ThreadPoolExecutor(max_workers=len(workers), thread_name_prefix="ciq-candidate") as pool:
+            while True:
+                proposals = source.ask()
+                if not proposals:
+                    break
+                pending: dict[Future[Evaluated], ScratchTree] = {}
+                outcomes: dict[int, Evaluated] = {}
+                queue = list(proposals)
+                while queue or pending:
+                    while queue and free:
+                        proposal = queue.pop(0)
+                        try:
+                            controls = controls_from_candidate(proposal.params, proposal.acf)
+                        except ConfigError as error:
+                            outcomes[proposal.id] = Evaluated("", proposal, Controls(), False, "invalid_controls",
+                                                              str(error), {}, {}, None, 0.0)
+                            continue
+                        key = cache_key(self.manifest, self.toolchain, controls)
+                        cached = self._from_cache(proposal, controls, key)
+                        if cached is not None:
+                            outcomes[proposal.id] = cached
+                            continue
+                        if budget is not None and len([e for e in self.evaluations if not e.cached]) + len(pending) >= budget:
+                            queue.clear()
+                            break
+                        tree = free.pop()
+                        pending[pool.submit(self.evaluator.evaluate, tree, proposal, controls, key)] = tree
+                    if not pending:
+                        break
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        free.append(pending.pop(future))
+                        evaluated = future.result()
+                        with lock:
+                            self._journal(evaluated)  # before the search hears of it: nothing lost on a kill
+                        outcomes[evaluated.proposal.id] = evaluated
+                for proposal in proposals:
+                    evaluated = outcomes.get(proposal.id)
+                    if evaluated is None:  # cut by the evaluation budget
+                        continue
+                    self.evaluations.append(evaluated)
+                    source.tell(proposal, evaluated.scores, None if evaluated.ok else f"{evaluated.cause}: {evaluated.message}")
+                    progress.update(generation=proposal.generation, evaluations=len(self.evaluations),
+                                    failures=sum(1 for e in self.evaluations if not e.ok),
+                                    best=self._best_scores())
+                if budget is not None and len([e for e in self.evaluations if not e.cached]) >= budget:
+                    break
+        progress.close()
+
+    def _best_scores(self) -> tuple[float, ...] | None:
+        ok = [e for e in self.evaluations if e.ok and e.scores is not None]
+        if not ok:
+            return None
+        primary = self.objectives[0]
+        best = min(ok, key=lambda e: e.scores[0] if primary.direction == "min" else -e.scores[0])  # type: ignore[index]
+        return best.scores
+
+    def pick_winner(self) -> Evaluated | None:
+        ok = [e for e in self.evaluations if e.ok and e.scores is not None]
+        if not ok:
+            return None
+        directions = [o.direction for o in self.objectives]
+        front = [ok[i] for i in pareto_indices([e.scores for e in ok], directions)]  # type: ignore[misc]
+        return pick_from_front(front, directions, self.options.pick)
+
+    # -- re-measure and pin ------------------------------------------------------
+
+    def _finish(self, baseline: Evaluated, base_tree: ScratchTree, tree: ScratchTree,
+                source: CandidateSource) -> TuneOutcome:
+        winner = self.pick_winner()
+        if winner is None:
+            raise SearchError(
+                f"no candidate of {self.manifest.target} could be evaluated ({self._failure_summary()}); "
+                "see the journal for each failure")
+        verdict_text, better, baseline_scores, winner_scores, spreads = self._confirm(baseline, winner, base_tree, tree)
+        pinned: Path | None = None
+        if better and self.options.pin:
+            pinned = self._pin(baseline, winner, tree, source, baseline_scores, winner_scores, spreads)
+        print(self._summary(baseline_scores, winner_scores, verdict_text, pinned), file=sys.stdout)
+        return TuneOutcome(True, pinned, baseline, winner, self.evaluations, verdict_text)
+
+    def _confirm(self, baseline: Evaluated, winner: Evaluated, base_tree: ScratchTree,
+                 tree: ScratchTree) -> tuple[str, bool, tuple[float, ...], tuple[float, ...], dict[str, Any]]:
+        """Is the winner better than the baseline beyond the noise? Re-measured side by side when timed."""
+        assert winner.scores is not None and baseline.scores is not None
+        # Rebuild the winner in a worker tree: its objects are pinned (resource usage, code hash).
+        rebuilt = tree.build(winner.controls, self.timeout)
+        if not rebuilt.ok:
+            raise SearchError(f"the winning candidate no longer builds: {rebuilt.message}")
+        self._winner_objects = rebuilt.objects
+        primary = self.objectives[0]
+        if not self.evaluator.needs_benchmark:
+            better = _better(winner.scores[0], baseline.scores[0], primary.direction)
+            text = (f"{primary.name}: {baseline.scores[0]:g} -> {winner.scores[0]:g}"
+                    + ("" if better else " (no improvement over the compiler's defaults; nothing pinned)"))
+            return text, better, baseline.scores, winner.scores, {}
+        base_build = base_tree.build(Controls(), self.timeout)
+        if not base_build.ok:
+            raise SearchError(f"the baseline no longer builds: {base_build.message}")
+        rounds = max(5, self.options.repeats * 2)
+        self._say(f"re-measuring the winner against the baseline, interleaved, {rounds} rounds each")
+        with self.evaluator.slots.slot() as env:
+            spec_base = self.evaluator.bench_spec(base_tree)
+            spec_win = self.evaluator.bench_spec(tree)
+            spec_base = BenchSpec(spec_base.path, spec_base.args, spec_base.timeout, spec_base.metric_regex,
+                                  spec_base.cwd, env)
+            spec_win = BenchSpec(spec_win.path, spec_win.args, spec_win.timeout, spec_win.metric_regex,
+                                 spec_win.cwd, env)
+            base_m, win_m = interleaved(spec_base, spec_win, rounds)
+        if base_m.failure is not None or win_m.failure is not None:
+            failure = base_m.failure or win_m.failure
+            raise SearchError(f"re-measuring failed: {failure.cause}: {failure.message}")  # type: ignore[union-attr]
+        timed = next(o for o in self.objectives if o.source == "benchmark")
+        key, direction = metric_key(timed), timed.direction
+        verdict = beats_baseline(base_m.samples[key], win_m.samples[key], direction)
+        base_values = dict(baseline.metrics, **base_m.metrics)
+        win_values = dict(winner.metrics, **win_m.metrics)
+        baseline_scores = objective_values(self.objectives, base_values) or baseline.scores
+        winner_scores = objective_values(self.objectives, win_values) or winner.scores
+        spreads = {"baseline": base_m.iqr, "winner": win_m.iqr,
+                   "baseline_samples": base_m.samples[key], "winner_samples": win_m.samples[key]}
+        text = verdict.explanation + ("" if verdict.better else "; nothing pinned")
+        return text, verdict.better, baseline_scores, winner_scores, spreads
+
+    def _pin(self, baseline: Evaluated, winner: Evaluated, tree: ScratchTree, source: CandidateSource,
+             baseline_scores: tuple[float, ...], winner_scores: tuple[float, ...], spreads: dict[str, Any]) -> Path:
+        objects = object_fingerprints(self._winner_objects, tree.mirror(self.manifest.object_dir),
+                                              self.toolchain)
+        record = {
+            "schema": 1,
+            "target": self.manifest.target,
+            "controls": winner.controls,
+            "toolchain": {"cuda": self.toolchain.major_minor, "nvcc_version": self.toolchain.version,
+                          "ptxas_version": self.toolchain.ptxas_version,
+                          "architectures": architecture_list(self.manifest.toolchain.architectures)},
+            "provenance": {**source.describe(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                           "ciq_build_version": __version__, "evaluations": len(self.evaluations),
+                           "failures": self._failure_counts()},
+            "objectives": [{"name": o.spec, "direction": o.direction} for o in self.objectives],
+            "baseline": {"scores": list(baseline_scores), "metrics": baseline.metrics,
+                         "spread": spreads.get("baseline", baseline.spread)},
+            "winner": {"scores": list(winner_scores), "metrics": winner.metrics,
+                       "spread": spreads.get("winner", winner.spread), "params": winner.proposal.params},
+            "objects": objects,
+        }
+        path = record_path(self.manifest.pin_dir, self.manifest.target)
+        write_record(path, record, acf_source=winner.controls.acf.path if winner.controls.acf else None)
+        return path
+
+    # -- reporting ---------------------------------------------------------------
+
+    def _failure_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for e in self.evaluations:
+            if not e.ok:
+                counts[e.cause or "error"] = counts.get(e.cause or "error", 0) + 1
+        return counts
+
+    def _failure_summary(self) -> str:
+        counts = self._failure_counts()
+        return ", ".join(f"{cause} {n}" for cause, n in sorted(counts.items())) or "none"
+
+    def _summary(self, baseline_scores: tuple[float, ...], winner_scores: tuple[float, ...], verdict: str,
+                 pinned: Path | None) -> str:
+        rows = [("objective", "baseline", "best", "change")]
+        for objective, base, best in zip(self.objectives, baseline_scores, winner_scores):
+            change = f"{(best - base) / base * 100:+.1f}%" if base else ("0%" if best == base else "n/a")
+            rows.append((objective.spec, f"{base:.6g}", f"{best:.6g}", change))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        table = "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
+        fresh = sum(1 for e in self.evaluations if not e.cached)
+        lines = [
+            f"ciq_build: {self.manifest.target}",
+            table,
+            f"  evaluations: {len(self.evaluations)} ({fresh} run, {len(self.evaluations) - fresh} from the journal); "
+            f"failures: {self._failure_summary()}",
+            f"  verdict: {verdict}",
+        ]
+        if pinned is not None:
+            lines.append(f"  pinned: {pinned}")
+            lines.append(f"  next: commit {pinned.parent}, then a plain `cmake --build` applies it")
+        lines.append(f"  journal: {self.journal.path}")
+        return "\n".join(lines)
+
+    def _say(self, text: str) -> None:
+        if not self.options.quiet:
+            print(f"ciq_build: {text}", file=self.out, flush=True)
+
+
+def pick_from_front(front: list[Evaluated], directions: list[str], rule: str) -> Evaluated:
+    """Which Pareto point to pin: `first` = best on the first objective; `knee` = closest to the ideal point."""
+    if len(front) == 1 or rule == "first":
+        sign = 1.0 if directions[0] == "min" else -1.0
+        return min(front, key=lambda e: tuple(sign * s for s in e.scores))  # type: ignore[union-attr]
+    columns = list(zip(*[e.scores for e in front]))  # type: ignore[misc]
+    normalised = []
+    for e in front:
+        distance = 0.0
+        for i, value in enumerate(e.scores):  # type: ignore[arg-type]
+            low, high = min(columns[i]), max(columns[i])
+            span = (high - low) or 1.0
+            gap = (value - low) / span if directions[i] == "min" else (high - value) / span
+            distance += gap * gap
+        normalised.append(distance)
+    return front[normalised.index(min(normalised))]
+
+
+def tune(options: TuneOptions) -> TuneOutcome:
+    return Tuner(options).run()
+
+
+def _file_name(target: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", target)
