@@ -11,6 +11,7 @@ quotes, commas that -Xptxas splits on, path separators, NUL).
 
 from __future__ import annotations
 
+import functools
 import re
 from importlib import resources
 from pathlib import Path
@@ -27,7 +28,10 @@ _FLAG_CHARS = re.compile(r"[A-Za-z0-9_=-]+")
 # The regex subset that Python's re and CMake's regex engine read the same way:
 # literals, classes, groups, alternation and the ?, *, + quantifiers. No '.',
 # no backslash, no {n}, no anchors (the readers add them), no ';' (CMake lists).
-_PATTERN_CHARS = re.compile(r"[A-Za-z0-9_=+\-\[\]()|?*,]+")
+_PATTERN_CHARS = re.compile(r"[A-Za-z0-9_=+\-\[\]()|?*]+")
+# Within those characters, "(?" opens Python-only groups (lookarounds, flags)
+# and a quantifier after a quantifier is non-greedy or an error.
+_PATTERN_FORBIDDEN = re.compile(r"\(\?|[?*+][?*+]")
 
 DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 DEFINE_VALUE = re.compile(r"[A-Za-z0-9_.+-]*")
@@ -71,13 +75,14 @@ def parse_patterns(text: str, source: str = ALLOWLIST_NAME) -> tuple[re.Pattern[
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        if _PATTERN_CHARS.fullmatch(line) is None:
+        if _PATTERN_CHARS.fullmatch(line) is None or _PATTERN_FORBIDDEN.search(line) is not None:
             # A construct outside the shared subset could mean different things
             # to Python and CMake, so the two builds would disagree on safety.
             raise UnsafeFlagError(
                 f"{source}:{number}: pattern {line!r} uses characters outside the subset "
-                "that Python and CMake read alike (letters, digits, _ = - + , [ ] ( ) | ? *); "
-                "rewrite it with [0-9]+-style classes and no '.', backslash, {n} or anchors."
+                "that Python and CMake read alike (letters, digits, _ = - + [ ] ( ) | ? *); "
+                "rewrite it with [0-9]+-style classes and no '.', backslash, {n}, anchors, "
+                "lookarounds or non-greedy quantifiers."
             )
         try:
             patterns.append(re.compile(f"(?:{line})"))
@@ -90,10 +95,21 @@ def load_patterns(path: Path | None = None) -> tuple[re.Pattern[str], ...]:
     """The allow-list's patterns, each to be used with fullmatch."""
     where = path if path is not None else allowlist_path()
     try:
-        text = where.read_text(encoding="utf-8")
+        stat = where.stat()
+    except OSError as exc:
+        raise UnsafeFlagError(f"cannot read the flag allow-list {where}: {exc}; reinstall ciq-build.") from exc
+    return _load_cached(str(where), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(where: str, mtime_ns: int, size: int) -> tuple[re.Pattern[str], ...]:
+    # Keyed by the file's mtime and size, so an edited allow-list is re-read;
+    # the result is an immutable tuple, so sharing it is safe.
+    try:
+        text = Path(where).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UnsafeFlagError(f"cannot read the flag allow-list {where}: {exc}; reinstall ciq-build.") from exc
-    return parse_patterns(text, str(where))
+    return parse_patterns(text, where)
 
 
 def is_allowed(flag: object, patterns: tuple[re.Pattern[str], ...] | None = None) -> bool:

@@ -301,6 +301,8 @@ class TargetLock:
             pass  # the info file is a courtesy for the message; the lock itself holds
 
     def release(self) -> None:
+        if not self._lock.is_locked:
+            return  # never held: the info file, if any, is another holder's
         # Remove the info first: once the lock is free, the file belongs to the next holder.
         try:
             self.info_path.unlink()

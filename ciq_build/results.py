@@ -82,12 +82,18 @@ def dominates(a: Sequence[float], b: Sequence[float], directions: Sequence[Direc
 
 
 def non_dominated(points: Sequence[Sequence[float]], directions: Sequence[Direction]) -> list[int]:
-    """Indices of the points no other point dominates (duplicates all kept)."""
-    return [
-        i
-        for i, p in enumerate(points)
-        if not any(dominates(q, p, directions) for j, q in enumerate(points) if j != i)
-    ]
+    """Indices (ascending) of the points no other point dominates (duplicates all kept)."""
+    keys = [_key(p, directions) for p in points]
+    front: list[int] = []
+    # In lexicographic order a point can only be dominated by an earlier one, and
+    # whatever dominates it is dominated by (or is) a member of the front so far.
+    for i in sorted(range(len(keys)), key=lambda i: keys[i]):
+        k = keys[i]
+        if not any(
+            all(a <= b for a, b in zip(keys[j], k)) and any(a < b for a, b in zip(keys[j], k)) for j in front
+        ):
+            front.append(i)
+    return sorted(front)
 
 
 def hypervolume_2d(

@@ -22,6 +22,7 @@ declares it, with :class:`ciq_build.errors.ConfigError`.
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import math
 import numbers
@@ -171,7 +172,19 @@ class Range(Param):
     def value(self, index: int) -> int | float:
         if self._integral:
             return self.start + index * self.step
+        grid = self._float_grid
+        if grid is not None:
+            return grid[index]
+        return self._exact(index)
+
+    def _exact(self, index: int) -> float:
         return float(Decimal(repr(float(self.start))) + index * Decimal(repr(float(self.step))))
+
+    @functools.cached_property
+    def _float_grid(self) -> tuple[float, ...] | None:
+        # Decimal arithmetic is slow; small float grids are computed once.
+        size = self.size
+        return tuple(self._exact(i) for i in builtins.range(size)) if size <= 100_000 else None
 
     def index(self, value: Any) -> int:
         number = _check_number("a range value", value)

@@ -22,7 +22,7 @@ from ciq_build.errors import ConfigError, ManifestError
 MANIFEST_SCHEMA = 1
 
 # CMake target names that can also be file names (no '/', no '..', no '::' aliases).
-TARGET_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*")
+TARGET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
 Direction = Literal["min", "max"]
 Source = Literal["benchmark", "static", "compile"]
@@ -144,7 +144,8 @@ class Manifest:
 
     @property
     def parsed_objectives(self) -> list[Objective]:
-        return parse_objectives(list(self.objectives))
+        """OBJECTIVES of ciq_tune_target(), parsed; empty when none were given (the driver picks)."""
+        return parse_objectives(list(self.objectives)) if self.objectives else []
 
 
 def manifest_dir(build_dir: Path) -> Path:
@@ -156,7 +157,7 @@ def check_target_name(target: object, what: type[Exception] = ManifestError) -> 
     if not isinstance(target, str) or TARGET_NAME.fullmatch(target) is None:
         raise what(
             f"target name {target!r} is not usable: ciq_build needs a plain CMake target name "
-            "(letters, digits, _ . + -, not starting with '.'; no paths or :: aliases)."
+            "(letters, digits, _ . + -, starting with a letter, digit or _; no paths or :: aliases)."
         )
     return target
 
@@ -305,9 +306,9 @@ def read_manifest(path: Path) -> Manifest:
         if compiled.groups < 1:
             raise r.fail("metric_regex", "needs a capture group around the number; fix METRIC_REGEX")
 
-    objectives = r.str_list(data, "objectives")
+    objectives = r.str_list(data, "objectives")  # empty: no OBJECTIVES given, the driver's default
     try:
-        parsed = parse_objectives(list(objectives))
+        parsed = parse_objectives(list(objectives)) if objectives else []
     except ConfigError as exc:
         raise r.fail("objectives", f"is invalid: {exc} Fix OBJECTIVES in ciq_tune_target()") from exc
     if benchmark is None:

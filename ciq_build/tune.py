@@ -27,7 +27,7 @@ from ciq_build.engines.base import CandidateSource, Proposal
 from ciq_build.errors import BenchmarkError, ConfigError, NoGpuError, SearchError
 from ciq_build.journal import Journal, TargetLock
 from ciq_build.lock import record_path, write_record
-from ciq_build.results import pareto_indices
+from ciq_build.results import non_dominated
 from ciq_build.target import Manifest, Objective, load_manifest, parse_objectives
 from ciq_build.toolchain import Toolchain, find_toolchain
 
@@ -170,8 +170,9 @@ class Evaluator:
     def bench_spec(self, tree: ScratchTree) -> BenchSpec:
         bench = self.manifest.benchmark
         assert bench is not None and tree.benchmark_path is not None
+        required = tuple(metric_key(o) for o in self.objectives if o.source == "benchmark")
         return BenchSpec(path=tree.benchmark_path, args=list(bench.args), timeout=self.timeout,
-                         metric_regex=self.manifest.metric_regex or None, cwd=tree.build_dir)
+                         metric_regex=self.manifest.metric_regex or None, cwd=tree.build_dir, required=required)
 
     def evaluate(self, tree: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
         started = time.monotonic()
@@ -187,9 +188,7 @@ class Evaluator:
         spread: dict[str, float] = {}
         if self.needs_benchmark:
             with self.slots.slot() as env:
-                spec = self.bench_spec(tree)
-                spec = BenchSpec(spec.path, spec.args, spec.timeout, spec.metric_regex, spec.cwd, env)
-                measurement = measure(spec, self.repeats)
+                measurement = measure(self.bench_spec(tree).with_env(env), self.repeats)
             if measurement.failure is not None:
                 run = measurement.failure
                 return failed(run.cause or "bench_exit", run.message, values)
@@ -434,7 +433,7 @@ class Tuner:
         if not ok:
             return None
         directions = [o.direction for o in self.objectives]
-        front = [ok[i] for i in pareto_indices([e.scores for e in ok], directions)]  # type: ignore[misc]
+        front = [ok[i] for i in non_dominated([e.scores for e in ok], directions)]  # type: ignore[misc]
         return pick_from_front(front, directions, self.options.pick)
 
     # -- re-measure and pin ------------------------------------------------------
@@ -474,13 +473,8 @@ class Tuner:
         rounds = max(5, self.options.repeats * 2)
         self._say(f"re-measuring the winner against the baseline, interleaved, {rounds} rounds each")
         with self.evaluator.slots.slot() as env:
-            spec_base = self.evaluator.bench_spec(base_tree)
-            spec_win = self.evaluator.bench_spec(tree)
-            spec_base = BenchSpec(spec_base.path, spec_base.args, spec_base.timeout, spec_base.metric_regex,
-                                  spec_base.cwd, env)
-            spec_win = BenchSpec(spec_win.path, spec_win.args, spec_win.timeout, spec_win.metric_regex,
-                                 spec_win.cwd, env)
-            base_m, win_m = interleaved(spec_base, spec_win, rounds)
+            base_m, win_m = interleaved(self.evaluator.bench_spec(base_tree).with_env(env),
+                                        self.evaluator.bench_spec(tree).with_env(env), rounds)
         if base_m.failure is not None or win_m.failure is not None:
             failure = base_m.failure or win_m.failure
             raise SearchError(f"re-measuring failed: {failure.cause}: {failure.message}")  # type: ignore[union-attr]

@@ -1,0 +1,84 @@
+"""Which candidate source a tune uses, from the target's SEARCH_SPACE / --controls.
+
+`knobs` and `params` are searched by ciq_build's genetic engine; any ACF kind
+(`ptxas-acf`, `nvcc-acf`, a `.bin` file) hands the search to NVIDIA's compileiq
+engine, with the knobs and params in the same space.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ciq_build.controls import knob_space
+from ciq_build.engines.base import CandidateSource
+from ciq_build.errors import ConfigError
+from ciq_build.params import parse_params
+from ciq_build.search import SearchConfiguration
+from ciq_build.space import Param
+from ciq_build.target import Manifest, Objective
+from ciq_build.toolchain import Toolchain
+
+if TYPE_CHECKING:
+    from ciq_build.tune import TuneOptions
+
+PLAIN_KINDS = ("knobs", "params")
+
+
+def is_acf_kind(kind: str) -> bool:
+    return kind.startswith(("ptxas-acf", "nvcc-acf")) or kind.endswith(".bin")
+
+
+def search_kinds(options: "TuneOptions", manifest: Manifest) -> list[str]:
+    kinds = list(options.controls or manifest.search_space or ())
+    if not kinds:
+        kinds = ["knobs", "params"]
+    for kind in kinds:
+        if kind not in PLAIN_KINDS and not is_acf_kind(kind):
+            raise ConfigError(
+                f"unknown search space {kind!r}: use knobs, params, ptxas-acf[:VERSION[:VARIANT]], "
+                "nvcc-acf[:VERSION[:VARIANT]] or the path of a .bin search space")
+    if sum(1 for k in kinds if is_acf_kind(k)) > 1:
+        raise ConfigError(f"at most one ACF search space per tune, got {kinds}")
+    return kinds
+
+
+def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allow_numerics: bool) -> dict[str, Param]:
+    space: dict[str, Param] = {}
+    if "knobs" in kinds:
+        arch = _first_arch(manifest.toolchain.architectures)
+        space.update(knob_space(toolchain, allow_numerics or manifest.allow_numerics, arch=arch))
+    if "params" in kinds:
+        space.update(parse_params(manifest.params))
+    return space
+
+
+def make_candidate_source(options: "TuneOptions", manifest: Manifest, toolchain: Toolchain,
+                          objectives: list[Objective], acf_dir: Path) -> CandidateSource:
+    kinds = search_kinds(options, manifest)
+    space = build_space(kinds, manifest, toolchain, options.allow_numerics)
+    config = SearchConfiguration(
+        generations=options.generations, pool_size=options.pool_size, mutate_rate=options.mutate_rate,
+        problem_type=[o.direction for o in objectives], num_objectives=len(objectives), seed=options.seed,
+    )
+    acf_kind = next((k for k in kinds if is_acf_kind(k)), None)
+    if acf_kind is not None:
+        from ciq_build.engines.compileiq import make_source
+
+        return make_source(acf_kind, space, config, acf_dir, manifest, toolchain, [o.spec for o in objectives])
+    if not space:
+        raise ConfigError(
+            f"nothing to search for {manifest.target}: SEARCH_SPACE {kinds} gives no parameters "
+            "(no PARAMS given, and no knob accepted by this compiler)")
+    from ciq_build.engines.genetic import GeneticSource
+
+    return GeneticSource(space, config, [o.spec for o in objectives])
+
+
+def _first_arch(architectures: str) -> str | None:
+    for item in architectures.replace(",", ";").split(";"):
+        item = item.strip().split("-")[0]
+        if item and item not in ("all", "all-major", "native"):
+            return item
+    return None
+

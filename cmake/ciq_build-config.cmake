@@ -1,0 +1,18 @@
+# find_package(ciq_build CONFIG) entry point.
+#
+# Found through scikit-build-core's `cmake.root` entry point when a project is
+# built with pip, or with -Dciq_build_DIR=$(python -m ciq_build --cmake-dir)
+# for plain CMake builds. It provides one public function,
+# ciq_tune_target(), defined in ciq_build.cmake beside this file.
+
+include_guard(GLOBAL)
+
+if(CMAKE_VERSION VERSION_LESS 3.24)
+  message(FATAL_ERROR
+    "ciq_build needs CMake 3.24 or newer (this is ${CMAKE_VERSION}); "
+    "install a newer one with `pip install cmake`.")
+endif()
+
+include("${CMAKE_CURRENT_LIST_DIR}/ciq_build.cmake")
+
+set(ciq_build_FOUND TRUE)

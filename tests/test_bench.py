@@ -1,0 +1,415 @@
+"""ciq_build.bench with real misbehaving benchmark processes (tests/programs/)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ciq_build import bench
+from ciq_build.bench import BenchSpec, GpuSlots, beats_baseline, interleaved, measure, run_once
+from ciq_build.errors import BenchmarkError, CiqError, ConfigError, NoGpuError
+
+PROGRAMS = Path(__file__).parent / "programs"
+FAULT_BENCH = PROGRAMS / "fault_bench.py"
+
+
+def fault(mode: str, *args: str, timeout: float = 10.0, **kwargs: object) -> BenchSpec:
+    """A spec running tests/programs/fault_bench.py in `mode` with this Python."""
+    return BenchSpec(Path(sys.executable), (str(FAULT_BENCH), mode, *args), timeout, **kwargs)  # type: ignore[arg-type]
+
+
+def process_gone(pid: int) -> bool:
+    """True when `pid` no longer runs (gone, or a zombie waiting to be reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def wait_gone(pid: int, seconds: float = 3.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process_gone(pid):
+            return True
+        time.sleep(0.02)
+    return process_gone(pid)
+
+
+@pytest.fixture(scope="module")
+def segfault_exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/programs/segfault.c built with the system C compiler."""
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    if gcc is None:
+        pytest.skip("needs a C compiler (gcc) to build the crashing benchmark")
+    exe = tmp_path_factory.mktemp("segfault") / "segfault"
+    subprocess.run([gcc, "-O0", "-o", str(exe), str(PROGRAMS / "segfault.c")], check=True, timeout=60)
+    return exe
+
+
+# -- one run: every cause, with a real process -------------------------------------------
+
+
+def test_good_benchmark_reports_time_and_check() -> None:
+    run = run_once(fault("good", "1.25"))
+    assert run.ok and run.cause is None
+    assert run.metrics == {"time_ms": 1.25, "time": 1.25}
+    assert run.check == "PASS"
+    assert run.seconds > 0
+    assert "CIQ_METRIC time_ms=1.25" in run.output_tail
+
+
+def test_hanging_benchmark_times_out() -> None:
+    started = time.monotonic()
+    run = run_once(fault("hang", timeout=0.5))
+    assert not run.ok and run.cause == bench.BENCH_TIMEOUT
+    assert "0.5 s timeout" in run.message
+    assert time.monotonic() - started < 5
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    run = run_once(fault("hang_child", str(pid_file), timeout=1.0))
+    assert run.cause == bench.BENCH_TIMEOUT
+    child = int(pid_file.read_text())
+    assert wait_gone(child), f"the benchmark's hanging child {child} survived the timeout"
+
+
+def test_detached_child_of_a_finished_benchmark_is_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "daemon.pid"
+    run = run_once(fault("daemon_child", str(pid_file), timeout=5.0))
+    assert run.ok and run.metrics["time"] == 2.5
+    assert wait_gone(int(pid_file.read_text())), "a daemonised child outlived its benchmark"
+
+
+def test_real_segfault_is_bench_signal(segfault_exe: Path) -> None:
+    run = run_once(BenchSpec(segfault_exe, (), 5.0))
+    assert not run.ok and run.cause == bench.BENCH_SIGNAL
+    assert "SIGSEGV" in run.message
+
+
+def test_python_segfault_is_bench_signal_even_after_a_metric() -> None:
+    run = run_once(fault("segv"))
+    assert run.cause == bench.BENCH_SIGNAL and "SIGSEGV" in run.message
+
+
+def test_garbage_and_non_utf8_output_are_ignored_around_a_metric() -> None:
+    run = run_once(fault("garbage", "yes"))
+    assert run.ok, run.message
+    assert run.metrics["time"] == 3.5  # not the 9 of the near-miss lines
+    assert run_once(fault("garbage", "no")).cause == bench.NO_METRIC
+
+
+def test_huge_output_keeps_the_tail() -> None:
+    assert run_once(fault("huge", "last")).metrics["time"] == 4.0
+    lost = run_once(fault("huge", "first"))
+    assert lost.cause == bench.NO_METRIC
+    assert "print the CIQ_METRIC lines last" in lost.message
+    assert len(lost.output_tail) < 10_000  # the journal gets a tail, not megabytes
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "abc", "1e999"])
+def test_unusable_time_is_bad_metric(value: str) -> None:
+    run = run_once(fault("metric", value))
+    assert not run.ok and run.cause == bench.BAD_METRIC
+    assert "time_ms" in run.message
+
+
+def test_failed_check_is_check_failed_even_with_nonzero_exit() -> None:
+    run = run_once(fault("check_fail"))
+    assert run.cause == bench.CHECK_FAILED and run.check == "FAIL"
+    assert "max abs error" in run.output_tail
+
+
+def test_nonzero_exit_is_bench_exit() -> None:
+    run = run_once(fault("exit", "3"))
+    assert run.cause == bench.BENCH_EXIT
+    assert "code 3" in run.message and "out of memory" in run.output_tail
+
+
+def test_no_metric_and_the_metric_regex() -> None:
+    assert run_once(fault("no_metric")).cause == bench.NO_METRIC
+    run = run_once(fault("no_metric", metric_regex=r"done in ([0-9.]+) ms"))
+    assert run.ok and run.metrics["time"] == 1.75
+
+
+def test_required_metric_missing_is_no_metric() -> None:
+    run = run_once(fault("good", required=("time", "gflops")))
+    assert run.cause == bench.NO_METRIC and "gflops" in run.message
+
+
+def test_metric_on_stderr_counts() -> None:
+    assert run_once(fault("stderr_metric")).metrics["time"] == 6.0
+
+
+@pytest.mark.parametrize("mode", ["no_gpu", "cuda_text"])
+def test_no_gpu_is_its_own_cause_and_raises(mode: str) -> None:
+    run = run_once(fault(mode))
+    assert run.cause == bench.NO_GPU
+    with pytest.raises(NoGpuError) as info:
+        bench.raise_if_no_gpu(run)
+    for objective in bench.STATIC_OBJECTIVES:
+        assert objective in str(info.value)
+    with pytest.raises(NoGpuError):
+        bench.raise_if_no_gpu(measure(fault(mode), 3))
+
+
+def test_real_cuda_program_without_a_gpu_is_no_gpu(cuda133_bin: Path, tmp_path: Path) -> None:
+    if Path("/dev/nvidia0").exists():
+        pytest.skip("a GPU is present; this checks a machine without one")
+    source = tmp_path / "probe.cu"
+    source.write_text(
+        "#include <cstdio>\n"
+        "int main() { int n = 0; cudaError_t e = cudaGetDeviceCount(&n);\n"
+        "  if (e != cudaSuccess) { fprintf(stderr, \"%s: %s\\n\", cudaGetErrorName(e), cudaGetErrorString(e));"
+        " return 1; }\n"
+        "  printf(\"CIQ_METRIC time_ms=1\\n\"); return 0; }\n"
+    )
+    exe = tmp_path / "probe"
+    subprocess.run(
+        [str(cuda133_bin / "nvcc"), "-cudart", "static", "-o", str(exe), str(source)],
+        check=True, timeout=120, capture_output=True,
+    )
+    run = run_once(BenchSpec(exe, (), 10.0))
+    assert run.cause == bench.NO_GPU, run.message
+
+
+def test_runtime_no_gpu_text_in_a_successful_run_is_not_no_gpu() -> None:
+    # A benchmark that probes several devices may print the text and still measure.
+    run = run_once(fault("good", "1.0", "device 3: no CUDA-capable device is detected"))
+    assert run.ok
+
+
+def test_missing_benchmark_is_a_setup_error(tmp_path: Path) -> None:
+    with pytest.raises(BenchmarkError, match="does not exist or is not executable"):
+        run_once(BenchSpec(tmp_path / "nope", (), 1.0))
+
+
+def test_env_and_cwd_reach_the_benchmark(tmp_path: Path) -> None:
+    script = tmp_path / "env_bench.py"
+    script.write_text(
+        "import os\nprint('CIQ_METRIC time_ms=' + os.environ['BENCH_TIME'])\n"
+        "print('CIQ_METRIC in_cwd=' + str(int(os.path.exists('marker'))))\n"
+    )
+    (tmp_path / "marker").write_text("")
+    run = run_once(BenchSpec(Path(sys.executable), (str(script),), 5.0, cwd=tmp_path, env={"BENCH_TIME": "7"}))
+    assert run.metrics["time"] == 7.0 and run.metrics["in_cwd"] == 1.0
+
+
+def test_bad_spec_is_config_error() -> None:
+    with pytest.raises(ConfigError, match="no group"):
+        fault("good", metric_regex=r"time [0-9.]+")
+    with pytest.raises(ConfigError, match="not a valid"):
+        fault("good", metric_regex=r"(unclosed")
+    with pytest.raises(ConfigError, match="timeout"):
+        fault("good", timeout=0)
+
+
+# -- repeats -------------------------------------------------------------------------------
+
+
+def test_measure_takes_medians_and_spreads(tmp_path: Path) -> None:
+    times = tmp_path / "times"
+    times.write_text("3\n1\n2\n5\n4\n")
+    script = tmp_path / "varying.py"
+    script.write_text(
+        "import sys\nfrom pathlib import Path\n"
+        "p = Path(sys.argv[1]); lines = p.read_text().split()\n"
+        "p.write_text('\\n'.join(lines[1:]))\nprint('CIQ_METRIC time_ms=' + lines[0])\n"
+    )
+    result = measure(BenchSpec(Path(sys.executable), (str(script), str(times)), 5.0), 5)
+    assert result.ok and len(result.runs) == 5
+    assert result.metrics["time"] == 3.0
+    assert result.samples["time"] == [3.0, 1.0, 2.0, 5.0, 4.0]
+    spread = result.spread["time"]
+    assert (spread.min, spread.max, spread.iqr) == (1.0, 5.0, 2.0)
+    assert result.iqr["time"] == 2.0
+
+
+def test_measure_fails_on_the_first_failed_repeat_and_stops() -> None:
+    started = time.monotonic()
+    result = measure(fault("hang", timeout=0.5), 4)
+    assert not result.ok and result.failure is not None
+    assert result.failure.cause == bench.BENCH_TIMEOUT
+    assert len(result.runs) == 1 and result.metrics == {}
+    assert time.monotonic() - started < 4  # not 4 timeouts
+
+
+def test_interleaved_alternates_and_balances_order(tmp_path: Path) -> None:
+    log = tmp_path / "order"
+    a = fault("record", str(log), "A", "2.0")
+    b = fault("record", str(log), "B", "1.0")
+    ma, mb = interleaved(a, b, 4)
+    assert log.read_text().split() == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    assert ma.metrics["time"] == 2.0 and mb.metrics["time"] == 1.0
+    assert len(ma.runs) == len(mb.runs) == 4
+
+
+def test_interleaved_stops_running_a_failed_side(tmp_path: Path) -> None:
+    log = tmp_path / "order"
+    ma, mb = interleaved(fault("exit", "2"), fault("record", str(log), "B", "1.0"), 3)
+    assert not ma.ok and len(ma.runs) == 1
+    assert mb.ok and log.read_text().split() == ["B", "B", "B"]
+
+
+# -- better beyond the noise -------------------------------------------------------------
+
+
+def test_overlapping_samples_are_not_better() -> None:
+    verdict = beats_baseline([1.00, 1.10, 0.95, 1.05, 1.02], [0.98, 1.08, 0.96, 1.01, 1.04], "min")
+    assert not verdict.better
+    assert "noise" in verdict.explanation
+
+
+def test_clearly_separated_samples_are_better() -> None:
+    verdict = beats_baseline([1.00, 1.02, 0.99, 1.01, 1.03], [0.80, 0.81, 0.79, 0.82, 0.80], "min")
+    assert verdict.better
+    assert verdict.ratio == pytest.approx(0.80 / 1.01)
+    assert verdict.p_value < 0.01
+
+
+def test_direction_max() -> None:
+    low, high = [100.0, 101, 99, 100.5, 100.2], [120.0, 121, 119, 120.5, 122]
+    assert beats_baseline(low, high, "max").better
+    assert not beats_baseline(high, low, "max").better
+    assert not beats_baseline(low, high, "min").better
+
+
+def test_separated_medians_within_wide_noise_are_not_better() -> None:
+    # Medians differ, but the baseline scatters more than the difference.
+    verdict = beats_baseline([0.7, 0.85, 1.0, 1.15, 1.3], [0.85, 0.86, 0.84, 0.85, 0.86], "min")
+    assert not verdict.better and "within the noise" in verdict.explanation
+
+
+def test_too_few_samples_are_never_significant() -> None:
+    verdict = beats_baseline([1.0, 1.0], [0.5, 0.5], "min")
+    assert not verdict.better and "too few samples" in verdict.explanation
+    assert beats_baseline([1.0, 1.01, 1.02], [0.5, 0.51, 0.52], "min").better  # 3 vs 3 can pass
+
+
+def test_identical_and_non_finite_samples() -> None:
+    assert not beats_baseline([1.0] * 5, [1.0] * 5, "min").better
+    verdict = beats_baseline([1.0, 1.0], [float("nan")], "min")
+    assert not verdict.better and "no finite samples" in verdict.explanation
+    with pytest.raises(ConfigError):
+        beats_baseline([1.0], [1.0], "fastest")  # type: ignore[arg-type]
+
+
+def test_mann_whitney_matches_known_exact_values() -> None:
+    # 5 vs 5 fully separated: 1 / C(10, 5); with ties the mid-rank version must stay in (0, 1].
+    assert beats_baseline([2, 3, 4, 5, 6], [1, 0.5, 0.4, 0.3, 0.2], "min").p_value == pytest.approx(1 / 252)
+    tied = beats_baseline([1, 1, 2, 2, 3], [1, 1, 1, 2, 2], "min").p_value
+    assert 0 < tied < 1
+
+
+# -- GPU slots -------------------------------------------------------------------------------
+
+
+def test_one_gpu_never_runs_two_benchmarks_at_once(tmp_path: Path) -> None:
+    slots = GpuSlots()
+    spec = fault("exclusive", str(tmp_path), "0.15")
+    runs: list[bench.BenchRun] = []
+    threads = [threading.Thread(target=lambda: runs.append(run_once(spec, slots=slots))) for _ in range(4)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(runs) == 4 and all(run.ok for run in runs), [run.message for run in runs]
+    assert time.monotonic() - started >= 4 * 0.15
+
+
+def test_without_slots_the_overlap_detector_fires(tmp_path: Path) -> None:
+    # Proves the exclusivity test above can fail: unslotted runs do collide.
+    spec = fault("exclusive", str(tmp_path), "0.5")
+    runs: list[bench.BenchRun] = []
+    threads = [threading.Thread(target=lambda: runs.append(run_once(spec))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert any(run.cause == bench.CHECK_FAILED for run in runs)
+
+
+def test_several_gpus_each_get_their_own_device(tmp_path: Path) -> None:
+    slots = GpuSlots(["0", "1"])
+    spec = fault("exclusive", str(tmp_path), "0.2")
+    runs: list[bench.BenchRun] = []
+    threads = [threading.Thread(target=lambda: runs.append(run_once(spec, slots=slots))) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(run.ok for run in runs), [run.message for run in runs]
+    assert {run.metrics["device"] for run in runs} == {0.0, 1.0}  # both GPUs used, never shared
+    assert sorted(set((tmp_path / "log").read_text().split())) == ["0", "1"]
+
+
+def test_gpu_slots_refuse_duplicates() -> None:
+    with pytest.raises(ConfigError, match="twice"):
+        GpuSlots(["0", "0"])
+    with pytest.raises(CiqError):
+        GpuSlots(["0", " "])
+
+
+def test_gpu_slot_is_returned_after_an_exception() -> None:
+    slots = GpuSlots(["3"])
+    with pytest.raises(RuntimeError):
+        with slots.slot():
+            raise RuntimeError("benchmark thread failed")
+    with slots.slot() as env:
+        assert env == {"CUDA_VISIBLE_DEVICES": "3"}
+
+
+def test_run_record_is_json_ready() -> None:
+    import json
+
+    record = run_once(fault("good")).to_record()
+    assert json.loads(json.dumps(record))["metrics"]["time"] == 1.25
+
+
+# -- the parser's rules, on text ----------------------------------------------------------
+
+
+def test_parser_rules_for_duplicates_checks_and_the_regex() -> None:
+    text = "\n".join([
+        "CIQ_METRIC time_ms=2.0",
+        "CIQ_METRIC time_ms=1.5",  # the last value wins
+        "CIQ_METRIC delta=-3",  # negative is fine for a metric that is not a time
+        "CIQ_METRICS time_ms=99",  # not the protocol keyword
+        "CIQ_CHECK PASS",
+        "elapsed 0.75 ms", "elapsed 0.5 ms",  # the regex's last match wins, over time_ms
+    ])
+    parsed = bench.parse_output(text, r"elapsed ([0-9.]+) ms")
+    assert parsed.metrics == {"time_ms": 1.5, "delta": -3.0, "time": 0.5}
+    assert parsed.check == "PASS" and parsed.problems == ()
+    assert bench.parse_output(text).metrics["time"] == 1.5
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [["CIQ_CHECK PASS", "CIQ_CHECK FAIL"], ["CIQ_CHECK FAIL", "CIQ_CHECK PASS"], ["CIQ_CHECK maybe"]],
+)
+def test_any_fail_or_unreadable_check_is_fail(lines: list[str]) -> None:
+    assert bench.parse_output("\n".join(lines)).check == "FAIL"
+
+
+def test_negative_time_from_the_regex_is_bad() -> None:
+    parsed = bench.parse_output("elapsed -1 ms", r"elapsed (\S+) ms")
+    assert "time" not in parsed.metrics and "negative" in parsed.problems[0]
+
+
+def test_large_samples_use_the_normal_approximation() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    base = rng.normal(1.0, 0.01, 300).tolist()
+    assert beats_baseline(base, rng.normal(0.9, 0.01, 300).tolist(), "min").better
+    same = beats_baseline(base, rng.normal(1.0, 0.01, 300).tolist(), "min")
+    assert not same.better and same.p_value > 0.001
