@@ -19,6 +19,7 @@ from pathlib import Path
 from ciq_build import proc
 from ciq_build.controls import Controls, write_options_file
 from ciq_build.errors import BuildError
+from ciq_build.resources import cmake_dir
 from ciq_build.target import Manifest
 from ciq_build.toolchain import Toolchain
 
@@ -28,7 +29,7 @@ _CACHE_SKIP = re.compile(
     r"^(CMAKE_CACHEFILE_DIR|CMAKE_HOME_DIRECTORY|CMAKE_PROJECT_.*|CMAKE_GENERATOR.*|"
     r"CMAKE_EXPORT_COMPILE_COMMANDS|CIQ_TUNE_.*|.*_BINARY_DIR|.*_SOURCE_DIR|.*_IS_TOP_LEVEL)$"
 )
-_CACHE_LINE = re.compile(r"^([A-Za-z0-9_.+-]+):(BOOL|STRING|PATH|FILEPATH)=(.*)$")
+_CACHE_LINE = re.compile(r"^([A-Za-z0-9_.+-]+):(BOOL|STRING|PATH|FILEPATH|UNINITIALIZED)=(.*)$")
 
 # Reading -Xptxas -v output does not change the generated code (only the PTX
 # section's recorded ptxas options), so what is measured is what ships.
@@ -103,6 +104,7 @@ class ScratchTree:
             "-G", self.manifest.generator,
             "-C", str(init_cache),
             f"-DCMAKE_CUDA_COMPILER={self.toolchain.nvcc}",
+            f"-Dciq_build_DIR={cmake_dir()}",
             f"-DCIQ_TUNE_TARGET={self.manifest.target}",
             f"-DCIQ_TUNE_OPTIONS_FILE={self.options_file}",
         ]
@@ -154,7 +156,8 @@ def remove_scratch_trees(manifest: Manifest) -> None:
 def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain, generator: str | None,
                         cmake_args: list[str], timeout: float) -> None:
     """Configure the user's project when `tune` is pointed at a build dir that does not exist yet."""
-    args = ["cmake", "-S", str(source_dir), "-B", str(build_dir), f"-DCMAKE_CUDA_COMPILER={toolchain.nvcc}"]
+    args = ["cmake", "-S", str(source_dir), "-B", str(build_dir), f"-DCMAKE_CUDA_COMPILER={toolchain.nvcc}",
+            f"-Dciq_build_DIR={cmake_dir()}"]
     if generator:
         args += ["-G", generator]
     elif shutil.which("ninja"):
@@ -175,6 +178,7 @@ def _initial_cache(cache_file: Path) -> str:
         if not match or _CACHE_SKIP.match(match.group(1)):
             continue
         name, kind, value = match.groups()
+        kind = "STRING" if kind == "UNINITIALIZED" else kind  # given as -DNAME=value without a type
         lines.append(f'set({name} "{_cmake_escape(value)}" CACHE {kind} "")')
     return "\n".join(lines) + "\n"
 

@@ -14,18 +14,7 @@ from typing import Sequence
 
 from ciq_build import __version__
 from ciq_build.errors import CiqError
-
-CMAKE_DIR = Path(__file__).resolve().parent.parent / "cmake"
-
-
-def cmake_dir() -> Path:
-    """The folder holding ciq_build-config.cmake (source checkout or installed wheel)."""
-    if (CMAKE_DIR / "ciq_build-config.cmake").is_file():
-        return CMAKE_DIR
-    import ciq_build.cmake as package  # installed wheel: cmake/ is the ciq_build.cmake package
-
-    return Path(package.__path__[0])
-
+from ciq_build.resources import cmake_dir
 
 def _add_tree_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--build-dir", "-B", type=Path, default=Path("build"),
@@ -63,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "after normalising each objective) or first (best on the first objective)")
     tune.add_argument("--seed", type=int, default=0, help="random seed (same seed, same candidates)")
     tune.add_argument("--jobs", "-j", type=int, default=1, help="candidates built in parallel (default 1)")
+    tune.add_argument("--gpus", default=None, metavar="LIST",
+                      help="GPUs to spread benchmarks over, e.g. 0,1 (one benchmark per GPU at a time; "
+                           "default: the default GPU, one benchmark at a time)")
     tune.add_argument("--repeats", type=int, default=5, help="benchmark runs per candidate; the median is scored")
     tune.add_argument("--timeout", type=float, default=None,
                       help="seconds before a compile or benchmark run is killed (default: the target's TIMEOUT)")

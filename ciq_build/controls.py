@@ -169,9 +169,11 @@ def _acf_argument(acf: AcfRef) -> str:
         return f"--apply-controls={path}"
     # The value of -Xptxas is re-read by nvcc when it runs ptxas: without the
     # escaped quotes a path with spaces reaches ptxas cut at the first space
-    # (measured with 13.3: "File '/tmp/dir' could not be opened"). Always
-    # quoted, so there is one spelling for the CMake module to reproduce.
-    return f'-Xptxas=--apply-controls=\\"{path}\\"'
+    # (measured with 13.3: "File '/tmp/dir' could not be opened"). Plain paths
+    # stay unquoted, as the CMake module writes them.
+    if re.search(r"\s", path):
+        return f'-Xptxas=--apply-controls=\\"{path}\\"'
+    return f"-Xptxas=--apply-controls={path}"
 
 
 def nvcc_arguments(controls: Controls) -> list[str]:

@@ -1,39 +1,43 @@
 """What a pin leaves in the compiled objects, so `verify` can check it took effect.
 
-Per object file and architecture: the resource usage of each kernel and a hash
-of the cubin's code sections. Not a hash of the whole file: the ACF's path is
-embedded in the cubin's `.note.nv.tkinfo`, so identical code built from two
-places would differ.
+Per object file and architecture: the kernels' resource usage (most registers
+of any kernel, largest stack frame) and a hash of the cubin's code sections.
+Not a hash of the whole file: the ACF's path is embedded in the cubin's
+`.note.nv.tkinfo`, so identical code built from two places would differ.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ciq_build import metrics
+from ciq_build.lock import ObjectInfo
 from ciq_build.toolchain import Toolchain
 
+Fingerprints = dict[str, dict[str, ObjectInfo]]
 
-def object_fingerprints(objects: tuple[Path, ...] | list[Path], object_dir: Path,
-                        toolchain: Toolchain) -> dict[str, dict[str, dict[str, Any]]]:
-    """{object path relative to object_dir: {arch: {"kernels": {...}, "code_sha256": hex}}}."""
-    result: dict[str, dict[str, dict[str, Any]]] = {}
+
+def object_fingerprints(objects: tuple[Path, ...] | list[Path], object_dir: Path, toolchain: Toolchain) -> Fingerprints:
+    """{object path relative to object_dir: {arch: ObjectInfo}} for objects that hold device code."""
+    result: Fingerprints = {}
     for obj in sorted(objects):
         relative = Path(obj).relative_to(object_dir).as_posix()
         usage = metrics.resource_usage(obj, toolchain)
         hashes = metrics.code_hash(obj, toolchain)
-        per_arch: dict[str, dict[str, Any]] = {}
-        for (function, arch), values in sorted(usage.items()):
-            per_arch.setdefault(arch, {"kernels": {}})["kernels"][function] = dict(values)
-        for arch, digest in hashes.items():
-            per_arch.setdefault(arch, {"kernels": {}})["code_sha256"] = digest
+        per_arch: dict[str, ObjectInfo] = {}
+        for arch, digest in sorted(hashes.items()):
+            kernels = [values for (_, kernel_arch), values in usage.items() if kernel_arch == arch]
+            per_arch[arch] = ObjectInfo(
+                registers=max((k["registers"] for k in kernels), default=0),
+                stack=max((k["stack"] for k in kernels), default=0),
+                code_sha256=digest,
+            )
         if per_arch:
             result[relative] = per_arch
     return result
 
 
-def compare(pinned: dict[str, Any], built: dict[str, Any]) -> list[str]:
+def compare(pinned: Fingerprints, built: Fingerprints) -> list[str]:
     """Differences between a record's fingerprints and a fresh build's, one line each."""
     problems = []
     for obj, archs in sorted(pinned.items()):
@@ -43,14 +47,13 @@ def compare(pinned: dict[str, Any], built: dict[str, Any]) -> list[str]:
         for arch, expected in sorted(archs.items()):
             actual = built[obj].get(arch)
             if actual is None:
-                problems.append(f"{obj} [{arch}]: no code for this architecture in the build")
+                problems.append(f"{obj} [sm_{arch}]: no code for this architecture in the build")
                 continue
-            if expected.get("code_sha256") != actual.get("code_sha256"):
-                problems.append(f"{obj} [{arch}]: machine code differs from the tuned winner's")
-            for function, usage in sorted(expected.get("kernels", {}).items()):
-                got = actual.get("kernels", {}).get(function)
-                if got != usage:
-                    problems.append(f"{obj} [{arch}] {function}: resource usage {got} != pinned {usage}")
+            if expected.code_sha256 != actual.code_sha256:
+                problems.append(f"{obj} [sm_{arch}]: machine code differs from the tuned winner's")
+            if (expected.registers, expected.stack) != (actual.registers, actual.stack):
+                problems.append(f"{obj} [sm_{arch}]: {actual.registers} registers / {actual.stack} B stack, "
+                                f"pinned {expected.registers} / {expected.stack}")
     for obj in sorted(set(built) - set(pinned)):
         problems.append(f"{obj}: built but not in the record (sources changed since tuning? retune)")
     return problems

@@ -26,8 +26,8 @@ from ciq_build.controls import Controls, controls_from_candidate, controls_to_js
 from ciq_build.engines.base import CandidateSource, Proposal
 from ciq_build.errors import BenchmarkError, ConfigError, NoGpuError, SearchError
 from ciq_build.journal import Journal, TargetLock
-from ciq_build.lock import record_path, write_record
-from ciq_build.results import non_dominated
+from ciq_build.lock import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary, record_path, write_record
+from ciq_build.results import dominates, non_dominated
 from ciq_build.target import Manifest, Objective, load_manifest, parse_objectives
 from ciq_build.toolchain import Toolchain, find_toolchain
 
@@ -58,6 +58,7 @@ class TuneOptions:
     pin: bool = True
     quiet: bool = False
     cmake_args: list[str] = field(default_factory=list)
+    gpus: list[str] = field(default_factory=list)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "TuneOptions":
@@ -69,6 +70,7 @@ class TuneOptions:
             pick=args.pick, seed=args.seed, jobs=args.jobs, repeats=args.repeats, timeout=args.timeout,
             max_evaluations=args.max_evaluations, fresh=args.fresh, wait=args.wait, pin=not args.no_pin,
             quiet=args.quiet, cmake_args=list(args.cmake_arg),
+            gpus=[g for g in (args.gpus or "").split(",") if g.strip()],
         )
 
     def validate(self) -> None:
@@ -138,10 +140,6 @@ def objective_values(objectives: list[Objective], values: dict[str, float]) -> t
             return None
         scores.append(float(value))
     return tuple(scores)
-
-
-def _better(a: float, b: float, direction: str) -> bool:
-    return a < b if direction == "min" else a > b
 
 
 # --------------------------------------------------------------------------------------
@@ -253,7 +251,7 @@ class Tuner:
         self.objectives = parse_objectives(options.objectives or self.manifest.objectives or ["spill_bytes"])
         self.timeout = options.timeout or self.manifest.timeout or DEFAULT_TIMEOUT
         self.evaluator = Evaluator(self.manifest, self.toolchain, self.objectives, options.repeats, self.timeout,
-                                   GpuSlots.from_environment())
+                                   GpuSlots(options.gpus))
         if self.evaluator.needs_benchmark and self.manifest.benchmark is None:
             raise ConfigError(
                 f"objective(s) {', '.join(o.name for o in self.objectives if o.source == 'benchmark')} need a "
@@ -367,8 +365,9 @@ class Tuner:
         from ciq_build.search import ProgressReporter
 
         budget = self.options.max_evaluations
-        progress = ProgressReporter(total_generations=self.options.generations, enabled=not self.options.quiet,
-                                    stream=self.out)
+        # A live line on a terminal; silent in logs and CI, and with --quiet.
+        progress = ProgressReporter(self.options.generations, stream=self.out,
+                                    enabled=False if self.options.quiet else None)
         free = list(workers)
         lock = threading.Lock()
         with ThreadPoolExecutor(max_workers=len(workers), thread_name_prefix="ciq-candidate") as pool:
@@ -413,9 +412,10 @@ class Tuner:
                         continue
                     self.evaluations.append(evaluated)
                     source.tell(proposal, evaluated.scores, None if evaluated.ok else f"{evaluated.cause}: {evaluated.message}")
-                    progress.update(generation=proposal.generation, evaluations=len(self.evaluations),
+                    best = self._best_scores()
+                    progress.update(proposal.generation, evaluations=len(self.evaluations),
                                     failures=sum(1 for e in self.evaluations if not e.ok),
-                                    best=self._best_scores())
+                                    best=None if best is None else "/".join(f"{s:g}" for s in best))
                 if budget is not None and len([e for e in self.evaluations if not e.cached]) >= budget:
                     break
         progress.close()
@@ -428,19 +428,21 @@ class Tuner:
         best = min(ok, key=lambda e: e.scores[0] if primary.direction == "min" else -e.scores[0])  # type: ignore[index]
         return best.scores
 
-    def pick_winner(self) -> Evaluated | None:
+    def pick_winner(self, baseline: Evaluated) -> Evaluated | None:
+        """The Pareto point to pin; among the points that beat the defaults on every objective, if any do."""
         ok = [e for e in self.evaluations if e.ok and e.scores is not None]
         if not ok:
             return None
         directions = [o.direction for o in self.objectives]
         front = [ok[i] for i in non_dominated([e.scores for e in ok], directions)]  # type: ignore[misc]
-        return pick_from_front(front, directions, self.options.pick)
+        dominating = [e for e in front if dominates(e.scores, baseline.scores, directions)]  # type: ignore[arg-type]
+        return pick_from_front(dominating or front, directions, self.options.pick)
 
     # -- re-measure and pin ------------------------------------------------------
 
     def _finish(self, baseline: Evaluated, base_tree: ScratchTree, tree: ScratchTree,
                 source: CandidateSource) -> TuneOutcome:
-        winner = self.pick_winner()
+        winner = self.pick_winner(baseline)
         if winner is None:
             raise SearchError(
                 f"no candidate of {self.manifest.target} could be evaluated ({self._failure_summary()}); "
@@ -461,11 +463,13 @@ class Tuner:
         if not rebuilt.ok:
             raise SearchError(f"the winning candidate no longer builds: {rebuilt.message}")
         self._winner_objects = rebuilt.objects
-        primary = self.objectives[0]
         if not self.evaluator.needs_benchmark:
-            better = _better(winner.scores[0], baseline.scores[0], primary.direction)
-            text = (f"{primary.name}: {baseline.scores[0]:g} -> {winner.scores[0]:g}"
-                    + ("" if better else " (no improvement over the compiler's defaults; nothing pinned)"))
+            # Static metrics are deterministic: better means no worse on any
+            # objective and better on one (the winner dominates the defaults).
+            directions = [o.direction for o in self.objectives]
+            better = dominates(winner.scores, baseline.scores, directions)
+            text = ", ".join(f"{o.spec}: {b:g} -> {w:g}" for o, b, w in zip(self.objectives, baseline.scores, winner.scores))
+            text += "" if better else " (does not beat the compiler's defaults on every objective; nothing pinned)"
             return text, better, baseline.scores, winner.scores, {}
         base_build = base_tree.build(Controls(), self.timeout)
         if not base_build.ok:
@@ -486,7 +490,8 @@ class Tuner:
         baseline_scores = objective_values(self.objectives, base_values) or baseline.scores
         winner_scores = objective_values(self.objectives, win_values) or winner.scores
         spreads = {"baseline": base_m.iqr, "winner": win_m.iqr,
-                   "baseline_samples": base_m.samples[key], "winner_samples": win_m.samples[key]}
+                   "samples": {"metric": key, "baseline": base_m.samples[key], "winner": win_m.samples[key],
+                               "verdict": verdict.explanation}}
         text = verdict.explanation + ("" if verdict.better else "; nothing pinned")
         return text, verdict.better, baseline_scores, winner_scores, spreads
 
@@ -494,23 +499,28 @@ class Tuner:
              baseline_scores: tuple[float, ...], winner_scores: tuple[float, ...], spreads: dict[str, Any]) -> Path:
         objects = object_fingerprints(self._winner_objects, tree.mirror(self.manifest.object_dir),
                                               self.toolchain)
-        record = {
-            "schema": 1,
-            "target": self.manifest.target,
-            "controls": winner.controls,
-            "toolchain": {"cuda": self.toolchain.major_minor, "nvcc_version": self.toolchain.version,
-                          "ptxas_version": self.toolchain.ptxas_version,
-                          "architectures": architecture_list(self.manifest.toolchain.architectures)},
-            "provenance": {**source.describe(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                           "ciq_build_version": __version__, "evaluations": len(self.evaluations),
-                           "failures": self._failure_counts()},
-            "objectives": [{"name": o.spec, "direction": o.direction} for o in self.objectives],
-            "baseline": {"scores": list(baseline_scores), "metrics": baseline.metrics,
-                         "spread": spreads.get("baseline", baseline.spread)},
-            "winner": {"scores": list(winner_scores), "metrics": winner.metrics,
-                       "spread": spreads.get("winner", winner.spread), "params": winner.proposal.params},
-            "objects": objects,
-        }
+        n = len(self.objectives)
+
+        def summary(scores: tuple[float, ...], spread: dict[str, float]) -> ScoreSummary:
+            return ScoreSummary(tuple(scores), tuple(float(spread.get(metric_key(o), 0.0)) for o in self.objectives))
+
+        record = PinnedRecord(
+            target=self.manifest.target,
+            controls=winner.controls,
+            toolchain=RecordToolchain(cuda=self.toolchain.major_minor, nvcc_version=self.toolchain.version,
+                                      ptxas_version=self.toolchain.ptxas_version,
+                                      architectures=tuple(architecture_list(self.manifest.toolchain.architectures))),
+            provenance={**source.describe(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                        "ciq_build_version": __version__, "evaluations": len(self.evaluations),
+                        "failures": self._failure_counts(), "winner_params": _jsonable(winner.proposal.params),
+                        "baseline_metrics": baseline.metrics, "winner_metrics": winner.metrics,
+                        "remeasured": spreads.get("samples", {})},
+            objectives=tuple(RecordObjective(o.name, o.direction) for o in self.objectives),
+            baseline=summary(baseline_scores, spreads.get("baseline", baseline.spread)),
+            winner=summary(winner_scores, spreads.get("winner", winner.spread)),
+            objects=objects,
+        )
+        assert len(record.objectives) == n
         path = record_path(self.manifest.pin_dir, self.manifest.target)
         write_record(path, record, acf_source=winner.controls.acf.path if winner.controls.acf else None)
         return path
@@ -571,6 +581,10 @@ def pick_from_front(front: list[Evaluated], directions: list[str], rule: str) ->
             distance += gap * gap
         normalised.append(distance)
     return front[normalised.index(min(normalised))]
+
+
+def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
+    return {k: v if isinstance(v, (str, int, float, bool)) or v is None else str(v) for k, v in params.items()}
 
 
 def tune(options: TuneOptions) -> TuneOutcome:

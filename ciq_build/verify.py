@@ -15,7 +15,7 @@ from ciq_build import proc
 from ciq_build.controls import nvcc_arguments
 from ciq_build.errors import BuildError, RecordError
 from ciq_build.fingerprint import compare, object_fingerprints
-from ciq_build.lock import read_record
+from ciq_build.lock import check_toolchain, read_record
 from ciq_build.target import load_manifest
 from ciq_build.toolchain import find_toolchain
 
@@ -34,10 +34,7 @@ def verify(target: str, build_dir: Path) -> VerifyReport:
     if not manifest.pin_file.is_file():
         raise RecordError(f"{target} has no pinned record at {manifest.pin_file}; run `python -m ciq_build tune {target}` first")
     record = read_record(manifest.pin_file)
-    if record.toolchain.get("cuda") != toolchain.major_minor:
-        raise RecordError(
-            f"{manifest.pin_file} was tuned with CUDA {record.toolchain.get('cuda')} but this build uses "
-            f"{toolchain.major_minor} ({toolchain.nvcc}); retune, or build with the matching toolkit")
+    check_toolchain(record, toolchain.major_minor, strict=True)
     result = proc.run(["cmake", "--build", str(build_dir), "--target", target], BUILD_TIMEOUT)
     if not result.ok:
         raise BuildError(f"building {target} failed ({result.describe()}):\n{result.output_tail()}")

@@ -114,9 +114,15 @@ def test_nvcc_arguments_order_and_acf_spelling(tmp_path: Path) -> None:
     acf_file = tmp_path / "gemm.acf"
     acf_file.write_bytes(b"acf")
     ptxas = Controls(flags=("-maxrregcount=64",), defines=(("TILE", "64"),), acf=_acf(acf_file))
-    assert nvcc_arguments(ptxas) == ["-maxrregcount=64", "-DTILE=64", f'-Xptxas=--apply-controls=\\"{acf_file}\\"']
+    assert nvcc_arguments(ptxas) == ["-maxrregcount=64", "-DTILE=64", f"-Xptxas=--apply-controls={acf_file}"]
     nvcc = Controls(acf=_acf(acf_file, "nvcc"))
     assert nvcc_arguments(nvcc) == [f"--apply-controls={acf_file}"]
+    # A path with spaces is quoted inside the -Xptxas value (nvcc would cut it at the space).
+    spaced = tmp_path / "pin dir" / "gemm.acf"
+    spaced.parent.mkdir()
+    spaced.write_bytes(b"acf")
+    assert nvcc_arguments(Controls(acf=_acf(spaced))) == [f'-Xptxas=--apply-controls=\\"{spaced}\\"']
+    assert nvcc_arguments(Controls(acf=_acf(spaced, "nvcc"))) == [f"--apply-controls={spaced}"]
 
 
 def test_acf_paths_nvcc_cannot_pass_on_are_refused(tmp_path: Path) -> None:
@@ -199,8 +205,9 @@ def test_real_nvcc_reads_the_options_file_from_a_path_with_spaces(toolchain: Too
     assert not proc.run([toolchain.nvcc, "-cubin", "-arch=sm_90a", source, "-o", tmp_path / "x.cubin"], 120).ok
 
 
-def test_a_ptxas_acf_path_with_spaces_reaches_ptxas_whole(toolchain: Toolchain, tmp_path: Path) -> None:
-    where = tmp_path / "pin dir"
+@pytest.mark.parametrize("pin_dir", ["pin dir", "pins"])
+def test_a_ptxas_acf_path_reaches_ptxas_whole(toolchain: Toolchain, tmp_path: Path, pin_dir: str) -> None:
+    where = tmp_path / pin_dir
     where.mkdir()
     acf = where / "scale.acf"
     acf.write_bytes(b"")  # ptxas opens it, then names it in its complaint (when empty)
@@ -259,16 +266,18 @@ def test_numerics_knobs_only_when_allowed(toolchain: Toolchain, probe_cache: Pat
     assert numerics <= set(knob_space(toolchain, allow_numerics=True, cache_dir=probe_cache))
 
 
-def test_knob_space_leaves_out_what_the_compiler_refuses(toolchain: Toolchain, tmp_path: Path) -> None:
-    # Plant a refusal in the probe cache, as an older compiler would answer.
-    toolchain.capabilities(cache_dir=tmp_path, arch="90a")
-    (cache_file,) = tmp_path.glob("toolchain-*.json")
+def test_knob_space_leaves_out_what_the_compiler_refuses(toolchain: Toolchain, probe_cache: Path,
+                                                         tmp_path: Path) -> None:
     import json
 
-    data = json.loads(cache_file.read_text())
-    data["options"]["90a"] = {"-Xptxas=--def-load-cache=cv": False, "--extra-device-vectorization": False}
-    cache_file.write_text(json.dumps(data))
-    space = knob_space(toolchain, arch="90a", cache_dir=tmp_path)
+    knob_space(toolchain, cache_dir=probe_cache)
+    (cached,) = probe_cache.glob("toolchain-*.json")
+    # Plant refusals in a copy of the probe cache, as an older compiler would answer.
+    data = json.loads(cached.read_text())
+    (arch,) = data["options"]
+    data["options"][arch] |= {"-Xptxas=--def-load-cache=cv": False, "--extra-device-vectorization": False}
+    (tmp_path / cached.name).write_text(json.dumps(data))
+    space = knob_space(toolchain, arch=arch, cache_dir=tmp_path)
     assert "knob.extra_device_vectorization" not in space
     assert set(space["knob.def_load_cache"].values()) == {"ca", "cg", "cs"}
 

@@ -154,7 +154,7 @@ def test_ask_tell_resume_from_a_journal_recreates_the_run():
         for c in reversed(batch):  # tell order does not matter
             journal[c.key] = module_objective(c.params)
             reference.tell(c, journal[c.key], wall_time=0.1)
-    expected = [(e.id, canonical_key(e.params)) for e in reference.results]
+    expected = sorted((e.id, canonical_key(e.params)) for e in reference.results)
 
     # An interrupted run: it stops half-way through generation 3.
     first = Search(None, REPRO_SPACE, config)
@@ -177,7 +177,7 @@ def test_ask_tell_resume_from_a_journal_recreates_the_run():
             else:
                 evaluated_again += 1
                 resumed.tell(c, module_objective(c.params))
-    assert [(e.id, canonical_key(e.params)) for e in resumed.results] == expected
+    assert sorted((e.id, canonical_key(e.params)) for e in resumed.results) == expected
     assert evaluated_again == len(expected) - len(partial)
 
 

@@ -43,11 +43,21 @@ def search_kinds(options: "TuneOptions", manifest: Manifest) -> list[str]:
     return kinds
 
 
-def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allow_numerics: bool) -> dict[str, Param]:
+# Knobs that trade generated-code quality for compile time: searched only when
+# compile time is an objective, or a static objective (registers, say) would
+# "win" with code nobody wants to ship.
+COMPILE_TIME_KNOBS = ("knob.fast_compile",)
+
+
+def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allow_numerics: bool,
+                objectives: list[Objective]) -> dict[str, Param]:
     space: dict[str, Param] = {}
     if "knobs" in kinds:
         arch = _first_arch(manifest.toolchain.architectures)
-        space.update(knob_space(toolchain, allow_numerics or manifest.allow_numerics, arch=arch))
+        knobs = knob_space(toolchain, allow_numerics or manifest.allow_numerics, arch=arch)
+        if not any(o.name == "compile_time" for o in objectives):
+            knobs = {name: param for name, param in knobs.items() if name not in COMPILE_TIME_KNOBS}
+        space.update(knobs)
     if "params" in kinds:
         space.update(parse_params(manifest.params))
     return space
@@ -56,10 +66,11 @@ def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allo
 def make_candidate_source(options: "TuneOptions", manifest: Manifest, toolchain: Toolchain,
                           objectives: list[Objective], acf_dir: Path) -> CandidateSource:
     kinds = search_kinds(options, manifest)
-    space = build_space(kinds, manifest, toolchain, options.allow_numerics)
+    space = build_space(kinds, manifest, toolchain, options.allow_numerics, objectives)
     config = SearchConfiguration(
         generations=options.generations, pool_size=options.pool_size, mutate_rate=options.mutate_rate,
         problem_type=[o.direction for o in objectives], num_objectives=len(objectives), seed=options.seed,
+        max_evaluations=options.max_evaluations,
     )
     acf_kind = next((k for k in kinds if is_acf_kind(k)), None)
     if acf_kind is not None:
