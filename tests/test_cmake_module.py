@@ -394,7 +394,7 @@ def test_toolkit_mismatch_warns_and_skips_or_fails_when_strict(tiny: Tiny) -> No
     pin = {"kern": record(flags=["-maxrregcount=32"], cuda="12.8")}
     result = ensure_ok(tiny.configure(pins=pin))
     assert "CMake Warning" in said(result) and "tuned with CUDA 12.8" in said(result)
-    assert "skipped" in said(result)
+    assert "ciq_build: kern: pin skipped (tuned with CUDA 12.8, compiling with 13.3)" in said(result)
     assert tiny.options_file().read_text() == ""
 
     strict = tiny.configure(pins=pin, cache={"CIQ_STRICT": "ON"})

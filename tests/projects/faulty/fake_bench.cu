@@ -1,0 +1,61 @@
+// TEST DOUBLE for a GPU benchmark (see CMakeLists.txt). MODE picks a fault:
+// 0 ok, 1 hang (with a hanging child), 2 segfault, 3 garbage output,
+// 4 failed correctness check, 5 non-zero exit, 6 no metric, 7 compile error,
+// 8 compile hang (includes a FIFO nobody writes), 9 NaN time.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+#ifndef MODE
+#define MODE 0
+#endif
+#ifndef X
+#define X 3
+#endif
+
+#if MODE == 7
+#error "MODE 7: this candidate does not compile"
+#elif MODE == 8
+#include "hang.fifo"
+#endif
+
+__global__ void never_launched(float* p) { p[threadIdx.x] *= 2.0f; }
+
+int main(int argc, char** argv) {
+  // The arguments must arrive intact, never through a shell.
+  if (argc != 4 || std::strcmp(argv[1], "an argument with spaces") != 0 ||
+      std::strcmp(argv[2], "$(touch pwned)") != 0 || std::strcmp(argv[3], "|&<>") != 0) {
+    std::printf("CIQ_CHECK FAIL\nbad arguments\n");
+    return 1;
+  }
+  switch (MODE) {
+    case 1:
+      if (fork() == 0) { for (;;) pause(); }
+      for (;;) pause();
+    case 2:
+      std::raise(SIGSEGV);
+      return 0;
+    case 3:
+      std::printf("CIQ_METRIC time_ms=\x01\xff\xfe garbage\nCIQ_METRIC time_ms=fast\n");
+      return 0;
+    case 4:
+      std::printf("CIQ_CHECK FAIL\nCIQ_METRIC time_ms=0.5\n");
+      return 1;
+    case 5:
+      return 3;
+    case 6:
+      std::printf("hello\n");
+      return 0;
+    case 9:
+      std::printf("CIQ_CHECK PASS\nCIQ_METRIC time_ms=nan\n");
+      return 0;
+    default:
+      break;
+  }
+  // A deterministic "runtime", best at X == 1: the same candidate always
+  // scores the same, so a resumed search can be compared with an uninterrupted one.
+  std::printf("CIQ_CHECK PASS\nCIQ_METRIC time_ms=%.6f\n", 1.0 + 0.25 * (X > 1 ? X - 1 : 1 - X));
+  return 0;
+}
