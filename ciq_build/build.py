@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ciq_build import proc
 from ciq_build.controls import Controls, write_options_file
 from ciq_build.errors import BuildError
-from ciq_build.resources import cmake_dir
+from ciq_build.resources import build_tool, cmake_dir
 from ciq_build.target import Manifest
 from ciq_build.toolchain import Toolchain
 
@@ -98,7 +99,7 @@ class ScratchTree:
         init_cache = self.root / "ciq-init-cache.cmake"
         init_cache.write_text(_initial_cache(self.manifest.binary_dir / "CMakeCache.txt"), encoding="utf-8")
         args = [
-            "cmake",
+            build_tool("cmake"),
             "-S", str(self.manifest.source_dir),
             "-B", str(self.build_dir),
             "-G", self.manifest.generator,
@@ -134,7 +135,7 @@ class ScratchTree:
         return CandidateBuild(True, None, "", compile_step.seconds, output, self.object_files(), self.benchmark_path)
 
     def _build_args(self, target: str) -> list[str]:
-        return ["cmake", "--build", str(self.build_dir), "--target", target]
+        return [build_tool("cmake"), "--build", str(self.build_dir), "--target", target]
 
 
 def scratch_root(manifest: Manifest) -> Path:
@@ -144,8 +145,10 @@ def scratch_root(manifest: Manifest) -> Path:
 
 def make_scratch_trees(manifest: Manifest, toolchain: Toolchain, count: int, timeout: float) -> list[ScratchTree]:
     trees = [ScratchTree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain) for index in range(count)]
-    for tree in trees:
-        tree.configure(timeout)
+    # Configuring is mostly waiting on compiler checks: do the trees side by side.
+    with ThreadPoolExecutor(max_workers=count) as pool:
+        for done in [pool.submit(tree.configure, timeout) for tree in trees]:
+            done.result()
     return trees
 
 
@@ -156,12 +159,13 @@ def remove_scratch_trees(manifest: Manifest) -> None:
 def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain, generator: str | None,
                         cmake_args: list[str], timeout: float) -> None:
     """Configure the user's project when `tune` is pointed at a build dir that does not exist yet."""
-    args = ["cmake", "-S", str(source_dir), "-B", str(build_dir), f"-DCMAKE_CUDA_COMPILER={toolchain.nvcc}",
+    args = [build_tool("cmake"), "-S", str(source_dir), "-B", str(build_dir), f"-DCMAKE_CUDA_COMPILER={toolchain.nvcc}",
             f"-Dciq_build_DIR={cmake_dir()}"]
+    ninja = shutil.which(build_tool("ninja"))
     if generator:
         args += ["-G", generator]
-    elif shutil.which("ninja"):
-        args += ["-G", "Ninja"]
+    elif ninja:
+        args += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
     args += cmake_args
     result = proc.run(args, timeout)
     if not result.ok:

@@ -77,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="rebuild a target and check that its pin took effect")
     verify.add_argument("target")
     _add_tree_options(verify)
+    sample = commands.add_parser(
+        "sample-acfs", help="draw ACFs from an NVIDIA compiler search space into a pool folder (needs compileiq)",
+        description="Sample ACFs with compileiq where it is installed; tune elsewhere with --controls acf-pool:DIR.")
+    sample.add_argument("--space", default="ptxas-acf:13.3",
+                        help="ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER[:VARIANT]] or a .bin file (default ptxas-acf:13.3)")
+    sample.add_argument("--count", type=int, default=24, help="how many ACFs (default 24)")
+    sample.add_argument("--seed", type=int, default=0)
+    sample.add_argument("--out", type=Path, required=True, help="the pool folder to write")
     return parser
 
 
@@ -112,6 +120,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ciq_build.report import list_targets
 
             print(list_targets(args.build_dir))
+            return 0
+        if args.command == "sample-acfs":
+            from ciq_build.engines.acf_pool import sample_pool
+
+            print(sample_pool(args.space, args.count, args.out, args.seed))
             return 0
         if args.command == "verify":
             from ciq_build.verify import verify

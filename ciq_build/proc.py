@@ -67,6 +67,49 @@ def _kill_group(pid: int) -> None:
         pass
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of `pid` (Linux /proc; empty elsewhere).
+
+    Needed beyond the process group: ninja starts each command in a process
+    group of its own, so a hung nvcc under `cmake --build` escapes killpg.
+    """
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL the process, its group, and every descendant with their groups."""
+    tree = _descendants(pid)
+    _kill_group(pid)
+    for child in tree:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            _kill_group(os.getpgid(child))
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def run(
     args: Sequence[str | os.PathLike[str]],
     timeout: float,
@@ -96,12 +139,12 @@ def run(
         stdout, stderr = process.communicate(stdin_text, timeout=timeout)
         timed_out = False
     except subprocess.TimeoutExpired:
-        _kill_group(process.pid)
+        _kill_tree(process.pid)
         stdout, stderr = process.communicate()
         timed_out = True
     except BaseException:
-        # KeyboardInterrupt and friends: never leave the group running behind us.
-        _kill_group(process.pid)
+        # KeyboardInterrupt and friends: never leave the tree running behind us.
+        _kill_tree(process.pid)
         process.wait()
         raise
     # Children that outlived a finished leader (daemonised helpers) go too.

@@ -14,3 +14,15 @@ def cmake_dir() -> Path:
     import ciq_build.cmake as package  # an installed wheel ships cmake/ as the package ciq_build.cmake
 
     return Path(package.__path__[0])
+
+
+def build_tool(name: str) -> str:
+    """A build tool (cmake, ninja) from PATH, else the one installed beside this Python (a venv not activated)."""
+    import shutil
+    import sys
+
+    found = shutil.which(name)
+    if found:
+        return found
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() else name

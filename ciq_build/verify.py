@@ -8,15 +8,17 @@ skip the pin), and the rebuilt objects show the pinned code and resource usage.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shlex
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ciq_build import proc
-from ciq_build.controls import nvcc_arguments
+from ciq_build.controls import Controls, nvcc_arguments
 from ciq_build.errors import BuildError, RecordError
 from ciq_build.fingerprint import compare, object_fingerprints
-from ciq_build.lock import check_toolchain, read_record
+from ciq_build.lock import check_toolchain, read_record, sha256_file
 from ciq_build.target import load_manifest
+from ciq_build.resources import build_tool
 from ciq_build.toolchain import find_toolchain
 
 BUILD_TIMEOUT = 1800.0
@@ -35,16 +37,11 @@ def verify(target: str, build_dir: Path) -> VerifyReport:
         raise RecordError(f"{target} has no pinned record at {manifest.pin_file}; run `python -m ciq_build tune {target}` first")
     record = read_record(manifest.pin_file)
     check_toolchain(record, toolchain.major_minor, strict=True)
-    result = proc.run(["cmake", "--build", str(build_dir), "--target", target], BUILD_TIMEOUT)
+    result = proc.run([build_tool("cmake"), "--build", str(build_dir), "--target", target], BUILD_TIMEOUT)
     if not result.ok:
         raise BuildError(f"building {target} failed ({result.describe()}):\n{result.output_tail()}")
     problems: list[str] = []
-    expected_args = nvcc_arguments(record.controls)
-    applied = _options_file_arguments(manifest.options_file)
-    if applied != expected_args:
-        problems.append(
-            f"the build's options file {manifest.options_file} holds {applied or 'nothing'}, not the pinned "
-            f"{expected_args}: reconfigure (cmake -S ... -B {build_dir}) and check for a warning from ciq_tune_target")
+    problems += _check_options_file(manifest.options_file, record.controls, build_dir)
     objects = sorted(p for p in manifest.object_dir.rglob("*") if p.suffix in (".o", ".obj") and p.is_file())
     built = object_fingerprints(objects, manifest.object_dir, toolchain)
     problems += compare(record.objects, built)
@@ -56,10 +53,30 @@ def verify(target: str, build_dir: Path) -> VerifyReport:
     return VerifyReport(not problems, "\n".join(lines))
 
 
-def _options_file_arguments(path: Path) -> list[str]:
-    """The arguments of an options file as written by controls.write_options_file."""
-    import shlex
+def _check_options_file(path: Path, controls: Controls, build_dir: Path) -> list[str]:
+    """Does the build's options file carry exactly the record's controls?
 
-    if not path.is_file():
-        return []
-    return shlex.split(path.read_text(encoding="utf-8"))
+    The ACF is compared by content: the CMake module may apply a copy of it
+    (from inside the build tree, when the pin dir's path is unsafe for ptxas).
+    """
+    applied = shlex.split(path.read_text(encoding="utf-8")) if path.is_file() else []
+    acf_args = [a for a in applied if "--apply-controls=" in a]
+    plain = [a for a in applied if "--apply-controls=" not in a]
+    expected = nvcc_arguments(replace(controls, acf=None))
+    problems = []
+    if plain != expected:
+        problems.append(
+            f"the build's options file {path} holds {plain or 'nothing'}, not the pinned {expected}: reconfigure "
+            f"(cmake {build_dir}) and look for a warning from ciq_tune_target (a skipped pin says why)")
+    if controls.acf is None and acf_args:
+        problems.append(f"the build applies an ACF ({acf_args[0]}) that the record does not name")
+    if controls.acf is not None:
+        if len(acf_args) != 1:
+            problems.append(f"the build applies no ACF, but the record pins {controls.acf.path.name}")
+        else:
+            acf_file = Path(acf_args[0].split("--apply-controls=", 1)[1].strip('"'))
+            digest = sha256_file(acf_file) if acf_file.is_file() else "missing"
+            if digest != controls.acf.sha256:
+                problems.append(f"the ACF the build applies ({acf_file}) has sha256 {digest}, the record "
+                                f"{controls.acf.sha256}: reconfigure, or restore the pinned ACF")
+    return problems

@@ -303,9 +303,9 @@ function(_ciq_read_pin target pin_file pin_dir binary_dir allow_numerics)
     # nvcc runs ptxas through a shell that splits the path at whitespace (and
     # would interpret shell characters), so a path outside a plain character
     # set is used through a copy in the build tree.
-    if(NOT acf_path MATCHES "^[A-Za-z0-9_./+,:@%=-]+$")
+    if(NOT acf_path MATCHES "^[A-Za-z0-9_./+:@%=-]+$")
       set(copy "${binary_dir}/ciq/${target}.acf")
-      if(NOT copy MATCHES "^[A-Za-z0-9_./+,:@%=-]+$")
+      if(NOT copy MATCHES "^[A-Za-z0-9_./+:@%=-]+$")
         _ciq_pin_error(${target} "${pin_file}" "neither ${acf_path} nor the build "
           "tree (${binary_dir}) has a path nvcc can pass to ptxas (no spaces or "
           "shell characters). Use a build directory with a plain path.")

@@ -63,6 +63,7 @@ from ciq_build.engines.base import Proposal
 from ciq_build.errors import ConfigError, MissingExtraError, SearchError
 from ciq_build.search import SearchConfiguration
 from ciq_build.space import Literal, Param, Range, as_space
+from ciq_build.toolchain import major_minor
 
 if TYPE_CHECKING:
     from ciq_build.target import Manifest
@@ -599,7 +600,9 @@ def make_source(acf_kind: str, space: Mapping[str, Param], config: SearchConfigu
                 manifest: Manifest, toolchain: Toolchain, objective_names: Sequence[str]) -> CompileIqEngine:
     """The compileiq engine for a tune, after refusing up front what the compiler would refuse."""
     identity = resolve_space(acf_kind, default_version=toolchain.major_minor)
-    check_toolkit_accepts(identity.compiler, identity.cuda, toolchain.major_minor)
+    # A ptxas ACF is read by ptxas alone, so it is ptxas's version that must match.
+    reader_version = toolchain.ptxas_version if identity.compiler == "ptxas" else toolchain.version
+    check_toolkit_accepts(identity.compiler, identity.cuda, major_minor(reader_version))
     if identity.compiler == "nvcc":
         check_nvcc_acf_architectures(manifest.toolchain.architectures)
     return CompileIqEngine(identity, space or None, config, acf_dir, objective_names)

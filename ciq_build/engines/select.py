@@ -25,8 +25,11 @@ if TYPE_CHECKING:
 PLAIN_KINDS = ("knobs", "params")
 
 
+POOL_PREFIX = "acf-pool:"
+
+
 def is_acf_kind(kind: str) -> bool:
-    return kind.startswith(("ptxas-acf", "nvcc-acf")) or kind.endswith(".bin")
+    return kind.startswith(("ptxas-acf", "nvcc-acf", POOL_PREFIX)) or kind.endswith(".bin")
 
 
 def search_kinds(options: "TuneOptions", manifest: Manifest) -> list[str]:
@@ -37,7 +40,8 @@ def search_kinds(options: "TuneOptions", manifest: Manifest) -> list[str]:
         if kind not in PLAIN_KINDS and not is_acf_kind(kind):
             raise ConfigError(
                 f"unknown search space {kind!r}: use knobs, params, ptxas-acf[:VERSION[:VARIANT]], "
-                "nvcc-acf[:VERSION[:VARIANT]] or the path of a .bin search space")
+                "nvcc-acf[:VERSION[:VARIANT]], the path of a .bin search space, or acf-pool:<folder> "
+                "(ACFs sampled ahead with `python -m ciq_build sample-acfs`)")
     if sum(1 for k in kinds if is_acf_kind(k)) > 1:
         raise ConfigError(f"at most one ACF search space per tune, got {kinds}")
     return kinds
@@ -73,6 +77,13 @@ def make_candidate_source(options: "TuneOptions", manifest: Manifest, toolchain:
         max_evaluations=options.max_evaluations,
     )
     acf_kind = next((k for k in kinds if is_acf_kind(k)), None)
+    if acf_kind is not None and acf_kind.startswith(POOL_PREFIX):
+        from ciq_build.engines.acf_pool import AcfPoolSource
+
+        pool_dir = Path(acf_kind[len(POOL_PREFIX):])
+        if not pool_dir.is_absolute():
+            pool_dir = manifest.source_dir / pool_dir
+        return AcfPoolSource(pool_dir, space, config, [o.spec for o in objectives], toolchain)
     if acf_kind is not None:
         from ciq_build.engines.compileiq import make_source
 
