@@ -189,7 +189,8 @@ class Evaluator:
                 measurement = measure(self.bench_spec(tree).with_env(env), self.repeats)
             if measurement.failure is not None:
                 run = measurement.failure
-                return failed(run.cause or "bench_exit", run.message, values)
+                detail = f"{run.message}\n{run.output_tail}" if run.output_tail else run.message
+                return failed(run.cause or "bench_exit", detail, values)
             values.update(measurement.metrics)
             spread.update(measurement.iqr)
         scores = objective_values(self.objectives, values)
