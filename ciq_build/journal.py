@@ -41,6 +41,7 @@ from typing import Any
 import filelock
 
 from ciq_build.errors import BusyError, JournalError
+from ciq_build.durable import fsync_dir
 
 HEADER_KIND = "header"
 JOURNAL_FORMAT = 1  # the "journal" field of a header; bumped if the line format ever changes
@@ -112,7 +113,7 @@ class Journal:
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(self.path.parent)  # the new directory entry must survive a crash too
+            fsync_dir(self.path.parent)  # the new directory entry must survive a crash too
 
     def write_header(self, settings: Mapping[str, Any]) -> dict[str, Any]:
         """Append a header record with the run's `settings`; returns the record written."""
@@ -138,7 +139,7 @@ class Journal:
                 os.rename(self.path, backup)
             except OSError as exc:
                 raise JournalError(f"cannot move the journal {self.path} aside to {backup}: {exc}") from exc
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
             return backup
 
     # -- reading ---------------------------------------------------------------
@@ -241,19 +242,6 @@ def _ends_with_newline(path: Path, size: int) -> bool:
     with open(path, "rb") as handle:
         handle.seek(size - 1)
         return handle.read(1) == b"\n"
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return  # some file systems cannot open directories; the data itself is synced
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _short(value: Any, limit: int = 120) -> str:

@@ -26,6 +26,7 @@ from ciq_build.allowlist import check_define, check_flag, load_patterns
 from ciq_build.controls import AcfRef, Controls, controls_to_json
 from ciq_build.errors import CiqError, ConfigError, RecordError, UnsafeFlagError
 from ciq_build.target import TARGET_NAME, parse_objective
+from ciq_build.durable import fsync_dir
 
 SCHEMA = 1
 
@@ -120,20 +121,6 @@ def sha256_file(path: Path) -> str:
 # --------------------------------------------------------------------------- writing
 
 
-def _fsync_dir(directory: Path) -> None:
-    # The rename is durable only once the directory entry is on disk.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to `path` so that readers see the old file or the new one, never a mix."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -150,7 +137,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def record_to_json(record: PinnedRecord, pin_dir: Path) -> dict[str, Any]:
@@ -245,7 +232,7 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
         if acf_bytes is None and (pinned_acf.is_file() or pinned_acf.is_symlink()):
             # A stale ACF from an earlier pin would only confuse a reader of the pin dir.
             pinned_acf.unlink()
-            _fsync_dir(pin_dir)
+            fsync_dir(pin_dir)
     except OSError as exc:
         raise RecordError(
             f"cannot write the pinned record for {target!r} in {pin_dir}: {exc}. "
