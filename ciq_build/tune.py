@@ -236,6 +236,30 @@ def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls) -> s
     return digest.hexdigest()
 
 
+def _numbers(value: Any) -> dict[str, float]:
+    """The name -> number entries of a journaled mapping; anything else is dropped."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < float("inf")}
+
+
+def from_journal(record: dict[str, Any], proposal: Proposal, controls: Controls, key: str,
+                 objectives: list[Objective]) -> Evaluated | None:
+    """A journaled evaluation as an Evaluated, or None when the line cannot be trusted (it is then re-run)."""
+    ok = record.get("ok")
+    if not isinstance(ok, bool):
+        return None
+    values = _numbers(record.get("metrics"))
+    scores = objective_values(objectives, values) if ok else None
+    if ok and scores is None:
+        return None  # measured, but not for today's objectives: measure again
+    cause = record.get("cause")
+    return Evaluated(key, proposal, controls, ok, None if ok else (cause if isinstance(cause, str) else "error"),
+                     str(record.get("message") or ""), values, _numbers(record.get("spread")), scores, 0.0,
+                     cached=True)
+
+
 # --------------------------------------------------------------------------------------
 # the driver
 
@@ -313,15 +337,7 @@ class Tuner:
 
     def _from_cache(self, proposal: Proposal, controls: Controls, key: str) -> Evaluated | None:
         record = self.cache.get(key)
-        if record is None:
-            return None
-        values = {k: float(v) for k, v in (record.get("metrics") or {}).items() if isinstance(v, (int, float))}
-        scores = objective_values(self.objectives, values) if record.get("ok") else None
-        ok = bool(record.get("ok")) and scores is not None
-        return Evaluated(key, proposal, controls, ok, record.get("cause") if not ok else None,
-                         str(record.get("message") or ""), values,
-                         {k: float(v) for k, v in (record.get("spread") or {}).items()}, scores,
-                         0.0, cached=True)
+        return None if record is None else from_journal(record, proposal, controls, key, self.objectives)
 
     # -- the run ---------------------------------------------------------------
 
@@ -346,7 +362,7 @@ class Tuner:
         controls = Controls()
         key = cache_key(self.manifest, self.toolchain, controls)
         evaluated = self._from_cache(proposal, controls, key)
-        if evaluated is None:
+        if evaluated is None or not evaluated.ok:  # a failed baseline is always tried again
             self._say("building and measuring the baseline (the compiler's defaults)")
             evaluated = self.evaluator.evaluate(tree, proposal, controls, key)
             if evaluated.cause == "no_gpu":
@@ -355,7 +371,7 @@ class Tuner:
                     "measured here. Tune a static objective instead: --objective spill_bytes (or registers, "
                     f"stack_bytes, sass_instructions, compile_time).\n{evaluated.message}")
             self._journal(evaluated)
-            self.cache[key] = json.loads(json.dumps({"ok": evaluated.ok, "metrics": evaluated.metrics}))
+            self.cache[key] = {"ok": evaluated.ok, "metrics": evaluated.metrics}
         if not evaluated.ok:
             raise BenchmarkError(
                 f"the baseline of {self.manifest.target} (no compiler controls) failed: {evaluated.cause}: "
