@@ -136,6 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ciq_build: error: {error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
+        from ciq_build.proc import kill_all_running
+
+        kill_all_running()
         print("ciq_build: stopped; finished evaluations are kept in the journal, run the same command to resume",
               file=sys.stderr)
         return 130

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,20 @@ from typing import Mapping, Sequence
 
 # Output beyond this is cut (tail kept): a runaway benchmark must not exhaust memory.
 MAX_OUTPUT_CHARS = 4_000_000
+
+# The processes run() is waiting on, in any thread: on Ctrl-C or SIGTERM the
+# main thread kills them all, so worker threads return at once instead of
+# waiting for a compile or benchmark to finish (or time out).
+_running: set[int] = set()
+_running_lock = threading.Lock()
+
+
+def kill_all_running() -> None:
+    """Kill every process tree run() is currently waiting on (interrupt handling)."""
+    with _running_lock:
+        pids = list(_running)
+    for pid in pids:
+        _kill_tree(pid)
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,8 @@ def run(
         )
     except OSError as exc:
         return ProcResult(argv, 127, "", f"cannot start {argv[0]}: {exc}", time.monotonic() - started)
+    with _running_lock:
+        _running.add(process.pid)
     try:
         stdout, stderr = process.communicate(stdin_text, timeout=timeout)
         timed_out = False
@@ -147,6 +164,9 @@ def run(
         _kill_tree(process.pid)
         process.wait()
         raise
+    finally:
+        with _running_lock:
+            _running.discard(process.pid)
     # Children that outlived a finished leader (daemonised helpers) go too.
     _kill_group(process.pid)
     return ProcResult(

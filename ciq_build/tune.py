@@ -11,14 +11,13 @@ import argparse
 import hashlib
 import json
 import sys
-import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ciq_build import __version__, metrics
+from ciq_build import __version__, metrics, proc
 from ciq_build.fingerprint import object_fingerprints
 from ciq_build.bench import BenchSpec, GpuSlots, beats_baseline, interleaved, measure
 from ciq_build.build import CandidateBuild, ScratchTree, configure_user_tree, make_scratch_trees, scratch_root
@@ -385,57 +384,66 @@ class Tuner:
         # A live line on a terminal; silent in logs and CI, and with --quiet.
         progress = ProgressReporter(self.options.generations, stream=self.out,
                                     enabled=False if self.options.quiet else None)
-        free = list(workers)
-        lock = threading.Lock()
         with ThreadPoolExecutor(max_workers=len(workers), thread_name_prefix="ciq-candidate") as pool:
-            while True:
-                proposals = source.ask()
-                if not proposals:
-                    break
-                pending: dict[Future[Evaluated], ScratchTree] = {}
-                outcomes: dict[int, Evaluated] = {}
-                queue = list(proposals)
-                while queue or pending:
-                    while queue and free:
-                        proposal = queue.pop(0)
-                        try:
-                            controls = controls_from_candidate(proposal.params, proposal.acf)
-                        except ConfigError as error:
-                            outcomes[proposal.id] = Evaluated("", proposal, Controls(), False, "invalid_controls",
-                                                              str(error), {}, {}, None, 0.0)
-                            continue
-                        key = cache_key(self.manifest, self.toolchain, controls)
-                        cached = self._from_cache(proposal, controls, key)
-                        if cached is not None:
-                            outcomes[proposal.id] = cached
-                            continue
-                        if budget is not None and len([e for e in self.evaluations if not e.cached]) + len(pending) >= budget:
-                            queue.clear()
-                            break
-                        tree = free.pop()
-                        pending[pool.submit(self.evaluator.evaluate, tree, proposal, controls, key)] = tree
-                    if not pending:
-                        break
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        free.append(pending.pop(future))
-                        evaluated = future.result()
-                        with lock:
-                            self._journal(evaluated)  # before the search hears of it: nothing lost on a kill
-                        outcomes[evaluated.proposal.id] = evaluated
-                for proposal in proposals:
-                    evaluated = outcomes.get(proposal.id)
-                    if evaluated is None:  # cut by the evaluation budget
-                        continue
-                    self.evaluations.append(evaluated)
-                    source.tell(proposal, evaluated.scores, None if evaluated.ok else f"{evaluated.cause}: {evaluated.message}")
-                    best = self._best_scores()
-                    progress.update(proposal.generation, evaluations=len(self.evaluations),
-                                    failures=sum(1 for e in self.evaluations if not e.ok),
-                                    best=None if best is None else "/".join(f"{s:g}" for s in best))
-                if budget is not None and len([e for e in self.evaluations if not e.cached]) >= budget:
-                    break
+            try:
+                self._search_loop(source, workers, pool, progress, budget)
+            except BaseException:
+                # Ctrl-C / SIGTERM: kill the compiles and benchmarks in flight so the
+                # workers return now; what finished is already in the journal.
+                proc.kill_all_running()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
         progress.close()
+
+    def _search_loop(self, source: CandidateSource, workers: list[ScratchTree], pool: ThreadPoolExecutor,
+                     progress: Any, budget: int | None) -> None:
+        free = list(workers)
+        while True:
+            proposals = source.ask()
+            if not proposals:
+                break
+            pending: dict[Future[Evaluated], ScratchTree] = {}
+            outcomes: dict[int, Evaluated] = {}
+            queue = list(proposals)
+            while queue or pending:
+                while queue and free:
+                    proposal = queue.pop(0)
+                    try:
+                        controls = controls_from_candidate(proposal.params, proposal.acf)
+                    except ConfigError as error:
+                        outcomes[proposal.id] = Evaluated("", proposal, Controls(), False, "invalid_controls",
+                                                          str(error), {}, {}, None, 0.0)
+                        continue
+                    key = cache_key(self.manifest, self.toolchain, controls)
+                    cached = self._from_cache(proposal, controls, key)
+                    if cached is not None:
+                        outcomes[proposal.id] = cached
+                        continue
+                    if budget is not None and len([e for e in self.evaluations if not e.cached]) + len(pending) >= budget:
+                        queue.clear()
+                        break
+                    tree = free.pop()
+                    pending[pool.submit(self.evaluator.evaluate, tree, proposal, controls, key)] = tree
+                if not pending:
+                    break
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    free.append(pending.pop(future))
+                    evaluated = future.result()
+                    self._journal(evaluated)  # before the search hears of it: nothing lost on a kill
+                    outcomes[evaluated.proposal.id] = evaluated
+            for proposal in proposals:
+                evaluated = outcomes.get(proposal.id)
+                if evaluated is None:  # cut by the evaluation budget
+                    continue
+                self.evaluations.append(evaluated)
+                source.tell(proposal, evaluated.scores, None if evaluated.ok else f"{evaluated.cause}: {evaluated.message}")
+                best = self._best_scores()
+                progress.update(proposal.generation, evaluations=len(self.evaluations),
+                                failures=sum(1 for e in self.evaluations if not e.ok),
+                                best=None if best is None else "/".join(f"{s:g}" for s in best))
+            if budget is not None and len([e for e in self.evaluations if not e.cached]) >= budget:
+                break
 
     def _best_scores(self) -> tuple[float, ...] | None:
         ok = [e for e in self.evaluations if e.ok and e.scores is not None]

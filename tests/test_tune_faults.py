@@ -167,6 +167,34 @@ def test_a_killed_tune_resumes_without_repeating_any_finished_evaluation(tmp_pat
     assert {json.dumps(r["controls"], sort_keys=True) for r in _evaluations(build)} == set(uninterrupted)
 
 
+def test_sigterm_stops_a_tune_at_once_and_leaves_nothing_running(tmp_path: Path) -> None:
+    source = _project(tmp_path)
+    os.mkfifo(source / "hang.fifo")
+    build = tmp_path / "build"
+    # Every candidate hangs its compiler (MODE 8) for up to 60 s: SIGTERM must not wait for that.
+    args = ["--generations", "3", "--pool-size", "4", "--jobs", "2", "--no-pin",
+            "--cmake-arg=-DFAULTY_PARAMS=MODE=8;X=range(0,40)", "--cmake-arg=-DFAULTY_TIMEOUT=60"]
+    tune = subprocess.Popen(
+        [sys.executable, "-m", "ciq_build", "tune", "fake_bench", "-S", str(source), "-B", str(build), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not any(
+                "cc1plus" in p or "cudafe" in p or "gcc" in p for p in _processes_mentioning(source)):
+            time.sleep(0.2)  # until candidates' compiles are hanging on the FIFO
+        time.sleep(1)
+        stopped = time.monotonic()
+        tune.send_signal(signal.SIGTERM)
+        _, stderr = tune.communicate(timeout=30)
+        assert time.monotonic() - stopped < 15
+        assert tune.returncode == 130, stderr
+        assert "resume" in stderr and "Traceback" not in stderr
+        assert _processes_mentioning(tmp_path) == []
+    finally:
+        if tune.poll() is None:
+            os.killpg(tune.pid, signal.SIGKILL)
+
+
 def test_a_second_tune_of_the_same_target_is_refused_while_the_first_runs(tmp_path: Path) -> None:
     source = _project(tmp_path)
     build = tmp_path / "build"
