@@ -1,0 +1,381 @@
+"""setuptools integration: CUDA extensions whose .cu files get a target's pinned controls.
+
+For projects that build CUDA through setuptools rather than CMake::
+
+    from setuptools import setup
+    from ciq_build.setuptools_ext import CudaExtension, build_ext
+
+    setup(
+        ext_modules=[CudaExtension("pkg._kern", sources=["pkg/kern.cu", "pkg/mod.cpp"],
+                                   ciq_target="kern", pin_dir="ciq", cuda_architectures=["90a"])],
+        cmdclass={"build_ext": build_ext},
+    )
+
+`build_ext` compiles the extension's ``.cu`` sources with nvcc and links the
+objects, with the toolkit's static cudart, into the extension that setuptools
+builds from the other sources as usual. The pin reaches nvcc the same way as in
+the CMake build (docs/ARCHITECTURE.md): a per-target options file,
+``<build_temp>/<target>.nvcc-options``, written from the validated record
+``<pin_dir>/<target>.json`` (empty without a pin) and passed to the CUDA
+compiles only with ``--options-file``. Environment: CIQ_DISABLE=1 ignores
+pins; CIQ_STRICT=1 turns a toolkit mismatch into an error; CIQ_NVCC (or
+CUDACXX, CMake's variable) names the nvcc to use; CUDAHOSTCXX the host compiler.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from setuptools import Extension
+from setuptools.command.build_ext import build_ext as _setuptools_build_ext
+from setuptools.errors import CompileError, SetupError
+
+from ciq_build import proc
+from ciq_build.acf import check_nvcc_acf_architectures
+from ciq_build.controls import Controls, nvcc_arguments, options_file_line, write_options_file
+from ciq_build.errors import CiqError, ConfigError, RecordError, ToolchainError
+from ciq_build.lock import check_toolchain, read_record, record_path
+from ciq_build.target import TARGET_NAME
+from ciq_build.toolchain import Toolchain, arch_number, find_toolchain
+
+__all__ = ["CudaExtension", "PinDecision", "build_ext", "cudart_static", "resolve_pin"]
+
+# Seconds one nvcc compile of one .cu file may take before it is killed.
+DEFAULT_NVCC_TIMEOUT = 1800.0
+
+# Flags that change floating-point results; a pin may carry them only when the
+# extension opts in (the CMake module's ALLOW_NUMERICS, same expression).
+_NUMERICS = re.compile(r"--use_fast_math|-ftz=.*|-prec-div=.*|-prec-sqrt=.*|-fmad=.*")
+_ARCH_ITEM = re.compile(r"([0-9]+[a-z]?)(-real|-virtual)?")
+_TRUE = ("1", "on", "true", "yes")
+
+# What static cudart needs from the system (as CMake's CUDA::cudart_static links).
+_CUDART_STATIC_LIBS = ("dl", "pthread", "rt")
+
+
+def _env_flag(env: Mapping[str, str], name: str) -> bool:
+    return env.get(name, "").strip().lower() in _TRUE
+
+
+def _say(text: str) -> None:
+    # stderr, not warnings.warn: a build message must never become an exception
+    # in a caller that turns warnings into errors.
+    print(f"ciq_build: {text}", file=sys.stderr, flush=True)
+
+
+class CudaExtension(Extension):
+    """A setuptools Extension whose ``.cu`` sources are compiled by nvcc with a tuned target's pin.
+
+    `ciq_target` names the pinned record ``<pin_dir>/<ciq_target>.json``; a
+    relative `pin_dir` is taken from the directory setup.py runs in (as
+    setuptools takes `sources`). `cuda_architectures` uses CMake's spelling
+    ("90a" = SASS + PTX, "90a-real", "90a-virtual"); empty means nvcc's
+    default. `nvcc_flags` are your own extra nvcc arguments (not checked: they
+    come from setup.py, not from a pin). `allow_numerics` lets a pin carry
+    flags that change floating-point results (CMake's ALLOW_NUMERICS).
+    Headers the .cu files include belong in `depends`, so that editing them
+    recompiles.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        sources: Sequence[str | os.PathLike[str]],
+        *args: Any,
+        ciq_target: str,
+        pin_dir: str | os.PathLike[str] = "ciq",
+        cuda_architectures: Iterable[str] = (),
+        nvcc_flags: Iterable[str] = (),
+        allow_numerics: bool = False,
+        nvcc_timeout: float = DEFAULT_NVCC_TIMEOUT,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(ciq_target, str) or TARGET_NAME.fullmatch(ciq_target) is None:
+            raise ConfigError(
+                f"CudaExtension({name!r}): ciq_target {ciq_target!r} must be a plain target name "
+                "(letters, digits, _ . + -), which names the pinned record <pin_dir>/<ciq_target>.json."
+            )
+        if isinstance(cuda_architectures, str):
+            cuda_architectures = [a for a in re.split(r"[;,\s]+", cuda_architectures) if a]
+        architectures = tuple(str(a) for a in cuda_architectures)
+        for arch in architectures:
+            _gencode(arch)  # refuse a misspelt architecture when setup.py is read, not mid-build
+        if isinstance(nvcc_flags, str):
+            raise ConfigError(
+                f"CudaExtension({name!r}): nvcc_flags is a list of arguments, not the string {nvcc_flags!r}"
+            )
+        if not nvcc_timeout > 0:
+            raise ConfigError(f"CudaExtension({name!r}): nvcc_timeout must be a positive number of seconds")
+        super().__init__(name, [os.fspath(s) for s in sources], *args, **kwargs)
+        if not any(_is_cuda(s) for s in self.sources):
+            raise ConfigError(f"CudaExtension({name!r}) has no .cu source; list the kernels' .cu files in sources.")
+        self.ciq_target = ciq_target
+        self.pin_dir = os.fspath(pin_dir)
+        self.cuda_architectures = architectures
+        self.nvcc_flags = tuple(str(f) for f in nvcc_flags)
+        self.allow_numerics = bool(allow_numerics)
+        self.nvcc_timeout = float(nvcc_timeout)
+
+
+def _is_cuda(source: str) -> bool:
+    return source.endswith(".cu")
+
+
+def _gencode(arch: str) -> str:
+    """nvcc's -gencode for one CMake-style architecture ("90a", "90a-real", "sm_100a")."""
+    item = arch.strip().lower()
+    suffix = ""
+    for tail in ("-real", "-virtual"):
+        if item.endswith(tail):
+            item, suffix = item[: -len(tail)], tail
+    try:
+        number = arch_number(item)
+    except ToolchainError as exc:
+        raise ConfigError(f"cuda_architectures: {exc}") from None
+    codes = {"-real": f"sm_{number}", "-virtual": f"compute_{number}"}.get(suffix, f"[compute_{number},sm_{number}]")
+    return f"-gencode=arch=compute_{number},code={codes}"
+
+
+# ---------------------------------------------------------------- the pin
+
+
+@dataclass(frozen=True)
+class PinDecision:
+    """What the build applies to one target's CUDA compiles, and why (one line for the log)."""
+
+    controls: Controls
+    status: str  # "applied", "none", "disabled" or "skipped"
+    message: str
+
+
+def resolve_pin(
+    target: str,
+    pin_dir: Path,
+    toolchain: Toolchain,
+    architectures: Sequence[str],
+    *,
+    allow_numerics: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> PinDecision:
+    """The controls of `target`'s pin, validated exactly as the CMake module does.
+
+    RecordError for an unsafe or broken record, for a toolkit mismatch under
+    CIQ_STRICT=1, and for an nvcc ACF with architectures below sm_100; a plain
+    toolkit mismatch is printed as a warning and the pin skipped.
+    """
+    environ = os.environ if env is None else env
+    path = record_path(pin_dir, target)
+    if _env_flag(environ, "CIQ_DISABLE"):
+        return PinDecision(Controls(), "disabled", f"{target}: pins disabled (CIQ_DISABLE=1)")
+    if not path.exists():
+        return PinDecision(Controls(), "none", f"{target}: no pinned controls ({path})")
+    record = read_record(path)
+    for flag in record.controls.flags:
+        if _NUMERICS.fullmatch(flag) and not allow_numerics:
+            raise RecordError(
+                f"pinned record {path}: flag {flag!r} changes floating-point results, and "
+                f"CudaExtension(ciq_target={target!r}) does not say allow_numerics=True. "
+                "Add allow_numerics=True, or retune without numerics flags."
+            )
+    warning = check_toolchain(record, toolchain.major_minor, strict=_env_flag(environ, "CIQ_STRICT"))
+    if warning is not None:
+        _say(f"warning: {warning} (CIQ_STRICT=1 makes this an error.)")
+        return PinDecision(
+            Controls(), "skipped",
+            f"{target}: pin skipped (tuned with CUDA {record.toolchain.cuda}, compiling with "
+            f"{toolchain.major_minor}): {path}",
+        )
+    acf = record.controls.acf
+    if acf is not None and acf.compiler == "nvcc":
+        if not architectures:
+            raise RecordError(
+                f"pinned record {path} carries an nvcc ACF, which nvcc accepts only for sm_100 and newer, "
+                f"but CudaExtension(ciq_target={target!r}) gives no cuda_architectures (nvcc's default is "
+                "older). Set cuda_architectures to sm_100+ ones, or retune with the ptxas search space."
+            )
+        try:
+            check_nvcc_acf_architectures(architectures)
+        except ConfigError as exc:
+            raise RecordError(f"pinned record {path}: {exc}") from exc
+    shown = " ".join(nvcc_arguments(record.controls)) or "compiler defaults"
+    return PinDecision(record.controls, "applied", f"{target}: pinned controls from {path}: {shown}")
+
+
+def _options_text(controls: Controls) -> str:
+    return "".join(options_file_line(arg) + "\n" for arg in nvcc_arguments(controls))
+
+
+def _write_options_if_changed(path: Path, controls: Controls) -> None:
+    """Rewrite the options file only when its content changes, so its mtime means "controls changed"."""
+    try:
+        if path.read_text(encoding="utf-8") == _options_text(controls):
+            return
+    except OSError:
+        pass
+    write_options_file(path, controls)
+
+
+# ---------------------------------------------------------------- toolkit
+
+
+def _explicit_nvcc(env: Mapping[str, str]) -> Path | None:
+    for variable in ("CIQ_NVCC", "CUDACXX"):
+        if env.get(variable):
+            return Path(env[variable])
+    return None
+
+
+def _toolkit_roots(toolchain: Toolchain) -> list[Path]:
+    # nvcc may be a wrapper (/usr/local/bin/nvcc); ptxas always sits in the real bin/.
+    roots = [
+        toolchain.nvcc.parent.parent,
+        toolchain.nvcc.resolve().parent.parent,
+        toolchain.ptxas.resolve().parent.parent,
+    ]
+    return list(dict.fromkeys(roots))
+
+
+def cudart_static(toolchain: Toolchain) -> Path:
+    """The toolkit's libcudart_static.a (lib/, lib64/ or targets/<arch>/lib/)."""
+    tried = []
+    for root in _toolkit_roots(toolchain):
+        for lib in ("lib", "lib64", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
+            candidate = root / lib / "libcudart_static.a"
+            if candidate.is_file():
+                return candidate
+            tried.append(str(candidate))
+    raise ToolchainError(
+        f"no static CUDA runtime (libcudart_static.a) in the toolkit of {toolchain.nvcc} "
+        f"(looked at {', '.join(tried)}). Install a complete toolkit "
+        '(pip install "ciq-build[cuda]"), or point CIQ_NVCC at the nvcc of one.'
+    )
+
+
+def _toolkit_include(toolchain: Toolchain) -> list[str]:
+    for root in _toolkit_roots(toolchain):
+        if (root / "include" / "cuda_runtime.h").is_file():
+            return [str(root / "include")]
+    return []
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _object_for(source: str, build_temp: Path) -> Path:
+    """<build_temp>/<source path without its anchor>.o; ".cu.o" keeps kern.cu and kern.cpp apart."""
+    relative = Path(source)
+    if relative.is_absolute():
+        relative = relative.relative_to(relative.anchor)
+    parts = [p for p in relative.parts if p not in ("..", ".")]
+    return build_temp.joinpath(*parts).with_name(relative.name + ".o")
+
+
+def _stale(obj: Path, inputs: Iterable[Path]) -> bool:
+    try:
+        built = obj.stat().st_mtime_ns
+    except OSError:
+        return True
+    for path in inputs:
+        try:
+            if path.stat().st_mtime_ns > built:
+                return True
+        except OSError:
+            return True  # a missing input: let nvcc say what is wrong
+    return False
+
+
+class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for the command
+    """setuptools' build_ext, compiling a CudaExtension's .cu files with nvcc and the target's pin."""
+
+    def build_extension(self, ext: Extension) -> None:
+        if not isinstance(ext, CudaExtension):
+            super().build_extension(ext)
+            return
+        try:
+            host_ext = self._build_cuda_objects(ext)
+        except CiqError as exc:
+            raise SetupError(f"{ext.name}: {exc}") from exc
+        super().build_extension(host_ext)
+
+    def _toolchain(self) -> Toolchain:
+        found = getattr(self, "_ciq_toolchain", None)
+        if found is None:
+            found = find_toolchain(_explicit_nvcc(os.environ))
+            self._ciq_toolchain = found
+        return found
+
+    def _build_cuda_objects(self, ext: CudaExtension) -> Extension:
+        """Compile `ext`'s .cu files; return a copy of `ext` for setuptools that links them in."""
+        toolchain = self._toolchain()
+        build_temp = Path(self.build_temp).absolute()
+        pin_dir = Path(ext.pin_dir).absolute()
+        decision = resolve_pin(
+            ext.ciq_target, pin_dir, toolchain, ext.cuda_architectures, allow_numerics=ext.allow_numerics
+        )
+        _say(decision.message)
+        options = build_temp / f"{ext.ciq_target}.nvcc-options"
+        _write_options_if_changed(options, decision.controls)
+
+        cuda_sources = [s for s in ext.sources if _is_cuda(s)]
+        depends = [options, *(Path(d) for d in ext.depends)]
+        if decision.controls.acf is not None:
+            depends.append(decision.controls.acf.path)  # same path, new content: the record alone would not show it
+        objects = []
+        for source in cuda_sources:
+            obj = _object_for(source, build_temp)
+            command = self._nvcc_command(ext, toolchain, source, obj, options)
+            objects.append(obj)
+            # The command itself (nvcc, version, architectures, flags) is part of what the object depends on.
+            stamp = obj.with_name(obj.name + ".cmd")
+            signature = hashlib.sha256("\0".join([toolchain.version, *command]).encode()).hexdigest()
+            if (
+                not self.force
+                and not _stale(obj, [Path(source), *depends])
+                and stamp.is_file()
+                and stamp.read_text(encoding="utf-8") == signature
+            ):
+                continue
+            obj.parent.mkdir(parents=True, exist_ok=True)
+            stamp.unlink(missing_ok=True)
+            _say(f"{ext.ciq_target}: nvcc {source}")
+            result = proc.run(command, ext.nvcc_timeout)
+            if not result.ok:
+                raise CompileError(
+                    f"nvcc failed to compile {source} for {ext.name} ({result.describe()}):\n"
+                    f"{result.output_tail()}\ncommand: {' '.join(command)}"
+                )
+            stamp.write_text(signature, encoding="utf-8")
+
+        host_ext = copy.copy(ext)
+        host_ext.sources = [s for s in ext.sources if not _is_cuda(s)]
+        # Objects in `depends`: a recompiled kernel relinks the module even when no host source changed.
+        host_ext.depends = [*ext.depends, *cuda_sources, *(str(o) for o in objects)]
+        host_ext.extra_objects = [*ext.extra_objects, *(str(o) for o in objects), str(cudart_static(toolchain))]
+        host_ext.libraries = [*ext.libraries, *(lib for lib in _CUDART_STATIC_LIBS if lib not in ext.libraries)]
+        host_ext.include_dirs = [*ext.include_dirs, *_toolkit_include(toolchain)]
+        return host_ext
+
+    def _nvcc_command(
+        self, ext: CudaExtension, toolchain: Toolchain, source: str, obj: Path, options: Path
+    ) -> list[str]:
+        command = [str(toolchain.nvcc), "-c", source, "-o", str(obj), "-Xcompiler", "-fPIC"]
+        host = os.environ.get("CUDAHOSTCXX")
+        if host:
+            command += ["-ccbin", host]
+        command += [_gencode(arch) for arch in ext.cuda_architectures]
+        for name, value in ext.define_macros:
+            command.append(f"-D{name}" if value is None else f"-D{name}={value}")
+        command += [f"-U{name}" for name in ext.undef_macros]
+        command += [f"-I{d}" for d in ext.include_dirs]
+        command += list(ext.nvcc_flags)
+        # Last, so that a pinned -D or flag wins over the same one given above.
+        command.append(f"--options-file={options}")
+        return command

@@ -1,0 +1,22 @@
+"""A tiny setuptools project with one CUDA kernel, built through ciq_build.setuptools_ext."""
+
+from setuptools import setup
+
+from ciq_build.setuptools_ext import CudaExtension, build_ext
+
+setup(
+    name="ciq-setuptools-example",
+    version="0.1",
+    packages=["pkg"],
+    ext_modules=[
+        CudaExtension(
+            "pkg._kern",
+            sources=["pkg/kern.cu", "pkg/mod.cpp"],
+            depends=["pkg/kern.h"],
+            ciq_target="kern",
+            pin_dir="ciq",
+            cuda_architectures=["90a"],
+        )
+    ],
+    cmdclass={"build_ext": build_ext},
+)
