@@ -50,7 +50,7 @@ knobs)
     ;;
 acf)
     hybrid_toolkit
-    tune gemm_kernels /tmp/build-acf --controls acf-pool:"$PWD/.carry/acf-pool" \
+    tune "${TARGET:-gemm_kernels}" /tmp/build-acf --controls acf-pool:"$PWD/.carry/acf-pool" \
         --cmake-arg=-DCMAKE_CUDA_COMPILER=/tmp/hybrid/bin/nvcc
     ;;
 confirm)
