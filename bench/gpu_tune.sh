@@ -39,6 +39,10 @@ hybrid_toolkit() {
     for entry in "$root"/*; do [ "$(basename "$entry")" = bin ] || ln -s "$entry" /tmp/hybrid/; done
     cp -r "$root/bin" /tmp/hybrid/bin
     gunzip -c .carry/ptxas-13.3.gz > /tmp/hybrid/bin/ptxas && chmod +x /tmp/hybrid/bin/ptxas
+    # Separable compilation: nvlink 13.0 refuses 13.3 cubins ("newer than toolkit").
+    if [ -f .carry/nvlink-13.3.gz ]; then
+        gunzip -c .carry/nvlink-13.3.gz > /tmp/hybrid/bin/nvlink && chmod +x /tmp/hybrid/bin/nvlink
+    fi
     { /tmp/hybrid/bin/nvcc --version | tail -2; /tmp/hybrid/bin/ptxas --version | tail -1; } | tee "$out/nvcc.txt"
 }
 

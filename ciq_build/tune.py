@@ -224,6 +224,7 @@ def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls) -> s
     bench = manifest.benchmark
     payload = {
         "toolchain": toolchain.version,
+        "ptxas": toolchain.ptxas_version,  # a ptxas swapped into a toolkit changes the code too
         "nvcc": str(toolchain.nvcc),
         "architectures": manifest.toolchain.architectures,
         "flags": list(controls.flags),
