@@ -291,8 +291,7 @@ class Tuner:
     def _load_manifest(self) -> Manifest:
         options = self.options
         if options.source_dir is not None and not (options.build_dir / "CMakeCache.txt").is_file():
-            explicit = None
-            configure_user_tree(options.source_dir, options.build_dir, find_toolchain(explicit), None,
+            configure_user_tree(options.source_dir, options.build_dir, find_toolchain(), None,
                                 options.cmake_args, DEFAULT_TIMEOUT * 5)
         return load_manifest(options.build_dir, options.target)
 
@@ -309,13 +308,13 @@ class Tuner:
         header = self._header(source)
         if self.options.fresh:
             self.journal.reset()
-        existing = self.journal.header()
-        if existing is not None and {k: existing.get(k) for k in header} != header:
-            self._say("journal belongs to a different search (target, toolchain, objectives or search settings "
-                      "changed); keeping it as a backup and starting over")
-            self.journal.reset()
-            existing = None
-        if existing is None:
+        latest = next((r for r in reversed(self.journal.records()) if r.get("kind") == "header"), None)
+        if latest is not None and {k: latest.get(k) for k in header} != header:
+            # Evaluations are keyed by what determines them (sources, toolchain,
+            # controls, benchmark), so another search's results stay valid: keep them.
+            self._say("the journal holds another search (settings changed); its measurements are reused "
+                      "where sources, toolchain and controls match (--fresh to start over)")
+        if latest is None or {k: latest.get(k) for k in header} != header:
             self.journal.append(header)
         for record in self.journal.records():
             if record.get("kind") == "evaluation" and isinstance(record.get("key"), str):
