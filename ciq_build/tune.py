@@ -213,14 +213,32 @@ class Evaluator:
 # the cache key: same sources, toolchain, benchmark and controls => same measurement
 
 
-def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls) -> str:
+# What a cached measurement depends on besides the controls: the target's CUDA
+# sources and every source or header beside them (headers it includes, the
+# benchmark's own code), found under the target's source directory.
+_SOURCE_SUFFIXES = {".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".c", ".cc", ".cpp", ".cxx"}
+
+
+def source_digest(manifest: Manifest) -> str:
+    """One hash of the sources a measurement depends on (computed once per tune)."""
+    files = set(manifest.cuda_sources)
+    build_dir = manifest.binary_dir.resolve()
+    for path in manifest.target_source_dir.rglob("*"):
+        if path.suffix in _SOURCE_SUFFIXES and path.is_file() and not any(p.startswith(".") for p in path.parts):
+            if build_dir not in path.resolve().parents:
+                files.add(path)
     digest = hashlib.sha256()
-    for source in sorted(manifest.cuda_sources):
+    for source in sorted(files):
         digest.update(str(source).encode())
         try:
             digest.update(hashlib.sha256(Path(source).read_bytes()).digest())
         except OSError:
             digest.update(b"<missing>")
+    return digest.hexdigest()
+
+
+def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sources: str) -> str:
+    digest = hashlib.sha256(sources.encode())
     bench = manifest.benchmark
     payload = {
         "toolchain": toolchain.version,
@@ -287,6 +305,7 @@ class Tuner:
         self.journal = Journal(self.state_dir / "journal" / f"{_file_name(self.manifest.target)}.jsonl")
         self.cache: dict[str, dict[str, Any]] = {}
         self.evaluations: list[Evaluated] = []
+        self.sources = source_digest(self.manifest)
 
     def _load_manifest(self) -> Manifest:
         options = self.options
@@ -359,7 +378,7 @@ class Tuner:
     def _baseline(self, tree: ScratchTree) -> Evaluated:
         proposal = Proposal(id=-1, generation=0, params={})
         controls = Controls()
-        key = cache_key(self.manifest, self.toolchain, controls)
+        key = cache_key(self.manifest, self.toolchain, controls, self.sources)
         evaluated = self._from_cache(proposal, controls, key)
         if evaluated is None or not evaluated.ok:  # a failed baseline is always tried again
             self._say("building and measuring the baseline (the compiler's defaults)")
@@ -414,7 +433,7 @@ class Tuner:
                         outcomes[proposal.id] = Evaluated("", proposal, Controls(), False, "invalid_controls",
                                                           str(error), {}, {}, None, 0.0)
                         continue
-                    key = cache_key(self.manifest, self.toolchain, controls)
+                    key = cache_key(self.manifest, self.toolchain, controls, self.sources)
                     cached = self._from_cache(proposal, controls, key)
                     if cached is not None:
                         outcomes[proposal.id] = cached
