@@ -62,7 +62,7 @@ class ScratchTree:
 
     def __post_init__(self) -> None:
         self.build_dir = self.root / "build"
-        self.options_file = self.root / f"{_safe_name(self.manifest.target)}.nvcc-options"
+        self.options_file = self.root / f"{safe_name(self.manifest.target)}.nvcc-options"
 
     # -- paths inside the scratch tree that mirror the user's tree ------------
 
@@ -83,8 +83,7 @@ class ScratchTree:
         return self.mirror(bench.path) if bench is not None else None
 
     def object_files(self) -> tuple[Path, ...]:
-        directory = self.mirror(self.manifest.object_dir)
-        return tuple(sorted(p for p in directory.rglob("*") if p.suffix in (".o", ".obj") and p.is_file()))
+        return object_files(self.mirror(self.manifest.object_dir))
 
     # -- configure and build ---------------------------------------------------
 
@@ -140,7 +139,7 @@ class ScratchTree:
 
 def scratch_root(manifest: Manifest) -> Path:
     """Where the scratch trees of one target live (inside the user's build dir, apart from it)."""
-    return manifest.binary_dir / "ciq" / "scratch" / _safe_name(manifest.target)
+    return manifest.binary_dir / "ciq" / "scratch" / safe_name(manifest.target)
 
 
 def make_scratch_trees(manifest: Manifest, toolchain: Toolchain, count: int, timeout: float) -> list[ScratchTree]:
@@ -191,6 +190,11 @@ def _cmake_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
 
 
-def _safe_name(name: str) -> str:
+def object_files(directory: Path) -> tuple[Path, ...]:
+    """The object files CMake wrote for a target (its object dir, recursively), sorted."""
+    return tuple(sorted(p for p in directory.rglob("*") if p.suffix in (".o", ".obj") and p.is_file()))
+
+
+def safe_name(name: str) -> str:
     """A file-system-safe rendering of a target name (names may hold spaces or punctuation)."""
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)

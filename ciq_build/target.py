@@ -148,6 +148,11 @@ class Manifest:
         return parse_objectives(list(self.objectives)) if self.objectives else []
 
 
+def architecture_list(architectures: str) -> list[str]:
+    """CMAKE_CUDA_ARCHITECTURES ("90a;100-real") as a list of arch names ("90a", "100")."""
+    return [a.strip().split("-")[0] for a in architectures.replace(",", ";").split(";") if a.strip()]
+
+
 def manifest_dir(build_dir: Path) -> Path:
     return Path(build_dir) / "ciq" / "targets"
 

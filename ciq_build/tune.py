@@ -20,14 +20,15 @@ from typing import Any
 from ciq_build import __version__, metrics, proc
 from ciq_build.fingerprint import object_fingerprints
 from ciq_build.bench import BenchSpec, GpuSlots, beats_baseline, interleaved, measure
-from ciq_build.build import CandidateBuild, ScratchTree, configure_user_tree, make_scratch_trees, scratch_root
+from ciq_build.build import (CandidateBuild, ScratchTree, configure_user_tree, make_scratch_trees, safe_name,
+                             scratch_root)
 from ciq_build.controls import Controls, controls_from_candidate, controls_to_json
 from ciq_build.engines.base import CandidateSource, Proposal
 from ciq_build.errors import BenchmarkError, ConfigError, NoGpuError, SearchError
 from ciq_build.journal import Journal, TargetLock
 from ciq_build.lock import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary, record_path, write_record
 from ciq_build.results import dominates, non_dominated
-from ciq_build.target import Manifest, Objective, load_manifest, parse_objectives
+from ciq_build.target import Manifest, Objective, architecture_list, load_manifest, parse_objectives
 from ciq_build.toolchain import Toolchain, find_toolchain
 
 DEFAULT_TIMEOUT = 120.0
@@ -123,11 +124,6 @@ def metric_key(objective: Objective) -> str:
     if objective.name.startswith("metric:"):
         return objective.name[len("metric:"):]
     return _METRIC_KEYS.get(objective.name, objective.name)
-
-
-def architecture_list(architectures: str) -> list[str]:
-    """CMAKE_CUDA_ARCHITECTURES ("90a;100-real") as a list of arch names ("90a", "100")."""
-    return [a.split("-")[0] for a in architectures.replace(",", ";").split(";") if a.strip()]
 
 
 def objective_values(objectives: list[Objective], values: dict[str, float]) -> tuple[float, ...] | None:
@@ -302,7 +298,7 @@ class Tuner:
                 "or tune a static objective (--objective spill_bytes, registers, stack_bytes, sass_instructions, "
                 "compile_time)")
         self.state_dir = self.manifest.binary_dir / "ciq"
-        self.journal = Journal(self.state_dir / "journal" / f"{_file_name(self.manifest.target)}.jsonl")
+        self.journal = Journal(self.state_dir / "journal" / f"{safe_name(self.manifest.target)}.jsonl")
         self.cache: dict[str, dict[str, Any]] = {}
         self.evaluations: list[Evaluated] = []
         self.sources = source_digest(self.manifest)
@@ -363,8 +359,8 @@ class Tuner:
         from ciq_build.engines.select import make_candidate_source
 
         source = make_candidate_source(self.options, self.manifest, self.toolchain, self.objectives,
-                                       self.state_dir / "acf" / _file_name(self.manifest.target))
-        lock_path = self.state_dir / "locks" / f"{_file_name(self.manifest.target)}.lock"
+                                       self.state_dir / "acf" / safe_name(self.manifest.target))
+        lock_path = self.state_dir / "locks" / f"{safe_name(self.manifest.target)}.lock"
         with TargetLock(lock_path, wait=self.options.wait):
             self._open_journal(source)
             self._say(f"tuning {self.manifest.target} with {self.toolchain.describe()}; objectives: "
@@ -634,8 +630,3 @@ def _jsonable(params: dict[str, Any]) -> dict[str, Any]:
 def tune(options: TuneOptions) -> TuneOutcome:
     return Tuner(options).run()
 
-
-def _file_name(target: str) -> str:
-    import re
-
-    return re.sub(r"[^A-Za-z0-9_.+-]", "_", target)

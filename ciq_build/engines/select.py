@@ -16,7 +16,7 @@ from ciq_build.errors import ConfigError
 from ciq_build.params import parse_params
 from ciq_build.search import SearchConfiguration
 from ciq_build.space import Param
-from ciq_build.target import Manifest, Objective
+from ciq_build.target import Manifest, Objective, architecture_list
 from ciq_build.toolchain import Toolchain
 
 if TYPE_CHECKING:
@@ -98,9 +98,6 @@ def make_candidate_source(options: "TuneOptions", manifest: Manifest, toolchain:
 
 
 def _first_arch(architectures: str) -> str | None:
-    for item in architectures.replace(",", ";").split(";"):
-        item = item.strip().split("-")[0]
-        if item and item not in ("all", "all-major", "native"):
-            return item
-    return None
+    """The first named architecture, for probing knobs ("all" and "native" name none)."""
+    return next((arch for arch in architecture_list(architectures) if arch not in ("all", "native")), None)
 
