@@ -12,7 +12,6 @@ import hashlib
 import json
 import re
 import shutil
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.proc import ProcResult, run
+from support import build_tool, ensure_ok, said
 from ciq_build.target import load_manifest
 
 pytestmark = pytest.mark.slow
@@ -28,28 +28,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 CMAKE_PACKAGE_DIR = REPO_ROOT / "cmake"
 
 
-def _tool(name: str) -> str:
-    """A tool installed beside this Python (pip's cmake, ninja), else from PATH."""
-    # Not `import cmake`: the repository's cmake/ folder shadows the pip package.
-    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
-    if found is None:
-        pytest.skip(f"needs {name} (pip install {name})")
-    return found
-
-
 @pytest.fixture(scope="module")
 def cmake_bin() -> str:
-    return _tool("cmake")
+    return build_tool("cmake")
 
 
 @pytest.fixture(scope="module")
 def ninja_bin() -> str:
-    return _tool("ninja")
-
-
-def said(result: ProcResult) -> str:
-    """stdout and stderr with CMake's line wrapping undone."""
-    return " ".join((result.stdout + "\n" + result.stderr).split())
+    return build_tool("ninja")
 
 
 def compile_commands(ninja: str, build: Path, target: str) -> dict[str, str]:
@@ -60,11 +46,6 @@ def compile_commands(ninja: str, build: Path, target: str) -> dict[str, str]:
         if " -c " in line and (m := re.search(r" -o (\S+\.o)(?:\s|$)", line)):
             found[m.group(1)] = line
     return found
-
-
-def ensure_ok(result: ProcResult) -> ProcResult:
-    assert result.ok, f"{' '.join(result.args)} {result.describe()}\n{result.output_tail(60)}"
-    return result
 
 
 # --- the tiny project -------------------------------------------------------

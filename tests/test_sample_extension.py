@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.proc import ProcResult, run
+from support import build_tool, ensure_ok, said
 from ciq_build.target import load_manifest
 
 pytestmark = pytest.mark.slow
@@ -26,25 +27,6 @@ pytestmark = pytest.mark.slow
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = REPO_ROOT / "sample_extension"
 CMAKE_PACKAGE_DIR = REPO_ROOT / "cmake"
-
-
-def _tool(name: str) -> str:
-    """A tool installed beside this Python (pip's cmake, ninja), else from PATH."""
-    # Not `import cmake`: the repository's cmake/ folder shadows the pip package.
-    found = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
-    if found is None:
-        pytest.skip(f"needs {name} (pip install {name})")
-    return found
-
-
-def ensure_ok(result: ProcResult) -> ProcResult:
-    assert result.ok, f"{' '.join(result.args)} {result.describe()}\n{result.output_tail(60)}"
-    return result
-
-
-def said(result: ProcResult) -> str:
-    """stdout and stderr with CMake's line wrapping undone."""
-    return " ".join((result.stdout + "\n" + result.stderr).split())
 
 
 def copy_sample(destination: Path) -> Path:
@@ -133,7 +115,7 @@ def max_registers(cuobjdump: Path, obj: Path) -> int:
 def unpinned(tmp_path_factory: pytest.TempPathFactory, cuda133_bin: Path) -> Iterator[SampleBuild]:
     """The sample, without pins, configured and fully built once (read-only for tests)."""
     root = tmp_path_factory.mktemp("sample")
-    sample = SampleBuild(copy_sample(root / "src"), root / "build", _tool("cmake"), _tool("ninja"), cuda133_bin)
+    sample = SampleBuild(copy_sample(root / "src"), root / "build", build_tool("cmake"), build_tool("ninja"), cuda133_bin)
     result = ensure_ok(sample.configure())
     assert "ciq_build: gemm_kernels: no pinned controls" in said(result)
     sample.build_targets("all")
@@ -211,7 +193,7 @@ print(json.dumps(out))
 
 
 def test_pin_applies_to_gemm_only_and_a_change_rebuilds_only_gemm(tmp_path: Path, cuda133_bin: Path) -> None:
-    sample = SampleBuild(copy_sample(tmp_path / "src"), tmp_path / "build", _tool("cmake"), _tool("ninja"),
+    sample = SampleBuild(copy_sample(tmp_path / "src"), tmp_path / "build", build_tool("cmake"), build_tool("ninja"),
                          cuda133_bin)
     pin = sample.source / "ciq" / "gemm_kernels.json"
     pin.write_text(gemm_record(["-maxrregcount=32"], {"CIQ_GEMM_TM": "4"}))
