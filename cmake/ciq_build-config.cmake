@@ -7,12 +7,7 @@
 
 include_guard(GLOBAL)
 
-if(CMAKE_VERSION VERSION_LESS 3.24)
-  message(FATAL_ERROR
-    "ciq_build needs CMake 3.24 or newer (this is ${CMAKE_VERSION}); "
-    "install a newer one with `pip install cmake`.")
-endif()
-
+# ciq_build.cmake checks the CMake version first thing.
 include("${CMAKE_CURRENT_LIST_DIR}/ciq_build.cmake")
 
 set(ciq_build_FOUND TRUE)
