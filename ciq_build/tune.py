@@ -511,9 +511,12 @@ class Tuner:
             text = ", ".join(f"{o.spec}: {b:g} -> {w:g}" for o, b, w in zip(self.objectives, baseline.scores, winner.scores))
             text += "" if better else " (does not beat the compiler's defaults on every objective; nothing pinned)"
             return text, better, baseline.scores, winner.scores, {}
-        base_build = base_tree.build(Controls(), self.timeout)
-        if not base_build.ok:
-            raise SearchError(f"the baseline no longer builds: {base_build.message}")
+        # A baseline measured in this run is still built in its tree; one read
+        # from the journal may never have been built there.
+        if baseline.cached:
+            base_build = base_tree.build(Controls(), self.timeout)
+            if not base_build.ok:
+                raise SearchError(f"the baseline no longer builds: {base_build.message}")
         rounds = max(5, self.options.repeats * 2)
         self._say(f"re-measuring the winner against the baseline, interleaved, {rounds} rounds each")
         with self.evaluator.slots.slot() as env:
