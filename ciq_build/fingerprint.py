@@ -3,7 +3,9 @@
 Per object file and architecture: the kernels' resource usage (most registers
 of any kernel, largest stack frame) and a hash of the cubin's code sections.
 Not a hash of the whole file: the ACF's path is embedded in the cubin's
-`.note.nv.tkinfo`, so identical code built from two places would differ.
+`.note.nv.tkinfo`, and nvcc names what has internal linkage (an anonymous
+namespace, `static`) after the source's absolute path, so identical code built
+from two places (another clone, CI) would differ; see metrics.code_hash.
 """
 
 from __future__ import annotations

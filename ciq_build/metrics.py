@@ -3,8 +3,11 @@
 Three sources: ptxas's own report (``-Xptxas=-v``, which the tuning build adds
 to every candidate), ``cuobjdump --dump-resource-usage`` / ``--dump-sass`` on
 the objects, and a hash of each cubin's code sections. The hash covers only
-the ``.text.*`` sections: the ACF's path is embedded in ``.note.nv.tkinfo``,
-so whole-cubin hashes differ for identical code built from different places.
+the ``.text.*`` sections (bytes and relocations, under names with nvcc's
+path-derived module ids zeroed): the ACF's path is embedded in
+``.note.nv.tkinfo``, and what has internal linkage is named after the source's
+absolute path, so whole-cubin hashes differ for identical code built from
+different places.
 
 Architectures are given in CMake form ("90a", "80") throughout.
 """
@@ -209,9 +212,56 @@ def sass_instruction_count(object_file: Path, toolchain: Toolchain) -> int:
 
 # ---------------------------------------------------------------- code hash
 
+# nvcc names what has internal linkage (an anonymous namespace, `static`) after
+# the translation unit's "module id", <8 hex>_<n>_<file name, n chars>_<8 hex>
+# ("cbfaf43b_4_k_cu_572212f9" in _ZN36_GLOBAL__N__cbfaf43b_4_k_cu_572212f911kernEPf,
+# _INTERNAL_..., __nv_static_25__...). The first hash is of the source's
+# absolute path, so the same code built in another checkout has other names.
+_MODULE_ID = re.compile(r"(?<=_)[0-9a-f]{8}_([0-9]+)_")
+_MODULE_ID_NORMAL = "00000000"
 
-def _text_sections(cubin: bytes) -> list[tuple[str, bytes]]:
-    """(name, contents) of every .text.* section of an ELF file, parsed with struct."""
+
+def normalise_symbol(name: str) -> str:
+    """`name` with every nvcc module id's hashes zeroed: the same in every checkout.
+
+    The length-prefixed file name inside the id must be followed by the
+    second hash, so unrelated hex digits in a name are left alone.
+    """
+    out: list[str] = []
+    position = 0
+    for match in _MODULE_ID.finditer(name):
+        if match.start() < position:
+            continue  # inside an id already normalised
+        end_of_file_name = match.end() + int(match.group(1))
+        tail = name[end_of_file_name:end_of_file_name + 9]
+        if re.fullmatch(r"_[0-9a-f]{8}", tail):
+            out += [name[position:match.start()], _MODULE_ID_NORMAL, name[match.start() + 8:end_of_file_name],
+                    "_", _MODULE_ID_NORMAL]
+            position = end_of_file_name + 9
+    out.append(name[position:])
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class CodeSection:
+    """One .text.* section of a cubin: its normalised name, its bytes and what they refer to."""
+
+    name: str  # normalised (normalise_symbol)
+    data: bytes
+    # (offset, relocation type, normalised symbol name, addend), by offset: which
+    # function a call or which variable a load reaches is not in the bytes themselves.
+    relocations: tuple[tuple[int, int, str, int], ...] = ()
+
+
+def _text_sections(cubin: bytes) -> list[CodeSection]:
+    """Every .text.* section of an ELF file with its relocations, sorted by normalised name (parsed with struct)."""
+    try:
+        return _parse_text_sections(cubin)
+    except (struct.error, ValueError, IndexError) as error:
+        raise ToolchainError(f"cuobjdump extracted a cubin that cannot be read as ELF ({error})") from None
+
+
+def _parse_text_sections(cubin: bytes) -> list[CodeSection]:
     if cubin[:4] != b"\x7fELF":
         raise ToolchainError("cuobjdump extracted a file that is not an ELF cubin")
     is64 = cubin[4] == 2
@@ -225,22 +275,66 @@ def _text_sections(cubin: bytes) -> list[tuple[str, bytes]]:
         shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", cubin, 0x2E)
         header = endian + "IIIIIIIIII"
     sections = [struct.unpack_from(header, cubin, shoff + i * shentsize) for i in range(shnum)]
-    _, _, _, _, str_offset, str_size, *_ = sections[shstrndx]
-    names = cubin[str_offset:str_offset + str_size]
-    out: list[tuple[str, bytes]] = []
-    SHT_NOBITS = 8
-    for name_offset, sh_type, _flags, _addr, offset, size, *_ in sections:
-        name = names[name_offset:names.index(b"\0", name_offset)].decode("utf-8", "replace")
-        if name.startswith(".text.") and sh_type != SHT_NOBITS:
-            out.append((name, cubin[offset:offset + size]))
-    return sorted(out)
+
+    def contents(index: int) -> bytes:
+        _, _, _, _, offset, size, *_ = sections[index]
+        return cubin[offset:offset + size]
+
+    def string(table: bytes, offset: int) -> str:
+        return table[offset:table.index(b"\0", offset)].decode("utf-8", "replace")
+
+    section_names = contents(shstrndx)
+    names = [normalise_symbol(string(section_names, s[0])) for s in sections]
+
+    symbol_names: dict[int, list[str]] = {}  # symbol table section -> normalised name of each symbol
+
+    def symbol(table: int, index: int) -> str:
+        if table not in symbol_names:
+            data, strings = contents(table), contents(sections[table][6])  # sh_link: its string table
+            entry = endian + ("IBBHQQ" if is64 else "IIIBBH")
+            width = struct.calcsize(entry)
+            found = []
+            for start in range(0, len(data) - width + 1, width):
+                fields = struct.unpack_from(entry, data, start)
+                st_name, st_info, st_shndx = (fields[0], fields[1], fields[3]) if is64 else (fields[0], fields[3], fields[5])
+                if st_name == 0 and st_info & 0xF == 3 and st_shndx < len(names):  # STT_SECTION: the section's name
+                    found.append(names[st_shndx])
+                else:
+                    found.append(normalise_symbol(string(strings, st_name)))
+            symbol_names[table] = found
+        return symbol_names[table][index]
+
+    SHT_RELA, SHT_NOBITS, SHT_REL = 4, 8, 9
+    relocations: dict[int, list[tuple[int, int, str, int]]] = {}
+    for sh_name, sh_type, _flags, _addr, _offset, _size, sh_link, sh_info, *_ in sections:
+        if sh_type not in (SHT_RELA, SHT_REL) or not 0 < sh_info < len(sections):
+            continue
+        if not names[sh_info].startswith(".text."):
+            continue
+        entry = endian + ("QQq" if is64 else "IIi")[: 3 if sh_type == SHT_RELA else 2]
+        width = struct.calcsize(entry)
+        data = cubin[_offset:_offset + _size]
+        for start in range(0, len(data) - width + 1, width):
+            fields = struct.unpack_from(entry, data, start)
+            r_offset, r_info = fields[0], fields[1]
+            addend = fields[2] if len(fields) > 2 else 0
+            sym, kind = (r_info >> 32, r_info & 0xFFFFFFFF) if is64 else (r_info >> 8, r_info & 0xFF)
+            relocations.setdefault(sh_info, []).append((r_offset, kind, symbol(sh_link, sym), addend))
+
+    out: list[CodeSection] = []
+    for index, (_, sh_type, *_rest) in enumerate(sections):
+        if names[index].startswith(".text.") and sh_type != SHT_NOBITS:
+            out.append(CodeSection(names[index], contents(index), tuple(sorted(relocations.get(index, [])))))
+    return sorted(out, key=lambda s: (s.name, s.data, s.relocations))
 
 
 def code_hash(object_file: Path, toolchain: Toolchain) -> dict[str, str]:
-    """{arch: sha256 hex} over the names and contents of each cubin's .text.* sections.
+    """{arch: sha256 hex} over each cubin's .text.* sections: names, bytes and relocations.
 
-    Architectures whose cubin holds no code are left out, as are objects
-    without device code ({}).
+    The same in every checkout: names are normalised (normalise_symbol) and
+    sections taken in the order of their normalised names; the ACF's path and
+    ptxas's options (in .note.nv.tkinfo) are not hashed. Architectures whose
+    cubin holds no code are left out, as are objects without device code ({}).
     """
     with tempfile.TemporaryDirectory(prefix="ciq-cubins-") as tmp:
         workdir = Path(tmp)
@@ -254,6 +348,9 @@ def code_hash(object_file: Path, toolchain: Toolchain) -> dict[str, str]:
             if not sections:
                 continue  # a cubin without code (host-only sources still get one)
             digest = digests.setdefault(arch_number(match.group(1)), hashlib.sha256())
-            for name, data in sections:
-                digest.update(name.encode() + b"\0" + len(data).to_bytes(8, "little") + data)
+            for section in sections:
+                digest.update(section.name.encode() + b"\0" + len(section.data).to_bytes(8, "little") + section.data)
+                digest.update(len(section.relocations).to_bytes(8, "little"))
+                for offset, kind, target, addend in section.relocations:
+                    digest.update(b"%d %d %d " % (offset, kind, addend) + target.encode() + b"\0")
         return {arch: digest.hexdigest() for arch, digest in sorted(digests.items())}

@@ -13,6 +13,7 @@ from ciq_build.errors import ToolchainError
 from ciq_build.metrics import (
     KernelUsage,
     code_hash,
+    normalise_symbol,
     parse_ptxas_verbose,
     resource_usage,
     sass_instruction_count,
@@ -202,6 +203,79 @@ def test_code_hash_changes_with_the_generated_code(
     assert set(default) == set(capped) == {"90a"}
     assert default["90a"] != capped["90a"]
     assert len(default["90a"]) == 64
+
+
+# What has internal linkage, with a helper the kernel calls, in whole-program mode.
+ANONYMOUS = """\
+namespace {
+__device__ __noinline__ float helper(float x) { return x * 3.0f + 1.0f; }
+__global__ void anon_kernel(float* p) { p[threadIdx.x] = helper(p[threadIdx.x]); }
+}
+static __device__ int counter;
+static __global__ void static_kernel(float* p) { p[threadIdx.x] += counter; }
+void launch(float* p) { anon_kernel<<<1, 32>>>(p); static_kernel<<<1, 32>>>(p); }
+"""
+
+
+def _compile(toolchain: Toolchain, source: Path, *flags: str) -> Path:
+    obj = source.with_suffix(".o")
+    # An absolute source path, as CMake passes it.
+    result = proc.run([toolchain.nvcc, "-c", "-arch=sm_90a", *flags, source.absolute(), "-o", obj], 300)
+    assert result.ok, result.output_tail()
+    return obj
+
+
+def _text_section_names(toolchain: Toolchain, obj: Path) -> set[str]:
+    listing = proc.run([toolchain.cuobjdump, "-elf", obj], 60).stdout
+    return {word for word in listing.split() if word.startswith(".text.")}
+
+
+def test_code_hash_is_the_same_for_internal_names_built_from_two_checkouts(
+    toolchain: Toolchain, tmp_path: Path
+) -> None:
+    objects = []
+    for checkout in (tmp_path / "here", tmp_path / "a clone" / "elsewhere"):
+        checkout.mkdir(parents=True)
+        (checkout / "anon.cu").write_text(ANONYMOUS)
+        objects.append(_compile(toolchain, checkout / "anon.cu"))
+    # nvcc named the kernels after each checkout's path ...
+    names = [_text_section_names(toolchain, obj) for obj in objects]
+    assert names[0] != names[1] and any("_GLOBAL__N__" in n for n in names[0])
+    # ... and the hash does not care.
+    assert code_hash(objects[0], toolchain) == code_hash(objects[1], toolchain)
+    assert {normalise_symbol(n) for n in names[0]} == {normalise_symbol(n) for n in names[1]}
+
+
+def test_code_hash_sees_which_function_a_call_reaches(toolchain: Toolchain, tmp_path: Path) -> None:
+    # Relocatable device code: the call's target is a relocation, not in the code bytes,
+    # and both callees compile to the same bytes.
+    (tmp_path / "calls.cu").write_text(
+        "__device__ __noinline__ float twice(float x) { return 2.0f * x; }\n"
+        "__device__ __noinline__ float double_it(float x) { return 2.0f * x; }\n"
+        "__global__ void scale(float* p) { p[threadIdx.x] = CALLEE(p[threadIdx.x]); }\n")
+    hashes = []
+    for callee in ("twice", "double_it"):
+        obj = _compile(toolchain, tmp_path / "calls.cu", "-rdc=true", f"-DCALLEE={callee}")
+        hashes.append(code_hash(obj, toolchain))
+    assert hashes[0] != hashes[1]
+
+
+@pytest.mark.parametrize(("name", "normal"), [
+    ("_ZN36_GLOBAL__N__cbfaf43b_4_k_cu_572212f911anon_kernelEPf",
+     "_ZN36_GLOBAL__N__00000000_4_k_cu_0000000011anon_kernelEPf"),
+    ("__nv_static_25__cbfaf43b_4_k_cu_572212f9__ZN34_INTERNAL_cbfaf43b_4_k_cu_572212f936_GLOBAL__N__cbfaf43b_4_k_cu"
+     "_572212f98anon_varE",
+     "__nv_static_25__00000000_4_k_cu_00000000__ZN34_INTERNAL_00000000_4_k_cu_0000000036_GLOBAL__N__00000000_4_k_cu"
+     "_000000008anon_varE"),
+    ("_ZN36_GLOBAL__N__4a14eddf_9_gemm_1_cu_00c0ffee4tileEv", "_ZN36_GLOBAL__N__00000000_9_gemm_1_cu_000000004tileEv"),
+    # Not a module id: hex digits without the file name and second hash after them stay.
+    ("_ZN1_deadbeef_4_abcdEv", "_ZN1_deadbeef_4_abcdEv"), ("x_deadbeef_4_abcd_0123456", "x_deadbeef_4_abcd_0123456"),
+    ("_Z5heavyPKfPfi", "_Z5heavyPKfPfi"),
+    ("", ""),
+])
+def test_normalise_symbol_zeroes_only_nvcc_module_ids(name: str, normal: str) -> None:
+    assert normalise_symbol(name) == normal
+    assert normalise_symbol(normal) == normal
 
 
 def test_an_object_without_device_code_has_no_metrics(toolchain: Toolchain, tmp_path: Path) -> None:
