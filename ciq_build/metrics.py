@@ -15,6 +15,7 @@ Architectures are given in CMake form ("90a", "80") throughout.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import struct
 import tempfile
@@ -135,7 +136,11 @@ def summarize(usages: Iterable[KernelUsage]) -> dict[str, int]:
 
 def _cuobjdump(toolchain: Toolchain, args: list[str], cwd: Path | None = None) -> str:
     tool = toolchain.require_cuobjdump()
-    result = proc.run([tool, *args], CUOBJDUMP_TIMEOUT, cwd=cwd)
+    env = None
+    if "--dump-sass" in args:
+        # cuobjdump disassembles with nvdisasm, found beside itself, on PATH or in NVDISASM_PATH.
+        env = {**os.environ, "NVDISASM_PATH": str(toolchain.require_nvdisasm().parent)}
+    result = proc.run([tool, *args], CUOBJDUMP_TIMEOUT, cwd=cwd, env=env)
     text = result.stdout + result.stderr
     if not result.ok:
         if "does not contain device code" in text:

@@ -147,6 +147,14 @@ class Toolchain:
             )
         return self.cuobjdump
 
+    def require_nvdisasm(self) -> Path:
+        if self.nvdisasm is None:
+            raise ToolchainError(
+                f"the CUDA toolkit of {self.nvcc} has no nvdisasm, which cuobjdump needs to count SASS "
+                "instructions. " + _HOW_TO_FIX
+            )
+        return self.nvdisasm
+
     def capabilities(
         self,
         options: Iterable[str] = (),
@@ -230,11 +238,15 @@ def load_toolchain(nvcc: Path, source: str = "explicit") -> Toolchain:
     ptxas = _tool_next_to(nvcc, "ptxas", real_dir)
     if ptxas is None:
         raise ToolchainError(f"no ptxas beside {nvcc}; the CUDA toolkit is incomplete. {_HOW_TO_FIX}")
+    cuobjdump = _tool_next_to(nvcc, "cuobjdump", real_dir)
+    # cuobjdump --dump-sass runs nvdisasm; cuobjdump itself looks beside its own file.
+    nvdisasm = _tool_next_to(nvcc, "nvdisasm", real_dir) or (
+        _tool_next_to(cuobjdump, "nvdisasm", None) if cuobjdump is not None else None)
     return Toolchain(
         nvcc=nvcc,
         ptxas=ptxas,
-        cuobjdump=_tool_next_to(nvcc, "cuobjdump", real_dir),
-        nvdisasm=_tool_next_to(nvcc, "nvdisasm", real_dir),
+        cuobjdump=cuobjdump,
+        nvdisasm=nvdisasm,
         version=version,
         ptxas_version=_query_version(ptxas),
         source=source,

@@ -357,9 +357,13 @@ class Tuner:
 
     def run(self) -> TuneOutcome:
         from ciq_build.engines.select import make_candidate_source
+        from ciq_build.preflight import check_tune
 
         source = make_candidate_source(self.options, self.manifest, self.toolchain, self.objectives,
                                        self.state_dir / "acf" / safe_name(self.manifest.target))
+        # Every tool the run will need, before anything is built (the search space is refused first).
+        check_tune(self.manifest, self.toolchain, pin=self.options.pin, objectives=self.objectives,
+                   needs_benchmark=self.evaluator.needs_benchmark)
         lock_path = self.state_dir / "locks" / f"{safe_name(self.manifest.target)}.lock"
         with TargetLock(lock_path, wait=self.options.wait):
             self._open_journal(source)

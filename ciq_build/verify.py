@@ -18,6 +18,7 @@ from ciq_build.controls import Controls, nvcc_arguments
 from ciq_build.errors import BuildError, RecordError
 from ciq_build.fingerprint import compare, object_fingerprints
 from ciq_build.lock import check_toolchain, read_record, sha256_file
+from ciq_build.preflight import check_verify
 from ciq_build.target import load_manifest
 from ciq_build.resources import build_tool
 from ciq_build.toolchain import find_toolchain
@@ -38,6 +39,7 @@ def verify(target: str, build_dir: Path) -> VerifyReport:
         raise RecordError(f"{target} has no pinned record at {manifest.pin_file}; run `python -m ciq_build tune {target}` first")
     record = read_record(manifest.pin_file)
     check_toolchain(record, toolchain.major_minor, strict=True)
+    check_verify(toolchain, target, build_dir)  # before a build that could not be checked
     result = proc.run([build_tool("cmake"), "--build", str(build_dir), "--target", target], BUILD_TIMEOUT)
     if not result.ok:
         raise BuildError(f"building {target} failed ({result.describe()}):\n{result.output_tail()}")
