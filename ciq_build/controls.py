@@ -26,6 +26,7 @@ from typing import Any
 
 import ciq_build.space as ss
 from ciq_build.allowlist import ALLOWLIST_NAME, check_define, check_flag
+from ciq_build.rules import load_rules
 from ciq_build.errors import ConfigError, RecordError, UnsafeFlagError
 from ciq_build.toolchain import Toolchain
 
@@ -123,19 +124,12 @@ class Controls:
                     f"the flags {seen[name]!r} and {flag!r} set the same compiler option; keep one of them."
                 )
             seen[name] = flag
-        fast = seen.get("--Ofast-compile")
-        # Pairs ptxas refuses outright (see _without_overridden_knobs).
-        for other in (
-            seen.get("-Xptxas=-O") if fast else None,
-            "-Xptxas=--allow-expensive-optimizations=false"
-            if fast == "--Ofast-compile=min" and "-Xptxas=--allow-expensive-optimizations=false" in flags
-            else None,
-        ):
-            if other is not None:
-                raise RecordError(
-                    f"ptxas refuses the flags {fast!r} and {other!r} together "
-                    "(\"Conflicting options\"); keep one of them."
-                )
+        conflict = load_rules().conflict(flags)
+        if conflict is not None:
+            raise RecordError(
+                f"ptxas refuses the flags {conflict[0]!r} and {conflict[1]!r} together "
+                "(\"Conflicting options\"); keep one of them."
+            )
         pairs = list(self.defines.items()) if isinstance(self.defines, Mapping) else list(self.defines)
         defines: dict[str, str] = {}
         for pair in pairs:

@@ -14,31 +14,27 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from collections.abc import Sequence
 
-from ciq_build.allowlist import check_define, check_flag, load_patterns
+from ciq_build.allowlist import check_flag
+from ciq_build.rules import (
+    RuleBook, declared_params, field_problem, load_rules, parse_strict, read_regular_file, value_in_domain,
+)
 from ciq_build.controls import AcfRef, Controls, controls_to_json
 from ciq_build.errors import CiqError, ConfigError, RecordError, UnsafeFlagError
-from ciq_build.target import TARGET_NAME, parse_objective
+from ciq_build.target import TARGET_NAME
 from ciq_build.durable import fsync_dir
 
 SCHEMA = 1
 
-_HEX64 = re.compile(r"[0-9a-f]{64}")
 _CUDA_MAJOR_MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
-# The same rule as the CMake module: no separators, no leading '.' or '-', no "..".
-_BARE_NAME = re.compile(r"(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_.+-]*")
-_ARCH = re.compile(r"[A-Za-z0-9_-]+")
-_ACF_COMPILERS = ("ptxas", "nvcc")
 
-# Records are small; anything bigger is not a record (and is not worth reading).
-MAX_RECORD_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -171,6 +167,18 @@ def record_to_json(record: PinnedRecord, pin_dir: Path) -> dict[str, Any]:
     return out
 
 
+def _writable(value: Any) -> Any:
+    """`value` with every string safe for both readers: a NUL, a surrogate or a character
+    beyond U+FFFF (which JSON would spell as a surrogate pair) becomes U+FFFD."""
+    if isinstance(value, str):
+        return re.sub("[\x00\ud800-\udfff\U00010000-\U0010ffff]", "\ufffd", value)
+    if isinstance(value, dict):
+        return {_writable(k): _writable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_writable(v) for v in value]
+    return value
+
+
 def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = None) -> PinnedRecord:
     """Pin `record` as ``<pin_dir>/<target>.json`` (+ ``<target>.acf``); return what was written.
 
@@ -210,18 +218,20 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
         pinned_ref = AcfRef(path=pinned_acf.resolve(), compiler=acf.compiler, sha256=digest)
         record = replace(record, controls=replace(record.controls, acf=pinned_ref))
 
-    # Validate before touching the pin dir, through the same code path as a reader.
-    document_obj = record_to_json(record, pin_dir)
-    _validate_document(document_obj, Path(f"{target}.json"), pin_dir, check_acf_file=False)
+    # Serialise, then validate the very bytes through the reader's path (rule book
+    # layers 2 and 3), before touching the pin dir: an unreadable pin is never written.
     try:
-        # ASCII with \u escapes: any string a reader accepted (even a lone surrogate) can be written back.
-        document = json.dumps(document_obj, indent=2, allow_nan=False, ensure_ascii=True)
+        document = json.dumps(_writable(record_to_json(record, pin_dir)), indent=2, allow_nan=False,
+                              ensure_ascii=True)
     except (TypeError, ValueError, RecursionError) as exc:
         raise RecordError(
-            f"the record for {target!r} holds a value JSON cannot represent ({exc}); "
-            "provenance must hold only JSON values (no NaN, sets or objects)."
+            f"the record for {target!r} holds a value a record cannot hold ({exc}); scores must be "
+            "finite numbers, and provenance only JSON values (no NaN, sets or objects)."
         ) from exc
-
+    rules = load_rules()
+    where = Path(pin_dir) / f"{target}.json"
+    _validate_document(parse_record_bytes(document.encode("ascii"), where, rules), where, pin_dir,
+                       check_acf_file=False, rules=rules)
     try:
         pin_dir.mkdir(parents=True, exist_ok=True)
         if acf_bytes is not None:
@@ -244,319 +254,268 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
 # --------------------------------------------------------------------------- reading
 
 
-class _Fields:
-    """Typed access to the record's JSON with messages naming the file and field."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, where: str, problem: str) -> RecordError:
-        return RecordError(
-            f"pinned record {self.path}: {where} {problem}. Retune the target "
-            f"(python -m ciq_build tune {self.path.stem}) to write a fresh record, or fix the file by hand."
-        )
-
-    def obj(self, value: Any, where: str, keys: set[str], required: set[str]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where, f"must be a JSON object, not {_kind(value)}")
-        unknown = sorted(set(value) - keys)
-        if unknown:
-            raise self.fail(f"{where}.{unknown[0]}", "is not a field of a schema 1 record")
-        missing = sorted(required - set(value))
-        if missing:
-            raise self.fail(f"{where}.{missing[0]}", "is missing")
-        return value
-
-    def str_(self, value: Any, where: str, pattern: re.Pattern[str] | None = None, hint: str = "") -> str:
-        if not isinstance(value, str):
-            raise self.fail(where, f"must be a string, not {_kind(value)}")
-        if pattern is not None and pattern.fullmatch(value) is None:
-            raise self.fail(where, f"is {value!r}{hint}")
-        return value
-
-    def list_(self, value: Any, where: str) -> list[Any]:
-        if not isinstance(value, list):
-            raise self.fail(where, f"must be a list, not {_kind(value)}")
-        return value
-
-    def count(self, value: Any, where: str) -> int:
-        if type(value) is not int or value < 0:
-            raise self.fail(where, f"must be a non-negative integer, not {value!r}")
-        return value
-
-    def number(self, value: Any, where: str) -> float:
-        if type(value) not in (int, float):
-            raise self.fail(where, f"must be a number, not {_kind(value)}")
-        try:
-            number = float(value)
-        except OverflowError:
-            number = math.inf
-        if not math.isfinite(number):
-            raise self.fail(where, f"must be a finite number, not {value!r}")
-        return number
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), type(value).__name__
+def _fail(path: Path, where: str, problem: str) -> RecordError:
+    return RecordError(
+        f"pinned record {path}: {where} {problem}. Retune the target "
+        f"(python -m ciq_build tune {path.stem}) to write a fresh record, or fix the file by hand."
     )
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # CMake's string(JSON) and Python could pick different copies of a repeated
-    # key, so the two builds would apply different controls: refuse it outright.
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"key {key!r} appears twice in one object")
-        out[key] = value
-    return out
-
-
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def parse_record_bytes(raw: bytes, path: Path) -> Any:
-    """JSON syntax only: bytes -> Python value, or RecordError (truncation named as such)."""
-    target = path.stem
-    if len(raw) > MAX_RECORD_BYTES:
-        raise RecordError(f"pinned record {path} is {len(raw)} bytes, too large to be a record; retune {target}.")
+def read_record_bytes(path: Path, rules: RuleBook) -> bytes:
+    """The record's bytes: a regular file within the size limit (rule book layer 1)."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
+        return read_regular_file(path, rules.limit("record_bytes"), "the pinned record")
+    except FileNotFoundError as exc:
         raise RecordError(
-            f"pinned record {path} is not UTF-8 text ({exc}); restore it from version control or retune {target}."
+            f"no pinned record at {path}; tune the target first (python -m ciq_build tune {path.stem})."
         ) from exc
-    if not text.strip():
+    except OSError as exc:
         raise RecordError(
-            f"pinned record {path} is empty; restore it from version control or retune "
-            f"(python -m ciq_build tune {target})."
-        )
+            f"cannot read pinned record {path}: {exc.strerror or exc}. Restore it from version control "
+            f"or retune (python -m ciq_build tune {path.stem})."
+        ) from exc
+
+
+def parse_record_bytes(raw: bytes, path: Path, rules: RuleBook | None = None) -> Any:
+    """JSON syntax only (rule book layer 2): bytes -> Python value, or RecordError."""
+    rules = rules or load_rules()
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_refuse_constant)
-    except json.JSONDecodeError as exc:
-        truncated = exc.pos >= len(text.rstrip())
-        what = "is truncated (it ends in the middle of the JSON)" if truncated else "is not valid JSON"
-        raise RecordError(
-            f"pinned record {path} {what}: {exc.msg} at line {exc.lineno} column {exc.colno}; "
-            f"restore it from version control or retune (python -m ciq_build tune {target})."
-        ) from exc
+        return parse_strict(raw, rules)
     except (ValueError, RecursionError) as exc:
         raise RecordError(
-            f"pinned record {path} is not a valid record ({exc}); restore it from version control "
-            f"or retune (python -m ciq_build tune {target})."
+            f"pinned record {path} {exc}; restore it from version control or retune "
+            f"(python -m ciq_build tune {path.stem})."
         ) from exc
 
 
 def read_record(path: Path) -> PinnedRecord:
     """Read and validate a pinned record; the ACF it names must exist and match its sha256."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as exc:
+    rules = load_rules()
+    data = parse_record_bytes(read_record_bytes(path, rules), path, rules)
+    return _validate_document(data, path, path.parent, check_acf_file=True, rules=rules)
+
+
+def _validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: bool,
+                       rules: RuleBook | None = None) -> PinnedRecord:
+    rules = rules or load_rules()
+    if isinstance(data, dict) and type(data.get("schema")) is int and data["schema"] != rules.schema:
+        schema = data["schema"]
         raise RecordError(
-            f"no pinned record at {path}; tune the target first (python -m ciq_build tune {path.stem})."
-        ) from exc
-    except OSError as exc:
-        raise RecordError(f"cannot read pinned record {path}: {exc}.") from exc
-    return _validate_document(parse_record_bytes(raw, path), path, path.parent, check_acf_file=True)
-
-
-_TOP_KEYS = {
-    "schema", "target", "controls", "toolchain", "provenance", "objectives", "baseline", "winner", "objects",
-}
-
-
-def _validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: bool) -> PinnedRecord:
-    f = _Fields(path)
-    if not isinstance(data, dict):
-        raise f.fail("the top level", f"must be a JSON object, not {_kind(data)}")
-    if "schema" not in data:
-        raise f.fail("field 'schema'", "is missing (this is not a ciq_build pinned record)")
-    schema = data["schema"]
-    if type(schema) is not int:
-        raise f.fail("field 'schema'", f"must be an integer, not {_kind(schema)}")
-    if schema != SCHEMA:
-        newer = schema > SCHEMA
-        raise RecordError(
-            f"pinned record {path} has schema {schema}, but this ciq_build reads schema {SCHEMA}"
+            f"pinned record {path} has schema {schema}, but this ciq_build reads schema {rules.schema}"
             + (
                 ": it was written by a newer ciq_build. Upgrade ciq_build (pip install -U ciq-build), "
-                if newer else ". "
+                if schema > rules.schema else ". "
             )
             + f"or retune the target (python -m ciq_build tune {path.stem}) to rewrite it."
         )
-    f.obj(data, "the record", _TOP_KEYS, {"schema", "target", "controls", "toolchain"})
+    problem = field_problem(rules, data)
+    if problem is not None:
+        where, why = problem
+        if where.startswith("controls.flags[") and "allow-list" in why:
+            raise UnsafeFlagError(f"pinned record {path}: {where}: {_flag_refusal(data, where)}")
+        if where.startswith(("controls.flags", "controls.defines")):
+            # What reaches the compiler's command line: the unsafe-flag error, named as such.
+            raise UnsafeFlagError(str(_fail(path, where, why)))
+        raise _fail(path, where, why)
 
-    target = f.str_(data["target"], "target", TARGET_NAME, " (not a plain CMake target name)")
+    target = data["target"]
     if target != path.stem:
-        raise f.fail("target", f"is {target!r}, but the file is named {path.name} (it must be {target}.json)")
-
-    controls = _read_controls(f, data["controls"], pin_dir, check_acf_file)
-
-    tc = f.obj(data["toolchain"], "toolchain", {"cuda", "nvcc_version", "ptxas_version", "architectures"}, {"cuda"})
+        raise _fail(path, "target", f"is {target!r}, but the file is named {path.name} (it must be {target}.json)")
+    controls = _read_controls(path, data["controls"], pin_dir, check_acf_file, rules)
+    tc = data["toolchain"]
     toolchain = RecordToolchain(
-        cuda=f.str_(tc["cuda"], "toolchain.cuda", _CUDA_MAJOR_MINOR, " (expected major.minor such as 13.3)"),
-        nvcc_version=f.str_(tc.get("nvcc_version", ""), "toolchain.nvcc_version"),
-        ptxas_version=f.str_(tc.get("ptxas_version", ""), "toolchain.ptxas_version"),
-        architectures=tuple(
-            f.str_(a, f"toolchain.architectures[{i}]", _ARCH, " (not an architecture such as 90a)")
-            for i, a in enumerate(f.list_(tc.get("architectures", []), "toolchain.architectures"))
-        ),
+        cuda=tc["cuda"],
+        nvcc_version=tc.get("nvcc_version", ""),
+        ptxas_version=tc.get("ptxas_version", ""),
+        architectures=tuple(tc.get("architectures", [])),
     )
-
-    provenance = data.get("provenance", {})
-    if not isinstance(provenance, dict):
-        raise f.fail("provenance", f"must be a JSON object, not {_kind(provenance)}")
-    for key, kind in (("engine", str), ("created", str), ("ciq_build_version", str), ("budget", dict)):
-        if key in provenance and not isinstance(provenance[key], kind):
-            raise f.fail(f"provenance.{key}", f"must be {_kind(kind())}, not {_kind(provenance[key])}")
-    if "seed" in provenance and provenance["seed"] is not None and type(provenance["seed"]) is not int:
-        raise f.fail("provenance.seed", f"must be an integer or null, not {_kind(provenance['seed'])}")
-
-    objectives: list[RecordObjective] = []
-    for i, item in enumerate(f.list_(data.get("objectives", []), "objectives")):
-        where = f"objectives[{i}]"
-        o = f.obj(item, where, {"name", "direction"}, {"name", "direction"})
-        name = f.str_(o["name"], f"{where}.name")
-        try:
-            parsed = parse_objective(name)
-        except ConfigError as exc:
-            raise f.fail(f"{where}.name", f"is not an objective: {exc}") from exc
-        if parsed.name != name:
-            raise f.fail(f"{where}.name", f"must be the canonical name {parsed.name!r}, not {name!r}")
-        direction = o["direction"]
-        if direction not in ("min", "max") or not isinstance(direction, str):
-            raise f.fail(f"{where}.direction", f"must be \"min\" or \"max\", not {direction!r}")
-        objectives.append(RecordObjective(name, direction))
+    objectives = tuple(RecordObjective(o["name"], o["direction"]) for o in data.get("objectives", []))
     names = [o.name for o in objectives]
     if len(set(names)) != len(names):
-        raise f.fail("objectives", f"name an objective twice: {names}")
-
-    baseline = _read_summary(f, data.get("baseline"), "baseline", len(objectives))
-    winner = _read_summary(f, data.get("winner"), "winner", len(objectives))
-    objects = _read_objects(f, data.get("objects", {}))
-
+        raise _fail(path, "objectives", f"name an objective twice: {names}")
+    baseline = _read_summary(path, data.get("baseline"), "baseline", len(objectives))
+    winner = _read_summary(path, data.get("winner"), "winner", len(objectives))
+    objects = {
+        obj: {arch: ObjectInfo(i["registers"], i["stack"], i["code_sha256"]) for arch, i in archs.items()}
+        for obj, archs in data.get("objects", {}).items()
+    }
     return PinnedRecord(
-        schema=schema,
+        schema=data["schema"],
         target=target,
         controls=controls,
         toolchain=toolchain,
-        provenance=provenance,
-        objectives=tuple(objectives),
+        provenance=data.get("provenance", {}),
+        objectives=objectives,
         baseline=baseline,
         winner=winner,
         objects=objects,
     )
 
 
-def _read_controls(f: _Fields, value: Any, pin_dir: Path, check_acf_file: bool) -> Controls:
-    c = f.obj(value, "controls", {"flags", "defines", "acf"}, set())
-    flags: list[str] = []
-    raw_flags = f.list_(c.get("flags", []), "controls.flags")
-    patterns = load_patterns() if raw_flags else ()
-    for i, flag in enumerate(raw_flags):
-        try:
-            check_flag(flag, patterns)
-        except UnsafeFlagError as exc:
-            raise UnsafeFlagError(f"pinned record {f.path}: controls.flags[{i}]: {exc}") from exc
-        flags.append(flag)
-    defines_obj = c.get("defines", {})
-    if defines_obj is None:
-        defines_obj = {}
-    if not isinstance(defines_obj, dict):
-        raise f.fail("controls.defines", f"must be a JSON object of NAME: VALUE strings, not {_kind(defines_obj)}")
-    for name, define in defines_obj.items():
-        try:
-            check_define(name, define)
-        except UnsafeFlagError as exc:
-            raise UnsafeFlagError(f"pinned record {f.path}: controls.defines: {exc}") from exc
-    defines = tuple(sorted(defines_obj.items()))
-    acf_obj = c.get("acf")
-    acf = None if acf_obj is None else _read_acf(f, acf_obj, pin_dir, check_acf_file)
+def _flag_refusal(data: dict[str, Any], where: str) -> str:
+    index = int(where[len("controls.flags["):-1])
     try:
-        # Controls normalises (sorted, deduplicated) and refuses flags that set one option twice.
+        check_flag(data["controls"]["flags"][index])
+    except UnsafeFlagError as exc:
+        return str(exc)
+    return "the flag is not on the allow-list"  # unreachable: the rule book refused it
+
+
+def _read_controls(path: Path, c: dict[str, Any], pin_dir: Path, check_acf_file: bool,
+                   rules: RuleBook) -> Controls:
+    flags = c.get("flags", [])
+    defines = tuple(sorted((c.get("defines") or {}).items()))
+    acf_obj = c.get("acf")
+    acf = None if acf_obj is None else _read_acf(path, acf_obj, pin_dir, check_acf_file, rules)
+    try:
+        # Controls refuses flags that set one option twice, and pairs ptxas refuses.
         return Controls(flags=tuple(flags), defines=defines, acf=acf)
     except UnsafeFlagError:
         raise
     except CiqError as exc:
-        raise f.fail("controls", f"is inconsistent: {exc}") from exc
+        raise _fail(path, "controls", f"is inconsistent: {exc}") from exc
 
 
-def _read_acf(f: _Fields, value: Any, pin_dir: Path, check_file: bool) -> AcfRef:
-    a = f.obj(value, "controls.acf", {"file", "sha256", "compiler"}, {"file", "sha256", "compiler"})
-    name = a["file"]
-    if not isinstance(name, str) or _BARE_NAME.fullmatch(name) is None:
-        raise f.fail(
-            "controls.acf.file",
-            f"is {name!r}: it must be the bare name of a file inside the pin directory "
-            "(no '/', no '..', not absolute), such as <target>.acf",
-        )
-    sha = f.str_(a["sha256"], "controls.acf.sha256", _HEX64, " (not a lowercase hex sha256)")
-    compiler = a["compiler"]
-    if compiler not in _ACF_COMPILERS or not isinstance(compiler, str):
-        raise f.fail("controls.acf.compiler", f"must be \"ptxas\" or \"nvcc\", not {compiler!r}")
-    base = Path(os.path.realpath(pin_dir))
+def _read_acf(path: Path, a: dict[str, Any], pin_dir: Path, check_file: bool, rules: RuleBook) -> AcfRef:
+    name, sha, compiler = a["file"], a["sha256"], a["compiler"]
     candidate = Path(pin_dir) / name
-    resolved = Path(os.path.realpath(candidate))
     if check_file:
-        if resolved.parent != base and base not in resolved.parents:
-            raise f.fail(
-                "controls.acf.file",
-                f"{name!r} is a link that leads outside the pin directory (to {resolved}); "
-                "an ACF must be a file inside the pin directory",
-            )
-        if not resolved.is_file():
-            raise f.fail(
-                "controls.acf.file",
+        try:
+            data = read_regular_file(candidate, rules.limit("acf_bytes"), "the ACF")
+        except FileNotFoundError:
+            raise _fail(
+                path, "controls.acf.file",
                 f"names {candidate}, which does not exist; restore it from version control (commit the "
                 ".acf beside the .json)",
-            )
-        actual = sha256_file(resolved)
+            ) from None
+        except OSError as exc:
+            raise _fail(path, "controls.acf.file", f"cannot be used: {exc.strerror or exc}") from None
+        if not data:
+            raise _fail(path, "controls.acf.file", f"names {candidate}, which is empty")
+        actual = hashlib.sha256(data).hexdigest()
         if actual != sha:
             raise RecordError(
-                f"pinned record {f.path}: the ACF {candidate} has sha256 {actual}, but the record "
+                f"pinned record {path}: the ACF {candidate} has sha256 {actual}, but the record "
                 f"expects {sha}: the ACF was changed or replaced after it was pinned. Restore the "
-                f"matching file from version control, or retune (python -m ciq_build tune {f.path.stem})."
+                f"matching file from version control, or retune (python -m ciq_build tune {path.stem})."
             )
-    return AcfRef(path=resolved if check_file else base / name, compiler=compiler, sha256=sha)
+    return AcfRef(path=Path(os.path.abspath(candidate)), compiler=compiler, sha256=sha)
 
 
-def _read_summary(f: _Fields, value: Any, where: str, n: int) -> ScoreSummary | None:
+def _read_summary(path: Path, value: Any, where: str, n: int) -> ScoreSummary | None:
     if value is None:
         return None
-    s = f.obj(value, where, {"scores", "spread"}, {"scores", "spread"})
-    scores = tuple(f.number(x, f"{where}.scores[{i}]") for i, x in enumerate(f.list_(s["scores"], f"{where}.scores")))
-    spread = tuple(f.number(x, f"{where}.spread[{i}]") for i, x in enumerate(f.list_(s["spread"], f"{where}.spread")))
+    scores, spread = tuple(float(x) for x in value["scores"]), tuple(float(x) for x in value["spread"])
     if len(scores) != n or len(spread) != n:
-        raise f.fail(where, f"needs one score and one spread per objective ({n}), has {len(scores)} and {len(spread)}")
+        raise _fail(path, where, f"needs one score and one spread per objective ({n}), has {len(scores)} and {len(spread)}")
     return ScoreSummary(scores, spread)
 
 
-def _read_objects(f: _Fields, value: Any) -> dict[str, dict[str, ObjectInfo]]:
-    if not isinstance(value, dict):
-        raise f.fail("objects", f"must be a JSON object, not {_kind(value)}")
-    out: dict[str, dict[str, ObjectInfo]] = {}
-    for obj, archs in value.items():
-        parts = obj.replace("\\", "/").split("/")
-        if not obj or "\x00" in obj or obj.startswith("/") or ".." in parts or (len(obj) > 1 and obj[1] == ":"):
-            raise f.fail("objects", f"key {obj!r} must be an object path relative to the target's directory")
-        if not isinstance(archs, dict):
-            raise f.fail(f"objects[{obj!r}]", f"must be a JSON object of architectures, not {_kind(archs)}")
-        per_arch: dict[str, ObjectInfo] = {}
-        for arch, info in archs.items():
-            where = f"objects[{obj!r}][{arch!r}]"
-            if _ARCH.fullmatch(arch) is None:
-                raise f.fail(where, "is not keyed by an architecture such as 90a")
-            i = f.obj(info, where, {"registers", "stack", "code_sha256"}, {"registers", "stack", "code_sha256"})
-            per_arch[arch] = ObjectInfo(
-                registers=f.count(i["registers"], f"{where}.registers"),
-                stack=f.count(i["stack"], f"{where}.stack"),
-                code_sha256=f.str_(i["code_sha256"], f"{where}.code_sha256", _HEX64, " (not a lowercase hex sha256)"),
+# --------------------------------------------------------------------------- what a build applies
+
+
+def check_defines(record: PinnedRecord, params: Sequence[str], path: Path) -> None:
+    """Refuse a define that is not a declared PARAMS name, or whose value is outside its domain."""
+    declared = declared_params(params)
+    for name, value in record.controls.defines:
+        if name not in declared:
+            names = ", ".join(sorted(declared)) or "none"
+            raise UnsafeFlagError(
+                f"pinned record {path}: controls.defines.{name} is refused: only the PARAMS of "
+                f"ciq_tune_target({record.target}) may be defined (declared: {names}). Add {name} to PARAMS "
+                "and retune, or remove it from the record."
             )
-        out[obj] = per_arch
-    return out
+        if not value_in_domain(declared[name], value):
+            raise UnsafeFlagError(
+                f"pinned record {path}: controls.defines.{name}={value!r} is outside its declared domain "
+                f"{declared[name]!r}. Retune, or set a value that PARAMS allows."
+            )
+
+
+def check_numerics(record: PinnedRecord, allow_numerics: bool, path: Path, rules: RuleBook | None = None) -> None:
+    rules = rules or load_rules()
+    for flag in record.controls.flags:
+        if rules.is_numerics(flag) and not allow_numerics:
+            raise UnsafeFlagError(
+                f"pinned record {path}: flag {flag!r} changes floating-point results, and "
+                f"the target {record.target!r} does not allow numerics flags (ALLOW_NUMERICS in "
+                "ciq_tune_target, allow_numerics=True in CudaExtension). Allow them, or retune without."
+            )
+
+
+def pin_arguments(record: PinnedRecord, path: Path, *, params: Sequence[str], allow_numerics: bool,
+                  copy_dir: Path) -> list[str]:
+    """The nvcc arguments a build applies for `record`, after every build-time rule.
+
+    The same rules, in the same order, as the CMake module's _ciq_read_pin: the
+    defines must be declared PARAMS with values in their domain, numerics flags
+    need the target's consent, and an ACF whose path a shell would not read
+    literally is used through a copy ``<copy_dir>/<target>.acf``.
+    """
+    rules = load_rules()
+    check_numerics(record, allow_numerics, path, rules)
+    check_defines(record, params, path)
+    args = list(record.controls.flags)
+    args += [f"-D{name}={value}" for name, value in record.controls.defines]
+    acf = record.controls.acf
+    if acf is not None:
+        acf_file = Path(acf.path)
+        if not rules.matches("nvcc_path", str(acf_file)):
+            copy = Path(copy_dir) / f"{record.target}.acf"
+            if not rules.matches("nvcc_path", str(copy)):
+                raise RecordError(
+                    f"pinned record {path}: neither {acf_file} nor the build tree ({copy_dir}) has a path "
+                    "nvcc can pass to ptxas (only letters, digits and _ . / + : @ % = -). Use a build "
+                    "directory with a plain path."
+                )
+            data = read_regular_file(acf_file, rules.limit("acf_bytes"), "the ACF")
+            if hashlib.sha256(data).hexdigest() != acf.sha256:
+                raise RecordError(f"pinned record {path}: the ACF {acf_file} changed while it was read; rebuild.")
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            if not (copy.is_file() and not copy.is_symlink() and copy.read_bytes() == data):
+                _atomic_write(copy, data)
+            acf_file = copy
+        args.append(f"-Xptxas=--apply-controls={acf_file}" if acf.compiler == "ptxas"
+                    else f"--apply-controls={acf_file}")
+    return args
+
+
+@dataclass(frozen=True)
+class BuildPin:
+    """What a build applies to one target's CUDA compiles, and why (one line for the log)."""
+
+    status: str  # "applied", "none", "disabled" or "skipped"
+    arguments: tuple[str, ...]  # the nvcc arguments, one options-file line each
+    depends: tuple[Path, ...]  # files whose change must rebuild the target's objects
+    message: str
+    record: PinnedRecord | None = None
+
+
+def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allow_numerics: bool,
+                      cuda: str, strict: bool, disabled: bool, copy_dir: Path) -> BuildPin:
+    """The pin a build applies, decided exactly as the CMake module's _ciq_resolve_pin.
+
+    RecordError (or UnsafeFlagError) for a record the rule book refuses, and for
+    a toolkit mismatch under `strict`; a plain mismatch skips the pin with a warning.
+    """
+    path = record_path(pin_dir, target)
+    if disabled:
+        return BuildPin("disabled", (), (), "pins disabled (CIQ_DISABLE)")
+    if not os.path.lexists(path):
+        return BuildPin("none", (), (), f"no pinned controls ({path})")
+    record = read_record(path)
+    check_numerics(record, allow_numerics, path)
+    check_defines(record, params, path)
+    depends = (path,) + ((Path(record.controls.acf.path),) if record.controls.acf is not None else ())
+    warning = check_toolchain(record, cuda, strict=strict)
+    if warning is not None:
+        return BuildPin("skipped", (), depends, f"warning: {warning}", record)
+    arguments = pin_arguments(record, path, params=params, allow_numerics=allow_numerics, copy_dir=copy_dir)
+    if record.controls.acf is not None and not arguments[-1].endswith("=" + str(record.controls.acf.path)):
+        depends += (Path(copy_dir) / f"{target}.acf",)
+    shown = " ".join(arguments) or "compiler defaults"
+    return BuildPin("applied", tuple(arguments), depends, f"pinned controls from {path}: {shown}", record)
 
 
 # --------------------------------------------------------------------------- toolchain

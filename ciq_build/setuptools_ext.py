@@ -30,7 +30,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,20 +40,17 @@ from setuptools.errors import CompileError, SetupError
 
 from ciq_build import proc
 from ciq_build.acf import check_nvcc_acf_architectures
-from ciq_build.controls import Controls, nvcc_arguments, options_file_line, write_options_file
+from ciq_build.controls import options_file_line
 from ciq_build.errors import CiqError, ConfigError, RecordError, ToolchainError
-from ciq_build.lock import check_toolchain, read_record, record_path
+from ciq_build.lock import BuildPin, record_path, resolve_build_pin
 from ciq_build.target import TARGET_NAME
 from ciq_build.toolchain import Toolchain, arch_number, find_toolchain
 
-__all__ = ["CudaExtension", "PinDecision", "build_ext", "cudart_static", "resolve_pin"]
+__all__ = ["BuildPin", "CudaExtension", "build_ext", "cudart_static", "resolve_pin"]
 
 # Seconds one nvcc compile of one .cu file may take before it is killed.
 DEFAULT_NVCC_TIMEOUT = 1800.0
 
-# Flags that change floating-point results; a pin may carry them only when the
-# extension opts in (the CMake module's ALLOW_NUMERICS, same expression).
-_NUMERICS = re.compile(r"--use_fast_math|-ftz=.*|-prec-div=.*|-prec-sqrt=.*|-fmad=.*")
 _ARCH_ITEM = re.compile(r"([0-9]+[a-z]?)(-real|-virtual)?")
 _TRUE = ("1", "on", "true", "yes")
 
@@ -81,6 +78,8 @@ class CudaExtension(Extension):
     default. `nvcc_flags` are your own extra nvcc arguments (not checked: they
     come from setup.py, not from a pin). `allow_numerics` lets a pin carry
     flags that change floating-point results (CMake's ALLOW_NUMERICS).
+    `params` are the target's source parameters, as in ciq_tune_target(PARAMS
+    ...): a pin may define only these names, with values from their domains.
     Headers the .cu files include belong in `depends`, so that editing them
     recompiles.
     """
@@ -95,6 +94,7 @@ class CudaExtension(Extension):
         cuda_architectures: Iterable[str] = (),
         nvcc_flags: Iterable[str] = (),
         allow_numerics: bool = False,
+        params: Iterable[str] = (),
         nvcc_timeout: float = DEFAULT_NVCC_TIMEOUT,
         **kwargs: Any,
     ) -> None:
@@ -122,6 +122,9 @@ class CudaExtension(Extension):
         self.cuda_architectures = architectures
         self.nvcc_flags = tuple(str(f) for f in nvcc_flags)
         self.allow_numerics = bool(allow_numerics)
+        if isinstance(params, str):
+            raise ConfigError(f"CudaExtension({name!r}): params is a list of PARAMS entries, not the string {params!r}")
+        self.params = tuple(str(p) for p in params)
         self.nvcc_timeout = float(nvcc_timeout)
 
 
@@ -147,54 +150,34 @@ def _gencode(arch: str) -> str:
 # ---------------------------------------------------------------- the pin
 
 
-@dataclass(frozen=True)
-class PinDecision:
-    """What the build applies to one target's CUDA compiles, and why (one line for the log)."""
-
-    controls: Controls
-    status: str  # "applied", "none", "disabled" or "skipped"
-    message: str
-
-
 def resolve_pin(
     target: str,
     pin_dir: Path,
     toolchain: Toolchain,
     architectures: Sequence[str],
     *,
+    params: Sequence[str] = (),
     allow_numerics: bool = False,
+    copy_dir: Path,
     env: Mapping[str, str] | None = None,
-) -> PinDecision:
-    """The controls of `target`'s pin, validated exactly as the CMake module does.
+) -> BuildPin:
+    """What `target`'s pin applies, decided by the rule book exactly as the CMake module does.
 
     RecordError for an unsafe or broken record, for a toolkit mismatch under
     CIQ_STRICT=1, and for an nvcc ACF with architectures below sm_100; a plain
     toolkit mismatch is printed as a warning and the pin skipped.
     """
     environ = os.environ if env is None else env
-    path = record_path(pin_dir, target)
-    if _env_flag(environ, "CIQ_DISABLE"):
-        return PinDecision(Controls(), "disabled", f"{target}: pins disabled (CIQ_DISABLE=1)")
-    if not path.exists():
-        return PinDecision(Controls(), "none", f"{target}: no pinned controls ({path})")
-    record = read_record(path)
-    for flag in record.controls.flags:
-        if _NUMERICS.fullmatch(flag) and not allow_numerics:
-            raise RecordError(
-                f"pinned record {path}: flag {flag!r} changes floating-point results, and "
-                f"CudaExtension(ciq_target={target!r}) does not say allow_numerics=True. "
-                "Add allow_numerics=True, or retune without numerics flags."
-            )
-    warning = check_toolchain(record, toolchain.major_minor, strict=_env_flag(environ, "CIQ_STRICT"))
-    if warning is not None:
-        _say(f"warning: {warning} (CIQ_STRICT=1 makes this an error.)")
-        return PinDecision(
-            Controls(), "skipped",
-            f"{target}: pin skipped (tuned with CUDA {record.toolchain.cuda}, compiling with "
-            f"{toolchain.major_minor}): {path}",
-        )
-    acf = record.controls.acf
+    decision = resolve_build_pin(
+        target, Path(pin_dir), params=params, allow_numerics=allow_numerics, cuda=toolchain.major_minor,
+        strict=_env_flag(environ, "CIQ_STRICT"), disabled=_env_flag(environ, "CIQ_DISABLE"), copy_dir=copy_dir,
+    )
+    if decision.status == "skipped":
+        _say(f"{decision.message} (CIQ_STRICT=1 makes this an error.)")
+    record = decision.record
+    acf = record.controls.acf if record is not None and decision.status == "applied" else None
     if acf is not None and acf.compiler == "nvcc":
+        path = record_path(pin_dir, target)
         if not architectures:
             raise RecordError(
                 f"pinned record {path} carries an nvcc ACF, which nvcc accepts only for sm_100 and newer, "
@@ -205,22 +188,25 @@ def resolve_pin(
             check_nvcc_acf_architectures(architectures)
         except ConfigError as exc:
             raise RecordError(f"pinned record {path}: {exc}") from exc
-    shown = " ".join(nvcc_arguments(record.controls)) or "compiler defaults"
-    return PinDecision(record.controls, "applied", f"{target}: pinned controls from {path}: {shown}")
+    return replace(decision, message=f"{target}: {decision.message}")
 
 
-def _options_text(controls: Controls) -> str:
-    return "".join(options_file_line(arg) + "\n" for arg in nvcc_arguments(controls))
+def _options_text(arguments: Sequence[str]) -> str:
+    return "".join(options_file_line(arg) + "\n" for arg in arguments)
 
 
-def _write_options_if_changed(path: Path, controls: Controls) -> None:
+def _write_options_if_changed(path: Path, arguments: Sequence[str]) -> None:
     """Rewrite the options file only when its content changes, so its mtime means "controls changed"."""
+    text = _options_text(arguments)
     try:
-        if path.read_text(encoding="utf-8") == _options_text(controls):
+        if path.read_text(encoding="utf-8") == text:
             return
     except OSError:
         pass
-    write_options_file(path, controls)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 # ---------------------------------------------------------------- toolkit
@@ -318,16 +304,16 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         build_temp = Path(self.build_temp).absolute()
         pin_dir = Path(ext.pin_dir).absolute()
         decision = resolve_pin(
-            ext.ciq_target, pin_dir, toolchain, ext.cuda_architectures, allow_numerics=ext.allow_numerics
+            ext.ciq_target, pin_dir, toolchain, ext.cuda_architectures, params=ext.params,
+            allow_numerics=ext.allow_numerics, copy_dir=build_temp / "ciq",
         )
         _say(decision.message)
         options = build_temp / f"{ext.ciq_target}.nvcc-options"
-        _write_options_if_changed(options, decision.controls)
+        _write_options_if_changed(options, decision.arguments)
 
         cuda_sources = [s for s in ext.sources if _is_cuda(s)]
-        depends = [options, *(Path(d) for d in ext.depends)]
-        if decision.controls.acf is not None:
-            depends.append(decision.controls.acf.path)  # same path, new content: the record alone would not show it
+        # The record and its ACF: same path, new content must recompile.
+        depends = [options, *decision.depends, *(Path(d) for d in ext.depends)]
         objects = []
         for source in cuda_sources:
             obj = _object_for(source, build_temp)

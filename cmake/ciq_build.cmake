@@ -37,10 +37,7 @@ cmake_policy(VERSION 3.24...3.31)
 # that finds the package (the include guard skips the file there).
 set_property(GLOBAL PROPERTY CIQ_BUILD_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
-# Flags that change floating-point results; a pin may carry them only when the
-# target opted in with ALLOW_NUMERICS (mirrors the allow-list's numerics block).
-set_property(GLOBAL PROPERTY CIQ_BUILD_NUMERICS_REGEX
-  "^(--use_fast_math|-ftz=.*|-prec-div=.*|-prec-sqrt=.*|-fmad=.*)$")
+include("${CMAKE_CURRENT_LIST_DIR}/ciq_build_rules.cmake")
 
 # ---------------------------------------------------------------------------
 # Small helpers
@@ -91,17 +88,6 @@ function(_ciq_genex_literal out text)
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 
-# _ciq_options_arg(<out> <arg>): one options-file line. nvcc splits the file
-# at whitespace, so an argument with whitespace or quotes is double-quoted.
-function(_ciq_options_arg out arg)
-  if(arg MATCHES "[ \t\"\\\\]")
-    string(REPLACE "\\" "\\\\" arg "${arg}")
-    string(REPLACE "\"" "\\\"" arg "${arg}")
-    set(arg "\"${arg}\"")
-  endif()
-  set(${out} "${arg}" PARENT_SCOPE)
-endfunction()
-
 # _ciq_write_if_changed(<file> <content>): leave an unchanged file untouched,
 # so its mtime does not trigger rebuilds of the objects that depend on it.
 function(_ciq_write_if_changed file content)
@@ -114,226 +100,324 @@ function(_ciq_write_if_changed file content)
   file(WRITE "${file}" "${content}")
 endfunction()
 
-# _ciq_read_allowlist(<out>): the allow-list regexes, one per line.
-function(_ciq_read_allowlist out)
-  get_property(dir GLOBAL PROPERTY CIQ_BUILD_CMAKE_DIR)
-  set(file "${dir}/ciq_build_allowlist.txt")
-  if(NOT EXISTS "${file}")
-    message(FATAL_ERROR
-      "ciq_tune_target: the allow-list ${file} is missing; reinstall ciq_build.")
-  endif()
-  file(STRINGS "${file}" lines)
-  set(regexes "")
-  foreach(line IN LISTS lines)
-    string(STRIP "${line}" line)
-    if(line STREQUAL "" OR line MATCHES "^#")
-      continue()
-    endif()
-    list(APPEND regexes "${line}")
-  endforeach()
-  set(${out} "${regexes}" PARENT_SCOPE)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${file}")
-endfunction()
-
 # _ciq_pin_error(<target> <pin_file> <message>...): refuse a pinned record.
+# Under _CIQ_CHECK_ONLY (ciq_build_check_pin.cmake, many records in one
+# process) the refusal goes to the global property _CIQ_PIN_REFUSED instead,
+# and the caller's _ciq_pin_stop() returns from the checking function.
 function(_ciq_pin_error target pin_file)
   string(JOIN "" text ${ARGN})
-  message(FATAL_ERROR "ciq_tune_target(${target}): refusing the pinned record "
-    "${pin_file}: ${text}")
+  set(text "ciq_tune_target(${target}): refusing the pinned record ${pin_file}: ${text}")
+  if(_CIQ_CHECK_ONLY)
+    set_property(GLOBAL PROPERTY _CIQ_PIN_REFUSED "${text}")
+    return()
+  endif()
+  message(FATAL_ERROR "${text}")
 endfunction()
 
-# _ciq_json_type(<out> <json> <path>...): the JSON type at <path>, or MISSING.
-function(_ciq_json_type out json)
-  string(JSON type ERROR_VARIABLE error TYPE "${json}" ${ARGN})
-  if(error)
-    set(type MISSING)
+macro(_ciq_pin_stop)
+  get_property(_ciq_refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
+  if(_ciq_refused)
+    return()
   endif()
-  set(${out} "${type}" PARENT_SCOPE)
+endmacro()
+
+# _ciq_option_name(<out> <flag>): what two flags must not both set
+# (controls.py _option_name): "-maxrregcount", "-Xptxas=-O", ...
+function(_ciq_option_name out flag)
+  set(prefix "")
+  if(flag MATCHES "^-Xptxas=(.*)$")
+    set(prefix "-Xptxas=")
+    set(flag "${CMAKE_MATCH_1}")
+  endif()
+  if(flag MATCHES "^-O[0-9]")
+    set(name "-O")
+  else()
+    string(REGEX REPLACE "=.*$" "" name "${flag}")
+  endif()
+  set(${out} "${prefix}${name}" PARENT_SCOPE)
 endfunction()
 
-# _ciq_check_flag(<target> <pin_file> <flag> <allow_numerics> <regexes>...)
-function(_ciq_check_flag target pin_file flag allow_numerics)
-  get_property(numerics GLOBAL PROPERTY CIQ_BUILD_NUMERICS_REGEX)
-  if(flag MATCHES "^(-Xptxas=)?--?apply-controls")
-    _ciq_pin_error(${target} "${pin_file}" "flag '${flag}': an ACF belongs in "
-      "controls.acf, never in controls.flags. Retune, or remove the flag.")
-  endif()
-  set(allowed FALSE)
-  foreach(regex IN LISTS ARGN)
-    if(flag MATCHES "^(${regex})$")
-      set(allowed TRUE)
-      break()
-    endif()
-  endforeach()
-  if(NOT allowed)
-    _ciq_pin_error(${target} "${pin_file}" "flag '${flag}' is not in the "
-      "ciq_build allow-list (pinned flags may not run programs, read files or "
-      "name paths). Remove it from the record, or retune with "
-      "`python -m ciq_build tune ${target}`.")
-  endif()
-  if(flag MATCHES "${numerics}" AND NOT allow_numerics)
-    _ciq_pin_error(${target} "${pin_file}" "flag '${flag}' changes floating-point "
-      "results, and ciq_tune_target(${target}) does not say ALLOW_NUMERICS. "
-      "Add ALLOW_NUMERICS, or retune without numerics flags.")
-  endif()
-endfunction()
-
-# _ciq_read_pin(<target> <pin_file> <pin_dir> <binary_dir> <allow_numerics>)
-# Validates a pinned record and sets, in the caller:
-#   _ciq_pin_args      the nvcc arguments it asks for
-#   _ciq_pin_depends   files whose change must rebuild (record, ACF, ACF copy)
+# _ciq_read_pin(<target> <pin_file> <pin_dir> <allow_numerics> [<PARAMS>...])
+# Validates a pinned record against the rule book, in the order of
+# ciq_build/lock.py (read_record, then pin_arguments' checks), and sets in the
+# caller:
+#   _ciq_pin_args      the nvcc arguments it asks for (the ACF by its own path)
+#   _ciq_pin_acf       the ACF's path, or ""
 #   _ciq_pin_acf_kind  "", "ptxas" or "nvcc"
 #   _ciq_pin_cuda      the record's toolchain.cuda (major.minor)
-function(_ciq_read_pin target pin_file pin_dir binary_dir allow_numerics)
-  file(READ "${pin_file}" json)
-  string(JSON schema ERROR_VARIABLE error GET "${json}" schema)
-  if(error)
-    _ciq_pin_error(${target} "${pin_file}" "it is not a JSON object with a "
-      "\"schema\" member (${error}). Restore it from version control or retune.")
+function(_ciq_read_pin target pin_file pin_dir allow_numerics)
+  set(fix "Restore it from version control, or retune with `python -m ciq_build tune ${target}`.")
+  _ciq_rules_read_file(json problem "${pin_file}" record_bytes)
+  if(NOT problem STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "${problem}. ${fix}")
+    _ciq_pin_stop()
   endif()
-  if(NOT schema STREQUAL "1")
-    _ciq_pin_error(${target} "${pin_file}" "schema is ${schema}, this ciq_build "
-      "reads schema 1. Upgrade ciq_build, or retune with "
-      "`python -m ciq_build tune ${target}`.")
+  _ciq_rules_syntax(problem "${json}")
+  if(NOT problem STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "it ${problem}. ${fix}")
+    _ciq_pin_stop()
   endif()
-  string(JSON record_target ERROR_VARIABLE error GET "${json}" target)
-  if(error OR NOT record_target STREQUAL target)
-    _ciq_pin_error(${target} "${pin_file}" "its \"target\" is "
-      "'${record_target}', not '${target}'. Was it copied from another target? "
-      "Retune this one.")
+  get_property(rules_schema GLOBAL PROPERTY _CIQ_RULES_SCHEMA)
+  string(JSON schema_type ERROR_VARIABLE error TYPE "${json}" schema)
+  if(schema_type STREQUAL "NUMBER")
+    string(JSON schema GET "${json}" schema)
+    if(schema MATCHES "^-?[0-9]+$" AND NOT schema STREQUAL rules_schema)
+      _ciq_pin_error(${target} "${pin_file}" "schema is ${schema}, this ciq_build "
+        "reads schema ${rules_schema}. Upgrade ciq_build, or retune with "
+        "`python -m ciq_build tune ${target}`.")
+      _ciq_pin_stop()
+    endif()
+  endif()
+  _ciq_rules_fields(where problem "${json}")
+  if(NOT problem STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "${where} ${problem}. ${fix}")
+    _ciq_pin_stop()
+  endif()
+  string(JSON record_target GET "${json}" target)
+  if(NOT record_target STREQUAL target)
+    _ciq_pin_error(${target} "${pin_file}" "its \"target\" is '${record_target}', "
+      "not '${target}'. Was it copied from another target? Retune this one.")
+    _ciq_pin_stop()
   endif()
 
-  set(args "")
+  # Objectives: each once, and one score and one spread per objective.
+  set(objective_count 0)
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" objectives)
+  if(NOT missing)
+    string(JSON objective_count LENGTH "${json}" objectives)
+    set(names "")
+    if(objective_count GREATER 0)
+      math(EXPR last "${objective_count} - 1")
+      foreach(index RANGE ${last})
+        string(JSON name GET "${json}" objectives ${index} name)
+        if(name IN_LIST names)
+          _ciq_pin_error(${target} "${pin_file}" "objectives name '${name}' twice. ${fix}")
+          _ciq_pin_stop()
+        endif()
+        list(APPEND names "${name}")
+      endforeach()
+    endif()
+  endif()
+  foreach(summary IN ITEMS baseline winner)
+    string(JSON type ERROR_VARIABLE missing TYPE "${json}" ${summary})
+    if(NOT missing AND type STREQUAL "OBJECT")
+      string(JSON scores LENGTH "${json}" ${summary} scores)
+      string(JSON spread LENGTH "${json}" ${summary} spread)
+      if(NOT scores EQUAL objective_count OR NOT spread EQUAL objective_count)
+        _ciq_pin_error(${target} "${pin_file}" "${summary} needs one score and one "
+          "spread per objective (${objective_count}), has ${scores} and ${spread}. ${fix}")
+        _ciq_pin_stop()
+      endif()
+    endif()
+  endforeach()
 
-  # Public compiler flags: each must match the allow-list.
-  _ciq_json_type(type "${json}" controls flags)
-  if(type STREQUAL "ARRAY")
-    _ciq_read_allowlist(regexes)
+  # Flags: the rule book checked each; here, how they combine.
+  set(flags "")
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" controls flags)
+  if(NOT missing)
     string(JSON count LENGTH "${json}" controls flags)
     if(count GREATER 0)
       math(EXPR last "${count} - 1")
       foreach(index RANGE ${last})
-        _ciq_json_type(item_type "${json}" controls flags ${index})
-        if(NOT item_type STREQUAL "STRING")
-          _ciq_pin_error(${target} "${pin_file}" "controls.flags[${index}] is "
-            "not a string.")
-        endif()
         string(JSON flag GET "${json}" controls flags ${index})
-        _ciq_check_flag(${target} "${pin_file}" "${flag}" ${allow_numerics}
-          ${regexes})
-        list(APPEND args "${flag}")
+        list(APPEND flags "${flag}")
       endforeach()
     endif()
-  elseif(NOT type MATCHES "^(MISSING|NULL)$")
-    _ciq_pin_error(${target} "${pin_file}" "controls.flags is not an array.")
   endif()
-
-  # User source parameters: -DNAME=VALUE with a conservative character set
-  # (nvcc hands them to its sub-tools through a shell).
-  _ciq_json_type(type "${json}" controls defines)
-  if(type STREQUAL "OBJECT")
-    string(JSON count LENGTH "${json}" controls defines)
-    if(count GREATER 0)
-      math(EXPR last "${count} - 1")
-      set(defines "")
-      foreach(index RANGE ${last})
-        string(JSON name MEMBER "${json}" controls defines ${index})
-        _ciq_json_type(value_type "${json}" controls defines "${name}")
-        if(NOT value_type MATCHES "^(STRING|NUMBER)$")
-          _ciq_pin_error(${target} "${pin_file}" "controls.defines.${name} is "
-            "not a string.")
-        endif()
-        string(JSON value GET "${json}" controls defines "${name}")
-        if(NOT name MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
-          _ciq_pin_error(${target} "${pin_file}" "define name '${name}' is not a "
-            "C identifier.")
-        endif()
-        if(NOT value MATCHES "^[A-Za-z0-9_.+-]*$")
-          _ciq_pin_error(${target} "${pin_file}" "define ${name}='${value}' may "
-            "only use letters, digits and _ . + -")
-        endif()
-        list(APPEND defines "-D${name}=${value}")
-      endforeach()
-      # Sorted, so that member order in the file cannot change the options.
-      list(SORT defines)
-      list(APPEND args ${defines})
+  list(REMOVE_DUPLICATES flags)
+  list(SORT flags)
+  set(options "")
+  foreach(flag IN LISTS flags)
+    _ciq_option_name(option "${flag}")
+    if(option IN_LIST options)
+      _ciq_pin_error(${target} "${pin_file}" "two flags set the compiler option "
+        "${option}; keep one of them. ${fix}")
+      _ciq_pin_stop()
     endif()
-  elseif(NOT type MATCHES "^(MISSING|NULL)$")
-    _ciq_pin_error(${target} "${pin_file}" "controls.defines is not an object.")
+    list(APPEND options "${option}")
+  endforeach()
+  _ciq_rules_conflicts(conflict "${flags}")
+  if(NOT conflict STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "ptxas refuses the flags ${conflict} "
+      "together; keep one of them. ${fix}")
+    _ciq_pin_stop()
   endif()
 
-  # The Advanced Controls File: a bare file name inside the pin dir, with the
+  # The Advanced Controls File: a regular file inside the pin dir, with the
   # sha256 it was measured with.
-  set(depends "${pin_file}")
+  set(acf_path "")
   set(acf_kind "")
-  _ciq_json_type(type "${json}" controls acf)
-  if(type STREQUAL "OBJECT")
-    string(JSON acf_name ERROR_VARIABLE error GET "${json}" controls acf file)
-    string(JSON acf_sha ERROR_VARIABLE error2 GET "${json}" controls acf sha256)
-    string(JSON acf_kind ERROR_VARIABLE error3 GET "${json}" controls acf compiler)
-    if(error OR error2 OR error3)
-      _ciq_pin_error(${target} "${pin_file}" "controls.acf needs \"file\", "
-        "\"sha256\" and \"compiler\".")
-    endif()
-    # Strict: nvcc passes the ACF path to ptxas through a shell.
-    if(NOT acf_name MATCHES "^[A-Za-z0-9_][A-Za-z0-9_.+-]*$" OR acf_name MATCHES "\\.\\.")
-      _ciq_pin_error(${target} "${pin_file}" "controls.acf.file '${acf_name}' must "
-        "be a plain file name inside ${pin_dir} (letters, digits, _ . + -; no "
-        "path separators, no '..').")
-    endif()
-    if(NOT acf_kind MATCHES "^(ptxas|nvcc)$")
-      _ciq_pin_error(${target} "${pin_file}" "controls.acf.compiler is "
-        "'${acf_kind}'; it must be \"ptxas\" or \"nvcc\".")
-    endif()
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" controls acf)
+  if(NOT missing AND type STREQUAL "OBJECT")
+    string(JSON acf_name GET "${json}" controls acf file)
+    string(JSON acf_sha GET "${json}" controls acf sha256)
+    string(JSON acf_kind GET "${json}" controls acf compiler)
     set(acf_path "${pin_dir}/${acf_name}")
-    if(NOT EXISTS "${acf_path}")
-      _ciq_pin_error(${target} "${pin_file}" "its ACF ${acf_path} does not exist. "
-        "Restore the file from version control, or retune with "
-        "`python -m ciq_build tune ${target}`.")
+    if(NOT EXISTS "${acf_path}" AND NOT IS_SYMLINK "${acf_path}")
+      _ciq_pin_error(${target} "${pin_file}" "its ACF ${acf_path} does not exist. ${fix}")
+      _ciq_pin_stop()
+    endif()
+    _ciq_rules_read_file(ignored problem "${acf_path}" acf_bytes)
+    if(NOT problem STREQUAL "")
+      _ciq_pin_error(${target} "${pin_file}" "its ACF ${problem}. ${fix}")
+      _ciq_pin_stop()
     endif()
     file(SHA256 "${acf_path}" actual_sha)
-    string(TOLOWER "${acf_sha}" acf_sha)
     if(NOT actual_sha STREQUAL acf_sha)
       _ciq_pin_error(${target} "${pin_file}" "the sha256 of ${acf_path} is "
         "${actual_sha}, the record says ${acf_sha}: the ACF is not the one that "
-        "was measured. Restore the file from version control, or retune with "
-        "`python -m ciq_build tune ${target}`.")
+        "was measured. ${fix}")
+      _ciq_pin_stop()
     endif()
-    list(APPEND depends "${acf_path}")
-    # nvcc runs ptxas through a shell that splits the path at whitespace (and
-    # would interpret shell characters), so a path outside a plain character
-    # set is used through a copy in the build tree.
-    if(NOT acf_path MATCHES "^[A-Za-z0-9_./+:@%=-]+$")
-      set(copy "${binary_dir}/ciq/${target}.acf")
-      if(NOT copy MATCHES "^[A-Za-z0-9_./+:@%=-]+$")
-        _ciq_pin_error(${target} "${pin_file}" "neither ${acf_path} nor the build "
-          "tree (${binary_dir}) has a path nvcc can pass to ptxas (no spaces or "
-          "shell characters). Use a build directory with a plain path.")
+  endif()
+
+  # What this target allows: numerics flags, and -D of its own PARAMS only.
+  foreach(flag IN LISTS flags)
+    _ciq_rules_is_numerics(numerics "${flag}")
+    if(numerics AND NOT allow_numerics)
+      _ciq_pin_error(${target} "${pin_file}" "flag '${flag}' changes floating-point "
+        "results, and ciq_tune_target(${target}) does not say ALLOW_NUMERICS. "
+        "Add ALLOW_NUMERICS, or retune without numerics flags.")
+      _ciq_pin_stop()
+    endif()
+  endforeach()
+  set(declared "")
+  foreach(spec IN LISTS ARGN)
+    if(spec MATCHES "^[ \t\n]*([A-Za-z_][A-Za-z0-9_]*)[ \t\n]*=(.*)$")
+      list(APPEND declared "${CMAKE_MATCH_1}")
+      string(STRIP "${CMAKE_MATCH_2}" domain_${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+  set(defines "")
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" controls defines)
+  if(NOT missing AND type STREQUAL "OBJECT")
+    string(JSON count LENGTH "${json}" controls defines)
+    if(count GREATER 0)
+      math(EXPR last "${count} - 1")
+      set(names "")
+      foreach(index RANGE ${last})
+        string(JSON name MEMBER "${json}" controls defines ${index})
+        list(APPEND names "${name}")
+      endforeach()
+      list(SORT names)
+      foreach(name IN LISTS names)
+        string(JSON value GET "${json}" controls defines "${name}")
+        if(NOT name IN_LIST declared)
+          list(JOIN declared ", " shown)
+          _ciq_pin_error(${target} "${pin_file}" "controls.defines.${name} is "
+            "refused: only the PARAMS of ciq_tune_target(${target}) may be defined "
+            "(declared: ${shown}). Add ${name} to PARAMS and retune, or remove it "
+            "from the record.")
+          _ciq_pin_stop()
+        endif()
+        _ciq_in_domain(inside "${domain_${name}}" "${value}")
+        if(NOT inside)
+          _ciq_pin_error(${target} "${pin_file}" "controls.defines.${name}='${value}' "
+            "is outside its declared domain '${domain_${name}}'. Retune, or set a "
+            "value that PARAMS allows.")
+          _ciq_pin_stop()
+        endif()
+        list(APPEND defines "-D${name}=${value}")
+      endforeach()
+    endif()
+  endif()
+
+  set(args ${flags} ${defines})
+  string(JSON cuda GET "${json}" toolchain cuda)
+  set(_ciq_pin_args "${args}" PARENT_SCOPE)
+  set(_ciq_pin_acf "${acf_path}" PARENT_SCOPE)
+  set(_ciq_pin_acf_kind "${acf_kind}" PARENT_SCOPE)
+  set(_ciq_pin_cuda "${cuda}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_acf_argument(<out> <target> <pin_file> <acf_path> <acf_kind> <binary_dir>)
+# The nvcc argument that applies the ACF. nvcc passes it to ptxas through a
+# shell, so a path with anything but the rule book's nvcc_path characters is
+# used through a copy in the build tree (lock.py pin_arguments does the same).
+function(_ciq_acf_argument out target pin_file acf_path acf_kind binary_dir)
+  _ciq_rules_matches(plain nvcc_path "${acf_path}")
+  if(NOT plain)
+    set(copy "${binary_dir}/${target}.acf")
+    _ciq_rules_matches(plain nvcc_path "${copy}")
+    if(NOT plain)
+      _ciq_pin_error(${target} "${pin_file}" "neither ${acf_path} nor the build "
+        "tree (${binary_dir}) has a path nvcc can pass to ptxas (only letters, "
+        "digits and _ . / + : @ % = -). Use a build directory with a plain path.")
+      _ciq_pin_stop()
+    endif()
+    configure_file("${acf_path}" "${copy}" COPYONLY)
+    set(acf_path "${copy}")
+  endif()
+  if(acf_kind STREQUAL "ptxas")
+    set(${out} "-Xptxas=--apply-controls=${acf_path}" PARENT_SCOPE)
+  else()
+    set(${out} "--apply-controls=${acf_path}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# _ciq_resolve_pin(<target> <pin_file> <pin_dir> <binary_dir> <allow_numerics>
+#                  <cuda_version> [<PARAMS>...])
+# What a build applies to <target>, as lock.py resolve_build_pin decides it.
+# Sets in the caller: _ciq_pin_status (applied | none | disabled | skipped),
+# _ciq_pin_args, _ciq_pin_depends (files whose change must rebuild),
+# _ciq_pin_acf_kind, _ciq_pin_message.
+function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda_version)
+  set(args "")
+  set(depends "")
+  set(acf_kind "")
+  if(CIQ_DISABLE)
+    set(status disabled)
+    set(text "pins disabled (CIQ_DISABLE=ON)")
+  elseif(NOT EXISTS "${pin_file}" AND NOT IS_SYMLINK "${pin_file}")
+    set(status none)
+    set(text "no pinned controls (${pin_file})")
+  else()
+    _ciq_read_pin(${target} "${pin_file}" "${pin_dir}" "${allow_numerics}" ${ARGN})
+    get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
+    if(refused)
+      return()
+    endif()
+    set(depends "${pin_file}" ${_ciq_pin_acf})
+    if(NOT _ciq_pin_cuda STREQUAL cuda_version)
+      set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} was "
+        "tuned with CUDA ${_ciq_pin_cuda}, but this build compiles with CUDA "
+        "${cuda_version} (${CMAKE_CUDA_COMPILER}). Build with CUDA ${_ciq_pin_cuda} "
+        "(-DCMAKE_CUDA_COMPILER=...), or retune with `python -m ciq_build tune ${target}`.")
+      if(CIQ_STRICT)
+        _ciq_pin_error(${target} "${pin_file}" ${warning} " (CIQ_STRICT=ON makes this an error.)")
+        _ciq_pin_stop()
       endif()
-      configure_file("${acf_path}" "${copy}" COPYONLY)
-      set(acf_path "${copy}")
-      list(APPEND depends "${copy}")
-    endif()
-    if(acf_kind STREQUAL "ptxas")
-      list(APPEND args "-Xptxas=--apply-controls=${acf_path}")
+      message(WARNING ${warning} " The pin is skipped for this build.")
+      set(status skipped)
+      set(text "pin skipped (tuned with CUDA ${_ciq_pin_cuda}, compiling with ${cuda_version}): ${pin_file}")
     else()
-      list(APPEND args "--apply-controls=${acf_path}")
+      set(status applied)
+      set(args "${_ciq_pin_args}")
+      set(acf_kind "${_ciq_pin_acf_kind}")
+      if(NOT _ciq_pin_acf STREQUAL "")
+        _ciq_acf_argument(acf_arg ${target} "${pin_file}" "${_ciq_pin_acf}"
+          "${acf_kind}" "${binary_dir}")
+        get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
+        if(refused)
+          return()
+        endif()
+        list(APPEND args "${acf_arg}")
+        if(NOT acf_arg MATCHES "=${_ciq_pin_acf}$")
+          list(APPEND depends "${binary_dir}/${target}.acf")
+        endif()
+      endif()
+      list(JOIN args " " shown)
+      if(shown STREQUAL "")
+        set(shown "compiler defaults")
+      endif()
+      set(text "pinned controls from ${pin_file}: ${shown}")
     endif()
-  elseif(NOT type MATCHES "^(MISSING|NULL)$")
-    _ciq_pin_error(${target} "${pin_file}" "controls.acf is not an object.")
   endif()
-
-  string(JSON cuda ERROR_VARIABLE error GET "${json}" toolchain cuda)
-  if(error OR NOT cuda MATCHES "^[0-9]+\\.[0-9]+$")
-    _ciq_pin_error(${target} "${pin_file}" "toolchain.cuda must be the CUDA "
-      "major.minor it was tuned with (e.g. \"13.3\"). Retune with "
-      "`python -m ciq_build tune ${target}`.")
-  endif()
-
+  set(_ciq_pin_status "${status}" PARENT_SCOPE)
   set(_ciq_pin_args "${args}" PARENT_SCOPE)
   set(_ciq_pin_depends "${depends}" PARENT_SCOPE)
   set(_ciq_pin_acf_kind "${acf_kind}" PARENT_SCOPE)
-  set(_ciq_pin_cuda "${cuda}" PARENT_SCOPE)
+  set(_ciq_pin_message "${text}" PARENT_SCOPE)
 endfunction()
 
 # ---------------------------------------------------------------------------
@@ -343,7 +427,7 @@ endfunction()
 #[=======================================================================[
 ciq_tune_target(<target>
                 [BENCHMARK <exe-target> [ARGS <arg>...]]
-                [METRIC <regex>]
+                [METRIC <regex> [UNIT <s|ms|us|ns>]]
                 [OBJECTIVES <objective>...]
                 [PARAMS <NAME=space>...]
                 [SEARCH_SPACE <space>...]
@@ -360,17 +444,17 @@ function(ciq_tune_target target)
     # Options
     "ALLOW_NUMERICS"       # the search may change floating-point results
     # One-value keywords
-    "BENCHMARK;METRIC;PIN_DIR;TIMEOUT"
+    "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT"
     # Multi-value keywords
     "ARGS;OBJECTIVES;PARAMS;SEARCH_SPACE")
   set(fn "ciq_tune_target(${target})")
 
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'. "
-      "Keywords are BENCHMARK, ARGS, METRIC, OBJECTIVES, PARAMS, SEARCH_SPACE, "
+      "Keywords are BENCHMARK, ARGS, METRIC, UNIT, OBJECTIVES, PARAMS, SEARCH_SPACE, "
       "PIN_DIR, TIMEOUT and ALLOW_NUMERICS.")
   endif()
-  foreach(keyword IN ITEMS BENCHMARK METRIC PIN_DIR TIMEOUT)
+  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT)
     if(keyword IN_LIST ARG_KEYWORDS_MISSING_VALUES)
       message(FATAL_ERROR "${fn}: ${keyword} needs a value.")
     endif()
@@ -406,6 +490,18 @@ function(ciq_tune_target target)
   elseif(NOT ARG_TIMEOUT MATCHES "^[0-9]+(\\.[0-9]+)?$" OR ARG_TIMEOUT EQUAL 0)
     message(FATAL_ERROR "${fn}: TIMEOUT '${ARG_TIMEOUT}' must be a positive "
       "number of seconds.")
+  endif()
+  # UNIT: what the number METRIC's first group captures is in (ms by default);
+  # the driver converts it to milliseconds.
+  if(NOT DEFINED ARG_UNIT)
+    set(ARG_UNIT ms)
+  elseif(NOT ARG_UNIT MATCHES "^(s|ms|us|ns)$")
+    message(FATAL_ERROR "${fn}: UNIT '${ARG_UNIT}' is not a unit of time; "
+      "use one of s, ms, us, ns (the unit of the number that METRIC's first "
+      "group captures).")
+  elseif(NOT DEFINED ARG_METRIC)
+    message(FATAL_ERROR "${fn}: UNIT is the unit of METRIC's number; give "
+      "METRIC <regex> too (CIQ_METRIC time_ms=... lines are always milliseconds).")
   endif()
   if(NOT CMAKE_CUDA_COMPILER_VERSION)
     message(FATAL_ERROR "${fn}: CUDA is not enabled here. Add CUDA to project() "
@@ -451,55 +547,37 @@ function(ciq_tune_target target)
       message(FATAL_ERROR "${fn}: CIQ_TUNE_TARGET is ${target} but "
         "CIQ_TUNE_OPTIONS_FILE is not set; a tuning build needs both.")
     endif()
-    if(CIQ_DISABLE)
-      set(status disabled)
-      message(STATUS "ciq_build: ${target}: pins disabled (CIQ_DISABLE=ON)")
-    elseif(NOT EXISTS "${pin_file}")
-      set(status none)
-      message(STATUS "ciq_build: ${target}: no pinned controls (${pin_file})")
-    else()
-      _ciq_read_pin(${target} "${pin_file}" "${pin_dir}" "${CMAKE_CURRENT_BINARY_DIR}"
-        "${ARG_ALLOW_NUMERICS}")
-      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_ciq_pin_depends})
-      if(NOT _ciq_pin_cuda STREQUAL cuda_version)
-        set(text "${fn}: the pinned record ${pin_file} was tuned with CUDA "
-          "${_ciq_pin_cuda}, but this build compiles with CUDA "
-          "${CMAKE_CUDA_COMPILER_VERSION} (${CMAKE_CUDA_COMPILER}). Build with "
-          "CUDA ${_ciq_pin_cuda} (-DCMAKE_CUDA_COMPILER=...), or retune with "
-          "`python -m ciq_build tune ${target}`.")
-        if(CIQ_STRICT)
-          string(JOIN "" text ${text} " (CIQ_STRICT=ON makes this an error.)")
-          message(FATAL_ERROR "${text}")
-        endif()
-        string(JOIN "" text ${text} " The pin is skipped for this build.")
-        message(WARNING "${text}")
-        set(status skipped)
-        message(STATUS "ciq_build: ${target}: pin skipped (tuned with CUDA "
-          "${_ciq_pin_cuda}, compiling with ${cuda_version}): ${pin_file}")
-      else()
-        set(status applied)
-        set(args "${_ciq_pin_args}")
-        set(depends "${_ciq_pin_depends}")
-        set(acf_kind "${_ciq_pin_acf_kind}")
-        list(JOIN args " " shown)
-        if(shown STREQUAL "")
-          set(shown "compiler defaults")
-        endif()
-        message(STATUS "ciq_build: ${target}: pinned controls from ${pin_file}: ${shown}")
-      endif()
+    _ciq_resolve_pin(${target} "${pin_file}" "${pin_dir}" "${CMAKE_CURRENT_BINARY_DIR}/ciq"
+      "${ARG_ALLOW_NUMERICS}" "${cuda_version}" ${ARG_PARAMS})
+    set(status "${_ciq_pin_status}")
+    set(args "${_ciq_pin_args}")
+    set(acf_kind "${_ciq_pin_acf_kind}")
+    if(status STREQUAL "applied")
+      set(depends "${_ciq_pin_depends}")
     endif()
-    set(lines "")
-    foreach(arg IN LISTS args)
-      _ciq_options_arg(line "${arg}")
-      string(APPEND lines "${line}\n")
-    endforeach()
+    message(STATUS "ciq_build: ${target}: ${_ciq_pin_message}")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_ciq_pin_depends})
+    # Every argument is rule-book plain (no whitespace, quotes or backslashes),
+    # so each is one options-file line as it is.
+    list(JOIN args "\n" lines)
+    if(NOT lines STREQUAL "")
+      string(APPEND lines "\n")
+    endif()
     _ciq_write_if_changed("${options_file}" "${lines}")
   endif()
-  # A pin that appears later in an existing pin dir (after a tune) must
-  # reconfigure: a directory's mtime changes when files are added or removed.
-  if(IS_DIRECTORY "${pin_dir}")
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${pin_dir}")
-  endif()
+  # A pin that appears, changes or goes away later (a tune writes one) must
+  # reconfigure, whatever existed before: depend on the pin dir, or while it
+  # does not exist, on its nearest existing parent (its mtime changes when the
+  # pin dir is created).
+  set(watched "${pin_dir}")
+  while(NOT IS_DIRECTORY "${watched}")
+    cmake_path(GET watched PARENT_PATH parent)
+    if(parent STREQUAL watched)
+      break()
+    endif()
+    set(watched "${parent}")
+  endwhile()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${watched}")
 
   target_compile_options(${target} PRIVATE
     "$<$<COMPILE_LANGUAGE:CUDA>:--options-file=${options_file}>")
@@ -515,6 +593,7 @@ function(ciq_tune_target target)
     _CIQ_BENCHMARK "${ARG_BENCHMARK}"
     _CIQ_ARGS "${ARG_ARGS}"
     _CIQ_METRIC "${ARG_METRIC}"
+    _CIQ_METRIC_UNIT "${ARG_UNIT}"
     _CIQ_OBJECTIVES "${ARG_OBJECTIVES}"
     _CIQ_PARAMS "${ARG_PARAMS}"
     _CIQ_SEARCH_SPACE "${ARG_SEARCH_SPACE}"
@@ -637,7 +716,7 @@ function(_ciq_finalize_target target)
 
   get_target_property(source_dir ${target} SOURCE_DIR)
   get_target_property(binary_dir ${target} BINARY_DIR)
-  foreach(property IN ITEMS METRIC PIN_DIR OPTIONS_FILE)
+  foreach(property IN ITEMS METRIC METRIC_UNIT PIN_DIR OPTIONS_FILE)
     if(property STREQUAL "OPTIONS_FILE")
       get_target_property(value ${target} CIQ_OPTIONS_FILE)
     else()
@@ -678,6 +757,7 @@ function(_ciq_finalize_target target)
     "  \"object_dir\": ${json_object_dir},"
     "  \"benchmark\": ${benchmark_json},"
     "  \"metric_regex\": ${json_METRIC},"
+    "  \"metric_unit\": ${json_METRIC_UNIT},"
     "  \"objectives\": ${json_OBJECTIVES},"
     "  \"params\": ${json_PARAMS},"
     "  \"search_space\": ${json_SEARCH_SPACE},"

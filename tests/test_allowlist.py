@@ -75,7 +75,7 @@ def patterns():
 
 
 def test_the_shipped_allowlist_is_found_and_nonempty(patterns):
-    assert allowlist_path() == REPO_ROOT / "cmake" / "ciq_build_allowlist.txt"
+    assert allowlist_path() == REPO_ROOT / "cmake" / "ciq_build_rules.txt"
     assert len(patterns) >= 10
 
 
@@ -116,7 +116,7 @@ def test_non_string_flags_are_refused(value):
 def test_a_careless_allowlist_edit_still_cannot_admit_separators():
     # Even a pattern that matches everything cannot let through characters that
     # make a second argument: the character check comes first.
-    everything = parse_patterns("-[a-zA-Z0-9_=-]*\n")
+    everything = parse_patterns("flag -[a-zA-Z0-9_=-]*\n")
     assert is_allowed("-maxrregcount=7", everything)
     for smuggled in ("-O3,-Xcompiler", "-a -b", "-a\n", "-a/b", "-a\x00"):
         assert not is_allowed(smuggled, everything)
@@ -129,14 +129,14 @@ def test_a_careless_allowlist_edit_still_cannot_admit_separators():
 )
 def test_patterns_outside_the_shared_regex_subset_are_rejected(tmp_path, line):
     path = tmp_path / "allow.txt"
-    path.write_text(f"# comment\n\n{line}\n", encoding="utf-8")
+    path.write_text(f"schema 1\n# comment\nflag {line}\n", encoding="utf-8")
     with pytest.raises(UnsafeFlagError, match=r"allow\.txt:3"):
         load_patterns(path)
 
 
 def test_comments_and_blank_lines_are_skipped(tmp_path):
     path = tmp_path / "allow.txt"
-    path.write_text("# -Xcompiler\n   \n  # indented comment\n-fmad=(true|false)\n", encoding="utf-8")
+    path.write_text("schema 1\n# -Xcompiler\n   \n  # indented comment\nflag -fmad=(true|false)\n", encoding="utf-8")
     chosen = load_patterns(path)
     assert len(chosen) == 1
     assert is_allowed("-fmad=true", chosen) and not is_allowed("-Xcompiler", chosen)
@@ -166,24 +166,14 @@ def test_unsafe_defines_are_refused(name, value):
 # ----------------------------------------------------------------- CMake agrees
 
 _CMAKE_SCRIPT = r"""
-file(STRINGS "${ALLOWLIST}" _lines)
-set(_patterns "")
-foreach(_line IN LISTS _lines)
-  string(STRIP "${_line}" _line)
-  if(_line STREQUAL "" OR _line MATCHES "^#")
-    continue()
-  endif()
-  list(APPEND _patterns "${_line}")
-endforeach()
+include("${MODULE}")
 foreach(_i RANGE 1 ${COUNT})
-  set(_case "${CASE_${_i}}")
-  set(_ok 0)
-  foreach(_p IN LISTS _patterns)
-    if(_case MATCHES "^(${_p})$")
-      set(_ok 1)
-    endif()
-  endforeach()
-  message(STATUS "CASE ${_i} ${_ok}")
+  _ciq_rules_is_flag(_ok "${CASE_${_i}}")
+  if(_ok)
+    message(STATUS "CASE ${_i} 1")
+  else()
+    message(STATUS "CASE ${_i} 0")
+  endif()
 endforeach()
 """
 
@@ -204,14 +194,14 @@ def _cmake_quoted(text: str) -> str:
 
 @pytest.mark.parametrize("cmake", _cmakes() or [pytest.param(None, marks=pytest.mark.skip("no cmake"))])
 def test_cmake_reads_the_allowlist_exactly_like_python(tmp_path, cmake, patterns):
-    # The CMake module applies pins with if(MATCHES) on the same file; a flag
+    # The CMake module's own rule-book reader (_ciq_rules_is_flag); a flag
     # that one reader accepts and the other refuses would make the builds differ.
     # A CMake string cannot hold NUL, so that case is left to the Python side.
     cases = [c for c in ALLOWED + ATTACKS if "\x00" not in c]
     script = tmp_path / "check.cmake"
     lines = [f"set(CASE_{i} {_cmake_quoted(case)})" for i, case in enumerate(cases, start=1)]
     script.write_text("\n".join(lines) + _CMAKE_SCRIPT, encoding="utf-8")
-    args = [cmake, f"-DALLOWLIST={allowlist_path()}", f"-DCOUNT={len(cases)}", "-P", str(script)]
+    args = [cmake, f"-DMODULE={REPO_ROOT / 'cmake' / 'ciq_build.cmake'}", f"-DCOUNT={len(cases)}", "-P", str(script)]
     result = proc.run(args, timeout=60)
     assert result.ok, result.output_tail()
     verdicts = {}

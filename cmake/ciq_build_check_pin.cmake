@@ -1,0 +1,45 @@
+# Check pinned records as ciq_tune_target() would, without a project:
+#
+#   cmake -DCIQ_CASES=<file> -P ciq_build_check_pin.cmake
+#
+# <file> holds one case per line, fields separated by a TAB:
+#   <pin dir>/<target>.json  <PARAMS, "|"-separated>  <ALLOW_NUMERICS ON|OFF>
+#   <CUDA major.minor of the compiler>  <build dir for an ACF copy>
+# For each case it prints one line, "case <n>: <status>" (applied, none,
+# skipped, or "refused: <the error configure gives>"), then "case <n> arg: <a>"
+# per nvcc argument. The rule-book agreement test drives the CMake module
+# through this script, many records per process.
+cmake_minimum_required(VERSION 3.24)
+include("${CMAKE_CURRENT_LIST_DIR}/ciq_build.cmake")
+if(NOT DEFINED CIQ_CASES)
+  message(FATAL_ERROR "ciq_build_check_pin: give -DCIQ_CASES=<file>")
+endif()
+set(_CIQ_CHECK_ONLY TRUE)
+file(STRINGS "${CIQ_CASES}" cases)
+set(number 0)
+foreach(case IN LISTS cases)
+  math(EXPR number "${number} + 1")
+  string(REPLACE "\t" ";" fields "${case}")
+  list(GET fields 0 pin_file)
+  list(GET fields 1 params)
+  list(GET fields 2 allow_numerics)
+  list(GET fields 3 cuda)
+  list(GET fields 4 binary_dir)
+  string(REPLACE "|" ";" params "${params}")
+  get_filename_component(pin_dir "${pin_file}" DIRECTORY)
+  get_filename_component(target "${pin_file}" NAME)
+  string(REGEX REPLACE "[.]json$" "" target "${target}")
+  set_property(GLOBAL PROPERTY _CIQ_PIN_REFUSED "")
+  _ciq_resolve_pin("${target}" "${pin_file}" "${pin_dir}" "${binary_dir}"
+    "${allow_numerics}" "${cuda}" ${params})
+  get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
+  if(refused)
+    string(REPLACE "\n" " " refused "${refused}")
+    message("case ${number}: refused: ${refused}")
+  else()
+    message("case ${number}: ${_ciq_pin_status}")
+    foreach(arg IN LISTS _ciq_pin_args)
+      message("case ${number} arg: ${arg}")
+    endforeach()
+  endif()
+endforeach()

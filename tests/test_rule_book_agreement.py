@@ -1,0 +1,418 @@
+"""One rule book, two readers: the same verdict from Python and from the real CMake module.
+
+Every record here, hostile or valid, hand-written or generated, is written into
+a pin directory of its own and judged twice: by ``lock.resolve_build_pin`` (what
+tune, verify and the setuptools build use) and by the CMake module's
+``_ciq_resolve_pin`` through ``cmake/ciq_build_check_pin.cmake`` (the same
+functions configure runs, many records per process). The test asserts the same
+status (applied / none / skipped / refused) and, when applied, the same nvcc
+arguments, for every record. It also bounds the time: a hostile record must
+not make either reader hang or crawl.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ciq_build.errors import CiqError
+from ciq_build.lock import resolve_build_pin
+from ciq_build.proc import run
+from support import build_tool
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHECK_SCRIPT = REPO_ROOT / "cmake" / "ciq_build_check_pin.cmake"
+ACF = b"0123456789abcdef" * 8
+ACF_SHA = hashlib.sha256(ACF).hexdigest()
+PARAMS = ("TILE=choice(32,64,128)", "UNROLL=range(1,8)", "STEP=range(0,12,4)", "SCALE=log_sampling(1,100,5)",
+          "MODE=fast,safe", "ONE=literal(7)")
+
+
+def valid_record(**overrides: object) -> dict:
+    record = {
+        "schema": 1,
+        "target": "kern",
+        "controls": {
+            "flags": ["-Xptxas=-O2", "-maxrregcount=64"],
+            "defines": {"TILE": "64", "UNROLL": "3"},
+            "acf": {"file": "kern.acf", "sha256": ACF_SHA, "compiler": "ptxas"},
+        },
+        "toolchain": {"cuda": "13.3", "nvcc_version": "13.3.1", "ptxas_version": "13.3.1",
+                      "architectures": ["90a"]},
+        "provenance": {"engine": "genetic", "seed": 1, "budget": {"generations": 3}, "free": [1, {"x": None}]},
+        "objectives": [{"name": "time", "direction": "min"}, {"name": "registers", "direction": "min"}],
+        "baseline": {"scores": [1.5, 40], "spread": [0.01, 0]},
+        "winner": {"scores": [1.4, 38], "spread": [0.02, 0]},
+        "objects": {"CMakeFiles/kern.dir/kern.cu.o": {"90a": {"registers": 38, "stack": 0,
+                                                              "code_sha256": "ab" * 32}}},
+    }
+    record.update(overrides)
+    return record
+
+
+@dataclass
+class Case:
+    name: str
+    text: bytes | None  # the record's bytes; None: no record at all
+    params: tuple[str, ...] = PARAMS
+    allow_numerics: bool = False
+    cuda: str = "13.3"
+    acf: bytes | None = ACF
+    setup: str = ""  # what else to plant in the pin dir (see _plant)
+    pin_dir_name: str = "ciq"
+    extra: dict = field(default_factory=dict)
+
+
+def _json(record: object) -> bytes:
+    return json.dumps(record, indent=2).encode()
+
+
+def _with(path: str, value: object, base: dict | None = None) -> dict:
+    """A copy of the valid record with the value at a dotted path replaced (or deleted for ...)."""
+    record = json.loads(json.dumps(base or valid_record()))
+    node = record
+    keys = path.split(".")
+    for key in keys[:-1]:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    last = keys[-1]
+    if isinstance(node, list):
+        last = int(last)  # type: ignore[assignment]
+    if value is ...:
+        del node[last]
+    else:
+        node[last] = value
+    return record
+
+
+def hand_written() -> list[Case]:
+    v = valid_record()
+    text = _json(v)
+    cases = [
+        Case("valid", text),
+        Case("valid, compact", json.dumps(v, separators=(",", ":")).encode()),
+        Case("valid, no acf", _json(_with("controls.acf", ...)), acf=None),
+        Case("valid, acf null", _json(_with("controls.acf", None)), acf=None),
+        Case("valid, minimal", _json({"schema": 1, "target": "kern", "controls": {}, "toolchain": {"cuda": "13.3"}})),
+        Case("no record", None),
+        Case("cuda mismatch skips", text, cuda="13.0"),
+        Case("nvcc acf", _json(_with("controls.acf.compiler", "nvcc"))),
+        Case("pin dir with a space: the ACF goes through a copy", text, pin_dir_name="my pins"),
+        Case("pin dir with '&' and '|': copy", text, pin_dir_name="p&touch x"),
+        Case("pin dir with $( ): copy", text, pin_dir_name="p$(id)"),
+        # The defects of issue 8, as records.
+        Case("NDEBUG is not a PARAM", _json(_with("controls.defines", {"NDEBUG": "1"}))),
+        Case("float=double", _json(_with("controls.defines", {"float": "double"}))),
+        Case("cudaMemcpy=cudaMemset", _json(_with("controls.defines", {"cudaMemcpy": "cudaMemset"}))),
+        Case("define outside choice", _json(_with("controls.defines", {"TILE": "48"}))),
+        Case("define outside range", _json(_with("controls.defines", {"UNROLL": "9"}))),
+        Case("define off the range grid", _json(_with("controls.defines", {"STEP": "6"}))),
+        Case("define on the range grid", _json(_with("controls.defines", {"STEP": "8"}))),
+        Case("log_sampling inside", _json(_with("controls.defines", {"SCALE": "31.6227766017"}))),
+        Case("log_sampling outside", _json(_with("controls.defines", {"SCALE": "100.5"}))),
+        Case("bare list", _json(_with("controls.defines", {"MODE": "safe"}))),
+        Case("bare list outside", _json(_with("controls.defines", {"MODE": "slow"}))),
+        Case("literal", _json(_with("controls.defines", {"ONE": "7"}))),
+        Case("literal outside", _json(_with("controls.defines", {"ONE": "8"}))),
+        Case("define with no PARAMS at all", text, params=()),
+        Case("define value a number", _json(_with("controls.defines", {"TILE": 64}))),
+        Case("numerics without consent", _json(_with("controls.flags", ["--use_fast_math"]))),
+        Case("numerics with consent", _json(_with("controls.flags", ["--use_fast_math"])), allow_numerics=True),
+        Case("flag off the list", _json(_with("controls.flags", ["-Xcompiler=-fplugin=x.so"]))),
+        Case("apply-controls as a flag", _json(_with("controls.flags", ["-Xptxas=--apply-controls=/etc/passwd"]))),
+        Case("same option twice", _json(_with("controls.flags", ["-Xptxas=-O1", "-Xptxas=-O3"]))),
+        Case("same flag twice is one flag", _json(_with("controls.flags", ["-Xptxas=-O1", "-Xptxas=-O1"]))),
+        Case("ptxas conflict", _json(_with("controls.flags", ["--Ofast-compile=max", "-Xptxas=-O2"]))),
+        Case("ptxas conflict 2", _json(_with("controls.flags",
+                                             ["--Ofast-compile=min", "-Xptxas=--allow-expensive-optimizations=false"]))),
+        Case("schema as a string", _json(_with("schema", "1"))),
+        Case("schema 2", _json(_with("schema", 2))),
+        Case("schema 1.0", text.replace(b'"schema": 1', b'"schema": 1.0')),
+        Case("schema 1e0", text.replace(b'"schema": 1', b'"schema": 1e0')),
+        Case("unknown top key", _json(_with("extra", 1))),
+        Case("unknown controls key", _json(_with("controls.run", "x"))),
+        Case("unknown acf key", _json(_with("controls.acf.path", "/etc/passwd"))),
+        Case("duplicate key", text.replace(b'"schema": 1,', b'"schema": 1, "schema": 1,')),
+        Case("duplicate define", text.replace(b'"TILE": "64",', b'"TILE": "64", "TILE": "32",')),
+        Case("duplicate key via escape", text.replace(b'"schema": 1,', b'"schema": 1, "\\u0073chema": 1,')),
+        Case("trailing data", text + b"{}"),
+        Case("trailing garbage", text + b" x"),
+        Case("trailing whitespace", text + b"\n\n  \t"),
+        Case("comment", text.replace(b'"schema": 1,', b'"schema": 1, /* hi */')),
+        Case("line comment", text.replace(b'"schema": 1,', b'"schema": 1, // hi\n')),
+        Case("trailing comma", text.replace(b'"seed": 1,', b'"seed": 1,,')),
+        Case("trailing comma in object", text[:-1].rstrip() + b",}"),
+        Case("BOM", b"\xef\xbb\xbf" + text),
+        Case("upper-case sha256", _json(_with("controls.acf.sha256", ACF_SHA.upper()))),
+        Case("wrong sha256", _json(_with("controls.acf.sha256", "0" * 64))),
+        Case("NUL in the file", text.replace(b'"genetic"', b'"gen\x00etic"')),
+        Case("NUL escape in target", _json(_with("target", "kern\u0000x"))),
+        Case("NUL escape in provenance", _json(_with("provenance.note", "a\u0000b"))),
+        Case("cuda 13.03", _json(_with("toolchain.cuda", "13.03"))),
+        Case("cuda 13", _json(_with("toolchain.cuda", "13"))),
+        Case("cuda ' 13.3'", _json(_with("toolchain.cuda", " 13.3"))),
+        Case("lone surrogate", text.replace(b'"genetic"', b'"\\ud800"')),
+        Case("surrogate pair", text.replace(b'"genetic"', b'"\\ud83d\\ude00"')),
+        Case("escaped backslash then u", text.replace(b'"genetic"', b'"\\\\ud800"')),
+        Case("non-ASCII UTF-8", text.replace(b'"genetic"', "\"g\u00e9n\u00e9tique\"".encode())),
+        Case("non-ASCII escaped", text.replace(b'"genetic"', b'"g\\u00e9n"')),
+        Case("raw tab in string", text.replace(b'"genetic"', b'"gen\tetic"')),
+        Case("raw newline in string", text.replace(b'"genetic"', b'"gen\netic"')),
+        Case("invalid escape", text.replace(b'"genetic"', b'"gen\\qetic"')),
+        Case("leading zero", text.replace(b'"seed": 1', b'"seed": 01')),
+        Case("NaN", text.replace(b'"seed": 1', b'"seed": NaN')),
+        Case("Infinity", text.replace(b'1.5, 40', b'Infinity, 40')),
+        Case("huge exponent", text.replace(b'1.5, 40', b'1e400, 40')),
+        Case("huge integer score", text.replace(b'1.5, 40', b'1' + b'0' * 39 + b', 40')),
+        Case("too many digits", text.replace(b'1.5, 40', b'1' + b'0' * 41 + b', 40')),
+        Case("16-digit seed", text.replace(b'"seed": 1', b'"seed": 1234567890123456')),
+        Case("15-digit seed", text.replace(b'"seed": 1', b'"seed": 123456789012345')),
+        Case("negative zero seed", text.replace(b'"seed": 1', b'"seed": -0')),
+        Case("seed 1.0", text.replace(b'"seed": 1', b'"seed": 1.0')),
+        Case("seed null", text.replace(b'"seed": 1', b'"seed": null')),
+        Case("negative registers", text.replace(b'"registers": 38', b'"registers": -1')),
+        Case("registers -0", text.replace(b'"registers": 38', b'"registers": -0')),
+        Case("a list at the top", b"[" + text + b"]"),
+        Case("a string at the top", b'"x"'),
+        Case("empty file", b""),
+        Case("only whitespace", b"  \n"),
+        Case("truncated", text[: len(text) // 2]),
+        Case("deep nesting 2000", text.replace(b'"free": [1', b'"free": [' + b"[" * 2000 + b"]" * 2000 + b", 1")),
+        Case("nesting 15 deep in provenance", _json(_with("provenance.deep", json.loads("[" * 13 + "]" * 13)))),
+        Case("nesting 17 deep in provenance", _json(_with("provenance.deep", json.loads("[" * 15 + "]" * 15)))),
+        Case("10,000 flags", _json(_with("controls.flags", ["-Xptxas=-O2"] * 10000))),
+        Case("33 flags", _json(_with("controls.flags", ["-Xptxas=-O2"] * 33))),
+        Case("15 MB of provenance", _json(_with("provenance.blob", "x" * 15_000_000))),
+        Case("200 KB of provenance", _json(_with("provenance.blob", "x" * 200_000))),
+        Case("5000 provenance members", _json(_with("provenance.many", {f"k{i}": i for i in range(5000)}))),
+        Case("target of another file", _json(_with("target", "other"))),
+        Case("target '..'", _json(_with("target", ".."))),
+        Case("target '-kern'", _json(_with("target", "-kern"))),
+        Case("acf file with a slash", _json(_with("controls.acf.file", "../kern.acf"))),
+        Case("acf file absolute", _json(_with("controls.acf.file", "/etc/passwd"))),
+        Case("acf file '.hidden'", _json(_with("controls.acf.file", ".kern.acf"))),
+        Case("acf file with ';'", _json(_with("controls.acf.file", "k;id.acf"))),
+        Case("acf missing", text, acf=None),
+        Case("acf empty", text, acf=b""),
+        Case("acf symlink out of the pin dir", text, setup="acf-symlink"),
+        Case("acf symlink to /dev/zero", text, setup="acf-devzero"),
+        Case("acf is a FIFO", text, setup="acf-fifo"),
+        Case("acf is a directory", text, setup="acf-dir"),
+        Case("record is a symlink", text, setup="record-symlink"),
+        Case("record is a FIFO", text, setup="record-fifo"),
+        Case("record symlink to /dev/zero", text, setup="record-devzero"),
+        Case("record is a directory", text, setup="record-dir"),
+        Case("objectives twice", _json(_with("objectives", [{"name": "time", "direction": "min"}] * 2),),),
+        Case("objective alias", _json(_with("objectives.0.name", "spills"))),
+        Case("objective metric", _json(_with("objectives.0.name", "metric:gflops"))),
+        Case("direction up", _json(_with("objectives.0.direction", "up"))),
+        Case("scores short", _json(_with("baseline.scores", [1.0]))),
+        Case("score a string", _json(_with("winner.scores", ["1", 2]))),
+        Case("score a boolean", _json(_with("winner.scores", [True, 2]))),
+        Case("object path absolute", _json(_with("objects", {"/abs.o": {}}))),
+        Case("object path ..", _json(_with("objects", {"a/../b.o": {}}))),
+        Case("arch with a space", _json(_with("objects", {"a.o": {"9 0": {"registers": 1, "stack": 0,
+                                                                       "code_sha256": "a" * 64}}}))),
+        Case("architectures a string", _json(_with("toolchain.architectures", "90a"))),
+        Case("version with a newline", _json(_with("toolchain.nvcc_version", "13.3\nx"))),
+        Case("provenance a list", _json(_with("provenance", []))),
+        Case("engine a number", _json(_with("provenance.engine", 3))),
+        Case("budget a list", _json(_with("provenance.budget", []))),
+        Case("controls null", _json(_with("controls", None))),
+        Case("defines null", _json(_with("controls.defines", None))),
+        Case("flags null", _json(_with("controls.flags", None))),
+        Case("baseline null", _json(_with("baseline", None))),
+        Case("ANSI escape in engine", _json(_with("provenance.engine", "\u001b[2J"))),
+    ]
+    return cases
+
+
+_HOSTILE_VALUES = [None, True, False, 0, -1, 1.5, 10**20, "", "x", "13.3", " ", "a b", "a;b", "$(id)", "\u00e9",
+                   [], ["x"], {}, {"x": 1}, "A" * 300]
+
+
+def generated(seed: int = 8) -> list[Case]:
+    """Every field of the valid record replaced by each hostile value, and byte-level mutations."""
+    base = valid_record()
+    paths: list[str] = []
+
+    def walk(node: object, prefix: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                here = f"{prefix}.{key}" if prefix else key
+                paths.append(here)
+                walk(value, here)
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                here = f"{prefix}.{i}"
+                paths.append(here)
+                walk(value, here)
+
+    walk(base, "")
+    cases = []
+    rng = random.Random(seed)
+    for path in paths:
+        if path.startswith("objects.CMakeFiles"):
+            continue  # the key has dots; covered by the hand-written cases
+        for value in rng.sample(_HOSTILE_VALUES, 6) + [...]:
+            cases.append(Case(f"{path} = {value!r}"[:80], _json(_with(path, value))))
+    text = _json(base)
+    alphabet = b'{}[]:,"\\ 0123456789.eE+-truefalsn\tu'
+    for i in range(150):
+        data = bytearray(text)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(data))
+            op = rng.random()
+            if op < 0.4:
+                del data[at]
+            elif op < 0.8:
+                data.insert(at, rng.choice(alphabet))
+            else:
+                data[at] = rng.choice(alphabet)
+        cases.append(Case(f"mutation {i}", bytes(data)))
+    return cases
+
+
+def _plant(case: Case, pin_dir: Path, outside: Path) -> None:
+    record = pin_dir / "kern.json"
+    acf = pin_dir / "kern.acf"
+    if case.setup.startswith("acf-"):
+        if acf.exists():
+            acf.unlink()
+        if case.setup == "acf-symlink":
+            secret = outside / "secret.acf"
+            secret.write_bytes(ACF)
+            acf.symlink_to(secret)
+        elif case.setup == "acf-devzero":
+            acf.symlink_to("/dev/zero")
+        elif case.setup == "acf-fifo":
+            os.mkfifo(acf)
+        elif case.setup == "acf-dir":
+            acf.mkdir()
+    elif case.setup.startswith("record-"):
+        real = outside / "real.json"
+        real.write_bytes(record.read_bytes())
+        record.unlink()
+        if case.setup == "record-symlink":
+            record.symlink_to(real)
+        elif case.setup == "record-fifo":
+            os.mkfifo(record)
+        elif case.setup == "record-devzero":
+            record.symlink_to("/dev/zero")
+        elif case.setup == "record-dir":
+            record.mkdir()
+
+
+@dataclass
+class Prepared:
+    case: Case
+    pin_file: Path
+    build_dir: Path
+
+
+def prepare(cases: list[Case], root: Path) -> list[Prepared]:
+    out = []
+    for i, case in enumerate(cases):
+        top = root / f"c{i}"
+        pin_dir = top / case.pin_dir_name
+        pin_dir.mkdir(parents=True)
+        (top / "outside").mkdir()
+        if case.text is not None:
+            (pin_dir / "kern.json").write_bytes(case.text)
+        if case.acf is not None:
+            (pin_dir / "kern.acf").write_bytes(case.acf)
+        _plant(case, pin_dir, top / "outside")
+        out.append(Prepared(case, pin_dir / "kern.json", top / "build"))
+    return out
+
+
+def python_verdict(p: Prepared) -> tuple[str, tuple[str, ...], str]:
+    try:
+        pin = resolve_build_pin("kern", p.pin_file.parent, params=p.case.params,
+                                allow_numerics=p.case.allow_numerics, cuda=p.case.cuda, strict=False,
+                                disabled=False, copy_dir=p.build_dir)
+    except CiqError as exc:
+        return "refused", (), str(exc)
+    return pin.status, pin.arguments, pin.message
+
+
+def cmake_verdicts(prepared: list[Prepared], tmp: Path, cmake: str) -> list[tuple[str, tuple[str, ...], str]]:
+    lines = []
+    for p in prepared:
+        for value in (str(p.pin_file), *p.case.params, str(p.build_dir)):
+            assert "\t" not in value and "|" not in value and "\n" not in value
+        lines.append("\t".join([str(p.pin_file), "|".join(p.case.params), "ON" if p.case.allow_numerics else "OFF",
+                                p.case.cuda, str(p.build_dir)]))
+    cases_file = tmp / "cases.txt"
+    cases_file.write_text("\n".join(lines) + "\n")
+    result = run([cmake, f"-DCIQ_CASES={cases_file}", "-P", str(CHECK_SCRIPT)], timeout=600)
+    assert not result.timed_out, "the CMake reader hung on a record"
+    verdicts: dict[int, list] = {}
+    for line in result.stderr.splitlines():
+        if m := re.fullmatch(r"case (\d+): (applied|none|skipped|disabled|refused)(?:: (.*))?", line):
+            verdicts[int(m.group(1))] = [m.group(2), [], m.group(3) or ""]
+        elif m := re.fullmatch(r"case (\d+) arg: (.*)", line):
+            verdicts[int(m.group(1))][1].append(m.group(2))
+    found = [verdicts.get(i + 1) for i in range(len(prepared))]
+    if None in found:
+        stopped = found.index(None)
+        pytest.fail(f"CMake stopped at case {stopped + 1} ({prepared[stopped].case.name}):\n"
+                    f"{result.output_tail(40)}")
+    return [(v[0], tuple(v[1]), v[2]) for v in found]  # type: ignore[index]
+
+
+@pytest.fixture(scope="module")
+def cmake_bin() -> str:
+    return build_tool("cmake")
+
+
+def _agree(cases: list[Case], tmp_path: Path, cmake: str) -> dict[str, int]:
+    prepared = prepare(cases, tmp_path)
+    start = time.monotonic()
+    python = [python_verdict(p) for p in prepared]
+    python_s = time.monotonic() - start
+    start = time.monotonic()
+    cmake_side = cmake_verdicts(prepared, tmp_path, cmake)
+    cmake_s = time.monotonic() - start
+    disagreements = [
+        f"{p.case.name!r}: python {py[0]} {list(py[1])} ({py[2][:200]}) / cmake {cm[0]} {list(cm[1])} ({cm[2][:200]})"
+        for p, py, cm in zip(prepared, python, cmake_side)
+        if py[0] != cm[0] or py[1] != cm[1]
+    ]
+    assert not disagreements, f"{len(disagreements)} of {len(cases)} records judged differently:\n" + "\n".join(
+        disagreements)
+    # Linear readers: hundreds of records, hostile ones included, in seconds.
+    assert python_s < 60 and cmake_s < 120, (python_s, cmake_s)
+    counts: dict[str, int] = {}
+    for verdict in python:
+        counts[verdict[0]] = counts.get(verdict[0], 0) + 1
+    return counts
+
+
+def test_hand_written_records_get_the_same_verdict_from_python_and_cmake(tmp_path: Path, cmake_bin: str) -> None:
+    cases = hand_written()
+    counts = _agree(cases, tmp_path, cmake_bin)
+    # The table is not all-refused or all-applied: both kinds are exercised.
+    assert counts.get("applied", 0) >= 15 and counts.get("refused", 0) >= 80, counts
+
+
+def test_generated_records_get_the_same_verdict_from_python_and_cmake(tmp_path: Path, cmake_bin: str) -> None:
+    cases = generated()
+    counts = _agree(cases, tmp_path, cmake_bin)
+    assert len(cases) >= 400 and counts.get("applied", 0) >= 20 and counts.get("refused", 0) >= 300, counts
+
+
+def test_an_unsafe_acf_path_reaches_nvcc_only_through_a_copy_in_the_build_tree(tmp_path: Path) -> None:
+    # ';' cannot be in a CMake path (it splits lists), but setuptools builds meet it.
+    (p,) = prepare([Case("pin dir with ';'", _json(valid_record()), pin_dir_name="p;touch x&y")], tmp_path)
+    status, arguments, _ = python_verdict(p)
+    assert status == "applied"
+    assert arguments[-1] == f"-Xptxas=--apply-controls={p.build_dir}/kern.acf"
+    assert (p.build_dir / "kern.acf").read_bytes() == ACF
