@@ -6,10 +6,21 @@ ACFs from a compiler search space where compileiq is installed, into a folder
 with a `pool.json`; `tune --controls acf-pool:<folder>` then searches, with
 ciq_build's genetic engine, which ACF of the pool (or none: the compiler's
 default) to use, together with the knobs and params.
+
+A pool is identified by its content, not by its seed. compileiq encrypts every
+ACF with fresh randomness (see ``ciq_build.engines.compileiq``), so sampling
+again with the same seed writes new bytes: the same controls at every position
+(the same machine code from the same compiler), under other sha256s. A pinned
+ACF is therefore kept as a file, never re-derived from a seed. ``pool.json``
+lists each ACF's sha256 in sampling order and a ``pool_sha256`` over that list
+(sha256 of the lines ``<sha256> <file>``), which a tune's record carries in its
+provenance; it also names the compileiq build, the seed and the generation
+size, which are what fix the controls at each position.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from dataclasses import replace
@@ -31,6 +42,12 @@ POOL_PARAM = "acf.pool"
 POOL_SCHEMA = 1
 
 
+def pool_sha256(entries: list[dict[str, Any]]) -> str:
+    """The pool's identity: sha256 of the lines ``<sha256> <file>``, in sampling order."""
+    listing = "".join(f"{entry['sha256']} {entry['file']}\n" for entry in entries)
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
 def sample_pool(space_spec: str, count: int, out_dir: Path, seed: int | None = 0) -> Path:
     """Draw `count` ACFs from a compiler search space with compileiq; write them and pool.json to out_dir."""
     from ciq_build.engines.compileiq import CompileIqEngine, resolve_space
@@ -39,6 +56,7 @@ def sample_pool(space_spec: str, count: int, out_dir: Path, seed: int | None = 0
         raise ConfigError("--count must be at least 1")
     identity = resolve_space(space_spec)
     out_dir = Path(out_dir).absolute()
+    # One compileiq generation: its size (and the seed) decide which controls each position gets.
     config = SearchConfiguration(generations=1, pool_size=max(count, 6), seed=seed)
     engine = CompileIqEngine(identity, None, config, out_dir / "engine")
     proposals = engine.ask()[:count]
@@ -48,10 +66,14 @@ def sample_pool(space_spec: str, count: int, out_dir: Path, seed: int | None = 0
         target = out_dir / proposal.acf.path.name
         target.write_bytes(proposal.acf.path.read_bytes())
         entries.append({"file": target.name, "sha256": sha256_file(target)})
+    build = engine.engine_build()
     engine.close()
     shutil.rmtree(out_dir / "engine", ignore_errors=True)  # compileiq's scratch, not part of the pool
     pool = {"schema": POOL_SCHEMA, "compiler": identity.compiler, "cuda": identity.cuda,
-            "space": identity.describe(), "seed": seed, "acfs": entries}
+            "space": identity.describe(), "seed": seed, "count": count, "generation_size": config.pool_size,
+            "engine": build, "pool_sha256": pool_sha256(entries), "acfs": entries,
+            "note": ("ACF bytes are encrypted with fresh randomness: sampling again with this seed gives the "
+                     "same controls at each position under new sha256s. Keep the files.")}
     (out_dir / POOL_FILE).write_text(json.dumps(pool, indent=2) + "\n", encoding="utf-8")
     return out_dir / POOL_FILE
 
@@ -75,6 +97,9 @@ def load_pool(directory: Path) -> dict[str, Any]:
         file = Path(directory) / name
         if not file.is_file() or sha256_file(file) != entry.get("sha256"):
             raise ConfigError(f"{path}: {name} is missing or was edited (sha256 differs); sample a new pool")
+    # Pools written before pool_sha256 was recorded have none; the list itself is checked above.
+    if "pool_sha256" in pool and pool["pool_sha256"] != pool_sha256(pool["acfs"]):
+        raise ConfigError(f"{path}: its ACF list was edited (pool_sha256 differs); sample a new pool")
     return pool
 
 
@@ -113,5 +138,5 @@ class AcfPoolSource:
         described = self.genetic.describe()
         described["engine"] = "ciq_build.ga+acf-pool"
         described["acf_pool"] = {"space": self.pool.get("space"), "seed": self.pool.get("seed"),
-                                 "size": len(self.pool["acfs"])}
+                                 "size": len(self.pool["acfs"]), "pool_sha256": pool_sha256(self.pool["acfs"])}
         return described

@@ -19,9 +19,14 @@ Facts about compileiq 1.1.0 this relies on (measured; tests/test_engine_compilei
 * ``EngineConfig(name="amber", options={"seed": N})`` makes the *search*
   deterministic: the same seed and the same told scores give the same
   candidates, and each ACF compiles to the same SASS. The ACF *bytes* differ on
-  every run (the encryption is randomised), so an ACF's sha256 is not stable
-  across runs. Resume therefore reuses the ACF file written for the same
-  position in the ask sequence (see "Resume" below).
+  every run, so an ACF's sha256 is not stable across runs: the closed native
+  runtime (``compileiq_native_runtime._native``, with a statically linked
+  OpenSSL) encrypts each ACF with fresh randomness from its own generator,
+  seeded from ``getentropy`` and the process (a constant ``getentropy`` still
+  gives new bytes every run), and no API takes a nonce or an encryption seed.
+  Resume therefore reuses the ACF file written for the same position in the
+  ask sequence (see "Resume" below); an ACF pool (``acf_pool``) records every
+  file's sha256.
 * The engine cannot propose "no ACF": every compiler-space candidate carries
   one. The compiler's default is measured by the driver as its baseline.
 * ``Search.save_checkpoint`` / ``Search.from_checkpoint`` seal the engine state
@@ -351,10 +356,16 @@ class CompileIqEngine:
             search_config=self._ciq_config(), worker_type=self.ciq.WorkerTypes.MANUAL,
             engine=self._engine(), disable_progress_bar=True, exit_on_failure=False, cache_folder=cache)
 
-    def _fingerprint(self) -> str:
+    def engine_build(self) -> dict[str, str]:
+        """Which compileiq build samples: what a seed's candidates are reproducible for."""
         artifact = self.ciq.registration("amber").artifact
-        payload = {"describe": self.describe(), "artifact": artifact.artifact_sha256,
-                   "backend": artifact.backend_version}
+        return {"compileiq": self.ciq.version, "backend_version": artifact.backend_version,
+                "artifact_sha256": artifact.artifact_sha256}
+
+    def _fingerprint(self) -> str:
+        build = self.engine_build()
+        payload = {"describe": self.describe(), "artifact": build["artifact_sha256"],
+                   "backend": build["backend_version"]}
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
     # -- CandidateSource ------------------------------------------------------
