@@ -119,6 +119,7 @@ def sha256_file(path: Path) -> str:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to `path` so that readers see the old file or the new one, never a mix."""
+    _remove_stale_temporaries(path.parent, path.name)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -167,6 +168,33 @@ def record_to_json(record: PinnedRecord, pin_dir: Path) -> dict[str, Any]:
     return out
 
 
+def _acf_users(pin_dir: Path, acf_name: str, target: str) -> list[str]:
+    """The other records in `pin_dir` whose controls.acf.file is `acf_name`."""
+    users = []
+    rules = load_rules()
+    for other in sorted(Path(pin_dir).glob("*.json")) if Path(pin_dir).is_dir() else []:
+        if other.stem == target:
+            continue
+        try:
+            data = parse_strict(read_regular_file(other, rules.limit("record_bytes"), "record"), rules)
+            named = data.get("controls", {}).get("acf", {}).get("file")
+        except (OSError, ValueError, RecursionError, AttributeError):
+            continue  # not a record we can read: it names nothing we would keep
+        if named == acf_name:
+            users.append(other.name)
+    return users
+
+
+def _remove_stale_temporaries(directory: Path, name: str) -> None:
+    """Delete what an interrupted _atomic_write of `name` left behind (a kill mid-write)."""
+    for stale in directory.glob(f".{name}.*.tmp"):
+        try:
+            if stale.is_file() and not stale.is_symlink():
+                stale.unlink()
+        except OSError:
+            pass
+
+
 def _writable(value: Any) -> Any:
     """`value` with every string safe for both readers: a NUL, a surrogate or a character
     beyond U+FFFF (which JSON would spell as a surrogate pair) becomes U+FFFD."""
@@ -202,6 +230,9 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
             "compiler; set controls.acf (compiler 'ptxas' or 'nvcc')."
         )
     pinned_acf = acf_path(pin_dir, target)
+    # Another record may name <target>.acf (records are hand-editable): never
+    # overwrite or delete a file another record uses; pin under a name of our own.
+    users = _acf_users(pin_dir, pinned_acf.name, target)
 
     acf_bytes: bytes | None = None
     if source is not None and acf is not None:
@@ -215,7 +246,9 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
                 f"the ACF {source} has sha256 {digest}, but the candidate measured an ACF with "
                 f"{acf.sha256}: the file changed after it was measured. Retune the target."
             )
-        pinned_ref = AcfRef(path=pinned_acf.resolve(), compiler=acf.compiler, sha256=digest)
+        if users and not (pinned_acf.is_file() and pinned_acf.read_bytes() == acf_bytes):
+            pinned_acf = Path(pin_dir) / f"{target}-{digest[:12]}.acf"
+        pinned_ref = AcfRef(path=pinned_acf.absolute(), compiler=acf.compiler, sha256=digest)
         record = replace(record, controls=replace(record.controls, acf=pinned_ref))
 
     # Serialise, then validate the very bytes through the reader's path (rule book
@@ -239,7 +272,7 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
             if not same:
                 _atomic_write(pinned_acf, acf_bytes)  # os.replace swaps a symlink itself, not its target
         _atomic_write(record_path(pin_dir, target), (document + "\n").encode("utf-8"))
-        if acf_bytes is None and (pinned_acf.is_file() or pinned_acf.is_symlink()):
+        if acf_bytes is None and not users and (pinned_acf.is_file() or pinned_acf.is_symlink()):
             # A stale ACF from an earlier pin would only confuse a reader of the pin dir.
             pinned_acf.unlink()
             fsync_dir(pin_dir)
@@ -548,6 +581,15 @@ def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bo
 # --------------------------------------------------------------------------- display
 
 
+def _printable(text: str) -> str:
+    """`text` with control, format and surrogate characters shown as escapes: a record is
+    untrusted, and an ANSI escape in it must not repaint the terminal that shows it."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+        for ch in text
+    )
+
+
 def format_record(record: PinnedRecord) -> str:
     """Human-readable summary for ``python -m ciq_build show <target>``."""
     lines = [f"target      {record.target}  (schema {record.schema})"]
@@ -596,4 +638,4 @@ def format_record(record: PinnedRecord) -> str:
                     f"  {obj} [{arch}]  registers {info.registers}, stack {info.stack}, "
                     f"code {info.code_sha256[:12]}"
                 )
-    return "\n".join(lines)
+    return "\n".join(_printable(line) for line in lines)

@@ -16,6 +16,7 @@ setup(
             ciq_target="kern",
             pin_dir="ciq",
             cuda_architectures=["90a"],
+            params=["CIQ_TILE=choice(16,32,64)"],
         )
     ],
     cmdclass={"build_ext": build_ext},
