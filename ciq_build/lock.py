@@ -523,6 +523,7 @@ class BuildPin:
     depends: tuple[Path, ...]  # files whose change must rebuild the target's objects
     message: str
     record: PinnedRecord | None = None
+    warning: str = ""  # why a pin was skipped, for the build's log
 
 
 def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allow_numerics: bool,
@@ -543,7 +544,9 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
     depends = (path,) + ((Path(record.controls.acf.path),) if record.controls.acf is not None else ())
     warning = check_toolchain(record, cuda, strict=strict)
     if warning is not None:
-        return BuildPin("skipped", (), depends, f"warning: {warning}", record)
+        return BuildPin("skipped", (), depends,
+                        f"pin skipped (tuned with CUDA {record.toolchain.cuda}, compiling with {cuda}): {path}",
+                        record, warning)
     arguments = pin_arguments(record, path, params=params, allow_numerics=allow_numerics, copy_dir=copy_dir)
     if record.controls.acf is not None and not arguments[-1].endswith("=" + str(record.controls.acf.path)):
         depends += (Path(copy_dir) / f"{target}.acf",)

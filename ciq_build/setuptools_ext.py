@@ -44,7 +44,8 @@ from ciq_build.controls import options_file_line
 from ciq_build.errors import CiqError, ConfigError, RecordError, ToolchainError
 from ciq_build.lock import BuildPin, record_path, resolve_build_pin
 from ciq_build.target import TARGET_NAME
-from ciq_build.toolchain import Toolchain, arch_number, find_toolchain
+from ciq_build.rules import load_rules
+from ciq_build.toolchain import Toolchain, arch_number, default_cache_dir, find_toolchain
 
 __all__ = ["BuildPin", "CudaExtension", "build_ext", "cudart_static", "resolve_pin"]
 
@@ -173,7 +174,7 @@ def resolve_pin(
         strict=_env_flag(environ, "CIQ_STRICT"), disabled=_env_flag(environ, "CIQ_DISABLE"), copy_dir=copy_dir,
     )
     if decision.status == "skipped":
-        _say(f"{decision.message} (CIQ_STRICT=1 makes this an error.)")
+        _say(f"warning: {decision.warning} (CIQ_STRICT=1 makes this an error.)")
     record = decision.record
     acf = record.controls.acf if record is not None and decision.status == "applied" else None
     if acf is not None and acf.compiler == "nvcc":
@@ -189,6 +190,15 @@ def resolve_pin(
         except ConfigError as exc:
             raise RecordError(f"pinned record {path}: {exc}") from exc
     return replace(decision, message=f"{target}: {decision.message}")
+
+
+def _acf_copy_dir(build_temp: Path) -> Path:
+    """Where an ACF whose path nvcc cannot pass on goes: the build tree, or (when the build
+    tree's own path has spaces or shell characters) ciq_build's cache directory."""
+    preferred = build_temp / "ciq"
+    if load_rules().matches("nvcc_path", str(preferred / "x.acf")):
+        return preferred
+    return default_cache_dir() / "acf-copies" / hashlib.sha256(str(build_temp).encode()).hexdigest()[:16]
 
 
 def _options_text(arguments: Sequence[str]) -> str:
@@ -305,7 +315,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         pin_dir = Path(ext.pin_dir).absolute()
         decision = resolve_pin(
             ext.ciq_target, pin_dir, toolchain, ext.cuda_architectures, params=ext.params,
-            allow_numerics=ext.allow_numerics, copy_dir=build_temp / "ciq",
+            allow_numerics=ext.allow_numerics, copy_dir=_acf_copy_dir(build_temp),
         )
         _say(decision.message)
         options = build_temp / f"{ext.ciq_target}.nvcc-options"

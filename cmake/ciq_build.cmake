@@ -481,7 +481,11 @@ function(ciq_tune_target target)
     message(FATAL_ERROR "${fn}: ARGS are the benchmark's arguments; give "
       "BENCHMARK <exe-target> too.")
   endif()
-  if("time" IN_LIST ARG_OBJECTIVES AND NOT ARG_BENCHMARK AND NOT ARG_METRIC)
+  if(ARG_METRIC AND NOT ARG_BENCHMARK)
+    message(FATAL_ERROR "${fn}: METRIC reads the output of a benchmark; give "
+      "BENCHMARK <exe-target> too.")
+  endif()
+  if("time" IN_LIST ARG_OBJECTIVES AND NOT ARG_BENCHMARK)
     message(FATAL_ERROR "${fn}: OBJECTIVES time needs a BENCHMARK to run; add "
       "BENCHMARK <exe-target>, or use a static objective such as spill_bytes.")
   endif()
@@ -519,6 +523,20 @@ function(ciq_tune_target target)
       "calls.")
   endif()
 
+  # The rule book's names, as Python reads them (a target names <target>.json).
+  _ciq_rules_matches(plain target_name "${target}")
+  if(NOT plain)
+    message(FATAL_ERROR "${fn}: the target name '${target}' cannot name a pinned "
+      "record; tune a target whose name uses letters, digits and _ . + - and does "
+      "not start with '.' or '-'.")
+  endif()
+  if(DEFINED ARG_PIN_DIR)
+    _ciq_rules_matches(plain pin_dir "${ARG_PIN_DIR}")
+    if(NOT plain OR ARG_PIN_DIR MATCHES "(^|/)[.][.](/|$)")
+      message(FATAL_ERROR "${fn}: PIN_DIR '${ARG_PIN_DIR}' is not a plain path "
+        "(letters, digits, spaces and _ . / + : @ % = -, no '..'); choose another.")
+    endif()
+  endif()
   if(DEFINED ARG_PIN_DIR)
     cmake_path(ABSOLUTE_PATH ARG_PIN_DIR BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
       NORMALIZE OUTPUT_VARIABLE pin_dir)

@@ -592,3 +592,20 @@ def test_a_pin_written_after_configure_is_applied_by_the_next_plain_build(
     project.build_targets("kern")
     assert project.options_file().read_text() == ""
     assert "kern_tile_1" in _object_symbols(project.build)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('ciq_tune_target(kern PIN_DIR "../elsewhere")\n', "is not a plain path"),
+        ('ciq_tune_target(kern PIN_DIR "a$b")\n', "is not a plain path"),
+        ('ciq_tune_target(kern METRIC "t=([0-9.]+)")\n', "METRIC reads the output of a benchmark"),
+        ('ciq_tune_target(kern OBJECTIVES time METRIC "t=([0-9.]+)")\n', "METRIC reads the output"),
+    ],
+)
+def test_names_python_refuses_are_refused_by_cmake_too(tiny: Tiny, body: str, message: str) -> None:
+    # Issue 8, defect 12: CMake accepted PIN_DIR values and METRIC-without-BENCHMARK
+    # that the Python side refuses.
+    result = tiny.configure(body=body)
+    assert not result.ok and message in said(result)
+    ensure_ok(tiny.configure())
