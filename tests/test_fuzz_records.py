@@ -336,7 +336,10 @@ def generated_records(draw) -> PinnedRecord:
                                                    "stack_bytes", "sass_instructions", "metric:gflops"]),
                                   min_size=1, max_size=3, unique=True))
     )
-    finite = st.floats(allow_nan=False, allow_infinity=False)
+    # What the rule book lets a record hold: numbers whose exponent has at most
+    # two digits (0, or 1e-99 < |x| < 1e99); anything else is refused on write.
+    finite = st.one_of(st.just(0.0), st.floats(min_value=1e-98, max_value=1e98),
+                       st.floats(min_value=-1e98, max_value=-1e-98))
 
     def summary() -> ScoreSummary | None:
         if draw(st.booleans()):
@@ -351,10 +354,12 @@ def generated_records(draw) -> PinnedRecord:
         target=draw(st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,12}", fullmatch=True)),
         controls=controls,
         toolchain=RecordToolchain(f"{draw(st.integers(11, 20))}.{draw(st.integers(0, 9))}",
-                                  draw(st.text(max_size=10)), draw(st.text(max_size=10)),
+                                  draw(st.from_regex(r"[A-Za-z0-9_.+ ()/:,-]{0,10}", fullmatch=True)),
+                                  draw(st.from_regex(r"[A-Za-z0-9_.+ ()/:,-]{0,10}", fullmatch=True)),
                                   tuple(draw(st.lists(st.sampled_from(["80", "90a", "100a", "120f"]), max_size=3)))),
-        provenance=draw(st.dictionaries(st.text(max_size=6).filter(
-            lambda k: k not in ("engine", "seed", "created", "ciq_build_version", "budget")), json_values, max_size=3)),
+        provenance=draw(st.dictionaries(_record_text.filter(
+            lambda k: k not in ("engine", "seed", "created", "ciq_build_version", "budget")), record_json_values,
+            max_size=3)),
         objectives=objectives,
         baseline=summary(),
         winner=summary(),
@@ -365,6 +370,18 @@ def generated_records(draw) -> PinnedRecord:
                                      max_size=2, unique=True))
         },
     )
+
+
+# What a record can hold and read back unchanged (the rule book): BMP text without
+# NUL or surrogates, numbers with at most a 2-digit exponent.
+_record_text = st.text(st.characters(min_codepoint=1, max_codepoint=0xFFFF, blacklist_categories=("Cs",)),
+                       max_size=8)
+record_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**14, 10**14) | st.just(0.0)
+    | st.floats(min_value=1e-98, max_value=1e98) | _record_text,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_record_text, inner, max_size=4),
+    max_leaves=12,
+)
 
 
 @QUICK
