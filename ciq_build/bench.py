@@ -9,7 +9,14 @@ A benchmark prints any number of lines (stdout or stderr; stdout is read first):
 and exits 0. Reading rules (the benchmark's output is never trusted):
 
 * The ``time`` metric (milliseconds) comes from ``time_ms``, or, when the
-  target has a METRIC regex, from the regex's first group (the regex wins).
+  target has a METRIC regex, from the regex's first group (the regex wins),
+  converted from the target's UNIT (``s``, ``ms``, ``us`` or ``ns``; default
+  ``ms``) to milliseconds. The regex's value is then also ``time_ms``, the
+  metric the ``time`` objective reads, so a benchmark with its own output
+  format tunes ``time`` through METRIC alone.
+* The regex's printed precision is judged (`coarse_precision`): printed digits
+  that resolve less than ``COARSE_RESOLUTION`` (0.5%) of the value cannot tell
+  candidates 1% apart, and the tune warns about it.
 * A metric printed twice: the last value wins (benchmarks print running
   results and then the final one).
 * Every protocol value must be a finite number; a time (``time`` and names
@@ -42,7 +49,7 @@ import queue
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -62,6 +69,14 @@ NO_GPU = "no_gpu"
 CAUSES = (BENCH_TIMEOUT, BENCH_SIGNAL, BENCH_EXIT, NO_METRIC, BAD_METRIC, CHECK_FAILED, NO_GPU)
 
 TIME = "time"  # the runtime objective, in milliseconds
+TIME_MS = "time_ms"  # the protocol's name for it, and the metric the tune reads
+
+# METRIC's UNIT -> the power of ten that turns it into milliseconds.
+METRIC_UNITS = {"s": 3, "ms": 0, "us": -3, "ns": -6}
+DEFAULT_METRIC_UNIT = "ms"
+# A printed time whose last digit is worth more than this fraction of the value
+# cannot tell candidates 1% apart (a 1% gain would be at most two steps).
+COARSE_RESOLUTION = 0.005
 STATIC_OBJECTIVES = ("registers", "spill_bytes", "stack_bytes", "sass_instructions", "compile_time")
 
 _TAIL_LINES = 20
@@ -103,11 +118,12 @@ class BenchSpec:
     path: Path
     args: tuple[str, ...] = ()
     timeout: float = 60.0  # seconds; the whole process group is killed after it
-    metric_regex: str | None = None  # first group: the time in ms (the target's METRIC)
+    metric_regex: str | None = None  # first group: the time, in metric_unit (the target's METRIC)
     cwd: Path | None = None
     env: Mapping[str, str] | None = None  # extra variables over the inherited environment
     # Metrics every run must print (the runtime objectives); empty: at least one metric.
     required: tuple[str, ...] = ()
+    metric_unit: str = DEFAULT_METRIC_UNIT  # the unit of the METRIC regex's number (the target's UNIT)
 
     def __post_init__(self) -> None:
         path = Path(self.path)
@@ -124,13 +140,11 @@ class BenchSpec:
             compile_metric_regex(self.metric_regex)
         else:
             object.__setattr__(self, "metric_regex", None)
+        check_metric_unit(self.metric_unit)
 
     def with_env(self, extra: Mapping[str, str]) -> BenchSpec:
         """This spec with more environment variables (e.g. a GPU slot's CUDA_VISIBLE_DEVICES)."""
-        return BenchSpec(
-            self.path, self.args, self.timeout, self.metric_regex, self.cwd,
-            {**(self.env or {}), **extra}, self.required,
-        )
+        return replace(self, env={**(self.env or {}), **extra})
 
 
 def compile_metric_regex(text: str) -> re.Pattern[str]:
@@ -141,10 +155,49 @@ def compile_metric_regex(text: str) -> re.Pattern[str]:
         raise ConfigError(f"the METRIC regex {text!r} is not a valid Python regular expression: {exc}") from None
     if pattern.groups < 1:
         raise ConfigError(
-            f"the METRIC regex {text!r} has no group; put the time in milliseconds in the first group, "
-            r"e.g. 'elapsed: ([0-9.]+) ms'"
+            f"the METRIC regex {text!r} has no group; put the time in the first group (in UNIT, default "
+            r"milliseconds), e.g. 'elapsed: ([0-9.]+) ms'"
         )
     return pattern
+
+
+def check_metric_unit(unit: object) -> str:
+    """METRIC's UNIT, or ConfigError naming the units there are."""
+    if not isinstance(unit, str) or unit not in METRIC_UNITS:
+        raise ConfigError(
+            f"the METRIC unit {unit!r} is not one of {', '.join(METRIC_UNITS)} (seconds, milliseconds, "
+            "microseconds, nanoseconds); set UNIT in ciq_tune_target() to the unit the benchmark prints"
+        )
+    return unit
+
+
+@dataclass(frozen=True)
+class PrintedTime:
+    """What the METRIC regex captured: the text, and how finely its digits resolve the value."""
+
+    text: str  # as printed, e.g. "0.00009"
+    unit: str  # METRIC's UNIT
+    resolution: float  # the last printed digit's worth / the value (inf for a printed 0)
+
+    @property
+    def coarse(self) -> bool:
+        return self.resolution > COARSE_RESOLUTION
+
+
+def coarse_precision_warning(benchmark: str, printed: PrintedTime, metric_regex: str | None = None) -> str:
+    """The one warning a tune gives when the benchmark prints its time too coarsely."""
+    if math.isinf(printed.resolution):
+        how = "a printed 0 resolves nothing"
+    else:
+        how = f"its last digit is {printed.resolution:.2%} of the value"
+    via = f" through METRIC {metric_regex!r}" if metric_regex else ""
+    return (
+        f"warning: the benchmark {benchmark} printed its time as {printed.text!r} {printed.unit}{via}: "
+        f"{how}, too coarse to tell candidates 1% apart (a digit must be worth at most "
+        f"{COARSE_RESOLUTION:.1%} of the value), so close candidates tie. Print more significant digits "
+        "(e.g. printf(\"%.6g\"), or a smaller UNIT), or print 'CIQ_METRIC time_ms=<milliseconds>' "
+        "with full precision."
+    )
 
 
 # -- parsing the output ---------------------------------------------------------------
@@ -162,13 +215,20 @@ class ParsedOutput:
     problem_count: int
     check_problems: tuple[str, ...]  # unreadable CIQ_CHECK lines (first few)
     regex_matched: bool  # the METRIC regex matched at least once
+    printed_time: PrintedTime | None = None  # the METRIC regex's value as printed (its last match)
+    metric_regex: str | None = None  # the METRIC regex, when one was given
 
 
-def parse_output(text: str, metric_regex: str | re.Pattern[str] | None = None) -> ParsedOutput:
+def parse_output(
+    text: str, metric_regex: str | re.Pattern[str] | None = None, metric_unit: str = DEFAULT_METRIC_UNIT
+) -> ParsedOutput:
     """Read the protocol lines (and the METRIC regex) out of a benchmark's output.
 
-    Never raises for any text; raises ConfigError only for an unusable regex.
+    The regex's number is in `metric_unit` and becomes ``time`` and ``time_ms``
+    in milliseconds. Never raises for any text; raises ConfigError only for an
+    unusable regex or unit.
     """
+    shift = METRIC_UNITS[check_metric_unit(metric_unit)]
     pattern: re.Pattern[str] | None = None
     if isinstance(metric_regex, re.Pattern):
         pattern = compile_metric_regex(metric_regex.pattern) if metric_regex.groups < 1 else metric_regex
@@ -181,6 +241,7 @@ def parse_output(text: str, metric_regex: str | re.Pattern[str] | None = None) -
     check_problems: list[str] = []
     no_gpu_marker: str | None = None
     regex_time: float | None = None
+    printed_time: PrintedTime | None = None
     regex_matched = False
 
     def problem(message: str) -> None:
@@ -220,15 +281,17 @@ def parse_output(text: str, metric_regex: str | re.Pattern[str] | None = None) -
             found = _search_time(pattern, line)
             if found is not None:
                 regex_matched = True
-                value, why = _read_value(found, True)
+                value, why = _read_value(found, True, shift)
                 if value is None:
                     problem(f"METRIC regex captured {_clip(found)!r}: {why}")
                 else:
                     regex_time = value  # the last match wins, like a repeated CIQ_METRIC
-    if "time_ms" in metrics:
-        metrics[TIME] = metrics["time_ms"]
+                    printed_time = PrintedTime(_clip(found.strip()), metric_unit, _resolution(found))
+    if TIME_MS in metrics:
+        metrics[TIME] = metrics[TIME_MS]
     if regex_time is not None:
-        metrics[TIME] = regex_time
+        # The regex wins, under both names: `time_ms` is what the time objective reads.
+        metrics[TIME] = metrics[TIME_MS] = regex_time
     runtime = _RUNTIME_NO_GPU.search(text)
     no_gpu_runtime = None
     if runtime is not None:
@@ -237,7 +300,7 @@ def parse_output(text: str, metric_regex: str | re.Pattern[str] | None = None) -
         no_gpu_runtime = _clip(text[start : end if end >= 0 else len(text)].strip())
     return ParsedOutput(
         metrics, check, no_gpu_marker, no_gpu_runtime, tuple(problems), problem_count,
-        tuple(check_problems), regex_matched,
+        tuple(check_problems), regex_matched, printed_time, pattern.pattern if pattern is not None else None,
     )
 
 
@@ -249,19 +312,38 @@ def _search_time(pattern: re.Pattern[str], line: str) -> str | None:
     return group if isinstance(group, str) else None  # a group that did not take part
 
 
-def _read_value(raw: str, is_time: bool) -> tuple[float | None, str]:
-    """The number in `raw`, or None and why not."""
+def _read_value(raw: str, is_time: bool, shift: int = 0) -> tuple[float | None, str]:
+    """The number in `raw` times 10**shift (a unit change, exact in decimal), or None and why not."""
     token = raw.strip()
     if _NON_FINITE.fullmatch(token):
         return None, "not a finite number"
     if not _NUMBER.fullmatch(token):
         return None, "not a number"
+    mantissa, _, exponent = token.lower().partition("e")
+    if shift and len(exponent.lstrip("+-").lstrip("0")) <= 9:  # longer: 0 or inf in any unit
+        token = f"{mantissa}e{int(exponent or 0) + shift}"  # 0.0023712 s -> 0.0023712e3 ms, rounded once
     value = float(token)  # cannot fail after the regex; huge exponents become inf
     if not math.isfinite(value):
         return None, "not a finite number (out of range)"
     if is_time and value < 0:
         return None, "a time cannot be negative"
     return value, ""
+
+
+def _resolution(raw: str) -> float:
+    """How much the last printed digit of the number `raw` is worth, as a fraction of its value.
+
+    The digits printed, read as one integer N (``2.371`` -> 2371, ``0.00009`` -> 9,
+    ``1.20e-3`` -> 120), make the value N steps of the last digit, whatever the
+    unit or exponent: the step is 1/N of the value (inf for a printed 0).
+    """
+    mantissa = raw.strip().lower().partition("e")[0].lstrip("+-").replace(".", "")
+    digits = mantissa.lstrip("0")
+    if not digits:
+        return math.inf
+    if len(digits) > 15:
+        return 0.0  # finer than anything measurable
+    return 1.0 / int(digits)
 
 
 def _clip(text: str, limit: int = 120) -> str:
@@ -282,6 +364,7 @@ class BenchRun:
     check: Literal["PASS", "FAIL"] | None
     seconds: float
     output_tail: str  # the last lines of stdout + stderr, for the journal and reports
+    printed_time: PrintedTime | None = None  # the METRIC regex's value as printed (not journaled)
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-ready dict for the journal."""
@@ -327,12 +410,16 @@ def classify(
         more = f" and {parsed.problem_count - 1} more" if parsed.problem_count > 1 else ""
         return failed(BAD_METRIC, f"the benchmark printed an unusable metric: {parsed.problems[0]}{more}")
     if not parsed.metrics or missing:
+        if parsed.metric_regex is not None and not parsed.regex_matched:
+            hint = f" (the METRIC regex {_clip(parsed.metric_regex)!r} matched no line of its output)"
+        else:
+            hint = " (print 'CIQ_METRIC time_ms=<milliseconds>' or set the target's METRIC regex)"
         if missing:
             what = "no " + ", ".join(missing)
-            if TIME in missing:
-                what += " (print 'CIQ_METRIC time_ms=<milliseconds>' or set the target's METRIC regex)"
+            if TIME in missing or TIME_MS in missing:
+                what += hint
         else:
-            what = "no metric (print 'CIQ_METRIC time_ms=<milliseconds>' or set the target's METRIC regex)"
+            what = "no metric" + hint
         if truncated:
             what += (
                 f"; its output was longer than {proc.MAX_OUTPUT_CHARS} characters and only the tail was "
@@ -365,8 +452,9 @@ def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
             env = {**os.environ, **(spec.env or {}), **slot_env}
         result = proc.run([spec.path, *spec.args], spec.timeout, cwd=spec.cwd, env=env)
     text = result.stdout + ("\n" if result.stdout and result.stderr else "") + result.stderr
-    parsed = parse_output(text, spec.metric_regex)
-    return classify(result, parsed, spec.required, spec.timeout)
+    parsed = parse_output(text, spec.metric_regex, spec.metric_unit)
+    run = classify(result, parsed, spec.required, spec.timeout)
+    return replace(run, printed_time=parsed.printed_time) if parsed.printed_time is not None else run
 
 
 # -- repeated runs ---------------------------------------------------------------------

@@ -39,6 +39,8 @@ _OBJECTIVES: dict[str, Source] = {
 }
 _ALIASES = {"compile_seconds": "compile_time", "spills": "spill_bytes"}
 _METRIC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+# METRIC's UNIT (ciq_build.bench.METRIC_UNITS; bench imports numpy, this module must not need it).
+METRIC_UNITS = ("s", "ms", "us", "ns")
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ class Manifest:
     generator: str
     allow_numerics: bool
     toolchain: ManifestToolchain
+    metric_unit: str = "ms"  # UNIT of ciq_tune_target(): what METRIC's number is in (s, ms, us, ns)
     schema: int = MANIFEST_SCHEMA
     path: Path | None = None  # the manifest file it was read from
 
@@ -251,7 +254,7 @@ class _Reader:
 
 _KEYS = {
     "schema", "target", "source_dir", "binary_dir", "target_source_dir", "target_binary_dir",
-    "cuda_sources", "object_dir", "benchmark", "metric_regex", "objectives", "params",
+    "cuda_sources", "object_dir", "benchmark", "metric_regex", "metric_unit", "objectives", "params",
     "search_space", "pin_dir", "pin_file", "timeout", "options_file", "generator",
     "allow_numerics", "toolchain",
 }
@@ -307,9 +310,15 @@ def read_manifest(path: Path) -> Manifest:
         try:
             compiled = re.compile(metric_regex)
         except (re.error, RecursionError, OverflowError) as exc:
-            raise r.fail("metric_regex", f"is not a valid regular expression ({exc}); fix METRIC_REGEX") from exc
+            raise r.fail("metric_regex",
+                         f"is not a valid regular expression ({exc}); fix METRIC in ciq_tune_target()") from exc
         if compiled.groups < 1:
-            raise r.fail("metric_regex", "needs a capture group around the number; fix METRIC_REGEX")
+            raise r.fail("metric_regex", "needs a capture group around the number; fix METRIC in ciq_tune_target()")
+    # Written by every module that knows UNIT; a manifest from before it meant milliseconds.
+    metric_unit = r.str_(data, "metric_unit") if "metric_unit" in data else "ms"
+    if metric_unit not in METRIC_UNITS:
+        raise r.fail("metric_unit",
+                     f"is {metric_unit!r}, not one of {', '.join(METRIC_UNITS)}; fix UNIT in ciq_tune_target()")
 
     objectives = r.str_list(data, "objectives")  # empty: no OBJECTIVES given, the driver's default
     try:
@@ -358,6 +367,7 @@ def read_manifest(path: Path) -> Manifest:
         object_dir=r.abspath(data, "object_dir"),
         benchmark=benchmark,
         metric_regex=metric_regex,
+        metric_unit=metric_unit,
         objectives=objectives,
         params=r.str_list(data, "params"),
         search_space=r.str_list(data, "search_space"),

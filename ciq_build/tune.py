@@ -11,7 +11,9 @@ import argparse
 import hashlib
 import json
 import sys
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +21,8 @@ from typing import Any
 
 from ciq_build import __version__, metrics, proc
 from ciq_build.fingerprint import object_fingerprints
-from ciq_build.bench import BenchSpec, GpuSlots, beats_baseline, interleaved, measure
+from ciq_build.bench import (BenchSpec, GpuSlots, Measurement, beats_baseline, coarse_precision_warning,
+                             interleaved, measure)
 from ciq_build.build import (CandidateBuild, ScratchTree, configure_user_tree, make_scratch_trees, safe_name,
                              scratch_root)
 from ciq_build.controls import Controls, controls_from_candidate, controls_to_json
@@ -151,6 +154,9 @@ class Evaluator:
     repeats: int
     timeout: float
     slots: GpuSlots
+    warn: Callable[[str], None] | None = None  # where the coarse-precision warning goes
+    _warned: bool = field(default=False, init=False, repr=False)
+    _warn_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
     def needs_benchmark(self) -> bool:
@@ -165,7 +171,22 @@ class Evaluator:
         assert bench is not None and tree.benchmark_path is not None
         required = tuple(metric_key(o) for o in self.objectives if o.source == "benchmark")
         return BenchSpec(path=tree.benchmark_path, args=list(bench.args), timeout=self.timeout,
-                         metric_regex=self.manifest.metric_regex or None, cwd=tree.build_dir, required=required)
+                         metric_regex=self.manifest.metric_regex or None, cwd=tree.build_dir, required=required,
+                         metric_unit=self.manifest.metric_unit)
+
+    def check_precision(self, *measurements: Measurement) -> None:
+        """Warn, once per tune, when the METRIC regex's printed time is too coarse to compare candidates."""
+        printed = next((run.printed_time for m in measurements for run in m.runs
+                        if run.printed_time is not None and run.printed_time.coarse), None)
+        if printed is None or self.warn is None:
+            return
+        with self._warn_lock:
+            if self._warned:
+                return
+            self._warned = True
+        bench = self.manifest.benchmark
+        self.warn(coarse_precision_warning(bench.target if bench else self.manifest.target, printed,
+                                           self.manifest.metric_regex or None))
 
     def evaluate(self, tree: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
         started = time.monotonic()
@@ -182,6 +203,7 @@ class Evaluator:
         if self.needs_benchmark:
             with self.slots.slot() as env:
                 measurement = measure(self.bench_spec(tree).with_env(env), self.repeats)
+            self.check_precision(measurement)
             if measurement.failure is not None:
                 run = measurement.failure
                 detail = f"{run.message}\n{run.output_tail}" if run.output_tail else run.message
@@ -246,6 +268,9 @@ def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sour
         "acf": controls.acf.sha256 if controls.acf else None,
         "benchmark": [str(bench.path), *bench.args] if bench else None,
     }
+    if manifest.metric_regex:
+        # What the benchmark's output means; absent for the line protocol, so its keys stay as they were.
+        payload["metric"] = [manifest.metric_regex, manifest.metric_unit]
     digest.update(json.dumps(payload, sort_keys=True).encode())
     return digest.hexdigest()
 
@@ -290,7 +315,7 @@ class Tuner:
         self.objectives = parse_objectives(options.objectives or self.manifest.objectives or ["spill_bytes"])
         self.timeout = options.timeout or self.manifest.timeout or DEFAULT_TIMEOUT
         self.evaluator = Evaluator(self.manifest, self.toolchain, self.objectives, options.repeats, self.timeout,
-                                   GpuSlots(options.gpus))
+                                   GpuSlots(options.gpus), warn=self._warn)
         if self.evaluator.needs_benchmark and self.manifest.benchmark is None:
             raise ConfigError(
                 f"objective(s) {', '.join(o.name for o in self.objectives if o.source == 'benchmark')} need a "
@@ -526,6 +551,7 @@ class Tuner:
         with self.evaluator.slots.slot() as env:
             base_m, win_m = interleaved(self.evaluator.bench_spec(base_tree).with_env(env),
                                         self.evaluator.bench_spec(tree).with_env(env), rounds)
+        self.evaluator.check_precision(base_m, win_m)
         if base_m.failure is not None or win_m.failure is not None:
             failure = base_m.failure or win_m.failure
             raise SearchError(f"re-measuring failed: {failure.cause}: {failure.message}")  # type: ignore[union-attr]
@@ -610,6 +636,10 @@ class Tuner:
     def _say(self, text: str) -> None:
         if not self.options.quiet:
             print(f"ciq_build: {text}", file=self.out, flush=True)
+
+    def _warn(self, text: str) -> None:
+        """A warning about the tune's results: printed even with --quiet (which only silences progress)."""
+        print(f"ciq_build: {text}", file=self.out, flush=True)
 
 
 def pick_from_front(front: list[Evaluated], directions: list[str], rule: str) -> Evaluated:

@@ -387,7 +387,8 @@ def test_parser_rules_for_duplicates_checks_and_the_regex() -> None:
         "elapsed 0.75 ms", "elapsed 0.5 ms",  # the regex's last match wins, over time_ms
     ])
     parsed = bench.parse_output(text, r"elapsed ([0-9.]+) ms")
-    assert parsed.metrics == {"time_ms": 1.5, "delta": -3.0, "time": 0.5}
+    # ... under both names: time_ms is what the tune's time objective reads.
+    assert parsed.metrics == {"time_ms": 0.5, "delta": -3.0, "time": 0.5}
     assert parsed.check == "PASS" and parsed.problems == ()
     assert bench.parse_output(text).metrics["time"] == 1.5
 
@@ -398,6 +399,77 @@ def test_parser_rules_for_duplicates_checks_and_the_regex() -> None:
 )
 def test_any_fail_or_unreadable_check_is_fail(lines: list[str]) -> None:
     assert bench.parse_output("\n".join(lines)).check == "FAIL"
+
+
+@pytest.mark.parametrize(
+    ("line", "unit", "expected"),
+    [("Time= 0.0023712 sec", "s", 2.3712), ("Time= 2.3712 msec", "ms", 2.3712), ("Time= 2371.2 usec", "us", 2.3712),
+     ("Time= 2371200 nsec", "ns", 2.3712), ("Time= 2.3712e-3 sec", "s", 2.3712), ("Time= 0 sec", "s", 0.0)],
+)
+def test_the_regex_value_is_converted_from_its_unit_to_ms_under_both_time_names(
+        line: str, unit: str, expected: float) -> None:
+    parsed = bench.parse_output(f"warming up\n{line}\n", r"Time= *(\S+) \w+", unit)
+    assert parsed.metrics == {"time": expected, "time_ms": expected}  # exact: one decimal rounding
+    assert parsed.printed_time is not None and parsed.printed_time.unit == unit
+
+
+def test_the_unit_applies_to_the_regex_only_and_must_be_known() -> None:
+    # The line protocol is milliseconds whatever UNIT says; a protocol benchmark parses as before.
+    assert bench.parse_output("CIQ_METRIC time_ms=1.5\nCIQ_METRIC x_s=2\n", None, "s").metrics == {
+        "time_ms": 1.5, "x_s": 2.0, "time": 1.5}
+    assert bench.parse_output("CIQ_METRIC time_ms=1.5\n").printed_time is None
+    for unit in ("min", "MS", "", None):
+        with pytest.raises(ConfigError, match="s, ms, us, ns"):
+            bench.parse_output("Time= 1 sec", r"Time= (\S+)", unit)  # type: ignore[arg-type]
+        with pytest.raises(ConfigError, match="set UNIT in ciq_tune_target"):
+            fault("good", metric_regex=r"Time= (\S+)", metric_unit=unit)
+    spec = fault("good", metric_regex=r"Time= (\S+)", metric_unit="us")
+    assert spec.with_env({"A": "1"}).metric_unit == "us"  # kept by with_env
+
+
+def test_huge_exponents_in_any_unit_are_bad_metrics_not_crashes() -> None:
+    for text in ("Time= 1e400 sec", "Time= 1e99999999999999999999 sec", "Time= 1e" + "9" * 5000 + " sec"):
+        parsed = bench.parse_output(text, r"Time= (\S+) sec", "s")
+        assert "time" not in parsed.metrics and "finite" in parsed.problems[0]
+    assert bench.parse_output("Time= 1e-99999999999 sec", r"Time= (\S+) sec", "s").metrics["time_ms"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("printed", "resolution"),
+    [("2.371", 1 / 2371), ("0.00009", 1 / 9), ("0.0023712", 1 / 23712), ("12", 1 / 12), ("1.20e-3", 1 / 120),
+     ("+.5", 1 / 5), ("0.000", float("inf")), ("1234567890.1234567", 0.0)],
+)
+def test_the_resolution_of_a_printed_time_is_its_last_digit_over_its_value(printed: str, resolution: float) -> None:
+    parsed = bench.parse_output(f"Time= {printed} sec", r"Time= (\S+) sec", "s")
+    assert parsed.printed_time is not None and parsed.printed_time.text == printed
+    assert parsed.printed_time.resolution == pytest.approx(resolution)
+    assert parsed.printed_time.coarse == (resolution > bench.COARSE_RESOLUTION)
+
+
+def test_the_coarse_precision_warning_says_what_was_printed_and_what_to_do() -> None:
+    printed = bench.parse_output("Time= 0.00009 s", r"Time= (\S+) s", "s").printed_time
+    assert printed is not None and printed.coarse
+    text = bench.coarse_precision_warning("gemm_bench", printed, r"Time= (\S+) s")
+    assert "gemm_bench" in text and "'0.00009' s" in text and "11.11%" in text and "0.5%" in text
+    assert "more significant digits" in text and "CIQ_METRIC time_ms=" in text
+    zero = bench.parse_output("Time= 0.000 s", r"Time= (\S+) s", "s").printed_time
+    assert zero is not None and zero.coarse and "a printed 0" in bench.coarse_precision_warning("b", zero)
+    fine = bench.parse_output("Time= 2.371 msec", r"Time= (\S+) msec").printed_time
+    assert fine is not None and not fine.coarse  # 0.04%: candidates 1% apart are 24 steps apart
+
+
+def test_a_regex_that_matches_nothing_is_named_in_the_no_metric_message() -> None:
+    run = run_once(fault("no_metric", metric_regex=r"Time= ([0-9.]+) sec", required=("time_ms",)))
+    assert run.cause == bench.NO_METRIC and "the METRIC regex 'Time= ([0-9.]+) sec' matched no line" in run.message
+    run = run_once(fault("no_metric", required=("time_ms",)))
+    assert run.cause == bench.NO_METRIC and "print 'CIQ_METRIC time_ms=<milliseconds>'" in run.message
+
+
+def test_a_run_carries_its_printed_time_but_does_not_journal_it() -> None:
+    run = run_once(fault("no_metric", metric_regex=r"done in ([0-9.]+) ms", metric_unit="s"))
+    assert run.ok and run.metrics["time_ms"] == 1750.0
+    assert run.printed_time is not None and run.printed_time.text == "1.75"
+    assert "printed_time" not in run.to_record()
 
 
 def test_negative_time_from_the_regex_is_bad() -> None:

@@ -16,6 +16,7 @@ from ciq_build.target import (
     load_manifest,
     parse_objective,
     parse_objectives,
+    METRIC_UNITS,
     read_manifest,
 )
 
@@ -35,6 +36,7 @@ def valid_manifest(build_dir: Path, target: str = "gemm") -> dict[str, Any]:
         "benchmark": {"target": f"{target}_bench", "path": str(build_dir / f"{target}_bench"),
                       "args": ["--n", "1024"]},
         "metric_regex": "",
+        "metric_unit": "ms",
         "objectives": ["time", "max:metric:gflops"],
         "params": ["TILE=choice(32,64)"],
         "search_space": ["knobs"],
@@ -195,6 +197,16 @@ def _mutated(tmp_path: Path, **changes: Any) -> Path:
 _DELETE = object()
 
 
+def test_metric_unit_is_read_and_defaults_to_milliseconds(tmp_path):
+    from ciq_build import bench
+
+    for unit in ("s", "ms", "us", "ns"):
+        assert read_manifest(_mutated(tmp_path, metric_regex="Time= ([0-9.]+)", metric_unit=unit)).metric_unit == unit
+    # A manifest from a module before UNIT: its METRIC was milliseconds.
+    assert read_manifest(_mutated(tmp_path, metric_unit=_DELETE)).metric_unit == "ms"
+    assert tuple(bench.METRIC_UNITS) == METRIC_UNITS  # one list of units, both readers
+
+
 @pytest.mark.parametrize(
     "changes,field",
     [
@@ -215,6 +227,9 @@ _DELETE = object()
         ({"benchmark": {"target": "b", "path": "/b", "args": [], "env": {}}}, "benchmark.env"),
         ({"metric_regex": "time=([0-9."}, "metric_regex"),
         ({"metric_regex": "time=[0-9.]+"}, "metric_regex"),
+        ({"metric_unit": "min"}, "metric_unit"),
+        ({"metric_unit": "MS"}, "metric_unit"),
+        ({"metric_unit": 1000}, "metric_unit"),
         ({"objectives": ["latency"]}, "objectives"),
         ({"objectives": "time"}, "objectives"),
         ({"params": [1]}, "params[0]"),

@@ -1,0 +1,73 @@
+"""`python -m ciq_build tune` with a benchmark that prints its own format (METRIC, UNIT).
+
+tests/projects/own_format's benchmark (a TEST DOUBLE for a GPU benchmark: its
+"time" is computed on the host from -DX) prints ``Time= 0.0015000 sec`` and no
+CIQ_ lines. METRIC alone must feed the ``time`` objective, in the UNIT given,
+and a printed precision too coarse to compare candidates must be warned about.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow
+
+OWN_FORMAT = REPO_ROOT / "tests" / "projects" / "own_format"
+
+
+def _tune(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    source, build = tmp_path / "own format src", tmp_path / "build"
+    shutil.copytree(OWN_FORMAT, source)
+    command = [sys.executable, "-m", "ciq_build", "tune", "own_bench", "-S", str(source), "-B", str(build),
+               "--generations", "1", "--pool-size", "3", "--repeats", "3", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source), source, build
+
+
+def _evaluations(build: Path) -> list[dict]:
+    lines = (build / "ciq" / "journal" / "own_bench.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, filter(str.strip, lines)) if r.get("kind") == "evaluation"]
+
+
+@pytest.mark.parametrize(
+    ("unit", "decimals", "printed"),
+    [("s", 7, "Time= 0.0010000 sec"),  # seconds, as many benchmarks print
+     ("", 4, "Time= 1.0000 msec")],  # no UNIT: milliseconds (the issue's METRIC "Time= *([0-9.]+) msec")
+)
+def test_a_benchmark_in_its_own_format_tunes_time_through_metric_alone(
+        tmp_path: Path, unit: str, decimals: int, printed: str) -> None:
+    result, source, build = _tune(tmp_path, f"--cmake-arg=-DOWN_UNIT={unit}", f"--cmake-arg=-DOWN_DIGITS={decimals}")
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((build / "ciq" / "targets" / "own_bench.json").read_text())
+    assert manifest["metric_unit"] == (unit or "ms")
+    baseline = next(r for r in _evaluations(build) if not r["controls"]["defines"])
+    assert baseline["ok"], baseline["message"]
+    assert baseline["metrics"]["time_ms"] == pytest.approx(1.5)  # converted to milliseconds
+    assert "better beyond the noise" in result.stdout
+    record = json.loads((source / "ciq" / "own_bench.json").read_text())
+    assert record["controls"]["defines"] == {"X": "1"}
+    assert record["baseline"]["scores"] == pytest.approx([1.5]) and record["winner"]["scores"] == pytest.approx([1.0])
+    assert "too coarse" not in result.stderr  # 5 significant digits resolve 0.007%
+    # The plain build ships the pin: the benchmark now prints the winner's time.
+    subprocess.run(["cmake", str(build)], check=True, capture_output=True)
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    run = subprocess.run([str(build / "own_bench"), unit or "ms", str(decimals)], capture_output=True, text=True)
+    assert printed in run.stdout and "CIQ_" not in run.stdout
+
+
+def test_a_printed_time_too_coarse_to_tell_candidates_apart_is_warned_about_once(tmp_path: Path) -> None:
+    # "0.00150 sec": the last digit is 1/150 = 0.67% of the value; a 1% gain is barely one step.
+    result, _, _ = _tune(tmp_path, "--cmake-arg=-DOWN_UNIT=s", "--cmake-arg=-DOWN_DIGITS=5", "--no-pin", "--quiet")
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "too coarse" in line]
+    assert len(warnings) == 1, result.stderr  # once per tune, not once per run
+    (warning,) = warnings
+    assert "warning" in warning and "own_bench" in warning and "'0.00150' s" in warning and "0.67%" in warning
+    assert "more significant digits" in warning and "CIQ_METRIC time_ms=" in warning
