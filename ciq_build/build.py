@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ciq_build import proc
+from ciq_build import environment, proc
 from ciq_build.controls import Controls, write_options_file
 from ciq_build.errors import BuildError
 from ciq_build.resources import build_tool, cmake_dir
@@ -42,7 +42,7 @@ class CandidateBuild:
     """The outcome of rebuilding the tuned target with one candidate's controls."""
 
     ok: bool
-    cause: str | None  # compile_failed / compile_timeout, see docs/ARCHITECTURE.md
+    cause: str | None  # compile_failed / compile_timeout, or an environmental cause (ciq_build.environment)
     message: str
     compile_seconds: float
     compiler_output: str
@@ -118,20 +118,36 @@ class ScratchTree:
     def build(self, controls: Controls, timeout: float) -> CandidateBuild:
         """Rebuild the tuned target with `controls`, then the benchmark (if any)."""
         write_options_file(self.options_file, controls, extra=VERBOSE_PTXAS)
-        compile_step = proc.run(self._build_args(self.manifest.target), timeout)
+        with environment.CompileWitness(self.options_file, timeout) as witness:
+            compile_step = proc.run(self._build_args(self.manifest.target), timeout)
         output = compile_step.stdout + compile_step.stderr
         if not compile_step.ok:
-            cause = "compile_timeout" if compile_step.timed_out else "compile_failed"
+            cause = self._failure_cause(compile_step, output, witness)
             return CandidateBuild(False, cause, f"compile {compile_step.describe()}:\n{compile_step.output_tail()}",
                                   compile_step.seconds, output)
         bench = self.manifest.benchmark
         if bench is not None and bench.target != self.manifest.target:
-            link_step = proc.run(self._build_args(bench.target), timeout)
+            with environment.CompileWitness(self.options_file, timeout) as witness:
+                link_step = proc.run(self._build_args(bench.target), timeout)
             if not link_step.ok:
-                cause = "compile_timeout" if link_step.timed_out else "compile_failed"
+                cause = self._failure_cause(link_step, link_step.stdout + link_step.stderr, witness)
                 return CandidateBuild(False, cause, f"benchmark build {link_step.describe()}:\n{link_step.output_tail()}",
                                       compile_step.seconds, output)
         return CandidateBuild(True, None, "", compile_step.seconds, output, self.object_files(), self.benchmark_path)
+
+    def _failure_cause(self, step: proc.ProcResult, output: str, witness: environment.CompileWitness) -> str:
+        """The candidate's own failure (compile_failed/compile_timeout) or the machine's (not cached)."""
+        if environment.says_disk_full(output):
+            return environment.DISK_FULL
+        if step.timed_out:
+            return "compile_timeout" if witness.hang_was_the_candidates() else environment.BUILD_TOOL_TIMEOUT
+        if environment.foreign_signal(step.signal) or environment.says_killed(output):
+            return environment.COMPILE_KILLED
+        # nvcc does not always say why a write failed ("Failed to preprocess host
+        # compiler properties" with a full TMPDIR): look at the disks themselves.
+        if environment.full_file_systems([self.root, environment.compiler_temp_dir()]):
+            return environment.DISK_FULL
+        return "compile_failed"
 
     def _build_args(self, target: str) -> list[str]:
         return [build_tool("cmake"), "--build", str(self.build_dir), "--target", target]

@@ -43,6 +43,16 @@ class BuildError(CiqError):
     """Configuring or building the project failed outside of a candidate."""
 
 
+class DiskFullError(CiqError):
+    """A write found the disk full: the tune stops; after freeing space, the same command resumes."""
+
+    exit_code = 75  # EX_TEMPFAIL (sysexits.h): a temporary failure, run it again
+
+    def __init__(self, message: str, *, advised: bool = False) -> None:
+        super().__init__(message)
+        self.advised = advised  # the message already says which folders to free (ciq_build.environment)
+
+
 class BenchmarkError(CiqError):
     """The benchmark cannot be run or its output cannot be read."""
 

@@ -12,7 +12,12 @@ cut - resumes without measuring anything twice. Durability rules:
 * before appending after a torn line, a newline is written first, so the torn
   fragment cannot swallow the next record;
 * records are never deleted: ``reset()`` (``--fresh``) renames the old journal
-  to ``<name>.<UTC timestamp>.bak``.
+  to ``<name>.<UTC timestamp>.bak``;
+* the journal is only ever a regular file of its own: a symlink (or a FIFO, a
+  device) planted at its path is refused, never followed (``O_NOFOLLOW``), so
+  appends cannot be redirected into another file;
+* a full disk is a `DiskFullError` (the tune stops and resumes later), not a
+  corrupt journal.
 
 The first record of a journal is a header, ``{"kind": "header", ...}``, with
 the settings that identify the search (target, toolchain, search space, ...);
@@ -26,9 +31,11 @@ survives the round trip.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
+import stat
 import sys
 import threading
 from collections.abc import Mapping
@@ -40,7 +47,7 @@ from typing import Any
 
 import filelock
 
-from ciq_build.errors import BusyError, JournalError
+from ciq_build.errors import BusyError, DiskFullError, JournalError
 from ciq_build.durable import fsync_dir
 
 HEADER_KIND = "header"
@@ -88,19 +95,24 @@ class Journal:
             try:
                 self._append_bytes(line)
             except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise DiskFullError(
+                        f"no space left on device for the journal {self.path}: free space on its file system, "
+                        "then run the same command to resume"
+                    ) from exc
                 raise JournalError(
                     f"cannot append to the journal {self.path}: {exc}; "
                     "check that the build directory is writable and the disk is not full"
                 ) from exc
 
     def _append_bytes(self, line: bytes) -> None:
-        created = not self.path.exists()
+        created = not os.path.lexists(self.path)
         if created:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = _open_own_file(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             size = os.fstat(fd).st_size
-            if size and not _ends_with_newline(self.path, size):
+            if size and os.pread(fd, 1, size - 1) != b"\n":
                 # A previous writer died mid-line: end its fragment so it stays one
                 # skipped line instead of corrupting this record too.
                 line = b"\n" + line
@@ -148,9 +160,14 @@ class Journal:
         """Every valid record, in order; headers included. Bad lines go to `skipped`."""
         self.skipped = []
         try:
-            data = self.path.read_bytes()
+            fd = _open_own_file(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise JournalError(f"cannot read the journal {self.path}: {exc}") from exc
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                data = handle.read()
         except OSError as exc:
             raise JournalError(f"cannot read the journal {self.path}: {exc}") from exc
         lines = data.split(b"\n")
@@ -238,10 +255,41 @@ def _parse_line(raw: bytes) -> dict[str, Any] | str:
     return value
 
 
-def _ends_with_newline(path: Path, size: int) -> bool:
-    with open(path, "rb") as handle:
-        handle.seek(size - 1)
-        return handle.read(1) == b"\n"
+def _open_own_file(path: Path, flags: int, mode: int = 0o644) -> int:
+    """Open the journal itself: never through a symlink, and only a regular file.
+
+    O_NOFOLLOW makes a symlink at `path` fail (ELOOP) instead of redirecting
+    the write; O_NONBLOCK keeps a FIFO planted there from hanging the open.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENXIO and os.path.islink(path)):
+            raise JournalError(
+                f"the journal {path} is a symbolic link; ciq_build never follows one there (it could redirect "
+                "the journal into any file). Remove it, then run again."
+            ) from None
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader, opened for writing
+            raise JournalError(f"the journal {path} is not a regular file; remove it, then run again.") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise JournalError(
+                f"the journal {path} is not a regular file ({_file_kind(info.st_mode)}); remove it, then run again.")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a plain file"
 
 
 def _short(value: Any, limit: int = 120) -> str:

@@ -8,8 +8,10 @@ tune resumes by replaying the journal into a search with the same seed.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
+import math
 import sys
 import threading
 import time
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ciq_build import __version__, metrics, proc
+from ciq_build import __version__, environment, metrics, proc
 from ciq_build.fingerprint import object_fingerprints
 from ciq_build.bench import (BenchSpec, GpuSlots, Measurement, beats_baseline, coarse_precision_warning,
                              interleaved, measure)
@@ -27,8 +29,9 @@ from ciq_build.build import (CandidateBuild, ScratchTree, configure_user_tree, m
                              scratch_root)
 from ciq_build.controls import Controls, controls_from_candidate, controls_to_json
 from ciq_build.engines.base import CandidateSource, Proposal
-from ciq_build.errors import BenchmarkError, ConfigError, NoGpuError, SearchError
+from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError, SearchError
 from ciq_build.journal import Journal, TargetLock
+from ciq_build.sources import SourceSet, Snapshot
 from ciq_build.lock import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary, record_path, write_record
 from ciq_build.results import dominates, non_dominated
 from ciq_build.target import Manifest, Objective, architecture_list, load_manifest, parse_objectives
@@ -100,8 +103,16 @@ class Evaluated:
     metrics: dict[str, float]
     spread: dict[str, float]
     scores: tuple[float, ...] | None
-    seconds: float
+    seconds: float  # wall time of the whole evaluation, waiting for a GPU included
     cached: bool = False
+    # Where the time went: compile_s (the target and the benchmark's link), benchmark_s
+    # (the runs), wait_s (queued for a GPU slot). Empty for journals written before 0.2.
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def environmental(self) -> bool:
+        """Failed because of the machine (full disk, foreign kill, hung build tool): never cached."""
+        return not self.ok and self.cause in environment.ENVIRONMENTAL_CAUSES
 
 
 @dataclass
@@ -190,33 +201,41 @@ class Evaluator:
 
     def evaluate(self, tree: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
         started = time.monotonic()
+        timings: dict[str, float] = {}
 
         def failed(cause: str, message: str, values: dict[str, float] | None = None) -> Evaluated:
             return Evaluated(key, proposal, controls, False, cause, message, values or {}, {}, None,
-                             time.monotonic() - started)
+                             time.monotonic() - started, timings=_rounded(timings))
 
         build = tree.build(controls, self.timeout)
+        timings["compile_s"] = time.monotonic() - started
         if not build.ok:
             return failed(build.cause or "compile_failed", build.message, {"compile_seconds": build.compile_seconds})
         values = self.static_metrics(build)
         spread: dict[str, float] = {}
         if self.needs_benchmark:
+            queued = time.monotonic()
             with self.slots.slot() as env:
+                running = time.monotonic()
+                timings["wait_s"] = running - queued
                 measurement = measure(self.bench_spec(tree).with_env(env), self.repeats)
+                timings["benchmark_s"] = time.monotonic() - running
             self.check_precision(measurement)
             if measurement.failure is not None:
                 run = measurement.failure
                 detail = f"{run.message}\n{run.output_tail}" if run.output_tail else run.message
-                return failed(run.cause or "bench_exit", detail, values)
+                return failed(_bench_cause(run.cause, run.message, run.output_tail), detail, values)
             values.update(measurement.metrics)
             spread.update(measurement.iqr)
         scores = objective_values(self.objectives, values)
         if scores is None:
             missing = [metric_key(o) for o in self.objectives if metric_key(o) not in values]
             return failed("no_metric", f"no value for objective(s) {', '.join(missing)}", values)
-        return Evaluated(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started)
+        return Evaluated(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
+                         timings=_rounded(timings))
 
     def static_metrics(self, build: CandidateBuild) -> dict[str, float]:
+        """compile_seconds and the compiler's static metrics of a build (deterministic but the first)."""
         values: dict[str, float] = {"compile_seconds": build.compile_seconds}
         usages = metrics.parse_ptxas_verbose(build.compiler_output)
         if usages:
@@ -227,32 +246,28 @@ class Evaluator:
         return values
 
 
+def _rounded(timings: dict[str, float]) -> dict[str, float]:
+    return {name: round(value, 3) for name, value in timings.items()}
+
+
+def _bench_cause(cause: str | None, message: str, output_tail: str) -> str:
+    """A failed benchmark run's cause, or an environmental one when the machine did it."""
+    if cause == "bench_signal" and environment.says_killed(message):
+        return environment.BENCH_KILLED  # SIGKILL from the OOM killer, a SIGTERM from someone: not a crash
+    if environment.says_disk_full(output_tail):
+        return environment.DISK_FULL
+    return cause or "bench_exit"
+
+
 # --------------------------------------------------------------------------------------
 # the cache key: same sources, toolchain, benchmark and controls => same measurement
 
 
-# What a cached measurement depends on besides the controls: the target's CUDA
-# sources and every source or header beside them (headers it includes, the
-# benchmark's own code), found under the target's source directory.
-_SOURCE_SUFFIXES = {".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".c", ".cc", ".cpp", ".cxx"}
-
-
+# What a cached measurement depends on besides the controls: the target's real
+# inputs (ciq_build.sources: its sources and headers, not what the build writes).
 def source_digest(manifest: Manifest) -> str:
-    """One hash of the sources a measurement depends on (computed once per tune)."""
-    files = set(manifest.cuda_sources)
-    build_dir = manifest.binary_dir.resolve()
-    for path in manifest.target_source_dir.rglob("*"):
-        if path.suffix in _SOURCE_SUFFIXES and path.is_file() and not any(p.startswith(".") for p in path.parts):
-            if build_dir not in path.resolve().parents:
-                files.add(path)
-    digest = hashlib.sha256()
-    for source in sorted(files):
-        digest.update(str(source).encode())
-        try:
-            digest.update(hashlib.sha256(Path(source).read_bytes()).digest())
-        except OSError:
-            digest.update(b"<missing>")
-    return digest.hexdigest()
+    """One hash of the sources a measurement depends on."""
+    return SourceSet(manifest).digest()
 
 
 def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sources: str) -> str:
@@ -289,6 +304,8 @@ def from_journal(record: dict[str, Any], proposal: Proposal, controls: Controls,
     ok = record.get("ok")
     if not isinstance(ok, bool):
         return None
+    if not ok and journaled_environmental(record):
+        return None  # the machine's failure, not the candidate's: run it again
     values = _numbers(record.get("metrics"))
     scores = objective_values(objectives, values) if ok else None
     if ok and scores is None:
@@ -296,11 +313,31 @@ def from_journal(record: dict[str, Any], proposal: Proposal, controls: Controls,
     cause = record.get("cause")
     return Evaluated(key, proposal, controls, ok, None if ok else (cause if isinstance(cause, str) else "error"),
                      str(record.get("message") or ""), values, _numbers(record.get("spread")), scores, 0.0,
-                     cached=True)
+                     cached=True, timings=journaled_timings(record))
+
+
+def journaled_environmental(record: dict[str, Any]) -> bool:
+    """Whether a journaled failure was the machine's: marked so, or (older journals) says so."""
+    cause = record.get("cause")
+    if record.get("environmental") is True or (isinstance(cause, str) and cause in environment.ENVIRONMENTAL_CAUSES):
+        return True
+    # Journals written before environmental failures were told apart cached them as
+    # compile_failed / bench_signal; their messages still say what happened.
+    message = record.get("message")
+    return isinstance(message, str) and (environment.says_disk_full(message) or environment.says_killed(message))
+
+
+def journaled_timings(record: dict[str, Any]) -> dict[str, float]:
+    """compile_s / benchmark_s / wait_s of a journaled evaluation; {} for older journals (only "seconds")."""
+    timings = _numbers(record.get("timings"))
+    return {name: value for name, value in timings.items() if name in ("compile_s", "benchmark_s", "wait_s")}
 
 
 # --------------------------------------------------------------------------------------
 # the driver
+
+# A journal record naming files the build writes into the source tree (ciq_build.sources).
+SOURCE_OUTPUTS_KIND = "source_outputs"
 
 
 class Tuner:
@@ -326,7 +363,8 @@ class Tuner:
         self.journal = Journal(self.state_dir / "journal" / f"{safe_name(self.manifest.target)}.jsonl")
         self.cache: dict[str, dict[str, Any]] = {}
         self.evaluations: list[Evaluated] = []
-        self.sources = source_digest(self.manifest)
+        self.source_set = SourceSet(self.manifest)
+        self.sources = ""  # the source digest, once the journal says which files the build writes
 
     def _load_manifest(self) -> Manifest:
         options = self.options
@@ -356,13 +394,23 @@ class Tuner:
                       "where sources, toolchain and controls match (--fresh to start over)")
         if latest is None or {k: latest.get(k) for k in header} != header:
             self.journal.append(header)
+        retried = set()
         for record in self.journal.records():
             if record.get("kind") == "evaluation" and isinstance(record.get("key"), str):
+                if record.get("ok") is False and journaled_environmental(record):
+                    retried.add(record["key"])  # never a cached result; never hides one either
+                    continue
                 self.cache[record["key"]] = record
+            elif record.get("kind") == SOURCE_OUTPUTS_KIND and isinstance(record.get("paths"), list):
+                self.source_set.excluded |= {Path(p) for p in record["paths"] if isinstance(p, str)}
         for line, reason in self.journal.skipped:
             self._say(f"journal line {line} skipped ({reason})")
         if self.cache:
             self._say(f"resuming: {len(self.cache)} finished evaluation(s) in {self.journal.path}")
+        retried -= set(self.cache)
+        if retried:
+            self._say(f"{len(retried)} evaluation(s) that failed for environmental reasons (full disk, killed, "
+                      "hung build tool) are run again")
 
     def _journal(self, evaluated: Evaluated) -> None:
         self.journal.append({
@@ -371,8 +419,31 @@ class Tuner:
             "ok": evaluated.ok, "cause": evaluated.cause, "message": evaluated.message[-4000:],
             "metrics": evaluated.metrics, "spread": evaluated.spread,
             "scores": list(evaluated.scores) if evaluated.scores is not None else None,
-            "seconds": round(evaluated.seconds, 3), "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "seconds": round(evaluated.seconds, 3), "timings": evaluated.timings,
+            "environmental": evaluated.environmental, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         })
+
+    # -- the source fingerprint ----------------------------------------------------
+
+    def _note_source_writes(self, before: Snapshot, after: Snapshot, when: str) -> bool:
+        """Leave files the build wrote into the source tree out of the fingerprint; True when some were."""
+        written = self.source_set.written_between(before, after) - self.source_set.excluded
+        if not written:
+            return False
+        self.source_set.excluded |= written
+        self.journal.append({"kind": SOURCE_OUTPUTS_KIND, "paths": sorted(str(p) for p in written),
+                             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        shown = ", ".join(sorted(str(p) for p in written)[:5]) + (" ..." if len(written) > 5 else "")
+        self._say(f"{when} wrote into the source tree ({shown}); left out of the source fingerprint "
+                  "(declare such files as OUTPUT or BYPRODUCTS of their command to say so up front)")
+        return True
+
+    def _journal_environmental(self, evaluated: Evaluated) -> None:
+        """Journal a full-disk failure if the disk still takes it (the report counts it; never reused)."""
+        try:
+            self._journal(evaluated)
+        except DiskFullError:
+            pass
 
     def _from_cache(self, proposal: Proposal, controls: Controls, key: str) -> Evaluated | None:
         record = self.cache.get(key)
@@ -391,16 +462,41 @@ class Tuner:
                    needs_benchmark=self.evaluator.needs_benchmark)
         lock_path = self.state_dir / "locks" / f"{safe_name(self.manifest.target)}.lock"
         with TargetLock(lock_path, wait=self.options.wait):
-            self._open_journal(source)
-            self._say(f"tuning {self.manifest.target} with {self.toolchain.describe()}; objectives: "
-                      f"{', '.join(o.spec for o in self.objectives)}; scratch trees in {scratch_root(self.manifest)}")
-            base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, self.options.jobs + 1,
-                                                     self.timeout * 5)
-            baseline = self._baseline(base_tree)
-            self._search(source, workers)
-            return self._finish(baseline, base_tree, workers[0], source)
+            try:
+                return self._run_locked(source)
+            except DiskFullError as error:
+                if error.advised:
+                    raise
+                raise self._disk_full("writing the journal") from None
+            except OSError as error:
+                if not environment.is_disk_full_error(error):
+                    raise
+                raise self._disk_full(f"writing {error.filename}" if error.filename else "writing a file") from None
+            except BuildError as error:
+                if not environment.says_disk_full(str(error)):
+                    raise
+                raise self._disk_full("configuring the scratch trees") from None
 
-    def _baseline(self, tree: ScratchTree) -> Evaluated:
+    def _run_locked(self, source: CandidateSource) -> TuneOutcome:
+        self._open_journal(source)
+        self._say(f"tuning {self.manifest.target} with {self.toolchain.describe()}; objectives: "
+                  f"{', '.join(o.spec for o in self.objectives)}; scratch trees in {scratch_root(self.manifest)}")
+        before = self.source_set.snapshot()
+        base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, self.options.jobs + 1,
+                                                 self.timeout * 5)
+        configured = self.source_set.snapshot()
+        self._note_source_writes(before, configured, "configuring the scratch trees")
+        self.sources = self.source_set.digest(configured)
+        baseline = self._baseline(base_tree, configured)
+        self._search(source, workers)
+        return self._finish(baseline, base_tree, workers[0], source)
+
+    def _disk_full(self, what: str) -> DiskFullError:
+        done = sum(1 for e in self.evaluations if not e.cached and not e.environmental)
+        return environment.disk_full_error(what, scratch_root(self.manifest), self.journal.path,
+                                           len(self.cache) + done)
+
+    def _baseline(self, tree: ScratchTree, before: Snapshot | None = None) -> Evaluated:
         proposal = Proposal(id=-1, generation=0, params={})
         controls = Controls()
         key = cache_key(self.manifest, self.toolchain, controls, self.sources)
@@ -408,6 +504,21 @@ class Tuner:
         if evaluated is None or not evaluated.ok:  # a failed baseline is always tried again
             self._say("building and measuring the baseline (the compiler's defaults)")
             evaluated = self.evaluator.evaluate(tree, proposal, controls, key)
+            if before is not None:
+                built = self.source_set.snapshot()
+                if self._note_source_writes(before, built, "building the baseline"):
+                    self.sources = self.source_set.digest(built)
+                    key = cache_key(self.manifest, self.toolchain, controls, self.sources)
+                    evaluated.key = key
+            if evaluated.cause == environment.DISK_FULL:
+                self._journal_environmental(evaluated)
+                raise self._disk_full("building the baseline")
+            if evaluated.environmental:
+                self._journal(evaluated)
+                raise BuildError(
+                    f"the baseline of {self.manifest.target} (no compiler controls) failed for a reason outside "
+                    f"the candidate ({evaluated.cause}): {evaluated.message}\nNothing was cached; run the same "
+                    "command again once the machine is fine (memory, other processes, the build tool).")
             if evaluated.cause == "no_gpu":
                 raise NoGpuError(
                     f"the benchmark of {self.manifest.target} found no usable GPU, so runtime objectives cannot be "
@@ -474,6 +585,9 @@ class Tuner:
                 for future in done:
                     free.append(pending.pop(future))
                     evaluated = future.result()
+                    if evaluated.cause == environment.DISK_FULL:
+                        self._journal_environmental(evaluated)
+                        raise self._disk_full(f"building or measuring candidate {evaluated.proposal.id}")
                     self._journal(evaluated)  # before the search hears of it: nothing lost on a kill
                     outcomes[evaluated.proposal.id] = evaluated
             for proposal in proposals:
@@ -511,24 +625,84 @@ class Tuner:
 
     def _finish(self, baseline: Evaluated, base_tree: ScratchTree, tree: ScratchTree,
                 source: CandidateSource) -> TuneOutcome:
-        winner = self.pick_winner(baseline)
-        if winner is None:
-            raise SearchError(
-                f"no candidate of {self.manifest.target} could be evaluated ({self._failure_summary()}); "
-                "see the journal for each failure")
-        verdict_text, better, baseline_scores, winner_scores, spreads = self._confirm(baseline, winner, base_tree, tree)
+        baseline, winner, prebuilt = self._trusted_winner(baseline, base_tree, tree)
+        verdict_text, better, baseline_scores, winner_scores, spreads = self._confirm(baseline, winner, base_tree, tree,
+                                                                                     prebuilt)
         pinned: Path | None = None
         if better and self.options.pin:
             pinned = self._pin(baseline, winner, tree, source, baseline_scores, winner_scores, spreads)
         print(self._summary(baseline_scores, winner_scores, verdict_text, pinned), file=sys.stdout)
         return TuneOutcome(True, pinned, baseline, winner, self.evaluations, verdict_text)
 
-    def _confirm(self, baseline: Evaluated, winner: Evaluated, base_tree: ScratchTree,
-                 tree: ScratchTree) -> tuple[str, bool, tuple[float, ...], tuple[float, ...], dict[str, Any]]:
+    # Static objectives whose journaled values a fresh build must reproduce exactly
+    # (compile_time is static too, but never the same twice).
+    def _deterministic_keys(self) -> list[str]:
+        return [metric_key(o) for o in self.objectives if o.source == "static"]
+
+    def _trusted_winner(self, baseline: Evaluated, base_tree: ScratchTree,
+                        tree: ScratchTree) -> tuple[Evaluated, Evaluated, CandidateBuild | None]:
+        """The baseline and winner, with every journaled static score re-measured from a fresh build.
+
+        A journal is a cache, not a proof: it may be stale (a toolchain swapped
+        under the same version string) or edited. A journaled value that a fresh
+        build does not reproduce is replaced by the fresh one (and journaled), and
+        the winner is picked again. Returns the winner's build when it is the last
+        one made in `tree`.
+        """
+        keys = self._deterministic_keys()
+        if keys and baseline.cached:
+            built = base_tree.build(Controls(), self.timeout)
+            if not built.ok:
+                raise SearchError(f"the baseline no longer builds: {built.message}")
+            baseline = self._remeasured(baseline, built, keys)
+        checked: set[int] = set()
+        last: tuple[Evaluated, CandidateBuild] | None = None
+        while True:
+            winner = self.pick_winner(baseline)
+            if winner is None:
+                raise SearchError(
+                    f"no candidate of {self.manifest.target} could be evaluated ({self._failure_summary()}); "
+                    "see the journal for each failure")
+            if not keys or not winner.cached or id(winner) in checked:
+                break
+            built = tree.build(winner.controls, self.timeout)
+            if not built.ok:
+                raise SearchError(f"the winning candidate no longer builds: {built.message}")
+            fresh = self._remeasured(winner, built, keys)
+            checked.add(id(fresh))
+            last = (fresh, built)
+            if fresh is winner:
+                break
+            self.evaluations[self.evaluations.index(winner)] = fresh
+        return baseline, winner, (last[1] if last is not None and last[0] is winner else None)
+
+    def _remeasured(self, evaluated: Evaluated, built: CandidateBuild, keys: list[str]) -> Evaluated:
+        """`evaluated` when a fresh build reproduces its static metrics, else a corrected copy (journaled)."""
+        fresh = self.evaluator.static_metrics(built)
+        wrong = [k for k in keys if k not in fresh or k not in evaluated.metrics
+                 or abs(fresh[k] - evaluated.metrics[k]) > 1e-9 * max(1.0, abs(fresh[k]))]
+        if not wrong:
+            return evaluated
+        values = {**evaluated.metrics, **fresh}
+        scores = objective_values(self.objectives, values)
+        what = "the baseline" if evaluated.proposal.id == -1 else f"candidate {_jsonable(evaluated.proposal.params)}"
+        journaled = ", ".join(f"{k} {evaluated.metrics.get(k, math.nan):g}" for k in wrong)
+        measured = ", ".join(f"{k} {fresh.get(k, math.nan):g}" for k in wrong)
+        self._warn(f"the journal's {journaled} for {what} is not what a fresh build measures ({measured}): the "
+                   f"journal {self.journal.path} is stale or was edited; the fresh measurement replaces it")
+        corrected = dataclasses.replace(evaluated, metrics=values, scores=scores, ok=scores is not None,
+                                        cause=None if scores is not None else "no_metric")
+        self._journal(corrected)
+        self.cache[corrected.key] = {"ok": corrected.ok, "metrics": corrected.metrics}
+        return corrected
+
+    def _confirm(self, baseline: Evaluated, winner: Evaluated, base_tree: ScratchTree, tree: ScratchTree,
+                 prebuilt: CandidateBuild | None = None,
+                 ) -> tuple[str, bool, tuple[float, ...], tuple[float, ...], dict[str, Any]]:
         """Is the winner better than the baseline beyond the noise? Re-measured side by side when timed."""
         assert winner.scores is not None and baseline.scores is not None
         # Rebuild the winner in a worker tree: its objects are pinned (resource usage, code hash).
-        rebuilt = tree.build(winner.controls, self.timeout)
+        rebuilt = prebuilt if prebuilt is not None else tree.build(winner.controls, self.timeout)
         if not rebuilt.ok:
             raise SearchError(f"the winning candidate no longer builds: {rebuilt.message}")
         self._winner_objects = rebuilt.objects
@@ -609,7 +783,20 @@ class Tuner:
 
     def _failure_summary(self) -> str:
         counts = self._failure_counts()
-        return ", ".join(f"{cause} {n}" for cause, n in sorted(counts.items())) or "none"
+        text = ", ".join(f"{cause} {n}" for cause, n in sorted(counts.items())) or "none"
+        environmental = sum(1 for e in self.evaluations if e.environmental)
+        if environmental:
+            text += f" ({environmental} environmental: not cached, run again on resume)"
+        return text
+
+    def _time_summary(self) -> str:
+        """Where this run's evaluation time went: compiling, benchmarking, waiting for a GPU."""
+        fresh = [e for e in self.evaluations if not e.cached]
+        totals = {name: sum(e.timings.get(name, 0.0) for e in fresh) for name in ("compile_s", "benchmark_s", "wait_s")}
+        text = f"compile {totals['compile_s']:.1f} s"
+        if self.evaluator.needs_benchmark:
+            text += f", benchmark {totals['benchmark_s']:.1f} s, waiting for a GPU {totals['wait_s']:.1f} s"
+        return text
 
     def _summary(self, baseline_scores: tuple[float, ...], winner_scores: tuple[float, ...], verdict: str,
                  pinned: Path | None) -> str:
@@ -625,6 +812,7 @@ class Tuner:
             table,
             f"  evaluations: {len(self.evaluations)} ({fresh} run, {len(self.evaluations) - fresh} from the journal); "
             f"failures: {self._failure_summary()}",
+            f"  time: {self._time_summary()} (this run's evaluations)",
             f"  verdict: {verdict}",
         ]
         if pinned is not None:

@@ -1,0 +1,255 @@
+"""Failures of the machine, not of a candidate: full disks, foreign kills, hung build tools.
+
+A candidate's result is cached in the journal and never measured again, so it
+must be the candidate's own doing: a compile error, a crash, a hang in the
+compiler, a failed check. What the environment does to a run is not:
+
+``disk_full``
+    "No space left on device" (or a quota) in a compile's or a benchmark's
+    output, an ``OSError`` with ENOSPC/EDQUOT while writing, or a failed
+    compile while the scratch tree's or the compiler's temporary file system
+    is (nearly) full. nvcc says only "Failed to preprocess host compiler
+    properties" when its TMPDIR is full, so the free space is checked too. A
+    full disk ends the tune (`DiskFullError`).
+``compile_killed`` / ``bench_killed``
+    A compile or benchmark killed by a signal that ciq_build did not send for
+    its timeout, and that a program does not raise for itself when it crashes:
+    SIGKILL (the OOM killer's), SIGTERM, SIGINT, SIGHUP, SIGXFSZ. A crash
+    (SIGSEGV, SIGABRT, ...) stays the candidate's result.
+``build_tool_timeout``
+    The build step ran past its timeout while no compile of the candidate was
+    running (cmake re-configuring, ninja, a custom command): nothing of the
+    candidate's controls was being compiled, so the hang is not its result.
+
+These are journaled with ``"environmental": true`` (the summary counts them)
+and never reused from the journal: a resumed tune runs those candidates again.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ciq_build.errors import DiskFullError
+
+DISK_FULL = "disk_full"
+COMPILE_KILLED = "compile_killed"
+BENCH_KILLED = "bench_killed"
+BUILD_TOOL_TIMEOUT = "build_tool_timeout"
+ENVIRONMENTAL_CAUSES = frozenset({DISK_FULL, COMPILE_KILLED, BENCH_KILLED, BUILD_TOOL_TIMEOUT})
+
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+# What compilers, assemblers, linkers and libc say when a write finds the disk full.
+_DISK_FULL_TEXT = re.compile(r"No space left on device|Disk quota exceeded|\bENOSPC\b|\bEDQUOT\b", re.IGNORECASE)
+
+# Signals a crashing program does not send itself: someone else killed it.
+FOREIGN_SIGNALS = frozenset({signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXFSZ})
+_FOREIGN_NAMES = "|".join(sorted(s.name for s in FOREIGN_SIGNALS))
+_FOREIGN_NUMBERS = "|".join(str(int(s)) for s in sorted(FOREIGN_SIGNALS))
+# How a killed child shows in a compile's output:
+#   nvcc:  "nvcc error   : 'cicc' died due to signal 9 (Kill signal)"
+#   gcc:   "g++: fatal error: Killed signal terminated program cc1plus"
+#          "c++: internal compiler error: Killed (program cc1plus)"
+#   ninja: "ninja: build stopped: interrupted by user." (a step got SIGINT/SIGTERM/SIGHUP)
+#   ciq_build's own ProcResult.describe(): "killed by SIGKILL"
+_FOREIGN_KILL_TEXT = re.compile(
+    rf"died due to signal (?:{_FOREIGN_NUMBERS})\b"
+    r"|Killed signal terminated program"
+    r"|internal compiler error: Killed"
+    r"|ninja: build stopped: interrupted"
+    rf"|killed by (?:{_FOREIGN_NAMES})\b"
+)
+
+# A file system counts as full below this much free space (or 2% of its size, if less).
+_NEARLY_FULL_BYTES = 16 * 1024 * 1024
+
+
+def is_disk_full_error(error: BaseException) -> bool:
+    """Whether `error` (or what it was raised from) is a write that found the disk full."""
+    seen = 0
+    while error is not None and seen < 8:
+        if isinstance(error, DiskFullError):
+            return True
+        if isinstance(error, OSError) and error.errno in DISK_FULL_ERRNOS:
+            return True
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+        seen += 1
+    return False
+
+
+def says_disk_full(text: str) -> bool:
+    return _DISK_FULL_TEXT.search(text) is not None
+
+
+def says_killed(text: str) -> bool:
+    """Whether a failed step's output (or its description) shows a foreign kill."""
+    return _FOREIGN_KILL_TEXT.search(text) is not None
+
+
+def foreign_signal(signum: int | None) -> bool:
+    return signum is not None and signum in {int(s) for s in FOREIGN_SIGNALS}
+
+
+def compiler_temp_dir() -> Path:
+    """Where nvcc, gcc and the assembler write their temporary files."""
+    return Path(os.environ.get("TMPDIR") or "/tmp")
+
+
+@dataclass(frozen=True)
+class Space:
+    path: Path
+    free: int  # bytes a write may still use
+    total: int
+    inodes_free: int | None
+
+    @property
+    def full(self) -> bool:
+        if self.inodes_free == 0:
+            return True
+        return self.free < min(_NEARLY_FULL_BYTES, max(self.total // 50, 4096))
+
+
+def space(path: Path) -> Space | None:
+    """Free space on the file system holding `path` (its nearest existing parent)."""
+    probe = Path(path)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        stats = os.statvfs(probe)
+    except OSError:
+        return None
+    blocks = stats.f_bfree if os.geteuid() == 0 else stats.f_bavail  # root may use the reserved blocks
+    inodes = (stats.f_ffree if os.geteuid() == 0 else stats.f_favail) if stats.f_files else None
+    return Space(Path(path), blocks * stats.f_frsize, stats.f_blocks * stats.f_frsize, inodes)
+
+
+def full_file_systems(paths: Iterable[Path]) -> list[Space]:
+    """The (nearly) full file systems among those holding `paths`, one per file system."""
+    found: list[Space] = []
+    devices: set[int] = set()
+    for path in paths:
+        info = space(path)
+        if info is None or not info.full:
+            continue
+        try:
+            device = _existing(path).stat().st_dev
+        except OSError:
+            device = -len(found) - 1
+        if device not in devices:
+            devices.add(device)
+            found.append(info)
+    return found
+
+
+def _existing(path: Path) -> Path:
+    probe = Path(path)
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return probe
+
+
+def _size(count: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if count < 1024 or unit == "GiB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1024  # type: ignore[assignment]
+    return f"{count} B"
+
+
+def disk_full_error(what: str, scratch: Path, journal: Path, done: int) -> DiskFullError:
+    """The one-line error that ends a tune on a full disk: what is full and what to free."""
+    temp = compiler_temp_dir()
+    places = {scratch: f"the scratch trees ({scratch}; safe to delete, rebuilt on the next run)",
+              journal.parent: f"the journal's folder ({journal.parent})",
+              temp: f"the compilers' temporary folder (TMPDIR={temp})"}
+    full = full_file_systems(places)
+    if full:
+        named = "; ".join(f"{places[s.path]} has {_size(s.free)} free" for s in full)
+    else:
+        named = "; ".join(f"{text} has {_size(info.free)} free" for path, text in places.items()
+                          if (info := space(path)) is not None)
+    return DiskFullError(
+        f"no space left on device while {what}: {named}. Free space there (or point TMPDIR at a larger disk), "
+        f"then run the same command to resume; the {done} evaluation(s) in {journal} are kept.",
+        advised=True,
+    )
+
+
+# -- who is running inside a scratch tree -----------------------------------------------
+
+
+def processes_naming(needle: str) -> list[int]:
+    """Live processes whose command line contains `needle` (Linux /proc; empty elsewhere)."""
+    found = []
+    target = needle.encode()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+        except OSError:
+            continue
+        if target in cmdline.replace(b"\0", b" "):
+            found.append(int(entry))
+    return found
+
+
+@dataclass
+class CompileWitness:
+    """Looks, shortly before a build step's timeout, whether the candidate's compile is what runs.
+
+    The candidate's controls reach nvcc only through its options file, which is
+    on the command line of every compile that reads them. If the step times
+    out and no such process was alive just before the kill, the hang was the
+    build tool's (a re-configure, ninja, a custom command), not the candidate's.
+    """
+
+    options_file: Path
+    timeout: float
+    compiling: bool = field(default=False, init=False)
+    looked: bool = field(default=False, init=False)
+    _timer: threading.Timer | None = field(default=None, init=False, repr=False)
+
+    def __enter__(self) -> CompileWitness:
+        # Late enough that whatever hangs is hanging; early enough to look before the kill.
+        delay = max(self.timeout - min(1.0, self.timeout * 0.1), self.timeout * 0.8)
+        self._timer = threading.Timer(delay, self._look)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _look(self) -> None:
+        needles = {str(self.options_file)}
+        try:
+            needles.add(str(Path(self.options_file).resolve()))
+        except OSError:
+            pass
+        self.compiling = any(processes_naming(needle) for needle in needles)
+        self.looked = True
+
+    def hang_was_the_candidates(self) -> bool:
+        """After a timeout: True unless the look found no compile of the candidate running."""
+        return self.compiling or not self.looked
+
+
+__all__ = [
+    "BENCH_KILLED", "BUILD_TOOL_TIMEOUT", "COMPILE_KILLED", "DISK_FULL", "ENVIRONMENTAL_CAUSES",
+    "CompileWitness", "disk_full_error", "foreign_signal", "full_file_systems", "is_disk_full_error",
+    "says_disk_full", "says_killed",
+]
