@@ -26,9 +26,9 @@ from typing import Any
 
 import ciq_build.space as ss
 from ciq_build.allowlist import ALLOWLIST_NAME, check_define, check_flag
-from ciq_build.rules import load_rules
+from ciq_build.rules import RuleBook, load_rules, read_regular_file
 from ciq_build.errors import ConfigError, RecordError, UnsafeFlagError
-from ciq_build.toolchain import Toolchain
+from ciq_build.toolchain import Toolchain, default_cache_dir
 
 __all__ = [
     "AcfRef",
@@ -53,8 +53,6 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 # Characters an ACF path may not hold. nvcc hands -Xptxas values to ptxas
 # through a command line of its own: a comma splits the value (even inside
 # quotes, read from an options file it becomes a space), and quotes,
-# backslashes and '$' are re-read there. Spaces are fine (quoted, see _acf_argument).
-_ACF_PATH_REFUSED = re.compile(r'[,"\\$`\n\r\t]')
 
 
 # ------------------------------------------------------------------ controls
@@ -152,22 +150,43 @@ class Controls:
 
 
 def _acf_argument(acf: AcfRef) -> str:
-    path = str(acf.path)
-    if _ACF_PATH_REFUSED.search(path):
-        raise ConfigError(
-            f"the ACF path {path!r} contains a comma, quote, backslash, '$' or control character, "
-            "which nvcc cannot pass on to the compiler intact; move the pin directory "
-            "(or the project) to a path without them."
-        )
+    """The nvcc argument applying `acf`; its path is one the rule book calls shell-plain.
+
+    nvcc hands the value of -Xptxas to ptxas through a shell, so an ACF whose
+    path has anything else (a space, ';', '&', '$', ...) is used through a copy
+    named by its sha256 in ciq_build's cache directory: an allow-list, never
+    quoting or a blocklist.
+    """
+    rules = load_rules()
+    path = Path(acf.path)
+    if not rules.matches("nvcc_path", str(path)):
+        path = _plain_copy(acf, rules)
     if acf.compiler == "nvcc":
         return f"--apply-controls={path}"
-    # The value of -Xptxas is re-read by nvcc when it runs ptxas: without the
-    # escaped quotes a path with spaces reaches ptxas cut at the first space
-    # (measured with 13.3: "File '/tmp/dir' could not be opened"). Plain paths
-    # stay unquoted, as the CMake module writes them.
-    if re.search(r"\s", path):
-        return f'-Xptxas=--apply-controls=\\"{path}\\"'
     return f"-Xptxas=--apply-controls={path}"
+
+
+def _plain_copy(acf: AcfRef, rules: RuleBook) -> Path:
+    try:
+        data = read_regular_file(Path(acf.path), rules.limit("acf_bytes"), "the ACF")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the ACF {acf.path}: {exc}") from exc
+    digest = hashlib.sha256(data).hexdigest()
+    if acf.sha256 and digest != acf.sha256:
+        raise ConfigError(f"the ACF {acf.path} changed after it was chosen (sha256 {digest}, not {acf.sha256})")
+    copy = default_cache_dir() / "acf-copies" / f"{digest}.acf"
+    if not rules.matches("nvcc_path", str(copy)):
+        raise ConfigError(
+            f"the ACF {acf.path} has a path nvcc cannot pass to ptxas, and so does ciq_build's cache "
+            f"directory ({copy.parent}); set CIQ_BUILD_CACHE_DIR (or XDG_CACHE_HOME) to a path of only "
+            "letters, digits and _ . / + : @ % = -."
+        )
+    if not (copy.is_file() and not copy.is_symlink() and hashlib.sha256(copy.read_bytes()).hexdigest() == digest):
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        tmp = copy.with_name(f".{copy.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, copy)
+    return copy
 
 
 def nvcc_arguments(controls: Controls) -> list[str]:

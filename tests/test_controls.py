@@ -28,7 +28,7 @@ from ciq_build.controls import (
     write_options_file,
 )
 from ciq_build.errors import ConfigError, RecordError, UnsafeFlagError
-from ciq_build.toolchain import Toolchain, find_toolchain
+from ciq_build.toolchain import default_cache_dir, Toolchain, find_toolchain
 
 # Compiles only when TILE arrives as 64 and SCALE as 1.5 (a -D value with a dot).
 KERNEL = """\
@@ -117,20 +117,35 @@ def test_nvcc_arguments_order_and_acf_spelling(tmp_path: Path) -> None:
     assert nvcc_arguments(ptxas) == ["-maxrregcount=64", "-DTILE=64", f"-Xptxas=--apply-controls={acf_file}"]
     nvcc = Controls(acf=_acf(acf_file, "nvcc"))
     assert nvcc_arguments(nvcc) == [f"--apply-controls={acf_file}"]
-    # A path with spaces is quoted inside the -Xptxas value (nvcc would cut it at the space).
-    spaced = tmp_path / "pin dir" / "gemm.acf"
-    spaced.parent.mkdir()
-    spaced.write_bytes(b"acf")
-    assert nvcc_arguments(Controls(acf=_acf(spaced))) == [f'-Xptxas=--apply-controls=\\"{spaced}\\"']
-    assert nvcc_arguments(Controls(acf=_acf(spaced, "nvcc"))) == [f"--apply-controls={spaced}"]
 
 
-def test_acf_paths_nvcc_cannot_pass_on_are_refused(tmp_path: Path) -> None:
-    bad = tmp_path / "a,b" / "x.acf"
-    bad.parent.mkdir()
-    bad.write_bytes(b"x")
-    with pytest.raises(ConfigError, match="comma"):
-        nvcc_arguments(Controls(acf=_acf(bad)))
+@pytest.mark.parametrize("folder", ["pin dir", "p;touch PWNED", "p&touch PWNED&", "p$(touch PWNED)", "a,b",
+                                    "p|touch PWNED", "p(x)", "q\"u'o`te"])
+def test_acf_paths_a_shell_would_read_reach_nvcc_only_as_a_plain_copy(tmp_path: Path, folder: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 8, defect 5: nvcc hands -Xptxas values to ptxas through sh, so every
+    # path that reaches nvcc is allow-listed; anything else goes through a copy
+    # named by its sha256 in the cache directory.
+    monkeypatch.setenv("CIQ_BUILD_CACHE_DIR", str(tmp_path / "cache"))
+    unsafe = tmp_path / folder / "gemm.acf"
+    unsafe.parent.mkdir()
+    unsafe.write_bytes(b"acf bytes")
+    for compiler, prefix in (("ptxas", "-Xptxas=--apply-controls="), ("nvcc", "--apply-controls=")):
+        (argument,) = nvcc_arguments(Controls(acf=_acf(unsafe, compiler)))
+        copy = tmp_path / "cache" / "acf-copies" / f"{hashlib.sha256(b'acf bytes').hexdigest()}.acf"
+        assert argument == prefix + str(copy)
+        assert copy.read_bytes() == b"acf bytes"
+
+
+def test_an_acf_changed_after_it_was_chosen_is_not_copied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CIQ_BUILD_CACHE_DIR", str(tmp_path / "cache"))
+    unsafe = tmp_path / "a b" / "x.acf"
+    unsafe.parent.mkdir()
+    unsafe.write_bytes(b"x")
+    acf = _acf(unsafe)
+    unsafe.write_bytes(b"y")
+    with pytest.raises(ConfigError, match="changed after it was chosen"):
+        nvcc_arguments(Controls(acf=acf))
 
 
 def test_acf_ref_validates_its_fields(tmp_path: Path) -> None:
@@ -216,15 +231,17 @@ def test_a_ptxas_acf_path_reaches_ptxas_whole(toolchain: Toolchain, tmp_path: Pa
     controls = Controls(defines=(("TILE", "64"), ("SCALE", "2")), acf=_acf(acf))
     options = tmp_path / "opts"
     write_options_file(options, controls)
+    # A path a shell would split reaches ptxas as the plain copy named by its sha256.
+    shown = acf if pin_dir == "pins" else default_cache_dir() / "acf-copies" / f"{_acf(acf).sha256}.acf"
     through_file = _compile(toolchain, source, options)
-    assert f"Input file '{acf}' not in expected format" in through_file.stderr, through_file.output_tail()
+    assert f"Input file '{shown}' not in expected format" in through_file.stderr, through_file.output_tail()
     # The same arguments given directly on the command line behave the same.
     direct = proc.run([toolchain.nvcc, "-cubin", "-arch=sm_90a", source, "-o", tmp_path / "d.cubin",
                        *nvcc_arguments(controls)], 120)
-    assert f"Input file '{acf}' not in expected format" in direct.stderr, direct.output_tail()
+    assert f"Input file '{shown}' not in expected format" in direct.stderr, direct.output_tail()
 
 
-def test_an_nvcc_acf_path_with_spaces_reaches_nvcc_whole(toolchain: Toolchain, tmp_path: Path) -> None:
+def test_an_nvcc_acf_path_with_spaces_reaches_nvcc_as_a_plain_copy(toolchain: Toolchain, tmp_path: Path) -> None:
     acf = tmp_path / "pin dir" / "scale.acf"
     acf.parent.mkdir()
     acf.write_bytes(b"")
@@ -235,7 +252,8 @@ def test_an_nvcc_acf_path_with_spaces_reaches_nvcc_whole(toolchain: Toolchain, t
     # nvcc ACFs are for sm_100+; libnvvm names the whole path when it refuses the file.
     result = proc.run([toolchain.nvcc, "-cubin", "-arch=sm_100a", source, "-o", tmp_path / "k.cubin",
                        f"--options-file={options}"], 120)
-    assert f"invalid compiler controls file {acf}" in result.stderr, result.output_tail()
+    copy = default_cache_dir() / "acf-copies" / f"{_acf(acf).sha256}.acf"
+    assert f"invalid compiler controls file {copy}" in result.stderr, result.output_tail()
 
 
 # ---------------------------------------------------------------- knob catalogue

@@ -33,6 +33,7 @@ from ciq_build.controls import AcfRef
 from ciq_build.engines.base import Proposal
 from ciq_build.engines.genetic import GeneticSource
 from ciq_build.errors import ConfigError
+from ciq_build.rules import load_rules
 from ciq_build.search import SearchConfiguration
 from ciq_build.space import Param
 from ciq_build.toolchain import Toolchain, major_minor
@@ -92,10 +93,12 @@ def load_pool(directory: Path) -> dict[str, Any]:
         raise ConfigError(f"{path} names no compiler or no ACF; sample a new pool")
     for entry in pool["acfs"]:
         name = entry.get("file") if isinstance(entry, dict) else None
-        if not isinstance(name, str) or "/" in name or name.startswith("."):
-            raise ConfigError(f"{path}: ACF entry {entry!r} must name a file inside the pool folder")
+        # The rule book's file-name rule: the name reaches nvcc inside a path.
+        if not load_rules().matches("acf_file", name):
+            raise ConfigError(f"{path}: ACF entry {entry!r} must name a file inside the pool folder "
+                              "(letters, digits and _ . + -, not starting with '.' or '-')")
         file = Path(directory) / name
-        if not file.is_file() or sha256_file(file) != entry.get("sha256"):
+        if file.is_symlink() or not file.is_file() or sha256_file(file) != entry.get("sha256"):
             raise ConfigError(f"{path}: {name} is missing or was edited (sha256 differs); sample a new pool")
     # Pools written before pool_sha256 was recorded have none; the list itself is checked above.
     if "pool_sha256" in pool and pool["pool_sha256"] != pool_sha256(pool["acfs"]):
