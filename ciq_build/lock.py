@@ -527,11 +527,13 @@ class BuildPin:
 
 
 def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allow_numerics: bool,
-                      cuda: str, strict: bool, disabled: bool, copy_dir: Path) -> BuildPin:
+                      cuda: str, strict: bool, disabled: bool, copy_dir: Path, ptxas: str = "") -> BuildPin:
     """The pin a build applies, decided exactly as the CMake module's _ciq_resolve_pin.
 
     RecordError (or UnsafeFlagError) for a record the rule book refuses, and for
     a toolkit mismatch under `strict`; a plain mismatch skips the pin with a warning.
+    `ptxas` is the building ptxas's version ("" when unknown): a ptxas ACF is
+    only applied by the ptxas major.minor it was measured with.
     """
     path = record_path(pin_dir, target)
     if disabled:
@@ -542,7 +544,7 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
     check_numerics(record, allow_numerics, path)
     check_defines(record, params, path)
     depends = (path,) + ((Path(record.controls.acf.path),) if record.controls.acf is not None else ())
-    warning = check_toolchain(record, cuda, strict=strict)
+    warning = check_toolchain(record, cuda, strict=strict, ptxas=ptxas)
     if warning is not None:
         return BuildPin("skipped", (), depends,
                         f"pin skipped (tuned with CUDA {record.toolchain.cuda}, compiling with {cuda}): {path}",
@@ -557,25 +559,41 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
 # --------------------------------------------------------------------------- toolchain
 
 
-def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bool) -> str | None:
+def _major_minor(version: str) -> str:
+    match = _CUDA_MAJOR_MINOR.match(str(version))
+    return f"{int(match.group(1))}.{int(match.group(2))}" if match else ""
+
+
+def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bool, ptxas: str = "") -> str | None:
     """None when the record fits the compiler; else a warning (not strict) or RecordError (strict).
 
     The caller skips the pin on a warning, as the CMake module does: controls
-    measured with one toolkit are not known to help (or even be accepted by) another.
+    measured with one toolkit are not known to help (or even be accepted by)
+    another. A ptxas ACF must also meet the ptxas major.minor it was measured with
+    (a toolkit may carry a newer ptxas than its nvcc), when both are known.
     """
-    match = _CUDA_MAJOR_MINOR.match(str(toolchain_major_minor))
-    if match is None:
+    have = _major_minor(toolchain_major_minor)
+    if not have:
         raise RecordError(f"cannot read the CUDA version {toolchain_major_minor!r}; expected major.minor such as 13.3.")
-    have = f"{int(match.group(1))}.{int(match.group(2))}"
-    want_match = _CUDA_MAJOR_MINOR.fullmatch(record.toolchain.cuda)
-    want = f"{int(want_match.group(1))}.{int(want_match.group(2))}" if want_match else record.toolchain.cuda
-    if have == want:
+    want = record.toolchain.cuda
+    message = None
+    if have != want:
+        message = (
+            f"the pinned record for {record.target!r} was tuned with CUDA {want}, but the compiler is CUDA "
+            f"{have}: retune the target with this toolkit (python -m ciq_build tune {record.target}), or "
+            f"build with a CUDA {want} toolkit."
+        )
+    acf = record.controls.acf
+    want_ptxas, have_ptxas = _major_minor(record.toolchain.ptxas_version), _major_minor(ptxas)
+    if message is None and acf is not None and acf.compiler == "ptxas" and want_ptxas and have_ptxas \
+            and want_ptxas != have_ptxas:
+        message = (
+            f"the pinned record for {record.target!r} carries a ptxas ACF measured with ptxas {want_ptxas}, but "
+            f"this toolkit's ptxas is {have_ptxas}, which cannot read it: build with a ptxas {want_ptxas} "
+            f"toolkit, or retune (python -m ciq_build tune {record.target})."
+        )
+    if message is None:
         return None
-    message = (
-        f"the pinned record for {record.target!r} was tuned with CUDA {want}, but the compiler is CUDA "
-        f"{have}: retune the target with this toolkit (python -m ciq_build tune {record.target}), or "
-        f"build with a CUDA {want} toolkit."
-    )
     if strict:
         raise RecordError(message)
     return message + " The pin is skipped for now."

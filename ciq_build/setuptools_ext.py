@@ -171,6 +171,7 @@ def resolve_pin(
     environ = os.environ if env is None else env
     decision = resolve_build_pin(
         target, Path(pin_dir), params=params, allow_numerics=allow_numerics, cuda=toolchain.major_minor,
+        ptxas=toolchain.ptxas_version,
         strict=_env_flag(environ, "CIQ_STRICT"), disabled=_env_flag(environ, "CIQ_DISABLE"), copy_dir=copy_dir,
     )
     if decision.status == "skipped":

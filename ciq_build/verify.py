@@ -38,7 +38,7 @@ def verify(target: str, build_dir: Path) -> VerifyReport:
     if not manifest.pin_file.is_file():
         raise RecordError(f"{target} has no pinned record at {manifest.pin_file}; run `python -m ciq_build tune {target}` first")
     record = read_record(manifest.pin_file)
-    check_toolchain(record, toolchain.major_minor, strict=True)
+    check_toolchain(record, toolchain.major_minor, strict=True, ptxas=toolchain.ptxas_version)
     check_verify(toolchain, target, build_dir)  # before a build that could not be checked
     result = proc.run([build_tool("cmake"), "--build", str(build_dir), "--target", target], BUILD_TIMEOUT)
     if not result.ok:

@@ -324,10 +324,40 @@ function(_ciq_read_pin target pin_file pin_dir allow_numerics)
 
   set(args ${flags} ${defines})
   string(JSON cuda GET "${json}" toolchain cuda)
+  string(JSON ptxas ERROR_VARIABLE missing GET "${json}" toolchain ptxas_version)
+  if(missing OR NOT ptxas MATCHES "^([0-9]+)[.]([0-9]+)")
+    set(ptxas "")
+  else()
+    math(EXPR major "${CMAKE_MATCH_1}")
+    math(EXPR minor "${CMAKE_MATCH_2}")
+    set(ptxas "${major}.${minor}")
+  endif()
+  set(_ciq_pin_ptxas "${ptxas}" PARENT_SCOPE)
   set(_ciq_pin_args "${args}" PARENT_SCOPE)
   set(_ciq_pin_acf "${acf_path}" PARENT_SCOPE)
   set(_ciq_pin_acf_kind "${acf_kind}" PARENT_SCOPE)
   set(_ciq_pin_cuda "${cuda}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_ptxas_version(<out>): the major.minor of the ptxas beside the CUDA
+# compiler (nvcc runs that one), or "" when it cannot be asked; asked once.
+function(_ciq_ptxas_version out)
+  get_property(known GLOBAL PROPERTY _CIQ_PTXAS_VERSION SET)
+  if(NOT known)
+    set(version "")
+    file(REAL_PATH "${CMAKE_CUDA_COMPILER}" nvcc)
+    get_filename_component(bin "${nvcc}" DIRECTORY)
+    if(EXISTS "${bin}/ptxas")
+      execute_process(COMMAND "${bin}/ptxas" --version OUTPUT_VARIABLE said
+        ERROR_QUIET RESULT_VARIABLE failed TIMEOUT 60)
+      if(NOT failed AND said MATCHES "V([0-9]+)[.]([0-9]+)")
+        set(version "${CMAKE_MATCH_1}.${CMAKE_MATCH_2}")
+      endif()
+    endif()
+    set_property(GLOBAL PROPERTY _CIQ_PTXAS_VERSION "${version}")
+  endif()
+  get_property(version GLOBAL PROPERTY _CIQ_PTXAS_VERSION)
+  set(${out} "${version}" PARENT_SCOPE)
 endfunction()
 
 # _ciq_acf_argument(<out> <target> <pin_file> <acf_path> <acf_kind> <binary_dir>)
@@ -356,12 +386,14 @@ function(_ciq_acf_argument out target pin_file acf_path acf_kind binary_dir)
 endfunction()
 
 # _ciq_resolve_pin(<target> <pin_file> <pin_dir> <binary_dir> <allow_numerics>
-#                  <cuda_version> [<PARAMS>...])
+#                  <cuda_version> <ptxas_version> [<PARAMS>...])
+# <ptxas_version> is the building ptxas's major.minor ("" when unknown): a
+# ptxas ACF is applied only by the ptxas it was measured with.
 # What a build applies to <target>, as lock.py resolve_build_pin decides it.
 # Sets in the caller: _ciq_pin_status (applied | none | disabled | skipped),
 # _ciq_pin_args, _ciq_pin_depends (files whose change must rebuild),
 # _ciq_pin_acf_kind, _ciq_pin_message.
-function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda_version)
+function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda_version ptxas_version)
   set(args "")
   set(depends "")
   set(acf_kind "")
@@ -378,7 +410,24 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
       return()
     endif()
     set(depends "${pin_file}" ${_ciq_pin_acf})
-    if(NOT _ciq_pin_cuda STREQUAL cuda_version)
+    set(ptxas_mismatch FALSE)
+    if(_ciq_pin_acf_kind STREQUAL "ptxas" AND NOT _ciq_pin_ptxas STREQUAL ""
+        AND NOT ptxas_version STREQUAL "" AND NOT _ciq_pin_ptxas STREQUAL ptxas_version)
+      set(ptxas_mismatch TRUE)
+    endif()
+    if(_ciq_pin_cuda STREQUAL cuda_version AND ptxas_mismatch)
+      set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} carries "
+        "a ptxas ACF measured with ptxas ${_ciq_pin_ptxas}, but this toolkit's ptxas "
+        "is ${ptxas_version}, which cannot read it. Build with a ptxas ${_ciq_pin_ptxas} "
+        "toolkit, or retune with `python -m ciq_build tune ${target}`.")
+      if(CIQ_STRICT)
+        _ciq_pin_error(${target} "${pin_file}" ${warning} " (CIQ_STRICT=ON makes this an error.)")
+        _ciq_pin_stop()
+      endif()
+      message(WARNING ${warning} " The pin is skipped for this build.")
+      set(status skipped)
+      set(text "pin skipped (measured with ptxas ${_ciq_pin_ptxas}, compiling with ${ptxas_version}): ${pin_file}")
+    elseif(NOT _ciq_pin_cuda STREQUAL cuda_version)
       set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} was "
         "tuned with CUDA ${_ciq_pin_cuda}, but this build compiles with CUDA "
         "${cuda_version} (${CMAKE_CUDA_COMPILER}). Build with CUDA ${_ciq_pin_cuda} "
@@ -547,6 +596,7 @@ function(ciq_tune_target target)
   set(pin_file "${pin_dir}/${target}.json")
   set(options_file "${CMAKE_CURRENT_BINARY_DIR}/ciq/${target}.nvcc-options")
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" cuda_version "${CMAKE_CUDA_COMPILER_VERSION}")
+  _ciq_ptxas_version(ptxas_version)
 
   set(args "")
   set(depends "")
@@ -566,7 +616,7 @@ function(ciq_tune_target target)
         "CIQ_TUNE_OPTIONS_FILE is not set; a tuning build needs both.")
     endif()
     _ciq_resolve_pin(${target} "${pin_file}" "${pin_dir}" "${CMAKE_CURRENT_BINARY_DIR}/ciq"
-      "${ARG_ALLOW_NUMERICS}" "${cuda_version}" ${ARG_PARAMS})
+      "${ARG_ALLOW_NUMERICS}" "${cuda_version}" "${ptxas_version}" ${ARG_PARAMS})
     set(status "${_ciq_pin_status}")
     set(args "${_ciq_pin_args}")
     set(acf_kind "${_ciq_pin_acf_kind}")

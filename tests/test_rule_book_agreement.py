@@ -65,6 +65,7 @@ class Case:
     params: tuple[str, ...] = PARAMS
     allow_numerics: bool = False
     cuda: str = "13.3"
+    ptxas: str = "13.3"
     acf: bytes | None = ACF
     setup: str = ""  # what else to plant in the pin dir (see _plant)
     pin_dir_name: str = "ciq"
@@ -104,6 +105,12 @@ def hand_written() -> list[Case]:
         Case("no record", None),
         Case("cuda mismatch skips", text, cuda="13.0"),
         Case("nvcc acf", _json(_with("controls.acf.compiler", "nvcc"))),
+        Case("ptxas acf read by another ptxas skips", text, ptxas="13.0"),
+        Case("ptxas acf, building ptxas unknown", text, ptxas=""),
+        Case("nvcc acf ignores the ptxas version", _json(_with("controls.acf.compiler", "nvcc")), ptxas="13.0"),
+        Case("no acf ignores the ptxas version", _json(_with("controls.acf", ...)), acf=None, ptxas="13.0"),
+        Case("record's ptxas 13.03 is 13.3", _json(_with("toolchain.ptxas_version", "13.03.1")), ptxas="13.3"),
+        Case("nvcc 13.0 with a swapped-in ptxas 13.3", _json(_with("toolchain.cuda", "13.0")), cuda="13.0"),
         Case("pin dir with a space: the ACF goes through a copy", text, pin_dir_name="my pins"),
         Case("pin dir with '&' and '|': copy", text, pin_dir_name="p&touch x"),
         Case("pin dir with $( ): copy", text, pin_dir_name="p$(id)"),
@@ -337,7 +344,7 @@ def python_verdict(p: Prepared) -> tuple[str, tuple[str, ...], str]:
     try:
         pin = resolve_build_pin("kern", p.pin_file.parent, params=p.case.params,
                                 allow_numerics=p.case.allow_numerics, cuda=p.case.cuda, strict=False,
-                                disabled=False, copy_dir=p.build_dir)
+                                disabled=False, copy_dir=p.build_dir, ptxas=p.case.ptxas)
     except CiqError as exc:
         return "refused", (), str(exc)
     return pin.status, pin.arguments, pin.message
@@ -349,7 +356,7 @@ def cmake_verdicts(prepared: list[Prepared], tmp: Path, cmake: str) -> list[tupl
         for value in (str(p.pin_file), *p.case.params, str(p.build_dir)):
             assert "\t" not in value and "|" not in value and "\n" not in value
         lines.append("\t".join([str(p.pin_file), "|".join(p.case.params), "ON" if p.case.allow_numerics else "OFF",
-                                p.case.cuda, str(p.build_dir)]))
+                                p.case.cuda, str(p.build_dir), p.case.ptxas]))
     cases_file = tmp / "cases.txt"
     cases_file.write_text("\n".join(lines) + "\n")
     result = run([cmake, f"-DCIQ_CASES={cases_file}", "-P", str(CHECK_SCRIPT)], timeout=600)
