@@ -43,10 +43,13 @@ ties included) gives p <= 0.05. With 3 runs a side the exact test can just reach
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import queue
 import re
+import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -54,6 +57,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import regex
 
 from ciq_build import proc
 from ciq_build.errors import BenchmarkError, ConfigError, NoGpuError
@@ -150,7 +154,9 @@ class BenchSpec:
 def compile_metric_regex(text: str) -> re.Pattern[str]:
     """The target's METRIC regex, compiled; ConfigError when it cannot serve."""
     try:
-        pattern = re.compile(text)
+        with warnings.catch_warnings():  # "possible nested set": a note about the future, not an error
+            warnings.simplefilter("ignore", FutureWarning)
+            pattern = re.compile(text)
     except (re.error, OverflowError, RecursionError, ValueError) as exc:
         raise ConfigError(f"the METRIC regex {text!r} is not a valid Python regular expression: {exc}") from None
     if pattern.groups < 1:
@@ -158,7 +164,61 @@ def compile_metric_regex(text: str) -> re.Pattern[str]:
             f"the METRIC regex {text!r} has no group; put the time in the first group (in UNIT, default "
             r"milliseconds), e.g. 'elapsed: ([0-9.]+) ms'"
         )
+    try:
+        _timed_regex(pattern.pattern, pattern.flags)  # what runs it, under a time limit
+    except (regex.error, OverflowError, RecursionError, ValueError) as exc:
+        raise ConfigError(f"the METRIC regex {text!r} cannot be run under a time limit: {exc}; "
+                          "write it in plain Python regular-expression syntax") from None
     return pattern
+
+
+# A METRIC regex may backtrack catastrophically ('(a+)+$' on a long line): it
+# gets this many seconds per line, and in all on one run's output (the `regex`
+# package's timeout, which stops it within about twice that), then the run
+# fails. A sane regex needs ~10 us a line: 4 MiB of short lines take ~3 s.
+METRIC_REGEX_SECONDS = 1.0
+METRIC_REGEX_TOTAL_SECONDS = 10.0
+_RE_TO_REGEX_FLAGS = {re.IGNORECASE: regex.IGNORECASE, re.MULTILINE: regex.MULTILINE, re.DOTALL: regex.DOTALL,
+                      re.VERBOSE: regex.VERBOSE, re.ASCII: regex.ASCII, re.UNICODE: regex.UNICODE}
+
+
+@functools.lru_cache(maxsize=64)
+def _timed_regex(text: str, flags: int) -> regex.Pattern[str]:
+    converted = regex.VERSION0  # Python re's semantics
+    for re_flag, regex_flag in _RE_TO_REGEX_FLAGS.items():
+        if flags & re_flag:
+            converted |= regex_flag
+    return regex.compile(text, converted)
+
+
+class _RegexClock:
+    """The METRIC regex's time left for one output; once spent, the regex is not run again."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.timed = _timed_regex(pattern.pattern, pattern.flags)
+        self.deadline = time.monotonic() + METRIC_REGEX_TOTAL_SECONDS
+        self.expired: str | None = None  # why it stopped, for the run's problems
+
+    def search(self, line: str) -> regex.Match[str] | None:
+        if self.expired is not None:
+            return None
+        left = self.deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return self.timed.search(line, timeout=min(METRIC_REGEX_SECONDS, left))
+        except TimeoutError:
+            if left > METRIC_REGEX_SECONDS:
+                limit = f"{METRIC_REGEX_SECONDS:g} s time limit on a {len(line)}-character line of the output"
+            else:
+                limit = f"{METRIC_REGEX_TOTAL_SECONDS:g} s time limit for one output"
+            self.expired = (
+                f"the METRIC regex {_clip(self.pattern.pattern)!r} ran past its {limit} (catastrophic "
+                "backtracking, e.g. nested quantifiers like (a+)+): simplify it, e.g. match the words around "
+                "the number and a plain number pattern such as ([0-9.]+)"
+            )
+            return None
 
 
 def check_metric_unit(unit: object) -> str:
@@ -243,6 +303,7 @@ def parse_output(
     regex_time: float | None = None
     printed_time: PrintedTime | None = None
     regex_matched = False
+    clock = _RegexClock(pattern) if pattern is not None else None
 
     def problem(message: str) -> None:
         nonlocal problem_count
@@ -277,8 +338,8 @@ def parse_output(
                 check = "PASS"
         elif word == "CIQ_ERROR" and _ERROR_NO_GPU.fullmatch(stripped, len("CIQ_ERROR")):
             no_gpu_marker = _clip(stripped)
-        if pattern is not None:
-            found = _search_time(pattern, line)
+        if clock is not None:
+            found = _search_time(clock, line)
             if found is not None:
                 regex_matched = True
                 value, why = _read_value(found, True, shift)
@@ -287,6 +348,8 @@ def parse_output(
                 else:
                     regex_time = value  # the last match wins, like a repeated CIQ_METRIC
                     printed_time = PrintedTime(_clip(found.strip()), metric_unit, _resolution(found))
+    if clock is not None and clock.expired is not None:
+        problem(clock.expired)
     if TIME_MS in metrics:
         metrics[TIME] = metrics[TIME_MS]
     if regex_time is not None:
@@ -304,8 +367,8 @@ def parse_output(
     )
 
 
-def _search_time(pattern: re.Pattern[str], line: str) -> str | None:
-    match = pattern.search(line)
+def _search_time(clock: _RegexClock, line: str) -> str | None:
+    match = clock.search(line)
     if match is None:
         return None
     group = match.group(1)
@@ -379,7 +442,7 @@ def classify(
 ) -> BenchRun:
     """Turn a finished process and its parsed output into a BenchRun with one cause."""
     tail = _output_tail(result)
-    truncated = max(len(result.stdout), len(result.stderr)) >= proc.MAX_OUTPUT_CHARS
+    truncated = result.truncated
 
     def failed(cause: str, message: str) -> BenchRun:
         return BenchRun(False, cause, message, dict(parsed.metrics), parsed.check, result.seconds, tail)
@@ -395,7 +458,8 @@ def classify(
         return failed(
             BENCH_TIMEOUT,
             f"the benchmark ran past {limit} and was killed with its child processes "
-            f"({result.seconds:.1f} s); raise TIMEOUT if it is just slow",
+            f"({result.seconds:.1f} s{'; ' + result.truncation if truncated else ''}); "
+            "raise TIMEOUT if it is just slow",
         )
     if result.signal is not None:
         return failed(BENCH_SIGNAL, f"the benchmark crashed: {result.describe()}")
@@ -421,10 +485,7 @@ def classify(
         else:
             what = "no metric" + hint
         if truncated:
-            what += (
-                f"; its output was longer than {proc.MAX_OUTPUT_CHARS} characters and only the tail was "
-                "kept: print the CIQ_METRIC lines last"
-            )
+            what += f"; {result.truncation}: print the CIQ_METRIC lines last"
         return failed(NO_METRIC, f"the benchmark printed {what}")
     shown = ", ".join(f"{name}={value:g}" for name, value in sorted(parsed.metrics.items()))
     return BenchRun(True, None, shown, dict(parsed.metrics), parsed.check, result.seconds, tail)
@@ -432,7 +493,8 @@ def classify(
 
 def _output_tail(result: proc.ProcResult) -> str:
     lines = (result.stdout.rstrip("\n") + "\n" + result.stderr.rstrip("\n")).strip("\n").splitlines()
-    return "\n".join(_clip(line, _TAIL_LINE_CHARS) for line in lines[-_TAIL_LINES:])
+    notes = [f"[{note}]" for note in result.notes]  # what the tail cannot show (truncation, a lingering child)
+    return "\n".join([*(_clip(line, _TAIL_LINE_CHARS) for line in lines[-_TAIL_LINES:]), *notes])
 
 
 def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
@@ -450,7 +512,8 @@ def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
         env = None
         if spec.env or slot_env:
             env = {**os.environ, **(spec.env or {}), **slot_env}
-        result = proc.run([spec.path, *spec.args], spec.timeout, cwd=spec.cwd, env=env)
+        # The tail only: a metric from the start of an output whose middle was dropped may be stale.
+        result = proc.run([spec.path, *spec.args], spec.timeout, cwd=spec.cwd, env=env, head_bytes=0)
     text = result.stdout + ("\n" if result.stdout and result.stderr else "") + result.stderr
     parsed = parse_output(text, spec.metric_regex, spec.metric_unit)
     run = classify(result, parsed, spec.required, spec.timeout)

@@ -35,6 +35,8 @@ _CACHE_LINE = re.compile(r"^([A-Za-z0-9_.+-]+):(BOOL|STRING|PATH|FILEPATH|UNINIT
 # Reading -Xptxas -v output does not change the generated code (only the PTX
 # section's recorded ptxas options), so what is measured is what ships.
 VERBOSE_PTXAS = ("-Xptxas=-v",)
+# The compile log is kept whole up to this (the static metrics are parsed from it).
+COMPILER_OUTPUT_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -119,8 +121,14 @@ class ScratchTree:
         """Rebuild the tuned target with `controls`, then the benchmark (if any)."""
         write_options_file(self.options_file, controls, extra=VERBOSE_PTXAS)
         with environment.CompileWitness(self.options_file, timeout) as witness:
-            compile_step = proc.run(self._build_args(self.manifest.target), timeout)
+            compile_step = proc.run(self._build_args(self.manifest.target), timeout,
+                                    max_output=COMPILER_OUTPUT_BYTES)
         output = compile_step.stdout + compile_step.stderr
+        if compile_step.ok and compile_step.truncated:
+            # The static metrics are read from this log: a cut one would score the kernels it lost as 0.
+            return CandidateBuild(False, "compile_failed",
+                                  f"compile printed more than ciq_build keeps ({compile_step.truncation}); "
+                                  "its resource usage cannot be read from a cut log", compile_step.seconds, output)
         if not compile_step.ok:
             cause = self._failure_cause(compile_step, output, witness)
             return CandidateBuild(False, cause, f"compile {compile_step.describe()}:\n{compile_step.output_tail()}",

@@ -105,6 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    signal.signal(signal.SIGHUP, _raise_keyboard_interrupt)  # a closed terminal stops a tune the same way
+    from ciq_build.proc import guard_driver
+
+    if args.command in ("tune", "verify", "sample-acfs"):
+        guard_driver()  # nothing these start outlives them, even when they are SIGKILLed
     try:
         if args.command == "tune":
             from ciq_build.tune import TuneOptions, tune

@@ -481,6 +481,9 @@ class Tuner:
         self._open_journal(source)
         self._say(f"tuning {self.manifest.target} with {self.toolchain.describe()}; objectives: "
                   f"{', '.join(o.spec for o in self.objectives)}; scratch trees in {scratch_root(self.manifest)}")
+        # Nothing an earlier, killed tune left running may still write the scratch trees.
+        for note in proc.claim_tree(scratch_root(self.manifest)):
+            self._say(note)
         before = self.source_set.snapshot()
         base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, self.options.jobs + 1,
                                                  self.timeout * 5)

@@ -195,6 +195,50 @@ def test_sigterm_stops_a_tune_at_once_and_leaves_nothing_running(tmp_path: Path)
             os.killpg(tune.pid, signal.SIGKILL)
 
 
+def _pids_mentioning(directory: Path) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = (entry / "cmdline").read_bytes()
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if str(directory).encode() in cmdline and state not in ("Z", "X"):
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_sigkilled_tune_leaves_no_benchmark_running(tmp_path: Path) -> None:
+    # MODE 1: the benchmark forks a child and both hang. Only the driver is
+    # SIGKILLed (not its group): no exit code of it runs, yet nothing it started
+    # may live on (before: the benchmark and its child ran for ever).
+    source = _project(tmp_path)
+    build = tmp_path / "build"
+    args = ["--generations", "1", "--pool-size", "2", "--repeats", "1", "--no-pin",
+            "--cmake-arg=-DFAULTY_PARAMS=MODE=choice(1)", "--cmake-arg=-DFAULTY_TIMEOUT=600"]
+    tune = subprocess.Popen(
+        [sys.executable, "-m", "ciq_build", "tune", "fake_bench", "-S", str(source), "-B", str(build), *args],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and len(
+                [p for p in _processes_mentioning(tmp_path) if "an argument with spaces" in p]) < 2:
+            time.sleep(0.2)  # until the hanging benchmark and its child run
+        assert len([p for p in _processes_mentioning(tmp_path) if "an argument with spaces" in p]) >= 2
+        tune.kill()
+        tune.wait()
+        deadline = time.monotonic() + 10
+        while _pids_mentioning(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _processes_mentioning(tmp_path) == []
+    finally:
+        if tune.poll() is None:
+            tune.kill()
+        for pid in _pids_mentioning(tmp_path):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_second_tune_of_the_same_target_is_refused_while_the_first_runs(tmp_path: Path) -> None:
     source = _project(tmp_path)
     build = tmp_path / "build"
