@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,10 +167,12 @@ def scratch_root(manifest: Manifest) -> Path:
 
 def make_scratch_trees(manifest: Manifest, toolchain: Toolchain, count: int, timeout: float) -> list[ScratchTree]:
     trees = [ScratchTree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain) for index in range(count)]
-    # Configuring is mostly waiting on compiler checks: do the trees side by side.
-    with ThreadPoolExecutor(max_workers=count) as pool:
-        for done in [pool.submit(tree.configure, timeout) for tree in trees]:
-            done.result()
+    # One after another, never side by side: projects write into their source
+    # tree at configure time (configure_file into the sources), and CMake does
+    # that through a fixed `<file>.tmp`, so two configures at once make one of
+    # them fail with "No such file or directory". A configure costs ~1.5 s.
+    for tree in trees:
+        tree.configure(timeout)
     return trees
 
 

@@ -89,7 +89,7 @@ def kill(pid: int) -> None:
         pass
 
 
-MIB = 1024  # ru_maxrss is in KiB
+MIB = 1024  # the peak resident set (VmHWM) is in KiB
 
 
 # -- output: streamed, capped, and said so ---------------------------------------------------

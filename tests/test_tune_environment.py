@@ -226,3 +226,15 @@ def test_journaled_static_scores_are_remeasured_before_pinning(tmp_path: Path) -
     # The journal now says what the fresh build measured, for the next resume.
     corrected = [r for r in _evaluations(build, "kern") if r["key"] == loser["key"]]
     assert corrected[-1]["metrics"]["stack_bytes"] > best
+
+
+def test_scratch_trees_are_configured_one_at_a_time(tmp_path: Path) -> None:
+    # A project writing into its sources at configure time (configure_file):
+    # CMake writes through a fixed `<file>.tmp`, so configures side by side fail.
+    # Here a configure that overlaps another fails every time.
+    source = _project(tmp_path)
+    build = tmp_path / "build"
+    done = _tune("kern", source, build, "--generations", "1", "--pool-size", "3", "--jobs", "3", "--no-pin",
+                 env={"TRANSIENT_EXCLUSIVE_CONFIGURE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert len(list((build / "ciq" / "scratch" / "kern").glob("worker-*/build/CMakeCache.txt"))) >= 3

@@ -15,6 +15,18 @@ import time
 from pathlib import Path
 
 
+def peak_resident_kib() -> int:
+    """This process's own peak resident set (VmHWM), in KiB.
+
+    Not getrusage's ru_maxrss: Linux carries that across exec from the forking
+    parent, so a child of a big pytest process would report pytest's size.
+    """
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def _write_pid(pid_file: str, pid: int | None = None) -> None:
     with open(pid_file + ".tmp", "w") as handle:
         handle.write(str(os.getpid() if pid is None else pid))
@@ -105,7 +117,7 @@ def drive(timeout: str, *argv: str) -> int:
     started = time.monotonic()
     result = proc.run(list(argv), float(timeout))
     seconds = time.monotonic() - started
-    maxrss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    maxrss_kib = peak_resident_kib()
     print(f"seconds={seconds:.3f} maxrss_kib={maxrss_kib} timed_out={result.timed_out} "
           f"returncode={result.returncode} stdout_chars={len(result.stdout)} stderr_chars={len(result.stderr)}")
     print(f"describe={result.describe()}")
