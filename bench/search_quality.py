@@ -35,8 +35,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import ciq_build.space as ss  # noqa: E402
-from ciq_build.search import INVALID_SCORE, Search, SearchConfiguration, interpret  # noqa: E402
+import ciq_build.core.space as ss  # noqa: E402
+from ciq_build.search.ga import INVALID_SCORE, Search, SearchConfiguration, interpret  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -106,33 +106,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     signal.signal(signal.SIGHUP, _raise_keyboard_interrupt)  # a closed terminal stops a tune the same way
-    from ciq_build.proc import guard_driver
+    from ciq_build.measure.proc import guard_driver
 
     if args.command in ("tune", "verify", "sample-acfs"):
         guard_driver()  # nothing these start outlives them, even when they are SIGKILLed
     try:
         if args.command == "tune":
-            from ciq_build.tune import TuneOptions, tune
+            from ciq_build.tune.driver import TuneOptions, tune
 
             outcome = tune(TuneOptions.from_args(args))
             return 0 if outcome.ok else 1
         if args.command == "show":
-            from ciq_build.report import show
+            from ciq_build.tune.report import show
 
             print(show(args.target, args.build_dir, args.source_dir, args.pin_file))
             return 0
         if args.command == "list":
-            from ciq_build.report import list_targets
+            from ciq_build.tune.report import list_targets
 
             print(list_targets(args.build_dir))
             return 0
         if args.command == "sample-acfs":
-            from ciq_build.engines.acf_pool import sample_pool
+            from ciq_build.search.acf_pool import sample_pool
 
             print(sample_pool(args.space, args.count, args.out, args.seed))
             return 0
         if args.command == "verify":
-            from ciq_build.verify import verify
+            from ciq_build.pin.verify import verify
 
             report = verify(args.target, args.build_dir)
             print(report.text)
@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ciq_build: error: {error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
-        from ciq_build.proc import kill_all_running
+        from ciq_build.measure.proc import kill_all_running
 
         kill_all_running()
         print("ciq_build: stopped; finished evaluations are kept in the journal, run the same command to resume",

@@ -38,14 +38,14 @@ from setuptools import Extension
 from setuptools.command.build_ext import build_ext as _setuptools_build_ext
 from setuptools.errors import CompileError, SetupError
 
-from ciq_build import proc
-from ciq_build.acf import check_nvcc_acf_architectures
-from ciq_build.controls import options_file_line
+from ciq_build.measure import proc
+from ciq_build.compiler.acf import check_nvcc_acf_architectures
+from ciq_build.compiler.controls import options_file_line
 from ciq_build.errors import CiqError, ConfigError, RecordError, ToolchainError
-from ciq_build.lock import BuildPin, record_path, resolve_build_pin
-from ciq_build.target import TARGET_NAME
-from ciq_build.rules import load_rules
-from ciq_build.toolchain import Toolchain, arch_number, default_cache_dir, find_toolchain
+from ciq_build.pin.record import BuildPin, record_path, resolve_build_pin
+from ciq_build.build.manifest import TARGET_NAME
+from ciq_build.core.rules import load_rules
+from ciq_build.compiler.toolchain import Toolchain, arch_number, default_cache_dir, find_toolchain
 
 __all__ = ["BuildPin", "CudaExtension", "build_ext", "cudart_static", "resolve_pin"]
 

@@ -139,7 +139,7 @@ endfunction()
 
 # _ciq_read_pin(<target> <pin_file> <pin_dir> <allow_numerics> [<PARAMS>...])
 # Validates a pinned record against the rule book, in the order of
-# ciq_build/lock.py (read_record, then pin_arguments' checks), and sets in the
+# ciq_build/pin/record.py (read_record, then pin_arguments' checks), and sets in the
 # caller:
 #   _ciq_pin_args      the nvcc arguments it asks for (the ACF by its own path)
 #   _ciq_pin_acf       the ACF's path, or ""

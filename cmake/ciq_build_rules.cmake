@@ -1,5 +1,5 @@
 # The rule book's CMake reader: ciq_build_rules.txt, interpreted as
-# ciq_build/rules.py interprets it (the same regexes, in the same order), so
+# ciq_build/core/rules.py interprets it (the same regexes, in the same order), so
 # that a record gets the same verdict from CMake and from Python. Every
 # function here returns a problem text in <out> ("" when all is well) and
 # never stops configure itself: the caller says which record and what to do.

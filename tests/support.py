@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.proc import ProcResult
+from ciq_build.measure.proc import ProcResult
 
 
 def build_tool(name: str) -> str:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.acf import sha256_file
-from ciq_build.engines.acf_pool import POOL_FILE, load_pool, pool_sha256
+from ciq_build.compiler.acf import sha256_file
+from ciq_build.search.acf_pool import POOL_FILE, load_pool, pool_sha256
 from ciq_build.errors import ConfigError
 
 pytestmark = pytest.mark.acf

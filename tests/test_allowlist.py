@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build import proc
-from ciq_build.allowlist import (
+from ciq_build.measure import proc
+from ciq_build.core.allowlist import (
     allowlist_path,
     check_define,
     check_flag,

@@ -1,4 +1,4 @@
-"""ciq_build.bench with real misbehaving benchmark processes (tests/programs/)."""
+"""ciq_build.measure.bench with real misbehaving benchmark processes (tests/programs/)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build import bench
-from ciq_build.bench import BenchSpec, GpuSlots, beats_baseline, interleaved, measure, run_once
+from ciq_build.measure import bench
+from ciq_build.measure.bench import BenchSpec, GpuSlots, beats_baseline, interleaved, measure, run_once
 from ciq_build.errors import BenchmarkError, CiqError, ConfigError, NoGpuError
 
 PROGRAMS = Path(__file__).parent / "programs"

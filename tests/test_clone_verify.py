@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from support import build_tool, ensure_ok
-from ciq_build.proc import run
+from ciq_build.measure.proc import run
 
 pytestmark = pytest.mark.slow
 

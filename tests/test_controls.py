@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-import ciq_build.space as ss
-from ciq_build import proc
-from ciq_build.controls import (
+import ciq_build.core.space as ss
+from ciq_build.measure import proc
+from ciq_build.compiler.controls import (
     KNOBS,
     AcfRef,
     Controls,
@@ -28,7 +28,7 @@ from ciq_build.controls import (
     write_options_file,
 )
 from ciq_build.errors import ConfigError, RecordError, UnsafeFlagError
-from ciq_build.toolchain import default_cache_dir, Toolchain, find_toolchain
+from ciq_build.compiler.toolchain import default_cache_dir, Toolchain, find_toolchain
 
 # Compiles only when TILE arrives as 64 and SCALE as 1.5 (a -D value with a dot).
 KERNEL = """\
@@ -87,7 +87,7 @@ def test_flags_outside_the_allow_list_are_refused(flag: str) -> None:
     with pytest.raises(UnsafeFlagError):
         Controls(flags=(flag,))
     with pytest.raises(UnsafeFlagError):
-        check_flag(flag)  # re-exported from ciq_build.allowlist
+        check_flag(flag)  # re-exported from ciq_build.core.allowlist
 
 
 def test_two_values_of_one_option_are_refused() -> None:

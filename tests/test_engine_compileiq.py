@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-import ciq_build.space as ss
-from ciq_build.acf import check_nvcc_acf_architectures, check_toolkit_accepts
+import ciq_build.core.space as ss
+from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts
 from ciq_build.errors import ConfigError, MissingExtraError, ToolchainError
-from ciq_build.proc import run
-from ciq_build.search import SearchConfiguration
+from ciq_build.measure.proc import run
+from ciq_build.search.ga import SearchConfiguration
 
-compileiq_engine = pytest.importorskip("ciq_build.engines.compileiq")
+compileiq_engine = pytest.importorskip("ciq_build.search.compileiq")
 CompileIqEngine = compileiq_engine.CompileIqEngine
 resolve_space = compileiq_engine.resolve_space
 

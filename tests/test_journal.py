@@ -1,4 +1,4 @@
-"""ciq_build.journal: durable appends, corrupt-line tolerance, headers, --fresh, the tune lock."""
+"""ciq_build.state.journal: durable appends, corrupt-line tolerance, headers, --fresh, the tune lock."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.errors import BusyError, JournalError
-from ciq_build.journal import Journal, TargetLock
+from ciq_build.state.journal import Journal, TargetLock
 
 PROGRAMS = Path(__file__).parent / "programs"
 SETTINGS = {"target": "gemm", "toolchain": {"cuda": "13.3"}, "space": ["knob.maxrregcount=range(32,255)"]}

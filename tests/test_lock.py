@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from ciq_build.controls import AcfRef, Controls
+from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.errors import RecordError, UnsafeFlagError
-from ciq_build.lock import (
+from ciq_build.pin.record import (
     ObjectInfo,
     PinnedRecord,
     RecordObjective,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build import proc
+from ciq_build.measure import proc
 from ciq_build.errors import ToolchainError
-from ciq_build.metrics import (
+from ciq_build.compiler.metrics import (
     KernelUsage,
     code_hash,
     normalise_symbol,
@@ -20,7 +20,7 @@ from ciq_build.metrics import (
     sass_instruction_counts,
     summarize,
 )
-from ciq_build.toolchain import Toolchain, find_toolchain
+from ciq_build.compiler.toolchain import Toolchain, find_toolchain
 
 # 48 floats live across a loop: fits in registers by default (~56), spills when capped at 32.
 KERNELS = """\

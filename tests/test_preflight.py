@@ -21,11 +21,11 @@ import pytest
 
 from support import build_tool, ensure_ok
 from ciq_build.errors import ConfigError, ToolchainError
-from ciq_build.metrics import sass_instruction_counts
-from ciq_build.preflight import check_tune, check_verify, missing_tools
-from ciq_build.proc import run
-from ciq_build.target import Benchmark, load_manifest, parse_objectives
-from ciq_build.toolchain import load_toolchain
+from ciq_build.compiler.metrics import sass_instruction_counts
+from ciq_build.build.preflight import check_tune, check_verify, missing_tools
+from ciq_build.measure.proc import run
+from ciq_build.build.manifest import Benchmark, load_manifest, parse_objectives
+from ciq_build.compiler.toolchain import load_toolchain
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""ciq_build.proc with real unruly processes (tests/programs/unruly.py).
+"""ciq_build.measure.proc with real unruly processes (tests/programs/unruly.py).
 
 Each test runs the driver itself as a child process (`unruly.py drive`, which
 calls proc.run and reports its own peak memory and the time the run took), so
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build import bench, proc
-from ciq_build.bench import BenchSpec, run_once
+from ciq_build.measure import bench
+from ciq_build.measure import proc
+from ciq_build.measure.bench import BenchSpec, run_once
 from ciq_build.errors import BusyError
 
 UNRULY = Path(__file__).parent / "programs" / "unruly.py"
@@ -181,7 +182,7 @@ def test_a_guarded_driver_reaps_and_kills_at_exit(tmp_path: Path) -> None:
     pid_file = tmp_path / "daemon.pid"
     # A daemon with its own session and no pipes: found by its mark, killed at the run's end.
     script = (
-        "import sys; from ciq_build import proc; proc.guard_driver(); "
+        "import sys; from ciq_build.measure import proc; proc.guard_driver(); "
         f"r = proc.run({unruly('daemon_pipe', str(pid_file), 'yes')!r}, 20); "
         "print(r.returncode, r.lingered)"
     )
@@ -257,7 +258,7 @@ def test_claim_tree_refuses_a_tree_that_a_live_driver_or_a_stranger_uses(tmp_pat
 def test_a_backtracking_metric_regex_fails_the_run_in_bounded_time() -> None:
     # In a child: before the limit, '(a+)+$' on a 30,000-character line never returns.
     script = (
-        "import json, sys, time; from pathlib import Path; from ciq_build.bench import BenchSpec, run_once; "
+        "import json, sys, time; from pathlib import Path; from ciq_build.measure.bench import BenchSpec, run_once; "
         "t = time.monotonic(); "
         f"r = run_once(BenchSpec(Path(sys.executable), ({str(UNRULY)!r}, 'catastrophic', '30000'), 20, "
         "metric_regex=r'(a+)+$')); "

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from ciq_build.errors import ConfigError
-from ciq_build.results import Evaluation, Results, hypervolume_2d
+from ciq_build.core.results import Evaluation, Results, hypervolume_2d
 
 
 def _ev(i, scores, status="ok", reason=""):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.errors import ConfigError
-from ciq_build.proc import ProcResult, run
+from ciq_build.measure.proc import ProcResult, run
 from ciq_build.setuptools_ext import CudaExtension, _gencode
 
 PROJECT = Path(__file__).resolve().parent / "projects" / "setuptools_ext"

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-import ciq_build.space as ss
+import ciq_build.core.space as ss
 from ciq_build.errors import ConfigError
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ciq_build.errors import CiqError, ConfigError, ManifestError
-from ciq_build.target import (
+from ciq_build.build.manifest import (
     Benchmark,
     Objective,
     list_manifests,
@@ -198,7 +198,7 @@ _DELETE = object()
 
 
 def test_metric_unit_is_read_and_defaults_to_milliseconds(tmp_path):
-    from ciq_build import bench
+    from ciq_build.measure import bench
 
     for unit in ("s", "ms", "us", "ns"):
         assert read_manifest(_mutated(tmp_path, metric_regex="Time= ([0-9.]+)", metric_unit=unit)).metric_unit == unit

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.errors import ToolchainError
-from ciq_build.toolchain import (
+from ciq_build.compiler.toolchain import (
     Toolchain,
     arch_number,
     find_toolchain,
@@ -219,7 +219,7 @@ def test_two_toolchains_never_share_a_cache_entry(
 
 
 def test_default_cache_dir_follows_the_environment(tmp_path: Path) -> None:
-    from ciq_build.toolchain import default_cache_dir
+    from ciq_build.compiler.toolchain import default_cache_dir
 
     assert default_cache_dir({"CIQ_BUILD_CACHE_DIR": str(tmp_path)}) == tmp_path
     assert default_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "ciq_build"

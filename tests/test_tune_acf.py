@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build import metrics
+from ciq_build.compiler import metrics
 
 pytest.importorskip("compileiq", reason='needs NVIDIA compileiq: pip install "ciq-build[acf]"')
 

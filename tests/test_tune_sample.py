@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build import metrics
+from ciq_build.compiler import metrics
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,7 @@ def test_the_next_plain_build_compiles_the_target_with_the_pin_and_only_that_tar
 
     # The rebuilt object shows the pinned winner's registers, and `verify` agrees.
     toolchain_nvcc = shlex.split(gemm)[0]
-    from ciq_build.toolchain import find_toolchain
+    from ciq_build.compiler.toolchain import find_toolchain
 
     toolchain = find_toolchain(Path(toolchain_nvcc))
     objects = list((build / "CMakeFiles" / "gemm_kernels.dir").rglob("*.o"))

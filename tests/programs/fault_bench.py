@@ -2,7 +2,7 @@
 """A benchmark that misbehaves on purpose: `fault_bench.py <mode> [args...]`.
 
 Each mode is one way a real benchmark goes wrong (or right); the tests run it
-as a real process through ciq_build.bench and check the verdict.
+as a real process through ciq_build.measure.bench and check the verdict.
 """
 
 from __future__ import annotations

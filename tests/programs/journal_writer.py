@@ -7,7 +7,7 @@ Record sizes vary up to ~2 MB so that a SIGKILL can land inside a write.
 import random
 import sys
 
-from ciq_build.journal import Journal
+from ciq_build.state.journal import Journal
 
 journal = Journal(sys.argv[1])
 rng = random.Random(int(sys.argv[2]))

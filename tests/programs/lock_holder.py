@@ -4,7 +4,7 @@
 import sys
 import time
 
-from ciq_build.journal import TargetLock
+from ciq_build.state.journal import TargetLock
 
 with TargetLock(sys.argv[1], wait=False):
     print("locked", flush=True)

@@ -3,7 +3,7 @@
 
 Used by tests/test_proc.py as real processes: endless or huge output, a child
 that keeps the output pipe open after the main process exits, a grandchild in
-a session of its own, a driver (ciq_build.proc.run inside) to be killed.
+a session of its own, a driver (ciq_build.measure.proc.run inside) to be killed.
 """
 
 from __future__ import annotations
@@ -94,12 +94,12 @@ def setsid_grandchild(pid_file: str) -> int:
 
 
 def drive(timeout: str, *argv: str) -> int:
-    """Act as a ciq_build driver: run `argv` through ciq_build.proc.run; report what it saw.
+    """Act as a ciq_build driver: run `argv` through ciq_build.measure.proc.run; report what it saw.
 
     `drive --guard ...` guards the process tree as the CLI does; `--claim DIR` claims DIR
     as a scratch tree first (and works in it); `--rlimit-as MIB` caps its address space.
     """
-    from ciq_build import proc
+    from ciq_build.measure import proc
 
     args = [timeout, *argv]
     while args[0].startswith("--"):

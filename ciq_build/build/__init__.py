@@ -1,0 +1,1 @@
+"""Building one tuned target: the CMake manifest, scratch trees, source fingerprints, preflight checks."""

@@ -1,0 +1,226 @@
+"""Out-of-band rebuilds of one tuned target, in scratch build trees.
+
+The driver never builds in the user's build tree. Each worker owns one scratch
+tree (a separate CMake binary dir under `<build>/ciq/scratch/<target>/`),
+configured once with `CIQ_TUNE_TARGET` / `CIQ_TUNE_OPTIONS_FILE`, so that the
+CMake module hands the tuned target's CUDA compiles the per-candidate nvcc
+options file: the same mechanism the real build uses for a pin. A candidate
+rewrites that file (its mtime changes, so exactly the target's CUDA objects are
+rebuilt), rebuilds the target, then relinks the benchmark.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ciq_build.build import environment
+from ciq_build.measure import proc
+from ciq_build.compiler.controls import Controls, write_options_file
+from ciq_build.errors import BuildError
+from ciq_build.resources import build_tool, cmake_dir
+from ciq_build.build.manifest import Manifest
+from ciq_build.compiler.toolchain import Toolchain
+
+# Cache entries of the user's tree that the scratch tree must not inherit:
+# they describe the user's tree itself, or are recomputed by CMake.
+_CACHE_SKIP = re.compile(
+    r"^(CMAKE_CACHEFILE_DIR|CMAKE_HOME_DIRECTORY|CMAKE_PROJECT_.*|CMAKE_GENERATOR.*|"
+    r"CMAKE_EXPORT_COMPILE_COMMANDS|CIQ_TUNE_.*|.*_BINARY_DIR|.*_SOURCE_DIR|.*_IS_TOP_LEVEL)$"
+)
+_CACHE_LINE = re.compile(r"^([A-Za-z0-9_.+-]+):(BOOL|STRING|PATH|FILEPATH|UNINITIALIZED)=(.*)$")
+
+# Reading -Xptxas -v output does not change the generated code (only the PTX
+# section's recorded ptxas options), so what is measured is what ships.
+VERBOSE_PTXAS = ("-Xptxas=-v",)
+# The compile log is kept whole up to this (the static metrics are parsed from it).
+COMPILER_OUTPUT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CandidateBuild:
+    """The outcome of rebuilding the tuned target with one candidate's controls."""
+
+    ok: bool
+    cause: str | None  # compile_failed / compile_timeout, or an environmental cause (ciq_build.build.environment)
+    message: str
+    compile_seconds: float
+    compiler_output: str
+    objects: tuple[Path, ...] = ()
+    benchmark: Path | None = None
+
+
+@dataclass
+class ScratchTree:
+    """One worker's private build tree of the user's project."""
+
+    manifest: Manifest
+    root: Path
+    toolchain: Toolchain
+    build_dir: Path = field(init=False)
+    options_file: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.build_dir = self.root / "build"
+        self.options_file = self.root / f"{safe_name(self.manifest.target)}.nvcc-options"
+
+    # -- paths inside the scratch tree that mirror the user's tree ------------
+
+    def mirror(self, user_path: Path) -> Path:
+        """Where a file of the user's build tree lives in this scratch tree."""
+        try:
+            relative = Path(user_path).relative_to(self.manifest.binary_dir)
+        except ValueError as exc:
+            raise BuildError(
+                f"{user_path} is outside the build tree {self.manifest.binary_dir}; "
+                "ciq_build can only rebuild benchmarks that the same CMake project builds"
+            ) from exc
+        return self.build_dir / relative
+
+    @property
+    def benchmark_path(self) -> Path | None:
+        bench = self.manifest.benchmark
+        return self.mirror(bench.path) if bench is not None else None
+
+    def object_files(self) -> tuple[Path, ...]:
+        return object_files(self.mirror(self.manifest.object_dir))
+
+    # -- configure and build ---------------------------------------------------
+
+    def configure(self, timeout: float) -> None:
+        """Configure once (reused while its cache exists and the options file path matches)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if not self.options_file.exists():
+            write_options_file(self.options_file, Controls())
+        generated = (self.build_dir / "build.ninja").exists() or (self.build_dir / "Makefile").exists()
+        if (self.build_dir / "CMakeCache.txt").is_file() and generated:
+            return
+        init_cache = self.root / "ciq-init-cache.cmake"
+        init_cache.write_text(_initial_cache(self.manifest.binary_dir / "CMakeCache.txt"), encoding="utf-8")
+        args = [
+            build_tool("cmake"),
+            "-S", str(self.manifest.source_dir),
+            "-B", str(self.build_dir),
+            "-G", self.manifest.generator,
+            "-C", str(init_cache),
+            f"-DCMAKE_CUDA_COMPILER={self.toolchain.nvcc}",
+            f"-Dciq_build_DIR={cmake_dir()}",
+            f"-DCIQ_TUNE_TARGET={self.manifest.target}",
+            f"-DCIQ_TUNE_OPTIONS_FILE={self.options_file}",
+        ]
+        result = proc.run(args, timeout)
+        if not result.ok:
+            raise BuildError(
+                f"configuring the scratch tree {self.build_dir} failed ({result.describe()}):\n"
+                f"{result.output_tail()}\nDoes `cmake -S {self.manifest.source_dir}` configure on its own?"
+            )
+
+    def build(self, controls: Controls, timeout: float) -> CandidateBuild:
+        """Rebuild the tuned target with `controls`, then the benchmark (if any)."""
+        write_options_file(self.options_file, controls, extra=VERBOSE_PTXAS)
+        with environment.CompileWitness(self.options_file, timeout) as witness:
+            compile_step = proc.run(self._build_args(self.manifest.target), timeout,
+                                    max_output=COMPILER_OUTPUT_BYTES)
+        output = compile_step.stdout + compile_step.stderr
+        if compile_step.ok and compile_step.truncated:
+            # The static metrics are read from this log: a cut one would score the kernels it lost as 0.
+            return CandidateBuild(False, "compile_failed",
+                                  f"compile printed more than ciq_build keeps ({compile_step.truncation}); "
+                                  "its resource usage cannot be read from a cut log", compile_step.seconds, output)
+        if not compile_step.ok:
+            cause = self._failure_cause(compile_step, output, witness)
+            return CandidateBuild(False, cause, f"compile {compile_step.describe()}:\n{compile_step.output_tail()}",
+                                  compile_step.seconds, output)
+        bench = self.manifest.benchmark
+        if bench is not None and bench.target != self.manifest.target:
+            with environment.CompileWitness(self.options_file, timeout) as witness:
+                link_step = proc.run(self._build_args(bench.target), timeout)
+            if not link_step.ok:
+                cause = self._failure_cause(link_step, link_step.stdout + link_step.stderr, witness)
+                return CandidateBuild(False, cause, f"benchmark build {link_step.describe()}:\n{link_step.output_tail()}",
+                                      compile_step.seconds, output)
+        return CandidateBuild(True, None, "", compile_step.seconds, output, self.object_files(), self.benchmark_path)
+
+    def _failure_cause(self, step: proc.ProcResult, output: str, witness: environment.CompileWitness) -> str:
+        """The candidate's own failure (compile_failed/compile_timeout) or the machine's (not cached)."""
+        if environment.says_disk_full(output):
+            return environment.DISK_FULL
+        if step.timed_out:
+            return "compile_timeout" if witness.hang_was_the_candidates() else environment.BUILD_TOOL_TIMEOUT
+        if environment.foreign_signal(step.signal) or environment.says_killed(output):
+            return environment.COMPILE_KILLED
+        # nvcc does not always say why a write failed ("Failed to preprocess host
+        # compiler properties" with a full TMPDIR): look at the disks themselves.
+        if environment.full_file_systems([self.root, environment.compiler_temp_dir()]):
+            return environment.DISK_FULL
+        return "compile_failed"
+
+    def _build_args(self, target: str) -> list[str]:
+        return [build_tool("cmake"), "--build", str(self.build_dir), "--target", target]
+
+
+def scratch_root(manifest: Manifest) -> Path:
+    """Where the scratch trees of one target live (inside the user's build dir, apart from it)."""
+    return manifest.binary_dir / "ciq" / "scratch" / safe_name(manifest.target)
+
+
+def make_scratch_trees(manifest: Manifest, toolchain: Toolchain, count: int, timeout: float) -> list[ScratchTree]:
+    trees = [ScratchTree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain) for index in range(count)]
+    # One after another, never side by side: projects write into their source
+    # tree at configure time (configure_file into the sources), and CMake does
+    # that through a fixed `<file>.tmp`, so two configures at once make one of
+    # them fail with "No such file or directory". A configure costs ~1.5 s.
+    for tree in trees:
+        tree.configure(timeout)
+    return trees
+
+
+def remove_scratch_trees(manifest: Manifest) -> None:
+    shutil.rmtree(scratch_root(manifest), ignore_errors=True)
+
+
+def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain, generator: str | None,
+                        cmake_args: list[str], timeout: float) -> None:
+    """Configure the user's project when `tune` is pointed at a build dir that does not exist yet."""
+    args = [build_tool("cmake"), "-S", str(source_dir), "-B", str(build_dir), f"-DCMAKE_CUDA_COMPILER={toolchain.nvcc}",
+            f"-Dciq_build_DIR={cmake_dir()}"]
+    ninja = shutil.which(build_tool("ninja"))
+    if generator:
+        args += ["-G", generator]
+    elif ninja:
+        args += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
+    args += cmake_args
+    result = proc.run(args, timeout)
+    if not result.ok:
+        raise BuildError(f"configuring {source_dir} into {build_dir} failed ({result.describe()}):\n{result.output_tail()}")
+
+
+def _initial_cache(cache_file: Path) -> str:
+    """The user's cache settings (build type, architectures, paths) as a `cmake -C` script."""
+    lines = ["# Written by ciq_build: the user's cache settings, replayed into a scratch tree."]
+    if not cache_file.is_file():
+        return "\n".join(lines) + "\n"
+    for raw in cache_file.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = _CACHE_LINE.match(raw)
+        if not match or _CACHE_SKIP.match(match.group(1)):
+            continue
+        name, kind, value = match.groups()
+        kind = "STRING" if kind == "UNINITIALIZED" else kind  # given as -DNAME=value without a type
+        lines.append(f'set({name} "{_cmake_escape(value)}" CACHE {kind} "")')
+    return "\n".join(lines) + "\n"
+
+
+def _cmake_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+
+
+def object_files(directory: Path) -> tuple[Path, ...]:
+    """The object files CMake wrote for a target (its object dir, recursively), sorted."""
+    return tuple(sorted(p for p in directory.rglob("*") if p.suffix in (".o", ".obj") and p.is_file()))
+
+
+def safe_name(name: str) -> str:
+    """A file-system-safe rendering of a target name (names may hold spaces or punctuation)."""
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)

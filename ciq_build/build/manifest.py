@@ -1,0 +1,396 @@
+"""The manifest the CMake module writes for each tuned target, and objective specs.
+
+``ciq_tune_target(<target> ...)`` makes CMake write
+``<build dir>/ciq/targets/<target>.json`` (file(GENERATE)), which tells the
+driver everything it needs to know about the target without parsing CMake
+itself: sources, object directory, benchmark, objectives, pin location. This
+module reads it and validates every field, so that a stale or hand-edited
+manifest fails here with a message, not deep inside a tune.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ciq_build.errors import ConfigError, ManifestError
+
+MANIFEST_SCHEMA = 1
+
+# CMake target names that can also be file names (no '/', no '..', no '::' aliases).
+TARGET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+Direction = Literal["min", "max"]
+Source = Literal["benchmark", "static", "compile"]
+
+# objective name -> where its value comes from.
+_OBJECTIVES: dict[str, Source] = {
+    "time": "benchmark",
+    "energy": "benchmark",
+    "compile_time": "compile",
+    "registers": "static",
+    "spill_bytes": "static",
+    "stack_bytes": "static",
+    "sass_instructions": "static",
+}
+_ALIASES = {"compile_seconds": "compile_time", "spills": "spill_bytes"}
+_METRIC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+# METRIC's UNIT (ciq_build.measure.bench.METRIC_UNITS; bench imports numpy, this module must not need it).
+METRIC_UNITS = ("s", "ms", "us", "ns")
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One thing the search scores: its canonical name, direction and where it is measured."""
+
+    name: str  # canonical: "time", "registers", "metric:gflops", ...
+    direction: Direction = "min"
+    source: Source = "benchmark"
+
+    @property
+    def spec(self) -> str:
+        """The spelling that parse_objective reads back to this objective."""
+        return self.name if self.direction == "min" else f"max:{self.name}"
+
+
+def parse_objective(spec: object) -> Objective:
+    """Read one objective spec: ``[max:|min:]<name>`` (default min)."""
+    if not isinstance(spec, str):
+        raise ConfigError(f"objective {spec!r} is not a string; write e.g. time, max:metric:gflops or registers.")
+    text = spec.strip()
+    direction: Direction = "min"
+    for prefix in ("max:", "min:"):
+        if text.startswith(prefix):
+            direction = "max" if prefix == "max:" else "min"
+            text = text[len(prefix):]
+            break
+    name = _ALIASES.get(text, text)
+    if name in _OBJECTIVES:
+        return Objective(name, direction, _OBJECTIVES[name])
+    if name.startswith("metric:"):
+        metric = name[len("metric:"):]
+        if _METRIC_NAME.fullmatch(metric) is not None:
+            return Objective(name, direction, "benchmark")
+        raise ConfigError(
+            f"objective {spec!r}: metric name {metric!r} must match [A-Za-z_][A-Za-z0-9_.-]* "
+            "(the <name> a benchmark prints as 'CIQ_METRIC <name>=<number>')."
+        )
+    known = ", ".join([*_OBJECTIVES, *_ALIASES, "metric:<name>"])
+    raise ConfigError(
+        f"unknown objective {spec!r}; use one of {known}, optionally prefixed with max: or min:."
+    )
+
+
+def parse_objectives(specs: list[str] | tuple[str, ...]) -> list[Objective]:
+    """Read a list of objective specs; at least one, no objective twice."""
+    if isinstance(specs, str) or not isinstance(specs, (list, tuple)):
+        raise ConfigError(f"objectives must be a list of names, got {specs!r}.")
+    if not specs:
+        raise ConfigError("no objective given; name at least one, e.g. time or registers.")
+    objectives = [parse_objective(spec) for spec in specs]
+    seen: set[str] = set()
+    for objective in objectives:
+        if objective.name in seen:
+            raise ConfigError(f"objective {objective.name!r} is given twice in {list(specs)!r}; name it once.")
+        seen.add(objective.name)
+    return objectives
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """The executable that measures a candidate."""
+
+    target: str
+    path: Path
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ManifestToolchain:
+    """The CUDA compiler CMake configured the project with."""
+
+    cuda_compiler: Path
+    cuda_compiler_version: str
+    architectures: str  # CMAKE_CUDA_ARCHITECTURES as CMake holds it, e.g. "90a" or "80;90a"
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Everything the driver knows about one tuned target (mirrors the JSON file)."""
+
+    target: str
+    source_dir: Path
+    binary_dir: Path
+    target_source_dir: Path
+    target_binary_dir: Path
+    cuda_sources: tuple[Path, ...]
+    object_dir: Path
+    benchmark: Benchmark | None
+    metric_regex: str
+    objectives: tuple[str, ...]
+    params: tuple[str, ...]
+    search_space: tuple[str, ...]
+    pin_dir: Path
+    pin_file: Path
+    timeout: float
+    options_file: Path
+    generator: str
+    allow_numerics: bool
+    toolchain: ManifestToolchain
+    metric_unit: str = "ms"  # UNIT of ciq_tune_target(): what METRIC's number is in (s, ms, us, ns)
+    schema: int = MANIFEST_SCHEMA
+    path: Path | None = None  # the manifest file it was read from
+
+    @property
+    def parsed_objectives(self) -> list[Objective]:
+        """OBJECTIVES of ciq_tune_target(), parsed; empty when none were given (the driver picks)."""
+        return parse_objectives(list(self.objectives)) if self.objectives else []
+
+
+def architecture_list(architectures: str) -> list[str]:
+    """CMAKE_CUDA_ARCHITECTURES ("90a;100-real") as a list of arch names ("90a", "100")."""
+    return [a.strip().split("-")[0] for a in architectures.replace(",", ";").split(";") if a.strip()]
+
+
+def manifest_dir(build_dir: Path) -> Path:
+    return Path(build_dir) / "ciq" / "targets"
+
+
+def check_target_name(target: object, what: type[Exception] = ManifestError) -> str:
+    """A target name that is safe to use as a file name."""
+    if not isinstance(target, str) or TARGET_NAME.fullmatch(target) is None:
+        raise what(
+            f"target name {target!r} is not usable: ciq_build needs a plain CMake target name "
+            "(letters, digits, _ . + -, starting with a letter, digit or _; no paths or :: aliases)."
+        )
+    return target
+
+
+def _tuned_targets(build_dir: Path) -> list[str]:
+    folder = manifest_dir(build_dir)
+    try:
+        return sorted(p.stem for p in folder.glob("*.json") if p.is_file())
+    except OSError:
+        return []
+
+
+def load_manifest(build_dir: Path, target: str) -> Manifest:
+    """Read and validate ``<build_dir>/ciq/targets/<target>.json``."""
+    build_dir = Path(build_dir)
+    check_target_name(target)
+    path = manifest_dir(build_dir) / f"{target}.json"
+    if not path.is_file():
+        others = _tuned_targets(build_dir)
+        listing = (
+            f"tuned targets in this build tree: {', '.join(others)}" if others
+            else f"this build tree has no tuned targets (no manifests in {manifest_dir(build_dir)})"
+        )
+        raise ManifestError(
+            f"no manifest for target {target!r} at {path}: configure the project with CMake first; "
+            f"is ciq_tune_target({target}) in CMakeLists.txt? ({listing})"
+        )
+    return read_manifest(path)
+
+
+def list_manifests(build_dir: Path) -> list[Manifest]:
+    """Every tuned target's manifest in a build tree, sorted by target name."""
+    return [read_manifest(manifest_dir(Path(build_dir)) / f"{name}.json") for name in _tuned_targets(Path(build_dir))]
+
+
+class _Reader:
+    """Typed field access with error messages that name the file and the field."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, field: str, problem: str) -> ManifestError:
+        return ManifestError(
+            f"manifest {self.path}: field {field!r} {problem}. The CMake module writes this file; "
+            "reconfigure the project with CMake (and the same ciq_build version) to regenerate it."
+        )
+
+    def obj(self, data: Any, field: str) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise self.fail(field, f"must be a JSON object, not {type(data).__name__}")
+        return data
+
+    def get(self, data: dict[str, Any], key: str, prefix: str = "") -> Any:
+        if key not in data:
+            raise self.fail(prefix + key, "is missing")
+        return data[key]
+
+    def str_(self, data: dict[str, Any], key: str, prefix: str = "", empty: bool = True) -> str:
+        value = self.get(data, key, prefix)
+        if not isinstance(value, str):
+            raise self.fail(prefix + key, f"must be a string, not {type(value).__name__}")
+        if not empty and not value:
+            raise self.fail(prefix + key, "must not be empty")
+        if "\x00" in value:
+            raise self.fail(prefix + key, "contains a NUL character")
+        return value
+
+    def abspath(self, data: dict[str, Any], key: str, prefix: str = "") -> Path:
+        value = self.str_(data, key, prefix, empty=False)
+        path = Path(value)
+        if not path.is_absolute():
+            raise self.fail(prefix + key, f"must be an absolute path, not {value!r}")
+        return path
+
+    def str_list(self, data: dict[str, Any], key: str, prefix: str = "") -> tuple[str, ...]:
+        value = self.get(data, key, prefix)
+        if not isinstance(value, list):
+            raise self.fail(prefix + key, f"must be a list of strings, not {type(value).__name__}")
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise self.fail(f"{prefix}{key}[{i}]", f"must be a string, not {type(item).__name__}")
+            if "\x00" in item:
+                raise self.fail(f"{prefix}{key}[{i}]", "contains a NUL character")
+        return tuple(value)
+
+
+_KEYS = {
+    "schema", "target", "source_dir", "binary_dir", "target_source_dir", "target_binary_dir",
+    "cuda_sources", "object_dir", "benchmark", "metric_regex", "metric_unit", "objectives", "params",
+    "search_space", "pin_dir", "pin_file", "timeout", "options_file", "generator",
+    "allow_numerics", "toolchain",
+}
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ManifestError(f"cannot read manifest {path}: {exc}; reconfigure the project with CMake.") from exc
+    try:
+        text = raw.decode("utf-8")
+        return json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ManifestError(
+            f"manifest {path} is not valid JSON ({exc}); reconfigure the project with CMake to regenerate it."
+        ) from exc
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read_manifest(path: Path) -> Manifest:
+    """Read and validate one manifest file."""
+    path = Path(path)
+    r = _Reader(path)
+    data = r.obj(_load_json(path), "(top level)")
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise r.fail(unknown[0], "is not a manifest field (written by a different ciq_build version?)")
+    schema = r.get(data, "schema")
+    if type(schema) is not int or schema != MANIFEST_SCHEMA:
+        raise r.fail(
+            "schema",
+            f"is {schema!r}; this ciq_build reads schema {MANIFEST_SCHEMA}: use the ciq_build "
+            "whose CMake package configured the project",
+        )
+    target = r.str_(data, "target", empty=False)
+    check_target_name(target)
+    if target != path.stem:
+        raise r.fail("target", f"is {target!r} but the file is named {path.name}")
+
+    cuda_sources = r.str_list(data, "cuda_sources")
+    for i, source in enumerate(cuda_sources):
+        if not Path(source).is_absolute():
+            raise r.fail(f"cuda_sources[{i}]", f"must be an absolute path, not {source!r}")
+
+    benchmark = _read_benchmark(r, r.get(data, "benchmark"))
+
+    metric_regex = r.str_(data, "metric_regex")
+    if metric_regex:
+        try:
+            compiled = re.compile(metric_regex)
+        except (re.error, RecursionError, OverflowError) as exc:
+            raise r.fail("metric_regex",
+                         f"is not a valid regular expression ({exc}); fix METRIC in ciq_tune_target()") from exc
+        if compiled.groups < 1:
+            raise r.fail("metric_regex", "needs a capture group around the number; fix METRIC in ciq_tune_target()")
+    # Written by every module that knows UNIT; a manifest from before it meant milliseconds.
+    metric_unit = r.str_(data, "metric_unit") if "metric_unit" in data else "ms"
+    if metric_unit not in METRIC_UNITS:
+        raise r.fail("metric_unit",
+                     f"is {metric_unit!r}, not one of {', '.join(METRIC_UNITS)}; fix UNIT in ciq_tune_target()")
+
+    objectives = r.str_list(data, "objectives")  # empty: no OBJECTIVES given, the driver's default
+    try:
+        parsed = parse_objectives(list(objectives)) if objectives else []
+    except ConfigError as exc:
+        raise r.fail("objectives", f"is invalid: {exc} Fix OBJECTIVES in ciq_tune_target()") from exc
+    if benchmark is None:
+        needs = [o.name for o in parsed if o.source == "benchmark"]
+        if needs:
+            raise r.fail(
+                "benchmark",
+                f"is null but objective(s) {', '.join(needs)} are read from a benchmark: give "
+                "ciq_tune_target() a BENCHMARK, or use static objectives such as registers",
+            )
+
+    timeout = r.get(data, "timeout")
+    try:
+        seconds = float(timeout) if type(timeout) in (int, float) else math.nan
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise r.fail("timeout", f"must be a positive number of seconds, not {timeout!r}")
+
+    allow_numerics = r.get(data, "allow_numerics")
+    if not isinstance(allow_numerics, bool):
+        raise r.fail("allow_numerics", f"must be true or false, not {allow_numerics!r}")
+
+    tc = r.obj(r.get(data, "toolchain"), "toolchain")
+    tc_unknown = sorted(set(tc) - {"cuda_compiler", "cuda_compiler_version", "architectures"})
+    if tc_unknown:
+        raise r.fail("toolchain." + tc_unknown[0], "is not a manifest field")
+    toolchain = ManifestToolchain(
+        cuda_compiler=r.abspath(tc, "cuda_compiler", "toolchain."),
+        cuda_compiler_version=r.str_(tc, "cuda_compiler_version", "toolchain."),
+        architectures=r.str_(tc, "architectures", "toolchain."),
+    )
+
+    return Manifest(
+        schema=schema,
+        target=target,
+        source_dir=r.abspath(data, "source_dir"),
+        binary_dir=r.abspath(data, "binary_dir"),
+        target_source_dir=r.abspath(data, "target_source_dir"),
+        target_binary_dir=r.abspath(data, "target_binary_dir"),
+        cuda_sources=tuple(Path(s) for s in cuda_sources),
+        object_dir=r.abspath(data, "object_dir"),
+        benchmark=benchmark,
+        metric_regex=metric_regex,
+        metric_unit=metric_unit,
+        objectives=objectives,
+        params=r.str_list(data, "params"),
+        search_space=r.str_list(data, "search_space"),
+        pin_dir=r.abspath(data, "pin_dir"),
+        pin_file=r.abspath(data, "pin_file"),
+        timeout=seconds,
+        options_file=r.abspath(data, "options_file"),
+        generator=r.str_(data, "generator", empty=False),
+        allow_numerics=allow_numerics,
+        toolchain=toolchain,
+        path=path,
+    )
+
+
+def _read_benchmark(r: _Reader, value: Any) -> Benchmark | None:
+    if value is None:
+        return None
+    data = r.obj(value, "benchmark")
+    unknown = sorted(set(data) - {"target", "path", "args"})
+    if unknown:
+        raise r.fail("benchmark." + unknown[0], "is not a manifest field")
+    return Benchmark(
+        target=r.str_(data, "target", "benchmark.", empty=False),
+        path=r.abspath(data, "path", "benchmark."),
+        args=r.str_list(data, "args", "benchmark."),
+    )

@@ -1,0 +1,447 @@
+"""Finding the CUDA compiler (nvcc, ptxas, cuobjdump, nvdisasm) and what it can do.
+
+Search order (first hit wins):
+
+1. an explicit nvcc, e.g. the CMake project's CMAKE_CUDA_COMPILER;
+2. a toolkit installed from PyPI (``pip install "ciq-build[cuda]"``), found with
+   ``import nvidia.cu13`` (it is never on PATH);
+3. ``$CUDA_HOME/bin/nvcc``, then ``$CUDA_PATH/bin/nvcc``;
+4. ``nvcc`` on PATH.
+
+What a compiler accepts is probed, not guessed from its version: each option
+is tried on a tiny real kernel, and the answers are cached in a JSON file
+keyed by the nvcc path, version and mtime, so a second probe costs a file read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import util as importlib_util
+from pathlib import Path
+
+from ciq_build.measure import proc
+from ciq_build.errors import ToolchainError
+
+# Seconds for a `--version`-style query and for one probe compile of a tiny kernel.
+QUERY_TIMEOUT = 60.0
+PROBE_TIMEOUT = 120.0
+
+_CACHE_SCHEMA = 1
+
+_HOW_TO_FIX = (
+    'Install the CUDA 13.3 toolkit from PyPI with: pip install "ciq-build[cuda]", '
+    "or point CMake at a toolkit with -DCMAKE_CUDA_COMPILER=/path/to/nvcc "
+    "(or set CUDA_HOME)."
+)
+
+# A kernel with a little arithmetic, so that front-end (numerics) and ptxas
+# options both have something to act on.
+_PROBE_SOURCE = """\
+__global__ void ciq_probe(float* x, float y)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    x[i] = sqrtf(x[i]) / y + x[i] * y;
+}
+"""
+
+_VERSION_FULL = re.compile(r"\bV(\d+)\.(\d+)\.(\d+)\b")
+_VERSION_RELEASE = re.compile(r"\brelease (\d+)\.(\d+)\b")
+
+# Output that means "accepted the syntax but ignored the option" or "does not know it".
+_REFUSED = re.compile(r"unknown option|option will be ignored|not supported|invalid|unrecognized", re.I)
+
+
+def parse_version(text: str) -> str:
+    """The full version ("13.3.73") from `nvcc --version` / `ptxas --version` output."""
+    match = _VERSION_FULL.search(text)
+    if match:
+        return ".".join(match.groups())
+    match = _VERSION_RELEASE.search(text)
+    if match:
+        return ".".join(match.groups())
+    raise ToolchainError(f"cannot read a CUDA version from:\n{text.strip()}\n{_HOW_TO_FIX}")
+
+
+def major_minor(version: str) -> str:
+    """ "13.3.73" -> "13.3"."""
+    return ".".join(version.split(".")[:2])
+
+
+def arch_number(arch: str) -> str:
+    """The CMake-style architecture ("90a") of "sm_90a", "compute_90", "90a-real", ..."""
+    text = arch.strip().lower()
+    for prefix in ("sm_", "compute_", "lto_"):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    text = text.removesuffix("-real").removesuffix("-virtual")
+    if not re.fullmatch(r"[0-9]+[a-z]?", text):
+        raise ToolchainError(
+            f"{arch!r} is not a CUDA architecture; use the CMAKE_CUDA_ARCHITECTURES form, e.g. 90a or 100."
+        )
+    return text
+
+
+def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """$CIQ_BUILD_CACHE_DIR, else $XDG_CACHE_HOME/ciq_build, else ~/.cache/ciq_build."""
+    environ = os.environ if env is None else env
+    if environ.get("CIQ_BUILD_CACHE_DIR"):
+        return Path(environ["CIQ_BUILD_CACHE_DIR"])
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "ciq_build"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What one toolchain was measured to accept."""
+
+    gpu_archs: tuple[str, ...]  # virtual architectures, CMake form ("75", "90", "100", ...)
+    gpu_codes: tuple[str, ...]  # real architectures (SASS), CMake form
+    nvcc_apply_controls: bool  # nvcc knows --apply-controls (an nvcc ACF; sm_100+ only)
+    ptxas_apply_controls: bool  # ptxas knows --apply-controls (a ptxas ACF)
+    probe_arch: str  # the architecture the options were probed with
+    options: Mapping[str, bool] = field(default_factory=dict)  # option -> compiled cleanly
+
+    def accepts(self, option: str) -> bool:
+        """Whether `option` was probed and accepted (unprobed options count as refused)."""
+        return bool(self.options.get(option, False))
+
+    def supports_arch(self, arch: str) -> bool:
+        """Whether SASS for `arch` ("90a", "sm_100") can be generated ("90a" counts as 90)."""
+        number = arch_number(arch)
+        return number in self.gpu_codes or number.rstrip("abcdefghijklmnopqrstuvwxyz") in self.gpu_codes
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """One CUDA toolkit's compiler tools and versions."""
+
+    nvcc: Path
+    ptxas: Path
+    cuobjdump: Path | None  # absent from some toolkits (the system 13.0 here has none)
+    nvdisasm: Path | None
+    version: str  # nvcc's full version, "13.3.73"
+    ptxas_version: str
+    source: str  # how it was found: explicit, pip, CUDA_HOME, CUDA_PATH, PATH
+
+    @property
+    def major_minor(self) -> str:
+        return major_minor(self.version)
+
+    def describe(self) -> str:
+        """One line for messages: "CUDA 13.3.73 (nvcc /path/nvcc, found via pip)"."""
+        return f"CUDA {self.version} (nvcc {self.nvcc}, found via {self.source})"
+
+    def require_cuobjdump(self) -> Path:
+        if self.cuobjdump is None:
+            raise ToolchainError(
+                f"the CUDA toolkit of {self.nvcc} has no cuobjdump, which static metrics need. "
+                + _HOW_TO_FIX
+            )
+        return self.cuobjdump
+
+    def require_nvdisasm(self) -> Path:
+        if self.nvdisasm is None:
+            raise ToolchainError(
+                f"the CUDA toolkit of {self.nvcc} has no nvdisasm, which cuobjdump needs to count SASS "
+                "instructions. " + _HOW_TO_FIX
+            )
+        return self.nvdisasm
+
+    def capabilities(
+        self,
+        options: Iterable[str] = (),
+        *,
+        arch: str | None = None,
+        cache_dir: Path | None = None,
+    ) -> Capabilities:
+        """Probe (or read from the cache) what this toolchain accepts; see probe_capabilities."""
+        return probe_capabilities(self, options, arch=arch, cache_dir=cache_dir)
+
+
+# ---------------------------------------------------------------- discovery
+
+
+def _pip_nvcc() -> Path | None:
+    """bin/nvcc of the PyPI toolkit (package nvidia.cu13), without importing anything else."""
+    try:
+        spec = importlib_util.find_spec("nvidia.cu13")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for base in spec.submodule_search_locations:
+        candidate = Path(base) / "bin" / "nvcc"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _candidates(
+    explicit: Path | None, env: Mapping[str, str], search_pip: bool
+) -> Iterable[tuple[str, Path]]:
+    if explicit is not None:
+        yield "explicit", explicit
+        return  # an explicit compiler is never silently replaced by another one
+    if search_pip:
+        pip = _pip_nvcc()
+        if pip is not None:
+            yield "pip", pip
+    for variable in ("CUDA_HOME", "CUDA_PATH"):
+        if env.get(variable):
+            yield variable, Path(env[variable]) / "bin" / "nvcc"
+    on_path = shutil.which("nvcc", path=env.get("PATH", ""))
+    if on_path:
+        yield "PATH", Path(on_path)
+
+
+def _query_version(tool: Path) -> str:
+    result = proc.run([tool, "--version"], QUERY_TIMEOUT)
+    if not result.ok:
+        raise ToolchainError(
+            f"{tool} --version {result.describe()}:\n{result.output_tail()}\n{_HOW_TO_FIX}"
+        )
+    return parse_version(result.stdout + result.stderr)
+
+
+def _real_bin_dir(nvcc: Path) -> Path | None:
+    """The directory nvcc really runs from (nvcc may be a wrapper script, as /usr/local/bin/nvcc)."""
+    # -dryrun never reads the input, so a name that does not exist is fine.
+    result = proc.run([nvcc, "-dryrun", "-cubin", "ciq-build-nonexistent.cu"], QUERY_TIMEOUT)
+    match = re.search(r"^#\$ _HERE_=(.+)$", result.stdout + result.stderr, re.M)
+    return Path(match.group(1).strip()) if match else None
+
+
+def _tool_next_to(nvcc: Path, name: str, real_dir: Path | None) -> Path | None:
+    for directory in (nvcc.parent, nvcc.resolve().parent, real_dir):
+        if directory is not None and (directory / name).is_file():
+            return directory / name
+    return None
+
+
+def load_toolchain(nvcc: Path, source: str = "explicit") -> Toolchain:
+    """The Toolchain of one nvcc; ToolchainError when it is missing or does not run."""
+    nvcc = Path(nvcc).absolute()
+    if not nvcc.is_file() or not os.access(nvcc, os.X_OK):
+        raise ToolchainError(f"nvcc not found at {nvcc} (from {source}). {_HOW_TO_FIX}")
+    version = _query_version(nvcc)
+    real_dir = None
+    if not (nvcc.parent / "ptxas").is_file() or not (nvcc.parent / "cuobjdump").is_file():
+        real_dir = _real_bin_dir(nvcc)
+    ptxas = _tool_next_to(nvcc, "ptxas", real_dir)
+    if ptxas is None:
+        raise ToolchainError(f"no ptxas beside {nvcc}; the CUDA toolkit is incomplete. {_HOW_TO_FIX}")
+    cuobjdump = _tool_next_to(nvcc, "cuobjdump", real_dir)
+    # cuobjdump --dump-sass runs nvdisasm; cuobjdump itself looks beside its own file.
+    nvdisasm = _tool_next_to(nvcc, "nvdisasm", real_dir) or (
+        _tool_next_to(cuobjdump, "nvdisasm", None) if cuobjdump is not None else None)
+    return Toolchain(
+        nvcc=nvcc,
+        ptxas=ptxas,
+        cuobjdump=cuobjdump,
+        nvdisasm=nvdisasm,
+        version=version,
+        ptxas_version=_query_version(ptxas),
+        source=source,
+    )
+
+
+def find_toolchain(
+    explicit_nvcc: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    search_pip: bool = True,
+) -> Toolchain:
+    """The first usable toolchain in the search order (see the module docstring).
+
+    `env` stands in for os.environ (CUDA_HOME, CUDA_PATH, PATH); `search_pip`
+    False skips the PyPI toolkit.
+    """
+    environ = os.environ if env is None else env
+    tried: list[str] = []
+    for source, nvcc in _candidates(Path(explicit_nvcc) if explicit_nvcc else None, environ, search_pip):
+        if source == "explicit":
+            return load_toolchain(nvcc, source)
+        if nvcc.is_file():
+            return load_toolchain(nvcc, source)
+        tried.append(f"{source}: {nvcc}")
+    where = "; ".join(tried) if tried else "no PyPI toolkit (nvidia.cu13), CUDA_HOME, CUDA_PATH or nvcc on PATH"
+    raise ToolchainError(f"no CUDA compiler found (looked at {where}). {_HOW_TO_FIX}")
+
+
+# ---------------------------------------------------------------- probing
+
+
+def _cache_file(toolchain: Toolchain, cache_dir: Path) -> Path:
+    stat = toolchain.nvcc.stat()
+    key = f"{toolchain.nvcc}|{toolchain.version}|{stat.st_mtime_ns}"
+    return cache_dir / f"toolchain-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
+
+
+def _read_cache(path: Path, toolchain: Toolchain) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # a missing or damaged cache is simply re-probed
+    if not isinstance(data, dict) or data.get("schema") != _CACHE_SCHEMA or data.get("nvcc") != str(toolchain.nvcc):
+        return {}
+    return data
+
+
+def _write_cache(path: Path, data: dict) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the cache only saves time; an unwritable cache dir must not stop a build
+
+
+def _list(nvcc: Path, option: str) -> tuple[str, ...]:
+    result = proc.run([nvcc, option], QUERY_TIMEOUT)
+    if not result.ok:
+        return ()
+    found = {arch_number(token) for token in result.stdout.split() if re.fullmatch(r"(sm|compute)_[0-9]+[a-z]?", token)}
+    return tuple(sorted(found, key=lambda a: (int(re.match(r"[0-9]+", a).group()), a)))  # type: ignore[union-attr]
+
+
+def _compile_probe(toolchain: Toolchain, workdir: Path, arch: str, extra: list[str]) -> proc.ProcResult:
+    source = workdir / "ciq_probe.cu"
+    output = Path(tempfile.mkdtemp(dir=workdir)) / "probe.cubin"
+    # -cubin runs the device front end and ptxas but no host compiler: a third of -c's time.
+    return proc.run(
+        [toolchain.nvcc, "-cubin", f"-arch=sm_{arch}", *extra, source, "-o", output],
+        PROBE_TIMEOUT,
+        cwd=workdir,
+    )
+
+
+_XPTXAS = "-Xptxas="
+
+
+def _ptxas_probe(toolchain: Toolchain, workdir: Path, arch: str, option: str) -> proc.ProcResult:
+    """Run ptxas itself on the probe kernel's PTX with one ptxas option.
+
+    What `nvcc -Xptxas=X` does to ptxas, at a twentieth of the cost (no front end).
+    """
+    output = Path(tempfile.mkdtemp(dir=workdir)) / "probe.cubin"
+    return proc.run(
+        [toolchain.ptxas, f"-arch=sm_{arch}", option, workdir / "ciq_probe.ptx", "-o", output],
+        PROBE_TIMEOUT,
+        cwd=workdir,
+    )
+
+
+def _probe_one(toolchain: Toolchain, workdir: Path, arch: str, option: str) -> bool:
+    value = option[len(_XPTXAS):] if option.startswith(_XPTXAS) else None
+    if value is not None and "," not in value and (workdir / "ciq_probe.ptx").is_file():
+        return _accepted(_ptxas_probe(toolchain, workdir, arch, value))
+    return _accepted(_compile_probe(toolchain, workdir, arch, [option]))
+
+
+def _accepted(result: proc.ProcResult) -> bool:
+    return result.ok and _REFUSED.search(result.stdout + result.stderr) is None
+
+
+def _probe_apply_controls(toolchain: Toolchain, workdir: Path, arch: str) -> tuple[bool, bool]:
+    """(nvcc knows --apply-controls, ptxas knows --apply-controls).
+
+    An empty file is never a valid ACF, so both probes fail to compile; what
+    tells the cases apart is whether the option itself was recognised.
+    Measured: nvcc 13.0 says "Unknown option"; 13.3 says "not supported on this
+    target" (sm_90) or "invalid compiler controls file"; ptxas 13.0 and 13.3
+    both say "not in expected format".
+    """
+    empty = workdir / "empty.acf"
+    empty.write_bytes(b"")
+    nvcc = _compile_probe(toolchain, workdir, arch, [f"--apply-controls={empty}"])
+    ptxas = _compile_probe(toolchain, workdir, arch, [f"-Xptxas=--apply-controls={empty}"])
+
+    def known(result: proc.ProcResult) -> bool:
+        text = result.stdout + result.stderr
+        return not result.timed_out and result.returncode != 127 and not re.search(r"unknown option", text, re.I)
+
+    return known(nvcc), known(ptxas)
+
+
+def probe_capabilities(
+    toolchain: Toolchain,
+    options: Iterable[str] = (),
+    *,
+    arch: str | None = None,
+    cache_dir: Path | None = None,
+) -> Capabilities:
+    """Measure what `toolchain` accepts, compiling a tiny kernel per unknown option.
+
+    Each option in `options` (one nvcc argument, e.g. "-Xptxas=-O2") counts as
+    accepted when the kernel compiles for `arch` with it and the compiler
+    prints no "unknown option"/"ignored" message. ``-Xptxas=X`` options are
+    tried on ptxas directly, with the kernel's PTX. Results are cached per
+    toolchain and architecture under `cache_dir` (default_cache_dir()).
+    """
+    cache_path = _cache_file(toolchain, cache_dir if cache_dir is not None else default_cache_dir())
+    data = _read_cache(cache_path, toolchain)
+    changed = False
+    if not data:
+        data = {
+            "schema": _CACHE_SCHEMA,
+            "nvcc": str(toolchain.nvcc),
+            "version": toolchain.version,
+            "gpu_archs": list(_list(toolchain.nvcc, "--list-gpu-arch")),
+            "gpu_codes": list(_list(toolchain.nvcc, "--list-gpu-code")),
+            "options": {},
+        }
+        changed = True
+    codes: list[str] = data["gpu_codes"]
+    if arch is None:
+        if not codes:
+            raise ToolchainError(f"{toolchain.nvcc} --list-gpu-code lists no architectures. {_HOW_TO_FIX}")
+        arch = codes[0]  # the oldest supported: every option is accepted there if anywhere
+    arch = arch_number(arch)
+    known: dict[str, bool] = data["options"].setdefault(arch, {})
+    wanted = [o for o in dict.fromkeys(options) if o not in known]
+    need_acf = "apply_controls" not in data
+    if wanted or need_acf:
+        with tempfile.TemporaryDirectory(prefix="ciq-probe-") as tmp:
+            workdir = Path(tmp)
+            (workdir / "ciq_probe.cu").write_text(_PROBE_SOURCE, encoding="utf-8")
+            baseline = _compile_probe(toolchain, workdir, arch, [])
+            if not baseline.ok:
+                raise ToolchainError(
+                    f"{toolchain.nvcc} cannot compile a trivial kernel for sm_{arch} "
+                    f"({baseline.describe()}):\n{baseline.output_tail()}\n{_HOW_TO_FIX}"
+                )
+            if any(o.startswith(_XPTXAS) for o in wanted):
+                # The PTX that nvcc would hand to ptxas, for probing ptxas options directly.
+                proc.run(
+                    [toolchain.nvcc, "-ptx", f"-arch=sm_{arch}", "ciq_probe.cu", "-o", "ciq_probe.ptx"],
+                    PROBE_TIMEOUT,
+                    cwd=workdir,
+                )
+            workers = max(1, min(4, os.cpu_count() or 1))
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                answers = list(pool.map(lambda o: _probe_one(toolchain, workdir, arch, o), wanted))
+            known.update(zip(wanted, answers))
+            if need_acf:
+                nvcc_acf, ptxas_acf = _probe_apply_controls(toolchain, workdir, arch)
+                data["apply_controls"] = {"nvcc": nvcc_acf, "ptxas": ptxas_acf}
+        changed = True
+    if changed:
+        _write_cache(cache_path, data)
+    return Capabilities(
+        gpu_archs=tuple(data["gpu_archs"]),
+        gpu_codes=tuple(codes),
+        nvcc_apply_controls=bool(data["apply_controls"]["nvcc"]),
+        ptxas_apply_controls=bool(data["apply_controls"]["ptxas"]),
+        probe_arch=arch,
+        options=dict(known),
+    )

@@ -1,1 +1,0 @@
-"""Candidate generators other than ciq_build's own genetic search."""

@@ -1,0 +1,1 @@
+"""Running things and measuring them: safe subprocesses and the benchmark protocol."""

@@ -1,0 +1,803 @@
+"""Running the user's benchmark: the line protocol, failure causes, repeats, noise, GPU slots.
+
+A benchmark prints any number of lines (stdout or stderr; stdout is read first)::
+
+    CIQ_METRIC <name>=<number>     e.g. CIQ_METRIC time_ms=0.532
+    CIQ_CHECK PASS|FAIL            its own correctness verdict
+    CIQ_ERROR no-gpu               it found no usable GPU
+
+and exits 0. Reading rules (the benchmark's output is never trusted):
+
+* The ``time`` metric (milliseconds) comes from ``time_ms``, or, when the
+  target has a METRIC regex, from the regex's first group (the regex wins),
+  converted from the target's UNIT (``s``, ``ms``, ``us`` or ``ns``; default
+  ``ms``) to milliseconds. The regex's value is then also ``time_ms``, the
+  metric the ``time`` objective reads, so a benchmark with its own output
+  format tunes ``time`` through METRIC alone.
+* The regex's printed precision is judged (`coarse_precision`): printed digits
+  that resolve less than ``COARSE_RESOLUTION`` (0.5%) of the value cannot tell
+  candidates 1% apart, and the tune warns about it.
+* A metric printed twice: the last value wins (benchmarks print running
+  results and then the final one).
+* Every protocol value must be a finite number; a time (``time`` and names
+  ending ``_ms``, ``_us``, ``_ns``, ``_s``) must also be >= 0. One bad value
+  fails the run as ``bad_metric``: a NaN in the protocol means the benchmark
+  went wrong, even if the objective in use looks fine.
+* ``CIQ_CHECK FAIL`` anywhere fails the run, even after a PASS; an unreadable
+  ``CIQ_CHECK`` line counts as FAIL (never pin code whose check is unknown).
+* Anything else (garbage, non-UTF-8 bytes, which arrive as U+FFFD) is ignored.
+
+Causes of a failed run, checked in this order: ``no_gpu`` (``CIQ_ERROR no-gpu``
+always; the CUDA runtime's own no-device text only when the run did not
+succeed), ``bench_timeout``, ``bench_signal``, ``check_failed`` (before the
+exit status: a failed check usually exits 1 too), ``bench_exit``,
+``bad_metric``, ``no_metric``. ``no_gpu`` is not a candidate's fault: the
+driver stops the tune with `raise_if_no_gpu`.
+
+Deciding that a candidate beats the baseline (`beats_baseline`) takes two
+things at once: its median is better by more than the larger of the two
+interquartile ranges, AND a one-sided Mann-Whitney U test (exact distribution,
+ties included) gives p <= 0.05. With 3 runs a side the exact test can just reach
+0.05, so 3 repeats is the least that can ever show an improvement.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import queue
+import re
+import time
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import regex
+
+from ciq_build.measure import proc
+from ciq_build.errors import BenchmarkError, ConfigError, NoGpuError
+
+# Failure causes (the benchmark's part of ARCHITECTURE.md's list), plus no_gpu.
+BENCH_TIMEOUT = "bench_timeout"
+BENCH_SIGNAL = "bench_signal"
+BENCH_EXIT = "bench_exit"
+NO_METRIC = "no_metric"
+BAD_METRIC = "bad_metric"
+CHECK_FAILED = "check_failed"
+NO_GPU = "no_gpu"
+CAUSES = (BENCH_TIMEOUT, BENCH_SIGNAL, BENCH_EXIT, NO_METRIC, BAD_METRIC, CHECK_FAILED, NO_GPU)
+
+TIME = "time"  # the runtime objective, in milliseconds
+TIME_MS = "time_ms"  # the protocol's name for it, and the metric the tune reads
+
+# METRIC's UNIT -> the power of ten that turns it into milliseconds.
+METRIC_UNITS = {"s": 3, "ms": 0, "us": -3, "ns": -6}
+DEFAULT_METRIC_UNIT = "ms"
+# A printed time whose last digit is worth more than this fraction of the value
+# cannot tell candidates 1% apart (a 1% gain would be at most two steps).
+COARSE_RESOLUTION = 0.005
+STATIC_OBJECTIVES = ("registers", "spill_bytes", "stack_bytes", "sass_instructions", "compile_time")
+
+_TAIL_LINES = 20
+_TAIL_LINE_CHARS = 300
+_MAX_PROBLEMS = 5  # problems kept per run; a benchmark can print a million bad lines
+
+# A protocol keyword is the line's first word: "CIQ_METRICS" is not "CIQ_METRIC".
+_KEYWORD = re.compile(r"(CIQ_METRIC|CIQ_CHECK|CIQ_ERROR)(?=\s|$)", re.ASCII)
+_METRIC_BODY = re.compile(r"\s+([A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*(\S+)\s*", re.ASCII)
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)
+_NON_FINITE = re.compile(r"[-+]?(?:nan|inf|infinity)", re.ASCII | re.IGNORECASE)
+_CHECK_BODY = re.compile(r"\s+(PASS|FAIL)\s*", re.ASCII | re.IGNORECASE)
+_ERROR_NO_GPU = re.compile(r"\s+no-gpu\b.*", re.ASCII | re.IGNORECASE)
+_TIME_SUFFIXES = ("_ms", "_us", "_ns", "_s")
+# What the CUDA runtime and driver say when there is no usable GPU (cudaGetErrorString
+# and cudaGetErrorName of errors 35 and 100, the driver API's CUDA_ERROR_NO_DEVICE).
+# Measured here: "cudaErrorInsufficientDriver: CUDA driver version is insufficient
+# for CUDA runtime version".
+_RUNTIME_NO_GPU = re.compile(
+    r"cudaErrorInsufficientDriver|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE"
+    r"|CUDA driver version is insufficient|insufficient driver"
+    r"|no CUDA-capable device is detected|Found no NVIDIA driver",
+    re.IGNORECASE,
+)
+
+
+def is_time_metric(name: str) -> bool:
+    """Whether `name` is a duration, which must be >= 0."""
+    return name == TIME or name.endswith(_TIME_SUFFIXES)
+
+
+# -- the specification of a benchmark run -----------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchSpec:
+    """How to run the benchmark once."""
+
+    path: Path
+    args: tuple[str, ...] = ()
+    timeout: float = 60.0  # seconds; the whole process group is killed after it
+    metric_regex: str | None = None  # first group: the time, in metric_unit (the target's METRIC)
+    cwd: Path | None = None
+    env: Mapping[str, str] | None = None  # extra variables over the inherited environment
+    # Metrics every run must print (the runtime objectives); empty: at least one metric.
+    required: tuple[str, ...] = ()
+    metric_unit: str = DEFAULT_METRIC_UNIT  # the unit of the METRIC regex's number (the target's UNIT)
+
+    def __post_init__(self) -> None:
+        path = Path(self.path)
+        if not path.is_absolute():
+            path = (Path(self.cwd) if self.cwd is not None else Path.cwd()) / path
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "args", tuple(str(a) for a in self.args))
+        object.__setattr__(self, "required", tuple(self.required))
+        if self.cwd is not None:
+            object.__setattr__(self, "cwd", Path(self.cwd))
+        if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and self.timeout > 0):
+            raise ConfigError(f"the benchmark timeout must be a positive number of seconds, not {self.timeout!r}")
+        if self.metric_regex:
+            compile_metric_regex(self.metric_regex)
+        else:
+            object.__setattr__(self, "metric_regex", None)
+        check_metric_unit(self.metric_unit)
+
+    def with_env(self, extra: Mapping[str, str]) -> BenchSpec:
+        """This spec with more environment variables (e.g. a GPU slot's CUDA_VISIBLE_DEVICES)."""
+        return replace(self, env={**(self.env or {}), **extra})
+
+
+def compile_metric_regex(text: str) -> re.Pattern[str]:
+    """The target's METRIC regex, compiled; ConfigError when it cannot serve."""
+    try:
+        with warnings.catch_warnings():  # "possible nested set": a note about the future, not an error
+            warnings.simplefilter("ignore", FutureWarning)
+            pattern = re.compile(text)
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:
+        raise ConfigError(f"the METRIC regex {text!r} is not a valid Python regular expression: {exc}") from None
+    if pattern.groups < 1:
+        raise ConfigError(
+            f"the METRIC regex {text!r} has no group; put the time in the first group (in UNIT, default "
+            r"milliseconds), e.g. 'elapsed: ([0-9.]+) ms'"
+        )
+    try:
+        _timed_regex(pattern.pattern, pattern.flags)  # what runs it, under a time limit
+    except (regex.error, OverflowError, RecursionError, ValueError) as exc:
+        raise ConfigError(f"the METRIC regex {text!r} cannot be run under a time limit: {exc}; "
+                          "write it in plain Python regular-expression syntax") from None
+    return pattern
+
+
+# A METRIC regex may backtrack catastrophically ('(a+)+$' on a long line): it
+# gets this many seconds per line, and in all on one run's output (the `regex`
+# package's timeout, which stops it within about twice that), then the run
+# fails. A sane regex needs ~10 us a line: 4 MiB of short lines take ~3 s.
+METRIC_REGEX_SECONDS = 1.0
+METRIC_REGEX_TOTAL_SECONDS = 10.0
+_RE_TO_REGEX_FLAGS = {re.IGNORECASE: regex.IGNORECASE, re.MULTILINE: regex.MULTILINE, re.DOTALL: regex.DOTALL,
+                      re.VERBOSE: regex.VERBOSE, re.ASCII: regex.ASCII, re.UNICODE: regex.UNICODE}
+
+
+@functools.lru_cache(maxsize=64)
+def _timed_regex(text: str, flags: int) -> regex.Pattern[str]:
+    converted = regex.VERSION0  # Python re's semantics
+    for re_flag, regex_flag in _RE_TO_REGEX_FLAGS.items():
+        if flags & re_flag:
+            converted |= regex_flag
+    return regex.compile(text, converted)
+
+
+class _RegexClock:
+    """The METRIC regex's time left for one output; once spent, the regex is not run again."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.timed = _timed_regex(pattern.pattern, pattern.flags)
+        self.deadline = time.monotonic() + METRIC_REGEX_TOTAL_SECONDS
+        self.expired: str | None = None  # why it stopped, for the run's problems
+
+    def search(self, line: str) -> regex.Match[str] | None:
+        if self.expired is not None:
+            return None
+        left = self.deadline - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return self.timed.search(line, timeout=min(METRIC_REGEX_SECONDS, left))
+        except TimeoutError:
+            if left > METRIC_REGEX_SECONDS:
+                limit = f"{METRIC_REGEX_SECONDS:g} s time limit on a {len(line)}-character line of the output"
+            else:
+                limit = f"{METRIC_REGEX_TOTAL_SECONDS:g} s time limit for one output"
+            self.expired = (
+                f"the METRIC regex {_clip(self.pattern.pattern)!r} ran past its {limit} (catastrophic "
+                "backtracking, e.g. nested quantifiers like (a+)+): simplify it, e.g. match the words around "
+                "the number and a plain number pattern such as ([0-9.]+)"
+            )
+            return None
+
+
+def check_metric_unit(unit: object) -> str:
+    """METRIC's UNIT, or ConfigError naming the units there are."""
+    if not isinstance(unit, str) or unit not in METRIC_UNITS:
+        raise ConfigError(
+            f"the METRIC unit {unit!r} is not one of {', '.join(METRIC_UNITS)} (seconds, milliseconds, "
+            "microseconds, nanoseconds); set UNIT in ciq_tune_target() to the unit the benchmark prints"
+        )
+    return unit
+
+
+@dataclass(frozen=True)
+class PrintedTime:
+    """What the METRIC regex captured: the text, and how finely its digits resolve the value."""
+
+    text: str  # as printed, e.g. "0.00009"
+    unit: str  # METRIC's UNIT
+    resolution: float  # the last printed digit's worth / the value (inf for a printed 0)
+
+    @property
+    def coarse(self) -> bool:
+        return self.resolution > COARSE_RESOLUTION
+
+
+def coarse_precision_warning(benchmark: str, printed: PrintedTime, metric_regex: str | None = None) -> str:
+    """The one warning a tune gives when the benchmark prints its time too coarsely."""
+    if math.isinf(printed.resolution):
+        how = "a printed 0 resolves nothing"
+    else:
+        how = f"its last digit is {printed.resolution:.2%} of the value"
+    via = f" through METRIC {metric_regex!r}" if metric_regex else ""
+    return (
+        f"warning: the benchmark {benchmark} printed its time as {printed.text!r} {printed.unit}{via}: "
+        f"{how}, too coarse to tell candidates 1% apart (a digit must be worth at most "
+        f"{COARSE_RESOLUTION:.1%} of the value), so close candidates tie. Print more significant digits "
+        "(e.g. printf(\"%.6g\"), or a smaller UNIT), or print 'CIQ_METRIC time_ms=<milliseconds>' "
+        "with full precision."
+    )
+
+
+# -- parsing the output ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedOutput:
+    """What a benchmark's output says, before its exit status is considered."""
+
+    metrics: dict[str, float]
+    check: Literal["PASS", "FAIL"] | None
+    no_gpu_marker: str | None  # the CIQ_ERROR no-gpu line, if printed
+    no_gpu_runtime: str | None  # a CUDA runtime no-device line, if printed
+    problems: tuple[str, ...]  # bad metric values (first few)
+    problem_count: int
+    check_problems: tuple[str, ...]  # unreadable CIQ_CHECK lines (first few)
+    regex_matched: bool  # the METRIC regex matched at least once
+    printed_time: PrintedTime | None = None  # the METRIC regex's value as printed (its last match)
+    metric_regex: str | None = None  # the METRIC regex, when one was given
+
+
+def parse_output(
+    text: str, metric_regex: str | re.Pattern[str] | None = None, metric_unit: str = DEFAULT_METRIC_UNIT
+) -> ParsedOutput:
+    """Read the protocol lines (and the METRIC regex) out of a benchmark's output.
+
+    The regex's number is in `metric_unit` and becomes ``time`` and ``time_ms``
+    in milliseconds. Never raises for any text; raises ConfigError only for an
+    unusable regex or unit.
+    """
+    shift = METRIC_UNITS[check_metric_unit(metric_unit)]
+    pattern: re.Pattern[str] | None = None
+    if isinstance(metric_regex, re.Pattern):
+        pattern = compile_metric_regex(metric_regex.pattern) if metric_regex.groups < 1 else metric_regex
+    elif metric_regex:
+        pattern = compile_metric_regex(metric_regex)
+    metrics: dict[str, float] = {}
+    problems: list[str] = []
+    problem_count = 0
+    check: Literal["PASS", "FAIL"] | None = None
+    check_problems: list[str] = []
+    no_gpu_marker: str | None = None
+    regex_time: float | None = None
+    printed_time: PrintedTime | None = None
+    regex_matched = False
+    clock = _RegexClock(pattern) if pattern is not None else None
+
+    def problem(message: str) -> None:
+        nonlocal problem_count
+        problem_count += 1
+        if len(problems) < _MAX_PROBLEMS:
+            problems.append(message)
+
+    for line in text.splitlines():
+        stripped = line.strip()
+        keyword = _KEYWORD.match(stripped)
+        word = keyword.group(1) if keyword else ""
+        if word == "CIQ_METRIC":
+            body = _METRIC_BODY.fullmatch(stripped, len("CIQ_METRIC"))
+            if body is None:
+                problem(f"malformed line {_clip(stripped)!r} (expected 'CIQ_METRIC name=number')")
+                continue
+            name, raw = body.group(1), body.group(2)
+            value, why = _read_value(raw, is_time_metric(name))
+            if value is None:
+                problem(f"{name}={_clip(raw)}: {why}")
+            else:
+                metrics[name] = value
+        elif word == "CIQ_CHECK":
+            verdict = _CHECK_BODY.fullmatch(stripped, len("CIQ_CHECK"))
+            if verdict is None:
+                check = "FAIL"
+                if len(check_problems) < _MAX_PROBLEMS:
+                    check_problems.append(f"unreadable check line {_clip(stripped)!r} (counted as FAIL)")
+            elif verdict.group(1).upper() == "FAIL":
+                check = "FAIL"
+            elif check is None:
+                check = "PASS"
+        elif word == "CIQ_ERROR" and _ERROR_NO_GPU.fullmatch(stripped, len("CIQ_ERROR")):
+            no_gpu_marker = _clip(stripped)
+        if clock is not None:
+            found = _search_time(clock, line)
+            if found is not None:
+                regex_matched = True
+                value, why = _read_value(found, True, shift)
+                if value is None:
+                    problem(f"METRIC regex captured {_clip(found)!r}: {why}")
+                else:
+                    regex_time = value  # the last match wins, like a repeated CIQ_METRIC
+                    printed_time = PrintedTime(_clip(found.strip()), metric_unit, _resolution(found))
+    if clock is not None and clock.expired is not None:
+        problem(clock.expired)
+    if TIME_MS in metrics:
+        metrics[TIME] = metrics[TIME_MS]
+    if regex_time is not None:
+        # The regex wins, under both names: `time_ms` is what the time objective reads.
+        metrics[TIME] = metrics[TIME_MS] = regex_time
+    runtime = _RUNTIME_NO_GPU.search(text)
+    no_gpu_runtime = None
+    if runtime is not None:
+        start = text.rfind("\n", 0, runtime.start()) + 1
+        end = text.find("\n", runtime.end())
+        no_gpu_runtime = _clip(text[start : end if end >= 0 else len(text)].strip())
+    return ParsedOutput(
+        metrics, check, no_gpu_marker, no_gpu_runtime, tuple(problems), problem_count,
+        tuple(check_problems), regex_matched, printed_time, pattern.pattern if pattern is not None else None,
+    )
+
+
+def _search_time(clock: _RegexClock, line: str) -> str | None:
+    match = clock.search(line)
+    if match is None:
+        return None
+    group = match.group(1)
+    return group if isinstance(group, str) else None  # a group that did not take part
+
+
+def _read_value(raw: str, is_time: bool, shift: int = 0) -> tuple[float | None, str]:
+    """The number in `raw` times 10**shift (a unit change, exact in decimal), or None and why not."""
+    token = raw.strip()
+    if _NON_FINITE.fullmatch(token):
+        return None, "not a finite number"
+    if not _NUMBER.fullmatch(token):
+        return None, "not a number"
+    mantissa, _, exponent = token.lower().partition("e")
+    if shift and len(exponent.lstrip("+-").lstrip("0")) <= 9:  # longer: 0 or inf in any unit
+        token = f"{mantissa}e{int(exponent or 0) + shift}"  # 0.0023712 s -> 0.0023712e3 ms, rounded once
+    value = float(token)  # cannot fail after the regex; huge exponents become inf
+    if not math.isfinite(value):
+        return None, "not a finite number (out of range)"
+    if is_time and value < 0:
+        return None, "a time cannot be negative"
+    return value, ""
+
+
+def _resolution(raw: str) -> float:
+    """How much the last printed digit of the number `raw` is worth, as a fraction of its value.
+
+    The digits printed, read as one integer N (``2.371`` -> 2371, ``0.00009`` -> 9,
+    ``1.20e-3`` -> 120), make the value N steps of the last digit, whatever the
+    unit or exponent: the step is 1/N of the value (inf for a printed 0).
+    """
+    mantissa = raw.strip().lower().partition("e")[0].lstrip("+-").replace(".", "")
+    digits = mantissa.lstrip("0")
+    if not digits:
+        return math.inf
+    if len(digits) > 15:
+        return 0.0  # finer than anything measurable
+    return 1.0 / int(digits)
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- one run ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """One run of the benchmark and its verdict."""
+
+    ok: bool
+    cause: str | None  # one of CAUSES when not ok
+    message: str  # one line: why it failed, or what it measured
+    metrics: dict[str, float]
+    check: Literal["PASS", "FAIL"] | None
+    seconds: float
+    output_tail: str  # the last lines of stdout + stderr, for the journal and reports
+    printed_time: PrintedTime | None = None  # the METRIC regex's value as printed (not journaled)
+
+    def to_record(self) -> dict[str, Any]:
+        """A JSON-ready dict for the journal."""
+        return {
+            "ok": self.ok, "cause": self.cause, "message": self.message, "metrics": dict(self.metrics),
+            "check": self.check, "seconds": round(self.seconds, 6), "output_tail": self.output_tail,
+        }
+
+
+def classify(
+    result: proc.ProcResult, parsed: ParsedOutput, required: Sequence[str] = (), timeout: float | None = None
+) -> BenchRun:
+    """Turn a finished process and its parsed output into a BenchRun with one cause."""
+    tail = _output_tail(result)
+    truncated = result.truncated
+
+    def failed(cause: str, message: str) -> BenchRun:
+        return BenchRun(False, cause, message, dict(parsed.metrics), parsed.check, result.seconds, tail)
+
+    missing = [name for name in required if name not in parsed.metrics]
+    usable = bool(parsed.metrics) and not missing and not parsed.problems
+    if parsed.no_gpu_marker is not None:
+        return failed(NO_GPU, f"the benchmark found no usable GPU: {parsed.no_gpu_marker!r}")
+    if parsed.no_gpu_runtime is not None and not (result.ok and usable):
+        return failed(NO_GPU, f"the benchmark found no usable GPU: {parsed.no_gpu_runtime!r}")
+    if result.timed_out:
+        limit = f"its {timeout:g} s timeout" if timeout is not None else "its timeout"
+        return failed(
+            BENCH_TIMEOUT,
+            f"the benchmark ran past {limit} and was killed with its child processes "
+            f"({result.seconds:.1f} s{'; ' + result.truncation if truncated else ''}); "
+            "raise TIMEOUT if it is just slow",
+        )
+    if result.signal is not None:
+        return failed(BENCH_SIGNAL, f"the benchmark crashed: {result.describe()}")
+    if parsed.check == "FAIL":
+        # Before the exit status: a benchmark that fails its check usually exits 1 too,
+        # and "the check failed" is what the user needs to hear.
+        detail = f" ({parsed.check_problems[0]})" if parsed.check_problems else ""
+        return failed(CHECK_FAILED, f"the benchmark's own check failed: it printed CIQ_CHECK FAIL{detail}")
+    if result.returncode != 0:
+        return failed(BENCH_EXIT, f"the benchmark {result.describe()}")
+    if parsed.problems:
+        more = f" and {parsed.problem_count - 1} more" if parsed.problem_count > 1 else ""
+        return failed(BAD_METRIC, f"the benchmark printed an unusable metric: {parsed.problems[0]}{more}")
+    if not parsed.metrics or missing:
+        if parsed.metric_regex is not None and not parsed.regex_matched:
+            hint = f" (the METRIC regex {_clip(parsed.metric_regex)!r} matched no line of its output)"
+        else:
+            hint = " (print 'CIQ_METRIC time_ms=<milliseconds>' or set the target's METRIC regex)"
+        if missing:
+            what = "no " + ", ".join(missing)
+            if TIME in missing or TIME_MS in missing:
+                what += hint
+        else:
+            what = "no metric" + hint
+        if truncated:
+            what += f"; {result.truncation}: print the CIQ_METRIC lines last"
+        return failed(NO_METRIC, f"the benchmark printed {what}")
+    shown = ", ".join(f"{name}={value:g}" for name, value in sorted(parsed.metrics.items()))
+    return BenchRun(True, None, shown, dict(parsed.metrics), parsed.check, result.seconds, tail)
+
+
+def _output_tail(result: proc.ProcResult) -> str:
+    lines = (result.stdout.rstrip("\n") + "\n" + result.stderr.rstrip("\n")).strip("\n").splitlines()
+    notes = [f"[{note}]" for note in result.notes]  # what the tail cannot show (truncation, a lingering child)
+    return "\n".join([*(_clip(line, _TAIL_LINE_CHARS) for line in lines[-_TAIL_LINES:]), *notes])
+
+
+def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
+    """Run the benchmark once (holding a GPU slot when `slots` is given) and classify it.
+
+    Raises BenchmarkError when the benchmark cannot be started at all: that is
+    the setup's fault, not the candidate's, and would fail every candidate.
+    """
+    if not spec.path.is_file() or not os.access(spec.path, os.X_OK):
+        raise BenchmarkError(
+            f"the benchmark {spec.path} does not exist or is not executable; build it "
+            "(cmake --build <build dir> --target <benchmark>) or fix BENCHMARK in ciq_tune_target()"
+        )
+    with slots.slot() if slots is not None else nullcontext({}) as slot_env:
+        env = None
+        if spec.env or slot_env:
+            env = {**os.environ, **(spec.env or {}), **slot_env}
+        # The tail only: a metric from the start of an output whose middle was dropped may be stale.
+        result = proc.run([spec.path, *spec.args], spec.timeout, cwd=spec.cwd, env=env, head_bytes=0)
+    text = result.stdout + ("\n" if result.stdout and result.stderr else "") + result.stderr
+    parsed = parse_output(text, spec.metric_regex, spec.metric_unit)
+    run = classify(result, parsed, spec.required, spec.timeout)
+    return replace(run, printed_time=parsed.printed_time) if parsed.printed_time is not None else run
+
+
+# -- repeated runs ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How far one metric's samples scatter."""
+
+    iqr: float  # interquartile range (75th - 25th percentile, linear interpolation)
+    min: float
+    max: float
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Repeated runs of one benchmark: medians, spreads, and the first failure if any.
+
+    A candidate fails when any repeat fails; then `metrics` and `spread` are empty
+    so a failed candidate's numbers cannot be mistaken for a score.
+    """
+
+    metrics: dict[str, float]  # median per metric
+    spread: dict[str, Spread]
+    runs: tuple[BenchRun, ...]
+    failure: BenchRun | None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and bool(self.runs)
+
+    @property
+    def samples(self) -> dict[str, list[float]]:
+        """Every run's value of each metric, in run order (for beats_baseline and the record)."""
+        runs = [run for run in self.runs if run.ok]  # a failed run's numbers are not samples
+        names = sorted({name for run in runs for name in run.metrics})
+        return {name: [run.metrics[name] for run in runs if name in run.metrics] for name in names}
+
+    @property
+    def iqr(self) -> dict[str, float]:
+        """The interquartile range of each metric (the pinned record's "spread")."""
+        return {name: spread.iqr for name, spread in self.spread.items()}
+
+    @classmethod
+    def from_runs(cls, runs: Sequence[BenchRun]) -> Measurement:
+        runs = tuple(runs)
+        failure = next((run for run in runs if not run.ok), None)
+        if failure is not None or not runs:
+            return cls({}, {}, runs, failure)
+        names = sorted({name for run in runs for name in run.metrics})
+        medians: dict[str, float] = {}
+        spread: dict[str, Spread] = {}
+        for name in names:
+            values = np.array([run.metrics[name] for run in runs if name in run.metrics], dtype=float)
+            q25, q75 = np.percentile(values, [25, 75])
+            medians[name] = float(np.median(values))
+            spread[name] = Spread(float(q75 - q25), float(values.min()), float(values.max()))
+        return cls(medians, spread, runs, None)
+
+
+def measure(spec: BenchSpec, repeats: int, *, slots: GpuSlots | None = None) -> Measurement:
+    """Run the benchmark `repeats` times; stop at the first failed run (the candidate failed)."""
+    if repeats < 1:
+        raise ConfigError(f"the number of benchmark repeats must be at least 1, not {repeats}")
+    runs: list[BenchRun] = []
+    for _ in range(repeats):
+        run = run_once(spec, slots=slots)
+        runs.append(run)
+        if not run.ok:
+            break
+    return Measurement.from_runs(runs)
+
+
+def interleaved(
+    spec_a: BenchSpec, spec_b: BenchSpec, rounds: int, *, slots: GpuSlots | None = None
+) -> tuple[Measurement, Measurement]:
+    """Measure A and B alternately, so clock and thermal drift hits both alike.
+
+    Rounds alternate which goes first (A B, B A, A B, ...): with plain A B A B a
+    steady drift would always favour A by one run. A side that fails stops being
+    run; the other goes on.
+    """
+    if rounds < 1:
+        raise ConfigError(f"the number of interleaved rounds must be at least 1, not {rounds}")
+    runs: dict[str, list[BenchRun]] = {"a": [], "b": []}
+    specs = {"a": spec_a, "b": spec_b}
+    for index in range(rounds):
+        for side in ("a", "b") if index % 2 == 0 else ("b", "a"):
+            done = runs[side]
+            if done and not done[-1].ok:
+                continue
+            done.append(run_once(specs[side], slots=slots))
+    return Measurement.from_runs(runs["a"]), Measurement.from_runs(runs["b"])
+
+
+# -- better beyond the noise -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a candidate beats the baseline, and why."""
+
+    better: bool
+    ratio: float  # candidate median / baseline median
+    noise: float  # the larger IQR, as a fraction of the baseline median
+    explanation: str
+    p_value: float = 1.0  # one-sided Mann-Whitney U
+
+
+def beats_baseline(
+    baseline_samples: Sequence[float],
+    candidate_samples: Sequence[float],
+    direction: Literal["min", "max"],
+    *,
+    alpha: float = 0.05,
+) -> Verdict:
+    """Is the candidate better than the baseline beyond the measured noise?
+
+    Better means both: (1) its median beats the baseline's median, in `direction`,
+    by more than the larger of the two interquartile ranges, and (2) a one-sided
+    Mann-Whitney U test says the candidate's samples are better with p <= alpha
+    (exact null distribution with mid-ranks for ties). Non-finite samples are
+    dropped first.
+    """
+    if direction not in ("min", "max"):
+        raise ConfigError(f"an objective's direction is 'min' or 'max', not {direction!r}")
+    base = np.array([x for x in baseline_samples if _finite(x)], dtype=float)
+    cand = np.array([x for x in candidate_samples if _finite(x)], dtype=float)
+    if base.size == 0 or cand.size == 0:
+        return Verdict(False, math.nan, math.nan, "no finite samples to compare")
+    base_median, cand_median = float(np.median(base)), float(np.median(cand))
+    noise = max(_iqr(base), _iqr(cand))
+    gain = base_median - cand_median if direction == "min" else cand_median - base_median
+    ratio = _ratio(cand_median, base_median)
+    relative_noise = _ratio(noise, abs(base_median)) if noise else 0.0
+    sign = -1.0 if direction == "min" else 1.0  # the test asks "are candidate values larger"
+    p_value = _mann_whitney_greater(sign * cand, sign * base)
+    beyond_noise = gain > noise
+    significant = p_value <= alpha * (1 + 1e-9)  # exact p can equal alpha (3 vs 3: 1/20)
+    better = beyond_noise and significant
+    summary = (
+        f"median {cand_median:.6g} vs baseline {base_median:.6g} (ratio {ratio:.4g}, {direction} is better), "
+        f"noise (larger IQR) {noise:.3g}, p={p_value:.3g} with {cand.size} vs {base.size} samples"
+    )
+    if better:
+        reason = "better beyond the noise"
+    elif gain <= 0:
+        reason = "not better"
+    elif not beyond_noise:
+        reason = "the gain is within the noise"
+    else:
+        reason = f"not significant at {1 - alpha:.0%}" + (
+            " (too few samples for the test to ever pass)" if _min_p(cand.size, base.size) > alpha else ""
+        )
+    return Verdict(better, ratio, relative_noise, f"{reason}: {summary}", p_value)
+
+
+def _finite(value: Any) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def _iqr(values: np.ndarray) -> float:
+    q25, q75 = np.percentile(values, [25, 75])
+    return float(q75 - q25)
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    if denominator == 0:
+        return 1.0 if numerator == 0 else math.copysign(math.inf, numerator)
+    return numerator / denominator
+
+
+def _min_p(m: int, n: int) -> float:
+    """The smallest p the exact test can give with m and n samples: 1 / C(m+n, m)."""
+    return 1.0 / math.comb(m + n, m)
+
+
+def _mann_whitney_greater(x: np.ndarray, y: np.ndarray) -> float:
+    """One-sided p-value that `x` tends to be larger than `y` (Mann-Whitney U, mid-ranks).
+
+    Exact: the null distribution of x's rank sum over every way to pick len(x) of
+    the pooled mid-ranks, counted with a 0/1 knapsack on doubled (integer) ranks.
+    Beyond 400 pooled samples, the normal approximation with tie correction.
+    """
+    m, n = x.size, y.size
+    pooled = np.concatenate([x, y])
+    total = m + n
+    ranks2 = _doubled_midranks(pooled)  # integers: 2 * mid-rank
+    observed = int(ranks2[:m].sum())
+    if total > 400:
+        mean = m * (total + 1) / 2
+        _, counts = np.unique(pooled, return_counts=True)
+        ties = float(np.sum(counts.astype(float) ** 3 - counts))
+        variance = m * n / 12 * ((total + 1) - ties / (total * (total - 1)))
+        if variance <= 0:
+            return 1.0
+        z = (observed / 2 - mean - 0.5) / math.sqrt(variance)  # continuity correction
+        return 0.5 * math.erfc(z / math.sqrt(2))
+    size = int(ranks2.sum()) + 1
+    ways = np.zeros((m + 1, size), dtype=float)  # ways[k, s]: picks of k ranks summing to s
+    ways[0, 0] = 1.0
+    for value in ranks2.tolist():
+        for k in range(m, 0, -1):  # downwards: each rank is used at most once
+            ways[k, value:] += ways[k - 1, : size - value]
+    distribution = ways[m]
+    return float(min(1.0, distribution[observed:].sum() / distribution.sum()))
+
+
+def _doubled_midranks(values: np.ndarray) -> np.ndarray:
+    order = np.argsort(values, kind="mergesort")
+    sorted_values = values[order]
+    ranks2 = np.empty(values.size, dtype=np.int64)
+    start = 0
+    while start < values.size:
+        end = start
+        while end + 1 < values.size and sorted_values[end + 1] == sorted_values[start]:
+            end += 1
+        # Positions start..end (0-based) share the mean of ranks start+1..end+1.
+        ranks2[order[start : end + 1]] = start + end + 2
+        start = end + 1
+    return ranks2
+
+
+# -- no GPU ------------------------------------------------------------------------------
+
+
+def no_gpu_error(evidence: str) -> NoGpuError:
+    """The error that stops a tune whose benchmark found no GPU; says what to do instead."""
+    return NoGpuError(
+        f"{evidence}.\nRuntime objectives such as time need a GPU the benchmark can use. "
+        "Run the tune on a machine with one (check nvidia-smi and CUDA_VISIBLE_DEVICES), or tune for "
+        "static objectives, which need only the compiler: " + ", ".join(STATIC_OBJECTIVES) + "."
+    )
+
+
+def raise_if_no_gpu(outcome: BenchRun | Measurement) -> None:
+    """Raise NoGpuError when the run (or a measurement's failed run) found no GPU."""
+    run = outcome.failure if isinstance(outcome, Measurement) else outcome
+    if run is not None and run.cause == NO_GPU:
+        raise no_gpu_error(run.message)
+
+
+# -- sharing GPUs between parallel jobs --------------------------------------------------
+
+
+@dataclass
+class GpuSlots:
+    """At most one benchmark per GPU at a time, shared by the driver's worker threads.
+
+    ``devices``: the GPUs to spread benchmarks over (CUDA_VISIBLE_DEVICES values,
+    e.g. ``["0", "1"]``); each run holding a slot sees only its GPU. Empty: one
+    slot, the default GPU, environment untouched. Builds need no slot, so with
+    ``--jobs 4`` and one GPU, compiles overlap while benchmarks queue.
+    """
+
+    devices: Sequence[str | int] = ()
+    _free: queue.Queue[str | None] = field(default_factory=queue.Queue, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        names = tuple(str(device).strip() for device in self.devices)
+        if any(not name for name in names):
+            raise ConfigError(f"a GPU in {list(self.devices)!r} is empty; give CUDA device numbers or UUIDs")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"a GPU is listed twice in {list(names)!r}; two benchmarks would share it")
+        self.devices = names
+        for name in names or (None,):
+            self._free.put(name)
+
+    @property
+    def count(self) -> int:
+        return max(1, len(self.devices))
+
+    @contextmanager
+    def slot(self) -> Iterator[dict[str, str]]:
+        """Block until a GPU is free; yield the environment that pins a run to it."""
+        device = self._free.get()
+        try:
+            yield {} if device is None else {"CUDA_VISIBLE_DEVICES": device}
+        finally:
+            self._free.put(device)

@@ -1,0 +1,662 @@
+"""The pinned record: ``<pin dir>/<target>.json`` (+ ``<target>.acf``) written, read, validated.
+
+The record is what a tune leaves behind for version control, and every later
+build applies it. It is therefore read as untrusted input: every field is
+type-checked, flags and defines go through the allow-list, the ACF must be a
+file inside the pin directory whose sha256 matches, and anything unexpected
+is a RecordError that says what to do. Writes are atomic (temp file in the same
+directory, fsync, os.replace), the ACF first, so a crash never leaves a record
+that names a half-written ACF; a record whose ACF was replaced underneath it is
+caught by the sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+from collections.abc import Sequence
+
+from ciq_build.core.allowlist import check_flag
+from ciq_build.core.rules import (
+    RuleBook, declared_params, field_problem, load_rules, parse_strict, read_regular_file, value_in_domain,
+)
+from ciq_build.compiler.controls import AcfRef, Controls, controls_to_json
+from ciq_build.errors import CiqError, ConfigError, RecordError, UnsafeFlagError
+from ciq_build.build.manifest import TARGET_NAME
+from ciq_build.state.durable import fsync_dir
+
+SCHEMA = 1
+
+_CUDA_MAJOR_MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
+
+
+
+@dataclass(frozen=True)
+class RecordToolchain:
+    """The toolkit the winner was measured with."""
+
+    cuda: str  # "major.minor", compared with the building compiler
+    nvcc_version: str = ""
+    ptxas_version: str = ""
+    architectures: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RecordObjective:
+    name: str
+    direction: str = "min"  # "min" or "max"
+
+
+@dataclass(frozen=True)
+class ScoreSummary:
+    """Scores per objective (same order as the record's objectives) and their spread."""
+
+    scores: tuple[float, ...]
+    spread: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """Static facts about one object file's code for one architecture (drift detection)."""
+
+    registers: int
+    stack: int
+    code_sha256: str
+
+
+@dataclass(frozen=True)
+class PinnedRecord:
+    """One pinned record (mirrors the JSON schema in docs/ARCHITECTURE.md)."""
+
+    target: str
+    controls: Controls
+    toolchain: RecordToolchain
+    provenance: dict[str, Any] = field(default_factory=dict)  # free-form JSON: engine, seed, budget, ...
+    objectives: tuple[RecordObjective, ...] = ()
+    baseline: ScoreSummary | None = None
+    winner: ScoreSummary | None = None
+    # object path (relative to the target's dir) -> arch -> facts
+    objects: dict[str, dict[str, ObjectInfo]] = field(default_factory=dict)
+    schema: int = SCHEMA
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def record_path(pin_dir: Path, target: str) -> Path:
+    return Path(pin_dir) / f"{_target_name(target)}.json"
+
+
+def acf_path(pin_dir: Path, target: str) -> Path:
+    return Path(pin_dir) / f"{_target_name(target)}.acf"
+
+
+def _target_name(target: object) -> str:
+    if not isinstance(target, str) or TARGET_NAME.fullmatch(target) is None:
+        raise RecordError(
+            f"target name {target!r} cannot name a pinned record: use a plain CMake target name "
+            "(letters, digits, _ . + -, starting with a letter, digit or _)."
+        )
+    return target
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that readers see the old file or the new one, never a mix."""
+    _remove_stale_temporaries(path.parent, path.name)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a committed file from other users
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    fsync_dir(path.parent)
+
+
+def record_to_json(record: PinnedRecord, pin_dir: Path) -> dict[str, Any]:
+    """The record as the JSON object written to ``<pin_dir>/<target>.json``."""
+
+    def summary(s: ScoreSummary | None) -> Any:
+        return None if s is None else {"scores": list(s.scores), "spread": list(s.spread)}
+
+    out: dict[str, Any] = {
+        "schema": record.schema,
+        "target": record.target,
+        "controls": controls_to_json(record.controls, pin_dir),
+        "toolchain": {
+            "cuda": record.toolchain.cuda,
+            "nvcc_version": record.toolchain.nvcc_version,
+            "ptxas_version": record.toolchain.ptxas_version,
+            "architectures": list(record.toolchain.architectures),
+        },
+        "provenance": record.provenance,
+        "objectives": [{"name": o.name, "direction": o.direction} for o in record.objectives],
+        "baseline": summary(record.baseline),
+        "winner": summary(record.winner),
+        "objects": {
+            obj: {
+                arch: {"registers": info.registers, "stack": info.stack, "code_sha256": info.code_sha256}
+                for arch, info in archs.items()
+            }
+            for obj, archs in record.objects.items()
+        },
+    }
+    return out
+
+
+def _acf_users(pin_dir: Path, acf_name: str, target: str) -> list[str]:
+    """The other records in `pin_dir` whose controls.acf.file is `acf_name`."""
+    users = []
+    rules = load_rules()
+    for other in sorted(Path(pin_dir).glob("*.json")) if Path(pin_dir).is_dir() else []:
+        if other.stem == target:
+            continue
+        try:
+            data = parse_strict(read_regular_file(other, rules.limit("record_bytes"), "record"), rules)
+            named = data.get("controls", {}).get("acf", {}).get("file")
+        except (OSError, ValueError, RecursionError, AttributeError):
+            continue  # not a record we can read: it names nothing we would keep
+        if named == acf_name:
+            users.append(other.name)
+    return users
+
+
+def _remove_stale_temporaries(directory: Path, name: str) -> None:
+    """Delete what an interrupted _atomic_write of `name` left behind (a kill mid-write)."""
+    for stale in directory.glob(f".{name}.*.tmp"):
+        try:
+            if stale.is_file() and not stale.is_symlink():
+                stale.unlink()
+        except OSError:
+            pass
+
+
+def _writable(value: Any) -> Any:
+    """`value` with every string safe for both readers: a NUL, a surrogate or a character
+    beyond U+FFFF (which JSON would spell as a surrogate pair) becomes U+FFFD."""
+    if isinstance(value, str):
+        return re.sub("[\x00\ud800-\udfff\U00010000-\U0010ffff]", "\ufffd", value)
+    if isinstance(value, dict):
+        return {_writable(k): _writable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_writable(v) for v in value]
+    return value
+
+
+def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = None) -> PinnedRecord:
+    """Pin `record` as ``<pin_dir>/<target>.json`` (+ ``<target>.acf``); return what was written.
+
+    ``pin_dir`` may also be the record's own path, ``<pin_dir>/<target>.json``.
+
+    The ACF (``acf_source``, or else ``record.controls.acf.path``) is copied first,
+    atomically, as ``<target>.acf``, and its sha256 recorded; when the record's
+    AcfRef already carries a sha256 the copy must match it (the file changed since
+    it was measured otherwise). The record is validated exactly as read_record
+    would, before anything is written, so an unreadable pin is never left behind.
+    """
+    target = _target_name(record.target)
+    pin_dir = Path(pin_dir)
+    if pin_dir.name == f"{target}.json":
+        pin_dir = pin_dir.parent  # the record's own path names its pin dir just as well
+    acf = record.controls.acf
+    source = Path(acf_source) if acf_source is not None else (Path(acf.path) if acf is not None else None)
+    if source is not None and acf is None:
+        raise RecordError(
+            f"an ACF ({source}) was given for target {target!r} but its controls name no ACF "
+            "compiler; set controls.acf (compiler 'ptxas' or 'nvcc')."
+        )
+    pinned_acf = acf_path(pin_dir, target)
+    # Another record may name <target>.acf (records are hand-editable): never
+    # overwrite or delete a file another record uses; pin under a name of our own.
+    users = _acf_users(pin_dir, pinned_acf.name, target)
+
+    acf_bytes: bytes | None = None
+    if source is not None and acf is not None:
+        try:
+            acf_bytes = source.read_bytes()
+        except OSError as exc:
+            raise RecordError(f"cannot read the ACF {source} to pin it for {target!r}: {exc}.") from exc
+        digest = hashlib.sha256(acf_bytes).hexdigest()
+        if acf.sha256 and acf.sha256 != digest:
+            raise RecordError(
+                f"the ACF {source} has sha256 {digest}, but the candidate measured an ACF with "
+                f"{acf.sha256}: the file changed after it was measured. Retune the target."
+            )
+        if users and not (pinned_acf.is_file() and pinned_acf.read_bytes() == acf_bytes):
+            pinned_acf = Path(pin_dir) / f"{target}-{digest[:12]}.acf"
+        pinned_ref = AcfRef(path=pinned_acf.absolute(), compiler=acf.compiler, sha256=digest)
+        record = replace(record, controls=replace(record.controls, acf=pinned_ref))
+
+    # Serialise, then validate the very bytes through the reader's path (rule book
+    # layers 2 and 3), before touching the pin dir: an unreadable pin is never written.
+    try:
+        document = json.dumps(_writable(record_to_json(record, pin_dir)), indent=2, allow_nan=False,
+                              ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise RecordError(
+            f"the record for {target!r} holds a value a record cannot hold ({exc}); scores must be "
+            "finite numbers, and provenance only JSON values (no NaN, sets or objects)."
+        ) from exc
+    rules = load_rules()
+    where = Path(pin_dir) / f"{target}.json"
+    _validate_document(parse_record_bytes(document.encode("ascii"), where, rules), where, pin_dir,
+                       check_acf_file=False, rules=rules)
+    try:
+        pin_dir.mkdir(parents=True, exist_ok=True)
+        if acf_bytes is not None:
+            same = pinned_acf.is_file() and not pinned_acf.is_symlink() and pinned_acf.read_bytes() == acf_bytes
+            if not same:
+                _atomic_write(pinned_acf, acf_bytes)  # os.replace swaps a symlink itself, not its target
+        _atomic_write(record_path(pin_dir, target), (document + "\n").encode("utf-8"))
+        if acf_bytes is None and not users and (pinned_acf.is_file() or pinned_acf.is_symlink()):
+            # A stale ACF from an earlier pin would only confuse a reader of the pin dir.
+            pinned_acf.unlink()
+            fsync_dir(pin_dir)
+    except OSError as exc:
+        raise RecordError(
+            f"cannot write the pinned record for {target!r} in {pin_dir}: {exc}. "
+            "Check that the pin directory (PIN_DIR of ciq_tune_target) is writable."
+        ) from exc
+    return record
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _fail(path: Path, where: str, problem: str) -> RecordError:
+    return RecordError(
+        f"pinned record {path}: {where} {problem}. Retune the target "
+        f"(python -m ciq_build tune {path.stem}) to write a fresh record, or fix the file by hand."
+    )
+
+
+def read_record_bytes(path: Path, rules: RuleBook) -> bytes:
+    """The record's bytes: a regular file within the size limit (rule book layer 1)."""
+    try:
+        return read_regular_file(path, rules.limit("record_bytes"), "the pinned record")
+    except FileNotFoundError as exc:
+        raise RecordError(
+            f"no pinned record at {path}; tune the target first (python -m ciq_build tune {path.stem})."
+        ) from exc
+    except OSError as exc:
+        raise RecordError(
+            f"cannot read pinned record {path}: {exc.strerror or exc}. Restore it from version control "
+            f"or retune (python -m ciq_build tune {path.stem})."
+        ) from exc
+
+
+def parse_record_bytes(raw: bytes, path: Path, rules: RuleBook | None = None) -> Any:
+    """JSON syntax only (rule book layer 2): bytes -> Python value, or RecordError."""
+    rules = rules or load_rules()
+    try:
+        return parse_strict(raw, rules)
+    except (ValueError, RecursionError) as exc:
+        raise RecordError(
+            f"pinned record {path} {exc}; restore it from version control or retune "
+            f"(python -m ciq_build tune {path.stem})."
+        ) from exc
+
+
+def read_record(path: Path) -> PinnedRecord:
+    """Read and validate a pinned record; the ACF it names must exist and match its sha256."""
+    path = Path(path)
+    rules = load_rules()
+    data = parse_record_bytes(read_record_bytes(path, rules), path, rules)
+    return _validate_document(data, path, path.parent, check_acf_file=True, rules=rules)
+
+
+def _validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: bool,
+                       rules: RuleBook | None = None) -> PinnedRecord:
+    rules = rules or load_rules()
+    if isinstance(data, dict) and type(data.get("schema")) is int and data["schema"] != rules.schema:
+        schema = data["schema"]
+        raise RecordError(
+            f"pinned record {path} has schema {schema}, but this ciq_build reads schema {rules.schema}"
+            + (
+                ": it was written by a newer ciq_build. Upgrade ciq_build (pip install -U ciq-build), "
+                if schema > rules.schema else ". "
+            )
+            + f"or retune the target (python -m ciq_build tune {path.stem}) to rewrite it."
+        )
+    problem = field_problem(rules, data)
+    if problem is not None:
+        where, why = problem
+        if where.startswith("controls.flags[") and "allow-list" in why:
+            raise UnsafeFlagError(f"pinned record {path}: {where}: {_flag_refusal(data, where)}")
+        if where.startswith(("controls.flags", "controls.defines")):
+            # What reaches the compiler's command line: the unsafe-flag error, named as such.
+            raise UnsafeFlagError(str(_fail(path, where, why)))
+        raise _fail(path, where, why)
+
+    target = data["target"]
+    if target != path.stem:
+        raise _fail(path, "target", f"is {target!r}, but the file is named {path.name} (it must be {target}.json)")
+    controls = _read_controls(path, data["controls"], pin_dir, check_acf_file, rules)
+    tc = data["toolchain"]
+    toolchain = RecordToolchain(
+        cuda=tc["cuda"],
+        nvcc_version=tc.get("nvcc_version", ""),
+        ptxas_version=tc.get("ptxas_version", ""),
+        architectures=tuple(tc.get("architectures", [])),
+    )
+    objectives = tuple(RecordObjective(o["name"], o["direction"]) for o in data.get("objectives", []))
+    names = [o.name for o in objectives]
+    if len(set(names)) != len(names):
+        raise _fail(path, "objectives", f"name an objective twice: {names}")
+    baseline = _read_summary(path, data.get("baseline"), "baseline", len(objectives))
+    winner = _read_summary(path, data.get("winner"), "winner", len(objectives))
+    objects = {
+        obj: {arch: ObjectInfo(i["registers"], i["stack"], i["code_sha256"]) for arch, i in archs.items()}
+        for obj, archs in data.get("objects", {}).items()
+    }
+    return PinnedRecord(
+        schema=data["schema"],
+        target=target,
+        controls=controls,
+        toolchain=toolchain,
+        provenance=data.get("provenance", {}),
+        objectives=objectives,
+        baseline=baseline,
+        winner=winner,
+        objects=objects,
+    )
+
+
+def _flag_refusal(data: dict[str, Any], where: str) -> str:
+    index = int(where[len("controls.flags["):-1])
+    try:
+        check_flag(data["controls"]["flags"][index])
+    except UnsafeFlagError as exc:
+        return str(exc)
+    return "the flag is not on the allow-list"  # unreachable: the rule book refused it
+
+
+def _read_controls(path: Path, c: dict[str, Any], pin_dir: Path, check_acf_file: bool,
+                   rules: RuleBook) -> Controls:
+    flags = c.get("flags", [])
+    defines = tuple(sorted((c.get("defines") or {}).items()))
+    acf_obj = c.get("acf")
+    acf = None if acf_obj is None else _read_acf(path, acf_obj, pin_dir, check_acf_file, rules)
+    try:
+        # Controls refuses flags that set one option twice, and pairs ptxas refuses.
+        return Controls(flags=tuple(flags), defines=defines, acf=acf)
+    except UnsafeFlagError:
+        raise
+    except CiqError as exc:
+        raise _fail(path, "controls", f"is inconsistent: {exc}") from exc
+
+
+def _read_acf(path: Path, a: dict[str, Any], pin_dir: Path, check_file: bool, rules: RuleBook) -> AcfRef:
+    name, sha, compiler = a["file"], a["sha256"], a["compiler"]
+    candidate = Path(pin_dir) / name
+    if check_file:
+        try:
+            data = read_regular_file(candidate, rules.limit("acf_bytes"), "the ACF")
+        except FileNotFoundError:
+            raise _fail(
+                path, "controls.acf.file",
+                f"names {candidate}, which does not exist; restore it from version control (commit the "
+                ".acf beside the .json)",
+            ) from None
+        except OSError as exc:
+            raise _fail(path, "controls.acf.file", f"cannot be used: {exc.strerror or exc}") from None
+        if not data:
+            raise _fail(path, "controls.acf.file", f"names {candidate}, which is empty")
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != sha:
+            raise RecordError(
+                f"pinned record {path}: the ACF {candidate} has sha256 {actual}, but the record "
+                f"expects {sha}: the ACF was changed or replaced after it was pinned. Restore the "
+                f"matching file from version control, or retune (python -m ciq_build tune {path.stem})."
+            )
+    return AcfRef(path=Path(os.path.abspath(candidate)), compiler=compiler, sha256=sha)
+
+
+def _read_summary(path: Path, value: Any, where: str, n: int) -> ScoreSummary | None:
+    if value is None:
+        return None
+    scores, spread = tuple(float(x) for x in value["scores"]), tuple(float(x) for x in value["spread"])
+    if len(scores) != n or len(spread) != n:
+        raise _fail(path, where, f"needs one score and one spread per objective ({n}), has {len(scores)} and {len(spread)}")
+    return ScoreSummary(scores, spread)
+
+
+# --------------------------------------------------------------------------- what a build applies
+
+
+def check_defines(record: PinnedRecord, params: Sequence[str], path: Path) -> None:
+    """Refuse a define that is not a declared PARAMS name, or whose value is outside its domain."""
+    declared = declared_params(params)
+    for name, value in record.controls.defines:
+        if name not in declared:
+            names = ", ".join(sorted(declared)) or "none"
+            raise UnsafeFlagError(
+                f"pinned record {path}: controls.defines.{name} is refused: only the PARAMS of "
+                f"ciq_tune_target({record.target}) may be defined (declared: {names}). Add {name} to PARAMS "
+                "and retune, or remove it from the record."
+            )
+        if not value_in_domain(declared[name], value):
+            raise UnsafeFlagError(
+                f"pinned record {path}: controls.defines.{name}={value!r} is outside its declared domain "
+                f"{declared[name]!r}. Retune, or set a value that PARAMS allows."
+            )
+
+
+def check_numerics(record: PinnedRecord, allow_numerics: bool, path: Path, rules: RuleBook | None = None) -> None:
+    rules = rules or load_rules()
+    for flag in record.controls.flags:
+        if rules.is_numerics(flag) and not allow_numerics:
+            raise UnsafeFlagError(
+                f"pinned record {path}: flag {flag!r} changes floating-point results, and "
+                f"the target {record.target!r} does not allow numerics flags (ALLOW_NUMERICS in "
+                "ciq_tune_target, allow_numerics=True in CudaExtension). Allow them, or retune without."
+            )
+
+
+def pin_arguments(record: PinnedRecord, path: Path, *, params: Sequence[str], allow_numerics: bool,
+                  copy_dir: Path) -> list[str]:
+    """The nvcc arguments a build applies for `record`, after every build-time rule.
+
+    The same rules, in the same order, as the CMake module's _ciq_read_pin: the
+    defines must be declared PARAMS with values in their domain, numerics flags
+    need the target's consent, and an ACF whose path a shell would not read
+    literally is used through a copy ``<copy_dir>/<target>.acf``.
+    """
+    rules = load_rules()
+    check_numerics(record, allow_numerics, path, rules)
+    check_defines(record, params, path)
+    args = list(record.controls.flags)
+    args += [f"-D{name}={value}" for name, value in record.controls.defines]
+    acf = record.controls.acf
+    if acf is not None:
+        acf_file = Path(acf.path)
+        if not rules.matches("nvcc_path", str(acf_file)):
+            copy = Path(copy_dir) / f"{record.target}.acf"
+            if not rules.matches("nvcc_path", str(copy)):
+                raise RecordError(
+                    f"pinned record {path}: neither {acf_file} nor the build tree ({copy_dir}) has a path "
+                    "nvcc can pass to ptxas (only letters, digits and _ . / + : @ % = -). Use a build "
+                    "directory with a plain path."
+                )
+            data = read_regular_file(acf_file, rules.limit("acf_bytes"), "the ACF")
+            if hashlib.sha256(data).hexdigest() != acf.sha256:
+                raise RecordError(f"pinned record {path}: the ACF {acf_file} changed while it was read; rebuild.")
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            if not (copy.is_file() and not copy.is_symlink() and copy.read_bytes() == data):
+                _atomic_write(copy, data)
+            acf_file = copy
+        args.append(f"-Xptxas=--apply-controls={acf_file}" if acf.compiler == "ptxas"
+                    else f"--apply-controls={acf_file}")
+    return args
+
+
+@dataclass(frozen=True)
+class BuildPin:
+    """What a build applies to one target's CUDA compiles, and why (one line for the log)."""
+
+    status: str  # "applied", "none", "disabled" or "skipped"
+    arguments: tuple[str, ...]  # the nvcc arguments, one options-file line each
+    depends: tuple[Path, ...]  # files whose change must rebuild the target's objects
+    message: str
+    record: PinnedRecord | None = None
+    warning: str = ""  # why a pin was skipped, for the build's log
+
+
+def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allow_numerics: bool,
+                      cuda: str, strict: bool, disabled: bool, copy_dir: Path, ptxas: str = "") -> BuildPin:
+    """The pin a build applies, decided exactly as the CMake module's _ciq_resolve_pin.
+
+    RecordError (or UnsafeFlagError) for a record the rule book refuses, and for
+    a toolkit mismatch under `strict`; a plain mismatch skips the pin with a warning.
+    `ptxas` is the building ptxas's version ("" when unknown): a ptxas ACF is
+    only applied by the ptxas major.minor it was measured with.
+    """
+    path = record_path(pin_dir, target)
+    if disabled:
+        return BuildPin("disabled", (), (), "pins disabled (CIQ_DISABLE)")
+    if not os.path.lexists(path):
+        return BuildPin("none", (), (), f"no pinned controls ({path})")
+    record = read_record(path)
+    check_numerics(record, allow_numerics, path)
+    check_defines(record, params, path)
+    depends = (path,) + ((Path(record.controls.acf.path),) if record.controls.acf is not None else ())
+    warning = check_toolchain(record, cuda, strict=strict, ptxas=ptxas)
+    if warning is not None:
+        return BuildPin("skipped", (), depends,
+                        f"pin skipped (tuned with CUDA {record.toolchain.cuda}, compiling with {cuda}): {path}",
+                        record, warning)
+    arguments = pin_arguments(record, path, params=params, allow_numerics=allow_numerics, copy_dir=copy_dir)
+    if record.controls.acf is not None and not arguments[-1].endswith("=" + str(record.controls.acf.path)):
+        depends += (Path(copy_dir) / f"{target}.acf",)
+    shown = " ".join(arguments) or "compiler defaults"
+    return BuildPin("applied", tuple(arguments), depends, f"pinned controls from {path}: {shown}", record)
+
+
+# --------------------------------------------------------------------------- toolchain
+
+
+def _major_minor(version: str) -> str:
+    match = _CUDA_MAJOR_MINOR.match(str(version))
+    return f"{int(match.group(1))}.{int(match.group(2))}" if match else ""
+
+
+def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bool, ptxas: str = "") -> str | None:
+    """None when the record fits the compiler; else a warning (not strict) or RecordError (strict).
+
+    The caller skips the pin on a warning, as the CMake module does: controls
+    measured with one toolkit are not known to help (or even be accepted by)
+    another. A ptxas ACF must also meet the ptxas major.minor it was measured with
+    (a toolkit may carry a newer ptxas than its nvcc), when both are known.
+    """
+    have = _major_minor(toolchain_major_minor)
+    if not have:
+        raise RecordError(f"cannot read the CUDA version {toolchain_major_minor!r}; expected major.minor such as 13.3.")
+    want = record.toolchain.cuda
+    message = None
+    if have != want:
+        message = (
+            f"the pinned record for {record.target!r} was tuned with CUDA {want}, but the compiler is CUDA "
+            f"{have}: retune the target with this toolkit (python -m ciq_build tune {record.target}), or "
+            f"build with a CUDA {want} toolkit."
+        )
+    acf = record.controls.acf
+    want_ptxas, have_ptxas = _major_minor(record.toolchain.ptxas_version), _major_minor(ptxas)
+    if message is None and acf is not None and acf.compiler == "ptxas" and want_ptxas and have_ptxas \
+            and want_ptxas != have_ptxas:
+        message = (
+            f"the pinned record for {record.target!r} carries a ptxas ACF measured with ptxas {want_ptxas}, but "
+            f"this toolkit's ptxas is {have_ptxas}, which cannot read it: build with a ptxas {want_ptxas} "
+            f"toolkit, or retune (python -m ciq_build tune {record.target})."
+        )
+    if message is None:
+        return None
+    if strict:
+        raise RecordError(message)
+    return message + " The pin is skipped for now."
+
+
+# --------------------------------------------------------------------------- display
+
+
+def _printable(text: str) -> str:
+    """`text` with control, format and surrogate characters shown as escapes: a record is
+    untrusted, and an ANSI escape in it must not repaint the terminal that shows it."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+        for ch in text
+    )
+
+
+def format_record(record: PinnedRecord) -> str:
+    """Human-readable summary for ``python -m ciq_build show <target>``."""
+    lines = [f"target      {record.target}  (schema {record.schema})"]
+    c = record.controls
+    lines.append("flags       " + (" ".join(c.flags) if c.flags else "(none)"))
+    lines.append(
+        "defines     " + (" ".join(f"-D{n}={v}" for n, v in c.defines) if c.defines else "(none)")
+    )
+    if c.acf is not None:
+        lines.append(f"acf         {Path(c.acf.path).name} ({c.acf.compiler}, sha256 {c.acf.sha256[:16]}...)")
+    else:
+        lines.append("acf         (none)")
+    t = record.toolchain
+    arches = ", ".join(t.architectures) or "?"
+    lines.append(
+        f"toolchain   CUDA {t.cuda} (nvcc {t.nvcc_version or '?'}, ptxas {t.ptxas_version or '?'}), arch {arches}"
+    )
+    p = record.provenance
+    bits = [f"engine {p['engine']}" if "engine" in p else None, f"seed {p['seed']}" if "seed" in p else None]
+    budget = p.get("budget")
+    if isinstance(budget, dict) and budget:
+        bits.append("budget " + ", ".join(f"{k}={v}" for k, v in budget.items()))
+    if "created" in p:
+        bits.append(f"created {p['created']}")
+    if "ciq_build_version" in p:
+        bits.append(f"ciq_build {p['ciq_build_version']}")
+    lines.append("provenance  " + ("; ".join(b for b in bits if b) or "(none)"))
+    if record.objectives:
+        lines.append("objectives")
+        for i, o in enumerate(record.objectives):
+            row = f"  {o.direction} {o.name}"
+            base = record.baseline.scores[i] if record.baseline else None
+            best = record.winner.scores[i] if record.winner else None
+            if base is not None:
+                row += f"   baseline {base:.6g} ± {record.baseline.spread[i]:.2g}"  # type: ignore[union-attr]
+            if best is not None:
+                row += f"   winner {best:.6g} ± {record.winner.spread[i]:.2g}"  # type: ignore[union-attr]
+            if base not in (None, 0) and best is not None:
+                row += f"   ({best / base:.3f}x)"
+            lines.append(row)
+    if record.objects:
+        lines.append("objects")
+        for obj, archs in sorted(record.objects.items()):
+            for arch, info in sorted(archs.items()):
+                lines.append(
+                    f"  {obj} [{arch}]  registers {info.registers}, stack {info.stack}, "
+                    f"code {info.code_sha256[:12]}"
+                )
+    return "\n".join(_printable(line) for line in lines)

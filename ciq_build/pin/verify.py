@@ -1,0 +1,85 @@
+"""`python -m ciq_build verify <target>`: rebuild the target and check that its pin took effect.
+
+Three checks, each of which a user could otherwise get wrong silently: the
+record is valid for this toolchain (and its ACF unedited), the build tree's
+options file carries exactly the record's controls (the CMake module did not
+skip the pin), and the rebuilt objects show the pinned code and resource usage.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ciq_build.measure import proc
+from ciq_build.build.cmake import object_files
+from ciq_build.compiler.controls import Controls, nvcc_arguments
+from ciq_build.errors import BuildError, RecordError
+from ciq_build.compiler.fingerprint import compare, object_fingerprints
+from ciq_build.pin.record import check_toolchain, read_record, sha256_file
+from ciq_build.build.preflight import check_verify
+from ciq_build.build.manifest import load_manifest
+from ciq_build.resources import build_tool
+from ciq_build.compiler.toolchain import find_toolchain
+
+BUILD_TIMEOUT = 1800.0
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    ok: bool
+    text: str
+
+
+def verify(target: str, build_dir: Path) -> VerifyReport:
+    manifest = load_manifest(build_dir, target)
+    toolchain = find_toolchain(manifest.toolchain.cuda_compiler)
+    if not manifest.pin_file.is_file():
+        raise RecordError(f"{target} has no pinned record at {manifest.pin_file}; run `python -m ciq_build tune {target}` first")
+    record = read_record(manifest.pin_file)
+    check_toolchain(record, toolchain.major_minor, strict=True, ptxas=toolchain.ptxas_version)
+    check_verify(toolchain, target, build_dir)  # before a build that could not be checked
+    result = proc.run([build_tool("cmake"), "--build", str(build_dir), "--target", target], BUILD_TIMEOUT)
+    if not result.ok:
+        raise BuildError(f"building {target} failed ({result.describe()}):\n{result.output_tail()}")
+    problems: list[str] = []
+    problems += _check_options_file(manifest.options_file, record.controls, build_dir)
+    objects = object_files(manifest.object_dir)
+    built = object_fingerprints(objects, manifest.object_dir, toolchain)
+    problems += compare(record.objects, built)
+    lines = [f"ciq_build verify {target}: {len(objects)} object(s), record {manifest.pin_file}"]
+    if problems:
+        lines += ["  FAILED:"] + [f"    {p}" for p in problems]
+    else:
+        lines.append("  ok: the pinned controls are applied and the objects match the tuned winner")
+    return VerifyReport(not problems, "\n".join(lines))
+
+
+def _check_options_file(path: Path, controls: Controls, build_dir: Path) -> list[str]:
+    """Does the build's options file carry exactly the record's controls?
+
+    The ACF is compared by content: the CMake module may apply a copy of it
+    (from inside the build tree, when the pin dir's path is unsafe for ptxas).
+    """
+    applied = shlex.split(path.read_text(encoding="utf-8")) if path.is_file() else []
+    acf_args = [a for a in applied if "--apply-controls=" in a]
+    plain = [a for a in applied if "--apply-controls=" not in a]
+    expected = nvcc_arguments(replace(controls, acf=None))
+    problems = []
+    if plain != expected:
+        problems.append(
+            f"the build's options file {path} holds {plain or 'nothing'}, not the pinned {expected}: reconfigure "
+            f"(cmake {build_dir}) and look for a warning from ciq_tune_target (a skipped pin says why)")
+    if controls.acf is None and acf_args:
+        problems.append(f"the build applies an ACF ({acf_args[0]}) that the record does not name")
+    if controls.acf is not None:
+        if len(acf_args) != 1:
+            problems.append(f"the build applies no ACF, but the record pins {controls.acf.path.name}")
+        else:
+            acf_file = Path(acf_args[0].split("--apply-controls=", 1)[1].strip('"'))
+            digest = sha256_file(acf_file) if acf_file.is_file() else "missing"
+            if digest != controls.acf.sha256:
+                problems.append(f"the ACF the build applies ({acf_file}) has sha256 {digest}, the record "
+                                f"{controls.acf.sha256}: reconfigure, or restore the pinned ACF")
+    return problems

@@ -1,0 +1,145 @@
+"""A pool of ACFs sampled ahead of time, searched like any other parameter.
+
+NVIDIA's compileiq engine (and the ~800 MB it installs) may not be available
+where the GPU is, and only compileiq can write an ACF. So `sample-acfs` draws
+ACFs from a compiler search space where compileiq is installed, into a folder
+with a `pool.json`; `tune --controls acf-pool:<folder>` then searches, with
+ciq_build's genetic engine, which ACF of the pool (or none: the compiler's
+default) to use, together with the knobs and params.
+
+A pool is identified by its content, not by its seed. compileiq encrypts every
+ACF with fresh randomness (see ``ciq_build.search.compileiq``), so sampling
+again with the same seed writes new bytes: the same controls at every position
+(the same machine code from the same compiler), under other sha256s. A pinned
+ACF is therefore kept as a file, never re-derived from a seed. ``pool.json``
+lists each ACF's sha256 in sampling order and a ``pool_sha256`` over that list
+(sha256 of the lines ``<sha256> <file>``), which a tune's record carries in its
+provenance; it also names the compileiq build, the seed and the generation
+size, which are what fix the controls at each position.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import ciq_build.core.space as ss
+from ciq_build.compiler.acf import check_toolkit_accepts, sha256_file
+from ciq_build.compiler.controls import AcfRef
+from ciq_build.search.base import Proposal
+from ciq_build.search.genetic import GeneticSource
+from ciq_build.errors import ConfigError
+from ciq_build.core.rules import load_rules
+from ciq_build.search.ga import SearchConfiguration
+from ciq_build.core.space import Param
+from ciq_build.compiler.toolchain import Toolchain, major_minor
+
+POOL_FILE = "pool.json"
+POOL_PARAM = "acf.pool"
+POOL_SCHEMA = 1
+
+
+def pool_sha256(entries: list[dict[str, Any]]) -> str:
+    """The pool's identity: sha256 of the lines ``<sha256> <file>``, in sampling order."""
+    listing = "".join(f"{entry['sha256']} {entry['file']}\n" for entry in entries)
+    return hashlib.sha256(listing.encode("utf-8")).hexdigest()
+
+
+def sample_pool(space_spec: str, count: int, out_dir: Path, seed: int | None = 0) -> Path:
+    """Draw `count` ACFs from a compiler search space with compileiq; write them and pool.json to out_dir."""
+    from ciq_build.search.compileiq import CompileIqEngine, resolve_space
+
+    if count < 1:
+        raise ConfigError("--count must be at least 1")
+    identity = resolve_space(space_spec)
+    out_dir = Path(out_dir).absolute()
+    # One compileiq generation: its size (and the seed) decide which controls each position gets.
+    config = SearchConfiguration(generations=1, pool_size=max(count, 6), seed=seed)
+    engine = CompileIqEngine(identity, None, config, out_dir / "engine")
+    proposals = engine.ask()[:count]
+    entries = []
+    for proposal in proposals:
+        assert proposal.acf is not None
+        target = out_dir / proposal.acf.path.name
+        target.write_bytes(proposal.acf.path.read_bytes())
+        entries.append({"file": target.name, "sha256": sha256_file(target)})
+    build = engine.engine_build()
+    engine.close()
+    shutil.rmtree(out_dir / "engine", ignore_errors=True)  # compileiq's scratch, not part of the pool
+    pool = {"schema": POOL_SCHEMA, "compiler": identity.compiler, "cuda": identity.cuda,
+            "space": identity.describe(), "seed": seed, "count": count, "generation_size": config.pool_size,
+            "engine": build, "pool_sha256": pool_sha256(entries), "acfs": entries,
+            "note": ("ACF bytes are encrypted with fresh randomness: sampling again with this seed gives the "
+                     "same controls at each position under new sha256s. Keep the files.")}
+    (out_dir / POOL_FILE).write_text(json.dumps(pool, indent=2) + "\n", encoding="utf-8")
+    return out_dir / POOL_FILE
+
+
+def load_pool(directory: Path) -> dict[str, Any]:
+    """pool.json, with every ACF present and unedited (sha256), or a ConfigError saying what to do."""
+    path = Path(directory) / POOL_FILE
+    try:
+        pool = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the ACF pool {path}: {exc}; create one with "
+                          "`python -m ciq_build sample-acfs --space ptxas-acf:13.3 --out DIR`") from None
+    if not isinstance(pool, dict) or pool.get("schema") != POOL_SCHEMA or not isinstance(pool.get("acfs"), list):
+        raise ConfigError(f"{path} is not an ACF pool of schema {POOL_SCHEMA}; sample a new one")
+    if pool.get("compiler") not in ("ptxas", "nvcc") or not pool["acfs"]:
+        raise ConfigError(f"{path} names no compiler or no ACF; sample a new pool")
+    for entry in pool["acfs"]:
+        name = entry.get("file") if isinstance(entry, dict) else None
+        # The rule book's file-name rule: the name reaches nvcc inside a path.
+        if not load_rules().matches("acf_file", name):
+            raise ConfigError(f"{path}: ACF entry {entry!r} must name a file inside the pool folder "
+                              "(letters, digits and _ . + -, not starting with '.' or '-')")
+        file = Path(directory) / name
+        if file.is_symlink() or not file.is_file() or sha256_file(file) != entry.get("sha256"):
+            raise ConfigError(f"{path}: {name} is missing or was edited (sha256 differs); sample a new pool")
+    # Pools written before pool_sha256 was recorded have none; the list itself is checked above.
+    if "pool_sha256" in pool and pool["pool_sha256"] != pool_sha256(pool["acfs"]):
+        raise ConfigError(f"{path}: its ACF list was edited (pool_sha256 differs); sample a new pool")
+    return pool
+
+
+class AcfPoolSource:
+    """The genetic search over knobs, params and which pooled ACF (if any) to apply."""
+
+    def __init__(self, directory: Path, space: Mapping[str, Param], config: SearchConfiguration,
+                 objective_names: list[str], toolchain: Toolchain):
+        self.directory = Path(directory).absolute()
+        self.pool = load_pool(self.directory)
+        reader = toolchain.ptxas_version if self.pool["compiler"] == "ptxas" else toolchain.version
+        check_toolkit_accepts(self.pool["compiler"], str(self.pool.get("cuda")), major_minor(reader))
+        names = [entry["file"] for entry in self.pool["acfs"]]
+        # Knocked out = no ACF: the compiler's default stays in the running.
+        full_space = {**space, POOL_PARAM: ss.choice(names, knockout_prob=0.5)}
+        self.genetic = GeneticSource(full_space, config, objective_names)
+        self._refs = {entry["file"]: AcfRef(self.directory / entry["file"], self.pool["compiler"], entry["sha256"])
+                      for entry in self.pool["acfs"]}
+        self._asked: dict[int, Proposal] = {}
+
+    def ask(self) -> list[Proposal]:
+        proposals = []
+        for proposal in self.genetic.ask():
+            params = dict(proposal.params)
+            name = params.pop(POOL_PARAM, None)
+            mapped = replace(proposal, params=params, acf=self._refs[name] if name is not None else None,
+                             extra={**proposal.extra, POOL_PARAM: name})
+            self._asked[proposal.id] = proposal
+            proposals.append(mapped)
+        return proposals
+
+    def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
+        self.genetic.tell(self._asked.pop(proposal.id), scores, reason)
+
+    def describe(self) -> dict[str, Any]:
+        described = self.genetic.describe()
+        described["engine"] = "ciq_build.ga+acf-pool"
+        described["acf_pool"] = {"space": self.pool.get("space"), "seed": self.pool.get("seed"),
+                                 "size": len(self.pool["acfs"]), "pool_sha256": pool_sha256(self.pool["acfs"])}
+        return described

@@ -1,0 +1,619 @@
+"""Adapter from NVIDIA's compileiq engine to the driver's candidates, each carrying an ACF.
+
+Only compileiq can turn an opaque compiler search space (a ``.bin``) into
+Advanced Controls Files: encrypted blobs, handed out as hex strings. This
+module drives compileiq in-process through its manual ask/tell API
+(``compileiq.ciq.Search`` with ``WorkerTypes.MANUAL``): no Ray cluster is
+started (``ray`` is imported by compileiq, which costs about a second, but
+never initialised), no worker processes, no network when the space is local.
+
+One compileiq search covers both halves of a candidate: the compiler space
+(the ``.bin``) and ciq_build's own ``knob.*``/``param.*`` parameters, given to
+compileiq as ``ss.range/choice/literal`` next to the ``.bin`` (compileiq then
+issues ``[dict, hex]`` pairs). Each parameter is handed over as a grid of
+*indices* and mapped back through :mod:`ciq_build.core.space`, so values keep their
+exact Python types (compileiq turns bools into ints and re-derives floats).
+
+Facts about compileiq 1.1.0 this relies on (measured; tests/test_engine_compileiq.py):
+
+* ``EngineConfig(name="amber", options={"seed": N})`` makes the *search*
+  deterministic: the same seed and the same told scores give the same
+  candidates, and each ACF compiles to the same SASS. The ACF *bytes* differ on
+  every run, so an ACF's sha256 is not stable across runs: the closed native
+  runtime (``compileiq_native_runtime._native``, with a statically linked
+  OpenSSL) encrypts each ACF with fresh randomness from its own generator,
+  seeded from ``getentropy`` and the process (a constant ``getentropy`` still
+  gives new bytes every run), and no API takes a nonce or an encryption seed.
+  Resume therefore reuses the ACF file written for the same position in the
+  ask sequence (see "Resume" below); an ACF pool (``acf_pool``) records every
+  file's sha256.
+* The engine cannot propose "no ACF": every compiler-space candidate carries
+  one. The compiler's default is measured by the driver as its baseline.
+* ``Search.save_checkpoint`` / ``Search.from_checkpoint`` seal the engine state
+  (with pending candidates, which are re-issued unchanged on restore);
+  :meth:`CompileIqEngine.save_state` / :meth:`CompileIqEngine.restore_state`
+  expose them.
+* ``ask()`` keeps working past the configured generation count (only
+  compileiq's own ``start()`` stops there); this adapter stops itself.
+
+Resume: the driver resumes by replaying its journal into a fresh search with
+the same seed (cached results are told again, nothing is rebuilt). For that to
+find its cache, a replayed candidate must carry the very ACF file it carried
+before. The adapter keeps a ledger (``issued.jsonl`` in ``acf_dir``) of the
+ACF issued at each position of the ask sequence, and on replay hands out the
+recorded file instead of the freshly encrypted equivalent. The ledger is used
+only with a seed, only for the same engine build, space and settings, and only
+while the replay matches it (same ciq_build parameters, same ACF length);
+from the first mismatch on it is rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts, sha256_file, write_acf
+from ciq_build.compiler.controls import AcfRef
+from ciq_build.search.base import Proposal
+from ciq_build.errors import ConfigError, MissingExtraError, SearchError
+from ciq_build.search.ga import SearchConfiguration
+from ciq_build.core.space import Literal, Param, Range, as_space
+from ciq_build.compiler.toolchain import major_minor
+
+if TYPE_CHECKING:
+    from ciq_build.build.manifest import Manifest
+    from ciq_build.compiler.toolchain import Toolchain
+
+__all__ = [
+    "ENGINE_NAME",
+    "INSTALL_HINT",
+    "CompileIqEngine",
+    "SpaceIdentity",
+    "load_compileiq",
+    "make_source",
+    "parse_space_spec",
+    "resolve_space",
+]
+
+ENGINE_NAME = "compileiq"
+INSTALL_HINT = 'pip install "ciq-build[acf]"'
+# compileiq's own default compiler version for PtxasSearchSpace/NvccSearchSpace.
+DEFAULT_CUDA_VERSION = "13.3"
+SPACES_DIR_ENV = "CIQ_SEARCH_SPACES_DIR"  # compileiq's name for a local mirror (manifest.json + .bin)
+LEDGER_NAME = "issued.jsonl"
+# compileiq refuses smaller pools (SearchConfiguration.pool_size > 5).
+MIN_POOL_SIZE = 6
+
+# A variant needs a version before it: "ptxas-acf:13" is an error, not variant "13".
+_SPEC = re.compile(r"^(ptxas|nvcc)-acf(?::([0-9]+\.[0-9]+)(?::([A-Za-z0-9._-]+))?)?$")
+_BIN_NAME = re.compile(r"^(ptxas|nvcc)([0-9]+\.[0-9]+)(?:_([A-Za-z0-9.-]+))?\.bin$")
+
+
+# --------------------------------------------------------------------------- compileiq, lazily
+
+
+def load_compileiq() -> SimpleNamespace:
+    """The compileiq names this adapter uses; MissingExtraError when it is not installed."""
+    try:
+        from importlib.metadata import version
+
+        from compileiq import ciq
+        from compileiq.backends import EngineConfig, get_backend_registration
+        from compileiq.search_spaces import base as ss
+        from compileiq.types import WorkerTypes
+        from compileiq.types import SearchConfiguration as CiqConfiguration
+        from compileiq.utils.validation import INVALID_SCORE, Score
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"ACF search spaces need NVIDIA's compileiq engine, which is not installed ({exc}). "
+            f"Install it with: {INSTALL_HINT}"
+        ) from None
+    return SimpleNamespace(
+        Search=ciq.Search, EngineConfig=EngineConfig, WorkerTypes=WorkerTypes, Configuration=CiqConfiguration,
+        Score=Score, INVALID=INVALID_SCORE, ss=ss, registration=get_backend_registration,
+        version=version("compileiq"),
+    )
+
+
+# --------------------------------------------------------------------------- search spaces
+
+
+@dataclass(frozen=True)
+class SpaceIdentity:
+    """Which compiler search space a tune sampled: goes into the pinned record's provenance."""
+
+    compiler: str  # "ptxas" or "nvcc": the compiler that reads its ACFs
+    cuda: str  # CUDA major.minor the ACFs are for, e.g. "13.3"
+    variant: str  # "default", "att", ...
+    sha256: str  # of the .bin
+    path: Path  # where it was read from (machine-specific: not part of describe())
+    tag: str | None = None  # search-space release tag, when it came through a manifest
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"compiler": self.compiler, "cuda": self.cuda, "variant": self.variant,
+                               "file": self.path.name, "sha256": self.sha256}
+        if self.tag is not None:
+            out["tag"] = self.tag
+        return out
+
+
+def parse_space_spec(spec: str) -> tuple[str, str | None, str | None] | Path:
+    """("ptxas", "13.3", "att") for ``ptxas-acf:13.3:att``; a Path for a ``.bin`` file name."""
+    text = spec.strip()
+    match = _SPEC.fullmatch(text)
+    if match:
+        return match.group(1), match.group(2), match.group(3)
+    if text.endswith(".bin"):
+        return Path(text).expanduser()
+    raise ConfigError(
+        f"unknown ACF search space {spec!r}: use ptxas-acf[:VERSION[:VARIANT]] (e.g. ptxas-acf:13.3:att), "
+        "nvcc-acf[:VERSION[:VARIANT]], or the path of a compiler search space .bin"
+    )
+
+
+def _read_manifest(directory: Path) -> dict[str, Any] | None:
+    path = directory / "manifest.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read the search-space manifest {path}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+        raise ConfigError(f"{path} is not a compileiq search-space manifest (no 'entries' list)")
+    return data
+
+
+def _from_local_dir(directory: Path, compiler: str, version: str, variant: str) -> SpaceIdentity:
+    manifest = _read_manifest(directory)
+    if manifest is None:
+        raise ConfigError(
+            f"{directory} has no manifest.json; a search-space directory ({SPACES_DIR_ENV}) holds "
+            "manifest.json and the .bin files it lists")
+    available = []
+    for entry in manifest["entries"]:
+        key = (entry.get("compiler"), str(entry.get("compiler_version")), entry.get("variant", "default"))
+        available.append("%s-acf:%s:%s" % key)
+        if key != (compiler, version, variant):
+            continue
+        name = str(entry.get("filename", ""))
+        if not name or "/" in name or "\\" in name or name in (".", ".."):
+            raise ConfigError(f"{directory / 'manifest.json'} names an unsafe file {name!r}")
+        path = directory / name
+        if not path.is_file():
+            raise ConfigError(f"{directory / 'manifest.json'} lists {name}, which is missing from {directory}")
+        digest = sha256_file(path)
+        if entry.get("sha256") and digest != entry["sha256"]:
+            raise ConfigError(f"{path} does not match its sha256 in manifest.json: the file is damaged or replaced")
+        return SpaceIdentity(compiler, version, variant, digest, path.absolute(), manifest.get("tag"))
+    raise ConfigError(
+        f"no {compiler} search space for CUDA {version} (variant {variant}) in {directory}; "
+        f"available: {', '.join(available) or 'none'}")
+
+
+def _from_bin(path: Path) -> SpaceIdentity:
+    if not path.is_file():
+        raise ConfigError(f"the search space {path} does not exist")
+    path = path.absolute()
+    digest = sha256_file(path)
+    manifest = _read_manifest(path.parent)
+    for entry in (manifest or {}).get("entries", []):
+        if entry.get("filename") == path.name and entry.get("sha256") == digest:
+            return SpaceIdentity(str(entry["compiler"]), str(entry["compiler_version"]),
+                                 str(entry.get("variant", "default")), digest, path, manifest.get("tag"))
+    match = _BIN_NAME.fullmatch(path.name)
+    if match is None:
+        raise ConfigError(
+            f"cannot tell which compiler and CUDA version {path.name} is for: keep it beside its manifest.json, "
+            "or name it <compiler><major.minor>[_<variant>].bin (e.g. ptxas13.3.bin, ptxas13.3_att.bin)")
+    return SpaceIdentity(match.group(1), match.group(2), match.group(3) or "default", digest, path)
+
+
+def resolve_space(spec: str, *, default_version: str | None = None, spaces_dir: Path | None = None) -> SpaceIdentity:
+    """Find the compiler search space a spec names.
+
+    ``spec`` is ``ptxas-acf``, ``ptxas-acf:13.3``, ``ptxas-acf:13.3:att``,
+    ``nvcc-acf[:VERSION[:VARIANT]]`` or the path of a ``.bin``. Without a
+    version, ``default_version`` (the toolchain's major.minor) is used, else
+    compileiq's default (13.3). Spaces are looked up in ``spaces_dir``, else in
+    ``$CIQ_SEARCH_SPACES_DIR``, else fetched by compileiq from NVIDIA's releases.
+    """
+    parsed = parse_space_spec(spec)
+    if isinstance(parsed, Path):
+        return _from_bin(parsed)
+    compiler, version, variant = parsed
+    version = version or (".".join(default_version.split(".")[:2]) if default_version else DEFAULT_CUDA_VERSION)
+    variant = variant or "default"
+    local = spaces_dir if spaces_dir is not None else (Path(os.environ[SPACES_DIR_ENV]) if os.environ.get(SPACES_DIR_ENV) else None)
+    if local is not None:
+        return _from_local_dir(Path(local).expanduser(), compiler, version, variant)
+    load_compileiq()  # a clear MissingExtraError before anything else
+    from compileiq.search_spaces.resolver import resolve_with_metadata
+
+    try:
+        resolved = resolve_with_metadata(compiler=compiler, compiler_version=version, variant=variant)
+    except Exception as exc:  # network, missing entry, checksum: all mean "no such space here"
+        raise ConfigError(
+            f"cannot get the {compiler} search space for CUDA {version} (variant {variant}) from NVIDIA's "
+            f"releases: {exc}. Offline, point {SPACES_DIR_ENV} at a directory with manifest.json and the .bin "
+            "files, or give the path of a .bin") from None
+    meta = resolved.metadata
+    return SpaceIdentity(compiler, version, variant, meta.sha256, Path(resolved.path).absolute(), meta.resolved_tag)
+
+
+# --------------------------------------------------------------------------- ciq_build params <-> compileiq
+
+
+def _seed_bounds(param: Range) -> tuple[int | None, int | None]:
+    """A range's seed bounds as grid indices (compileiq samples indices here)."""
+    low = None if param.seed_low is None else max(0, math.ceil((param.seed_low - param.start) / param.step - 1e-9))
+    high = None if param.seed_high is None else min(param.size - 1,
+                                                    math.floor((param.seed_high - param.start) / param.step + 1e-9))
+    return low, high
+
+
+def _to_compileiq(param: Param, ss: Any) -> Any:
+    """The compileiq parameter over ``param``'s grid indices (same order, same knockout)."""
+    knockout = param.knockout_prob
+    if isinstance(param, Literal) or param.size == 1:
+        return ss.literal(0, knockout_prob=knockout)
+    if param.ordered:  # ranges and log_sampling: neighbouring indices are neighbouring values
+        low, high = _seed_bounds(param) if isinstance(param, Range) else (None, None)
+        return ss.range(0, param.size - 1, 1, knockout_prob=knockout, seed_low=low, seed_high=high)
+    return ss.choice(list(range(param.size)), knockout_prob=knockout)
+
+
+def _from_compileiq(space: Mapping[str, Param], issued: Mapping[str, Any]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for name, param in space.items():
+        if name in issued:
+            index = int(round(float(issued[name])))
+            if not 0 <= index < param.size:
+                raise SearchError(f"compileiq issued index {issued[name]!r} for {name!r}, outside its grid")
+            params[name] = param.value(index)
+    return params
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+@dataclass
+class _Issued:
+    param_id: str
+    ordinal: int
+
+
+class CompileIqEngine:
+    """compileiq's ask/tell as a CandidateSource: proposals carry ``params`` and an ``acf`` (AcfRef).
+
+    The compiler's default (no ACF) is never proposed: compileiq cannot issue
+    it, so the driver measures it as its baseline.
+    """
+
+    include_default = False
+
+    def __init__(self, space: SpaceIdentity, extra_space: Mapping[str, Param] | None,
+                 config: SearchConfiguration, acf_dir: Path, objective_names: Sequence[str] = ()):
+        self.ciq = load_compileiq()
+        self.identity = space
+        self.extra = as_space(extra_space) if extra_space else None
+        self.config = config
+        self.acf_dir = Path(acf_dir).absolute()
+        self.objective_names = list(objective_names)
+        if config.pool_size < MIN_POOL_SIZE:
+            raise ConfigError(f"the compileiq engine needs pool_size >= {MIN_POOL_SIZE}, got {config.pool_size}")
+        directions = config.directions
+        # compileiq optimises every objective one way; mixed directions are sent as "min" with
+        # the "max" objectives negated.
+        self._problem = directions[0] if len(set(directions)) == 1 else "min"
+        self._negate = tuple(d != self._problem for d in directions)
+        self._search = self._new_search()
+        self._issued: dict[int, _Issued] = {}  # proposal id -> compileiq id, for asked and not yet flushed
+        self._told: dict[int, Any] = {}  # proposal id -> compileiq Score, until the batch is complete
+        self._next_id = 0
+        self._asked_total = 0
+        self._any_success = False
+        self._started = time.monotonic()
+        self._restored: list[Any] = []  # pending candidates of a restored checkpoint, issued first
+        self._ledger = _Ledger(self.acf_dir / LEDGER_NAME, self._fingerprint()) if config.seed is not None else None
+
+    # -- set-up ---------------------------------------------------------------
+
+    def _compileiq_space(self) -> Any:
+        binary = self.identity.path
+        if self.extra is None:
+            return binary
+        return [{name: _to_compileiq(p, self.ciq.ss) for name, p in self.extra.items()}, binary]
+
+    def _engine(self) -> Any:
+        options = {} if self.config.seed is None else {"seed": int(self.config.seed)}
+        return self.ciq.EngineConfig(name="amber", options=options)
+
+    def _ciq_config(self) -> Any:
+        try:
+            return self.ciq.Configuration(
+                problem_type=self._problem, num_objectives=self.config.num_objectives,
+                generations=self.config.generations, pool_size=self.config.pool_size,
+                init_with_true_random_threshold=self.config.init_with_true_random_threshold)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise ConfigError(f"compileiq refuses this search configuration: {exc}") from None
+
+    def _new_search(self) -> Any:
+        cache = self.acf_dir / "compileiq-cache"  # compileiq's scratch: ours, not ~/.cache
+        cache.mkdir(parents=True, exist_ok=True)
+        return self.ciq.Search(
+            objective_function=_never_called, search_space=self._compileiq_space(),
+            search_config=self._ciq_config(), worker_type=self.ciq.WorkerTypes.MANUAL,
+            engine=self._engine(), disable_progress_bar=True, exit_on_failure=False, cache_folder=cache)
+
+    def engine_build(self) -> dict[str, str]:
+        """Which compileiq build samples: what a seed's candidates are reproducible for."""
+        artifact = self.ciq.registration("amber").artifact
+        return {"compileiq": self.ciq.version, "backend_version": artifact.backend_version,
+                "artifact_sha256": artifact.artifact_sha256}
+
+    def _fingerprint(self) -> str:
+        build = self.engine_build()
+        payload = {"describe": self.describe(), "artifact": build["artifact_sha256"],
+                   "backend": build["backend_version"]}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+    # -- CandidateSource ------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        return int(self._search.current_generation)
+
+    def ask(self) -> list[Proposal]:
+        """The next batch (a generation, or a refill of failed ones); [] when the search is over."""
+        self._flush()
+        # Failed candidates are replaced one-for-one in the same generation (refill batches);
+        # the evaluations a user asked for (generations x pool_size) bound those too.
+        budget = self.config.generations * self.config.pool_size
+        if self.generation >= self.config.generations or self._asked_total >= budget:
+            return []
+        if self.config.time_limit is not None and time.monotonic() - self._started >= self.config.time_limit:
+            return []
+        if self.config.max_evaluations is not None:
+            budget = min(budget, self.config.max_evaluations)
+        left = budget - self._asked_total
+        if left <= 0:
+            return []
+        count = left if left < self.config.pool_size else None
+        generation = self.generation
+        try:
+            if self._restored:
+                candidates, self._restored = self._restored, []
+            else:
+                with _quiet():
+                    candidates = self._search.ask(num_samples=count) if count else self._search.ask()
+        except ValueError as exc:  # compileiq's SearchSpaceExhaustedError is a ValueError
+            if "unique candidates" in str(exc) or type(exc).__name__ == "SearchSpaceExhaustedError":
+                return []
+            raise
+        proposals = []
+        for candidate in candidates:
+            ordinal = self._asked_total
+            self._asked_total += 1
+            issued, blob = self._split(candidate.params)
+            params = _from_compileiq(self.extra, issued) if self.extra is not None else {}
+            acf = self._acf_for(ordinal, params, blob)
+            proposal = Proposal(id=self._next_id, generation=generation, params=params, acf=acf,
+                                extra={"compileiq_id": str(candidate.param_id), "ordinal": ordinal})
+            self._issued[self._next_id] = _Issued(str(candidate.param_id), ordinal)
+            self._next_id += 1
+            proposals.append(proposal)
+        return proposals
+
+    def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
+        """Record one outcome (``scores`` None: the candidate failed; ``reason`` says why)."""
+        issued = self._issued.get(proposal.id)
+        if issued is None or proposal.id in self._told:
+            raise SearchError(f"candidate {proposal.id} was not asked, or was told already")
+        n = self.config.num_objectives
+        value: Any
+        if scores is None or len(scores) != n or not all(math.isfinite(float(s)) for s in scores):
+            value = self.ciq.INVALID if n == 1 else [self.ciq.INVALID] * n
+        else:
+            self._any_success = True
+            signed = [-float(s) if neg else float(s) for s, neg in zip(scores, self._negate)]
+            value = signed[0] if n == 1 else signed
+        self._told[proposal.id] = self.ciq.Score(score=value, param_id=issued.param_id, num_objectives=n,
+                                                 metadata=(reason or "")[:1000])
+        if len(self._told) == len(self._issued):
+            self._flush()
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance for the pinned record and the journal header (stable across runs)."""
+        return {
+            "engine": ENGINE_NAME,
+            "engine_version": self.ciq.version,
+            "search_space": {"acf": self.identity.describe(),
+                             "params": self.extra.describe() if self.extra is not None else {}},
+            "seed": self.config.seed,
+            "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
+                       "max_evaluations": self.config.max_evaluations},
+        }
+
+    # -- state ----------------------------------------------------------------
+
+    def save_state(self, path: Path) -> Path:
+        """Seal compileiq's optimiser state (pending candidates included) into a checkpoint file."""
+        self._flush()
+        return Path(self._search.save_checkpoint(Path(path)))
+
+    def restore_state(self, path: Path) -> None:
+        """Continue from a checkpoint of the same space and settings (a fresh engine only).
+
+        Candidates pending when it was saved are issued again, unchanged, by the next ask().
+        """
+        if self._asked_total:
+            raise SearchError("restore_state needs a fresh engine (nothing asked yet)")
+        cache = self.acf_dir / "compileiq-cache"
+        try:
+            self._search = self.ciq.Search.from_checkpoint(
+                Path(path), objective_function=_never_called, search_space=self._compileiq_space(),
+                worker_type=self.ciq.WorkerTypes.MANUAL, disable_progress_bar=True, cache_folder=cache)
+        except Exception as exc:
+            raise SearchError(f"cannot restore the compileiq state {path}: {exc}") from None
+        self._restored = list(self._search.pending_candidates)  # re-issued by the next ask()
+        self._ledger = None  # a restored search is not a replay from the start
+
+    def close(self) -> None:
+        """Release compileiq's engine and its scratch folder."""
+        backend = getattr(self._search, "_backend_impl", None)
+        if backend is not None:
+            backend.close()
+
+    # -- internals ------------------------------------------------------------
+
+    def _split(self, issued: Any) -> tuple[Mapping[str, Any], str]:
+        if self.extra is None:
+            return {}, issued
+        params, blob = issued
+        return params, blob
+
+    def _acf_for(self, ordinal: int, params: dict[str, Any], blob: str) -> AcfRef:
+        if self._ledger is not None:
+            reused = self._ledger.reuse(ordinal, params, len(blob), self.acf_dir)
+            if reused is not None:
+                return AcfRef(path=reused[0], compiler=self.identity.compiler, sha256=reused[1])
+        ref = write_acf(blob, self.acf_dir, self.identity.compiler)
+        if self._ledger is not None:
+            self._ledger.record(ordinal, params, len(blob), ref.sha256)
+        return ref
+
+    def _flush(self) -> None:
+        """Tell compileiq the scores gathered so far, in ask order (deterministic replays)."""
+        if not self._told:
+            return
+        told = sorted(self._told.items(), key=lambda item: self._issued[item[0]].ordinal)
+        first_generation = self.generation == 0
+        with _quiet():
+            self._search.tell([score for _, score in told])
+        if first_generation and not self._any_success and len(told) == len(self._issued):
+            reasons = sorted({s.metadata for _, s in told if s.metadata})
+            raise SearchError(
+                "every candidate of the first compileiq generation failed, so the search cannot learn anything. "
+                f"First reasons: {'; '.join(reasons[:3]) or 'none given'}. Check that the ACFs fit this "
+                "compiler (ciq_build.compiler.acf.check_toolkit_accepts) and that the build works with the defaults.")
+        if self._ledger is not None:
+            # Replayed ACFs stay valid only while the replay tells exactly what was told before.
+            self._ledger.told([(self._issued[pid].ordinal, score.score) for pid, score in told], self._asked_total)
+        for proposal_id, _ in told:
+            del self._issued[proposal_id]
+        self._told.clear()
+
+
+class _quiet(warnings.catch_warnings):
+    """Silence compileiq's per-generation chatter (refills of failed candidates are expected here)."""
+
+    def __enter__(self) -> None:
+        super().__enter__()
+        warnings.filterwarnings("ignore", message=r".*failed evaluation\(s\) left unfilled", category=UserWarning)
+
+
+def _never_called(params: Any) -> float:
+    """compileiq requires an objective; with the manual worker it is never run."""
+    raise RuntimeError("the ciq_build driver evaluates candidates itself")
+
+
+class _Ledger:
+    """Which ACF file was issued at each position of the ask sequence, for deterministic replays."""
+
+    def __init__(self, path: Path, fingerprint: str):
+        self.path = path
+        self.fingerprint = fingerprint
+        self.entries: dict[int, dict[str, Any]] = {}
+        self.scores: dict[int, Any] = {}  # ordinal -> score told for it
+        self.valid_until: int | None = None  # first ordinal that did not replay; nothing reused from there
+        lines = []
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            pass
+        records = []
+        for line in lines:
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                break  # a torn last line from a kill: everything before it stands
+        if records and records[0].get("fingerprint") == fingerprint:
+            for record in records[1:]:
+                if isinstance(record.get("ordinal"), int):
+                    self.entries[record["ordinal"]] = record
+                elif isinstance(record.get("told"), int):
+                    self.scores[record["told"]] = record.get("score")
+        else:
+            self._rewrite()
+
+    def _rewrite(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        keep = [self.entries[k] for k in sorted(self.entries)]
+        keep += [{"told": k, "score": self.scores[k]} for k in sorted(self.scores)]
+        text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in [{"fingerprint": self.fingerprint}, *keep])
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def reuse(self, ordinal: int, params: dict[str, Any], length: int, acf_dir: Path) -> tuple[Path, str] | None:
+        entry = self.entries.get(ordinal)
+        if entry is None or (self.valid_until is not None and ordinal >= self.valid_until):
+            return None
+        path = acf_dir / f"{entry.get('sha256')}.acf"
+        if entry.get("params") == json.loads(json.dumps(params)) and entry.get("length") == length and path.is_file():
+            return path, str(entry["sha256"])
+        # The replay went another way: forget this and every later position.
+        self._diverge(ordinal)
+        return None
+
+    def _diverge(self, ordinal: int) -> None:
+        self.valid_until = ordinal if self.valid_until is None else min(self.valid_until, ordinal)
+        self.entries = {k: v for k, v in self.entries.items() if k < self.valid_until}
+        self.scores = {k: v for k, v in self.scores.items() if k < self.valid_until}
+        self._rewrite()
+
+    def told(self, scores: list[tuple[int, Any]], next_ordinal: int) -> None:
+        """Record the scores told; a score unlike the one recorded ends reuse from ``next_ordinal`` on."""
+        normal = [(ordinal, json.loads(json.dumps(score))) for ordinal, score in scores]
+        ahead = any(k >= next_ordinal for k in self.entries)
+        if ahead and any(self.scores.get(ordinal, object()) != score for ordinal, score in normal):
+            self._diverge(next_ordinal)
+        fresh = [(o, s) for o, s in normal if self.scores.get(o, object()) != s]
+        for ordinal, score in fresh:
+            self.scores[ordinal] = score
+        if fresh:
+            with self.path.open("a", encoding="utf-8") as handle:
+                for ordinal, score in fresh:
+                    handle.write(json.dumps({"told": ordinal, "score": score}) + "\n")
+
+    def record(self, ordinal: int, params: dict[str, Any], length: int, sha256: str) -> None:
+        entry = {"ordinal": ordinal, "params": params, "length": length, "sha256": sha256}
+        self.entries[ordinal] = entry
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(entry, sort_keys=True, default=str) + "\n")
+
+
+# --------------------------------------------------------------------------- for the driver
+
+
+def make_source(acf_kind: str, space: Mapping[str, Param], config: SearchConfiguration, acf_dir: Path,
+                manifest: Manifest, toolchain: Toolchain, objective_names: Sequence[str]) -> CompileIqEngine:
+    """The compileiq engine for a tune, after refusing up front what the compiler would refuse."""
+    identity = resolve_space(acf_kind, default_version=toolchain.major_minor)
+    # A ptxas ACF is read by ptxas alone, so it is ptxas's version that must match.
+    reader_version = toolchain.ptxas_version if identity.compiler == "ptxas" else toolchain.version
+    check_toolkit_accepts(identity.compiler, identity.cuda, major_minor(reader_version))
+    if identity.compiler == "nvcc":
+        check_nvcc_acf_architectures(manifest.toolchain.architectures)
+    return CompileIqEngine(identity, space or None, config, acf_dir, objective_names)

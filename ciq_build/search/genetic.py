@@ -1,0 +1,51 @@
+"""ciq_build's own genetic search (ciq_build.search.ga) as a source of candidates for the driver."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ciq_build.search.base import Proposal
+from ciq_build.errors import ConfigError
+from ciq_build.search.ga import Candidate, Search, SearchConfiguration
+from ciq_build.core.space import Param, as_space
+
+ENGINE_NAME = "ciq_build.ga"
+
+
+class GeneticSource:
+    """Ask/tell over public knobs and user -D parameters, seeded with the compiler's defaults."""
+
+    def __init__(self, space: Mapping[str, Param], config: SearchConfiguration, objective_names: list[str]):
+        self.space = as_space(space)
+        self.config = config
+        # The compiler's defaults (every knob absent) go into the first pool: on
+        # well-written kernels they are a strong optimum, and the GA must know it.
+        seeds: list[dict[str, Any]] = []
+        try:
+            self.space.to_genome({})
+            seeds.append({})
+        except ConfigError:
+            pass  # a parameter without knockout: the driver still measures the defaults as its baseline
+        self.search = Search(None, self.space, config, seeds=seeds, objective_names=objective_names, progress=False)
+        self._asked: dict[int, Candidate] = {}
+
+    def ask(self) -> list[Proposal]:
+        candidates = self.search.ask()
+        self._asked = {c.id: c for c in candidates}
+        return [Proposal(id=c.id, generation=c.generation, params=dict(c.params)) for c in candidates]
+
+    def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
+        candidate = self._asked[proposal.id]
+        if scores is None:
+            self.search.tell(candidate, status="invalid", reason=reason or "invalid")
+        else:
+            self.search.tell(candidate, scores if len(scores) > 1 else scores[0])
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "engine": ENGINE_NAME,
+            "search_space": self.space.describe(),
+            "seed": self.config.seed,
+            "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
+                       "mutate_rate": self.config.mutate_rate, "max_evaluations": self.config.max_evaluations},
+        }

@@ -1,0 +1,1 @@
+"""What survives a run: the journal, the target lock, durable writes."""

@@ -1,0 +1,405 @@
+"""The append-only evaluation journal of one tuned target, and the lock around a tune.
+
+One JSON object per line, appended as each evaluation finishes (Kernel Tuner's
+cache file in spirit), so a tune that is stopped - Ctrl-C, SIGKILL, a power
+cut - resumes without measuring anything twice. Durability rules:
+
+* every record is one ``os.write`` of one complete line on an ``O_APPEND``
+  descriptor, followed by ``fsync``: a kill at any moment leaves at most a torn
+  last line, never a hole in the middle;
+* a torn or corrupt line is skipped and reported (``Journal.skipped``), never
+  fatal: losing one evaluation is better than refusing to resume;
+* before appending after a torn line, a newline is written first, so the torn
+  fragment cannot swallow the next record;
+* records are never deleted: ``reset()`` (``--fresh``) renames the old journal
+  to ``<name>.<UTC timestamp>.bak``;
+* the journal is only ever a regular file of its own: a symlink (or a FIFO, a
+  device) planted at its path is refused, never followed (``O_NOFOLLOW``), so
+  appends cannot be redirected into another file;
+* a full disk is a `DiskFullError` (the tune stops and resumes later), not a
+  corrupt journal.
+
+The first record of a journal is a header, ``{"kind": "header", ...}``, with
+the settings that identify the search (target, toolchain, search space, ...);
+a resumed run compares them with its own and refuses a journal of another
+search (``check_header``).
+
+Values are written with Python's ``json`` (NaN and infinities as ``NaN`` and
+``Infinity``, which ``json.loads`` reads back), so a failed evaluation's score
+survives the round trip.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import stat
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import filelock
+
+from ciq_build.errors import BusyError, DiskFullError, JournalError
+from ciq_build.state.durable import fsync_dir
+
+HEADER_KIND = "header"
+JOURNAL_FORMAT = 1  # the "journal" field of a header; bumped if the line format ever changes
+
+# Header fields written by the journal itself; never compared between runs.
+_HEADER_OWN_KEYS = frozenset({"kind", "journal", "created"})
+
+
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _normalised(value: Any) -> Any:
+    """`value` as it reads back from the journal (tuples become lists, keys strings)."""
+    return json.loads(json.dumps(value))
+
+
+@dataclass
+class Journal:
+    """The JSON-lines journal at `path` (created on the first append)."""
+
+    path: Path
+    # (1-based line number, reason) for each line the last records() call skipped.
+    skipped: list[tuple[int, str]] = field(default_factory=list, init=False)
+    # The driver appends from several worker threads; the torn-line check and the
+    # write must not interleave between them.
+    _write_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+
+    # -- writing ---------------------------------------------------------------
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Append `record` as one line, durably (written and fsynced before returning)."""
+        if not isinstance(record, Mapping):
+            raise TypeError(f"a journal record is a dict, not {type(record).__name__}")
+        try:
+            # No indent: json.dumps never puts a raw newline inside a line.
+            line = (json.dumps(dict(record), sort_keys=True) + "\n").encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise JournalError(f"cannot write an evaluation to the journal {self.path}: {exc}") from exc
+        with self._write_lock:
+            try:
+                self._append_bytes(line)
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise DiskFullError(
+                        f"no space left on device for the journal {self.path}: free space on its file system, "
+                        "then run the same command to resume"
+                    ) from exc
+                raise JournalError(
+                    f"cannot append to the journal {self.path}: {exc}; "
+                    "check that the build directory is writable and the disk is not full"
+                ) from exc
+
+    def _append_bytes(self, line: bytes) -> None:
+        created = not os.path.lexists(self.path)
+        if created:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = _open_own_file(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                # A previous writer died mid-line: end its fragment so it stays one
+                # skipped line instead of corrupting this record too.
+                line = b"\n" + line
+            written = os.write(fd, line)
+            # A regular file takes the whole line in one write; only a full disk or
+            # a signal makes it short, and then the rest must still follow.
+            while written < len(line):
+                written += os.write(fd, line[written:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            fsync_dir(self.path.parent)  # the new directory entry must survive a crash too
+
+    def write_header(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """Append a header record with the run's `settings`; returns the record written."""
+        header = {**dict(settings), "kind": HEADER_KIND, "journal": JOURNAL_FORMAT, "created": _now_iso()}
+        self.append(header)
+        return _normalised(header)
+
+    def reset(self) -> Path | None:
+        """Start over (``--fresh``): move the journal aside to ``<name>.<timestamp>.bak``.
+
+        Returns the backup's path, or None when there was no journal. Nothing is deleted.
+        """
+        with self._write_lock:
+            if not self.path.exists():
+                return None
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            backup = self.path.with_name(f"{self.path.name}.{stamp}.bak")
+            counter = 1
+            while backup.exists():  # two resets within one second keep both backups
+                backup = self.path.with_name(f"{self.path.name}.{stamp}-{counter}.bak")
+                counter += 1
+            try:
+                os.rename(self.path, backup)
+            except OSError as exc:
+                raise JournalError(f"cannot move the journal {self.path} aside to {backup}: {exc}") from exc
+            fsync_dir(self.path.parent)
+            return backup
+
+    # -- reading ---------------------------------------------------------------
+
+    def records(self) -> list[dict[str, Any]]:
+        """Every valid record, in order; headers included. Bad lines go to `skipped`."""
+        self.skipped = []
+        try:
+            fd = _open_own_file(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise JournalError(f"cannot read the journal {self.path}: {exc}") from exc
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise JournalError(f"cannot read the journal {self.path}: {exc}") from exc
+        lines = data.split(b"\n")
+        # The last element is what follows the final newline: empty for a clean file,
+        # a torn fragment after a kill mid-write.
+        last_index = len(lines) - 1
+        records: list[dict[str, Any]] = []
+        for index, raw in enumerate(lines):
+            if index == last_index and not raw:
+                break
+            number = index + 1
+            torn = index == last_index
+            parsed = _parse_line(raw)
+            if isinstance(parsed, dict):
+                records.append(parsed)
+            elif raw.strip() or torn:
+                suffix = " (last line, not ended: the writer was probably killed mid-write)" if torn else ""
+                self.skipped.append((number, parsed + suffix))
+            # Blank lines (e.g. the newline written after a torn fragment) are harmless.
+        return records
+
+    def evaluations(self) -> list[dict[str, Any]]:
+        """The records that are not headers."""
+        return [record for record in self.records() if record.get("kind") != HEADER_KIND]
+
+    def header(self) -> dict[str, Any] | None:
+        """The first header record, or None when the journal has none."""
+        for record in self.records():
+            if record.get("kind") == HEADER_KIND:
+                return record
+        return None
+
+    def header_differences(self, settings: Mapping[str, Any]) -> list[str]:
+        """Which of `settings` differ from the journal's header: ``"key: old -> new"`` lines.
+
+        Only the keys in `settings` are compared; a key missing from the header differs.
+        An empty list means the journal belongs to this search (or has no header yet).
+        """
+        header = self.header()
+        if header is None:
+            return []
+        differences = []
+        for key, value in _normalised(dict(settings)).items():
+            if key in _HEADER_OWN_KEYS:
+                continue
+            if key not in header:
+                differences.append(f"{key}: (absent) -> {_short(value)}")
+            elif header[key] != value:
+                differences.append(f"{key}: {_short(header[key])} -> {_short(value)}")
+        return differences
+
+    def check_header(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """Make sure the journal belongs to the search described by `settings`.
+
+        Writes the header when the journal has none (a new or header-less journal);
+        raises JournalError naming the differences when it belongs to another search.
+        Returns the header in force.
+        """
+        differences = self.header_differences(settings)
+        if differences:
+            raise JournalError(
+                f"the journal {self.path} was written by a different search:\n"
+                + "\n".join("    " + line for line in differences)
+                + "\nRun the tune with --fresh to start a new search "
+                "(the old journal is kept as a .bak file beside it)."
+            )
+        header = self.header()
+        return header if header is not None else self.write_header(settings)
+
+
+def _parse_line(raw: bytes) -> dict[str, Any] | str:
+    """The record on line `raw`, or a one-line reason why it is not one."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8"
+    if not text.strip():
+        return "empty line"
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested garbage
+        return f"not valid JSON ({str(exc)[:80]})"
+    if not isinstance(value, dict):
+        return f"a JSON {type(value).__name__}, not an object"
+    return value
+
+
+def _open_own_file(path: Path, flags: int, mode: int = 0o644) -> int:
+    """Open the journal itself: never through a symlink, and only a regular file.
+
+    O_NOFOLLOW makes a symlink at `path` fail (ELOOP) instead of redirecting
+    the write; O_NONBLOCK keeps a FIFO planted there from hanging the open.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.ENXIO and os.path.islink(path)):
+            raise JournalError(
+                f"the journal {path} is a symbolic link; ciq_build never follows one there (it could redirect "
+                "the journal into any file). Remove it, then run again."
+            ) from None
+        if exc.errno == errno.ENXIO:  # a FIFO without a reader, opened for writing
+            raise JournalError(f"the journal {path} is not a regular file; remove it, then run again.") from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise JournalError(
+                f"the journal {path} is not a regular file ({_file_kind(info.st_mode)}); remove it, then run again.")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a plain file"
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- the per-target tune lock ---------------------------------------------------
+
+
+class TargetLock:
+    """Serialises tune runs of one target: ``with TargetLock(path, wait=False): ...``.
+
+    Built on an OS file lock (filelock), which the kernel drops when the holder
+    dies, so a killed tune never leaves a stale lock. While held, a sidecar
+    ``<lock>.info`` file says who holds it (pid, host, start time, command) for
+    the message another run prints. Different targets use different lock files.
+
+    wait=False: a held lock raises BusyError at once. wait=True: block until it
+    is free, or `timeout` seconds (None: forever), then BusyError.
+    """
+
+    def __init__(self, lock_path: str | os.PathLike[str], wait: bool, timeout: float | None = None) -> None:
+        self.path = Path(lock_path)
+        self.info_path = self.path.with_name(self.path.name + ".info")
+        self.wait = wait
+        self.timeout = timeout
+        self._lock = filelock.FileLock(str(self.path))
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.wait:
+            limit = 0.0
+        elif self.timeout is None:
+            limit = -1.0  # filelock: negative waits forever
+        else:
+            limit = max(float(self.timeout), 0.0)
+        try:
+            self._lock.acquire(timeout=limit)
+        except filelock.Timeout:
+            raise BusyError(self._busy_message()) from None
+        try:
+            self._write_info()
+        except OSError:
+            pass  # the info file is a courtesy for the message; the lock itself holds
+
+    def release(self) -> None:
+        if not self._lock.is_locked:
+            return  # never held: the info file, if any, is another holder's
+        # Remove the info first: once the lock is free, the file belongs to the next holder.
+        try:
+            self.info_path.unlink()
+        except OSError:
+            pass
+        self._lock.release()
+
+    @property
+    def is_locked(self) -> bool:
+        return bool(self._lock.is_locked)
+
+    def __enter__(self) -> TargetLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+    def _write_info(self) -> None:
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": _now_iso(),
+            "command": " ".join(sys.argv)[:300],
+        }
+        temporary = self.info_path.with_name(f"{self.info_path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(info) + "\n", encoding="utf-8")
+        os.replace(temporary, self.info_path)
+
+    def holder(self) -> dict[str, Any] | None:
+        """What the current holder wrote about itself, if it could be read."""
+        try:
+            value = json.loads(self.info_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    def _busy_message(self) -> str:
+        who = ""
+        holder = self.holder()
+        if holder is not None:
+            parts = [f"pid {holder.get('pid', '?')}", f"on {holder.get('host', '?')}"]
+            if holder.get("started"):
+                parts.append(f"since {holder['started']}")
+            who = " (" + ", ".join(parts) + ")"
+            if holder.get("command"):
+                who += f": {holder['command']}"
+        if self.wait:
+            return (
+                f"another tune of this target is still running{who}; gave up waiting for its lock "
+                f"{self.path} after {self.timeout:g} s. Wait for it to finish or stop it, then run again."
+            )
+        return (
+            f"another tune of this target is running{who}; it holds the lock {self.path}. "
+            "Wait for it to finish, stop it, or run again with --wait to queue behind it."
+        )
+
+
+__all__ = ["HEADER_KIND", "JOURNAL_FORMAT", "Journal", "TargetLock"]

@@ -1,0 +1,1 @@
+"""The tuning driver and what it reports."""
