@@ -470,34 +470,14 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
 endfunction()
 
 # ---------------------------------------------------------------------------
-# Public function
+# The steps of ciq_tune_target(), in the order it runs them
 # ---------------------------------------------------------------------------
 
-#[=======================================================================[
-ciq_tune_target(<target>
-                [BENCHMARK <exe-target> [ARGS <arg>...]]
-                [METRIC <regex> [UNIT <s|ms|us|ns>]]
-                [OBJECTIVES <objective>...]
-                [PARAMS <NAME=space>...]
-                [SEARCH_SPACE <space>...]
-                [PIN_DIR <dir>]
-                [TIMEOUT <seconds>]
-                [ALLOW_NUMERICS])
-
-Registers <target> (a library or executable with CUDA sources) for
-`python -m ciq_build tune <target>` and applies its pinned record
-<PIN_DIR>/<target>.json (default PIN_DIR: ${CMAKE_CURRENT_SOURCE_DIR}/ciq).
-#]=======================================================================]
-function(ciq_tune_target target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG
-    # Options
-    "ALLOW_NUMERICS"       # the search may change floating-point results
-    # One-value keywords
-    "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT"
-    # Multi-value keywords
-    "ARGS;OBJECTIVES;PARAMS;SEARCH_SPACE")
+# _ciq_check_call(<target>): refuse a ciq_tune_target() call that cannot
+# work, with what to do. Reads the caller's ARG_* and sets ARG_TIMEOUT and
+# ARG_UNIT (defaults filled in) in the caller's scope.
+function(_ciq_check_call target)
   set(fn "ciq_tune_target(${target})")
-
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'. "
       "Keywords are BENCHMARK, ARGS, METRIC, UNIT, OBJECTIVES, PARAMS, SEARCH_SPACE, "
@@ -586,6 +566,14 @@ function(ciq_tune_target target)
         "(letters, digits, spaces and _ . / + : @ % = -, no '..'); choose another.")
     endif()
   endif()
+  set(ARG_TIMEOUT "${ARG_TIMEOUT}" PARENT_SCOPE)
+  set(ARG_UNIT "${ARG_UNIT}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_pin_location(<target>): the pin dir and pinned record of <target>
+# (PIN_DIR, default ${CMAKE_CURRENT_SOURCE_DIR}/ciq), as pin_dir and pin_file
+# in the caller's scope.
+function(_ciq_pin_location target)
   if(DEFINED ARG_PIN_DIR)
     cmake_path(ABSOLUTE_PATH ARG_PIN_DIR BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
       NORMALIZE OUTPUT_VARIABLE pin_dir)
@@ -593,11 +581,20 @@ function(ciq_tune_target target)
     set(pin_dir "${CMAKE_CURRENT_SOURCE_DIR}/ciq")
   endif()
   string(REGEX REPLACE "/$" "" pin_dir "${pin_dir}")
-  set(pin_file "${pin_dir}/${target}.json")
-  set(options_file "${CMAKE_CURRENT_BINARY_DIR}/ciq/${target}.nvcc-options")
+  set(pin_dir "${pin_dir}" PARENT_SCOPE)
+  set(pin_file "${pin_dir}/${target}.json" PARENT_SCOPE)
+endfunction()
+
+# _ciq_apply_pin(<target> <pin_file> <pin_dir> <options_file>): the
+# options file the target's CUDA compiles read. In a tuning build of <target>
+# the driver owns it; otherwise the pinned record is resolved (or refused)
+# and its arguments written there. Sets, in the caller's scope: options_file
+# (a tuning build names its own), status, args, depends (files whose change
+# must rebuild the objects) and acf_kind.
+function(_ciq_apply_pin target pin_file pin_dir options_file)
+  set(fn "ciq_tune_target(${target})")
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" cuda_version "${CMAKE_CUDA_COMPILER_VERSION}")
   _ciq_ptxas_version(ptxas_version)
-
   set(args "")
   set(depends "")
   set(acf_kind "")
@@ -633,6 +630,13 @@ function(ciq_tune_target target)
     endif()
     _ciq_write_if_changed("${options_file}" "${lines}")
   endif()
+  foreach(name IN ITEMS options_file status args depends acf_kind)
+    set(${name} "${${name}}" PARENT_SCOPE)
+  endforeach()
+endfunction()
+
+# _ciq_watch_pin_dir(<pin_dir>): reconfigure when a pin appears there.
+function(_ciq_watch_pin_dir pin_dir)
   # A pin that appears, changes or goes away later (a tune writes one) must
   # reconfigure, whatever existed before: depend on the pin dir, or while it
   # does not exist, on its nearest existing parent (its mtime changes when the
@@ -646,7 +650,13 @@ function(ciq_tune_target target)
     set(watched "${parent}")
   endwhile()
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${watched}")
+endfunction()
 
+# _ciq_register(<target> <pin_file> <pin_dir> <options_file> <status>
+#               <args> <depends> <acf_kind>): make the target's CUDA compiles
+# read the options file, keep what the deferred finalisation needs as target
+# properties, and defer it to the end of the top-level directory.
+function(_ciq_register target pin_file pin_dir options_file status args depends acf_kind)
   target_compile_options(${target} PRIVATE
     "$<$<COMPILE_LANGUAGE:CUDA>:--options-file=${options_file}>")
 
@@ -683,6 +693,41 @@ function(ciq_tune_target target)
     set_property(GLOBAL PROPERTY _CIQ_BUILD_CHECK_DEFERRED TRUE)
     cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _ciq_check_tune_target)
   endif()
+endfunction()
+
+# ---------------------------------------------------------------------------
+# Public function
+# ---------------------------------------------------------------------------
+
+#[=======================================================================[
+ciq_tune_target(<target>
+                [BENCHMARK <exe-target> [ARGS <arg>...]]
+                [METRIC <regex> [UNIT <s|ms|us|ns>]]
+                [OBJECTIVES <objective>...]
+                [PARAMS <NAME=space>...]
+                [SEARCH_SPACE <space>...]
+                [PIN_DIR <dir>]
+                [TIMEOUT <seconds>]
+                [ALLOW_NUMERICS])
+
+Registers <target> (a library or executable with CUDA sources) for
+`python -m ciq_build tune <target>` and applies its pinned record
+<PIN_DIR>/<target>.json (default PIN_DIR: ${CMAKE_CURRENT_SOURCE_DIR}/ciq).
+#]=======================================================================]
+function(ciq_tune_target target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG
+    # Options
+    "ALLOW_NUMERICS"       # the search may change floating-point results
+    # One-value keywords
+    "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT"
+    # Multi-value keywords
+    "ARGS;OBJECTIVES;PARAMS;SEARCH_SPACE")
+  _ciq_check_call(${target})
+  _ciq_pin_location(${target})
+  _ciq_apply_pin(${target} "${pin_file}" "${pin_dir}" "${CMAKE_CURRENT_BINARY_DIR}/ciq/${target}.nvcc-options")
+  _ciq_watch_pin_dir("${pin_dir}")
+  _ciq_register(${target} "${pin_file}" "${pin_dir}" "${options_file}" "${status}" "${args}"
+    "${depends}" "${acf_kind}")
 endfunction()
 
 # ---------------------------------------------------------------------------
@@ -769,11 +814,6 @@ function(_ciq_finalize_target target)
       message(FATAL_ERROR "${fn}: BENCHMARK '${benchmark}' is a "
         "${benchmark_type}; it must be an executable.")
     endif()
-    get_target_property(benchmark_dir "${benchmark}" BINARY_DIR)
-    if("${CMAKE_BINARY_DIR};${benchmark_dir}" MATCHES "[\"\\\\]")
-      message(FATAL_ERROR "${fn}: the build directory path contains a quote or "
-        "backslash; use a plain path.")
-    endif()
     get_target_property(benchmark_args ${target} _CIQ_ARGS)
     _ciq_json_string(benchmark_name "${benchmark}")
     _ciq_json_array(benchmark_args ${benchmark_args})
@@ -784,6 +824,12 @@ function(_ciq_finalize_target target)
 
   get_target_property(source_dir ${target} SOURCE_DIR)
   get_target_property(binary_dir ${target} BINARY_DIR)
+  # The benchmark's path and the object paths go into the manifest's JSON at
+  # generate time, unescaped: the build tree's path must need no escaping.
+  if("${CMAKE_BINARY_DIR};${binary_dir}" MATCHES "[\"\\\\]")
+    message(FATAL_ERROR "${fn}: the build directory path contains a quote or "
+      "backslash; use a plain path.")
+  endif()
   foreach(property IN ITEMS METRIC METRIC_UNIT PIN_DIR OPTIONS_FILE)
     if(property STREQUAL "OPTIONS_FILE")
       get_target_property(value ${target} CIQ_OPTIONS_FILE)
@@ -815,7 +861,7 @@ function(_ciq_finalize_target target)
 
   string(JOIN "\n" manifest
     "{"
-    "  \"schema\": 1,"
+    "  \"schema\": 2,"
     "  \"target\": ${json_target},"
     "  \"source_dir\": ${json_CMAKE_SOURCE_DIR},"
     "  \"binary_dir\": ${json_CMAKE_BINARY_DIR},"
@@ -823,6 +869,7 @@ function(_ciq_finalize_target target)
     "  \"target_binary_dir\": ${json_binary_dir},"
     "  \"cuda_sources\": ${json_sources},"
     "  \"object_dir\": ${json_object_dir},"
+    "  \"objects\": [@CIQ_OBJECTS@],"
     "  \"benchmark\": ${benchmark_json},"
     "  \"metric_regex\": ${json_METRIC},"
     "  \"metric_unit\": ${json_METRIC_UNIT},"
@@ -838,12 +885,17 @@ function(_ciq_finalize_target target)
     "  \"toolchain\": {\"cuda_compiler\": ${json_compiler}, \"cuda_compiler_version\": ${json_compiler_version}, \"architectures\": ${json_architectures}}"
     "}"
     "")
-  # Everything is literal text except the benchmark's path, known only at
-  # generate time.
+  # Everything is literal text except the benchmark's path and the object
+  # files, known only at generate time.
   _ciq_genex_literal(manifest "${manifest}")
   if(benchmark)
     string(REPLACE "@CIQ_BENCHMARK_PATH@" "$<TARGET_FILE:${benchmark}>" manifest "${manifest}")
   endif()
+  # The target's own object files, as CMake names them (never a glob of its
+  # object folder, which keeps objects of sources deleted since).
+  set(objects "$<TARGET_OBJECTS:${target}>")
+  string(REPLACE "@CIQ_OBJECTS@"
+    "$<$<BOOL:${objects}>:\"$<JOIN:${objects},\"$<COMMA> \">\">" manifest "${manifest}")
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.json"
     CONTENT "${manifest}")
 endfunction()

@@ -20,6 +20,7 @@ import pytest
 
 from ciq_build.measure.proc import ProcResult, run
 from support import build_tool, ensure_ok, said
+from ciq_build.build.cmake import existing_objects
 from ciq_build.build.manifest import load_manifest
 
 pytestmark = pytest.mark.slow
@@ -422,6 +423,24 @@ def test_tuning_mode_for_an_unregistered_target_is_an_error(tiny: Tiny, tmp_path
 # --- manifest ---------------------------------------------------------------
 
 
+def test_manifest_lists_the_objects_cmake_builds_never_stale_ones(tiny: Tiny) -> None:
+    # A source removed from the target leaves its object in CMakeFiles/kern.dir;
+    # tune and verify must not fingerprint it as if it were still linked.
+    body = 'ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n'
+    ensure_ok(tiny.configure(body="target_sources(kern PRIVATE other.cu)\n" + body))
+    tiny.build_targets("kern")
+    stale = tiny.build / "CMakeFiles" / "kern.dir" / "other.cu.o"
+    assert stale in load_manifest(tiny.build, "kern").objects and stale.is_file()
+
+    ensure_ok(tiny.configure(body=body))
+    tiny.build_targets("kern")
+    manifest = load_manifest(tiny.build, "kern")
+    assert stale.is_file()  # still on disk
+    assert stale not in manifest.objects
+    assert existing_objects(manifest.objects) == tuple(tiny.build / "CMakeFiles" / "kern.dir" / name
+                                                       for name in ("kern.cu.o", "kern_host.cpp.o"))
+
+
 def test_manifest_is_valid_and_escapes_every_string(tiny: Tiny) -> None:
     awkward = ['say "hi"', "back\\slash", "$<1:genex>", "tab\there", "dollar$sign", "new\nline"]
     cmake_args = " ".join(
@@ -450,6 +469,8 @@ def test_manifest_is_valid_and_escapes_every_string(tiny: Tiny) -> None:
     assert manifest.benchmark.path == tiny.build / "kern_bench"
     assert [Path(s) for s in manifest.cuda_sources] == [tiny.source / "kern.cu"]  # not the .cpp
     assert Path(manifest.object_dir) == tiny.build / "CMakeFiles" / "kern.dir"
+    assert manifest.objects == tuple(tiny.build / "CMakeFiles" / "kern.dir" / name
+                                     for name in ("kern.cu.o", "kern_host.cpp.o"))
     assert Path(manifest.pin_file) == tiny.pin_dir / "kern.json"
     assert Path(manifest.options_file) == tiny.options_file()
     assert manifest.generator == "Ninja"

@@ -25,7 +25,7 @@ def valid_manifest(build_dir: Path, target: str = "gemm") -> dict[str, Any]:
     """A manifest as ciq_tune_target() writes it, rooted in `build_dir`."""
     src = build_dir.parent / "src"
     return {
-        "schema": 1,
+        "schema": 2,
         "target": target,
         "source_dir": str(src),
         "binary_dir": str(build_dir),
@@ -33,6 +33,7 @@ def valid_manifest(build_dir: Path, target: str = "gemm") -> dict[str, Any]:
         "target_binary_dir": str(build_dir / "kernels"),
         "cuda_sources": [str(src / "kernels" / "gemm.cu"), str(src / "kernels" / "util.cu")],
         "object_dir": str(build_dir / "kernels" / "CMakeFiles" / f"{target}.dir"),
+        "objects": [str(build_dir / "kernels" / "CMakeFiles" / f"{target}.dir" / name) for name in ("gemm.cu.o", "util.cu.o")],
         "benchmark": {"target": f"{target}_bench", "path": str(build_dir / f"{target}_bench"),
                       "args": ["--n", "1024"]},
         "metric_regex": "",
@@ -118,7 +119,8 @@ def test_valid_manifest_loads_every_field(tmp_path):
     path = write_manifest(build, data)
     m = load_manifest(build, "gemm")
     assert m.path == path
-    assert m.target == "gemm" and m.schema == 1
+    assert m.target == "gemm" and m.schema == 2
+    assert m.objects == tuple(build / "kernels" / "CMakeFiles" / "gemm.dir" / name for name in ("gemm.cu.o", "util.cu.o"))
     assert m.source_dir == tmp_path / "src" and m.binary_dir == build
     assert m.cuda_sources == (tmp_path / "src/kernels/gemm.cu", tmp_path / "src/kernels/util.cu")
     assert m.benchmark == Benchmark("gemm_bench", build / "gemm_bench", ("--n", "1024"))
@@ -210,8 +212,11 @@ def test_metric_unit_is_read_and_defaults_to_milliseconds(tmp_path):
 @pytest.mark.parametrize(
     "changes,field",
     [
-        ({"schema": 2}, "schema"),
-        ({"schema": "1"}, "schema"),
+        ({"objects": ["relative.o"]}, "objects[0]"),
+        ({"objects": "kern.cu.o"}, "objects"),
+        ({"schema": 1}, "schema"),  # an older CMake module
+        ({"schema": 3}, "schema"),
+        ({"schema": "2"}, "schema"),
         ({"schema": True}, "schema"),
         ({"target": "other"}, "target"),
         ({"target": 5}, "target"),

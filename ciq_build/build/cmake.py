@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,7 +86,7 @@ class ScratchTree:
         return self.mirror(bench.path) if bench is not None else None
 
     def object_files(self) -> tuple[Path, ...]:
-        return object_files(self.mirror(self.manifest.object_dir))
+        return existing_objects(self.mirror(path) for path in self.manifest.objects)
 
     # -- configure and build ---------------------------------------------------
 
@@ -216,9 +217,9 @@ def _cmake_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
 
 
-def object_files(directory: Path) -> tuple[Path, ...]:
-    """The object files CMake wrote for a target (its object dir, recursively), sorted."""
-    return tuple(sorted(p for p in directory.rglob("*") if p.suffix in (".o", ".obj") and p.is_file()))
+def existing_objects(paths: Iterable[Path]) -> tuple[Path, ...]:
+    """The object files of a target's manifest that a build produced, in the manifest's order."""
+    return tuple(path for path in paths if path.is_file())
 
 
 def safe_name(name: str) -> str:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from ciq_build.errors import ConfigError, ManifestError
 
-MANIFEST_SCHEMA = 1
+MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
 
 # CMake target names that can also be file names (no '/', no '..', no '::' aliases).
 TARGET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
@@ -142,6 +142,7 @@ class Manifest:
     allow_numerics: bool
     toolchain: ManifestToolchain
     metric_unit: str = "ms"  # UNIT of ciq_tune_target(): what METRIC's number is in (s, ms, us, ns)
+    objects: tuple[Path, ...] = ()  # $<TARGET_OBJECTS:target>: every object file the target links
     schema: int = MANIFEST_SCHEMA
     path: Path | None = None  # the manifest file it was read from
 
@@ -254,7 +255,7 @@ class _Reader:
 
 _KEYS = {
     "schema", "target", "source_dir", "binary_dir", "target_source_dir", "target_binary_dir",
-    "cuda_sources", "object_dir", "benchmark", "metric_regex", "metric_unit", "objectives", "params",
+    "cuda_sources", "object_dir", "objects", "benchmark", "metric_regex", "metric_unit", "objectives", "params",
     "search_space", "pin_dir", "pin_file", "timeout", "options_file", "generator",
     "allow_numerics", "toolchain",
 }
@@ -365,6 +366,7 @@ def read_manifest(path: Path) -> Manifest:
         target_binary_dir=r.abspath(data, "target_binary_dir"),
         cuda_sources=tuple(Path(s) for s in cuda_sources),
         object_dir=r.abspath(data, "object_dir"),
+        objects=_read_objects(r, data),
         benchmark=benchmark,
         metric_regex=metric_regex,
         metric_unit=metric_unit,
@@ -380,6 +382,14 @@ def read_manifest(path: Path) -> Manifest:
         toolchain=toolchain,
         path=path,
     )
+
+
+def _read_objects(r: _Reader, data: dict[str, Any]) -> tuple[Path, ...]:
+    objects = r.str_list(data, "objects")
+    for i, item in enumerate(objects):
+        if not Path(item).is_absolute():
+            raise r.fail(f"objects[{i}]", f"is {item!r}, not an absolute path")
+    return tuple(Path(item) for item in objects)
 
 
 def _read_benchmark(r: _Reader, value: Any) -> Benchmark | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ciq_build.measure import proc
-from ciq_build.build.cmake import object_files
+from ciq_build.build.cmake import existing_objects
 from ciq_build.compiler.controls import Controls, nvcc_arguments
 from ciq_build.errors import BuildError, RecordError
 from ciq_build.compiler.fingerprint import compare, object_fingerprints
@@ -45,7 +45,7 @@ def verify(target: str, build_dir: Path) -> VerifyReport:
         raise BuildError(f"building {target} failed ({result.describe()}):\n{result.output_tail()}")
     problems: list[str] = []
     problems += _check_options_file(manifest.options_file, record.controls, build_dir)
-    objects = object_files(manifest.object_dir)
+    objects = existing_objects(manifest.objects)
     built = object_fingerprints(objects, manifest.object_dir, toolchain)
     problems += compare(record.objects, built)
     lines = [f"ciq_build verify {target}: {len(objects)} object(s), record {manifest.pin_file}"]
