@@ -164,14 +164,14 @@ def resolve_pin(
 ) -> BuildPin:
     """What `target`'s pin applies, decided by the rule book exactly as the CMake module does.
 
-    RecordError for an unsafe or broken record, for a toolkit mismatch under
-    CIQ_STRICT=1, and for an nvcc ACF with architectures below sm_100; a plain
-    toolkit mismatch is printed as a warning and the pin skipped.
+    RecordError for an unsafe or broken record, for a toolkit or architecture
+    mismatch under CIQ_STRICT=1, and for an nvcc ACF with architectures below
+    sm_100; a plain mismatch is printed as a warning and the pin skipped.
     """
     environ = os.environ if env is None else env
     decision = resolve_build_pin(
         target, Path(pin_dir), params=params, allow_numerics=allow_numerics, cuda=toolchain.major_minor,
-        ptxas=toolchain.ptxas_version,
+        ptxas=toolchain.ptxas_version, architectures=architectures,
         strict=_env_flag(environ, "CIQ_STRICT"), disabled=_env_flag(environ, "CIQ_DISABLE"), copy_dir=copy_dir,
     )
     if decision.status == "skipped":

@@ -332,11 +332,55 @@ function(_ciq_read_pin target pin_file pin_dir allow_numerics)
     math(EXPR minor "${CMAKE_MATCH_2}")
     set(ptxas "${major}.${minor}")
   endif()
+  # The architectures it was tuned for (the rule book has checked each is a
+  # plain string, at most `limit architectures` of them).
+  set(tuned_architectures "")
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" toolchain architectures)
+  if(NOT missing AND type STREQUAL "ARRAY")
+    string(JSON count LENGTH "${json}" toolchain architectures)
+    if(count GREATER 0)
+      math(EXPR last "${count} - 1")
+      foreach(index RANGE ${last})
+        string(JSON arch GET "${json}" toolchain architectures ${index})
+        list(APPEND tuned_architectures "${arch}")
+      endforeach()
+    endif()
+  endif()
+  set(_ciq_pin_architectures "${tuned_architectures}" PARENT_SCOPE)
   set(_ciq_pin_ptxas "${ptxas}" PARENT_SCOPE)
   set(_ciq_pin_args "${args}" PARENT_SCOPE)
   set(_ciq_pin_acf "${acf_path}" PARENT_SCOPE)
   set(_ciq_pin_acf_kind "${acf_kind}" PARENT_SCOPE)
   set(_ciq_pin_cuda "${cuda}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_architecture_set(<out> <arch>...): CUDA architectures in one spelling,
+# sorted and unique ("sm_90a", "90a-real", "90A" are all "90a"); the same rule
+# as architecture_set in ciq_build/pin/record.py.
+function(_ciq_architecture_set out)
+  set(names "")
+  foreach(arch IN LISTS ARGN)
+    string(STRIP "${arch}" name)
+    string(TOLOWER "${name}" name)
+    string(REGEX REPLACE "^(sm_|compute_)" "" name "${name}")
+    string(REGEX REPLACE "-.*$" "" name "${name}")
+    if(NOT name STREQUAL "")
+      list(APPEND names "${name}")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES names)
+  list(SORT names)
+  set(${out} "${names}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_shown_architectures(<out> <arch>...): for messages.
+function(_ciq_shown_architectures out)
+  _ciq_architecture_set(names ${ARGN})
+  list(JOIN names ", " shown)
+  if(shown STREQUAL "")
+    set(shown "nvcc's default architecture")
+  endif()
+  set(${out} "${shown}" PARENT_SCOPE)
 endfunction()
 
 # _ciq_ptxas_version(<out>): the major.minor of the ptxas beside the CUDA
@@ -386,14 +430,19 @@ function(_ciq_acf_argument out target pin_file acf_path acf_kind binary_dir)
 endfunction()
 
 # _ciq_resolve_pin(<target> <pin_file> <pin_dir> <binary_dir> <allow_numerics>
-#                  <cuda_version> <ptxas_version> [<PARAMS>...])
+#                  <cuda_version> <ptxas_version> <architectures> [<PARAMS>...])
 # <ptxas_version> is the building ptxas's major.minor ("" when unknown): a
-# ptxas ACF is applied only by the ptxas it was measured with.
-# What a build applies to <target>, as lock.py resolve_build_pin decides it.
+# ptxas ACF is applied only by the ptxas it was measured with. <architectures>
+# (a list) are the ones the build compiles for: a pin is applied only to the
+# architectures it was tuned for.
+# What a build applies to <target>, as resolve_build_pin (ciq_build/pin/record.py)
+# decides it.
 # Sets in the caller: _ciq_pin_status (applied | none | disabled | skipped),
 # _ciq_pin_args, _ciq_pin_depends (files whose change must rebuild),
 # _ciq_pin_acf_kind, _ciq_pin_message.
-function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda_version ptxas_version)
+function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda_version ptxas_version
+    architectures)
+  set(status "")
   set(args "")
   set(depends "")
   set(acf_kind "")
@@ -439,6 +488,27 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
       message(WARNING ${warning} " The pin is skipped for this build.")
       set(status skipped)
       set(text "pin skipped (tuned with CUDA ${_ciq_pin_cuda}, compiling with ${cuda_version}): ${pin_file}")
+    else()
+      _ciq_architecture_set(tuned ${_ciq_pin_architectures})
+      _ciq_architecture_set(building ${architectures})
+      _ciq_shown_architectures(tuned_shown ${tuned})
+      _ciq_shown_architectures(building_shown ${building})
+    endif()
+    if(status STREQUAL "skipped")
+      # the toolkit does not fit: said above
+    elseif(NOT tuned STREQUAL "" AND NOT tuned STREQUAL building)
+      list(JOIN tuned ", " tuned_list)
+      set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} was "
+        "tuned for ${tuned_shown}, but this build compiles for ${building_shown}. "
+        "Retune for these architectures (`python -m ciq_build tune ${target}`), or "
+        "build for ${tuned_list}.")
+      if(CIQ_STRICT)
+        _ciq_pin_error(${target} "${pin_file}" ${warning} " (CIQ_STRICT=ON makes this an error.)")
+        _ciq_pin_stop()
+      endif()
+      message(WARNING ${warning} " The pin is skipped for this build.")
+      set(status skipped)
+      set(text "pin skipped (tuned for ${tuned_shown}, compiling for ${building_shown}): ${pin_file}")
     else()
       set(status applied)
       set(args "${_ciq_pin_args}")
@@ -612,8 +682,15 @@ function(_ciq_apply_pin target pin_file pin_dir options_file)
       message(FATAL_ERROR "${fn}: CIQ_TUNE_TARGET is ${target} but "
         "CIQ_TUNE_OPTIONS_FILE is not set; a tuning build needs both.")
     endif()
+    # The architectures as they are now; _ciq_finalize_target refuses a later
+    # change, which this decision could not see.
+    get_target_property(architectures ${target} CUDA_ARCHITECTURES)
+    if(NOT architectures)
+      set(architectures "")
+    endif()
+    set_target_properties(${target} PROPERTIES _CIQ_PIN_ARCHITECTURES "${architectures}")
     _ciq_resolve_pin(${target} "${pin_file}" "${pin_dir}" "${CMAKE_CURRENT_BINARY_DIR}/ciq"
-      "${ARG_ALLOW_NUMERICS}" "${cuda_version}" "${ptxas_version}" ${ARG_PARAMS})
+      "${ARG_ALLOW_NUMERICS}" "${cuda_version}" "${ptxas_version}" "${architectures}" ${ARG_PARAMS})
     set(status "${_ciq_pin_status}")
     set(args "${_ciq_pin_args}")
     set(acf_kind "${_ciq_pin_acf_kind}")
@@ -780,6 +857,18 @@ function(_ciq_finalize_target target)
   get_target_property(architectures ${target} CUDA_ARCHITECTURES)
   if(NOT architectures)
     set(architectures "")
+  endif()
+  get_target_property(pin_status ${target} CIQ_PIN_STATUS)
+  get_target_property(checked ${target} _CIQ_PIN_ARCHITECTURES)
+  if(NOT checked)
+    set(checked "")
+  endif()
+  if(pin_status MATCHES "^(applied|skipped)$" AND NOT "${checked}" STREQUAL "${architectures}")
+    get_target_property(pin_file ${target} CIQ_PIN_FILE)
+    message(FATAL_ERROR "${fn}: CUDA_ARCHITECTURES changed from '${checked}' to "
+      "'${architectures}' after ciq_tune_target(), which checked the pinned record "
+      "${pin_file} against the architectures as they were. Set CUDA_ARCHITECTURES "
+      "(or CMAKE_CUDA_ARCHITECTURES) before calling ciq_tune_target().")
   endif()
   get_target_property(acf_kind ${target} _CIQ_ACF_KIND)
   if(acf_kind STREQUAL "nvcc")

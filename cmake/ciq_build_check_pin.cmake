@@ -5,7 +5,7 @@
 # <file> holds one case per line, fields separated by a TAB:
 #   <pin dir>/<target>.json  <PARAMS, "|"-separated>  <ALLOW_NUMERICS ON|OFF>
 #   <CUDA major.minor of the compiler>  <build dir for an ACF copy>
-#   <ptxas major.minor, or empty>
+#   <ptxas major.minor, or empty>  <the build's architectures, "|"-separated>
 # For each case it prints one line, "case <n>: <status>" (applied, none,
 # skipped, or "refused: <the error configure gives>"), then "case <n> arg: <a>"
 # per nvcc argument. The rule-book agreement test drives the CMake module
@@ -27,13 +27,15 @@ foreach(case IN LISTS cases)
   list(GET fields 3 cuda)
   list(GET fields 4 binary_dir)
   list(GET fields 5 ptxas)
+  list(GET fields 6 architectures)
   string(REPLACE "|" ";" params "${params}")
+  string(REPLACE "|" ";" architectures "${architectures}")
   get_filename_component(pin_dir "${pin_file}" DIRECTORY)
   get_filename_component(target "${pin_file}" NAME)
   string(REGEX REPLACE "[.]json$" "" target "${target}")
   set_property(GLOBAL PROPERTY _CIQ_PIN_REFUSED "")
   _ciq_resolve_pin("${target}" "${pin_file}" "${pin_dir}" "${binary_dir}"
-    "${allow_numerics}" "${cuda}" "${ptxas}" ${params})
+    "${allow_numerics}" "${cuda}" "${ptxas}" "${architectures}" ${params})
   get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
   if(refused)
     string(REPLACE "\n" " " refused "${refused}")

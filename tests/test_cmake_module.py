@@ -176,7 +176,8 @@ def tiny(tmp_path_factory: pytest.TempPathFactory, cmake_bin: str, ninja_bin: st
 
 
 def record(target: str = "kern", *, flags: list[str] | None = None, defines: dict[str, str] | None = None,
-           acf: dict[str, str] | None = None, cuda: str = "13.3", schema: int = 1) -> dict[str, object]:
+           acf: dict[str, str] | None = None, cuda: str = "13.3", schema: int = 1,
+           architectures: list[str] | None = None) -> dict[str, object]:
     """A pinned record as `python -m ciq_build tune` writes it (contract schema 1)."""
     controls: dict[str, object] = {"flags": flags or [], "defines": defines or {}}
     if acf is not None:
@@ -186,7 +187,7 @@ def record(target: str = "kern", *, flags: list[str] | None = None, defines: dic
         "target": target,
         "controls": controls,
         "toolchain": {"cuda": cuda, "nvcc_version": f"{cuda}.73", "ptxas_version": f"{cuda}.73",
-                      "architectures": ["90a"]},
+                      "architectures": ["90a"] if architectures is None else architectures},
         "provenance": {"engine": "hand-written for a test", "seed": 1},
         "objectives": [{"name": "time", "direction": "min"}],
         "baseline": {"scores": [1.0], "spread": [0.01]},
@@ -386,6 +387,29 @@ def test_toolkit_mismatch_warns_and_skips_or_fails_when_strict(tiny: Tiny) -> No
     strict = tiny.configure(pins=pin, cache={"CIQ_STRICT": "ON"})
     assert not strict.ok
     assert "CMake Error" in said(strict) and "tuned with CUDA 12.8" in said(strict)
+
+
+def test_a_pin_tuned_for_other_architectures_is_skipped_or_fails_when_strict(tiny: Tiny) -> None:
+    pin = {"kern": record(flags=["-maxrregcount=32"], architectures=["75"])}
+    result = ensure_ok(tiny.configure(pins=pin))  # the project builds for 90a
+    assert "CMake Warning" in said(result) and "was tuned for 75, but this build compiles for 90a" in said(result)
+    assert "ciq_build: kern: pin skipped (tuned for 75, compiling for 90a)" in said(result)
+    assert tiny.options_file().read_text() == ""
+
+    strict = tiny.configure(pins=pin, cache={"CIQ_STRICT": "ON"})
+    assert not strict.ok and "CMake Error" in said(strict) and "tuned for 75" in said(strict)
+
+    # The same architecture in another spelling is the same architecture.
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["sm_90a"])}))
+    assert tiny.options_file().read_text() == "-maxrregcount=32\n"
+
+
+def test_architectures_changed_after_the_call_are_refused(tiny: Tiny) -> None:
+    # The pin was checked against the architectures at the call; a later change would go unchecked.
+    body = DEFAULT_BODY + 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "75")\n'
+    result = tiny.configure(body=body, pins={"kern": record(flags=["-maxrregcount=32"])})
+    assert not result.ok and "CUDA_ARCHITECTURES changed from '90a' to '75'" in said(result)
+    assert "before calling ciq_tune_target()" in said(result)
 
 
 def test_ciq_disable_builds_without_pins(tiny: Tiny) -> None:

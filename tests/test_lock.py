@@ -19,6 +19,8 @@ from ciq_build.pin.record import (
     RecordObjective,
     RecordToolchain,
     ScoreSummary,
+    architecture_set,
+    check_architectures,
     check_toolchain,
     format_record,
     read_record,
@@ -383,6 +385,26 @@ def test_acf_that_is_a_directory_is_refused(pinned):
 
 
 # ------------------------------------------------------------------ toolchain
+
+
+@pytest.mark.parametrize("spellings", [("90a",), ("sm_90a",), ("90a-real",), ("90A", "90a-real"), (" 90a ",)])
+def test_a_build_for_the_tuned_architecture_in_any_spelling_fits(pinned, spellings):
+    assert check_architectures(read_record(pinned), spellings, strict=True) is None
+
+
+@pytest.mark.parametrize("building", [("75",), ("90",), ("90a", "80"), ()])
+def test_a_build_for_other_architectures_warns_or_fails_in_strict_mode(pinned, building):
+    record = read_record(pinned)  # tuned for 90a
+    warning = check_architectures(record, building, strict=False)
+    assert warning is not None and "tuned for 90a" in warning and "skipped" in warning
+    with pytest.raises(RecordError, match="retune for these architectures"):
+        check_architectures(record, building, strict=True)
+
+
+def test_a_record_naming_no_architectures_fits_any_build(tmp_path):
+    record = replace(make_record(), toolchain=RecordToolchain(cuda="13.3", architectures=()))
+    assert check_architectures(record, ("75",), strict=True) is None
+    assert architecture_set(["sm_80", "90a-real", "compute_80", "90a"]) == ("80", "90a")
 
 
 def test_matching_toolchain_passes(pinned):

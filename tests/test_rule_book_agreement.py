@@ -66,6 +66,7 @@ class Case:
     allow_numerics: bool = False
     cuda: str = "13.3"
     ptxas: str = "13.3"
+    architectures: tuple[str, ...] = ("90a",)  # what the build compiles for
     acf: bytes | None = ACF
     setup: str = ""  # what else to plant in the pin dir (see _plant)
     pin_dir_name: str = "ciq"
@@ -111,6 +112,21 @@ def hand_written() -> list[Case]:
         Case("no acf ignores the ptxas version", _json(_with("controls.acf", ...)), acf=None, ptxas="13.0"),
         Case("record's ptxas 13.03 is 13.3", _json(_with("toolchain.ptxas_version", "13.03.1")), ptxas="13.3"),
         Case("nvcc 13.0 with a swapped-in ptxas 13.3", _json(_with("toolchain.cuda", "13.0")), cuda="13.0"),
+        Case("tuned for 90a, building for 75 skips", text, architectures=("75",)),
+        Case("tuned for 90a, building for 90a and 80 skips", text, architectures=("90a", "80")),
+        Case("tuned for 90a, building for nvcc's default skips", text, architectures=()),
+        Case("sm_90a is 90a", text, architectures=("sm_90a",)),
+        Case("90a-real is 90a", text, architectures=("90a-real",)),
+        Case("90A is 90a", text, architectures=("90A",)),
+        Case("90a twice is 90a", text, architectures=("90a", "90a-real")),
+        Case("two architectures in any order", _json(_with("toolchain.architectures", ["80", "90a"])),
+             architectures=("90a", "80-real")),
+        Case("90 is not 90a", text, architectures=("90",)),
+        Case("record without architectures fits any", _json(_with("toolchain.architectures", ...)),
+             architectures=("75",)),
+        Case("record with no architectures fits any", _json(_with("toolchain.architectures", [])),
+             architectures=("75",)),
+        Case("CUDA mismatch and architecture mismatch", _json(_with("toolchain.cuda", "12.8")), architectures=("75",)),
         Case("pin dir with a space: the ACF goes through a copy", text, pin_dir_name="my pins"),
         Case("pin dir with '&' and '|': copy", text, pin_dir_name="p&touch x"),
         Case("pin dir with $( ): copy", text, pin_dir_name="p$(id)"),
@@ -270,6 +286,13 @@ def generated(seed: int = 8) -> list[Case]:
             continue  # the key has dots; covered by the hand-written cases
         for value in rng.sample(_HOSTILE_VALUES, 6) + [...]:
             cases.append(Case(f"{path} = {value!r}"[:80], _json(_with(path, value))))
+    spellings = ["75", "80", "90", "90a", "sm_90a", "90a-real", "90-virtual", "100A", "compute_80", " 80 "]
+    for i in range(60):  # the architecture rule: record's against the build's, in many spellings
+        tuned = [a.strip().removeprefix("sm_").removeprefix("compute_").lower().split("-")[0]
+                 for a in rng.sample(spellings, rng.randint(0, 2))]
+        building = tuple(rng.sample(spellings, rng.randint(0, 3)))
+        cases.append(Case(f"tuned {tuned} building {building}", _json(_with("toolchain.architectures", tuned)),
+                          architectures=building))
     text = _json(base)
     alphabet = b'{}[]:,"\\ 0123456789.eE+-truefalsn\tu'
     for i in range(150):
@@ -344,7 +367,8 @@ def python_verdict(p: Prepared) -> tuple[str, tuple[str, ...], str]:
     try:
         pin = resolve_build_pin("kern", p.pin_file.parent, params=p.case.params,
                                 allow_numerics=p.case.allow_numerics, cuda=p.case.cuda, strict=False,
-                                disabled=False, copy_dir=p.build_dir, ptxas=p.case.ptxas)
+                                disabled=False, copy_dir=p.build_dir, ptxas=p.case.ptxas,
+                                architectures=p.case.architectures)
     except CiqError as exc:
         return "refused", (), str(exc)
     return pin.status, pin.arguments, pin.message
@@ -356,7 +380,7 @@ def cmake_verdicts(prepared: list[Prepared], tmp: Path, cmake: str) -> list[tupl
         for value in (str(p.pin_file), *p.case.params, str(p.build_dir)):
             assert "\t" not in value and "|" not in value and "\n" not in value
         lines.append("\t".join([str(p.pin_file), "|".join(p.case.params), "ON" if p.case.allow_numerics else "OFF",
-                                p.case.cuda, str(p.build_dir), p.case.ptxas]))
+                                p.case.cuda, str(p.build_dir), p.case.ptxas, "|".join(p.case.architectures)]))
     cases_file = tmp / "cases.txt"
     cases_file.write_text("\n".join(lines) + "\n")
     result = run([cmake, f"-DCIQ_CASES={cases_file}", "-P", str(CHECK_SCRIPT)], timeout=600)

@@ -60,7 +60,8 @@ def extension_files(project: Path) -> list[Path]:
 
 
 def write_pin(project: Path, *, flags: list[str], defines: dict[str, str], cuda: str = "13.3",
-              acf: bytes | None = None, acf_compiler: str = "ptxas") -> Path:
+              acf: bytes | None = None, acf_compiler: str = "ptxas", architectures: tuple[str, ...] = ("90a",),
+              ) -> Path:
     """A hand-written record, as a user commits it (docs/ARCHITECTURE.md schema 1)."""
     pin_dir = project / "ciq"
     pin_dir.mkdir(exist_ok=True)
@@ -72,7 +73,7 @@ def write_pin(project: Path, *, flags: list[str], defines: dict[str, str], cuda:
         "schema": 1,
         "target": "kern",
         "controls": controls,
-        "toolchain": {"cuda": cuda, "architectures": ["90a"]},
+        "toolchain": {"cuda": cuda, "architectures": list(architectures)},
     }
     path = pin_dir / "kern.json"
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
@@ -156,6 +157,20 @@ def test_toolkit_mismatch_warns_and_skips_the_pin(project: Path, cuda133_bin: Pa
     assert "kern: pin skipped" in said
     assert module_call(project, "k.tile()") == str(DEFAULT_TILE)
     assert options_file(project).read_text() == ""
+
+
+@pytest.mark.slow
+def test_a_pin_tuned_for_other_architectures_is_skipped_or_fails_when_strict(project: Path, cuda133_bin: Path,
+                                                                             ) -> None:
+    write_pin(project, flags=["-maxrregcount=32"], defines={"CIQ_TILE": "64"}, architectures=("75",))
+    said = built_ok(build(project, cuda133_bin))  # setup.py builds for 90a
+    assert "warning: the pinned record for 'kern' was tuned for 75, but this build compiles for 90a" in said
+    assert "kern: pin skipped (tuned for 75, compiling for 90a)" in said
+    assert module_call(project, "k.tile()") == str(DEFAULT_TILE)
+    assert options_file(project).read_text() == ""
+
+    result = build(project, cuda133_bin, CIQ_STRICT="1")
+    assert not result.ok and "tuned for 75, but this build compiles for 90a" in result.stderr
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ciq_build.core.allowlist import check_flag
 from ciq_build.core.rules import (
@@ -527,13 +527,16 @@ class BuildPin:
 
 
 def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allow_numerics: bool,
-                      cuda: str, strict: bool, disabled: bool, copy_dir: Path, ptxas: str = "") -> BuildPin:
+                      cuda: str, strict: bool, disabled: bool, copy_dir: Path, ptxas: str = "",
+                      architectures: Sequence[str] | None = None) -> BuildPin:
     """The pin a build applies, decided exactly as the CMake module's _ciq_resolve_pin.
 
     RecordError (or UnsafeFlagError) for a record the rule book refuses, and for
     a toolkit mismatch under `strict`; a plain mismatch skips the pin with a warning.
     `ptxas` is the building ptxas's version ("" when unknown): a ptxas ACF is
-    only applied by the ptxas major.minor it was measured with.
+    only applied by the ptxas major.minor it was measured with. `architectures`
+    are the ones the build compiles for (None: not known, not checked): a pin
+    is only applied to the architectures it was tuned for.
     """
     path = record_path(pin_dir, target)
     if disabled:
@@ -549,6 +552,12 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
         return BuildPin("skipped", (), depends,
                         f"pin skipped (tuned with CUDA {record.toolchain.cuda}, compiling with {cuda}): {path}",
                         record, warning)
+    if architectures is not None:
+        warning = check_architectures(record, architectures, strict=strict)
+        if warning is not None:
+            return BuildPin("skipped", (), depends,
+                            f"pin skipped (tuned for {_shown_architectures(record.toolchain.architectures)}, "
+                            f"compiling for {_shown_architectures(architectures)}): {path}", record, warning)
     arguments = pin_arguments(record, path, params=params, allow_numerics=allow_numerics, copy_dir=copy_dir)
     if record.controls.acf is not None and not arguments[-1].endswith("=" + str(record.controls.acf.path)):
         depends += (Path(copy_dir) / f"{target}.acf",)
@@ -594,6 +603,49 @@ def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bo
         )
     if message is None:
         return None
+    if strict:
+        raise RecordError(message)
+    return message + " The pin is skipped for now."
+
+
+def architecture_set(architectures: Iterable[str]) -> tuple[str, ...]:
+    """Architectures in one spelling, sorted and unique: "sm_90a", "90a-real", "90A" are all "90a".
+
+    The CMake module's _ciq_architecture_set is the same rule (the rule-book
+    agreement test feeds both).
+    """
+    names = set()
+    for arch in architectures:
+        name = str(arch).strip().lower()
+        for prefix in ("sm_", "compute_"):
+            name = name.removeprefix(prefix)
+        name = name.split("-", 1)[0]
+        if name:
+            names.add(name)
+    return tuple(sorted(names))
+
+
+def _shown_architectures(architectures: Iterable[str]) -> str:
+    return ", ".join(architecture_set(architectures)) or "nvcc's default architecture"
+
+
+def check_architectures(record: PinnedRecord, architectures: Iterable[str], strict: bool) -> str | None:
+    """None when the build compiles for the architectures the record was tuned for (or the record
+    names none); else a warning (not strict) or RecordError (strict), as check_toolchain.
+
+    The best controls for one architecture need not help another (registers,
+    scheduling and the ACF's decisions are per architecture): a pin tuned for
+    sm_75 is not applied to an sm_90a build.
+    """
+    tuned = architecture_set(record.toolchain.architectures)
+    building = architecture_set(architectures)
+    if not tuned or tuned == building:
+        return None
+    message = (
+        f"the pinned record for {record.target!r} was tuned for {_shown_architectures(tuned)}, but this build "
+        f"compiles for {_shown_architectures(building)}: retune for these architectures (python -m ciq_build "
+        f"tune {record.target}), or build for {', '.join(tuned)}."
+    )
     if strict:
         raise RecordError(message)
     return message + " The pin is skipped for now."

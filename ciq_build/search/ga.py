@@ -689,7 +689,8 @@ class Search:
     def _breed(self) -> list[Candidate]:
         # One RNG per generation, seeded from (seed, generation) only: the batch
         # depends on the scores told, never on timing or on the order of tells.
-        rng = random.Random(f"ciq_build.search.ga:{self.seed}:{self._generation}")
+        # The string is the module's name before the sub-packages: kept, so a seed keeps its candidates.
+        rng = random.Random(f"ciq_build.search:{self.seed}:{self._generation}")
         size = self.config.pool_size
         if self.config.max_evaluations is not None:
             size = min(size, self.config.max_evaluations - self._issued)
