@@ -1,0 +1,103 @@
+"""Reproduce a pin from a clean tree: build defaults and pinned, verify, time interleaved.
+
+Like bench/confirm_pin.py, but through the command line only (cmake and
+`python -m ciq_build verify`), with the raw samples written out and a 95%
+bootstrap confidence interval for the ratio of medians (pinned / defaults).
+
+    python bench/confirm_ci.py --source sample_extension --target stencil_kernels \
+        --benchmark stencil_bench --nvcc /tmp/hybrid/bin/nvcc --rounds 30 \
+        --json out.json -- --nx 512 --ny 512 --nz 128 --repeats 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+METRIC = re.compile(r"^CIQ_METRIC time_ms=([0-9.eE+-]+)\s*$", re.M)
+
+
+def configure_and_build(source: Path, build: Path, nvcc: str | None, disable: bool, benchmark: str) -> str:
+    cmake_dir = subprocess.run([sys.executable, "-m", "ciq_build", "--cmake-dir"], check=True,
+                               capture_output=True, text=True).stdout.strip()
+    args = ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja", f"-Dciq_build_DIR={cmake_dir}",
+            f"-DCIQ_DISABLE={'ON' if disable else 'OFF'}", "-DSAMPLE_EXTENSION_PYTHON=OFF"]
+    if nvcc:
+        args.append(f"-DCMAKE_CUDA_COMPILER={nvcc}")
+    configured = subprocess.run(args, capture_output=True, text=True)
+    if configured.returncode != 0:
+        sys.exit(configured.stdout + configured.stderr)
+    built = subprocess.run(["cmake", "--build", str(build), "--target", benchmark], capture_output=True, text=True)
+    if built.returncode != 0:
+        sys.exit(built.stdout + built.stderr)
+    return "\n".join(line for line in configured.stdout.splitlines() if "ciq_build:" in line)
+
+
+def run(exe: Path, args: list[str]) -> float:
+    done = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0 or "CIQ_CHECK PASS" not in done.stdout:
+        sys.exit(f"{exe} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return float(METRIC.findall(done.stdout)[-1])
+
+
+def bootstrap_ratio(a: np.ndarray, b: np.ndarray, n: int = 20000, seed: int = 1) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    ma = np.median(rng.choice(a, (n, a.size)), axis=1)
+    mb = np.median(rng.choice(b, (n, b.size)), axis=1)
+    lo, hi = np.percentile(mb / ma, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", type=Path, required=True)
+    parser.add_argument("--target", required=True)
+    parser.add_argument("--benchmark", required=True)
+    parser.add_argument("--nvcc")
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/ciq-confirm-ci"))
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("bench_args", nargs="*")
+    o = parser.parse_args()
+
+    dirs = {"defaults": o.work / f"{o.target}-defaults", "pinned": o.work / f"{o.target}-pinned"}
+    for name, build in dirs.items():
+        print(f"[{name}]", configure_and_build(o.source, build, o.nvcc, name == "defaults", o.benchmark))
+    verify = subprocess.run([sys.executable, "-m", "ciq_build", "verify", o.target, "-B", str(dirs["pinned"])],
+                            capture_output=True, text=True)
+    print(f"verify exit {verify.returncode}:", (verify.stdout + verify.stderr).strip()[-1500:])
+
+    exes = {name: build / o.benchmark for name, build in dirs.items()}
+    samples: dict[str, list[float]] = {"defaults": [], "pinned": []}
+    for index in range(o.rounds):  # A B, B A, ...
+        for name in ("defaults", "pinned") if index % 2 == 0 else ("pinned", "defaults"):
+            samples[name].append(run(exes[name], o.bench_args))
+    a, b = np.array(samples["defaults"]), np.array(samples["pinned"])
+    ratio = float(np.median(b) / np.median(a))
+    lo, hi = bootstrap_ratio(a, b)
+    try:
+        from scipy.stats import mannwhitneyu
+        p = float(mannwhitneyu(b, a, alternative="less").pvalue)
+    except ImportError:
+        p = float("nan")
+    print(f"{'build':<10}{'median ms':>12}{'IQR ms':>10}{'min':>10}{'max':>10}{'runs':>6}")
+    for name, x in (("defaults", a), ("pinned", b)):
+        q1, q3 = np.percentile(x, [25, 75])
+        print(f"{name:<10}{np.median(x):>12.6f}{q3 - q1:>10.6f}{x.min():>10.6f}{x.max():>10.6f}{x.size:>6}")
+    print(f"{o.target}: ratio pinned/defaults = {ratio:.4f}, 95% CI [{lo:.4f}, {hi:.4f}], "
+          f"Mann-Whitney p(pinned faster) = {p:.3g}, verify exit {verify.returncode}")
+    if o.json:
+        o.json.write_text(json.dumps({"target": o.target, "samples": samples, "ratio": ratio, "ci95": [lo, hi],
+                                      "p": p, "verify_exit": verify.returncode,
+                                      "verify": (verify.stdout + verify.stderr)[-4000:]}, indent=1))
+    return 0 if verify.returncode == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
