@@ -20,7 +20,7 @@ import pytest
 
 from ciq_build.measure.proc import ProcResult, run
 from support import build_tool, ensure_ok, said
-from ciq_build.build.manifest import load_manifest
+from ciq_build.build.manifest import list_manifests, load_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -156,7 +156,15 @@ def test_each_library_compiles_with_its_own_options_file(unpinned: SampleBuild) 
     assert f"--options-file={unpinned.options_file('gemm_kernels')}" in commands[GEMM_OBJECT]
     for obj in REDUCE_OBJECTS:
         assert f"--options-file={unpinned.options_file('reduce_kernels')}" in commands[obj]
-    others = [c for o, c in commands.items() if o != GEMM_OBJECT and o not in REDUCE_OBJECTS]
+    tuned: set[str] = set()
+    for manifest in list_manifests(unpinned.build):  # every tuned target: its CUDA objects, its options file
+        for obj in manifest.objects:
+            name = obj.relative_to(unpinned.build).as_posix()
+            tuned.add(name)
+            if name.endswith(".cu.o"):
+                assert f"--options-file={unpinned.options_file(manifest.target)}" in commands[name], name
+    assert {GEMM_OBJECT, *REDUCE_OBJECTS} <= tuned
+    others = [c for o, c in commands.items() if o not in tuned]
     assert others and not any("--options-file" in c for c in others)  # benchmarks, Python module
     assert unpinned.options_file("gemm_kernels").read_text() == ""
 
