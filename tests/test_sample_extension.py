@@ -257,3 +257,28 @@ def test_pip_wheel_builds_with_the_pinned_record(tmp_path: Path, cuda133_bin: Pa
     assert info["gemm_kernels"]["nvcc_arguments"] == ["-maxrregcount=48", "-DCIQ_GEMM_TN=4"]
     assert info["gemm_kernels"]["params"]["CIQ_GEMM_TN"] == 4
     assert info["cuda_compiler_version"].startswith("13.3.")
+
+
+def test_a_project_requiring_ciq_build_builds_in_isolation_from_a_local_wheel(tmp_path: Path,
+                                                                               cuda133_bin: Path) -> None:
+    """The README's route for a clone: ciq-build is not on the package index, so build its wheel
+    and let pip find it (`--find-links`); the sample's `requires = [..., "ciq-build"]` then
+    resolves in pip's isolated build environment, as a user's project would."""
+    repo = Path(__file__).resolve().parent.parent
+    wheels = tmp_path / "wheels"
+    ensure_ok(run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", wheels, repo], timeout=600))
+    [ciq_wheel] = wheels.glob("ciq_build-*.whl")
+    with zipfile.ZipFile(ciq_wheel) as wheel:  # every sub-package and the CMake package are in it
+        names = set(wheel.namelist())
+    for package in ("core", "measure", "state", "compiler", "build", "pin", "search", "tune"):
+        assert f"ciq_build/{package}/__init__.py" in names, package
+    assert {"ciq_build/cmake/ciq_build-config.cmake", "ciq_build/cmake/ciq_build_rules.txt"} <= names
+
+    source = copy_sample(tmp_path / "src")
+    result = run([
+        sys.executable, "-m", "pip", "wheel", "--no-deps", "--find-links", wheels, "-w", tmp_path / "dist", source,
+        "-C", f"cmake.define.CMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}",
+        "-C", f"build-dir={tmp_path / 'wheel-build'}",
+    ], timeout=900)
+    ensure_ok(result)
+    assert len(list((tmp_path / "dist").glob("ciq_sample_extension-*.whl"))) == 1
