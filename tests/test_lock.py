@@ -23,6 +23,7 @@ from ciq_build.pin.record import (
     check_architectures,
     check_toolchain,
     format_record,
+    relative_change,
     read_record,
     record_path,
     write_record,
@@ -439,9 +440,23 @@ def test_format_record_shows_what_is_pinned(pinned):
     assert "gemm.acf (ptxas" in text
     assert "CUDA 13.3" in text and "90a" in text
     assert "min time" in text and "max metric:gflops" in text
-    assert "(0.880x)" in text  # 1.1 / 1.25
+    assert "-12.0%" in text  # 1.1 / 1.25
     assert "seed 1" in text and "generations=4" in text
     assert "registers 64" in text
+
+
+def test_show_aligns_the_objectives_and_gives_no_spread_to_static_metrics(tmp_path):
+    record = replace(make_record(), objectives=(RecordObjective("time", "min"), RecordObjective("registers", "min")),
+                     baseline=ScoreSummary((1.25, 128.0), (0.01, 0.0)), winner=ScoreSummary((1.1, 96.0), (0.02, 0.0)))
+    lines = format_record(record).splitlines()
+    start = lines.index("objectives")
+    header, time_row, registers_row = lines[start + 1:start + 4]
+    assert time_row.split() == ["min", "time", "1.25", "±", "0.01", "1.1", "±", "0.02", "-12.0%"]
+    assert registers_row.split() == ["min", "registers", "128", "96", "-25.0%"]  # no "± 0"
+    for column in ("baseline", "winner", "change"):  # every row's cells start under their heading
+        at = header.index(column)
+        assert time_row[at - 1] == " " and time_row[at] != " " and registers_row[at] != " ", column
+    assert relative_change(2.0, 2.0) == "+0.0%" and relative_change(0.0, 1.0) == "-"
 
 
 def test_format_minimal_record(tmp_path):

@@ -663,6 +663,34 @@ def _printable(text: str) -> str:
     )
 
 
+def _measured(summary: ScoreSummary | None, i: int) -> str:
+    if summary is None:
+        return "-"
+    spread = summary.spread[i] if i < len(summary.spread) else 0.0
+    # A static metric has no spread: "± 0" would suggest a measurement that was not made.
+    return f"{summary.scores[i]:.6g}" + (f" ± {spread:.2g}" if spread else "")
+
+
+def relative_change(before: float, after: float) -> str:
+    """`after` against `before` as a signed percentage, one spelling everywhere ("-2.2%", "+0.0%")."""
+    if before == 0:
+        return "-"
+    return f"{(after / before - 1) * 100:+.1f}%"
+
+
+def _objective_table(record: PinnedRecord) -> list[str]:
+    """One aligned row per objective: direction and name, baseline, winner, change."""
+    rows = [("", "baseline", "winner", "change")]
+    for i, objective in enumerate(record.objectives):
+        base = record.baseline.scores[i] if record.baseline else None
+        best = record.winner.scores[i] if record.winner else None
+        change = relative_change(base, best) if base is not None and best is not None else "-"
+        rows.append((f"{objective.direction} {objective.name}", _measured(record.baseline, i),
+                     _measured(record.winner, i), change))
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    return ["   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+
+
 def format_record(record: PinnedRecord) -> str:
     """Human-readable summary for ``python -m ciq_build show <target>``."""
     lines = [f"target      {record.target}  (schema {record.schema})"]
@@ -692,17 +720,7 @@ def format_record(record: PinnedRecord) -> str:
     lines.append("provenance  " + ("; ".join(b for b in bits if b) or "(none)"))
     if record.objectives:
         lines.append("objectives")
-        for i, o in enumerate(record.objectives):
-            row = f"  {o.direction} {o.name}"
-            base = record.baseline.scores[i] if record.baseline else None
-            best = record.winner.scores[i] if record.winner else None
-            if base is not None:
-                row += f"   baseline {base:.6g} ± {record.baseline.spread[i]:.2g}"  # type: ignore[union-attr]
-            if best is not None:
-                row += f"   winner {best:.6g} ± {record.winner.spread[i]:.2g}"  # type: ignore[union-attr]
-            if base not in (None, 0) and best is not None:
-                row += f"   ({best / base:.3f}x)"
-            lines.append(row)
+        lines.extend("  " + row for row in _objective_table(record))
     if record.objects:
         lines.append("objects")
         for obj, archs in sorted(record.objects.items()):
