@@ -238,3 +238,13 @@ def test_scratch_trees_are_configured_one_at_a_time(tmp_path: Path) -> None:
                  env={"TRANSIENT_EXCLUSIVE_CONFIGURE": "1"})
     assert done.returncode == 0, done.stderr
     assert len(list((build / "ciq" / "scratch" / "kern").glob("worker-*/build/CMakeCache.txt"))) >= 3
+
+
+def test_show_after_a_tune_that_pinned_nothing_says_so(tmp_path: Path) -> None:
+    source = _project(tmp_path)
+    build = tmp_path / "build"
+    assert _tune("kern", source, build, "--generations", "1", "--pool-size", "2", "--no-pin").returncode == 0
+    show = subprocess.run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(build)],
+                          capture_output=True, text=True, timeout=60, cwd=source)
+    assert show.returncode == 2
+    assert "a tune ran" in show.stderr and "pinned nothing" in show.stderr and "report kern" in show.stderr

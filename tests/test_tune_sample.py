@@ -85,6 +85,9 @@ def test_the_next_plain_build_compiles_the_target_with_the_pin_and_only_that_tar
 
     listing = _ciq("list", "-B", str(build), cwd=source)
     assert "gemm_kernels" in listing.stdout and "reduce_kernels" in listing.stdout
+    gemm_row = next(line for line in listing.stdout.splitlines() if line.startswith("gemm_kernels "))
+    tuned = ",".join(o["name"] for o in record["objectives"])  # what the pin was tuned for, not what is registered
+    assert tuned in gemm_row.split(), gemm_row
     show = _ciq("show", "gemm_kernels", "-B", str(build), cwd=source)
     assert show.returncode == 0 and "registers" in show.stdout
 

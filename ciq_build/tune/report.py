@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ciq_build.errors import ManifestError
-from ciq_build.pin.record import format_record, read_record
+from ciq_build.build.cmake import safe_name
 from ciq_build.build.manifest import list_manifests, load_manifest
+from ciq_build.errors import CiqError, ManifestError
+from ciq_build.pin.record import format_record, read_record
+from ciq_build.state.journal import Journal
 
 
 def show(target: str, build_dir: Path, source_dir: Path | None, pin_file: Path | None) -> str:
@@ -16,8 +18,30 @@ def show(target: str, build_dir: Path, source_dir: Path | None, pin_file: Path |
         else:
             pin_file = load_manifest(build_dir, target).pin_file
     if not pin_file.is_file():
+        tried = _evaluations(build_dir, target)
+        if tried:
+            raise ManifestError(
+                f"{target} has no pinned record at {pin_file}, though a tune ran ({tried} evaluation(s) in "
+                f"{journal_path(build_dir, target)}): it pinned nothing (no candidate beat the defaults beyond "
+                f"the noise, or --no-pin), so the build uses the compiler's defaults. `python -m ciq_build report "
+                f"{target} -B {build_dir}` shows what it measured.")
         raise ManifestError(f"{target} has no pinned record at {pin_file}; run `python -m ciq_build tune {target}`")
     return format_record(read_record(pin_file))
+
+
+def journal_path(build_dir: Path, target: str) -> Path:
+    """Where `tune` journals a target's evaluations."""
+    return Path(build_dir) / "ciq" / "journal" / f"{safe_name(target)}.jsonl"
+
+
+def _evaluations(build_dir: Path, target: str) -> int:
+    path = journal_path(build_dir, target)
+    if not path.is_file():
+        return 0
+    try:
+        return sum(1 for record in Journal(path).evaluations() if record.get("kind") == "evaluation")
+    except CiqError:
+        return 0  # an unreadable journal says nothing either way
 
 
 def list_targets(build_dir: Path) -> str:
@@ -27,8 +51,19 @@ def list_targets(build_dir: Path) -> str:
                 "and configure the project")
     rows = [("target", "benchmark", "objectives", "pin")]
     for manifest in manifests:
-        pin = str(manifest.pin_file) if manifest.pin_file.is_file() else "(none)"
         bench = manifest.benchmark.target if manifest.benchmark else "(static only)"
-        rows.append((manifest.target, bench, ",".join(manifest.objectives), pin))
+        # What the pin was tuned for, when there is one; else what ciq_tune_target registers
+        # (empty: tune picks, time with a benchmark, else static metrics).
+        objectives = ",".join(manifest.objectives) or "(tune picks)"
+        pin = "(none)"
+        if manifest.pin_file.is_file():
+            pin = str(manifest.pin_file)
+            try:
+                record = read_record(manifest.pin_file)
+                objectives = ",".join(f"{o.direction}:{o.name}" if o.direction == "max" else o.name
+                                      for o in record.objectives) or objectives
+            except CiqError as exc:
+                pin += f" (refused: {str(exc).splitlines()[0][:60]})"
+        rows.append((manifest.target, bench, objectives, pin))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
