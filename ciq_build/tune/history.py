@@ -24,6 +24,7 @@ from ciq_build.measure.bench import beats_baseline
 from ciq_build.pin.record import PinnedRecord, read_record
 from ciq_build.state.journal import HEADER_KIND, Journal
 from ciq_build.tune.driver import metric_key
+from ciq_build.tune.report import pin_file_for
 
 # The parts of an evaluation's time the driver journals (Evaluated.timings).
 TIMING_NAMES = ("compile_s", "benchmark_s", "wait_s")
@@ -206,16 +207,6 @@ def journal_path(target: str, build_dir: Path) -> Path:
     return state_dir / "journal" / f"{safe_name(target)}.jsonl"
 
 
-def find_pin_file(target: str, build_dir: Path, source_dir: Path | None) -> Path | None:
-    """The target's record path (it may not exist yet), or None when neither tree says where it is."""
-    if source_dir is not None and not (build_dir / "ciq").is_dir():
-        return source_dir / "ciq" / f"{target}.json"
-    try:
-        return load_manifest(build_dir, target).pin_file
-    except CiqError:
-        return source_dir / "ciq" / f"{target}.json" if source_dir is not None else None
-
-
 def load_history(target: str, build_dir: Path, source_dir: Path | None = None,
                  pin_file: Path | None = None) -> TuneHistory:
     """The history of `target`'s tunes in `build_dir`; ManifestError when it was never tuned there."""
@@ -229,7 +220,10 @@ def load_history(target: str, build_dir: Path, source_dir: Path | None = None,
             f"no tune of {target} to report: its journal {path} {state}. Run "
             f"`python -m ciq_build tune {target} -B {build_dir}` first (the report reads what it journals).")
     if pin_file is None:
-        pin_file = find_pin_file(target, build_dir, source_dir)
+        try:
+            pin_file = pin_file_for(target, build_dir, source_dir)
+        except CiqError:
+            pin_file = None  # no manifest to say where: a report of the journal alone
     record = read_record(pin_file) if pin_file is not None and pin_file.is_file() else None
     header = next((r for r in reversed(records) if r.get("kind") == HEADER_KIND), None)
     objectives = _objectives(header, record, evaluations)
