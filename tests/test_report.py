@@ -288,3 +288,14 @@ def test_text_from_an_edited_journal_is_escaped_in_the_page(tmp_path: Path) -> N
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     markdown = report_page.render_markdown(history)
     assert "<script>alert(1)</script>" in markdown  # Markdown is text for a log; a | would be escaped
+
+
+@slow
+def test_a_record_pinned_by_another_tune_is_reported_as_such(tuned: dict, tmp_path: Path) -> None:
+    other = tmp_path / "ciq" / "timer.json"
+    other.parent.mkdir()
+    text = (tuned["source"] / "ciq" / "timer.json").read_text()
+    other.write_text(text.replace('"X": "', '"X": "9'))  # controls no evaluation of this journal had
+    history = load_history("timer", tuned["build"], pin_file=other)
+    assert history.record is not None and history.winner is None
+    assert "another tune pinned it" in report_page.render_markdown(history)

@@ -186,8 +186,15 @@ def _evaluation_head(history: TuneHistory) -> list[str]:
 
 def _facts(history: TuneHistory) -> list[tuple[str, str]]:
     record = history.record
+    if record is None:
+        pinned = "none (nothing pinned yet)"
+    elif history.winner is None:
+        # A record pinned by another search (other objectives, an older journal, another machine).
+        pinned = f"{history.record_path} (its controls are not among this journal's evaluations: another tune pinned it)"
+    else:
+        pinned = str(history.record_path)
     facts = [("journal", str(history.journal_path)),
-             ("pinned record", str(history.record_path) if record is not None else "none (nothing pinned yet)"),
+             ("pinned record", pinned),
              ("evaluations", f"{len(history.evaluations)} ({len(history.scored)} scored, "
                              f"{len(history.evaluations) - len(history.scored)} failed)"),
              ("failures", ", ".join(f"{cause} {n}" for cause, n in history.failures.items()) or "none")]
