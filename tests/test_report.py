@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ciq_build.core.results import dominates
 from ciq_build.pin.record import read_record
@@ -130,8 +132,8 @@ def test_csv_export_has_one_row_per_evaluation_and_reads_back(tuned: dict) -> No
     assert done.returncode == 0, done.stderr
     assert str(out) in done.stdout
     history = load_history("timer", tuned["build"])
-    assert out.read_text() == to_csv(history)
-    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert out.read_bytes().decode() == to_csv(history)
+    rows = list(csv.DictReader(io.StringIO(out.read_bytes().decode(), newline="")))
     assert len(rows) == len(history.evaluations)
     for row, evaluation in zip(rows, history.evaluations):
         assert row["key"] == evaluation.key and row["ok"] == str(evaluation.ok)
@@ -299,3 +301,51 @@ def test_a_record_pinned_by_another_tune_is_reported_as_such(tuned: dict, tmp_pa
     history = load_history("timer", tuned["build"], pin_file=other)
     assert history.record is not None and history.winner is None
     assert "another tune pinned it" in report_page.render_markdown(history)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=12,
+)
+_FIELDS = ["key", "generation", "ok", "cause", "message", "scores", "metrics", "params", "controls", "timings",
+           "seconds", "time", "environmental"]
+
+
+_controls = st.dictionaries(st.sampled_from(["flags", "defines", "acf"]),
+                            _json_values | st.lists(st.text(max_size=6)) | st.fixed_dictionaries({"file": _json_values}))
+_record = st.dictionaries(st.sampled_from(_FIELDS), _json_values, max_size=8).flatmap(
+    lambda r: st.builds(lambda c, s: {**r, "controls": c, "scores": s}, _controls,
+                        st.lists(_json_values | st.floats(), max_size=3)))
+_objectives = st.lists(st.sampled_from(["time", "registers", "max:metric:x", "bogus", ""]), max_size=3) | _json_values
+
+
+def _edited_history(tmp_path: Path, records: list[dict], objectives: object):  # type: ignore[no-untyped-def]
+    journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    lines = [{"kind": "header", "objectives": objectives}] + [{**r, "kind": "evaluation"} for r in records]
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return load_history("kern", tmp_path / "build")
+
+
+_EDITED = dict(deadline=None, database=None,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@settings(max_examples=200, **_EDITED)
+@given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
+def test_any_journal_anyone_could_have_edited_reports_and_exports_or_says_why_not(
+        tmp_path: Path, records: list[dict], objectives: object) -> None:
+    history = _edited_history(tmp_path, records, objectives)
+    assert 1 <= len(history.evaluations) <= len(records)  # one per key: a key journaled again replaces its line
+    report_page.render_markdown(history)
+    json.loads(to_json(history))  # strict JSON: no NaN even when the journal had one
+    assert len(list(csv.DictReader(io.StringIO(to_csv(history), newline="")))) == len(history.evaluations)
+
+
+@settings(max_examples=20, **_EDITED)  # each example draws five plots: a second or so
+@given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
+def test_any_edited_journal_gives_a_page_with_plots(tmp_path: Path, records: list[dict], objectives: object) -> None:
+    pytest.importorskip("matplotlib")
+    page = report_page.render_html(_edited_history(tmp_path, records, objectives))
+    assert 'id="plot-time"' in page

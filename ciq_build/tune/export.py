@@ -73,8 +73,8 @@ def to_json(history: TuneHistory) -> str:
         "objectives": [{"name": o.name, "direction": o.direction} for o in history.objectives],
         "evaluations": [evaluation_row(history, e) for e in history.evaluations],
     }
-    # allow_nan=False: what is written is strict JSON that every reader takes.
-    return json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    # Strict JSON, which every reader takes: a NaN or an infinity (a failed score, an edited journal) is null.
+    return json.dumps(_strict(document), indent=2, allow_nan=False) + "\n"
 
 
 def to_csv(history: TuneHistory) -> str:
@@ -84,7 +84,8 @@ def to_csv(history: TuneHistory) -> str:
                      key=_column_order)
     columns = fixed + varying + ["seconds", "finished", "message"]
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, restval="", lineterminator="\n")
+    # The csv module's own \r\n line ends (RFC 4180): only then does it quote a field holding a lone \r.
+    writer = csv.DictWriter(out, fieldnames=columns, restval="")
     writer.writeheader()
     writer.writerows(rows)
     return out.getvalue()
@@ -112,3 +113,14 @@ def _column_order(column: str) -> tuple[int, str]:
 
 def _finite_or_none(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
+
+
+def _strict(value: Any) -> Any:
+    """`value` with every non-finite float replaced by None, at any depth."""
+    if isinstance(value, float):
+        return _finite_or_none(value)
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(item) for item in value]
+    return value

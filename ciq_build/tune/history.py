@@ -57,10 +57,6 @@ class Evaluation:
         """The compiler's defaults: no flags, no defines, no ACF."""
         return not self.flags and not self.defines and self.acf is None
 
-    @property
-    def same_controls(self) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], str | None]:
-        return self.flags, tuple(sorted(self.defines.items())), self.acf
-
 
 @dataclass(frozen=True)
 class Remeasure:
@@ -262,7 +258,7 @@ def _evaluations(records: list[dict[str, Any]], width: int) -> list[Evaluation]:
     result = []
     for index, key in enumerate(order):
         record = by_key[key]
-        controls = record.get("controls") if isinstance(record.get("controls"), dict) else {}
+        controls = _mapping(record.get("controls"))
         acf = controls.get("acf")
         scores = record.get("scores")
         ok = record.get("ok") is True and isinstance(scores, list) and len(scores) == width
@@ -277,9 +273,9 @@ def _evaluations(records: list[dict[str, Any]], width: int) -> list[Evaluation]:
             message=str(record.get("message") or ""),
             scores=tuple(_number(s, math.nan) for s in scores) if ok else None,  # type: ignore[union-attr]
             metrics=_numbers(record.get("metrics")),
-            params=dict(record["params"]) if isinstance(record.get("params"), dict) else {},
-            flags=tuple(str(f) for f in controls.get("flags") or ()),
-            defines={str(k): str(v) for k, v in (controls.get("defines") or {}).items()},
+            params=_mapping(record.get("params")),
+            flags=tuple(str(f) for f in _list(controls.get("flags"))),
+            defines={str(k): str(v) for k, v in _mapping(controls.get("defines")).items()},
             acf=str(acf["file"]) if isinstance(acf, dict) and acf.get("file") else None,
             timings={k: v for k, v in _numbers(record.get("timings")).items() if k in TIMING_NAMES},
             seconds=_number(record.get("seconds")),
@@ -303,6 +299,15 @@ def _number(value: Any, default: float = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
     return float(value)
+
+
+# A journal is a file anyone could have edited: a field of the wrong type reads as empty.
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
 
 
 def _numbers(value: Any) -> dict[str, float]:
