@@ -243,7 +243,7 @@ def _generation_starts(history: TuneHistory) -> list[tuple[int, float]]:
 
 def plot_convergence(pyplot: Any, history: TuneHistory) -> Any:
     n = len(history.objectives)
-    figure, axes = pyplot.subplots(n, 2, figsize=(10, 3 * n), squeeze=False)
+    figure, axes = pyplot.subplots(n, 2, layout="constrained", figsize=(10, 3 * n), squeeze=False)
     base = history.baseline
     for i, objective in enumerate(history.objectives):
         series = history.best_so_far(i)
@@ -269,7 +269,7 @@ def plot_convergence(pyplot: Any, history: TuneHistory) -> Any:
 def plot_candidates(pyplot: Any, history: TuneHistory) -> Any:
     """A strip plot per objective: each candidate's change against the baseline; failures counted beside it."""
     n = len(history.objectives)
-    figure, axes = pyplot.subplots(1, n, figsize=(4 * n + 1, 4), squeeze=False)
+    figure, axes = pyplot.subplots(1, n, layout="constrained", figsize=(4 * n + 1, 4), squeeze=False)
     base, winner = history.baseline, history.winner
     for i, objective in enumerate(history.objectives):
         ax = axes[0][i]
@@ -303,7 +303,7 @@ def plot_candidates(pyplot: Any, history: TuneHistory) -> Any:
 
 def plot_pareto(pyplot: Any, history: TuneHistory) -> Any:
     first, second = history.objectives[0], history.objectives[1]
-    figure, ax = pyplot.subplots(figsize=(6, 4.5))
+    figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 4.5))
     scored = history.scored
     ax.scatter([e.scores[0] for e in scored], [e.scores[1] for e in scored], s=16, alpha=0.4,  # type: ignore[index]
                color="tab:gray", label="candidates")
@@ -325,7 +325,7 @@ def plot_remeasure(pyplot: Any, history: TuneHistory) -> Any | None:
     measured = history.remeasure()
     if measured is None:
         return None
-    figure, ax = pyplot.subplots(figsize=(6, 4))
+    figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 4))
     ax.boxplot([measured.baseline, measured.winner], widths=0.4)
     ax.set_xticks([1, 2], ["baseline", "winner"])
     for position, samples in ((1, measured.baseline), (2, measured.winner)):
@@ -338,7 +338,7 @@ def plot_remeasure(pyplot: Any, history: TuneHistory) -> Any | None:
 
 def plot_time(pyplot: Any, history: TuneHistory) -> Any:
     generations = history.generations
-    figure, ax = pyplot.subplots(figsize=(7, 0.5 * len(generations) + 1.5))
+    figure, ax = pyplot.subplots(layout="constrained", figsize=(7, 0.5 * len(generations) + 1.5))
     left = [0.0] * len(generations)
     for name, color in zip(TIMING_NAMES, ("tab:blue", "tab:green", "tab:gray")):
         widths = [sum(e.timings.get(name, 0.0) for e in history.evaluations if e.generation == g)
