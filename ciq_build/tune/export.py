@@ -24,11 +24,12 @@ from ciq_build.tune.history import TIMING_NAMES, Evaluation, TuneHistory, load_h
 def export(target: str, build_dir: Path, source_dir: Path | None, *, csv_file: str | None = None,
            json_file: str | None = None) -> str:
     """Write `target`'s evaluations to `csv_file` or `json_file` ("-": stdout); returns what to print after."""
-    history = load_history(target, build_dir, source_dir)
     if (csv_file is None) == (json_file is None):
         raise ConfigError("export writes one format: give --csv FILE or --json FILE")
+    history = load_history(target, build_dir, source_dir)
     text, destination = (to_csv(history), csv_file) if csv_file is not None else (to_json(history), json_file)
-    return write_text(text, destination, f"{len(history.evaluations)} evaluation(s) of {target}")  # type: ignore[arg-type]
+    assert destination is not None
+    return write_text(text, destination, f"{len(history.evaluations)} evaluation(s) of {target}")
 
 
 def write_text(text: str, destination: str, what: str) -> str:

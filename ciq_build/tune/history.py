@@ -16,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ciq_build.build.cmake import safe_name
 from ciq_build.build.manifest import Objective, load_manifest, parse_objective
 from ciq_build.core.results import non_dominated
@@ -171,7 +173,8 @@ class TuneHistory:
         except (TypeError, ValueError):
             return None
         metric = str(samples.get("metric", ""))
-        direction = next((o.direction for o in self.record.objectives if metric_key(parse_objective(o.name)) == metric), "min")
+        direction = next((o.direction for o in self.record.objectives
+                          if metric_key(parse_objective(o.name)) == metric), "min")
         verdict = beats_baseline(base, win, direction)  # type: ignore[arg-type]
         return Remeasure(metric=metric, baseline=base, winner=win, verdict=str(samples.get("verdict", "")),
                          p_value=verdict.p_value, baseline_median=_median(base), winner_median=_median(win),
@@ -179,14 +182,11 @@ class TuneHistory:
 
 
 def _median(values: tuple[float, ...]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return float(np.median(values))
 
 
 def _iqr(values: tuple[float, ...]) -> float:
-    import numpy as np
-
+    """75th - 25th percentile, linearly interpolated: the spread the tune's verdict uses."""
     q25, q75 = np.percentile(values, [25, 75])
     return float(q75 - q25)
 

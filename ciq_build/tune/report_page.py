@@ -190,7 +190,8 @@ def _facts(history: TuneHistory) -> list[tuple[str, str]]:
         pinned = "none (nothing pinned yet)"
     elif history.winner is None:
         # A record pinned by another search (other objectives, an older journal, another machine).
-        pinned = f"{history.record_path} (its controls are not among this journal's evaluations: another tune pinned it)"
+        pinned = (f"{history.record_path} (its controls are not among this journal's evaluations: "
+                  "another tune pinned it)")
     else:
         pinned = str(history.record_path)
     facts = [("journal", str(history.journal_path)),
