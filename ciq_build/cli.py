@@ -77,6 +77,23 @@ def build_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="rebuild a target and check that its pin took effect")
     verify.add_argument("target")
     _add_tree_options(verify)
+    # -- report and export: what a tune did (ciq_build.tune.history) --
+    report = commands.add_parser("report", help="what a tune did: one self-contained HTML page (or Markdown)",
+                                 description="Reads the target's journal and pinned record; builds nothing.")
+    report.add_argument("target")
+    _add_tree_options(report)
+    report.add_argument("--format", choices=["html", "markdown"], default="html",
+                        help="html (default: plots embedded, opens offline) or markdown (tables, for CI logs)")
+    report.add_argument("--output", "-o", default=None, metavar="FILE",
+                        help="where to write it, - for stdout (default: <build>/ciq/report/<target>.html for html, "
+                             "stdout for markdown)")
+    export = commands.add_parser("export", help="one row per evaluation of a target's tune, as CSV or JSON")
+    export.add_argument("target")
+    _add_tree_options(export)
+    export_format = export.add_mutually_exclusive_group(required=True)
+    export_format.add_argument("--csv", metavar="FILE", help="write CSV to FILE (- for stdout)")
+    export_format.add_argument("--json", metavar="FILE", help="write JSON to FILE (- for stdout)")
+
     sample = commands.add_parser(
         "sample-acfs", help="draw ACFs from an NVIDIA compiler search space into a pool folder (needs compileiq)",
         description="Sample ACFs with compileiq where it is installed; tune elsewhere with --controls acf-pool:DIR.")
@@ -130,6 +147,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ciq_build.search.acf_pool import sample_pool
 
             print(sample_pool(args.space, args.count, args.out, args.seed))
+            return 0
+        if args.command == "report":
+            from ciq_build.tune.report_page import report
+
+            print(report(args.target, args.build_dir, args.source_dir, args.format, args.output), end="")
+            return 0
+        if args.command == "export":
+            from ciq_build.tune.export import export
+
+            print(export(args.target, args.build_dir, args.source_dir, csv_file=args.csv, json_file=args.json),
+                  end="")
             return 0
         if args.command == "verify":
             from ciq_build.pin.verify import verify

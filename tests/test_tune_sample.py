@@ -100,3 +100,21 @@ def test_a_runtime_objective_without_a_gpu_is_a_clear_error_naming_the_static_ob
     assert result.returncode == 2
     assert "no usable GPU" in result.stderr and "spill_bytes" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_report_of_the_static_tune_marks_the_pinned_point_on_its_front(sample: dict) -> None:
+    source, build = sample["source"], sample["build"]
+    record = json.loads((source / "ciq" / "gemm_kernels.json").read_text())
+    report = _ciq("report", "gemm_kernels", "-B", str(build), "--format", "markdown", cwd=source)
+    assert report.returncode == 0, report.stderr
+    text = report.stdout
+    base, best = record["baseline"]["scores"], record["winner"]["scores"]
+    assert "## Pareto front: spill_bytes and registers" in text
+    pinned = next(line for line in text.splitlines() if "| pinned |" in line)  # the record's controls were found
+    assert pinned.split(" | ")[1:3] == [f"{best[0]:.6g}", f"{best[1]:.6g}"]
+    assert f"| registers | min | {base[1]:.6g} |" in text
+    assert "re-measured" not in text  # static scores are exact: nothing to re-measure
+    page = _ciq("report", "gemm_kernels", "-B", str(build), cwd=source)
+    assert page.returncode == 0, page.stderr
+    html = (build / "ciq" / "report" / "gemm_kernels.html").read_text()
+    assert "static objectives are deterministic" in html and 'id="plot-pareto"' in html

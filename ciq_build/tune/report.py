@@ -11,12 +11,16 @@ from ciq_build.pin.record import format_record, read_record
 from ciq_build.state.journal import Journal
 
 
+def pin_file_for(target: str, build_dir: Path, source_dir: Path | None) -> Path:
+    """Where `target`'s record is: <source>/ciq/ while the build tree is not configured, else the manifest's."""
+    if source_dir is not None and not (build_dir / "ciq").is_dir():
+        return source_dir / "ciq" / f"{target}.json"
+    return load_manifest(build_dir, target).pin_file
+
+
 def show(target: str, build_dir: Path, source_dir: Path | None, pin_file: Path | None) -> str:
     if pin_file is None:
-        if source_dir is not None and not (build_dir / "ciq").is_dir():
-            pin_file = source_dir / "ciq" / f"{target}.json"
-        else:
-            pin_file = load_manifest(build_dir, target).pin_file
+        pin_file = pin_file_for(target, build_dir, source_dir)
     if not pin_file.is_file():
         tried = _evaluations(build_dir, target)
         if tried:

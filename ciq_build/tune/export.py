@@ -1,0 +1,127 @@
+"""`export`: one row per journaled evaluation, as CSV or JSON, for pandas, a spreadsheet or a notebook.
+
+A row holds what determined the evaluation (its search parameters and the
+controls they became), what it measured (the objectives' scores and every
+metric), why it failed, and where its time went. CSV columns are flat and
+named: the search parameters by their own names (``knob.*``, ``param.*``),
+then ``score.*``, ``metric.*`` and ``timing.*``; JSON keeps the
+same row as nested objects. Missing values are empty in CSV and null in JSON.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ciq_build.errors import ConfigError
+from ciq_build.tune.history import TIMING_NAMES, Evaluation, TuneHistory, load_history
+
+
+def export(target: str, build_dir: Path, source_dir: Path | None, *, csv_file: str | None = None,
+           json_file: str | None = None) -> str:
+    """Write `target`'s evaluations to `csv_file` or `json_file` ("-": stdout); returns what to print after."""
+    if (csv_file is None) == (json_file is None):
+        raise ConfigError("export writes one format: give --csv FILE or --json FILE")
+    history = load_history(target, build_dir, source_dir)
+    text, destination = (to_csv(history), csv_file) if csv_file is not None else (to_json(history), json_file)
+    assert destination is not None
+    return write_text(text, destination, f"{len(history.evaluations)} evaluation(s) of {target}")
+
+
+def write_text(text: str, destination: str, what: str) -> str:
+    """Write `text` to the file `destination`, or return it for stdout when that is "-"; else a line saying where."""
+    if destination == "-":
+        return text
+    path = Path(destination)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}; choose another file") from exc
+    return f"ciq_build: wrote {what} to {path}\n"
+
+
+def evaluation_row(history: TuneHistory, evaluation: Evaluation) -> dict[str, Any]:
+    """One evaluation as the nested JSON row."""
+    scores = evaluation.scores or (None,) * len(history.objectives)
+    return {
+        "index": evaluation.index,
+        "generation": evaluation.generation,
+        "key": evaluation.key,
+        "baseline": evaluation.is_baseline,
+        "ok": evaluation.ok,
+        "cause": evaluation.cause,
+        "environmental": evaluation.environmental,
+        "params": evaluation.params,
+        "controls": {"flags": list(evaluation.flags), "defines": evaluation.defines, "acf": evaluation.acf},
+        "scores": {o.spec: _finite_or_none(s) for o, s in zip(history.objectives, scores)},
+        "metrics": {name: _finite_or_none(v) for name, v in sorted(evaluation.metrics.items())},
+        "timings": {name: evaluation.timings.get(name) for name in TIMING_NAMES},
+        "seconds": evaluation.seconds,
+        "finished": evaluation.finished,
+        "message": evaluation.message,
+    }
+
+
+def to_json(history: TuneHistory) -> str:
+    document = {
+        "target": history.target,
+        "journal": str(history.journal_path),
+        "objectives": [{"name": o.name, "direction": o.direction} for o in history.objectives],
+        "evaluations": [evaluation_row(history, e) for e in history.evaluations],
+    }
+    # Strict JSON, which every reader takes: a NaN or an infinity (a failed score, an edited journal) is null.
+    return json.dumps(_strict(document), indent=2, allow_nan=False) + "\n"
+
+
+def to_csv(history: TuneHistory) -> str:
+    rows = [_flat(evaluation_row(history, e)) for e in history.evaluations]
+    fixed = ["index", "generation", "key", "baseline", "ok", "cause", "environmental", "flags", "defines", "acf"]
+    varying = sorted({column for row in rows for column in row} - set(fixed) - {"seconds", "finished", "message"},
+                     key=_column_order)
+    columns = fixed + varying + ["seconds", "finished", "message"]
+    out = io.StringIO()
+    # The csv module's own \r\n line ends (RFC 4180): only then does it quote a field holding a lone \r.
+    writer = csv.DictWriter(out, fieldnames=columns, restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    controls = row.pop("controls")
+    flat: dict[str, Any] = {key: value for key, value in row.items() if not isinstance(value, dict)}
+    flat["flags"] = " ".join(controls["flags"])
+    flat["defines"] = " ".join(f"{k}={v}" for k, v in sorted(controls["defines"].items()))
+    flat["acf"] = controls["acf"] or ""
+    # Search parameters are namespaced already (knob.*, param.*, acf.*): their own names are the columns.
+    flat.update(row["params"])
+    for prefix, key in (("score", "scores"), ("metric", "metrics"), ("timing", "timings")):
+        for name, value in row[key].items():
+            flat[f"{prefix}.{name}"] = value
+    return {key: "" if value is None else value for key, value in flat.items()}
+
+
+def _column_order(column: str) -> tuple[int, str]:
+    """Search parameters first, then scores, metrics and timings, each sorted by name."""
+    prefixes = ("score.", "metric.", "timing.")
+    return next((i + 1 for i, p in enumerate(prefixes) if column.startswith(p)), 0), column
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _strict(value: Any) -> Any:
+    """`value` with every non-finite float replaced by None, at any depth."""
+    if isinstance(value, float):
+        return _finite_or_none(value)
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(item) for item in value]
+    return value

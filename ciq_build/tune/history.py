@@ -1,0 +1,316 @@
+"""What a tune did, read back from its journal and its pinned record.
+
+The data behind `report` and `export` (rendering lives in report_page.py and
+export.py): every evaluation in the order it finished, the baseline, the
+pinned winner, best-so-far per objective, the Pareto front, failures by
+cause, where the time went, and the winner's re-measure against the baseline.
+Nothing here builds or measures; a journal is enough, the record adds the
+re-measure and marks the chosen point.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ciq_build.build.cmake import safe_name
+from ciq_build.build.manifest import Objective, load_manifest, parse_objective
+from ciq_build.core.results import non_dominated
+from ciq_build.errors import CiqError, ManifestError
+from ciq_build.measure.bench import beats_baseline
+from ciq_build.pin.record import PinnedRecord, read_record
+from ciq_build.state.journal import HEADER_KIND, Journal
+from ciq_build.tune.driver import metric_key
+from ciq_build.tune.report import pin_file_for
+
+# The parts of an evaluation's time the driver journals (Evaluated.timings).
+TIMING_NAMES = ("compile_s", "benchmark_s", "wait_s")
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One journaled evaluation, as the report shows it."""
+
+    index: int  # 0-based, in the order evaluations finished (a re-journaled key keeps its first place)
+    generation: int
+    key: str
+    ok: bool
+    cause: str | None
+    environmental: bool
+    message: str
+    scores: tuple[float, ...] | None  # one per objective, when ok
+    metrics: dict[str, float]
+    params: dict[str, Any]
+    flags: tuple[str, ...]
+    defines: dict[str, str]
+    acf: str | None  # the ACF file the candidate applied, if any
+    timings: dict[str, float]
+    seconds: float  # the whole evaluation's wall time
+    finished: str  # the journal's timestamp, as written
+    elapsed_s: float  # seconds from the start of the first evaluation to the end of this one
+
+    @property
+    def is_baseline(self) -> bool:
+        """The compiler's defaults: no flags, no defines, no ACF."""
+        return not self.flags and not self.defines and self.acf is None
+
+
+@dataclass(frozen=True)
+class Remeasure:
+    """The winner re-measured against the baseline, interleaved, before it was pinned."""
+
+    metric: str
+    baseline: tuple[float, ...]
+    winner: tuple[float, ...]
+    verdict: str  # the driver's explanation, as recorded
+    p_value: float  # one-sided Mann-Whitney U, recomputed from the recorded samples
+    baseline_median: float
+    winner_median: float
+    baseline_iqr: float
+    winner_iqr: float
+
+
+@dataclass
+class TuneHistory:
+    target: str
+    journal_path: Path
+    objectives: list[Objective]
+    evaluations: list[Evaluation]
+    record: PinnedRecord | None = None
+    record_path: Path | None = None
+    skipped_lines: list[tuple[int, str]] = field(default_factory=list)
+
+    # -- the points that matter -------------------------------------------------
+
+    @property
+    def baseline(self) -> Evaluation | None:
+        return next((e for e in reversed(self.evaluations) if e.is_baseline and e.ok), None)
+
+    @property
+    def winner(self) -> Evaluation | None:
+        """The pinned record's controls among the evaluations (None without a record)."""
+        if self.record is None:
+            return None
+        controls = self.record.controls
+        acf_name = Path(controls.acf.path).name if controls.acf is not None else None
+        wanted = (tuple(controls.flags), tuple(controls.defines), acf_name)
+        for evaluation in reversed(self.evaluations):
+            acf = Path(evaluation.acf).name if evaluation.acf else None
+            if evaluation.ok and (evaluation.flags, tuple(sorted(evaluation.defines.items())), acf) == wanted:
+                return evaluation
+        return None
+
+    @property
+    def scored(self) -> list[Evaluation]:
+        return [e for e in self.evaluations if e.ok and e.scores is not None]
+
+    @property
+    def failures(self) -> dict[str, int]:
+        """Failed evaluations by cause, most frequent first."""
+        counts: dict[str, int] = {}
+        for e in self.evaluations:
+            if not e.ok:
+                counts[e.cause or "error"] = counts.get(e.cause or "error", 0) + 1
+        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+
+    @property
+    def generations(self) -> list[int]:
+        return sorted({e.generation for e in self.evaluations})
+
+    # -- derived series -----------------------------------------------------------
+
+    def best_so_far(self, objective: int = 0) -> list[tuple[Evaluation, float]]:
+        """After each scored evaluation, the best value of `objective` seen up to it."""
+        direction = self.objectives[objective].direction
+        best = math.nan
+        series = []
+        for e in self.scored:
+            value = e.scores[objective]  # type: ignore[index]
+            if math.isfinite(value) and (math.isnan(best) or (value < best if direction == "min" else value > best)):
+                best = value
+            series.append((e, best))
+        return series
+
+    def relative(self, evaluation: Evaluation, objective: int) -> float | None:
+        """`evaluation`'s score over the baseline's on `objective` (1.0: the same); None without a baseline > 0."""
+        base = self.baseline
+        if base is None or base.scores is None or evaluation.scores is None:
+            return None
+        reference = base.scores[objective]
+        if reference == 0 or not math.isfinite(reference):
+            return None
+        return evaluation.scores[objective] / reference
+
+    def pareto_front(self, first: int = 0, second: int = 1) -> list[Evaluation]:
+        """The scored evaluations no other one beats on both objectives, along the first."""
+        points = [e for e in self.scored if all(math.isfinite(s) for s in e.scores)]  # type: ignore[union-attr]
+        if not points:
+            return []
+        directions = [self.objectives[first].direction, self.objectives[second].direction]
+        pairs = [(e.scores[first], e.scores[second]) for e in points]  # type: ignore[index]
+        front = [points[i] for i in non_dominated(pairs, directions)]
+        return sorted(front, key=lambda e: (e.scores[first], e.scores[second]))  # type: ignore[index]
+
+    def time_spent(self) -> dict[str, float]:
+        """Seconds compiling, benchmarking and waiting for a GPU, over every journaled evaluation."""
+        return {name: sum(e.timings.get(name, 0.0) for e in self.evaluations) for name in TIMING_NAMES}
+
+    def remeasure(self) -> Remeasure | None:
+        """The record's re-measure of the winner against the baseline (timed objectives only)."""
+        if self.record is None:
+            return None
+        samples = self.record.provenance.get("remeasured")
+        if not isinstance(samples, dict) or not samples.get("baseline") or not samples.get("winner"):
+            return None
+        try:
+            base = tuple(float(v) for v in samples["baseline"])
+            win = tuple(float(v) for v in samples["winner"])
+        except (TypeError, ValueError):
+            return None
+        metric = str(samples.get("metric", ""))
+        direction = next((o.direction for o in self.record.objectives
+                          if metric_key(parse_objective(o.name)) == metric), "min")
+        verdict = beats_baseline(base, win, direction)  # type: ignore[arg-type]
+        return Remeasure(metric=metric, baseline=base, winner=win, verdict=str(samples.get("verdict", "")),
+                         p_value=verdict.p_value, baseline_median=_median(base), winner_median=_median(win),
+                         baseline_iqr=_iqr(base), winner_iqr=_iqr(win))
+
+
+def _median(values: tuple[float, ...]) -> float:
+    return float(np.median(values))
+
+
+def _iqr(values: tuple[float, ...]) -> float:
+    """75th - 25th percentile, linearly interpolated: the spread the tune's verdict uses."""
+    q25, q75 = np.percentile(values, [25, 75])
+    return float(q75 - q25)
+
+
+# -- reading -----------------------------------------------------------------------
+
+
+def journal_path(target: str, build_dir: Path) -> Path:
+    """Where `tune` journals `target`: under the build tree's ciq/ (the manifest's, when configured)."""
+    try:
+        state_dir = load_manifest(build_dir, target).binary_dir / "ciq"
+    except CiqError:
+        state_dir = build_dir / "ciq"
+    return state_dir / "journal" / f"{safe_name(target)}.jsonl"
+
+
+def load_history(target: str, build_dir: Path, source_dir: Path | None = None,
+                 pin_file: Path | None = None) -> TuneHistory:
+    """The history of `target`'s tunes in `build_dir`; ManifestError when it was never tuned there."""
+    path = journal_path(target, build_dir)
+    journal = Journal(path)
+    records = journal.records()
+    evaluations = [r for r in records if r.get("kind") == "evaluation"]
+    if not evaluations:
+        state = "has no evaluations yet" if path.exists() else "does not exist"
+        raise ManifestError(
+            f"no tune of {target} to report: its journal {path} {state}. Run "
+            f"`python -m ciq_build tune {target} -B {build_dir}` first (the report reads what it journals).")
+    if pin_file is None:
+        try:
+            pin_file = pin_file_for(target, build_dir, source_dir)
+        except CiqError:
+            pin_file = None  # no manifest to say where: a report of the journal alone
+    record = read_record(pin_file) if pin_file is not None and pin_file.is_file() else None
+    header = next((r for r in reversed(records) if r.get("kind") == HEADER_KIND), None)
+    objectives = _objectives(header, record, evaluations)
+    return TuneHistory(target=target, journal_path=path, objectives=objectives,
+                       evaluations=_evaluations(evaluations, len(objectives)), record=record,
+                       record_path=pin_file if record is not None else None, skipped_lines=list(journal.skipped))
+
+
+def _objectives(header: dict[str, Any] | None, record: PinnedRecord | None,
+                evaluations: list[dict[str, Any]]) -> list[Objective]:
+    """The objectives the scores are in: the latest header's, else the record's, else unnamed ones."""
+    specs = header.get("objectives") if header else None
+    if isinstance(specs, list) and specs:
+        try:
+            return [parse_objective(spec) for spec in specs]
+        except CiqError:
+            pass
+    if record is not None and record.objectives:
+        return [parse_objective(o.name if o.direction == "min" else f"max:{o.name}") for o in record.objectives]
+    width = max((len(r["scores"]) for r in evaluations if isinstance(r.get("scores"), list)), default=1)
+    return [Objective(f"objective {i + 1}", "min", "static") for i in range(width)]
+
+
+def _evaluations(records: list[dict[str, Any]], width: int) -> list[Evaluation]:
+    """One Evaluation per key: a key journaled again (a corrected or re-run evaluation) replaces the earlier one."""
+    by_key: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    for position, record in enumerate(records):
+        key = record.get("key") if isinstance(record.get("key"), str) else f"#{position}"
+        if key not in by_key:
+            order.append(key)
+        by_key[key] = record
+    finished = [_timestamp(r.get("time")) for r in records]
+    starts = [t - _number(r.get("seconds")) for t, r in zip(finished, records) if t is not None]
+    origin = min(starts) if starts else None
+    result = []
+    for index, key in enumerate(order):
+        record = by_key[key]
+        controls = _mapping(record.get("controls"))
+        acf = controls.get("acf")
+        scores = record.get("scores")
+        ok = record.get("ok") is True and isinstance(scores, list) and len(scores) == width
+        when = _timestamp(record.get("time"))
+        result.append(Evaluation(
+            index=index,
+            generation=int(_number(record.get("generation"))),
+            key=key,
+            ok=ok,
+            cause=None if ok else (str(record.get("cause") or "error")),
+            environmental=record.get("environmental") is True,
+            message=str(record.get("message") or ""),
+            scores=tuple(_number(s, math.nan) for s in scores) if ok else None,  # type: ignore[union-attr]
+            metrics=_numbers(record.get("metrics")),
+            params=_mapping(record.get("params")),
+            flags=tuple(str(f) for f in _list(controls.get("flags"))),
+            defines={str(k): str(v) for k, v in _mapping(controls.get("defines")).items()},
+            acf=str(acf["file"]) if isinstance(acf, dict) and acf.get("file") else None,
+            timings={k: v for k, v in _numbers(record.get("timings")).items() if k in TIMING_NAMES},
+            seconds=_number(record.get("seconds")),
+            finished=str(record.get("time") or ""),
+            elapsed_s=(when - origin) if when is not None and origin is not None else math.nan,
+        ))
+    return result
+
+
+def _timestamp(value: Any) -> float | None:
+    """Seconds since the epoch of a journal "time" (``%Y-%m-%dT%H:%M:%S%z``), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except ValueError:
+        return None
+
+
+def _number(value: Any, default: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    return float(value)
+
+
+# A journal is a file anyone could have edited: a field of the wrong type reads as empty.
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _numbers(value: Any) -> dict[str, float]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

@@ -1,0 +1,490 @@
+"""`report`: what a tune did, as one self-contained HTML page or as Markdown for CI logs.
+
+The page opens offline: plots are PNGs embedded as data: URIs, the style is
+inline, there is no script, and a Content-Security-Policy forbids loading
+anything else. Plots need matplotlib (``pip install "ciq-build[report]"``);
+without it the page has every table and says how to get the plots. The data
+comes from ciq_build.tune.history; every string from the journal or the
+record is escaped (both are files anyone could have edited).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from pathlib import Path
+from typing import Any
+
+from ciq_build.build.cmake import safe_name
+from ciq_build.tune.export import write_text
+from ciq_build.tune.history import TIMING_NAMES, Evaluation, TuneHistory, load_history
+
+PLOTS_HINT = 'plots need matplotlib: pip install "ciq-build[report]"'
+_TIMING_LABELS = {"compile_s": "compiling", "benchmark_s": "benchmarking", "wait_s": "waiting for a GPU"}
+
+
+def report(target: str, build_dir: Path, source_dir: Path | None, fmt: str = "html",
+           output: str | None = None) -> str:
+    """Write `target`'s report; returns the page itself for stdout ("-"), else a line saying where it is."""
+    history = load_history(target, build_dir, source_dir)
+    if fmt == "markdown":
+        return write_text(render_markdown(history), output or "-", f"the report of {target}")
+    destination = output or str(history.journal_path.parent.parent / "report" / f"{safe_name(target)}.html")
+    done = write_text(render_html(history), destination, f"the report of {target}")
+    if destination != "-" and _pyplot() is None:
+        done += f"ciq_build: the page has tables only; {PLOTS_HINT}\n"
+    return done
+
+
+# -- numbers in words -------------------------------------------------------------
+
+
+def _value(value: float | None) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.6g}"
+
+
+def _change(base: float | None, value: float | None) -> str:
+    """How `value` differs from `base`: "same", a percentage, or a difference when the base is 0."""
+    if base is None or value is None or math.isnan(base) or math.isnan(value):
+        return "-"
+    if value == base:
+        return "same"
+    if base == 0:
+        return f"{value - base:+.6g}"
+    return f"{(value - base) / base * 100:+.1f}%"
+
+
+def _controls_text(evaluation: Evaluation) -> str:
+    parts = [*evaluation.flags, *(f"-D{k}={v}" for k, v in sorted(evaluation.defines.items()))]
+    if evaluation.acf:
+        parts.append(f"ACF {evaluation.acf}")
+    return " ".join(parts) or "(the compiler's defaults)"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s"
+
+
+# -- the tables both formats share ------------------------------------------------
+
+
+def _summary_rows(history: TuneHistory) -> list[list[str]]:
+    base, win = history.baseline, history.winner
+    rows = []
+    for i, objective in enumerate(history.objectives):
+        best_so_far = history.best_so_far(i)
+        best = best_so_far[-1][1] if best_so_far else None
+        b = base.scores[i] if base and base.scores else None
+        w = win.scores[i] if win and win.scores else None
+        rows.append([objective.spec, objective.direction, _value(b), _value(best), _change(b, best),
+                     _value(w), _change(b, w)])
+    return rows
+
+
+_SUMMARY_HEAD = ["objective", "better", "baseline", "best seen", "change", "pinned winner", "change"]
+
+
+def _generation_rows(history: TuneHistory) -> list[list[str]]:
+    """Per generation: evaluations, failures, best-so-far on each objective at its end, and when it ended."""
+    rows = []
+    for generation in history.generations:
+        members = [e for e in history.evaluations if e.generation == generation]
+        last = max(e.index for e in members)
+        row = [str(generation), str(len(members)), str(sum(1 for e in members if not e.ok))]
+        for i in range(len(history.objectives)):
+            upto = [best for e, best in history.best_so_far(i) if e.index <= last]
+            row.append(_value(upto[-1]) if upto else "-")
+        ended = max((e.elapsed_s for e in members if not math.isnan(e.elapsed_s)), default=math.nan)
+        row.append("-" if math.isnan(ended) else _seconds(ended))
+        rows.append(row)
+    return rows
+
+
+def _generation_head(history: TuneHistory) -> list[str]:
+    return ["generation", "evaluations", "failed", *(f"best {o.spec}" for o in history.objectives), "wall time"]
+
+
+def _front_rows(history: TuneHistory) -> list[list[str]]:
+    winner, base = history.winner, history.baseline
+    rows = []
+    for e in history.pareto_front():
+        mark = "pinned" if winner is not None and e.key == winner.key else ("baseline" if base and e.key == base.key
+                                                                            else "")
+        rows.append([str(e.index), *(_value(s) for s in e.scores or ()), mark, _controls_text(e)])
+    return rows
+
+
+def _remeasure_rows(history: TuneHistory) -> list[list[str]]:
+    measured = history.remeasure()
+    if measured is None:
+        return []
+    return [
+        ["baseline", str(len(measured.baseline)), _value(measured.baseline_median), _value(measured.baseline_iqr),
+         _value(min(measured.baseline)), _value(max(measured.baseline))],
+        ["winner", str(len(measured.winner)), _value(measured.winner_median), _value(measured.winner_iqr),
+         _value(min(measured.winner)), _value(max(measured.winner))],
+    ]
+
+
+_REMEASURE_HEAD = ["side", "samples", "median", "IQR", "min", "max"]
+
+
+def _controls_rows(history: TuneHistory) -> list[list[str]]:
+    record = history.record
+    if record is None:
+        return []
+    c = record.controls
+    rows = [["flag", flag] for flag in c.flags] + [["define", f"-D{n}={v}"] for n, v in c.defines]
+    if c.acf is not None:
+        rows.append(["ACF", f"{c.acf.path.name} ({c.acf.compiler}, sha256 {c.acf.sha256[:16]}...)"])
+    params = record.provenance.get("winner_params")
+    if isinstance(params, dict):
+        rows += [["parameter", f"{k} = {v}"] for k, v in sorted(params.items())]
+    return rows or [["(none)", "the compiler's defaults"]]
+
+
+def _time_rows(history: TuneHistory) -> list[list[str]]:
+    spent = history.time_spent()
+    total = sum(spent.values())
+    wall = sum(e.seconds for e in history.evaluations)
+    rows = [[_TIMING_LABELS[name], _seconds(spent[name]), f"{spent[name] / total * 100:.0f}%" if total else "-"]
+            for name in TIMING_NAMES]
+    rows.append(["evaluations' wall time (all parts, candidates in parallel counted each)", _seconds(wall), ""])
+    return rows
+
+
+def _failure_rows(history: TuneHistory) -> list[list[str]]:
+    rows = []
+    for cause, count in history.failures.items():
+        example = next(e for e in history.evaluations if not e.ok and (e.cause or "error") == cause)
+        environmental = " (environmental: run again on resume)" if example.environmental else ""
+        rows.append([cause + environmental, str(count), example.message.strip().splitlines()[-1][:200]
+                     if example.message.strip() else ""])
+    return rows
+
+
+def _evaluation_rows(history: TuneHistory) -> list[list[str]]:
+    rows = []
+    for e in history.evaluations:
+        scores = [_value(s) for s in e.scores] if e.scores else ["-"] * len(history.objectives)
+        state = "ok" if e.ok else f"failed: {e.cause}"
+        if e.is_baseline:
+            state += " (baseline)"
+        rows.append([str(e.index), str(e.generation), state, *scores,
+                     *(_seconds(e.timings[name]) if name in e.timings else "-" for name in TIMING_NAMES),
+                     _controls_text(e)])
+    return rows
+
+
+def _evaluation_head(history: TuneHistory) -> list[str]:
+    return ["#", "gen", "outcome", *(o.spec for o in history.objectives), "compile", "benchmark", "wait", "controls"]
+
+
+def _facts(history: TuneHistory) -> list[tuple[str, str]]:
+    record = history.record
+    if record is None:
+        pinned = "none (nothing pinned yet)"
+    elif history.winner is None:
+        # A record pinned by another search (other objectives, an older journal, another machine).
+        pinned = (f"{history.record_path} (its controls are not among this journal's evaluations: "
+                  "another tune pinned it)")
+    else:
+        pinned = str(history.record_path)
+    facts = [("journal", str(history.journal_path)),
+             ("pinned record", pinned),
+             ("evaluations", f"{len(history.evaluations)} ({len(history.scored)} scored, "
+                             f"{len(history.evaluations) - len(history.scored)} failed)"),
+             ("failures", ", ".join(f"{cause} {n}" for cause, n in history.failures.items()) or "none")]
+    if record is not None:
+        t = record.toolchain
+        facts.append(("toolchain", f"CUDA {t.cuda} (nvcc {t.nvcc_version or '?'}), arch "
+                                   f"{', '.join(t.architectures) or '?'}"))
+        created = record.provenance.get("created")
+        if created:
+            facts.append(("pinned on", str(created)))
+    if history.skipped_lines:
+        facts.append(("journal lines skipped", ", ".join(f"{n} ({why})" for n, why in history.skipped_lines)))
+    return facts
+
+
+# -- plots --------------------------------------------------------------------------
+
+
+def _pyplot() -> Any | None:
+    """matplotlib's pyplot on the file-only Agg backend, or None when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        import matplotlib.pyplot as pyplot
+    except ImportError:
+        return None
+    return pyplot
+
+
+def _png(pyplot: Any, figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
+    pyplot.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _generation_starts(history: TuneHistory) -> list[tuple[int, float]]:
+    """(evaluation index, elapsed seconds) where each generation after the first begins."""
+    starts = []
+    for generation in history.generations[1:]:
+        first = min((e for e in history.evaluations if e.generation == generation), key=lambda e: e.index)
+        starts.append((first.index, first.elapsed_s - first.seconds))
+    return starts
+
+
+def plot_convergence(pyplot: Any, history: TuneHistory) -> Any:
+    n = len(history.objectives)
+    figure, axes = pyplot.subplots(n, 2, layout="constrained", figsize=(10, 3 * n), squeeze=False)
+    base = history.baseline
+    for i, objective in enumerate(history.objectives):
+        series = history.best_so_far(i)
+        for column, (x_of, label) in enumerate(((lambda e: e.index, "evaluation"),
+                                                (lambda e: e.elapsed_s, "wall time (s)"))):
+            ax = axes[i][column]
+            xs = [x_of(e) for e, _ in series]
+            ax.scatter(xs, [e.scores[i] for e, _ in series], s=12, alpha=0.35, color="tab:gray",  # type: ignore[index]
+                       label="candidates")
+            ax.step(xs, [best for _, best in series], where="post", color="tab:blue", label="best so far")
+            if base is not None and base.scores is not None:
+                ax.axhline(base.scores[i], color="tab:red", linestyle="--", linewidth=1, label="baseline")
+            for index, start in _generation_starts(history):
+                ax.axvline(index if column == 0 else start, color="black", linestyle=":", linewidth=0.7)
+            ax.set_xlabel(label + ("; dotted: a new generation" if i == n - 1 else ""))
+            ax.set_ylabel(f"{objective.spec} ({objective.direction})")
+            if i == 0 and column == 0:
+                ax.legend(fontsize="small")
+    figure.suptitle("Convergence: best so far per objective")
+    return figure
+
+
+def plot_candidates(pyplot: Any, history: TuneHistory) -> Any:
+    """A strip plot per objective: each candidate's change against the baseline; failures counted beside it."""
+    n = len(history.objectives)
+    figure, axes = pyplot.subplots(1, n, layout="constrained", figsize=(4 * n + 1, 4), squeeze=False)
+    base, winner = history.baseline, history.winner
+    for i, objective in enumerate(history.objectives):
+        ax = axes[0][i]
+        relative = [(e, history.relative(e, i)) for e in history.scored]
+        as_percent = all(r is not None for _, r in relative)
+        ys = []
+        for e, r in relative:
+            if as_percent:
+                ys.append((r - 1) * 100)  # type: ignore[operator]
+            else:
+                reference = base.scores[i] if base is not None and base.scores else 0.0
+                ys.append(e.scores[i] - reference)  # type: ignore[index]
+        xs = [((e.index * 0.618) % 1 - 0.5) * 0.5 for e, _ in relative]  # deterministic jitter
+        ax.scatter(xs, ys, s=18, alpha=0.6, color="tab:blue", label="candidate")
+        if winner is not None:
+            at = [k for k, (e, _) in enumerate(relative) if e.key == winner.key]
+            ax.scatter([xs[k] for k in at], [ys[k] for k in at], s=160, marker="*", color="tab:orange",
+                       label="pinned", zorder=3)
+        ax.axhline(0, color="tab:red", linestyle="--", linewidth=1, label="baseline")
+        ax.set_xlim(-1, 1)
+        ax.set_xticks([])
+        ax.set_ylabel(("change vs baseline (%)" if as_percent else "difference from baseline")
+                      + f"; {objective.direction} is better")
+        ax.set_title(objective.spec)
+        if i == 0:
+            ax.legend(fontsize="small")
+    failures = ", ".join(f"{cause} {count}" for cause, count in history.failures.items()) or "none"
+    figure.suptitle(f"Every candidate against the baseline ({len(history.scored)} scored; failed: {failures})")
+    return figure
+
+
+def plot_pareto(pyplot: Any, history: TuneHistory) -> Any:
+    first, second = history.objectives[0], history.objectives[1]
+    figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 4.5))
+    scored = history.scored
+    ax.scatter([e.scores[0] for e in scored], [e.scores[1] for e in scored], s=16, alpha=0.4,  # type: ignore[index]
+               color="tab:gray", label="candidates")
+    front = history.pareto_front()
+    ax.step([e.scores[0] for e in front], [e.scores[1] for e in front], where="post",  # type: ignore[index]
+            color="tab:blue", marker="o", label="Pareto front")
+    for e, marker, color, label in ((history.baseline, "X", "tab:red", "baseline"),
+                                    (history.winner, "*", "tab:orange", "pinned")):
+        if e is not None and e.scores is not None:
+            ax.scatter([e.scores[0]], [e.scores[1]], s=180, marker=marker, color=color, label=label, zorder=3)
+    ax.set_xlabel(f"{first.spec} ({first.direction})")
+    ax.set_ylabel(f"{second.spec} ({second.direction})")
+    ax.legend(fontsize="small")
+    ax.set_title("Pareto front of the first two objectives")
+    return figure
+
+
+def plot_remeasure(pyplot: Any, history: TuneHistory) -> Any | None:
+    measured = history.remeasure()
+    if measured is None:
+        return None
+    figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 4))
+    ax.boxplot([measured.baseline, measured.winner], widths=0.4)
+    ax.set_xticks([1, 2], ["baseline", "winner"])
+    for position, samples in ((1, measured.baseline), (2, measured.winner)):
+        ax.scatter([position + ((k * 0.618) % 1 - 0.5) * 0.2 for k in range(len(samples))], samples, s=14,
+                   alpha=0.7, color="tab:blue", zorder=3)
+    ax.set_ylabel(measured.metric)
+    ax.set_title(f"Re-measured, interleaved: p = {measured.p_value:.3g} (one-sided Mann-Whitney U)")
+    return figure
+
+
+def plot_time(pyplot: Any, history: TuneHistory) -> Any:
+    generations = history.generations
+    figure, ax = pyplot.subplots(layout="constrained", figsize=(7, 0.5 * len(generations) + 1.5))
+    left = [0.0] * len(generations)
+    for name, color in zip(TIMING_NAMES, ("tab:blue", "tab:green", "tab:gray")):
+        widths = [sum(e.timings.get(name, 0.0) for e in history.evaluations if e.generation == g)
+                  for g in generations]
+        ax.barh([str(g) for g in generations], widths, left=left, color=color, label=_TIMING_LABELS[name])
+        left = [a + b for a, b in zip(left, widths)]
+    ax.set_xlabel("seconds (summed over the generation's evaluations)")
+    ax.set_ylabel("generation")
+    ax.legend(fontsize="small")
+    ax.set_title("Where the time went")
+    return figure
+
+
+def _plots(history: TuneHistory) -> dict[str, tuple[str, str]] | None:
+    """section -> (alt text, base64 PNG); None without matplotlib."""
+    pyplot = _pyplot()
+    if pyplot is None:
+        return None
+    plots = {}
+    if history.scored:
+        plots["convergence"] = ("convergence: best so far against evaluations and wall time",
+                                _png(pyplot, plot_convergence(pyplot, history)))
+        plots["candidates"] = ("every candidate's score relative to the baseline",
+                               _png(pyplot, plot_candidates(pyplot, history)))
+        if len(history.objectives) >= 2:
+            plots["pareto"] = ("Pareto front", _png(pyplot, plot_pareto(pyplot, history)))
+    remeasure = plot_remeasure(pyplot, history)
+    if remeasure is not None:
+        plots["remeasure"] = ("the winner re-measured against the baseline", _png(pyplot, remeasure))
+    plots["time"] = ("time spent compiling, benchmarking and waiting", _png(pyplot, plot_time(pyplot, history)))
+    return plots
+
+
+# -- HTML ---------------------------------------------------------------------------
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; font-variant-numeric: tabular-nums; }
+th { background: #f3f3f3; }
+img { max-width: 100%; display: block; margin: 0.5em 0; }
+.note { background: #fff6d6; padding: 0.5em 1em; border-left: 4px solid #e0b000; }
+code { background: #f3f3f3; padding: 0 0.2em; }
+"""
+
+
+def _html_table(head: list[str], rows: list[list[str]]) -> str:
+    if not rows:
+        return ""
+    header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(history: TuneHistory) -> str:
+    plots = _plots(history)
+
+    def plot(section: str) -> str:
+        if plots is None or section not in plots:
+            return ""
+        alt, data = plots[section]
+        return f'<img class="plot" id="plot-{section}" alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+
+    title = f"ciq_build: how {history.target} was tuned"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        # Nothing but this file and its data: URIs may load, so the page is the same offline.
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
+        "style-src 'unsafe-inline'\">",
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+    ]
+    if plots is None:
+        parts.append(f'<p class="note" id="no-plots">No plots: {html.escape(PLOTS_HINT)}, '
+                     "then run the same <code>report</code> command again.</p>")
+    parts.append("<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+                                     for k, v in _facts(history)) + "</table>")
+    parts += ["<h2>Result</h2>", _html_table(_SUMMARY_HEAD, _summary_rows(history))]
+    parts += ["<h2>Convergence</h2>", plot("convergence"),
+              _html_table(_generation_head(history), _generation_rows(history))]
+    parts += ["<h2>Every candidate against the baseline</h2>", plot("candidates")]
+    failures = _failure_rows(history)
+    parts.append(_html_table(["failed because", "count", "last line of the first one's message"], failures)
+                 if failures else "<p>No candidate failed.</p>")
+    if len(history.objectives) >= 2:
+        parts += [f"<h2>Pareto front: {html.escape(history.objectives[0].spec)} and "
+                  f"{html.escape(history.objectives[1].spec)}</h2>", plot("pareto"),
+                  _html_table(["#", history.objectives[0].spec, history.objectives[1].spec, "", "controls"],
+                              [row[:3] + row[-2:] for row in _front_rows(history)])]
+    parts.append("<h2>The winner re-measured against the baseline</h2>")
+    measured = history.remeasure()
+    if measured is None:
+        parts.append("<p>" + ("No re-measure: static objectives are deterministic, the winner's scores are exact."
+                              if history.record is not None else "Nothing pinned, so nothing was re-measured.")
+                     + "</p>")
+    else:
+        parts += [plot("remeasure"), _html_table(_REMEASURE_HEAD, _remeasure_rows(history)),
+                  f"<p>p = {measured.p_value:.3g} (one-sided Mann-Whitney U). Verdict: "
+                  f"{html.escape(measured.verdict)}</p>"]
+    parts += ["<h2>The winner's controls</h2>",
+              _html_table(["kind", "value"], _controls_rows(history)) if history.record is not None
+              else "<p>Nothing pinned.</p>"]
+    parts += ["<h2>Where the time went</h2>", plot("time"), _html_table(["", "seconds", "share"], _time_rows(history))]
+    parts += ["<h2>Every evaluation</h2>", "<details><summary>show the table</summary>",
+              _html_table(_evaluation_head(history), _evaluation_rows(history)), "</details>"]
+    parts.append("</body></html>")
+    return "\n".join(p for p in parts if p) + "\n"
+
+
+# -- Markdown ------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    if not rows:
+        return ""
+    lines = ["| " + " | ".join(_md_cell(h) for h in head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def render_markdown(history: TuneHistory) -> str:
+    """The report's tables as Markdown (no plots), for a CI log or a job summary."""
+    parts = [f"# ciq_build: how {history.target} was tuned", ""]
+    parts += [f"- {k}: {v}" for k, v in _facts(history)]
+    parts += ["", "## Result", "", _md_table(_SUMMARY_HEAD, _summary_rows(history))]
+    parts += ["", "## Convergence", "", _md_table(_generation_head(history), _generation_rows(history))]
+    failures = _failure_rows(history)
+    parts += ["", "## Failures", "",
+              _md_table(["failed because", "count", "last line of the first one's message"], failures)
+              if failures else "No candidate failed."]
+    if len(history.objectives) >= 2:
+        parts += ["", f"## Pareto front: {history.objectives[0].spec} and {history.objectives[1].spec}", "",
+                  _md_table(["#", history.objectives[0].spec, history.objectives[1].spec, "", "controls"],
+                            [row[:3] + row[-2:] for row in _front_rows(history)])]
+    measured = history.remeasure()
+    if measured is not None:
+        parts += ["", "## The winner re-measured against the baseline", "",
+                  _md_table(_REMEASURE_HEAD, _remeasure_rows(history)), "",
+                  f"p = {measured.p_value:.3g} (one-sided Mann-Whitney U). Verdict: {measured.verdict}"]
+    if history.record is not None:
+        parts += ["", "## The winner's controls", "", _md_table(["kind", "value"], _controls_rows(history))]
+    parts += ["", "## Where the time went", "", _md_table(["", "seconds", "share"], _time_rows(history))]
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,351 @@
+"""`report` and `export` on the journal and record of a real tune.
+
+The tune is real (CMake, Ninja, nvcc, processes) on tests/projects/transient's
+`timer`, a TEST DOUBLE for a GPU benchmark: its "time" is computed on the host
+from X (best at X == 1), and MODE=1 is SIGKILLed the way the OOM killer does
+it, so the journal holds failures. Objectives time and registers: a Pareto
+pair, and a timed winner that is re-measured against the baseline before it
+is pinned. The HTML page is opened in a real headless Chromium (Playwright),
+skipped where neither Playwright nor a Chromium is installed (scripts/bootstrap
+installs both where it can).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ciq_build.core.results import dominates
+from ciq_build.pin.record import read_record
+from ciq_build.tune import report_page
+from ciq_build.tune.export import to_csv, to_json
+from ciq_build.tune.history import load_history
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
+
+
+def _ciq(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ciq_build", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=600, env={**os.environ})
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """A finished, pinned tune of `timer`: its source and build trees, and the journal's evaluation lines."""
+    root = tmp_path_factory.mktemp("report")
+    source = root / "transient src"
+    shutil.copytree(PROJECT, source)
+    build = root / "build"
+    tune = _ciq("tune", "timer", "-S", str(source), "-B", str(build), "--objective", "time",
+                "--objective", "registers", "--generations", "2", "--pool-size", "6", "--repeats", "3",
+                "--cmake-arg=-DTIMER_PARAMS=MODE=choice(0,1);X=range(0,6)", cwd=source)
+    assert tune.returncode == 0, tune.stdout + tune.stderr
+    assert "pinned:" in tune.stdout, tune.stdout
+    journal = build / "ciq" / "journal" / "timer.jsonl"
+    lines = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+    return {"source": source, "build": build, "root": root,
+            "journal": [r for r in lines if r.get("kind") == "evaluation"],
+            "record": read_record(source / "ciq" / "timer.json")}
+
+
+slow = pytest.mark.slow
+
+
+@slow
+def test_the_history_holds_every_evaluation_the_baseline_and_the_pinned_winner(tuned: dict) -> None:
+    history = load_history("timer", tuned["build"], tuned["source"])
+    journal = tuned["journal"]
+    assert len(history.evaluations) == len({r["key"] for r in journal})
+    assert [o.spec for o in history.objectives] == ["time", "registers"]
+    baseline = history.baseline
+    assert baseline is not None and baseline.index == 0 and baseline.scores == (1.5, 8.0)  # X defaults to 3
+    winner = history.winner
+    assert winner is not None
+    assert winner.defines == dict(tuned["record"].controls.defines)
+    assert winner.scores is not None and winner.scores[0] < baseline.scores[0]
+    # Failures by cause: every MODE=1 candidate was killed, and only those.
+    killed = {r["key"] for r in journal if r["controls"]["defines"].get("MODE") == "1"}
+    assert killed, "the search never tried MODE=1; pick another seed"
+    assert history.failures == {"bench_killed": len(killed)}
+    assert {e.key for e in history.evaluations if not e.ok} == killed
+
+
+@slow
+def test_best_so_far_and_wall_time_follow_the_order_evaluations_finished(tuned: dict) -> None:
+    history = load_history("timer", tuned["build"], tuned["source"])
+    series = history.best_so_far(0)
+    bests = [best for _, best in series]
+    assert bests == sorted(bests, reverse=True)  # time is minimised: never gets worse
+    assert bests[-1] == min(e.scores[0] for e in history.scored)  # type: ignore[index]
+    assert bests[0] == 1.5  # the baseline comes first
+    elapsed = [e.elapsed_s for e in history.evaluations]
+    assert all(math.isfinite(t) and t > 0 for t in elapsed)
+    assert elapsed == sorted(elapsed)
+    assert history.generations == [0, 1]
+
+
+@slow
+def test_the_pareto_front_contains_the_winner_and_nothing_on_it_is_dominated(tuned: dict) -> None:
+    history = load_history("timer", tuned["build"], tuned["source"])
+    front = history.pareto_front()
+    assert history.winner in front
+    directions = [o.direction for o in history.objectives]
+    for point in front:
+        assert not any(dominates(other.scores, point.scores, directions) for other in history.scored)  # type: ignore[arg-type]
+    for other in history.scored:
+        if other not in front:
+            assert any(dominates(p.scores, other.scores, directions) for p in front)  # type: ignore[arg-type]
+
+
+@slow
+def test_time_spent_and_the_remeasure_come_from_the_journal_and_the_record(tuned: dict) -> None:
+    history = load_history("timer", tuned["build"], tuned["source"])
+    spent = history.time_spent()
+    for name in ("compile_s", "benchmark_s", "wait_s"):
+        assert spent[name] == pytest.approx(sum(r["timings"].get(name, 0.0) for r in tuned["journal"]))
+    assert spent["compile_s"] > 0 and spent["benchmark_s"] >= 0.08 * len(history.scored)  # the double sleeps 0.1 s
+    measured = history.remeasure()
+    assert measured is not None and measured.metric == "time_ms"
+    samples = tuned["record"].provenance["remeasured"]
+    assert list(measured.baseline) == samples["baseline"] and list(measured.winner) == samples["winner"]
+    assert measured.baseline_median == 1.5 and measured.winner_median == history.winner.scores[0]  # type: ignore[union-attr]
+    assert measured.p_value < 0.05
+    assert f"p={measured.p_value:.3g}" in samples["verdict"]  # the same test as the tune's verdict
+
+
+@slow
+def test_csv_export_has_one_row_per_evaluation_and_reads_back(tuned: dict) -> None:
+    out = tuned["root"] / "evaluations.csv"
+    done = _ciq("export", "timer", "-B", str(tuned["build"]), "--csv", str(out), cwd=tuned["root"])
+    assert done.returncode == 0, done.stderr
+    assert str(out) in done.stdout
+    history = load_history("timer", tuned["build"])
+    assert out.read_bytes().decode() == to_csv(history)
+    rows = list(csv.DictReader(io.StringIO(out.read_bytes().decode(), newline="")))
+    assert len(rows) == len(history.evaluations)
+    for row, evaluation in zip(rows, history.evaluations):
+        assert row["key"] == evaluation.key and row["ok"] == str(evaluation.ok)
+        assert row["cause"] == (evaluation.cause or "")
+        assert float(row["timing.compile_s"]) == evaluation.timings["compile_s"]
+        assert row["defines"] == " ".join(f"{k}={v}" for k, v in sorted(evaluation.defines.items()))
+        if evaluation.ok:
+            assert (float(row["score.time"]), float(row["score.registers"])) == evaluation.scores
+            assert float(row["metric.time_ms"]) == evaluation.metrics["time_ms"]
+        else:
+            assert row["score.time"] == "" and row["cause"] == "bench_killed"
+        if "param.X" in evaluation.params:
+            assert row["param.X"] == str(evaluation.params["param.X"])
+
+
+@slow
+def test_json_export_to_stdout_reads_back_as_the_journal_says(tuned: dict) -> None:
+    done = _ciq("export", "timer", "-B", str(tuned["build"]), "--json", "-", cwd=tuned["root"])
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document == json.loads(to_json(load_history("timer", tuned["build"])))
+    assert document["objectives"] == [{"name": "time", "direction": "min"}, {"name": "registers", "direction": "min"}]
+    by_key = {r["key"]: r for r in tuned["journal"]}  # the last line of a key wins
+    assert len(document["evaluations"]) == len(by_key)
+    for row in document["evaluations"]:
+        journaled = by_key[row["key"]]
+        assert row["params"] == journaled["params"]
+        assert row["controls"]["flags"] == journaled["controls"]["flags"]
+        assert row["controls"]["defines"] == journaled["controls"]["defines"]
+        assert row["timings"] == {k: journaled["timings"].get(k) for k in ("compile_s", "benchmark_s", "wait_s")}
+        if journaled["ok"]:
+            assert list(row["scores"].values()) == journaled["scores"]
+        else:
+            assert row["scores"] == {"time": None, "registers": None} and row["cause"] == journaled["cause"]
+
+
+@slow
+def test_the_markdown_report_states_the_result_failures_front_remeasure_controls_and_time(tuned: dict) -> None:
+    done = _ciq("report", "timer", "-B", str(tuned["build"]), "-S", str(tuned["source"]), "--format", "markdown",
+                cwd=tuned["root"])
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    history = load_history("timer", tuned["build"], tuned["source"])
+    winner = history.winner
+    assert winner is not None and winner.scores is not None
+    change = f"{(winner.scores[0] - 1.5) / 1.5 * 100:+.1f}%"
+    assert f"| time | min | 1.5 | {winner.scores[0]:.6g} | {change} | {winner.scores[0]:.6g} | {change} |" in text
+    assert "| registers | min | 8 | 8 | same | 8 | same |" in text
+    assert f"| bench_killed (environmental: run again on resume) | {history.failures['bench_killed']} |" in text
+    assert "## Pareto front: time and registers" in text and "pinned" in text
+    assert f"p = {history.remeasure().p_value:.3g}" in text  # type: ignore[union-attr]
+    for name, value in tuned["record"].controls.defines:
+        assert f"| define | -D{name}={value} |" in text
+    assert "| compiling |" in text and "| benchmarking |" in text and "| waiting for a GPU |" in text
+    assert "<" not in text  # no HTML in the CI variant
+
+
+@slow
+def test_the_html_report_is_written_under_the_build_tree_with_every_plot_embedded(tuned: dict) -> None:
+    done = _ciq("report", "timer", "-B", str(tuned["build"]), "-S", str(tuned["source"]), cwd=tuned["root"])
+    assert done.returncode == 0, done.stderr
+    page = tuned["build"] / "ciq" / "report" / "timer.html"
+    assert str(page) in done.stdout
+    text = page.read_text()
+    for section in ("convergence", "candidates", "pareto", "remeasure", "time"):
+        assert f'id="plot-{section}"' in text
+    assert "http://" not in text and "https://" not in text  # opens offline
+
+
+@slow
+def test_without_matplotlib_the_page_has_the_tables_and_says_how_to_get_plots(
+        tuned: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` now raises ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    text = report_page.render_html(load_history("timer", tuned["build"], tuned["source"]))
+    assert "<img" not in text
+    assert 'pip install &quot;ciq-build[report]&quot;' in text
+    assert "<h2>Result</h2>" in text and "bench_killed" in text and "Mann-Whitney" in text
+
+
+def _chromium(playwright: object) -> object:
+    """A launched headless Chromium: $CIQ_CHROMIUM, Playwright's own, or Debian's; skips when there is none."""
+    installed = [shutil.which(name) for name in ("chromium-headless-shell", "chromium")]
+    candidates = [os.environ.get("CIQ_CHROMIUM") or None, None, *(path for path in installed if path)]
+    tried = []
+    for executable in dict.fromkeys(candidates):  # None: the browser Playwright downloads itself
+        try:
+            return playwright.chromium.launch(executable_path=executable, headless=True)  # type: ignore[attr-defined]
+        except Exception as error:  # Playwright raises its own Error when a browser is missing or will not start
+            name = executable or "Playwright's own"
+            tried.append(f"{name}: {str(error).splitlines()[0]}")
+    pytest.skip("no headless Chromium to open the report in (scripts/bootstrap installs Debian's "
+                "chromium-headless-shell); tried " + "; ".join(tried))
+
+
+@slow
+def test_the_html_report_opens_offline_in_a_real_browser_with_every_plot_and_no_console_error(tuned: dict) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (the [test] extra)")
+    page_file = tuned["root"] / "report.html"
+    done = _ciq("report", "timer", "-B", str(tuned["build"]), "-S", str(tuned["source"]), "-o", str(page_file),
+                cwd=tuned["root"])
+    assert done.returncode == 0, done.stderr
+    with sync_api.sync_playwright() as playwright:
+        browser = _chromium(playwright)
+        try:
+            page = browser.new_page()  # type: ignore[attr-defined]
+            problems: list[str] = []
+            page.on("console", lambda message: problems.append(f"console {message.type}: {message.text}")
+                    if message.type in ("error", "warning") else None)
+            page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+            requested: list[str] = []
+            page.on("request", lambda request: requested.append(request.url))
+            page.goto(page_file.as_uri(), wait_until="load")
+            plots = page.evaluate("""[...document.querySelectorAll('img.plot')].map(
+                image => ({id: image.id, complete: image.complete, width: image.naturalWidth,
+                           height: image.naturalHeight}))""")
+            headings = page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)")
+            cells = page.evaluate("[...document.querySelectorAll('td')].map(td => td.textContent)")
+        finally:
+            browser.close()  # type: ignore[attr-defined]
+    assert [p["id"] for p in plots] == ["plot-convergence", "plot-candidates", "plot-pareto", "plot-remeasure",
+                                        "plot-time"]
+    for plot in plots:  # decoded by the browser: a broken PNG has no natural size
+        assert plot["complete"] and plot["width"] > 300 and plot["height"] > 200, plot
+    assert problems == []
+    assert all(url.startswith(("file:", "data:")) for url in requested), requested  # nothing from the network
+    assert "The winner re-measured against the baseline" in headings and "Where the time went" in headings
+    assert "bench_killed (environmental: run again on resume)" in cells
+
+
+def test_report_and_export_before_any_tune_say_to_tune_first(tmp_path: Path) -> None:
+    for command in (["report", "kern"], ["export", "kern", "--csv", "-"]):
+        done = _ciq(*command, "-B", str(tmp_path / "build"), cwd=tmp_path)
+        assert done.returncode != 0
+        assert "no tune of kern to report" in done.stderr and "python -m ciq_build tune kern" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_text_from_an_edited_journal_is_escaped_in_the_page(tmp_path: Path) -> None:
+    journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
+    journal.parent.mkdir(parents=True)
+    lines = [
+        {"kind": "header", "objectives": ["registers"]},
+        {"kind": "evaluation", "key": "a", "generation": 0, "ok": True, "scores": [10.0], "controls": {},
+         "timings": {"compile_s": 1.0}, "seconds": 1.0, "time": "2026-01-01T00:00:01+0000"},
+        {"kind": "evaluation", "key": "b", "generation": 0, "ok": False, "cause": "<script>alert(1)</script>",
+         "message": "<img src=x onerror=alert(2)>", "controls": {"flags": ["<b>"]}, "timings": {}, "seconds": 1.0,
+         "time": "2026-01-01T00:00:02+0000"},
+    ]
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    history = load_history("kern", tmp_path / "build")
+    page = report_page.render_html(history)
+    assert "<script>" not in page and "<img src=x" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    markdown = report_page.render_markdown(history)
+    assert "<script>alert(1)</script>" in markdown  # Markdown is text for a log; a | would be escaped
+
+
+@slow
+def test_a_record_pinned_by_another_tune_is_reported_as_such(tuned: dict, tmp_path: Path) -> None:
+    other = tmp_path / "ciq" / "timer.json"
+    other.parent.mkdir()
+    text = (tuned["source"] / "ciq" / "timer.json").read_text()
+    other.write_text(text.replace('"X": "', '"X": "9'))  # controls no evaluation of this journal had
+    history = load_history("timer", tuned["build"], pin_file=other)
+    assert history.record is not None and history.winner is None
+    assert "another tune pinned it" in report_page.render_markdown(history)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=12,
+)
+_FIELDS = ["key", "generation", "ok", "cause", "message", "scores", "metrics", "params", "controls", "timings",
+           "seconds", "time", "environmental"]
+
+
+_controls = st.dictionaries(st.sampled_from(["flags", "defines", "acf"]),
+                            _json_values | st.lists(st.text(max_size=6)) | st.fixed_dictionaries({"file": _json_values}))
+_record = st.dictionaries(st.sampled_from(_FIELDS), _json_values, max_size=8).flatmap(
+    lambda r: st.builds(lambda c, s: {**r, "controls": c, "scores": s}, _controls,
+                        st.lists(_json_values | st.floats(), max_size=3)))
+_objectives = st.lists(st.sampled_from(["time", "registers", "max:metric:x", "bogus", ""]), max_size=3) | _json_values
+
+
+def _edited_history(tmp_path: Path, records: list[dict], objectives: object):  # type: ignore[no-untyped-def]
+    journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    lines = [{"kind": "header", "objectives": objectives}] + [{**r, "kind": "evaluation"} for r in records]
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return load_history("kern", tmp_path / "build")
+
+
+_EDITED = dict(deadline=None, database=None,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@settings(max_examples=200, **_EDITED)
+@given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
+def test_any_journal_anyone_could_have_edited_reports_and_exports_or_says_why_not(
+        tmp_path: Path, records: list[dict], objectives: object) -> None:
+    history = _edited_history(tmp_path, records, objectives)
+    assert 1 <= len(history.evaluations) <= len(records)  # one per key: a key journaled again replaces its line
+    report_page.render_markdown(history)
+    json.loads(to_json(history))  # strict JSON: no NaN even when the journal had one
+    assert len(list(csv.DictReader(io.StringIO(to_csv(history), newline="")))) == len(history.evaluations)
+
+
+@settings(max_examples=20, **_EDITED)  # each example draws five plots: a second or so
+@given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
+def test_any_edited_journal_gives_a_page_with_plots(tmp_path: Path, records: list[dict], objectives: object) -> None:
+    pytest.importorskip("matplotlib")
+    page = report_page.render_html(_edited_history(tmp_path, records, objectives))
+    assert 'id="plot-time"' in page
