@@ -16,13 +16,13 @@ from ciq_build.tune.settings import TuneOptions, resolve_settings
 
 
 def _manifest(tmp_path: Path, **changes: object) -> Manifest:
-    fields: dict[str, object] = dict(
-        target="kern", source_dir=tmp_path, binary_dir=tmp_path / "build", target_source_dir=tmp_path,
-        target_binary_dir=tmp_path / "build", cuda_sources=(tmp_path / "kern.cu",),
-        object_dir=tmp_path / "build" / "obj", benchmark=None, metric_regex="", objectives=(), params=(),
-        search_space=(), pin_dir=tmp_path / "ciq", pin_file=tmp_path / "ciq" / "kern.json", timeout=45.0,
-        options_file=tmp_path / "build" / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
-        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+    fields: dict[str, object] = {
+        "target": "kern", "source_dir": tmp_path, "binary_dir": tmp_path / "build", "target_source_dir": tmp_path,
+        "target_binary_dir": tmp_path / "build", "cuda_sources": (tmp_path / "kern.cu",),
+        "object_dir": tmp_path / "build" / "obj", "benchmark": None, "metric_regex": "", "objectives": (),
+        "params": (), "search_space": (), "pin_dir": tmp_path / "ciq", "pin_file": tmp_path / "ciq" / "kern.json",
+        "timeout": 45.0, "options_file": tmp_path / "build" / "kern.nvcc-options", "generator": "Ninja",
+        "allow_numerics": False, "toolchain": ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a")}
     fields.update(changes)
     return Manifest(**fields)  # type: ignore[arg-type]
 
