@@ -18,6 +18,7 @@ import pytest
 
 from ciq_build.build.manifest import Objective, parse_objectives
 from ciq_build.compiler.controls import Controls
+from ciq_build.core.causes import Cause
 from ciq_build.core.params import parse_params
 from ciq_build.search.base import Proposal
 from ciq_build.search.ga import SearchConfiguration
@@ -57,7 +58,7 @@ class StandInRunner:
             self.calls += 1
         values = stand_in_metrics(controls)
         if values is None:
-            return Evaluated(key, proposal, controls, False, "compile_failed", "error: too many registers",
+            return Evaluated(key, proposal, controls, False, Cause.COMPILE_FAILED, "error: too many registers",
                              {"compile_seconds": 0.1}, {}, None, 0.1)
         scores = objective_values(self.objectives, values)
         return Evaluated(key, proposal, controls, True, None, "", values, {}, scores, 0.1)
@@ -241,3 +242,23 @@ def test_several_objectives_pin_a_pareto_point_that_beats_the_baseline_by_the_pi
     assert pick_from_front(ends, ["min", "min"], "knee") is ends[1]
     assert pick_from_front(ends, ["min", "min"], "first") is ends[0]
     assert pick_from_front(ends, ["max", "min"], "first") is ends[2]
+
+
+# -- failure causes in the journal -----------------------------------------------------------
+
+
+def test_a_failure_cause_is_journaled_as_the_plain_string_old_journals_hold(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    cache = opened_cache(path, TIME)
+    failed = Evaluated("k", Proposal(0, 0, {}), Controls(), False, Cause.BENCH_KILLED, "Killed", {}, {}, None, 1.0)
+    cache.record(failed)
+    assert b'"cause": "bench_killed"' in path.read_bytes() and b'"environmental": true' in path.read_bytes()
+    line = evaluation_lines(path)[0]
+    assert line["cause"] == "bench_killed" and type(line["cause"]) is str
+    # An old journal's line reads back as its Cause; a cause no version emits reads as error.
+    old = {**line, "cause": "compile_failed", "environmental": False}
+    again = EvaluationCache(Journal(path), TIME, print)
+    again.entries["k"] = old
+    evaluated = again.lookup(Proposal(0, 0, {}), Controls(), "k")
+    assert evaluated is not None and evaluated.cause is Cause.COMPILE_FAILED and not evaluated.environmental
+    assert Cause.read("no_such_cause") is Cause.ERROR and Cause.read(None) is Cause.ERROR

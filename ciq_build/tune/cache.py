@@ -20,6 +20,7 @@ from ciq_build.build import environment
 from ciq_build.build.manifest import Manifest, Objective
 from ciq_build.compiler.controls import Controls, controls_to_json
 from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.causes import Cause
 from ciq_build.errors import DiskFullError
 from ciq_build.search.base import Proposal
 from ciq_build.state.journal import Journal
@@ -72,9 +73,8 @@ def read_evaluation(record: dict[str, Any], proposal: Proposal, controls: Contro
     scores = objective_values(objectives, values) if ok else None
     if ok and scores is None:
         return None  # measured, but not for today's objectives: measure again
-    cause = record.get("cause")
     seconds = record.get("seconds")
-    return Evaluated(key, proposal, controls, ok, None if ok else (cause if isinstance(cause, str) else "error"),
+    return Evaluated(key, proposal, controls, ok, None if ok else Cause.read(record.get("cause")),
                      str(record.get("message") or ""), values, _numbers(record.get("spread")), scores,
                      0.0 if cached or not isinstance(seconds, (int, float)) else float(seconds),
                      cached=cached, timings=journaled_timings(record))
@@ -91,7 +91,7 @@ def from_journal(record: dict[str, Any], proposal: Proposal, controls: Controls,
 def journaled_environmental(record: dict[str, Any]) -> bool:
     """Whether a journaled failure was the machine's: marked so, or (older journals) says so."""
     cause = record.get("cause")
-    if record.get("environmental") is True or (isinstance(cause, str) and cause in environment.ENVIRONMENTAL_CAUSES):
+    if record.get("environmental") is True or (isinstance(cause, str) and Cause.read(cause).environmental):
         return True
     # Journals written before environmental failures were told apart cached them as
     # compile_failed / bench_signal; their messages still say what happened.

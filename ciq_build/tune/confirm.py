@@ -20,6 +20,7 @@ from typing import Any
 from ciq_build.build.cmake import CandidateBuild, ScratchTree
 from ciq_build.build.manifest import Objective
 from ciq_build.compiler.controls import Controls
+from ciq_build.core.causes import Cause
 from ciq_build.core.results import dominates
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import SearchError
@@ -165,6 +166,6 @@ class Confirmer:
         self.warn(f"the journal's {journaled} for {what} is not what a fresh build measures ({measured}): the "
                   f"journal {self.cache.path} is stale or was edited; the fresh measurement replaces it")
         corrected = dataclasses.replace(evaluated, metrics=values, scores=scores, ok=scores is not None,
-                                        cause=None if scores is not None else "no_metric")
+                                        cause=None if scores is not None else Cause.NO_METRIC)
         self.cache.record(corrected, reuse=True)
         return corrected

@@ -23,6 +23,7 @@ from ciq_build.build.preflight import check_tune
 from ciq_build.build.sources import Snapshot, SourceSet
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
+from ciq_build.core.causes import Cause
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, USER_CONFIGURE_TIMEOUT
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
 from ciq_build.measure import proc
@@ -165,7 +166,7 @@ class TuneRun:
                 if self._note_source_writes(before, built, "building the baseline"):
                     self.sources = self.source_set.digest(built)
                     evaluated.key = self._key(controls)
-            if evaluated.cause == environment.DISK_FULL:
+            if evaluated.cause == Cause.DISK_FULL:
                 self.cache.record_environmental(evaluated)
                 raise self._disk_full("building the baseline")
             if evaluated.environmental:
@@ -174,7 +175,7 @@ class TuneRun:
                     f"the baseline of {self.manifest.target} (no compiler controls) failed for a reason outside "
                     f"the candidate ({evaluated.cause}): {evaluated.message}\nNothing was cached; run the same "
                     "command again once the machine is fine (memory, other processes, the build tool).")
-            if evaluated.cause == "no_gpu":
+            if evaluated.cause == Cause.NO_GPU:
                 raise NoGpuError(
                     f"the benchmark of {self.manifest.target} found no usable GPU, so runtime objectives cannot be "
                     "measured here. Tune a static objective instead: --objective spill_bytes (or registers, "

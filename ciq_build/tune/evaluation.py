@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ciq_build.build import environment
 from ciq_build.build.manifest import Objective
 from ciq_build.compiler.controls import Controls
+from ciq_build.core.causes import Cause
 from ciq_build.search.base import Proposal
 
 
@@ -20,7 +20,7 @@ class Evaluated:
     proposal: Proposal
     controls: Controls
     ok: bool
-    cause: str | None
+    cause: Cause | None  # None when ok
     message: str
     metrics: dict[str, float]
     spread: dict[str, float]
@@ -34,7 +34,7 @@ class Evaluated:
     @property
     def environmental(self) -> bool:
         """Failed because of the machine (full disk, foreign kill, hung build tool): never cached."""
-        return not self.ok and self.cause in environment.ENVIRONMENTAL_CAUSES
+        return not self.ok and self.cause is not None and self.cause.environmental
 
 
 # Where each objective's value is found among a candidate's metrics.
@@ -69,7 +69,8 @@ def failure_counts(evaluations: Sequence[Evaluated]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for e in evaluations:
         if not e.ok:
-            counts[e.cause or "error"] = counts.get(e.cause or "error", 0) + 1
+            cause = str(e.cause or Cause.ERROR)
+            counts[cause] = counts.get(cause, 0) + 1
     return counts
 
 

@@ -18,6 +18,7 @@ from ciq_build.build.manifest import Manifest, Objective
 from ciq_build.compiler import metrics
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.causes import Cause
 from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement, coarse_precision_warning, measure
 from ciq_build.search.base import Proposal
 from ciq_build.tune.evaluation import Evaluated, metric_key, objective_values
@@ -83,14 +84,14 @@ class BuildRunner:
         started = time.monotonic()
         timings: dict[str, float] = {}
 
-        def failed(cause: str, message: str, values: dict[str, float] | None = None) -> Evaluated:
+        def failed(cause: Cause, message: str, values: dict[str, float] | None = None) -> Evaluated:
             return Evaluated(key, proposal, controls, False, cause, message, values or {}, {}, None,
                              time.monotonic() - started, timings=_rounded(timings))
 
         build = worker.build(controls, self.timeout)
         timings["compile_s"] = time.monotonic() - started
         if not build.ok:
-            return failed(build.cause or "compile_failed", build.message, {"compile_seconds": build.compile_seconds})
+            return failed(build.cause or Cause.COMPILE_FAILED, build.message, {"compile_seconds": build.compile_seconds})
         values = self.static_metrics(build)
         spread: dict[str, float] = {}
         if self.needs_benchmark:
@@ -110,7 +111,7 @@ class BuildRunner:
         scores = objective_values(self.objectives, values)
         if scores is None:
             missing = [metric_key(o) for o in self.objectives if metric_key(o) not in values]
-            return failed("no_metric", f"no value for objective(s) {', '.join(missing)}", values)
+            return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
         return Evaluated(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
                          timings=_rounded(timings))
 
@@ -130,10 +131,10 @@ def _rounded(timings: dict[str, float]) -> dict[str, float]:
     return {name: round(value, 3) for name, value in timings.items()}
 
 
-def _bench_cause(cause: str | None, message: str, output_tail: str) -> str:
+def _bench_cause(cause: Cause | None, message: str, output_tail: str) -> Cause:
     """A failed benchmark run's cause, or an environmental one when the machine did it."""
-    if cause == "bench_signal" and environment.says_killed(message):
+    if cause == Cause.BENCH_SIGNAL and environment.says_killed(message):
         return environment.BENCH_KILLED  # SIGKILL from the OOM killer, a SIGTERM from someone: not a crash
     if environment.says_disk_full(output_tail):
         return environment.DISK_FULL
-    return cause or "bench_exit"
+    return cause or Cause.BENCH_EXIT

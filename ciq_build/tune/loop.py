@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Generic, Protocol, TypeVar
 
-from ciq_build.build import environment
 from ciq_build.build.manifest import Objective
 from ciq_build.compiler.controls import Controls, controls_from_candidate
+from ciq_build.core.causes import Cause
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.search.base import CandidateSource, Proposal
@@ -97,7 +97,7 @@ class SearchLoop(Generic[W]):
                 try:
                     controls = controls_from_candidate(proposal.params, proposal.acf)
                 except ConfigError as error:
-                    outcomes[proposal.id] = Evaluated("", proposal, Controls(), False, "invalid_controls",
+                    outcomes[proposal.id] = Evaluated("", proposal, Controls(), False, Cause.INVALID_CONTROLS,
                                                       str(error), {}, {}, None, 0.0)
                     self.spent += 1
                     continue
@@ -152,7 +152,7 @@ class SearchLoop(Generic[W]):
 def stop_on_disk_full(disk_full: Callable[[str], BaseException]) -> Callable[[Evaluated], BaseException | None]:
     """A `stop_for` that ends the run when an evaluation found the disk full (nothing else can go on)."""
     def stop(evaluated: Evaluated) -> BaseException | None:
-        if evaluated.cause == environment.DISK_FULL:
+        if evaluated.cause == Cause.DISK_FULL:
             return disk_full(f"building or measuring candidate {evaluated.proposal.id}")
         return None
     return stop
