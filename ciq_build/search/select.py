@@ -29,7 +29,7 @@ def is_acf_kind(kind: str) -> bool:
 
 def search_kinds(settings: SearchSettings) -> list[str]:
     """The resolved SEARCH_SPACE / --controls, checked: known kinds, at most one ACF space."""
-    kinds = list(settings.kinds or PLAIN_KINDS)
+    kinds = list(settings.kinds)
     for kind in kinds:
         if kind not in PLAIN_KINDS and not is_acf_kind(kind):
             raise ConfigError(
