@@ -13,8 +13,12 @@ from pathlib import Path
 from typing import Sequence
 
 from ciq_build import __version__
+from ciq_build.core.settings import BuildSettings, MeasureSettings, SearchSettings
 from ciq_build.errors import CiqError
 from ciq_build.resources import cmake_dir
+
+_SEARCH, _MEASURE, _BUILD = SearchSettings(), MeasureSettings(), BuildSettings()
+
 
 def _add_tree_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--build-dir", "-B", type=Path, default=Path("build"),
@@ -36,9 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     tune = commands.add_parser("tune", help="search compiler controls for a target and pin the best")
     tune.add_argument("target", help="a CMake target registered with ciq_tune_target()")
     _add_tree_options(tune)
-    tune.add_argument("--generations", type=int, default=4, help="generations of the genetic search (default 4)")
-    tune.add_argument("--pool-size", type=int, default=8, help="candidates per generation (default 8)")
-    tune.add_argument("--mutate-rate", type=float, default=0.25, help="probability that a gene mutates (default 0.25)")
+    tune.add_argument("--generations", type=int, default=_SEARCH.generations,
+                      help=f"generations of the genetic search (default {_SEARCH.generations})")
+    tune.add_argument("--pool-size", type=int, default=_SEARCH.pool_size,
+                      help=f"candidates per generation (default {_SEARCH.pool_size})")
+    tune.add_argument("--mutate-rate", type=float, default=_SEARCH.mutate_rate,
+                      help=f"probability that a gene mutates (default {_SEARCH.mutate_rate})")
     tune.add_argument("--objective", action="append", default=None, metavar="NAME",
                       help="objective, repeatable (time, energy, compile_time, registers, spill_bytes, stack_bytes, "
                            "sass_instructions, metric:NAME; prefix max: to maximise); default: the target's OBJECTIVES")
@@ -47,17 +54,20 @@ def build_parser() -> argparse.ArgumentParser:
                            "or a .bin search space; default: the target's SEARCH_SPACE (knobs + params)")
     tune.add_argument("--allow-numerics", action="store_true",
                       help="also search flags that change floating-point results (fast-math family)")
-    tune.add_argument("--pick", default="knee", choices=["knee", "first"],
+    tune.add_argument("--pick", default=_SEARCH.pick, choices=["knee", "first"],
                       help="with several objectives, which Pareto point to pin: knee (closest to the ideal point "
                            "after normalising each objective) or first (best on the first objective)")
-    tune.add_argument("--seed", type=int, default=0, help="random seed (same seed, same candidates)")
-    tune.add_argument("--jobs", "-j", type=int, default=1, help="candidates built in parallel (default 1)")
+    tune.add_argument("--seed", type=int, default=_SEARCH.seed, help="random seed (same seed, same candidates)")
+    tune.add_argument("--jobs", "-j", type=int, default=_BUILD.jobs,
+                      help=f"candidates built in parallel (default {_BUILD.jobs})")
     tune.add_argument("--gpus", default=None, metavar="LIST",
                       help="GPUs to spread benchmarks over, e.g. 0,1 (one benchmark per GPU at a time; "
                            "default: the default GPU, one benchmark at a time)")
-    tune.add_argument("--repeats", type=int, default=5, help="benchmark runs per candidate; the median is scored")
+    tune.add_argument("--repeats", type=int, default=_MEASURE.repeats,
+                      help=f"benchmark runs per candidate; the median is scored (default {_MEASURE.repeats})")
     tune.add_argument("--timeout", type=float, default=None,
-                      help="seconds before a compile or benchmark run is killed (default: the target's TIMEOUT)")
+                      help="seconds before a compile or benchmark run is killed (default: the target's TIMEOUT, "
+                           f"whose default is {_MEASURE.timeout:g})")
     tune.add_argument("--max-evaluations", type=int, default=None, help="stop after this many evaluations")
     tune.add_argument("--fresh", action="store_true", help="start over instead of resuming the journal")
     tune.add_argument("--wait", action="store_true", help="wait for another tune of the same target to finish")
@@ -129,9 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         guard_driver()  # nothing these start outlives them, even when they are SIGKILLed
     try:
         if args.command == "tune":
-            from ciq_build.tune.driver import TuneOptions, tune
+            from ciq_build.tune.driver import run_tune
+            from ciq_build.tune.settings import TuneOptions
 
-            outcome = tune(TuneOptions.from_args(args))
+            outcome = run_tune(TuneOptions.from_args(args))
             return 0 if outcome.ok else 1
         if args.command == "show":
             from ciq_build.tune.report import show

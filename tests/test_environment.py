@@ -28,7 +28,8 @@ from ciq_build.errors import DiskFullError, JournalError
 from ciq_build.state.journal import Journal
 from ciq_build.build.sources import SourceSet
 from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain, parse_objectives
-from ciq_build.tune.driver import Evaluator, from_journal, journaled_timings
+from ciq_build.tune.cache import from_journal, journaled_timings
+from ciq_build.tune.evaluator import BuildRunner
 
 PROGRAMS = Path(__file__).parent / "programs"
 OBJECTIVES = parse_objectives(["spill_bytes"])
@@ -329,7 +330,7 @@ def test_waiting_for_the_gpu_is_timed_apart_from_compiling_and_benchmarking(tmp_
             return CandidateBuild(True, None, "", 0.3, "", (), bench.path)
 
     slots = GpuSlots()
-    evaluator = Evaluator(manifest, None, parse_objectives(["time"]), 2, 30.0, slots)  # type: ignore[arg-type]
+    evaluator = BuildRunner(manifest, None, parse_objectives(["time"]), 2, 30.0, slots)  # type: ignore[arg-type]
     held = threading.Event()
 
     def another_benchmark_holds_the_gpu() -> None:

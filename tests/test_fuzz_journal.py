@@ -18,7 +18,7 @@ from ciq_build.search.base import Proposal
 from ciq_build.errors import CiqError
 from ciq_build.state.journal import Journal
 from ciq_build.build.manifest import parse_objectives
-from ciq_build.tune.driver import from_journal
+from ciq_build.tune.cache import from_journal
 
 FUZZ = settings(max_examples=1000, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

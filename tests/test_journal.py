@@ -140,34 +140,45 @@ def test_sigkill_mid_stream_keeps_every_complete_line(tmp_path: Path, seed: int)
 # -- headers and --fresh ---------------------------------------------------------------------
 
 
-def test_header_identifies_the_search(tmp_path: Path) -> None:
+def test_a_resumed_search_writes_no_second_header_and_keeps_its_records(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.jsonl")
-    written = journal.check_header(SETTINGS)  # new journal: header written
-    assert written["kind"] == "header" and written["target"] == "gemm"
+    start = journal.begin(SETTINGS)  # new journal: header written
+    assert start.records == [] and not start.another_search
+    assert journal.header() == {"kind": "header", **SETTINGS}
     journal.append({"kind": "evaluation", "i": 1})
-    # A resumed run with the same settings (tuples or lists alike) is accepted.
-    same = {**SETTINGS, "space": tuple(SETTINGS["space"])}
-    assert Journal(journal.path).check_header(same)["created"] == written["created"]
-    assert [r.get("i") for r in journal.evaluations()] == [1]
-    assert journal.header() == written
+    again = Journal(journal.path).begin(SETTINGS)
+    assert not again.another_search
+    assert [r.get("i") for r in again.records] == [None, 1]
+    assert [r["kind"] for r in journal.records()] == ["header", "evaluation"]  # no second header
 
 
-def test_header_of_another_search_is_refused(tmp_path: Path) -> None:
+def test_another_search_appends_its_header_and_keeps_the_old_records(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "j.jsonl")
-    journal.check_header(SETTINGS)
+    journal.begin(SETTINGS)
+    journal.append({"kind": "evaluation", "i": 1})
     other = {**SETTINGS, "toolchain": {"cuda": "13.0"}, "seed": 2}
-    assert journal.header_differences(other) == [
-        'toolchain: {"cuda": "13.3"} -> {"cuda": "13.0"}',
-        "seed: (absent) -> 2",
-    ]
-    with pytest.raises(JournalError, match="--fresh"):
-        journal.check_header(other)
+    start = journal.begin(other)
+    # Records are keyed by what determines them, so the older search's stay readable.
+    assert start.another_search and [r.get("i") for r in start.records] == [None, 1]
+    assert [r["kind"] for r in journal.records()] == ["header", "evaluation", "header"]
+    assert not journal.begin(other).another_search  # the latest header is the one compared
+
+
+def test_begin_fresh_moves_the_old_journal_aside(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "gemm.jsonl")
+    journal.begin(SETTINGS)
+    journal.append({"kind": "evaluation", "i": 1})
+    start = journal.begin(SETTINGS, fresh=True)
+    assert start.records == [] and not start.another_search
+    assert [r["kind"] for r in journal.records()] == ["header"]
+    backups = list(tmp_path.glob("gemm.jsonl.*.bak"))
+    assert len(backups) == 1 and len(Journal(backups[0]).records()) == 2
 
 
 def test_reset_keeps_the_old_journal_as_backup(tmp_path: Path) -> None:
     journal = Journal(tmp_path / "gemm.jsonl")
     assert journal.reset() is None  # nothing to move
-    journal.check_header(SETTINGS)
+    journal.begin(SETTINGS)
     journal.append({"i": 1})
     first = journal.reset()
     assert first is not None and first.name.startswith("gemm.jsonl.") and first.name.endswith(".bak")

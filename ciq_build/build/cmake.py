@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ciq_build.build import environment
+from ciq_build.core.causes import Cause
 from ciq_build.measure import proc
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.errors import BuildError
@@ -45,7 +46,7 @@ class CandidateBuild:
     """The outcome of rebuilding the tuned target with one candidate's controls."""
 
     ok: bool
-    cause: str | None  # compile_failed / compile_timeout, or an environmental cause (ciq_build.build.environment)
+    cause: Cause | None  # compile_failed / compile_timeout, or an environmental cause (ciq_build.build.environment)
     message: str
     compile_seconds: float
     compiler_output: str
@@ -127,7 +128,7 @@ class ScratchTree:
         output = compile_step.stdout + compile_step.stderr
         if compile_step.ok and compile_step.truncated:
             # The static metrics are read from this log: a cut one would score the kernels it lost as 0.
-            return CandidateBuild(False, "compile_failed",
+            return CandidateBuild(False, Cause.COMPILE_FAILED,
                                   f"compile printed more than ciq_build keeps ({compile_step.truncation}); "
                                   "its resource usage cannot be read from a cut log", compile_step.seconds, output)
         if not compile_step.ok:
@@ -144,19 +145,19 @@ class ScratchTree:
                                       compile_step.seconds, output)
         return CandidateBuild(True, None, "", compile_step.seconds, output, self.object_files(), self.benchmark_path)
 
-    def _failure_cause(self, step: proc.ProcResult, output: str, witness: environment.CompileWitness) -> str:
+    def _failure_cause(self, step: proc.ProcResult, output: str, witness: environment.CompileWitness) -> Cause:
         """The candidate's own failure (compile_failed/compile_timeout) or the machine's (not cached)."""
         if environment.says_disk_full(output):
             return environment.DISK_FULL
         if step.timed_out:
-            return "compile_timeout" if witness.hang_was_the_candidates() else environment.BUILD_TOOL_TIMEOUT
+            return Cause.COMPILE_TIMEOUT if witness.hang_was_the_candidates() else environment.BUILD_TOOL_TIMEOUT
         if environment.foreign_signal(step.signal) or environment.says_killed(output):
             return environment.COMPILE_KILLED
         # nvcc does not always say why a write failed ("Failed to preprocess host
         # compiler properties" with a full TMPDIR): look at the disks themselves.
         if environment.full_file_systems([self.root, environment.compiler_temp_dir()]):
             return environment.DISK_FULL
-        return "compile_failed"
+        return Cause.COMPILE_FAILED
 
     def _build_args(self, target: str) -> list[str]:
         return [build_tool("cmake"), "--build", str(self.build_dir), "--target", target]

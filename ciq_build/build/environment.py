@@ -36,13 +36,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ciq_build.core.causes import ENVIRONMENTAL, Cause
 from ciq_build.errors import DiskFullError
 
-DISK_FULL = "disk_full"
-COMPILE_KILLED = "compile_killed"
-BENCH_KILLED = "bench_killed"
-BUILD_TOOL_TIMEOUT = "build_tool_timeout"
-ENVIRONMENTAL_CAUSES = frozenset({DISK_FULL, COMPILE_KILLED, BENCH_KILLED, BUILD_TOOL_TIMEOUT})
+DISK_FULL = Cause.DISK_FULL
+COMPILE_KILLED = Cause.COMPILE_KILLED
+BENCH_KILLED = Cause.BENCH_KILLED
+BUILD_TOOL_TIMEOUT = Cause.BUILD_TOOL_TIMEOUT
+ENVIRONMENTAL_CAUSES = ENVIRONMENTAL
 
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 

@@ -59,17 +59,18 @@ from typing import Any, Literal
 import numpy as np
 import regex
 
+from ciq_build.core.causes import Cause
 from ciq_build.measure import proc
 from ciq_build.errors import BenchmarkError, ConfigError, NoGpuError
 
 # Failure causes (the benchmark's part of ARCHITECTURE.md's list), plus no_gpu.
-BENCH_TIMEOUT = "bench_timeout"
-BENCH_SIGNAL = "bench_signal"
-BENCH_EXIT = "bench_exit"
-NO_METRIC = "no_metric"
-BAD_METRIC = "bad_metric"
-CHECK_FAILED = "check_failed"
-NO_GPU = "no_gpu"
+BENCH_TIMEOUT = Cause.BENCH_TIMEOUT
+BENCH_SIGNAL = Cause.BENCH_SIGNAL
+BENCH_EXIT = Cause.BENCH_EXIT
+NO_METRIC = Cause.NO_METRIC
+BAD_METRIC = Cause.BAD_METRIC
+CHECK_FAILED = Cause.CHECK_FAILED
+NO_GPU = Cause.NO_GPU
 CAUSES = (BENCH_TIMEOUT, BENCH_SIGNAL, BENCH_EXIT, NO_METRIC, BAD_METRIC, CHECK_FAILED, NO_GPU)
 
 TIME = "time"  # the runtime objective, in milliseconds
@@ -421,7 +422,7 @@ class BenchRun:
     """One run of the benchmark and its verdict."""
 
     ok: bool
-    cause: str | None  # one of CAUSES when not ok
+    cause: Cause | None  # one of CAUSES when not ok
     message: str  # one line: why it failed, or what it measured
     metrics: dict[str, float]
     check: Literal["PASS", "FAIL"] | None
@@ -444,7 +445,7 @@ def classify(
     tail = _output_tail(result)
     truncated = result.truncated
 
-    def failed(cause: str, message: str) -> BenchRun:
+    def failed(cause: Cause, message: str) -> BenchRun:
         return BenchRun(False, cause, message, dict(parsed.metrics), parsed.check, result.seconds, tail)
 
     missing = [name for name in required if name not in parsed.metrics]

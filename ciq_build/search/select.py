@@ -8,21 +8,16 @@ engine, with the knobs and params in the same space.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from ciq_build.compiler.controls import knob_space
 from ciq_build.search.base import CandidateSource
 from ciq_build.errors import ConfigError
 from ciq_build.core.params import parse_params
+from ciq_build.core.settings import PLAIN_KINDS, SearchSettings
 from ciq_build.search.ga import SearchConfiguration
 from ciq_build.core.space import Param
 from ciq_build.build.manifest import Manifest, Objective, architecture_list
 from ciq_build.compiler.toolchain import Toolchain
-
-if TYPE_CHECKING:
-    from ciq_build.tune.driver import TuneOptions
-
-PLAIN_KINDS = ("knobs", "params")
 
 
 POOL_PREFIX = "acf-pool:"
@@ -32,10 +27,9 @@ def is_acf_kind(kind: str) -> bool:
     return kind.startswith(("ptxas-acf", "nvcc-acf", POOL_PREFIX)) or kind.endswith(".bin")
 
 
-def search_kinds(options: "TuneOptions", manifest: Manifest) -> list[str]:
-    kinds = list(options.controls or manifest.search_space or ())
-    if not kinds:
-        kinds = ["knobs", "params"]
+def search_kinds(settings: SearchSettings) -> list[str]:
+    """The resolved SEARCH_SPACE / --controls, checked: known kinds, at most one ACF space."""
+    kinds = list(settings.kinds)
     for kind in kinds:
         if kind not in PLAIN_KINDS and not is_acf_kind(kind):
             raise ConfigError(
@@ -58,7 +52,7 @@ def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allo
     space: dict[str, Param] = {}
     if "knobs" in kinds:
         arch = _first_arch(manifest.toolchain.architectures)
-        knobs = knob_space(toolchain, allow_numerics or manifest.allow_numerics, arch=arch)
+        knobs = knob_space(toolchain, allow_numerics, arch=arch)
         if not any(o.name == "compile_time" for o in objectives):
             knobs = {name: param for name, param in knobs.items() if name not in COMPILE_TIME_KNOBS}
         space.update(knobs)
@@ -67,14 +61,14 @@ def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allo
     return space
 
 
-def make_candidate_source(options: "TuneOptions", manifest: Manifest, toolchain: Toolchain,
+def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchain: Toolchain,
                           objectives: list[Objective], acf_dir: Path) -> CandidateSource:
-    kinds = search_kinds(options, manifest)
-    space = build_space(kinds, manifest, toolchain, options.allow_numerics, objectives)
+    kinds = search_kinds(settings)
+    space = build_space(kinds, manifest, toolchain, settings.allow_numerics, objectives)
     config = SearchConfiguration(
-        generations=options.generations, pool_size=options.pool_size, mutate_rate=options.mutate_rate,
-        problem_type=[o.direction for o in objectives], num_objectives=len(objectives), seed=options.seed,
-        max_evaluations=options.max_evaluations,
+        generations=settings.generations, pool_size=settings.pool_size, mutate_rate=settings.mutate_rate,
+        problem_type=[o.direction for o in objectives], num_objectives=len(objectives), seed=settings.seed,
+        max_evaluations=settings.max_evaluations,
     )
     acf_kind = next((k for k in kinds if is_acf_kind(k)), None)
     if acf_kind is not None and acf_kind.startswith(POOL_PREFIX):

@@ -19,10 +19,13 @@ cut - resumes without measuring anything twice. Durability rules:
 * a full disk is a `DiskFullError` (the tune stops and resumes later), not a
   corrupt journal.
 
-The first record of a journal is a header, ``{"kind": "header", ...}``, with
-the settings that identify the search (target, toolchain, search space, ...);
-a resumed run compares them with its own and refuses a journal of another
-search (``check_header``).
+A run opens the journal with ``begin(header)``: a header record,
+``{"kind": "header", ...}``, names the settings of the search that writes the
+records after it (target, toolchain, objectives, search space, ...). A run
+whose settings match the latest header appends none; another search appends
+its own header and keeps the records before it, which stay valid where their
+content-hashed keys match (what a record may be reused for is the reader's
+policy: ``ciq_build.tune.cache``).
 
 Values are written with Python's ``json`` (NaN and infinities as ``NaN`` and
 ``Infinity``, which ``json.loads`` reads back), so a failed evaluation's score
@@ -51,19 +54,10 @@ from ciq_build.errors import BusyError, DiskFullError, JournalError
 from ciq_build.state.durable import fsync_dir
 
 HEADER_KIND = "header"
-JOURNAL_FORMAT = 1  # the "journal" field of a header; bumped if the line format ever changes
-
-# Header fields written by the journal itself; never compared between runs.
-_HEADER_OWN_KEYS = frozenset({"kind", "journal", "created"})
 
 
 def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _normalised(value: Any) -> Any:
-    """`value` as it reads back from the journal (tuples become lists, keys strings)."""
-    return json.loads(json.dumps(value))
 
 
 @dataclass
@@ -126,12 +120,6 @@ class Journal:
             os.close(fd)
         if created:
             fsync_dir(self.path.parent)  # the new directory entry must survive a crash too
-
-    def write_header(self, settings: Mapping[str, Any]) -> dict[str, Any]:
-        """Append a header record with the run's `settings`; returns the record written."""
-        header = {**dict(settings), "kind": HEADER_KIND, "journal": JOURNAL_FORMAT, "created": _now_iso()}
-        self.append(header)
-        return _normalised(header)
 
     def reset(self) -> Path | None:
         """Start over (``--fresh``): move the journal aside to ``<name>.<timestamp>.bak``.
@@ -200,42 +188,29 @@ class Journal:
                 return record
         return None
 
-    def header_differences(self, settings: Mapping[str, Any]) -> list[str]:
-        """Which of `settings` differ from the journal's header: ``"key: old -> new"`` lines.
+    def begin(self, header: Mapping[str, Any], *, fresh: bool = False) -> JournalStart:
+        """Open the journal for the search described by `header` (``--fresh``: the old one moved aside first).
 
-        Only the keys in `settings` are compared; a key missing from the header differs.
-        An empty list means the journal belongs to this search (or has no header yet).
+        Appends `header` as a header record unless the latest header already says the same;
+        returns every record read before that, and whether they were written by another search.
         """
-        header = self.header()
-        if header is None:
-            return []
-        differences = []
-        for key, value in _normalised(dict(settings)).items():
-            if key in _HEADER_OWN_KEYS:
-                continue
-            if key not in header:
-                differences.append(f"{key}: (absent) -> {_short(value)}")
-            elif header[key] != value:
-                differences.append(f"{key}: {_short(header[key])} -> {_short(value)}")
-        return differences
+        if fresh:
+            self.reset()
+        records = self.records()
+        wanted = {"kind": HEADER_KIND, **dict(header)}
+        latest = next((r for r in reversed(records) if r.get("kind") == HEADER_KIND), None)
+        same = latest is not None and {k: latest.get(k) for k in wanted} == wanted
+        if not same:
+            self.append(wanted)
+        return JournalStart(records, another_search=latest is not None and not same)
 
-    def check_header(self, settings: Mapping[str, Any]) -> dict[str, Any]:
-        """Make sure the journal belongs to the search described by `settings`.
 
-        Writes the header when the journal has none (a new or header-less journal);
-        raises JournalError naming the differences when it belongs to another search.
-        Returns the header in force.
-        """
-        differences = self.header_differences(settings)
-        if differences:
-            raise JournalError(
-                f"the journal {self.path} was written by a different search:\n"
-                + "\n".join("    " + line for line in differences)
-                + "\nRun the tune with --fresh to start a new search "
-                "(the old journal is kept as a .bak file beside it)."
-            )
-        header = self.header()
-        return header if header is not None else self.write_header(settings)
+@dataclass(frozen=True)
+class JournalStart:
+    """What `Journal.begin` found: the records so far, and whether another search wrote them."""
+
+    records: list[dict[str, Any]]
+    another_search: bool
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | str:
@@ -290,11 +265,6 @@ def _file_kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a plain file"
-
-
-def _short(value: Any, limit: int = 120) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # -- the per-target tune lock ---------------------------------------------------
@@ -402,4 +372,4 @@ class TargetLock:
         )
 
 
-__all__ = ["HEADER_KIND", "JOURNAL_FORMAT", "Journal", "TargetLock"]
+__all__ = ["HEADER_KIND", "Journal", "JournalStart", "TargetLock"]

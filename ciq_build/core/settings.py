@@ -1,0 +1,61 @@
+"""What a tune was asked to do, resolved once: nested frozen settings and their defaults.
+
+Each value comes from the command line, else the target's ``ciq_tune_target()``
+(its manifest), else the default written here; ``ciq_build.tune.settings``
+does that resolution, once, and every layer below reads these objects
+instead of choosing between sources itself. They live in ``core`` so the
+search layer can take its part (``SearchSettings``) without knowing the driver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Seconds before one compile or benchmark run is killed, when neither --timeout nor
+# the target's TIMEOUT says. The CMake module's TIMEOUT default (cmake/ciq_build.cmake)
+# is the same number: a test holds them together.
+DEFAULT_TIMEOUT = 60.0
+
+# Seconds allowed for configuring a build tree: the user's (tune --source-dir) and the
+# scratch trees (DEFAULT_TIMEOUT and the target's TIMEOUT times this factor).
+CONFIGURE_TIMEOUT_FACTOR = 5
+# Configuring the user's tree happens before its TIMEOUT is known.
+USER_CONFIGURE_TIMEOUT = 600.0
+
+PLAIN_KINDS = ("knobs", "params")  # what is searched when neither --controls nor SEARCH_SPACE says
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """How the candidate source searches."""
+
+    generations: int = 4
+    pool_size: int = 8
+    mutate_rate: float = 0.25
+    seed: int = 0
+    max_evaluations: int | None = None  # fresh evaluations at most; journaled ones are free
+    kinds: tuple[str, ...] = PLAIN_KINDS  # knobs, params, an ACF space, acf-pool:<dir>
+    allow_numerics: bool = False  # also search flags that change floating-point results
+    pick: str = "knee"  # which Pareto point to pin: knee or first
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """How each candidate is measured."""
+
+    repeats: int = 5  # benchmark runs per candidate; the median is scored
+    timeout: float = DEFAULT_TIMEOUT  # per compile or benchmark run
+    gpus: tuple[str, ...] = ()  # CUDA devices to spread benchmarks over; empty: the default GPU
+
+    @property
+    def confirm_rounds(self) -> int:
+        """Interleaved runs of baseline and winner each when re-measuring before a pin."""
+        return max(5, self.repeats * 2)
+
+
+@dataclass(frozen=True)
+class BuildSettings:
+    """How candidates are built."""
+
+    jobs: int = 1  # candidates built in parallel (one scratch tree each)
+    cmake_args: tuple[str, ...] = ()  # for configuring a new build tree (tune --source-dir)

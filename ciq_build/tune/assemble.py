@@ -1,0 +1,44 @@
+"""The pinned record of a confirmed winner: what was searched, measured and chosen, assembled in one place."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ciq_build import __version__
+from ciq_build.build.cmake import ScratchTree
+from ciq_build.build.manifest import Manifest, Objective, architecture_list
+from ciq_build.compiler.fingerprint import object_fingerprints
+from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
+from ciq_build.tune.confirm import Confirmation
+from ciq_build.tune.evaluation import Evaluated, failure_counts, jsonable, metric_key
+
+
+def assemble_record(manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective],
+                    confirmation: Confirmation, tree: ScratchTree, search: Mapping[str, Any],
+                    evaluations: Sequence[Evaluated]) -> PinnedRecord:
+    """The record that pins `confirmation.winner`; `tree` is where its objects were rebuilt, `search` the
+    candidate source's description (its provenance)."""
+    baseline, winner, spreads = confirmation.baseline, confirmation.winner, confirmation.spreads
+
+    def summary(scores: tuple[float, ...], spread: Mapping[str, float]) -> ScoreSummary:
+        return ScoreSummary(tuple(scores), tuple(float(spread.get(metric_key(o), 0.0)) for o in objectives))
+
+    return PinnedRecord(
+        target=manifest.target,
+        controls=winner.controls,
+        toolchain=RecordToolchain(cuda=toolchain.major_minor, nvcc_version=toolchain.version,
+                                  ptxas_version=toolchain.ptxas_version,
+                                  architectures=tuple(architecture_list(manifest.toolchain.architectures))),
+        provenance={**search, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "ciq_build_version": __version__, "evaluations": len(evaluations),
+                    "failures": failure_counts(evaluations), "winner_params": jsonable(winner.proposal.params),
+                    "baseline_metrics": baseline.metrics, "winner_metrics": winner.metrics,
+                    "remeasured": spreads.get("samples", {})},
+        objectives=tuple(RecordObjective(o.name, o.direction) for o in objectives),
+        baseline=summary(confirmation.baseline_scores, spreads.get("baseline", baseline.spread)),
+        winner=summary(confirmation.winner_scores, spreads.get("winner", winner.spread)),
+        objects=object_fingerprints(confirmation.winner_objects, tree.mirror(manifest.object_dir), toolchain),
+    )

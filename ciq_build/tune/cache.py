@@ -1,0 +1,192 @@
+"""The journal as a cache of evaluations: the cache key, which journaled records may be reused, and writing them.
+
+Same sources, toolchain, benchmark and controls => same measurement, so an
+evaluation is keyed by a hash of exactly those (`cache_key`). A journaled
+record is reused on resume unless it cannot be trusted: unreadable, failed for
+a reason outside the candidate (the machine's: full disk, a foreign kill, a
+hung build tool), or measured without a value for one of today's objectives.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ciq_build.build import environment
+from ciq_build.build.manifest import Manifest, Objective
+from ciq_build.compiler.controls import Controls, controls_to_json
+from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.causes import Cause
+from ciq_build.errors import DiskFullError
+from ciq_build.search.base import Proposal
+from ciq_build.state.journal import Journal
+from ciq_build.tune.evaluation import Evaluated, objective_values
+
+EVALUATION_KIND = "evaluation"
+# A journal record naming files the build writes into the source tree (ciq_build.build.sources).
+SOURCE_OUTPUTS_KIND = "source_outputs"
+
+
+def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sources: str) -> str:
+    """What a measurement depends on besides the controls: the target's real inputs (`sources`, a digest)."""
+    digest = hashlib.sha256(sources.encode())
+    bench = manifest.benchmark
+    payload: dict[str, Any] = {
+        "toolchain": toolchain.version,
+        "ptxas": toolchain.ptxas_version,  # a ptxas swapped into a toolkit changes the code too
+        "nvcc": str(toolchain.nvcc),
+        "architectures": manifest.toolchain.architectures,
+        "flags": list(controls.flags),
+        "defines": [list(d) for d in controls.defines],
+        "acf": controls.acf.sha256 if controls.acf else None,
+        "benchmark": [str(bench.path), *bench.args] if bench else None,
+    }
+    if manifest.metric_regex:
+        # What the benchmark's output means; absent for the line protocol, so its keys stay as they were.
+        payload["metric"] = [manifest.metric_regex, manifest.metric_unit]
+    digest.update(json.dumps(payload, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+# -- reading journaled evaluations ------------------------------------------------------
+
+
+def _numbers(value: Any) -> dict[str, float]:
+    """The name -> number entries of a journaled mapping; anything else is dropped."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < float("inf")}
+
+
+def read_evaluation(record: dict[str, Any], proposal: Proposal, controls: Controls, key: str,
+                    objectives: Sequence[Objective], *, cached: bool = True) -> Evaluated | None:
+    """A journaled evaluation as it was, or None when it is unreadable or scores none of `objectives`."""
+    ok = record.get("ok")
+    if not isinstance(ok, bool):
+        return None
+    values = _numbers(record.get("metrics"))
+    scores = objective_values(objectives, values) if ok else None
+    if ok and scores is None:
+        return None  # measured, but not for today's objectives: measure again
+    seconds = record.get("seconds")
+    return Evaluated(key, proposal, controls, ok, None if ok else Cause.read(record.get("cause")),
+                     str(record.get("message") or ""), values, _numbers(record.get("spread")), scores,
+                     0.0 if cached or not isinstance(seconds, (int, float)) else float(seconds),
+                     cached=cached, timings=journaled_timings(record))
+
+
+def from_journal(record: dict[str, Any], proposal: Proposal, controls: Controls, key: str,
+                 objectives: Sequence[Objective]) -> Evaluated | None:
+    """A journaled evaluation to reuse, or None when the line cannot be trusted (it is then re-run)."""
+    if record.get("ok") is False and journaled_environmental(record):
+        return None  # the machine's failure, not the candidate's: run it again
+    return read_evaluation(record, proposal, controls, key, objectives)
+
+
+def journaled_environmental(record: dict[str, Any]) -> bool:
+    """Whether a journaled failure was the machine's: marked so, or (older journals) says so."""
+    cause = record.get("cause")
+    if record.get("environmental") is True or (isinstance(cause, str) and Cause.read(cause).environmental):
+        return True
+    # Journals written before environmental failures were told apart cached them as
+    # compile_failed / bench_signal; their messages still say what happened.
+    message = record.get("message")
+    return isinstance(message, str) and (environment.says_disk_full(message) or environment.says_killed(message))
+
+
+def journaled_timings(record: dict[str, Any]) -> dict[str, float]:
+    """compile_s / benchmark_s / wait_s of a journaled evaluation; {} for older journals (only "seconds")."""
+    timings = _numbers(record.get("timings"))
+    return {name: value for name, value in timings.items() if name in ("compile_s", "benchmark_s", "wait_s")}
+
+
+def evaluation_record(evaluated: Evaluated) -> dict[str, Any]:
+    """The journal line of an evaluation (the format old journals share: resumes read both)."""
+    return {
+        "kind": EVALUATION_KIND, "key": evaluated.key, "generation": evaluated.proposal.generation,
+        "params": evaluated.proposal.params, "controls": controls_to_json(evaluated.controls, None),
+        "ok": evaluated.ok, "cause": evaluated.cause, "message": evaluated.message[-4000:],
+        "metrics": evaluated.metrics, "spread": evaluated.spread,
+        "scores": list(evaluated.scores) if evaluated.scores is not None else None,
+        "seconds": round(evaluated.seconds, 3), "timings": evaluated.timings,
+        "environmental": evaluated.environmental, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+# -- the cache -------------------------------------------------------------------------
+
+
+class EvaluationCache:
+    """The journal of one target, read as a cache of evaluations and appended as evaluations finish.
+
+    Nothing is read or written until `open`.
+    """
+
+    def __init__(self, journal: Journal, objectives: Sequence[Objective], say: Callable[[str], None]) -> None:
+        self.journal = journal
+        self.objectives = list(objectives)
+        self.say = say
+        self.entries: dict[str, dict[str, Any]] = {}  # key -> the journaled record to reuse
+        self.source_outputs: set[Path] = set()  # files the build writes into the source tree, as journaled
+
+    @property
+    def path(self) -> Path:
+        return self.journal.path
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def open(self, header: dict[str, Any], *, fresh: bool = False) -> None:
+        """Read what the journal holds for this target (after its header for this search is written)."""
+        start = self.journal.begin(header, fresh=fresh)
+        if start.another_search:
+            # Evaluations are keyed by what determines them (sources, toolchain,
+            # controls, benchmark), so another search's results stay valid: keep them.
+            self.say("the journal holds another search (settings changed); its measurements are reused "
+                     "where sources, toolchain and controls match (--fresh to start over)")
+        retried = set()
+        for record in start.records:
+            if record.get("kind") == EVALUATION_KIND and isinstance(record.get("key"), str):
+                if record.get("ok") is False and journaled_environmental(record):
+                    retried.add(record["key"])  # never a cached result; never hides one either
+                    continue
+                self.entries[record["key"]] = record
+            elif record.get("kind") == SOURCE_OUTPUTS_KIND and isinstance(record.get("paths"), list):
+                self.source_outputs |= {Path(p) for p in record["paths"] if isinstance(p, str)}
+        for line, reason in self.journal.skipped:
+            self.say(f"journal line {line} skipped ({reason})")
+        if self.entries:
+            self.say(f"resuming: {len(self.entries)} finished evaluation(s) in {self.journal.path}")
+        retried -= set(self.entries)
+        if retried:
+            self.say(f"{len(retried)} evaluation(s) that failed for environmental reasons (full disk, killed, "
+                     "hung build tool) are run again")
+
+    def lookup(self, proposal: Proposal, controls: Controls, key: str) -> Evaluated | None:
+        """The journaled evaluation of `key` to reuse for `proposal`, or None: evaluate it."""
+        record = self.entries.get(key)
+        return None if record is None else from_journal(record, proposal, controls, key, self.objectives)
+
+    def record(self, evaluated: Evaluated, *, reuse: bool = False) -> None:
+        """Journal a finished evaluation, durably; `reuse`: also serve it to later lookups of this run."""
+        self.journal.append(evaluation_record(evaluated))
+        if reuse:
+            self.entries[evaluated.key] = {"ok": evaluated.ok, "metrics": evaluated.metrics}
+
+    def record_environmental(self, evaluated: Evaluated) -> None:
+        """Journal a full-disk failure if the disk still takes it (the report counts it; never reused)."""
+        try:
+            self.record(evaluated)
+        except DiskFullError:
+            pass
+
+    def record_source_outputs(self, written: set[Path]) -> None:
+        """Remember files the build wrote into the source tree (left out of the fingerprint from now on)."""
+        self.source_outputs |= written
+        self.journal.append({"kind": SOURCE_OUTPUTS_KIND, "paths": sorted(str(p) for p in written),
+                             "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})

@@ -1,0 +1,171 @@
+"""Before pinning: trust no journaled score of the winner, and re-measure it against the baseline.
+
+A journal is a cache, not a proof: it may be stale (a toolchain swapped under
+the same version string) or edited, so the winner's and the baseline's static
+scores are rebuilt and checked. Timed objectives are then re-measured,
+baseline and winner interleaved, and the winner is pinned only when it beats
+the baseline beyond the noise; static ones are deterministic, so the winner
+must dominate the compiler's defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ciq_build.build.cmake import CandidateBuild, ScratchTree
+from ciq_build.build.manifest import Objective
+from ciq_build.compiler.controls import Controls
+from ciq_build.core.causes import Cause
+from ciq_build.core.results import dominates
+from ciq_build.core.settings import MeasureSettings
+from ciq_build.errors import SearchError
+from ciq_build.measure.bench import beats_baseline, interleaved
+from ciq_build.tune.cache import EvaluationCache
+from ciq_build.tune.evaluation import Evaluated, failure_summary, jsonable, metric_key, objective_values
+from ciq_build.tune.evaluator import BuildRunner
+from ciq_build.tune.winner import pick_winner
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The verdict on the winner, and the scores a pinned record carries."""
+
+    baseline: Evaluated
+    winner: Evaluated
+    better: bool  # beats the baseline: pin it
+    verdict: str  # one line for the summary
+    baseline_scores: tuple[float, ...]
+    winner_scores: tuple[float, ...]
+    # baseline / winner: IQR per metric of the re-measurement; samples: its runs and verdict. Empty when static.
+    spreads: Mapping[str, Any] = field(default_factory=dict)
+    winner_objects: tuple[Path, ...] = ()  # the winner's object files, rebuilt in a worker tree
+
+
+class Confirmer:
+    """Picks the winner of a finished search and decides whether it beats the baseline."""
+
+    def __init__(self, runner: BuildRunner, cache: EvaluationCache, objectives: Sequence[Objective],
+                 measure: MeasureSettings, pick: str, target: str, say: Callable[[str], None],
+                 warn: Callable[[str], None]) -> None:
+        self.runner = runner
+        self.cache = cache
+        self.objectives = list(objectives)
+        self.measure = measure
+        self.pick = pick
+        self.target = target
+        self.say = say
+        self.warn = warn
+
+    def confirm(self, baseline: Evaluated, evaluations: list[Evaluated], base_tree: ScratchTree,
+                tree: ScratchTree) -> Confirmation:
+        """The winner of `evaluations` (a corrected journaled score is replaced in the list) and its verdict."""
+        baseline, winner, prebuilt = self._trusted_winner(baseline, evaluations, base_tree, tree)
+        assert winner.scores is not None and baseline.scores is not None
+        # Rebuild the winner in a worker tree: its objects are pinned (resource usage, code hash).
+        rebuilt = prebuilt if prebuilt is not None else tree.build(winner.controls, self.measure.timeout)
+        if not rebuilt.ok:
+            raise SearchError(f"the winning candidate no longer builds: {rebuilt.message}")
+        if not self.runner.needs_benchmark:
+            # Static metrics are deterministic: better means no worse on any
+            # objective and better on one (the winner dominates the defaults).
+            better = dominates(winner.scores, baseline.scores, [o.direction for o in self.objectives])
+            text = ", ".join(f"{o.spec}: {b:g} -> {w:g}"
+                             for o, b, w in zip(self.objectives, baseline.scores, winner.scores))
+            text += "" if better else " (does not beat the compiler's defaults on every objective; nothing pinned)"
+            return Confirmation(baseline, winner, better, text, baseline.scores, winner.scores, {}, rebuilt.objects)
+        return self._remeasure(baseline, winner, base_tree, tree, rebuilt.objects)
+
+    def _remeasure(self, baseline: Evaluated, winner: Evaluated, base_tree: ScratchTree, tree: ScratchTree,
+                   objects: tuple[Path, ...]) -> Confirmation:
+        """Baseline and winner measured side by side, interleaved; better only beyond the noise."""
+        assert winner.scores is not None and baseline.scores is not None
+        # A baseline measured in this run is still built in its tree; one read
+        # from the journal may never have been built there.
+        if baseline.cached:
+            base_build = base_tree.build(Controls(), self.measure.timeout)
+            if not base_build.ok:
+                raise SearchError(f"the baseline no longer builds: {base_build.message}")
+        rounds = self.measure.confirm_rounds
+        self.say(f"re-measuring the winner against the baseline, interleaved, {rounds} rounds each")
+        with self.runner.slots.slot() as env:
+            base_m, win_m = interleaved(self.runner.bench_spec(base_tree).with_env(env),
+                                        self.runner.bench_spec(tree).with_env(env), rounds)
+        self.runner.check_precision(base_m, win_m)
+        failure = base_m.failure or win_m.failure
+        if failure is not None:
+            raise SearchError(f"re-measuring failed: {failure.cause}: {failure.message}")
+        timed = next(o for o in self.objectives if o.source == "benchmark")
+        key, direction = metric_key(timed), timed.direction
+        verdict = beats_baseline(base_m.samples[key], win_m.samples[key], direction)
+        baseline_scores = objective_values(self.objectives, dict(baseline.metrics, **base_m.metrics)) \
+            or baseline.scores
+        winner_scores = objective_values(self.objectives, dict(winner.metrics, **win_m.metrics)) or winner.scores
+        spreads = {"baseline": base_m.iqr, "winner": win_m.iqr,
+                   "samples": {"metric": key, "baseline": base_m.samples[key], "winner": win_m.samples[key],
+                               "verdict": verdict.explanation}}
+        text = verdict.explanation + ("" if verdict.better else "; nothing pinned")
+        return Confirmation(baseline, winner, verdict.better, text, baseline_scores, winner_scores, spreads, objects)
+
+    # Static objectives whose journaled values a fresh build must reproduce exactly
+    # (compile_time is static too, but never the same twice).
+    def _deterministic_keys(self) -> list[str]:
+        return [metric_key(o) for o in self.objectives if o.source == "static"]
+
+    def _trusted_winner(self, baseline: Evaluated, evaluations: list[Evaluated], base_tree: ScratchTree,
+                        tree: ScratchTree) -> tuple[Evaluated, Evaluated, CandidateBuild | None]:
+        """The baseline and winner, with every journaled static score re-measured from a fresh build.
+
+        A journaled value that a fresh build does not reproduce is replaced by the
+        fresh one (and journaled), and the winner is picked again. Returns the
+        winner's build when it is the last one made in `tree`.
+        """
+        keys = self._deterministic_keys()
+        if keys and baseline.cached:
+            built = base_tree.build(Controls(), self.measure.timeout)
+            if not built.ok:
+                raise SearchError(f"the baseline no longer builds: {built.message}")
+            baseline = self._remeasured(baseline, built, keys)
+        checked: set[int] = set()
+        last: tuple[Evaluated, CandidateBuild] | None = None
+        while True:
+            winner = pick_winner(evaluations, baseline, self.objectives, self.pick)
+            if winner is None:
+                raise SearchError(
+                    f"no candidate of {self.target} could be evaluated ({failure_summary(evaluations)}); "
+                    "see the journal for each failure")
+            if not keys or not winner.cached or id(winner) in checked:
+                break
+            built = tree.build(winner.controls, self.measure.timeout)
+            if not built.ok:
+                raise SearchError(f"the winning candidate no longer builds: {built.message}")
+            fresh = self._remeasured(winner, built, keys)
+            checked.add(id(fresh))
+            last = (fresh, built)
+            if fresh is winner:
+                break
+            evaluations[evaluations.index(winner)] = fresh
+        return baseline, winner, (last[1] if last is not None and last[0] is winner else None)
+
+    def _remeasured(self, evaluated: Evaluated, built: CandidateBuild, keys: list[str]) -> Evaluated:
+        """`evaluated` when a fresh build reproduces its static metrics, else a corrected copy (journaled)."""
+        fresh = self.runner.static_metrics(built)
+        wrong = [k for k in keys if k not in fresh or k not in evaluated.metrics
+                 or abs(fresh[k] - evaluated.metrics[k]) > 1e-9 * max(1.0, abs(fresh[k]))]
+        if not wrong:
+            return evaluated
+        values = {**evaluated.metrics, **fresh}
+        scores = objective_values(self.objectives, values)
+        what = "the baseline" if evaluated.proposal.id == -1 else f"candidate {jsonable(evaluated.proposal.params)}"
+        journaled = ", ".join(f"{k} {evaluated.metrics.get(k, math.nan):g}" for k in wrong)
+        measured = ", ".join(f"{k} {fresh.get(k, math.nan):g}" for k in wrong)
+        self.warn(f"the journal's {journaled} for {what} is not what a fresh build measures ({measured}): the "
+                  f"journal {self.cache.path} is stale or was edited; the fresh measurement replaces it")
+        corrected = dataclasses.replace(evaluated, metrics=values, scores=scores, ok=scores is not None,
+                                        cause=None if scores is not None else Cause.NO_METRIC)
+        self.cache.record(corrected, reuse=True)
+        return corrected

@@ -1,0 +1,140 @@
+"""Evaluating one candidate: the interface the search loop calls, and the real one (build, then benchmark).
+
+The loop hands each candidate to a `Runner` with a worker of its own; the
+real runner (`BuildRunner`) builds it in a scratch tree and measures it there,
+`ciq_build.tune.replay.ReplayRunner` plays a journal back instead.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
+
+from ciq_build.build import environment
+from ciq_build.build.cmake import CandidateBuild, ScratchTree
+from ciq_build.build.manifest import Manifest, Objective
+from ciq_build.compiler import metrics
+from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.causes import Cause
+from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement, coarse_precision_warning, measure
+from ciq_build.search.base import Proposal
+from ciq_build.tune.evaluation import Evaluated, metric_key, objective_values
+
+W_contra = TypeVar("W_contra", contravariant=True)
+
+
+class Runner(Protocol[W_contra]):
+    """Evaluates one candidate on one worker (a scratch tree for the real runner); never raises for the candidate.
+
+    A candidate that does not build or measure is an `Evaluated` with ok=False and a cause.
+    """
+
+    def evaluate(self, worker: W_contra, proposal: Proposal, controls: Controls, key: str) -> Evaluated: ...
+
+
+class BuildRunner:
+    """Builds candidates in scratch trees and measures them; owns nothing but how one evaluation goes."""
+
+    def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
+                 timeout: float, slots: GpuSlots, warn: Callable[[str], None] | None = None) -> None:
+        self.manifest = manifest
+        self.toolchain = toolchain
+        self.objectives = list(objectives)
+        self.repeats = repeats
+        self.timeout = timeout
+        self.slots = slots
+        self.warn = warn  # where the coarse-precision warning goes
+        self._warned = False
+        self._warn_lock = threading.Lock()
+
+    @property
+    def needs_benchmark(self) -> bool:
+        return any(o.source == "benchmark" for o in self.objectives)
+
+    @property
+    def needs_sass(self) -> bool:
+        return any(o.name == "sass_instructions" for o in self.objectives)
+
+    def bench_spec(self, tree: ScratchTree) -> BenchSpec:
+        bench = self.manifest.benchmark
+        assert bench is not None and tree.benchmark_path is not None
+        required = tuple(metric_key(o) for o in self.objectives if o.source == "benchmark")
+        return BenchSpec(path=tree.benchmark_path, args=tuple(bench.args), timeout=self.timeout,
+                         metric_regex=self.manifest.metric_regex or None, cwd=tree.build_dir, required=required,
+                         metric_unit=self.manifest.metric_unit)
+
+    def check_precision(self, *measurements: Measurement) -> None:
+        """Warn, once per tune, when the METRIC regex's printed time is too coarse to compare candidates."""
+        printed = next((run.printed_time for m in measurements for run in m.runs
+                        if run.printed_time is not None and run.printed_time.coarse), None)
+        if printed is None or self.warn is None:
+            return
+        with self._warn_lock:
+            if self._warned:
+                return
+            self._warned = True
+        bench = self.manifest.benchmark
+        self.warn(coarse_precision_warning(bench.target if bench else self.manifest.target, printed,
+                                           self.manifest.metric_regex or None))
+
+    def evaluate(self, worker: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+        started = time.monotonic()
+        timings: dict[str, float] = {}
+
+        def failed(cause: Cause, message: str, values: dict[str, float] | None = None) -> Evaluated:
+            return Evaluated(key, proposal, controls, False, cause, message, values or {}, {}, None,
+                             time.monotonic() - started, timings=_rounded(timings))
+
+        build = worker.build(controls, self.timeout)
+        timings["compile_s"] = time.monotonic() - started
+        if not build.ok:
+            return failed(build.cause or Cause.COMPILE_FAILED, build.message, {"compile_seconds": build.compile_seconds})
+        values = self.static_metrics(build)
+        spread: dict[str, float] = {}
+        if self.needs_benchmark:
+            queued = time.monotonic()
+            with self.slots.slot() as env:
+                running = time.monotonic()
+                timings["wait_s"] = running - queued
+                measurement = measure(self.bench_spec(worker).with_env(env), self.repeats)
+                timings["benchmark_s"] = time.monotonic() - running
+            self.check_precision(measurement)
+            if measurement.failure is not None:
+                run = measurement.failure
+                detail = f"{run.message}\n{run.output_tail}" if run.output_tail else run.message
+                return failed(_bench_cause(run.cause, run.message, run.output_tail), detail, values)
+            values.update(measurement.metrics)
+            spread.update(measurement.iqr)
+        scores = objective_values(self.objectives, values)
+        if scores is None:
+            missing = [metric_key(o) for o in self.objectives if metric_key(o) not in values]
+            return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
+        return Evaluated(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
+                         timings=_rounded(timings))
+
+    def static_metrics(self, build: CandidateBuild) -> dict[str, float]:
+        """compile_seconds and the compiler's static metrics of a build (deterministic but the first)."""
+        values: dict[str, float] = {"compile_seconds": build.compile_seconds}
+        usages = metrics.parse_ptxas_verbose(build.compiler_output)
+        if usages:
+            values.update({k: float(v) for k, v in metrics.summarize(usages).items()})
+        if self.needs_sass and build.objects:
+            values["sass_instructions"] = float(
+                sum(metrics.sass_instruction_count(obj, self.toolchain) for obj in build.objects))
+        return values
+
+
+def _rounded(timings: dict[str, float]) -> dict[str, float]:
+    return {name: round(value, 3) for name, value in timings.items()}
+
+
+def _bench_cause(cause: Cause | None, message: str, output_tail: str) -> Cause:
+    """A failed benchmark run's cause, or an environmental one when the machine did it."""
+    if cause == Cause.BENCH_SIGNAL and environment.says_killed(message):
+        return environment.BENCH_KILLED  # SIGKILL from the OOM killer, a SIGTERM from someone: not a crash
+    if environment.says_disk_full(output_tail):
+        return environment.DISK_FULL
+    return cause or Cause.BENCH_EXIT

@@ -1,0 +1,158 @@
+"""The search loop: ask the candidate source, evaluate each proposal (journaled ones from the cache), tell.
+
+Every finished evaluation is journaled before the source hears of it, so a
+stopped tune resumes by replaying the journal into a source with the same
+seed; proposals are told in the order they were asked, whatever order they
+finish in, so the next batch depends only on the seed and the scores told.
+The evaluation budget (``--max-evaluations``) is counted here and only here:
+evaluations run by this process count, journaled ones are free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Generic, Protocol, TypeVar
+
+from ciq_build.build.manifest import Objective
+from ciq_build.compiler.controls import Controls, controls_from_candidate
+from ciq_build.core.causes import Cause
+from ciq_build.errors import ConfigError
+from ciq_build.measure import proc
+from ciq_build.search.base import CandidateSource, Proposal
+from ciq_build.tune.cache import EvaluationCache
+from ciq_build.tune.evaluation import Evaluated
+from ciq_build.tune.evaluator import Runner
+
+W = TypeVar("W")
+
+
+class Progress(Protocol):
+    """Where the loop reports after each tell (ciq_build.search.ga.ProgressReporter)."""
+
+    def update(self, done: int, *, evaluations: int = 0, failures: int = 0, best: str | None = None) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class SearchLoop(Generic[W]):
+    """Ask, evaluate on the free workers in parallel, journal, tell; until the source or the budget is spent.
+
+    `key_of` gives each candidate's cache key; `stop_for` may turn a finished
+    evaluation into an exception that ends the run (a full disk), after it is journaled if it can be.
+    """
+
+    def __init__(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W], cache: EvaluationCache,
+                 key_of: Callable[[Controls], str], objectives: Sequence[Objective], *,
+                 budget: int | None = None, progress: Progress | None = None,
+                 stop_for: Callable[[Evaluated], BaseException | None] | None = None) -> None:
+        if not workers:
+            raise ValueError("the search loop needs at least one worker")
+        self.source = source
+        self.runner = runner
+        self.workers = list(workers)
+        self.cache = cache
+        self.key_of = key_of
+        self.objectives = list(objectives)
+        self.budget = budget
+        self.progress = progress
+        self.stop_for = stop_for
+        self.evaluations: list[Evaluated] = []  # told, in order
+        self.asked = 0  # ask() calls that returned proposals
+        self.spent = 0  # evaluations this process made (not from the journal): what the budget counts
+
+    @property
+    def budget_left(self) -> bool:
+        return self.budget is None or self.spent < self.budget
+
+    def run(self) -> list[Evaluated]:
+        with ThreadPoolExecutor(max_workers=len(self.workers), thread_name_prefix="ciq-candidate") as pool:
+            try:
+                while self.budget_left:
+                    proposals = self.source.ask()
+                    if not proposals:
+                        break
+                    self.asked += 1
+                    outcomes = self._evaluate_batch(proposals, pool)
+                    self._tell(proposals, outcomes)
+            except BaseException:
+                # Ctrl-C / SIGTERM: kill the compiles and benchmarks in flight so the
+                # workers return now; what finished is already in the journal.
+                proc.kill_all_running()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        if self.progress is not None:
+            self.progress.close()
+        return self.evaluations
+
+    def _evaluate_batch(self, proposals: list[Proposal], pool: ThreadPoolExecutor) -> dict[int, Evaluated]:
+        """Each proposal's outcome by id; a proposal the budget cut has none."""
+        free = list(self.workers)
+        pending: dict[Future[Evaluated], W] = {}
+        outcomes: dict[int, Evaluated] = {}
+        queue = list(proposals)
+        while queue or pending:
+            while queue and free:
+                proposal = queue.pop(0)
+                try:
+                    controls = controls_from_candidate(proposal.params, proposal.acf)
+                except ConfigError as error:
+                    outcomes[proposal.id] = Evaluated("", proposal, Controls(), False, Cause.INVALID_CONTROLS,
+                                                      str(error), {}, {}, None, 0.0)
+                    self.spent += 1
+                    continue
+                key = self.key_of(controls)
+                cached = self.cache.lookup(proposal, controls, key)
+                if cached is not None:
+                    outcomes[proposal.id] = cached
+                    continue
+                if not self.budget_left:
+                    queue.clear()
+                    break
+                self.spent += 1
+                worker = free.pop()
+                pending[pool.submit(self.runner.evaluate, worker, proposal, controls, key)] = worker
+            if not pending:
+                break
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                free.append(pending.pop(future))
+                evaluated = future.result()
+                stop = self.stop_for(evaluated) if self.stop_for is not None else None
+                if stop is not None:
+                    self.cache.record_environmental(evaluated)
+                    raise stop
+                self.cache.record(evaluated)  # before the source hears of it: nothing lost on a kill
+                outcomes[evaluated.proposal.id] = evaluated
+        return outcomes
+
+    def _tell(self, proposals: list[Proposal], outcomes: dict[int, Evaluated]) -> None:
+        for proposal in proposals:
+            evaluated = outcomes.get(proposal.id)
+            if evaluated is None:  # cut by the evaluation budget
+                continue
+            self.evaluations.append(evaluated)
+            self.source.tell(proposal, evaluated.scores, None if evaluated.ok else f"{evaluated.cause}: {evaluated.message}")
+            if self.progress is not None:
+                best = self.best_scores()
+                self.progress.update(proposal.generation, evaluations=len(self.evaluations),
+                                     failures=sum(1 for e in self.evaluations if not e.ok),
+                                     best=None if best is None else "/".join(f"{s:g}" for s in best))
+
+    def best_scores(self) -> tuple[float, ...] | None:
+        """The best scores so far on the first objective (for the progress line)."""
+        ok = [e for e in self.evaluations if e.ok and e.scores is not None]
+        if not ok:
+            return None
+        sign = 1.0 if self.objectives[0].direction == "min" else -1.0
+        best = min(ok, key=lambda e: sign * e.scores[0] if e.scores is not None else 0.0)
+        return best.scores
+
+
+def stop_on_disk_full(disk_full: Callable[[str], BaseException]) -> Callable[[Evaluated], BaseException | None]:
+    """A `stop_for` that ends the run when an evaluation found the disk full (nothing else can go on)."""
+    def stop(evaluated: Evaluated) -> BaseException | None:
+        if evaluated.cause == Cause.DISK_FULL:
+            return disk_full(f"building or measuring candidate {evaluated.proposal.id}")
+        return None
+    return stop

@@ -1,0 +1,122 @@
+"""The command line of `tune` and its resolution, with the target's manifest, into one TuneSettings.
+
+`TuneOptions` is what the user typed (None where they gave nothing);
+`resolve_settings` reads it and the manifest once, in one place, and every
+other part of the driver reads the frozen `TuneSettings` it returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ciq_build.build.manifest import Manifest, Objective, parse_objectives
+from ciq_build.core.settings import PLAIN_KINDS, BuildSettings, MeasureSettings, SearchSettings
+from ciq_build.errors import ConfigError
+
+# What is tuned when neither --objective nor the target's OBJECTIVES says.
+DEFAULT_OBJECTIVES = ("spill_bytes",)
+
+_SEARCH = SearchSettings()
+_MEASURE = MeasureSettings()
+_BUILD = BuildSettings()
+
+
+@dataclass
+class TuneOptions:
+    """Everything `python -m ciq_build tune` was asked to do; None: not given, the manifest or default decides."""
+
+    target: str
+    build_dir: Path
+    source_dir: Path | None = None
+    generations: int = _SEARCH.generations
+    pool_size: int = _SEARCH.pool_size
+    mutate_rate: float = _SEARCH.mutate_rate
+    objectives: list[str] | None = None
+    controls: list[str] | None = None
+    allow_numerics: bool = _SEARCH.allow_numerics
+    pick: str = _SEARCH.pick
+    seed: int = _SEARCH.seed
+    jobs: int = _BUILD.jobs
+    repeats: int = _MEASURE.repeats
+    timeout: float | None = None
+    max_evaluations: int | None = _SEARCH.max_evaluations
+    fresh: bool = False
+    wait: bool = False
+    pin: bool = True
+    quiet: bool = False
+    cmake_args: list[str] = field(default_factory=list)
+    gpus: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> TuneOptions:
+        return cls(
+            target=args.target, build_dir=args.build_dir.resolve(),
+            source_dir=args.source_dir.resolve() if args.source_dir else None,
+            generations=args.generations, pool_size=args.pool_size, mutate_rate=args.mutate_rate,
+            objectives=args.objective, controls=args.controls, allow_numerics=args.allow_numerics,
+            pick=args.pick, seed=args.seed, jobs=args.jobs, repeats=args.repeats, timeout=args.timeout,
+            max_evaluations=args.max_evaluations, fresh=args.fresh, wait=args.wait, pin=not args.no_pin,
+            quiet=args.quiet, cmake_args=list(args.cmake_arg),
+            gpus=[g for g in (args.gpus or "").split(",") if g.strip()],
+        )
+
+    def validate(self) -> None:
+        """Refuse what no manifest can make right, before anything is configured or read."""
+        if self.jobs < 1:
+            raise ConfigError("--jobs must be at least 1")
+        if self.repeats < 1:
+            raise ConfigError("--repeats must be at least 1")
+        if self.generations < 1 or self.pool_size < 2:
+            raise ConfigError("--generations must be at least 1 and --pool-size at least 2")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ConfigError("--timeout must be a positive number of seconds")
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """One tune, resolved: what to search, how to measure and build, and what to do with the result."""
+
+    target: str
+    build_dir: Path
+    source_dir: Path | None
+    objectives: tuple[Objective, ...]
+    search: SearchSettings
+    measure: MeasureSettings
+    build: BuildSettings
+    pin: bool = True  # write the winner's record (tune --no-pin: search and report only)
+    fresh: bool = False  # start the journal over instead of resuming it
+    wait: bool = False  # queue behind another tune of the target instead of refusing
+    quiet: bool = False  # no progress lines (warnings are still printed)
+
+    @property
+    def needs_benchmark(self) -> bool:
+        return any(o.source == "benchmark" for o in self.objectives)
+
+
+def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
+    """The command line over the manifest over the defaults, checked against each other."""
+    options.validate()
+    objectives = tuple(parse_objectives(list(options.objectives or manifest.objectives or DEFAULT_OBJECTIVES)))
+    settings = TuneSettings(
+        target=manifest.target, build_dir=options.build_dir, source_dir=options.source_dir,
+        objectives=objectives,
+        search=SearchSettings(
+            generations=options.generations, pool_size=options.pool_size, mutate_rate=options.mutate_rate,
+            seed=options.seed, max_evaluations=options.max_evaluations,
+            kinds=tuple(options.controls or manifest.search_space or PLAIN_KINDS),
+            allow_numerics=options.allow_numerics or manifest.allow_numerics, pick=options.pick),
+        # The manifest always has a TIMEOUT (the CMake module's default is DEFAULT_TIMEOUT).
+        measure=MeasureSettings(repeats=options.repeats, timeout=options.timeout or manifest.timeout,
+                                gpus=tuple(options.gpus)),
+        build=BuildSettings(jobs=options.jobs, cmake_args=tuple(options.cmake_args)),
+        pin=options.pin, fresh=options.fresh, wait=options.wait, quiet=options.quiet,
+    )
+    if settings.needs_benchmark and manifest.benchmark is None:
+        raise ConfigError(
+            f"objective(s) {', '.join(o.name for o in objectives if o.source == 'benchmark')} need a "
+            f"benchmark, and ciq_tune_target({manifest.target}) registers none: add BENCHMARK <exe-target>, "
+            "or tune a static objective (--objective spill_bytes, registers, stack_bytes, sass_instructions, "
+            "compile_time)")
+    return settings

@@ -1,0 +1,44 @@
+"""The summary a tune prints when it ends: scores before and after, evaluations, failures, time, verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ciq_build.build.manifest import Objective
+from ciq_build.tune.evaluation import Evaluated, failure_summary
+
+
+def time_summary(evaluations: Sequence[Evaluated], needs_benchmark: bool) -> str:
+    """Where this run's evaluation time went: compiling, benchmarking, waiting for a GPU."""
+    fresh = [e for e in evaluations if not e.cached]
+    totals = {name: sum(e.timings.get(name, 0.0) for e in fresh) for name in ("compile_s", "benchmark_s", "wait_s")}
+    text = f"compile {totals['compile_s']:.1f} s"
+    if needs_benchmark:
+        text += f", benchmark {totals['benchmark_s']:.1f} s, waiting for a GPU {totals['wait_s']:.1f} s"
+    return text
+
+
+def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: tuple[float, ...],
+                winner_scores: tuple[float, ...], evaluations: Sequence[Evaluated], needs_benchmark: bool,
+                verdict: str, pinned: Path | None, journal: Path) -> str:
+    rows = [("objective", "baseline", "best", "change")]
+    for objective, base, best in zip(objectives, baseline_scores, winner_scores):
+        change = f"{(best - base) / base * 100:+.1f}%" if base else ("0%" if best == base else "n/a")
+        rows.append((objective.spec, f"{base:.6g}", f"{best:.6g}", change))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    table = "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
+    fresh = sum(1 for e in evaluations if not e.cached)
+    lines = [
+        f"ciq_build: {target}",
+        table,
+        (f"  evaluations: {len(evaluations)} ({fresh} run, {len(evaluations) - fresh} from the journal); "
+         f"failures: {failure_summary(evaluations)}"),
+        f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
+        f"  verdict: {verdict}",
+    ]
+    if pinned is not None:
+        lines.append(f"  pinned: {pinned}")
+        lines.append(f"  next: commit {pinned.parent}, then a plain `cmake --build` applies it")
+    lines.append(f"  journal: {journal}")
+    return "\n".join(lines)

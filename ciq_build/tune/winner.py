@@ -1,0 +1,47 @@
+"""Which evaluated candidate to pin: a Pareto point, among those that beat the baseline everywhere if any do."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ciq_build.build.manifest import Objective
+from ciq_build.core.results import dominates, non_dominated
+from ciq_build.tune.evaluation import Evaluated
+
+PICK_RULES = ("knee", "first")
+
+
+def pick_winner(evaluations: Sequence[Evaluated], baseline: Evaluated, objectives: Sequence[Objective],
+                rule: str) -> Evaluated | None:
+    """The Pareto point to pin; among the points that beat the defaults on every objective, if any do."""
+    ok = [e for e in evaluations if e.ok and e.scores is not None]
+    if not ok:
+        return None
+    directions = [o.direction for o in objectives]
+    front = [ok[i] for i in non_dominated([_scores(e) for e in ok], directions)]
+    dominating = [e for e in front if baseline.scores is not None
+                  and dominates(_scores(e), baseline.scores, directions)]
+    return pick_from_front(dominating or front, directions, rule)
+
+
+def pick_from_front(front: Sequence[Evaluated], directions: Sequence[str], rule: str) -> Evaluated:
+    """Which Pareto point to pin: `first` = best on the first objective; `knee` = closest to the ideal point."""
+    if len(front) == 1 or rule == "first":
+        sign = 1.0 if directions[0] == "min" else -1.0
+        return min(front, key=lambda e: tuple(sign * s for s in _scores(e)))
+    columns = list(zip(*[_scores(e) for e in front]))
+    normalised = []
+    for e in front:
+        distance = 0.0
+        for i, value in enumerate(_scores(e)):
+            low, high = min(columns[i]), max(columns[i])
+            span = (high - low) or 1.0
+            gap = (value - low) / span if directions[i] == "min" else (high - value) / span
+            distance += gap * gap
+        normalised.append(distance)
+    return front[normalised.index(min(normalised))]
+
+
+def _scores(evaluated: Evaluated) -> tuple[float, ...]:
+    assert evaluated.scores is not None, "only scored evaluations are on a front"
+    return evaluated.scores
