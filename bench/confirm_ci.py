@@ -23,13 +23,15 @@ import numpy as np
 METRIC = re.compile(r"^CIQ_METRIC time_ms=([0-9.eE+-]+)\s*$", re.M)
 
 
-def configure_and_build(source: Path, build: Path, nvcc: str | None, disable: bool, benchmark: str) -> str:
+def configure_and_build(source: Path, build: Path, nvcc: str | None, disable: bool, benchmark: str,
+                        extra: tuple[str, ...] = ()) -> str:
     cmake_dir = subprocess.run([sys.executable, "-m", "ciq_build", "--cmake-dir"], check=True,
                                capture_output=True, text=True).stdout.strip()
     args = ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja", f"-Dciq_build_DIR={cmake_dir}",
             f"-DCIQ_DISABLE={'ON' if disable else 'OFF'}", "-DSAMPLE_EXTENSION_PYTHON=OFF"]
     if nvcc:
         args.append(f"-DCMAKE_CUDA_COMPILER={nvcc}")
+    args.extend(extra)
     configured = subprocess.run(args, capture_output=True, text=True)
     if configured.returncode != 0:
         sys.exit(configured.stdout + configured.stderr)
@@ -63,20 +65,31 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--work", type=Path, default=Path("/tmp/ciq-confirm-ci"))
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--arm", action="append", default=[], metavar="NAME=CMAKE_ARG",
+                        help="a third build with the defaults plus one CMake argument (pins disabled), "
+                             "e.g. the winner's -D params alone; timed in the same rotation")
     parser.add_argument("bench_args", nargs="*")
     o = parser.parse_args()
 
     dirs = {"defaults": o.work / f"{o.target}-defaults", "pinned": o.work / f"{o.target}-pinned"}
+    extra = {}
+    for arm in o.arm:
+        name, _, argument = arm.partition("=")
+        dirs[name] = o.work / f"{o.target}-{name}"
+        extra[name] = (argument,)
     for name, build in dirs.items():
-        print(f"[{name}]", configure_and_build(o.source, build, o.nvcc, name == "defaults", o.benchmark))
+        print(f"[{name}]", configure_and_build(o.source, build, o.nvcc, name != "pinned", o.benchmark,
+                                               extra.get(name, ())))
     verify = subprocess.run([sys.executable, "-m", "ciq_build", "verify", o.target, "-B", str(dirs["pinned"])],
                             capture_output=True, text=True)
     print(f"verify exit {verify.returncode}:", (verify.stdout + verify.stderr).strip()[-1500:])
 
     exes = {name: build / o.benchmark for name, build in dirs.items()}
-    samples: dict[str, list[float]] = {"defaults": [], "pinned": []}
-    for index in range(o.rounds):  # A B, B A, ...
-        for name in ("defaults", "pinned") if index % 2 == 0 else ("pinned", "defaults"):
+    samples: dict[str, list[float]] = {name: [] for name in dirs}
+    names = list(dirs)
+    for index in range(o.rounds):  # A B, B A, ... (with more arms: each order reversed in turn)
+        order = names if index % 2 == 0 else names[::-1]
+        for name in order:
             samples[name].append(run(exes[name], o.bench_args))
     a, b = np.array(samples["defaults"]), np.array(samples["pinned"])
     ratio = float(np.median(b) / np.median(a))
@@ -90,11 +103,24 @@ def main() -> int:
     for name, x in (("defaults", a), ("pinned", b)):
         q1, q3 = np.percentile(x, [25, 75])
         print(f"{name:<10}{np.median(x):>12.6f}{q3 - q1:>10.6f}{x.min():>10.6f}{x.max():>10.6f}{x.size:>6}")
+    for name in names[2:]:
+        x = np.array(samples[name])
+        q1, q3 = np.percentile(x, [25, 75])
+        print(f"{name:<10}{np.median(x):>12.6f}{q3 - q1:>10.6f}{x.min():>10.6f}{x.max():>10.6f}{x.size:>6}")
     print(f"{o.target}: ratio pinned/defaults = {ratio:.4f}, 95% CI [{lo:.4f}, {hi:.4f}], "
           f"Mann-Whitney p(pinned faster) = {p:.3g}, verify exit {verify.returncode}")
+    arms = {}
+    for name in names[2:]:
+        x = np.array(samples[name])
+        r = float(np.median(x) / np.median(a))
+        arms[name] = {"ratio": r, "ci95": bootstrap_ratio(a, x), "pinned_over_arm": float(np.median(b) / np.median(x)),
+                      "pinned_over_arm_ci95": bootstrap_ratio(x, b), "argument": extra[name][0]}
+        print(f"{o.target}: {name}/defaults = {r:.4f}, 95% CI [{arms[name]['ci95'][0]:.4f}, "
+              f"{arms[name]['ci95'][1]:.4f}]; pinned/{name} = {arms[name]['pinned_over_arm']:.4f}, 95% CI "
+              f"[{arms[name]['pinned_over_arm_ci95'][0]:.4f}, {arms[name]['pinned_over_arm_ci95'][1]:.4f}]")
     if o.json:
         o.json.write_text(json.dumps({"target": o.target, "samples": samples, "ratio": ratio, "ci95": [lo, hi],
-                                      "p": p, "verify_exit": verify.returncode,
+                                      "p": p, "arms": arms, "verify_exit": verify.returncode,
                                       "verify": (verify.stdout + verify.stderr)[-4000:]}, indent=1))
     return 0 if verify.returncode == 0 else 1
 

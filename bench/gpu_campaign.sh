@@ -6,6 +6,7 @@
 #
 #   bench/gpu_campaign.sh stencil   machine ceilings, both baselines, then tune stencil_kernels
 #   bench/gpu_campaign.sh peer      tune convolutionSeparable_kernels
+#   bench/gpu_campaign.sh peeracf   ptxas ACFs alone on the peer (evidence, --no-pin)
 #   bench/gpu_campaign.sh confirm   copy the tree to another path, rebuild defaults and pins,
 #                                   verify, 30+ interleaved rounds each (bench/confirm_ci.py)
 #
@@ -46,6 +47,8 @@ declare -A SRC=([stencil_kernels]=sample_extension [convolutionSeparable_kernels
 declare -A BENCH=([stencil_kernels]=stencil_bench [convolutionSeparable_kernels]=convolutionSeparable_bench)
 declare -A ARGS=([stencil_kernels]="--nx 512 --ny 512 --nz 128 --repeats 20"
                  [convolutionSeparable_kernels]="--w 8192 --h 8192 --repeats 20")
+# confirm: a third arm timed beside defaults and pin (the winner's -D params alone, no compiler flags)
+declare -A ARM=([stencil_kernels]="params=-DCMAKE_CUDA_FLAGS=-DCIQ_STENCIL_BY=4 -DCIQ_STENCIL_ZCHUNK=16")
 declare -A CONTROLS=([stencil_kernels]="--controls knobs --controls params --controls acf-pool:$PWD/.carry/pool-stencil"
                      [convolutionSeparable_kernels]="--controls knobs --controls acf-pool:$PWD/.carry/pool-peer")
 
@@ -88,6 +91,14 @@ peer)
     use_package "$PWD"
     tune convolutionSeparable_kernels
     ;;
+peeracf)  # evidence only: ptxas ACFs alone on the peer for TUNE_S seconds, nothing pinned
+    use_package "$PWD"
+    timeout -s INT "$TUNE_S" python3 -m ciq_build tune convolutionSeparable_kernels -S "${SRC[convolutionSeparable_kernels]}" \
+        -B /tmp/acf-peer --objective time --repeats "$REPEATS" --seed 7 --generations "$GENS" --pool-size "$POOL" \
+        --jobs "$JOBS" --controls acf-pool:"$PWD/.carry/pool-peer" --no-pin --quiet \
+        --cmake-arg=-DCMAKE_CUDA_COMPILER=/tmp/hybrid/bin/nvcc 2>&1 | tail -5
+    cp /tmp/acf-peer/ciq/journal/convolutionSeparable_kernels.jsonl "$res/acf-only.jsonl"
+    ;;
 confirm)
     # A copy of the tree (pins and .acf files as committed) at another path, no build leftovers.
     clone=/tmp/elsewhere/ciq-clean-clone
@@ -102,7 +113,8 @@ confirm)
     for t in ${TARGETS:-stencil_kernels convolutionSeparable_kernels}; do
         [ -f "${SRC[$t]}/ciq/$t.json" ] || { echo "== $t: no pin to confirm"; continue; }
         python3 bench/confirm_ci.py --source "${SRC[$t]}" --target "$t" --benchmark "${BENCH[$t]}" \
-            --nvcc /tmp/hybrid/bin/nvcc --rounds "$ROUNDS" --json "$res/confirm-$t.json" -- ${ARGS[$t]} \
+            --nvcc /tmp/hybrid/bin/nvcc --rounds "$ROUNDS" --json "$res/confirm-$t.json" \
+            ${ARM[$t]:+--arm "${ARM[$t]}"} -- ${ARGS[$t]} \
             2>&1 | tee "$res/confirm-$t.log" | tail -12
     done
     ;;
