@@ -25,7 +25,7 @@ from ciq_build.errors import CiqError, ManifestError
 from ciq_build.measure.bench import beats_baseline
 from ciq_build.pin.record import PinnedRecord, read_record
 from ciq_build.state.journal import HEADER_KIND, Journal
-from ciq_build.tune.driver import metric_key
+from ciq_build.tune.evaluation import metric_key
 from ciq_build.tune.report import pin_file_for
 
 # The parts of an evaluation's time the driver journals (Evaluated.timings).
