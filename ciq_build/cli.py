@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "sass_instructions, metric:NAME; prefix max: to maximise); default: the target's OBJECTIVES")
     tune.add_argument("--controls", action="append", default=None, metavar="KIND",
                       help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], "
-                           "or a .bin search space; default: the target's SEARCH_SPACE (knobs + params)")
+                           "a .bin search space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); "
+                           "default: the target's SEARCH_SPACE (knobs + params)")
     tune.add_argument("--allow-numerics", action="store_true",
                       help="also search flags that change floating-point results (fast-math family)")
     tune.add_argument("--pick", default=_SEARCH.pick, choices=["knee", "first"],

@@ -226,6 +226,10 @@ def _tool_next_to(nvcc: Path, name: str, real_dir: Path | None) -> Path | None:
     return None
 
 
+# Where tune and verify take nvcc from, said in their messages.
+PROJECT_COMPILER = "the project's CMAKE_CUDA_COMPILER"
+
+
 def load_toolchain(nvcc: Path, source: str = "explicit") -> Toolchain:
     """The Toolchain of one nvcc; ToolchainError when it is missing or does not run."""
     nvcc = Path(nvcc).absolute()
@@ -258,17 +262,19 @@ def find_toolchain(
     *,
     env: Mapping[str, str] | None = None,
     search_pip: bool = True,
+    explicit_from: str = "explicit",
 ) -> Toolchain:
     """The first usable toolchain in the search order (see the module docstring).
 
     `env` stands in for os.environ (CUDA_HOME, CUDA_PATH, PATH); `search_pip`
-    False skips the PyPI toolkit.
+    False skips the PyPI toolkit. `explicit_from` says where `explicit_nvcc`
+    came from, for messages ("found via the project's CMAKE_CUDA_COMPILER").
     """
     environ = os.environ if env is None else env
     tried: list[str] = []
     for source, nvcc in _candidates(Path(explicit_nvcc) if explicit_nvcc else None, environ, search_pip):
         if source == "explicit":
-            return load_toolchain(nvcc, source)
+            return load_toolchain(nvcc, explicit_from)
         if nvcc.is_file():
             return load_toolchain(nvcc, source)
         tried.append(f"{source}: {nvcc}")

@@ -22,7 +22,7 @@ from ciq_build.build.manifest import Manifest, load_manifest
 from ciq_build.build.preflight import check_tune
 from ciq_build.build.sources import Snapshot, SourceSet
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import Toolchain, find_toolchain
+from ciq_build.compiler.toolchain import PROJECT_COMPILER, Toolchain, find_toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, USER_CONFIGURE_TIMEOUT
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
@@ -60,7 +60,7 @@ def run_tune(options: TuneOptions) -> TuneOutcome:
         configure_user_tree(options.source_dir, options.build_dir, find_toolchain(), None,
                             list(options.cmake_args), USER_CONFIGURE_TIMEOUT)
     manifest = load_manifest(options.build_dir, options.target)
-    toolchain = find_toolchain(manifest.toolchain.cuda_compiler)
+    toolchain = find_toolchain(manifest.toolchain.cuda_compiler, explicit_from=PROJECT_COMPILER)
     return TuneRun(resolve_settings(options, manifest), manifest, toolchain).run()
 
 
@@ -213,7 +213,8 @@ class TuneRun:
             write_record(pinned, record, acf_source=acf.path if acf else None)
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
-                          confirmation.verdict, pinned, self.cache.path), file=sys.stdout)
+                          confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run),
+              file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)
 
