@@ -24,6 +24,7 @@ from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.errors import BuildError
 from ciq_build.resources import build_tool, cmake_dir
 from ciq_build.build.manifest import Manifest
+from ciq_build.build.preflight import cache_value
 from ciq_build.compiler.toolchain import Toolchain
 
 # Cache entries of the user's tree that the scratch tree must not inherit:
@@ -197,6 +198,31 @@ def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain,
     result = proc.run(args, timeout)
     if not result.ok:
         raise BuildError(f"configuring {source_dir} into {build_dir} failed ({result.describe()}):\n{result.output_tail()}")
+
+
+# The build-system check each generator runs before any build: it re-runs CMake
+# when a CMakeLists.txt (or anything configure read) changed, and does nothing otherwise.
+_REGENERATE_TARGET = {"Ninja": "build.ninja", "Ninja Multi-Config": "build.ninja",
+                      "Unix Makefiles": "cmake_check_build_system"}
+
+
+def refresh_user_tree(build_dir: Path, timeout: float) -> None:
+    """Bring the user's build tree up to date with its CMakeLists.txt before its manifests are read.
+
+    A tune right after an edit (PARAMS added, OBJECTIVES changed) must see the
+    edit, as the next `cmake --build` would; a reconfigure that fails is the
+    user's CMake error, said as such.
+    """
+    cache = Path(build_dir) / "CMakeCache.txt"
+    generator = cache_value(cache, "CMAKE_GENERATOR") if cache.is_file() else None
+    target = _REGENERATE_TARGET.get(generator or "")
+    if target is None:
+        return  # another generator: its manifests are as the last configure wrote them
+    result = proc.run([build_tool("cmake"), "--build", str(build_dir), "--target", target], timeout)
+    if not result.ok:
+        raise BuildError(
+            f"re-running CMake in {build_dir} (a CMakeLists.txt changed since it was configured) failed "
+            f"({result.describe()}):\n{result.output_tail()}\nFix the CMake error, then tune again.")
 
 
 def _initial_cache(cache_file: Path) -> str:

@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ciq_build.build import environment
-from ciq_build.build.cmake import ScratchTree, configure_user_tree, make_scratch_trees, safe_name, scratch_root
+from ciq_build.build.cmake import (
+    ScratchTree,
+    configure_user_tree,
+    make_scratch_trees,
+    refresh_user_tree,
+    safe_name,
+    scratch_root,
+)
 from ciq_build.build.manifest import Manifest, load_manifest
 from ciq_build.build.preflight import check_tune
 from ciq_build.build.sources import Snapshot, SourceSet
@@ -54,11 +61,13 @@ class TuneOutcome:
 
 
 def run_tune(options: TuneOptions) -> TuneOutcome:
-    """`python -m ciq_build tune`: configure the build tree if asked, read the target, resolve, tune."""
+    """`python -m ciq_build tune`: configure (or refresh) the build tree, read the target, resolve, tune."""
     options.validate()
     if options.source_dir is not None and not (options.build_dir / "CMakeCache.txt").is_file():
         configure_user_tree(options.source_dir, options.build_dir, find_toolchain(), None,
                             list(options.cmake_args), USER_CONFIGURE_TIMEOUT)
+    else:
+        refresh_user_tree(options.build_dir, USER_CONFIGURE_TIMEOUT)
     manifest = load_manifest(options.build_dir, options.target)
     toolchain = find_toolchain(manifest.toolchain.cuda_compiler, explicit_from=PROJECT_COMPILER)
     return TuneRun(resolve_settings(options, manifest), manifest, toolchain).run()
