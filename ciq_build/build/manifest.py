@@ -17,12 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ciq_build.core.rules import is_target_name
 from ciq_build.errors import ConfigError, ManifestError
 
 MANIFEST_SCHEMA = 1
-
-# CMake target names that can also be file names (no '/', no '..', no '::' aliases).
-TARGET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
 Direction = Literal["min", "max"]
 Source = Literal["benchmark", "static", "compile"]
@@ -151,18 +149,13 @@ class Manifest:
         return parse_objectives(list(self.objectives)) if self.objectives else []
 
 
-def architecture_list(architectures: str) -> list[str]:
-    """CMAKE_CUDA_ARCHITECTURES ("90a;100-real") as a list of arch names ("90a", "100")."""
-    return [a.strip().split("-")[0] for a in architectures.replace(",", ";").split(";") if a.strip()]
-
-
 def manifest_dir(build_dir: Path) -> Path:
     return Path(build_dir) / "ciq" / "targets"
 
 
 def check_target_name(target: object, what: type[Exception] = ManifestError) -> str:
     """A target name that is safe to use as a file name."""
-    if not isinstance(target, str) or TARGET_NAME.fullmatch(target) is None:
+    if not is_target_name(target):
         raise what(
             f"target name {target!r} is not usable: ciq_build needs a plain CMake target name "
             "(letters, digits, _ . + -, starting with a letter, digit or _; no paths or :: aliases)."

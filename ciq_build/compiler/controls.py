@@ -18,7 +18,6 @@ import hashlib
 import numbers
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from ciq_build.core.allowlist import ALLOWLIST_NAME, check_define, check_flag
 from ciq_build.core.rules import RuleBook, load_rules, read_regular_file
 from ciq_build.errors import ConfigError, RecordError, UnsafeFlagError
 from ciq_build.compiler.toolchain import Toolchain, default_cache_dir
+from ciq_build.state.durable import atomic_write, sha256_file
 
 __all__ = [
     "AcfRef",
@@ -80,7 +80,7 @@ class AcfRef:
         """An AcfRef for an existing file, hashing it now."""
         path = Path(path).absolute()
         try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            digest = sha256_file(path)
         except OSError as exc:
             raise ConfigError(f"cannot read the ACF {path}: {exc}") from exc
         return cls(path=path, compiler=compiler, sha256=digest)
@@ -181,11 +181,9 @@ def _plain_copy(acf: AcfRef, rules: RuleBook) -> Path:
             f"directory ({copy.parent}); set CIQ_BUILD_CACHE_DIR (or XDG_CACHE_HOME) to a path of only "
             "letters, digits and _ . / + : @ % = -."
         )
-    if not (copy.is_file() and not copy.is_symlink() and hashlib.sha256(copy.read_bytes()).hexdigest() == digest):
+    if not (copy.is_file() and not copy.is_symlink() and sha256_file(copy) == digest):
         copy.parent.mkdir(parents=True, exist_ok=True)
-        tmp = copy.with_name(f".{copy.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, copy)
+        atomic_write(copy, data)
     return copy
 
 
@@ -226,21 +224,7 @@ def write_options_file(path: Path, controls: Controls, extra: Iterable[str] = ()
     path = Path(path)
     text = "".join(options_file_line(arg) + "\n" for arg in [*nvcc_arguments(controls), *extra])
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        previous = path.stat().st_mtime_ns
-    except OSError:
-        previous = None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        if previous is not None and os.stat(tmp).st_mtime_ns <= previous:
-            later = previous + 1_000_000  # 1 ms: beyond any file system's timestamp granularity here
-            os.utime(tmp, ns=(later, later))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text, newer_mtime=True)
 
 
 # ------------------------------------------------------------------ knob catalogue

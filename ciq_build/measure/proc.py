@@ -49,6 +49,7 @@ from typing import Mapping, Sequence
 
 import ciq_build
 from ciq_build.errors import BusyError
+from ciq_build.state.durable import atomic_write
 
 # Kept per stream: the first HEAD_BYTES (the first compiler error) and the last
 # MAX_OUTPUT_BYTES (a benchmark prints its result last). The rest is dropped as
@@ -776,8 +777,6 @@ def claim_tree(root: Path) -> list[str]:
         raise BusyError(
             f"the scratch tree {root} is still in use by a process this tune did not start: {shown}. "
             f"Stop it (kill {' '.join(str(p) for p in users)}), or delete {root}, then run the same command again")
-    temporary = record.with_name(record.name + f".{me}.tmp")
-    temporary.write_text(json.dumps({"pid": me, "start": _proc_start(me), "token": token,
-                                     "host": socket.gethostname(), "boot": _boot_id()}), encoding="utf-8")
-    os.replace(temporary, record)
+    atomic_write(record, json.dumps({"pid": me, "start": _proc_start(me), "token": token,
+                                     "host": socket.gethostname(), "boot": _boot_id()}))
     return done

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import ciq_build.core.space as ss
-from ciq_build.compiler.acf import check_toolkit_accepts, sha256_file
+from ciq_build.compiler.acf import check_toolkit_accepts
+from ciq_build.state.durable import atomic_write, sha256_file
 from ciq_build.compiler.controls import AcfRef
 from ciq_build.search.base import Proposal
 from ciq_build.search.genetic import GeneticSource
@@ -65,7 +66,7 @@ def sample_pool(space_spec: str, count: int, out_dir: Path, seed: int | None = 0
     for proposal in proposals:
         assert proposal.acf is not None
         target = out_dir / proposal.acf.path.name
-        target.write_bytes(proposal.acf.path.read_bytes())
+        atomic_write(target, proposal.acf.path.read_bytes())
         entries.append({"file": target.name, "sha256": sha256_file(target)})
     build = engine.engine_build()
     engine.close()
@@ -75,7 +76,7 @@ def sample_pool(space_spec: str, count: int, out_dir: Path, seed: int | None = 0
             "engine": build, "pool_sha256": pool_sha256(entries), "acfs": entries,
             "note": ("ACF bytes are encrypted with fresh randomness: sampling again with this seed gives the "
                      "same controls at each position under new sha256s. Keep the files.")}
-    (out_dir / POOL_FILE).write_text(json.dumps(pool, indent=2) + "\n", encoding="utf-8")
+    atomic_write(out_dir / POOL_FILE, json.dumps(pool, indent=2) + "\n")
     return out_dir / POOL_FILE
 
 

@@ -62,7 +62,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts, sha256_file, write_acf
+from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts, write_acf
+from ciq_build.state.durable import atomic_write, sha256_file
 from ciq_build.compiler.controls import AcfRef
 from ciq_build.search.base import Proposal
 from ciq_build.errors import ConfigError, MissingExtraError, SearchError
@@ -562,9 +563,7 @@ class _Ledger:
         keep = [self.entries[k] for k in sorted(self.entries)]
         keep += [{"told": k, "score": self.scores[k]} for k in sorted(self.scores)]
         text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in [{"fingerprint": self.fingerprint}, *keep])
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, self.path)
+        atomic_write(self.path, text)
 
     def reuse(self, ordinal: int, params: dict[str, Any], length: int, acf_dir: Path) -> tuple[Path, str] | None:
         entry = self.entries.get(ordinal)

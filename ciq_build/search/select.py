@@ -16,7 +16,8 @@ from ciq_build.errors import ConfigError
 from ciq_build.core.params import parse_params
 from ciq_build.search.ga import SearchConfiguration
 from ciq_build.core.space import Param
-from ciq_build.build.manifest import Manifest, Objective, architecture_list
+from ciq_build.build.manifest import Manifest, Objective
+from ciq_build.compiler.toolchain import architecture_list
 from ciq_build.compiler.toolchain import Toolchain
 
 if TYPE_CHECKING:

@@ -48,7 +48,7 @@ from typing import Any
 import filelock
 
 from ciq_build.errors import BusyError, DiskFullError, JournalError
-from ciq_build.state.durable import fsync_dir
+from ciq_build.state.durable import atomic_write, fsync_dir
 
 HEADER_KIND = "header"
 JOURNAL_FORMAT = 1  # the "journal" field of a header; bumped if the line format ever changes
@@ -369,9 +369,7 @@ class TargetLock:
             "started": _now_iso(),
             "command": " ".join(sys.argv)[:300],
         }
-        temporary = self.info_path.with_name(f"{self.info_path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(info) + "\n", encoding="utf-8")
-        os.replace(temporary, self.info_path)
+        atomic_write(self.info_path, json.dumps(info) + "\n")
 
     def holder(self) -> dict[str, Any] | None:
         """What the current holder wrote about itself, if it could be read."""

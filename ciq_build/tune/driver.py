@@ -37,7 +37,8 @@ from ciq_build.state.journal import Journal, TargetLock
 from ciq_build.build.sources import SourceSet, Snapshot
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary, record_path, write_record
 from ciq_build.core.results import dominates, non_dominated
-from ciq_build.build.manifest import Manifest, Objective, architecture_list, load_manifest, parse_objectives
+from ciq_build.build.manifest import Manifest, Objective, load_manifest, parse_objectives
+from ciq_build.compiler.toolchain import architecture_list
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
 
 DEFAULT_TIMEOUT = 120.0
