@@ -36,7 +36,7 @@ from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullEr
 from ciq_build.state.journal import Journal, TargetLock
 from ciq_build.build.sources import SourceSet, Snapshot
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary, record_path, write_record
-from ciq_build.core.results import dominates, non_dominated
+from ciq_build.core.pareto import dominates, non_dominated
 from ciq_build.build.manifest import Manifest, Objective, load_manifest, parse_objectives
 from ciq_build.compiler.toolchain import architecture_list
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
