@@ -273,24 +273,6 @@ def test_replay_with_the_same_seed_reuses_the_acf_files(search_spaces_dir: Path,
     assert set(replay(4)).isdisjoint(first)
 
 
-@pytest.mark.acf
-@needs_compileiq
-def test_state_round_trip_reissues_pending_candidates(search_spaces_dir: Path, tmp_path: Path) -> None:
-    engine = _engine(search_spaces_dir, tmp_path / "acf", extra={"param.N": ss.range(1, 50)}, generations=3)
-    for proposal in engine.ask():
-        engine.tell(proposal, (1.0,))
-    pending = engine.ask()
-    state = engine.save_state(tmp_path / "state.json")
-    restored = _engine(search_spaces_dir, tmp_path / "acf", extra={"param.N": ss.range(1, 50)}, generations=3)
-    restored.restore_state(state)
-    again = restored.ask()
-    assert [(p.params, p.acf.sha256) for p in again] == [(p.params, p.acf.sha256) for p in pending]
-    assert all(p.generation == 1 for p in again)
-    for proposal in again:
-        restored.tell(proposal, (2.0,))
-    assert restored.ask()[0].generation == 2
-
-
 # ----------------------------------------------------------------------------- what the compilers accept
 
 

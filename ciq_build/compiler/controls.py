@@ -37,7 +37,6 @@ __all__ = [
     "KNOBS",
     "check_flag",
     "controls_from_candidate",
-    "controls_from_json",
     "controls_to_json",
     "knob_space",
     "nvcc_arguments",
@@ -486,42 +485,3 @@ def controls_to_json(controls: Controls, pin_dir: Path | None) -> dict[str, Any]
             file = acf.path.name
         out["acf"] = {"file": file, "sha256": acf.sha256, "compiler": acf.compiler}
     return out
-
-
-def controls_from_json(obj: Any, pin_dir: Path) -> Controls:
-    """The Controls of a record's "controls" object (the ACF file is not read here)."""
-    if not isinstance(obj, Mapping):
-        raise RecordError(f"controls must be a JSON object, not {obj!r}")
-    unknown = sorted(set(obj) - {"flags", "defines", "acf"})
-    if unknown:
-        raise RecordError(f"controls has unknown field(s) {unknown}; expected flags, defines, acf")
-    flags = obj.get("flags", [])
-    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-        raise RecordError(f"controls.flags must be a list of strings, not {flags!r}")
-    defines = obj.get("defines") or {}
-    if not isinstance(defines, Mapping):
-        raise RecordError(f"controls.defines must be an object of NAME: VALUE strings, not {defines!r}")
-    acf_obj = obj.get("acf")
-    acf = None
-    if acf_obj is not None:
-        if not isinstance(acf_obj, Mapping) or set(acf_obj) != {"file", "sha256", "compiler"}:
-            raise RecordError(f"controls.acf must be {{file, sha256, compiler}}, not {acf_obj!r}")
-        file = acf_obj["file"]
-        if (
-            not isinstance(file, str)
-            or file in ("", ".", "..")
-            or "/" in file
-            or "\\" in file
-            or "\0" in file
-        ):
-            raise RecordError(
-                f"controls.acf.file {file!r} must be the bare name of a file in the pin directory, such as gemm.acf"
-            )
-        sha = acf_obj["sha256"]
-        if not isinstance(sha, str) or _HEX64.fullmatch(sha) is None:
-            raise RecordError(f"controls.acf.sha256 {sha!r} is not 64 lowercase hex digits")
-        try:
-            acf = AcfRef(path=Path(pin_dir).absolute() / file, compiler=acf_obj["compiler"], sha256=sha)
-        except ConfigError as exc:
-            raise RecordError(f"controls.acf: {exc}") from exc
-    return Controls(flags=tuple(flags), defines=tuple(defines.items()), acf=acf)

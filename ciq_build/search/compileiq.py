@@ -29,10 +29,8 @@ Facts about compileiq 1.1.0 this relies on (measured; tests/test_engine_compilei
   file's sha256.
 * The engine cannot propose "no ACF": every compiler-space candidate carries
   one. The compiler's default is measured by the driver as its baseline.
-* ``Search.save_checkpoint`` / ``Search.from_checkpoint`` seal the engine state
-  (with pending candidates, which are re-issued unchanged on restore);
-  :meth:`CompileIqEngine.save_state` / :meth:`CompileIqEngine.restore_state`
-  expose them.
+* ``Search.save_checkpoint`` / ``Search.from_checkpoint`` seal the engine state;
+  this adapter does not use them: resume replays the journal (see "Resume").
 * ``ask()`` keeps working past the configured generation count (only
   compileiq's own ``start()`` stops there); this adapter stops itself.
 
@@ -325,7 +323,6 @@ class CompileIqEngine:
         self._asked_total = 0
         self._any_success = False
         self._started = time.monotonic()
-        self._restored: list[Any] = []  # pending candidates of a restored checkpoint, issued first
         self._ledger = _Ledger(self.acf_dir / LEDGER_NAME, self._fingerprint()) if config.seed is not None else None
 
     # -- set-up ---------------------------------------------------------------
@@ -393,11 +390,8 @@ class CompileIqEngine:
         count = left if left < self.config.pool_size else None
         generation = self.generation
         try:
-            if self._restored:
-                candidates, self._restored = self._restored, []
-            else:
-                with _quiet():
-                    candidates = self._search.ask(num_samples=count) if count else self._search.ask()
+            with _quiet():
+                candidates = self._search.ask(num_samples=count) if count else self._search.ask()
         except ValueError as exc:  # compileiq's SearchSpaceExhaustedError is a ValueError
             if "unique candidates" in str(exc) or type(exc).__name__ == "SearchSpaceExhaustedError":
                 return []
@@ -445,30 +439,6 @@ class CompileIqEngine:
             "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
                        "max_evaluations": self.config.max_evaluations},
         }
-
-    # -- state ----------------------------------------------------------------
-
-    def save_state(self, path: Path) -> Path:
-        """Seal compileiq's optimiser state (pending candidates included) into a checkpoint file."""
-        self._flush()
-        return Path(self._search.save_checkpoint(Path(path)))
-
-    def restore_state(self, path: Path) -> None:
-        """Continue from a checkpoint of the same space and settings (a fresh engine only).
-
-        Candidates pending when it was saved are issued again, unchanged, by the next ask().
-        """
-        if self._asked_total:
-            raise SearchError("restore_state needs a fresh engine (nothing asked yet)")
-        cache = self.acf_dir / "compileiq-cache"
-        try:
-            self._search = self.ciq.Search.from_checkpoint(
-                Path(path), objective_function=_never_called, search_space=self._compileiq_space(),
-                worker_type=self.ciq.WorkerTypes.MANUAL, disable_progress_bar=True, cache_folder=cache)
-        except Exception as exc:
-            raise SearchError(f"cannot restore the compileiq state {path}: {exc}") from None
-        self._restored = list(self._search.pending_candidates)  # re-issued by the next ask()
-        self._ledger = None  # a restored search is not a replay from the start
 
     def close(self) -> None:
         """Release compileiq's engine and its scratch folder."""
