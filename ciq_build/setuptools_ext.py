@@ -37,13 +37,13 @@ from setuptools import Extension
 from setuptools.command.build_ext import build_ext as _setuptools_build_ext
 from setuptools.errors import CompileError, SetupError
 
-from ciq_build.measure import proc
 from ciq_build.compiler.acf import check_nvcc_acf_architectures
 from ciq_build.compiler.controls import options_file_line
-from ciq_build.errors import CiqError, ConfigError, RecordError, ToolchainError
-from ciq_build.pin.record import BuildPin, record_path, resolve_build_pin
-from ciq_build.core.rules import is_target_name, load_rules
 from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain, split_arch, split_architectures
+from ciq_build.core.rules import is_target_name, load_rules
+from ciq_build.errors import CiqError, ConfigError, RecordError, ToolchainError
+from ciq_build.measure import proc
+from ciq_build.pin.record import BuildPin, record_path, resolve_build_pin
 from ciq_build.state.durable import atomic_write
 
 __all__ = ["BuildPin", "CudaExtension", "build_ext", "cudart_static", "resolve_pin"]
@@ -127,8 +127,8 @@ class CudaExtension(Extension):
         self.nvcc_timeout = float(nvcc_timeout)
 
 
-def _is_cuda(source: str) -> bool:
-    return source.endswith(".cu")
+def _is_cuda(source: str | os.PathLike[str]) -> bool:
+    return os.fspath(source).endswith(".cu")
 
 
 def _gencode(arch: str) -> str:
@@ -313,7 +313,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         options = build_temp / f"{ext.ciq_target}.nvcc-options"
         _write_options_if_changed(options, decision.arguments)
 
-        cuda_sources = [s for s in ext.sources if _is_cuda(s)]
+        cuda_sources = [os.fspath(s) for s in ext.sources if _is_cuda(s)]
         # The record and its ACF: same path, new content must recompile.
         depends = [options, *decision.depends, *(Path(d) for d in ext.depends)]
         objects = []

@@ -18,8 +18,8 @@ from ciq_build.compiler.acf import (
     write_acf,
 )
 from ciq_build.compiler.controls import AcfRef
-from ciq_build.state.durable import sha256_file
 from ciq_build.errors import ConfigError, ToolchainError
+from ciq_build.state.durable import sha256_file
 
 BLOB = bytes(range(256)) * 3
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.errors import BenchmarkError, CiqError, ConfigError
 from ciq_build.measure import bench
 from ciq_build.measure.bench import BenchSpec, GpuSlots, beats_baseline, interleaved, measure, run_once
-from ciq_build.errors import BenchmarkError, CiqError, ConfigError
 
 PROGRAMS = Path(__file__).parent / "programs"
 FAULT_BENCH = PROGRAMS / "fault_bench.py"

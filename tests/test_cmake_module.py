@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.build.manifest import load_manifest
 from ciq_build.measure.proc import ProcResult, run
 from support import build_tool, ensure_ok, said
-from ciq_build.build.manifest import load_manifest
 
 pytestmark = pytest.mark.slow
 

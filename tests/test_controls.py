@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 import ciq_build.core.space as ss
-from ciq_build.measure import proc
 from ciq_build.compiler.controls import (
     KNOBS,
     AcfRef,
@@ -26,8 +25,9 @@ from ciq_build.compiler.controls import (
     options_file_line,
     write_options_file,
 )
+from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain
 from ciq_build.errors import ConfigError, RecordError, UnsafeFlagError
-from ciq_build.compiler.toolchain import default_cache_dir, Toolchain, find_toolchain
+from ciq_build.measure import proc
 
 # Compiles only when TILE arrives as 64 and SCALE as 1.5 (a -D value with a dot).
 KERNEL = """\

@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 
 from ciq_build.build import environment
+from ciq_build.build.cmake import CandidateBuild
+from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain, parse_objectives
+from ciq_build.build.sources import SourceSet
+from ciq_build.compiler.controls import Controls
+from ciq_build.errors import DiskFullError, JournalError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
-from ciq_build.build.cmake import CandidateBuild
-from ciq_build.compiler.controls import Controls
 from ciq_build.search.base import Proposal
-from ciq_build.errors import DiskFullError, JournalError
 from ciq_build.state.journal import Journal
-from ciq_build.build.sources import SourceSet
-from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain, parse_objectives
 from ciq_build.tune.driver import Evaluator, from_journal, journaled_timings
 
 PROGRAMS = Path(__file__).parent / "programs"

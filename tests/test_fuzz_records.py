@@ -13,8 +13,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import re
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -24,8 +24,9 @@ import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, given, reject, settings
 from hypothesis import strategies as st
 
-from ciq_build.core.allowlist import check_define, check_flag, is_allowed, load_patterns
+from ciq_build.build.manifest import Manifest, load_manifest
 from ciq_build.compiler.controls import AcfRef, Controls
+from ciq_build.core.allowlist import check_define, check_flag, is_allowed, load_patterns
 from ciq_build.errors import CiqError, UnsafeFlagError
 from ciq_build.pin.record import (
     ObjectInfo,
@@ -36,7 +37,6 @@ from ciq_build.pin.record import (
     read_record,
     write_record,
 )
-from ciq_build.build.manifest import Manifest, load_manifest
 
 # About 6,500 generated inputs in all: ~30 s on two idle cores.
 _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much]

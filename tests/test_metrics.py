@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.measure import proc
-from ciq_build.errors import ToolchainError
 from ciq_build.compiler.metrics import (
     KernelUsage,
     code_hash,
@@ -21,6 +19,8 @@ from ciq_build.compiler.metrics import (
     summarize,
 )
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
+from ciq_build.errors import ToolchainError
+from ciq_build.measure import proc
 
 # 48 floats live across a loop: fits in registers by default (~56), spills when capped at 32.
 KERNELS = """\

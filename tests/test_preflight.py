@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from support import build_tool, ensure_ok
-from ciq_build.errors import ConfigError, ToolchainError
-from ciq_build.compiler.metrics import sass_instruction_counts
-from ciq_build.build.preflight import check_tune, check_verify, missing_tools
-from ciq_build.measure.proc import run
 from ciq_build.build.manifest import Benchmark, load_manifest, parse_objectives
+from ciq_build.build.preflight import check_tune, check_verify, missing_tools
+from ciq_build.compiler.metrics import sass_instruction_counts
 from ciq_build.compiler.toolchain import load_toolchain
+from ciq_build.errors import ConfigError, ToolchainError
+from ciq_build.measure.proc import run
+from support import build_tool, ensure_ok
 
 pytestmark = pytest.mark.slow
 

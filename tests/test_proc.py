@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.measure import bench
-from ciq_build.measure import proc
-from ciq_build.measure.bench import BenchSpec, run_once
 from ciq_build.errors import BusyError
+from ciq_build.measure import bench, proc
+from ciq_build.measure.bench import BenchSpec, run_once
 
 UNRULY = Path(__file__).parent / "programs" / "unruly.py"
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ciq_build.errors import ConfigError
 from ciq_build.core.results import Evaluation, Results
+from ciq_build.errors import ConfigError
 
 
 def _ev(i, scores, status="ok", reason=""):

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from ciq_build.errors import CiqError
-from ciq_build.pin.record import resolve_build_pin
 from ciq_build.measure.proc import run
+from ciq_build.pin.record import resolve_build_pin
 from support import build_tool
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

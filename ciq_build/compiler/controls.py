@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import ciq_build.core.space as ss
+from ciq_build.compiler.toolchain import Toolchain, default_cache_dir
 from ciq_build.core.allowlist import ALLOWLIST_NAME, check_define, check_flag
 from ciq_build.core.rules import RuleBook, load_rules, read_regular_file
 from ciq_build.errors import ConfigError, RecordError, UnsafeFlagError
-from ciq_build.compiler.toolchain import Toolchain, default_cache_dir
 from ciq_build.state.durable import atomic_write, sha256_file
 
 __all__ = [
@@ -277,8 +277,10 @@ class Knob:
         if isinstance(value, bool):
             raise ConfigError(f"knob.{self.name} takes one of {list(self.domain())}, not {value!r}")
         if self.grid is not None:
-            if isinstance(value, numbers.Real) and float(value).is_integer():
+            if isinstance(value, numbers.Integral):
                 value = int(value)
+            elif isinstance(value, numbers.Real) and float(value).is_integer():
+                value = int(float(value))
             if not isinstance(value, int):
                 raise ConfigError(f"knob.{self.name} takes an integer such as {self.grid[0]}, not {value!r}")
         elif value not in self.choices:

@@ -26,9 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import util as importlib_util
 from pathlib import Path
+from typing import Any
 
-from ciq_build.measure import proc
 from ciq_build.errors import ToolchainError
+from ciq_build.measure import proc
 from ciq_build.state.durable import atomic_write
 
 # Seconds for a `--version`-style query and for one probe compile of a tiny kernel.
@@ -316,7 +317,7 @@ def _cache_file(toolchain: Toolchain, cache_dir: Path) -> Path:
     return cache_dir / f"toolchain-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
 
 
-def _read_cache(path: Path, toolchain: Toolchain) -> dict:
+def _read_cache(path: Path, toolchain: Toolchain) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -326,7 +327,7 @@ def _read_cache(path: Path, toolchain: Toolchain) -> dict:
     return data
 
 
-def _write_cache(path: Path, data: dict) -> None:
+def _write_cache(path: Path, data: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, json.dumps(data, indent=1, sort_keys=True))

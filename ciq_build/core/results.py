@@ -58,7 +58,7 @@ class Results:
         directions = tuple(directions)
         if not directions or any(d not in ("min", "max") for d in directions):
             raise ConfigError(f'directions must be a non-empty list of "min"/"max", got {directions!r}')
-        self.directions: tuple[Direction, ...] = directions  # type: ignore[assignment]
+        self.directions: tuple[Direction, ...] = directions
         names = tuple(objective_names) if objective_names else tuple(
             f"score_{i + 1}" for i in range(len(directions))
         )

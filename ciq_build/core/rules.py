@@ -23,10 +23,10 @@ import json
 import os
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
-from collections.abc import Sequence
 
 from ciq_build.errors import CiqError
 from ciq_build.resources import cmake_dir

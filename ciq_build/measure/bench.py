@@ -51,7 +51,7 @@ import re
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -59,8 +59,8 @@ from typing import Any, Literal
 import numpy as np
 import regex
 
-from ciq_build.measure import proc
 from ciq_build.errors import BenchmarkError, ConfigError
+from ciq_build.measure import proc
 
 # Failure causes (the benchmark's part of ARCHITECTURE.md's list), plus no_gpu.
 BENCH_TIMEOUT = "bench_timeout"
@@ -508,7 +508,8 @@ def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
             f"the benchmark {spec.path} does not exist or is not executable; build it "
             "(cmake --build <build dir> --target <benchmark>) or fix BENCHMARK in ciq_tune_target()"
         )
-    with slots.slot() if slots is not None else nullcontext({}) as slot_env:
+    slot: AbstractContextManager[dict[str, str]] = slots.slot() if slots is not None else nullcontext({})
+    with slot as slot_env:
         env = None
         if spec.env or slot_env:
             env = {**os.environ, **(spec.env or {}), **slot_env}

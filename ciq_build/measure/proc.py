@@ -42,10 +42,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TypeGuard
 
 import ciq_build
 from ciq_build.errors import BusyError
@@ -101,7 +101,7 @@ def become_subreaper() -> bool:
     """Make this process a child subreaper (Linux): orphans below it are re-parented to it."""
     if _PRCTL is None:
         return False
-    return _PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return bool(_PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
 
 
 # -- the process table -----------------------------------------------------------------
@@ -172,7 +172,7 @@ def _descendants(table: dict[int, _Proc], roots: Iterable[int]) -> set[int]:
     return found
 
 
-def _alive(info: _Proc | None) -> bool:
+def _alive(info: _Proc | None) -> TypeGuard[_Proc]:
     return info is not None and info.state not in ("Z", "X")
 
 

@@ -16,20 +16,26 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from collections.abc import Sequence
 
-from ciq_build.core.allowlist import check_flag
-from ciq_build.core.rules import (
-    RuleBook, declared_params, field_problem, is_target_name, load_rules, parse_strict, read_regular_file,
-    value_in_domain,
-)
 from ciq_build.compiler.controls import AcfRef, Controls, controls_to_json
-from ciq_build.errors import CiqError, ConfigError, RecordError, UnsafeFlagError
 from ciq_build.compiler.fingerprint import ObjectInfo
 from ciq_build.compiler.toolchain import major_minor
+from ciq_build.core.allowlist import check_flag
+from ciq_build.core.rules import (
+    RuleBook,
+    declared_params,
+    field_problem,
+    is_target_name,
+    load_rules,
+    parse_strict,
+    read_regular_file,
+    value_in_domain,
+)
+from ciq_build.errors import CiqError, RecordError, UnsafeFlagError
 from ciq_build.state.durable import atomic_write, fsync_dir
 
 SCHEMA = 1

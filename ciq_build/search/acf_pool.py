@@ -23,21 +23,22 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import ciq_build.core.space as ss
 from ciq_build.compiler.acf import check_toolkit_accepts
-from ciq_build.state.durable import atomic_write, sha256_file
 from ciq_build.compiler.controls import AcfRef
-from ciq_build.search.base import Proposal
-from ciq_build.search.genetic import GeneticSource
-from ciq_build.errors import ConfigError
-from ciq_build.core.rules import load_rules
-from ciq_build.search.ga import SearchConfiguration
-from ciq_build.core.space import Param
 from ciq_build.compiler.toolchain import Toolchain, major_minor
+from ciq_build.core.rules import load_rules
+from ciq_build.core.space import Param
+from ciq_build.errors import ConfigError
+from ciq_build.search.base import Proposal
+from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.genetic import GeneticSource
+from ciq_build.state.durable import atomic_write, sha256_file
 
 POOL_FILE = "pool.json"
 POOL_PARAM = "acf.pool"
@@ -95,7 +96,7 @@ def load_pool(directory: Path) -> dict[str, Any]:
     for entry in pool["acfs"]:
         name = entry.get("file") if isinstance(entry, dict) else None
         # The rule book's file-name rule: the name reaches nvcc inside a path.
-        if not load_rules().matches("acf_file", name):
+        if not isinstance(name, str) or not load_rules().matches("acf_file", name):
             raise ConfigError(f"{path}: ACF entry {entry!r} must name a file inside the pool folder "
                               "(letters, digits and _ . + -, not starting with '.' or '-')")
         file = Path(directory) / name

@@ -61,13 +61,13 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts, write_acf
-from ciq_build.state.durable import atomic_write, sha256_file
 from ciq_build.compiler.controls import AcfRef
-from ciq_build.search.base import Proposal
-from ciq_build.errors import ConfigError, MissingExtraError, SearchError
-from ciq_build.search.ga import SearchConfiguration
-from ciq_build.core.space import Literal, Param, Range, as_space
 from ciq_build.compiler.toolchain import major_minor
+from ciq_build.core.space import Literal, Param, Range, as_space
+from ciq_build.errors import ConfigError, MissingExtraError, SearchError
+from ciq_build.search.base import Proposal
+from ciq_build.search.ga import SearchConfiguration
+from ciq_build.state.durable import atomic_write, sha256_file
 
 if TYPE_CHECKING:
     from ciq_build.build.manifest import Manifest
@@ -109,8 +109,8 @@ def load_compileiq() -> SimpleNamespace:
         from compileiq import ciq
         from compileiq.backends import EngineConfig, get_backend_registration
         from compileiq.search_spaces import base as ss
-        from compileiq.types import WorkerTypes
         from compileiq.types import SearchConfiguration as CiqConfiguration
+        from compileiq.types import WorkerTypes
         from compileiq.utils.validation import INVALID_SCORE, Score
     except ImportError as exc:
         raise MissingExtraError(
@@ -182,7 +182,7 @@ def _from_local_dir(directory: Path, compiler: str, version: str, variant: str) 
     available = []
     for entry in manifest["entries"]:
         key = (entry.get("compiler"), str(entry.get("compiler_version")), entry.get("variant", "default"))
-        available.append("%s-acf:%s:%s" % key)
+        available.append("{}-acf:{}:{}".format(*key))
         if key != (compiler, version, variant):
             continue
         name = str(entry.get("filename", ""))
@@ -205,8 +205,8 @@ def _from_bin(path: Path) -> SpaceIdentity:
         raise ConfigError(f"the search space {path} does not exist")
     path = path.absolute()
     digest = sha256_file(path)
-    manifest = _read_manifest(path.parent)
-    for entry in (manifest or {}).get("entries", []):
+    manifest = _read_manifest(path.parent) or {}
+    for entry in manifest.get("entries", []):
         if entry.get("filename") == path.name and entry.get("sha256") == digest:
             return SpaceIdentity(str(entry["compiler"]), str(entry["compiler_version"]),
                                  str(entry.get("variant", "default")), digest, path, manifest.get("tag"))

@@ -35,10 +35,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
-from ciq_build.errors import ConfigError, SearchError
 from ciq_build.core.pareto import crowding_distance, minimised, non_dominated_sort
 from ciq_build.core.results import ERROR, INVALID, OK, Direction, Evaluation, Results
-from ciq_build.core.space import Genome, Param, SearchSpace, as_space, canonical_key
+from ciq_build.core.space import Gene, Genome, Param, SearchSpace, as_space, canonical_key
+from ciq_build.errors import ConfigError, SearchError
 
 __all__ = [
     "INVALID_SCORE",
@@ -71,7 +71,7 @@ def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
 
 
 def _probability(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value <= 1.0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) <= 1.0:
         raise ConfigError(f"{name} must be a number between 0 and 1, got {value!r}")
     return float(value)
 
@@ -230,7 +230,7 @@ class UniformCrossover:
     stretch: float = 0.25
 
     def __call__(self, rng: random.Random, a: Genome, b: Genome, space: SearchSpace) -> Genome:
-        child = []
+        child: list[Gene] = []
         for param, x, y in zip(space.values(), a, b, strict=True):
             if x is not None and y is not None and x != y and param.ordered and rng.random() < self.blend_prob:
                 low, high = min(x, y), max(x, y)
@@ -646,7 +646,7 @@ class Search:
             size = max(size, len(genomes))
         while len(genomes) < size:
             made = False
-            for attempt in range(_RETRIES):
+            for _attempt in range(_RETRIES):
                 if self._population:
                     child = self._offspring(rng)
                 else:

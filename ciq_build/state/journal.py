@@ -40,7 +40,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -58,7 +58,7 @@ _HEADER_OWN_KEYS = frozenset({"kind", "journal", "created"})
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _normalised(value: Any) -> Any:
@@ -141,7 +141,7 @@ class Journal:
         with self._write_lock:
             if not self.path.exists():
                 return None
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
             backup = self.path.with_name(f"{self.path.name}.{stamp}.bak")
             counter = 1
             while backup.exists():  # two resets within one second keep both backups
