@@ -417,7 +417,7 @@ def test_the_unit_applies_to_the_regex_only_and_must_be_known() -> None:
     assert bench.parse_output("CIQ_METRIC time_ms=1.5\n").printed_time is None
     for unit in ("min", "MS", "", None):
         with pytest.raises(ConfigError, match="s, ms, us, ns"):
-            bench.parse_output("Time= 1 sec", r"Time= (\S+)", unit)  # type: ignore[arg-type]
+            bench.parse_output("Time= 1 sec", r"Time= (\S+)", unit)
         with pytest.raises(ConfigError, match="set UNIT in ciq_tune_target"):
             fault("good", metric_regex=r"Time= (\S+)", metric_unit=unit)
     spec = fault("good", metric_regex=r"Time= (\S+)", metric_unit="us")

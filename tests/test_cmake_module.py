@@ -137,7 +137,7 @@ class Tiny:
     def rerun_cmake(self, cache: Mapping[str, str] | None = None) -> ProcResult:
         """Configure again without touching the sources or the pins."""
         settings = {**CACHE_DEFAULTS, **(cache or {})}
-        args = [
+        args: list[str | Path] = [
             self.cmake, "-S", self.source, "-B", self.build, "-G", self.generator,
             f"-DCMAKE_CUDA_COMPILER={self.cuda_bin / 'nvcc'}",
             "-DCMAKE_CUDA_ARCHITECTURES=90a",

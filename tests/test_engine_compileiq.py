@@ -18,14 +18,12 @@ from pathlib import Path
 import pytest
 
 import ciq_build.core.space as ss
+import ciq_build.search.compileiq as compileiq_engine
 from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts
 from ciq_build.errors import ConfigError, MissingExtraError, ToolchainError
 from ciq_build.measure.proc import run
+from ciq_build.search.compileiq import CompileIqEngine, resolve_space
 from ciq_build.search.ga import SearchConfiguration
-
-compileiq_engine = pytest.importorskip("ciq_build.search.compileiq")
-CompileIqEngine = compileiq_engine.CompileIqEngine
-resolve_space = compileiq_engine.resolve_space
 
 
 def _have_compileiq() -> bool:
@@ -255,7 +253,7 @@ def test_replay_with_the_same_seed_reuses_the_acf_files(search_spaces_dir: Path,
 
     def replay(seed: int, score_of=lambda p, i: float(i)) -> list[str]:
         engine = _engine(search_spaces_dir, tmp_path / "acf", extra={"param.N": ss.range(1, 50)}, seed=seed)
-        shas = []
+        shas: list[str] = []
         while proposals := engine.ask():
             for i, proposal in enumerate(proposals):
                 engine.tell(proposal, (score_of(proposal, i),))
@@ -294,7 +292,7 @@ def test_ptxas_acf_accepted_by_13_3_and_refused_by_13_0(sampled_acfs: dict[str, 
     code, output = _nvcc_compile(cuda133_bin / "nvcc", kernel, tmp_path / "ok.o", f"-Xptxas=--apply-controls={acf}")
     assert code == 0, output
     version = run([system_nvcc, "--version"], timeout=30).stdout
-    system_major_minor = re.search(r"release (\d+\.\d+)", version).group(1)  # type: ignore[union-attr]
+    system_major_minor = re.search(r"release (\d+\.\d+)", version).group(1)
     if system_major_minor == "13.3":
         pytest.skip("the system nvcc is 13.3 too: no mismatch to show")
     code, output = _nvcc_compile(system_nvcc, kernel, tmp_path / "no.o", "-Xptxas", f"--apply-controls={acf}")

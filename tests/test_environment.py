@@ -329,7 +329,7 @@ def test_waiting_for_the_gpu_is_timed_apart_from_compiling_and_benchmarking(tmp_
             return CandidateBuild(True, None, "", 0.3, "", (), bench.path)
 
     slots = GpuSlots()
-    evaluator = Evaluator(manifest, None, parse_objectives(["time"]), 2, 30.0, slots)  # type: ignore[arg-type]
+    evaluator = Evaluator(manifest, None, parse_objectives(["time"]), 2, 30.0, slots)
     held = threading.Event()
 
     def another_benchmark_holds_the_gpu() -> None:

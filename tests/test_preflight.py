@@ -58,7 +58,7 @@ __global__ void kern(const float* in, float* out) {
 """
 
 
-def toolkit_without(root: Path, real_bin: Path, missing: set[str], copies: set[str] = frozenset()) -> Path:
+def toolkit_without(root: Path, real_bin: Path, missing: set[str], copies: frozenset[str] | set[str] = frozenset()) -> Path:
     """bin/nvcc of a toolkit laid out like `real_bin`'s, less the tools in `missing`.
 
     nvcc (and the tools in `copies`) are files of their own, so that nvcc's

@@ -38,7 +38,7 @@ def drive(*args: str, timeout: float = 60) -> dict[str, str]:
     report: dict[str, str] = {}
     for line in done.stdout.splitlines():
         if line.startswith("seconds="):
-            report.update(item.split("=", 1) for item in line.split())
+            report.update({key: value for key, value in (item.split("=", 1) for item in line.split())})
         elif "=" in line:
             key, value = line.split("=", 1)
             report[key] = value

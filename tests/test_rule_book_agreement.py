@@ -372,7 +372,7 @@ def cmake_verdicts(prepared: list[Prepared], tmp: Path, cmake: str) -> list[tupl
         stopped = found.index(None)
         pytest.fail(f"CMake stopped at case {stopped + 1} ({prepared[stopped].case.name}):\n"
                     f"{result.output_tail(40)}")
-    return [(v[0], tuple(v[1]), v[2]) for v in found]  # type: ignore[index]
+    return [(v[0], tuple(v[1]), v[2]) for v in found]
 
 
 @pytest.fixture(scope="module")

@@ -106,7 +106,7 @@ def test_objective_lists():
     with pytest.raises(ConfigError, match="twice"):
         parse_objectives(["spills", "spill_bytes"])
     with pytest.raises(ConfigError, match="list"):
-        parse_objectives("time")  # type: ignore[arg-type]
+        parse_objectives("time")
 
 
 # ------------------------------------------------------------------ manifests

@@ -10,7 +10,6 @@ manifest fails here with a message, not deep inside a tune.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any, Literal
 
 from ciq_build.core.rules import is_target_name
 from ciq_build.errors import ConfigError, ManifestError
+from ciq_build.state.durable import read_json_object
 
 MANIFEST_SCHEMA = 1
 
@@ -253,22 +253,15 @@ _KEYS = {
 }
 
 
-def _load_json(path: Path) -> Any:
+def _load_json(path: Path) -> dict[str, Any]:
     try:
-        raw = path.read_bytes()
+        return read_json_object(path)
     except OSError as exc:
         raise ManifestError(f"cannot read manifest {path}: {exc}; reconfigure the project with CMake.") from exc
-    try:
-        text = raw.decode("utf-8")
-        return json.loads(text, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+    except ValueError as exc:
         raise ManifestError(
             f"manifest {path} is not valid JSON ({exc}); reconfigure the project with CMake to regenerate it."
         ) from exc
-
-
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def read_manifest(path: Path) -> Manifest:

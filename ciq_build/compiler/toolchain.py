@@ -30,7 +30,7 @@ from typing import Any
 
 from ciq_build.errors import ToolchainError
 from ciq_build.measure import proc
-from ciq_build.state.durable import atomic_write
+from ciq_build.state.durable import atomic_write, read_json_object
 
 # Seconds for a `--version`-style query and for one probe compile of a tiny kernel.
 QUERY_TIMEOUT = 60.0
@@ -319,10 +319,10 @@ def _cache_file(toolchain: Toolchain, cache_dir: Path) -> Path:
 
 def _read_cache(path: Path, toolchain: Toolchain) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_object(path)
     except (OSError, ValueError):
         return {}  # a missing or damaged cache is simply re-probed
-    if not isinstance(data, dict) or data.get("schema") != _CACHE_SCHEMA or data.get("nvcc") != str(toolchain.nvcc):
+    if data.get("schema") != _CACHE_SCHEMA or data.get("nvcc") != str(toolchain.nvcc):
         return {}
     return data
 

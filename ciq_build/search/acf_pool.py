@@ -38,7 +38,7 @@ from ciq_build.errors import ConfigError
 from ciq_build.search.base import Proposal
 from ciq_build.search.ga import SearchConfiguration
 from ciq_build.search.genetic import GeneticSource
-from ciq_build.state.durable import atomic_write, sha256_file
+from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
 POOL_FILE = "pool.json"
 POOL_PARAM = "acf.pool"
@@ -85,11 +85,11 @@ def load_pool(directory: Path) -> dict[str, Any]:
     """pool.json, with every ACF present and unedited (sha256), or a ConfigError saying what to do."""
     path = Path(directory) / POOL_FILE
     try:
-        pool = json.loads(path.read_text(encoding="utf-8"))
+        pool = read_json_object(path)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the ACF pool {path}: {exc}; create one with "
                           "`python -m ciq_build sample-acfs --space ptxas-acf:13.3 --out DIR`") from None
-    if not isinstance(pool, dict) or pool.get("schema") != POOL_SCHEMA or not isinstance(pool.get("acfs"), list):
+    if pool.get("schema") != POOL_SCHEMA or not isinstance(pool.get("acfs"), list):
         raise ConfigError(f"{path} is not an ACF pool of schema {POOL_SCHEMA}; sample a new one")
     if pool.get("compiler") not in ("ptxas", "nvcc") or not pool["acfs"]:
         raise ConfigError(f"{path} names no compiler or no ACF; sample a new pool")

@@ -67,7 +67,7 @@ from ciq_build.core.space import Literal, Param, Range, as_space
 from ciq_build.errors import ConfigError, MissingExtraError, SearchError
 from ciq_build.search.base import Proposal
 from ciq_build.search.ga import SearchConfiguration
-from ciq_build.state.durable import atomic_write, sha256_file
+from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
 if TYPE_CHECKING:
     from ciq_build.build.manifest import Manifest
@@ -165,10 +165,10 @@ def _read_manifest(directory: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_object(path)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the search-space manifest {path}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+    if not isinstance(data.get("entries"), list):
         raise ConfigError(f"{path} is not a compileiq search-space manifest (no 'entries' list)")
     return data
 

@@ -1,16 +1,22 @@
-"""Files that must survive a crash and be recognised afterwards: atomic writes with fsync, a file's sha256.
+"""Files that must survive a crash and be recognised afterwards: atomic writes with fsync, a file's
+sha256, a JSON object read back.
 
 Every file ciq_build writes for later (records, ACFs, options files, caches,
 claims, pools) goes through :func:`atomic_write`: a reader sees the old file
 or the new one, never a mix, and once it returns the new file is on disk.
+JSON files that hold one object (manifests, pools, caches, lock notes) are read
+with :func:`read_json_object`; pinned records, which CMake reads too, have
+their own stricter reader (core/rules.py).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def sha256_file(path: Path) -> str:
@@ -20,6 +26,28 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in the UTF-8 file `path`.
+
+    OSError when the file cannot be read; ValueError saying why when it is not
+    one JSON object (not UTF-8, not JSON, absurdly nested, another kind of
+    value, or NaN/Infinity, which JSON does not have).
+    """
+    raw = Path(path).read_bytes()
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError("nests objects and arrays too deeply") from None
+    # json's errors (and UnicodeDecodeError) are ValueErrors already, and say where.
+    if not isinstance(value, dict):
+        raise ValueError(f"holds a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o644, newer_mtime: bool = False) -> None:

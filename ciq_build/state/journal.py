@@ -48,7 +48,7 @@ from typing import Any
 import filelock
 
 from ciq_build.errors import BusyError, DiskFullError, JournalError
-from ciq_build.state.durable import atomic_write, fsync_dir
+from ciq_build.state.durable import atomic_write, fsync_dir, read_json_object
 
 HEADER_KIND = "header"
 JOURNAL_FORMAT = 1  # the "journal" field of a header; bumped if the line format ever changes
@@ -374,10 +374,9 @@ class TargetLock:
     def holder(self) -> dict[str, Any] | None:
         """What the current holder wrote about itself, if it could be read."""
         try:
-            value = json.loads(self.info_path.read_text(encoding="utf-8"))
+            return read_json_object(self.info_path)
         except (OSError, ValueError):
             return None
-        return value if isinstance(value, dict) else None
 
     def _busy_message(self) -> str:
         who = ""
