@@ -231,7 +231,7 @@ def resolve_space(spec: str, *, default_version: str | None = None, spaces_dir: 
     if isinstance(parsed, Path):
         return _from_bin(parsed)
     compiler, version, variant = parsed
-    version = version or (".".join(default_version.split(".")[:2]) if default_version else DEFAULT_CUDA_VERSION)
+    version = version or major_minor(default_version or "") or DEFAULT_CUDA_VERSION
     variant = variant or "default"
     local = spaces_dir if spaces_dir is not None else (Path(os.environ[SPACES_DIR_ENV]) if os.environ.get(SPACES_DIR_ENV) else None)
     if local is not None:
