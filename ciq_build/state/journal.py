@@ -61,9 +61,10 @@ def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _normalised(value: Any) -> Any:
+def _normalised(value: Mapping[str, Any]) -> dict[str, Any]:
     """`value` as it reads back from the journal (tuples become lists, keys strings)."""
-    return json.loads(json.dumps(value))
+    normal: dict[str, Any] = json.loads(json.dumps(value))
+    return normal
 
 
 @dataclass
