@@ -90,11 +90,10 @@ def check_toolkit_accepts(acf_compiler: str, acf_cuda_version: str, toolchain_ma
     """
     if acf_compiler not in ACF_COMPILERS:
         raise ConfigError(f"an ACF is read by 'ptxas' or 'nvcc', not {acf_compiler!r}")
-    wanted = _major_minor(acf_cuda_version, "the ACF's CUDA version")
-    have = _major_minor(toolchain_major_minor, "the toolchain's CUDA version")
-    if wanted == have:
+    want_text = _major_minor(acf_cuda_version, "the ACF's CUDA version")
+    have_text = _major_minor(toolchain_major_minor, "the toolchain's CUDA version")
+    if want_text == have_text:
         return
-    want_text, have_text = wanted, have
     raise ToolchainError(
         f"{acf_compiler} ACFs from a CUDA {want_text} search space are accepted only by CUDA {want_text} "
         f"compilers, and this build uses CUDA {have_text} (its {acf_compiler} would refuse the file: "
