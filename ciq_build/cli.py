@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ciq_build import __version__
 from ciq_build.core.settings import BuildSettings, MeasureSettings, SearchSettings
@@ -174,9 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "verify":
             from ciq_build.pin.verify import verify
 
-            report = verify(args.target, args.build_dir)
-            print(report.text)
-            return 0 if report.ok else 1
+            verified = verify(args.target, args.build_dir)
+            print(verified.text)
+            return 0 if verified.ok else 1
     except CiqError as error:
         print(f"ciq_build: error: {error}", file=sys.stderr)
         return error.exit_code

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ciq_build.build import environment
-from ciq_build.core.causes import Cause
-from ciq_build.measure import proc
-from ciq_build.compiler.controls import Controls, write_options_file
-from ciq_build.errors import BuildError
-from ciq_build.resources import build_tool, cmake_dir
 from ciq_build.build.manifest import Manifest
 from ciq_build.build.preflight import cache_value
+from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.causes import Cause
+from ciq_build.errors import BuildError
+from ciq_build.measure import proc
+from ciq_build.resources import build_tool, cmake_dir
 
 # Cache entries of the user's tree that the scratch tree must not inherit:
 # they describe the user's tree itself, or are recomputed by CMake.
