@@ -7,17 +7,26 @@ CMake module hands the tuned target's CUDA compiles the per-candidate nvcc
 options file: the same mechanism the real build uses for a pin. A candidate
 rewrites that file (its mtime changes, so exactly the target's CUDA objects are
 rebuilt), rebuilds the target, then relinks the benchmark.
+
+The scratch trees compile CUDA through the ptxas-only path's launcher
+(ciq_build.compiler.ptxas_path): a compile whose nvcc front end (source ->
+PTX) equals one already run in that tree re-runs only ptxas and what follows,
+giving the object nvcc would; the build tool links as usual. Static
+objectives can skip even that (`build(static_only=True)`: ptxas alone).
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ciq_build.build import environment
 from ciq_build.measure import proc
+from ciq_build.compiler import ptxas_path
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.errors import BuildError
 from ciq_build.resources import build_tool, cmake_dir
@@ -59,12 +68,16 @@ class ScratchTree:
     manifest: Manifest
     root: Path
     toolchain: Toolchain
+    fast_path: bool = True  # compile through the ptxas-only path's launcher (False: nvcc whole, as before)
     build_dir: Path = field(init=False)
     options_file: Path = field(init=False)
+
+    _compiles: tuple[float, list[list[str]]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.build_dir = self.root / "build"
         self.options_file = self.root / f"{safe_name(self.manifest.target)}.nvcc-options"
+        self.front_end_cache = self.root / "ptxas-path"
 
     # -- paths inside the scratch tree that mirror the user's tree ------------
 
@@ -98,7 +111,8 @@ class ScratchTree:
         if (self.build_dir / "CMakeCache.txt").is_file() and generated:
             return
         init_cache = self.root / "ciq-init-cache.cmake"
-        init_cache.write_text(_initial_cache(self.manifest.binary_dir / "CMakeCache.txt"), encoding="utf-8")
+        replayed = _initial_cache(self.manifest.binary_dir / "CMakeCache.txt")
+        init_cache.write_text(replayed, encoding="utf-8")
         args = [
             build_tool("cmake"),
             "-S", str(self.manifest.source_dir),
@@ -110,6 +124,9 @@ class ScratchTree:
             f"-DCIQ_TUNE_TARGET={self.manifest.target}",
             f"-DCIQ_TUNE_OPTIONS_FILE={self.options_file}",
         ]
+        if self.fast_path and "CMAKE_CUDA_COMPILER_LAUNCHER" not in replayed:  # the user's own launcher (ccache...) is kept as it is
+            launcher = ptxas_path.launcher(self.front_end_cache, self.options_file)
+            args.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={';'.join(launcher)}")
         result = proc.run(args, timeout)
         if not result.ok:
             raise BuildError(
@@ -117,9 +134,19 @@ class ScratchTree:
                 f"{result.output_tail()}\nDoes `cmake -S {self.manifest.source_dir}` configure on its own?"
             )
 
-    def build(self, controls: Controls, timeout: float) -> CandidateBuild:
-        """Rebuild the tuned target with `controls`, then the benchmark (if any)."""
+    def build(self, controls: Controls, timeout: float, static_only: bool = False) -> CandidateBuild:
+        """Rebuild the tuned target with `controls`, then the benchmark (if any).
+
+        `static_only`: the caller reads only the compiler's report
+        (compiler_output), neither objects nor the benchmark; when every
+        compile's front end is kept, only ptxas runs and the result has no
+        objects and no benchmark.
+        """
         write_options_file(self.options_file, controls, extra=VERBOSE_PTXAS)
+        if static_only and self.fast_path:
+            reported = self._ptxas_only(timeout)
+            if reported is not None:
+                return reported
         with environment.CompileWitness(self.options_file, timeout) as witness:
             compile_step = proc.run(self._build_args(self.manifest.target), timeout,
                                     max_output=COMPILER_OUTPUT_BYTES)
@@ -142,6 +169,42 @@ class ScratchTree:
                 return CandidateBuild(False, cause, f"benchmark build {link_step.describe()}:\n{link_step.output_tail()}",
                                       compile_step.seconds, output)
         return CandidateBuild(True, None, "", compile_step.seconds, output, self.object_files(), self.benchmark_path)
+
+    def _ptxas_only(self, timeout: float) -> CandidateBuild | None:
+        """ptxas alone on every compile's kept PTX; None where a compile has no kept front end (or fails)."""
+        started = time.monotonic()
+        try:
+            plans = [ptxas_path.plan(argv, self.build_dir, self.front_end_cache) for argv in self._tuned_compiles(timeout)]
+        except (ptxas_path.Unsupported, OSError, subprocess.SubprocessError):
+            return None
+        if not plans or not all(ptxas_path.ready(p) for p in plans):
+            return None  # the full build runs and keeps the front end for next time
+        output = []
+        for p in plans:
+            left = timeout - (time.monotonic() - started)
+            try:
+                ran = ptxas_path.ptxas_only(p, left)
+            except (OSError, subprocess.SubprocessError):
+                return None
+            if ran.returncode != 0:
+                return None  # the full build says why (and tells the candidate's failure from the machine's)
+            # The progress line a build tool prints, so each report is read as that object's.
+            output.append(f"Building CUDA object {p.output} (ptxas only)\n{ran.stdout}")
+        return CandidateBuild(True, None, "", time.monotonic() - started, "".join(output))
+
+    def _tuned_compiles(self, timeout: float) -> list[list[str]]:
+        """The tuned target's nvcc compile commands (Ninja only), re-read when the build files change."""
+        build_ninja = self.build_dir / "build.ninja"
+        if not build_ninja.is_file():
+            return []
+        stamp = build_ninja.stat().st_mtime
+        if self._compiles is None or self._compiles[0] != stamp:
+            ninja = _cache_value(self.build_dir / "CMakeCache.txt", "CMAKE_MAKE_PROGRAM") or build_tool("ninja")
+            listed = proc.run([ninja, "-C", str(self.build_dir), "-t", "commands", self.manifest.target], timeout)
+            if not listed.ok:
+                return []
+            self._compiles = (stamp, ptxas_path.compile_commands(listed.stdout, self.options_file))
+        return self._compiles[1]
 
     def _failure_cause(self, step: proc.ProcResult, output: str, witness: environment.CompileWitness) -> str:
         """The candidate's own failure (compile_failed/compile_timeout) or the machine's (not cached)."""
@@ -210,6 +273,18 @@ def _initial_cache(cache_file: Path) -> str:
         kind = "STRING" if kind == "UNINITIALIZED" else kind  # given as -DNAME=value without a type
         lines.append(f'set({name} "{_cmake_escape(value)}" CACHE {kind} "")')
     return "\n".join(lines) + "\n"
+
+
+def _cache_value(cache_file: Path, name: str) -> str | None:
+    try:
+        text = cache_file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for raw in text.splitlines():
+        match = _CACHE_LINE.match(raw)
+        if match and match.group(1) == name:
+            return match.group(3)
+    return None
 
 
 def _cmake_escape(value: str) -> str:

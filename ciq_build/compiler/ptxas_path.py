@@ -41,6 +41,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -219,6 +220,26 @@ def ready(p: Plan) -> bool:
     return all(_stat(name, p.cwd) == stat for name, stat in meta["inputs"].items())
 
 
+def worth_keeping(p: Plan) -> bool:
+    """Keep a front end the second time it is compiled, or the first time this object is.
+
+    Keeping costs the front end once more (nvcc's own run cannot keep its
+    files under the names a plain build uses). The first compile of an
+    object in a tree (the baseline) is kept: ptxas-level candidates share its
+    front end. Any other front end is kept only once it comes back, so that a
+    candidate whose front end is its own costs what nvcc costs.
+    """
+    cache = p.entry.parent
+    cache.mkdir(parents=True, exist_ok=True)
+    first = cache / f"object-{hashlib.sha256(str(p.cwd / p.output).encode()).hexdigest()[:16]}"
+    seen = cache / f"seen-{p.entry.name}"
+    if first.exists() and not seen.exists():
+        seen.touch()
+        return False
+    first.touch()
+    return True
+
+
 def fill(p: Plan, timeout: float | None = None) -> None:
     """Run the front-end steps into the entry (after nvcc compiled it whole, so its depfile is written)."""
     if p.depfile is None or not p.depfile.is_file():
@@ -254,9 +275,17 @@ def _run_steps(steps: list[str] | tuple[str, ...], p: Plan, timeout: float | Non
                capture: bool) -> subprocess.CompletedProcess[str]:
     """The steps as nvcc runs them: one shell line each, in order, stopping at the first failure."""
     script = "set -e\n" + "\n".join(steps) + "\n"
-    return subprocess.run(["/bin/sh", "-c", script], cwd=p.cwd, env=p.env, timeout=timeout, text=True,
+    # A session of its own, so that a timeout ends ptxas too, not only the shell.
+    with subprocess.Popen(["/bin/sh", "-c", script], cwd=p.cwd, env=p.env, text=True, start_new_session=True,
                           stdout=subprocess.PIPE if capture else None,
-                          stderr=subprocess.STDOUT if capture else None)
+                          stderr=subprocess.STDOUT if capture else None) as process:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+        return subprocess.CompletedProcess(process.args, process.returncode, output or "", None)
 
 
 def back_end(p: Plan, timeout: float | None = None, capture: bool = False) -> subprocess.CompletedProcess[str]:
@@ -283,6 +312,13 @@ def launcher(cache: Path, options_file: Path) -> list[str]:
             f"--options-file={options_file}", "--"]
 
 
+def _after_launcher(words: list[str]) -> list[str] | None:
+    """The compile command our launcher wraps in `words`, or None."""
+    if "--" not in words or not any(w.endswith("ptxas_path.py") for w in words[:words.index("--")]):
+        return None
+    return words[words.index("--") + 1:]
+
+
 def compile_commands(launcher_commands: str, options_file: Path) -> list[list[str]]:
     """The tuned compiles in `ninja -t commands` output: the nvcc command after our launcher."""
     marker = f"--options-file={options_file}"
@@ -292,8 +328,9 @@ def compile_commands(launcher_commands: str, options_file: Path) -> list[list[st
             words = shlex.split(line)
         except ValueError:
             continue
-        if marker in words and "--" in words and words.index(marker) < words.index("--"):
-            found.append(words[words.index("--") + 1:])
+        if launched := _after_launcher(words):
+            if marker in launched:  # the tuned target's compiles read the candidate's options file
+                found.append(launched)
     return found
 
 
@@ -313,7 +350,7 @@ def main(args: list[str]) -> int:
     if ready(p):
         return back_end(p).returncode
     whole = subprocess.run(argv, cwd=cwd)
-    if whole.returncode != 0:
+    if whole.returncode != 0 or not worth_keeping(p):
         return whole.returncode
     try:
         fill(p)
