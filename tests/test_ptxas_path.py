@@ -224,3 +224,17 @@ def test_the_launcher_leaves_compiles_of_other_targets_to_nvcc(gemm: cmake.Scrat
     bench_compile = next(shlex.split(line) for line in listed.splitlines() if "gemm_bench.cu" in line)
     assert "--" in bench_compile  # the launcher wraps it, and execs nvcc for it (no options file of ours)
     assert ptxas_path.compile_commands(listed, gemm.options_file) == _nvcc_commands(gemm)
+
+
+def test_a_tree_switched_to_nvcc_whole_is_configured_again_without_the_launcher(tmp_path: Path,
+                                                                              cuda133_bin: Path) -> None:
+    shutil.copytree(SPILL, tmp_path / "src")
+    tree = _scratch_tree(tmp_path, tmp_path / "src", "spill_kernels", cuda133_bin / "nvcc")
+    assert _nvcc_commands(tree)
+    # Where compile time is measured, the driver asks for nvcc whole (make_scratch_trees(fast_path=False)).
+    whole = cmake.ScratchTree(tree.manifest, tree.root, tree.toolchain, fast_path=False)
+    whole.configure(300)
+    listed = subprocess.run(["ninja", "-C", str(whole.build_dir), "-t", "commands", "spill_kernels"],
+                            capture_output=True, text=True, check=True).stdout
+    assert "ptxas_path" not in listed and "--options-file=" in listed
+    assert whole.build(Controls(), 300, static_only=True).objects  # no ptxas-only shortcut either

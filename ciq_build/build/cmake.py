@@ -103,15 +103,22 @@ class ScratchTree:
     # -- configure and build ---------------------------------------------------
 
     def configure(self, timeout: float) -> None:
-        """Configure once (reused while its cache exists and the options file path matches)."""
+        """Configure once (reused while its cache exists and the launcher is the one wanted)."""
         self.root.mkdir(parents=True, exist_ok=True)
         if not self.options_file.exists():
             write_options_file(self.options_file, Controls())
+        replayed = _initial_cache(self.manifest.binary_dir / "CMakeCache.txt")
+        # The ptxas-only path's launcher, unless the user has a launcher of their own (ccache...), kept as it is.
+        launcher = None
+        if self.fast_path and "CMAKE_CUDA_COMPILER_LAUNCHER" not in replayed:
+            launcher = ";".join(ptxas_path.launcher(self.front_end_cache, self.options_file))
+        cache_file = self.build_dir / "CMakeCache.txt"
         generated = (self.build_dir / "build.ninja").exists() or (self.build_dir / "Makefile").exists()
-        if (self.build_dir / "CMakeCache.txt").is_file() and generated:
+        configured = cache_file.is_file() and generated
+        current = _cache_value(cache_file, "CMAKE_CUDA_COMPILER_LAUNCHER") or ""
+        if configured and (current == launcher if launcher else "ptxas_path" not in current):
             return
         init_cache = self.root / "ciq-init-cache.cmake"
-        replayed = _initial_cache(self.manifest.binary_dir / "CMakeCache.txt")
         init_cache.write_text(replayed, encoding="utf-8")
         args = [
             build_tool("cmake"),
@@ -124,9 +131,10 @@ class ScratchTree:
             f"-DCIQ_TUNE_TARGET={self.manifest.target}",
             f"-DCIQ_TUNE_OPTIONS_FILE={self.options_file}",
         ]
-        if self.fast_path and "CMAKE_CUDA_COMPILER_LAUNCHER" not in replayed:  # the user's own launcher (ccache...) is kept as it is
-            launcher = ptxas_path.launcher(self.front_end_cache, self.options_file)
-            args.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={';'.join(launcher)}")
+        if configured:
+            args.append("--fresh")  # the launcher is switched on or off: nothing of the old cache may keep it
+        if launcher:
+            args.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}")
         result = proc.run(args, timeout)
         if not result.ok:
             raise BuildError(
@@ -229,8 +237,11 @@ def scratch_root(manifest: Manifest) -> Path:
     return manifest.binary_dir / "ciq" / "scratch" / safe_name(manifest.target)
 
 
-def make_scratch_trees(manifest: Manifest, toolchain: Toolchain, count: int, timeout: float) -> list[ScratchTree]:
-    trees = [ScratchTree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain) for index in range(count)]
+def make_scratch_trees(manifest: Manifest, toolchain: Toolchain, count: int, timeout: float,
+                       fast_path: bool = True) -> list[ScratchTree]:
+    """`fast_path=False` where compile time is measured: the ptxas-only path would time only ptxas and after."""
+    trees = [ScratchTree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain, fast_path)
+             for index in range(count)]
     # One after another, never side by side: projects write into their source
     # tree at configure time (configure_file into the sources), and CMake does
     # that through a fixed `<file>.tmp`, so two configures at once make one of

@@ -227,8 +227,11 @@ def worth_keeping(p: Plan) -> bool:
     files under the names a plain build uses). The first compile of an
     object in a tree (the baseline) is kept: ptxas-level candidates share its
     front end. Any other front end is kept only once it comes back, so that a
-    candidate whose front end is its own costs what nvcc costs.
+    candidate whose front end is its own costs what nvcc costs. A kept one
+    gone stale (a header changed) is kept again at once.
     """
+    if p.entry.is_dir():
+        return True
     cache = p.entry.parent
     cache.mkdir(parents=True, exist_ok=True)
     first = cache / f"object-{hashlib.sha256(str(p.cwd / p.output).encode()).hexdigest()[:16]}"
