@@ -182,7 +182,8 @@ class ScratchTree:
         """ptxas alone on every compile's kept PTX; None where a compile has no kept front end (or fails)."""
         started = time.monotonic()
         try:
-            plans = [ptxas_path.plan(argv, self.build_dir, self.front_end_cache) for argv in self._tuned_compiles(timeout)]
+            plans = [ptxas_path.plan(argv, self.build_dir, self.front_end_cache)
+                     for argv in self._tuned_compiles(timeout)]
         except (ptxas_path.Unsupported, OSError, subprocess.SubprocessError):
             return None
         if not plans or not all(ptxas_path.ready(p) for p in plans):

@@ -156,7 +156,8 @@ def _split(steps: list[str], output: str) -> tuple[list[str], list[str]]:
         elif tool in _NVIDIA_BACK:
             back.append(step)
         elif tool == "rm" and len(words) == 2 and words[1].endswith(".fatbin"):
-            back.append("rm -f " + step[3:])  # nvcc's clean-up of a file fatbinary may not have written; nvcc ignores its failure
+            # nvcc's clean-up of a file fatbinary may not have written; nvcc ignores its failure.
+            back.append("rm -f " + step[3:])
         elif tool.startswith(("-", "nv")) or tool in ("rm", "bin2c", "cudafe"):
             raise Unsupported(f"nvcc runs {tool!r}, which the ptxas-only path does not know")
         elif "-E" in words:
