@@ -127,8 +127,10 @@ class TuneRun:
         for note in proc.claim_tree(scratch_root(self.manifest)):
             self._say(note)
         before = self.source_set.snapshot()
+        # Compile time is measured on the whole nvcc compile, never on the ptxas-only fast path.
         base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, self.settings.build.jobs + 1,
-                                                 self.timeout * CONFIGURE_TIMEOUT_FACTOR)
+                                                 self.timeout * CONFIGURE_TIMEOUT_FACTOR,
+                                                 fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self.sources = self.source_set.digest(configured)
