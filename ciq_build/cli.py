@@ -73,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--fresh", action="store_true", help="start over instead of resuming the journal")
     tune.add_argument("--wait", action="store_true", help="wait for another tune of the same target to finish")
     tune.add_argument("--no-pin", action="store_true", help="search and report, but write no pinned record")
-    tune.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    tune.add_argument("--quiet", "-q", action="store_true", help="no progress, warnings only")
+    tune.add_argument("--verbose", "-v", action="store_true",
+                      help="also each evaluation's controls and metrics")
     tune.add_argument("--cmake-arg", action="append", default=[], metavar="ARG",
                       help="extra argument for configuring a new build dir (with --source-dir)")
 
@@ -141,8 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "tune":
             from ciq_build.tune.driver import run_tune
+            from ciq_build.tune.progress import configure_logging
             from ciq_build.tune.settings import TuneOptions
 
+            configure_logging(-1 if args.quiet else 1 if args.verbose else 0)
             outcome = run_tune(TuneOptions.from_args(args))
             return 0 if outcome.ok else 1
         if args.command == "show":

@@ -37,7 +37,6 @@ from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
 from ciq_build.pin.record import record_path, write_record
 from ciq_build.search.base import CandidateSource, Proposal
-from ciq_build.search.ga import ProgressReporter
 from ciq_build.search.select import make_candidate_source
 from ciq_build.state.journal import Journal, TargetLock
 from ciq_build.tune.assemble import assemble_record
@@ -46,6 +45,7 @@ from ciq_build.tune.confirm import Confirmer
 from ciq_build.tune.evaluation import Evaluated
 from ciq_build.tune.evaluator import BuildRunner
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
+from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.settings import TuneOptions, TuneSettings, resolve_settings
 from ciq_build.tune.summary import run_summary
 
@@ -199,9 +199,12 @@ class TuneRun:
         return evaluated
 
     def _search(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
-        # A live line on a terminal; silent in logs and CI, and with --quiet.
-        progress = ProgressReporter(self.settings.search.generations, stream=self.out,
-                                    enabled=False if self.settings.quiet else None)
+        # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet.
+        search = self.settings.search
+        expected = search.generations * search.pool_size
+        if search.max_evaluations is not None:
+            expected = min(expected, search.max_evaluations)
+        progress = None if self.settings.quiet else TuneProgress(expected, search.generations, stream=self.out)
         loop = SearchLoop(source, self.runner, workers, self.cache, self._key, self.objectives,
                           budget=self.settings.search.max_evaluations, progress=progress,
                           stop_for=stop_on_disk_full(self._disk_full))
@@ -233,8 +236,8 @@ class TuneRun:
 
     def _say(self, text: str) -> None:
         if not self.settings.quiet:
-            print(f"ciq_build: {text}", file=self.out, flush=True)
+            LOG.info("%s", text)
 
     def _warn(self, text: str) -> None:
-        """A warning about the tune's results: printed even with --quiet (which only silences progress)."""
-        print(f"ciq_build: {text}", file=self.out, flush=True)
+        """A warning about the tune's results: said even with --quiet (which only silences progress)."""
+        LOG.warning("%s", text)
