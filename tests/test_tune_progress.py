@@ -7,6 +7,7 @@ import json
 import logging
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def evaluated(i: int, ok: bool = True, cached: bool = False) -> Evaluated:
 
 
 @pytest.fixture
-def log() -> io.StringIO:
+def log() -> Iterator[io.StringIO]:
     stream = io.StringIO()
     configure_logging(0, stream)
     yield stream
