@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="where candidates are evaluated: local (this machine, default) or ray (one actor per "
                            "--jobs slot on a Ray cluster; needs ciq-build[ray] and a filesystem shared with the workers)")
     tune.add_argument("--ray-address", default=None, metavar="ADDR",
-                      help="the Ray cluster to use (default: $RAY_ADDRESS, else a cluster started on this machine)")
+                      help="the Ray cluster to use (default, as ray.init finds it: $RAY_ADDRESS, else one `ray start` started on this machine, else a new one here)")
     tune.add_argument("--ray-gpu-resource", default=None, metavar="NAME",
                       help="a custom resource naming the GPU kind each benchmark slot needs, e.g. H200")
     tune.add_argument("--repeats", type=int, default=_MEASURE.repeats,

@@ -141,16 +141,21 @@ class RayPool:
         self.request = actor_resources(self.objectives, self.gpu_resource)
         self.runner = RayRunner(self)
 
+    @property
+    def trees(self) -> Path:
+        """The folder of the actors' scratch trees (beside the driver's, on the shared filesystem)."""
+        return scratch_root(self.manifest)
+
     # -- start and stop ------------------------------------------------------
 
     def __enter__(self) -> Self:
         ray = _ray()
         if not ray.is_initialized():
-            # No address and no RAY_ADDRESS: Ray starts a cluster on this machine.
+            # No address: RAY_ADDRESS, else the cluster `ray start` left here, else a new one on this machine.
             ray.init(address=self.address, log_to_driver=False, include_dashboard=False)
             self._started_ray = True
         self._check_cluster(ray.cluster_resources())
-        self.slots = [RaySlot(i, scratch_root(self.manifest) / f"ray-{i}") for i in range(self.count)]
+        self.slots = [RaySlot(i, self.trees / f"ray-{i}") for i in range(self.count)]
         try:
             # One configure after another (see make_scratch_trees: projects write into their
             # sources at configure time); a restarted tune finds the trees configured.
@@ -161,7 +166,7 @@ class RayPool:
             raise
         hosts = sorted({slot.where.split(":")[0] for slot in self.slots})
         self.say(f"ray: {self.count} worker(s) on {', '.join(hosts)}, each asking for "
-                 f"{_describe(self.request)}; scratch trees in {scratch_root(self.manifest)}/ray-*")
+                 f"{_describe(self.request)}; scratch trees in {self.trees}/ray-*")
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,

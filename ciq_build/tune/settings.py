@@ -29,7 +29,7 @@ class ExecutorSettings:
     """Where candidates are evaluated: this machine (local), or actors on a Ray cluster (ciq_build.tune.ray_executor)."""
 
     kind: str = "local"
-    address: str | None = None  # the Ray cluster (ray.init(address=)); None: RAY_ADDRESS, else a local one
+    address: str | None = None  # the Ray cluster (ray.init(address=)); None: as ray.init() finds one
     gpu_resource: str | None = None  # a custom resource naming the GPU kind, asked for per benchmark slot
 
 
