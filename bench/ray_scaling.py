@@ -63,6 +63,9 @@ class SleepWorker:
         time.sleep(self.benchmark_s)
         return stand_in(proposal, controls, key, self.compile_s + self.benchmark_s)
 
+    def stop(self) -> None:
+        pass
+
 
 class SleepPool(RayPool):
     """The real RayPool and RayRunner, with SleepWorker actors instead of scratch trees."""
@@ -75,8 +78,8 @@ class SleepPool(RayPool):
         return Path(tempfile.gettempdir())  # no scratch trees: nothing is built
 
     def _start(self, slot: RaySlot) -> None:
-        slot.actor = ray.remote(SleepWorker).options(max_restarts=0, max_task_retries=0, **self.request).remote(
-            self.compile_s, self.benchmark_s)
+        slot.actor = ray.remote(SleepWorker).options(max_restarts=0, max_task_retries=0, max_concurrency=2,
+                                                     **self.request).remote(self.compile_s, self.benchmark_s)
         slot.where = ray.get(slot.actor.configure.remote())
 
 

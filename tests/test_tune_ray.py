@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -118,30 +119,70 @@ def _ray_worker_above(pid: int) -> int | None:
     return None
 
 
+def _running_in(folder: Path) -> list[str]:
+    """The command lines of running processes that work in `folder` or name it (its compiles)."""
+    found = []
+    for process in Path("/proc").glob("[0-9]*"):
+        try:
+            text = (process / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(process / "cwd")
+        except OSError:
+            continue
+        if (str(folder) in text or cwd.startswith(str(folder))) and int(process.name) != os.getpid():
+            found.append(text)
+    return found
+
+
+def _notes_of_ray_workers(compiling: Path) -> Iterator[int]:
+    """The Ray worker processes whose compiles the slow launcher is running (each note once)."""
+    for note in list(compiling.glob("*")) if compiling.is_dir() else []:
+        worker = _ray_worker_above(int(note.name))
+        note.unlink(missing_ok=True)
+        if worker is not None:
+            yield worker
+
+
 @pytest.mark.slow
-def test_a_worker_killed_mid_evaluation_reruns_its_candidate_and_the_journal_resumes(
+def test_a_stopped_driver_and_a_worker_killed_mid_evaluation_lose_nothing_and_count_nothing_twice(
         tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
     build = tmp_path / "build"
     compiling = tmp_path / "compiling"
+    compiling.mkdir()
     launcher = f"--cmake-arg=-DCMAKE_CUDA_COMPILER_LAUNCHER={sys.executable};{LAUNCHER};{compiling}"
+    address = ray.get_runtime_context().gcs_address
+
+    # 1. The driver (the command line, on this cluster) gets SIGTERM while a worker compiles: it stops
+    #    at once, says how to resume, and leaves nothing running.
+    command = [sys.executable, "-m", "ciq_build", "tune", "kern", "-S", str(source), "-B", str(build),
+               "--jobs", "2", "--executor", "ray", "--ray-address", address, launcher, *KERN]
+    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=source)
+    deadline = time.monotonic() + 300
+    while driver.poll() is None and time.monotonic() < deadline and not list(_notes_of_ray_workers(compiling)):
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGTERM)
+    stopped = time.monotonic()
+    _, err = driver.communicate(timeout=60)
+    assert driver.returncode == 130, err
+    assert time.monotonic() - stopped < 15, "the driver waited for the workers' compiles"
+    assert "run the same command to resume" in err
+    assert all(r["ok"] for r in _evaluations(build, "kern"))  # the stop is nobody's failure
+    assert not _running_in(build / "ciq" / "scratch"), "a compile outlived the stopped tune"
+
+    # 2. Resumed (in this process), and an actor SIGKILLed while it compiles a candidate.
     killed: list[int] = []
 
-    def kill_one_worker_mid_compile() -> None:  # the fault: SIGKILL an actor while it builds a candidate
+    def kill_one_worker_mid_compile() -> None:
         deadline = time.monotonic() + 300
         while not killed and time.monotonic() < deadline:
-            for note in list(compiling.glob("*")) if compiling.is_dir() else []:
-                worker = _ray_worker_above(int(note.name))
-                note.unlink(missing_ok=True)
-                if worker is not None:
-                    os.kill(worker, signal.SIGKILL)
-                    killed.append(worker)
-                    shutil.rmtree(compiling, ignore_errors=True)  # later compiles run at full speed
-                    return
+            for worker in _notes_of_ray_workers(compiling):
+                os.kill(worker, signal.SIGKILL)
+                killed.append(worker)
+                shutil.rmtree(compiling, ignore_errors=True)  # later compiles run at full speed
+                return
             time.sleep(0.05)
 
-    compiling.mkdir()
     killer = threading.Thread(target=kill_one_worker_mid_compile, daemon=True)
     killer.start()
     first = _tune("kern", source, build, "--jobs", "2", "--executor", "ray", launcher, *KERN)
@@ -156,8 +197,14 @@ def test_a_worker_killed_mid_evaluation_reruns_its_candidate_and_the_journal_res
     assert all(r["ok"] for r in journaled), [r for r in journaled if not r["ok"]]
     keys = [r["key"] for r in journaled]
     assert len(keys) == len(set(keys)) == len(_params(first)) + 1  # + the baseline
+    # Which worker did what: the slot and the actor's host:pid; the killed actor (caught on its first
+    # candidate) finished nothing, its replacement did.
+    workers = {r["worker"] for r in journaled if "worker" in r}
+    assert {w.split("@")[0] for w in workers} == {"ray-0", "ray-1"}, workers
+    assert not any(w.endswith(f":{killed[0]}") for w in workers), (killed, workers)
 
-    again = _tune("kern", source, build, "--jobs", "2", "--executor", "ray", launcher, *KERN)
+    # 3. Once more: everything comes from the journal, the same winner.
+    again = _tune("kern", source, build, "--jobs", "2", "--executor", "ray", *KERN)
     assert again.ok and _params(again) == [] and again.winner is not None
     assert again.winner.proposal.params == {"param.X": 0}
     assert len(_evaluations(build, "kern")) == len(journaled)

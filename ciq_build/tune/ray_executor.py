@@ -25,6 +25,7 @@ failure. Finished evaluations are journaled by the driver as they arrive.
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import threading
 from collections.abc import Callable, Sequence
@@ -48,6 +49,8 @@ from ciq_build.tune.evaluator import BuildRunner
 # A candidate whose worker dies this many times in a row ends the tune: the
 # cluster, not the candidate, is failing (its finished evaluations are journaled).
 MAX_LOSSES_PER_CANDIDATE = 3
+# Seconds a stopping tune waits for its actors to kill their compiles and benchmarks.
+STOP_TIMEOUT = 30.0
 
 
 def _ray() -> Any:
@@ -93,6 +96,10 @@ class EvaluationWorker:
 
     def evaluate(self, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
         return self.runner.evaluate(self.tree, proposal, controls, key)
+
+    def stop(self) -> None:
+        """Kill the compile or benchmark running now (called beside evaluate: the actor runs two calls at once)."""
+        proc.kill_all_running()
 
 
 @dataclass
@@ -152,7 +159,11 @@ class RayPool:
         ray = _ray()
         if not ray.is_initialized():
             # No address: RAY_ADDRESS, else the cluster `ray start` left here, else a new one on this machine.
+            # ray.init replaces the SIGTERM handler; the CLI's (stop like Ctrl-C, resume later) is kept.
+            on_sigterm = signal.getsignal(signal.SIGTERM)
             ray.init(address=self.address, log_to_driver=False, include_dashboard=False)
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, on_sigterm)
             self._started_ray = True
         self._check_cluster(ray.cluster_resources())
         self.slots = [RaySlot(i, self.trees / f"ray-{i}") for i in range(self.count)]
@@ -180,12 +191,17 @@ class RayPool:
                      "on replacements (not counted as candidate failures)")
 
     def stop_all(self) -> None:
-        """Kill every actor now (their compiles and benchmarks die with them); no replacement is started."""
+        """Kill every actor's running compile or benchmark, then the actor; no replacement is started."""
         self.closing = True
         ray = _ray()
-        for slot in self.slots:
-            if slot.actor is not None:
-                ray.kill(slot.actor, no_restart=True)
+        actors = [slot.actor for slot in self.slots if slot.actor is not None]
+        try:
+            # Before the tune exits, not later: a stopped tune leaves nothing writing its scratch trees.
+            ray.get([actor.stop.remote() for actor in actors], timeout=STOP_TIMEOUT)
+        except ray.exceptions.RayError:
+            pass  # an actor already dead: its watchdog kills what it started
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
 
     def _check_cluster(self, resources: dict[str, float]) -> None:
         """Refuse a request no node can meet (Ray would wait for it forever)."""
@@ -199,7 +215,9 @@ class RayPool:
 
     def _start(self, slot: RaySlot) -> None:
         ray = _ray()
-        actor_class = ray.remote(EvaluationWorker).options(max_restarts=0, max_task_retries=0, **self.request)
+        # max_concurrency 2: stop() can run while evaluate() does.
+        actor_class = ray.remote(EvaluationWorker).options(max_restarts=0, max_task_retries=0, max_concurrency=2,
+                                                            **self.request)
         slot.actor = actor_class.remote(self.manifest, self.toolchain, self.objectives, self.measure.repeats,
                                         self.measure.timeout, str(slot.root))
         slot.where = ray.get(slot.actor.configure.remote())
@@ -208,11 +226,11 @@ class RayPool:
 
     def replace(self, slot: RaySlot, proposal: Proposal, error: BaseException) -> None:
         """Count the loss of `slot`'s actor during `proposal` and start its replacement on the same tree."""
+        if self.closing:  # stop_all killed it: not a loss
+            raise WorkerLostError("the tune is stopping") from error
         with self._lock:
             self.losses.append(WorkerLoss(slot.index, slot.where, proposal.id, f"{type(error).__name__}: {error}"))
             lost = sum(1 for loss in self.losses if loss.proposal == proposal.id)
-        if self.closing:
-            raise WorkerLostError("the tune is stopping") from error
         if lost >= MAX_LOSSES_PER_CANDIDATE:
             raise WorkerLostError(
                 f"Ray workers died {lost} times while evaluating candidate {proposal.id} "
@@ -239,6 +257,7 @@ class RayRunner:
         while True:
             try:
                 evaluated: Evaluated = ray.get(worker.actor.evaluate.remote(proposal, controls, key))
+                evaluated.worker = f"ray-{worker.index}@{worker.where}"
                 return evaluated
             except ray.exceptions.RayActorError as error:  # the actor (or its node) died: not the candidate's doing
                 self.pool.replace(worker, proposal, error)
