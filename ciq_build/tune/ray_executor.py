@@ -39,7 +39,7 @@ from ciq_build.build.manifest import Manifest, Objective
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, MeasureSettings
-from ciq_build.errors import BuildError, ConfigError, MissingExtraError
+from ciq_build.errors import BuildError, CiqError, ConfigError, MissingExtraError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
 from ciq_build.search.base import Proposal
@@ -220,7 +220,7 @@ class RayPool:
                                                             **self.request)
         slot.actor = actor_class.remote(self.manifest, self.toolchain, self.objectives, self.measure.repeats,
                                         self.measure.timeout, str(slot.root))
-        slot.where = ray.get(slot.actor.configure.remote())
+        slot.where = _result(slot.actor.configure.remote())
 
     # -- faults ----------------------------------------------------------------
 
@@ -256,7 +256,7 @@ class RayRunner:
         ray = _ray()
         while True:
             try:
-                evaluated: Evaluated = ray.get(worker.actor.evaluate.remote(proposal, controls, key))
+                evaluated: Evaluated = _result(worker.actor.evaluate.remote(proposal, controls, key))
                 evaluated.worker = f"ray-{worker.index}@{worker.where}"
                 return evaluated
             except ray.exceptions.RayActorError as error:  # the actor (or its node) died: not the candidate's doing
@@ -265,6 +265,17 @@ class RayRunner:
     def cancel_running(self) -> None:
         """The tune is stopping (Ctrl-C, SIGTERM): kill the actors so the loop's threads return now."""
         self.pool.stop_all()
+
+
+def _result(ref: Any) -> Any:
+    """An actor call's result; an error ciq_build reports to users (a busy tree, a failed configure) as itself."""
+    ray = _ray()
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as error:
+        if isinstance(error.cause, CiqError):
+            raise error.cause from None  # its message says what to do; Ray's wrapper adds a remote traceback
+        raise
 
 
 def _describe(request: dict[str, Any]) -> str:

@@ -136,6 +136,10 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
         pin=options.pin, fresh=options.fresh, wait=options.wait, quiet=options.quiet,
         executor=ExecutorSettings(options.executor, options.ray_address, options.ray_gpu_resource),
     )
+    if settings.executor.kind == "ray":
+        from ciq_build.tune.ray_executor import actor_resources
+
+        actor_resources(objectives, settings.executor.gpu_resource)  # refuses a GPU kind for static objectives
     if settings.needs_benchmark and manifest.benchmark is None:
         raise ConfigError(
             f"objective(s) {', '.join(o.name for o in objectives if o.source == 'benchmark')} need a "
