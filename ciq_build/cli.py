@@ -64,6 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--gpus", default=None, metavar="LIST",
                       help="GPUs to spread benchmarks over, e.g. 0,1 (one benchmark per GPU at a time; "
                            "default: the default GPU, one benchmark at a time)")
+    tune.add_argument("--executor", choices=["local", "ray"], default="local",
+                      help="where candidates are evaluated: local (this machine, default) or ray (one actor per "
+                           "--jobs slot on a Ray cluster; needs ciq-build[ray] and a filesystem shared with the workers)")
+    tune.add_argument("--ray-address", default=None, metavar="ADDR",
+                      help="the Ray cluster to use (default, as ray.init finds it: $RAY_ADDRESS, else one "
+                           "`ray start` started on this machine, else a new one here)")
+    tune.add_argument("--ray-gpu-resource", default=None, metavar="NAME",
+                      help="a custom resource naming the GPU kind each benchmark slot needs, e.g. H200")
     tune.add_argument("--repeats", type=int, default=_MEASURE.repeats,
                       help=f"benchmark runs per candidate; the median is scored (default {_MEASURE.repeats})")
     tune.add_argument("--timeout", type=float, default=None,

@@ -115,6 +115,7 @@ def evaluation_record(evaluated: Evaluated) -> dict[str, Any]:
         "scores": list(evaluated.scores) if evaluated.scores is not None else None,
         "seconds": round(evaluated.seconds, 3), "timings": evaluated.timings,
         "environmental": evaluated.environmental, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **({"worker": evaluated.worker} if evaluated.worker else {}),
     }
 
 

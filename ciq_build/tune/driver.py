@@ -12,9 +12,10 @@ in scratch trees (ciq_build.build.cmake).
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from ciq_build.build import environment
 from ciq_build.build.cmake import (
@@ -43,11 +44,13 @@ from ciq_build.tune.assemble import assemble_record
 from ciq_build.tune.cache import EvaluationCache, cache_key
 from ciq_build.tune.confirm import Confirmer
 from ciq_build.tune.evaluation import Evaluated
-from ciq_build.tune.evaluator import BuildRunner
+from ciq_build.tune.evaluator import BuildRunner, Runner
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
 from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.settings import TuneOptions, TuneSettings, resolve_settings
 from ciq_build.tune.summary import run_summary
+
+W = TypeVar("W")
 
 
 @dataclass
@@ -127,8 +130,10 @@ class TuneRun:
         for note in proc.claim_tree(scratch_root(self.manifest)):
             self._say(note)
         before = self.source_set.snapshot()
+        # The baseline's tree and the workers' (on Ray, one here for the confirmation: the actors keep their own).
         # Compile time is measured on the whole nvcc compile, never on the ptxas-only fast path.
-        base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, self.settings.build.jobs + 1,
+        local_workers = 1 if self.settings.executor.kind == "ray" else self.settings.build.jobs
+        base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, local_workers + 1,
                                                  self.timeout * CONFIGURE_TIMEOUT_FACTOR,
                                                  fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
@@ -205,11 +210,23 @@ class TuneRun:
         if search.max_evaluations is not None:
             expected = min(expected, search.max_evaluations)
         progress = None if self.settings.quiet else TuneProgress(expected, search.generations, stream=self.out)
-        loop = SearchLoop(source, self.runner, workers, self.cache, self._key, self.objectives,
+        if self.settings.executor.kind == "ray":
+            from ciq_build.tune.ray_executor import RayPool
+
+            executor = self.settings.executor
+            with RayPool(self.manifest, self.toolchain, self.objectives, self.settings.measure,
+                         self.settings.build.jobs, executor.address, executor.gpu_resource, self._say) as pool:
+                self._loop(source, pool.runner, pool.slots, progress).run()
+            return
+        self._loop(source, self.runner, workers, progress).run()
+
+    def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
+              progress: TuneProgress | None) -> SearchLoop[W]:
+        loop = SearchLoop(source, runner, workers, self.cache, self._key, self.objectives,
                           budget=self.settings.search.max_evaluations, progress=progress,
                           stop_for=stop_on_disk_full(self._disk_full))
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
-        loop.run()
+        return loop
 
     # -- confirm and pin -----------------------------------------------------------
 

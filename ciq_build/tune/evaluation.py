@@ -30,6 +30,7 @@ class Evaluated:
     # Where the time went: compile_s (the target and the benchmark's link), benchmark_s
     # (the runs), wait_s (queued for a GPU slot). Empty for journals written before 0.2.
     timings: dict[str, float] = field(default_factory=dict)
+    worker: str = ""  # where it ran when not on this machine: a Ray slot and its host:pid (journaled when set)
 
     @property
     def environmental(self) -> bool:

@@ -80,6 +80,9 @@ class SearchLoop(Generic[W]):
                 # Ctrl-C / SIGTERM: kill the compiles and benchmarks in flight so the
                 # workers return now; what finished is already in the journal.
                 proc.kill_all_running()
+                cancel = getattr(self.runner, "cancel_running", None)  # a runner whose work runs elsewhere (Ray)
+                if cancel is not None:
+                    cancel()
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
         if self.progress is not None:

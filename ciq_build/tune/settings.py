@@ -21,6 +21,16 @@ DEFAULT_OBJECTIVES = ("spill_bytes",)
 _SEARCH = SearchSettings()
 _MEASURE = MeasureSettings()
 _BUILD = BuildSettings()
+EXECUTORS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """Where candidates are evaluated: this machine (local), or actors on a Ray cluster (ciq_build.tune.ray_executor)."""
+
+    kind: str = "local"
+    address: str | None = None  # the Ray cluster (ray.init(address=)); None: as ray.init() finds one
+    gpu_resource: str | None = None  # a custom resource naming the GPU kind, asked for per benchmark slot
 
 
 @dataclass
@@ -48,6 +58,9 @@ class TuneOptions:
     quiet: bool = False
     cmake_args: list[str] = field(default_factory=list)
     gpus: list[str] = field(default_factory=list)
+    executor: str = "local"
+    ray_address: str | None = None
+    ray_gpu_resource: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -60,6 +73,7 @@ class TuneOptions:
             max_evaluations=args.max_evaluations, fresh=args.fresh, wait=args.wait, pin=not args.no_pin,
             quiet=args.quiet, cmake_args=list(args.cmake_arg),
             gpus=[g for g in (args.gpus or "").split(",") if g.strip()],
+            executor=args.executor, ray_address=args.ray_address, ray_gpu_resource=args.ray_gpu_resource,
         )
 
     def validate(self) -> None:
@@ -72,6 +86,13 @@ class TuneOptions:
             raise ConfigError("--generations must be at least 1 and --pool-size at least 2")
         if self.timeout is not None and self.timeout <= 0:
             raise ConfigError("--timeout must be a positive number of seconds")
+        if self.executor not in EXECUTORS:
+            raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {self.executor!r}")
+        if self.executor != "ray" and (self.ray_address or self.ray_gpu_resource):
+            raise ConfigError("--ray-address and --ray-gpu-resource need --executor ray")
+        if self.executor == "ray" and self.gpus:
+            raise ConfigError("--gpus picks GPUs of this machine; with --executor ray, Ray assigns each worker "
+                              "its GPU (use --ray-gpu-resource to ask for a GPU kind)")
 
 
 @dataclass(frozen=True)
@@ -89,6 +110,7 @@ class TuneSettings:
     fresh: bool = False  # start the journal over instead of resuming it
     wait: bool = False  # queue behind another tune of the target instead of refusing
     quiet: bool = False  # no progress lines (warnings are still printed)
+    executor: ExecutorSettings = ExecutorSettings()
 
     @property
     def needs_benchmark(self) -> bool:
@@ -112,7 +134,12 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
                                 gpus=tuple(options.gpus)),
         build=BuildSettings(jobs=options.jobs, cmake_args=tuple(options.cmake_args)),
         pin=options.pin, fresh=options.fresh, wait=options.wait, quiet=options.quiet,
+        executor=ExecutorSettings(options.executor, options.ray_address, options.ray_gpu_resource),
     )
+    if settings.executor.kind == "ray":
+        from ciq_build.tune.ray_executor import actor_resources
+
+        actor_resources(objectives, settings.executor.gpu_resource)  # refuses a GPU kind for static objectives
     if settings.needs_benchmark and manifest.benchmark is None:
         raise ConfigError(
             f"objective(s) {', '.join(o.name for o in objectives if o.source == 'benchmark')} need a "

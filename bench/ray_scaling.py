@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""How `tune --executor ray` scales: evaluations per minute with 1, 2 and 4 Ray workers, the driver's own
+time per evaluation, and a model from those to 8, 64 and 512 GPUs. One run, everything side by side.
+
+The workload is a TEST DOUBLE (`SleepWorker`): each evaluation sleeps for a compile and a benchmark of
+realistic length, scaled down by --scale so the run takes about a minute, and returns a deterministic
+"time" from the candidate's -D values. Everything else is real: ciq_build's search loop, the genetic
+search, the journal (one fsync per evaluation), RayPool/RayRunner and a local Ray cluster.
+
+    .venv/bin/python bench/ray_scaling.py [--compile 6] [--benchmark 2] [--scale 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import ray
+
+from ciq_build.build.manifest import parse_objectives
+from ciq_build.compiler.controls import Controls
+from ciq_build.core.params import parse_params
+from ciq_build.core.settings import MeasureSettings, SearchSettings
+from ciq_build.search.base import Proposal
+from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.genetic import GeneticSource
+from ciq_build.state.journal import Journal
+from ciq_build.tune.cache import EvaluationCache
+from ciq_build.tune.evaluation import Evaluated
+from ciq_build.tune.loop import SearchLoop
+from ciq_build.tune.ray_executor import RayPool, RaySlot
+from ciq_build.tune.replay import controls_id
+
+TIME = parse_objectives(["time"])
+SPACE = parse_params([f"P{i}=range(0,16)" for i in range(6)])  # 16^6 candidates: the search never repeats one
+
+
+def stand_in(proposal: Proposal, controls: Controls, key: str, seconds: float) -> Evaluated:
+    """TEST DOUBLE for a measurement: a deterministic time from the -D values."""
+    time_ms = 1.0 + sum(abs(int(value) - 5) for _, value in controls.defines) / 10
+    return Evaluated(key, proposal, controls, True, None, "", {"time_ms": time_ms}, {}, (time_ms,), seconds)
+
+
+class SleepWorker:
+    """TEST DOUBLE for an EvaluationWorker: sleeps for the compile, then for the benchmark."""
+
+    def __init__(self, compile_s: float, benchmark_s: float) -> None:
+        self.compile_s, self.benchmark_s = compile_s, benchmark_s
+
+    def configure(self) -> str:
+        return "local"
+
+    def evaluate(self, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+        time.sleep(self.compile_s)
+        time.sleep(self.benchmark_s)
+        return stand_in(proposal, controls, key, self.compile_s + self.benchmark_s)
+
+    def stop(self) -> None:
+        pass
+
+
+class SleepPool(RayPool):
+    """The real RayPool and RayRunner, with SleepWorker actors instead of scratch trees."""
+
+    compile_s = 0.0
+    benchmark_s = 0.0
+
+    @property
+    def trees(self) -> Path:
+        return Path(tempfile.gettempdir())  # no scratch trees: nothing is built
+
+    def _start(self, slot: RaySlot) -> None:
+        slot.actor = ray.remote(SleepWorker).options(max_restarts=0, max_task_retries=0, max_concurrency=2,
+                                                     **self.request).remote(self.compile_s, self.benchmark_s)
+        slot.where = ray.get(slot.actor.configure.remote())
+
+
+class InstantRunner:
+    """No work at all: what is left of an evaluation is the driver's own time."""
+
+    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+        return stand_in(proposal, controls, key, 0.0)
+
+
+def search(pool_size: int, generations: int, seed: int) -> GeneticSource:
+    config = SearchConfiguration(generations=generations, pool_size=pool_size, seed=seed, problem_type=["min"],
+                                 num_objectives=1)
+    return GeneticSource(SPACE, config, [o.spec for o in TIME])
+
+
+def cache(folder: Path, name: str) -> EvaluationCache:
+    opened = EvaluationCache(Journal(folder / f"{name}.jsonl"), TIME, lambda text: None)
+    opened.open({"target": name, "objectives": ["time"]})
+    return opened
+
+
+def loop_seconds(runner: Any, workers: list[Any], folder: Path, name: str, pool_size: int,
+                 generations: int) -> tuple[float, int]:
+    loop = SearchLoop(search(pool_size, generations, 1), runner, workers, cache(folder, name), controls_id, TIME)
+    started = time.perf_counter()
+    done = len(loop.run())
+    return time.perf_counter() - started, done
+
+
+def ray_rate(workers: int, compile_s: float, benchmark_s: float, folder: Path, pool_size: int,
+             generations: int) -> tuple[float, int]:
+    SleepPool.compile_s, SleepPool.benchmark_s = compile_s, benchmark_s
+    with SleepPool(None, None, TIME, MeasureSettings(), workers, say=lambda text: None) as pool:
+        return loop_seconds(pool.runner, pool.slots, folder, f"ray-{workers}-{compile_s}", pool_size, generations)
+
+
+def fsync_seconds(folder: Path, count: int) -> float:
+    journal = cache(folder, "fsync")
+    proposal = Proposal(id=0, generation=0, params={})
+    started = time.perf_counter()
+    for i in range(count):
+        journal.record(stand_in(proposal, Controls(defines=(("P0", str(i)),)), f"k{i}", 0.0))
+    return (time.perf_counter() - started) / count
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compile", type=float, default=6.0, help="seconds one candidate's compile takes (6)")
+    parser.add_argument("--benchmark", type=float, default=2.0, help="seconds its benchmark runs take (2)")
+    parser.add_argument("--scale", type=float, default=20.0, help="divide both by this to keep the run short (20)")
+    parser.add_argument("--generations", type=int, default=3)
+    args = parser.parse_args()
+    real_eval = args.compile + args.benchmark
+    compile_s, benchmark_s = args.compile / args.scale, args.benchmark / args.scale
+    scaled_eval = compile_s + benchmark_s
+    pool_size = 8  # a multiple of every worker count measured: no slot waits at a generation's end
+
+    ray.init(num_cpus=4, num_gpus=4, include_dashboard=False, log_to_driver=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        # The driver's own time: the same loop and journal with evaluations that take no time.
+        driver = statistics.median(
+            seconds / done for seconds, done in (loop_seconds(InstantRunner(), ["w"], folder, f"driver-{i}", 32, 8)
+                                                 for i in range(3)))
+        fsync = statistics.median(fsync_seconds(folder, 100) for _ in range(3))
+        # Ray's cost per evaluation, with actors that do nothing: one (the round trip adds to each
+        # evaluation) and four (as fast as the driver can feed them: its serial ceiling).
+        seconds, done = ray_rate(1, 0.0, 0.0, folder, 32, 8)
+        one_actor = seconds / done
+        seconds, done = ray_rate(4, 0.0, 0.0, folder, 32, 8)
+        ray_call = seconds / done
+        measured: dict[int, float] = {}
+        for workers in (1, 2, 4):
+            seconds, done = ray_rate(workers, compile_s, benchmark_s, folder, pool_size, args.generations)
+            measured[workers] = 60 * done / seconds
+    ray.shutdown()
+
+    # The model: N workers each finish an evaluation every (eval + per-call latency); the driver handles
+    # evaluations one at a time (loop, journal fsync, Ray submit/get), which caps the rate at 1 / serial.
+    latency = max(one_actor - driver, 0.0)  # what Ray adds to each call beyond the driver's loop
+    serial = max(driver, ray_call)
+
+    def model(workers: int, eval_s: float) -> float:
+        return 60 * min(workers / (eval_s + latency + serial), 1 / serial)
+
+    print(f"workload (TEST DOUBLE, sleeps): compile {args.compile:g} s + benchmark {args.benchmark:g} s per "
+          f"evaluation, run at 1/{args.scale:g} ({scaled_eval:.2f} s); generations of {pool_size}")
+    print(f"driver's own time per evaluation (loop + ask/tell + journal): {driver * 1e3:.2f} ms, "
+          f"of which the journal's fsync {fsync * 1e3:.2f} ms")
+    print(f"Ray per evaluation, actors doing nothing: 1 actor {one_actor * 1e3:.2f} ms (round trip), "
+          f"4 actors {ray_call * 1e3:.2f} ms (the driver's serial ceiling)")
+    print("\nmeasured (scaled workload)     evals/min   vs 1 worker   model   model/measured")
+    for workers, rate in measured.items():
+        predicted = model(workers, scaled_eval)
+        print(f"  {workers} worker(s)                {rate:9.1f}   {rate / measured[1]:10.2f}x   {predicted:6.1f}"
+              f"   {predicted / rate:8.2f}")
+    ceiling = 60 / serial
+    print(f"\nmodel at real times ({real_eval:g} s per evaluation); the driver's ceiling is {ceiling:,.0f} evals/min")
+    default_pool = SearchSettings().pool_size
+    print(f"  GPUs    evals/min   efficiency   limit                               with --pool-size {default_pool}")
+    for gpus in (1, 8, 64, 512):
+        rate = model(gpus, real_eval)
+        ideal = 60 * gpus / real_eval
+        limit = "the driver (serial per-evaluation work)" if rate < 0.9 * ideal else "the workers (compile+benchmark)"
+        print(f"  {gpus:4d}   {rate:10.1f}   {rate / ideal:9.0%}   {limit:36s}{model(min(gpus, default_pool), real_eval):7.1f}")
+    saturate = math.ceil((real_eval + latency + serial) / serial)
+    print(f"\nthe driver saturates at about {saturate:,} workers; a generation must hold at least as many "
+          "candidates as workers (--pool-size >= --jobs), or the extra workers wait at each generation's end")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

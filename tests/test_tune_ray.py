@@ -1,0 +1,223 @@
+"""`tune --executor ray`: candidates evaluated by Ray actors that keep their own scratch trees.
+
+The tunes are real (CMake, Ninja, nvcc, processes) on tests/projects/transient,
+on a local Ray cluster started here with declared CPUs, one GPU and an `H200`
+custom resource: this machine has no GPU, so the runtime test tunes `timer`, a
+TEST DOUBLE for a GPU benchmark. Faults are injected by SIGKILLing an actor's
+process while it compiles a candidate (a TEST DOUBLE compiler launcher makes
+the compile slow enough to be caught).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ciq_build.build.manifest import parse_objectives
+from ciq_build.cli import build_parser
+from ciq_build.core.settings import MeasureSettings
+from ciq_build.errors import ConfigError
+from ciq_build.tune.driver import TuneOutcome, run_tune
+from ciq_build.tune.ray_executor import RayPool, actor_resources
+from ciq_build.tune.settings import TuneOptions
+
+ray = pytest.importorskip("ray")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
+LAUNCHER = REPO_ROOT / "tests" / "programs" / "slow_compile_launcher.py"
+KERN = ["--generations", "2", "--pool-size", "3", "--seed", "7", "--cmake-arg=-DKERN_PARAMS=X=range(0,8)"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    """A local Ray cluster: 2 CPUs, 1 (declared) GPU of kind H200."""
+    ray.init(num_cpus=2, num_gpus=1, resources={"H200": 1}, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _tune(target: str, source: Path, build: Path, *args: str) -> TuneOutcome:
+    options = TuneOptions.from_args(build_parser().parse_args(
+        ["tune", target, "-S", str(source), "-B", str(build), *args]))
+    return run_tune(options)
+
+
+def _evaluations(build: Path, target: str) -> list[dict]:
+    journal = build / "ciq" / "journal" / f"{target}.jsonl"
+    records = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+    return [r for r in records if r.get("kind") == "evaluation"]
+
+
+def _params(outcome: TuneOutcome) -> list[dict]:
+    return [e.proposal.params for e in outcome.evaluations if not e.cached]
+
+
+# -- what each slot asks for, and what is refused (no cluster needed) ----------------------
+
+
+def test_static_objectives_ask_for_a_cpu_and_runtime_ones_for_a_gpu_of_the_named_kind() -> None:
+    assert actor_resources(parse_objectives(["spill_bytes"]), None) == {"num_cpus": 1, "num_gpus": 0}
+    assert actor_resources(parse_objectives(["time"]), None) == {"num_cpus": 1, "num_gpus": 1}
+    assert actor_resources(parse_objectives(["time"]), "H200") == {"num_cpus": 1, "num_gpus": 1,
+                                                                   "resources": {"H200": 1}}
+    with pytest.raises(ConfigError, match="no objective runs a benchmark"):
+        actor_resources(parse_objectives(["registers"]), "H200")
+
+
+def test_a_cluster_without_the_gpu_kind_is_refused_with_what_to_start() -> None:
+    pool = RayPool(None, None, parse_objectives(["time"]), MeasureSettings(), 2, gpu_resource="H100")
+    with pytest.raises(ConfigError, match=r"0 H100.*--resources='\{\"H100\""):
+        pool._check_cluster({"CPU": 16.0, "GPU": 8.0, "H200": 8.0})
+    pool._check_cluster({"CPU": 16.0, "GPU": 8.0, "H100": 8.0})
+
+
+def test_ray_options_need_the_ray_executor() -> None:
+    with pytest.raises(ConfigError, match="need --executor ray"):
+        TuneOptions("kern", Path("build"), ray_address="ray://head:10001").validate()
+    with pytest.raises(ConfigError, match="Ray assigns each worker its GPU"):
+        TuneOptions("kern", Path("build"), executor="ray", gpus=["0"]).validate()
+
+
+# -- real tunes on a local cluster -----------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ray_evaluates_the_same_candidates_and_pins_the_same_winner_as_local(tmp_path: Path, cluster: None) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    local = _tune("kern", source, tmp_path / "local", "--jobs", "2", *KERN)
+    on_ray = _tune("kern", source, tmp_path / "ray", "--jobs", "2", "--executor", "ray", *KERN)
+    assert local.ok and on_ray.ok
+    assert _params(on_ray) == _params(local) and len(_params(local)) >= 4
+    assert local.winner is not None and on_ray.winner is not None
+    assert on_ray.winner.proposal.params == local.winner.proposal.params == {"param.X": 0}
+    pinned = [json.loads(p.read_text()) for p in (local.pinned, on_ray.pinned) if p is not None]
+    assert len(pinned) == 2 and pinned[0]["controls"] == pinned[1]["controls"]
+    assert pinned[0]["winner"] == pinned[1]["winner"]
+
+
+def _ray_worker_above(pid: int) -> int | None:
+    """The Ray worker process (its title starts with ray::) that `pid` runs under, if any."""
+    while pid > 1:
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
+                return pid
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+    return None
+
+
+def _running_in(folder: Path) -> list[str]:
+    """The command lines of running processes that work in `folder` or name it (its compiles)."""
+    found = []
+    for process in Path("/proc").glob("[0-9]*"):
+        try:
+            text = (process / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(process / "cwd")
+        except OSError:
+            continue
+        if (str(folder) in text or cwd.startswith(str(folder))) and int(process.name) != os.getpid():
+            found.append(text)
+    return found
+
+
+def _notes_of_ray_workers(compiling: Path) -> Iterator[int]:
+    """The Ray worker processes whose compiles the slow launcher is running (each note once)."""
+    for note in list(compiling.glob("*")) if compiling.is_dir() else []:
+        worker = _ray_worker_above(int(note.name))
+        note.unlink(missing_ok=True)
+        if worker is not None:
+            yield worker
+
+
+@pytest.mark.slow
+def test_a_stopped_driver_and_a_worker_killed_mid_evaluation_lose_nothing_and_count_nothing_twice(
+        tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    build = tmp_path / "build"
+    compiling = tmp_path / "compiling"
+    compiling.mkdir()
+    launcher = f"--cmake-arg=-DCMAKE_CUDA_COMPILER_LAUNCHER={sys.executable};{LAUNCHER};{compiling}"
+    address = ray.get_runtime_context().gcs_address
+
+    # 1. The driver (the command line, on this cluster) gets SIGTERM while a worker compiles: it stops
+    #    at once, says how to resume, and leaves nothing running.
+    command = [sys.executable, "-m", "ciq_build", "tune", "kern", "-S", str(source), "-B", str(build),
+               "--jobs", "2", "--executor", "ray", "--ray-address", address, launcher, *KERN]
+    driver = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=source)
+    deadline = time.monotonic() + 300
+    while driver.poll() is None and time.monotonic() < deadline and not list(_notes_of_ray_workers(compiling)):
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGTERM)
+    stopped = time.monotonic()
+    _, err = driver.communicate(timeout=60)
+    assert driver.returncode == 130, err
+    assert time.monotonic() - stopped < 15, "the driver waited for the workers' compiles"
+    assert "run the same command to resume" in err
+    assert all(r["ok"] for r in _evaluations(build, "kern"))  # the stop is nobody's failure
+    assert not _running_in(build / "ciq" / "scratch"), "a compile outlived the stopped tune"
+
+    # 2. Resumed (in this process), and an actor SIGKILLed while it compiles a candidate.
+    killed: list[int] = []
+
+    def kill_one_worker_mid_compile() -> None:
+        deadline = time.monotonic() + 300
+        while not killed and time.monotonic() < deadline:
+            for worker in _notes_of_ray_workers(compiling):
+                os.kill(worker, signal.SIGKILL)
+                killed.append(worker)
+                shutil.rmtree(compiling, ignore_errors=True)  # later compiles run at full speed
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_one_worker_mid_compile, daemon=True)
+    killer.start()
+    first = _tune("kern", source, build, "--jobs", "2", "--executor", "ray", launcher, *KERN)
+    killer.join(timeout=5)
+    said = capsys.readouterr().err
+    assert len(killed) == 1, said
+    assert first.ok and first.winner is not None and first.winner.proposal.params == {"param.X": 0}
+    assert said.count("was lost while evaluating candidate") == 1, said
+    assert "1 worker(s) lost mid-evaluation" in said
+    # The lost evaluation ran again: never a failure, and journaled once (no double count).
+    journaled = _evaluations(build, "kern")
+    assert all(r["ok"] for r in journaled), [r for r in journaled if not r["ok"]]
+    keys = [r["key"] for r in journaled]
+    assert len(keys) == len(set(keys)) == len(_params(first)) + 1  # + the baseline
+    # Which worker did what: the slot and the actor's host:pid; the killed actor (caught on its first
+    # candidate) finished nothing, its replacement did.
+    workers = {r["worker"] for r in journaled if "worker" in r}
+    assert {w.split("@")[0] for w in workers} == {"ray-0", "ray-1"}, workers
+    assert not any(w.endswith(f":{killed[0]}") for w in workers), (killed, workers)
+
+    # 3. Once more: everything comes from the journal, the same winner.
+    again = _tune("kern", source, build, "--jobs", "2", "--executor", "ray", *KERN)
+    assert again.ok and _params(again) == [] and again.winner is not None
+    assert again.winner.proposal.params == {"param.X": 0}
+    assert len(_evaluations(build, "kern")) == len(journaled)
+
+
+@pytest.mark.slow
+def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_of_the_named_kind(
+        tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    outcome = _tune("timer", source, tmp_path / "build", "--executor", "ray", "--ray-gpu-resource", "H200",
+                    "--generations", "2", "--pool-size", "3", "--repeats", "3", "--seed", "3",
+                    "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)")
+    said = capsys.readouterr().err
+    assert "1 CPU + 1 GPU + 1 H200" in said, said
+    assert outcome.ok and outcome.winner is not None and outcome.winner.proposal.params == {"param.X": 1}
