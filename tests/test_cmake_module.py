@@ -324,8 +324,10 @@ def test_malformed_records_are_refused(tiny: Tiny, pin: object, message: str) ->
 FAKE_ACF = b"not a real ACF: configure-time checks only look at its sha256\n"
 
 
-def acf_record(name: str = "kern.acf", compiler: str = "ptxas", sha: str | None = None) -> dict[str, object]:
-    return record(acf={"file": name, "sha256": sha or hashlib.sha256(FAKE_ACF).hexdigest(), "compiler": compiler})
+def acf_record(name: str = "kern.acf", compiler: str = "ptxas", sha: str | None = None,
+               architectures: list[str] | None = None) -> dict[str, object]:
+    return record(acf={"file": name, "sha256": sha or hashlib.sha256(FAKE_ACF).hexdigest(), "compiler": compiler},
+                  architectures=architectures)
 
 
 def test_ptxas_acf_in_a_pin_dir_with_spaces_is_applied_through_a_plain_path(tiny: Tiny) -> None:
@@ -366,11 +368,13 @@ def test_missing_acf_is_a_configure_error(tiny: Tiny) -> None:
 def test_nvcc_acf_is_refused_below_sm_100(tiny: Tiny) -> None:
     files = {"kern.acf": FAKE_ACF}
     body = 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "90a;100a")\n' + DEFAULT_BODY
-    result = tiny.configure(body=body, pins={"kern": acf_record(compiler="nvcc")}, files=files)
+    pin = {"kern": acf_record(compiler="nvcc", architectures=["90a", "100a"])}  # tuned for what it builds
+    result = tiny.configure(body=body, pins=pin, files=files)
     assert not result.ok and "use the ptxas search space" in said(result)
 
     body = 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "100a")\n' + DEFAULT_BODY
-    ensure_ok(tiny.configure(body=body, pins={"kern": acf_record(compiler="nvcc")}, files=files))
+    pin = {"kern": acf_record(compiler="nvcc", architectures=["100a"])}
+    ensure_ok(tiny.configure(body=body, pins=pin, files=files))
     assert tiny.options_file().read_text() == f"--apply-controls={tiny.build / 'ciq' / 'kern.acf'}\n"
 
 
@@ -517,7 +521,8 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
         'CUDA_ARCHITECTURES "90a;100a")\n'
         'ciq_tune_target(kern_bench BENCHMARK kern_bench OBJECTIVES time PIN_DIR "pins dir")\n'
     )
-    ensure_ok(tiny.configure(body=body, pins={"kern_bench": record("kern_bench", flags=["-maxrregcount=32"])}))
+    pin = record("kern_bench", flags=["-maxrregcount=32"], architectures=["90a", "100a"])
+    ensure_ok(tiny.configure(body=body, pins={"kern_bench": pin}))
     assert tiny.options_file("kern_bench").read_text() == "-maxrregcount=32\n"
     manifest = load_manifest(tiny.build, "kern_bench")
     assert manifest.benchmark is not None and manifest.benchmark.path == tiny.build / "kern_bench"
