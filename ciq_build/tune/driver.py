@@ -76,7 +76,7 @@ class TuneRun:
         self.objectives = list(settings.objectives)
         self.timeout = settings.measure.timeout
         self.runner = BuildRunner(manifest, toolchain, self.objectives, settings.measure.repeats, self.timeout,
-                                  GpuSlots(settings.measure.gpus), warn=self._warn)
+                                  GpuSlots(settings.measure.gpus), warn=self._warn, build_jobs=settings.build.jobs)
         self.state_dir = manifest.binary_dir / "ciq"
         self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{safe_name(manifest.target)}.jsonl"),
                                      self.objectives, self._say)
@@ -118,12 +118,20 @@ class TuneRun:
         for note in proc.claim_tree(scratch_root(self.manifest)):
             self._say(note)
         before = self.source_set.snapshot()
-        base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, self.settings.build.jobs + 1,
+        # A worker more per GPU than --jobs: the next candidates compile while the GPUs benchmark.
+        benchmarking = self.runner.slots.count if self.runner.needs_benchmark else 0
+        base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain,
+                                                 self.settings.build.jobs + benchmarking + 1,
                                                  self.timeout * CONFIGURE_TIMEOUT_FACTOR)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self.sources = self.source_set.digest(configured)
+        self.runner.code_context = self._key(Controls())
         baseline = self._baseline(base_tree, configured)
+        self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
+        self.runner.remember(baseline, incumbent=True)  # candidates race the defaults, journaled or measured now
+        for journaled in self.cache.journaled(self.objectives):
+            self.runner.remember(journaled)  # its code is shared as if measured in this run
         self._search(source, workers)
         return self._finish(baseline, base_tree, workers[0], source)
 
