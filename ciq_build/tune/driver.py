@@ -221,7 +221,8 @@ class TuneRun:
             write_record(pinned, record, acf_source=acf.path if acf else None)
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
-                          confirmation.verdict, pinned, self.cache.path), file=sys.stdout)
+                          confirmation.verdict, pinned, self.cache.path, self.settings.measure.repeats),
+              file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)
 
