@@ -11,6 +11,7 @@ import threading
 import time
 from pathlib import Path
 
+from ciq_build.build.manifest import Objective
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.measure.bench import BenchSpec
@@ -19,7 +20,6 @@ from ciq_build.search.base import Proposal
 from ciq_build.tune.dedupe import CodeDedupe, taken_from
 from ciq_build.tune.evaluation import Evaluated
 from ciq_build.tune.winner import pick_winner
-from ciq_build.build.manifest import Objective
 
 # -- the rule ---------------------------------------------------------------------------------
 

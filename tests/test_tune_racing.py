@@ -26,8 +26,8 @@ pytestmark = pytest.mark.slow
 
 
 def _tune(target: str, source: Path, build: Path, *args: str, env: dict[str, str] | None = None,
-          ) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "ciq_build", "tune", target, "-S", str(source), "-B", str(build), *args]
+          python: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, *python, "-m", "ciq_build", "tune", target, "-S", str(source), "-B", str(build), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source,
                           env={**os.environ, **(env or {})})
 
@@ -90,13 +90,15 @@ def test_a_runtime_tune_benchmarks_each_code_once_races_the_slow_ones_and_pins_t
     assert record["controls"]["defines"]["X"] == "1", record["controls"]
 
 
-def test_a_static_tune_takes_the_metrics_of_the_same_code_and_does_not_relink(tmp_path: Path) -> None:
+def test_a_static_tune_takes_the_metrics_of_the_same_code_and_imports_no_engine(tmp_path: Path) -> None:
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
     build = tmp_path / "build"
     tuned = _tune("kern", source, build, "--generations", "2", "--pool-size", "8", "--no-pin",
-                  "--cmake-arg=-DKERN_PARAMS=X=range(0,4);Y=range(0,4)")
+                  "--cmake-arg=-DKERN_PARAMS=X=range(0,4);Y=range(0,4)", python=("-X", "importtime"))
     assert tuned.returncode == 0, tuned.stdout + tuned.stderr
+    imported = {line.split("|")[-1].strip() for line in tuned.stderr.splitlines() if line.startswith("import time:")}
+    assert imported and not {m for m in imported if m.split(".")[0] in ("compileiq", "ray")}  # params need no engine
     evaluations = _evaluations(build, "kern")
     by_key = {r["key"]: r for r in evaluations}
     copies = [r for r in evaluations if r["same_code_as"] is not None]
@@ -107,3 +109,23 @@ def test_a_static_tune_takes_the_metrics_of_the_same_code_and_does_not_relink(tm
         assert copy["metrics"] == earlier["metrics"]  # compile_seconds too: every objective's value is taken
     assert f"same machine code as an earlier candidate: {len(copies)}" in tuned.stdout
     assert "benchmark runs" not in tuned.stdout
+
+
+def test_a_static_tune_never_links_the_benchmark(tmp_path: Path) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    # A library with a benchmark of its own, a separate executable linking it.
+    (source / "twin.cu").write_text(
+        "#ifndef X\n#define X 0\n#endif\n__global__ void twin(float* p) { p[threadIdx.x] *= X + 1.0f; }\n")
+    (source / "twin_bench.cpp").write_text('#include <cstdio>\nint main() { std::puts("CIQ_METRIC time_ms=1"); }\n')
+    with (source / "CMakeLists.txt").open("a") as cmake:
+        cmake.write('add_library(twin STATIC twin.cu)\nadd_executable(twin_bench twin_bench.cpp)\n'
+                    'target_link_libraries(twin_bench twin)\n'
+                    'ciq_tune_target(twin BENCHMARK twin_bench OBJECTIVES registers PARAMS "X=range(0,3)" '
+                    'SEARCH_SPACE params)\n')
+    build = tmp_path / "build"
+    tuned = _tune("twin", source, build, "--generations", "1", "--pool-size", "3", "--objective", "registers")
+    assert tuned.returncode == 0, tuned.stdout + tuned.stderr
+    scratch = build / "ciq" / "scratch" / "twin"
+    assert list(scratch.glob("worker-*/build/libtwin.a")), "the tuned library is built in the scratch trees"
+    assert not list(scratch.glob("worker-*/build/twin_bench")), "registers need no benchmark: never linked"

@@ -79,9 +79,11 @@ class BuildRunner:
         """A journaled evaluation: later candidates may share its code; `incumbent`: and race against it."""
         if self.dedupe is not None:
             self.dedupe.remember(evaluated)
-        if incumbent and self.racing is not None and evaluated.ok and not evaluated.raced and self.racing.metric in evaluated.metrics:
-            self.racing.offer(Incumbent(evaluated.metrics[self.racing.metric],
-                                        evaluated.spread.get(self.racing.metric, 0.0)))
+        racing = self.racing
+        if not incumbent or racing is None or not evaluated.ok or evaluated.raced:
+            return
+        if racing.metric in evaluated.metrics:
+            racing.offer(Incumbent(evaluated.metrics[racing.metric], evaluated.spread.get(racing.metric, 0.0)))
 
     def bench_spec(self, tree: ScratchTree) -> BenchSpec:
         bench = self.manifest.benchmark
