@@ -4,7 +4,8 @@
 // For the racing and dedupe tests and bench/racing.py, from the environment:
 // TIMER_RUN_LOG: a file each run appends a line to (to count benchmark runs);
 // TIMER_NOISE: relative noise of the time (Gaussian sigma, e.g. 0.02), a GPU's
-// run-to-run scatter; TIMER_SLEEP_MS: how long a run takes (default 100).
+// run-to-run scatter; TIMER_SLEEP_MS: how long a run takes (default 100);
+// TIMER_STEP: how much slower each step of X away from 1 is (default 0.25 ms).
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -31,7 +32,8 @@ int main() {
       std::fclose(f);
     }
   }
-  double time_ms = 1.0 + 0.25 * (X > 1 ? X - 1 : 1 - X);
+  const char* step = std::getenv("TIMER_STEP");
+  double time_ms = 1.0 + (step ? std::atof(step) : 0.25) * (X > 1 ? X - 1 : 1 - X);
   if (const char* noise = std::getenv("TIMER_NOISE")) {
     std::mt19937_64 random(std::random_device{}());
     time_ms *= 1.0 + std::atof(noise) * std::normal_distribution<double>()(random);
