@@ -15,6 +15,11 @@ benchmark runs, the host sections the program loads (metrics.host_code_hash): a
 -D parameter may change only host code or a constant in .rodata, a launch size
 or the benchmark's own arithmetic, and leave every cubin as it was.
 
+The key costs ~50 ms of cuobjdump per object, so it is computed only where
+measuring costs more (ciq_build.tune.evaluator): with a benchmark, or for the
+sass_instructions objective; the other static metrics are read from the
+compile log for free.
+
 Candidates evaluated side by side (``--jobs``) with the same code: the first
 to finish its build measures, the others wait for it. A shared failure is
 shared too (same code, same crash), except one the machine caused

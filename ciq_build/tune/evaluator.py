@@ -57,7 +57,10 @@ class BuildRunner:
         # At most `build_jobs` compiles at once, however many workers there are: with one
         # worker more than that per GPU, the next candidates compile while one is benchmarked.
         self._builds = threading.BoundedSemaphore(build_jobs) if build_jobs else None
-        self.dedupe: CodeDedupe | None = CodeDedupe()  # None: every candidate is measured
+        # None: every candidate is measured. Only where measuring costs more than the code key
+        # (~50 ms of cuobjdump an object): a benchmark, or the SASS count; the other static
+        # metrics come free with the compile log.
+        self.dedupe: CodeDedupe | None = CodeDedupe() if self.needs_benchmark or self.needs_sass else None
         # What else a measurement depends on (sources, toolchain, benchmark: the driver's key of
         # the defaults), so a journaled evaluation of other sources never shares its code key.
         self.code_context = ""
