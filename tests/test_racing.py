@@ -11,14 +11,16 @@ import threading
 import time
 from pathlib import Path
 
-from ciq_build.build.manifest import Objective
+from ciq_build.build.cmake import CandidateBuild
+from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain, Objective, parse_objectives
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
-from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.bench import BenchSpec, GpuSlots
 from ciq_build.measure.racing import Incumbent, RaceBoard, behind, race
 from ciq_build.search.base import Proposal
 from ciq_build.tune.dedupe import CodeDedupe, taken_from
 from ciq_build.tune.evaluation import Evaluated
+from ciq_build.tune.evaluator import BuildRunner
 from ciq_build.tune.winner import pick_winner
 
 # -- the rule ---------------------------------------------------------------------------------
@@ -186,3 +188,50 @@ def test_an_environmental_failure_is_not_shared_and_no_code_shares_nothing() -> 
 def dataclass_failed(key: str) -> Evaluated:
     return Evaluated(key, Proposal(id=2, generation=0, params={}), Controls(), False, Cause.BENCH_SIGNAL,
                      "segfault", {}, {}, None, 1.0)
+
+
+# -- compiles overlap benchmarks ------------------------------------------------------------
+
+
+def test_the_next_candidate_compiles_while_one_is_benchmarked_but_compiles_stay_within_jobs(tmp_path: Path) -> None:
+    intervals = tmp_path / "benchmarks.log"
+    script = tmp_path / "bench.py"  # a real process; it logs when it ran
+    script.write_text(
+        f"#!{sys.executable}\nimport time\nstart = time.time(); time.sleep(0.6)\n"
+        f"open({str(intervals)!r}, 'a').write(f'{{start}} {{time.time()}}\\n')\nprint('CIQ_METRIC time_ms=1')\n")
+    script.chmod(0o755)
+    manifest = Manifest(
+        target="kern", source_dir=tmp_path, binary_dir=tmp_path / "build", target_source_dir=tmp_path,
+        target_binary_dir=tmp_path / "build", cuda_sources=(), object_dir=tmp_path / "build",
+        benchmark=Benchmark("bench", script, ()), metric_regex="", objectives=("time",), params=(),
+        search_space=("params",), pin_dir=tmp_path / "ciq", pin_file=tmp_path / "ciq" / "kern.json", timeout=60.0,
+        options_file=tmp_path / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
+        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+    builds: list[tuple[float, float]] = []
+
+    class SleepingTree:
+        """TEST DOUBLE for a scratch tree: its "compile" is a sleep, timed."""
+
+        build_dir = tmp_path
+        benchmark_path = script
+
+        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> CandidateBuild:
+            start = time.time()
+            time.sleep(0.6)
+            builds.append((start, time.time()))
+            return CandidateBuild(True, None, "", 0.6, "", (), script)
+
+    runner = BuildRunner(manifest, None, parse_objectives(["time"]), 1, 30.0, GpuSlots(),  # type: ignore[arg-type]
+                         build_jobs=1)
+    threads = [threading.Thread(target=runner.evaluate, args=(SleepingTree(), Proposal(i, 0, {}), Controls(), f"k{i}"))
+               for i in range(2)]  # two workers (what --jobs 1 with one GPU gets), two candidates
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    benchmarks = [tuple(map(float, line.split())) for line in intervals.read_text().splitlines()]
+    assert len(builds) == 2 and len(benchmarks) == 2
+    (a0, a1), (b0, b1) = sorted(builds)
+    assert b0 >= a1 - 0.01  # one compile at a time (--jobs 1)
+    first_benchmark = min(benchmarks)
+    assert b0 < first_benchmark[1] and b1 > first_benchmark[0]  # the second compile ran during the first benchmark
