@@ -100,14 +100,13 @@ peeracf)  # evidence only: ptxas ACFs alone on the peer for TUNE_S seconds, noth
     cp /tmp/acf-peer/ciq/journal/convolutionSeparable_kernels.jsonl "$res/acf-only.jsonl"
     ;;
 confirm)
-    # A copy of the tree (pins and .acf files as committed) at another path, no build leftovers.
+    # A copy of the tree (pins and .acf files as committed here) at another path, no build
+    # leftovers. Not `git clone`: the .git that travels to the device machine is not this
+    # checkout's current history (on 2026-12-03 its HEAD was b3d9a0d, without the new pins).
     clone=/tmp/elsewhere/ciq-clean-clone
     rm -rf "$clone" && mkdir -p "$clone"
-    if [ -d .git ] && git -C . rev-parse HEAD >/dev/null 2>&1; then
-        git clone -q "$PWD" "$clone" && echo "git clone of $(git rev-parse HEAD)"
-    else
-        tar --exclude=./.carry --exclude=./build -cf - . | tar -xf - -C "$clone" && echo "copy of the working tree (no .git here)"
-    fi
+    tar --exclude=./.carry --exclude=./.git --exclude=./build -cf - . | tar -xf - -C "$clone" \
+        && echo "copy of the working tree at $clone"
     use_package "$clone"
     cd "$clone" || exit 1
     for t in ${TARGETS:-stencil_kernels convolutionSeparable_kernels}; do

@@ -136,7 +136,7 @@ def run_ours(problem: Problem, seed: int, generations: int, pool: int) -> list[f
     config = SearchConfiguration(generations=generations, pool_size=pool, seed=seed)
     search = Search(problem.objective, problem.space, config, progress=False)
     results = search.start()
-    return [e.scores[0] if e.ok else None for e in results.get_results()]
+    return [e.scores[0] if e.ok and e.scores is not None else None for e in results.get_results()]
 
 
 RANDOM_HORIZON = 20  # random search runs this many budgets, only to locate its evaluations-to-target
@@ -169,6 +169,7 @@ def _compileiq_space(space: dict[str, ss.Param]) -> dict[str, Any]:
         elif isinstance(p, ss.Choice):
             out[name] = cq.choice(list(p.options), p.knockout_prob)
         else:
+            assert isinstance(p, ss.Literal)
             out[name] = cq.literal(p.constant, p.knockout_prob)
     return out
 

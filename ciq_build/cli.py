@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ciq_build import __version__
 from ciq_build.core.settings import BuildSettings, MeasureSettings, SearchSettings
@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                            "sass_instructions, metric:NAME; prefix max: to maximise); default: the target's OBJECTIVES")
     tune.add_argument("--controls", action="append", default=None, metavar="KIND",
                       help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], "
-                           "or a .bin search space; default: the target's SEARCH_SPACE (knobs + params)")
+                           "a .bin search space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); "
+                           "default: the target's SEARCH_SPACE (knobs + params)")
     tune.add_argument("--allow-numerics", action="store_true",
                       help="also search flags that change floating-point results (fast-math family)")
     tune.add_argument("--pick", default=_SEARCH.pick, choices=["knee", "first"],
@@ -72,7 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--fresh", action="store_true", help="start over instead of resuming the journal")
     tune.add_argument("--wait", action="store_true", help="wait for another tune of the same target to finish")
     tune.add_argument("--no-pin", action="store_true", help="search and report, but write no pinned record")
-    tune.add_argument("--quiet", "-q", action="store_true", help="no live progress")
+    tune.add_argument("--quiet", "-q", action="store_true", help="no progress, warnings only")
+    tune.add_argument("--verbose", "-v", action="store_true",
+                      help="also each evaluation's controls and metrics")
     tune.add_argument("--cmake-arg", action="append", default=[], metavar="ARG",
                       help="extra argument for configuring a new build dir (with --source-dir)")
 
@@ -140,8 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "tune":
             from ciq_build.tune.driver import run_tune
+            from ciq_build.tune.progress import configure_logging
             from ciq_build.tune.settings import TuneOptions
 
+            configure_logging(-1 if args.quiet else 1 if args.verbose else 0)
             outcome = run_tune(TuneOptions.from_args(args))
             return 0 if outcome.ok else 1
         if args.command == "show":
@@ -173,9 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "verify":
             from ciq_build.pin.verify import verify
 
-            report = verify(args.target, args.build_dir)
-            print(report.text)
-            return 0 if report.ok else 1
+            verified = verify(args.target, args.build_dir)
+            print(verified.text)
+            return 0 if verified.ok else 1
     except CiqError as error:
         print(f"ciq_build: error: {error}", file=sys.stderr)
         return error.exit_code

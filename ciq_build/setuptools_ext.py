@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import os
-import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -38,21 +37,20 @@ from setuptools import Extension
 from setuptools.command.build_ext import build_ext as _setuptools_build_ext
 from setuptools.errors import CompileError, SetupError
 
-from ciq_build.measure import proc
 from ciq_build.compiler.acf import check_nvcc_acf_architectures
 from ciq_build.compiler.controls import options_file_line
+from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain, split_arch, split_architectures
+from ciq_build.core.rules import is_target_name, load_rules
 from ciq_build.errors import CiqError, ConfigError, RecordError, ToolchainError
+from ciq_build.measure import proc
 from ciq_build.pin.record import BuildPin, record_path, resolve_build_pin
-from ciq_build.build.manifest import TARGET_NAME
-from ciq_build.core.rules import load_rules
-from ciq_build.compiler.toolchain import Toolchain, arch_number, default_cache_dir, find_toolchain
+from ciq_build.state.durable import atomic_write
 
 __all__ = ["BuildPin", "CudaExtension", "build_ext", "cudart_static", "resolve_pin"]
 
 # Seconds one nvcc compile of one .cu file may take before it is killed.
 DEFAULT_NVCC_TIMEOUT = 1800.0
 
-_ARCH_ITEM = re.compile(r"([0-9]+[a-z]?)(-real|-virtual)?")
 _TRUE = ("1", "on", "true", "yes")
 
 # What static cudart needs from the system (as CMake's CUDA::cudart_static links).
@@ -99,13 +97,13 @@ class CudaExtension(Extension):
         nvcc_timeout: float = DEFAULT_NVCC_TIMEOUT,
         **kwargs: Any,
     ) -> None:
-        if not isinstance(ciq_target, str) or TARGET_NAME.fullmatch(ciq_target) is None:
+        if not is_target_name(ciq_target):
             raise ConfigError(
                 f"CudaExtension({name!r}): ciq_target {ciq_target!r} must be a plain target name "
                 "(letters, digits, _ . + -), which names the pinned record <pin_dir>/<ciq_target>.json."
             )
         if isinstance(cuda_architectures, str):
-            cuda_architectures = [a for a in re.split(r"[;,\s]+", cuda_architectures) if a]
+            cuda_architectures = split_architectures(cuda_architectures)
         architectures = tuple(str(a) for a in cuda_architectures)
         for arch in architectures:
             _gencode(arch)  # refuse a misspelt architecture when setup.py is read, not mid-build
@@ -129,19 +127,14 @@ class CudaExtension(Extension):
         self.nvcc_timeout = float(nvcc_timeout)
 
 
-def _is_cuda(source: str) -> bool:
-    return source.endswith(".cu")
+def _is_cuda(source: str | os.PathLike[str]) -> bool:
+    return os.fspath(source).endswith(".cu")
 
 
 def _gencode(arch: str) -> str:
     """nvcc's -gencode for one CMake-style architecture ("90a", "90a-real", "sm_100a")."""
-    item = arch.strip().lower()
-    suffix = ""
-    for tail in ("-real", "-virtual"):
-        if item.endswith(tail):
-            item, suffix = item[: -len(tail)], tail
     try:
-        number = arch_number(item)
+        number, suffix = split_arch(arch)
     except ToolchainError as exc:
         raise ConfigError(f"cuda_architectures: {exc}") from None
     codes = {"-real": f"sm_{number}", "-virtual": f"compute_{number}"}.get(suffix, f"[compute_{number},sm_{number}]")
@@ -215,9 +208,7 @@ def _write_options_if_changed(path: Path, arguments: Sequence[str]) -> None:
     except OSError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, text)
 
 
 # ---------------------------------------------------------------- toolkit
@@ -322,7 +313,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         options = build_temp / f"{ext.ciq_target}.nvcc-options"
         _write_options_if_changed(options, decision.arguments)
 
-        cuda_sources = [s for s in ext.sources if _is_cuda(s)]
+        cuda_sources = [os.fspath(s) for s in ext.sources if _is_cuda(s)]
         # The record and its ACF: same path, new content must recompile.
         depends = [options, *decision.depends, *(Path(d) for d in ext.depends)]
         objects = []
@@ -349,7 +340,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
                     f"nvcc failed to compile {source} for {ext.name} ({result.describe()}):\n"
                     f"{result.output_tail()}\ncommand: {' '.join(command)}"
                 )
-            stamp.write_text(signature, encoding="utf-8")
+            atomic_write(stamp, signature)
 
         host_ext = copy.copy(ext)
         host_ext.sources = [s for s in ext.sources if not _is_cuda(s)]

@@ -356,13 +356,13 @@ endfunction()
 
 # _ciq_architecture_set(<out> <arch>...): CUDA architectures in one spelling,
 # sorted and unique ("sm_90a", "90a-real", "90A" are all "90a"); the same rule
-# as architecture_set in ciq_build/pin/record.py.
+# as arch_name in ciq_build/compiler/toolchain.py.
 function(_ciq_architecture_set out)
   set(names "")
   foreach(arch IN LISTS ARGN)
     string(STRIP "${arch}" name)
     string(TOLOWER "${name}" name)
-    string(REGEX REPLACE "^(sm_|compute_)" "" name "${name}")
+    string(REGEX REPLACE "^(sm_|compute_|lto_)" "" name "${name}")
     string(REGEX REPLACE "-.*$" "" name "${name}")
     if(NOT name STREQUAL "")
       list(APPEND names "${name}")

@@ -14,7 +14,7 @@ SAMPLE_EXTENSION = REPO_ROOT / "sample_extension"
 
 def _pip_cuda_bin() -> Path | None:
     try:
-        import nvidia.cu13  # type: ignore[import-not-found]
+        import nvidia.cu13
     except ImportError:
         return None
     for base in nvidia.cu13.__path__:

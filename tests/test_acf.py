@@ -15,11 +15,11 @@ import pytest
 from ciq_build.compiler.acf import (
     check_nvcc_acf_architectures,
     check_toolkit_accepts,
-    sha256_file,
     write_acf,
 )
 from ciq_build.compiler.controls import AcfRef
 from ciq_build.errors import ConfigError, ToolchainError
+from ciq_build.state.durable import sha256_file
 
 BLOB = bytes(range(256)) * 3
 

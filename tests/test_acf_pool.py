@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.compiler.acf import sha256_file
-from ciq_build.search.acf_pool import POOL_FILE, load_pool, pool_sha256
 from ciq_build.errors import ConfigError
+from ciq_build.search.acf_pool import POOL_FILE, load_pool, pool_sha256
+from ciq_build.state.durable import sha256_file
 
 pytestmark = pytest.mark.acf
 pytest.importorskip("compileiq")

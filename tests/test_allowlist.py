@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.measure import proc
 from ciq_build.core.allowlist import (
     allowlist_path,
     check_define,
@@ -18,6 +17,7 @@ from ciq_build.core.allowlist import (
     parse_patterns,
 )
 from ciq_build.errors import RecordError, UnsafeFlagError
+from ciq_build.measure import proc
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from support import build_tool, ensure_ok
 from ciq_build.measure.proc import run
+from support import build_tool, ensure_ok
 
 pytestmark = pytest.mark.slow
 

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.measure.proc import ProcResult, run
-from support import build_tool, ensure_ok, said
 from ciq_build.build.cmake import existing_objects
 from ciq_build.build.manifest import load_manifest
+from ciq_build.measure.proc import ProcResult, run
+from support import build_tool, ensure_ok, said
 
 pytestmark = pytest.mark.slow
 
@@ -138,7 +138,7 @@ class Tiny:
     def rerun_cmake(self, cache: Mapping[str, str] | None = None) -> ProcResult:
         """Configure again without touching the sources or the pins."""
         settings = {**CACHE_DEFAULTS, **(cache or {})}
-        args = [
+        args: list[str | Path] = [
             self.cmake, "-S", self.source, "-B", self.build, "-G", self.generator,
             f"-DCMAKE_CUDA_COMPILER={self.cuda_bin / 'nvcc'}",
             "-DCMAKE_CUDA_ARCHITECTURES=90a",

@@ -13,22 +13,21 @@ from pathlib import Path
 import pytest
 
 import ciq_build.core.space as ss
-from ciq_build.measure import proc
 from ciq_build.compiler.controls import (
     KNOBS,
     AcfRef,
     Controls,
     check_flag,
     controls_from_candidate,
-    controls_from_json,
     controls_to_json,
     knob_space,
     nvcc_arguments,
     options_file_line,
     write_options_file,
 )
+from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain
 from ciq_build.errors import ConfigError, RecordError, UnsafeFlagError
-from ciq_build.compiler.toolchain import default_cache_dir, Toolchain, find_toolchain
+from ciq_build.measure import proc
 
 # Compiles only when TILE arrives as 64 and SCALE as 1.5 (a -D value with a dot).
 KERNEL = """\
@@ -71,7 +70,7 @@ def _compile(toolchain: Toolchain, source: Path, options_file: Path, *extra: str
 
 def test_equal_controls_are_equal_whatever_the_order() -> None:
     a = Controls(flags=("-Xptxas=-O2", "-maxrregcount=64"), defines=(("TILE", "64"), ("B", "1")))
-    b = Controls(flags=("-maxrregcount=64", "-Xptxas=-O2", "-maxrregcount=64"), defines={"B": "1", "TILE": "64"})
+    b = Controls(flags=("-maxrregcount=64", "-Xptxas=-O2", "-maxrregcount=64"), defines={"B": "1", "TILE": "64"})  # type: ignore[arg-type]  # a mapping is accepted too
     assert a == b and hash(a) == hash(b)
     assert a.flags == ("-Xptxas=-O2", "-maxrregcount=64")
     assert a.defines == (("B", "1"), ("TILE", "64"))
@@ -372,7 +371,7 @@ def test_controls_json_round_trip_with_the_acf_in_the_pin_dir(tmp_path: Path) ->
         "defines": {"TILE": "64"},
         "acf": {"file": "gemm.acf", "sha256": hashlib.sha256(b"acf bytes").hexdigest(), "compiler": "ptxas"},
     }
-    assert controls_from_json(obj, tmp_path) == controls
+    # Reading it back is the record reader's job (tests/test_lock.py: round trip, unsafe content, ACF names).
     assert controls_to_json(Controls(), tmp_path) == {"flags": [], "defines": {}}
     # Journals have no pin dir: the ACF is named by its absolute path.
     assert controls_to_json(controls, None)["acf"]["file"] == str(acf_file)
@@ -384,26 +383,6 @@ def test_an_acf_outside_the_pin_dir_cannot_be_written(tmp_path: Path) -> None:
     acf_file.write_bytes(b"x")
     with pytest.raises(RecordError, match="pin directory"):
         controls_to_json(Controls(acf=_acf(acf_file)), tmp_path / "pins")
-
-
-@pytest.mark.parametrize("file", ["../x.acf", "/etc/passwd", "sub/x.acf", "..", ""])
-def test_acf_names_that_escape_the_pin_dir_are_refused(tmp_path: Path, file: str) -> None:
-    obj = {"flags": [], "acf": {"file": file, "sha256": "0" * 64, "compiler": "ptxas"}}
-    with pytest.raises(RecordError, match="bare name"):
-        controls_from_json(obj, tmp_path)
-
-
-def test_controls_json_refuses_unsafe_or_malformed_content(tmp_path: Path) -> None:
-    with pytest.raises(UnsafeFlagError):
-        controls_from_json({"flags": ["-Xcompiler=-fplugin=x.so"]}, tmp_path)
-    with pytest.raises(UnsafeFlagError):
-        controls_from_json({"defines": {"TILE": "1 -Xcompiler"}}, tmp_path)
-    with pytest.raises(RecordError, match="unknown"):
-        controls_from_json({"flags": [], "extra": 1}, tmp_path)
-    with pytest.raises(RecordError, match="list of strings"):
-        controls_from_json({"flags": "-Xptxas=-O3"}, tmp_path)
-    # Absent parts are allowed.
-    assert controls_from_json({}, tmp_path) == Controls()
 
 
 def test_flag_pairs_ptxas_refuses_are_refused_in_controls() -> None:

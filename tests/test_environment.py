@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 
 from ciq_build.build import environment
+from ciq_build.build.cmake import CandidateBuild
+from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain, parse_objectives
+from ciq_build.build.sources import SourceSet
+from ciq_build.compiler.controls import Controls
+from ciq_build.errors import DiskFullError, JournalError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
-from ciq_build.build.cmake import CandidateBuild
-from ciq_build.compiler.controls import Controls
 from ciq_build.search.base import Proposal
-from ciq_build.errors import DiskFullError, JournalError
 from ciq_build.state.journal import Journal
-from ciq_build.build.sources import SourceSet
-from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain, parse_objectives
 from ciq_build.tune.cache import from_journal, journaled_timings
 from ciq_build.tune.evaluator import BuildRunner
 
@@ -325,12 +325,13 @@ def test_waiting_for_the_gpu_is_timed_apart_from_compiling_and_benchmarking(tmp_
         build_dir = tmp_path
         benchmark_path = bench.path
 
-        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> CandidateBuild:
+        def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
+                  benchmark: bool = True) -> CandidateBuild:
             time.sleep(0.3)
             return CandidateBuild(True, None, "", 0.3, "", (), bench.path)
 
     slots = GpuSlots()
-    evaluator = BuildRunner(manifest, None, parse_objectives(["time"]), 2, 30.0, slots)  # type: ignore[arg-type]
+    evaluator = BuildRunner(manifest, None, parse_objectives(["time"]), 2, 30.0, slots)
     held = threading.Event()
 
     def another_benchmark_holds_the_gpu() -> None:

@@ -7,9 +7,8 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ciq_build.measure import bench
-from ciq_build.measure import proc
 from ciq_build.errors import CiqError
+from ciq_build.measure import bench, proc
 
 FUZZ = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

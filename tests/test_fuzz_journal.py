@@ -13,11 +13,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ciq_build.compiler.controls import Controls
-from ciq_build.search.base import Proposal
-from ciq_build.errors import CiqError
-from ciq_build.state.journal import Journal
 from ciq_build.build.manifest import parse_objectives
+from ciq_build.compiler.controls import Controls
+from ciq_build.errors import CiqError
+from ciq_build.search.base import Proposal
+from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import from_journal
 
 FUZZ = settings(max_examples=1000, deadline=None, database=None,

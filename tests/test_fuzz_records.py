@@ -13,10 +13,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import re
 import os
+import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +25,12 @@ import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, given, reject, settings
 from hypothesis import strategies as st
 
-from ciq_build.core.allowlist import check_define, check_flag, is_allowed, load_patterns
+from ciq_build.build.manifest import Manifest, load_manifest
 from ciq_build.compiler.controls import AcfRef, Controls
+from ciq_build.compiler.fingerprint import ObjectInfo
+from ciq_build.core.allowlist import check_define, check_flag, is_allowed, load_patterns
 from ciq_build.errors import CiqError, UnsafeFlagError
 from ciq_build.pin.record import (
-    ObjectInfo,
     PinnedRecord,
     RecordObjective,
     RecordToolchain,
@@ -36,7 +38,6 @@ from ciq_build.pin.record import (
     read_record,
     write_record,
 )
-from ciq_build.build.manifest import Manifest, load_manifest
 
 # About 6,500 generated inputs in all: ~30 s on two idle cores.
 _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much]
@@ -231,7 +232,7 @@ def _record(acf: AcfRef | None) -> PinnedRecord:
 
 
 @pytest.fixture(scope="module")
-def scratch() -> Path:
+def scratch() -> Iterator[Path]:
     """A directory for thousands of record writes: RAM-backed where there is one.
 
     write_record fsyncs every file (as it must); on a disk that costs ~30 ms a
@@ -374,7 +375,7 @@ def generated_records(draw) -> PinnedRecord:
 
 # What a record can hold and read back unchanged (the rule book): BMP text without
 # NUL or surrogates, numbers with at most a 2-digit exponent.
-_record_text = st.text(st.characters(min_codepoint=1, max_codepoint=0xFFFF, blacklist_categories=("Cs",)),
+_record_text = st.text(st.characters(min_codepoint=1, max_codepoint=0xFFFF, exclude_categories=["Cs"]),
                        max_size=8)
 record_json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-10**14, 10**14) | st.just(0.0)

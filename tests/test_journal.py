@@ -107,8 +107,8 @@ def test_concurrent_appends_from_threads_stay_whole_lines(tmp_path: Path) -> Non
         thread.join()
     records = journal.records()
     assert journal.skipped == [] and len(records) == 100
-    for thread in range(4):
-        assert [r["i"] for r in records if r["thread"] == thread] == list(range(25))
+    for number in range(4):
+        assert [r["i"] for r in records if r["thread"] == number] == list(range(25))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
@@ -230,7 +230,7 @@ def test_wait_acquires_after_release(tmp_path: Path) -> None:
         started = time.monotonic()
         with TargetLock(lock, wait=True) as held:
             waited = time.monotonic() - started
-            assert held.holder() is not None and held.holder()["pid"] == os.getpid()  # type: ignore[index]
+            assert held.holder() is not None and held.holder()["pid"] == os.getpid()
         assert waited >= 0.3
         assert holder.wait(timeout=10) == 0
     finally:

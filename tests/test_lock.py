@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from ciq_build.compiler.controls import AcfRef, Controls
+from ciq_build.compiler.fingerprint import ObjectInfo
 from ciq_build.errors import RecordError, UnsafeFlagError
 from ciq_build.pin.record import (
-    ObjectInfo,
     PinnedRecord,
     RecordObjective,
     RecordToolchain,
@@ -23,9 +23,9 @@ from ciq_build.pin.record import (
     check_architectures,
     check_toolchain,
     format_record,
-    relative_change,
     read_record,
     record_path,
+    relative_change,
     write_record,
 )
 

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.measure import proc
-from ciq_build.errors import ToolchainError
 from ciq_build.compiler.metrics import (
     KernelUsage,
     code_hash,
@@ -21,6 +19,8 @@ from ciq_build.compiler.metrics import (
     summarize,
 )
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
+from ciq_build.errors import ToolchainError
+from ciq_build.measure import proc
 
 # 48 floats live across a loop: fits in registers by default (~56), spills when capped at 32.
 KERNELS = """\
@@ -176,6 +176,7 @@ def test_one_object_for_two_architectures(toolchain: Toolchain, tmp_path: Path) 
 
 
 def _whole_cubin_sha(toolchain: Toolchain, obj: Path, where: Path) -> str:
+    assert toolchain.cuobjdump is not None
     where.mkdir()
     result = proc.run([toolchain.cuobjdump, "-xelf", "all", obj], 60, cwd=where)
     assert result.ok, result.output_tail()
@@ -226,6 +227,7 @@ def _compile(toolchain: Toolchain, source: Path, *flags: str) -> Path:
 
 
 def _text_section_names(toolchain: Toolchain, obj: Path) -> set[str]:
+    assert toolchain.cuobjdump is not None
     listing = proc.run([toolchain.cuobjdump, "-elf", obj], 60).stdout
     return {word for word in listing.split() if word.startswith(".text.")}
 

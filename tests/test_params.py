@@ -6,8 +6,8 @@ import pytest
 
 import ciq_build.core.space as ss
 from ciq_build.compiler.controls import controls_from_candidate, nvcc_arguments
-from ciq_build.errors import ConfigError
 from ciq_build.core.params import parse_param, parse_params
+from ciq_build.errors import ConfigError
 
 
 def _defines(name: str, param: ss.Param) -> list[str]:

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from support import build_tool, ensure_ok
-from ciq_build.errors import ConfigError, ToolchainError
-from ciq_build.compiler.metrics import sass_instruction_counts
-from ciq_build.build.preflight import check_tune, check_verify, missing_tools
-from ciq_build.measure.proc import run
 from ciq_build.build.manifest import Benchmark, load_manifest, parse_objectives
+from ciq_build.build.preflight import check_tune, check_verify, missing_tools
+from ciq_build.compiler.metrics import sass_instruction_counts
 from ciq_build.compiler.toolchain import load_toolchain
+from ciq_build.errors import ConfigError, ToolchainError
+from ciq_build.measure.proc import run
+from support import build_tool, ensure_ok
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ __global__ void kern(const float* in, float* out) {
 """
 
 
-def toolkit_without(root: Path, real_bin: Path, missing: set[str], copies: set[str] = frozenset()) -> Path:
+def toolkit_without(root: Path, real_bin: Path, missing: set[str], copies: frozenset[str] | set[str] = frozenset()) -> Path:
     """bin/nvcc of a toolkit laid out like `real_bin`'s, less the tools in `missing`.
 
     nvcc (and the tools in `copies`) are files of their own, so that nvcc's

@@ -18,10 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.measure import bench
-from ciq_build.measure import proc
-from ciq_build.measure.bench import BenchSpec, run_once
 from ciq_build.errors import BusyError
+from ciq_build.measure import bench, proc
+from ciq_build.measure.bench import BenchSpec, run_once
 
 UNRULY = Path(__file__).parent / "programs" / "unruly.py"
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +38,7 @@ def drive(*args: str, timeout: float = 60) -> dict[str, str]:
     report: dict[str, str] = {}
     for line in done.stdout.splitlines():
         if line.startswith("seconds="):
-            report.update(item.split("=", 1) for item in line.split())
+            report.update({key: value for key, value in (item.split("=", 1) for item in line.split())})
         elif "=" in line:
             key, value = line.split("=", 1)
             report[key] = value

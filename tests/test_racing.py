@@ -215,7 +215,8 @@ def test_the_next_candidate_compiles_while_one_is_benchmarked_but_compiles_stay_
         build_dir = tmp_path
         benchmark_path = script
 
-        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> CandidateBuild:
+        def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
+                  benchmark: bool = True) -> CandidateBuild:
             start = time.time()
             time.sleep(0.6)
             builds.append((start, time.time()))

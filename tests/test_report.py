@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ciq_build.core.results import dominates
+from ciq_build.core.pareto import dominates
 from ciq_build.pin.record import read_record
 from ciq_build.tune import report_page
 from ciq_build.tune.export import to_csv, to_json
@@ -88,7 +88,7 @@ def test_best_so_far_and_wall_time_follow_the_order_evaluations_finished(tuned: 
     series = history.best_so_far(0)
     bests = [best for _, best in series]
     assert bests == sorted(bests, reverse=True)  # time is minimised: never gets worse
-    assert bests[-1] == min(e.scores[0] for e in history.scored)  # type: ignore[index]
+    assert bests[-1] == min(e.scores[0] for e in history.scored)
     assert bests[0] == 1.5  # the baseline comes first
     elapsed = [e.elapsed_s for e in history.evaluations]
     assert all(math.isfinite(t) and t > 0 for t in elapsed)
@@ -103,10 +103,10 @@ def test_the_pareto_front_contains_the_winner_and_nothing_on_it_is_dominated(tun
     assert history.winner in front
     directions = [o.direction for o in history.objectives]
     for point in front:
-        assert not any(dominates(other.scores, point.scores, directions) for other in history.scored)  # type: ignore[arg-type]
+        assert not any(dominates(other.scores, point.scores, directions) for other in history.scored)
     for other in history.scored:
         if other not in front:
-            assert any(dominates(p.scores, other.scores, directions) for p in front)  # type: ignore[arg-type]
+            assert any(dominates(p.scores, other.scores, directions) for p in front)
 
 
 @slow
@@ -120,7 +120,7 @@ def test_time_spent_and_the_remeasure_come_from_the_journal_and_the_record(tuned
     assert measured is not None and measured.metric == "time_ms"
     samples = tuned["record"].provenance["remeasured"]
     assert list(measured.baseline) == samples["baseline"] and list(measured.winner) == samples["winner"]
-    assert measured.baseline_median == 1.5 and measured.winner_median == history.winner.scores[0]  # type: ignore[union-attr]
+    assert measured.baseline_median == 1.5 and measured.winner_median == history.winner.scores[0]
     assert measured.p_value < 0.05
     assert f"p={measured.p_value:.3g}" in samples["verdict"]  # the same test as the tune's verdict
 
@@ -184,7 +184,7 @@ def test_the_markdown_report_states_the_result_failures_front_remeasure_controls
     assert "| registers | min | 8 | 8 | same | 8 | same |" in text
     assert f"| bench_killed (environmental: run again on resume) | {history.failures['bench_killed']} |" in text
     assert "## Pareto front: time and registers" in text and "pinned" in text
-    assert f"p = {history.remeasure().p_value:.3g}" in text  # type: ignore[union-attr]
+    assert f"p = {history.remeasure().p_value:.3g}" in text
     for name, value in tuned["record"].controls.defines:
         assert f"| define | -D{name}={value} |" in text
     assert "| compiling |" in text and "| benchmarking |" in text and "| waiting for a GPU |" in text
@@ -320,7 +320,7 @@ _record = st.dictionaries(st.sampled_from(_FIELDS), _json_values, max_size=8).fl
 _objectives = st.lists(st.sampled_from(["time", "registers", "max:metric:x", "bogus", ""]), max_size=3) | _json_values
 
 
-def _edited_history(tmp_path: Path, records: list[dict], objectives: object):  # type: ignore[no-untyped-def]
+def _edited_history(tmp_path: Path, records: list[dict], objectives: object):
     journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
     journal.parent.mkdir(parents=True, exist_ok=True)
     lines = [{"kind": "header", "objectives": objectives}] + [{**r, "kind": "evaluation"} for r in records]
@@ -328,11 +328,11 @@ def _edited_history(tmp_path: Path, records: list[dict], objectives: object):  #
     return load_history("kern", tmp_path / "build")
 
 
-_EDITED = dict(deadline=None, database=None,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+_EDITED = settings(deadline=None, database=None,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
-@settings(max_examples=200, **_EDITED)
+@settings(_EDITED, max_examples=200)
 @given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
 def test_any_journal_anyone_could_have_edited_reports_and_exports_or_says_why_not(
         tmp_path: Path, records: list[dict], objectives: object) -> None:
@@ -343,7 +343,7 @@ def test_any_journal_anyone_could_have_edited_reports_and_exports_or_says_why_no
     assert len(list(csv.DictReader(io.StringIO(to_csv(history), newline="")))) == len(history.evaluations)
 
 
-@settings(max_examples=20, **_EDITED)  # each example draws five plots: a second or so
+@settings(_EDITED, max_examples=20)  # each example draws five plots: a second or so
 @given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
 def test_any_edited_journal_gives_a_page_with_plots(tmp_path: Path, records: list[dict], objectives: object) -> None:
     pytest.importorskip("matplotlib")

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from ciq_build.errors import CiqError
-from ciq_build.pin.record import resolve_build_pin
 from ciq_build.measure.proc import run
+from ciq_build.pin.record import resolve_build_pin
 from support import build_tool
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -287,7 +287,7 @@ def generated(seed: int = 8) -> list[Case]:
         for value in rng.sample(_HOSTILE_VALUES, 6) + [...]:
             cases.append(Case(f"{path} = {value!r}"[:80], _json(_with(path, value))))
     spellings = ["75", "80", "90", "90a", "sm_90a", "90a-real", "90-virtual", "100A", "compute_80", " 80 "]
-    for i in range(60):  # the architecture rule: record's against the build's, in many spellings
+    for _ in range(60):  # the architecture rule: record's against the build's, in many spellings
         tuned = [a.strip().removeprefix("sm_").removeprefix("compute_").lower().split("-")[0]
                  for a in rng.sample(spellings, rng.randint(0, 2))]
         building = tuple(rng.sample(spellings, rng.randint(0, 3)))
@@ -396,7 +396,7 @@ def cmake_verdicts(prepared: list[Prepared], tmp: Path, cmake: str) -> list[tupl
         stopped = found.index(None)
         pytest.fail(f"CMake stopped at case {stopped + 1} ({prepared[stopped].case.name}):\n"
                     f"{result.output_tail(40)}")
-    return [(v[0], tuple(v[1]), v[2]) for v in found]  # type: ignore[index]
+    return [(v[0], tuple(v[1]), v[2]) for v in found]
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.build.manifest import list_manifests, load_manifest
 from ciq_build.measure.proc import ProcResult, run
 from support import build_tool, ensure_ok, said
-from ciq_build.build.manifest import list_manifests, load_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -158,8 +158,8 @@ def test_each_library_compiles_with_its_own_options_file(unpinned: SampleBuild) 
         assert f"--options-file={unpinned.options_file('reduce_kernels')}" in commands[obj]
     tuned: set[str] = set()
     for manifest in list_manifests(unpinned.build):  # every tuned target: its CUDA objects, its options file
-        for obj in manifest.objects:
-            name = obj.relative_to(unpinned.build).as_posix()
+        for object_file in manifest.objects:
+            name = object_file.relative_to(unpinned.build).as_posix()
             tuned.add(name)
             if name.endswith(".cu.o"):
                 assert f"--options-file={unpinned.options_file(manifest.target)}" in commands[name], name

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import ciq_build.core.space as ss
+from ciq_build.core.pareto import hypervolume_2d
 from ciq_build.errors import ConfigError, SearchError
-from ciq_build.core.results import hypervolume_2d
 from ciq_build.search.ga import (
     INVALID_SCORE,
     GridMutation,

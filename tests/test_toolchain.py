@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.errors import ToolchainError
 from ciq_build.compiler.toolchain import (
     Toolchain,
     arch_number,
@@ -21,6 +20,7 @@ from ciq_build.compiler.toolchain import (
     major_minor,
     parse_version,
 )
+from ciq_build.errors import ToolchainError
 
 NVCC_133_VERSION_TEXT = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2026 NVIDIA Corporation

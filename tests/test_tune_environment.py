@@ -248,3 +248,21 @@ def test_show_after_a_tune_that_pinned_nothing_says_so(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60, cwd=source)
     assert show.returncode == 2
     assert "a tune ran" in show.stderr and "pinned nothing" in show.stderr and "report kern" in show.stderr
+
+
+def test_tune_sees_a_cmakelists_edit_made_since_the_last_configure(tmp_path: Path) -> None:
+    source = _project(tmp_path)
+    build = tmp_path / "build"
+    args = ["--generations", "1", "--pool-size", "2", "--no-pin"]
+    first = _tune("kern", source, build, *args)
+    assert first.returncode == 0 and "stack_bytes" in first.stdout, first.stderr
+    cmakelists = source / "CMakeLists.txt"
+    cmakelists.write_text(cmakelists.read_text().replace("OBJECTIVES stack_bytes", "OBJECTIVES registers", 1))
+    edited = _tune("kern", source, build, *args)  # no cmake run in between, as a user would do it
+    assert edited.returncode == 0, edited.stderr
+    assert "registers" in edited.stdout and "stack_bytes" not in edited.stdout, edited.stdout
+
+    cmakelists.write_text(cmakelists.read_text() + "\nmessage(FATAL_ERROR \"a broken edit\")\n")
+    broken = _tune("kern", source, build, *args)
+    assert broken.returncode == 2 and "a broken edit" in broken.stderr and "Fix the CMake error" in broken.stderr
+    assert "Traceback" not in broken.stderr

@@ -7,24 +7,34 @@ CMake module hands the tuned target's CUDA compiles the per-candidate nvcc
 options file: the same mechanism the real build uses for a pin. A candidate
 rewrites that file (its mtime changes, so exactly the target's CUDA objects are
 rebuilt), rebuilds the target, then relinks the benchmark.
+
+The scratch trees compile CUDA through the ptxas-only path's launcher
+(ciq_build.compiler.ptxas_path): a compile whose nvcc front end (source ->
+PTX) equals one already run in that tree re-runs only ptxas and what follows,
+giving the object nvcc would; the build tool links as usual. Static
+objectives can skip even that (`build(static_only=True)`: ptxas alone).
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ciq_build.build import environment
-from ciq_build.core.causes import Cause
-from ciq_build.measure import proc
-from ciq_build.compiler.controls import Controls, write_options_file
-from ciq_build.errors import BuildError
-from ciq_build.resources import build_tool, cmake_dir
 from ciq_build.build.manifest import Manifest
+from ciq_build.build.preflight import cache_value
+from ciq_build.compiler import ptxas_path
+from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.causes import Cause
+from ciq_build.errors import BuildError
+from ciq_build.measure import proc
+from ciq_build.resources import build_tool, cmake_dir
 
 # Cache entries of the user's tree that the scratch tree must not inherit:
 # they describe the user's tree itself, or are recomputed by CMake.
@@ -61,12 +71,16 @@ class ScratchTree:
     manifest: Manifest
     root: Path
     toolchain: Toolchain
+    fast_path: bool = True  # compile through the ptxas-only path's launcher (False: nvcc whole, as before)
     build_dir: Path = field(init=False)
     options_file: Path = field(init=False)
+
+    _compiles: tuple[float, list[list[str]]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.build_dir = self.root / "build"
         self.options_file = self.root / f"{safe_name(self.manifest.target)}.nvcc-options"
+        self.front_end_cache = self.root / "ptxas-path"
 
     # -- paths inside the scratch tree that mirror the user's tree ------------
 
@@ -92,15 +106,23 @@ class ScratchTree:
     # -- configure and build ---------------------------------------------------
 
     def configure(self, timeout: float) -> None:
-        """Configure once (reused while its cache exists and the options file path matches)."""
+        """Configure once (reused while its cache exists and the launcher is the one wanted)."""
         self.root.mkdir(parents=True, exist_ok=True)
         if not self.options_file.exists():
             write_options_file(self.options_file, Controls())
+        replayed = _initial_cache(self.manifest.binary_dir / "CMakeCache.txt")
+        # The ptxas-only path's launcher, unless the user has a launcher of their own (ccache...), kept as it is.
+        launcher = None
+        if self.fast_path and "CMAKE_CUDA_COMPILER_LAUNCHER" not in replayed:
+            launcher = ";".join(ptxas_path.launcher(self.front_end_cache, self.options_file))
+        cache_file = self.build_dir / "CMakeCache.txt"
         generated = (self.build_dir / "build.ninja").exists() or (self.build_dir / "Makefile").exists()
-        if (self.build_dir / "CMakeCache.txt").is_file() and generated:
+        configured = cache_file.is_file() and generated
+        current = cache_value(cache_file, "CMAKE_CUDA_COMPILER_LAUNCHER") or ""
+        if configured and (current == launcher if launcher else "ptxas_path" not in current):
             return
         init_cache = self.root / "ciq-init-cache.cmake"
-        init_cache.write_text(_initial_cache(self.manifest.binary_dir / "CMakeCache.txt"), encoding="utf-8")
+        init_cache.write_text(replayed, encoding="utf-8")
         args = [
             build_tool("cmake"),
             "-S", str(self.manifest.source_dir),
@@ -112,6 +134,10 @@ class ScratchTree:
             f"-DCIQ_TUNE_TARGET={self.manifest.target}",
             f"-DCIQ_TUNE_OPTIONS_FILE={self.options_file}",
         ]
+        if configured:
+            args.append("--fresh")  # the launcher is switched on or off: nothing of the old cache may keep it
+        if launcher:
+            args.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}")
         result = proc.run(args, timeout)
         if not result.ok:
             raise BuildError(
@@ -119,10 +145,21 @@ class ScratchTree:
                 f"{result.output_tail()}\nDoes `cmake -S {self.manifest.source_dir}` configure on its own?"
             )
 
-    def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> CandidateBuild:
+    def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
+              benchmark: bool = True) -> CandidateBuild:
         """Rebuild the tuned target with `controls`, then the benchmark (if any and `benchmark`: static
-        objectives need no relink of it)."""
+        objectives need no relink of it).
+
+        `static_only`: the caller reads only the compiler's report
+        (compiler_output), neither objects nor the benchmark; when every
+        compile's front end is kept, only ptxas runs and the result has no
+        objects and no benchmark.
+        """
         write_options_file(self.options_file, controls, extra=VERBOSE_PTXAS)
+        if static_only and self.fast_path:
+            reported = self._ptxas_only(timeout)
+            if reported is not None:
+                return reported
         with environment.CompileWitness(self.options_file, timeout) as witness:
             compile_step = proc.run(self._build_args(self.manifest.target), timeout,
                                     max_output=COMPILER_OUTPUT_BYTES)
@@ -145,6 +182,43 @@ class ScratchTree:
                 return CandidateBuild(False, cause, f"benchmark build {link_step.describe()}:\n{link_step.output_tail()}",
                                       compile_step.seconds, output)
         return CandidateBuild(True, None, "", compile_step.seconds, output, self.object_files(), self.benchmark_path)
+
+    def _ptxas_only(self, timeout: float) -> CandidateBuild | None:
+        """ptxas alone on every compile's kept PTX; None where a compile has no kept front end (or fails)."""
+        started = time.monotonic()
+        try:
+            plans = [ptxas_path.plan(argv, self.build_dir, self.front_end_cache)
+                     for argv in self._tuned_compiles(timeout)]
+        except (ptxas_path.Unsupported, OSError, subprocess.SubprocessError):
+            return None
+        if not plans or not all(ptxas_path.ready(p) for p in plans):
+            return None  # the full build runs and keeps the front end for next time
+        output = []
+        for p in plans:
+            left = timeout - (time.monotonic() - started)
+            try:
+                ran = ptxas_path.ptxas_only(p, left)
+            except (OSError, subprocess.SubprocessError):
+                return None
+            if ran.returncode != 0:
+                return None  # the full build says why (and tells the candidate's failure from the machine's)
+            # The progress line a build tool prints, so each report is read as that object's.
+            output.append(f"Building CUDA object {p.output} (ptxas only)\n{ran.stdout}")
+        return CandidateBuild(True, None, "", time.monotonic() - started, "".join(output))
+
+    def _tuned_compiles(self, timeout: float) -> list[list[str]]:
+        """The tuned target's nvcc compile commands (Ninja only), re-read when the build files change."""
+        build_ninja = self.build_dir / "build.ninja"
+        if not build_ninja.is_file():
+            return []
+        stamp = build_ninja.stat().st_mtime
+        if self._compiles is None or self._compiles[0] != stamp:
+            ninja = cache_value(self.build_dir / "CMakeCache.txt", "CMAKE_MAKE_PROGRAM") or build_tool("ninja")
+            listed = proc.run([ninja, "-C", str(self.build_dir), "-t", "commands", self.manifest.target], timeout)
+            if not listed.ok:
+                return []
+            self._compiles = (stamp, ptxas_path.compile_commands(listed.stdout, self.options_file))
+        return self._compiles[1]
 
     def _failure_cause(self, step: proc.ProcResult, output: str, witness: environment.CompileWitness) -> Cause:
         """The candidate's own failure (compile_failed/compile_timeout) or the machine's (not cached)."""
@@ -169,8 +243,11 @@ def scratch_root(manifest: Manifest) -> Path:
     return manifest.binary_dir / "ciq" / "scratch" / safe_name(manifest.target)
 
 
-def make_scratch_trees(manifest: Manifest, toolchain: Toolchain, count: int, timeout: float) -> list[ScratchTree]:
-    trees = [ScratchTree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain) for index in range(count)]
+def make_scratch_trees(manifest: Manifest, toolchain: Toolchain, count: int, timeout: float,
+                       fast_path: bool = True) -> list[ScratchTree]:
+    """`fast_path=False` where compile time is measured: the ptxas-only path would time only ptxas and after."""
+    trees = [ScratchTree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain, fast_path)
+             for index in range(count)]
     # One after another, never side by side: projects write into their source
     # tree at configure time (configure_file into the sources), and CMake does
     # that through a fixed `<file>.tmp`, so two configures at once make one of
@@ -198,6 +275,31 @@ def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain,
     result = proc.run(args, timeout)
     if not result.ok:
         raise BuildError(f"configuring {source_dir} into {build_dir} failed ({result.describe()}):\n{result.output_tail()}")
+
+
+# The build-system check each generator runs before any build: it re-runs CMake
+# when a CMakeLists.txt (or anything configure read) changed, and does nothing otherwise.
+_REGENERATE_TARGET = {"Ninja": "build.ninja", "Ninja Multi-Config": "build.ninja",
+                      "Unix Makefiles": "cmake_check_build_system"}
+
+
+def refresh_user_tree(build_dir: Path, timeout: float) -> None:
+    """Bring the user's build tree up to date with its CMakeLists.txt before its manifests are read.
+
+    A tune right after an edit (PARAMS added, OBJECTIVES changed) must see the
+    edit, as the next `cmake --build` would; a reconfigure that fails is the
+    user's CMake error, said as such.
+    """
+    cache = Path(build_dir) / "CMakeCache.txt"
+    generator = cache_value(cache, "CMAKE_GENERATOR") if cache.is_file() else None
+    target = _REGENERATE_TARGET.get(generator or "")
+    if target is None:
+        return  # another generator: its manifests are as the last configure wrote them
+    result = proc.run([build_tool("cmake"), "--build", str(build_dir), "--target", target], timeout)
+    if not result.ok:
+        raise BuildError(
+            f"re-running CMake in {build_dir} (a CMakeLists.txt changed since it was configured) failed "
+            f"({result.describe()}):\n{result.output_tail()}\nFix the CMake error, then tune again.")
 
 
 def _initial_cache(cache_file: Path) -> str:

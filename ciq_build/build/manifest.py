@@ -10,19 +10,17 @@ manifest fails here with a message, not deep inside a tune.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ciq_build.core.rules import is_target_name
 from ciq_build.errors import ConfigError, ManifestError
+from ciq_build.state.durable import read_json_object
 
 MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
-
-# CMake target names that can also be file names (no '/', no '..', no '::' aliases).
-TARGET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 
 Direction = Literal["min", "max"]
 Source = Literal["benchmark", "static", "compile"]
@@ -152,18 +150,13 @@ class Manifest:
         return parse_objectives(list(self.objectives)) if self.objectives else []
 
 
-def architecture_list(architectures: str) -> list[str]:
-    """CMAKE_CUDA_ARCHITECTURES ("90a;100-real") as a list of arch names ("90a", "100")."""
-    return [a.strip().split("-")[0] for a in architectures.replace(",", ";").split(";") if a.strip()]
-
-
 def manifest_dir(build_dir: Path) -> Path:
     return Path(build_dir) / "ciq" / "targets"
 
 
 def check_target_name(target: object, what: type[Exception] = ManifestError) -> str:
     """A target name that is safe to use as a file name."""
-    if not isinstance(target, str) or TARGET_NAME.fullmatch(target) is None:
+    if not is_target_name(target):
         raise what(
             f"target name {target!r} is not usable: ciq_build needs a plain CMake target name "
             "(letters, digits, _ . + -, starting with a letter, digit or _; no paths or :: aliases)."
@@ -261,22 +254,15 @@ _KEYS = {
 }
 
 
-def _load_json(path: Path) -> Any:
+def _load_json(path: Path) -> dict[str, Any]:
     try:
-        raw = path.read_bytes()
+        return read_json_object(path)
     except OSError as exc:
         raise ManifestError(f"cannot read manifest {path}: {exc}; reconfigure the project with CMake.") from exc
-    try:
-        text = raw.decode("utf-8")
-        return json.loads(text, parse_constant=_refuse_constant)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+    except ValueError as exc:
         raise ManifestError(
             f"manifest {path} is not valid JSON ({exc}); reconfigure the project with CMake to regenerate it."
         ) from exc
-
-
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def read_manifest(path: Path) -> Manifest:

@@ -18,10 +18,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ciq_build.errors import ConfigError, ToolchainError
-from ciq_build.resources import build_tool
 from ciq_build.build.manifest import Manifest, Objective
 from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.errors import ConfigError, ToolchainError
+from ciq_build.resources import build_tool
 
 
 @dataclass(frozen=True)

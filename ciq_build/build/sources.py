@@ -28,9 +28,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ciq_build.build.manifest import Manifest
 from ciq_build.measure import proc
 from ciq_build.resources import build_tool
-from ciq_build.build.manifest import Manifest
 
 # Sources and headers beside the target (its headers, the benchmark's own code).
 SOURCE_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".c", ".cc", ".cpp", ".cxx"})

@@ -20,14 +20,13 @@ message before a tune starts or a pin is applied.
 from __future__ import annotations
 
 import hashlib
-import os
-import re
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from ciq_build.compiler.controls import ACF_COMPILERS, AcfRef
+from ciq_build.compiler.toolchain import arch_generation, major_minor, split_architectures
 from ciq_build.errors import ConfigError, ToolchainError
+from ciq_build.state.durable import atomic_write, sha256_file
 
 __all__ = [
     "ACF_SUFFIX",
@@ -35,24 +34,12 @@ __all__ = [
     "acf_bytes",
     "check_nvcc_acf_architectures",
     "check_toolkit_accepts",
-    "sha256_file",
     "write_acf",
 ]
 
 ACF_SUFFIX = ".acf"
 # cicc applies nvcc-level controls only from this SM generation on.
 NVCC_ACF_MIN_ARCH = 100
-
-_MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
-
-
-def sha256_file(path: Path) -> str:
-    """Lowercase hex sha256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def acf_bytes(blob: str | bytes) -> bytes:
@@ -84,21 +71,15 @@ def write_acf(blob: str | bytes, directory: Path, compiler: str) -> AcfRef:
     path = directory / f"{digest}{ACF_SUFFIX}"
     if not (path.is_file() and sha256_file(path) == digest):
         # A concurrent or killed writer never leaves a half-written ACF under the final name.
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{digest[:16]}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.replace(tmp, path)
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        atomic_write(path, data)
     return AcfRef(path=path, compiler=compiler, sha256=digest)
 
 
-def _major_minor(version: str, what: str) -> tuple[int, int]:
-    match = _MAJOR_MINOR.match(str(version).strip())
-    if match is None:
+def _major_minor(version: str, what: str) -> str:
+    have = major_minor(version)
+    if not have:
         raise ConfigError(f"{what} {version!r} is not a CUDA version like 13.3 or 13.3.73")
-    return int(match.group(1)), int(match.group(2))
+    return have
 
 
 def check_toolkit_accepts(acf_compiler: str, acf_cuda_version: str, toolchain_major_minor: str) -> None:
@@ -109,11 +90,10 @@ def check_toolkit_accepts(acf_compiler: str, acf_cuda_version: str, toolchain_ma
     """
     if acf_compiler not in ACF_COMPILERS:
         raise ConfigError(f"an ACF is read by 'ptxas' or 'nvcc', not {acf_compiler!r}")
-    wanted = _major_minor(acf_cuda_version, "the ACF's CUDA version")
-    have = _major_minor(toolchain_major_minor, "the toolchain's CUDA version")
-    if wanted == have:
+    want_text = _major_minor(acf_cuda_version, "the ACF's CUDA version")
+    have_text = _major_minor(toolchain_major_minor, "the toolchain's CUDA version")
+    if want_text == have_text:
         return
-    want_text, have_text = "%d.%d" % wanted, "%d.%d" % have
     raise ToolchainError(
         f"{acf_compiler} ACFs from a CUDA {want_text} search space are accepted only by CUDA {want_text} "
         f"compilers, and this build uses CUDA {have_text} (its {acf_compiler} would refuse the file: "
@@ -124,16 +104,6 @@ def check_toolkit_accepts(acf_compiler: str, acf_cuda_version: str, toolchain_ma
     )
 
 
-def _arch_number(arch: str) -> int | None:
-    """80 for "80", "sm_80", "compute_80", "80-real", "90a", "100f"; None when it names no number."""
-    text = arch.strip().lower()
-    for prefix in ("sm_", "compute_", "lto_"):
-        if text.startswith(prefix):
-            text = text[len(prefix):]
-    match = re.match(r"(\d+)", text)
-    return int(match.group(1)) if match else None
-
-
 def check_nvcc_acf_architectures(archs: str | Iterable[str]) -> None:
     """Refuse (ConfigError) an nvcc ACF for architectures older than sm_100.
 
@@ -141,7 +111,7 @@ def check_nvcc_acf_architectures(archs: str | Iterable[str]) -> None:
     or a list of such items. "all" and "all-major" include old targets and are
     refused; "native" cannot be judged here and is let through to the compiler.
     """
-    items = [a for a in re.split(r"[;,\s]+", archs) if a] if isinstance(archs, str) else [str(a) for a in archs]
+    items = split_architectures(archs) if isinstance(archs, str) else [str(a) for a in archs]
     too_old: list[str] = []
     for item in items:
         if item.lower() in ("all", "all-major"):
@@ -149,10 +119,11 @@ def check_nvcc_acf_architectures(archs: str | Iterable[str]) -> None:
             continue
         if item.lower() == "native":
             continue
-        number = _arch_number(item)
-        if number is None:
-            raise ConfigError(f"cannot read the CUDA architecture {item!r} (expected e.g. 90a, sm_100a, 120)")
-        if number < NVCC_ACF_MIN_ARCH:
+        try:
+            generation = arch_generation(item)
+        except ToolchainError:
+            raise ConfigError(f"cannot read the CUDA architecture {item!r} (expected e.g. 90a, sm_100a, 120)") from None
+        if generation < NVCC_ACF_MIN_ARCH:
             too_old.append(item)
     if too_old:
         raise ConfigError(

@@ -18,17 +18,17 @@ import hashlib
 import numbers
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import ciq_build.core.space as ss
+from ciq_build.compiler.toolchain import Toolchain, default_cache_dir
 from ciq_build.core.allowlist import ALLOWLIST_NAME, check_define, check_flag
 from ciq_build.core.rules import RuleBook, load_rules, read_regular_file
 from ciq_build.errors import ConfigError, RecordError, UnsafeFlagError
-from ciq_build.compiler.toolchain import Toolchain, default_cache_dir
+from ciq_build.state.durable import atomic_write, sha256_file
 
 __all__ = [
     "AcfRef",
@@ -37,7 +37,6 @@ __all__ = [
     "KNOBS",
     "check_flag",
     "controls_from_candidate",
-    "controls_from_json",
     "controls_to_json",
     "knob_space",
     "nvcc_arguments",
@@ -80,7 +79,7 @@ class AcfRef:
         """An AcfRef for an existing file, hashing it now."""
         path = Path(path).absolute()
         try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            digest = sha256_file(path)
         except OSError as exc:
             raise ConfigError(f"cannot read the ACF {path}: {exc}") from exc
         return cls(path=path, compiler=compiler, sha256=digest)
@@ -181,11 +180,9 @@ def _plain_copy(acf: AcfRef, rules: RuleBook) -> Path:
             f"directory ({copy.parent}); set CIQ_BUILD_CACHE_DIR (or XDG_CACHE_HOME) to a path of only "
             "letters, digits and _ . / + : @ % = -."
         )
-    if not (copy.is_file() and not copy.is_symlink() and hashlib.sha256(copy.read_bytes()).hexdigest() == digest):
+    if not (copy.is_file() and not copy.is_symlink() and sha256_file(copy) == digest):
         copy.parent.mkdir(parents=True, exist_ok=True)
-        tmp = copy.with_name(f".{copy.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, copy)
+        atomic_write(copy, data)
     return copy
 
 
@@ -226,21 +223,7 @@ def write_options_file(path: Path, controls: Controls, extra: Iterable[str] = ()
     path = Path(path)
     text = "".join(options_file_line(arg) + "\n" for arg in [*nvcc_arguments(controls), *extra])
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        previous = path.stat().st_mtime_ns
-    except OSError:
-        previous = None
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        if previous is not None and os.stat(tmp).st_mtime_ns <= previous:
-            later = previous + 1_000_000  # 1 ms: beyond any file system's timestamp granularity here
-            os.utime(tmp, ns=(later, later))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text, newer_mtime=True)
 
 
 # ------------------------------------------------------------------ knob catalogue
@@ -294,8 +277,10 @@ class Knob:
         if isinstance(value, bool):
             raise ConfigError(f"knob.{self.name} takes one of {list(self.domain())}, not {value!r}")
         if self.grid is not None:
-            if isinstance(value, numbers.Real) and float(value).is_integer():
+            if isinstance(value, numbers.Integral):
                 value = int(value)
+            elif isinstance(value, numbers.Real) and float(value).is_integer():
+                value = int(float(value))
             if not isinstance(value, int):
                 raise ConfigError(f"knob.{self.name} takes an integer such as {self.grid[0]}, not {value!r}")
         elif value not in self.choices:
@@ -502,42 +487,3 @@ def controls_to_json(controls: Controls, pin_dir: Path | None) -> dict[str, Any]
             file = acf.path.name
         out["acf"] = {"file": file, "sha256": acf.sha256, "compiler": acf.compiler}
     return out
-
-
-def controls_from_json(obj: Any, pin_dir: Path) -> Controls:
-    """The Controls of a record's "controls" object (the ACF file is not read here)."""
-    if not isinstance(obj, Mapping):
-        raise RecordError(f"controls must be a JSON object, not {obj!r}")
-    unknown = sorted(set(obj) - {"flags", "defines", "acf"})
-    if unknown:
-        raise RecordError(f"controls has unknown field(s) {unknown}; expected flags, defines, acf")
-    flags = obj.get("flags", [])
-    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-        raise RecordError(f"controls.flags must be a list of strings, not {flags!r}")
-    defines = obj.get("defines") or {}
-    if not isinstance(defines, Mapping):
-        raise RecordError(f"controls.defines must be an object of NAME: VALUE strings, not {defines!r}")
-    acf_obj = obj.get("acf")
-    acf = None
-    if acf_obj is not None:
-        if not isinstance(acf_obj, Mapping) or set(acf_obj) != {"file", "sha256", "compiler"}:
-            raise RecordError(f"controls.acf must be {{file, sha256, compiler}}, not {acf_obj!r}")
-        file = acf_obj["file"]
-        if (
-            not isinstance(file, str)
-            or file in ("", ".", "..")
-            or "/" in file
-            or "\\" in file
-            or "\0" in file
-        ):
-            raise RecordError(
-                f"controls.acf.file {file!r} must be the bare name of a file in the pin directory, such as gemm.acf"
-            )
-        sha = acf_obj["sha256"]
-        if not isinstance(sha, str) or _HEX64.fullmatch(sha) is None:
-            raise RecordError(f"controls.acf.sha256 {sha!r} is not 64 lowercase hex digits")
-        try:
-            acf = AcfRef(path=Path(pin_dir).absolute() / file, compiler=acf_obj["compiler"], sha256=sha)
-        except ConfigError as exc:
-            raise RecordError(f"controls.acf: {exc}") from exc
-    return Controls(flags=tuple(flags), defines=tuple(defines.items()), acf=acf)

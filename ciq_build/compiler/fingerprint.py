@@ -10,11 +10,21 @@ from two places (another clone, CI) would differ; see metrics.code_hash.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ciq_build.compiler import metrics
-from ciq_build.pin.record import ObjectInfo
 from ciq_build.compiler.toolchain import Toolchain
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """Static facts about one object file's code for one architecture (drift detection)."""
+
+    registers: int
+    stack: int
+    code_sha256: str
+
 
 Fingerprints = dict[str, dict[str, ObjectInfo]]
 

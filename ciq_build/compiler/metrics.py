@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ciq_build.measure import proc
-from ciq_build.errors import ToolchainError
 from ciq_build.compiler.toolchain import Toolchain, arch_number
+from ciq_build.errors import ToolchainError
+from ciq_build.measure import proc
 
 CUOBJDUMP_TIMEOUT = 300.0
 
@@ -70,7 +70,7 @@ def parse_ptxas_verbose(text: str) -> list[KernelUsage]:
     report, which is the one for the cubin that ships.
     """
     found: dict[tuple[str | None, str, str], KernelUsage] = {}
-    current: dict[str, object] | None = None
+    current: dict[str, str | int] | None = None
     last_properties: str | None = None
     obj: str | None = None
 
@@ -80,11 +80,11 @@ def parse_ptxas_verbose(text: str) -> list[KernelUsage]:
             usage = KernelUsage(
                 function=str(current["function"]),
                 arch=str(current["arch"]),
-                registers=int(current["registers"]),  # type: ignore[arg-type]
-                spill_stores=int(current.get("spill_stores", 0)),  # type: ignore[arg-type]
-                spill_loads=int(current.get("spill_loads", 0)),  # type: ignore[arg-type]
-                stack_frame=int(current.get("stack_frame", 0)),  # type: ignore[arg-type]
-                shared=int(current.get("shared", 0)),  # type: ignore[arg-type]
+                registers=int(current["registers"]),
+                spill_stores=int(current.get("spill_stores", 0)),
+                spill_loads=int(current.get("spill_loads", 0)),
+                stack_frame=int(current.get("stack_frame", 0)),
+                shared=int(current.get("shared", 0)),
                 object=obj,
             )
             key = (obj, usage.function, usage.arch)
@@ -320,7 +320,7 @@ def _parse_text_sections(cubin: bytes, keep: Callable[[str, int, int], bool] = _
 
     SHT_RELA, SHT_REL = 4, 9
     relocations: dict[int, list[tuple[int, int, str, int]]] = {}
-    for sh_name, sh_type, _flags, _addr, _offset, _size, sh_link, sh_info, *_ in sections:
+    for _sh_name, sh_type, _flags, _addr, _offset, _size, sh_link, sh_info, *_ in sections:
         if sh_type not in (SHT_RELA, SHT_REL) or not 0 < sh_info < len(sections):
             continue
         if not keep(names[sh_info], sections[sh_info][1], sections[sh_info][2]):

@@ -26,9 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import util as importlib_util
 from pathlib import Path
+from typing import Any
 
-from ciq_build.measure import proc
 from ciq_build.errors import ToolchainError
+from ciq_build.measure import proc
+from ciq_build.state.durable import atomic_write, read_json_object
 
 # Seconds for a `--version`-style query and for one probe compile of a tiny kernel.
 QUERY_TIMEOUT = 60.0
@@ -70,23 +72,67 @@ def parse_version(text: str) -> str:
     raise ToolchainError(f"cannot read a CUDA version from:\n{text.strip()}\n{_HOW_TO_FIX}")
 
 
+_MAJOR_MINOR = re.compile(r"([0-9]+)[.]([0-9]+)")
+
+
 def major_minor(version: str) -> str:
-    """ "13.3.73" -> "13.3"."""
-    return ".".join(version.split(".")[:2])
+    """ "13.3.73" -> "13.3", canonical ("13.03" is 13.3); "" when `version` does not start with major.minor."""
+    match = _MAJOR_MINOR.match(str(version).strip())
+    return f"{int(match.group(1))}.{int(match.group(2))}" if match else ""
 
 
-def arch_number(arch: str) -> str:
-    """The CMake-style architecture ("90a") of "sm_90a", "compute_90", "90a-real", ..."""
+def split_architectures(architectures: str) -> list[str]:
+    """The items of CMAKE_CUDA_ARCHITECTURES ("80;90a-real", "80,90", "80 90"), as written."""
+    return [item for item in re.split(r"[;,\s]+", architectures) if item]
+
+
+def arch_name(arch: str) -> str:
+    """One spelling of an architecture, unchecked: "sm_90a", "90A", "90a-real" are all "90a".
+
+    Lower case, no sm_/compute_/lto_ prefix, nothing from the first '-' on. The
+    pinned record's architectures are written in it and compared in it; the
+    CMake module's _ciq_architecture_set is the same rule.
+    """
+    text = arch.strip().lower()
+    for prefix in ("sm_", "compute_", "lto_"):
+        text = text.removeprefix(prefix)
+    return text.split("-", 1)[0]
+
+
+def architecture_list(architectures: str) -> list[str]:
+    """CMAKE_CUDA_ARCHITECTURES ("90a;100-real") as a list of arch names ("90a", "100"), unchecked."""
+    return [arch_name(item) for item in split_architectures(architectures)]
+
+
+def split_arch(arch: str) -> tuple[str, str]:
+    """("90a", "-real") for "90a-real", ("90a", "") for "sm_90a": the CMake-style architecture and its tail.
+
+    Accepts "sm_", "compute_" and "lto_" prefixes and the "-real"/"-virtual"
+    tails; anything else is a ToolchainError.
+    """
     text = arch.strip().lower()
     for prefix in ("sm_", "compute_", "lto_"):
         if text.startswith(prefix):
             text = text[len(prefix):]
-    text = text.removesuffix("-real").removesuffix("-virtual")
+    tail = ""
+    for suffix in ("-real", "-virtual"):
+        if text.endswith(suffix):
+            text, tail = text[: -len(suffix)], suffix
     if not re.fullmatch(r"[0-9]+[a-z]?", text):
         raise ToolchainError(
             f"{arch!r} is not a CUDA architecture; use the CMAKE_CUDA_ARCHITECTURES form, e.g. 90a or 100."
         )
-    return text
+    return text, tail
+
+
+def arch_number(arch: str) -> str:
+    """The CMake-style architecture ("90a") of "sm_90a", "compute_90", "90a-real", ..."""
+    return split_arch(arch)[0]
+
+
+def arch_generation(arch: str) -> int:
+    """The SM generation (90) of "90a", "sm_90a", "compute_90", ...: its number without the letter."""
+    return int(arch_number(arch).rstrip("abcdefghijklmnopqrstuvwxyz"))
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -115,8 +161,7 @@ class Capabilities:
 
     def supports_arch(self, arch: str) -> bool:
         """Whether SASS for `arch` ("90a", "sm_100") can be generated ("90a" counts as 90)."""
-        number = arch_number(arch)
-        return number in self.gpu_codes or number.rstrip("abcdefghijklmnopqrstuvwxyz") in self.gpu_codes
+        return arch_number(arch) in self.gpu_codes or str(arch_generation(arch)) in self.gpu_codes
 
 
 @dataclass(frozen=True)
@@ -226,6 +271,10 @@ def _tool_next_to(nvcc: Path, name: str, real_dir: Path | None) -> Path | None:
     return None
 
 
+# Where tune and verify take nvcc from, said in their messages.
+PROJECT_COMPILER = "the project's CMAKE_CUDA_COMPILER"
+
+
 def load_toolchain(nvcc: Path, source: str = "explicit") -> Toolchain:
     """The Toolchain of one nvcc; ToolchainError when it is missing or does not run."""
     nvcc = Path(nvcc).absolute()
@@ -258,17 +307,19 @@ def find_toolchain(
     *,
     env: Mapping[str, str] | None = None,
     search_pip: bool = True,
+    explicit_from: str = "explicit",
 ) -> Toolchain:
     """The first usable toolchain in the search order (see the module docstring).
 
     `env` stands in for os.environ (CUDA_HOME, CUDA_PATH, PATH); `search_pip`
-    False skips the PyPI toolkit.
+    False skips the PyPI toolkit. `explicit_from` says where `explicit_nvcc`
+    came from, for messages ("found via the project's CMAKE_CUDA_COMPILER").
     """
     environ = os.environ if env is None else env
     tried: list[str] = []
     for source, nvcc in _candidates(Path(explicit_nvcc) if explicit_nvcc else None, environ, search_pip):
         if source == "explicit":
-            return load_toolchain(nvcc, source)
+            return load_toolchain(nvcc, explicit_from)
         if nvcc.is_file():
             return load_toolchain(nvcc, source)
         tried.append(f"{source}: {nvcc}")
@@ -285,23 +336,20 @@ def _cache_file(toolchain: Toolchain, cache_dir: Path) -> Path:
     return cache_dir / f"toolchain-{hashlib.sha256(key.encode()).hexdigest()[:20]}.json"
 
 
-def _read_cache(path: Path, toolchain: Toolchain) -> dict:
+def _read_cache(path: Path, toolchain: Toolchain) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_object(path)
     except (OSError, ValueError):
         return {}  # a missing or damaged cache is simply re-probed
-    if not isinstance(data, dict) or data.get("schema") != _CACHE_SCHEMA or data.get("nvcc") != str(toolchain.nvcc):
+    if data.get("schema") != _CACHE_SCHEMA or data.get("nvcc") != str(toolchain.nvcc):
         return {}
     return data
 
 
-def _write_cache(path: Path, data: dict) -> None:
+def _write_cache(path: Path, data: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1, sort_keys=True)
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(data, indent=1, sort_keys=True))
     except OSError:
         pass  # the cache only saves time; an unwritable cache dir must not stop a build
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ciq_build.errors import UnsafeFlagError
 from ciq_build.core.rules import FLAG_CHARS, RULES_NAME, RuleBookError, load_rules, parse_rules, rules_path
+from ciq_build.errors import UnsafeFlagError
 
 ALLOWLIST_NAME = RULES_NAME  # the flag lines of the rule book
 

@@ -23,10 +23,10 @@ import json
 import os
 import re
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from collections.abc import Sequence
+from typing import Any, TypeGuard
 
 from ciq_build.errors import CiqError
 from ciq_build.resources import cmake_dir
@@ -191,6 +191,12 @@ def _load_cached(where: str, mtime_ns: int, size: int) -> RuleBook:
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleBookError(f"cannot read the rule book {where}: {exc}; reinstall ciq-build.") from exc
     return parse_rules(text, where)
+
+
+def is_target_name(name: object) -> TypeGuard[str]:
+    """Whether `name` is a CMake target name that can also name files (<name>.json): the rule book's
+    target_name pattern, which ciq_tune_target() checks too (no '/', no '..', no '::' aliases)."""
+    return load_rules().matches("target_name", name)
 
 
 # --------------------------------------------------------------------------- layer 1: the file

@@ -58,10 +58,10 @@ _MAX_LOCAL_STEPS = 8
 def _check_number(what: str, value: Any) -> int | float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ConfigError(f"{what} must be a number, got {value!r}")
-    value = int(value) if isinstance(value, numbers.Integral) else float(value)
-    if isinstance(value, float) and not math.isfinite(value):
+    number = int(value) if isinstance(value, numbers.Integral) else float(value)
+    if isinstance(number, float) and not math.isfinite(number):
         raise ConfigError(f"{what} must be finite, got {value!r}")
-    return value
+    return number
 
 
 def _check_knockout(knockout_prob: Any) -> float | None:
@@ -158,7 +158,7 @@ class Range(Param):
     @property
     def size(self) -> int:
         if self._integral:
-            return int((Decimal(self.end) - self.start) // self.step) + 1
+            return int((Decimal(self.end) - Decimal(self.start)) // Decimal(self.step)) + 1
         # Decimal arithmetic on the shortest repr keeps 0.1-steps exact.
         span = (Decimal(repr(float(self.end))) - Decimal(repr(float(self.start)))) / Decimal(
             repr(float(self.step))

@@ -32,7 +32,7 @@ always; the CUDA runtime's own no-device text only when the run did not
 succeed), ``bench_timeout``, ``bench_signal``, ``check_failed`` (before the
 exit status: a failed check usually exits 1 too), ``bench_exit``,
 ``bad_metric``, ``no_metric``. ``no_gpu`` is not a candidate's fault: the
-driver stops the tune with `raise_if_no_gpu`.
+driver stops the tune when the baseline's run has it.
 
 Deciding that a candidate beats the baseline (`beats_baseline`) takes two
 things at once: its median is better by more than the larger of the two
@@ -51,7 +51,7 @@ import re
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -60,8 +60,8 @@ import numpy as np
 import regex
 
 from ciq_build.core.causes import Cause
+from ciq_build.errors import BenchmarkError, ConfigError
 from ciq_build.measure import proc
-from ciq_build.errors import BenchmarkError, ConfigError, NoGpuError
 
 # Failure causes (the benchmark's part of ARCHITECTURE.md's list), plus no_gpu.
 BENCH_TIMEOUT = Cause.BENCH_TIMEOUT
@@ -509,7 +509,8 @@ def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
             f"the benchmark {spec.path} does not exist or is not executable; build it "
             "(cmake --build <build dir> --target <benchmark>) or fix BENCHMARK in ciq_tune_target()"
         )
-    with slots.slot() if slots is not None else nullcontext({}) as slot_env:
+    slot: AbstractContextManager[dict[str, str]] = slots.slot() if slots is not None else nullcontext({})
+    with slot as slot_env:
         env = None
         if spec.env or slot_env:
             env = {**os.environ, **(spec.env or {}), **slot_env}
@@ -743,25 +744,6 @@ def _doubled_midranks(values: np.ndarray) -> np.ndarray:
         ranks2[order[start : end + 1]] = start + end + 2
         start = end + 1
     return ranks2
-
-
-# -- no GPU ------------------------------------------------------------------------------
-
-
-def no_gpu_error(evidence: str) -> NoGpuError:
-    """The error that stops a tune whose benchmark found no GPU; says what to do instead."""
-    return NoGpuError(
-        f"{evidence}.\nRuntime objectives such as time need a GPU the benchmark can use. "
-        "Run the tune on a machine with one (check nvidia-smi and CUDA_VISIBLE_DEVICES), or tune for "
-        "static objectives, which need only the compiler: " + ", ".join(STATIC_OBJECTIVES) + "."
-    )
-
-
-def raise_if_no_gpu(outcome: BenchRun | Measurement) -> None:
-    """Raise NoGpuError when the run (or a measurement's failed run) found no GPU."""
-    run = outcome.failure if isinstance(outcome, Measurement) else outcome
-    if run is not None and run.cause == NO_GPU:
-        raise no_gpu_error(run.message)
 
 
 # -- sharing GPUs between parallel jobs --------------------------------------------------

@@ -42,13 +42,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TypeGuard
 
 import ciq_build
 from ciq_build.errors import BusyError
+from ciq_build.state.durable import atomic_write
 
 # Kept per stream: the first HEAD_BYTES (the first compiler error) and the last
 # MAX_OUTPUT_BYTES (a benchmark prints its result last). The rest is dropped as
@@ -100,7 +101,7 @@ def become_subreaper() -> bool:
     """Make this process a child subreaper (Linux): orphans below it are re-parented to it."""
     if _PRCTL is None:
         return False
-    return _PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return bool(_PRCTL(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
 
 
 # -- the process table -----------------------------------------------------------------
@@ -171,7 +172,7 @@ def _descendants(table: dict[int, _Proc], roots: Iterable[int]) -> set[int]:
     return found
 
 
-def _alive(info: _Proc | None) -> bool:
+def _alive(info: _Proc | None) -> TypeGuard[_Proc]:
     return info is not None and info.state not in ("Z", "X")
 
 
@@ -776,8 +777,6 @@ def claim_tree(root: Path) -> list[str]:
         raise BusyError(
             f"the scratch tree {root} is still in use by a process this tune did not start: {shown}. "
             f"Stop it (kill {' '.join(str(p) for p in users)}), or delete {root}, then run the same command again")
-    temporary = record.with_name(record.name + f".{me}.tmp")
-    temporary.write_text(json.dumps({"pid": me, "start": _proc_start(me), "token": token,
-                                     "host": socket.gethostname(), "boot": _boot_id()}), encoding="utf-8")
-    os.replace(temporary, record)
+    atomic_write(record, json.dumps({"pid": me, "start": _proc_start(me), "token": token,
+                                     "host": socket.gethostname(), "boot": _boot_id()}))
     return done

@@ -16,24 +16,30 @@ import hashlib
 import json
 import os
 import re
-import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from collections.abc import Iterable, Sequence
 
+from ciq_build.compiler.controls import AcfRef, Controls, controls_to_json
+from ciq_build.compiler.fingerprint import ObjectInfo
+from ciq_build.compiler.toolchain import arch_name, major_minor
 from ciq_build.core.allowlist import check_flag
 from ciq_build.core.rules import (
-    RuleBook, declared_params, field_problem, load_rules, parse_strict, read_regular_file, value_in_domain,
+    RuleBook,
+    declared_params,
+    field_problem,
+    is_target_name,
+    load_rules,
+    parse_strict,
+    read_regular_file,
+    value_in_domain,
 )
-from ciq_build.compiler.controls import AcfRef, Controls, controls_to_json
-from ciq_build.errors import CiqError, ConfigError, RecordError, UnsafeFlagError
-from ciq_build.build.manifest import TARGET_NAME
-from ciq_build.state.durable import fsync_dir
+from ciq_build.errors import CiqError, RecordError, UnsafeFlagError
+from ciq_build.state.durable import atomic_write, fsync_dir
 
 SCHEMA = 1
 
-_CUDA_MAJOR_MINOR = re.compile(r"([0-9]+)\.([0-9]+)")
 
 
 
@@ -59,15 +65,6 @@ class ScoreSummary:
 
     scores: tuple[float, ...]
     spread: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class ObjectInfo:
-    """Static facts about one object file's code for one architecture (drift detection)."""
-
-    registers: int
-    stack: int
-    code_sha256: str
 
 
 @dataclass(frozen=True)
@@ -98,7 +95,7 @@ def acf_path(pin_dir: Path, target: str) -> Path:
 
 
 def _target_name(target: object) -> str:
-    if not isinstance(target, str) or TARGET_NAME.fullmatch(target) is None:
+    if not is_target_name(target):
         raise RecordError(
             f"target name {target!r} cannot name a pinned record: use a plain CMake target name "
             "(letters, digits, _ . + -, starting with a letter, digit or _)."
@@ -106,35 +103,13 @@ def _target_name(target: object) -> str:
     return target
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 # --------------------------------------------------------------------------- writing
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see the old file or the new one, never a mix."""
+    """atomic_write, first deleting what an earlier write of `path` killed mid-way left behind."""
     _remove_stale_temporaries(path.parent, path.name)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide a committed file from other users
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(path.parent)
+    atomic_write(path, data)
 
 
 def record_to_json(record: PinnedRecord, pin_dir: Path) -> dict[str, Any]:
@@ -186,7 +161,7 @@ def _acf_users(pin_dir: Path, acf_name: str, target: str) -> list[str]:
 
 
 def _remove_stale_temporaries(directory: Path, name: str) -> None:
-    """Delete what an interrupted _atomic_write of `name` left behind (a kill mid-write)."""
+    """Delete what an interrupted atomic_write of `name` left behind (a kill mid-write)."""
     for stale in directory.glob(f".{name}.*.tmp"):
         try:
             if stale.is_file() and not stale.is_symlink():
@@ -568,11 +543,6 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
 # --------------------------------------------------------------------------- toolchain
 
 
-def _major_minor(version: str) -> str:
-    match = _CUDA_MAJOR_MINOR.match(str(version))
-    return f"{int(match.group(1))}.{int(match.group(2))}" if match else ""
-
-
 def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bool, ptxas: str = "") -> str | None:
     """None when the record fits the compiler; else a warning (not strict) or RecordError (strict).
 
@@ -581,7 +551,7 @@ def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bo
     another. A ptxas ACF must also meet the ptxas major.minor it was measured with
     (a toolkit may carry a newer ptxas than its nvcc), when both are known.
     """
-    have = _major_minor(toolchain_major_minor)
+    have = major_minor(toolchain_major_minor)
     if not have:
         raise RecordError(f"cannot read the CUDA version {toolchain_major_minor!r}; expected major.minor such as 13.3.")
     want = record.toolchain.cuda
@@ -593,7 +563,7 @@ def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bo
             f"build with a CUDA {want} toolkit."
         )
     acf = record.controls.acf
-    want_ptxas, have_ptxas = _major_minor(record.toolchain.ptxas_version), _major_minor(ptxas)
+    want_ptxas, have_ptxas = major_minor(record.toolchain.ptxas_version), major_minor(ptxas)
     if message is None and acf is not None and acf.compiler == "ptxas" and want_ptxas and have_ptxas \
             and want_ptxas != have_ptxas:
         message = (
@@ -609,20 +579,8 @@ def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bo
 
 
 def architecture_set(architectures: Iterable[str]) -> tuple[str, ...]:
-    """Architectures in one spelling, sorted and unique: "sm_90a", "90a-real", "90A" are all "90a".
-
-    The CMake module's _ciq_architecture_set is the same rule (the rule-book
-    agreement test feeds both).
-    """
-    names = set()
-    for arch in architectures:
-        name = str(arch).strip().lower()
-        for prefix in ("sm_", "compute_"):
-            name = name.removeprefix(prefix)
-        name = name.split("-", 1)[0]
-        if name:
-            names.add(name)
-    return tuple(sorted(names))
+    """Architectures in one spelling (compiler.toolchain.arch_name), sorted and unique."""
+    return tuple(sorted({name for name in map(arch_name, architectures) if name}))
 
 
 def _shown_architectures(architectures: Iterable[str]) -> str:

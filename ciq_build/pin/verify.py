@@ -12,16 +12,17 @@ import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ciq_build.measure import proc
 from ciq_build.build.cmake import existing_objects
-from ciq_build.compiler.controls import Controls, nvcc_arguments
-from ciq_build.errors import BuildError, RecordError
-from ciq_build.compiler.fingerprint import compare, object_fingerprints
-from ciq_build.pin.record import check_toolchain, read_record, sha256_file
-from ciq_build.build.preflight import check_verify
 from ciq_build.build.manifest import load_manifest
+from ciq_build.build.preflight import check_verify
+from ciq_build.compiler.controls import Controls, nvcc_arguments
+from ciq_build.compiler.fingerprint import compare, object_fingerprints
+from ciq_build.compiler.toolchain import PROJECT_COMPILER, find_toolchain
+from ciq_build.errors import BuildError, RecordError
+from ciq_build.measure import proc
+from ciq_build.pin.record import check_toolchain, read_record
 from ciq_build.resources import build_tool
-from ciq_build.compiler.toolchain import find_toolchain
+from ciq_build.state.durable import sha256_file
 
 BUILD_TIMEOUT = 1800.0
 
@@ -34,7 +35,7 @@ class VerifyReport:
 
 def verify(target: str, build_dir: Path) -> VerifyReport:
     manifest = load_manifest(build_dir, target)
-    toolchain = find_toolchain(manifest.toolchain.cuda_compiler)
+    toolchain = find_toolchain(manifest.toolchain.cuda_compiler, explicit_from=PROJECT_COMPILER)
     if not manifest.pin_file.is_file():
         raise RecordError(f"{target} has no pinned record at {manifest.pin_file}; run `python -m ciq_build tune {target}` first")
     record = read_record(manifest.pin_file)

@@ -23,20 +23,22 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import ciq_build.core.space as ss
-from ciq_build.compiler.acf import check_toolkit_accepts, sha256_file
+from ciq_build.compiler.acf import check_toolkit_accepts
 from ciq_build.compiler.controls import AcfRef
-from ciq_build.search.base import Proposal
-from ciq_build.search.genetic import GeneticSource
-from ciq_build.errors import ConfigError
-from ciq_build.core.rules import load_rules
-from ciq_build.search.ga import SearchConfiguration
-from ciq_build.core.space import Param
 from ciq_build.compiler.toolchain import Toolchain, major_minor
+from ciq_build.core.rules import load_rules
+from ciq_build.core.space import Param
+from ciq_build.errors import ConfigError
+from ciq_build.search.base import Proposal
+from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.genetic import GeneticSource
+from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
 POOL_FILE = "pool.json"
 POOL_PARAM = "acf.pool"
@@ -65,7 +67,7 @@ def sample_pool(space_spec: str, count: int, out_dir: Path, seed: int | None = 0
     for proposal in proposals:
         assert proposal.acf is not None
         target = out_dir / proposal.acf.path.name
-        target.write_bytes(proposal.acf.path.read_bytes())
+        atomic_write(target, proposal.acf.path.read_bytes())
         entries.append({"file": target.name, "sha256": sha256_file(target)})
     build = engine.engine_build()
     engine.close()
@@ -75,7 +77,7 @@ def sample_pool(space_spec: str, count: int, out_dir: Path, seed: int | None = 0
             "engine": build, "pool_sha256": pool_sha256(entries), "acfs": entries,
             "note": ("ACF bytes are encrypted with fresh randomness: sampling again with this seed gives the "
                      "same controls at each position under new sha256s. Keep the files.")}
-    (out_dir / POOL_FILE).write_text(json.dumps(pool, indent=2) + "\n", encoding="utf-8")
+    atomic_write(out_dir / POOL_FILE, json.dumps(pool, indent=2) + "\n")
     return out_dir / POOL_FILE
 
 
@@ -83,18 +85,18 @@ def load_pool(directory: Path) -> dict[str, Any]:
     """pool.json, with every ACF present and unedited (sha256), or a ConfigError saying what to do."""
     path = Path(directory) / POOL_FILE
     try:
-        pool = json.loads(path.read_text(encoding="utf-8"))
+        pool = read_json_object(path)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the ACF pool {path}: {exc}; create one with "
                           "`python -m ciq_build sample-acfs --space ptxas-acf:13.3 --out DIR`") from None
-    if not isinstance(pool, dict) or pool.get("schema") != POOL_SCHEMA or not isinstance(pool.get("acfs"), list):
+    if pool.get("schema") != POOL_SCHEMA or not isinstance(pool.get("acfs"), list):
         raise ConfigError(f"{path} is not an ACF pool of schema {POOL_SCHEMA}; sample a new one")
     if pool.get("compiler") not in ("ptxas", "nvcc") or not pool["acfs"]:
         raise ConfigError(f"{path} names no compiler or no ACF; sample a new pool")
     for entry in pool["acfs"]:
         name = entry.get("file") if isinstance(entry, dict) else None
         # The rule book's file-name rule: the name reaches nvcc inside a path.
-        if not load_rules().matches("acf_file", name):
+        if not isinstance(name, str) or not load_rules().matches("acf_file", name):
             raise ConfigError(f"{path}: ACF entry {entry!r} must name a file inside the pool folder "
                               "(letters, digits and _ . + -, not starting with '.' or '-')")
         file = Path(directory) / name

@@ -29,10 +29,8 @@ Facts about compileiq 1.1.0 this relies on (measured; tests/test_engine_compilei
   file's sha256.
 * The engine cannot propose "no ACF": every compiler-space candidate carries
   one. The compiler's default is measured by the driver as its baseline.
-* ``Search.save_checkpoint`` / ``Search.from_checkpoint`` seal the engine state
-  (with pending candidates, which are re-issued unchanged on restore);
-  :meth:`CompileIqEngine.save_state` / :meth:`CompileIqEngine.restore_state`
-  expose them.
+* ``Search.save_checkpoint`` / ``Search.from_checkpoint`` seal the engine state;
+  this adapter does not use them: resume replays the journal (see "Resume").
 * ``ask()`` keeps working past the configured generation count (only
   compileiq's own ``start()`` stops there); this adapter stops itself.
 
@@ -62,13 +60,14 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts, sha256_file, write_acf
+from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts, write_acf
 from ciq_build.compiler.controls import AcfRef
-from ciq_build.search.base import Proposal
-from ciq_build.errors import ConfigError, MissingExtraError, SearchError
-from ciq_build.search.ga import SearchConfiguration
-from ciq_build.core.space import Literal, Param, Range, as_space
 from ciq_build.compiler.toolchain import major_minor
+from ciq_build.core.space import Literal, Param, Range, as_space
+from ciq_build.errors import ConfigError, MissingExtraError, SearchError
+from ciq_build.search.base import Proposal
+from ciq_build.search.ga import SearchConfiguration
+from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
 if TYPE_CHECKING:
     from ciq_build.build.manifest import Manifest
@@ -110,8 +109,8 @@ def load_compileiq() -> SimpleNamespace:
         from compileiq import ciq
         from compileiq.backends import EngineConfig, get_backend_registration
         from compileiq.search_spaces import base as ss
-        from compileiq.types import WorkerTypes
         from compileiq.types import SearchConfiguration as CiqConfiguration
+        from compileiq.types import WorkerTypes
         from compileiq.utils.validation import INVALID_SCORE, Score
     except ImportError as exc:
         raise MissingExtraError(
@@ -166,10 +165,10 @@ def _read_manifest(directory: Path) -> dict[str, Any] | None:
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_object(path)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read the search-space manifest {path}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+    if not isinstance(data.get("entries"), list):
         raise ConfigError(f"{path} is not a compileiq search-space manifest (no 'entries' list)")
     return data
 
@@ -183,7 +182,7 @@ def _from_local_dir(directory: Path, compiler: str, version: str, variant: str) 
     available = []
     for entry in manifest["entries"]:
         key = (entry.get("compiler"), str(entry.get("compiler_version")), entry.get("variant", "default"))
-        available.append("%s-acf:%s:%s" % key)
+        available.append("{}-acf:{}:{}".format(*key))
         if key != (compiler, version, variant):
             continue
         name = str(entry.get("filename", ""))
@@ -206,8 +205,8 @@ def _from_bin(path: Path) -> SpaceIdentity:
         raise ConfigError(f"the search space {path} does not exist")
     path = path.absolute()
     digest = sha256_file(path)
-    manifest = _read_manifest(path.parent)
-    for entry in (manifest or {}).get("entries", []):
+    manifest = _read_manifest(path.parent) or {}
+    for entry in manifest.get("entries", []):
         if entry.get("filename") == path.name and entry.get("sha256") == digest:
             return SpaceIdentity(str(entry["compiler"]), str(entry["compiler_version"]),
                                  str(entry.get("variant", "default")), digest, path, manifest.get("tag"))
@@ -232,7 +231,7 @@ def resolve_space(spec: str, *, default_version: str | None = None, spaces_dir: 
     if isinstance(parsed, Path):
         return _from_bin(parsed)
     compiler, version, variant = parsed
-    version = version or (".".join(default_version.split(".")[:2]) if default_version else DEFAULT_CUDA_VERSION)
+    version = version or major_minor(default_version or "") or DEFAULT_CUDA_VERSION
     variant = variant or "default"
     local = spaces_dir if spaces_dir is not None else (Path(os.environ[SPACES_DIR_ENV]) if os.environ.get(SPACES_DIR_ENV) else None)
     if local is not None:
@@ -324,7 +323,6 @@ class CompileIqEngine:
         self._asked_total = 0
         self._any_success = False
         self._started = time.monotonic()
-        self._restored: list[Any] = []  # pending candidates of a restored checkpoint, issued first
         self._ledger = _Ledger(self.acf_dir / LEDGER_NAME, self._fingerprint()) if config.seed is not None else None
 
     # -- set-up ---------------------------------------------------------------
@@ -392,11 +390,8 @@ class CompileIqEngine:
         count = left if left < self.config.pool_size else None
         generation = self.generation
         try:
-            if self._restored:
-                candidates, self._restored = self._restored, []
-            else:
-                with _quiet():
-                    candidates = self._search.ask(num_samples=count) if count else self._search.ask()
+            with _quiet():
+                candidates = self._search.ask(num_samples=count) if count else self._search.ask()
         except ValueError as exc:  # compileiq's SearchSpaceExhaustedError is a ValueError
             if "unique candidates" in str(exc) or type(exc).__name__ == "SearchSpaceExhaustedError":
                 return []
@@ -444,30 +439,6 @@ class CompileIqEngine:
             "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
                        "max_evaluations": self.config.max_evaluations},
         }
-
-    # -- state ----------------------------------------------------------------
-
-    def save_state(self, path: Path) -> Path:
-        """Seal compileiq's optimiser state (pending candidates included) into a checkpoint file."""
-        self._flush()
-        return Path(self._search.save_checkpoint(Path(path)))
-
-    def restore_state(self, path: Path) -> None:
-        """Continue from a checkpoint of the same space and settings (a fresh engine only).
-
-        Candidates pending when it was saved are issued again, unchanged, by the next ask().
-        """
-        if self._asked_total:
-            raise SearchError("restore_state needs a fresh engine (nothing asked yet)")
-        cache = self.acf_dir / "compileiq-cache"
-        try:
-            self._search = self.ciq.Search.from_checkpoint(
-                Path(path), objective_function=_never_called, search_space=self._compileiq_space(),
-                worker_type=self.ciq.WorkerTypes.MANUAL, disable_progress_bar=True, cache_folder=cache)
-        except Exception as exc:
-            raise SearchError(f"cannot restore the compileiq state {path}: {exc}") from None
-        self._restored = list(self._search.pending_candidates)  # re-issued by the next ask()
-        self._ledger = None  # a restored search is not a replay from the start
 
     def close(self) -> None:
         """Release compileiq's engine and its scratch folder."""
@@ -562,9 +533,7 @@ class _Ledger:
         keep = [self.entries[k] for k in sorted(self.entries)]
         keep += [{"told": k, "score": self.scores[k]} for k in sorted(self.scores)]
         text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in [{"fingerprint": self.fingerprint}, *keep])
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, self.path)
+        atomic_write(self.path, text)
 
     def reuse(self, ordinal: int, params: dict[str, Any], length: int, acf_dir: Path) -> tuple[Path, str] | None:
         entry = self.entries.get(ordinal)

@@ -35,9 +35,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
-from ciq_build.errors import ConfigError, SearchError
+from ciq_build.core.pareto import crowding_distance, minimised, non_dominated_sort
 from ciq_build.core.results import ERROR, INVALID, OK, Direction, Evaluation, Results
-from ciq_build.core.space import Genome, Param, SearchSpace, as_space, canonical_key
+from ciq_build.core.space import Gene, Genome, Param, SearchSpace, as_space, canonical_key
+from ciq_build.errors import ConfigError, SearchError
 
 __all__ = [
     "INVALID_SCORE",
@@ -52,8 +53,6 @@ __all__ = [
     "GridMutation",
     "ElitistSurvival",
     "NSGA2Survival",
-    "non_dominated_sort",
-    "crowding_distance",
     "ProgressReporter",
 ]
 
@@ -72,7 +71,7 @@ def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
 
 
 def _probability(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value <= 1.0:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= float(value) <= 1.0:
         raise ConfigError(f"{name} must be a number between 0 and 1, got {value!r}")
     return float(value)
 
@@ -231,7 +230,7 @@ class UniformCrossover:
     stretch: float = 0.25
 
     def __call__(self, rng: random.Random, a: Genome, b: Genome, space: SearchSpace) -> Genome:
-        child = []
+        child: list[Gene] = []
         for param, x, y in zip(space.values(), a, b, strict=True):
             if x is not None and y is not None and x != y and param.ordered and rng.random() < self.blend_prob:
                 low, high = min(x, y), max(x, y)
@@ -281,60 +280,6 @@ class GridMutation:
         return tuple(
             self.gene(rng, param, g) if rng.random() < rate else g for param, g in zip(params, genome, strict=True)
         )
-
-
-def _dominates(a: Sequence[float], b: Sequence[float]) -> bool:
-    # A plain loop: this is the hot spot of NSGA-II (a few times faster than all()/any()).
-    better = False
-    for x, y in zip(a, b):
-        if x > y:
-            return False
-        if x < y:
-            better = True
-    return better
-
-
-def non_dominated_sort(fitness: Sequence[Sequence[float]]) -> list[list[int]]:
-    """Indices grouped into fronts (front 0 is non-dominated), smaller-is-better fitness."""
-    n = len(fitness)
-    dominated_by: list[list[int]] = [[] for _ in range(n)]
-    count = [0] * n
-    for i in range(n):
-        for j in range(i + 1, n):
-            if _dominates(fitness[i], fitness[j]):
-                dominated_by[i].append(j)
-                count[j] += 1
-            elif _dominates(fitness[j], fitness[i]):
-                dominated_by[j].append(i)
-                count[i] += 1
-    fronts: list[list[int]] = []
-    current = [i for i in range(n) if count[i] == 0]
-    while current:
-        fronts.append(current)
-        following = []
-        for i in current:
-            for j in dominated_by[i]:
-                count[j] -= 1
-                if count[j] == 0:
-                    following.append(j)
-        current = sorted(following)
-    return fronts
-
-
-def crowding_distance(fitness: Sequence[Sequence[float]], front: Sequence[int]) -> dict[int, float]:
-    """NSGA-II crowding distance of each member of one front (ends get infinity)."""
-    distance = {i: 0.0 for i in front}
-    if len(front) <= 2:
-        return {i: math.inf for i in front}
-    for m in range(len(fitness[front[0]])):
-        ordered = sorted(front, key=lambda i: (fitness[i][m], i))
-        low, high = fitness[ordered[0]][m], fitness[ordered[-1]][m]
-        distance[ordered[0]] = distance[ordered[-1]] = math.inf
-        if high == low:
-            continue
-        for k in range(1, len(ordered) - 1):
-            distance[ordered[k]] += (fitness[ordered[k + 1]][m] - fitness[ordered[k - 1]][m]) / (high - low)
-    return distance
 
 
 @dataclass(frozen=True)
@@ -647,7 +592,7 @@ class Search:
     # -- the genetic loop ----------------------------------------------------------------
 
     def _fitness(self, scores: Sequence[float]) -> tuple[float, ...]:
-        return tuple(s if d == "min" else -s for s, d in zip(scores, self.directions))
+        return minimised(scores, self.directions)
 
     def _close_generation(self) -> None:
         assert self._batch is not None
@@ -702,7 +647,7 @@ class Search:
             size = max(size, len(genomes))
         while len(genomes) < size:
             made = False
-            for attempt in range(_RETRIES):
+            for _attempt in range(_RETRIES):
                 if self._population:
                     child = self._offspring(rng)
                 else:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from ciq_build.search.base import Proposal
-from ciq_build.errors import ConfigError
-from ciq_build.search.ga import Candidate, Search, SearchConfiguration
 from ciq_build.core.space import Param, as_space
+from ciq_build.errors import ConfigError
+from ciq_build.search.base import Proposal
+from ciq_build.search.ga import Candidate, Search, SearchConfiguration
 
 ENGINE_NAME = "ciq_build.ga"
 

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ciq_build.build.manifest import Manifest, Objective
 from ciq_build.compiler.controls import knob_space
-from ciq_build.search.base import CandidateSource
-from ciq_build.errors import ConfigError
+from ciq_build.compiler.toolchain import Toolchain, architecture_list
 from ciq_build.core.params import parse_params
 from ciq_build.core.settings import PLAIN_KINDS, SearchSettings
-from ciq_build.search.ga import SearchConfiguration
 from ciq_build.core.space import Param
-from ciq_build.build.manifest import Manifest, Objective, architecture_list
-from ciq_build.compiler.toolchain import Toolchain
-
+from ciq_build.errors import ConfigError
+from ciq_build.search.base import CandidateSource
+from ciq_build.search.ga import SearchConfiguration
 
 POOL_PREFIX = "acf-pool:"
 

@@ -43,7 +43,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -51,13 +51,13 @@ from typing import Any
 import filelock
 
 from ciq_build.errors import BusyError, DiskFullError, JournalError
-from ciq_build.state.durable import fsync_dir
+from ciq_build.state.durable import atomic_write, fsync_dir, read_json_object
 
 HEADER_KIND = "header"
 
 
 def _now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 @dataclass
@@ -129,7 +129,7 @@ class Journal:
         with self._write_lock:
             if not self.path.exists():
                 return None
-            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
             backup = self.path.with_name(f"{self.path.name}.{stamp}.bak")
             counter = 1
             while backup.exists():  # two resets within one second keep both backups
@@ -339,17 +339,14 @@ class TargetLock:
             "started": _now_iso(),
             "command": " ".join(sys.argv)[:300],
         }
-        temporary = self.info_path.with_name(f"{self.info_path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(info) + "\n", encoding="utf-8")
-        os.replace(temporary, self.info_path)
+        atomic_write(self.info_path, json.dumps(info) + "\n")
 
     def holder(self) -> dict[str, Any] | None:
         """What the current holder wrote about itself, if it could be read."""
         try:
-            value = json.loads(self.info_path.read_text(encoding="utf-8"))
+            return read_json_object(self.info_path)
         except (OSError, ValueError):
             return None
-        return value if isinstance(value, dict) else None
 
     def _busy_message(self) -> str:
         who = ""

@@ -139,6 +139,7 @@ class EvaluationCache:
         self.say = say
         self.entries: dict[str, dict[str, Any]] = {}  # key -> the journaled record to reuse
         self.source_outputs: set[Path] = set()  # files the build writes into the source tree, as journaled
+        self.measured_this_run: set[str] = set()  # keys this run evaluated (a later hit is a repeat, not a resume)
 
     @property
     def path(self) -> Path:
@@ -187,6 +188,7 @@ class EvaluationCache:
     def record(self, evaluated: Evaluated, *, reuse: bool = False) -> None:
         """Journal a finished evaluation, durably; `reuse`: also serve it to later lookups of this run."""
         self.journal.append(evaluation_record(evaluated))
+        self.measured_this_run.add(evaluated.key)
         if reuse:
             self.entries[evaluated.key] = {"ok": evaluated.ok, "metrics": evaluated.metrics}
 

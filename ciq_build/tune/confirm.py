@@ -21,7 +21,7 @@ from ciq_build.build.cmake import CandidateBuild, ScratchTree
 from ciq_build.build.manifest import Objective
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
-from ciq_build.core.results import dominates
+from ciq_build.core.pareto import dominates
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import SearchError
 from ciq_build.measure.bench import beats_baseline, interleaved

@@ -17,12 +17,19 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ciq_build.build import environment
-from ciq_build.build.cmake import ScratchTree, configure_user_tree, make_scratch_trees, safe_name, scratch_root
+from ciq_build.build.cmake import (
+    ScratchTree,
+    configure_user_tree,
+    make_scratch_trees,
+    refresh_user_tree,
+    safe_name,
+    scratch_root,
+)
 from ciq_build.build.manifest import Manifest, load_manifest
 from ciq_build.build.preflight import check_tune
 from ciq_build.build.sources import Snapshot, SourceSet
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import Toolchain, find_toolchain
+from ciq_build.compiler.toolchain import PROJECT_COMPILER, Toolchain, find_toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, USER_CONFIGURE_TIMEOUT
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
@@ -30,7 +37,6 @@ from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
 from ciq_build.pin.record import record_path, write_record
 from ciq_build.search.base import CandidateSource, Proposal
-from ciq_build.search.ga import ProgressReporter
 from ciq_build.search.select import make_candidate_source
 from ciq_build.state.journal import Journal, TargetLock
 from ciq_build.tune.assemble import assemble_record
@@ -39,6 +45,7 @@ from ciq_build.tune.confirm import Confirmer
 from ciq_build.tune.evaluation import Evaluated
 from ciq_build.tune.evaluator import BuildRunner
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
+from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.settings import TuneOptions, TuneSettings, resolve_settings
 from ciq_build.tune.summary import run_summary
 
@@ -54,13 +61,15 @@ class TuneOutcome:
 
 
 def run_tune(options: TuneOptions) -> TuneOutcome:
-    """`python -m ciq_build tune`: configure the build tree if asked, read the target, resolve, tune."""
+    """`python -m ciq_build tune`: configure (or refresh) the build tree, read the target, resolve, tune."""
     options.validate()
     if options.source_dir is not None and not (options.build_dir / "CMakeCache.txt").is_file():
         configure_user_tree(options.source_dir, options.build_dir, find_toolchain(), None,
                             list(options.cmake_args), USER_CONFIGURE_TIMEOUT)
+    else:
+        refresh_user_tree(options.build_dir, USER_CONFIGURE_TIMEOUT)
     manifest = load_manifest(options.build_dir, options.target)
-    toolchain = find_toolchain(manifest.toolchain.cuda_compiler)
+    toolchain = find_toolchain(manifest.toolchain.cuda_compiler, explicit_from=PROJECT_COMPILER)
     return TuneRun(resolve_settings(options, manifest), manifest, toolchain).run()
 
 
@@ -120,9 +129,11 @@ class TuneRun:
         before = self.source_set.snapshot()
         # A worker more per GPU than --jobs: the next candidates compile while the GPUs benchmark.
         benchmarking = self.runner.slots.count if self.runner.needs_benchmark else 0
+        # Compile time is measured on the whole nvcc compile, never on the ptxas-only fast path.
         base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain,
                                                  self.settings.build.jobs + benchmarking + 1,
-                                                 self.timeout * CONFIGURE_TIMEOUT_FACTOR)
+                                                 self.timeout * CONFIGURE_TIMEOUT_FACTOR,
+                                                 fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self.sources = self.source_set.digest(configured)
@@ -196,9 +207,12 @@ class TuneRun:
         return evaluated
 
     def _search(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
-        # A live line on a terminal; silent in logs and CI, and with --quiet.
-        progress = ProgressReporter(self.settings.search.generations, stream=self.out,
-                                    enabled=False if self.settings.quiet else None)
+        # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet.
+        search = self.settings.search
+        expected = search.generations * search.pool_size
+        if search.max_evaluations is not None:
+            expected = min(expected, search.max_evaluations)
+        progress = None if self.settings.quiet else TuneProgress(expected, search.generations, stream=self.out)
         loop = SearchLoop(source, self.runner, workers, self.cache, self._key, self.objectives,
                           budget=self.settings.search.max_evaluations, progress=progress,
                           stop_for=stop_on_disk_full(self._disk_full))
@@ -221,7 +235,8 @@ class TuneRun:
             write_record(pinned, record, acf_source=acf.path if acf else None)
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
-                          confirmation.verdict, pinned, self.cache.path, self.settings.measure.repeats),
+                          confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
+                          repeats=self.settings.measure.repeats),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)
@@ -230,8 +245,8 @@ class TuneRun:
 
     def _say(self, text: str) -> None:
         if not self.settings.quiet:
-            print(f"ciq_build: {text}", file=self.out, flush=True)
+            LOG.info("%s", text)
 
     def _warn(self, text: str) -> None:
-        """A warning about the tune's results: printed even with --quiet (which only silences progress)."""
-        print(f"ciq_build: {text}", file=self.out, flush=True)
+        """A warning about the tune's results: said even with --quiet (which only silences progress)."""
+        LOG.warning("%s", text)

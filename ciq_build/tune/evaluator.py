@@ -75,6 +75,15 @@ class BuildRunner:
         return any(o.source == "benchmark" for o in self.objectives)
 
     @property
+    def static_only(self) -> bool:
+        """Every objective is in ptxas's report: no object, no benchmark link is needed."""
+        return not self.needs_benchmark and not self.needs_sass and not self.measures_compile_time
+
+    @property
+    def measures_compile_time(self) -> bool:
+        return any(o.name == "compile_time" for o in self.objectives)
+
+    @property
     def needs_sass(self) -> bool:
         return any(o.name == "sass_instructions" for o in self.objectives)
 
@@ -118,8 +127,9 @@ class BuildRunner:
             return Evaluated(key, proposal, controls, False, cause, message, values or {}, {}, None,
                              time.monotonic() - started, timings=_rounded(timings))
 
+        # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
         with self._builds if self._builds is not None else nullcontext():
-            build = worker.build(controls, self.timeout, benchmark=self.needs_benchmark)
+            build = worker.build(controls, self.timeout, static_only=self.static_only, benchmark=self.needs_benchmark)
         timings["compile_s"] = time.monotonic() - started
         if not build.ok:
             return failed(build.cause or Cause.COMPILE_FAILED, build.message, {"compile_seconds": build.compile_seconds})

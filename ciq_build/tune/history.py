@@ -20,7 +20,7 @@ import numpy as np
 
 from ciq_build.build.cmake import safe_name
 from ciq_build.build.manifest import Objective, load_manifest, parse_objective
-from ciq_build.core.results import non_dominated
+from ciq_build.core.pareto import non_dominated
 from ciq_build.errors import CiqError, ManifestError
 from ciq_build.measure.bench import beats_baseline
 from ciq_build.pin.record import PinnedRecord, read_record
@@ -248,7 +248,8 @@ def _evaluations(records: list[dict[str, Any]], width: int) -> list[Evaluation]:
     by_key: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     for position, record in enumerate(records):
-        key = record.get("key") if isinstance(record.get("key"), str) else f"#{position}"
+        journaled = record.get("key")
+        key = journaled if isinstance(journaled, str) else f"#{position}"
         if key not in by_key:
             order.append(key)
         by_key[key] = record

@@ -28,9 +28,10 @@ W = TypeVar("W")
 
 
 class Progress(Protocol):
-    """Where the loop reports after each tell (ciq_build.search.ga.ProgressReporter)."""
+    """Where the loop reports after each tell (ciq_build.tune.progress.TuneProgress)."""
 
-    def update(self, done: int, *, evaluations: int = 0, failures: int = 0, best: str | None = None) -> None: ...
+    def update(self, done: int, *, evaluations: int = 0, failures: int = 0, best: str | None = None,
+               last: Evaluated | None = None) -> None: ...
 
     def close(self) -> None: ...
 
@@ -137,7 +138,8 @@ class SearchLoop(Generic[W]):
                 best = self.best_scores()
                 self.progress.update(proposal.generation, evaluations=len(self.evaluations),
                                      failures=sum(1 for e in self.evaluations if not e.ok),
-                                     best=None if best is None else "/".join(f"{s:g}" for s in best))
+                                     best=None if best is None else "/".join(f"{s:g}" for s in best),
+                                     last=evaluated)
 
     def best_scores(self) -> tuple[float, ...] | None:
         """The best scores so far on the first objective (for the progress line)."""

@@ -14,6 +14,7 @@ import base64
 import html
 import io
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -248,8 +249,9 @@ def plot_convergence(pyplot: Any, history: TuneHistory) -> Any:
     base = history.baseline
     for i, objective in enumerate(history.objectives):
         series = history.best_so_far(i)
-        for column, (x_of, label) in enumerate(((lambda e: e.index, "evaluation"),
-                                                (lambda e: e.elapsed_s, "wall time (s)"))):
+        x_axes: tuple[tuple[Callable[[Any], float], str], ...] = (
+            (lambda e: e.index, "evaluation"), (lambda e: e.elapsed_s, "wall time (s)"))
+        for column, (x_of, label) in enumerate(x_axes):
             ax = axes[i][column]
             xs = [x_of(e) for e, _ in series]
             ax.scatter(xs, [e.scores[i] for e, _ in series], s=12, alpha=0.35, color="tab:gray",  # type: ignore[index]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from pathlib import Path
 
 from ciq_build.build.manifest import Objective
+from ciq_build.pin.record import relative_change
 from ciq_build.tune.evaluation import Evaluated, failure_summary
 
 
@@ -36,19 +37,23 @@ def runs_summary(evaluations: Sequence[Evaluated], repeats: int) -> str:
 
 def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: tuple[float, ...],
                 winner_scores: tuple[float, ...], evaluations: Sequence[Evaluated], needs_benchmark: bool,
-                verdict: str, pinned: Path | None, journal: Path, repeats: int = 0) -> str:
+                verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
+                *, repeats: int = 0) -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
-        change = f"{(best - base) / base * 100:+.1f}%" if base else ("0%" if best == base else "n/a")
-        rows.append((objective.spec, f"{base:.6g}", f"{best:.6g}", change))
+        rows.append((objective.spec, f"{base:.6g}", f"{best:.6g}", relative_change(base, best)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     table = "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
     fresh = sum(1 for e in evaluations if not e.cached)
+    # A cached hit on a key this run measured is the search proposing a candidate again, not a resume.
+    again = sum(1 for e in evaluations if e.cached and e.key in measured_this_run)
+    reused = f"{fresh} run, {len(evaluations) - fresh - again} from the journal"
+    if again:
+        reused += f", {again} proposed again (measured once)"
     lines = [
         f"ciq_build: {target}",
         table,
-        (f"  evaluations: {len(evaluations)} ({fresh} run, {len(evaluations) - fresh} from the journal); "
-         f"failures: {failure_summary(evaluations)}"),
+        f"  evaluations: {len(evaluations)} ({reused}); failures: {failure_summary(evaluations)}",
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
     ]
     shared = sum(1 for e in evaluations if not e.cached and e.same_code_as is not None)

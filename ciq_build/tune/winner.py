@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ciq_build.build.manifest import Objective
-from ciq_build.core.results import dominates, non_dominated
+from ciq_build.core.pareto import dominates, non_dominated
 from ciq_build.tune.evaluation import Evaluated
 
 PICK_RULES = ("knee", "first")

@@ -12,6 +12,8 @@ import random
 import signal
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 
 def good(time_ms: str = "1.25", *extra: str) -> int:
@@ -159,7 +161,7 @@ def exclusive(lock_dir: str, seconds: str) -> int:
     return 0
 
 
-MODES = {
+MODES: dict[str, Callable[..., Any]] = {
     "good": good, "hang": hang, "hang_child": hang_child, "daemon_child": daemon_child,
     "segv": segv, "garbage": garbage, "huge": huge, "metric": metric, "check_fail": check_fail,
     "exit": exit_code, "no_metric": no_metric, "no_gpu": no_gpu, "cuda_text": cuda_text,

@@ -6,10 +6,11 @@ Record sizes vary up to ~2 MB so that a SIGKILL can land inside a write.
 
 import random
 import sys
+from pathlib import Path
 
 from ciq_build.state.journal import Journal
 
-journal = Journal(sys.argv[1])
+journal = Journal(Path(sys.argv[1]))
 rng = random.Random(int(sys.argv[2]))
 index = 0
 while True:

@@ -12,7 +12,9 @@ import os
 import resource
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def peak_resident_kib() -> int:
@@ -133,7 +135,7 @@ def catastrophic(length: str) -> int:
     return 0
 
 
-MODES = {
+MODES: dict[str, Callable[..., Any]] = {
     "endless": endless, "big": big, "daemon_pipe": daemon_pipe, "setsid_grandchild": setsid_grandchild,
     "drive": drive, "catastrophic": catastrophic,
 }

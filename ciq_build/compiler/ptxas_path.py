@@ -1,0 +1,371 @@
+"""The ptxas-only path: nvcc's front end once per configuration, ptxas and what follows per candidate.
+
+A candidate that changes only ptxas-level controls (a ptxas ACF, -Xptxas
+knobs, -maxrregcount) gets the same front end (host preprocessing, cudafe++,
+cicc: source -> PTX) as every other such candidate. `nvcc --dryrun` lists the
+steps nvcc runs for one compile; this module keeps the front end's files
+once per front-end configuration (a cache entry) and, for a compile whose
+front-end steps equal an entry's, runs only the steps after it (ptxas, then
+fatbinary and the host compile that embeds it) from that candidate's own
+dryrun, so ptxas gets exactly the options nvcc would give it.
+
+What decides reuse is nvcc's own plan, not a list of "ptxas-level" flags: the
+entry key is the front-end steps' text (with nvcc's temporary names made
+fixed), the nvcc binary and the stat of every file the compile read (its
+dependency file). Any control that reaches the front end (a -D, a numerics
+flag, an nvcc ACF) changes those steps and so the key: that compile goes
+through nvcc whole, never through a stale entry.
+
+Same bytes as nvcc: a plain nvcc compile names its temporary files
+``$TMPDIR/tmpxft_<pid>_<n>-<k>_<name>``; the host compiler records the
+temporary file name in the object (its STT_FILE symbol), so two plain builds
+of the same controls already differ in those 8 hex digits of nvcc's process
+id. The entry's files keep nvcc's names with the process id written as
+00000000, so an object from this path differs from a plain build in exactly
+what two plain builds differ in. With debug information (-g, -G) the
+temporary directory's path would be recorded too: such compiles, and
+anything else this module does not know (an unknown step, nvlink inside the
+compile, a cache path a shell would split), go through nvcc whole.
+
+Used two ways: as the scratch trees' CUDA compiler launcher (``main``: the
+build tool runs it in place of each compile, so it links and relinks as
+usual), and in process for static objectives (`ptxas_only`: ptxas and
+nothing after it). Standard library only: it starts once per compile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Front-end configurations kept per cache (least recently used go first); an
+# entry holds the compile's preprocessed sources (~4 MB for the sample's GEMM).
+CACHE_ENTRIES = 16
+ENTRY_TOKEN = "@CIQ_ENTRY@"
+# nvcc's temporary names: <dir>/tmpxft_<pid, 8 hex>_<8 hex>-<k>_<name>, or bare (a name cicc #includes).
+_TEMP = re.compile(r"(?P<dir>(?:/[^/\s\"']+)*/)?tmpxft_[0-9a-f]{8}_(?=[0-9a-f]{8}-)")
+_FIXED_PID = "tmpxft_00000000_"
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+# A cache path every step can take as it is (nvcc's steps leave some paths unquoted,
+# and fatbinary's --image3 splits at commas).
+_SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+-]+$")
+_NVIDIA_FRONT = {"cudafe++", "cicc"}
+_NVIDIA_BACK = {"ptxas", "fatbinary"}
+_DEBUG = re.compile(r"^(-g.*|-G|--device-debug|--debug)$")
+_DONE = "front.json"  # written last: an entry without it is unfinished
+
+
+class Unsupported(Exception):
+    """This compile is one the fast path does not handle; nvcc runs it whole."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """nvcc's steps for one compile of one candidate, its temporary files placed in a cache entry."""
+
+    argv: tuple[str, ...]  # the compile command (nvcc ...)
+    cwd: Path  # where the build tool runs it
+    env: dict[str, str]  # the environment nvcc gives its steps
+    front: tuple[str, ...]  # host preprocessing, cudafe++, cicc (shell lines)
+    back: tuple[str, ...]  # ptxas, fatbinary, the host compile (shell lines)
+    entry: Path  # the cache entry of this front-end configuration
+    depfile: Path | None  # the -MF file the build tool reads
+
+    @property
+    def ptxas(self) -> tuple[str, ...]:
+        return tuple(step for step in self.back if _tool(step) == "ptxas")
+
+    @property
+    def output(self) -> str:
+        return _option_value(self.argv, "-o") or ""
+
+
+# ------------------------------------------------------------------ nvcc's plan
+
+
+def _tool(step: str) -> str:
+    if step.startswith("--"):
+        return step  # nvcc's own pseudo-step ("-- Filter Dependencies -- > file.d")
+    words = shlex.split(step)
+    return os.path.basename(words[0]) if words else ""
+
+
+def _option_value(argv: tuple[str, ...] | list[str], name: str) -> str | None:
+    """The value of `name` in `argv` ("-o x" or "-o=x"); the last one wins, as in nvcc."""
+    value = None
+    for index, arg in enumerate(argv):
+        if arg == name and index + 1 < len(argv):
+            value = argv[index + 1]
+        elif arg.startswith(name + "="):
+            value = arg[len(name) + 1:]
+    return value
+
+
+def dryrun(argv: list[str], cwd: Path, timeout: float = 60.0) -> tuple[dict[str, str], list[str]]:
+    """nvcc's environment settings and steps for `argv`, as ``--dryrun`` prints them."""
+    result = subprocess.run([*argv, "--dryrun"], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if result.returncode != 0:
+        raise Unsupported(f"nvcc --dryrun failed: {result.stderr.strip()[-500:]}")
+    env: dict[str, str] = {}
+    steps: list[str] = []
+    for line in (result.stdout + result.stderr).splitlines():
+        if not line.startswith("#$ "):
+            continue
+        text = line[3:].strip()
+        match = _ASSIGNMENT.match(text)
+        if match and not text.startswith("--"):
+            env[match.group(1)] = match.group(2).strip()  # nvcc sets these literally (no shell)
+        else:
+            steps.append(text)
+    return env, steps
+
+
+def _fixed_names(steps: list[str]) -> list[str]:
+    """Steps with nvcc's temporary directory as ENTRY_TOKEN and its process id as 00000000."""
+    dirs = {m.group("dir") for step in steps for m in _TEMP.finditer(step) if m.group("dir")}
+    if len(dirs) != 1:
+        raise Unsupported(f"nvcc's temporary files are not in one directory ({sorted(dirs)})")
+    out = [_TEMP.sub(lambda m: (ENTRY_TOKEN + "/" if m.group("dir") else "") + _FIXED_PID, step) for step in steps]
+    if any(re.search(r"tmpxft_(?!00000000_)", step) for step in out):
+        raise Unsupported("a temporary file name of nvcc's could not be placed in the cache")
+    return out
+
+
+def _split(steps: list[str], output: str) -> tuple[list[str], list[str]]:
+    """The front-end steps and the steps after cicc; Unsupported for a step this module does not know."""
+    front: list[str] = []
+    back: list[str] = []
+    for step in steps:
+        tool = _tool(step)
+        words = shlex.split(step) if not step.startswith("--") else []
+        if any(_DEBUG.match(word) for word in words):
+            raise Unsupported("debug information would record the temporary directory")
+        if step.startswith("-- Filter Dependencies --"):
+            front.append(step)
+        elif tool in _NVIDIA_FRONT:
+            front.append(step)
+        elif tool in _NVIDIA_BACK:
+            back.append(step)
+        elif tool == "rm" and len(words) == 2 and words[1].endswith(".fatbin"):
+            # nvcc's clean-up of a file fatbinary may not have written; nvcc ignores its failure.
+            back.append("rm -f " + step[3:])
+        elif tool.startswith(("-", "nv")) or tool in ("rm", "bin2c", "cudafe"):
+            raise Unsupported(f"nvcc runs {tool!r}, which the ptxas-only path does not know")
+        elif "-E" in words:
+            front.append(step)  # the host compiler preprocessing for cudafe++/cicc
+        elif "-c" in words and _option_value(words, "-o") == output:
+            back.append(step)  # the host compile that embeds the fatbinary: the object
+        else:
+            raise Unsupported(f"nvcc runs a step the ptxas-only path does not know: {step[:200]}")
+    if not any(_tool(s) == "ptxas" for s in back) or not any(_tool(s) == "cicc" for s in front):
+        raise Unsupported("no cicc -> ptxas in this compile")
+    return front, back
+
+
+def plan(argv: list[str], cwd: Path, cache: Path) -> Plan:
+    """nvcc's plan for one compile, placed in the cache entry of its front-end configuration."""
+    cwd = Path(cwd)
+    if not _SAFE_PATH.match(str(cache.absolute())):
+        raise Unsupported(f"the cache path {cache} holds characters nvcc's steps would split")
+    output = _option_value(argv, "-o")
+    if output is None or "-c" not in argv:
+        raise Unsupported("not a compile to one object (-c ... -o FILE)")
+    env, steps = dryrun(argv, cwd)
+    front, back = _split(_fixed_names(steps), output)
+    nvcc = Path(shutil.which(argv[0]) or argv[0])
+    stat = nvcc.stat()
+    key_text = json.dumps([str(nvcc), stat.st_size, stat.st_mtime_ns, str(cwd), sorted(env.items()), front])
+    entry = cache.absolute() / hashlib.sha256(key_text.encode()).hexdigest()[:24]
+
+    def place(steps: Sequence[str]) -> tuple[str, ...]:
+        return tuple(s.replace(ENTRY_TOKEN, str(entry)) for s in steps)
+
+    depfile = _option_value(argv, "-MF")
+    return Plan(tuple(argv), cwd, {**os.environ, **env}, place(front), place(back), entry,
+                (cwd / depfile) if depfile else None)
+
+
+# ------------------------------------------------------------------ the cache entry
+
+
+def _dependencies(depfile: Path) -> list[str]:
+    """The files a make-style dependency file lists (after the first colon)."""
+    text = depfile.read_text(encoding="utf-8", errors="surrogateescape").replace("\\\n", " ")
+    _, _, deps = text.partition(": ")
+    names: list[str] = []
+    for word in re.findall(r"(?:\\ |[^\s])+", deps):
+        names.append(word.replace("\\ ", " "))
+    return names
+
+
+def _stat(path: str, cwd: Path) -> list[int]:
+    try:
+        stat = (cwd / path).stat()
+    except OSError:
+        return [-1, -1]
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def ready(p: Plan) -> bool:
+    """The entry holds this configuration's front end, and no file the compile read has changed since."""
+    try:
+        meta = json.loads((p.entry / _DONE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return all(_stat(name, p.cwd) == stat for name, stat in meta["inputs"].items())
+
+
+def worth_keeping(p: Plan) -> bool:
+    """Keep a front end the second time it is compiled, or the first time this object is.
+
+    Keeping costs the front end once more (nvcc's own run cannot keep its
+    files under the names a plain build uses). The first compile of an
+    object in a tree (the baseline) is kept: ptxas-level candidates share its
+    front end. Any other front end is kept only once it comes back, so that a
+    candidate whose front end is its own costs what nvcc costs. A kept one
+    gone stale (a header changed) is kept again at once.
+    """
+    if p.entry.is_dir():
+        return True
+    cache = p.entry.parent
+    cache.mkdir(parents=True, exist_ok=True)
+    first = cache / f"object-{hashlib.sha256(str(p.cwd / p.output).encode()).hexdigest()[:16]}"
+    seen = cache / f"seen-{p.entry.name}"
+    if first.exists() and not seen.exists():
+        seen.touch()
+        return False
+    first.touch()
+    return True
+
+
+def fill(p: Plan, timeout: float | None = None) -> None:
+    """Run the front-end steps into the entry (after nvcc compiled it whole, so its depfile is written)."""
+    if p.depfile is None or not p.depfile.is_file():
+        raise Unsupported("no dependency file (-MF) to tell when the kept front end is stale")
+    inputs = {name: _stat(name, p.cwd) for name in [p.argv[0], *_dependencies(p.depfile)]}
+    shutil.rmtree(p.entry, ignore_errors=True)
+    p.entry.mkdir(parents=True)
+    steps = [s for s in p.front if not s.startswith("--")]
+    result = _run_steps(steps, p, timeout, capture=True)
+    if result.returncode != 0:
+        shutil.rmtree(p.entry, ignore_errors=True)
+        raise Unsupported(f"the front end failed when run on its own:\n{result.stdout[-2000:]}")
+    shutil.copyfile(p.depfile, p.entry / "deps.d")
+    (p.entry / _DONE).write_text(json.dumps({"argv": list(p.argv), "inputs": inputs}), encoding="utf-8")
+    _evict(p.entry.parent, keep=p.entry)
+
+
+def _evict(cache: Path, keep: Path) -> None:
+    entries = sorted((e for e in cache.iterdir() if e.is_dir() and e != keep),
+                     key=lambda e: _mtime(e / _DONE), reverse=True)
+    for old in entries[CACHE_ENTRIES - 1:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _run_steps(steps: list[str] | tuple[str, ...], p: Plan, timeout: float | None,
+               capture: bool) -> subprocess.CompletedProcess[str]:
+    """The steps as nvcc runs them: one shell line each, in order, stopping at the first failure."""
+    script = "set -e\n" + "\n".join(steps) + "\n"
+    # A session of its own, so that a timeout ends ptxas too, not only the shell.
+    with subprocess.Popen(["/bin/sh", "-c", script], cwd=p.cwd, env=p.env, text=True, start_new_session=True,
+                          stdout=subprocess.PIPE if capture else None,
+                          stderr=subprocess.STDOUT if capture else None) as process:
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+        return subprocess.CompletedProcess(process.args, process.returncode, output or "", None)
+
+
+def back_end(p: Plan, timeout: float | None = None, capture: bool = False) -> subprocess.CompletedProcess[str]:
+    """ptxas, fatbinary and the host compile from the kept front end: the object, as nvcc makes it."""
+    os.utime(p.entry / _DONE)  # recently used
+    result = _run_steps(p.back, p, timeout, capture)
+    if result.returncode == 0 and p.depfile is not None:
+        shutil.copyfile(p.entry / "deps.d", p.depfile)  # the build tool reads (and may delete) it
+    return result
+
+
+def ptxas_only(p: Plan, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """Only the ptxas steps (its -v report is all a static objective reads); no object is written."""
+    os.utime(p.entry / _DONE)
+    return _run_steps(p.ptxas, p, timeout, capture=True)
+
+
+# ------------------------------------------------------------------ the launcher
+
+
+def launcher(cache: Path, options_file: Path) -> list[str]:
+    """The CUDA compiler launcher command (a CMake list's items) for a scratch tree."""
+    return [sys.executable, "-I", "-S", str(Path(__file__).resolve()), f"--cache={cache}",
+            f"--options-file={options_file}", "--"]
+
+
+def _after_launcher(words: list[str]) -> list[str] | None:
+    """The compile command our launcher wraps in `words`, or None."""
+    if "--" not in words or not any(w.endswith("ptxas_path.py") for w in words[:words.index("--")]):
+        return None
+    return words[words.index("--") + 1:]
+
+
+def compile_commands(launcher_commands: str, options_file: Path) -> list[list[str]]:
+    """The tuned compiles in `ninja -t commands` output: the nvcc command after our launcher."""
+    marker = f"--options-file={options_file}"
+    found = []
+    for line in launcher_commands.splitlines():
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            continue
+        if launched := _after_launcher(words):
+            if marker in launched:  # the tuned target's compiles read the candidate's options file
+                found.append(launched)
+    return found
+
+
+def main(args: list[str]) -> int:
+    """Compile one CUDA source: from a kept front end when there is one, else nvcc whole (and keep it)."""
+    split = args.index("--")
+    ours = dict(a.removeprefix("--").split("=", 1) for a in args[:split])
+    argv = args[split + 1:]
+    if f"--options-file={ours['options-file']}" not in argv:
+        os.execvp(argv[0], argv)  # not a tuned compile: nvcc as it is
+    cwd = Path.cwd()
+    try:
+        p = plan(argv, cwd, Path(ours["cache"]))
+    except (Unsupported, OSError, subprocess.SubprocessError) as exc:
+        print(f"ciq_build: nvcc whole ({exc})", file=sys.stderr)
+        os.execvp(argv[0], argv)
+    if ready(p):
+        return back_end(p).returncode
+    whole = subprocess.run(argv, cwd=cwd)
+    if whole.returncode != 0 or not worth_keeping(p):
+        return whole.returncode
+    try:
+        fill(p)
+    except (Unsupported, OSError, subprocess.SubprocessError) as exc:
+        print(f"ciq_build: the front end is not kept for the ptxas-only path ({exc})", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

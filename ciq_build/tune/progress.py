@@ -1,0 +1,99 @@
+"""What a running tune says: a progress bar on a terminal, plain lines in logs and CI, levels through logging.
+
+A tune of hundreds of candidates runs for many minutes; a CI log must show it
+is alive and how it goes, without a terminal's redrawn line. So:
+
+* on a terminal, a tqdm bar (one step per evaluation, the generation, the best
+  so far and the failures beside it);
+* anywhere else, one line per evaluation that ran (its outcome, the best so
+  far, elapsed time), and, while a resume reads finished evaluations back from
+  the journal, at most one line per `REPLAY_INTERVAL` seconds;
+* every message goes through the `ciq_build` logger: `-q` keeps warnings only,
+  `-v` adds each evaluation's controls and metrics.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from ciq_build.tune.evaluation import Evaluated
+
+LOG = logging.getLogger("ciq_build")
+REPLAY_INTERVAL = 10.0  # seconds between lines while journaled evaluations are read back
+
+
+def configure_logging(verbosity: int, stream: TextIO | None = None) -> None:
+    """The CLI's handler: "ciq_build: <message>" on stderr; -1 warnings only (-q), 0 info, 1 debug (-v)."""
+    level = logging.WARNING if verbosity < 0 else logging.DEBUG if verbosity > 0 else logging.INFO
+    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler.setFormatter(logging.Formatter("ciq_build: %(message)s"))
+    for old in list(LOG.handlers):
+        LOG.removeHandler(old)
+    LOG.addHandler(handler)
+    LOG.setLevel(level)
+    LOG.propagate = False
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+def outcome(evaluated: Evaluated) -> str:
+    """One evaluation in a few words: its scores, or its failure's cause."""
+    if evaluated.ok and evaluated.scores is not None:
+        return "ok " + "/".join(f"{s:.6g}" for s in evaluated.scores)
+    return f"failed ({evaluated.cause})"
+
+
+class TuneProgress:
+    """The loop's progress reporter (ciq_build.tune.loop.Progress) for one tune."""
+
+    def __init__(self, expected: int | None, generations: int, *, stream: TextIO | None = None,
+                 terminal: bool | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.expected = expected  # evaluations the search will make at most (None: not known)
+        self.generations = generations
+        self.stream = stream if stream is not None else sys.stderr
+        if terminal is None:
+            isatty = getattr(self.stream, "isatty", None)
+            terminal = bool(isatty and isatty())
+        self._clock = clock
+        self._started = clock()
+        self._last_replay_line = -REPLAY_INTERVAL
+        self.bar: Any = None
+        if terminal and LOG.isEnabledFor(logging.INFO):
+            try:
+                from tqdm import tqdm
+            except ImportError:  # tqdm missing: plain lines on the terminal too
+                pass
+            else:
+                self.bar = tqdm(total=expected, unit="eval", file=self.stream, dynamic_ncols=True, leave=False)
+
+    def update(self, generation: int, *, evaluations: int = 0, failures: int = 0, best: str | None = None,
+               last: Evaluated | None = None) -> None:
+        where = f"generation {generation}/{self.generations}"
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix_str(f"{where}, best {best or '-'}, {failures} failed", refresh=False)
+            return
+        now = self._clock()
+        if last is not None and last.cached and now - self._last_replay_line < REPLAY_INTERVAL:
+            return
+        if last is not None and last.cached:
+            self._last_replay_line = now
+        count = f"{evaluations}/{self.expected}" if self.expected else str(evaluations)
+        said = outcome(last) + (" (from the journal)" if last.cached else "") if last is not None else ""
+        LOG.info("evaluation %s, %s: %s | best %s | %d failed | %s elapsed", count, where, said, best or "-",
+                 failures, _clock(now - self._started))
+        if last is not None and not last.cached and LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug("  controls %s; metrics %s", last.controls, last.metrics)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
