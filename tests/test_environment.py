@@ -325,7 +325,8 @@ def test_waiting_for_the_gpu_is_timed_apart_from_compiling_and_benchmarking(tmp_
         build_dir = tmp_path
         benchmark_path = bench.path
 
-        def build(self, controls: Controls, timeout: float, static_only: bool = False) -> CandidateBuild:
+        def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
+                  benchmark: bool = True) -> CandidateBuild:
             time.sleep(0.3)
             return CandidateBuild(True, None, "", 0.3, "", (), bench.path)
 

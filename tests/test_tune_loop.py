@@ -9,6 +9,7 @@ journal cache and the real winner rule.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -262,3 +263,54 @@ def test_a_failure_cause_is_journaled_as_the_plain_string_old_journals_hold(tmp_
     evaluated = again.lookup(Proposal(0, 0, {}), Controls(), "k")
     assert evaluated is not None and evaluated.cause is Cause.COMPILE_FAILED and not evaluated.environmental
     assert Cause.read("no_such_cause") is Cause.ERROR and Cause.read(None) is Cause.ERROR
+
+
+# -- racing and dedupe, as journaled ---------------------------------------------------------
+
+
+class RacingStandIn(StandInRunner):
+    """StandInRunner whose best candidate was raced out on a lucky first run, and whose VEC=2 builds VEC=1's code."""
+
+    def __init__(self, objectives: Sequence[Objective]) -> None:
+        super().__init__(objectives)
+        self.first_of_code: dict[str, str] = {}
+
+    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+        evaluated = super().evaluate(worker, proposal, controls, key)
+        d = dict(controls.defines)
+        code = controls_id(Controls(defines=tuple((n, "1" if (n, v) == ("VEC", "2") else v)
+                                                  for n, v in controls.defines)))
+        earlier = self.first_of_code.setdefault(code, key)
+        if earlier != key:
+            return dataclasses.replace(evaluated, same_code_as=earlier, runs=0)
+        if (d.get("TILE"), d.get("UNROLL"), d.get("VEC")) == ("32", "4", "4"):
+            return dataclasses.replace(evaluated, raced=True, runs=1)
+        return dataclasses.replace(evaluated, runs=5)
+
+
+def test_raced_and_shared_evaluations_survive_the_journal_and_a_raced_one_never_wins(tmp_path: Path) -> None:
+    path = tmp_path / "recorded.jsonl"
+    cache = opened_cache(path, TIME)
+    runner = RacingStandIn(TIME)
+    cache.record(baseline_of(runner, TIME, controls_id))
+    SearchLoop(source(generations=8, pool_size=12), runner, ["w"], cache, controls_id, TIME).run()
+    lines = evaluation_lines(path)
+    raced = [line for line in lines if line["raced"]]
+    shared = [line for line in lines if line["same_code_as"]]
+    assert raced and shared and all(line["runs"] == 1 for line in raced)
+    keys = {line["key"] for line in lines}
+    assert all(line["same_code_as"] in keys for line in shared)
+
+    loop, _, _, winner = replay(path, tmp_path / "replayed.jsonl", generations=8, pool_size=12, pick="first")
+    assert any(e.raced for e in loop.evaluations) and any(e.same_code_as for e in loop.evaluations)
+    best = min((e for e in loop.evaluations if e.ok and e.scores), key=lambda e: e.scores or ())
+    assert best.raced  # the lowest time seen is the raced candidate's one lucky run...
+    assert winner is not None and not winner.raced  # ...but a fully measured candidate wins
+
+    resumed = SearchLoop(source(generations=8, pool_size=12), ReplayRunner(path, TIME), ["w"],
+                         opened_cache(tmp_path / "replayed.jsonl", TIME), controls_id, TIME)
+    resumed.run()  # everything from the journal now: the flags are read back from it
+    assert all(e.cached for e in resumed.evaluations)
+    assert {e.key for e in resumed.evaluations if e.raced} == {e.key for e in loop.evaluations if e.raced}
+    assert {(e.key, e.same_code_as) for e in resumed.evaluations if e.same_code_as} == \
+        {(e.key, e.same_code_as) for e in loop.evaluations if e.same_code_as}

@@ -145,8 +145,10 @@ class ScratchTree:
                 f"{result.output_tail()}\nDoes `cmake -S {self.manifest.source_dir}` configure on its own?"
             )
 
-    def build(self, controls: Controls, timeout: float, static_only: bool = False) -> CandidateBuild:
-        """Rebuild the tuned target with `controls`, then the benchmark (if any).
+    def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
+              benchmark: bool = True) -> CandidateBuild:
+        """Rebuild the tuned target with `controls`, then the benchmark (if any and `benchmark`: static
+        objectives need no relink of it).
 
         `static_only`: the caller reads only the compiler's report
         (compiler_output), neither objects nor the benchmark; when every
@@ -172,7 +174,7 @@ class ScratchTree:
             return CandidateBuild(False, cause, f"compile {compile_step.describe()}:\n{compile_step.output_tail()}",
                                   compile_step.seconds, output)
         bench = self.manifest.benchmark
-        if bench is not None and bench.target != self.manifest.target:
+        if benchmark and bench is not None and bench.target != self.manifest.target:
             with environment.CompileWitness(self.options_file, timeout) as witness:
                 link_step = proc.run(self._build_args(bench.target), timeout)
             if not link_step.ok:

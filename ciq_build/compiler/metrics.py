@@ -19,7 +19,7 @@ import os
 import re
 import struct
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -258,6 +258,10 @@ class CodeSection:
     relocations: tuple[tuple[int, int, str, int], ...] = ()
 
 
+def _is_device_code(name: str, sh_type: int, sh_flags: int) -> bool:
+    return name.startswith(".text.") and sh_type != _SHT_NOBITS
+
+
 def _text_sections(cubin: bytes) -> list[CodeSection]:
     """Every .text.* section of an ELF file with its relocations, sorted by normalised name (parsed with struct)."""
     try:
@@ -266,7 +270,12 @@ def _text_sections(cubin: bytes) -> list[CodeSection]:
         raise ToolchainError(f"cuobjdump extracted a cubin that cannot be read as ELF ({error})") from None
 
 
-def _parse_text_sections(cubin: bytes) -> list[CodeSection]:
+_SHT_NOBITS = 8
+_SHF_ALLOC = 0x2
+
+
+def _parse_text_sections(cubin: bytes, keep: Callable[[str, int, int], bool] = _is_device_code) -> list[CodeSection]:
+    """The sections `keep(normalised name, sh_type, sh_flags)` selects, with the relocations that apply to them."""
     if cubin[:4] != b"\x7fELF":
         raise ToolchainError("cuobjdump extracted a file that is not an ELF cubin")
     is64 = cubin[4] == 2
@@ -309,12 +318,12 @@ def _parse_text_sections(cubin: bytes) -> list[CodeSection]:
             symbol_names[table] = found
         return symbol_names[table][index]
 
-    SHT_RELA, SHT_NOBITS, SHT_REL = 4, 8, 9
+    SHT_RELA, SHT_REL = 4, 9
     relocations: dict[int, list[tuple[int, int, str, int]]] = {}
     for _sh_name, sh_type, _flags, _addr, _offset, _size, sh_link, sh_info, *_ in sections:
         if sh_type not in (SHT_RELA, SHT_REL) or not 0 < sh_info < len(sections):
             continue
-        if not names[sh_info].startswith(".text."):
+        if not keep(names[sh_info], sections[sh_info][1], sections[sh_info][2]):
             continue
         entry = endian + ("QQq" if is64 else "IIi")[: 3 if sh_type == SHT_RELA else 2]
         width = struct.calcsize(entry)
@@ -327,8 +336,8 @@ def _parse_text_sections(cubin: bytes) -> list[CodeSection]:
             relocations.setdefault(sh_info, []).append((r_offset, kind, symbol(sh_link, sym), addend))
 
     out: list[CodeSection] = []
-    for index, (_, sh_type, *_rest) in enumerate(sections):
-        if names[index].startswith(".text.") and sh_type != SHT_NOBITS:
+    for index, (_, sh_type, sh_flags, *_rest) in enumerate(sections):
+        if keep(names[index], sh_type, sh_flags):
             out.append(CodeSection(names[index], contents(index), tuple(sorted(relocations.get(index, [])))))
     return sorted(out, key=lambda s: (s.name, s.data, s.relocations))
 
@@ -359,3 +368,30 @@ def code_hash(object_file: Path, toolchain: Toolchain) -> dict[str, str]:
                 for offset, kind, target, addend in section.relocations:
                     digest.update(b"%d %d %d " % (offset, kind, addend) + target.encode() + b"\0")
         return {arch: digest.hexdigest() for arch, digest in sorted(digests.items())}
+
+
+def _is_host_image(name: str, sh_type: int, sh_flags: int) -> bool:
+    # What the program loads (code, constants, initialisers), but not the embedded
+    # device code: code_hash covers that, and its notes name the ACF's path.
+    return bool(sh_flags & _SHF_ALLOC) and sh_type != _SHT_NOBITS and name != ".nv_fatbin"
+
+
+def host_code_hash(object_file: Path) -> str:
+    """sha256 over an object's host sections that the program loads (bytes and relocations), .nv_fatbin excluded.
+
+    A -D parameter can change only host code and constants (a launch size, a
+    literal in .rodata) and leave every cubin as it was: the device code hash
+    alone would call two such builds the same.
+    """
+    data = Path(object_file).read_bytes()
+    try:
+        sections = _parse_text_sections(data, _is_host_image)
+    except (struct.error, ValueError, IndexError) as error:
+        raise ToolchainError(f"{object_file} cannot be read as an ELF object ({error})") from None
+    digest = hashlib.sha256()
+    for section in sections:
+        digest.update(section.name.encode() + b"\0" + len(section.data).to_bytes(8, "little") + section.data)
+        digest.update(len(section.relocations).to_bytes(8, "little"))
+        for offset, kind, target, addend in section.relocations:
+            digest.update(b"%d %d %d " % (offset, kind, addend) + target.encode() + b"\0")
+    return digest.hexdigest()

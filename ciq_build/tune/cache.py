@@ -74,10 +74,14 @@ def read_evaluation(record: dict[str, Any], proposal: Proposal, controls: Contro
     if ok and scores is None:
         return None  # measured, but not for today's objectives: measure again
     seconds = record.get("seconds")
+    runs, same, code = record.get("runs"), record.get("same_code_as"), record.get("code")
     return Evaluated(key, proposal, controls, ok, None if ok else Cause.read(record.get("cause")),
                      str(record.get("message") or ""), values, _numbers(record.get("spread")), scores,
                      0.0 if cached or not isinstance(seconds, (int, float)) else float(seconds),
-                     cached=cached, timings=journaled_timings(record))
+                     cached=cached, timings=journaled_timings(record),
+                     runs=runs if isinstance(runs, int) and not isinstance(runs, bool) else 0,
+                     raced=record.get("raced") is True, same_code_as=same if isinstance(same, str) else None,
+                     code=code if isinstance(code, str) else None)
 
 
 def from_journal(record: dict[str, Any], proposal: Proposal, controls: Controls, key: str,
@@ -115,6 +119,8 @@ def evaluation_record(evaluated: Evaluated) -> dict[str, Any]:
         "scores": list(evaluated.scores) if evaluated.scores is not None else None,
         "seconds": round(evaluated.seconds, 3), "timings": evaluated.timings,
         "environmental": evaluated.environmental, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "runs": evaluated.runs, "raced": evaluated.raced, "same_code_as": evaluated.same_code_as,
+        "code": evaluated.code,
         **({"worker": evaluated.worker} if evaluated.worker else {}),
     }
 
@@ -173,6 +179,12 @@ class EvaluationCache:
         """The journaled evaluation of `key` to reuse for `proposal`, or None: evaluate it."""
         record = self.entries.get(key)
         return None if record is None else from_journal(record, proposal, controls, key, self.objectives)
+
+    def journaled(self, objectives: Sequence[Objective]) -> list[Evaluated]:
+        """Every reusable journaled evaluation (its proposal unknown: id -2), for what later candidates compare with."""
+        found = (from_journal(record, Proposal(id=-2, generation=0, params={}), Controls(), key, objectives)
+                 for key, record in self.entries.items())
+        return [evaluated for evaluated in found if evaluated is not None]
 
     def record(self, evaluated: Evaluated, *, reuse: bool = False) -> None:
         """Journal a finished evaluation, durably; `reuse`: also serve it to later lookups of this run."""

@@ -67,7 +67,8 @@ class Confirmer:
         baseline, winner, prebuilt = self._trusted_winner(baseline, evaluations, base_tree, tree)
         assert winner.scores is not None and baseline.scores is not None
         # Rebuild the winner in a worker tree: its objects are pinned (resource usage, code hash).
-        rebuilt = prebuilt if prebuilt is not None else tree.build(winner.controls, self.measure.timeout)
+        rebuilt = prebuilt if prebuilt is not None else tree.build(winner.controls, self.measure.timeout,
+                                                                   benchmark=self.runner.needs_benchmark)
         if not rebuilt.ok:
             raise SearchError(f"the winning candidate no longer builds: {rebuilt.message}")
         if not self.runner.needs_benchmark:
@@ -126,7 +127,7 @@ class Confirmer:
         """
         keys = self._deterministic_keys()
         if keys and baseline.cached:
-            built = base_tree.build(Controls(), self.measure.timeout)
+            built = base_tree.build(Controls(), self.measure.timeout, benchmark=self.runner.needs_benchmark)
             if not built.ok:
                 raise SearchError(f"the baseline no longer builds: {built.message}")
             baseline = self._remeasured(baseline, built, keys)
@@ -140,7 +141,7 @@ class Confirmer:
                     "see the journal for each failure")
             if not keys or not winner.cached or id(winner) in checked:
                 break
-            built = tree.build(winner.controls, self.measure.timeout)
+            built = tree.build(winner.controls, self.measure.timeout, benchmark=self.runner.needs_benchmark)
             if not built.ok:
                 raise SearchError(f"the winning candidate no longer builds: {built.message}")
             fresh = self._remeasured(winner, built, keys)

@@ -88,7 +88,7 @@ class TuneRun:
         self.objectives = list(settings.objectives)
         self.timeout = settings.measure.timeout
         self.runner = BuildRunner(manifest, toolchain, self.objectives, settings.measure.repeats, self.timeout,
-                                  GpuSlots(settings.measure.gpus), warn=self._warn)
+                                  GpuSlots(settings.measure.gpus), warn=self._warn, build_jobs=settings.build.jobs)
         self.state_dir = manifest.binary_dir / "ciq"
         self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{safe_name(manifest.target)}.jsonl"),
                                      self.objectives, self._say)
@@ -131,15 +131,23 @@ class TuneRun:
             self._say(note)
         before = self.source_set.snapshot()
         # The baseline's tree and the workers' (on Ray, one here for the confirmation: the actors keep their own).
+        # A worker more per GPU than --jobs: the next candidates compile while the GPUs benchmark.
         # Compile time is measured on the whole nvcc compile, never on the ptxas-only fast path.
-        local_workers = 1 if self.settings.executor.kind == "ray" else self.settings.build.jobs
+        ray = self.settings.executor.kind == "ray"
+        benchmarking = self.runner.slots.count if self.runner.needs_benchmark and not ray else 0
+        local_workers = 1 if ray else self.settings.build.jobs + benchmarking
         base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, local_workers + 1,
                                                  self.timeout * CONFIGURE_TIMEOUT_FACTOR,
                                                  fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self.sources = self.source_set.digest(configured)
+        self.runner.code_context = self._key(Controls())
         baseline = self._baseline(base_tree, configured)
+        self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
+        self.runner.remember(baseline, incumbent=True)  # candidates race the defaults, journaled or measured now
+        for journaled in self.cache.journaled(self.objectives):
+            self.runner.remember(journaled)  # its code is shared as if measured in this run
         self._search(source, workers)
         return self._finish(baseline, base_tree, workers[0], source)
 
@@ -244,7 +252,8 @@ class TuneRun:
             write_record(pinned, record, acf_source=acf.path if acf else None)
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
-                          confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run),
+                          confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
+                          repeats=self.settings.measure.repeats),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)

@@ -30,6 +30,10 @@ class Evaluated:
     # Where the time went: compile_s (the target and the benchmark's link), benchmark_s
     # (the runs), wait_s (queued for a GPU slot). Empty for journals written before 0.2.
     timings: dict[str, float] = field(default_factory=dict)
+    runs: int = 0  # benchmark runs this evaluation made (none for static objectives, a dedupe or the journal)
+    raced: bool = False  # stopped early by racing (ciq_build.measure.racing): never pinned over a full measurement
+    same_code_as: str | None = None  # the key of the earlier evaluation whose machine code, so measurement, it took
+    code: str | None = None  # its machine-code key (ciq_build.tune.dedupe), when computed
     worker: str = ""  # where it ran when not on this machine: a Ray slot and its host:pid (journaled when set)
 
     @property

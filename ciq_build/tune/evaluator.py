@@ -7,9 +7,11 @@ real runner (`BuildRunner`) builds it in a scratch tree and measures it there,
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Protocol, TypeVar
 
 from ciq_build.build import environment
@@ -20,7 +22,9 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement, coarse_precision_warning, measure
+from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.search.base import Proposal
+from ciq_build.tune.dedupe import CodeDedupe, code_key, taken_from
 from ciq_build.tune.evaluation import Evaluated, metric_key, objective_values
 
 W_contra = TypeVar("W_contra", contravariant=True)
@@ -39,7 +43,8 @@ class BuildRunner:
     """Builds candidates in scratch trees and measures them; owns nothing but how one evaluation goes."""
 
     def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
-                 timeout: float, slots: GpuSlots, warn: Callable[[str], None] | None = None) -> None:
+                 timeout: float, slots: GpuSlots, warn: Callable[[str], None] | None = None, *,
+                 build_jobs: int | None = None) -> None:
         self.manifest = manifest
         self.toolchain = toolchain
         self.objectives = list(objectives)
@@ -49,6 +54,21 @@ class BuildRunner:
         self.warn = warn  # where the coarse-precision warning goes
         self._warned = False
         self._warn_lock = threading.Lock()
+        # At most `build_jobs` compiles at once, however many workers there are: with one
+        # worker more than that per GPU, the next candidates compile while one is benchmarked.
+        self._builds = threading.BoundedSemaphore(build_jobs) if build_jobs else None
+        # None: every candidate is measured. Only where measuring costs more than the code key
+        # (~50 ms of cuobjdump an object): a benchmark, or the SASS count; the other static
+        # metrics come free with the compile log.
+        self.dedupe: CodeDedupe | None = CodeDedupe() if self.needs_benchmark or self.needs_sass else None
+        # What else a measurement depends on (sources, toolchain, benchmark: the driver's key of
+        # the defaults), so a journaled evaluation of other sources never shares its code key.
+        self.code_context = ""
+        # Racing needs one objective, from the benchmark: with more, a candidate behind on
+        # time may still be on the Pareto front.
+        timed = self.objectives[0] if len(self.objectives) == 1 else None
+        self.racing: RaceBoard | None = (RaceBoard(metric_key(timed), timed.direction)
+                                         if timed is not None and timed.source == "benchmark" else None)
 
     @property
     def needs_benchmark(self) -> bool:
@@ -66,6 +86,16 @@ class BuildRunner:
     @property
     def needs_sass(self) -> bool:
         return any(o.name == "sass_instructions" for o in self.objectives)
+
+    def remember(self, evaluated: Evaluated, *, incumbent: bool = False) -> None:
+        """A journaled evaluation: later candidates may share its code; `incumbent`: and race against it."""
+        if self.dedupe is not None:
+            self.dedupe.remember(evaluated)
+        racing = self.racing
+        if not incumbent or racing is None or not evaluated.ok or evaluated.raced:
+            return
+        if racing.metric in evaluated.metrics:
+            racing.offer(Incumbent(evaluated.metrics[racing.metric], evaluated.spread.get(racing.metric, 0.0)))
 
     def bench_spec(self, tree: ScratchTree) -> BenchSpec:
         bench = self.manifest.benchmark
@@ -98,10 +128,30 @@ class BuildRunner:
                              time.monotonic() - started, timings=_rounded(timings))
 
         # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
-        build = worker.build(controls, self.timeout, static_only=self.static_only)
+        with self._builds if self._builds is not None else nullcontext():
+            build = worker.build(controls, self.timeout, static_only=self.static_only, benchmark=self.needs_benchmark)
         timings["compile_s"] = time.monotonic() - started
         if not build.ok:
             return failed(build.cause or Cause.COMPILE_FAILED, build.message, {"compile_seconds": build.compile_seconds})
+        if self.dedupe is None:
+            return self._measured(worker, build, proposal, controls, key, started, timings)
+        code = code_key(build.objects, worker.build_dir, self.toolchain, host=self.needs_benchmark,
+                        context=self.code_context)
+        return self.dedupe.evaluate(
+            code,
+            lambda: dataclasses.replace(self._measured(worker, build, proposal, controls, key, started, timings),
+                                        code=code),
+            lambda earlier: taken_from(earlier, Evaluated(key, proposal, controls, True, None, "", {}, {}, None,
+                                                          time.monotonic() - started, timings=_rounded(timings))))
+
+    def _measured(self, worker: ScratchTree, build: CandidateBuild, proposal: Proposal, controls: Controls,
+                  key: str, started: float, timings: dict[str, float]) -> Evaluated:
+        """A built candidate's static metrics and benchmark runs, scored."""
+        def failed(cause: Cause, message: str, values: dict[str, float] | None = None) -> Evaluated:
+            return Evaluated(key, proposal, controls, False, cause, message, values or {}, {}, None,
+                             time.monotonic() - started, timings=_rounded(timings), runs=runs)
+
+        runs, raced = 0, False
         values = self.static_metrics(build)
         spread: dict[str, float] = {}
         if self.needs_benchmark:
@@ -109,7 +159,13 @@ class BuildRunner:
             with self.slots.slot() as env:
                 running = time.monotonic()
                 timings["wait_s"] = running - queued
-                measurement = measure(self.bench_spec(worker).with_env(env), self.repeats)
+                spec = self.bench_spec(worker).with_env(env)
+                if self.racing is not None:
+                    raced_measurement = race(spec, self.repeats, self.racing)
+                    measurement, raced = raced_measurement.measurement, raced_measurement.raced
+                else:
+                    measurement = measure(spec, self.repeats)
+                runs = len(measurement.runs)
                 timings["benchmark_s"] = time.monotonic() - running
             self.check_precision(measurement)
             if measurement.failure is not None:
@@ -123,7 +179,7 @@ class BuildRunner:
             missing = [metric_key(o) for o in self.objectives if metric_key(o) not in values]
             return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
         return Evaluated(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
-                         timings=_rounded(timings))
+                         timings=_rounded(timings), runs=runs, raced=raced)
 
     def static_metrics(self, build: CandidateBuild) -> dict[str, float]:
         """compile_seconds and the compiler's static metrics of a build (deterministic but the first)."""

@@ -20,9 +20,25 @@ def time_summary(evaluations: Sequence[Evaluated], needs_benchmark: bool) -> str
     return text
 
 
+def runs_summary(evaluations: Sequence[Evaluated], repeats: int) -> str:
+    """Benchmark runs this run's evaluations made, and those racing and dedupe saved of `repeats` each."""
+    fresh = [e for e in evaluations if not e.cached]
+    ran = sum(e.runs for e in fresh)
+    raced = [e for e in fresh if e.raced and e.same_code_as is None]
+    same = [e for e in fresh if e.same_code_as is not None]
+    by_racing = sum(max(0, repeats - e.runs) for e in raced)
+    by_dedupe = len(same) * repeats
+    text = f"{ran} run, {by_racing + by_dedupe} saved"
+    if by_racing + by_dedupe:
+        text += (f" ({by_racing} by racing: {len(raced)} candidate(s) stopped early; {by_dedupe} by dedupe: "
+                 f"{len(same)} candidate(s) with an earlier one's machine code)")
+    return text
+
+
 def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: tuple[float, ...],
                 winner_scores: tuple[float, ...], evaluations: Sequence[Evaluated], needs_benchmark: bool,
-                verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset()) -> str:
+                verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
+                *, repeats: int = 0) -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
         rows.append((objective.spec, f"{base:.6g}", f"{best:.6g}", relative_change(base, best)))
@@ -39,8 +55,13 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
         table,
         f"  evaluations: {len(evaluations)} ({reused}); failures: {failure_summary(evaluations)}",
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
-        f"  verdict: {verdict}",
     ]
+    shared = sum(1 for e in evaluations if not e.cached and e.same_code_as is not None)
+    if needs_benchmark:
+        lines.append(f"  benchmark runs: {runs_summary(evaluations, repeats)}")
+    elif shared:
+        lines.append(f"  same machine code as an earlier candidate: {shared} (its metrics taken, not measured again)")
+    lines.append(f"  verdict: {verdict}")
     if pinned is not None:
         lines.append(f"  pinned: {pinned}")
         lines.append(f"  next: commit {pinned.parent}, then a plain `cmake --build` applies it")

@@ -15,6 +15,8 @@ def pick_winner(evaluations: Sequence[Evaluated], baseline: Evaluated, objective
                 rule: str) -> Evaluated | None:
     """The Pareto point to pin; among the points that beat the defaults on every objective, if any do."""
     ok = [e for e in evaluations if e.ok and e.scores is not None]
+    # A raced-out candidate (fewer runs, dropped as behind) never wins over a fully measured one.
+    ok = [e for e in ok if not e.raced] or ok
     if not ok:
         return None
     directions = [o.direction for o in objectives]
