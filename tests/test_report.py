@@ -332,6 +332,22 @@ _EDITED = settings(deadline=None, database=None,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
+def test_export_and_the_page_say_where_each_evaluation_ran_and_how_it_was_cut(tmp_path: Path) -> None:
+    records = [
+        {"key": "a", "generation": 0, "ok": True, "scores": [1.0], "controls": {}, "runs": 5},
+        {"key": "b", "generation": 1, "ok": True, "scores": [1.4], "controls": {"flags": ["-Xptxas=-O1"]},
+         "runs": 1, "raced": True, "worker": "ray-1@node7:4242"},
+        {"key": "c", "generation": 1, "ok": True, "scores": [1.0], "controls": {"flags": ["-Xptxas=-O3"]},
+         "same_code_as": "a", "worker": "ray-0@node7:4241"},
+    ]
+    history = _edited_history(tmp_path, records, ["time"])
+    rows = {row["key"]: row for row in csv.DictReader(io.StringIO(to_csv(history), newline=""))}
+    assert rows["b"]["worker"] == "ray-1@node7:4242" and rows["b"]["raced"] == "True" and rows["b"]["runs"] == "1"
+    assert rows["c"]["same_code_as"] == "a" and rows["a"]["worker"] == ""
+    text = report_page.render_html(history)  # its table of every evaluation
+    assert "raced out after 1 run(s)" in text and "same code as a" in text and "ray-1@node7:4242" in text
+
+
 @settings(_EDITED, max_examples=200)
 @given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
 def test_any_journal_anyone_could_have_edited_reports_and_exports_or_says_why_not(

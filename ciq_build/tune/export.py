@@ -63,6 +63,10 @@ def evaluation_row(history: TuneHistory, evaluation: Evaluation) -> dict[str, An
         "timings": {name: evaluation.timings.get(name) for name in TIMING_NAMES},
         "seconds": evaluation.seconds,
         "finished": evaluation.finished,
+        "worker": evaluation.worker,
+        "runs": evaluation.runs,
+        "raced": evaluation.raced,
+        "same_code_as": evaluation.same_code_as,
         "message": evaluation.message,
     }
 
@@ -81,9 +85,9 @@ def to_json(history: TuneHistory) -> str:
 def to_csv(history: TuneHistory) -> str:
     rows = [_flat(evaluation_row(history, e)) for e in history.evaluations]
     fixed = ["index", "generation", "key", "baseline", "ok", "cause", "environmental", "flags", "defines", "acf"]
-    varying = sorted({column for row in rows for column in row} - set(fixed) - {"seconds", "finished", "message"},
-                     key=_column_order)
-    columns = fixed + varying + ["seconds", "finished", "message"]
+    tail = ["seconds", "finished", "worker", "runs", "raced", "same_code_as", "message"]
+    varying = sorted({column for row in rows for column in row} - set(fixed) - set(tail), key=_column_order)
+    columns = fixed + varying + tail
     out = io.StringIO()
     # The csv module's own \r\n line ends (RFC 4180): only then does it quote a field holding a lone \r.
     writer = csv.DictWriter(out, fieldnames=columns, restval="")

@@ -53,6 +53,10 @@ class Evaluation:
     seconds: float  # the whole evaluation's wall time
     finished: str  # the journal's timestamp, as written
     elapsed_s: float  # seconds from the start of the first evaluation to the end of this one
+    worker: str = ""  # where it ran when not on this machine (a Ray slot and its host:pid)
+    runs: int = 0  # benchmark runs it made (fewer when racing stopped it)
+    raced: bool = False  # stopped early by racing: measured, never pinned over a full measurement
+    same_code_as: str = ""  # the key of the earlier evaluation whose machine code, so measurement, it took
 
     @property
     def is_baseline(self) -> bool:
@@ -282,6 +286,10 @@ def _evaluations(records: list[dict[str, Any]], width: int) -> list[Evaluation]:
             seconds=_number(record.get("seconds")),
             finished=str(record.get("time") or ""),
             elapsed_s=(when - origin) if when is not None and origin is not None else math.nan,
+            worker=str(record.get("worker") or ""),
+            runs=int(_number(record.get("runs"))),
+            raced=record.get("raced") is True,
+            same_code_as=str(record.get("same_code_as") or ""),
         ))
     return result
 

@@ -87,7 +87,10 @@ class TuneProgress:
         if last is not None and last.cached:
             self._last_replay_line = now
         count = f"{evaluations}/{self.expected}" if self.expected else str(evaluations)
-        said = outcome(last) + (" (from the journal)" if last.cached else "") if last is not None else ""
+        said = ""
+        if last is not None:
+            said = outcome(last) + (" (from the journal)" if last.cached else "")
+            said += f" on {last.worker}" if last.worker else ""
         LOG.info("evaluation %s, %s: %s | best %s | %d failed | %s elapsed", count, where, said, best or "-",
                  failures, _clock(now - self._started))
         if last is not None and not last.cached and LOG.isEnabledFor(logging.DEBUG):

@@ -175,14 +175,19 @@ def _evaluation_rows(history: TuneHistory) -> list[list[str]]:
         state = "ok" if e.ok else f"failed: {e.cause}"
         if e.is_baseline:
             state += " (baseline)"
+        if e.raced:
+            state += f" (raced out after {e.runs} run(s))"
+        if e.same_code_as:
+            state += f" (same code as {e.same_code_as[:12]})"
         rows.append([str(e.index), str(e.generation), state, *scores,
                      *(_seconds(e.timings[name]) if name in e.timings else "-" for name in TIMING_NAMES),
-                     _controls_text(e)])
+                     e.worker or "here", _controls_text(e)])
     return rows
 
 
 def _evaluation_head(history: TuneHistory) -> list[str]:
-    return ["#", "gen", "outcome", *(o.spec for o in history.objectives), "compile", "benchmark", "wait", "controls"]
+    return ["#", "gen", "outcome", *(o.spec for o in history.objectives), "compile", "benchmark", "wait", "worker",
+            "controls"]
 
 
 def _facts(history: TuneHistory) -> list[tuple[str, str]]:
