@@ -11,6 +11,7 @@ import pytest
 from ciq_build.compiler.metrics import (
     KernelUsage,
     code_hash,
+    host_code_hash,
     normalise_symbol,
     parse_ptxas_verbose,
     resource_usage,
@@ -304,3 +305,32 @@ def test_metrics_need_cuobjdump(default_build: Built, toolchain: Toolchain, tmp_
     broken = tmp_path / "broken.o"
     broken.write_bytes(default_build.obj.read_bytes()[:100])
     assert resource_usage(broken, toolchain) == {}
+
+
+HOST_LAUNCH = """\
+#ifndef GRID
+#define GRID 2
+#endif
+namespace { __device__ float triple(float x) { return 3.0f * x; } }
+__global__ void scale(float* p) { p[threadIdx.x] = triple(p[threadIdx.x]); }
+void launch(float* p) { scale<<<GRID, 32>>>(p); }
+"""
+
+
+def test_host_code_hash_is_reproducible_where_the_object_is_not_and_sees_host_only_changes(
+    toolchain: Toolchain, tmp_path: Path
+) -> None:
+    def build(where: str, *flags: str) -> Path:
+        (tmp_path / where).mkdir()
+        (tmp_path / where / "launch.cu").write_text(HOST_LAUNCH)
+        return _compile(toolchain, tmp_path / where / "launch.cu", *flags)
+
+    first, second = build("a"), build("b")
+    # nvcc's module id is not reproducible: two builds of one source differ byte for byte ...
+    assert hashlib.sha256(first.read_bytes()).digest() != hashlib.sha256(second.read_bytes()).digest()
+    # ... their host code does not.
+    assert host_code_hash(first) == host_code_hash(second)
+    # A -D that changes only the launch leaves the device code alone, not the host code.
+    other = build("c", "-DGRID=5")
+    assert code_hash(other, toolchain) == code_hash(first, toolchain)
+    assert host_code_hash(other) != host_code_hash(first)

@@ -258,15 +258,20 @@ class CodeSection:
     relocations: tuple[tuple[int, int, str, int], ...] = ()
 
 
-def _text_sections(cubin: bytes) -> list[CodeSection]:
-    """Every .text.* section of an ELF file with its relocations, sorted by normalised name (parsed with struct)."""
+def _text_sections(cubin: bytes, host: bool = False) -> list[CodeSection]:
+    """Every .text.* section of an ELF file with its relocations, sorted by normalised name (parsed with struct).
+
+    `host`: the file is a host object, whose code is in `.text` itself as well."""
     try:
-        return _parse_text_sections(cubin)
+        return _parse_text_sections(cubin, host)
     except (struct.error, ValueError, IndexError) as error:
         raise ToolchainError(f"cuobjdump extracted a cubin that cannot be read as ELF ({error})") from None
 
 
-def _parse_text_sections(cubin: bytes) -> list[CodeSection]:
+def _parse_text_sections(cubin: bytes, host: bool = False) -> list[CodeSection]:
+    def is_code(name: str) -> bool:
+        return name.startswith(".text.") or (host and name == ".text")
+
     if cubin[:4] != b"\x7fELF":
         raise ToolchainError("cuobjdump extracted a file that is not an ELF cubin")
     is64 = cubin[4] == 2
@@ -314,7 +319,7 @@ def _parse_text_sections(cubin: bytes) -> list[CodeSection]:
     for _sh_name, sh_type, _flags, _addr, _offset, _size, sh_link, sh_info, *_ in sections:
         if sh_type not in (SHT_RELA, SHT_REL) or not 0 < sh_info < len(sections):
             continue
-        if not names[sh_info].startswith(".text."):
+        if not is_code(names[sh_info]):
             continue
         entry = endian + ("QQq" if is64 else "IIi")[: 3 if sh_type == SHT_RELA else 2]
         width = struct.calcsize(entry)
@@ -328,9 +333,30 @@ def _parse_text_sections(cubin: bytes) -> list[CodeSection]:
 
     out: list[CodeSection] = []
     for index, (_, sh_type, *_rest) in enumerate(sections):
-        if names[index].startswith(".text.") and sh_type != SHT_NOBITS:
+        if is_code(names[index]) and sh_type != SHT_NOBITS:
             out.append(CodeSection(names[index], contents(index), tuple(sorted(relocations.get(index, [])))))
     return sorted(out, key=lambda s: (s.name, s.data, s.relocations))
+
+
+def _digest_sections(digest: hashlib._Hash, sections: list[CodeSection]) -> None:
+    for section in sections:
+        digest.update(section.name.encode() + b"\0" + len(section.data).to_bytes(8, "little") + section.data)
+        digest.update(len(section.relocations).to_bytes(8, "little"))
+        for offset, kind, target, addend in section.relocations:
+            digest.update(b"%d %d %d " % (offset, kind, addend) + target.encode() + b"\0")
+
+
+def host_code_hash(object_file: Path) -> str:
+    """sha256 hex over a host object's code sections (.text, .text.*: bytes and relocations, names normalised).
+
+    The object file's own bytes differ between two builds of the same source
+    (nvcc's module id is not reproducible), its code does not: so two builds in
+    one tree have the same host code exactly when this hash is the same. Data
+    sections (.rodata) are not covered.
+    """
+    digest = hashlib.sha256()
+    _digest_sections(digest, _text_sections(Path(object_file).read_bytes(), host=True))
+    return digest.hexdigest()
 
 
 def code_hash(object_file: Path, toolchain: Toolchain) -> dict[str, str]:
@@ -352,10 +378,5 @@ def code_hash(object_file: Path, toolchain: Toolchain) -> dict[str, str]:
             sections = _text_sections(cubin.read_bytes())
             if not sections:
                 continue  # a cubin without code (host-only sources still get one)
-            digest = digests.setdefault(arch_number(match.group(1)), hashlib.sha256())
-            for section in sections:
-                digest.update(section.name.encode() + b"\0" + len(section.data).to_bytes(8, "little") + section.data)
-                digest.update(len(section.relocations).to_bytes(8, "little"))
-                for offset, kind, target, addend in section.relocations:
-                    digest.update(b"%d %d %d " % (offset, kind, addend) + target.encode() + b"\0")
+            _digest_sections(digests.setdefault(arch_number(match.group(1)), hashlib.sha256()), sections)
         return {arch: digest.hexdigest() for arch, digest in sorted(digests.items())}

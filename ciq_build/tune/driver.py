@@ -11,6 +11,7 @@ in scratch trees (ciq_build.build.cmake).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,14 +38,16 @@ from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
 from ciq_build.pin.record import record_path, write_record
 from ciq_build.search.base import CandidateSource, Proposal
-from ciq_build.search.select import make_candidate_source
+from ciq_build.search.select import make_candidate_source, search_kinds
 from ciq_build.state.journal import Journal, TargetLock
 from ciq_build.tune.assemble import assemble_record
 from ciq_build.tune.cache import EvaluationCache, cache_key
-from ciq_build.tune.confirm import Confirmer
+from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.evaluation import Evaluated
 from ciq_build.tune.evaluator import BuildRunner
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
+from ciq_build.tune.minimize import minimize
+from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.settings import TuneOptions, TuneSettings, resolve_settings
 from ciq_build.tune.summary import run_summary
@@ -135,6 +138,8 @@ class TuneRun:
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self.sources = self.source_set.digest(configured)
         baseline = self._baseline(base_tree, configured)
+        if "params" in search_kinds(self.settings.search):  # a PARAMS name the source overrides, said early
+            overridden_params(self.manifest.params, workers[0], self.timeout, self.manifest.target, self._warn)
         self._search(source, workers)
         return self._finish(baseline, base_tree, workers[0], source)
 
@@ -218,6 +223,8 @@ class TuneRun:
         confirmer = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure,
                               self.settings.search.pick, self.manifest.target, self._say, self._warn)
         confirmation = confirmer.confirm(baseline, self.evaluations, base_tree, tree)
+        if confirmation.better and self.settings.pin:
+            confirmation = self._minimal(confirmation, tree)
         pinned: Path | None = None
         if confirmation.better and self.settings.pin:
             record = assemble_record(self.manifest, self.toolchain, self.objectives, confirmation, tree,
@@ -231,6 +238,21 @@ class TuneRun:
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)
+
+    def _minimal(self, confirmation: Confirmation, tree: ScratchTree) -> Confirmation:
+        """The confirmation with the winner's no-op controls dropped (ciq_build.tune.minimize)."""
+        winner = confirmation.winner
+        minimal = minimize(winner.controls, confirmation.winner_objects, tree, self.toolchain, self.timeout,
+                           self._say)
+        if not minimal.dropped:
+            return confirmation
+        self._say(minimal.describe())
+        verdict = f"{confirmation.verdict}; {minimal.describe()}"
+        if minimal.controls.is_default:
+            verdict += "; the winner's code is the compiler's default code: nothing pinned"
+        return dataclasses.replace(confirmation, winner=dataclasses.replace(winner, controls=minimal.controls),
+                                   winner_objects=minimal.objects, verdict=verdict,
+                                   better=not minimal.controls.is_default)
 
     # -- output --------------------------------------------------------------------
 
