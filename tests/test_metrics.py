@@ -12,6 +12,7 @@ from ciq_build.compiler.metrics import (
     KernelUsage,
     code_hash,
     host_code_hash,
+    kernel_values,
     normalise_symbol,
     parse_ptxas_verbose,
     resource_usage,
@@ -334,3 +335,20 @@ def test_host_code_hash_is_reproducible_where_the_object_is_not_and_sees_host_on
     other = build("c", "-DGRID=5")
     assert code_hash(other, toolchain) == code_hash(first, toolchain)
     assert host_code_hash(other) != host_code_hash(first)
+
+
+def test_a_per_kernel_objective_reads_only_the_kernels_its_regex_finds(capped_build: Built) -> None:
+    usages = parse_ptxas_verbose(capped_build.ptxas_output)
+    heavy = next(u for u in usages if u.function == HEAVY)
+    light = next(u for u in usages if u.function == LIGHT)
+    assert heavy.spill_bytes > 0 and light.registers < heavy.registers
+    values = kernel_values(usages, {"registers:light": ("registers", "light"),
+                                    "spill_bytes:_Z5heavy": ("spill_bytes", "_Z5heavy"),  # the mangled name
+                                    "stack_bytes:heavy[(]": ("stack_bytes", "heavy[(]"),  # the demangled one
+                                    "registers:li|he": ("registers", "li|he"),
+                                    "registers:nothing": ("registers", "nothing")})
+    assert values["registers:light"] == light.registers
+    assert values["spill_bytes:_Z5heavy"] == heavy.spill_bytes
+    assert values["stack_bytes:heavy[(]"] == heavy.stack_frame
+    assert values["registers:li|he"] == heavy.registers  # the most of the kernels found
+    assert "registers:nothing" not in values  # no kernel: no value, so the candidate has no score

@@ -65,3 +65,20 @@ def test_a_param_the_source_redefines_unguarded_is_warned_about_after_the_baseli
     assert len(warnings) == 1, result.stderr  # UNROLL only: X is guarded with #ifndef
     (warning,) = warnings
     assert "PARAMS UNROLL of noop_kernels" in warning and "#ifndef UNROLL" in warning
+
+
+def test_objectives_that_name_kernels_score_only_those_kernels_and_their_pin_applies(tmp_path: Path) -> None:
+    result, source, build = _tune(tmp_path, "--objective", "registers:heavy", "--objective", "registers:tin(y)?")
+    assert result.returncode == 0, result.stderr
+    record = json.loads((source / "ciq" / "noop_kernels.json").read_text())
+    assert [o["name"] for o in record["objectives"]] == ["registers:heavy", "registers:tin(y)?"]
+    # heavy holds 16 values at the default X=3 (30 registers), 4 at X=0 (18); tiny's 10 never change.
+    assert record["baseline"]["scores"] == [30, 10] and record["winner"]["scores"] == [18, 10]
+    assert record["controls"]["defines"] == {"X": "0"}
+    # CMake reads the record (the rule book's objective pattern) and applies it; verify agrees.
+    configure = subprocess.run(["cmake", str(build)], capture_output=True, text=True)
+    assert configure.returncode == 0 and "noop_kernels" in configure.stdout + configure.stderr, configure.stderr
+    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    verify = subprocess.run([sys.executable, "-m", "ciq_build", "verify", "noop_kernels", "-B", str(build)],
+                            capture_output=True, text=True, timeout=300, cwd=source)
+    assert verify.returncode == 0, verify.stdout + verify.stderr

@@ -120,7 +120,8 @@ class BuildRunner:
             spread.update(measurement.iqr)
         scores = objective_values(self.objectives, values)
         if scores is None:
-            missing = [metric_key(o) for o in self.objectives if metric_key(o) not in values]
+            missing = [metric_key(o) + (" (no kernel's mangled or demangled name matches its regex)" if o.kernels else "")
+                       for o in self.objectives if metric_key(o) not in values]
             return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
         return Evaluated(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
                          timings=_rounded(timings))
@@ -131,6 +132,8 @@ class BuildRunner:
         usages = metrics.parse_ptxas_verbose(build.compiler_output)
         if usages:
             values.update({k: float(v) for k, v in metrics.summarize(usages).items()})
+            per_kernel = {o.name: o.kernels for o in self.objectives if o.kernels is not None}
+            values.update({k: float(v) for k, v in metrics.kernel_values(usages, per_kernel).items()})
         if self.needs_sass and build.objects:
             values["sass_instructions"] = float(
                 sum(metrics.sass_instruction_count(obj, self.toolchain) for obj in build.objects))
