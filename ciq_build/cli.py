@@ -67,8 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--repeats", type=int, default=_MEASURE.repeats,
                       help=f"benchmark runs per candidate; the median is scored (default {_MEASURE.repeats})")
     tune.add_argument("--timeout", type=float, default=None,
-                      help="seconds before a compile or benchmark run is killed (default: the target's TIMEOUT, "
-                           f"whose default is {_MEASURE.timeout:g})")
+                      help="seconds before a compile or benchmark run is killed, used as given (default: the "
+                           f"target's TIMEOUT, {_MEASURE.timeout:g} unless set, or 4x the baseline's when more; "
+                           "the baseline itself gets at least 600)")
     tune.add_argument("--max-evaluations", type=int, default=None, help="stop after this many evaluations")
     tune.add_argument("--fresh", action="store_true", help="start over instead of resuming the journal")
     tune.add_argument("--wait", action="store_true", help="wait for another tune of the same target to finish")

@@ -51,6 +51,7 @@ from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.settings import TuneOptions, TuneSettings, resolve_settings
 from ciq_build.tune.summary import run_summary
+from ciq_build.tune.timeouts import Timeouts, for_baseline, for_candidates, for_configure
 
 
 @dataclass
@@ -132,16 +133,26 @@ class TuneRun:
         before = self.source_set.snapshot()
         # Compile time is measured on the whole nvcc compile, never on the ptxas-only fast path.
         base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, self.settings.build.jobs + 1,
-                                                 self.timeout * CONFIGURE_TIMEOUT_FACTOR,
+                                                 for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR),
                                                  fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self.sources = self.source_set.digest(configured)
+        self._use_timeouts(for_baseline(self.settings.measure))  # a large project's defaults may take long
         baseline = self._baseline(base_tree, configured)
+        timeouts = for_candidates(self.settings.measure, baseline)
+        self._use_timeouts(timeouts)
+        if not self.settings.measure.timeout_explicit:
+            self._say(timeouts.describe(self.settings.measure))
         if "params" in search_kinds(self.settings.search):  # a PARAMS name the source overrides, said early
             overridden_params(self.manifest.params, workers[0], self.timeout, self.manifest.target, self._warn)
         self._search(source, workers)
         return self._finish(baseline, base_tree, workers[0], source)
+
+    def _use_timeouts(self, timeouts: Timeouts) -> None:
+        """Every build and run from here on is limited by `timeouts`."""
+        self.timeout = self.runner.timeout = timeouts.compile
+        self.runner.bench_timeout = timeouts.benchmark
 
     def _header(self, source: CandidateSource) -> dict[str, Any]:
         """What identifies this search in the journal."""
@@ -220,7 +231,8 @@ class TuneRun:
 
     def _finish(self, baseline: Evaluated, base_tree: ScratchTree, tree: ScratchTree,
                 source: CandidateSource) -> TuneOutcome:
-        confirmer = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure,
+        confirmer = Confirmer(self.runner, self.cache, self.objectives,
+                              dataclasses.replace(self.settings.measure, timeout=self.timeout),
                               self.settings.search.pick, self.manifest.target, self._say, self._warn)
         confirmation = confirmer.confirm(baseline, self.evaluations, base_tree, tree)
         if confirmation.better and self.settings.pin:

@@ -44,7 +44,8 @@ class BuildRunner:
         self.toolchain = toolchain
         self.objectives = list(objectives)
         self.repeats = repeats
-        self.timeout = timeout
+        self.timeout = timeout  # per compile (the target's whole rebuild)
+        self.bench_timeout = timeout  # per benchmark run
         self.slots = slots
         self.warn = warn  # where the coarse-precision warning goes
         self._warned = False
@@ -71,7 +72,7 @@ class BuildRunner:
         bench = self.manifest.benchmark
         assert bench is not None and tree.benchmark_path is not None
         required = tuple(metric_key(o) for o in self.objectives if o.source == "benchmark")
-        return BenchSpec(path=tree.benchmark_path, args=tuple(bench.args), timeout=self.timeout,
+        return BenchSpec(path=tree.benchmark_path, args=tuple(bench.args), timeout=self.bench_timeout,
                          metric_regex=self.manifest.metric_regex or None, cwd=tree.build_dir, required=required,
                          metric_unit=self.manifest.metric_unit)
 
