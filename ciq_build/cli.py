@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"probability that a gene mutates (default {_SEARCH.mutate_rate})")
     tune.add_argument("--objective", action="append", default=None, metavar="NAME",
                       help="objective, repeatable (time, energy, compile_time, registers, spill_bytes, stack_bytes, "
-                           "sass_instructions, metric:NAME; prefix max: to maximise); default: the target's OBJECTIVES")
+                           "sass_instructions, metric:NAME, registers:KERNEL_REGEX and likewise spill_bytes:/stack_bytes:; "
+                           "prefix max: to maximise); default: the target's OBJECTIVES")
     tune.add_argument("--controls", action="append", default=None, metavar="KIND",
                       help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], "
                            "a .bin search space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); "
