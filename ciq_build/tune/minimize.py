@@ -80,6 +80,9 @@ def minimize(controls: Controls, objects: tuple[Path, ...], tree: ScratchTree, t
         return MinimalPin(controls, objects, ())
     object_dir = tree.mirror(tree.manifest.object_dir)
     reference = code_identity(objects, object_dir, toolchain)
+    if not reference[0]:  # no device code to compare: every removal would look like a no-op
+        say("the pin is not minimized: the winner's build has no object with device code to compare")
+        return MinimalPin(controls, objects, ())
     say(f"minimizing the pin: rebuilding without each of its {len(candidates)} controls in turn")
     current, current_objects, dropped = controls, objects, []
     in_tree = controls  # whose build the tree holds
