@@ -315,6 +315,10 @@ HOST_LAUNCH = """\
 namespace { __device__ float triple(float x) { return 3.0f * x; } }
 __global__ void scale(float* p) { p[threadIdx.x] = triple(p[threadIdx.x]); }
 void launch(float* p) { scale<<<GRID, 32>>>(p); }
+#ifndef SCALE
+#define SCALE 3
+#endif
+double host_time() { return 1.0 + 0.25 * SCALE; }  // a constant in .rodata, as a benchmark test double prints
 """
 
 
@@ -335,6 +339,9 @@ def test_host_code_hash_is_reproducible_where_the_object_is_not_and_sees_host_on
     other = build("c", "-DGRID=5")
     assert code_hash(other, toolchain) == code_hash(first, toolchain)
     assert host_code_hash(other) != host_code_hash(first)
+    constant = build("d", "-DSCALE=1")  # the code is the same, the constant it loads is not
+    assert code_hash(constant, toolchain) == code_hash(first, toolchain)
+    assert host_code_hash(constant) != host_code_hash(first)
 
 
 def test_a_per_kernel_objective_reads_only_the_kernels_its_regex_finds(capped_build: Built) -> None:

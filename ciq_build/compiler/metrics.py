@@ -296,7 +296,7 @@ class CodeSection:
 def _text_sections(cubin: bytes, host: bool = False) -> list[CodeSection]:
     """Every .text.* section of an ELF file with its relocations, sorted by normalised name (parsed with struct).
 
-    `host`: the file is a host object, whose code is in `.text` itself as well."""
+    `host`: the file is a host object: `.text` itself, `.rodata*` and `.data*` too."""
     try:
         return _parse_text_sections(cubin, host)
     except (struct.error, ValueError, IndexError) as error:
@@ -305,7 +305,10 @@ def _text_sections(cubin: bytes, host: bool = False) -> list[CodeSection]:
 
 def _parse_text_sections(cubin: bytes, host: bool = False) -> list[CodeSection]:
     def is_code(name: str) -> bool:
-        return name.startswith(".text.") or (host and name == ".text")
+        if name.startswith(".text."):
+            return True
+        # A host object: its code, and the constants and data the code reads (a -D often lands in .rodata).
+        return host and any(name == kind or name.startswith(kind + ".") for kind in (".text", ".rodata", ".data"))
 
     if cubin[:4] != b"\x7fELF":
         raise ToolchainError("cuobjdump extracted a file that is not an ELF cubin")
@@ -382,12 +385,13 @@ def _digest_sections(digest: hashlib._Hash, sections: list[CodeSection]) -> None
 
 
 def host_code_hash(object_file: Path) -> str:
-    """sha256 hex over a host object's code sections (.text, .text.*: bytes and relocations, names normalised).
+    """sha256 hex over a host object's code and data (.text*, .rodata*, .data*: bytes and relocations,
+    names normalised).
 
     The object file's own bytes differ between two builds of the same source
-    (nvcc's module id is not reproducible), its code does not: so two builds in
-    one tree have the same host code exactly when this hash is the same. Data
-    sections (.rodata) are not covered.
+    (its string table names nvcc's module id, which is not reproducible), its
+    code and data do not: so two builds in one tree have the same host side
+    when this hash is the same.
     """
     digest = hashlib.sha256()
     _digest_sections(digest, _text_sections(Path(object_file).read_bytes(), host=True))
