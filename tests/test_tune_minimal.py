@@ -49,6 +49,11 @@ def test_the_pin_drops_every_control_that_leaves_the_code_the_same_and_verify_pa
     assert any(flags <= set(c.get("flags", [])) for c in _journal_winner_controls(build, {"X": "0"}))
     for flag in flags:
         assert flag not in dropped_line
+    # The record says what it left out, and the report still finds the winner's evaluation.
+    assert any(c.startswith("-DUNROLL=") for c in record["provenance"]["dropped_controls"])
+    report = subprocess.run([sys.executable, "-m", "ciq_build", "report", "noop_kernels", "-B", str(build),
+                             "--format", "markdown"], capture_output=True, text=True, timeout=300, cwd=source)
+    assert report.returncode == 0, report.stderr
     # The pin takes effect in a plain build: the objects match the (minimal) winner's.
     subprocess.run(["cmake", str(build)], check=True, capture_output=True)
     subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)

@@ -263,7 +263,7 @@ class TuneRun:
         if minimal.controls.is_default:
             verdict += "; the winner's code is the compiler's default code: nothing pinned"
         return dataclasses.replace(confirmation, winner=dataclasses.replace(winner, controls=minimal.controls),
-                                   winner_objects=minimal.objects, verdict=verdict,
+                                   winner_objects=minimal.objects, verdict=verdict, dropped=minimal.dropped,
                                    better=not minimal.controls.is_default)
 
     # -- output --------------------------------------------------------------------

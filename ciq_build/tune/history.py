@@ -93,7 +93,10 @@ class TuneHistory:
 
     @property
     def winner(self) -> Evaluation | None:
-        """The pinned record's controls among the evaluations (None without a record)."""
+        """The pinned record's controls among the evaluations (None without a record).
+
+        A minimal pin (ciq_build.tune.minimize) lacks the controls that changed
+        nothing: its evaluation is the one with the search parameters the record names."""
         if self.record is None:
             return None
         controls = self.record.controls
@@ -103,6 +106,9 @@ class TuneHistory:
             acf = Path(evaluation.acf).name if evaluation.acf else None
             if evaluation.ok and (evaluation.flags, tuple(sorted(evaluation.defines.items())), acf) == wanted:
                 return evaluation
+        searched = self.record.provenance.get("winner_params")
+        if self.record.provenance.get("dropped_controls") and isinstance(searched, dict):
+            return next((e for e in reversed(self.evaluations) if e.ok and e.params == searched), None)
         return None
 
     @property
