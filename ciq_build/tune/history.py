@@ -107,8 +107,13 @@ class TuneHistory:
             if evaluation.ok and (evaluation.flags, tuple(sorted(evaluation.defines.items())), acf) == wanted:
                 return evaluation
         searched = self.record.provenance.get("winner_params")
-        if self.record.provenance.get("dropped_controls") and isinstance(searched, dict):
-            return next((e for e in reversed(self.evaluations) if e.ok and e.params == searched), None)
+        if not self.record.provenance.get("dropped_controls") or not isinstance(searched, dict):
+            return None
+        for evaluation in reversed(self.evaluations):
+            acf = Path(evaluation.acf).name if evaluation.acf else None
+            if (evaluation.ok and evaluation.params == searched and set(controls.flags) <= set(evaluation.flags)
+                    and set(controls.defines) <= set(evaluation.defines.items()) and acf_name in (None, acf)):
+                return evaluation  # what was searched, of which the pin keeps a part
         return None
 
     @property
