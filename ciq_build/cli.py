@@ -48,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"probability that a gene mutates (default {_SEARCH.mutate_rate})")
     tune.add_argument("--objective", action="append", default=None, metavar="NAME",
                       help="objective, repeatable (time, energy, compile_time, registers, spill_bytes, stack_bytes, "
-                           "sass_instructions, metric:NAME; prefix max: to maximise); default: the target's OBJECTIVES")
+                           "sass_instructions, metric:NAME, registers:KERNEL_REGEX and likewise spill_bytes:/stack_bytes:; "
+                           "prefix max: to maximise); default: the target's OBJECTIVES")
     tune.add_argument("--controls", action="append", default=None, metavar="KIND",
                       help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], "
                            "a .bin search space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); "
@@ -75,8 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--repeats", type=int, default=_MEASURE.repeats,
                       help=f"benchmark runs per candidate; the median is scored (default {_MEASURE.repeats})")
     tune.add_argument("--timeout", type=float, default=None,
-                      help="seconds before a compile or benchmark run is killed (default: the target's TIMEOUT, "
-                           f"whose default is {_MEASURE.timeout:g})")
+                      help="seconds before a compile or benchmark run is killed, used as given (default: the "
+                           f"target's TIMEOUT, {_MEASURE.timeout:g} unless set, or 4x the baseline's when more; "
+                           "the baseline itself gets at least 600)")
     tune.add_argument("--max-evaluations", type=int, default=None, help="stop after this many evaluations")
     tune.add_argument("--fresh", action="store_true", help="start over instead of resuming the journal")
     tune.add_argument("--wait", action="store_true", help="wait for another tune of the same target to finish")

@@ -11,6 +11,8 @@ import pytest
 from ciq_build.compiler.metrics import (
     KernelUsage,
     code_hash,
+    host_code_hash,
+    kernel_values,
     normalise_symbol,
     parse_ptxas_verbose,
     resource_usage,
@@ -304,3 +306,56 @@ def test_metrics_need_cuobjdump(default_build: Built, toolchain: Toolchain, tmp_
     broken = tmp_path / "broken.o"
     broken.write_bytes(default_build.obj.read_bytes()[:100])
     assert resource_usage(broken, toolchain) == {}
+
+
+HOST_LAUNCH = """\
+#ifndef GRID
+#define GRID 2
+#endif
+namespace { __device__ float triple(float x) { return 3.0f * x; } }
+__global__ void scale(float* p) { p[threadIdx.x] = triple(p[threadIdx.x]); }
+void launch(float* p) { scale<<<GRID, 32>>>(p); }
+#ifndef SCALE
+#define SCALE 3
+#endif
+double host_time() { return 1.0 + 0.25 * SCALE; }  // a constant in .rodata, as a benchmark test double prints
+"""
+
+
+def test_host_code_hash_is_reproducible_where_the_object_is_not_and_sees_host_only_changes(
+    toolchain: Toolchain, tmp_path: Path
+) -> None:
+    def build(where: str, *flags: str) -> Path:
+        (tmp_path / where).mkdir()
+        (tmp_path / where / "launch.cu").write_text(HOST_LAUNCH)
+        return _compile(toolchain, tmp_path / where / "launch.cu", *flags)
+
+    first, second = build("a"), build("b")
+    # nvcc's module id is not reproducible: two builds of one source differ byte for byte ...
+    assert hashlib.sha256(first.read_bytes()).digest() != hashlib.sha256(second.read_bytes()).digest()
+    # ... their host code does not.
+    assert host_code_hash(first) == host_code_hash(second)
+    # A -D that changes only the launch leaves the device code alone, not the host code.
+    other = build("c", "-DGRID=5")
+    assert code_hash(other, toolchain) == code_hash(first, toolchain)
+    assert host_code_hash(other) != host_code_hash(first)
+    constant = build("d", "-DSCALE=1")  # the code is the same, the constant it loads is not
+    assert code_hash(constant, toolchain) == code_hash(first, toolchain)
+    assert host_code_hash(constant) != host_code_hash(first)
+
+
+def test_a_per_kernel_objective_reads_only_the_kernels_its_regex_finds(capped_build: Built) -> None:
+    usages = parse_ptxas_verbose(capped_build.ptxas_output)
+    heavy = next(u for u in usages if u.function == HEAVY)
+    light = next(u for u in usages if u.function == LIGHT)
+    assert heavy.spill_bytes > 0 and light.registers < heavy.registers
+    values = kernel_values(usages, {"registers:light": ("registers", "light"),
+                                    "spill_bytes:_Z5heavy": ("spill_bytes", "_Z5heavy"),  # the mangled name
+                                    "stack_bytes:heavy[(]": ("stack_bytes", "heavy[(]"),  # the demangled one
+                                    "registers:li|he": ("registers", "li|he"),
+                                    "registers:nothing": ("registers", "nothing")})
+    assert values["registers:light"] == light.registers
+    assert values["spill_bytes:_Z5heavy"] == heavy.spill_bytes
+    assert values["stack_bytes:heavy[(]"] == heavy.stack_frame
+    assert values["registers:li|he"] == heavy.registers  # the most of the kernels found
+    assert "registers:nothing" not in values  # no kernel: no value, so the candidate has no score

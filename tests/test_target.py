@@ -79,6 +79,9 @@ def write_manifest(build_dir: Path, data: Any, target: str = "gemm") -> Path:
         ("min:time", Objective("time", "min", "benchmark")),
         ("max:registers", Objective("registers", "max", "static")),
         (" time ", Objective("time", "min", "benchmark")),
+        ("registers:heavy", Objective("registers:heavy", "min", "static")),
+        ("max:stack_bytes:gemm_(f16|f32)", Objective("stack_bytes:gemm_(f16|f32)", "max", "static")),
+        ("spills:tin.*", Objective("spill_bytes:tin.*", "min", "static")),
     ],
 )
 def test_objective_specs(spec, expected):
@@ -90,6 +93,21 @@ def test_objective_spec_round_trips():
         objective = parse_objective(spec)
         assert parse_objective(objective.spec) == objective
     assert parse_objective("max:time").spec == "max:time"
+
+
+def test_a_per_kernel_objective_names_its_metric_and_regex():
+    assert parse_objective("registers:heavy|tiny").kernels == ("registers", "heavy|tiny")
+    assert parse_objective("spills:_Z5heavy").kernels == ("spill_bytes", "_Z5heavy")
+    assert parse_objective("registers").kernels is None and parse_objective("metric:a").kernels is None
+
+
+@pytest.mark.parametrize("spec,why", [("registers:", "may use only"), ("registers:^heavy", "may use only"),
+                                      ("registers:a b", "may use only"), ("registers:(heavy", "not a regular"),
+                                      ("time:heavy", "unknown objective"), ("sass_instructions:k", "unknown")])
+def test_a_bad_kernel_regex_is_refused_with_what_is_allowed(spec, why):
+    with pytest.raises(ConfigError, match=why) as info:
+        parse_objective(spec)
+    assert repr(spec) in str(info.value)
 
 
 @pytest.mark.parametrize("spec", ["", "latency", "max:", "metric:", "metric:9x", "metric:a b", "avg:time",

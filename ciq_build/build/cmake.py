@@ -32,6 +32,7 @@ from ciq_build.compiler import ptxas_path
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
+from ciq_build.core.settings import timeout_advice
 from ciq_build.errors import BuildError
 from ciq_build.measure import proc
 from ciq_build.resources import build_tool, cmake_dir
@@ -140,8 +141,9 @@ class ScratchTree:
             args.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}")
         result = proc.run(args, timeout)
         if not result.ok:
+            advice = f"; {timeout_advice(timeout)}" if result.timed_out else ""
             raise BuildError(
-                f"configuring the scratch tree {self.build_dir} failed ({result.describe()}):\n"
+                f"configuring the scratch tree {self.build_dir} failed ({result.describe()}{advice}):\n"
                 f"{result.output_tail()}\nDoes `cmake -S {self.manifest.source_dir}` configure on its own?"
             )
 
@@ -171,7 +173,9 @@ class ScratchTree:
                                   "its resource usage cannot be read from a cut log", compile_step.seconds, output)
         if not compile_step.ok:
             cause = self._failure_cause(compile_step, output, witness)
-            return CandidateBuild(False, cause, f"compile {compile_step.describe()}:\n{compile_step.output_tail()}",
+            advice = f" ({timeout_advice(timeout)})" if compile_step.timed_out else ""
+            return CandidateBuild(False, cause,
+                                  f"compile {compile_step.describe()}{advice}:\n{compile_step.output_tail()}",
                                   compile_step.seconds, output)
         bench = self.manifest.benchmark
         if benchmark and bench is not None and bench.target != self.manifest.target:
@@ -179,7 +183,9 @@ class ScratchTree:
                 link_step = proc.run(self._build_args(bench.target), timeout)
             if not link_step.ok:
                 cause = self._failure_cause(link_step, link_step.stdout + link_step.stderr, witness)
-                return CandidateBuild(False, cause, f"benchmark build {link_step.describe()}:\n{link_step.output_tail()}",
+                advice = f" ({timeout_advice(timeout)})" if link_step.timed_out else ""
+                return CandidateBuild(False, cause,
+                                      f"benchmark build {link_step.describe()}{advice}:\n{link_step.output_tail()}",
                                       compile_step.seconds, output)
         return CandidateBuild(True, None, "", compile_step.seconds, output, self.object_files(), self.benchmark_path)
 

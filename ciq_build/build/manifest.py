@@ -36,6 +36,10 @@ _OBJECTIVES: dict[str, Source] = {
     "sass_instructions": "static",
 }
 _ALIASES = {"compile_seconds": "compile_time", "spills": "spill_bytes"}
+# Static objectives that may name kernels, "registers:<regex>": the max (registers) or sum of the kernels
+# whose mangled or demangled name the regex finds. The regex's characters are the rule book's (objective).
+KERNEL_OBJECTIVES = ("registers", "spill_bytes", "stack_bytes")
+_KERNEL_REGEX = re.compile(r"[A-Za-z0-9_*.+|?()-]+")
 _METRIC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 # METRIC's UNIT (ciq_build.measure.bench.METRIC_UNITS; bench imports numpy, this module must not need it).
 METRIC_UNITS = ("s", "ms", "us", "ns")
@@ -53,6 +57,12 @@ class Objective:
     def spec(self) -> str:
         """The spelling that parse_objective reads back to this objective."""
         return self.name if self.direction == "min" else f"max:{self.name}"
+
+    @property
+    def kernels(self) -> tuple[str, str] | None:
+        """(static metric, kernel regex) of a per-kernel objective ("registers:heavy"), else None."""
+        base, sep, pattern = self.name.partition(":")
+        return (base, pattern) if sep and base in KERNEL_OBJECTIVES else None
 
 
 def parse_objective(spec: object) -> Objective:
@@ -77,10 +87,27 @@ def parse_objective(spec: object) -> Objective:
             f"objective {spec!r}: metric name {metric!r} must match [A-Za-z_][A-Za-z0-9_.-]* "
             "(the <name> a benchmark prints as 'CIQ_METRIC <name>=<number>')."
         )
-    known = ", ".join([*_OBJECTIVES, *_ALIASES, "metric:<name>"])
+    base, sep, pattern = name.partition(":")
+    base = _ALIASES.get(base, base)
+    if sep and base in KERNEL_OBJECTIVES:
+        return Objective(f"{base}:{_kernel_regex(spec, pattern)}", direction, "static")
+    known = ", ".join([*_OBJECTIVES, *_ALIASES, "metric:<name>", *(f"{k}:<kernel regex>" for k in KERNEL_OBJECTIVES)])
     raise ConfigError(
         f"unknown objective {spec!r}; use one of {known}, optionally prefixed with max: or min:."
     )
+
+
+def _kernel_regex(spec: str, pattern: str) -> str:
+    """The kernel regex of a per-kernel objective, checked (it is written into records and read by CMake)."""
+    if _KERNEL_REGEX.fullmatch(pattern) is None or len(pattern) > 100:
+        raise ConfigError(
+            f"objective {spec!r}: the kernel regex {pattern!r} may use only letters, digits and _ . * + ? | ( ) - "
+            "(at most 100; found anywhere in the name); e.g. registers:heavy or spill_bytes:gemm_(f16|f32)")
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise ConfigError(f"objective {spec!r}: {pattern!r} is not a regular expression ({error})") from None
+    return pattern
 
 
 def parse_objectives(specs: list[str] | tuple[str, ...]) -> list[Objective]:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import struct
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,6 +130,40 @@ def summarize(usages: Iterable[KernelUsage]) -> dict[str, int]:
         "stack_bytes": sum(u.stack_frame for u in usages),
         "kernels": len(usages),
     }
+
+
+def kernel_values(usages: Iterable[KernelUsage], objectives: Mapping[str, tuple[str, str]]) -> dict[str, int]:
+    """Per-kernel objective values: {name: value} for each {name: (metric, kernel regex)} of `objectives`.
+
+    A kernel counts when the regex is found in its mangled or its demangled name;
+    registers is the most of those kernels (over every architecture), spill_bytes
+    and stack_bytes their sums, as summarize does over all. A name whose regex finds
+    no kernel is left out (its objective has no value).
+    """
+    usages = list(usages)
+    names = demangled({u.function for u in usages}) if objectives else {}
+    out: dict[str, int] = {}
+    for name, (metric, pattern) in objectives.items():
+        regex = re.compile(pattern)
+        matched = [u for u in usages if regex.search(u.function) or regex.search(names.get(u.function, ""))]
+        if matched:
+            out[name] = summarize(matched)[metric]
+    return out
+
+
+_DEMANGLED: dict[str, str] = {}  # mangled -> demangled, for the life of the process (names do not change)
+
+
+def demangled(functions: Iterable[str]) -> dict[str, str]:
+    """{mangled: demangled} through c++filt, where there is one; a name it cannot read is kept as it is."""
+    wanted = sorted(set(functions) - set(_DEMANGLED))
+    tool = shutil.which("c++filt")
+    if wanted and tool is not None:
+        result = proc.run([tool], CUOBJDUMP_TIMEOUT, stdin_text="\n".join(wanted) + "\n")
+        lines = result.stdout.splitlines()
+        if result.ok and len(lines) == len(wanted):
+            _DEMANGLED.update(zip(wanted, lines))
+    return {f: _DEMANGLED.get(f, f) for f in functions}
 
 
 # ---------------------------------------------------------------- cuobjdump
@@ -342,6 +377,14 @@ def _parse_text_sections(cubin: bytes, keep: Callable[[str, int, int], bool] = _
     return sorted(out, key=lambda s: (s.name, s.data, s.relocations))
 
 
+def _digest_sections(digest: hashlib._Hash, sections: list[CodeSection]) -> None:
+    for section in sections:
+        digest.update(section.name.encode() + b"\0" + len(section.data).to_bytes(8, "little") + section.data)
+        digest.update(len(section.relocations).to_bytes(8, "little"))
+        for offset, kind, target, addend in section.relocations:
+            digest.update(b"%d %d %d " % (offset, kind, addend) + target.encode() + b"\0")
+
+
 def code_hash(object_file: Path, toolchain: Toolchain) -> dict[str, str]:
     """{arch: sha256 hex} over each cubin's .text.* sections: names, bytes and relocations.
 
@@ -361,12 +404,7 @@ def code_hash(object_file: Path, toolchain: Toolchain) -> dict[str, str]:
             sections = _text_sections(cubin.read_bytes())
             if not sections:
                 continue  # a cubin without code (host-only sources still get one)
-            digest = digests.setdefault(arch_number(match.group(1)), hashlib.sha256())
-            for section in sections:
-                digest.update(section.name.encode() + b"\0" + len(section.data).to_bytes(8, "little") + section.data)
-                digest.update(len(section.relocations).to_bytes(8, "little"))
-                for offset, kind, target, addend in section.relocations:
-                    digest.update(b"%d %d %d " % (offset, kind, addend) + target.encode() + b"\0")
+            _digest_sections(digests.setdefault(arch_number(match.group(1)), hashlib.sha256()), sections)
         return {arch: digest.hexdigest() for arch, digest in sorted(digests.items())}
 
 
@@ -389,9 +427,5 @@ def host_code_hash(object_file: Path) -> str:
     except (struct.error, ValueError, IndexError) as error:
         raise ToolchainError(f"{object_file} cannot be read as an ELF object ({error})") from None
     digest = hashlib.sha256()
-    for section in sections:
-        digest.update(section.name.encode() + b"\0" + len(section.data).to_bytes(8, "little") + section.data)
-        digest.update(len(section.relocations).to_bytes(8, "little"))
-        for offset, kind, target, addend in section.relocations:
-            digest.update(b"%d %d %d " % (offset, kind, addend) + target.encode() + b"\0")
+    _digest_sections(digest, sections)
     return digest.hexdigest()

@@ -22,6 +22,14 @@ CONFIGURE_TIMEOUT_FACTOR = 5
 # Configuring the user's tree happens before its TIMEOUT is known.
 USER_CONFIGURE_TIMEOUT = 600.0
 
+
+
+def timeout_advice(seconds: float) -> str:
+    """What every timeout message says: the limit, and the two knobs that set it."""
+    return (f"the limit was {seconds:g} s; if it is just slow, raise TIMEOUT in ciq_tune_target() "
+            "or pass tune --timeout S")
+
+
 PLAIN_KINDS = ("knobs", "params")  # what is searched when neither --controls nor SEARCH_SPACE says
 
 
@@ -45,6 +53,7 @@ class MeasureSettings:
 
     repeats: int = 5  # benchmark runs per candidate; the median is scored
     timeout: float = DEFAULT_TIMEOUT  # per compile or benchmark run
+    timeout_explicit: bool = False  # given as tune --timeout: used as given (else the baseline's time scales it)
     gpus: tuple[str, ...] = ()  # CUDA devices to spread benchmarks over; empty: the default GPU
 
     @property

@@ -60,6 +60,7 @@ import numpy as np
 import regex
 
 from ciq_build.core.causes import Cause
+from ciq_build.core.settings import timeout_advice
 from ciq_build.errors import BenchmarkError, ConfigError
 from ciq_build.measure import proc
 
@@ -460,7 +461,7 @@ def classify(
             BENCH_TIMEOUT,
             f"the benchmark ran past {limit} and was killed with its child processes "
             f"({result.seconds:.1f} s{'; ' + result.truncation if truncated else ''}); "
-            "raise TIMEOUT if it is just slow",
+            + timeout_advice(timeout if timeout is not None else result.seconds),
         )
     if result.signal is not None:
         return failed(BENCH_SIGNAL, f"the benchmark crashed: {result.describe()}")

@@ -44,6 +44,7 @@ class Confirmation:
     # baseline / winner: IQR per metric of the re-measurement; samples: its runs and verdict. Empty when static.
     spreads: Mapping[str, Any] = field(default_factory=dict)
     winner_objects: tuple[Path, ...] = ()  # the winner's object files, rebuilt in a worker tree
+    dropped: tuple[str, ...] = ()  # the winner's controls left out of the pin: the code is the same without them
 
 
 class Confirmer:

@@ -11,6 +11,7 @@ in scratch trees (ciq_build.build.cmake).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,17 +39,20 @@ from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
 from ciq_build.pin.record import record_path, write_record
 from ciq_build.search.base import CandidateSource, Proposal
-from ciq_build.search.select import make_candidate_source
+from ciq_build.search.select import make_candidate_source, search_kinds
 from ciq_build.state.journal import Journal, TargetLock
 from ciq_build.tune.assemble import assemble_record
 from ciq_build.tune.cache import EvaluationCache, cache_key
-from ciq_build.tune.confirm import Confirmer
+from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.evaluation import Evaluated
 from ciq_build.tune.evaluator import BuildRunner, Runner
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
+from ciq_build.tune.minimize import minimize
+from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.settings import TuneOptions, TuneSettings, resolve_settings
 from ciq_build.tune.summary import run_summary
+from ciq_build.tune.timeouts import Timeouts, for_baseline, for_candidates, for_configure
 
 W = TypeVar("W")
 
@@ -137,19 +141,31 @@ class TuneRun:
         benchmarking = self.runner.slots.count if self.runner.needs_benchmark and not ray else 0
         local_workers = 1 if ray else self.settings.build.jobs + benchmarking
         base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, local_workers + 1,
-                                                 self.timeout * CONFIGURE_TIMEOUT_FACTOR,
+                                                 for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR),
                                                  fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self.sources = self.source_set.digest(configured)
+        self._use_timeouts(for_baseline(self.settings.measure))  # a large project's defaults may take long
         self.runner.code_context = self._key(Controls())
         baseline = self._baseline(base_tree, configured)
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
+        timeouts = for_candidates(self.settings.measure, baseline)
+        self._use_timeouts(timeouts)
+        if not self.settings.measure.timeout_explicit:
+            self._say(timeouts.describe(self.settings.measure))
         self.runner.remember(baseline, incumbent=True)  # candidates race the defaults, journaled or measured now
         for journaled in self.cache.journaled(self.objectives):
             self.runner.remember(journaled)  # its code is shared as if measured in this run
+        if "params" in search_kinds(self.settings.search):  # a PARAMS name the source overrides, said early
+            overridden_params(self.manifest.params, workers[0], self.timeout, self.manifest.target, self._warn)
         self._search(source, workers)
         return self._finish(baseline, base_tree, workers[0], source)
+
+    def _use_timeouts(self, timeouts: Timeouts) -> None:
+        """Every build and run from here on is limited by `timeouts`."""
+        self.timeout = self.runner.timeout = timeouts.compile
+        self.runner.bench_timeout = timeouts.benchmark
 
     def _header(self, source: CandidateSource) -> dict[str, Any]:
         """What identifies this search in the journal."""
@@ -240,9 +256,12 @@ class TuneRun:
 
     def _finish(self, baseline: Evaluated, base_tree: ScratchTree, tree: ScratchTree,
                 source: CandidateSource) -> TuneOutcome:
-        confirmer = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure,
+        confirmer = Confirmer(self.runner, self.cache, self.objectives,
+                              dataclasses.replace(self.settings.measure, timeout=self.timeout),
                               self.settings.search.pick, self.manifest.target, self._say, self._warn)
         confirmation = confirmer.confirm(baseline, self.evaluations, base_tree, tree)
+        if confirmation.better and self.settings.pin:
+            confirmation = self._minimal(confirmation, tree)
         pinned: Path | None = None
         if confirmation.better and self.settings.pin:
             record = assemble_record(self.manifest, self.toolchain, self.objectives, confirmation, tree,
@@ -257,6 +276,21 @@ class TuneRun:
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)
+
+    def _minimal(self, confirmation: Confirmation, tree: ScratchTree) -> Confirmation:
+        """The confirmation with the winner's no-op controls dropped (ciq_build.tune.minimize)."""
+        winner = confirmation.winner
+        minimal = minimize(winner.controls, confirmation.winner_objects, tree, self.toolchain, self.timeout,
+                           self._say)
+        if not minimal.dropped:
+            return confirmation
+        self._say(minimal.describe())
+        verdict = f"{confirmation.verdict}; {minimal.describe()}"
+        if minimal.controls.is_default:
+            verdict += "; the winner's code is the compiler's default code: nothing pinned"
+        return dataclasses.replace(confirmation, winner=dataclasses.replace(winner, controls=minimal.controls),
+                                   winner_objects=minimal.objects, verdict=verdict, dropped=minimal.dropped,
+                                   better=not minimal.controls.is_default)
 
     # -- output --------------------------------------------------------------------
 

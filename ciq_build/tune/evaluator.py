@@ -49,7 +49,8 @@ class BuildRunner:
         self.toolchain = toolchain
         self.objectives = list(objectives)
         self.repeats = repeats
-        self.timeout = timeout
+        self.timeout = timeout  # per compile (the target's whole rebuild)
+        self.bench_timeout = timeout  # per benchmark run
         self.slots = slots
         self.warn = warn  # where the coarse-precision warning goes
         self._warned = False
@@ -101,7 +102,7 @@ class BuildRunner:
         bench = self.manifest.benchmark
         assert bench is not None and tree.benchmark_path is not None
         required = tuple(metric_key(o) for o in self.objectives if o.source == "benchmark")
-        return BenchSpec(path=tree.benchmark_path, args=tuple(bench.args), timeout=self.timeout,
+        return BenchSpec(path=tree.benchmark_path, args=tuple(bench.args), timeout=self.bench_timeout,
                          metric_regex=self.manifest.metric_regex or None, cwd=tree.build_dir, required=required,
                          metric_unit=self.manifest.metric_unit)
 
@@ -176,7 +177,8 @@ class BuildRunner:
             spread.update(measurement.iqr)
         scores = objective_values(self.objectives, values)
         if scores is None:
-            missing = [metric_key(o) for o in self.objectives if metric_key(o) not in values]
+            missing = [metric_key(o) + (" (no kernel's mangled or demangled name matches its regex)" if o.kernels else "")
+                       for o in self.objectives if metric_key(o) not in values]
             return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
         return Evaluated(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
                          timings=_rounded(timings), runs=runs, raced=raced)
@@ -187,6 +189,8 @@ class BuildRunner:
         usages = metrics.parse_ptxas_verbose(build.compiler_output)
         if usages:
             values.update({k: float(v) for k, v in metrics.summarize(usages).items()})
+            per_kernel = {o.name: o.kernels for o in self.objectives if o.kernels is not None}
+            values.update({k: float(v) for k, v in metrics.kernel_values(usages, per_kernel).items()})
         if self.needs_sass and build.objects:
             values["sass_instructions"] = float(
                 sum(metrics.sass_instruction_count(obj, self.toolchain) for obj in build.objects))

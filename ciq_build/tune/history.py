@@ -97,7 +97,10 @@ class TuneHistory:
 
     @property
     def winner(self) -> Evaluation | None:
-        """The pinned record's controls among the evaluations (None without a record)."""
+        """The pinned record's controls among the evaluations (None without a record).
+
+        A minimal pin (ciq_build.tune.minimize) lacks the controls that changed
+        nothing: its evaluation is the one with the search parameters the record names."""
         if self.record is None:
             return None
         controls = self.record.controls
@@ -107,6 +110,14 @@ class TuneHistory:
             acf = Path(evaluation.acf).name if evaluation.acf else None
             if evaluation.ok and (evaluation.flags, tuple(sorted(evaluation.defines.items())), acf) == wanted:
                 return evaluation
+        searched = self.record.provenance.get("winner_params")
+        if not self.record.provenance.get("dropped_controls") or not isinstance(searched, dict):
+            return None
+        for evaluation in reversed(self.evaluations):
+            acf = Path(evaluation.acf).name if evaluation.acf else None
+            if (evaluation.ok and evaluation.params == searched and set(controls.flags) <= set(evaluation.flags)
+                    and set(controls.defines) <= set(evaluation.defines.items()) and acf_name in (None, acf)):
+                return evaluation  # what was searched, of which the pin keeps a part
         return None
 
     @property

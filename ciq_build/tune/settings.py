@@ -131,7 +131,7 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
             allow_numerics=options.allow_numerics or manifest.allow_numerics, pick=options.pick),
         # The manifest always has a TIMEOUT (the CMake module's default is DEFAULT_TIMEOUT).
         measure=MeasureSettings(repeats=options.repeats, timeout=options.timeout or manifest.timeout,
-                                gpus=tuple(options.gpus)),
+                                timeout_explicit=options.timeout is not None, gpus=tuple(options.gpus)),
         build=BuildSettings(jobs=options.jobs, cmake_args=tuple(options.cmake_args)),
         pin=options.pin, fresh=options.fresh, wait=options.wait, quiet=options.quiet,
         executor=ExecutorSettings(options.executor, options.ray_address, options.ray_gpu_resource),

@@ -4,7 +4,7 @@
 // For the racing and dedupe tests and bench/racing.py, from the environment:
 // TIMER_RUN_LOG: a file each run appends a line to (to count benchmark runs);
 // TIMER_NOISE: relative noise of the time (Gaussian sigma, e.g. 0.02), a GPU's
-// run-to-run scatter; TIMER_SLEEP_MS: how long a run takes (default 100);
+// run-to-run scatter; TIMER_SLEEP_MS: how long a run takes (default: the build's SLEEP_MS, 100);
 // TIMER_STEP: how much slower each step of X away from 1 is (default 0.25 ms).
 #include <cmath>
 #include <csignal>
@@ -19,12 +19,17 @@
 #ifndef MODE
 #define MODE 0
 #endif
+#ifndef SLEEP_MS
+#define SLEEP_MS 100
+#endif
 
 __global__ void never_launched(float* p) { p[threadIdx.x] *= 2.0f; }
 
 int main() {
+  // The run's length: TIMER_SLEEP_MS from the environment, else the build's SLEEP_MS
+  // (CMake's TIMER_SLEEP_MS, for the timeout tests).
   const char* sleep_ms = std::getenv("TIMER_SLEEP_MS");
-  usleep((sleep_ms ? std::atoi(sleep_ms) : 100) * 1000);  // a benchmark takes time
+  usleep((sleep_ms ? std::atoi(sleep_ms) : SLEEP_MS) * 1000);  // a benchmark takes time
   if (MODE == 1) std::raise(SIGKILL);
   if (const char* log = std::getenv("TIMER_RUN_LOG")) {
     if (FILE* f = std::fopen(log, "a")) {

@@ -1,0 +1,59 @@
+"""Parameters that do nothing: a PARAMS name the source #defines again, unguarded, so every -D is overridden.
+
+Such a name costs the whole search a dimension and yields the same code for
+every value. The preprocessor says so ("warning: "TILE" redefined"), but in the
+middle of a build log nobody reads it; so after the baseline the target is
+built once with every parameter at its first value and once at its last (one
+value may be the source's own, which draws no warning), and each name the
+compiler reports as redefined is warned about with the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from ciq_build.build.cmake import ScratchTree
+from ciq_build.compiler.controls import Controls, define_value
+from ciq_build.core.params import PARAM_PREFIX, parse_params
+
+# gcc/cpp ('warning: "TILE" redefined'), EDG/cudafe ('incompatible redefinition of macro "TILE"'),
+# clang ("'TILE' macro redefined").
+_REDEFINED = (
+    re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)" redefined'),
+    re.compile(r'redefinition of macro "([A-Za-z_][A-Za-z0-9_]*)"'),
+    re.compile(r"'([A-Za-z_][A-Za-z0-9_]*)' macro redefined"),
+)
+
+
+def redefined_macros(compiler_output: str) -> set[str]:
+    """Every macro name a compile log reports as redefined."""
+    return {match.group(1) for pattern in _REDEFINED for match in pattern.finditer(compiler_output)}
+
+
+def probe_settings(specs: Iterable[str]) -> list[Controls]:
+    """The probe builds' controls: every parameter at its first value, then at its last (when it has two)."""
+    space = parse_params(specs)
+    first = {name[len(PARAM_PREFIX):]: define_value(p.value(0)) for name, p in space.items()}
+    last = {name[len(PARAM_PREFIX):]: define_value(p.value(p.size - 1)) for name, p in space.items()}
+    probes = [Controls(defines=tuple(first.items()))]
+    if last != first:
+        probes.append(Controls(defines=tuple(last.items())))
+    return probes
+
+
+def overridden_params(specs: tuple[str, ...], tree: ScratchTree, timeout: float, target: str,
+                      warn: Callable[[str], None]) -> list[str]:
+    """The PARAMS names the source redefines (warned about, each with the fix); builds in `tree`."""
+    if not specs:
+        return []
+    names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
+    found: set[str] = set()
+    for controls in probe_settings(specs):
+        built = tree.build(controls, timeout)  # whole: the preprocessor must run
+        found |= redefined_macros(built.compiler_output) & names
+    for name in sorted(found):
+        warn(f"PARAMS {name} of {target} does nothing: the source #defines {name} itself, so the compiler "
+             f"overrides every -D{name}=... (its log says \"{name}\" redefined) and every value yields the same "
+             f"code. Guard the #define with #ifndef {name} ... #endif, or drop {name} from PARAMS.")
+    return sorted(found)

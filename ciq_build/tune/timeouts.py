@@ -1,0 +1,58 @@
+"""Timeouts that fit the project: a generous one for the baseline, then the candidates' from its measurement.
+
+TIMEOUT (60 s by default) is one limit for a whole target rebuild and for one
+benchmark run; a large project's baseline can need more (a 9-architecture
+sample took 162 s), and failing there says nothing about the candidates. So
+the baseline's own build and runs get at least BASELINE_TIMEOUT, and the
+candidates then get TIMEOUT or CANDIDATE_FACTOR times what the baseline took,
+whichever is more: a candidate four times slower to build than the defaults is
+still measured, one that hangs is still stopped. `tune --timeout S` is a
+promise from the user and is used as given, for the baseline too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ciq_build.core.settings import MeasureSettings
+from ciq_build.tune.evaluation import Evaluated
+
+BASELINE_TIMEOUT = 600.0  # seconds, at least, for the baseline's build and each of its runs
+CANDIDATE_FACTOR = 4.0  # a candidate may take this many times the baseline's compile (or run)
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds before one compile (the target's whole rebuild) or one benchmark run is killed."""
+
+    compile: float
+    benchmark: float
+
+    def describe(self, measure: MeasureSettings) -> str:
+        """One line saying where the limits come from."""
+        return (f"timeouts from the baseline: compile {self.compile:g} s, benchmark run {self.benchmark:g} s "
+                f"(TIMEOUT {measure.timeout:g} s or {CANDIDATE_FACTOR:g}x the baseline's, whichever is more; "
+                "tune --timeout S sets both exactly)")
+
+
+def for_baseline(measure: MeasureSettings) -> Timeouts:
+    """The baseline's limits: --timeout as given, else TIMEOUT but at least BASELINE_TIMEOUT."""
+    seconds = measure.timeout if measure.timeout_explicit else max(measure.timeout, BASELINE_TIMEOUT)
+    return Timeouts(seconds, seconds)
+
+
+def for_configure(measure: MeasureSettings, factor: float) -> float:
+    """A scratch tree's configure limit: `factor` x --timeout as given, else x TIMEOUT but at least BASELINE_TIMEOUT."""
+    seconds = measure.timeout * factor
+    return seconds if measure.timeout_explicit else max(seconds, BASELINE_TIMEOUT)
+
+
+def for_candidates(measure: MeasureSettings, baseline: Evaluated) -> Timeouts:
+    """The candidates' limits: --timeout as given, else TIMEOUT or CANDIDATE_FACTOR x the baseline's."""
+    if measure.timeout_explicit:
+        return Timeouts(measure.timeout, measure.timeout)
+    compile_s = baseline.metrics.get("compile_seconds", baseline.timings.get("compile_s", 0.0))
+    runs = max(1, measure.repeats)
+    run_s = baseline.timings.get("benchmark_s", 0.0) / runs
+    return Timeouts(round(max(measure.timeout, CANDIDATE_FACTOR * compile_s), 1),
+                    round(max(measure.timeout, CANDIDATE_FACTOR * run_s), 1))

@@ -1,0 +1,35 @@
+"""The pieces of minimal pins and of the PARAMS probe that need no compiler (the real tunes: test_tune_minimal.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ciq_build.compiler.controls import AcfRef, Controls
+from ciq_build.tune.minimize import spelled, without
+from ciq_build.tune.param_probe import probe_settings, redefined_macros
+
+
+def test_each_compilers_redefinition_warning_names_the_macro() -> None:
+    log = ('kern.cu:6: warning: "UNROLL" redefined\n'
+           'kern.cu(7): warning #47-D: incompatible redefinition of macro "TILE"\n'
+           "kern.cu:8:9: warning: 'DEPTH' macro redefined [-Wmacro-redefined]\n"
+           'ptxas info    : Used 10 registers, used 0 barriers\n')
+    assert redefined_macros(log) == {"UNROLL", "TILE", "DEPTH"}
+    assert redefined_macros("ptxas info    : Compiling entry function '_Z4tinyPfPKf' for 'sm_90a'") == set()
+
+
+def test_the_probes_set_every_param_to_its_first_then_its_last_value() -> None:
+    first, last = probe_settings(["X=range(0,2)", "UNROLL=choice(2,8)", "K=literal(3)"])
+    assert dict(first.defines) == {"X": "0", "UNROLL": "2", "K": "3"}
+    assert dict(last.defines) == {"X": "2", "UNROLL": "8", "K": "3"}
+    assert len(probe_settings(["K=literal(3)"])) == 1  # one value: one probe
+
+
+def test_a_control_is_taken_out_alone(tmp_path: Path) -> None:
+    acf = AcfRef(tmp_path / "w.acf", "ptxas", "0" * 64)
+    controls = Controls(flags=("-maxrregcount=208", "-Xptxas=-O1"), defines=(("X", "0"), ("U", "2")), acf=acf)
+    assert without(controls, "-maxrregcount=208") == Controls(("-Xptxas=-O1",), (("U", "2"), ("X", "0")), acf)
+    assert without(controls, ("U", "2")) == Controls(controls.flags, (("X", "0"),), acf)
+    assert without(controls, acf) == Controls(controls.flags, controls.defines, None)
+    assert [spelled(c) for c in ("-maxrregcount=208", ("U", "2"), acf)] == ["-maxrregcount=208", "-DU=2",
+                                                                            "the ACF w.acf"]
