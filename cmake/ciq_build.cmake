@@ -429,6 +429,20 @@ function(_ciq_acf_argument out target pin_file acf_path acf_kind binary_dir)
   endif()
 endfunction()
 
+# _ciq_pin_skip(<summary>): inside _ciq_resolve_pin, a pin that does not fit
+# this build: an error under CIQ_STRICT, else the caller's `warning` is said
+# and the pin skipped (status skipped, <summary> as the status line). A macro,
+# so that under CIQ_STRICT it returns from _ciq_resolve_pin.
+macro(_ciq_pin_skip summary)
+  if(CIQ_STRICT)
+    _ciq_pin_error(${target} "${pin_file}" ${warning} " (CIQ_STRICT=ON makes this an error.)")
+    _ciq_pin_stop()
+  endif()
+  message(WARNING ${warning} " The pin is skipped for this build.")
+  set(status skipped)
+  set(text "${summary}")
+endmacro()
+
 # _ciq_resolve_pin(<target> <pin_file> <pin_dir> <binary_dir> <allow_numerics>
 #                  <cuda_version> <ptxas_version> <architectures> [<PARAMS>...])
 # <ptxas_version> is the building ptxas's major.minor ("" when unknown): a
@@ -469,25 +483,13 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
         "a ptxas ACF measured with ptxas ${_ciq_pin_ptxas}, but this toolkit's ptxas "
         "is ${ptxas_version}, which cannot read it. Build with a ptxas ${_ciq_pin_ptxas} "
         "toolkit, or retune with `python -m ciq_build tune ${target}`.")
-      if(CIQ_STRICT)
-        _ciq_pin_error(${target} "${pin_file}" ${warning} " (CIQ_STRICT=ON makes this an error.)")
-        _ciq_pin_stop()
-      endif()
-      message(WARNING ${warning} " The pin is skipped for this build.")
-      set(status skipped)
-      set(text "pin skipped (measured with ptxas ${_ciq_pin_ptxas}, compiling with ${ptxas_version}): ${pin_file}")
+      _ciq_pin_skip("pin skipped (measured with ptxas ${_ciq_pin_ptxas}, compiling with ${ptxas_version}): ${pin_file}")
     elseif(NOT _ciq_pin_cuda STREQUAL cuda_version)
       set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} was "
         "tuned with CUDA ${_ciq_pin_cuda}, but this build compiles with CUDA "
         "${cuda_version} (${CMAKE_CUDA_COMPILER}). Build with CUDA ${_ciq_pin_cuda} "
         "(-DCMAKE_CUDA_COMPILER=...), or retune with `python -m ciq_build tune ${target}`.")
-      if(CIQ_STRICT)
-        _ciq_pin_error(${target} "${pin_file}" ${warning} " (CIQ_STRICT=ON makes this an error.)")
-        _ciq_pin_stop()
-      endif()
-      message(WARNING ${warning} " The pin is skipped for this build.")
-      set(status skipped)
-      set(text "pin skipped (tuned with CUDA ${_ciq_pin_cuda}, compiling with ${cuda_version}): ${pin_file}")
+      _ciq_pin_skip("pin skipped (tuned with CUDA ${_ciq_pin_cuda}, compiling with ${cuda_version}): ${pin_file}")
     else()
       _ciq_architecture_set(tuned ${_ciq_pin_architectures})
       _ciq_architecture_set(building ${architectures})
@@ -502,13 +504,7 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
         "tuned for ${tuned_shown}, but this build compiles for ${building_shown}. "
         "Retune for these architectures (`python -m ciq_build tune ${target}`), or "
         "build for ${tuned_list}.")
-      if(CIQ_STRICT)
-        _ciq_pin_error(${target} "${pin_file}" ${warning} " (CIQ_STRICT=ON makes this an error.)")
-        _ciq_pin_stop()
-      endif()
-      message(WARNING ${warning} " The pin is skipped for this build.")
-      set(status skipped)
-      set(text "pin skipped (tuned for ${tuned_shown}, compiling for ${building_shown}): ${pin_file}")
+      _ciq_pin_skip("pin skipped (tuned for ${tuned_shown}, compiling for ${building_shown}): ${pin_file}")
     else()
       set(status applied)
       set(args "${_ciq_pin_args}")
