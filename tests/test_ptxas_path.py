@@ -37,7 +37,11 @@ pytestmark = pytest.mark.slow
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = REPO_ROOT / "sample_extension"
 SPILL = REPO_ROOT / "tests" / "projects" / "spill"
-ACF_COUNT = 24
+# CI checks a representative sample; CIQ_THOROUGH_TESTS=1 checks all 24 ACFs (as the fast path was
+# accepted on: 24 ACFs + 6 knobs + 3 caps on gemm, 12 ACFs on spill for two architectures, all identical).
+THOROUGH = os.environ.get("CIQ_THOROUGH_TESTS") == "1"
+ACF_COUNT = 24 if THOROUGH else 8
+SPILL_ACFS = 12 if THOROUGH else 4
 PTXAS_KNOBS = [
     ("-Xptxas=-O1",), ("-Xptxas=-O2",), ("-Xptxas=--register-usage-level=2",), ("-Xptxas=--register-usage-level=9",),
     ("-Xptxas=--def-load-cache=cg",), ("-Xptxas=--allow-expensive-optimizations=false",),
@@ -61,7 +65,7 @@ def acfs(tmp_path_factory: pytest.TempPathFactory, search_spaces_dir: Path) -> l
                               "--seed", "11", "--out", str(pool)], capture_output=True, text=True, env=env, timeout=600)
     assert sampled.returncode == 0, sampled.stderr
     found = sorted(pool.glob("*.acf"))
-    assert len(found) >= 20
+    assert len(found) >= ACF_COUNT - 4
     return found
 
 
@@ -167,7 +171,7 @@ def test_gemm_objects_from_the_kept_ptx_are_those_nvcc_builds(gemm: cmake.Scratc
 @pytest.mark.acf
 def test_two_architectures_under_a_register_cap_are_those_nvcc_builds(spill: cmake.ScratchTree,
                                                                        acfs: list[Path]) -> None:
-    _check_bit_identity(spill, _candidates(acfs[:12]))
+    _check_bit_identity(spill, _candidates(acfs[:SPILL_ACFS]))
 
 
 def test_a_front_end_change_compiles_through_nvcc_and_keeps_a_second_configuration(

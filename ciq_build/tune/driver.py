@@ -12,6 +12,7 @@ in scratch trees (ciq_build.build.cmake).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -103,6 +104,21 @@ class TuneRun:
     # -- the run ---------------------------------------------------------------
 
     def run(self) -> TuneOutcome:
+        if LOG.handlers:  # the CLI's
+            return self._run()
+        # Called as a library: for this run, say things where `out` goes.
+        handler = logging.StreamHandler(self.out)
+        handler.setFormatter(logging.Formatter("ciq_build: %(message)s"))
+        LOG.addHandler(handler)
+        level = LOG.level
+        LOG.setLevel(logging.WARNING if self.settings.quiet else logging.INFO)
+        try:
+            return self._run()
+        finally:
+            LOG.removeHandler(handler)
+            LOG.setLevel(level)
+
+    def _run(self) -> TuneOutcome:
         source = make_candidate_source(self.settings.search, self.manifest, self.toolchain, self.objectives,
                                        self.state_dir / "acf" / safe_name(self.manifest.target))
         # Every tool the run will need, before anything is built (the search space is refused first).

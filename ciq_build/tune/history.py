@@ -298,7 +298,7 @@ def _evaluations(records: list[dict[str, Any]], width: int) -> list[Evaluation]:
             finished=str(record.get("time") or ""),
             elapsed_s=(when - origin) if when is not None and origin is not None else math.nan,
             worker=str(record.get("worker") or ""),
-            runs=int(_number(record.get("runs"))),
+            runs=_count(record.get("runs")),
             raced=record.get("raced") is True,
             same_code_as=str(record.get("same_code_as") or ""),
         ))
@@ -313,6 +313,11 @@ def _timestamp(value: Any) -> float | None:
         return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S%z").timestamp()
     except ValueError:
         return None
+
+
+def _count(value: Any) -> int:
+    """A non-negative int field of an edited journal: anything else reads as 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
 def _number(value: Any, default: float = 0.0) -> float:

@@ -50,7 +50,7 @@ def overridden_params(specs: tuple[str, ...], tree: ScratchTree, timeout: float,
     names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
     found: set[str] = set()
     for controls in probe_settings(specs):
-        built = tree.build(controls, timeout)  # whole: the preprocessor must run
+        built = tree.build(controls, timeout, benchmark=False)  # whole: the preprocessor must run; no link
         found |= redefined_macros(built.compiler_output) & names
     for name in sorted(found):
         warn(f"PARAMS {name} of {target} does nothing: the source #defines {name} itself, so the compiler "

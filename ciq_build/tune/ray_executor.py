@@ -83,7 +83,8 @@ class EvaluationWorker:
     def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
                  timeout: float, root: str) -> None:
         proc.guard_driver()  # the compiles and benchmarks this actor starts die with it, even on SIGKILL
-        self.tree = ScratchTree(manifest, Path(root), toolchain)
+        # Without the ptxas-only launcher: a Ray worker's environment is not the driver's shell.
+        self.tree = ScratchTree(manifest, Path(root), toolchain, False)
         # Ray's num_gpus sets CUDA_VISIBLE_DEVICES for this actor: the default slot is its GPU.
         self.runner = BuildRunner(manifest, toolchain, objectives, repeats, timeout, GpuSlots())
         self.timeout = timeout
