@@ -16,7 +16,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.search.base import Proposal
 from ciq_build.tune.evaluation import Evaluated
-from ciq_build.tune.progress import REPLAY_INTERVAL, TuneProgress, configure_logging
+from ciq_build.tune.progress import REPLAY_INTERVAL, TuneProgress, configure_logging, reset_logging
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -32,7 +32,7 @@ def log() -> Iterator[io.StringIO]:
     stream = io.StringIO()
     configure_logging(0, stream)
     yield stream
-    configure_logging(0)
+    reset_logging()
 
 
 def test_without_a_terminal_each_evaluation_is_one_plain_line(log: io.StringIO) -> None:
@@ -71,7 +71,7 @@ def test_quiet_keeps_warnings_and_verbose_adds_the_controls() -> None:
     configure_logging(1, stream)
     TuneProgress(4, 1, stream=io.StringIO(), terminal=False).update(1, evaluations=1, last=evaluated(3))
     assert "controls" in stream.getvalue() and "-Xptxas=-O2" in stream.getvalue()
-    configure_logging(0)
+    reset_logging()
 
 
 def test_on_a_terminal_it_is_a_bar_not_lines(log: io.StringIO) -> None:
@@ -104,3 +104,16 @@ def test_a_tune_in_a_ci_log_says_each_evaluation(tmp_path: Path) -> None:
                             "--generations", "2", "--pool-size", "3", "--no-pin", "-q"],
                            capture_output=True, text=True, timeout=600, cwd=source)
     assert quiet.returncode == 0 and "evaluation " not in quiet.stderr
+
+
+def test_the_cli_handler_writes_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A handler bound to the stderr it was made with says later messages into a stream replaced since
+    # (a redirect, a test's capture): every message of a later tune in that process went missing.
+    configure_logging(0)
+    try:
+        replaced = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", replaced)
+        logging.getLogger("ciq_build").info("said after stderr was replaced")
+        assert replaced.getvalue() == "ciq_build: said after stderr was replaced\n"
+    finally:
+        reset_logging()

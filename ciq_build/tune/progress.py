@@ -26,16 +26,43 @@ LOG = logging.getLogger("ciq_build")
 REPLAY_INTERVAL = 10.0  # seconds between lines while journaled evaluations are read back
 
 
+class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever sys.stderr is when a message is said, not what it was when the handler was made.
+
+    (A handler holding the stderr of its creation keeps writing into a stream
+    that was replaced since: a redirect, a capture, a closed pipe.)
+    """
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: TextIO) -> None:
+        pass
+
+
 def configure_logging(verbosity: int, stream: TextIO | None = None) -> None:
     """The CLI's handler: "ciq_build: <message>" on stderr; -1 warnings only (-q), 0 info, 1 debug (-v)."""
     level = logging.WARNING if verbosity < 0 else logging.DEBUG if verbosity > 0 else logging.INFO
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else _CurrentStderr()
     handler.setFormatter(logging.Formatter("ciq_build: %(message)s"))
     for old in list(LOG.handlers):
         LOG.removeHandler(old)
     LOG.addHandler(handler)
     LOG.setLevel(level)
     LOG.propagate = False
+
+
+def reset_logging() -> None:
+    """The logger as a library import leaves it (no handler of ours): what `configure_logging` undoes."""
+    for old in list(LOG.handlers):
+        LOG.removeHandler(old)
+    LOG.setLevel(logging.NOTSET)
+    LOG.propagate = True
 
 
 def _clock(seconds: float) -> str:
