@@ -104,7 +104,7 @@ class Evaluation:
         ok = line.get("ok")
         if not isinstance(ok, bool):
             return None
-        controls = journaled_controls(line.get("controls"))
+        controls = _controls(line.get("controls"))
         if controls is None:
             return None
         key, generation, params = line.get("key"), line.get("generation"), line.get("params")
@@ -157,7 +157,7 @@ def journaled_count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
-def journaled_controls(value: Any) -> Controls | None:
+def _controls(value: Any) -> Controls | None:
     """The controls a journal line names (absent: the compiler's defaults); None when they are not valid controls."""
     if value is None:
         return Controls()
