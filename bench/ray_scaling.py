@@ -30,11 +30,11 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.params import parse_params
 from ciq_build.core.settings import MeasureSettings, SearchSettings
 from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.ga import SearchConfiguration
 from ciq_build.search.genetic import GeneticSource
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.evaluation import Evaluated
 from ciq_build.tune.loop import SearchLoop
 from ciq_build.tune.ray_executor import RayPool, RaySlot
 from ciq_build.tune.replay import controls_id
@@ -43,10 +43,10 @@ TIME = parse_objectives(["time"])
 SPACE = parse_params([f"P{i}=range(0,16)" for i in range(6)])  # 16^6 candidates: the search never repeats one
 
 
-def stand_in(proposal: Proposal, controls: Controls, key: str, seconds: float) -> Evaluated:
+def stand_in(proposal: Proposal, controls: Controls, key: str, seconds: float) -> Evaluation:
     """TEST DOUBLE for a measurement: a deterministic time from the -D values."""
     time_ms = 1.0 + sum(abs(int(value) - 5) for _, value in controls.defines) / 10
-    return Evaluated(key, proposal, controls, True, None, "", {"time_ms": time_ms}, {}, (time_ms,), seconds)
+    return Evaluation(key, proposal, controls, True, None, "", {"time_ms": time_ms}, {}, (time_ms,), seconds)
 
 
 class SleepWorker:
@@ -58,7 +58,7 @@ class SleepWorker:
     def configure(self) -> str:
         return "local"
 
-    def evaluate(self, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+    def evaluate(self, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         time.sleep(self.compile_s)
         time.sleep(self.benchmark_s)
         return stand_in(proposal, controls, key, self.compile_s + self.benchmark_s)
@@ -86,7 +86,7 @@ class SleepPool(RayPool):
 class InstantRunner:
     """No work at all: what is left of an evaluation is the driver's own time."""
 
-    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         return stand_in(proposal, controls, key, 0.0)
 
 

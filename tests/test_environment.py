@@ -27,8 +27,9 @@ from ciq_build.errors import DiskFullError, JournalError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
 from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import journaled_timings
 from ciq_build.state.journal import Journal
-from ciq_build.tune.cache import from_journal, journaled_timings
+from ciq_build.tune.cache import from_journal
 from ciq_build.tune.evaluator import BuildRunner
 
 PROGRAMS = Path(__file__).parent / "programs"

@@ -18,8 +18,8 @@ from ciq_build.core.causes import Cause
 from ciq_build.measure.bench import BenchSpec, GpuSlots
 from ciq_build.measure.racing import Incumbent, RaceBoard, behind, race
 from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.dedupe import CodeDedupe, taken_from
-from ciq_build.tune.evaluation import Evaluated
 from ciq_build.tune.evaluator import BuildRunner
 from ciq_build.tune.winner import pick_winner
 
@@ -125,9 +125,9 @@ def test_the_last_repeat_is_never_called_raced(tmp_path: Path) -> None:
 # -- raced candidates and the winner ------------------------------------------------------
 
 
-def _evaluated(key: str, time_ms: float, *, raced: bool = False) -> Evaluated:
-    return Evaluated(key, Proposal(id=len(key), generation=0, params={}), Controls(), True, None, "",
-                     {"time_ms": time_ms}, {}, (time_ms,), 1.0, raced=raced)
+def _evaluated(key: str, time_ms: float, *, raced: bool = False) -> Evaluation:
+    return Evaluation(key, Proposal(id=len(key), generation=0, params={}), Controls(), True, None, "",
+                      {"time_ms": time_ms}, {}, (time_ms,), 1.0, raced=raced)
 
 
 def test_a_raced_candidate_never_wins_over_a_fully_measured_one() -> None:
@@ -146,12 +146,12 @@ def test_the_same_code_is_measured_once_even_side_by_side() -> None:
     dedupe = CodeDedupe()
     measured: list[str] = []
 
-    def measure(key: str) -> Evaluated:
+    def measure(key: str) -> Evaluation:
         measured.append(key)
         time.sleep(0.2)  # the others arrive while this one is measuring
         return _evaluated(key, 1.25)
 
-    results: dict[str, Evaluated] = {}
+    results: dict[str, Evaluation] = {}
 
     def worker(key: str) -> None:
         mine = _evaluated(key, 0.0)
@@ -172,8 +172,8 @@ def test_the_same_code_is_measured_once_even_side_by_side() -> None:
 
 def test_an_environmental_failure_is_not_shared_and_no_code_shares_nothing() -> None:
     dedupe = CodeDedupe()
-    killed = Evaluated("a", Proposal(id=1, generation=0, params={}), Controls(), False, Cause.BENCH_KILLED,
-                       "killed", {}, {}, None, 1.0)
+    killed = Evaluation("a", Proposal(id=1, generation=0, params={}), Controls(), False, Cause.BENCH_KILLED,
+                        "killed", {}, {}, None, 1.0)
     assert killed.environmental
     assert dedupe.evaluate("code", lambda: killed, lambda e: e) is killed
     again = _evaluated("b", 1.0)
@@ -185,9 +185,9 @@ def test_an_environmental_failure_is_not_shared_and_no_code_shares_nothing() -> 
     assert dedupe.evaluate(None, lambda: again, lambda e: e) is again
 
 
-def dataclass_failed(key: str) -> Evaluated:
-    return Evaluated(key, Proposal(id=2, generation=0, params={}), Controls(), False, Cause.BENCH_SIGNAL,
-                     "segfault", {}, {}, None, 1.0)
+def dataclass_failed(key: str) -> Evaluation:
+    return Evaluation(key, Proposal(id=2, generation=0, params={}), Controls(), False, Cause.BENCH_SIGNAL,
+                      "segfault", {}, {}, None, 1.0)
 
 
 # -- compiles overlap benchmarks ------------------------------------------------------------

@@ -4,28 +4,33 @@ from __future__ import annotations
 
 import pytest
 
-from ciq_build.core.results import Evaluation, Results
+from ciq_build.compiler.controls import Controls
+from ciq_build.core.causes import Cause
 from ciq_build.errors import ConfigError
+from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.results import Results
 
 
-def _ev(i, scores, status="ok", reason=""):
-    return Evaluation(id=i, generation=i // 2, params={"x": i, "f": "-O3"}, scores=scores, status=status,
-                      reason=reason, wall_time=0.5 * i)
+def _ev(i, scores, cause=None, message=""):
+    return Evaluation(key=f"k{i}", proposal=Proposal(id=i, generation=i // 2, params={"x": i, "f": "-O3"}),
+                      controls=Controls(), ok=cause is None, cause=cause, message=message, metrics={}, spread={},
+                      scores=scores, seconds=0.5 * i)
 
 
 def test_best_follows_the_direction_and_skips_failures():
-    rows = [_ev(0, (3.0,)), _ev(1, None, "error", "boom"), _ev(2, (1.0,)), _ev(3, (5.0,)), _ev(4, None, "invalid", "nan")]
+    rows = [_ev(0, (3.0,)), _ev(1, None, Cause.ERROR, "boom"), _ev(2, (1.0,)), _ev(3, (5.0,)), _ev(4, None, Cause.INVALID, "nan")]
     assert Results(["min"], rows).get_best_result().id == 2
     assert Results(["max"], rows).get_best_result().id == 3
     assert Results(["min"], rows[1:2]).get_best_result() is None
-    assert [e.id for e in Results(["min"], rows).get_results("error")] == [1]
+    assert [e.id for e in Results(["min"], rows).get_results(Cause.ERROR)] == [1]
     assert Results(["min"], rows).failures == 2
 
 
 def test_pareto_front_under_mixed_directions():
     # objective 1 minimised, objective 2 maximised
     rows = [_ev(0, (1.0, 1.0)), _ev(1, (2.0, 3.0)), _ev(2, (2.0, 2.0)), _ev(3, (3.0, 3.0)), _ev(4, (1.0, 1.0)),
-            _ev(5, None, "invalid")]
+            _ev(5, None, Cause.INVALID)]
     front = Results(["min", "max"], rows).pareto_front()
     assert sorted(e.id for e in front) == [0, 1, 4]
     front = Results(["max", "max"], rows).pareto_front()

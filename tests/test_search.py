@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import ciq_build.core.space as ss
+from ciq_build.core.causes import Cause
 from ciq_build.core.pareto import hypervolume_2d
 from ciq_build.errors import ConfigError, SearchError
 from ciq_build.search.ga import (
@@ -82,10 +83,10 @@ def test_invalid_candidates_are_recorded_and_do_not_end_the_search():
     results = Search(flaky_objective, {"x": ss.range(0, 20)}, config, progress=False).start()
     by_x = {e.params["x"]: e for e in results}
     assert len(by_x) == 21  # the whole space, each configuration once
-    assert by_x[3].status == "error" and "RuntimeError: compiler crashed" in by_x[3].reason
-    assert by_x[5].status == "invalid" and "non-finite" in by_x[5].reason
-    assert by_x[7].status == "invalid" and "2 score(s); expected 1" in by_x[7].reason
-    assert by_x[9].status == "invalid" and "INVALID_SCORE" in by_x[9].reason
+    assert by_x[3].cause == Cause.ERROR and "RuntimeError: compiler crashed" in by_x[3].message
+    assert by_x[5].cause == Cause.INVALID and "non-finite" in by_x[5].message
+    assert by_x[7].cause == Cause.INVALID and "2 score(s); expected 1" in by_x[7].message
+    assert by_x[9].cause == Cause.INVALID and "INVALID_SCORE" in by_x[9].message
     assert all(e.scores is None for e in results if not e.ok)
     assert results.get_best_result().params == {"x": 12}
 
@@ -153,7 +154,7 @@ def test_ask_tell_resume_from_a_journal_recreates_the_run():
     while batch := reference.ask():
         for c in reversed(batch):  # tell order does not matter
             journal[c.key] = module_objective(c.params)
-            reference.tell(c, journal[c.key], wall_time=0.1)
+            reference.tell(c, journal[c.key], seconds=0.1)
     expected = sorted((e.id, canonical_key(e.params)) for e in reference.results)
 
     # An interrupted run: it stops half-way through generation 3.
@@ -190,8 +191,9 @@ def test_tell_refuses_candidates_that_are_not_waiting():
         search.tell(batch[0], 1.0)
     with pytest.raises(SearchError, match="not waiting"):
         search.tell(999, 1.0)
-    invalid = search.tell(batch[1], None, status="invalid", reason="compile_failed")
-    assert invalid.status == "invalid" and invalid.reason == "compile_failed" and invalid.scores is None
+    invalid = search.tell(batch[1], None, cause=Cause.COMPILE_FAILED, message="error: too many registers")
+    assert not invalid.ok and invalid.cause == Cause.COMPILE_FAILED and invalid.scores is None
+    assert invalid.message == "error: too many registers"
 
 
 def test_max_evaluations_and_maximisation():

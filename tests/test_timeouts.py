@@ -5,13 +5,13 @@ from __future__ import annotations
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.settings import MeasureSettings, timeout_advice
 from ciq_build.search.base import Proposal
-from ciq_build.tune.evaluation import Evaluated
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.timeouts import BASELINE_TIMEOUT, for_baseline, for_candidates, for_configure
 
 
-def _baseline(compile_s: float, benchmark_s: float) -> Evaluated:
-    return Evaluated("k", Proposal(-1, 0, {}), Controls(), True, None, "", {"compile_seconds": compile_s}, {},
-                     (1.0,), compile_s + benchmark_s, timings={"compile_s": compile_s, "benchmark_s": benchmark_s})
+def _baseline(compile_s: float, benchmark_s: float) -> Evaluation:
+    return Evaluation("k", Proposal(-1, 0, {}), Controls(), True, None, "", {"compile_seconds": compile_s}, {},
+                      (1.0,), compile_s + benchmark_s, timings={"compile_s": compile_s, "benchmark_s": benchmark_s})
 
 
 def test_the_baseline_gets_a_generous_limit_unless_timeout_was_given() -> None:

@@ -22,11 +22,12 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.params import parse_params
 from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.ga import SearchConfiguration
 from ciq_build.search.genetic import GeneticSource
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.evaluation import Evaluated, objective_values
+from ciq_build.tune.evaluation import objective_values
 from ciq_build.tune.loop import SearchLoop
 from ciq_build.tune.replay import NotInJournal, ReplayRunner, controls_id
 from ciq_build.tune.winner import pick_from_front, pick_winner
@@ -54,15 +55,15 @@ class StandInRunner:
         self.calls = 0
         self._lock = threading.Lock()
 
-    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         with self._lock:
             self.calls += 1
         values = stand_in_metrics(controls)
         if values is None:
-            return Evaluated(key, proposal, controls, False, Cause.COMPILE_FAILED, "error: too many registers",
-                             {"compile_seconds": 0.1}, {}, None, 0.1)
+            return Evaluation(key, proposal, controls, False, Cause.COMPILE_FAILED, "error: too many registers",
+                              {"compile_seconds": 0.1}, {}, None, 0.1)
         scores = objective_values(self.objectives, values)
-        return Evaluated(key, proposal, controls, True, None, "", values, {}, scores, 0.1)
+        return Evaluation(key, proposal, controls, True, None, "", values, {}, scores, 0.1)
 
 
 def source(seed: int = 0, objectives: Sequence[Objective] = TIME, generations: int = 4, pool_size: int = 8,
@@ -102,9 +103,9 @@ def opened_cache(path: Path, objectives: Sequence[Objective], said: list[str] | 
     return cache
 
 
-def baseline_of(runner: Any, objectives: Sequence[Objective], key_of: Any) -> Evaluated:
+def baseline_of(runner: Any, objectives: Sequence[Objective], key_of: Any) -> Evaluation:
     evaluated = runner.evaluate(None, BASELINE, Controls(), key_of(Controls()))
-    assert isinstance(evaluated, Evaluated)
+    assert isinstance(evaluated, Evaluation)
     return evaluated
 
 
@@ -120,7 +121,7 @@ def record(tmp_path: Path, objectives: Sequence[Objective] = TIME, seed: int = 0
 
 def replay(recorded: Path, journal: Path, objectives: Sequence[Objective] = TIME, *, seed: int = 0,
            workers: int = 1, budget: int | None = None, pick: str = "knee", **config: Any,
-           ) -> tuple[SearchLoop[str], ReplayRunner, Counting, Evaluated | None]:
+           ) -> tuple[SearchLoop[str], ReplayRunner, Counting, Evaluation | None]:
     """A search replayed from `recorded` into the journal `journal`; the runner has played the baseline first."""
     runner = ReplayRunner(recorded, objectives)
     baseline = baseline_of(runner, objectives, runner.key_of)
@@ -201,8 +202,8 @@ def test_a_candidate_the_journal_never_saw_is_a_clear_error(tmp_path: Path) -> N
 # -- the winner -------------------------------------------------------------------------------
 
 
-def _point(i: int, *scores: float) -> Evaluated:
-    return Evaluated(f"k{i}", Proposal(i, 0, {}), Controls(), True, None, "", {}, {}, tuple(scores), 0.0)
+def _point(i: int, *scores: float) -> Evaluation:
+    return Evaluation(f"k{i}", Proposal(i, 0, {}), Controls(), True, None, "", {}, {}, tuple(scores), 0.0)
 
 
 def test_minimise_and_maximise_pick_opposite_ends(tmp_path: Path) -> None:
@@ -251,7 +252,7 @@ def test_several_objectives_pin_a_pareto_point_that_beats_the_baseline_by_the_pi
 def test_a_failure_cause_is_journaled_as_the_plain_string_old_journals_hold(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     cache = opened_cache(path, TIME)
-    failed = Evaluated("k", Proposal(0, 0, {}), Controls(), False, Cause.BENCH_KILLED, "Killed", {}, {}, None, 1.0)
+    failed = Evaluation("k", Proposal(0, 0, {}), Controls(), False, Cause.BENCH_KILLED, "Killed", {}, {}, None, 1.0)
     cache.record(failed)
     assert b'"cause": "bench_killed"' in path.read_bytes() and b'"environmental": true' in path.read_bytes()
     line = evaluation_lines(path)[0]
@@ -275,7 +276,7 @@ class RacingStandIn(StandInRunner):
         super().__init__(objectives)
         self.first_of_code: dict[str, str] = {}
 
-    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         evaluated = super().evaluate(worker, proposal, controls, key)
         d = dict(controls.defines)
         code = controls_id(Controls(defines=tuple((n, "1" if (n, v) == ("VEC", "2") else v)

@@ -15,16 +15,16 @@ import pytest
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.search.base import Proposal
-from ciq_build.tune.evaluation import Evaluated
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.progress import REPLAY_INTERVAL, TuneProgress, configure_logging, reset_logging
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def evaluated(i: int, ok: bool = True, cached: bool = False) -> Evaluated:
-    return Evaluated(f"k{i}", Proposal(i, 1, {}), Controls(flags=("-Xptxas=-O2",)), ok,
-                     None if ok else Cause.COMPILE_FAILED, "", {"registers": 40.0 + i}, {},
-                     (40.0 + i,) if ok else None, 1.0, cached=cached)
+def evaluated(i: int, ok: bool = True, cached: bool = False) -> Evaluation:
+    return Evaluation(f"k{i}", Proposal(i, 1, {}), Controls(flags=("-Xptxas=-O2",)), ok,
+                      None if ok else Cause.COMPILE_FAILED, "", {"registers": 40.0 + i}, {},
+                      (40.0 + i,) if ok else None, 1.0, cached=cached)
 
 
 @pytest.fixture

@@ -8,16 +8,16 @@ from pathlib import Path
 from ciq_build.build.manifest import parse_objectives
 from ciq_build.compiler.controls import Controls
 from ciq_build.search.base import Proposal
-from ciq_build.tune.evaluation import Evaluated
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.summary import run_summary
 
 
-def evaluated(key: str, cached: bool = False) -> Evaluated:
-    return Evaluated(key, Proposal(0, 0, {}), Controls(), True, None, "", {"registers": 10.0}, {}, (10.0,), 1.0,
-                     cached=cached)
+def evaluated(key: str, cached: bool = False) -> Evaluation:
+    return Evaluation(key, Proposal(0, 0, {}), Controls(), True, None, "", {"registers": 10.0}, {}, (10.0,), 1.0,
+                      cached=cached)
 
 
-def summary(evaluations: list[Evaluated], measured: set[str], base: float, best: float) -> str:
+def summary(evaluations: list[Evaluation], measured: set[str], base: float, best: float) -> str:
     return run_summary("kern", parse_objectives(["registers"]), (base,), (best,), evaluations, False, "pinned",
                        None, Path("journal.jsonl"), measured)
 

@@ -1,1 +1,1 @@
-"""The vocabulary every layer shares: the search-space language, PARAMS, evaluations and Pareto dominance, the rule book."""
+"""The vocabulary every layer shares: the search-space language, PARAMS, failure causes and Pareto dominance, the rule book."""

@@ -30,7 +30,10 @@ class Cause(StrEnum):
     COMPILE_KILLED = "compile_killed"
     BENCH_KILLED = "bench_killed"
     BUILD_TOOL_TIMEOUT = "build_tool_timeout"
-    # a journaled failure whose cause is missing or not one of these
+    # the genetic search run on its own objective (ciq_build.search.ga): the objective said the
+    # candidate is not valid (INVALID_SCORE, a non-finite or wrong number of scores)
+    INVALID = "invalid"
+    # the objective raised; or a journaled failure whose cause is missing or not one of these
     ERROR = "error"
 
     @property

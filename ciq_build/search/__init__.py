@@ -1,1 +1,1 @@
-"""Sources of candidates: the interface, ciq_build's genetic search, compileiq, ACF pools."""
+"""Sources of candidates: the interface, the evaluation record and its table, ciq_build's genetic search, compileiq, ACF pools."""

@@ -4,7 +4,7 @@ Two ways to drive it:
 
 * ``Search(objective, space, config).start(num_workers=4)`` evaluates
   candidates itself (in a ``concurrent.futures`` executor) and returns
-  :class:`~ciq_build.core.results.Results`.
+  :class:`~ciq_build.search.results.Results`.
 * ``ask()`` / ``tell()`` for a caller that evaluates candidates itself.
   ``ask()`` returns the current generation's candidates that have no score
   yet (asking again before telling returns the same ones); once every
@@ -35,10 +35,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
-from ciq_build.core.pareto import crowding_distance, minimised, non_dominated_sort
-from ciq_build.core.results import ERROR, INVALID, OK, Direction, Evaluation, Results
+from ciq_build.compiler.controls import Controls
+from ciq_build.core.causes import Cause
+from ciq_build.core.pareto import Direction, crowding_distance, minimised, non_dominated_sort
 from ciq_build.core.space import Gene, Genome, Param, SearchSpace, as_space, canonical_key
 from ciq_build.errors import ConfigError, SearchError
+from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.results import Results
 
 __all__ = [
     "INVALID_SCORE",
@@ -410,28 +414,28 @@ def _call_objective(objective: Callable[[dict[str, Any]], Any], params: dict[str
     return value, None, time.perf_counter() - started
 
 
-def interpret(value: Any, num_objectives: int) -> tuple[tuple[float, ...] | None, str, str]:
-    """An objective's return value as (scores, status, reason)."""
+def interpret(value: Any, num_objectives: int) -> tuple[tuple[float, ...] | None, Cause | None, str]:
+    """An objective's return value as (scores, failure cause or None, why it failed)."""
     if isinstance(value, str) and value == INVALID_SCORE:
-        return None, INVALID, "objective returned INVALID_SCORE"
+        return None, Cause.INVALID, "objective returned INVALID_SCORE"
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         items: list[Any] = [value]
     elif isinstance(value, (tuple, list)) or (hasattr(value, "__len__") and hasattr(value, "tolist")):
         items = list(value.tolist() if hasattr(value, "tolist") else value)
     else:
-        return None, INVALID, f"objective returned {type(value).__name__} {value!r}; expected a number or a tuple of numbers"
+        return None, Cause.INVALID, f"objective returned {type(value).__name__} {value!r}; expected a number or a tuple of numbers"
     if len(items) != num_objectives:
-        return None, INVALID, f"objective returned {len(items)} score(s); expected {num_objectives}"
+        return None, Cause.INVALID, f"objective returned {len(items)} score(s); expected {num_objectives}"
     scores = []
     for item in items:
         if isinstance(item, str) and item == INVALID_SCORE:
-            return None, INVALID, "objective returned INVALID_SCORE"
+            return None, Cause.INVALID, "objective returned INVALID_SCORE"
         if isinstance(item, bool) or not isinstance(item, numbers.Real):
-            return None, INVALID, f"objective returned a non-number score {item!r}"
+            return None, Cause.INVALID, f"objective returned a non-number score {item!r}"
         if not math.isfinite(item):
-            return None, INVALID, f"objective returned a non-finite score {item!r}"
+            return None, Cause.INVALID, f"objective returned a non-finite score {item!r}"
         scores.append(float(item))
-    return tuple(scores), OK, ""
+    return tuple(scores), None, ""
 
 
 # -- the search -------------------------------------------------------------------------
@@ -544,15 +548,15 @@ class Search:
         candidate: Candidate | int,
         scores: Any = INVALID_SCORE,
         *,
-        status: str | None = None,
-        reason: str = "",
-        wall_time: float = 0.0,
+        cause: Cause | None = None,
+        message: str = "",
+        seconds: float = 0.0,
     ) -> Evaluation:
         """Record one asked candidate's outcome and return its Evaluation.
 
         ``scores`` is what the objective returned (a number, a tuple, or
-        INVALID_SCORE). ``status="invalid"`` or ``"error"`` marks the candidate
-        failed whatever ``scores`` is, with ``reason`` saying why. Telling the
+        INVALID_SCORE). A ``cause`` marks the candidate failed whatever
+        ``scores`` is, with ``message`` saying why. Telling the
         last candidate of a generation breeds the survivors; it raises
         SearchError when every candidate of that generation failed.
         """
@@ -566,22 +570,23 @@ class Search:
         asked = waiting[cid]
         if isinstance(candidate, Candidate) and candidate.key != asked.key:
             raise SearchError(f"candidate {cid} was asked with other params than the ones told")
-        if status is None:
-            values, status, why = interpret(scores, len(self.directions))
-            reason = reason or why
-        elif status in (INVALID, ERROR):
-            values = None
-            reason = reason or status
+        if cause is None:
+            values, cause, why = interpret(scores, len(self.directions))
+            message = message or why
         else:
-            raise ConfigError(f'tell status must be None, "invalid" or "error", got {status!r}')
+            values = None
+            message = message or str(cause)
         evaluation = Evaluation(
-            id=asked.id,
-            generation=asked.generation,
-            params=dict(asked.params),
+            key=asked.key,
+            proposal=Proposal(id=asked.id, generation=asked.generation, params=dict(asked.params)),
+            controls=Controls(),
+            ok=cause is None,
+            cause=cause,
+            message=message,
+            metrics={},
+            spread={},
             scores=values,
-            status=status,
-            reason=reason,
-            wall_time=float(wall_time),
+            seconds=float(seconds),
         )
         self._told[cid] = evaluation
         self.results.add(evaluation)
@@ -606,7 +611,7 @@ class Search:
         self._generation += 1
         if not newcomers:
             self._stop_reason = "all_invalid"
-            reasons = sorted({self._told[c.id].reason for c in batch})
+            reasons = sorted({self._told[c.id].message for c in batch})
             raise SearchError(
                 f"every candidate of generation {generation} ({len(batch)} of {len(batch)}) was invalid, "
                 f"so the search cannot go on. Reasons: {'; '.join(reasons[:5])}. "
@@ -730,9 +735,9 @@ class Search:
                                 failures=self.results.failures, best=self._best_text)
                 for candidate, (value, error, wall) in zip(batch, self._evaluate(batch, executor)):
                     if error is not None:
-                        self.tell(candidate, None, status=ERROR, reason=error, wall_time=wall)
+                        self.tell(candidate, None, cause=Cause.ERROR, message=error, seconds=wall)
                     else:
-                        self.tell(candidate, value, wall_time=wall)
+                        self.tell(candidate, value, seconds=wall)
             reporter.update(self._generation, evaluations=len(self.results),
                             failures=self.results.failures, best=self._best_text, force=True)
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ciq_build.core.causes import Cause
 from ciq_build.core.space import Param, as_space
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import Proposal
@@ -38,7 +39,7 @@ class GeneticSource:
     def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
         candidate = self._asked[proposal.id]
         if scores is None:
-            self.search.tell(candidate, status="invalid", reason=reason or "invalid")
+            self.search.tell(candidate, cause=Cause.INVALID, message=reason or "")
         else:
             self.search.tell(candidate, scores if len(scores) > 1 else scores[0])
 

@@ -12,13 +12,14 @@ from ciq_build.build.manifest import Manifest, Objective
 from ciq_build.compiler.fingerprint import object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain, architecture_list
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.confirm import Confirmation
-from ciq_build.tune.evaluation import Evaluated, failure_counts, jsonable, metric_key
+from ciq_build.tune.evaluation import failure_counts, jsonable, metric_key
 
 
 def assemble_record(manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective],
                     confirmation: Confirmation, tree: ScratchTree, search: Mapping[str, Any],
-                    evaluations: Sequence[Evaluated]) -> PinnedRecord:
+                    evaluations: Sequence[Evaluation]) -> PinnedRecord:
     """The record that pins `confirmation.winner`; `tree` is where its objects were rebuilt, `search` the
     candidate source's description (its provenance)."""
     baseline, winner, spreads = confirmation.baseline, confirmation.winner, confirmation.spreads

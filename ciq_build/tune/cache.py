@@ -13,20 +13,21 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ciq_build.build import environment
 from ciq_build.build.manifest import Manifest, Objective
-from ciq_build.compiler.controls import Controls, controls_to_json
+from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.errors import DiskFullError
 from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import EVALUATION_KIND, JOURNALED_ID, Evaluation
 from ciq_build.state.journal import Journal
-from ciq_build.tune.evaluation import Evaluated, objective_values
+from ciq_build.tune.evaluation import objective_values
 
-EVALUATION_KIND = "evaluation"
 # A journal record naming files the build writes into the source tree (ciq_build.build.sources).
 SOURCE_OUTPUTS_KIND = "source_outputs"
 
@@ -55,37 +56,26 @@ def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sour
 # -- reading journaled evaluations ------------------------------------------------------
 
 
-def _numbers(value: Any) -> dict[str, float]:
-    """The name -> number entries of a journaled mapping; anything else is dropped."""
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): float(v) for k, v in value.items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < float("inf")}
-
-
 def read_evaluation(record: dict[str, Any], proposal: Proposal, controls: Controls, key: str,
-                    objectives: Sequence[Objective], *, cached: bool = True) -> Evaluated | None:
-    """A journaled evaluation as it was, or None when it is unreadable or scores none of `objectives`."""
-    ok = record.get("ok")
-    if not isinstance(ok, bool):
+                    objectives: Sequence[Objective], *, cached: bool = True) -> Evaluation | None:
+    """A journaled evaluation as it was, for `proposal`, or None when it is unreadable or scores none of `objectives`.
+
+    The scores are today's objectives' values of the journaled metrics (the
+    objectives may have changed since); a `cached` one took no time and ran on
+    no worker this run.
+    """
+    journaled = Evaluation.from_journal(record)
+    if journaled is None:
         return None
-    values = _numbers(record.get("metrics"))
-    scores = objective_values(objectives, values) if ok else None
-    if ok and scores is None:
+    scores = objective_values(objectives, journaled.metrics) if journaled.ok else None
+    if journaled.ok and scores is None:
         return None  # measured, but not for today's objectives: measure again
-    seconds = record.get("seconds")
-    runs, same, code = record.get("runs"), record.get("same_code_as"), record.get("code")
-    return Evaluated(key, proposal, controls, ok, None if ok else Cause.read(record.get("cause")),
-                     str(record.get("message") or ""), values, _numbers(record.get("spread")), scores,
-                     0.0 if cached or not isinstance(seconds, (int, float)) else float(seconds),
-                     cached=cached, timings=journaled_timings(record),
-                     runs=runs if isinstance(runs, int) and not isinstance(runs, bool) else 0,
-                     raced=record.get("raced") is True, same_code_as=same if isinstance(same, str) else None,
-                     code=code if isinstance(code, str) else None)
+    return replace(journaled, key=key, proposal=proposal, controls=controls, scores=scores, cached=cached,
+                   seconds=0.0 if cached else journaled.seconds, worker="")
 
 
 def from_journal(record: dict[str, Any], proposal: Proposal, controls: Controls, key: str,
-                 objectives: Sequence[Objective]) -> Evaluated | None:
+                 objectives: Sequence[Objective]) -> Evaluation | None:
     """A journaled evaluation to reuse, or None when the line cannot be trusted (it is then re-run)."""
     if record.get("ok") is False and journaled_environmental(record):
         return None  # the machine's failure, not the candidate's: run it again
@@ -101,28 +91,6 @@ def journaled_environmental(record: dict[str, Any]) -> bool:
     # compile_failed / bench_signal; their messages still say what happened.
     message = record.get("message")
     return isinstance(message, str) and (environment.says_disk_full(message) or environment.says_killed(message))
-
-
-def journaled_timings(record: dict[str, Any]) -> dict[str, float]:
-    """compile_s / benchmark_s / wait_s of a journaled evaluation; {} for older journals (only "seconds")."""
-    timings = _numbers(record.get("timings"))
-    return {name: value for name, value in timings.items() if name in ("compile_s", "benchmark_s", "wait_s")}
-
-
-def evaluation_record(evaluated: Evaluated) -> dict[str, Any]:
-    """The journal line of an evaluation (the format old journals share: resumes read both)."""
-    return {
-        "kind": EVALUATION_KIND, "key": evaluated.key, "generation": evaluated.proposal.generation,
-        "params": evaluated.proposal.params, "controls": controls_to_json(evaluated.controls, None),
-        "ok": evaluated.ok, "cause": evaluated.cause, "message": evaluated.message[-4000:],
-        "metrics": evaluated.metrics, "spread": evaluated.spread,
-        "scores": list(evaluated.scores) if evaluated.scores is not None else None,
-        "seconds": round(evaluated.seconds, 3), "timings": evaluated.timings,
-        "environmental": evaluated.environmental, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "runs": evaluated.runs, "raced": evaluated.raced, "same_code_as": evaluated.same_code_as,
-        "code": evaluated.code,
-        **({"worker": evaluated.worker} if evaluated.worker else {}),
-    }
 
 
 # -- the cache -------------------------------------------------------------------------
@@ -175,25 +143,25 @@ class EvaluationCache:
             self.say(f"{len(retried)} evaluation(s) that failed for environmental reasons (full disk, killed, "
                      "hung build tool) are run again")
 
-    def lookup(self, proposal: Proposal, controls: Controls, key: str) -> Evaluated | None:
+    def lookup(self, proposal: Proposal, controls: Controls, key: str) -> Evaluation | None:
         """The journaled evaluation of `key` to reuse for `proposal`, or None: evaluate it."""
         record = self.entries.get(key)
         return None if record is None else from_journal(record, proposal, controls, key, self.objectives)
 
-    def journaled(self, objectives: Sequence[Objective]) -> list[Evaluated]:
-        """Every reusable journaled evaluation (its proposal unknown: id -2), for what later candidates compare with."""
-        found = (from_journal(record, Proposal(id=-2, generation=0, params={}), Controls(), key, objectives)
+    def journaled(self, objectives: Sequence[Objective]) -> list[Evaluation]:
+        """Every reusable journaled evaluation (its proposal unknown: JOURNALED_ID), for what later candidates compare with."""
+        found = (from_journal(record, Proposal(id=JOURNALED_ID, generation=0, params={}), Controls(), key, objectives)
                  for key, record in self.entries.items())
         return [evaluated for evaluated in found if evaluated is not None]
 
-    def record(self, evaluated: Evaluated, *, reuse: bool = False) -> None:
+    def record(self, evaluated: Evaluation, *, reuse: bool = False) -> None:
         """Journal a finished evaluation, durably; `reuse`: also serve it to later lookups of this run."""
-        self.journal.append(evaluation_record(evaluated))
+        self.journal.append(evaluated.to_journal())
         self.measured_this_run.add(evaluated.key)
         if reuse:
             self.entries[evaluated.key] = {"ok": evaluated.ok, "metrics": evaluated.metrics}
 
-    def record_environmental(self, evaluated: Evaluated) -> None:
+    def record_environmental(self, evaluated: Evaluation) -> None:
         """Journal a full-disk failure if the disk still takes it (the report counts it; never reused)."""
         try:
             self.record(evaluated)

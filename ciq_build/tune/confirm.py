@@ -25,8 +25,9 @@ from ciq_build.core.pareto import dominates
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import SearchError
 from ciq_build.measure.bench import beats_baseline, interleaved
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.evaluation import Evaluated, failure_summary, jsonable, metric_key, objective_values
+from ciq_build.tune.evaluation import failure_summary, jsonable, metric_key, objective_values
 from ciq_build.tune.evaluator import BuildRunner
 from ciq_build.tune.winner import pick_winner
 
@@ -35,8 +36,8 @@ from ciq_build.tune.winner import pick_winner
 class Confirmation:
     """The verdict on the winner, and the scores a pinned record carries."""
 
-    baseline: Evaluated
-    winner: Evaluated
+    baseline: Evaluation
+    winner: Evaluation
     better: bool  # beats the baseline: pin it
     verdict: str  # one line for the summary
     baseline_scores: tuple[float, ...]
@@ -62,7 +63,7 @@ class Confirmer:
         self.say = say
         self.warn = warn
 
-    def confirm(self, baseline: Evaluated, evaluations: list[Evaluated], base_tree: ScratchTree,
+    def confirm(self, baseline: Evaluation, evaluations: list[Evaluation], base_tree: ScratchTree,
                 tree: ScratchTree) -> Confirmation:
         """The winner of `evaluations` (a corrected journaled score is replaced in the list) and its verdict."""
         baseline, winner, prebuilt = self._trusted_winner(baseline, evaluations, base_tree, tree)
@@ -82,7 +83,7 @@ class Confirmer:
             return Confirmation(baseline, winner, better, text, baseline.scores, winner.scores, {}, rebuilt.objects)
         return self._remeasure(baseline, winner, base_tree, tree, rebuilt.objects)
 
-    def _remeasure(self, baseline: Evaluated, winner: Evaluated, base_tree: ScratchTree, tree: ScratchTree,
+    def _remeasure(self, baseline: Evaluation, winner: Evaluation, base_tree: ScratchTree, tree: ScratchTree,
                    objects: tuple[Path, ...]) -> Confirmation:
         """Baseline and winner measured side by side, interleaved; better only beyond the noise."""
         assert winner.scores is not None and baseline.scores is not None
@@ -118,8 +119,8 @@ class Confirmer:
     def _deterministic_keys(self) -> list[str]:
         return [metric_key(o) for o in self.objectives if o.source == "static"]
 
-    def _trusted_winner(self, baseline: Evaluated, evaluations: list[Evaluated], base_tree: ScratchTree,
-                        tree: ScratchTree) -> tuple[Evaluated, Evaluated, CandidateBuild | None]:
+    def _trusted_winner(self, baseline: Evaluation, evaluations: list[Evaluation], base_tree: ScratchTree,
+                        tree: ScratchTree) -> tuple[Evaluation, Evaluation, CandidateBuild | None]:
         """The baseline and winner, with every journaled static score re-measured from a fresh build.
 
         A journaled value that a fresh build does not reproduce is replaced by the
@@ -133,7 +134,7 @@ class Confirmer:
                 raise SearchError(f"the baseline no longer builds: {built.message}")
             baseline = self._remeasured(baseline, built, keys)
         checked: set[int] = set()
-        last: tuple[Evaluated, CandidateBuild] | None = None
+        last: tuple[Evaluation, CandidateBuild] | None = None
         while True:
             winner = pick_winner(evaluations, baseline, self.objectives, self.pick)
             if winner is None:
@@ -153,7 +154,7 @@ class Confirmer:
             evaluations[evaluations.index(winner)] = fresh
         return baseline, winner, (last[1] if last is not None and last[0] is winner else None)
 
-    def _remeasured(self, evaluated: Evaluated, built: CandidateBuild, keys: list[str]) -> Evaluated:
+    def _remeasured(self, evaluated: Evaluation, built: CandidateBuild, keys: list[str]) -> Evaluation:
         """`evaluated` when a fresh build reproduces its static metrics, else a corrected copy (journaled)."""
         fresh = self.runner.static_metrics(built)
         wrong = [k for k in keys if k not in fresh or k not in evaluated.metrics

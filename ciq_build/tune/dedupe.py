@@ -39,7 +39,7 @@ from ciq_build.compiler import metrics
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.errors import ToolchainError
-from ciq_build.tune.evaluation import Evaluated
+from ciq_build.search.evaluation import Evaluation
 
 
 def code_key(objects: tuple[Path, ...], object_dir: Path, toolchain: Toolchain, *, host: bool,
@@ -73,7 +73,7 @@ def _code_key(objects: tuple[Path, ...], object_dir: Path, toolchain: Toolchain,
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def _shareable(evaluated: Evaluated) -> bool:
+def _shareable(evaluated: Evaluation) -> bool:
     """Whether another build of the same code may take this outcome as its own."""
     return not evaluated.environmental and evaluated.cause != Cause.NO_GPU
 
@@ -82,19 +82,19 @@ class CodeDedupe:
     """The evaluations of one tune by code key; thread-safe."""
 
     def __init__(self) -> None:
-        self._done: dict[str, Evaluated] = {}
+        self._done: dict[str, Evaluation] = {}
         self._running: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
         self.shared = 0  # evaluations that took an earlier one's measurement
 
-    def remember(self, evaluated: Evaluated) -> None:
+    def remember(self, evaluated: Evaluation) -> None:
         """An evaluation made without this dedupe (journaled): later builds of its code may take it."""
         if evaluated.code is not None and evaluated.ok and evaluated.same_code_as is None:
             with self._lock:
                 self._done.setdefault(evaluated.code, evaluated)
 
-    def evaluate(self, code: str | None, measure: Callable[[], Evaluated],
-                 copy: Callable[[Evaluated], Evaluated]) -> Evaluated:
+    def evaluate(self, code: str | None, measure: Callable[[], Evaluation],
+                 copy: Callable[[Evaluation], Evaluation]) -> Evaluation:
         """`copy(earlier)` when an earlier evaluation had this code, else `measure()` (and remember it)."""
         if code is None:
             return measure()
@@ -113,7 +113,7 @@ class CodeDedupe:
                 if code not in self._done and code not in self._running:
                     self._running[code] = threading.Event()  # its measurement cannot be shared: measure here
                     break
-        evaluated: Evaluated | None = None
+        evaluated: Evaluation | None = None
         try:
             evaluated = measure()
             return evaluated
@@ -124,7 +124,7 @@ class CodeDedupe:
                 self._running.pop(code).set()
 
 
-def taken_from(earlier: Evaluated, mine: Evaluated) -> Evaluated:
+def taken_from(earlier: Evaluation, mine: Evaluation) -> Evaluation:
     """`mine` (its key, proposal, controls, time) with the measurement of `earlier`, which built the same code."""
     return dataclasses.replace(
         mine, ok=earlier.ok, cause=earlier.cause, message=earlier.message, metrics=dict(earlier.metrics),

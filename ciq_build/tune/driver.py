@@ -40,12 +40,12 @@ from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
 from ciq_build.pin.record import record_path, write_record
 from ciq_build.search.base import CandidateSource, Proposal
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import make_candidate_source, search_kinds
 from ciq_build.state.journal import Journal, TargetLock
 from ciq_build.tune.assemble import assemble_record
 from ciq_build.tune.cache import EvaluationCache, cache_key
 from ciq_build.tune.confirm import Confirmation, Confirmer
-from ciq_build.tune.evaluation import Evaluated
 from ciq_build.tune.evaluator import BuildRunner, Runner
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
 from ciq_build.tune.minimize import minimize
@@ -62,9 +62,9 @@ W = TypeVar("W")
 class TuneOutcome:
     ok: bool
     pinned: Path | None
-    baseline: Evaluated
-    winner: Evaluated | None
-    evaluations: list[Evaluated]
+    baseline: Evaluation
+    winner: Evaluation | None
+    evaluations: list[Evaluation]
     message: str
 
 
@@ -97,7 +97,7 @@ class TuneRun:
         self.state_dir = manifest.binary_dir / "ciq"
         self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{safe_name(manifest.target)}.jsonl"),
                                      self.objectives, self._say)
-        self.evaluations: list[Evaluated] = []
+        self.evaluations: list[Evaluation] = []
         self.source_set = SourceSet(manifest)
         self.sources = ""  # the source digest, once the journal says which files the build writes
 
@@ -208,7 +208,7 @@ class TuneRun:
         done = sum(1 for e in self.evaluations if not e.cached and not e.environmental)
         return environment.disk_full_error(what, scratch_root(self.manifest), self.cache.path, len(self.cache) + done)
 
-    def _baseline(self, tree: ScratchTree, before: Snapshot | None = None) -> Evaluated:
+    def _baseline(self, tree: ScratchTree, before: Snapshot | None = None) -> Evaluation:
         """The compiler's defaults, measured (or journaled): what every candidate is compared with."""
         proposal = Proposal(id=-1, generation=0, params={})
         controls = Controls()
@@ -270,7 +270,7 @@ class TuneRun:
 
     # -- confirm and pin -----------------------------------------------------------
 
-    def _finish(self, baseline: Evaluated, base_tree: ScratchTree, tree: ScratchTree,
+    def _finish(self, baseline: Evaluation, base_tree: ScratchTree, tree: ScratchTree,
                 source: CandidateSource) -> TuneOutcome:
         confirmer = Confirmer(self.runner, self.cache, self.objectives,
                               dataclasses.replace(self.settings.measure, timeout=self.timeout),

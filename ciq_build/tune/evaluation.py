@@ -1,46 +1,16 @@
-"""One candidate's outcome (`Evaluated`) and how an objective reads its score from the metrics."""
+"""How an objective reads its score from an evaluation's metrics, and failures counted by cause.
+
+The evaluation record itself is ciq_build.search.evaluation's (the search's table holds it too).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ciq_build.build.manifest import Objective
-from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
-from ciq_build.search.base import Proposal
-
-
-@dataclass
-class Evaluated:
-    """One candidate's outcome, as journaled."""
-
-    key: str
-    proposal: Proposal
-    controls: Controls
-    ok: bool
-    cause: Cause | None  # None when ok
-    message: str
-    metrics: dict[str, float]
-    spread: dict[str, float]
-    scores: tuple[float, ...] | None
-    seconds: float  # wall time of the whole evaluation, waiting for a GPU included
-    cached: bool = False
-    # Where the time went: compile_s (the target and the benchmark's link), benchmark_s
-    # (the runs), wait_s (queued for a GPU slot). Empty for journals written before 0.2.
-    timings: dict[str, float] = field(default_factory=dict)
-    runs: int = 0  # benchmark runs this evaluation made (none for static objectives, a dedupe or the journal)
-    raced: bool = False  # stopped early by racing (ciq_build.measure.racing): never pinned over a full measurement
-    same_code_as: str | None = None  # the key of the earlier evaluation whose machine code, so measurement, it took
-    code: str | None = None  # its machine-code key (ciq_build.tune.dedupe), when computed
-    worker: str = ""  # where it ran when not on this machine: a Ray slot and its host:pid (journaled when set)
-
-    @property
-    def environmental(self) -> bool:
-        """Failed because of the machine (full disk, foreign kill, hung build tool): never cached."""
-        return not self.ok and self.cause is not None and self.cause.environmental
-
+from ciq_build.search.evaluation import Evaluation
 
 # Where each objective's value is found among a candidate's metrics.
 _METRIC_KEYS = {"time": "time_ms", "energy": "energy_j", "compile_time": "compile_seconds"}
@@ -69,7 +39,7 @@ def jsonable(params: dict[str, Any]) -> dict[str, Any]:
     return {k: v if isinstance(v, (str, int, float, bool)) or v is None else str(v) for k, v in params.items()}
 
 
-def failure_counts(evaluations: Sequence[Evaluated]) -> dict[str, int]:
+def failure_counts(evaluations: Sequence[Evaluation]) -> dict[str, int]:
     """How many evaluations failed, by cause."""
     counts: dict[str, int] = {}
     for e in evaluations:
@@ -79,7 +49,7 @@ def failure_counts(evaluations: Sequence[Evaluated]) -> dict[str, int]:
     return counts
 
 
-def failure_summary(evaluations: Sequence[Evaluated]) -> str:
+def failure_summary(evaluations: Sequence[Evaluation]) -> str:
     """`cause n, ...` for a report line; environmental failures said apart."""
     counts = failure_counts(evaluations)
     text = ", ".join(f"{cause} {n}" for cause, n in sorted(counts.items())) or "none"

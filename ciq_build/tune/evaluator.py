@@ -24,8 +24,9 @@ from ciq_build.core.causes import Cause
 from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement, coarse_precision_warning, measure
 from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.dedupe import CodeDedupe, code_key, taken_from
-from ciq_build.tune.evaluation import Evaluated, metric_key, objective_values
+from ciq_build.tune.evaluation import metric_key, objective_values
 
 W_contra = TypeVar("W_contra", contravariant=True)
 
@@ -33,10 +34,10 @@ W_contra = TypeVar("W_contra", contravariant=True)
 class Runner(Protocol[W_contra]):
     """Evaluates one candidate on one worker (a scratch tree for the real runner); never raises for the candidate.
 
-    A candidate that does not build or measure is an `Evaluated` with ok=False and a cause.
+    A candidate that does not build or measure is an `Evaluation` with ok=False and a cause.
     """
 
-    def evaluate(self, worker: W_contra, proposal: Proposal, controls: Controls, key: str) -> Evaluated: ...
+    def evaluate(self, worker: W_contra, proposal: Proposal, controls: Controls, key: str) -> Evaluation: ...
 
 
 class BuildRunner:
@@ -88,7 +89,7 @@ class BuildRunner:
     def needs_sass(self) -> bool:
         return any(o.name == "sass_instructions" for o in self.objectives)
 
-    def remember(self, evaluated: Evaluated, *, incumbent: bool = False) -> None:
+    def remember(self, evaluated: Evaluation, *, incumbent: bool = False) -> None:
         """A journaled evaluation: later candidates may share its code; `incumbent`: and race against it."""
         if self.dedupe is not None:
             self.dedupe.remember(evaluated)
@@ -120,13 +121,13 @@ class BuildRunner:
         self.warn(coarse_precision_warning(bench.target if bench else self.manifest.target, printed,
                                            self.manifest.metric_regex or None))
 
-    def evaluate(self, worker: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+    def evaluate(self, worker: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         started = time.monotonic()
         timings: dict[str, float] = {}
 
-        def failed(cause: Cause, message: str, values: dict[str, float] | None = None) -> Evaluated:
-            return Evaluated(key, proposal, controls, False, cause, message, values or {}, {}, None,
-                             time.monotonic() - started, timings=_rounded(timings))
+        def failed(cause: Cause, message: str, values: dict[str, float] | None = None) -> Evaluation:
+            return Evaluation(key, proposal, controls, False, cause, message, values or {}, {}, None,
+                              time.monotonic() - started, timings=_rounded(timings))
 
         # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
         with self._builds if self._builds is not None else nullcontext():
@@ -142,15 +143,15 @@ class BuildRunner:
             code,
             lambda: dataclasses.replace(self._measured(worker, build, proposal, controls, key, started, timings),
                                         code=code),
-            lambda earlier: taken_from(earlier, Evaluated(key, proposal, controls, True, None, "", {}, {}, None,
-                                                          time.monotonic() - started, timings=_rounded(timings))))
+            lambda earlier: taken_from(earlier, Evaluation(key, proposal, controls, True, None, "", {}, {}, None,
+                                                           time.monotonic() - started, timings=_rounded(timings))))
 
     def _measured(self, worker: ScratchTree, build: CandidateBuild, proposal: Proposal, controls: Controls,
-                  key: str, started: float, timings: dict[str, float]) -> Evaluated:
+                  key: str, started: float, timings: dict[str, float]) -> Evaluation:
         """A built candidate's static metrics and benchmark runs, scored."""
-        def failed(cause: Cause, message: str, values: dict[str, float] | None = None) -> Evaluated:
-            return Evaluated(key, proposal, controls, False, cause, message, values or {}, {}, None,
-                             time.monotonic() - started, timings=_rounded(timings), runs=runs)
+        def failed(cause: Cause, message: str, values: dict[str, float] | None = None) -> Evaluation:
+            return Evaluation(key, proposal, controls, False, cause, message, values or {}, {}, None,
+                              time.monotonic() - started, timings=_rounded(timings), runs=runs)
 
         runs, raced = 0, False
         values = self.static_metrics(build)
@@ -180,8 +181,8 @@ class BuildRunner:
             missing = [metric_key(o) + (" (no kernel's mangled or demangled name matches its regex)" if o.kernels else "")
                        for o in self.objectives if metric_key(o) not in values]
             return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
-        return Evaluated(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
-                         timings=_rounded(timings), runs=runs, raced=raced)
+        return Evaluation(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
+                          timings=_rounded(timings), runs=runs, raced=raced)
 
     def static_metrics(self, build: CandidateBuild) -> dict[str, float]:
         """compile_seconds and the compiler's static metrics of a build (deterministic but the first)."""

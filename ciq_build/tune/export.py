@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.errors import ConfigError
-from ciq_build.tune.history import TIMING_NAMES, Evaluation, TuneHistory, load_history
+from ciq_build.search.evaluation import TIMING_NAMES
+from ciq_build.tune.history import JournalEntry, TuneHistory, load_history
 
 
 def export(target: str, build_dir: Path, source_dir: Path | None, *, csv_file: str | None = None,
@@ -45,7 +46,7 @@ def write_text(text: str, destination: str, what: str) -> str:
     return f"ciq_build: wrote {what} to {path}\n"
 
 
-def evaluation_row(history: TuneHistory, evaluation: Evaluation) -> dict[str, Any]:
+def evaluation_row(history: TuneHistory, evaluation: JournalEntry) -> dict[str, Any]:
     """One evaluation as the nested JSON row."""
     scores = evaluation.scores or (None,) * len(history.objectives)
     return {

@@ -24,17 +24,27 @@ from ciq_build.core.pareto import non_dominated
 from ciq_build.errors import CiqError, ManifestError
 from ciq_build.measure.bench import beats_baseline
 from ciq_build.pin.record import PinnedRecord, read_record
+from ciq_build.search.evaluation import (
+    EVALUATION_KIND,
+    TIMING_NAMES,
+    journaled_count,
+    journaled_numbers,
+    journaled_timings,
+)
 from ciq_build.state.journal import HEADER_KIND, Journal
 from ciq_build.tune.evaluation import metric_key
 from ciq_build.tune.report import pin_file_for
 
-# The parts of an evaluation's time the driver journals (Evaluated.timings).
-TIMING_NAMES = ("compile_s", "benchmark_s", "wait_s")
-
 
 @dataclass(frozen=True)
-class Evaluation:
-    """One journaled evaluation, as the report shows it."""
+class JournalEntry:
+    """One journaled evaluation, as the report shows it: every line, each field as written.
+
+    Not the evaluation record (ciq_build.search.evaluation), which a line with
+    no ``ok``, an unknown cause or controls a compiler refuses cannot be: a
+    report shows any journal, an edited one too, and says what it holds.
+    The fields both read alike (metrics, timings, runs) are read by the record's readers.
+    """
 
     index: int  # 0-based, in the order evaluations finished (a re-journaled key keeps its first place)
     generation: int
@@ -84,7 +94,7 @@ class TuneHistory:
     target: str
     journal_path: Path
     objectives: list[Objective]
-    evaluations: list[Evaluation]
+    evaluations: list[JournalEntry]
     record: PinnedRecord | None = None
     record_path: Path | None = None
     skipped_lines: list[tuple[int, str]] = field(default_factory=list)
@@ -92,11 +102,11 @@ class TuneHistory:
     # -- the points that matter -------------------------------------------------
 
     @property
-    def baseline(self) -> Evaluation | None:
+    def baseline(self) -> JournalEntry | None:
         return next((e for e in reversed(self.evaluations) if e.is_baseline and e.ok), None)
 
     @property
-    def winner(self) -> Evaluation | None:
+    def winner(self) -> JournalEntry | None:
         """The pinned record's controls among the evaluations (None without a record).
 
         A minimal pin (ciq_build.tune.minimize) lacks the controls that changed
@@ -121,7 +131,7 @@ class TuneHistory:
         return None
 
     @property
-    def scored(self) -> list[Evaluation]:
+    def scored(self) -> list[JournalEntry]:
         return [e for e in self.evaluations if e.ok and e.scores is not None]
 
     @property
@@ -139,7 +149,7 @@ class TuneHistory:
 
     # -- derived series -----------------------------------------------------------
 
-    def best_so_far(self, objective: int = 0) -> list[tuple[Evaluation, float]]:
+    def best_so_far(self, objective: int = 0) -> list[tuple[JournalEntry, float]]:
         """After each scored evaluation, the best value of `objective` seen up to it."""
         direction = self.objectives[objective].direction
         best = math.nan
@@ -151,7 +161,7 @@ class TuneHistory:
             series.append((e, best))
         return series
 
-    def relative(self, evaluation: Evaluation, objective: int) -> float | None:
+    def relative(self, evaluation: JournalEntry, objective: int) -> float | None:
         """`evaluation`'s score over the baseline's on `objective` (1.0: the same); None without a baseline > 0."""
         base = self.baseline
         if base is None or base.scores is None or evaluation.scores is None:
@@ -161,7 +171,7 @@ class TuneHistory:
             return None
         return evaluation.scores[objective] / reference
 
-    def pareto_front(self, first: int = 0, second: int = 1) -> list[Evaluation]:
+    def pareto_front(self, first: int = 0, second: int = 1) -> list[JournalEntry]:
         """The scored evaluations no other one beats on both objectives, along the first."""
         points = [e for e in self.scored if all(math.isfinite(s) for s in e.scores)]  # type: ignore[union-attr]
         if not points:
@@ -224,7 +234,7 @@ def load_history(target: str, build_dir: Path, source_dir: Path | None = None,
     path = journal_path(target, build_dir)
     journal = Journal(path)
     records = journal.records()
-    evaluations = [r for r in records if r.get("kind") == "evaluation"]
+    evaluations = [r for r in records if r.get("kind") == EVALUATION_KIND]
     if not evaluations:
         state = "has no evaluations yet" if path.exists() else "does not exist"
         raise ManifestError(
@@ -258,8 +268,8 @@ def _objectives(header: dict[str, Any] | None, record: PinnedRecord | None,
     return [Objective(f"objective {i + 1}", "min", "static") for i in range(width)]
 
 
-def _evaluations(records: list[dict[str, Any]], width: int) -> list[Evaluation]:
-    """One Evaluation per key: a key journaled again (a corrected or re-run evaluation) replaces the earlier one."""
+def _evaluations(records: list[dict[str, Any]], width: int) -> list[JournalEntry]:
+    """One entry per key: a key journaled again (a corrected or re-run evaluation) replaces the earlier one."""
     by_key: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     for position, record in enumerate(records):
@@ -279,7 +289,7 @@ def _evaluations(records: list[dict[str, Any]], width: int) -> list[Evaluation]:
         scores = record.get("scores")
         ok = record.get("ok") is True and isinstance(scores, list) and len(scores) == width
         when = _timestamp(record.get("time"))
-        result.append(Evaluation(
+        result.append(JournalEntry(
             index=index,
             generation=int(_number(record.get("generation"))),
             key=key,
@@ -288,17 +298,17 @@ def _evaluations(records: list[dict[str, Any]], width: int) -> list[Evaluation]:
             environmental=record.get("environmental") is True,
             message=str(record.get("message") or ""),
             scores=tuple(_number(s, math.nan) for s in scores) if ok else None,  # type: ignore[union-attr]
-            metrics=_numbers(record.get("metrics")),
+            metrics=journaled_numbers(record.get("metrics")),
             params=_mapping(record.get("params")),
             flags=tuple(str(f) for f in _list(controls.get("flags"))),
             defines={str(k): str(v) for k, v in _mapping(controls.get("defines")).items()},
             acf=str(acf["file"]) if isinstance(acf, dict) and acf.get("file") else None,
-            timings={k: v for k, v in _numbers(record.get("timings")).items() if k in TIMING_NAMES},
+            timings=journaled_timings(record),
             seconds=_number(record.get("seconds")),
             finished=str(record.get("time") or ""),
             elapsed_s=(when - origin) if when is not None and origin is not None else math.nan,
             worker=str(record.get("worker") or ""),
-            runs=_count(record.get("runs")),
+            runs=journaled_count(record.get("runs")),
             raced=record.get("raced") is True,
             same_code_as=str(record.get("same_code_as") or ""),
         ))
@@ -315,11 +325,6 @@ def _timestamp(value: Any) -> float | None:
         return None
 
 
-def _count(value: Any) -> int:
-    """A non-negative int field of an edited journal: anything else reads as 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
 def _number(value: Any, default: float = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
@@ -334,8 +339,3 @@ def _mapping(value: Any) -> dict[str, Any]:
 def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else []
 
-
-def _numbers(value: Any) -> dict[str, float]:
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): float(v) for k, v in value.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}

@@ -20,8 +20,8 @@ from ciq_build.core.causes import Cause
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.search.base import CandidateSource, Proposal
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.evaluation import Evaluated
 from ciq_build.tune.evaluator import Runner
 
 W = TypeVar("W")
@@ -31,7 +31,7 @@ class Progress(Protocol):
     """Where the loop reports after each tell (ciq_build.tune.progress.TuneProgress)."""
 
     def update(self, done: int, *, evaluations: int = 0, failures: int = 0, best: str | None = None,
-               last: Evaluated | None = None) -> None: ...
+               last: Evaluation | None = None) -> None: ...
 
     def close(self) -> None: ...
 
@@ -46,7 +46,7 @@ class SearchLoop(Generic[W]):
     def __init__(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W], cache: EvaluationCache,
                  key_of: Callable[[Controls], str], objectives: Sequence[Objective], *,
                  budget: int | None = None, progress: Progress | None = None,
-                 stop_for: Callable[[Evaluated], BaseException | None] | None = None) -> None:
+                 stop_for: Callable[[Evaluation], BaseException | None] | None = None) -> None:
         if not workers:
             raise ValueError("the search loop needs at least one worker")
         self.source = source
@@ -58,7 +58,7 @@ class SearchLoop(Generic[W]):
         self.budget = budget
         self.progress = progress
         self.stop_for = stop_for
-        self.evaluations: list[Evaluated] = []  # told, in order
+        self.evaluations: list[Evaluation] = []  # told, in order
         self.asked = 0  # ask() calls that returned proposals
         self.spent = 0  # evaluations this process made (not from the journal): what the budget counts
 
@@ -66,7 +66,7 @@ class SearchLoop(Generic[W]):
     def budget_left(self) -> bool:
         return self.budget is None or self.spent < self.budget
 
-    def run(self) -> list[Evaluated]:
+    def run(self) -> list[Evaluation]:
         with ThreadPoolExecutor(max_workers=len(self.workers), thread_name_prefix="ciq-candidate") as pool:
             try:
                 while self.budget_left:
@@ -89,11 +89,11 @@ class SearchLoop(Generic[W]):
             self.progress.close()
         return self.evaluations
 
-    def _evaluate_batch(self, proposals: list[Proposal], pool: ThreadPoolExecutor) -> dict[int, Evaluated]:
+    def _evaluate_batch(self, proposals: list[Proposal], pool: ThreadPoolExecutor) -> dict[int, Evaluation]:
         """Each proposal's outcome by id; a proposal the budget cut has none."""
         free = list(self.workers)
-        pending: dict[Future[Evaluated], W] = {}
-        outcomes: dict[int, Evaluated] = {}
+        pending: dict[Future[Evaluation], W] = {}
+        outcomes: dict[int, Evaluation] = {}
         queue = list(proposals)
         while queue or pending:
             while queue and free:
@@ -101,8 +101,8 @@ class SearchLoop(Generic[W]):
                 try:
                     controls = controls_from_candidate(proposal.params, proposal.acf)
                 except ConfigError as error:
-                    outcomes[proposal.id] = Evaluated("", proposal, Controls(), False, Cause.INVALID_CONTROLS,
-                                                      str(error), {}, {}, None, 0.0)
+                    outcomes[proposal.id] = Evaluation("", proposal, Controls(), False, Cause.INVALID_CONTROLS,
+                                                       str(error), {}, {}, None, 0.0)
                     self.spent += 1
                     continue
                 key = self.key_of(controls)
@@ -130,7 +130,7 @@ class SearchLoop(Generic[W]):
                 outcomes[evaluated.proposal.id] = evaluated
         return outcomes
 
-    def _tell(self, proposals: list[Proposal], outcomes: dict[int, Evaluated]) -> None:
+    def _tell(self, proposals: list[Proposal], outcomes: dict[int, Evaluation]) -> None:
         for proposal in proposals:
             evaluated = outcomes.get(proposal.id)
             if evaluated is None:  # cut by the evaluation budget
@@ -154,9 +154,9 @@ class SearchLoop(Generic[W]):
         return best.scores
 
 
-def stop_on_disk_full(disk_full: Callable[[str], BaseException]) -> Callable[[Evaluated], BaseException | None]:
+def stop_on_disk_full(disk_full: Callable[[str], BaseException]) -> Callable[[Evaluation], BaseException | None]:
     """A `stop_for` that ends the run when an evaluation found the disk full (nothing else can go on)."""
-    def stop(evaluated: Evaluated) -> BaseException | None:
+    def stop(evaluated: Evaluation) -> BaseException | None:
         if evaluated.cause == Cause.DISK_FULL:
             return disk_full(f"building or measuring candidate {evaluated.proposal.id}")
         return None

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from ciq_build.tune.evaluation import Evaluated
+from ciq_build.search.evaluation import Evaluation
 
 LOG = logging.getLogger("ciq_build")
 REPLAY_INTERVAL = 10.0  # seconds between lines while journaled evaluations are read back
@@ -71,7 +71,7 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
-def outcome(evaluated: Evaluated) -> str:
+def outcome(evaluated: Evaluation) -> str:
     """One evaluation in a few words: its scores, or its failure's cause."""
     if evaluated.ok and evaluated.scores is not None:
         return "ok " + "/".join(f"{s:.6g}" for s in evaluated.scores)
@@ -102,7 +102,7 @@ class TuneProgress:
                 self.bar = tqdm(total=expected, unit="eval", file=self.stream, dynamic_ncols=True, leave=False)
 
     def update(self, generation: int, *, evaluations: int = 0, failures: int = 0, best: str | None = None,
-               last: Evaluated | None = None) -> None:
+               last: Evaluation | None = None) -> None:
         where = f"generation {generation}/{self.generations}"
         if self.bar is not None:
             self.bar.update(1)

@@ -43,7 +43,7 @@ from ciq_build.errors import BuildError, CiqError, ConfigError, MissingExtraErro
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
 from ciq_build.search.base import Proposal
-from ciq_build.tune.evaluation import Evaluated
+from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.evaluator import BuildRunner
 
 # A candidate whose worker dies this many times in a row ends the tune: the
@@ -95,7 +95,7 @@ class EvaluationWorker:
         self.tree.configure(self.timeout * CONFIGURE_TIMEOUT_FACTOR)
         return f"{socket.gethostname()}:{os.getpid()}"
 
-    def evaluate(self, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+    def evaluate(self, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         return self.runner.evaluate(self.tree, proposal, controls, key)
 
     def stop(self) -> None:
@@ -253,11 +253,11 @@ class RayRunner:
     def needs_benchmark(self) -> bool:
         return any(o.source == "benchmark" for o in self.pool.objectives)
 
-    def evaluate(self, worker: RaySlot, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+    def evaluate(self, worker: RaySlot, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         ray = _ray()
         while True:
             try:
-                evaluated: Evaluated = _result(worker.actor.evaluate.remote(proposal, controls, key))
+                evaluated: Evaluation = _result(worker.actor.evaluate.remote(proposal, controls, key))
                 evaluated.worker = f"ray-{worker.index}@{worker.where}"
                 return evaluated
             except ray.exceptions.RayActorError as error:  # the actor (or its node) died: not the candidate's doing

@@ -17,9 +17,10 @@ from ciq_build.build.manifest import Objective
 from ciq_build.compiler.controls import Controls, controls_to_json
 from ciq_build.errors import SearchError
 from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import EVALUATION_KIND, Evaluation
 from ciq_build.state.journal import Journal
-from ciq_build.tune.cache import EVALUATION_KIND, read_evaluation
-from ciq_build.tune.evaluation import Evaluated, jsonable
+from ciq_build.tune.cache import read_evaluation
+from ciq_build.tune.evaluation import jsonable
 
 
 class NotInJournal(SearchError):
@@ -48,7 +49,7 @@ class ReplayRunner:
         record = self._by_controls.get(controls_id(controls))
         return str(record["key"]) if record is not None else "not-journaled:" + controls_id(controls)
 
-    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluated:
+    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         record = self._by_controls.get(controls_id(controls))
         if record is None or record["key"] != key:
             raise NotInJournal(

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.build.cmake import safe_name
+from ciq_build.search.evaluation import TIMING_NAMES
 from ciq_build.tune.export import write_text
-from ciq_build.tune.history import TIMING_NAMES, Evaluation, TuneHistory, load_history
+from ciq_build.tune.history import JournalEntry, TuneHistory, load_history
 
 PLOTS_HINT = 'plots need matplotlib: pip install "ciq-build[report]"'
 _TIMING_LABELS = {"compile_s": "compiling", "benchmark_s": "benchmarking", "wait_s": "waiting for a GPU"}
@@ -59,7 +60,7 @@ def _change(base: float | None, value: float | None) -> str:
     return f"{(value - base) / base * 100:+.1f}%"
 
 
-def _controls_text(evaluation: Evaluation) -> str:
+def _controls_text(evaluation: JournalEntry) -> str:
     parts = [*evaluation.flags, *(f"-D{k}={v}" for k, v in sorted(evaluation.defines.items()))]
     if evaluation.acf:
         parts.append(f"ACF {evaluation.acf}")

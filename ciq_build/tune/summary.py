@@ -7,10 +7,11 @@ from pathlib import Path
 
 from ciq_build.build.manifest import Objective
 from ciq_build.pin.record import relative_change
-from ciq_build.tune.evaluation import Evaluated, failure_summary
+from ciq_build.search.evaluation import Evaluation
+from ciq_build.tune.evaluation import failure_summary
 
 
-def time_summary(evaluations: Sequence[Evaluated], needs_benchmark: bool) -> str:
+def time_summary(evaluations: Sequence[Evaluation], needs_benchmark: bool) -> str:
     """Where this run's evaluation time went: compiling, benchmarking, waiting for a GPU."""
     fresh = [e for e in evaluations if not e.cached]
     totals = {name: sum(e.timings.get(name, 0.0) for e in fresh) for name in ("compile_s", "benchmark_s", "wait_s")}
@@ -20,7 +21,7 @@ def time_summary(evaluations: Sequence[Evaluated], needs_benchmark: bool) -> str
     return text
 
 
-def runs_summary(evaluations: Sequence[Evaluated], repeats: int) -> str:
+def runs_summary(evaluations: Sequence[Evaluation], repeats: int) -> str:
     """Benchmark runs this run's evaluations made, and those racing and dedupe saved of `repeats` each."""
     fresh = [e for e in evaluations if not e.cached]
     ran = sum(e.runs for e in fresh)
@@ -36,7 +37,7 @@ def runs_summary(evaluations: Sequence[Evaluated], repeats: int) -> str:
 
 
 def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: tuple[float, ...],
-                winner_scores: tuple[float, ...], evaluations: Sequence[Evaluated], needs_benchmark: bool,
+                winner_scores: tuple[float, ...], evaluations: Sequence[Evaluation], needs_benchmark: bool,
                 verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
                 *, repeats: int = 0) -> str:
     rows = [("objective", "baseline", "best", "change")]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ciq_build.core.settings import MeasureSettings
-from ciq_build.tune.evaluation import Evaluated
+from ciq_build.search.evaluation import Evaluation
 
 BASELINE_TIMEOUT = 600.0  # seconds, at least, for the baseline's build and each of its runs
 CANDIDATE_FACTOR = 4.0  # a candidate may take this many times the baseline's compile (or run)
@@ -47,7 +47,7 @@ def for_configure(measure: MeasureSettings, factor: float) -> float:
     return seconds if measure.timeout_explicit else max(seconds, BASELINE_TIMEOUT)
 
 
-def for_candidates(measure: MeasureSettings, baseline: Evaluated) -> Timeouts:
+def for_candidates(measure: MeasureSettings, baseline: Evaluation) -> Timeouts:
     """The candidates' limits: --timeout as given, else TIMEOUT or CANDIDATE_FACTOR x the baseline's."""
     if measure.timeout_explicit:
         return Timeouts(measure.timeout, measure.timeout)

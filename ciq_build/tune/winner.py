@@ -6,13 +6,13 @@ from collections.abc import Sequence
 
 from ciq_build.build.manifest import Objective
 from ciq_build.core.pareto import dominates, non_dominated
-from ciq_build.tune.evaluation import Evaluated
+from ciq_build.search.evaluation import Evaluation
 
 PICK_RULES = ("knee", "first")
 
 
-def pick_winner(evaluations: Sequence[Evaluated], baseline: Evaluated, objectives: Sequence[Objective],
-                rule: str) -> Evaluated | None:
+def pick_winner(evaluations: Sequence[Evaluation], baseline: Evaluation, objectives: Sequence[Objective],
+                rule: str) -> Evaluation | None:
     """The Pareto point to pin; among the points that beat the defaults on every objective, if any do."""
     ok = [e for e in evaluations if e.ok and e.scores is not None]
     # A raced-out candidate (fewer runs, dropped as behind) never wins over a fully measured one.
@@ -26,7 +26,7 @@ def pick_winner(evaluations: Sequence[Evaluated], baseline: Evaluated, objective
     return pick_from_front(dominating or front, directions, rule)
 
 
-def pick_from_front(front: Sequence[Evaluated], directions: Sequence[str], rule: str) -> Evaluated:
+def pick_from_front(front: Sequence[Evaluation], directions: Sequence[str], rule: str) -> Evaluation:
     """Which Pareto point to pin: `first` = best on the first objective; `knee` = closest to the ideal point."""
     if len(front) == 1 or rule == "first":
         sign = 1.0 if directions[0] == "min" else -1.0
@@ -44,6 +44,6 @@ def pick_from_front(front: Sequence[Evaluated], directions: Sequence[str], rule:
     return front[normalised.index(min(normalised))]
 
 
-def _scores(evaluated: Evaluated) -> tuple[float, ...]:
+def _scores(evaluated: Evaluation) -> tuple[float, ...]:
     assert evaluated.scores is not None, "only scored evaluations are on a front"
     return evaluated.scores

@@ -1,49 +1,23 @@
 """The table of evaluations a search made: best and Pareto front.
 
-An :class:`Evaluation` is a plain dataclass. To carry more (the build driver
-adds metrics, a failure cause and a cache key), subclass it with defaulted
-fields. What a tune keeps on disk is its journal (ciq_build.state.journal).
+It holds the one evaluation record (ciq_build.search.evaluation); what a tune
+keeps on disk is its journal (ciq_build.state.journal).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
 
+from ciq_build.core.causes import Cause
 from ciq_build.core.pareto import Direction, minimised, non_dominated
 from ciq_build.errors import ConfigError
+from ciq_build.search.evaluation import Evaluation
 
 __all__ = [
-    "OK",
-    "INVALID",
-    "ERROR",
     "Direction",
     "Evaluation",
     "Results",
 ]
-
-OK = "ok"
-INVALID = "invalid"  # the objective said so (INVALID_SCORE, NaN, wrong number of scores)
-ERROR = "error"  # the objective raised; reason holds the exception text
-STATUSES = (OK, INVALID, ERROR)
-
-
-@dataclass(kw_only=True)
-class Evaluation:
-    """One evaluated candidate. ``scores`` is None unless ``status == "ok"``."""
-
-    id: int
-    generation: int
-    params: dict[str, Any]
-    scores: tuple[float, ...] | None
-    status: str = OK
-    reason: str = ""
-    wall_time: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.status == OK
 
 
 class Results:
@@ -74,8 +48,6 @@ class Results:
         return len(self.directions)
 
     def add(self, evaluation: Evaluation) -> None:
-        if evaluation.status not in STATUSES:
-            raise ConfigError(f"evaluation status must be one of {STATUSES}, got {evaluation.status!r}")
         if evaluation.ok and (evaluation.scores is None or len(evaluation.scores) != self.num_objectives):
             raise ConfigError(
                 f"evaluation {evaluation.id} is ok but has scores {evaluation.scores!r}; "
@@ -89,9 +61,9 @@ class Results:
     def __iter__(self) -> Iterator[Evaluation]:
         return iter(self._evaluations)
 
-    def get_results(self, status: str | None = None) -> list[Evaluation]:
-        """All evaluations (or those with one status), in the order they were told."""
-        return [e for e in self._evaluations if status is None or e.status == status]
+    def get_results(self, cause: Cause | None = None) -> list[Evaluation]:
+        """All evaluations (or those that failed for `cause`), in the order they were told."""
+        return [e for e in self._evaluations if cause is None or e.cause == cause]
 
     @property
     def failures(self) -> int:
