@@ -19,7 +19,9 @@ the caller's seed configurations first, then random ones. Each later
 generation breeds ``pool_size`` new candidates from the survivors (tournament
 selection, uniform crossover, grid mutation) and keeps the best ``cull_size``
 of survivors + newcomers (elitism; NSGA-II ranking and crowding distance when
-there are several objectives). Every operator is a small replaceable class.
+there are several objectives; equal fitness is broken by a seeded random draw
+made afresh each generation, so a plateau does not keep the same survivors).
+Every operator is a small replaceable class.
 """
 
 from __future__ import annotations
@@ -162,14 +164,15 @@ class Individual:
     fitness: tuple[float, ...]
     rank: int = 0
     crowding: float = 0.0
+    tie: float = 0.0  # a seeded random draw, renewed every generation: breaks ties in survival
 
     @property
     def genome(self) -> Genome:
         return self.candidate.genome
 
-    def order(self) -> tuple[int, float, int]:
-        """Better first: lower rank, then larger crowding distance, then earlier id."""
-        return (self.rank, -self.crowding, self.candidate.id)
+    def order(self) -> tuple[int, float, float, int]:
+        """Better first: lower rank, then larger crowding distance, then the lower tie draw (then id)."""
+        return (self.rank, -self.crowding, self.tie, self.candidate.id)
 
 
 # -- operators --------------------------------------------------------------------
@@ -284,10 +287,15 @@ class GridMutation:
 
 @dataclass(frozen=True)
 class ElitistSurvival:
-    """Keep the ``size`` best (lexicographic over objectives; earlier id wins ties)."""
+    """Keep the ``size`` best (lexicographic over objectives).
+
+    Equal fitness is decided by each individual's ``tie`` draw (seeded, new every
+    generation), not by id: on a plateau the survivors then change from one
+    generation to the next instead of the oldest few staying forever.
+    """
 
     def __call__(self, population: Sequence[Individual], size: int) -> list[Individual]:
-        kept = sorted(population, key=lambda ind: (ind.fitness, ind.candidate.id))[:size]
+        kept = sorted(population, key=lambda ind: (ind.fitness, ind.tie, ind.candidate.id))[:size]
         for rank, ind in enumerate(kept):
             ind.rank, ind.crowding = rank, 0.0
         return kept
@@ -295,7 +303,7 @@ class ElitistSurvival:
 
 @dataclass(frozen=True)
 class NSGA2Survival:
-    """NSGA-II: fill by non-dominated fronts, cut the last by crowding distance."""
+    """NSGA-II: fill by non-dominated fronts, cut the last by crowding distance (then the tie draw)."""
 
     def __call__(self, population: Sequence[Individual], size: int) -> list[Individual]:
         population = sorted(population, key=lambda ind: ind.candidate.id)
@@ -612,6 +620,7 @@ class Search:
                 f"so the search cannot go on. Reasons: {'; '.join(reasons[:5])}. "
                 "Check the objective (run it on one configuration by hand) and the search space."
             )
+        self._draw_ties(self._population + newcomers, generation)
         self._population = self.survival(self._population + newcomers, self.config.survivors)
         if self._generation >= self.config.generations:
             self._stop_reason = "generations"
@@ -623,6 +632,13 @@ class Search:
             and time.monotonic() - self._started >= self.config.time_limit
         ):
             self._stop_reason = "time_limit"
+
+    def _draw_ties(self, population: Sequence[Individual], generation: int) -> None:
+        # Survival breaks equal fitness by these draws. Seeded from (seed, generation) and
+        # handed out in id order: the same seed and the same scores keep the same survivors.
+        rng = random.Random(f"ciq_build.search:{self.seed}:{generation}:ties")
+        for ind in sorted(population, key=lambda ind: ind.candidate.id):
+            ind.tie = rng.random()
 
     def _new(self, genome: Genome, out: list[Genome]) -> bool:
         if genome in self._seen:
