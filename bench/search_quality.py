@@ -318,7 +318,9 @@ def drive_compileiq(search: Any, problem: Problem, generations: int, budget: int
     batch is cut to fit), or when the engine has no untried candidate left.
     """
     if make_score is None:
-        from compileiq.utils.validation import Score as make_score
+        from compileiq.utils.validation import Score
+
+        make_score = Score
     n = problem.num_objectives
     failed: Any = INVALID_SCORE if n == 1 else [INVALID_SCORE] * n
     out: list[Scores] = []
