@@ -39,7 +39,7 @@ class SearchSettings:
 
     generations: int = 4
     pool_size: int = 8
-    mutate_rate: float = 0.25
+    mutate_rate: float = 0.1  # the GA's default (search/ga.py SearchConfiguration)
     seed: int = 0
     max_evaluations: int | None = None  # fresh evaluations at most; journaled ones are free
     kinds: tuple[str, ...] = PLAIN_KINDS  # knobs, params, an ACF space, acf-pool:<dir>

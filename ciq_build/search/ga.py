@@ -19,7 +19,9 @@ the caller's seed configurations first, then random ones. Each later
 generation breeds ``pool_size`` new candidates from the survivors (tournament
 selection, uniform crossover, grid mutation) and keeps the best ``cull_size``
 of survivors + newcomers (elitism; NSGA-II ranking and crowding distance when
-there are several objectives). Every operator is a small replaceable class.
+there are several objectives; equal fitness is broken by a seeded random draw
+made afresh each generation, so a plateau does not keep the same survivors).
+Every operator is a small replaceable class.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ INVALID_SCORE = "*"
 
 _MAX_LOCAL_STEPS = 8
 _RETRIES = 40  # breeding attempts per slot before falling back to random / enumeration
+PLATEAU_IMMIGRANTS = 0.75  # the share of children drawn at random while every survivor has the same fitness
 _ENUMERATE_LIMIT = 200_000  # spaces this small are enumerated once breeding stops finding new configurations
 
 
@@ -86,8 +89,11 @@ class SearchConfiguration:
 
     ``cull_size`` is how many of the best evaluated candidates survive each
     generation to breed the next (elitism); by default an eighth of the pool
-    with one objective (strong elitism measured best for budgets of a few
-    hundred evaluations) and the whole pool with several (NSGA-II keeps a front).
+    with one objective and a quarter of it (at least 4) with several (NSGA-II
+    ranking and crowding choose them): strong elitism measured best for budgets
+    of a few hundred evaluations (bench/search_quality.py; issue 10 measured a
+    quarter against the whole pool with two objectives). ``mutate_rate`` is
+    each gene's chance to mutate (0.1 measured better than 0.25 there).
     ``init_with_true_random_threshold`` is the fraction of the first random
     candidates drawn inside a range's seed bounds (the rest use the full range).
     ``max_evaluations`` and ``time_limit`` (seconds) end a search early.
@@ -96,7 +102,7 @@ class SearchConfiguration:
     generations: int
     pool_size: int = 32
     cull_size: int | None = None
-    mutate_rate: float = 0.25
+    mutate_rate: float = 0.1
     problem_type: str | Sequence[str] = "min"
     num_objectives: int = 1
     seed: int | None = None
@@ -144,7 +150,9 @@ class SearchConfiguration:
     def survivors(self) -> int:
         if self.cull_size is not None:
             return self.cull_size
-        return self.pool_size if self.num_objectives > 1 else max(2, self.pool_size // 8)
+        if self.num_objectives > 1:
+            return max(min(self.pool_size, 4), self.pool_size // 4)
+        return max(2, self.pool_size // 8)
 
 
 @dataclass(frozen=True)
@@ -166,14 +174,15 @@ class Individual:
     fitness: tuple[float, ...]
     rank: int = 0
     crowding: float = 0.0
+    tie: float = 0.0  # a seeded random draw, renewed every generation: breaks ties in survival
 
     @property
     def genome(self) -> Genome:
         return self.candidate.genome
 
-    def order(self) -> tuple[int, float, int]:
-        """Better first: lower rank, then larger crowding distance, then earlier id."""
-        return (self.rank, -self.crowding, self.candidate.id)
+    def order(self) -> tuple[int, float, float, int]:
+        """Better first: lower rank, then larger crowding distance, then the lower tie draw (then id)."""
+        return (self.rank, -self.crowding, self.tie, self.candidate.id)
 
 
 # -- operators --------------------------------------------------------------------
@@ -288,10 +297,15 @@ class GridMutation:
 
 @dataclass(frozen=True)
 class ElitistSurvival:
-    """Keep the ``size`` best (lexicographic over objectives; earlier id wins ties)."""
+    """Keep the ``size`` best (lexicographic over objectives).
+
+    Equal fitness is decided by each individual's ``tie`` draw (seeded, new every
+    generation), not by id: on a plateau the survivors then change from one
+    generation to the next instead of the oldest few staying forever.
+    """
 
     def __call__(self, population: Sequence[Individual], size: int) -> list[Individual]:
-        kept = sorted(population, key=lambda ind: (ind.fitness, ind.candidate.id))[:size]
+        kept = sorted(population, key=lambda ind: (ind.fitness, ind.tie, ind.candidate.id))[:size]
         for rank, ind in enumerate(kept):
             ind.rank, ind.crowding = rank, 0.0
         return kept
@@ -299,7 +313,7 @@ class ElitistSurvival:
 
 @dataclass(frozen=True)
 class NSGA2Survival:
-    """NSGA-II: fill by non-dominated fronts, cut the last by crowding distance."""
+    """NSGA-II: fill by non-dominated fronts, cut the last by crowding distance (then the tie draw)."""
 
     def __call__(self, population: Sequence[Individual], size: int) -> list[Individual]:
         population = sorted(population, key=lambda ind: ind.candidate.id)
@@ -617,6 +631,7 @@ class Search:
                 f"so the search cannot go on. Reasons: {'; '.join(reasons[:5])}. "
                 "Check the objective (run it on one configuration by hand) and the search space."
             )
+        self._draw_ties(self._population + newcomers, generation)
         self._population = self.survival(self._population + newcomers, self.config.survivors)
         if self._generation >= self.config.generations:
             self._stop_reason = "generations"
@@ -628,6 +643,13 @@ class Search:
             and time.monotonic() - self._started >= self.config.time_limit
         ):
             self._stop_reason = "time_limit"
+
+    def _draw_ties(self, population: Sequence[Individual], generation: int) -> None:
+        # Survival breaks equal fitness by these draws. Seeded from (seed, generation) and
+        # handed out in id order: the same seed and the same scores keep the same survivors.
+        rng = random.Random(f"ciq_build.search:{self.seed}:{generation}:ties")
+        for ind in sorted(population, key=lambda ind: ind.candidate.id):
+            ind.tie = rng.random()
 
     def _new(self, genome: Genome, out: list[Genome]) -> bool:
         if genome in self._seen:
@@ -650,10 +672,15 @@ class Search:
             for genome in self._seed_genomes[: max(size, 0)]:
                 self._new(genome, genomes)
             size = max(size, len(genomes))
+        plateau = len(self._population) > 1 and len({ind.fitness for ind in self._population}) == 1
         while len(genomes) < size:
             made = False
+            # On a plateau (every survivor scores the same) selection has nothing to go
+            # on and breeding is a random walk around a few arbitrary points: most
+            # children are then drawn from the whole space instead.
+            immigrant = plateau and rng.random() < PLATEAU_IMMIGRANTS
             for _attempt in range(_RETRIES):
-                if self._population:
+                if self._population and not immigrant:
                     child = self._offspring(rng)
                 else:
                     child = self.sampler(rng, self.space, fraction)

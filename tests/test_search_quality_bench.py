@@ -1,0 +1,137 @@
+"""bench/search_quality.py: compileiq is driven fairly (as its own loop drives it), and the bench runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ciq_build.core.space as ss
+from ciq_build.search.ga import INVALID_SCORE
+
+_PATH = Path(__file__).resolve().parent.parent / "bench" / "search_quality.py"
+_spec = importlib.util.spec_from_file_location("search_quality_bench", _PATH)
+assert _spec is not None and _spec.loader is not None
+sq = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = sq
+_spec.loader.exec_module(sq)
+
+
+@dataclass
+class _Candidate:
+    param_id: int
+    params: dict[str, Any]
+
+
+class FakeEngine:
+    """compileiq's manual ask/tell contract as its own Search.start() loop relies on it.
+
+    A plain ask() gives the pool at the start of a generation and, after failures,
+    a refill batch of as many candidates as failed; the generation advances once
+    ``pool`` candidates have succeeded. ask(num_samples=k) always gives k (the
+    unfair driver: it never lets a generation complete while candidates fail).
+    """
+
+    def __init__(self, pool: int) -> None:
+        self.pool, self.current_generation = pool, 0
+        self.asks: list[int | None] = []
+        self.told: list[list[Any]] = []
+        self._pending: list[_Candidate] = []
+        self._ok_in_generation, self._next = 0, 0
+        self._refill = 0
+
+    @property
+    def pending_candidates(self) -> tuple[_Candidate, ...]:
+        return tuple(self._pending)
+
+    def ask(self, num_samples: int | None = None) -> list[_Candidate]:
+        assert not self._pending, "asked again before telling"
+        self.asks.append(num_samples)
+        count = num_samples if num_samples is not None else (self._refill or self.pool)
+        self._pending = [_Candidate(self._next + i, {"x": self._next + i}) for i in range(count)]
+        self._next += count
+        return list(self._pending)
+
+    def tell(self, scores: list[Any]) -> None:
+        assert {s.param_id for s in scores} == {c.param_id for c in self._pending}
+        self.told.append(scores)
+        self._pending = []
+        ok = sum(s.score != INVALID_SCORE for s in scores)
+        self._ok_in_generation += ok
+        self._refill = self.pool - self._ok_in_generation
+        if self._refill <= 0:
+            self.current_generation += 1
+            self._ok_in_generation, self._refill = 0, 0
+
+
+@dataclass
+class _Score:
+    score: Any
+    param_id: int
+    num_objectives: int
+
+
+def _every_third_fails(p: dict[str, Any]) -> Any:
+    return INVALID_SCORE if p["x"] % 3 == 0 else float(p["x"])
+
+
+FAKE_PROBLEM = sq.Problem("fake", {"x": ss.range(0, 10_000)}, _every_third_fails, 0.0)
+
+
+def test_the_bench_asks_compileiq_with_no_size_so_refills_move_it_through_generations() -> None:
+    engine = FakeEngine(pool=8)
+    out = sq.drive_compileiq(engine, FAKE_PROBLEM, generations=5, budget=200, make_score=_Score)
+    assert engine.asks and all(n is None for n in engine.asks)  # never a forced size
+    assert any(len(batch) < 8 for batch in engine.told)  # refill batches were evaluated
+    assert engine.current_generation == 5  # it bred, generation after generation
+    assert len(out) == sum(len(batch) for batch in engine.told) < 200  # stopped at its generation count
+    assert [s.score for s in engine.told[0]][:4] == [INVALID_SCORE, 1.0, 2.0, INVALID_SCORE]
+    assert out[:4] == [None, (1.0,), (2.0,), None]
+
+
+def test_the_bench_driver_stops_at_the_budget_and_evaluates_pending_candidates_first() -> None:
+    engine = FakeEngine(pool=8)
+    engine.ask()  # a batch already out: the driver evaluates it instead of asking again
+    out = sq.drive_compileiq(engine, FAKE_PROBLEM, generations=100, budget=20, make_score=_Score)
+    assert len(out) == 20
+    assert engine.asks[1:] and all(n is None for n in engine.asks)
+    assert sum(len(batch) for batch in engine.told) <= 20
+
+
+compileiq_missing = sq.compileiq_available()
+
+
+@pytest.mark.skipif(compileiq_missing is not None, reason=f"needs compileiq: {compileiq_missing}")
+def test_real_compileiq_leaves_generation_0_on_the_half_invalid_problem() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = sq.compileiq_search(sq.HALF_INVALID, 0, 4, 8)
+        out = sq.drive_compileiq(search, sq.HALF_INVALID, 4, 32)
+    assert len(out) == 32 and any(s is None for s in out)
+    assert search.current_generation >= 2  # with a forced ask(num_samples=8) it stayed at 0
+
+
+def test_hypervolume_outcome_counts_the_evaluation_that_reaches_the_target() -> None:
+    problem = sq.Problem("two", {"x": ss.range(0, 3)}, lambda p: (p["x"], 3 - p["x"]), 0.5,
+                         num_objectives=2, reference=(4.0, 4.0))
+    true = sq.true_hypervolume(problem)  # front (0,3) (1,2) (2,1) (3,0): area 10
+    assert true == 10.0
+    best, hit = sq._run_outcome(problem, [None, (3.0, 0.0), (0.0, 3.0), (1.0, 2.0)], budget=4, horizon=4)
+    assert hit == 3 and best == pytest.approx(9 / 10)  # 4 + 4 - 1 = 7, then 9 with (1, 2)
+    best, hit = sq._run_outcome(problem, [None, (3.0, 0.0)], budget=4, horizon=4)
+    assert hit == 5 and best == pytest.approx(0.4)
+
+
+def test_the_bench_prints_the_table_for_every_problem(capsys: pytest.CaptureFixture[str]) -> None:
+    # CI-sized: 2 seeds, 3 generations of 8; the 100-seed run is for bench/ by hand.
+    assert sq.main(["--seeds", "2", "--generations", "3", "--pool", "8", "--no-compileiq"]) == 0
+    out = capsys.readouterr().out
+    for problem in sq.PROBLEMS:
+        assert out.count(problem.name) == 3  # ciq_build and random rows, and the ratio row
+    assert "ours/random" in out and "evals [p25-p75]" in out
