@@ -28,7 +28,8 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -75,6 +76,30 @@ def actor_resources(objectives: Sequence[Objective], gpu_resource: str | None) -
         # the tune then measures on the architecture it pins for.
         request["resources"] = {gpu_resource: 1}
     return request
+
+
+@contextmanager
+def connected(address: str | None, say: Callable[[str], None]) -> Iterator[None]:
+    """Connected to Ray for what runs inside: ray.init, then shutdown; a connection made before is used and kept.
+
+    `tune --all` holds one around all its targets' pools, so that the driver joins (or starts) the cluster
+    once, not once per target.
+    """
+    ray = _ray()
+    if ray.is_initialized():
+        yield
+        return
+    # No address: RAY_ADDRESS, else the cluster `ray start` left here, else a new one on this machine.
+    # ray.init replaces the SIGTERM handler; the CLI's (stop like Ctrl-C, resume later) is kept.
+    on_sigterm = signal.getsignal(signal.SIGTERM)
+    ray.init(address=address, log_to_driver=False, include_dashboard=False)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_sigterm)
+    say(f"ray: connected to the cluster at {ray.get_runtime_context().gcs_address}")
+    try:
+        yield
+    finally:
+        ray.shutdown()
 
 
 class EvaluationWorker:
@@ -142,7 +167,7 @@ class RayPool:
     slots: list[RaySlot] = field(default_factory=list, init=False)
     losses: list[WorkerLoss] = field(default_factory=list, init=False)
     closing: bool = field(default=False, init=False)
-    _started_ray: bool = field(default=False, init=False)
+    _connection: ExitStack = field(default_factory=ExitStack, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
@@ -158,14 +183,7 @@ class RayPool:
 
     def __enter__(self) -> Self:
         ray = _ray()
-        if not ray.is_initialized():
-            # No address: RAY_ADDRESS, else the cluster `ray start` left here, else a new one on this machine.
-            # ray.init replaces the SIGTERM handler; the CLI's (stop like Ctrl-C, resume later) is kept.
-            on_sigterm = signal.getsignal(signal.SIGTERM)
-            ray.init(address=self.address, log_to_driver=False, include_dashboard=False)
-            if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGTERM, on_sigterm)
-            self._started_ray = True
+        self._connection.enter_context(connected(self.address, self.say))
         self._check_cluster(ray.cluster_resources())
         self.slots = [RaySlot(i, self.trees / f"ray-{i}") for i in range(self.count)]
         try:
@@ -184,9 +202,7 @@ class RayPool:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.stop_all()
-        if self._started_ray:
-            _ray().shutdown()
-            self._started_ray = False
+        self._connection.close()
         if self.losses:
             self.say(f"ray: {len(self.losses)} worker(s) lost mid-evaluation; their candidates ran again "
                      "on replacements (not counted as candidate failures)")
