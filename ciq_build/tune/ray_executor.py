@@ -154,7 +154,16 @@ class WorkerLostError(BuildError):
 
 @dataclass
 class RayPool:
-    """The tune's actors on a Ray cluster, one per slot; a context manager that starts and stops them."""
+    """The tune's actors on a Ray cluster, one per slot; a context manager that starts and stops them.
+
+    A pool serves one target: `tune --all` starts one per target, over one connection (`connected`).
+    Actors are not shared across targets because what makes an actor worth keeping is the target's:
+    its scratch tree is a configure of that target (its options file, its objects; configuring is
+    most of an actor's start), its runner scores that target's objectives, and what it asks Ray for
+    follows them (a static target's slot holds a CPU, a runtime target's a GPU, which a shared pool
+    would hold idle while static targets compile). Targets are tuned one after another, so a pool
+    per target never holds more than one pool's resources.
+    """
 
     manifest: Manifest
     toolchain: Toolchain
