@@ -193,9 +193,9 @@ class RayPool:
     def __enter__(self) -> Self:
         ray = _ray()
         self._connection.enter_context(connected(self.address, self.say))
-        self._check_cluster(ray.cluster_resources())
-        self.slots = [RaySlot(i, self.trees / f"ray-{i}") for i in range(self.count)]
         try:
+            self._check_cluster(ray.cluster_resources())
+            self.slots = [RaySlot(i, self.trees / f"ray-{i}") for i in range(self.count)]
             # One configure after another (see make_scratch_trees: projects write into their
             # sources at configure time); a restarted tune finds the trees configured.
             for slot in self.slots:
