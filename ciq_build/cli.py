@@ -38,7 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     tune = commands.add_parser("tune", help="search compiler controls for a target and pin the best")
-    tune.add_argument("target", help="a CMake target registered with ciq_tune_target()")
+    tune.add_argument("target", nargs="?", default=None, help="a CMake target registered with ciq_tune_target()")
+    tune.add_argument("--all", action="store_true", dest="all_targets",
+                      help="tune every target registered with ciq_tune_target() in the build tree, one after "
+                           "another, with the same options; a summary at the end (exit code non-zero if any failed)")
     _add_tree_options(tune)
     tune.add_argument("--generations", type=int, default=_SEARCH.generations,
                       help=f"generations of the genetic search (default {_SEARCH.generations})")
@@ -128,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_TUNE_WHAT = ("tune needs a target or --all (not both): `python -m ciq_build tune <target> -B <build>` tunes one "
+              "target, `python -m ciq_build tune --all -B <build>` every target registered with ciq_tune_target(); "
+              "`python -m ciq_build list -B <build>` lists them")
+
+
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
     # SIGTERM ends a tune the way Ctrl-C does: running compiles and benchmarks
     # are killed with their process groups; the journal already holds every
@@ -152,11 +160,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         guard_driver()  # nothing these start outlives them, even when they are SIGKILLed
     try:
         if args.command == "tune":
-            from ciq_build.tune.driver import run_tune
             from ciq_build.tune.progress import configure_logging
             from ciq_build.tune.settings import TuneOptions
 
+            if (args.target is None) != args.all_targets:
+                print(f"ciq_build: error: {_TUNE_WHAT}", file=sys.stderr)
+                return 2
             configure_logging(-1 if args.quiet else 1 if args.verbose else 0)
+            if args.all_targets:
+                from ciq_build.tune.all_targets import run_tune_all
+
+                return run_tune_all(TuneOptions.from_args(args)).exit_code
+            from ciq_build.tune.driver import run_tune
+
             outcome = run_tune(TuneOptions.from_args(args))
             return 0 if outcome.ok else 1
         if args.command == "show":

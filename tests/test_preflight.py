@@ -3,7 +3,10 @@
 A real toolkit with pieces taken away: a copy of the pip CUDA 13.3 toolkit's
 layout (symlinks to its folders and tools) whose nvcc is a real file of its own,
 so that nothing is found beside it that the copy leaves out. Real CMake, Ninja
-and nvcc.
+and nvcc. What such a toolkit lacks is borrowed from another installed one
+(ciq_build.compiler.toolchain.borrow_tool): here, a folder of symlinks to the
+pip toolkit's cuobjdump and nvdisasm; elsewhere in this module nothing is
+(CIQ_CUDA_TOOLS_PATH set empty), since the venv's own toolkit has both.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,7 +26,7 @@ import pytest
 from ciq_build.build.manifest import Benchmark, load_manifest, parse_objectives
 from ciq_build.build.preflight import check_tune, check_verify, missing_tools
 from ciq_build.compiler.metrics import sass_instruction_counts
-from ciq_build.compiler.toolchain import load_toolchain
+from ciq_build.compiler.toolchain import PROJECT_COMPILER, TOOLS_PATH_VARIABLE, find_toolchain, load_toolchain
 from ciq_build.errors import ConfigError, ToolchainError
 from ciq_build.measure.proc import run
 from support import build_tool, ensure_ok
@@ -82,6 +86,14 @@ def toolkit_without(root: Path, real_bin: Path, missing: set[str], copies: froze
     return top / "bin" / "nvcc"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def nothing_to_borrow() -> Iterator[None]:
+    """No toolkit to borrow cuobjdump/nvdisasm from (the venv's pip toolkit has both): what is taken away stays away."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(TOOLS_PATH_VARIABLE, "")
+        yield
+
+
 @pytest.fixture(scope="module")
 def bare(tmp_path_factory: pytest.TempPathFactory, cuda133_bin: Path) -> dict:
     """A project configured with a toolkit that has no cuobjdump and no nvdisasm."""
@@ -109,6 +121,7 @@ def test_a_tune_without_cuobjdump_stops_before_the_baseline_naming_the_tool_and_
     assert "tuning kern needs cuobjdump, not found; nothing was built" in message
     assert "fingerprints the pinned winner's objects" in message
     assert f"The CUDA toolkit of {bare['nvcc']}" in message
+    assert "nor does another installed toolkit of CUDA 13 or newer (looked in $CIQ_CUDA_TOOLS_PATH when set" in message
     assert 'pip install "cuda-toolkit[nvcc,cccl,cuobjdump,nvdisasm]==13.3.*"' in message
     assert "-DCMAKE_CUDA_COMPILER=" in message and "--no-pin" in message
     # Nothing was configured, compiled or journaled: no scratch tree, no journal.
@@ -174,3 +187,44 @@ def test_sass_counting_finds_nvdisasm_when_cuobjdump_is_not_beside_it(cuda133_bi
     ensure_ok(run([toolkit.nvcc, "-c", "-arch=sm_90a", tmp_path / "k.cu", "-o", tmp_path / "k.o"], timeout=300))
     counts = sass_instruction_counts(tmp_path / "k.o", toolkit)
     assert counts and all(n > 0 for n in counts.values())
+
+
+def _tools_of(root: Path, real_bin: Path, tools: tuple[str, ...]) -> Path:
+    """The bin folder of another 'installed toolkit': symlinks to `real_bin`'s `tools`."""
+    folder = root / "bin"
+    folder.mkdir(parents=True)
+    for tool in tools:
+        (folder / tool).symlink_to(real_bin / tool)
+    return folder
+
+
+def test_cuobjdump_and_nvdisasm_the_toolkit_lacks_are_borrowed_from_another_installed_one_and_said(
+        bare: dict, cuda133_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = _tools_of(tmp_path / "other", cuda133_bin, ("cuobjdump", "nvdisasm"))
+    # The usual places: $CUDA_HOME/bin comes first, before PATH, /usr/local/cuda* and the pip toolkit.
+    monkeypatch.delenv(TOOLS_PATH_VARIABLE)
+    toolchain = find_toolchain(bare["nvcc"], env={"CUDA_HOME": str(other.parent), "PATH": ""},
+                               explicit_from=PROJECT_COMPILER)
+    assert toolchain.nvcc == bare["nvcc"] and toolchain.cuobjdump == other / "cuobjdump"
+    assert toolchain.nvdisasm == other / "nvdisasm"
+    assert f"cuobjdump and nvdisasm from {other} (CUDA 13.3." in toolchain.describe()  # `tune` starts with this
+    # Nothing is missing now, and they read what this nvcc compiles.
+    manifest = load_manifest(bare["build"], "kern")
+    check_tune(manifest, toolchain, pin=True, objectives=parse_objectives(["sass_instructions"]),
+               needs_benchmark=False)
+    (tmp_path / "k.cu").write_text("__global__ void k(float* p) { p[threadIdx.x] *= 3.0f; }\n")
+    ensure_ok(run([toolchain.nvcc, "-c", "-arch=sm_90a", tmp_path / "k.cu", "-o", tmp_path / "k.o"], timeout=300))
+    counts = sass_instruction_counts(tmp_path / "k.o", toolchain)
+    assert counts and all(n > 0 for n in counts.values())
+
+
+def test_only_the_missing_tool_is_borrowed_and_CIQ_CUDA_TOOLS_PATH_says_where_to_look(
+        cuda133_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nvcc = toolkit_without(tmp_path, cuda133_bin, {"nvdisasm"}, copies={"cuobjdump"})
+    other = _tools_of(tmp_path / "other", cuda133_bin, ("cuobjdump", "nvdisasm"))
+    monkeypatch.setenv(TOOLS_PATH_VARIABLE, os.pathsep.join([str(tmp_path / "nowhere"), str(nvcc.parent), str(other)]))
+    toolchain = load_toolchain(nvcc)
+    assert toolchain.cuobjdump == nvcc.parent / "cuobjdump" and toolchain.nvdisasm == other / "nvdisasm"
+    assert toolchain.borrowed.startswith(f"nvdisasm from {other} (CUDA 13.3.")
+    monkeypatch.setenv(TOOLS_PATH_VARIABLE, str(nvcc.parent))  # no folder with an nvdisasm: none, as before
+    assert load_toolchain(nvcc).nvdisasm is None and load_toolchain(nvcc).borrowed == ""

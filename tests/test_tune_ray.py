@@ -222,3 +222,20 @@ def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_of_the_named_k
     said = capsys.readouterr().err
     assert "1 CPU + 1 GPU + 1 H200" in said, said
     assert outcome.ok and outcome.winner is not None and outcome.winner.proposal.params == {"param.X": 1}
+
+
+@pytest.mark.slow
+def test_all_targets_connect_once_and_each_gets_actors_of_its_own(tmp_path: Path, cluster: None) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    command = [sys.executable, "-m", "ciq_build", "tune", "--all", "-S", str(source), "-B", str(tmp_path / "build"),
+               "--executor", "ray", "--ray-address", ray.get_runtime_context().gcs_address, "--jobs", "1",
+               "--generations", "1", "--pool-size", "2", "--repeats", "1", "--cmake-arg=-DTIMER_SLEEP_MS=10",
+               "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)", "--cmake-arg=-DKERN_PARAMS=X=range(0,3)"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stderr.count("ray: connected to the cluster at") == 1, result.stderr
+    # kern (static) and timer (time): a pool each, asking for what its own objectives need.
+    assert "ray: 1 worker(s) on" in result.stderr and "each asking for 1 CPU;" in result.stderr, result.stderr
+    assert "each asking for 1 CPU + 1 GPU;" in result.stderr, result.stderr
+    assert "tune --all: 2 target(s), 0 failed" in result.stdout, result.stdout

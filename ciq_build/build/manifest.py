@@ -191,7 +191,8 @@ def check_target_name(target: object, what: type[Exception] = ManifestError) -> 
     return target
 
 
-def _tuned_targets(build_dir: Path) -> list[str]:
+def tuned_targets(build_dir: Path) -> list[str]:
+    """The names of the targets a build tree has manifests for (ciq_tune_target), sorted; none: empty."""
     folder = manifest_dir(build_dir)
     try:
         return sorted(p.stem for p in folder.glob("*.json") if p.is_file())
@@ -205,7 +206,7 @@ def load_manifest(build_dir: Path, target: str) -> Manifest:
     check_target_name(target)
     path = manifest_dir(build_dir) / f"{target}.json"
     if not path.is_file():
-        others = _tuned_targets(build_dir)
+        others = tuned_targets(build_dir)
         listing = (
             f"tuned targets in this build tree: {', '.join(others)}" if others
             else f"this build tree has no tuned targets (no manifests in {manifest_dir(build_dir)})"
@@ -219,7 +220,7 @@ def load_manifest(build_dir: Path, target: str) -> Manifest:
 
 def list_manifests(build_dir: Path) -> list[Manifest]:
     """Every tuned target's manifest in a build tree, sorted by target name."""
-    return [read_manifest(manifest_dir(Path(build_dir)) / f"{name}.json") for name in _tuned_targets(Path(build_dir))]
+    return [read_manifest(manifest_dir(Path(build_dir)) / f"{name}.json") for name in tuned_targets(Path(build_dir))]
 
 
 class _Reader:

@@ -5,7 +5,8 @@ cuobjdump) has spent its whole search for nothing. So before anything is
 built: the build tool and the generator's make program (every candidate),
 cuobjdump (the pinned winner's fingerprints, which `verify` compares, and SASS
 counts), nvdisasm (which cuobjdump runs to disassemble, for the
-sass_instructions objective), and that the benchmark is built inside the build
+sass_instructions objective; either may come from another installed toolkit,
+ciq_build.compiler.toolchain.borrow_tool), and that the benchmark is built inside the build
 tree (the scratch trees can only rebuild what is). nvcc and ptxas themselves are
 checked when the toolchain is loaded.
 """
@@ -19,9 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ciq_build.build.manifest import Manifest, Objective
-from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.compiler.toolchain import TOOLS_PATH_VARIABLE, Toolchain
 from ciq_build.errors import ConfigError, ToolchainError
 from ciq_build.resources import build_tool
+
+# Where ciq_build.compiler.toolchain.tool_dirs looks for a cuobjdump/nvdisasm nvcc's toolkit lacks.
+TOOL_PLACES = (f"${TOOLS_PATH_VARIABLE} when set, else $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda*/bin "
+               "and the PyPI toolkit")
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,9 @@ def missing_message(what: str, missing: list[Missing], toolchain: Toolchain, bui
     lines += [f"  {m.tool}: {m.why}" for m in missing]
     cuda = [m.tool for m in missing if m.tool in ("cuobjdump", "nvdisasm")]
     if cuda:
-        lines.append(f"The CUDA toolkit of {toolchain.nvcc} (CUDA {toolchain.version}) has no {' or '.join(cuda)}. "
-                     + cuda_tools_fix(toolchain, cuda, build_dir))
+        lines.append(f"The CUDA toolkit of {toolchain.nvcc} (CUDA {toolchain.version}) has no {' or '.join(cuda)}, "
+                     f"nor does another installed toolkit of CUDA {toolchain.major_minor.split('.')[0]} or newer "
+                     f"(looked in {TOOL_PLACES}). " + cuda_tools_fix(toolchain, cuda, build_dir))
     if no_pin_helps:
         lines.append("Or search without pinning: --no-pin.")
     return "\n".join(lines)

@@ -8,6 +8,11 @@ Search order (first hit wins):
 3. ``$CUDA_HOME/bin/nvcc``, then ``$CUDA_PATH/bin/nvcc``;
 4. ``nvcc`` on PATH.
 
+cuobjdump and nvdisasm (read-only tools: fingerprints, resource usage, SASS)
+that nvcc's own toolkit lacks, as the PyPI toolkit may, are borrowed from
+another installed toolkit of the same CUDA major version or newer
+(borrow_tool), and `describe()` says so.
+
 What a compiler accepts is probed, not guessed from its version: each option
 is tried on a tiny real kernel, and the answers are cached in a JSON file
 keyed by the nvcc path, version and mtime, so a second probe costs a file read.
@@ -170,11 +175,12 @@ class Toolchain:
 
     nvcc: Path
     ptxas: Path
-    cuobjdump: Path | None  # absent from some toolkits (the system 13.0 here has none)
+    cuobjdump: Path | None  # absent from some toolkits (the system 13.0 here has none): then borrowed, see below
     nvdisasm: Path | None
     version: str  # nvcc's full version, "13.3.73"
     ptxas_version: str
     source: str  # how it was found: explicit, pip, CUDA_HOME, CUDA_PATH, PATH
+    borrowed: str = ""  # which of cuobjdump/nvdisasm came from another toolkit, and from where (for messages)
 
     @property
     def major_minor(self) -> str:
@@ -182,7 +188,8 @@ class Toolchain:
 
     def describe(self) -> str:
         """One line for messages: "CUDA 13.3.73 (nvcc /path/nvcc, found via pip)"."""
-        return f"CUDA {self.version} (nvcc {self.nvcc}, found via {self.source})"
+        borrowed = f"; {self.borrowed}" if self.borrowed else ""
+        return f"CUDA {self.version} (nvcc {self.nvcc}, found via {self.source}{borrowed})"
 
     def require_cuobjdump(self) -> Path:
         if self.cuobjdump is None:
@@ -275,8 +282,12 @@ def _tool_next_to(nvcc: Path, name: str, real_dir: Path | None) -> Path | None:
 PROJECT_COMPILER = "the project's CMAKE_CUDA_COMPILER"
 
 
-def load_toolchain(nvcc: Path, source: str = "explicit") -> Toolchain:
-    """The Toolchain of one nvcc; ToolchainError when it is missing or does not run."""
+def load_toolchain(nvcc: Path, source: str = "explicit", env: Mapping[str, str] | None = None) -> Toolchain:
+    """The Toolchain of one nvcc; ToolchainError when it is missing or does not run.
+
+    cuobjdump and nvdisasm that nvcc's own toolkit lacks are borrowed from another installed one
+    (borrow_tool; `env` stands in for os.environ there).
+    """
     nvcc = Path(nvcc).absolute()
     if not nvcc.is_file() or not os.access(nvcc, os.X_OK):
         raise ToolchainError(f"nvcc not found at {nvcc} (from {source}). {_HOW_TO_FIX}")
@@ -291,6 +302,9 @@ def load_toolchain(nvcc: Path, source: str = "explicit") -> Toolchain:
     # cuobjdump --dump-sass runs nvdisasm; cuobjdump itself looks beside its own file.
     nvdisasm = _tool_next_to(nvcc, "nvdisasm", real_dir) or (
         _tool_next_to(cuobjdump, "nvdisasm", None) if cuobjdump is not None else None)
+    borrowed = ""
+    if cuobjdump is None or nvdisasm is None:
+        cuobjdump, nvdisasm, borrowed = _complete(cuobjdump, nvdisasm, version, tool_dirs(env))
     return Toolchain(
         nvcc=nvcc,
         ptxas=ptxas,
@@ -299,7 +313,89 @@ def load_toolchain(nvcc: Path, source: str = "explicit") -> Toolchain:
         version=version,
         ptxas_version=_query_version(ptxas),
         source=source,
+        borrowed=borrowed,
     )
+
+
+# ---------------------------------------------------------------- cuobjdump and nvdisasm from another toolkit
+
+# Directories (os.pathsep between them) to borrow a missing cuobjdump/nvdisasm from instead of the
+# usual places; set and empty: borrow nothing (a missing tool is then refused up front, ciq_build.build.preflight).
+TOOLS_PATH_VARIABLE = "CIQ_CUDA_TOOLS_PATH"
+
+
+def tool_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
+    """Where a missing cuobjdump or nvdisasm is looked for, in order.
+
+    $CIQ_CUDA_TOOLS_PATH when set; else $CUDA_HOME/bin, $CUDA_PATH/bin, the
+    directories on PATH, /usr/local/cuda*/bin and the PyPI toolkit's bin: the
+    places a full toolkit is installed beside, say, a PyPI one without them.
+    """
+    environ = os.environ if env is None else env
+    if TOOLS_PATH_VARIABLE in environ:
+        return [Path(d) for d in environ[TOOLS_PATH_VARIABLE].split(os.pathsep) if d]
+    dirs = [Path(environ[v]) / "bin" for v in ("CUDA_HOME", "CUDA_PATH") if environ.get(v)]
+    dirs += [Path(d) for d in environ.get("PATH", "").split(os.pathsep) if d]
+    dirs += sorted(Path("/usr/local").glob("cuda*/bin"), reverse=True)
+    pip = _pip_nvcc()
+    if pip is not None:
+        dirs.append(pip.parent)
+    return dirs
+
+
+def _version_key(version: str) -> tuple[int, int]:
+    text = major_minor(version)
+    major, _, minor = text.partition(".")
+    return (int(major), int(minor)) if text else (0, 0)
+
+
+def borrow_tool(name: str, version: str, dirs: Iterable[Path]) -> tuple[Path, str] | None:
+    """`name` (cuobjdump, nvdisasm) of another toolkit for code from nvcc `version`: the path and its version.
+
+    Only a tool of the same CUDA major version or newer: an older major may not know the compiler's
+    architectures and ELF. The closest version at or above nvcc's is preferred (it knows every
+    architecture nvcc does), then the newest one below it of the same major; on a tie, the first in `dirs`.
+    """
+    own = _version_key(version)
+    found: list[tuple[tuple[int, tuple[int, int]], int, Path, str]] = []
+    seen: set[Path] = set()
+    for order, directory in enumerate(dirs):
+        tool = directory / name
+        try:
+            real = tool.resolve()
+            if real in seen or not tool.is_file() or not os.access(tool, os.X_OK):
+                continue
+        except OSError:
+            continue
+        seen.add(real)
+        try:
+            tool_version = _query_version(tool)
+        except ToolchainError:
+            continue  # it does not run here: not a tool to borrow
+        key = _version_key(tool_version)
+        if key[0] < own[0]:
+            continue
+        rank = (0, key) if key >= own else (1, (-key[0], -key[1]))
+        found.append((rank, order, tool, tool_version))
+    if not found:
+        return None
+    _, _, tool, tool_version = min(found)
+    return tool, tool_version
+
+
+def _complete(cuobjdump: Path | None, nvdisasm: Path | None, version: str,
+              dirs: list[Path]) -> tuple[Path | None, Path | None, str]:
+    """cuobjdump and nvdisasm with the missing ones borrowed (borrow_tool), and a note of what came from where."""
+    notes = []
+    if cuobjdump is None and (found := borrow_tool("cuobjdump", version, dirs)) is not None:
+        cuobjdump, names = found[0], "cuobjdump"
+        if nvdisasm is None and (beside := _tool_next_to(cuobjdump, "nvdisasm", None)) is not None:
+            nvdisasm, names = beside, "cuobjdump and nvdisasm"  # the nvdisasm that cuobjdump itself would run
+        notes.append(f"{names} from {cuobjdump.parent} (CUDA {found[1]}; nvcc's toolkit has none)")
+    if nvdisasm is None and (found := borrow_tool("nvdisasm", version, dirs)) is not None:
+        nvdisasm = found[0]
+        notes.append(f"nvdisasm from {nvdisasm.parent} (CUDA {found[1]}; nvcc's toolkit has none)")
+    return cuobjdump, nvdisasm, "; ".join(notes)
 
 
 def find_toolchain(
@@ -319,9 +415,9 @@ def find_toolchain(
     tried: list[str] = []
     for source, nvcc in _candidates(Path(explicit_nvcc) if explicit_nvcc else None, environ, search_pip):
         if source == "explicit":
-            return load_toolchain(nvcc, explicit_from)
+            return load_toolchain(nvcc, explicit_from, environ)
         if nvcc.is_file():
-            return load_toolchain(nvcc, source)
+            return load_toolchain(nvcc, source, environ)
         tried.append(f"{source}: {nvcc}")
     where = "; ".join(tried) if tried else "no PyPI toolkit (nvidia.cu13), CUDA_HOME, CUDA_PATH or nvcc on PATH"
     raise ToolchainError(f"no CUDA compiler found (looked at {where}). {_HOW_TO_FIX}")

@@ -71,11 +71,21 @@ class TuneOutcome:
 def run_tune(options: TuneOptions) -> TuneOutcome:
     """`python -m ciq_build tune`: configure (or refresh) the build tree, read the target, resolve, tune."""
     options.validate()
+    prepare_build_tree(options)
+    return tune_configured(options)
+
+
+def prepare_build_tree(options: TuneOptions) -> None:
+    """Configure the user's build tree (with --source-dir, when it has no cache yet), else refresh it."""
     if options.source_dir is not None and not (options.build_dir / "CMakeCache.txt").is_file():
         configure_user_tree(options.source_dir, options.build_dir, find_toolchain(), None,
                             list(options.cmake_args), USER_CONFIGURE_TIMEOUT)
     else:
         refresh_user_tree(options.build_dir, USER_CONFIGURE_TIMEOUT)
+
+
+def tune_configured(options: TuneOptions) -> TuneOutcome:
+    """Tune `options.target` of a build tree prepare_build_tree has configured: read it, resolve, tune."""
     manifest = load_manifest(options.build_dir, options.target)
     toolchain = find_toolchain(manifest.toolchain.cuda_compiler, explicit_from=PROJECT_COMPILER)
     return TuneRun(resolve_settings(options, manifest), manifest, toolchain).run()

@@ -36,7 +36,7 @@ class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
     def __init__(self) -> None:
         super().__init__(sys.stderr)
 
-    @property
+    @property  # type: ignore[override, unused-ignore]  # needed on some Pythons (typeshed), not others
     def stream(self) -> TextIO:
         return sys.stderr
 

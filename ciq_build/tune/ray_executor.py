@@ -28,7 +28,8 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -75,6 +76,30 @@ def actor_resources(objectives: Sequence[Objective], gpu_resource: str | None) -
         # the tune then measures on the architecture it pins for.
         request["resources"] = {gpu_resource: 1}
     return request
+
+
+@contextmanager
+def connected(address: str | None, say: Callable[[str], None]) -> Iterator[None]:
+    """Connected to Ray for what runs inside: ray.init, then shutdown; a connection made before is used and kept.
+
+    `tune --all` holds one around all its targets' pools, so that the driver joins (or starts) the cluster
+    once, not once per target.
+    """
+    ray = _ray()
+    if ray.is_initialized():
+        yield
+        return
+    # No address: RAY_ADDRESS, else the cluster `ray start` left here, else a new one on this machine.
+    # ray.init replaces the SIGTERM handler; the CLI's (stop like Ctrl-C, resume later) is kept.
+    on_sigterm = signal.getsignal(signal.SIGTERM)
+    ray.init(address=address, log_to_driver=False, include_dashboard=False)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_sigterm)
+    say(f"ray: connected to the cluster at {ray.get_runtime_context().gcs_address}")
+    try:
+        yield
+    finally:
+        ray.shutdown()
 
 
 class EvaluationWorker:
@@ -129,7 +154,16 @@ class WorkerLostError(BuildError):
 
 @dataclass
 class RayPool:
-    """The tune's actors on a Ray cluster, one per slot; a context manager that starts and stops them."""
+    """The tune's actors on a Ray cluster, one per slot; a context manager that starts and stops them.
+
+    A pool serves one target: `tune --all` starts one per target, over one connection (`connected`).
+    Actors are not shared across targets because what makes an actor worth keeping is the target's:
+    its scratch tree is a configure of that target (its options file, its objects; configuring is
+    most of an actor's start), its runner scores that target's objectives, and what it asks Ray for
+    follows them (a static target's slot holds a CPU, a runtime target's a GPU, which a shared pool
+    would hold idle while static targets compile). Targets are tuned one after another, so a pool
+    per target never holds more than one pool's resources.
+    """
 
     manifest: Manifest
     toolchain: Toolchain
@@ -142,7 +176,7 @@ class RayPool:
     slots: list[RaySlot] = field(default_factory=list, init=False)
     losses: list[WorkerLoss] = field(default_factory=list, init=False)
     closing: bool = field(default=False, init=False)
-    _started_ray: bool = field(default=False, init=False)
+    _connection: ExitStack = field(default_factory=ExitStack, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
@@ -158,17 +192,10 @@ class RayPool:
 
     def __enter__(self) -> Self:
         ray = _ray()
-        if not ray.is_initialized():
-            # No address: RAY_ADDRESS, else the cluster `ray start` left here, else a new one on this machine.
-            # ray.init replaces the SIGTERM handler; the CLI's (stop like Ctrl-C, resume later) is kept.
-            on_sigterm = signal.getsignal(signal.SIGTERM)
-            ray.init(address=self.address, log_to_driver=False, include_dashboard=False)
-            if threading.current_thread() is threading.main_thread():
-                signal.signal(signal.SIGTERM, on_sigterm)
-            self._started_ray = True
-        self._check_cluster(ray.cluster_resources())
-        self.slots = [RaySlot(i, self.trees / f"ray-{i}") for i in range(self.count)]
+        self._connection.enter_context(connected(self.address, self.say))
         try:
+            self._check_cluster(ray.cluster_resources())
+            self.slots = [RaySlot(i, self.trees / f"ray-{i}") for i in range(self.count)]
             # One configure after another (see make_scratch_trees: projects write into their
             # sources at configure time); a restarted tune finds the trees configured.
             for slot in self.slots:
@@ -184,9 +211,7 @@ class RayPool:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         self.stop_all()
-        if self._started_ray:
-            _ray().shutdown()
-            self._started_ray = False
+        self._connection.close()
         if self.losses:
             self.say(f"ray: {len(self.losses)} worker(s) lost mid-evaluation; their candidates ran again "
                      "on replacements (not counted as candidate failures)")

@@ -37,7 +37,7 @@ class ExecutorSettings:
 class TuneOptions:
     """Everything `python -m ciq_build tune` was asked to do; None: not given, the manifest or default decides."""
 
-    target: str
+    target: str  # "" for tune --all, which tunes each target with these options (ciq_build.tune.all_targets)
     build_dir: Path
     source_dir: Path | None = None
     generations: int = _SEARCH.generations
@@ -65,7 +65,7 @@ class TuneOptions:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
         return cls(
-            target=args.target, build_dir=args.build_dir.resolve(),
+            target=args.target or "", build_dir=args.build_dir.resolve(),
             source_dir=args.source_dir.resolve() if args.source_dir else None,
             generations=args.generations, pool_size=args.pool_size, mutate_rate=args.mutate_rate,
             objectives=args.objective, controls=args.controls, allow_numerics=args.allow_numerics,
