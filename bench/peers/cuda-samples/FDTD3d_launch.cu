@@ -16,7 +16,7 @@
 #define FDTD3D_BLOCK_SIZE k_blockSizeMax
 #endif
 
-static dim3 fdtd3dBlock() {
+static dim3 fdtd3dBlockOnce() {
     int size = FDTD3D_BLOCK_SIZE / k_blockDimX * k_blockDimX;
     size = size < k_blockSizeMin ? k_blockSizeMin : (size > k_blockSizeMax ? k_blockSizeMax : size);
     cudaFuncAttributes attributes{};
@@ -24,6 +24,11 @@ static dim3 fdtd3dBlock() {
         size = attributes.maxThreadsPerBlock;
     const int y = size / k_blockDimX < k_blockDimMaxY ? size / k_blockDimX : k_blockDimMaxY;
     return dim3(k_blockDimX, y);
+}
+
+static dim3 fdtd3dBlock() {  // once, as upstream's fdtdGPU() decides it once (no host work between timed launches)
+    static const dim3 block = fdtd3dBlockOnce();
+    return block;
 }
 
 int fdtd3dRadius() { return RADIUS; }
