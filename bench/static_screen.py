@@ -8,7 +8,11 @@ loads, barriers), and whether the SASS is identical to the defaults'. A control
 whose SASS is identical cannot change the time; one that changes nothing a
 measurement can see still needs the GPU to say.
 
-  python bench/static_screen.py SOURCE -I DIR ... [--arch sm_90a] [--param NAME=V1,V2] [--json OUT]
+  python bench/static_screen.py SOURCE -I DIR ... [--arch sm_90a] [--param NAME=V1,V2]
+      [--acf-pool DIR] [--no-knobs] [--json OUT]
+
+--acf-pool adds one variant per ptxas ACF of a pool (`python -m ciq_build
+sample-acfs --out DIR`), applied as -Xptxas=--apply-controls=FILE.
 """
 from __future__ import annotations
 
@@ -75,13 +79,19 @@ def main() -> int:
     ap.add_argument("--nvcc", default="nvcc")
     ap.add_argument("--cuobjdump", default="cuobjdump")
     ap.add_argument("--param", action="append", default=[], help="NAME=V1,V2,... (one -D at a time)")
+    ap.add_argument("--acf-pool", type=Path, help="also one variant per .acf file of this folder")
+    ap.add_argument("--no-knobs", action="store_true", help="leave out the catalogue knobs")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     variants: list[tuple[str, list[str]]] = [("defaults", [])]
     for spec in args.param:
         name, values = spec.split("=", 1)
         variants += [(f"-D{name}={v}", [f"-D{name}={v}"]) for v in values.split(",")]
-    variants += knob_variants()
+    if not args.no_knobs:
+        variants += knob_variants()
+    if args.acf_pool:
+        variants += [(f"acf:{f.name[:8]}", [f"-Xptxas=--apply-controls={f.resolve()}"])
+                     for f in sorted(args.acf_pool.glob("*.acf"))]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for label, flags in variants:
