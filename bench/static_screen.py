@@ -35,13 +35,13 @@ def knob_variants() -> list[tuple[str, list[str]]]:
             continue
         if knob.is_switch:
             variants.append((knob.template, [knob.template]))
-        elif knob.grid is not None:
+            continue
+        values: list[object] = list(knob.choices)
+        if knob.grid is not None:
             start, end, step = knob.grid
-            for v in range(start, end + 1, step):
-                variants.append((knob.template.format(v), [knob.template.format(v)]))
-        else:
-            for v in knob.choices:
-                variants.append((knob.template.format(v), [knob.template.format(v)]))
+            values = list(range(start, end + 1, step))
+        for value in values:
+            variants.append((knob.template.format(value), [knob.template.format(value)]))
     return variants
 
 
@@ -60,9 +60,12 @@ def screen(nvcc: str, cuobjdump: str, source: Path, includes: list[str], arch: s
     stack = [int(m) for m in re.findall(r"STACK:(\d+)", res)]
     spill_st = sum(int(m) for m in re.findall(r"(\d+) bytes spill stores", ptxas))
     spill_ld = sum(int(m) for m in re.findall(r"(\d+) bytes spill loads", ptxas))
-    lines = [re.sub(r"/\*[0-9a-f]{4,}\*/", "", l).strip() for l in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", l)]
-    ops = [l.split()[0].split(".")[0] if not l.startswith("@") else l.split()[1].split(".")[0] for l in lines if l]
-    count = lambda name: sum(1 for o in ops if o == name)
+    lines = [re.sub(r"/\*[0-9a-f]{4,}\*/", "", line).strip()
+             for line in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", line)]
+    ops = [(text.split()[1] if text.startswith("@") else text.split()[0]).split(".")[0] for text in lines if text]
+
+    def count(name: str) -> int:
+        return sum(1 for o in ops if o == name)
     return {
         "regs": max(regs) if regs else None, "shared": max(shared) if shared else None,
         "stack": max(stack) if stack else None, "spill_stores": spill_st, "spill_loads": spill_ld,
