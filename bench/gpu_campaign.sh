@@ -78,7 +78,7 @@ tune() {  # target: search for TUNE_S seconds, then finish (re-measure, pin) fro
     local start=$SECONDS
     timeout -s INT "$TUNE_S" python3 -m ciq_build "${common[@]}" --quiet 2>&1 | tee "$res/tune-$t.log" | tail -25
     local done_n
-    done_n=$(grep -c '"kind": "evaluation"' "$b/ciq/journal/$t.jsonl" 2>/dev/null || echo 0)
+    done_n=$(cat "$b/ciq/journal/$t.jsonl" 2>/dev/null | grep -c '"kind": "evaluation"')  # 0 when none (grep -c || echo printed "0 0")
     echo "== $t: $done_n evaluations in $((SECONDS - start)) s; finishing from the journal"
     python3 -m ciq_build "${common[@]}" --max-evaluations "$done_n" 2>&1 | tee "$res/finish-$t.log" | tail -30
     echo "== $t: tune total $((SECONDS - start)) s"
