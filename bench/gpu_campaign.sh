@@ -7,6 +7,9 @@
 #   bench/gpu_campaign.sh stencil   machine ceilings, both baselines, then tune stencil_kernels
 #   bench/gpu_campaign.sh peer      tune convolutionSeparable_kernels
 #   bench/gpu_campaign.sh peeracf   ptxas ACFs alone on the peer (evidence, --no-pin)
+#   bench/gpu_campaign.sh fdtd      second peer (cuda-samples FDTD3d): baseline, the static screen's
+#                                   prediction (-maxrregcount 56/64 against the defaults, 5 runs each),
+#                                   then tune FDTD3d_kernels (knobs + params)
 #   bench/gpu_campaign.sh confirm   copy the tree to another path, rebuild defaults and pins,
 #                                   verify, 30+ interleaved rounds each (bench/confirm_ci.py)
 #
@@ -43,14 +46,20 @@ hybrid_toolkit() {
 }
 
 # target, source dir, benchmark, benchmark args (the registered ARGS)
-declare -A SRC=([stencil_kernels]=sample_extension [convolutionSeparable_kernels]=bench/peers/cuda-samples)
-declare -A BENCH=([stencil_kernels]=stencil_bench [convolutionSeparable_kernels]=convolutionSeparable_bench)
+declare -A SRC=([stencil_kernels]=sample_extension [convolutionSeparable_kernels]=bench/peers/cuda-samples
+                [FDTD3d_kernels]=bench/peers/cuda-samples)
+declare -A BENCH=([stencil_kernels]=stencil_bench [convolutionSeparable_kernels]=convolutionSeparable_bench
+                  [FDTD3d_kernels]=FDTD3d_bench)
 declare -A ARGS=([stencil_kernels]="--nx 512 --ny 512 --nz 128 --repeats 20"
-                 [convolutionSeparable_kernels]="--w 8192 --h 8192 --repeats 20")
+                 [convolutionSeparable_kernels]="--w 8192 --h 8192 --repeats 20"
+                 [FDTD3d_kernels]="--dim 376 --repeats 20")
 # confirm: a third arm timed beside defaults and pin (the winner's -D params alone, no compiler flags)
-declare -A ARM=([stencil_kernels]="params=-DCMAKE_CUDA_FLAGS=-DCIQ_STENCIL_BY=4 -DCIQ_STENCIL_ZCHUNK=16")
+# (FDTD3d: the one knob the static screen predicts, alone: bench/static_screen.py, docs/RESULTS.md)
+declare -A ARM=([stencil_kernels]="params=-DCMAKE_CUDA_FLAGS=-DCIQ_STENCIL_BY=4 -DCIQ_STENCIL_ZCHUNK=16"
+                [FDTD3d_kernels]="maxrreg64=-DCMAKE_CUDA_FLAGS=-maxrregcount=64")
 declare -A CONTROLS=([stencil_kernels]="--controls knobs --controls params --controls acf-pool:$PWD/.carry/pool-stencil"
-                     [convolutionSeparable_kernels]="--controls knobs --controls acf-pool:$PWD/.carry/pool-peer")
+                     [convolutionSeparable_kernels]="--controls knobs --controls acf-pool:$PWD/.carry/pool-peer"
+                     [FDTD3d_kernels]="--controls knobs --controls params")
 
 baseline() {  # target: build with the defaults, run the benchmark 5 times, resource usage
     local t=$1 b=/tmp/base-$1
@@ -69,7 +78,7 @@ tune() {  # target: search for TUNE_S seconds, then finish (re-measure, pin) fro
     local start=$SECONDS
     timeout -s INT "$TUNE_S" python3 -m ciq_build "${common[@]}" --quiet 2>&1 | tee "$res/tune-$t.log" | tail -25
     local done_n
-    done_n=$(grep -c '"kind": "evaluation"' "$b/ciq/journal/$t.jsonl" 2>/dev/null || echo 0)
+    done_n=$(cat "$b/ciq/journal/$t.jsonl" 2>/dev/null | grep -c '"kind": "evaluation"')  # 0 when none (grep -c || echo printed "0 0")
     echo "== $t: $done_n evaluations in $((SECONDS - start)) s; finishing from the journal"
     python3 -m ciq_build "${common[@]}" --max-evaluations "$done_n" 2>&1 | tee "$res/finish-$t.log" | tail -30
     echo "== $t: tune total $((SECONDS - start)) s"
@@ -91,6 +100,23 @@ peer)
     use_package "$PWD"
     tune convolutionSeparable_kernels
     ;;
+fdtd)
+    use_package "$PWD"
+    baseline FDTD3d_kernels
+    for cap in 64 56; do  # the static screen's prediction, before any search
+        b=/tmp/cap-$cap
+        cmake -S "${SRC[FDTD3d_kernels]}" -B "$b" -G Ninja -Dciq_build_DIR="$(python3 -m ciq_build --cmake-dir)" \
+            -DCMAKE_CUDA_COMPILER=/tmp/hybrid/bin/nvcc -DCIQ_DISABLE=ON "-DCMAKE_CUDA_FLAGS=-maxrregcount=$cap" >/dev/null \
+            && cmake --build "$b" --target FDTD3d_bench >/dev/null || { echo "build with -maxrregcount=$cap failed"; continue; }
+        echo "== -maxrregcount=$cap"
+        for i in 1 2 3 4 5; do  # interleaved with the defaults
+            "$b/FDTD3d_bench" ${ARGS[FDTD3d_kernels]} 2>&1 | sed "s/^/cap$cap: /"
+            /tmp/base-FDTD3d_kernels/FDTD3d_bench ${ARGS[FDTD3d_kernels]} 2>&1 | sed "s/^/defaults: /"
+        done | tee "$res/cap$cap-FDTD3d_kernels.txt" | grep -E "CHECK FAIL|time_ms|blocks_per_sm|waves|rror"
+        cuobjdump --dump-resource-usage "$b/libFDTD3d_kernels.a" 2>&1 | grep REG | sed "s/^/cap$cap: /"
+    done
+    tune FDTD3d_kernels
+    ;;
 peeracf)  # evidence only: ptxas ACFs alone on the peer for TUNE_S seconds, nothing pinned
     use_package "$PWD"
     timeout -s INT "$TUNE_S" python3 -m ciq_build tune convolutionSeparable_kernels -S "${SRC[convolutionSeparable_kernels]}" \
@@ -109,7 +135,7 @@ confirm)
         && echo "copy of the working tree at $clone"
     use_package "$clone"
     cd "$clone" || exit 1
-    for t in ${TARGETS:-stencil_kernels convolutionSeparable_kernels}; do
+    for t in ${TARGETS:-stencil_kernels convolutionSeparable_kernels FDTD3d_kernels}; do
         [ -f "${SRC[$t]}/ciq/$t.json" ] || { echo "== $t: no pin to confirm"; continue; }
         python3 bench/confirm_ci.py --source "${SRC[$t]}" --target "$t" --benchmark "${BENCH[$t]}" \
             --nvcc /tmp/hybrid/bin/nvcc --rounds "$ROUNDS" --json "$res/confirm-$t.json" \
