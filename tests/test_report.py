@@ -366,3 +366,32 @@ def test_any_edited_journal_gives_a_page_with_plots(tmp_path: Path, records: lis
     pytest.importorskip("matplotlib")
     page = report_page.render_html(_edited_history(tmp_path, records, objectives))
     assert 'id="plot-time"' in page
+
+
+def test_a_plot_that_fails_or_warns_leaves_no_figure_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pyplot keeps every figure until it is closed: one left by a failed plot stayed for the life of the
+    # process, and after 20 of them matplotlib's own warning failed every later report.
+    pyplot = pytest.importorskip("matplotlib.pyplot")
+    history = _edited_history(tmp_path, [{"key": "a", "generation": 0, "ok": True, "scores": [1.0],
+                                          "controls": {}}], ["time"])
+    open_before = set(pyplot.get_fignums())
+
+    def warning_plot(pyplot_: object, history_: object) -> object:
+        figure, ax = pyplot.subplots()
+        ax.set_xlim(1.0, 1.0)  # matplotlib warns about identical limits: not the reader's concern
+        import warnings
+        warnings.warn("a remark of matplotlib's", UserWarning, stacklevel=1)
+        return figure
+
+    monkeypatch.setattr(report_page, "plot_time", warning_plot)
+    assert 'id="plot-time"' in report_page.render_html(history)
+    assert set(pyplot.get_fignums()) == open_before
+
+    def failing_plot(pyplot_: object, history_: object) -> object:
+        pyplot.subplots()
+        raise ValueError("a plot that failed")
+
+    monkeypatch.setattr(report_page, "plot_time", failing_plot)
+    with pytest.raises(ValueError, match="a plot that failed"):
+        report_page.render_html(history)
+    assert set(pyplot.get_fignums()) == open_before

@@ -14,6 +14,7 @@ import base64
 import html
 import io
 import math
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -366,6 +367,21 @@ def _plots(history: TuneHistory) -> dict[str, tuple[str, str]] | None:
     pyplot = _pyplot()
     if pyplot is None:
         return None
+    before = set(pyplot.get_fignums())
+    try:
+        with warnings.catch_warnings():
+            # matplotlib's remarks on odd data (identical axis limits, a layout it could not fit) say
+            # nothing to the reader of a report, and must not stop it being drawn.
+            warnings.simplefilter("ignore")
+            return _draw_plots(pyplot, history)
+    finally:
+        # A figure left open by a plot that failed would stay for the life of the process (pyplot keeps
+        # every figure until it is closed): a library caller drawing many reports would pile them up.
+        for number in set(pyplot.get_fignums()) - before:
+            pyplot.close(number)
+
+
+def _draw_plots(pyplot: Any, history: TuneHistory) -> dict[str, tuple[str, str]]:
     plots = {}
     if history.scored:
         plots["convergence"] = ("convergence: best so far against evaluations and wall time",
