@@ -49,11 +49,13 @@ PTXAS_KNOBS = [
 # nvcc 13.3 hands -maxrregcount to cicc too ("-maxreg 64"): a front-end configuration of its own,
 # compiled through nvcc whole the first time, then from its own kept PTX.
 REGISTER_CAPS = [("-maxrregcount=64",), ("-maxrregcount=128",), ("-maxrregcount=64", "-Xptxas=-O2")]
-_PID = re.compile(rb"tmpxft_[0-9a-f]{8}_")
+# nvcc's temporary names (tmpxft_<pid>_<counter>-N_...) land in the object: the pid always differs, and
+# the second field when another nvcc's temporary file of that name exists (two compiles at once).
+_PID = re.compile(rb"tmpxft_[0-9a-f]{8}_[0-9a-f]{8}")
 
 
 def _same_as_nvcc_agrees(a: bytes, b: bytes) -> bool:
-    return _PID.sub(b"tmpxft_00000000_", a) == _PID.sub(b"tmpxft_00000000_", b)
+    return _PID.sub(b"tmpxft_00000000_00000000", a) == _PID.sub(b"tmpxft_00000000_00000000", b)
 
 
 @pytest.fixture(scope="module")

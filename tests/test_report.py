@@ -395,3 +395,11 @@ def test_a_plot_that_fails_or_warns_leaves_no_figure_open(tmp_path: Path, monkey
     with pytest.raises(ValueError, match="a plot that failed"):
         report_page.render_html(history)
     assert set(pyplot.get_fignums()) == open_before
+
+
+def test_a_journal_that_names_no_objective_still_gives_a_page(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    # Found by the fuzz test above: scores drawn per objective, with none named, asked for 0 rows of plots.
+    history = _edited_history(tmp_path, [{"key": "a", "generation": 0, "ok": True, "scores": [], "controls": {}}], [])
+    page = report_page.render_html(history)
+    assert 'id="plot-time"' in page and 'id="plot-convergence"' not in page

@@ -383,7 +383,7 @@ def _plots(history: TuneHistory) -> dict[str, tuple[str, str]] | None:
 
 def _draw_plots(pyplot: Any, history: TuneHistory) -> dict[str, tuple[str, str]]:
     plots = {}
-    if history.scored:
+    if history.scored and history.objectives:  # scores are drawn per objective: none named, none drawn
         plots["convergence"] = ("convergence: best so far against evaluations and wall time",
                                 _png(pyplot, plot_convergence(pyplot, history)))
         plots["candidates"] = ("every candidate's score relative to the baseline",
