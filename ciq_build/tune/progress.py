@@ -50,8 +50,7 @@ def configure_logging(verbosity: int, stream: TextIO | None = None) -> None:
     level = logging.WARNING if verbosity < 0 else logging.DEBUG if verbosity > 0 else logging.INFO
     handler = logging.StreamHandler(stream) if stream is not None else _CurrentStderr()
     handler.setFormatter(logging.Formatter("ciq_build: %(message)s"))
-    for old in list(LOG.handlers):
-        LOG.removeHandler(old)
+    reset_logging()
     LOG.addHandler(handler)
     LOG.setLevel(level)
     LOG.propagate = False
