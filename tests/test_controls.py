@@ -432,3 +432,23 @@ def test_every_pair_of_knob_values_compiles_cleanly(toolchain: Toolchain, probe_
         bad = [(c.flags, r.output_tail(2)) for c, r in pool.map(compile_one, enumerate(sorted(candidates, key=str)))
                if not r.ok or "warning" in r.stderr]
     assert bad == []
+
+
+@pytest.mark.parametrize("objectives, offered", [
+    (["registers"], False), (["time"], False), (["spill_bytes", "registers"], False),
+    (["time", "compile_time"], True),
+])
+def test_code_quality_knobs_only_when_compile_time_is_an_objective(
+        toolchain: Toolchain, objectives: list[str], offered: bool) -> None:
+    # ptxas -O0..2 and --Ofast-compile give worse code for a faster compile: a
+    # registers tune would otherwise pin -Xptxas=-O0 (it did, on cuda-samples' matrixMul).
+    from types import SimpleNamespace
+
+    from ciq_build.build.manifest import parse_objectives
+    from ciq_build.search.select import COMPILE_TIME_KNOBS, build_space
+
+    manifest = SimpleNamespace(toolchain=SimpleNamespace(architectures="90a"), params=[])
+    space = build_space(["knobs"], manifest, toolchain, False, parse_objectives(objectives))  # type: ignore[arg-type]
+    assert set(COMPILE_TIME_KNOBS) == {"knob.fast_compile", "knob.ptxas_opt_level"}
+    assert all((name in space) == offered for name in COMPILE_TIME_KNOBS)
+    assert "knob.maxrregcount" in space

@@ -117,3 +117,14 @@ def test_the_cli_handler_writes_to_the_stderr_of_the_moment(monkeypatch: pytest.
         assert replaced.getvalue() == "ciq_build: said after stderr was replaced\n"
     finally:
         reset_logging()
+
+
+def test_a_candidate_measured_earlier_in_this_run_is_not_said_to_come_from_the_journal(log: io.StringIO) -> None:
+    # The first candidate often has the baseline's controls: a cache hit on a key this run
+    # measured is a repeat, and the line must not claim a resume on a first run.
+    progress = TuneProgress(4, 1, stream=io.StringIO(), terminal=False, measured_this_run={"k1"})
+    progress.update(0, evaluations=1, last=evaluated(1, cached=True))
+    progress.update(0, evaluations=2, last=evaluated(2, cached=True))
+    lines = log.getvalue().splitlines()
+    assert "(measured earlier in this run)" in lines[0] and "journal" not in lines[0]
+    assert "(from the journal)" in lines[1]

@@ -42,8 +42,10 @@ def search_kinds(settings: SearchSettings) -> list[str]:
 
 # Knobs that trade generated-code quality for compile time: searched only when
 # compile time is an objective, or a static objective (registers, say) would
-# "win" with code nobody wants to ship.
-COMPILE_TIME_KNOBS = ("knob.fast_compile",)
+# "win" with code nobody wants to ship. ptxas -O0..2 is such a knob (its only
+# other value is the default -O3): a registers tune of cuda-samples' matrixMul
+# pinned -Xptxas=-O0 for 32 -> 29 registers before it was listed here.
+COMPILE_TIME_KNOBS = ("knob.fast_compile", "knob.ptxas_opt_level")
 
 
 def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allow_numerics: bool,

@@ -259,7 +259,8 @@ class TuneRun:
         expected = search.generations * search.pool_size
         if search.max_evaluations is not None:
             expected = min(expected, search.max_evaluations)
-        progress = None if self.settings.quiet else TuneProgress(expected, search.generations, stream=self.out)
+        progress = None if self.settings.quiet else TuneProgress(expected, search.generations, stream=self.out,
+                                                               measured_this_run=self.cache.measured_this_run)
         if self.settings.executor.kind == "ray":
             from ciq_build.tune.ray_executor import RayPool
 

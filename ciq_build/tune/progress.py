@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from typing import Any, TextIO
 
 from ciq_build.search.evaluation import Evaluation
@@ -81,13 +81,18 @@ class TuneProgress:
     """The loop's progress reporter (ciq_build.tune.loop.Progress) for one tune."""
 
     def __init__(self, expected: int | None, generations: int, *, stream: TextIO | None = None,
-                 terminal: bool | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+                 terminal: bool | None = None, clock: Callable[[], float] = time.monotonic,
+                 measured_this_run: Set[str] = frozenset()) -> None:
         self.expected = expected  # evaluations the search will make at most (None: not known)
         self.generations = generations
         self.stream = stream if stream is not None else sys.stderr
         if terminal is None:
             isatty = getattr(self.stream, "isatty", None)
             terminal = bool(isatty and isatty())
+        # Keys this run has measured (the cache's live set): a cached result on one of
+        # them is the search proposing a candidate again (the baseline's controls, say),
+        # not a resume, so it is said as such and not thinned out like a replay.
+        self._measured_this_run = measured_this_run
         self._clock = clock
         self._started = clock()
         self._last_replay_line = -REPLAY_INTERVAL
@@ -108,14 +113,17 @@ class TuneProgress:
             self.bar.set_postfix_str(f"{where}, best {best or '-'}, {failures} failed", refresh=False)
             return
         now = self._clock()
-        if last is not None and last.cached and now - self._last_replay_line < REPLAY_INTERVAL:
+        repeat = last is not None and last.cached and last.key in self._measured_this_run
+        replay = last is not None and last.cached and not repeat
+        if replay and now - self._last_replay_line < REPLAY_INTERVAL:
             return
-        if last is not None and last.cached:
+        if replay:
             self._last_replay_line = now
         count = f"{evaluations}/{self.expected}" if self.expected else str(evaluations)
         said = ""
         if last is not None:
-            said = outcome(last) + (" (from the journal)" if last.cached else "")
+            said = outcome(last) + (" (measured earlier in this run)" if repeat else
+                                    " (from the journal)" if replay else "")
             said += f" on {last.worker}" if last.worker else ""
         LOG.info("evaluation %s, %s: %s | best %s | %d failed | %s elapsed", count, where, said, best or "-",
                  failures, _clock(now - self._started))
