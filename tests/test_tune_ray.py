@@ -29,6 +29,7 @@ from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import ConfigError
 from ciq_build.tune.driver import TuneOutcome, run_tune
 from ciq_build.tune.ray_executor import RayPool, actor_resources
+from ciq_build.tune.ray_sources import MISSING, SourceUpload, check_copy, remapped_cache
 from ciq_build.tune.settings import TuneOptions
 
 ray = pytest.importorskip("ray")
@@ -89,6 +90,29 @@ def test_ray_options_need_the_ray_executor() -> None:
         TuneOptions("kern", Path("build"), executor="ray", gpus=["0"]).validate()
 
 
+def test_uploaded_sources_have_the_cache_paths_into_them_remapped_whole_components_only() -> None:
+    upload = SourceUpload(Path("/src"), Path("/src/build"), {}, "\n".join([
+        'set(DATA "/src/data;/src/build/gen.h" CACHE PATH "")',  # the source and the build tree, in a list
+        'set(OTHER "/src2/x" CACHE PATH "")',  # another folder that starts the same: not the sources
+        'set(TOOL "/opt/cuda/bin/nvcc" CACHE FILEPATH "")',  # the toolchain: at the same path on workers
+        'set(TOP "/src" CACHE PATH "")']), ())
+    remapped = remapped_cache(upload, Path("/ray/pkg_1"), Path("/ray/ciq-scratch-pkg_1/kern/ray-0/build"))
+    assert remapped.splitlines() == [
+        'set(DATA "/ray/pkg_1/data;/ray/ciq-scratch-pkg_1/kern/ray-0/build/gen.h" CACHE PATH "")',
+        'set(OTHER "/src2/x" CACHE PATH "")', 'set(TOOL "/opt/cuda/bin/nvcc" CACHE FILEPATH "")',
+        'set(TOP "/ray/pkg_1" CACHE PATH "")']
+
+
+def test_a_workers_copy_that_differs_from_the_fingerprinted_sources_is_refused_naming_the_files() -> None:
+    upload = SourceUpload(Path("/src"), Path("/src/build"), {"kern.cu": "aa", "kern.h": "bb", "gone.h": MISSING},
+                          "", ())
+    check_copy(upload, {"kern.cu": "aa", "kern.h": "bb", "gone.h": MISSING}, "ray-0", "/ray/pkg")
+    with pytest.raises(ConfigError, match=r"differs from /src in kern.h \(missing there: .*\.gitignore"):
+        check_copy(upload, {"kern.cu": "aa", "kern.h": MISSING, "gone.h": MISSING}, "ray-0", "/ray/pkg")
+    with pytest.raises(ConfigError, match=r"in kern.cu \(changed while it was uploaded"):
+        check_copy(upload, {"kern.cu": "ff", "kern.h": "bb", "gone.h": MISSING}, "ray-0", "/ray/pkg")
+
+
 # -- real tunes on a local cluster -----------------------------------------------------------
 
 
@@ -105,6 +129,49 @@ def test_ray_evaluates_the_same_candidates_and_pins_the_same_winner_as_local(tmp
     pinned = [json.loads(p.read_text()) for p in (local.pinned, on_ray.pinned) if p is not None]
     assert len(pinned) == 2 and pinned[0]["controls"] == pinned[1]["controls"]
     assert pinned[0]["winner"] == pinned[1]["winner"]
+
+
+def _cache_entries(cache: Path) -> dict[str, str]:
+    entries = {}
+    for line in cache.read_text().splitlines():
+        name, sep, value = line.partition("=")
+        if sep and ":" in name and not line.startswith(("#", "//")):
+            entries[name.split(":")[0]] = value
+    return entries
+
+
+@pytest.mark.slow
+def test_uploaded_sources_build_on_the_workers_copy_and_pin_the_same_winner_as_local(
+        tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    # A path into the source tree among the user's CMake arguments: remapped into each worker's copy.
+    data = f"--cmake-arg=-DCIQ_TEST_DATA={source}/kern.h"
+    local = _tune("kern", source, tmp_path / "local", "--jobs", "2", data, *KERN)
+    # The build tree inside the source tree, as is common: it must not be uploaded.
+    build = source / "build-ray"
+    on_ray = _tune("kern", source, build, "--jobs", "2", "--executor", "ray", "--ray-sources", "upload", data, *KERN)
+    said = capsys.readouterr().err
+    assert local.ok and on_ray.ok
+    assert _params(on_ray) == _params(local) and len(_params(local)) >= 4
+    assert local.winner is not None and on_ray.winner is not None
+    assert on_ray.winner.proposal.params == local.winner.proposal.params == {"param.X": 0}
+    # Each actor checked its copy against the fingerprint before configuring, and built from the copy.
+    copy = Path(said.split("checked on each worker; scratch trees beside each copy (first: ")[1].split(")")[0])
+    assert copy != source and copy.is_dir() and not (copy / "build-ray").exists(), said
+    assert (copy / "kern.cu").read_bytes() == (source / "kern.cu").read_bytes()
+    for slot in ("ray-0", "ray-1"):
+        tree = copy.parent / f"ciq-scratch-{copy.name}" / "kern" / slot / "build"
+        cache = _cache_entries(tree / "CMakeCache.txt")
+        assert cache["CMAKE_HOME_DIRECTORY"] == str(copy), cache
+        assert cache["CIQ_TEST_DATA"] == f"{copy}/kern.h"
+        assert list(tree.rglob("kern.cu.o")), f"{slot} built nothing in its tree"
+    assert not (build / "ciq" / "scratch" / "kern" / "ray-0").exists()  # nothing built in the shared tree
+
+    # A source that Ray leaves out of the upload (a .gitignore lists it): refused, naming it.
+    (source / ".gitignore").write_text("kern.h\n")
+    with pytest.raises(ConfigError, match=r"differs from .* in kern.h \(missing there"):
+        _tune("kern", source, build, "--jobs", "1", "--executor", "ray", "--ray-sources", "upload", data, *KERN)
 
 
 def _ray_worker_above(pid: int) -> int | None:

@@ -7,11 +7,13 @@ the journal, the target's lock, the baseline, the confirmation and the pin
 slot's actor. An actor configures its scratch tree once, when it starts, so a
 candidate costs on a worker what it costs locally: one incremental rebuild.
 
-Sources and build trees reach the actors through a shared filesystem: an
-actor reads the user's sources, build tree and toolchain at the driver's own
-paths (NFS, Lustre, or one machine). Ray's runtime_env working_dir is not
-used: a CMake tree records absolute paths, so a copy in another folder would
-not be the tree the driver fingerprints and pins.
+Sources reach the actors through a shared filesystem (an actor reads the
+user's sources and build tree at the driver's own paths: NFS, Lustre, or one
+machine), or with `--ray-sources upload` through Ray's runtime_env
+working_dir: the source tree is shipped, each actor configures its scratch
+tree from its node's copy and proves the copy is the fingerprinted sources
+first (ciq_build.tune.ray_sources). The toolchain is at the driver's paths
+either way.
 
 Faults: actors are created with max_restarts=0 and their calls run with
 max_task_retries=0, so Ray never runs an evaluation again behind the
@@ -35,7 +37,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from ciq_build.build.cmake import ScratchTree, scratch_root
+from ciq_build.build.cmake import ScratchTree, safe_name, scratch_root
 from ciq_build.build.manifest import Manifest, Objective
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
@@ -46,6 +48,7 @@ from ciq_build.measure.bench import GpuSlots
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.evaluator import BuildRunner
+from ciq_build.tune.ray_sources import SourceUpload, check_copy, file_hashes, remapped_cache, worker_manifest
 
 # A candidate whose worker dies this many times in a row ends the tune: the
 # cluster, not the candidate, is failing (its finished evaluations are journaled).
@@ -106,13 +109,28 @@ class EvaluationWorker:
     """The body of one Ray actor: a scratch tree of its own, configured once, and the real runner."""
 
     def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
-                 timeout: float, root: str) -> None:
+                 timeout: float, root: str, upload: SourceUpload | None = None) -> None:
         proc.guard_driver()  # the compiles and benchmarks this actor starts die with it, even on SIGKILL
+        self.upload = upload
+        replayed = None
+        if upload is not None:
+            # Ray started this actor in its node's copy of the sources (the working_dir). The scratch tree
+            # goes beside the copy, on the node's disk, named after it: Ray names a copy by its content, so
+            # other sources get a tree of their own, never one configured from a copy Ray has since deleted.
+            self.copy = Path.cwd()
+            manifest = worker_manifest(manifest, self.copy)
+            root = str(self.copy.parent / f"ciq-scratch-{self.copy.name}" / safe_name(manifest.target) / root)
+            replayed = remapped_cache(upload, self.copy, Path(root) / "build")
         # Without the ptxas-only launcher: a Ray worker's environment is not the driver's shell.
-        self.tree = ScratchTree(manifest, Path(root), toolchain, False)
+        self.tree = ScratchTree(manifest, Path(root), toolchain, False, replayed_cache=replayed)
         # Ray's num_gpus sets CUDA_VISIBLE_DEVICES for this actor: the default slot is its GPU.
         self.runner = BuildRunner(manifest, toolchain, objectives, repeats, timeout, GpuSlots())
         self.timeout = timeout
+
+    def source_hashes(self) -> tuple[str, dict[str, str]]:
+        """Where this actor's copy of the sources is, and the hashes of the driver's fingerprinted files in it."""
+        assert self.upload is not None
+        return str(self.copy), file_hashes(self.copy, list(self.upload.files))
 
     def configure(self) -> str:
         """Take the tree over from a dead predecessor, configure it if needed; where this worker runs."""
@@ -136,6 +154,7 @@ class RaySlot:
     root: Path
     actor: Any = None
     where: str = ""  # host:pid of the actor
+    copy: str = ""  # with --ray-sources upload: the actor's copy of the sources, on its node
 
 
 @dataclass(frozen=True)
@@ -173,11 +192,13 @@ class RayPool:
     address: str | None = None
     gpu_resource: str | None = None
     say: Callable[[str], None] = print
+    upload: SourceUpload | None = None  # --ray-sources upload: what to ship, what each copy must hold
     slots: list[RaySlot] = field(default_factory=list, init=False)
     losses: list[WorkerLoss] = field(default_factory=list, init=False)
     closing: bool = field(default=False, init=False)
     _connection: ExitStack = field(default_factory=ExitStack, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _runtime_env: dict[str, Any] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.request = actor_resources(self.objectives, self.gpu_resource)
@@ -204,8 +225,10 @@ class RayPool:
             self.__exit__(None, None, None)
             raise
         hosts = sorted({slot.where.split(":")[0] for slot in self.slots})
+        trees = (f"sources uploaded (Ray working_dir), checked on each worker; scratch trees beside each copy "
+                 f"(first: {self.slots[0].copy})" if self.upload else f"scratch trees in {self.trees}/ray-*")
         self.say(f"ray: {self.count} worker(s) on {', '.join(hosts)}, each asking for "
-                 f"{_describe(self.request)}; scratch trees in {self.trees}/ray-*")
+                 f"{_describe(self.request)}; {trees}")
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -241,11 +264,23 @@ class RayPool:
 
     def _start(self, slot: RaySlot) -> None:
         ray = _ray()
+        options: dict[str, Any] = dict(self.request)
+        if self.upload is not None:
+            if self._runtime_env is None:  # uploaded once per pool; a replacement actor reuses it
+                self._runtime_env = self.upload.runtime_env()
+            options["runtime_env"] = self._runtime_env
         # max_concurrency 2: stop() can run while evaluate() does.
         actor_class = ray.remote(EvaluationWorker).options(max_restarts=0, max_task_retries=0, max_concurrency=2,
-                                                            **self.request)
+                                                            **options)
+        # Uploading, the actor places its tree beside its copy of the sources: it gets the tree's name only.
+        root = slot.root.name if self.upload is not None else str(slot.root)
         slot.actor = actor_class.remote(self.manifest, self.toolchain, self.objectives, self.measure.repeats,
-                                        self.measure.timeout, str(slot.root))
+                                        self.measure.timeout, root, self.upload)
+        if self.upload is not None:
+            # Before the configure: nothing is built from a copy that is not the fingerprinted sources.
+            copy, hashes = _result(slot.actor.source_hashes.remote())
+            check_copy(self.upload, hashes, f"ray-{slot.index}", copy)
+            slot.copy = copy
         slot.where = _result(slot.actor.configure.remote())
 
     # -- faults ----------------------------------------------------------------
