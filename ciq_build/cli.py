@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "`ray start` started on this machine, else a new one here)")
     tune.add_argument("--ray-gpu-resource", default=None, metavar="NAME",
                       help="a custom resource naming the GPU kind each benchmark slot needs, e.g. H200")
+    tune.add_argument("--ray-compile-resource", default=None, metavar="NAME",
+                      help="a custom resource of the nodes meant for compiles (e.g. CPU-only nodes started with "
+                           "ray start --resources='{\"compile\": 16}'); each compile worker asks for one")
     tune.add_argument("--ray-sources", choices=SOURCE_MODES, default="shared",
                       help="how the sources reach Ray workers: shared (a filesystem they share, at the driver's "
                            "paths; default) or upload (shipped through Ray's working_dir, build trees and .git "

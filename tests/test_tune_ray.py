@@ -28,7 +28,7 @@ from ciq_build.cli import build_parser
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import ConfigError
 from ciq_build.tune.driver import TuneOutcome, run_tune
-from ciq_build.tune.ray_executor import RayPool, actor_resources
+from ciq_build.tune.ray_executor import RayPool, actor_resources, benchmark_resources
 from ciq_build.tune.ray_sources import MISSING, SourceUpload, check_copy, remapped_cache
 from ciq_build.tune.settings import TuneOptions
 
@@ -37,13 +37,15 @@ ray = pytest.importorskip("ray")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
 LAUNCHER = REPO_ROOT / "tests" / "programs" / "slow_compile_launcher.py"
+GPU_LAUNCHER = REPO_ROOT / "tests" / "programs" / "gpu_recording_launcher.py"
 KERN = ["--generations", "2", "--pool-size", "3", "--seed", "7", "--cmake-arg=-DKERN_PARAMS=X=range(0,8)"]
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    """A local Ray cluster: 2 CPUs, 1 (declared) GPU of kind H200."""
-    ray.init(num_cpus=2, num_gpus=1, resources={"H200": 1}, include_dashboard=False, log_to_driver=False)
+    """A local Ray cluster: 2 CPUs, 1 (declared) GPU of kind H200, and `compile` (what compile nodes declare)."""
+    ray.init(num_cpus=2, num_gpus=1, resources={"H200": 1, "compile": 2}, include_dashboard=False,
+             log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -69,9 +71,16 @@ def _params(outcome: TuneOutcome) -> list[dict]:
 
 def test_static_objectives_ask_for_a_cpu_and_runtime_ones_for_a_gpu_of_the_named_kind() -> None:
     assert actor_resources(parse_objectives(["spill_bytes"]), None) == {"num_cpus": 1, "num_gpus": 0}
-    assert actor_resources(parse_objectives(["time"]), None) == {"num_cpus": 1, "num_gpus": 1}
-    assert actor_resources(parse_objectives(["time"]), "H200") == {"num_cpus": 1, "num_gpus": 1,
-                                                                   "resources": {"H200": 1}}
+    # Split (shared sources): a runtime objective's compile actor holds CPUs only; its benchmark a GPU.
+    assert actor_resources(parse_objectives(["time"]), "H200", "compile") == {"num_cpus": 1, "num_gpus": 0,
+                                                                              "resources": {"compile": 1}}
+    assert benchmark_resources("H200") == {"num_cpus": 0, "num_gpus": 1, "resources": {"H200": 1}}
+    # Not split (uploaded sources: the built benchmark is on the compile node's disk): one actor holds both.
+    assert actor_resources(parse_objectives(["time"]), None, split=False) == {"num_cpus": 1, "num_gpus": 1}
+    assert actor_resources(parse_objectives(["time"]), "H200", split=False) == {"num_cpus": 1, "num_gpus": 1,
+                                                                                "resources": {"H200": 1}}
+    with pytest.raises(ConfigError, match="--ray-compile-resource puts compiles on nodes of their own"):
+        actor_resources(parse_objectives(["time"]), None, "compile", split=False)
     with pytest.raises(ConfigError, match="no objective runs a benchmark"):
         actor_resources(parse_objectives(["registers"]), "H200")
 
@@ -283,12 +292,21 @@ def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_of_the_named_k
         tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
-    outcome = _tune("timer", source, tmp_path / "build", "--executor", "ray", "--ray-gpu-resource", "H200",
-                    "--generations", "2", "--pool-size", "3", "--repeats", "3", "--seed", "3",
-                    "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)")
+    search = ["--generations", "2", "--pool-size", "3", "--repeats", "3", "--seed", "3",
+            "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)"]
+    local = _tune("timer", source, tmp_path / "local", "--jobs", "2", *search)
+    # Each compile notes the GPUs it could see: Ray sets CUDA_VISIBLE_DEVICES in a worker holding one.
+    compiles = tmp_path / "compiles.txt"
+    launcher = f"--cmake-arg=-DCMAKE_CUDA_COMPILER_LAUNCHER={sys.executable};{GPU_LAUNCHER};{compiles}"
+    outcome = _tune("timer", source, tmp_path / "build", "--jobs", "2", "--executor", "ray",
+                    "--ray-gpu-resource", "H200", "--ray-compile-resource", "compile", launcher, *search)
     said = capsys.readouterr().err
-    assert "1 CPU + 1 GPU + 1 H200" in said, said
+    # Compile actors hold CPUs (and the compile nodes' resource) only; each benchmark is a task on a GPU.
+    assert "each asking for 1 CPU + 1 compile; benchmarks as tasks asking for 0 CPU + 1 GPU + 1 H200" in said, said
     assert outcome.ok and outcome.winner is not None and outcome.winner.proposal.params == {"param.X": 1}
+    assert local.winner is not None and _params(outcome) == _params(local)  # the same seed, the same search
+    notes = compiles.read_text().splitlines()
+    assert notes and [n for n in notes if n != "<unset>"] == [], notes  # no compile held a GPU
 
 
 @pytest.mark.slow
@@ -303,6 +321,7 @@ def test_all_targets_connect_once_and_each_gets_actors_of_its_own(tmp_path: Path
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr.count("ray: connected to the cluster at") == 1, result.stderr
     # kern (static) and timer (time): a pool each, asking for what its own objectives need.
-    assert "ray: 1 worker(s) on" in result.stderr and "each asking for 1 CPU;" in result.stderr, result.stderr
-    assert "each asking for 1 CPU + 1 GPU;" in result.stderr, result.stderr
+    # kern's actor holds a CPU and no benchmark is run; timer's holds a CPU too, its benchmarks a GPU each.
+    assert result.stderr.count("each asking for 1 CPU; scratch trees in") == 1, result.stderr
+    assert "each asking for 1 CPU; benchmarks as tasks asking for 0 CPU + 1 GPU, one per GPU" in result.stderr, result.stderr
     assert "tune --all: 2 target(s), 0 failed" in result.stdout, result.stdout

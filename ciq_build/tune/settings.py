@@ -33,6 +33,7 @@ class ExecutorSettings:
     address: str | None = None  # the Ray cluster (ray.init(address=)); None: as ray.init() finds one
     gpu_resource: str | None = None  # a custom resource naming the GPU kind, asked for per benchmark slot
     sources: str = "shared"  # how the sources reach the workers: one of SOURCE_MODES
+    compile_resource: str | None = None  # a custom resource of the nodes meant for compiles (CPU-only ones)
 
 
 @dataclass
@@ -64,6 +65,7 @@ class TuneOptions:
     ray_address: str | None = None
     ray_gpu_resource: str | None = None
     ray_sources: str = "shared"
+    ray_compile_resource: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -77,7 +79,7 @@ class TuneOptions:
             quiet=args.quiet, cmake_args=list(args.cmake_arg),
             gpus=[g for g in (args.gpus or "").split(",") if g.strip()],
             executor=args.executor, ray_address=args.ray_address, ray_gpu_resource=args.ray_gpu_resource,
-            ray_sources=args.ray_sources,
+            ray_sources=args.ray_sources, ray_compile_resource=args.ray_compile_resource,
         )
 
     def validate(self) -> None:
@@ -92,8 +94,10 @@ class TuneOptions:
             raise ConfigError("--timeout must be a positive number of seconds")
         if self.executor not in EXECUTORS:
             raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {self.executor!r}")
-        if self.executor != "ray" and (self.ray_address or self.ray_gpu_resource or self.ray_sources != "shared"):
-            raise ConfigError("--ray-address, --ray-gpu-resource and --ray-sources need --executor ray")
+        if self.executor != "ray" and (self.ray_address or self.ray_gpu_resource or self.ray_compile_resource
+                                       or self.ray_sources != "shared"):
+            raise ConfigError("--ray-address, --ray-gpu-resource, --ray-compile-resource and --ray-sources "
+                              "need --executor ray")
         if self.ray_sources not in SOURCE_MODES:
             raise ConfigError(f"--ray-sources must be one of {', '.join(SOURCE_MODES)}, not {self.ray_sources!r}")
         if self.executor == "ray" and self.gpus:
@@ -141,7 +145,7 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
         build=BuildSettings(jobs=options.jobs, cmake_args=tuple(options.cmake_args)),
         pin=options.pin, fresh=options.fresh, wait=options.wait, quiet=options.quiet,
         executor=ExecutorSettings(options.executor, options.ray_address, options.ray_gpu_resource,
-                                  options.ray_sources),
+                                  options.ray_sources, options.ray_compile_resource),
     )
     if settings.executor.kind == "ray":
         from ciq_build.tune.ray_executor import actor_resources
