@@ -16,6 +16,7 @@ from ciq_build import __version__
 from ciq_build.core.settings import BuildSettings, MeasureSettings, SearchSettings
 from ciq_build.errors import CiqError
 from ciq_build.resources import cmake_dir
+from ciq_build.tune.ray_sources import SOURCE_MODES
 
 _SEARCH, _MEASURE, _BUILD = SearchSettings(), MeasureSettings(), BuildSettings()
 
@@ -70,12 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
                            "default: the default GPU, one benchmark at a time)")
     tune.add_argument("--executor", choices=["local", "ray"], default="local",
                       help="where candidates are evaluated: local (this machine, default) or ray (one actor per "
-                           "--jobs slot on a Ray cluster; needs ciq-build[ray] and a filesystem shared with the workers)")
+                           "--jobs slot on a Ray cluster; needs ciq-build[ray] on the workers)")
     tune.add_argument("--ray-address", default=None, metavar="ADDR",
                       help="the Ray cluster to use (default, as ray.init finds it: $RAY_ADDRESS, else one "
                            "`ray start` started on this machine, else a new one here)")
     tune.add_argument("--ray-gpu-resource", default=None, metavar="NAME",
                       help="a custom resource naming the GPU kind each benchmark slot needs, e.g. H200")
+    tune.add_argument("--ray-compile-resource", default=None, metavar="NAME",
+                      help="a custom resource of the nodes meant for compiles (e.g. CPU-only nodes started with "
+                           "ray start --resources='{\"compile\": 16}'); each compile worker asks for one")
+    tune.add_argument("--ray-sources", choices=SOURCE_MODES, default="shared",
+                      help="how the sources reach Ray workers: shared (a filesystem they share, at the driver's "
+                           "paths; default) or upload (shipped through Ray's working_dir, build trees and .git "
+                           "left out; each worker checks its copy against the driver's source fingerprint)")
     tune.add_argument("--repeats", type=int, default=_MEASURE.repeats,
                       help=f"benchmark runs per candidate; the median is scored (default {_MEASURE.repeats})")
     tune.add_argument("--timeout", type=float, default=None,

@@ -28,7 +28,8 @@ from ciq_build.cli import build_parser
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import ConfigError
 from ciq_build.tune.driver import TuneOutcome, run_tune
-from ciq_build.tune.ray_executor import RayPool, actor_resources
+from ciq_build.tune.ray_executor import RayPool, actor_resources, benchmark_resources
+from ciq_build.tune.ray_sources import MISSING, SourceUpload, check_copy, remapped_cache
 from ciq_build.tune.settings import TuneOptions
 
 ray = pytest.importorskip("ray")
@@ -36,13 +37,15 @@ ray = pytest.importorskip("ray")
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
 LAUNCHER = REPO_ROOT / "tests" / "programs" / "slow_compile_launcher.py"
+GPU_LAUNCHER = REPO_ROOT / "tests" / "programs" / "gpu_recording_launcher.py"
 KERN = ["--generations", "2", "--pool-size", "3", "--seed", "7", "--cmake-arg=-DKERN_PARAMS=X=range(0,8)"]
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    """A local Ray cluster: 2 CPUs, 1 (declared) GPU of kind H200."""
-    ray.init(num_cpus=2, num_gpus=1, resources={"H200": 1}, include_dashboard=False, log_to_driver=False)
+    """A local Ray cluster: 2 CPUs, 1 (declared) GPU of kind H200, and `compile` (what compile nodes declare)."""
+    ray.init(num_cpus=2, num_gpus=1, resources={"H200": 1, "compile": 2}, include_dashboard=False,
+             log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -68,9 +71,16 @@ def _params(outcome: TuneOutcome) -> list[dict]:
 
 def test_static_objectives_ask_for_a_cpu_and_runtime_ones_for_a_gpu_of_the_named_kind() -> None:
     assert actor_resources(parse_objectives(["spill_bytes"]), None) == {"num_cpus": 1, "num_gpus": 0}
-    assert actor_resources(parse_objectives(["time"]), None) == {"num_cpus": 1, "num_gpus": 1}
-    assert actor_resources(parse_objectives(["time"]), "H200") == {"num_cpus": 1, "num_gpus": 1,
-                                                                   "resources": {"H200": 1}}
+    # Split (shared sources): a runtime objective's compile actor holds CPUs only; its benchmark a GPU.
+    assert actor_resources(parse_objectives(["time"]), "H200", "compile") == {"num_cpus": 1, "num_gpus": 0,
+                                                                              "resources": {"compile": 1}}
+    assert benchmark_resources("H200") == {"num_cpus": 0, "num_gpus": 1, "resources": {"H200": 1}}
+    # Not split (uploaded sources: the built benchmark is on the compile node's disk): one actor holds both.
+    assert actor_resources(parse_objectives(["time"]), None, split=False) == {"num_cpus": 1, "num_gpus": 1}
+    assert actor_resources(parse_objectives(["time"]), "H200", split=False) == {"num_cpus": 1, "num_gpus": 1,
+                                                                                "resources": {"H200": 1}}
+    with pytest.raises(ConfigError, match="--ray-compile-resource puts compiles on nodes of their own"):
+        actor_resources(parse_objectives(["time"]), None, "compile", split=False)
     with pytest.raises(ConfigError, match="no objective runs a benchmark"):
         actor_resources(parse_objectives(["registers"]), "H200")
 
@@ -89,6 +99,29 @@ def test_ray_options_need_the_ray_executor() -> None:
         TuneOptions("kern", Path("build"), executor="ray", gpus=["0"]).validate()
 
 
+def test_uploaded_sources_have_the_cache_paths_into_them_remapped_whole_components_only() -> None:
+    upload = SourceUpload(Path("/src"), Path("/src/build"), {}, "\n".join([
+        'set(DATA "/src/data;/src/build/gen.h" CACHE PATH "")',  # the source and the build tree, in a list
+        'set(OTHER "/src2/x" CACHE PATH "")',  # another folder that starts the same: not the sources
+        'set(TOOL "/opt/cuda/bin/nvcc" CACHE FILEPATH "")',  # the toolchain: at the same path on workers
+        'set(TOP "/src" CACHE PATH "")']), ())
+    remapped = remapped_cache(upload, Path("/ray/pkg_1"), Path("/ray/ciq-scratch-pkg_1/kern/ray-0/build"))
+    assert remapped.splitlines() == [
+        'set(DATA "/ray/pkg_1/data;/ray/ciq-scratch-pkg_1/kern/ray-0/build/gen.h" CACHE PATH "")',
+        'set(OTHER "/src2/x" CACHE PATH "")', 'set(TOOL "/opt/cuda/bin/nvcc" CACHE FILEPATH "")',
+        'set(TOP "/ray/pkg_1" CACHE PATH "")']
+
+
+def test_a_workers_copy_that_differs_from_the_fingerprinted_sources_is_refused_naming_the_files() -> None:
+    upload = SourceUpload(Path("/src"), Path("/src/build"), {"kern.cu": "aa", "kern.h": "bb", "gone.h": MISSING},
+                          "", ())
+    check_copy(upload, {"kern.cu": "aa", "kern.h": "bb", "gone.h": MISSING}, "ray-0", "/ray/pkg")
+    with pytest.raises(ConfigError, match=r"differs from /src in kern.h \(missing there: .*\.gitignore"):
+        check_copy(upload, {"kern.cu": "aa", "kern.h": MISSING, "gone.h": MISSING}, "ray-0", "/ray/pkg")
+    with pytest.raises(ConfigError, match=r"in kern.cu \(changed while it was uploaded"):
+        check_copy(upload, {"kern.cu": "ff", "kern.h": "bb", "gone.h": MISSING}, "ray-0", "/ray/pkg")
+
+
 # -- real tunes on a local cluster -----------------------------------------------------------
 
 
@@ -105,6 +138,49 @@ def test_ray_evaluates_the_same_candidates_and_pins_the_same_winner_as_local(tmp
     pinned = [json.loads(p.read_text()) for p in (local.pinned, on_ray.pinned) if p is not None]
     assert len(pinned) == 2 and pinned[0]["controls"] == pinned[1]["controls"]
     assert pinned[0]["winner"] == pinned[1]["winner"]
+
+
+def _cache_entries(cache: Path) -> dict[str, str]:
+    entries = {}
+    for line in cache.read_text().splitlines():
+        name, sep, value = line.partition("=")
+        if sep and ":" in name and not line.startswith(("#", "//")):
+            entries[name.split(":")[0]] = value
+    return entries
+
+
+@pytest.mark.slow
+def test_uploaded_sources_build_on_the_workers_copy_and_pin_the_same_winner_as_local(
+        tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    # A path into the source tree among the user's CMake arguments: remapped into each worker's copy.
+    data = f"--cmake-arg=-DCIQ_TEST_DATA={source}/kern.h"
+    local = _tune("kern", source, tmp_path / "local", "--jobs", "2", data, *KERN)
+    # The build tree inside the source tree, as is common: it must not be uploaded.
+    build = source / "build-ray"
+    on_ray = _tune("kern", source, build, "--jobs", "2", "--executor", "ray", "--ray-sources", "upload", data, *KERN)
+    said = capsys.readouterr().err
+    assert local.ok and on_ray.ok
+    assert _params(on_ray) == _params(local) and len(_params(local)) >= 4
+    assert local.winner is not None and on_ray.winner is not None
+    assert on_ray.winner.proposal.params == local.winner.proposal.params == {"param.X": 0}
+    # Each actor checked its copy against the fingerprint before configuring, and built from the copy.
+    copy = Path(said.split("checked on each worker; scratch trees beside each copy (first: ")[1].split(")")[0])
+    assert copy != source and copy.is_dir() and not (copy / "build-ray").exists(), said
+    assert (copy / "kern.cu").read_bytes() == (source / "kern.cu").read_bytes()
+    for slot in ("ray-0", "ray-1"):
+        tree = copy.parent / f"ciq-scratch-{copy.name}" / "kern" / slot / "build"
+        cache = _cache_entries(tree / "CMakeCache.txt")
+        assert cache["CMAKE_HOME_DIRECTORY"] == str(copy), cache
+        assert cache["CIQ_TEST_DATA"] == f"{copy}/kern.h"
+        assert list(tree.rglob("kern.cu.o")), f"{slot} built nothing in its tree"
+    assert not (build / "ciq" / "scratch" / "kern" / "ray-0").exists()  # nothing built in the shared tree
+
+    # A source that Ray leaves out of the upload (a .gitignore lists it): refused, naming it.
+    (source / ".gitignore").write_text("kern.h\n")
+    with pytest.raises(ConfigError, match=r"differs from .* in kern.h \(missing there"):
+        _tune("kern", source, build, "--jobs", "1", "--executor", "ray", "--ray-sources", "upload", data, *KERN)
 
 
 def _ray_worker_above(pid: int) -> int | None:
@@ -216,12 +292,21 @@ def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_of_the_named_k
         tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
-    outcome = _tune("timer", source, tmp_path / "build", "--executor", "ray", "--ray-gpu-resource", "H200",
-                    "--generations", "2", "--pool-size", "3", "--repeats", "3", "--seed", "3",
-                    "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)")
+    search = ["--generations", "2", "--pool-size", "3", "--repeats", "3", "--seed", "3",
+            "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)"]
+    local = _tune("timer", source, tmp_path / "local", "--jobs", "2", *search)
+    # Each compile notes the GPUs it could see: Ray sets CUDA_VISIBLE_DEVICES in a worker holding one.
+    compiles = tmp_path / "compiles.txt"
+    launcher = f"--cmake-arg=-DCMAKE_CUDA_COMPILER_LAUNCHER={sys.executable};{GPU_LAUNCHER};{compiles}"
+    outcome = _tune("timer", source, tmp_path / "build", "--jobs", "2", "--executor", "ray",
+                    "--ray-gpu-resource", "H200", "--ray-compile-resource", "compile", launcher, *search)
     said = capsys.readouterr().err
-    assert "1 CPU + 1 GPU + 1 H200" in said, said
+    # Compile actors hold CPUs (and the compile nodes' resource) only; each benchmark is a task on a GPU.
+    assert "each asking for 1 CPU + 1 compile; benchmarks as tasks asking for 0 CPU + 1 GPU + 1 H200" in said, said
     assert outcome.ok and outcome.winner is not None and outcome.winner.proposal.params == {"param.X": 1}
+    assert local.winner is not None and _params(outcome) == _params(local)  # the same seed, the same search
+    notes = compiles.read_text().splitlines()
+    assert notes and [n for n in notes if n != "<unset>"] == [], notes  # no compile held a GPU
 
 
 @pytest.mark.slow
@@ -236,6 +321,7 @@ def test_all_targets_connect_once_and_each_gets_actors_of_its_own(tmp_path: Path
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stderr.count("ray: connected to the cluster at") == 1, result.stderr
     # kern (static) and timer (time): a pool each, asking for what its own objectives need.
-    assert "ray: 1 worker(s) on" in result.stderr and "each asking for 1 CPU;" in result.stderr, result.stderr
-    assert "each asking for 1 CPU + 1 GPU;" in result.stderr, result.stderr
+    # kern's actor holds a CPU and no benchmark is run; timer's holds a CPU too, its benchmarks a GPU each.
+    assert result.stderr.count("each asking for 1 CPU; scratch trees in") == 1, result.stderr
+    assert "each asking for 1 CPU; benchmarks as tasks asking for 0 CPU + 1 GPU, one per GPU" in result.stderr, result.stderr
     assert "tune --all: 2 target(s), 0 failed" in result.stdout, result.stdout

@@ -73,6 +73,9 @@ class ScratchTree:
     root: Path
     toolchain: Toolchain
     fast_path: bool = True  # compile through the ptxas-only path's launcher (False: nvcc whole, as before)
+    # The user's cache settings as a `cmake -C` script; None: read from the user's build tree. Given where
+    # the tree is configured away from it (a Ray worker building from an uploaded copy of the sources).
+    replayed_cache: str | None = None
     build_dir: Path = field(init=False)
     options_file: Path = field(init=False)
 
@@ -111,7 +114,8 @@ class ScratchTree:
         self.root.mkdir(parents=True, exist_ok=True)
         if not self.options_file.exists():
             write_options_file(self.options_file, Controls())
-        replayed = _initial_cache(self.manifest.binary_dir / "CMakeCache.txt")
+        replayed = (self.replayed_cache if self.replayed_cache is not None
+                    else initial_cache(self.manifest.binary_dir / "CMakeCache.txt"))
         # The ptxas-only path's launcher, unless the user has a launcher of their own (ccache...), kept as it is.
         launcher = None
         if self.fast_path and "CMAKE_CUDA_COMPILER_LAUNCHER" not in replayed:
@@ -308,7 +312,7 @@ def refresh_user_tree(build_dir: Path, timeout: float) -> None:
             f"({result.describe()}):\n{result.output_tail()}\nFix the CMake error, then tune again.")
 
 
-def _initial_cache(cache_file: Path) -> str:
+def initial_cache(cache_file: Path) -> str:
     """The user's cache settings (build type, architectures, paths) as a `cmake -C` script."""
     lines = ["# Written by ciq_build: the user's cache settings, replayed into a scratch tree."]
     if not cache_file.is_file():
@@ -319,11 +323,11 @@ def _initial_cache(cache_file: Path) -> str:
             continue
         name, kind, value = match.groups()
         kind = "STRING" if kind == "UNINITIALIZED" else kind  # given as -DNAME=value without a type
-        lines.append(f'set({name} "{_cmake_escape(value)}" CACHE {kind} "")')
+        lines.append(f'set({name} "{cmake_escape(value)}" CACHE {kind} "")')
     return "\n".join(lines) + "\n"
 
 
-def _cmake_escape(value: str) -> str:
+def cmake_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
 
 

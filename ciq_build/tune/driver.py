@@ -263,10 +263,14 @@ class TuneRun:
                                                                measured_this_run=self.cache.measured_this_run)
         if self.settings.executor.kind == "ray":
             from ciq_build.tune.ray_executor import RayPool
+            from ciq_build.tune.ray_sources import plan_upload
 
             executor = self.settings.executor
+            # Uploaded, the workers' copies must hold the files of this fingerprint (self.sources).
+            upload = plan_upload(self.manifest, self.source_set.snapshot()) if executor.sources == "upload" else None
             with RayPool(self.manifest, self.toolchain, self.objectives, self.settings.measure,
-                         self.settings.build.jobs, executor.address, executor.gpu_resource, self._say) as pool:
+                         self.settings.build.jobs, executor.address, executor.gpu_resource, self._say,
+                         upload, executor.compile_resource) as pool:
                 self._loop(source, pool.runner, pool.slots, progress).run()
             return
         self._loop(source, self.runner, workers, progress).run()

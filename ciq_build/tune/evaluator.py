@@ -161,12 +161,7 @@ class BuildRunner:
             with self.slots.slot() as env:
                 running = time.monotonic()
                 timings["wait_s"] = running - queued
-                spec = self.bench_spec(worker).with_env(env)
-                if self.racing is not None:
-                    raced_measurement = race(spec, self.repeats, self.racing)
-                    measurement, raced = raced_measurement.measurement, raced_measurement.raced
-                else:
-                    measurement = measure(spec, self.repeats)
+                measurement, raced = self.run_benchmark(self.bench_spec(worker).with_env(env))
                 runs = len(measurement.runs)
                 timings["benchmark_s"] = time.monotonic() - running
             self.check_precision(measurement)
@@ -184,6 +179,13 @@ class BuildRunner:
         return Evaluation(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
                           timings=_rounded(timings), runs=runs, raced=raced)
 
+    def run_benchmark(self, spec: BenchSpec) -> tuple[Measurement, bool]:
+        """The built benchmark's runs, raced when racing is on; (measurement, raced out).
+
+        Here, on this machine; the Ray executor's compile workers run it on a GPU worker instead.
+        """
+        return run_benchmark(spec, self.repeats, self.racing)
+
     def static_metrics(self, build: CandidateBuild) -> dict[str, float]:
         """compile_seconds and the compiler's static metrics of a build (deterministic but the first)."""
         values: dict[str, float] = {"compile_seconds": build.compile_seconds}
@@ -196,6 +198,14 @@ class BuildRunner:
             values["sass_instructions"] = float(
                 sum(metrics.sass_instruction_count(obj, self.toolchain) for obj in build.objects))
         return values
+
+
+def run_benchmark(spec: BenchSpec, repeats: int, racing: RaceBoard | None) -> tuple[Measurement, bool]:
+    """`repeats` runs of the benchmark, or fewer raced against `racing`'s incumbent; (measurement, raced out)."""
+    if racing is None:
+        return measure(spec, repeats), False
+    raced = race(spec, repeats, racing)
+    return raced.measurement, raced.raced
 
 
 def _rounded(timings: dict[str, float]) -> dict[str, float]:

@@ -6,12 +6,16 @@ the journal, the target's lock, the baseline, the confirmation and the pin
 (`RaySlot`) and a `Runner` (`RayRunner`) that sends each candidate to its
 slot's actor. An actor configures its scratch tree once, when it starts, so a
 candidate costs on a worker what it costs locally: one incremental rebuild.
+For a runtime objective the actor holds CPUs only and runs each benchmark as
+a Ray task holding a GPU (`GpuTaskRunner`), so no GPU idles through compiles.
 
-Sources and build trees reach the actors through a shared filesystem: an
-actor reads the user's sources, build tree and toolchain at the driver's own
-paths (NFS, Lustre, or one machine). Ray's runtime_env working_dir is not
-used: a CMake tree records absolute paths, so a copy in another folder would
-not be the tree the driver fingerprints and pins.
+Sources reach the actors through a shared filesystem (an actor reads the
+user's sources and build tree at the driver's own paths: NFS, Lustre, or one
+machine), or with `--ray-sources upload` through Ray's runtime_env
+working_dir: the source tree is shipped, each actor configures its scratch
+tree from its node's copy and proves the copy is the fingerprinted sources
+first (ciq_build.tune.ray_sources). The toolchain is at the driver's paths
+either way.
 
 Faults: actors are created with max_restarts=0 and their calls run with
 max_task_retries=0, so Ray never runs an evaluation again behind the
@@ -33,19 +37,21 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
-from ciq_build.build.cmake import ScratchTree, scratch_root
+from ciq_build.build.cmake import ScratchTree, safe_name, scratch_root
 from ciq_build.build.manifest import Manifest, Objective
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, MeasureSettings
 from ciq_build.errors import BuildError, CiqError, ConfigError, MissingExtraError
 from ciq_build.measure import proc
-from ciq_build.measure.bench import GpuSlots
+from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement
+from ciq_build.measure.racing import Incumbent, RaceBoard
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.evaluator import BuildRunner
+from ciq_build.tune.evaluator import BuildRunner, run_benchmark
+from ciq_build.tune.ray_sources import SourceUpload, check_copy, file_hashes, remapped_cache, worker_manifest
 
 # A candidate whose worker dies this many times in a row ends the tune: the
 # cluster, not the candidate, is failing (its finished evaluations are journaled).
@@ -63,14 +69,37 @@ def _ray() -> Any:
     return ray
 
 
-def actor_resources(objectives: Sequence[Objective], gpu_resource: str | None) -> dict[str, Any]:
-    """What one evaluation slot asks Ray for: a CPU, and a GPU (of a named kind) when a benchmark is scored."""
-    if not any(o.source == "benchmark" for o in objectives):
-        if gpu_resource:
-            raise ConfigError("--ray-gpu-resource asks for a GPU kind, but no objective runs a benchmark "
-                              "(static objectives use CPUs only); leave it out")
-        return {"num_cpus": 1, "num_gpus": 0}
-    request: dict[str, Any] = {"num_cpus": 1, "num_gpus": 1}
+def actor_resources(objectives: Sequence[Objective], gpu_resource: str | None, compile_resource: str | None = None,
+                    *, split: bool = True) -> dict[str, Any]:
+    """What one evaluation slot's actor asks Ray for: a CPU (and a unit of `compile_resource`, the nodes meant
+    for compiles), plus a GPU only where the actor also runs the benchmark (`split=False`).
+
+    Split (the default), a runtime objective's benchmark is a task of its own (`benchmark_resources`), so
+    no GPU idles while its actor compiles.
+    """
+    benchmark = any(o.source == "benchmark" for o in objectives)
+    if not benchmark and gpu_resource:
+        raise ConfigError("--ray-gpu-resource asks for a GPU kind, but no objective runs a benchmark "
+                          "(static objectives use CPUs only); leave it out")
+    if benchmark and not split:
+        if compile_resource:
+            raise ConfigError("--ray-compile-resource puts compiles on nodes of their own, but with --ray-sources "
+                              "upload a runtime objective's actor compiles and benchmarks on one GPU node (the "
+                              "benchmark it builds is on that node's disk); use --ray-sources shared, or leave it out")
+        return {"num_cpus": 1, **benchmark_resources(gpu_resource, num_cpus=1)}
+    request: dict[str, Any] = {"num_cpus": 1, "num_gpus": 0}
+    if compile_resource:
+        request["resources"] = {compile_resource: 1}
+    return request
+
+
+def benchmark_resources(gpu_resource: str | None, *, num_cpus: int = 0) -> dict[str, Any]:
+    """What one benchmark asks Ray for: a GPU, of the named kind if one is given; one benchmark per GPU at a time.
+
+    No CPU for a benchmark task of its own: its host process runs on the GPU node's CPUs regardless, and a
+    task that asked for one could wait forever behind compile actors holding every CPU, each waiting on it.
+    """
+    request: dict[str, Any] = {"num_cpus": num_cpus, "num_gpus": 1}
     if gpu_resource:
         # A custom resource the GPU nodes advertise (ray start --resources='{"H200": 8}'), one per GPU:
         # the tune then measures on the architecture it pins for.
@@ -102,29 +131,114 @@ def connected(address: str | None, say: Callable[[str], None]) -> Iterator[None]
         ray.shutdown()
 
 
+RacingState = tuple[str, Literal["min", "max"], Incumbent | None]  # a RaceBoard's metric, direction, incumbent
+
+
+def benchmark_on_gpu(spec: BenchSpec, repeats: int,
+                     racing: RacingState | None) -> tuple[Measurement, bool, Incumbent | None]:
+    """The body of one benchmark task, on a worker holding a GPU (Ray set its CUDA_VISIBLE_DEVICES).
+
+    The built benchmark is read at its path in the compile worker's scratch tree: a shared filesystem.
+    Raced against the incumbent the compile worker knew; returns the board's incumbent after, for it to keep.
+    """
+    proc.guard_driver()  # the benchmark dies with this worker, even on SIGKILL (a cancelled task)
+    board = None
+    if racing is not None:
+        board = RaceBoard(racing[0], racing[1])
+        if racing[2] is not None:
+            board.offer(racing[2])
+    measurement, raced = run_benchmark(spec, repeats, board)
+    return measurement, raced, board.incumbent if board is not None else None
+
+
+class BenchmarkLostError(CiqError):
+    """The worker running a candidate's benchmark task died (killed, its node lost): not the candidate's doing."""
+
+
+class GpuTaskRunner(BuildRunner):
+    """A compile worker's runner: builds here, on CPUs, and runs each benchmark as a task holding a GPU."""
+
+    def __init__(self, *args: Any, benchmark: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # max_retries 0: a benchmark is never run again behind the driver's back (see the module's Faults).
+        self._task = _ray().remote(benchmark_on_gpu).options(max_retries=0, **benchmark)
+        self._running: set[Any] = set()
+        self._lock = threading.Lock()
+
+    def run_benchmark(self, spec: BenchSpec) -> tuple[Measurement, bool]:
+        ray = _ray()
+        board = self.racing
+        racing = (board.metric, board.direction, board.incumbent) if board is not None else None
+        ref = self._task.remote(spec, self.repeats, racing)
+        with self._lock:
+            self._running.add(ref)
+        try:
+            measurement, raced, best = ray.get(ref)
+        except ray.exceptions.RayTaskError:
+            raise  # an error of ciq_build's in the task: said as it is
+        except ray.exceptions.RayError as error:
+            raise BenchmarkLostError(f"{type(error).__name__}: {error}") from None
+        finally:
+            with self._lock:
+                self._running.discard(ref)
+        if board is not None and best is not None:
+            board.offer(best)
+        return measurement, raced
+
+    def cancel(self) -> None:
+        """Kill the benchmark tasks running now (their worker processes, and so their benchmarks)."""
+        with self._lock:
+            running = list(self._running)
+        for ref in running:
+            _ray().cancel(ref, force=True)
+
+
 class EvaluationWorker:
     """The body of one Ray actor: a scratch tree of its own, configured once, and the real runner."""
 
     def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
-                 timeout: float, root: str) -> None:
+                 timeout: float, root: str, upload: SourceUpload | None = None,
+                 benchmark: dict[str, Any] | None = None) -> None:
         proc.guard_driver()  # the compiles and benchmarks this actor starts die with it, even on SIGKILL
+        self.upload = upload
+        replayed = None
+        if upload is not None:
+            # Ray started this actor in its node's copy of the sources (the working_dir). The scratch tree
+            # goes beside the copy, on the node's disk, named after it: Ray names a copy by its content, so
+            # other sources get a tree of their own, never one configured from a copy Ray has since deleted.
+            self.copy = Path.cwd()
+            manifest = worker_manifest(manifest, self.copy)
+            root = str(self.copy.parent / f"ciq-scratch-{self.copy.name}" / safe_name(manifest.target) / root)
+            replayed = remapped_cache(upload, self.copy, Path(root) / "build")
         # Without the ptxas-only launcher: a Ray worker's environment is not the driver's shell.
-        self.tree = ScratchTree(manifest, Path(root), toolchain, False)
-        # Ray's num_gpus sets CUDA_VISIBLE_DEVICES for this actor: the default slot is its GPU.
-        self.runner = BuildRunner(manifest, toolchain, objectives, repeats, timeout, GpuSlots())
+        self.tree = ScratchTree(manifest, Path(root), toolchain, False, replayed_cache=replayed)
+        # `benchmark`: what a benchmark task asks Ray for; each runs as a task of its own, on a GPU, while this
+        # actor holds CPUs only. None: this actor holds a GPU (Ray set its CUDA_VISIBLE_DEVICES, so the
+        # default slot is it) and runs its benchmarks itself.
+        self.runner = (GpuTaskRunner(manifest, toolchain, objectives, repeats, timeout, GpuSlots(), benchmark=benchmark)
+                       if benchmark is not None else BuildRunner(manifest, toolchain, objectives, repeats, timeout,
+                                                                 GpuSlots()))
         self.timeout = timeout
 
-    def configure(self) -> str:
-        """Take the tree over from a dead predecessor, configure it if needed; where this worker runs."""
+    def source_hashes(self) -> tuple[str, dict[str, str]]:
+        """Where this actor's copy of the sources is, and the hashes of the driver's fingerprinted files in it."""
+        assert self.upload is not None
+        return str(self.copy), file_hashes(self.copy, list(self.upload.files))
+
+    def configure(self) -> tuple[str, str]:
+        """Take the tree over from a dead predecessor, configure it if needed; where this worker runs
+        (host:pid, and its Ray node)."""
         proc.claim_tree(self.tree.root)
         self.tree.configure(self.timeout * CONFIGURE_TIMEOUT_FACTOR)
-        return f"{socket.gethostname()}:{os.getpid()}"
+        return f"{socket.gethostname()}:{os.getpid()}", _ray().get_runtime_context().get_node_id()
 
     def evaluate(self, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         return self.runner.evaluate(self.tree, proposal, controls, key)
 
     def stop(self) -> None:
         """Kill the compile or benchmark running now (called beside evaluate: the actor runs two calls at once)."""
+        if isinstance(self.runner, GpuTaskRunner):
+            self.runner.cancel()
         proc.kill_all_running()
 
 
@@ -136,6 +250,8 @@ class RaySlot:
     root: Path
     actor: Any = None
     where: str = ""  # host:pid of the actor
+    copy: str = ""  # with --ray-sources upload: the actor's copy of the sources, on its node
+    node: str = ""  # the Ray node id of the actor
 
 
 @dataclass(frozen=True)
@@ -160,8 +276,8 @@ class RayPool:
     Actors are not shared across targets because what makes an actor worth keeping is the target's:
     its scratch tree is a configure of that target (its options file, its objects; configuring is
     most of an actor's start), its runner scores that target's objectives, and what it asks Ray for
-    follows them (a static target's slot holds a CPU, a runtime target's a GPU, which a shared pool
-    would hold idle while static targets compile). Targets are tuned one after another, so a pool
+    follows them (a runtime target's benchmarks ask for GPUs of its kind, a static target's for
+    none). Targets are tuned one after another, so a pool
     per target never holds more than one pool's resources.
     """
 
@@ -173,14 +289,22 @@ class RayPool:
     address: str | None = None
     gpu_resource: str | None = None
     say: Callable[[str], None] = print
+    upload: SourceUpload | None = None  # --ray-sources upload: what to ship, what each copy must hold
+    compile_resource: str | None = None  # a custom resource of the nodes meant for compiles (CPU-only ones)
     slots: list[RaySlot] = field(default_factory=list, init=False)
     losses: list[WorkerLoss] = field(default_factory=list, init=False)
     closing: bool = field(default=False, init=False)
     _connection: ExitStack = field(default_factory=ExitStack, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _runtime_env: dict[str, Any] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self.request = actor_resources(self.objectives, self.gpu_resource)
+        # Benchmarks on GPUs apart from compiles, except where the built benchmark is on its compile node's disk
+        # alone (uploaded sources): there the actor holds a GPU and runs it (ray_sources has no shipping of it).
+        split = self.upload is None
+        self.request = actor_resources(self.objectives, self.gpu_resource, self.compile_resource, split=split)
+        needs_benchmark = any(o.source == "benchmark" for o in self.objectives)
+        self.benchmark = benchmark_resources(self.gpu_resource) if split and needs_benchmark else None
         self.runner = RayRunner(self)
 
     @property
@@ -204,8 +328,13 @@ class RayPool:
             self.__exit__(None, None, None)
             raise
         hosts = sorted({slot.where.split(":")[0] for slot in self.slots})
-        self.say(f"ray: {self.count} worker(s) on {', '.join(hosts)}, each asking for "
-                 f"{_describe(self.request)}; scratch trees in {self.trees}/ray-*")
+        trees = (f"sources uploaded (Ray working_dir), checked on each worker; scratch trees beside each copy "
+                 f"(first: {self.slots[0].copy})" if self.upload else f"scratch trees in {self.trees}/ray-*")
+        benchmarks = (f"; benchmarks as tasks asking for {_describe(self.benchmark)}, one per GPU at a time"
+                      if self.benchmark else "")
+        self.say(f"ray: {self.count} worker(s) on {', '.join(hosts)} (node(s) "
+                 f"{', '.join(sorted({slot.node[:12] for slot in self.slots}))}), each asking for "
+                 f"{_describe(self.request)}{benchmarks}; {trees}")
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -231,27 +360,50 @@ class RayPool:
 
     def _check_cluster(self, resources: dict[str, float]) -> None:
         """Refuse a request no node can meet (Ray would wait for it forever)."""
-        wanted = {"CPU": 1.0, "GPU": float(self.request["num_gpus"]), **self.request.get("resources", {})}
+        wanted: dict[str, float] = {}
+        for request in (self.request, self.benchmark or {}):
+            for name, amount in (("CPU", request.get("num_cpus", 0)), ("GPU", request.get("num_gpus", 0)),
+                                 *request.get("resources", {}).items()):
+                wanted[name] = max(wanted.get(name, 0.0), float(amount))
         for name, amount in wanted.items():
             if amount and resources.get(name, 0.0) < amount:
-                hint = (f"start GPU nodes with ray start --resources='{{\"{name}\": <GPUs>}}'"
+                hint = (f"start the nodes with ray start --resources='{{\"{name}\": <count>}}'"
                         if name not in ("CPU", "GPU") else "add nodes, or point --ray-address at a cluster that has them")
                 raise ConfigError(f"the Ray cluster has {resources.get(name, 0.0):g} {name}, and each evaluation "
                                   f"slot asks for {amount:g}: {hint}")
 
     def _start(self, slot: RaySlot) -> None:
         ray = _ray()
+        options: dict[str, Any] = dict(self.request)
+        if self.upload is not None:
+            if self._runtime_env is None:  # uploaded once per pool; a replacement actor reuses it
+                self._runtime_env = self.upload.runtime_env()
+            options["runtime_env"] = self._runtime_env
         # max_concurrency 2: stop() can run while evaluate() does.
         actor_class = ray.remote(EvaluationWorker).options(max_restarts=0, max_task_retries=0, max_concurrency=2,
-                                                            **self.request)
+                                                            **options)
+        # Uploading, the actor places its tree beside its copy of the sources: it gets the tree's name only.
+        root = slot.root.name if self.upload is not None else str(slot.root)
         slot.actor = actor_class.remote(self.manifest, self.toolchain, self.objectives, self.measure.repeats,
-                                        self.measure.timeout, str(slot.root))
-        slot.where = _result(slot.actor.configure.remote())
+                                        self.measure.timeout, root, self.upload, self.benchmark)
+        if self.upload is not None:
+            # Before the configure: nothing is built from a copy that is not the fingerprinted sources.
+            copy, hashes = _result(slot.actor.source_hashes.remote())
+            check_copy(self.upload, hashes, f"ray-{slot.index}", copy)
+            slot.copy = copy
+        slot.where, slot.node = _result(slot.actor.configure.remote())
 
     # -- faults ----------------------------------------------------------------
 
     def replace(self, slot: RaySlot, proposal: Proposal, error: BaseException) -> None:
         """Count the loss of `slot`'s actor during `proposal` and start its replacement on the same tree."""
+        self.count_loss(slot, proposal, error, "worker")
+        _ray().kill(slot.actor, no_restart=True)
+        self._start(slot)
+
+    def count_loss(self, slot: RaySlot, proposal: Proposal, error: BaseException, what: str) -> None:
+        """Count a worker lost during `proposal` (`slot`'s actor, or the task running its benchmark), and say it;
+        raise when the tune is stopping, or when this candidate has lost too many."""
         if self.closing:  # stop_all killed it: not a loss
             raise WorkerLostError("the tune is stopping") from error
         with self._lock:
@@ -262,10 +414,9 @@ class RayPool:
                 f"Ray workers died {lost} times while evaluating candidate {proposal.id} "
                 f"(last: {type(error).__name__}); the cluster is failing, not the candidate. Finished "
                 "evaluations are in the journal: fix the cluster and run the same command to resume.") from error
-        self.say(f"ray: worker {slot.index} ({slot.where}) was lost while evaluating candidate {proposal.id} "
-                 f"({type(error).__name__}); evaluating it again on a new worker")
-        _ray().kill(slot.actor, no_restart=True)
-        self._start(slot)
+        again = "on a new worker" if what == "worker" else "on the same worker"
+        self.say(f"ray: {what} {slot.index} ({slot.where}) was lost while evaluating candidate {proposal.id} "
+                 f"({type(error).__name__}); evaluating it again {again}")
 
 
 class RayRunner:
@@ -287,6 +438,8 @@ class RayRunner:
                 return evaluated
             except ray.exceptions.RayActorError as error:  # the actor (or its node) died: not the candidate's doing
                 self.pool.replace(worker, proposal, error)
+            except BenchmarkLostError as error:  # its benchmark task's worker died: the compile actor is fine
+                self.pool.count_loss(worker, proposal, error, "the benchmark of worker")
 
     def cancel_running(self) -> None:
         """The tune is stopping (Ctrl-C, SIGTERM): kill the actors so the loop's threads return now."""

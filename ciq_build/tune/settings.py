@@ -14,6 +14,7 @@ from pathlib import Path
 from ciq_build.build.manifest import Manifest, Objective, parse_objectives
 from ciq_build.core.settings import PLAIN_KINDS, BuildSettings, MeasureSettings, SearchSettings
 from ciq_build.errors import ConfigError
+from ciq_build.tune.ray_sources import SOURCE_MODES
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
 DEFAULT_OBJECTIVES = ("spill_bytes",)
@@ -31,6 +32,8 @@ class ExecutorSettings:
     kind: str = "local"
     address: str | None = None  # the Ray cluster (ray.init(address=)); None: as ray.init() finds one
     gpu_resource: str | None = None  # a custom resource naming the GPU kind, asked for per benchmark slot
+    sources: str = "shared"  # how the sources reach the workers: one of SOURCE_MODES
+    compile_resource: str | None = None  # a custom resource of the nodes meant for compiles (CPU-only ones)
 
 
 @dataclass
@@ -61,6 +64,8 @@ class TuneOptions:
     executor: str = "local"
     ray_address: str | None = None
     ray_gpu_resource: str | None = None
+    ray_sources: str = "shared"
+    ray_compile_resource: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -74,6 +79,7 @@ class TuneOptions:
             quiet=args.quiet, cmake_args=list(args.cmake_arg),
             gpus=[g for g in (args.gpus or "").split(",") if g.strip()],
             executor=args.executor, ray_address=args.ray_address, ray_gpu_resource=args.ray_gpu_resource,
+            ray_sources=args.ray_sources, ray_compile_resource=args.ray_compile_resource,
         )
 
     def validate(self) -> None:
@@ -88,8 +94,12 @@ class TuneOptions:
             raise ConfigError("--timeout must be a positive number of seconds")
         if self.executor not in EXECUTORS:
             raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {self.executor!r}")
-        if self.executor != "ray" and (self.ray_address or self.ray_gpu_resource):
-            raise ConfigError("--ray-address and --ray-gpu-resource need --executor ray")
+        if self.executor != "ray" and (self.ray_address or self.ray_gpu_resource or self.ray_compile_resource
+                                       or self.ray_sources != "shared"):
+            raise ConfigError("--ray-address, --ray-gpu-resource, --ray-compile-resource and --ray-sources "
+                              "need --executor ray")
+        if self.ray_sources not in SOURCE_MODES:
+            raise ConfigError(f"--ray-sources must be one of {', '.join(SOURCE_MODES)}, not {self.ray_sources!r}")
         if self.executor == "ray" and self.gpus:
             raise ConfigError("--gpus picks GPUs of this machine; with --executor ray, Ray assigns each worker "
                               "its GPU (use --ray-gpu-resource to ask for a GPU kind)")
@@ -134,7 +144,8 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
                                 timeout_explicit=options.timeout is not None, gpus=tuple(options.gpus)),
         build=BuildSettings(jobs=options.jobs, cmake_args=tuple(options.cmake_args)),
         pin=options.pin, fresh=options.fresh, wait=options.wait, quiet=options.quiet,
-        executor=ExecutorSettings(options.executor, options.ray_address, options.ray_gpu_resource),
+        executor=ExecutorSettings(options.executor, options.ray_address, options.ray_gpu_resource,
+                                  options.ray_sources, options.ray_compile_resource),
     )
     if settings.executor.kind == "ray":
         from ciq_build.tune.ray_executor import actor_resources

@@ -1,0 +1,163 @@
+"""How a target's sources reach Ray workers: a shared filesystem, or an upload through Ray's `working_dir`.
+
+`--ray-sources shared` (the default): actors read the sources, the build tree
+and write their scratch trees at the driver's own paths. `--ray-sources
+upload`: the driver ships the source tree (not the build tree, not `.git`)
+through `runtime_env={"working_dir": ...}`; each actor configures its own
+scratch tree, on its node's disk, from its node's copy.
+
+A CMake tree records absolute paths, so a copy elsewhere is only usable when
+every path that pointed into the sources points into the copy: the replayed
+cache settings (the user's `--cmake-arg`s among them) are remapped, source
+paths to the copy and build-tree paths to the scratch tree that mirrors it.
+And a copy is only the tree the driver fingerprints if its files are the
+same: each actor hashes the fingerprint's file set in its copy before it
+configures, and any difference (a file Ray left out: `.gitignore`,
+`.rayignore`, a size limit; a source edited mid-upload) stops the tune with
+the files named. Nothing is measured on sources the journal's key does not
+describe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ciq_build.build.cmake import cmake_escape, initial_cache
+from ciq_build.build.manifest import Manifest
+from ciq_build.build.sources import _MISSING, Snapshot
+from ciq_build.errors import ConfigError
+
+SOURCE_MODES = ("shared", "upload")
+MISSING = "missing"  # the hash of a file that is not there (a deleted source counts as a difference)
+# Folders never uploaded, wherever they are (gitignore syntax, as Ray's `excludes` reads it).
+ALWAYS_EXCLUDED = (".git/", "CMakeFiles/")
+
+
+@dataclass(frozen=True)
+class SourceUpload:
+    """What the driver ships with --ray-sources upload, and what each worker's copy must hold."""
+
+    source_dir: Path  # the driver's source tree: Ray zips it (less `excludes`) as the actors' working_dir
+    binary_dir: Path  # the driver's build tree: paths into it are remapped to the worker's scratch tree
+    files: dict[str, str]  # the source fingerprint's file set, relative to source_dir: its sha256 (or MISSING)
+    replayed_cache: str  # the user's cache settings as a `cmake -C` script, with the driver's paths
+    excludes: tuple[str, ...]
+
+    def runtime_env(self) -> dict[str, Any]:
+        """Zip and upload the source tree to the cluster (once per content: Ray names it by its hash).
+
+        Ray takes a local folder as a working_dir only in ray.init, for a whole job; an actor's
+        runtime_env needs a package already in the cluster, so the driver uploads it as ray.init would
+        (its own function: Ray's default excludes, .gitignore and .rayignore, its size limit).
+        """
+        import tempfile
+
+        from ray._private import ray_constants
+        from ray._private.runtime_env.working_dir import upload_working_dir_if_needed
+
+        include_gitignore = os.environ.get(ray_constants.RAY_RUNTIME_ENV_IGNORE_GITIGNORE, "0") != "1"
+        wanted = {"working_dir": str(self.source_dir), "excludes": list(self.excludes)}
+        with tempfile.TemporaryDirectory(prefix="ciq-upload-") as scratch:
+            try:
+                env: dict[str, Any] = upload_working_dir_if_needed(wanted, include_gitignore, scratch)
+            except Exception as error:  # its size limit (ValueError), a failed upload (RuntimeEnvSetupError)
+                raise ConfigError(
+                    f"Ray could not upload the source tree {self.source_dir} ({type(error).__name__}: {error}). "
+                    "List what the build does not need in a .rayignore at the source root, or use "
+                    "--ray-sources shared") from None
+        env.pop("excludes", None)  # used by the upload only
+        return env
+
+
+def plan_upload(manifest: Manifest, snapshot: Snapshot) -> SourceUpload:
+    """The upload of `manifest`'s source tree, checked: every fingerprinted file must be inside it."""
+    source_dir = Path(os.path.abspath(manifest.source_dir))
+    files: dict[str, str] = {}
+    outside = []
+    for path, digest in snapshot.items():
+        try:
+            relative = Path(os.path.abspath(path)).relative_to(source_dir)
+        except ValueError:
+            outside.append(str(path))
+            continue
+        files[relative.as_posix()] = digest.hex() if digest != _MISSING else MISSING
+    if outside:
+        raise ConfigError(
+            f"--ray-sources upload ships the source tree {source_dir} only, but the target's sources include "
+            f"files outside it: {', '.join(sorted(outside)[:5])}. Use --ray-sources shared (a filesystem the "
+            "workers share, at the driver's paths), or move them into the source tree.")
+    return SourceUpload(source_dir, Path(os.path.abspath(manifest.binary_dir)), files,
+                        initial_cache(manifest.binary_dir / "CMakeCache.txt"), _excludes(source_dir))
+
+
+def _excludes(source_dir: Path) -> tuple[str, ...]:
+    """Build trees inside the source tree (any folder holding a CMakeCache.txt), and the ALWAYS_EXCLUDED."""
+    found = []
+    for folder, dirs, names in os.walk(source_dir):
+        here = Path(folder)
+        if here != source_dir and "CMakeCache.txt" in names:
+            found.append("/" + here.relative_to(source_dir).as_posix() + "/")  # anchored at the source root
+            dirs[:] = []
+            continue
+        dirs[:] = [d for d in dirs if d not in (".git", "CMakeFiles")]
+    return (*ALWAYS_EXCLUDED, *sorted(found))
+
+
+# -- on the worker ---------------------------------------------------------------------
+
+
+def worker_manifest(manifest: Manifest, copy: Path) -> Manifest:
+    """`manifest` with its source paths in `copy`; its build-tree paths stay (a scratch tree mirrors them)."""
+    source_dir = Path(os.path.abspath(manifest.source_dir))
+
+    def moved(path: Path) -> Path:
+        return copy / Path(os.path.abspath(path)).relative_to(source_dir)
+
+    return dataclasses.replace(manifest, source_dir=copy, target_source_dir=moved(manifest.target_source_dir),
+                               cuda_sources=tuple(moved(p) for p in manifest.cuda_sources))
+
+
+def remapped_cache(upload: SourceUpload, copy: Path, build_dir: Path) -> str:
+    """The replayed cache settings with the driver's source paths in `copy`, its build-tree paths in `build_dir`.
+
+    The build tree first: it is often inside the source tree, and the longer prefix is the right one.
+    Only whole path components match (`/src` is not a prefix of `/src2`).
+    """
+    text = upload.replayed_cache
+    for driver, worker in ((upload.binary_dir, build_dir), (upload.source_dir, copy)):
+        # The script holds values escaped for CMake: match and write them so.
+        pattern = re.compile(re.escape(cmake_escape(str(driver))) + r'(?=$|[/;"\s])', re.MULTILINE)
+        text = pattern.sub(cmake_escape(str(worker)).replace("\\", "\\\\"), text)  # a template: \ escaped
+    return text
+
+
+def file_hashes(copy: Path, files: list[str]) -> dict[str, str]:
+    """sha256 of each of `files` (relative) in `copy`, MISSING where there is no file: as the driver hashes."""
+    hashes = {}
+    for name in files:
+        path = copy / name
+        try:
+            hashes[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else MISSING
+        except OSError:
+            hashes[name] = MISSING
+    return hashes
+
+
+def check_copy(upload: SourceUpload, theirs: dict[str, str], where: str, copy: str) -> None:
+    """Refuse a worker's copy whose fingerprinted files differ from the driver's: it is not the same sources."""
+    differ = sorted(name for name, digest in upload.files.items() if theirs.get(name) != digest)
+    if not differ:
+        return
+    missing = [name for name in differ if theirs.get(name) == MISSING and upload.files[name] != MISSING]
+    shown = ", ".join(differ[:5]) + (f" and {len(differ) - 5} more" if len(differ) > 5 else "")
+    why = (" (missing there: Ray's working_dir upload leaves out what a .gitignore or .rayignore at the source "
+           "root lists, so take the file out of it, or use --ray-sources shared)" if missing else
+           " (changed while it was uploaded? run the same command again once the sources are still)")
+    raise ConfigError(f"the Ray worker {where} got a copy of the sources ({copy}) that differs from "
+                      f"{upload.source_dir} in {shown}{why}; nothing was measured on it")
