@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="tune every target registered with ciq_tune_target() in the build tree, one after "
                            "another, with the same options; a summary at the end (exit code non-zero if any failed)")
     _add_tree_options(tune)
+    tune.add_argument("--setuptools", type=Path, default=None, metavar="PROJECT",
+                      help="tune the CudaExtension(ciq_target=<target>) of PROJECT's setup.py, without CMake")
     tune.add_argument("--generations", type=int, default=_SEARCH.generations,
                       help=f"generations of the genetic search (default {_SEARCH.generations})")
     tune.add_argument("--pool-size", type=int, default=_SEARCH.pool_size,
@@ -171,6 +173,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from ciq_build.tune.all_targets import run_tune_all
 
                 return run_tune_all(TuneOptions.from_args(args)).exit_code
+            if args.setuptools is not None:
+                import dataclasses
+
+                from ciq_build.setuptools_tune import BUILD_FOLDER, tune_setuptools
+
+                project = args.setuptools.resolve()
+                options = dataclasses.replace(TuneOptions.from_args(args), build_dir=project / BUILD_FOLDER)
+                return 0 if tune_setuptools(options, project).ok else 1
             from ciq_build.tune.driver import run_tune
 
             outcome = run_tune(TuneOptions.from_args(args))
