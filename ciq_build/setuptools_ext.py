@@ -80,7 +80,11 @@ class CudaExtension(Extension):
     `params` are the target's source parameters, as in ciq_tune_target(PARAMS
     ...): a pin may define only these names, with values from their domains.
     Headers the .cu files include belong in `depends`, so that editing them
-    recompiles.
+    recompiles. `ciq_benchmark` (a command line, e.g. ``[sys.executable,
+    "bench.py"]``, run from the project), `ciq_objectives`, `ciq_search_space`
+    and `ciq_timeout` are read only by ``python -m ciq_build tune <ciq_target>
+    --setuptools .`` (ciq_build.setuptools_tune), as ciq_tune_target()'s
+    BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE and TIMEOUT.
     """
 
     def __init__(

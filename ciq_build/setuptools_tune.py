@@ -29,7 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ciq_build.build.cmake import VERBOSE_PTXAS, CandidateBuild, ScratchTree, scratch_root
+from ciq_build.build import environment
+from ciq_build.build.cmake import COMPILER_OUTPUT_BYTES, VERBOSE_PTXAS, CandidateBuild, ScratchTree, scratch_root
 from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain, check_target_name
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
@@ -155,10 +156,17 @@ class ExtensionTree(ScratchTree):
                    str(self.manifest.source_dir), self.manifest.target, str(self.options_file),
                    str(self.mirror(self.manifest.object_dir)), str(self.lib_dir), "link" if link else "compile"]
         env = {**os.environ, "CIQ_NVCC": str(self.toolchain.nvcc)}
-        step = proc.run(command, timeout, cwd=self.manifest.source_dir, env=env)
+        # The witness sees nvcc by the options file on its command line, as in a CMake scratch tree.
+        with environment.CompileWitness(self.options_file, timeout) as witness:
+            step = proc.run(command, timeout, cwd=self.manifest.source_dir, env=env,
+                            max_output=COMPILER_OUTPUT_BYTES)
         output = step.stdout + step.stderr
+        if step.ok and step.truncated:
+            return CandidateBuild(False, Cause.COMPILE_FAILED,
+                                  f"build_ext printed more than ciq_build keeps ({step.truncation}); "
+                                  "its resource usage cannot be read from a cut log", step.seconds, output)
         if not step.ok:
-            cause = Cause.COMPILE_TIMEOUT if step.timed_out else Cause.COMPILE_FAILED
+            cause = self._failure_cause(step, output, witness)  # the candidate's, or the machine's (retried)
             advice = f" ({timeout_advice(timeout)})" if step.timed_out else ""
             return CandidateBuild(False, cause, f"build_ext {step.describe()}{advice}:\n{step.output_tail()}",
                                   step.seconds, output)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.cli import _setuptools_project, main
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.causes import Cause
@@ -115,3 +116,13 @@ def test_runtime_objective_runs_the_benchmark_on_each_candidates_module(project:
     assert outcome.baseline.metrics["tile"] == 64
     assert outcome.winner.metrics["tile"] == 8 and outcome.winner.runs >= 1
     assert not (project / "ciq").exists()  # --no-pin
+
+
+def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert _setuptools_project(None, project) == project.resolve()
+    assert _setuptools_project(tmp_path / "elsewhere", None) == (tmp_path / "elsewhere").resolve()
+    (project / "CMakeLists.txt").write_text("project(x)\n")
+    assert _setuptools_project(None, project) is None  # a CMake project that also has a setup.py: CMake's
+    assert main(["tune", "--all", "--setuptools", str(project)]) == 2
+    assert "tune --all is for CMake build trees" in capsys.readouterr().err
