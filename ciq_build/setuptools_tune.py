@@ -31,7 +31,8 @@ from typing import Any
 
 from ciq_build.build import environment
 from ciq_build.build.cmake import COMPILER_OUTPUT_BYTES, VERBOSE_PTXAS, CandidateBuild, ScratchTree, scratch_root
-from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain, check_target_name
+from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Benchmark, Manifest, ManifestToolchain, check_target_name
+from ciq_build.build.preflight import check_tune
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
 from ciq_build.core.causes import Cause
@@ -125,7 +126,7 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
         target_binary_dir=binary, cuda_sources=tuple(project / s for s in cuda_sources), object_dir=object_dir,
         benchmark=bench, metric_regex="", objectives=ext.ciq_objectives, params=ext.params,
         search_space=ext.ciq_search_space, pin_dir=pin_dir, pin_file=record_path(pin_dir, ext.ciq_target),
-        timeout=ext.ciq_timeout, options_file=binary / f"{ext.ciq_target}.nvcc-options", generator="setuptools",
+        timeout=ext.ciq_timeout, options_file=binary / f"{ext.ciq_target}.nvcc-options", generator=SETUPTOOLS_GENERATOR,
         allow_numerics=ext.allow_numerics,
         toolchain=ManifestToolchain(toolchain.nvcc, toolchain.version, ";".join(ext.cuda_architectures)),
         objects=tuple(_object_for(s, object_dir) for s in cuda_sources),
@@ -250,14 +251,8 @@ class SetuptoolsTuneRun(TuneRun):
                                       self.timeout, old.slots, warn=old.warn, build_jobs=self.settings.build.jobs)
 
     def _check_tools(self) -> None:
-        bench = self.manifest.benchmark
-        if self.runner.needs_benchmark and bench is None:
-            raise ConfigError(f"{self.manifest.target}: a runtime objective needs a benchmark; give the "
-                              'CudaExtension ciq_benchmark=[sys.executable, "bench.py"], or tune a static objective '
-                              "(--objective registers)")
-        if self.settings.pin and self.toolchain.cuobjdump is None:
-            raise ConfigError(f"tuning {self.manifest.target} needs cuobjdump (it fingerprints the pinned "
-                              f"winner's objects) next to {self.toolchain.nvcc}; or pass --no-pin")
+        check_tune(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
+                   needs_benchmark=self.runner.needs_benchmark, cmake=False)
 
     def _make_trees(self, count: int) -> list[ScratchTree]:
         trees: list[ScratchTree] = [ExtensionTree(self.manifest, scratch_root(self.manifest) / f"worker-{i}",

@@ -98,6 +98,10 @@ def test_tune_pins_the_winner_and_the_next_plain_build_applies_it(project: Path)
     journal = (project / "build" / "ciq" / "journal" / "kern.jsonl").read_text().splitlines()
     assert any('"CIQ_TILE": "128"' in line and "compile_failed" in line for line in journal)
 
+    again = run([sys.executable, "-m", "ciq_build", "tune", "kern", "-S", str(project), "--controls", "params",
+                 "--generations", "2", "--pool-size", "3", "--seed", "2", "--no-pin"], TIMEOUT, cwd=project.parent)
+    assert again.ok and "(0 run, " in again.stdout, again.output_tail(60)  # resumed: every evaluation journaled
+
     built = run([sys.executable, "setup.py", "build_ext", "--inplace"], TIMEOUT, cwd=project)
     assert built.ok, built.output_tail(60)
     options = list((project / "build").glob("temp*/kern.nvcc-options"))
@@ -126,3 +130,12 @@ def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: P
     assert _setuptools_project(None, project) is None  # a CMake project that also has a setup.py: CMake's
     assert main(["tune", "--all", "--setuptools", str(project)]) == 2
     assert "tune --all is for CMake build trees" in capsys.readouterr().err
+
+
+def test_a_runtime_objective_without_ciq_benchmark_says_what_to_add(project: Path) -> None:
+    setup_py = project / "setup.py"
+    setup_py.write_text(setup_py.read_text().replace('ciq_benchmark=[sys.executable, "bench.py"],', ""))
+    options = TuneOptions(target="kern", build_dir=project / "build", objectives=["time"])
+    with pytest.raises(ConfigError, match=r'CudaExtension\(ciq_target="kern"\) gives none: add ciq_benchmark='):
+        tune_setuptools(options, project)
+    assert not (project / "build").exists()  # refused before anything was built
