@@ -22,12 +22,16 @@ build applies.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import os
 import runpy
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from ciq_build.build import environment
 from ciq_build.build.cmake import COMPILER_OUTPUT_BYTES, VERBOSE_PTXAS, CandidateBuild, ScratchTree, scratch_root
@@ -75,29 +79,27 @@ def capture_setup(project: Path) -> dict[str, Any]:
     if not setup_py.is_file():
         raise ConfigError(f"--setuptools {project}: there is no setup.py; point it at the folder holding the "
                           "setup.py whose CudaExtension(ciq_target=...) you want to tune")
-    import distutils.core  # setuptools' own copy; setup.py may call either
-
     import setuptools
+
+    # After setuptools, which makes `distutils` its own copy (Python 3.12 has no other); setup.py may call either.
+    distutils_core = importlib.import_module("distutils.core")
 
     def capture(**kwargs: Any) -> None:
         raise _Captured(kwargs)
 
-    saved = (setuptools.setup, distutils.core.setup, sys.argv, os.getcwd(), list(sys.path))
-    setuptools.setup = distutils.core.setup = capture  # type: ignore[assignment]
-    sys.argv = [str(setup_py), "--name"]
-    os.chdir(project)
-    sys.path.insert(0, str(project))
-    try:
-        runpy.run_path(str(setup_py), run_name="__main__")
-    except _Captured as captured:
-        kwargs = captured.kwargs
-    else:
-        raise ConfigError(f"{setup_py} never called setuptools.setup(); ciq_build reads the extension from its "
-                          "arguments (ext_modules=[CudaExtension(..., ciq_target=...)])")
-    finally:
-        setuptools.setup, distutils.core.setup, sys.argv = saved[0], saved[1], saved[2]
-        os.chdir(saved[3])
-        sys.path[:] = saved[4]
+    with contextlib.ExitStack() as patched:
+        for module in (setuptools, distutils_core):
+            patched.enter_context(mock.patch.object(module, "setup", capture))
+        patched.enter_context(mock.patch.object(sys, "argv", [str(setup_py), "--name"]))
+        patched.enter_context(mock.patch.object(sys, "path", [str(project), *sys.path]))  # its own helper modules
+        patched.enter_context(contextlib.chdir(project))  # setup.py's paths are the project's, as under pip
+        try:
+            runpy.run_path(str(setup_py), run_name="__main__")
+        except _Captured as captured:
+            kwargs = captured.kwargs
+        else:
+            raise ConfigError(f"{setup_py} never called setuptools.setup(); ciq_build reads the extension from "
+                              "its arguments (ext_modules=[CudaExtension(..., ciq_target=...)])")
     return kwargs
 
 
@@ -120,7 +122,8 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
     pin_dir = (project / ext.pin_dir).absolute()
     bench = None
     if ext.ciq_benchmark is not None:
-        bench = Benchmark(target="ciq_benchmark", path=Path(ext.ciq_benchmark[0]), args=ext.ciq_benchmark[1:])
+        bench = Benchmark(target="ciq_benchmark", path=_program(project, ext.ciq_benchmark[0], ext.ciq_target),
+                          args=ext.ciq_benchmark[1:])
     return Manifest(
         target=ext.ciq_target, source_dir=project, binary_dir=binary, target_source_dir=project,
         target_binary_dir=binary, cuda_sources=tuple(project / s for s in cuda_sources), object_dir=object_dir,
@@ -131,6 +134,17 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
         toolchain=ManifestToolchain(toolchain.nvcc, toolchain.version, ";".join(ext.cuda_architectures)),
         objects=tuple(_object_for(s, object_dir) for s in cuda_sources),
     )
+
+
+def _program(project: Path, program: str, target: str) -> Path:
+    """The benchmark command's program: a bare name from PATH (as a shell finds it), a path from the project."""
+    if os.sep in program or (os.altsep and os.altsep in program):
+        return project / program
+    found = shutil.which(program)
+    if found is None:
+        raise ConfigError(f'CudaExtension(ciq_target="{target}"): ciq_benchmark runs {program!r}, which is not on '
+                          'PATH; give its path, or sys.executable for a Python script')
+    return Path(found)
 
 
 class ExtensionTree(ScratchTree):

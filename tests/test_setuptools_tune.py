@@ -50,7 +50,9 @@ def project(tmp_path: Path, cuda133_bin: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_load_extension_reads_setup_py_without_building(project: Path) -> None:
+    before = (os.getcwd(), list(sys.argv), list(sys.path))
     ext = load_extension(project, "kern")
+    assert (os.getcwd(), sys.argv, sys.path) == before  # setup.py ran from the project, then all was put back
     assert ext.ciq_objectives == ("registers",) and ext.params == ("CIQ_TILE=choice(8,64,128)",)
     assert ext.ciq_benchmark == (sys.executable, "bench.py")
     assert not (project / "build").exists()  # setup() was captured, nothing ran
@@ -139,3 +141,15 @@ def test_a_runtime_objective_without_ciq_benchmark_says_what_to_add(project: Pat
     with pytest.raises(ConfigError, match=r'CudaExtension\(ciq_target="kern"\) gives none: add ciq_benchmark='):
         tune_setuptools(options, project)
     assert not (project / "build").exists()  # refused before anything was built
+
+
+def test_the_benchmark_program_is_found_on_path_or_in_the_project(project: Path) -> None:
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    ext = load_extension(project, "kern")
+    ext.ciq_benchmark = ("sh", "-c", "true")
+    assert extension_manifest(project, ext, toolchain).benchmark.path == Path(shutil.which("sh") or "")
+    ext.ciq_benchmark = ("tools/bench", "--quick")
+    assert extension_manifest(project, ext, toolchain).benchmark.path == project / "tools" / "bench"
+    ext.ciq_benchmark = ("no-such-benchmark-program",)
+    with pytest.raises(ConfigError, match="'no-such-benchmark-program', which is not on PATH"):
+        extension_manifest(project, ext, toolchain)
