@@ -37,6 +37,7 @@ from ciq_build.build import environment
 from ciq_build.build.cmake import COMPILER_OUTPUT_BYTES, VERBOSE_PTXAS, CandidateBuild, ScratchTree, scratch_root
 from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Benchmark, Manifest, ManifestToolchain, check_target_name
 from ciq_build.build.preflight import check_tune
+from ciq_build.build.sources import SourceSet
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
 from ciq_build.core.causes import Cause
@@ -253,6 +254,20 @@ def benchmark_env(lib: Path, project: Path, args: Sequence[str]) -> dict[str, st
     return {"PYTHONPATH": os.pathsep.join(dict.fromkeys(path)), "PYTHONSAFEPATH": "1"}
 
 
+class PythonSourceSet(SourceSet):
+    """The sources' fingerprint, with the project's Python files: setup.py makes the nvcc command, bench.py
+    measures, and a change to either must not reuse journaled measurements (CMake's graph covers both)."""
+
+    def candidates(self) -> set[Path]:
+        files = super().candidates()
+        skip = self._skip_dirs()
+        for folder, dirs, names in os.walk(self.manifest.source_dir):
+            here = Path(folder)
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__" and here / d not in skip]
+            files |= {here / n for n in names if n.endswith(".py") and not n.startswith(".")}
+        return files - self.excluded
+
+
 class SetuptoolsTuneRun(TuneRun):
     """The driver's tune, with extension folders for scratch trees and build_ext for the build."""
 
@@ -263,6 +278,7 @@ class SetuptoolsTuneRun(TuneRun):
         old = self.runner
         self.runner = ExtensionRunner(self.manifest, self.toolchain, self.objectives, self.settings.measure.repeats,
                                       self.timeout, old.slots, warn=old.warn, build_jobs=self.settings.build.jobs)
+        self.source_set = PythonSourceSet(self.manifest)
 
     def _check_tools(self) -> None:
         check_tune(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,

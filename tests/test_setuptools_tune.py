@@ -29,6 +29,7 @@ from ciq_build.setuptools_ext import CudaExtension
 from ciq_build.setuptools_tune import (
     ExtensionRunner,
     ExtensionTree,
+    PythonSourceSet,
     extension_manifest,
     load_extension,
     tune_setuptools,
@@ -153,3 +154,13 @@ def test_the_benchmark_program_is_found_on_path_or_in_the_project(project: Path)
     ext.ciq_benchmark = ("no-such-benchmark-program",)
     with pytest.raises(ConfigError, match="'no-such-benchmark-program', which is not on PATH"):
         extension_manifest(project, ext, toolchain)
+
+
+def test_the_source_fingerprint_covers_setup_py_and_the_benchmark(project: Path) -> None:
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    sources = PythonSourceSet(extension_manifest(project, load_extension(project, "kern"), toolchain))
+    files = sources.candidates()
+    assert {project / "setup.py", project / "bench.py", project / "pkg" / "kern.cu"} <= files
+    before = sources.digest()
+    (project / "bench.py").write_text((project / "bench.py").read_text() + "# measured differently\n")
+    assert sources.digest() != before  # journaled measurements of the old benchmark are not reused
