@@ -101,6 +101,10 @@ def test_tune_pins_the_winner_and_the_next_plain_build_applies_it(project: Path)
     journal = (project / "build" / "ciq" / "journal" / "kern.jsonl").read_text().splitlines()
     assert any('"CIQ_TILE": "128"' in line and "compile_failed" in line for line in journal)
 
+    report = run([sys.executable, "-m", "ciq_build", "report", "kern", "-B", str(project / "build"), "--format",
+                  "markdown"], 60, cwd=project)
+    assert report.ok and "| registers | min | 32 | 10 |" in report.stdout, report.output_tail()
+
     again = run([sys.executable, "-m", "ciq_build", "tune", "kern", "-S", str(project), "--controls", "params",
                  "--generations", "2", "--pool-size", "3", "--seed", "2", "--no-pin"], TIMEOUT, cwd=project.parent)
     assert again.ok and "(0 run, " in again.stdout, again.output_tail(60)  # resumed: every evaluation journaled
