@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="tune every target registered with ciq_tune_target() in the build tree, one after "
                            "another, with the same options; a summary at the end (exit code non-zero if any failed)")
     _add_tree_options(tune)
+    tune.add_argument("--setuptools", type=Path, default=None, metavar="PROJECT",
+                      help="tune the CudaExtension(ciq_target=<target>) of PROJECT's setup.py, without CMake "
+                           "(also chosen by -S PROJECT when PROJECT has a setup.py and no CMakeLists.txt)")
     tune.add_argument("--generations", type=int, default=_SEARCH.generations,
                       help=f"generations of the genetic search (default {_SEARCH.generations})")
     tune.add_argument("--pool-size", type=int, default=_SEARCH.pool_size,
@@ -144,6 +147,18 @@ _TUNE_WHAT = ("tune needs a target or --all (not both): `python -m ciq_build tun
               "`python -m ciq_build list -B <build>` lists them")
 
 
+def _setuptools_project(setuptools: Path | None, source_dir: Path | None) -> Path | None:
+    """The setuptools project `tune` is pointed at: --setuptools, or a -S folder with a setup.py and no CMakeLists.txt.
+
+    Decided here, so that a CMake tune never imports setuptools (ciq_build.setuptools_tune does).
+    """
+    if setuptools is not None:
+        return Path(setuptools).resolve()
+    if source_dir is not None and (source_dir / "setup.py").is_file() and not (source_dir / "CMakeLists.txt").exists():
+        return Path(source_dir).resolve()
+    return None
+
+
 def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
     # SIGTERM ends a tune the way Ctrl-C does: running compiles and benchmarks
     # are killed with their process groups; the journal already holds every
@@ -175,6 +190,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"ciq_build: error: {_TUNE_WHAT}", file=sys.stderr)
                 return 2
             configure_logging(-1 if args.quiet else 1 if args.verbose else 0)
+            project = _setuptools_project(args.setuptools, args.source_dir)
+            if project is not None and args.all_targets:
+                print("ciq_build: error: tune --all is for CMake build trees; with a setup.py, tune each "
+                      "CudaExtension by its ciq_target: tune <ciq_target> --setuptools <project>", file=sys.stderr)
+                return 2
+            if project is not None:
+                import dataclasses
+
+                from ciq_build.setuptools_tune import BUILD_FOLDER, tune_setuptools
+
+                options = dataclasses.replace(TuneOptions.from_args(args), build_dir=project / BUILD_FOLDER)
+                return 0 if tune_setuptools(options, project).ok else 1
             if args.all_targets:
                 from ciq_build.tune.all_targets import run_tune_all
 

@@ -80,7 +80,11 @@ class CudaExtension(Extension):
     `params` are the target's source parameters, as in ciq_tune_target(PARAMS
     ...): a pin may define only these names, with values from their domains.
     Headers the .cu files include belong in `depends`, so that editing them
-    recompiles.
+    recompiles. `ciq_benchmark` (a command line, e.g. ``[sys.executable,
+    "bench.py"]``, run from the project), `ciq_objectives`, `ciq_search_space`
+    and `ciq_timeout` are read only by ``python -m ciq_build tune <ciq_target>
+    --setuptools .`` (ciq_build.setuptools_tune), as ciq_tune_target()'s
+    BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE and TIMEOUT.
     """
 
     def __init__(
@@ -95,6 +99,10 @@ class CudaExtension(Extension):
         allow_numerics: bool = False,
         params: Iterable[str] = (),
         nvcc_timeout: float = DEFAULT_NVCC_TIMEOUT,
+        ciq_benchmark: Sequence[str] | None = None,
+        ciq_objectives: Iterable[str] = (),
+        ciq_search_space: Iterable[str] = (),
+        ciq_timeout: float = 60.0,
         **kwargs: Any,
     ) -> None:
         if not is_target_name(ciq_target):
@@ -125,6 +133,21 @@ class CudaExtension(Extension):
             raise ConfigError(f"CudaExtension({name!r}): params is a list of PARAMS entries, not the string {params!r}")
         self.params = tuple(str(p) for p in params)
         self.nvcc_timeout = float(nvcc_timeout)
+        # What `python -m ciq_build tune <ciq_target> --setuptools .` needs (ciq_build.setuptools_tune),
+        # as ciq_tune_target()'s BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE and TIMEOUT; the build ignores them.
+        for what, value in (("ciq_benchmark", ciq_benchmark), ("ciq_objectives", ciq_objectives),
+                            ("ciq_search_space", ciq_search_space)):
+            if isinstance(value, str):
+                raise ConfigError(f"CudaExtension({name!r}): {what} is a list of strings, not the string {value!r}")
+        if ciq_benchmark is not None and not ciq_benchmark:
+            raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark is a command line, e.g. "
+                              '[sys.executable, "bench.py"]; leave it out for static objectives only')
+        if not ciq_timeout > 0:
+            raise ConfigError(f"CudaExtension({name!r}): ciq_timeout must be a positive number of seconds")
+        self.ciq_benchmark = None if ciq_benchmark is None else tuple(str(a) for a in ciq_benchmark)
+        self.ciq_objectives = tuple(str(o) for o in ciq_objectives)
+        self.ciq_search_space = tuple(str(s) for s in ciq_search_space)
+        self.ciq_timeout = float(ciq_timeout)
 
 
 def _is_cuda(source: str | os.PathLike[str]) -> bool:
@@ -304,18 +327,11 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         """Compile `ext`'s .cu files; return a copy of `ext` for setuptools that links them in."""
         toolchain = self._toolchain()
         build_temp = Path(self.build_temp).absolute()
-        pin_dir = Path(ext.pin_dir).absolute()
-        decision = resolve_pin(
-            ext.ciq_target, pin_dir, toolchain, ext.cuda_architectures, params=ext.params,
-            allow_numerics=ext.allow_numerics, copy_dir=_acf_copy_dir(build_temp),
-        )
-        _say(decision.message)
-        options = build_temp / f"{ext.ciq_target}.nvcc-options"
-        _write_options_if_changed(options, decision.arguments)
+        options, pin_depends = self._options_file(ext, toolchain, build_temp)
 
         cuda_sources = [os.fspath(s) for s in ext.sources if _is_cuda(s)]
         # The record and its ACF: same path, new content must recompile.
-        depends = [options, *decision.depends, *(Path(d) for d in ext.depends)]
+        depends = [options, *pin_depends, *(Path(d) for d in ext.depends)]
         objects = []
         for source in cuda_sources:
             obj = _object_for(source, build_temp)
@@ -334,7 +350,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
             obj.parent.mkdir(parents=True, exist_ok=True)
             stamp.unlink(missing_ok=True)
             _say(f"{ext.ciq_target}: nvcc {source}")
-            result = proc.run(command, ext.nvcc_timeout)
+            result = self._run_nvcc(command, ext.nvcc_timeout)
             if not result.ok:
                 raise CompileError(
                     f"nvcc failed to compile {source} for {ext.name} ({result.describe()}):\n"
@@ -350,6 +366,24 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         host_ext.libraries = [*ext.libraries, *(lib for lib in _CUDART_STATIC_LIBS if lib not in ext.libraries)]
         host_ext.include_dirs = [*ext.include_dirs, *_toolkit_include(toolchain)]
         return host_ext
+
+    def _options_file(self, ext: CudaExtension, toolchain: Toolchain, build_temp: Path) -> tuple[Path, list[Path]]:
+        """The options file the .cu compiles read (written from the pin) and the pin's files they depend on.
+
+        A tune (ciq_build.setuptools_tune) hands its candidate's file instead, as CIQ_TUNE_OPTIONS_FILE does in CMake.
+        """
+        pin_dir = Path(ext.pin_dir).absolute()
+        decision = resolve_pin(
+            ext.ciq_target, pin_dir, toolchain, ext.cuda_architectures, params=ext.params,
+            allow_numerics=ext.allow_numerics, copy_dir=_acf_copy_dir(build_temp),
+        )
+        _say(decision.message)
+        options = build_temp / f"{ext.ciq_target}.nvcc-options"
+        _write_options_if_changed(options, decision.arguments)
+        return options, list(decision.depends)
+
+    def _run_nvcc(self, command: list[str], timeout: float) -> proc.ProcResult:
+        return proc.run(command, timeout)
 
     def _nvcc_command(
         self, ext: CudaExtension, toolchain: Toolchain, source: str, obj: Path, options: Path

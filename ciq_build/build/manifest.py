@@ -143,6 +143,10 @@ class ManifestToolchain:
     architectures: str  # CMAKE_CUDA_ARCHITECTURES as CMake holds it, e.g. "90a" or "80;90a"
 
 
+# Manifest.generator of a setuptools CudaExtension described as a target (ciq_build.setuptools_tune): no CMake tree.
+SETUPTOOLS_GENERATOR = "setuptools"
+
+
 @dataclass(frozen=True)
 class Manifest:
     """Everything the driver knows about one tuned target (mirrors the JSON file)."""

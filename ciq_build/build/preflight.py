@@ -51,11 +51,15 @@ def cache_value(cache_file: Path, name: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
-def missing_tools(manifest: Manifest, toolchain: Toolchain, *, pin: bool, objectives: Iterable[Objective]) -> list[Missing]:
-    """What a tune of `manifest`'s target with these settings needs and does not find, in the order it needs it."""
+def missing_tools(manifest: Manifest, toolchain: Toolchain, *, pin: bool, objectives: Iterable[Objective],
+                  cmake: bool = True) -> list[Missing]:
+    """What a tune of `manifest`'s target with these settings needs and does not find, in the order it needs it.
+
+    `cmake=False`: a target that CMake does not build (a setuptools extension, ciq_build.setuptools_tune).
+    """
     names = {o.name for o in objectives}
     missing: list[Missing] = []
-    if not _executable(build_tool("cmake")):
+    if cmake and not _executable(build_tool("cmake")):
         missing.append(Missing("cmake", "configures and builds every candidate (pip install cmake)"))
     make_program = cache_value(manifest.binary_dir / "CMakeCache.txt", "CMAKE_MAKE_PROGRAM")
     if make_program and not make_program.endswith("-NOTFOUND") and not _executable(make_program):
@@ -73,16 +77,16 @@ def missing_tools(manifest: Manifest, toolchain: Toolchain, *, pin: bool, object
 
 
 def check_tune(manifest: Manifest, toolchain: Toolchain, *, pin: bool, objectives: list[Objective],
-               needs_benchmark: bool) -> None:
+               needs_benchmark: bool, cmake: bool = True) -> None:
     """Raise one error naming everything missing (ToolchainError) or misplaced (ConfigError); nothing is built."""
-    missing = missing_tools(manifest, toolchain, pin=pin, objectives=objectives)
+    missing = missing_tools(manifest, toolchain, pin=pin, objectives=objectives, cmake=cmake)
     if missing:
         cuda = {"cuobjdump", "nvdisasm"} & {m.tool for m in missing}
         raise ToolchainError(missing_message(f"tuning {manifest.target}", missing, toolchain, manifest.binary_dir,
                                              no_pin_helps=pin and cuda == {"cuobjdump"}
                                              and not any(o.name == "sass_instructions" for o in objectives)))
     bench = manifest.benchmark
-    if needs_benchmark and bench is not None:
+    if needs_benchmark and bench is not None and cmake:  # where CMake builds it; a setuptools benchmark is a command
         try:
             Path(bench.path).relative_to(manifest.binary_dir)
         except ValueError:

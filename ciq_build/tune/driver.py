@@ -94,6 +94,8 @@ def tune_configured(options: TuneOptions) -> TuneOutcome:
 class TuneRun:
     """One `tune` run of one target, with its settings resolved. Constructing it reads and writes nothing."""
 
+    applied_by = "a plain `cmake --build`"  # what applies the pin, in the summary's last words
+
     def __init__(self, settings: TuneSettings, manifest: Manifest, toolchain: Toolchain,
                  out: TextIO | None = None) -> None:
         self.settings = settings
@@ -132,8 +134,7 @@ class TuneRun:
         source = make_candidate_source(self.settings.search, self.manifest, self.toolchain, self.objectives,
                                        self.state_dir / "acf" / safe_name(self.manifest.target))
         # Every tool the run will need, before anything is built (the search space is refused first).
-        check_tune(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
-                   needs_benchmark=self.runner.needs_benchmark)
+        self._check_tools()
         lock_path = self.state_dir / "locks" / f"{safe_name(self.manifest.target)}.lock"
         with TargetLock(lock_path, wait=self.settings.wait):
             try:
@@ -166,9 +167,7 @@ class TuneRun:
         ray = self.settings.executor.kind == "ray"
         benchmarking = self.runner.slots.count if self.runner.needs_benchmark and not ray else 0
         local_workers = 1 if ray else self.settings.build.jobs + benchmarking
-        base_tree, *workers = make_scratch_trees(self.manifest, self.toolchain, local_workers + 1,
-                                                 for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR),
-                                                 fast_path=not self.runner.measures_compile_time)
+        base_tree, *workers = self._make_trees(local_workers + 1)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self.sources = self.source_set.digest(configured)
@@ -187,6 +186,17 @@ class TuneRun:
             overridden_params(self.manifest.params, workers[0], self.timeout, self.manifest.target, self._warn)
         self._search(source, workers)
         return self._finish(baseline, base_tree, workers[0], source)
+
+    # The two steps that differ for a setuptools extension (ciq_build.setuptools_tune overrides them).
+
+    def _check_tools(self) -> None:
+        check_tune(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
+                   needs_benchmark=self.runner.needs_benchmark)
+
+    def _make_trees(self, count: int) -> list[ScratchTree]:
+        return make_scratch_trees(self.manifest, self.toolchain, count,
+                                  for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR),
+                                  fast_path=not self.runner.measures_compile_time)
 
     def _use_timeouts(self, timeouts: Timeouts) -> None:
         """Every build and run from here on is limited by `timeouts`."""
@@ -303,7 +313,7 @@ class TuneRun:
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
-                          repeats=self.settings.measure.repeats),
+                          repeats=self.settings.measure.repeats, applied_by=self.applied_by),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)

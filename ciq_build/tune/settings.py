@@ -11,7 +11,7 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ciq_build.build.manifest import Manifest, Objective, parse_objectives
+from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Manifest, Objective, parse_objectives
 from ciq_build.core.settings import PLAIN_KINDS, BuildSettings, MeasureSettings, SearchSettings
 from ciq_build.errors import ConfigError
 from ciq_build.tune.ray_sources import SOURCE_MODES
@@ -152,9 +152,12 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
 
         actor_resources(objectives, settings.executor.gpu_resource)  # refuses a GPU kind for static objectives
     if settings.needs_benchmark and manifest.benchmark is None:
+        registered = (f'CudaExtension(ciq_target="{manifest.target}") gives none: add ciq_benchmark=[sys.executable, '
+                      '"bench.py"]' if manifest.generator == SETUPTOOLS_GENERATOR else
+                      f"ciq_tune_target({manifest.target}) registers none: add BENCHMARK <exe-target>")
         raise ConfigError(
             f"objective(s) {', '.join(o.name for o in objectives if o.source == 'benchmark')} need a "
-            f"benchmark, and ciq_tune_target({manifest.target}) registers none: add BENCHMARK <exe-target>, "
+            f"benchmark, and {registered}, "
             "or tune a static objective (--objective spill_bytes, registers, stack_bytes, sass_instructions, "
             "compile_time)")
     return settings

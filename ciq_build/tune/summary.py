@@ -39,7 +39,7 @@ def runs_summary(evaluations: Sequence[Evaluation], repeats: int) -> str:
 def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: tuple[float, ...],
                 winner_scores: tuple[float, ...], evaluations: Sequence[Evaluation], needs_benchmark: bool,
                 verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
-                *, repeats: int = 0) -> str:
+                *, repeats: int = 0, applied_by: str = "a plain `cmake --build`") -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
         rows.append((objective.spec, f"{base:.6g}", f"{best:.6g}", relative_change(base, best)))
@@ -65,6 +65,6 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     lines.append(f"  verdict: {verdict}")
     if pinned is not None:
         lines.append(f"  pinned: {pinned}")
-        lines.append(f"  next: commit {pinned.parent}, then a plain `cmake --build` applies it")
+        lines.append(f"  next: commit {pinned.parent}, then {applied_by} applies it")
     lines.append(f"  journal: {journal}")
     return "\n".join(lines)

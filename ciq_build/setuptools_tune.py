@@ -1,0 +1,304 @@
+"""`tune <ciq_target> --setuptools <project>`: tune a setuptools CudaExtension, no CMake involved.
+
+How ciq_build learns the extension: it runs the project's ``setup.py`` with
+``setuptools.setup`` replaced by one that records its arguments and stops
+(nothing is built), and takes the ``CudaExtension`` whose ``ciq_target`` is
+the one asked for. Its ``ciq_benchmark``, ``ciq_objectives``,
+``ciq_search_space``, ``ciq_timeout`` and ``params`` play the part of
+ciq_tune_target()'s BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE, TIMEOUT and
+PARAMS, and become the same `Manifest` the CMake module writes, so the
+driver's search, journal, lock, resume, confirmation, minimal pin and record
+are the CMake path's own (ciq_build.tune.driver).
+
+Per candidate, a worker (`ExtensionTree`, a folder under
+``<project>/build/ciq/scratch/<target>/``) runs ciq_build's own `build_ext`
+in a child process: the same nvcc command line as ``pip install .``, with the
+candidate's options file in place of the pin's, and links the extension into
+the worker's ``lib/``. The benchmark runs from the project directory with that
+``lib/`` first on PYTHONPATH. Static objectives compile without linking. The
+winner is pinned to ``<pin_dir>/<ciq_target>.json``, which the next ordinary
+build applies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import runpy
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from ciq_build.build import environment
+from ciq_build.build.cmake import COMPILER_OUTPUT_BYTES, VERBOSE_PTXAS, CandidateBuild, ScratchTree, scratch_root
+from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Benchmark, Manifest, ManifestToolchain, check_target_name
+from ciq_build.build.preflight import check_tune
+from ciq_build.build.sources import SourceSet
+from ciq_build.compiler.controls import Controls, write_options_file
+from ciq_build.compiler.toolchain import Toolchain, find_toolchain
+from ciq_build.core.causes import Cause
+from ciq_build.core.settings import timeout_advice
+from ciq_build.errors import ConfigError
+from ciq_build.measure import proc
+from ciq_build.measure.bench import BenchSpec
+from ciq_build.pin.record import record_path
+from ciq_build.setuptools_ext import CudaExtension, _explicit_nvcc, _is_cuda, _object_for, build_ext
+from ciq_build.tune.driver import TuneOutcome, TuneRun
+from ciq_build.tune.evaluation import metric_key
+from ciq_build.tune.evaluator import BuildRunner
+from ciq_build.tune.settings import TuneOptions, resolve_settings
+
+# Where setuptools builds by default; ciq_build's journal, lock and scratch trees go in its ciq/ folder.
+BUILD_FOLDER = "build"
+# The worker folder's parts, mirroring <project>/build: objects as build_ext's build_temp lays them out.
+OBJECT_FOLDER = "ciq-objects"
+LIB_FOLDER = "lib"
+
+
+class _Captured(Exception):
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        super().__init__("setup() captured")
+        self.kwargs = kwargs
+
+
+def load_extension(project: Path, target: str) -> CudaExtension:
+    """The CudaExtension(ciq_target=`target`) of `project`'s setup.py, read without building anything."""
+    return _extension(capture_setup(project), Path(project) / "setup.py", target)
+
+
+def capture_setup(project: Path) -> dict[str, Any]:
+    """The arguments `project`'s setup.py gives setup(), which builds nothing here.
+
+    setup.py runs (in this process, from `project`, as pip would run it) with a
+    setup() that records its arguments and stops it there.
+    """
+    setup_py = Path(project) / "setup.py"
+    if not setup_py.is_file():
+        raise ConfigError(f"--setuptools {project}: there is no setup.py; point it at the folder holding the "
+                          "setup.py whose CudaExtension(ciq_target=...) you want to tune")
+    import setuptools
+
+    # After setuptools, which makes `distutils` its own copy (Python 3.12 has no other); setup.py may call either.
+    distutils_core = importlib.import_module("distutils.core")
+
+    def capture(**kwargs: Any) -> None:
+        raise _Captured(kwargs)
+
+    with contextlib.ExitStack() as patched:
+        for module in (setuptools, distutils_core):
+            patched.enter_context(mock.patch.object(module, "setup", capture))
+        patched.enter_context(mock.patch.object(sys, "argv", [str(setup_py), "--name"]))
+        patched.enter_context(mock.patch.object(sys, "path", [str(project), *sys.path]))  # its own helper modules
+        patched.enter_context(contextlib.chdir(project))  # setup.py's paths are the project's, as under pip
+        try:
+            runpy.run_path(str(setup_py), run_name="__main__")
+        except _Captured as captured:
+            kwargs = captured.kwargs
+        else:
+            raise ConfigError(f"{setup_py} never called setuptools.setup(); ciq_build reads the extension from "
+                              "its arguments (ext_modules=[CudaExtension(..., ciq_target=...)])")
+    return kwargs
+
+
+def _extension(kwargs: dict[str, Any], setup_py: Path, target: str) -> CudaExtension:
+    found = [e for e in kwargs.get("ext_modules") or () if isinstance(e, CudaExtension)]
+    for ext in found:
+        if ext.ciq_target == target:
+            return ext
+    names = ", ".join(sorted(e.ciq_target for e in found)) or "none"
+    raise ConfigError(f"{setup_py} has no CudaExtension(ciq_target={target!r}) (its CudaExtension targets: "
+                      f"{names}); pass one of those, or add ciq_target={target!r} to the extension")
+
+
+def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) -> Manifest:
+    """`ext` described as the CMake module would describe a ciq_tune_target() target."""
+    project = Path(project).absolute()
+    binary = project / BUILD_FOLDER
+    object_dir = binary / OBJECT_FOLDER
+    cuda_sources = [os.fspath(s) for s in ext.sources if _is_cuda(s)]
+    pin_dir = (project / ext.pin_dir).absolute()
+    bench = None
+    if ext.ciq_benchmark is not None:
+        bench = Benchmark(target="ciq_benchmark", path=_program(project, ext.ciq_benchmark[0], ext.ciq_target),
+                          args=ext.ciq_benchmark[1:])
+    return Manifest(
+        target=ext.ciq_target, source_dir=project, binary_dir=binary, target_source_dir=project,
+        target_binary_dir=binary, cuda_sources=tuple(project / s for s in cuda_sources), object_dir=object_dir,
+        benchmark=bench, metric_regex="", objectives=ext.ciq_objectives, params=ext.params,
+        search_space=ext.ciq_search_space, pin_dir=pin_dir, pin_file=record_path(pin_dir, ext.ciq_target),
+        timeout=ext.ciq_timeout, options_file=binary / f"{ext.ciq_target}.nvcc-options", generator=SETUPTOOLS_GENERATOR,
+        allow_numerics=ext.allow_numerics,
+        toolchain=ManifestToolchain(toolchain.nvcc, toolchain.version, ";".join(ext.cuda_architectures)),
+        objects=tuple(_object_for(s, object_dir) for s in cuda_sources),
+    )
+
+
+def _program(project: Path, program: str, target: str) -> Path:
+    """The benchmark command's program: a bare name from PATH (as a shell finds it), a path from the project."""
+    if os.sep in program or (os.altsep and os.altsep in program):
+        return project / program
+    found = shutil.which(program)
+    if found is None:
+        raise ConfigError(f'CudaExtension(ciq_target="{target}"): ciq_benchmark runs {program!r}, which is not on '
+                          'PATH; give its path, or sys.executable for a Python script')
+    return Path(found)
+
+
+class ExtensionTree(ScratchTree):
+    """One worker's folder: the extension's objects (``ciq-objects/``) and linked module (``lib/``)."""
+
+    def configure(self, timeout: float) -> None:
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def lib_dir(self) -> Path:
+        return self.build_dir / LIB_FOLDER
+
+    @property
+    def benchmark_path(self) -> Path | None:
+        bench = self.manifest.benchmark
+        return Path(bench.path) if bench is not None else None  # a command, run from the project
+
+    def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
+              benchmark: bool = True) -> CandidateBuild:
+        """build_ext on the extension with `controls`; linked unless `static_only` (or no benchmark is wanted)."""
+        write_options_file(self.options_file, controls, extra=VERBOSE_PTXAS)
+        link = benchmark and not static_only
+        command = [sys.executable, "-c", "from ciq_build.setuptools_tune import _build_main; _build_main()",
+                   str(self.manifest.source_dir), self.manifest.target, str(self.options_file),
+                   str(self.mirror(self.manifest.object_dir)), str(self.lib_dir), "link" if link else "compile"]
+        env = {**os.environ, "CIQ_NVCC": str(self.toolchain.nvcc)}
+        # The witness sees nvcc by the options file on its command line, as in a CMake scratch tree.
+        with environment.CompileWitness(self.options_file, timeout) as witness:
+            step = proc.run(command, timeout, cwd=self.manifest.source_dir, env=env,
+                            max_output=COMPILER_OUTPUT_BYTES)
+        output = step.stdout + step.stderr
+        if step.ok and step.truncated:
+            return CandidateBuild(False, Cause.COMPILE_FAILED,
+                                  f"build_ext printed more than ciq_build keeps ({step.truncation}); "
+                                  "its resource usage cannot be read from a cut log", step.seconds, output)
+        if not step.ok:
+            cause = self._failure_cause(step, output, witness)  # the candidate's, or the machine's (retried)
+            advice = f" ({timeout_advice(timeout)})" if step.timed_out else ""
+            return CandidateBuild(False, cause, f"build_ext {step.describe()}{advice}:\n{step.output_tail()}",
+                                  step.seconds, output)
+        return CandidateBuild(True, None, "", step.seconds, output, self.object_files(), self.benchmark_path)
+
+
+class _CandidateBuildExt(build_ext):
+    """build_ext with a candidate's options file instead of the pin's, echoing nvcc's output (ptxas -v)."""
+
+    candidate_options: Path
+
+    def _options_file(self, ext: CudaExtension, toolchain: Toolchain, build_temp: Path) -> tuple[Path, list[Path]]:
+        return self.candidate_options, []
+
+    def _run_nvcc(self, command: list[str], timeout: float) -> proc.ProcResult:
+        result = proc.run(command, timeout)
+        sys.stdout.write(result.stdout + result.stderr)  # the static metrics are read from this
+        return result
+
+
+def _build_main(argv: Sequence[str] | None = None) -> None:
+    """The child process of `ExtensionTree.build`: project target options build_temp build_lib link|compile."""
+    from setuptools import Distribution
+
+    project, target, options, build_temp, build_lib, mode = argv if argv is not None else sys.argv[1:]
+    kwargs = capture_setup(Path(project))
+    ext = _extension(kwargs, Path(project) / "setup.py", target)
+    # The project's Python packages too: the benchmark imports the extension as part of its package.
+    packaging = {k: kwargs[k] for k in ("packages", "py_modules", "package_dir") if kwargs.get(k)}
+    dist = Distribution({"name": "ciq-tune", **packaging, "ext_modules": [ext]})
+    dist.script_name = "setup.py"  # build_py finds packages relative to it (we run from the project)
+    cmd = _CandidateBuildExt(dist)
+    cmd.build_temp, cmd.build_lib, cmd.force = build_temp, build_lib, True
+    cmd.candidate_options = Path(options)
+    cmd.ensure_finalized()
+    if mode == "compile":
+        cmd._build_cuda_objects(ext)
+        return
+    if packaging:
+        py = dist.get_command_obj("build_py")
+        py.build_lib = build_lib
+        py.ensure_finalized()
+        py.run()
+    cmd.run()  # sets up the host compiler, then build_extension(ext): nvcc's objects linked into the module
+
+
+class ExtensionRunner(BuildRunner):
+    """The benchmark is a command run from the project, importing the extension from the worker's lib/."""
+
+    def bench_spec(self, tree: ScratchTree) -> BenchSpec:
+        bench = self.manifest.benchmark
+        assert bench is not None and isinstance(tree, ExtensionTree)
+        required = tuple(metric_key(o) for o in self.objectives if o.source == "benchmark")
+        return BenchSpec(path=bench.path, args=tuple(bench.args), timeout=self.bench_timeout,
+                         cwd=self.manifest.source_dir, env=benchmark_env(tree.lib_dir, self.manifest.source_dir,
+                                                                         bench.args),
+                         required=required)
+
+
+def benchmark_env(lib: Path, project: Path, args: Sequence[str]) -> dict[str, str]:
+    """PYTHONPATH for a benchmark run: the worker's lib/ first, then the project and its scripts' folders.
+
+    PYTHONSAFEPATH=1 (Python 3.11+): else Python puts the script's folder
+    (usually the project, holding the package without its built extension)
+    before PYTHONPATH, and `import pkg._kern` would miss the candidate's module.
+    """
+    scripts = [str((project / a).parent) for a in args if a.endswith(".py") and (project / a).is_file()]
+    path = [str(lib), str(project), *scripts, *filter(None, [os.environ.get("PYTHONPATH", "")])]
+    return {"PYTHONPATH": os.pathsep.join(dict.fromkeys(path)), "PYTHONSAFEPATH": "1"}
+
+
+class PythonSourceSet(SourceSet):
+    """The sources' fingerprint, with the project's Python files: setup.py makes the nvcc command, bench.py
+    measures, and a change to either must not reuse journaled measurements (CMake's graph covers both)."""
+
+    def candidates(self) -> set[Path]:
+        files = super().candidates()
+        skip = self._skip_dirs()
+        for folder, dirs, names in os.walk(self.manifest.source_dir):
+            here = Path(folder)
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__" and here / d not in skip]
+            files |= {here / n for n in names if n.endswith(".py") and not n.startswith(".")}
+        return files - self.excluded
+
+
+class SetuptoolsTuneRun(TuneRun):
+    """The driver's tune, with extension folders for scratch trees and build_ext for the build."""
+
+    applied_by = "the next `pip install .` (or `setup.py build_ext`)"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        old = self.runner
+        self.runner = ExtensionRunner(self.manifest, self.toolchain, self.objectives, self.settings.measure.repeats,
+                                      self.timeout, old.slots, warn=old.warn, build_jobs=self.settings.build.jobs)
+        self.source_set = PythonSourceSet(self.manifest)
+
+    def _check_tools(self) -> None:
+        check_tune(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
+                   needs_benchmark=self.runner.needs_benchmark, cmake=False)
+
+    def _make_trees(self, count: int) -> list[ScratchTree]:
+        trees: list[ScratchTree] = [ExtensionTree(self.manifest, scratch_root(self.manifest) / f"worker-{i}",
+                                                  self.toolchain, fast_path=False) for i in range(count)]
+        for tree in trees:
+            tree.configure(0)
+        return trees
+
+
+def tune_setuptools(options: TuneOptions, project: Path) -> TuneOutcome:
+    """`python -m ciq_build tune <ciq_target> --setuptools <project>`."""
+    project = Path(project).absolute()
+    check_target_name(options.target, ConfigError)
+    if options.executor != "local":
+        raise ConfigError("--setuptools tunes with the local executor only; leave out --executor ray")
+    options.validate()
+    toolchain = find_toolchain(_explicit_nvcc(os.environ))
+    manifest = extension_manifest(project, load_extension(project, options.target), toolchain)
+    return SetuptoolsTuneRun(resolve_settings(options, manifest), manifest, toolchain).run()

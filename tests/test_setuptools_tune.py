@@ -1,0 +1,170 @@
+"""`tune <ciq_target> --setuptools <project>` with real setuptools, nvcc 13.3 and gcc (ciq_build.setuptools_tune).
+
+tests/projects/setuptools_tune: one CudaExtension (a .cu kernel library and a
+C++ Python module) whose CIQ_TILE source parameter is 64 by default (32
+registers on sm_90a), 8 (10 registers) or 128 (an #error: a candidate that does
+not compile). Its bench.py imports the built module and prints the tile the
+.cu compile saw; no GPU is needed, so the benchmark path runs here too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from ciq_build.cli import _setuptools_project, main
+from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.toolchain import find_toolchain
+from ciq_build.core.causes import Cause
+from ciq_build.errors import ConfigError
+from ciq_build.measure.bench import GpuSlots
+from ciq_build.measure.proc import run
+from ciq_build.search.base import Proposal
+from ciq_build.setuptools_ext import CudaExtension
+from ciq_build.setuptools_tune import (
+    ExtensionRunner,
+    ExtensionTree,
+    PythonSourceSet,
+    extension_manifest,
+    load_extension,
+    tune_setuptools,
+)
+from ciq_build.tune.settings import TuneOptions
+
+PROJECT = Path(__file__).resolve().parent / "projects" / "setuptools_tune"
+TIMEOUT = 300
+
+
+@pytest.fixture()
+def project(tmp_path: Path, cuda133_bin: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    dest = tmp_path / "my project"  # a space: every path must survive it
+    shutil.copytree(PROJECT, dest, ignore=shutil.ignore_patterns("build", "ciq", "*.so", "__pycache__"))
+    monkeypatch.setenv("CIQ_NVCC", str(cuda133_bin / "nvcc"))
+    for name in ("CIQ_DISABLE", "CIQ_STRICT", "CUDACXX", "CUDAHOSTCXX"):
+        monkeypatch.delenv(name, raising=False)
+    return dest
+
+
+def test_load_extension_reads_setup_py_without_building(project: Path) -> None:
+    before = (os.getcwd(), list(sys.argv), list(sys.path))
+    ext = load_extension(project, "kern")
+    assert (os.getcwd(), sys.argv, sys.path) == before  # setup.py ran from the project, then all was put back
+    assert ext.ciq_objectives == ("registers",) and ext.params == ("CIQ_TILE=choice(8,64,128)",)
+    assert ext.ciq_benchmark == (sys.executable, "bench.py")
+    assert not (project / "build").exists()  # setup() was captured, nothing ran
+    with pytest.raises(ConfigError, match=r"no CudaExtension\(ciq_target='gemm'\).*targets: kern"):
+        load_extension(project, "gemm")
+    with pytest.raises(ConfigError, match="there is no setup.py"):
+        load_extension(project / "pkg", "kern")
+
+
+def test_ciq_benchmark_must_be_a_command_list() -> None:
+    with pytest.raises(ConfigError, match="ciq_benchmark is a list of strings"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark="python bench.py")
+    with pytest.raises(ConfigError, match="ciq_timeout must be a positive"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_timeout=0)
+
+
+@pytest.mark.slow
+def test_a_candidate_compiles_without_linking_and_a_failing_one_is_recorded(project: Path) -> None:
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
+    runner = ExtensionRunner(manifest, toolchain, manifest.parsed_objectives, 1, TIMEOUT, GpuSlots([]))
+    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree.configure(0)
+
+    static = runner.evaluate(tree, Proposal(0, 0, {}), Controls(defines=(("CIQ_TILE", "8"),)), "k8")
+    assert static.ok and static.scores == (10.0,), static.message
+    assert [p.name for p in tree.object_files()] == ["kern.cu.o"]
+    assert not tree.lib_dir.exists()  # registers come from ptxas's report: nothing linked, no benchmark run
+
+    broken = runner.evaluate(tree, Proposal(1, 0, {}), Controls(defines=(("CIQ_TILE", "128"),)), "k128")
+    assert not broken.ok and broken.cause == Cause.COMPILE_FAILED
+    assert "CIQ_TILE above 64 is not supported" in broken.message
+
+
+@pytest.mark.slow
+def test_tune_pins_the_winner_and_the_next_plain_build_applies_it(project: Path) -> None:
+    tuned = run([sys.executable, "-m", "ciq_build", "tune", "kern", "--setuptools", str(project), "--controls",
+                 "params", "--generations", "2", "--pool-size", "3", "--seed", "2"], TIMEOUT, cwd=project.parent)
+    assert tuned.ok, tuned.output_tail(60)
+    assert "registers  32        10" in tuned.stdout, tuned.stdout
+    assert "then the next `pip install .`" in tuned.stdout
+    record = json.loads((project / "ciq" / "kern.json").read_text())
+    assert record["controls"]["defines"] == {"CIQ_TILE": "8"}
+    assert record["toolchain"]["architectures"] == ["90a"]
+    journal = (project / "build" / "ciq" / "journal" / "kern.jsonl").read_text().splitlines()
+    assert any('"CIQ_TILE": "128"' in line and "compile_failed" in line for line in journal)
+
+    report = run([sys.executable, "-m", "ciq_build", "report", "kern", "-B", str(project / "build"), "--format",
+                  "markdown"], 60, cwd=project)
+    assert report.ok and "| registers | min | 32 | 10 |" in report.stdout, report.output_tail()
+
+    again = run([sys.executable, "-m", "ciq_build", "tune", "kern", "-S", str(project), "--controls", "params",
+                 "--generations", "2", "--pool-size", "3", "--seed", "2", "--no-pin"], TIMEOUT, cwd=project.parent)
+    assert again.ok and "(0 run, " in again.stdout, again.output_tail(60)  # resumed: every evaluation journaled
+
+    built = run([sys.executable, "setup.py", "build_ext", "--inplace"], TIMEOUT, cwd=project)
+    assert built.ok, built.output_tail(60)
+    options = list((project / "build").glob("temp*/kern.nvcc-options"))
+    assert len(options) == 1 and options[0].read_text().splitlines() == ["-DCIQ_TILE=8"]
+    module = run([sys.executable, "-c", "import pkg._kern as k; print(k.tile())"], 60, cwd=project)
+    assert module.ok and module.stdout.strip() == "8", module.output_tail()
+
+
+@pytest.mark.slow
+def test_runtime_objective_runs_the_benchmark_on_each_candidates_module(project: Path) -> None:
+    options = TuneOptions(target="kern", build_dir=project / "build", objectives=["metric:tile"],
+                          controls=["params"], generations=1, pool_size=3, seed=2, repeats=1, pin=False, quiet=True)
+    outcome = tune_setuptools(options, project)
+    assert outcome.ok and outcome.winner is not None
+    # tile is what the module imported by bench.py was compiled with: the worker's lib/, not an installed copy.
+    assert outcome.baseline.metrics["tile"] == 64
+    assert outcome.winner.metrics["tile"] == 8 and outcome.winner.runs >= 1
+    assert not (project / "ciq").exists()  # --no-pin
+
+
+def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: Path, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert _setuptools_project(None, project) == project.resolve()
+    assert _setuptools_project(tmp_path / "elsewhere", None) == (tmp_path / "elsewhere").resolve()
+    (project / "CMakeLists.txt").write_text("project(x)\n")
+    assert _setuptools_project(None, project) is None  # a CMake project that also has a setup.py: CMake's
+    assert main(["tune", "--all", "--setuptools", str(project)]) == 2
+    assert "tune --all is for CMake build trees" in capsys.readouterr().err
+
+
+def test_a_runtime_objective_without_ciq_benchmark_says_what_to_add(project: Path) -> None:
+    setup_py = project / "setup.py"
+    setup_py.write_text(setup_py.read_text().replace('ciq_benchmark=[sys.executable, "bench.py"],', ""))
+    options = TuneOptions(target="kern", build_dir=project / "build", objectives=["time"])
+    with pytest.raises(ConfigError, match=r'CudaExtension\(ciq_target="kern"\) gives none: add ciq_benchmark='):
+        tune_setuptools(options, project)
+    assert not (project / "build").exists()  # refused before anything was built
+
+
+def test_the_benchmark_program_is_found_on_path_or_in_the_project(project: Path) -> None:
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    ext = load_extension(project, "kern")
+    ext.ciq_benchmark = ("sh", "-c", "true")
+    assert extension_manifest(project, ext, toolchain).benchmark.path == Path(shutil.which("sh") or "")
+    ext.ciq_benchmark = ("tools/bench", "--quick")
+    assert extension_manifest(project, ext, toolchain).benchmark.path == project / "tools" / "bench"
+    ext.ciq_benchmark = ("no-such-benchmark-program",)
+    with pytest.raises(ConfigError, match="'no-such-benchmark-program', which is not on PATH"):
+        extension_manifest(project, ext, toolchain)
+
+
+def test_the_source_fingerprint_covers_setup_py_and_the_benchmark(project: Path) -> None:
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    sources = PythonSourceSet(extension_manifest(project, load_extension(project, "kern"), toolchain))
+    files = sources.candidates()
+    assert {project / "setup.py", project / "bench.py", project / "pkg" / "kern.cu"} <= files
+    before = sources.digest()
+    (project / "bench.py").write_text((project / "bench.py").read_text() + "# measured differently\n")
+    assert sources.digest() != before  # journaled measurements of the old benchmark are not reused
