@@ -68,6 +68,16 @@ class ScoreSummary:
 
 
 @dataclass(frozen=True)
+class ArchitectureEntry:
+    """One architecture's own winner in a per-architecture record (``per_architecture.<arch>``)."""
+
+    controls: Controls
+    provenance: dict[str, Any] = field(default_factory=dict)
+    baseline: ScoreSummary | None = None
+    winner: ScoreSummary | None = None
+
+
+@dataclass(frozen=True)
 class PinnedRecord:
     """One pinned record (mirrors the JSON schema in docs/ARCHITECTURE.md)."""
 
@@ -81,6 +91,24 @@ class PinnedRecord:
     # object path (relative to the target's dir) -> arch -> facts
     objects: dict[str, dict[str, ObjectInfo]] = field(default_factory=dict)
     schema: int = SCHEMA
+    # arch (one spelling, arch_name) -> its own winner; the top-level controls serve the
+    # architectures of toolchain.architectures without an entry.
+    per_architecture: dict[str, ArchitectureEntry] = field(default_factory=dict)
+
+    def controls_for(self, arch: str) -> Controls:
+        """The controls a build applies to `arch`: its entry's, else the record's."""
+        entry = self.per_architecture.get(arch_name(arch))
+        return entry.controls if entry is not None else self.controls
+
+    def applied_controls(self) -> list[tuple[str, Controls]]:
+        """(arch, controls) for each architecture the record was tuned for, in one spelling;
+        [("", controls)] for a record that names no architecture."""
+        archs = architecture_set(self.toolchain.architectures)
+        return [(a, self.controls_for(a)) for a in archs] if archs else [("", self.controls)]
+
+    def all_controls(self) -> list[Controls]:
+        """The top-level controls and every entry's: what the rules check."""
+        return [self.controls, *(e.controls for _, e in sorted(self.per_architecture.items()))]
 
 
 # --------------------------------------------------------------------------- paths
@@ -140,6 +168,16 @@ def record_to_json(record: PinnedRecord, pin_dir: Path) -> dict[str, Any]:
             for obj, archs in record.objects.items()
         },
     }
+    if record.per_architecture:  # absent otherwise: a single-winner record is written as before
+        out["per_architecture"] = {
+            arch: {
+                "controls": controls_to_json(entry.controls, pin_dir),
+                "provenance": entry.provenance,
+                "baseline": summary(entry.baseline),
+                "winner": summary(entry.winner),
+            }
+            for arch, entry in sorted(record.per_architecture.items())
+        }
     return out
 
 
@@ -152,10 +190,12 @@ def _acf_users(pin_dir: Path, acf_name: str, target: str) -> list[str]:
             continue
         try:
             data = parse_strict(read_regular_file(other, rules.limit("record_bytes"), "record"), rules)
-            named = data.get("controls", {}).get("acf", {}).get("file")
+            named = [data.get("controls", {}).get("acf", {}).get("file")]
+            named += [(e.get("controls", {}).get("acf") or {}).get("file")
+                      for e in (data.get("per_architecture") or {}).values()]
         except (OSError, ValueError, RecursionError, AttributeError):
             continue  # not a record we can read: it names nothing we would keep
-        if named == acf_name:
+        if acf_name in named:
             users.append(other.name)
     return users
 
@@ -348,7 +388,20 @@ def _validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: boo
         obj: {arch: ObjectInfo(i["registers"], i["stack"], i["code_sha256"]) for arch, i in archs.items()}
         for obj, archs in data.get("objects", {}).items()
     }
-    return PinnedRecord(
+    tuned = architecture_set(toolchain.architectures)
+    entries: dict[str, ArchitectureEntry] = {}
+    for arch, e in data.get("per_architecture", {}).items():
+        here = f"per_architecture.{arch}"
+        if arch not in tuned:
+            raise _fail(path, here, f"is an entry for {arch}, which toolchain.architectures does not name "
+                                    f"({', '.join(tuned) or 'none'}); add {arch} there, or remove the entry")
+        entries[arch] = ArchitectureEntry(
+            controls=_read_controls(path, e["controls"], pin_dir, check_acf_file, rules, f"{here}.controls"),
+            provenance=e.get("provenance", {}),
+            baseline=_read_summary(path, e.get("baseline"), f"{here}.baseline", len(objectives)),
+            winner=_read_summary(path, e.get("winner"), f"{here}.winner", len(objectives)),
+        )
+    record = PinnedRecord(
         schema=data["schema"],
         target=target,
         controls=controls,
@@ -358,7 +411,38 @@ def _validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: boo
         baseline=baseline,
         winner=winner,
         objects=objects,
+        per_architecture=entries,
     )
+    shared_defines_problem(record, path)
+    return record
+
+
+def _where(record: PinnedRecord, arch: str) -> str:
+    return f"per_architecture.{arch}.controls" if arch in record.per_architecture else "controls"
+
+
+def shared_defines_problem(record: PinnedRecord, path: Path) -> None:
+    """Refuse a record whose architectures would get different -D parameters.
+
+    A -D reaches the host compile, which nvcc runs once for all the
+    architectures of a compile: no architecture can have a value of its own.
+    The CMake module's _ciq_read_pin makes the same check.
+    """
+    applied = record.applied_controls()
+    first_arch, first = applied[0]
+    for arch, controls in applied[1:]:
+        if controls.defines != first.defines:
+            raise _fail(
+                path, f"{_where(record, arch)}.defines",
+                f"differ from {_where(record, first_arch)}.defines ({_shown_defines(controls)} against "
+                f"{_shown_defines(first)}): a -D parameter reaches the host compile, which nvcc runs once "
+                "for every architecture. Give every architecture the same PARAMS values (tune each with "
+                "--architecture and the same values), or tune all architectures together",
+            )
+
+
+def _shown_defines(controls: Controls) -> str:
+    return " ".join(f"-D{n}={v}" for n, v in controls.defines) or "none"
 
 
 def _flag_refusal(data: dict[str, Any], where: str) -> str:
@@ -371,21 +455,22 @@ def _flag_refusal(data: dict[str, Any], where: str) -> str:
 
 
 def _read_controls(path: Path, c: dict[str, Any], pin_dir: Path, check_acf_file: bool,
-                   rules: RuleBook) -> Controls:
+                   rules: RuleBook, where: str = "controls") -> Controls:
     flags = c.get("flags", [])
     defines = tuple(sorted((c.get("defines") or {}).items()))
     acf_obj = c.get("acf")
-    acf = None if acf_obj is None else _read_acf(path, acf_obj, pin_dir, check_acf_file, rules)
+    acf = None if acf_obj is None else _read_acf(path, acf_obj, pin_dir, check_acf_file, rules, f"{where}.acf")
     try:
         # Controls refuses flags that set one option twice, and pairs ptxas refuses.
         return Controls(flags=tuple(flags), defines=defines, acf=acf)
     except UnsafeFlagError:
         raise
     except CiqError as exc:
-        raise _fail(path, "controls", f"is inconsistent: {exc}") from exc
+        raise _fail(path, where, f"is inconsistent: {exc}") from exc
 
 
-def _read_acf(path: Path, a: dict[str, Any], pin_dir: Path, check_file: bool, rules: RuleBook) -> AcfRef:
+def _read_acf(path: Path, a: dict[str, Any], pin_dir: Path, check_file: bool, rules: RuleBook,
+              where: str = "controls.acf") -> AcfRef:
     name, sha, compiler = a["file"], a["sha256"], a["compiler"]
     candidate = Path(pin_dir) / name
     if check_file:
@@ -393,14 +478,14 @@ def _read_acf(path: Path, a: dict[str, Any], pin_dir: Path, check_file: bool, ru
             data = read_regular_file(candidate, rules.limit("acf_bytes"), "the ACF")
         except FileNotFoundError:
             raise _fail(
-                path, "controls.acf.file",
+                path, f"{where}.file",
                 f"names {candidate}, which does not exist; restore it from version control (commit the "
                 ".acf beside the .json)",
             ) from None
         except OSError as exc:
-            raise _fail(path, "controls.acf.file", f"cannot be used: {exc.strerror or exc}") from None
+            raise _fail(path, f"{where}.file", f"cannot be used: {exc.strerror or exc}") from None
         if not data:
-            raise _fail(path, "controls.acf.file", f"names {candidate}, which is empty")
+            raise _fail(path, f"{where}.file", f"names {candidate}, which is empty")
         actual = hashlib.sha256(data).hexdigest()
         if actual != sha:
             raise RecordError(
@@ -426,7 +511,8 @@ def _read_summary(path: Path, value: Any, where: str, n: int) -> ScoreSummary | 
 def check_defines(record: PinnedRecord, params: Sequence[str], path: Path) -> None:
     """Refuse a define that is not a declared PARAMS name, or whose value is outside its domain."""
     declared = declared_params(params)
-    for name, value in record.controls.defines:
+    defines = sorted({d for controls in record.all_controls() for d in controls.defines})
+    for name, value in defines:
         if name not in declared:
             names = ", ".join(sorted(declared)) or "none"
             raise UnsafeFlagError(
@@ -443,7 +529,7 @@ def check_defines(record: PinnedRecord, params: Sequence[str], path: Path) -> No
 
 def check_numerics(record: PinnedRecord, allow_numerics: bool, path: Path, rules: RuleBook | None = None) -> None:
     rules = rules or load_rules()
-    for flag in record.controls.flags:
+    for flag in [f for controls in record.all_controls() for f in controls.flags]:
         if rules.is_numerics(flag) and not allow_numerics:
             raise UnsafeFlagError(
                 f"pinned record {path}: flag {flag!r} changes floating-point results, and "
@@ -454,7 +540,7 @@ def check_numerics(record: PinnedRecord, allow_numerics: bool, path: Path, rules
 
 def pin_arguments(record: PinnedRecord, path: Path, *, params: Sequence[str], allow_numerics: bool,
                   copy_dir: Path) -> list[str]:
-    """The nvcc arguments a build applies for `record`, after every build-time rule.
+    """The nvcc arguments a build applies for `record`'s top-level controls, after every build-time rule.
 
     The same rules, in the same order, as the CMake module's _ciq_read_pin: the
     defines must be declared PARAMS with values in their domain, numerics flags
@@ -464,16 +550,21 @@ def pin_arguments(record: PinnedRecord, path: Path, *, params: Sequence[str], al
     rules = load_rules()
     check_numerics(record, allow_numerics, path, rules)
     check_defines(record, params, path)
-    args = list(record.controls.flags)
-    args += [f"-D{name}={value}" for name, value in record.controls.defines]
-    acf = record.controls.acf
+    return controls_arguments(record.controls, path, copy_dir / f"{record.target}.acf", rules)
+
+
+def device_arguments(controls: Controls, path: Path, copy: Path, rules: RuleBook) -> list[str]:
+    """The arguments of `controls` that reach only the device steps (cicc, ptxas): the flags and a
+    ptxas ACF. Measured with nvcc 13.3's --dryrun: every allow-listed flag changes only each
+    architecture's cicc and ptxas steps (and fatbinary's note of them); a -D also reaches the host."""
+    args = list(controls.flags)
+    acf = controls.acf
     if acf is not None:
         acf_file = Path(acf.path)
         if not rules.matches("nvcc_path", str(acf_file)):
-            copy = Path(copy_dir) / f"{record.target}.acf"
             if not rules.matches("nvcc_path", str(copy)):
                 raise RecordError(
-                    f"pinned record {path}: neither {acf_file} nor the build tree ({copy_dir}) has a path "
+                    f"pinned record {path}: neither {acf_file} nor the build tree ({copy.parent}) has a path "
                     "nvcc can pass to ptxas (only letters, digits and _ . / + : @ % = -). Use a build "
                     "directory with a plain path."
                 )
@@ -489,6 +580,21 @@ def pin_arguments(record: PinnedRecord, path: Path, *, params: Sequence[str], al
     return args
 
 
+def define_arguments(controls: Controls) -> list[str]:
+    return [f"-D{name}={value}" for name, value in controls.defines]
+
+
+def controls_arguments(controls: Controls, path: Path, copy: Path, rules: RuleBook) -> list[str]:
+    """Flags, then -D parameters, then the ACF: one compile's nvcc arguments for `controls`."""
+    return _with_defines(device_arguments(controls, path, copy, rules), controls)
+
+
+def _with_defines(device: Sequence[str], controls: Controls) -> list[str]:
+    """`device` arguments with the -D parameters between the flags and the ACF (the options file's order)."""
+    split = len(device) - (1 if controls.acf is not None else 0)
+    return [*device[:split], *define_arguments(controls), *device[split:]]
+
+
 @dataclass(frozen=True)
 class BuildPin:
     """What a build applies to one target's CUDA compiles, and why (one line for the log)."""
@@ -499,6 +605,10 @@ class BuildPin:
     message: str
     record: PinnedRecord | None = None
     warning: str = ""  # why a pin was skipped, for the build's log
+    # Per -gencode: (arch, device arguments) for each architecture when the record's entries give
+    # the build's architectures different controls; `arguments` then holds only what they share
+    # (the -D parameters), and the build runs each architecture's cicc and ptxas with its own.
+    per_architecture: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allow_numerics: bool,
@@ -521,7 +631,7 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
     record = read_record(path)
     check_numerics(record, allow_numerics, path)
     check_defines(record, params, path)
-    depends = (path,) + ((Path(record.controls.acf.path),) if record.controls.acf is not None else ())
+    depends = (path,) + tuple(Path(c.acf.path) for c in record.all_controls() if c.acf is not None)
     warning = check_toolchain(record, cuda, strict=strict, ptxas=ptxas)
     if warning is not None:
         return BuildPin("skipped", (), depends,
@@ -533,11 +643,26 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
             return BuildPin("skipped", (), depends,
                             f"pin skipped (tuned for {_shown_architectures(record.toolchain.architectures)}, "
                             f"compiling for {_shown_architectures(architectures)}): {path}", record, warning)
-    arguments = pin_arguments(record, path, params=params, allow_numerics=allow_numerics, copy_dir=copy_dir)
-    if record.controls.acf is not None and not arguments[-1].endswith("=" + str(record.controls.acf.path)):
-        depends += (Path(copy_dir) / f"{target}.acf",)
-    shown = " ".join(arguments) or "compiler defaults"
-    return BuildPin("applied", tuple(arguments), depends, f"pinned controls from {path}: {shown}", record)
+    rules = load_rules()
+    applied = record.applied_controls()
+    per_arch: list[tuple[str, tuple[str, ...]]] = []
+    for arch, controls in applied:
+        # An entry's ACF copy is named for its architecture: two entries may hold different ACFs.
+        copy = Path(copy_dir) / (f"{target}.{arch}.acf" if arch in record.per_architecture else f"{target}.acf")
+        per_arch.append((arch, tuple(device_arguments(controls, path, copy, rules))))
+        if controls.acf is not None and per_arch[-1][1][-1].endswith("=" + str(copy)):
+            depends += (copy,)
+    depends = tuple(dict.fromkeys(depends))
+    if len({args for _, args in per_arch}) == 1:
+        # One set of controls for every architecture: plain nvcc with the options file, as before.
+        arguments = _with_defines(per_arch[0][1], applied[0][1])
+        shown = " ".join(arguments) or "compiler defaults"
+        return BuildPin("applied", tuple(arguments), depends, f"pinned controls from {path}: {shown}", record)
+    shared = define_arguments(applied[0][1])  # equal across the entries (shared_defines_problem)
+    shown = "; ".join(f"sm_{arch}: {' '.join(args) or 'compiler defaults'}" for arch, args in per_arch)
+    return BuildPin("applied", tuple(shared), depends,
+                    f"pinned controls per architecture from {path}: {shown}"
+                    + (f"; all: {' '.join(shared)}" if shared else ""), record, per_architecture=tuple(per_arch))
 
 
 # --------------------------------------------------------------------------- toolchain
@@ -562,10 +687,9 @@ def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bo
             f"{have}: retune the target with this toolkit (python -m ciq_build tune {record.target}), or "
             f"build with a CUDA {want} toolkit."
         )
-    acf = record.controls.acf
+    ptxas_acf = any(c.acf is not None and c.acf.compiler == "ptxas" for _, c in record.applied_controls())
     want_ptxas, have_ptxas = major_minor(record.toolchain.ptxas_version), major_minor(ptxas)
-    if message is None and acf is not None and acf.compiler == "ptxas" and want_ptxas and have_ptxas \
-            and want_ptxas != have_ptxas:
+    if message is None and ptxas_acf and want_ptxas and have_ptxas and want_ptxas != have_ptxas:
         message = (
             f"the pinned record for {record.target!r} carries a ptxas ACF measured with ptxas {want_ptxas}, but "
             f"this toolkit's ptxas is {have_ptxas}, which cannot read it: build with a ptxas {want_ptxas} "
