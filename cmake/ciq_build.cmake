@@ -12,7 +12,8 @@
 #                 the driver rewrites <file> for every candidate
 #
 # Cache variables read: CIQ_DISABLE (ignore every pin), CIQ_STRICT (a toolkit
-# mismatch is an error, not a warning), CIQ_TUNE_TARGET, CIQ_TUNE_OPTIONS_FILE.
+# mismatch is an error, not a warning), CIQ_TUNE_TARGET, CIQ_TUNE_OPTIONS_FILE,
+# CIQ_TUNE_ARCHITECTURES (tune --architecture: the tuned target's one architecture).
 #
 # Properties set on each tuned target (read them, never set them):
 #   CIQ_PIN_STATUS      applied | none | disabled | skipped | tuning
@@ -804,6 +805,68 @@ function(_ciq_pin_location target)
   set(pin_file "${pin_dir}/${target}.json" PARENT_SCOPE)
 endfunction()
 
+# _ciq_gencode_launcher(<target> <pin_file> <options_file>): a pin whose
+# architectures have different controls (_ciq_pin_gencode from
+# _ciq_resolve_pin). nvcc has no per-gencode option, so each architecture's
+# device arguments go to <options_file's base>.sm_<arch>.nvcc-options
+# (gencode_options_file in ciq_build/pin/record.py names them alike), and the
+# target compiles through ciq_build/compiler/gencode.py, which gives each
+# architecture's cicc and ptxas steps its own (the options file keeps what they
+# share). Sets _ciq_gencode_files in the caller.
+function(_ciq_gencode_launcher target pin_file options_file)
+  get_target_property(own ${target} CUDA_COMPILER_LAUNCHER)
+  if(own OR (NOT "${CMAKE_CUDA_COMPILER_LAUNCHER}" STREQUAL ""
+      AND NOT "${CMAKE_CUDA_COMPILER_LAUNCHER}" MATCHES "ptxas_path[.]py"))
+    if(NOT own)
+      set(own "${CMAKE_CUDA_COMPILER_LAUNCHER}")
+    endif()
+    _ciq_pin_error(${target} "${pin_file}" "its architectures have different controls, which "
+      "ciq_build applies through a CUDA compiler launcher of its own, but the target "
+      "already compiles through '${own}'. Drop that launcher for ${target}, or pin one "
+      "winner for all its architectures (`python -m ciq_build tune ${target}`).")
+    return()
+  endif()
+  get_property(dir GLOBAL PROPERTY CIQ_BUILD_CMAKE_DIR)
+  # A checkout has cmake/ beside ciq_build/; a wheel installs it as ciq_build/cmake.
+  set(script "")
+  foreach(candidate IN ITEMS "${dir}/../ciq_build/compiler/gencode.py" "${dir}/../compiler/gencode.py")
+    if(EXISTS "${candidate}")
+      file(REAL_PATH "${candidate}" script)
+      break()
+    endif()
+  endforeach()
+  if(NOT "${CIQ_PYTHON}" STREQUAL "")
+    set(python "${CIQ_PYTHON}")
+  else()
+    find_package(Python3 COMPONENTS Interpreter QUIET)
+    set(python "${Python3_EXECUTABLE}")
+  endif()
+  if(script STREQUAL "" OR python STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "its architectures have different controls, which "
+      "need Python 3 and ciq_build's gencode launcher (found: Python '${python}', launcher "
+      "'${script}'). Install Python 3 (or set -DCIQ_PYTHON=<python>) and ciq_build, or pin one "
+      "winner for all its architectures (`python -m ciq_build tune ${target}`).")
+    return()
+  endif()
+  string(REGEX REPLACE "[.]nvcc-options$" "" base "${options_file}")
+  set(launcher "${python}" -I -S "${script}")
+  set(files "")
+  foreach(arch IN LISTS _ciq_pin_gencode)
+    set(file "${base}.sm_${arch}.nvcc-options")
+    list(JOIN _ciq_pin_gencode_${arch} "\n" lines)
+    if(NOT lines STREQUAL "")
+      string(APPEND lines "\n")
+    endif()
+    _ciq_write_if_changed("${file}" "${lines}")
+    list(APPEND launcher "--arch=${arch}=${file}")
+    list(APPEND files "${file}" "${script}")
+  endforeach()
+  list(APPEND launcher "--")
+  set_target_properties(${target} PROPERTIES CUDA_COMPILER_LAUNCHER "${launcher}")
+  list(REMOVE_DUPLICATES files)
+  set(_ciq_gencode_files "${files}" PARENT_SCOPE)
+endfunction()
+
 # _ciq_apply_pin(<target> <pin_file> <pin_dir> <options_file>): the
 # options file the target's CUDA compiles read. In a tuning build of <target>
 # the driver owns it; otherwise the pinned record is resolved (or refused)
@@ -855,6 +918,10 @@ function(_ciq_apply_pin target pin_file pin_dir options_file)
       string(APPEND lines "\n")
     endif()
     _ciq_write_if_changed("${options_file}" "${lines}")
+    if(status STREQUAL "applied" AND NOT "${_ciq_pin_gencode}" STREQUAL "")
+      _ciq_gencode_launcher(${target} "${pin_file}" "${options_file}")
+      list(APPEND depends ${_ciq_gencode_files})
+    endif()
   endif()
   foreach(name IN ITEMS options_file status args depends acf_kind)
     set(${name} "${${name}}" PARENT_SCOPE)
@@ -1003,6 +1070,11 @@ function(_ciq_finalize_target target)
       "sources with LANGUAGE CUDA); tune the target that compiles your kernels.")
   endif()
 
+  if(CIQ_TUNE_TARGET STREQUAL target AND NOT "${CIQ_TUNE_ARCHITECTURES}" STREQUAL "")
+    # tune --architecture: this scratch tree builds the tuned target for that
+    # architecture alone (set here, after the project's own settings).
+    set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${CIQ_TUNE_ARCHITECTURES}")
+  endif()
   get_target_property(architectures ${target} CUDA_ARCHITECTURES)
   if(NOT architectures)
     set(architectures "")

@@ -268,18 +268,7 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
 
     # Serialise, then validate the very bytes through the reader's path (rule book
     # layers 2 and 3), before touching the pin dir: an unreadable pin is never written.
-    try:
-        document = json.dumps(_writable(record_to_json(record, pin_dir)), indent=2, allow_nan=False,
-                              ensure_ascii=True)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise RecordError(
-            f"the record for {target!r} holds a value a record cannot hold ({exc}); scores must be "
-            "finite numbers, and provenance only JSON values (no NaN, sets or objects)."
-        ) from exc
-    rules = load_rules()
-    where = Path(pin_dir) / f"{target}.json"
-    _validate_document(parse_record_bytes(document.encode("ascii"), where, rules), where, pin_dir,
-                       check_acf_file=False, rules=rules)
+    document = _checked_document(record, pin_dir)
     try:
         pin_dir.mkdir(parents=True, exist_ok=True)
         if acf_bytes is not None:
@@ -297,6 +286,96 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
             "Check that the pin directory (PIN_DIR of ciq_tune_target) is writable."
         ) from exc
     return record
+
+
+def merge_architecture(path: Path, tuned: PinnedRecord, arch: str) -> PinnedRecord:
+    """Pin `tuned` (the record of a tune --architecture `arch`: built for `arch` alone) as `arch`'s
+    entry of the record at `path`, leaving the other architectures' entries as they are.
+
+    The caller holds the target's lock. An existing record's architectures without an entry of
+    their own keep the record's top-level controls (its winner for all of them); a new record has
+    compiler defaults there, and `arch` alone until the others are tuned. The entry's ACF is
+    written as ``<target>.<arch>.acf`` (atomically, before the record, as write_record does).
+    """
+    path = Path(path)
+    arch = arch_name(arch)
+    pin_dir = path.parent
+    target = _target_name(tuned.target)
+    existing = read_record(path) if os.path.lexists(path) else None
+    if existing is not None:
+        if existing.toolchain.cuda != tuned.toolchain.cuda or \
+                major_minor(existing.toolchain.ptxas_version) != major_minor(tuned.toolchain.ptxas_version):
+            raise RecordError(
+                f"cannot add the sm_{arch} winner to {path}: the record was tuned with CUDA {existing.toolchain.cuda} "
+                f"(ptxas {existing.toolchain.ptxas_version or '?'}), this tune used CUDA {tuned.toolchain.cuda} "
+                f"(ptxas {tuned.toolchain.ptxas_version or '?'}), and one record holds one toolkit's winners. "
+                f"Retune its other architectures with this toolkit, or remove {path.name} to start over.")
+        if [o.name for o in existing.objectives] != [o.name for o in tuned.objectives]:
+            raise RecordError(
+                f"cannot add the sm_{arch} winner to {path}: the record's objectives are "
+                f"{[o.name for o in existing.objectives]}, this tune's {[o.name for o in tuned.objectives]}, and "
+                "each entry's scores follow the record's objectives. Tune with --objective as the record has "
+                f"them, or remove {path.name} to start over.")
+    acf = tuned.controls.acf
+    entry_acf = None
+    acf_bytes = None
+    if acf is not None:
+        try:
+            acf_bytes = Path(acf.path).read_bytes()
+        except OSError as exc:
+            raise RecordError(f"cannot read the ACF {acf.path} to pin it for {target!r}: {exc}.") from exc
+        digest = hashlib.sha256(acf_bytes).hexdigest()
+        if acf.sha256 and acf.sha256 != digest:
+            raise RecordError(f"the ACF {acf.path} has sha256 {digest}, but the candidate measured an ACF with "
+                              f"{acf.sha256}: the file changed after it was measured. Retune the target.")
+        entry_acf = AcfRef(path=(pin_dir / f"{target}.{arch}.acf").absolute(), compiler=acf.compiler, sha256=digest)
+    entry = ArchitectureEntry(controls=replace(tuned.controls, acf=entry_acf), provenance=tuned.provenance,
+                              baseline=tuned.baseline, winner=tuned.winner)
+    base = existing or replace(tuned, controls=Controls(), provenance={}, baseline=None, winner=None, objects={},
+                               toolchain=replace(tuned.toolchain, architectures=()))
+    objects = {obj: {a: info for a, info in archs.items() if arch_name(a) != arch}
+               for obj, archs in base.objects.items()}
+    for obj, archs in tuned.objects.items():
+        objects.setdefault(obj, {}).update(archs)
+    merged = replace(
+        base,
+        toolchain=replace(base.toolchain, architectures=architecture_set([*base.toolchain.architectures, arch])),
+        objects={obj: archs for obj, archs in objects.items() if archs},
+        per_architecture={**base.per_architecture, arch: entry},
+    )
+    # Checked as a build would read it (equal -D across the architectures above all), before anything is written.
+    document = _checked_document(merged, pin_dir)
+    try:
+        pin_dir.mkdir(parents=True, exist_ok=True)
+        if acf_bytes is not None and entry_acf is not None:
+            acf_file = Path(entry_acf.path)
+            if not (acf_file.is_file() and not acf_file.is_symlink() and acf_file.read_bytes() == acf_bytes):
+                _atomic_write(acf_file, acf_bytes)
+        _atomic_write(path, (document + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise RecordError(
+            f"cannot write the pinned record for {target!r} in {pin_dir}: {exc}. "
+            "Check that the pin directory (PIN_DIR of ciq_tune_target) is writable."
+        ) from exc
+    return merged
+
+
+def _checked_document(record: PinnedRecord, pin_dir: Path) -> str:
+    """`record` serialised, after validating those very bytes as read_record would (without the ACF files)."""
+    target = record.target
+    try:
+        document = json.dumps(_writable(record_to_json(record, pin_dir)), indent=2, allow_nan=False,
+                              ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise RecordError(
+            f"the record for {target!r} holds a value a record cannot hold ({exc}); scores must be "
+            "finite numbers, and provenance only JSON values (no NaN, sets or objects)."
+        ) from exc
+    rules = load_rules()
+    where = Path(pin_dir) / f"{target}.json"
+    _validate_document(parse_record_bytes(document.encode("ascii"), where, rules), where, pin_dir,
+                       check_acf_file=False, rules=rules)
+    return document
 
 
 # --------------------------------------------------------------------------- reading

@@ -61,6 +61,7 @@ class TuneOptions:
     executor: str = "local"
     ray_address: str | None = None
     ray_gpu_resource: str | None = None
+    architecture: str | None = None  # tune --architecture: one architecture of a multi-architecture target
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -74,6 +75,7 @@ class TuneOptions:
             quiet=args.quiet, cmake_args=list(args.cmake_arg),
             gpus=[g for g in (args.gpus or "").split(",") if g.strip()],
             executor=args.executor, ray_address=args.ray_address, ray_gpu_resource=args.ray_gpu_resource,
+            architecture=getattr(args, "architecture", None),
         )
 
     def validate(self) -> None:
