@@ -96,3 +96,49 @@ def test_identical_entries_are_plain_nvcc_and_a_launcher_of_the_users_own_is_ref
     assert own.returncode != 0
     said = " ".join(own.stderr.split())
     assert "already compiles through 'ccache'" in said and "pin one winner for all its architectures" in said
+
+
+def test_each_architecture_is_tuned_on_its_own_and_merged_into_one_record_that_verify_checks(
+        tmp_path: Path, cuda133_bin: Path) -> None:
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(PROJECT, source)
+
+    def tune(arch: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ciq_build", "tune", "gencode_kernels", "-S", str(source), "-B", str(build),
+             "--generations", "1", "--pool-size", "4", "--controls", "params", "--architecture", arch,
+             f"--cmake-arg=-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}"],
+            capture_output=True, text=True, timeout=300, cwd=source)
+
+    first = tune("sm_80")
+    assert first.returncode == 0, first.stderr
+    record = json.loads((source / "ciq" / "gencode_kernels.json").read_text())
+    assert record["toolchain"]["architectures"] == ["80"] and list(record["per_architecture"]) == ["80"]
+    assert list(record["objects"]["kern.cu.o"]) == ["80"]  # the scratch tree built sm_80 alone
+    second = tune("90a")
+    assert second.returncode == 0, second.stderr
+    record = json.loads((source / "ciq" / "gencode_kernels.json").read_text())
+    assert record["toolchain"]["architectures"] == ["80", "90a"]
+    assert sorted(record["per_architecture"]) == ["80", "90a"]  # sm_80's entry is still there
+    for arch in ("80", "90a"):
+        assert record["per_architecture"][arch]["controls"]["defines"] == {"SCALE": "1"}
+        assert record["per_architecture"][arch]["winner"]["scores"] < record["per_architecture"][arch][
+            "baseline"]["scores"]
+    assert sorted(record["objects"]["kern.cu.o"]) == ["80", "90a"]
+    journals = sorted(p.name for p in (build / "ciq" / "journal").iterdir())
+    assert journals == ["gencode_kernels.sm_80.jsonl", "gencode_kernels.sm_90a.jsonl"]
+    # A second tune of sm_80 resumes its own journal.
+    again = tune("80")
+    assert again.returncode == 0, again.stderr
+    assert "from the journal" in again.stdout and " 0 from the journal" not in again.stdout, again.stdout
+    # An architecture the target is not built for is refused, saying which it has.
+    wrong = tune("75")
+    assert wrong.returncode != 0 and "built for 80, 90a, not 75" in wrong.stderr, wrong.stderr
+    # The plain build applies the record, and verify checks each architecture's code.
+    verify = subprocess.run([sys.executable, "-m", "ciq_build", "verify", "gencode_kernels", "-B", str(build)],
+                            capture_output=True, text=True, timeout=300, cwd=source)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    show = subprocess.run([sys.executable, "-m", "ciq_build", "show", "gencode_kernels", "-B", str(build)],
+                          capture_output=True, text=True, timeout=60, cwd=source)
+    assert show.returncode == 0, show.stderr
+    assert "sm_80" in show.stdout and "sm_90a" in show.stdout and "-DSCALE=1" in show.stdout, show.stdout

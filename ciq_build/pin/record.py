@@ -674,6 +674,13 @@ def _with_defines(device: Sequence[str], controls: Controls) -> list[str]:
     return [*device[:split], *define_arguments(controls), *device[split:]]
 
 
+def gencode_options_file(options_file: Path, arch: str) -> Path:
+    """Where a build keeps `arch`'s own arguments of a pin applied per -gencode: beside the target's
+    options file (the CMake module's _ciq_gencode_launcher names them alike)."""
+    options_file = Path(options_file)
+    return options_file.with_name(options_file.name.removesuffix(".nvcc-options") + f".sm_{arch}.nvcc-options")
+
+
 @dataclass(frozen=True)
 class BuildPin:
     """What a build applies to one target's CUDA compiles, and why (one line for the log)."""
@@ -855,6 +862,9 @@ def _objective_table(record: PinnedRecord) -> list[str]:
 def format_record(record: PinnedRecord) -> str:
     """Human-readable summary for ``python -m ciq_build show <target>``."""
     lines = [f"target      {record.target}  (schema {record.schema})"]
+    if record.per_architecture:
+        lines.append("per arch    " + ", ".join(f"sm_{a}" for a in sorted(record.per_architecture))
+                     + " have winners of their own (below); the others take the controls here")
     c = record.controls
     lines.append("flags       " + (" ".join(c.flags) if c.flags else "(none)"))
     lines.append(
@@ -882,6 +892,19 @@ def format_record(record: PinnedRecord) -> str:
     if record.objectives:
         lines.append("objectives")
         lines.extend("  " + row for row in _objective_table(record))
+    for arch, entry in sorted(record.per_architecture.items()):
+        # Each architecture's own winner (tune --architecture), applied to its own -gencode.
+        e = entry.controls
+        shown = [*e.flags, *(f"-D{n}={v}" for n, v in e.defines)]
+        if e.acf is not None:
+            shown.append(f"acf {Path(e.acf.path).name} ({e.acf.compiler}, sha256 {e.acf.sha256[:16]}...)")
+        lines.append(f"sm_{arch:<8} " + (" ".join(shown) or "(compiler defaults)"))
+        for i, objective in enumerate(record.objectives):
+            base = entry.baseline.scores[i] if entry.baseline else None
+            best = entry.winner.scores[i] if entry.winner else None
+            if base is not None and best is not None:
+                lines.append(f"  {objective.direction} {objective.name}: {_measured(entry.baseline, i)} -> "
+                             f"{_measured(entry.winner, i)} ({relative_change(base, best)})")
     if record.objects:
         lines.append("objects")
         for obj, archs in sorted(record.objects.items()):
