@@ -37,13 +37,14 @@ from setuptools import Extension
 from setuptools.command.build_ext import build_ext as _setuptools_build_ext
 from setuptools.errors import CompileError, SetupError
 
+from ciq_build.compiler import gencode
 from ciq_build.compiler.acf import check_nvcc_acf_architectures
 from ciq_build.compiler.controls import options_file_line
 from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain, split_arch, split_architectures
 from ciq_build.core.rules import is_target_name, load_rules
 from ciq_build.errors import CiqError, ConfigError, RecordError, ToolchainError
 from ciq_build.measure import proc
-from ciq_build.pin.record import BuildPin, record_path, resolve_build_pin
+from ciq_build.pin.record import BuildPin, gencode_options_file, record_path, resolve_build_pin
 from ciq_build.state.durable import atomic_write
 
 __all__ = ["BuildPin", "CudaExtension", "build_ext", "cudart_static", "resolve_pin"]
@@ -312,14 +313,25 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         _say(decision.message)
         options = build_temp / f"{ext.ciq_target}.nvcc-options"
         _write_options_if_changed(options, decision.arguments)
+        # A pin whose architectures have different controls: each one's own arguments beside the
+        # options file, applied to its own cicc and ptxas by ciq_build's gencode launcher (as in CMake).
+        launcher: list[str] = []
+        gencode_files: list[Path] = []
+        if decision.per_architecture:
+            launcher = [sys.executable, "-I", "-S", str(Path(gencode.__file__).resolve())]
+            for arch, arguments in decision.per_architecture:
+                gencode_files.append(gencode_options_file(options, arch))
+                _write_options_if_changed(gencode_files[-1], arguments)
+                launcher.append(f"--arch={arch}={gencode_files[-1]}")
+            launcher.append("--")
 
         cuda_sources = [os.fspath(s) for s in ext.sources if _is_cuda(s)]
         # The record and its ACF: same path, new content must recompile.
-        depends = [options, *decision.depends, *(Path(d) for d in ext.depends)]
+        depends = [options, *gencode_files, *decision.depends, *(Path(d) for d in ext.depends)]
         objects = []
         for source in cuda_sources:
             obj = _object_for(source, build_temp)
-            command = self._nvcc_command(ext, toolchain, source, obj, options)
+            command = [*launcher, *self._nvcc_command(ext, toolchain, source, obj, options)]
             objects.append(obj)
             # The command itself (nvcc, version, architectures, flags) is part of what the object depends on.
             stamp = obj.with_name(obj.name + ".cmd")
