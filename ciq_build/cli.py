@@ -94,6 +94,10 @@ def build_parser() -> argparse.ArgumentParser:
                            f"target's TIMEOUT, {_MEASURE.timeout:g} unless set, or 4x the baseline's when more; "
                            "the baseline itself gets at least 600)")
     tune.add_argument("--max-evaluations", type=int, default=None, help="stop after this many evaluations")
+    tune.add_argument("--architecture", default=None, metavar="ARCH",
+                      help="tune one architecture of a multi-architecture target (e.g. 80 or sm_90a): only it is "
+                           "built, and the winner is pinned as its entry of the target's record, beside the other "
+                           "architectures' (each applied to its own -gencode)")
     tune.add_argument("--fresh", action="store_true", help="start over instead of resuming the journal")
     tune.add_argument("--wait", action="store_true", help="wait for another tune of the same target to finish")
     tune.add_argument("--no-pin", action="store_true", help="search and report, but write no pinned record")

@@ -37,13 +37,14 @@ from setuptools import Extension
 from setuptools.command.build_ext import build_ext as _setuptools_build_ext
 from setuptools.errors import CompileError, SetupError
 
+from ciq_build.compiler import gencode
 from ciq_build.compiler.acf import check_nvcc_acf_architectures
 from ciq_build.compiler.controls import options_file_line
 from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain, split_arch, split_architectures
 from ciq_build.core.rules import is_target_name, load_rules
 from ciq_build.errors import CiqError, ConfigError, RecordError, ToolchainError
 from ciq_build.measure import proc
-from ciq_build.pin.record import BuildPin, record_path, resolve_build_pin
+from ciq_build.pin.record import BuildPin, gencode_options_file, record_path, resolve_build_pin
 from ciq_build.state.durable import atomic_write
 
 __all__ = ["BuildPin", "CudaExtension", "build_ext", "cudart_static", "resolve_pin"]
@@ -327,7 +328,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         """Compile `ext`'s .cu files; return a copy of `ext` for setuptools that links them in."""
         toolchain = self._toolchain()
         build_temp = Path(self.build_temp).absolute()
-        options, pin_depends = self._options_file(ext, toolchain, build_temp)
+        options, pin_depends, launcher = self._options_file(ext, toolchain, build_temp)
 
         cuda_sources = [os.fspath(s) for s in ext.sources if _is_cuda(s)]
         # The record and its ACF: same path, new content must recompile.
@@ -335,7 +336,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         objects = []
         for source in cuda_sources:
             obj = _object_for(source, build_temp)
-            command = self._nvcc_command(ext, toolchain, source, obj, options)
+            command = [*launcher, *self._nvcc_command(ext, toolchain, source, obj, options)]
             objects.append(obj)
             # The command itself (nvcc, version, architectures, flags) is part of what the object depends on.
             stamp = obj.with_name(obj.name + ".cmd")
@@ -367,8 +368,10 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         host_ext.include_dirs = [*ext.include_dirs, *_toolkit_include(toolchain)]
         return host_ext
 
-    def _options_file(self, ext: CudaExtension, toolchain: Toolchain, build_temp: Path) -> tuple[Path, list[Path]]:
-        """The options file the .cu compiles read (written from the pin) and the pin's files they depend on.
+    def _options_file(self, ext: CudaExtension, toolchain: Toolchain,
+                      build_temp: Path) -> tuple[Path, list[Path], list[str]]:
+        """The options file the .cu compiles read (written from the pin), the files they depend on,
+        and the launcher to put before nvcc (empty unless the pin's architectures differ).
 
         A tune (ciq_build.setuptools_tune) hands its candidate's file instead, as CIQ_TUNE_OPTIONS_FILE does in CMake.
         """
@@ -380,7 +383,19 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         _say(decision.message)
         options = build_temp / f"{ext.ciq_target}.nvcc-options"
         _write_options_if_changed(options, decision.arguments)
-        return options, list(decision.depends)
+        depends = list(decision.depends)
+        # A pin whose architectures have different controls: each one's own arguments beside the
+        # options file, applied to its own cicc and ptxas by ciq_build's gencode launcher (as in CMake).
+        launcher: list[str] = []
+        if decision.per_architecture:
+            launcher = [sys.executable, "-I", "-S", str(Path(gencode.__file__).resolve())]
+            for arch, arguments in decision.per_architecture:
+                arch_file = gencode_options_file(options, arch)
+                _write_options_if_changed(arch_file, arguments)
+                depends.append(arch_file)
+                launcher.append(f"--arch={arch}={arch_file}")
+            launcher.append("--")
+        return options, depends, launcher
 
     def _run_nvcc(self, command: list[str], timeout: float) -> proc.ProcResult:
         return proc.run(command, timeout)

@@ -194,8 +194,9 @@ class _CandidateBuildExt(build_ext):
 
     candidate_options: Path
 
-    def _options_file(self, ext: CudaExtension, toolchain: Toolchain, build_temp: Path) -> tuple[Path, list[Path]]:
-        return self.candidate_options, []
+    def _options_file(self, ext: CudaExtension, toolchain: Toolchain,
+                      build_temp: Path) -> tuple[Path, list[Path], list[str]]:
+        return self.candidate_options, [], []  # one candidate's controls for every architecture: no launcher
 
     def _run_nvcc(self, command: list[str], timeout: float) -> proc.ProcResult:
         result = proc.run(command, timeout)

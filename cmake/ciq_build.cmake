@@ -12,7 +12,8 @@
 #                 the driver rewrites <file> for every candidate
 #
 # Cache variables read: CIQ_DISABLE (ignore every pin), CIQ_STRICT (a toolkit
-# mismatch is an error, not a warning), CIQ_TUNE_TARGET, CIQ_TUNE_OPTIONS_FILE.
+# mismatch is an error, not a warning), CIQ_TUNE_TARGET, CIQ_TUNE_OPTIONS_FILE,
+# CIQ_TUNE_ARCHITECTURES (tune --architecture: the tuned target's one architecture).
 #
 # Properties set on each tuned target (read them, never set them):
 #   CIQ_PIN_STATUS      applied | none | disabled | skipped | tuning
@@ -155,6 +156,121 @@ function(_ciq_option_name out flag)
   set(${out} "${prefix}${name}" PARENT_SCOPE)
 endfunction()
 
+# _ciq_read_controls(<target> <pin_file> <pin_dir> <allow_numerics> <json> <where> <key>...):
+# the controls object at <key>... of the record (the top-level "controls", or an
+# entry's "per_architecture <arch> controls"), checked as ciq_build/pin/record.py
+# checks each Controls; <where> names it in messages. Reads the caller's
+# _ciq_params (the target's PARAMS). Sets in the caller _ciq_c_flags (sorted,
+# unique), _ciq_c_defines (-DNAME=VALUE, sorted by name), _ciq_c_acf (its path,
+# or "") and _ciq_c_acf_kind.
+function(_ciq_read_controls target pin_file pin_dir allow_numerics json where)
+  set(fix "Restore it from version control, or retune with `python -m ciq_build tune ${target}`.")
+  # Flags: the rule book checked each; here, how they combine.
+  _ciq_json_strings(flags "${json}" ${ARGN} flags)
+  list(REMOVE_DUPLICATES flags)
+  list(SORT flags)
+  set(options "")
+  foreach(flag IN LISTS flags)
+    _ciq_option_name(option "${flag}")
+    if(option IN_LIST options)
+      _ciq_pin_error(${target} "${pin_file}" "two flags set the compiler option "
+        "${option}; keep one of them. ${fix}")
+      _ciq_pin_stop()
+    endif()
+    list(APPEND options "${option}")
+  endforeach()
+  _ciq_rules_conflicts(conflict "${flags}")
+  if(NOT conflict STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "ptxas refuses the flags ${conflict} "
+      "together; keep one of them. ${fix}")
+    _ciq_pin_stop()
+  endif()
+
+  # The Advanced Controls File: a regular file inside the pin dir, with the
+  # sha256 it was measured with.
+  set(acf_path "")
+  set(acf_kind "")
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" ${ARGN} acf)
+  if(NOT missing AND type STREQUAL "OBJECT")
+    string(JSON acf_name GET "${json}" ${ARGN} acf file)
+    string(JSON acf_sha GET "${json}" ${ARGN} acf sha256)
+    string(JSON acf_kind GET "${json}" ${ARGN} acf compiler)
+    set(acf_path "${pin_dir}/${acf_name}")
+    if(NOT EXISTS "${acf_path}" AND NOT IS_SYMLINK "${acf_path}")
+      _ciq_pin_error(${target} "${pin_file}" "its ACF ${acf_path} does not exist. ${fix}")
+      _ciq_pin_stop()
+    endif()
+    _ciq_rules_read_file(ignored problem "${acf_path}" acf_bytes)
+    if(NOT problem STREQUAL "")
+      _ciq_pin_error(${target} "${pin_file}" "its ACF ${problem}. ${fix}")
+      _ciq_pin_stop()
+    endif()
+    file(SHA256 "${acf_path}" actual_sha)
+    if(NOT actual_sha STREQUAL acf_sha)
+      _ciq_pin_error(${target} "${pin_file}" "the sha256 of ${acf_path} is "
+        "${actual_sha}, the record says ${acf_sha}: the ACF is not the one that "
+        "was measured. ${fix}")
+      _ciq_pin_stop()
+    endif()
+  endif()
+
+  # What this target allows: numerics flags, and -D of its own PARAMS only.
+  foreach(flag IN LISTS flags)
+    _ciq_rules_is_numerics(numerics "${flag}")
+    if(numerics AND NOT allow_numerics)
+      _ciq_pin_error(${target} "${pin_file}" "flag '${flag}' changes floating-point "
+        "results, and ciq_tune_target(${target}) does not say ALLOW_NUMERICS. "
+        "Add ALLOW_NUMERICS, or retune without numerics flags.")
+      _ciq_pin_stop()
+    endif()
+  endforeach()
+  set(declared "")
+  foreach(spec IN LISTS _ciq_params)
+    if(spec MATCHES "^[ \t\n]*([A-Za-z_][A-Za-z0-9_]*)[ \t\n]*=(.*)$")
+      list(APPEND declared "${CMAKE_MATCH_1}")
+      string(STRIP "${CMAKE_MATCH_2}" domain_${CMAKE_MATCH_1})
+    endif()
+  endforeach()
+  set(defines "")
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" ${ARGN} defines)
+  if(NOT missing AND type STREQUAL "OBJECT")
+    string(JSON count LENGTH "${json}" ${ARGN} defines)
+    if(count GREATER 0)
+      math(EXPR last "${count} - 1")
+      set(names "")
+      foreach(index RANGE ${last})
+        string(JSON name MEMBER "${json}" ${ARGN} defines ${index})
+        list(APPEND names "${name}")
+      endforeach()
+      list(SORT names)
+      foreach(name IN LISTS names)
+        string(JSON value GET "${json}" ${ARGN} defines "${name}")
+        if(NOT name IN_LIST declared)
+          list(JOIN declared ", " shown)
+          _ciq_pin_error(${target} "${pin_file}" "${where}.defines.${name} is "
+            "refused: only the PARAMS of ciq_tune_target(${target}) may be defined "
+            "(declared: ${shown}). Add ${name} to PARAMS and retune, or remove it "
+            "from the record.")
+          _ciq_pin_stop()
+        endif()
+        _ciq_in_domain(inside "${domain_${name}}" "${value}")
+        if(NOT inside)
+          _ciq_pin_error(${target} "${pin_file}" "${where}.defines.${name}='${value}' "
+            "is outside its declared domain '${domain_${name}}'. Retune, or set a "
+            "value that PARAMS allows.")
+          _ciq_pin_stop()
+        endif()
+        list(APPEND defines "-D${name}=${value}")
+      endforeach()
+    endif()
+  endif()
+
+  set(_ciq_c_flags "${flags}" PARENT_SCOPE)
+  set(_ciq_c_defines "${defines}" PARENT_SCOPE)
+  set(_ciq_c_acf "${acf_path}" PARENT_SCOPE)
+  set(_ciq_c_acf_kind "${acf_kind}" PARENT_SCOPE)
+endfunction()
+
 # _ciq_read_pin(<target> <pin_file> <pin_dir> <allow_numerics> [<PARAMS>...])
 # Validates a pinned record against the rule book, in the order of
 # ciq_build/pin/record.py (read_record, then pin_arguments' checks), and sets in the
@@ -229,107 +345,103 @@ function(_ciq_read_pin target pin_file pin_dir allow_numerics)
     endif()
   endforeach()
 
-  # Flags: the rule book checked each; here, how they combine.
-  _ciq_json_strings(flags "${json}" controls flags)
-  list(REMOVE_DUPLICATES flags)
-  list(SORT flags)
-  set(options "")
-  foreach(flag IN LISTS flags)
-    _ciq_option_name(option "${flag}")
-    if(option IN_LIST options)
-      _ciq_pin_error(${target} "${pin_file}" "two flags set the compiler option "
-        "${option}; keep one of them. ${fix}")
-      _ciq_pin_stop()
-    endif()
-    list(APPEND options "${option}")
-  endforeach()
-  _ciq_rules_conflicts(conflict "${flags}")
-  if(NOT conflict STREQUAL "")
-    _ciq_pin_error(${target} "${pin_file}" "ptxas refuses the flags ${conflict} "
-      "together; keep one of them. ${fix}")
-    _ciq_pin_stop()
-  endif()
-
-  # The Advanced Controls File: a regular file inside the pin dir, with the
-  # sha256 it was measured with.
-  set(acf_path "")
-  set(acf_kind "")
-  string(JSON type ERROR_VARIABLE missing TYPE "${json}" controls acf)
+  # Per-architecture entries: each for one of the architectures the record was
+  # tuned for, with one score and one spread per objective.
+  _ciq_json_strings(tuned_architectures "${json}" toolchain architectures)
+  _ciq_architecture_set(tuned ${tuned_architectures})
+  set(entries "")
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" per_architecture)
   if(NOT missing AND type STREQUAL "OBJECT")
-    string(JSON acf_name GET "${json}" controls acf file)
-    string(JSON acf_sha GET "${json}" controls acf sha256)
-    string(JSON acf_kind GET "${json}" controls acf compiler)
-    set(acf_path "${pin_dir}/${acf_name}")
-    if(NOT EXISTS "${acf_path}" AND NOT IS_SYMLINK "${acf_path}")
-      _ciq_pin_error(${target} "${pin_file}" "its ACF ${acf_path} does not exist. ${fix}")
-      _ciq_pin_stop()
-    endif()
-    _ciq_rules_read_file(ignored problem "${acf_path}" acf_bytes)
-    if(NOT problem STREQUAL "")
-      _ciq_pin_error(${target} "${pin_file}" "its ACF ${problem}. ${fix}")
-      _ciq_pin_stop()
-    endif()
-    file(SHA256 "${acf_path}" actual_sha)
-    if(NOT actual_sha STREQUAL acf_sha)
-      _ciq_pin_error(${target} "${pin_file}" "the sha256 of ${acf_path} is "
-        "${actual_sha}, the record says ${acf_sha}: the ACF is not the one that "
-        "was measured. ${fix}")
-      _ciq_pin_stop()
-    endif()
-  endif()
-
-  # What this target allows: numerics flags, and -D of its own PARAMS only.
-  foreach(flag IN LISTS flags)
-    _ciq_rules_is_numerics(numerics "${flag}")
-    if(numerics AND NOT allow_numerics)
-      _ciq_pin_error(${target} "${pin_file}" "flag '${flag}' changes floating-point "
-        "results, and ciq_tune_target(${target}) does not say ALLOW_NUMERICS. "
-        "Add ALLOW_NUMERICS, or retune without numerics flags.")
-      _ciq_pin_stop()
-    endif()
-  endforeach()
-  set(declared "")
-  foreach(spec IN LISTS ARGN)
-    if(spec MATCHES "^[ \t\n]*([A-Za-z_][A-Za-z0-9_]*)[ \t\n]*=(.*)$")
-      list(APPEND declared "${CMAKE_MATCH_1}")
-      string(STRIP "${CMAKE_MATCH_2}" domain_${CMAKE_MATCH_1})
-    endif()
-  endforeach()
-  set(defines "")
-  string(JSON type ERROR_VARIABLE missing TYPE "${json}" controls defines)
-  if(NOT missing AND type STREQUAL "OBJECT")
-    string(JSON count LENGTH "${json}" controls defines)
+    string(JSON count LENGTH "${json}" per_architecture)
     if(count GREATER 0)
       math(EXPR last "${count} - 1")
-      set(names "")
       foreach(index RANGE ${last})
-        string(JSON name MEMBER "${json}" controls defines ${index})
-        list(APPEND names "${name}")
-      endforeach()
-      list(SORT names)
-      foreach(name IN LISTS names)
-        string(JSON value GET "${json}" controls defines "${name}")
-        if(NOT name IN_LIST declared)
-          list(JOIN declared ", " shown)
-          _ciq_pin_error(${target} "${pin_file}" "controls.defines.${name} is "
-            "refused: only the PARAMS of ciq_tune_target(${target}) may be defined "
-            "(declared: ${shown}). Add ${name} to PARAMS and retune, or remove it "
-            "from the record.")
+        string(JSON arch MEMBER "${json}" per_architecture ${index})
+        if(NOT arch IN_LIST tuned)
+          list(JOIN tuned ", " shown)
+          _ciq_pin_error(${target} "${pin_file}" "per_architecture.${arch} is an entry for "
+            "${arch}, which toolchain.architectures does not name (${shown}); add ${arch} "
+            "there, or remove the entry. ${fix}")
           _ciq_pin_stop()
         endif()
-        _ciq_in_domain(inside "${domain_${name}}" "${value}")
-        if(NOT inside)
-          _ciq_pin_error(${target} "${pin_file}" "controls.defines.${name}='${value}' "
-            "is outside its declared domain '${domain_${name}}'. Retune, or set a "
-            "value that PARAMS allows.")
-          _ciq_pin_stop()
-        endif()
-        list(APPEND defines "-D${name}=${value}")
+        list(APPEND entries "${arch}")
+        foreach(summary IN ITEMS baseline winner)
+          string(JSON type ERROR_VARIABLE missing TYPE "${json}" per_architecture ${arch} ${summary})
+          if(NOT missing AND type STREQUAL "OBJECT")
+            string(JSON scores LENGTH "${json}" per_architecture ${arch} ${summary} scores)
+            string(JSON spread LENGTH "${json}" per_architecture ${arch} ${summary} spread)
+            if(NOT scores EQUAL objective_count OR NOT spread EQUAL objective_count)
+              _ciq_pin_error(${target} "${pin_file}" "per_architecture.${arch}.${summary} needs "
+                "one score and one spread per objective (${objective_count}), has ${scores} and "
+                "${spread}. ${fix}")
+              _ciq_pin_stop()
+            endif()
+          endif()
+        endforeach()
       endforeach()
     endif()
   endif()
 
-  set(args ${flags} ${defines})
+  # The controls: the record's, then each entry's.
+  set(_ciq_params "${ARGN}")
+  _ciq_read_controls(${target} "${pin_file}" "${pin_dir}" "${allow_numerics}" "${json}" controls controls)
+  _ciq_pin_stop()
+  set(flags_any "${_ciq_c_flags}")
+  set(defines_any "${_ciq_c_defines}")
+  set(acf_any "${_ciq_c_acf}")
+  set(kind_any "${_ciq_c_acf_kind}")
+  set(all_acfs "${_ciq_c_acf}")
+  foreach(arch IN LISTS entries)
+    _ciq_read_controls(${target} "${pin_file}" "${pin_dir}" "${allow_numerics}" "${json}"
+      "per_architecture.${arch}.controls" per_architecture ${arch} controls)
+    _ciq_pin_stop()
+    set(flags_${arch} "${_ciq_c_flags}")
+    set(defines_${arch} "${_ciq_c_defines}")
+    set(acf_${arch} "${_ciq_c_acf}")
+    set(kind_${arch} "${_ciq_c_acf_kind}")
+    list(APPEND all_acfs "${_ciq_c_acf}")
+  endforeach()
+  # What each architecture gets: its entry's controls, else the record's ("any":
+  # a record that names no architecture). A -D reaches the host compile, which
+  # nvcc runs once for all architectures: they must agree (record.py
+  # shared_defines_problem).
+  set(applied "${tuned}")
+  if(applied STREQUAL "")
+    set(applied any)
+  endif()
+  set(first "")
+  set(acf_kind "")
+  foreach(arch IN LISTS applied)
+    if(arch IN_LIST entries)
+      set(where_${arch} "per_architecture.${arch}.controls")
+    else()
+      set(where_${arch} "controls")
+      set(flags_${arch} "${flags_any}")
+      set(defines_${arch} "${defines_any}")
+      set(acf_${arch} "${acf_any}")
+      set(kind_${arch} "${kind_any}")
+    endif()
+    if(first STREQUAL "")
+      set(first "${arch}")
+    elseif(NOT "${defines_${arch}}" STREQUAL "${defines_${first}}")
+      _ciq_pin_error(${target} "${pin_file}" "${where_${arch}}.defines differ from "
+        "${where_${first}}.defines: a -D parameter reaches the host compile, which nvcc "
+        "runs once for every architecture. Give every architecture the same PARAMS values "
+        "(tune each with --architecture and the same values), or tune all architectures "
+        "together. ${fix}")
+      _ciq_pin_stop()
+    endif()
+    if(acf_kind STREQUAL "" OR kind_${arch} STREQUAL "ptxas")
+      set(acf_kind "${kind_${arch}}")
+    endif()
+    set(_ciq_pin_flags_${arch} "${flags_${arch}}" PARENT_SCOPE)
+    set(_ciq_pin_acf_${arch} "${acf_${arch}}" PARENT_SCOPE)
+    set(_ciq_pin_acf_kind_${arch} "${kind_${arch}}" PARENT_SCOPE)
+  endforeach()
+  set(_ciq_pin_applied "${applied}" PARENT_SCOPE)
+  set(_ciq_pin_entries "${entries}" PARENT_SCOPE)
+  set(_ciq_pin_defines "${defines_${first}}" PARENT_SCOPE)
+  set(acf_path "${all_acfs}")
   string(JSON cuda GET "${json}" toolchain cuda)
   string(JSON ptxas ERROR_VARIABLE missing GET "${json}" toolchain ptxas_version)
   if(missing OR NOT ptxas MATCHES "^([0-9]+)[.]([0-9]+)")
@@ -341,10 +453,8 @@ function(_ciq_read_pin target pin_file pin_dir allow_numerics)
   endif()
   # The architectures it was tuned for (the rule book has checked each is a
   # plain string, at most `limit architectures` of them).
-  _ciq_json_strings(tuned_architectures "${json}" toolchain architectures)
   set(_ciq_pin_architectures "${tuned_architectures}" PARENT_SCOPE)
   set(_ciq_pin_ptxas "${ptxas}" PARENT_SCOPE)
-  set(_ciq_pin_args "${args}" PARENT_SCOPE)
   set(_ciq_pin_acf "${acf_path}" PARENT_SCOPE)
   set(_ciq_pin_acf_kind "${acf_kind}" PARENT_SCOPE)
   set(_ciq_pin_cuda "${cuda}" PARENT_SCOPE)
@@ -456,6 +566,7 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
   set(args "")
   set(depends "")
   set(acf_kind "")
+  set(gencode "")
   if(CIQ_DISABLE)
     set(status disabled)
     set(text "pins disabled (CIQ_DISABLE=ON)")
@@ -503,25 +614,71 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
       _ciq_pin_skip("pin skipped (tuned for ${tuned_shown}, compiling for ${building_shown}): ${pin_file}")
     else()
       set(status applied)
-      set(args "${_ciq_pin_args}")
       set(acf_kind "${_ciq_pin_acf_kind}")
-      if(NOT _ciq_pin_acf STREQUAL "")
-        _ciq_acf_argument(acf_arg ${target} "${pin_file}" "${_ciq_pin_acf}"
-          "${acf_kind}" "${binary_dir}")
-        get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
-        if(refused)
-          return()
+      # Each architecture's device arguments (flags, then its ACF); an entry's ACF
+      # copy is named for its architecture (record.py resolve_build_pin).
+      set(distinct "")
+      foreach(arch IN LISTS _ciq_pin_applied)
+        set(device_${arch} "${_ciq_pin_flags_${arch}}")
+        if(NOT _ciq_pin_acf_${arch} STREQUAL "")
+          set(copy_name "${target}")
+          if(arch IN_LIST _ciq_pin_entries)
+            set(copy_name "${target}.${arch}")
+          endif()
+          _ciq_acf_argument(acf_arg ${copy_name} "${pin_file}" "${_ciq_pin_acf_${arch}}"
+            "${_ciq_pin_acf_kind_${arch}}" "${binary_dir}")
+          get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
+          if(refused)
+            return()
+          endif()
+          list(APPEND device_${arch} "${acf_arg}")
+          if(NOT acf_arg MATCHES "=${_ciq_pin_acf_${arch}}$")
+            list(APPEND depends "${binary_dir}/${copy_name}.acf")
+          endif()
         endif()
-        list(APPEND args "${acf_arg}")
-        if(NOT acf_arg MATCHES "=${_ciq_pin_acf}$")
-          list(APPEND depends "${binary_dir}/${target}.acf")
+        string(REPLACE ";" "\n" key "${device_${arch}}")
+        list(APPEND distinct "[${key}]")
+      endforeach()
+      list(REMOVE_DUPLICATES distinct)
+      list(REMOVE_DUPLICATES depends)
+      list(LENGTH distinct distinct_count)
+      list(GET _ciq_pin_applied 0 first)
+      set(gencode "")
+      if(distinct_count EQUAL 1)
+        # One set of controls for every architecture: plain nvcc, as before.
+        set(args ${_ciq_pin_flags_${first}} ${_ciq_pin_defines})
+        if(NOT _ciq_pin_acf_${first} STREQUAL "")
+          list(GET device_${first} -1 acf_arg)
+          list(APPEND args "${acf_arg}")
         endif()
+        list(JOIN args " " shown)
+        if(shown STREQUAL "")
+          set(shown "compiler defaults")
+        endif()
+      else()
+        # Per -gencode: the shared -D parameters in the options file, each
+        # architecture's own arguments through the gencode launcher.
+        set(args "${_ciq_pin_defines}")
+        set(gencode "${_ciq_pin_applied}")
+        set(shown "")
+        foreach(arch IN LISTS gencode)
+          list(JOIN device_${arch} " " one)
+          if(one STREQUAL "")
+            set(one "compiler defaults")
+          endif()
+          list(APPEND shown "sm_${arch}: ${one}")
+          set(_ciq_pin_gencode_${arch} "${device_${arch}}" PARENT_SCOPE)
+        endforeach()
+        list(JOIN shown "; " shown)
+        list(JOIN args " " all)
+        if(NOT all STREQUAL "")
+          string(APPEND shown "; all: ${all}")
+        endif()
+        set(text "pinned controls per architecture from ${pin_file}: ${shown}")
       endif()
-      list(JOIN args " " shown)
-      if(shown STREQUAL "")
-        set(shown "compiler defaults")
+      if(gencode STREQUAL "")
+        set(text "pinned controls from ${pin_file}: ${shown}")
       endif()
-      set(text "pinned controls from ${pin_file}: ${shown}")
     endif()
   endif()
   set(_ciq_pin_status "${status}" PARENT_SCOPE)
@@ -529,6 +686,7 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
   set(_ciq_pin_depends "${depends}" PARENT_SCOPE)
   set(_ciq_pin_acf_kind "${acf_kind}" PARENT_SCOPE)
   set(_ciq_pin_message "${text}" PARENT_SCOPE)
+  set(_ciq_pin_gencode "${gencode}" PARENT_SCOPE)
 endfunction()
 
 # ---------------------------------------------------------------------------
@@ -647,6 +805,68 @@ function(_ciq_pin_location target)
   set(pin_file "${pin_dir}/${target}.json" PARENT_SCOPE)
 endfunction()
 
+# _ciq_gencode_launcher(<target> <pin_file> <options_file>): a pin whose
+# architectures have different controls (_ciq_pin_gencode from
+# _ciq_resolve_pin). nvcc has no per-gencode option, so each architecture's
+# device arguments go to <options_file's base>.sm_<arch>.nvcc-options
+# (gencode_options_file in ciq_build/pin/record.py names them alike), and the
+# target compiles through ciq_build/compiler/gencode.py, which gives each
+# architecture's cicc and ptxas steps its own (the options file keeps what they
+# share). Sets _ciq_gencode_files in the caller.
+function(_ciq_gencode_launcher target pin_file options_file)
+  get_target_property(own ${target} CUDA_COMPILER_LAUNCHER)
+  if(own OR (NOT "${CMAKE_CUDA_COMPILER_LAUNCHER}" STREQUAL ""
+      AND NOT "${CMAKE_CUDA_COMPILER_LAUNCHER}" MATCHES "ptxas_path[.]py"))
+    if(NOT own)
+      set(own "${CMAKE_CUDA_COMPILER_LAUNCHER}")
+    endif()
+    _ciq_pin_error(${target} "${pin_file}" "its architectures have different controls, which "
+      "ciq_build applies through a CUDA compiler launcher of its own, but the target "
+      "already compiles through '${own}'. Drop that launcher for ${target}, or pin one "
+      "winner for all its architectures (`python -m ciq_build tune ${target}`).")
+    return()
+  endif()
+  get_property(dir GLOBAL PROPERTY CIQ_BUILD_CMAKE_DIR)
+  # A checkout has cmake/ beside ciq_build/; a wheel installs it as ciq_build/cmake.
+  set(script "")
+  foreach(candidate IN ITEMS "${dir}/../ciq_build/compiler/gencode.py" "${dir}/../compiler/gencode.py")
+    if(EXISTS "${candidate}")
+      file(REAL_PATH "${candidate}" script)
+      break()
+    endif()
+  endforeach()
+  if(NOT "${CIQ_PYTHON}" STREQUAL "")
+    set(python "${CIQ_PYTHON}")
+  else()
+    find_package(Python3 COMPONENTS Interpreter QUIET)
+    set(python "${Python3_EXECUTABLE}")
+  endif()
+  if(script STREQUAL "" OR python STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "its architectures have different controls, which "
+      "need Python 3 and ciq_build's gencode launcher (found: Python '${python}', launcher "
+      "'${script}'). Install Python 3 (or set -DCIQ_PYTHON=<python>) and ciq_build, or pin one "
+      "winner for all its architectures (`python -m ciq_build tune ${target}`).")
+    return()
+  endif()
+  string(REGEX REPLACE "[.]nvcc-options$" "" base "${options_file}")
+  set(launcher "${python}" -I -S "${script}")
+  set(files "")
+  foreach(arch IN LISTS _ciq_pin_gencode)
+    set(file "${base}.sm_${arch}.nvcc-options")
+    list(JOIN _ciq_pin_gencode_${arch} "\n" lines)
+    if(NOT lines STREQUAL "")
+      string(APPEND lines "\n")
+    endif()
+    _ciq_write_if_changed("${file}" "${lines}")
+    list(APPEND launcher "--arch=${arch}=${file}")
+    list(APPEND files "${file}" "${script}")
+  endforeach()
+  list(APPEND launcher "--")
+  set_target_properties(${target} PROPERTIES CUDA_COMPILER_LAUNCHER "${launcher}")
+  list(REMOVE_DUPLICATES files)
+  set(_ciq_gencode_files "${files}" PARENT_SCOPE)
+endfunction()
+
 # _ciq_apply_pin(<target> <pin_file> <pin_dir> <options_file>): the
 # options file the target's CUDA compiles read. In a tuning build of <target>
 # the driver owns it; otherwise the pinned record is resolved (or refused)
@@ -698,6 +918,10 @@ function(_ciq_apply_pin target pin_file pin_dir options_file)
       string(APPEND lines "\n")
     endif()
     _ciq_write_if_changed("${options_file}" "${lines}")
+    if(status STREQUAL "applied" AND NOT "${_ciq_pin_gencode}" STREQUAL "")
+      _ciq_gencode_launcher(${target} "${pin_file}" "${options_file}")
+      list(APPEND depends ${_ciq_gencode_files})
+    endif()
   endif()
   foreach(name IN ITEMS options_file status args depends acf_kind)
     set(${name} "${${name}}" PARENT_SCOPE)
@@ -846,6 +1070,11 @@ function(_ciq_finalize_target target)
       "sources with LANGUAGE CUDA); tune the target that compiles your kernels.")
   endif()
 
+  if(CIQ_TUNE_TARGET STREQUAL target AND NOT "${CIQ_TUNE_ARCHITECTURES}" STREQUAL "")
+    # tune --architecture: this scratch tree builds the tuned target for that
+    # architecture alone (set here, after the project's own settings).
+    set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${CIQ_TUNE_ARCHITECTURES}")
+  endif()
   get_target_property(architectures ${target} CUDA_ARCHITECTURES)
   if(NOT architectures)
     set(architectures "")

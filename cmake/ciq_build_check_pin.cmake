@@ -8,7 +8,8 @@
 #   <ptxas major.minor, or empty>  <the build's architectures, "|"-separated>
 # For each case it prints one line, "case <n>: <status>" (applied, none,
 # skipped, or "refused: <the error configure gives>"), then "case <n> arg: <a>"
-# per nvcc argument. The rule-book agreement test drives the CMake module
+# per nvcc argument; for a pin applied per -gencode, then "case <n> arg: [<arch>]"
+# and "case <n> arg: [<arch>] <a>" per architecture and argument. The rule-book agreement test drives the CMake module
 # through this script, many records per process.
 cmake_minimum_required(VERSION 3.24)
 include("${CMAKE_CURRENT_LIST_DIR}/ciq_build.cmake")
@@ -44,6 +45,12 @@ foreach(case IN LISTS cases)
     message("case ${number}: ${_ciq_pin_status}")
     foreach(arg IN LISTS _ciq_pin_args)
       message("case ${number} arg: ${arg}")
+    endforeach()
+    foreach(arch IN LISTS _ciq_pin_gencode)
+      message("case ${number} arg: [${arch}]")
+      foreach(arg IN LISTS _ciq_pin_gencode_${arch})
+        message("case ${number} arg: [${arch}] ${arg}")
+      endforeach()
     endforeach()
   endif()
 endforeach()

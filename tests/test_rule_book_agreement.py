@@ -94,6 +94,116 @@ def _with(path: str, value: object, base: dict | None = None) -> dict:
     return record
 
 
+OTHER_ACF = b"fedcba9876543210" * 8
+OTHER_SHA = hashlib.sha256(OTHER_ACF).hexdigest()
+
+
+def per_architecture_record(**entries: object) -> dict:
+    """A record tuned for 80 and 90a with an entry per architecture (override either by keyword)."""
+    record = valid_record()
+    record["toolchain"]["architectures"] = ["80", "90a"]
+    record["per_architecture"] = {
+        "80": {"controls": {"flags": ["-maxrregcount=32"], "defines": {"TILE": "64", "UNROLL": "3"}},
+               "provenance": {"engine": "genetic", "seed": 2}, "baseline": {"scores": [2.0, 40], "spread": [0, 0]},
+               "winner": {"scores": [1.9, 32], "spread": [0.01, 0]}},
+        "90a": {"controls": {"flags": ["-Xptxas=-O2"], "defines": {"TILE": "64", "UNROLL": "3"},
+                             "acf": {"file": "kern.90a.acf", "sha256": OTHER_SHA, "compiler": "ptxas"}}},
+    }
+    for arch, entry in entries.items():
+        key = arch.removeprefix("a")
+        if entry is ...:
+            del record["per_architecture"][key]
+        else:
+            record["per_architecture"][key] = entry
+    return record
+
+
+def per_architecture_cases() -> list[Case]:
+    """Per-architecture records, valid and hostile (setup 'other-acf' plants kern.90a.acf)."""
+    pa = per_architecture_record()
+    same = per_architecture_record(a90a={"controls": {"flags": ["-maxrregcount=32"],
+                                                      "defines": {"TILE": "64", "UNROLL": "3"}}})
+    both = ("80", "90a")
+    return [
+        Case("per-arch: differing controls, applied per -gencode", _json(pa), architectures=both, setup="other-acf"),
+        Case("per-arch: in other spellings", _json(pa), architectures=("sm_80", "90a-real"), setup="other-acf"),
+        Case("per-arch: identical entries are plain nvcc", _json(same), architectures=both),
+        Case("per-arch: one entry, the other architecture takes the record's controls",
+             _json(per_architecture_record(a90a=...)), architectures=both),
+        Case("per-arch: entry with compiler defaults", _json(per_architecture_record(a90a={"controls": {
+            "defines": {"TILE": "64", "UNROLL": "3"}}})), architectures=both),
+        Case("per-arch: building for one of them skips", _json(pa), architectures=("80",), setup="other-acf"),
+        Case("per-arch: CUDA mismatch skips", _json(pa), architectures=both, cuda="13.0", setup="other-acf"),
+        Case("per-arch: entry's ptxas ACF meets another ptxas, skips", _json(pa), architectures=both, ptxas="13.0",
+             setup="other-acf"),
+        Case("per-arch: empty map is a single-winner record", _json(_with("per_architecture", {}, pa)),
+             architectures=both),
+        Case("per-arch: entry for an architecture not tuned", _json(per_architecture_record(a75={"controls": {}})),
+             architectures=both, setup="other-acf"),
+        Case("per-arch: key sm_80", _json(per_architecture_record(a80=..., **{"asm_80": pa["per_architecture"]["80"]})),
+             architectures=both, setup="other-acf"),
+        Case("per-arch: key 90A", _json(per_architecture_record(a90a=..., a90A=pa["per_architecture"]["90a"])),
+             architectures=both, setup="other-acf"),
+        Case("per-arch: key 90a-real", _json(per_architecture_record(
+            a90a=..., **{"a90a-real": pa["per_architecture"]["90a"]})), architectures=both, setup="other-acf"),
+        Case("per-arch: a key twice", _json(pa).replace(b'"80": {', b'"80": {"controls": {}}, "80": {', 1),
+             architectures=both, setup="other-acf"),
+        Case("per-arch: defines differ", _json(_with("per_architecture.80.controls.defines", {"TILE": "32",
+                                                                                            "UNROLL": "3"}, pa)),
+             architectures=both, setup="other-acf"),
+        Case("per-arch: defines differ from the record's", _json(per_architecture_record(
+            a90a=..., a80={"controls": {"defines": {"TILE": "128", "UNROLL": "3"}}})), architectures=both),
+        Case("per-arch: unused record controls' define outside its domain",
+             _json(_with("controls.defines", {"TILE": "48"}, pa)), architectures=both, setup="other-acf"),
+        Case("per-arch: entry define not a PARAM", _json(_with("per_architecture.80.controls.defines",
+                                                               {"NDEBUG": "1"}, pa)), architectures=both,
+             setup="other-acf"),
+        Case("per-arch: entry numerics without consent", _json(_with("per_architecture.80.controls.flags",
+                                                                     ["-ftz=true"], pa)), architectures=both,
+             setup="other-acf"),
+        Case("per-arch: entry numerics with consent", _json(_with("per_architecture.80.controls.flags",
+                                                                  ["-ftz=true"], pa)), architectures=both,
+             allow_numerics=True, setup="other-acf"),
+        Case("per-arch: entry flag off the list", _json(_with("per_architecture.80.controls.flags",
+                                                              ["-Xcompiler=-fplugin=x.so"], pa)), architectures=both,
+             setup="other-acf"),
+        Case("per-arch: entry same option twice", _json(_with("per_architecture.80.controls.flags",
+                                                              ["-Xptxas=-O1", "-Xptxas=-O3"], pa)),
+             architectures=both, setup="other-acf"),
+        Case("per-arch: entry ptxas conflict", _json(_with("per_architecture.80.controls.flags",
+                                                           ["--Ofast-compile=max", "-Xptxas=-O2"], pa)),
+             architectures=both, setup="other-acf"),
+        Case("per-arch: entry nvcc ACF", _json(_with("per_architecture.90a.controls.acf.compiler", "nvcc", pa)),
+             architectures=both, setup="other-acf"),
+        Case("per-arch: entry ACF missing", _json(pa), architectures=both),
+        Case("per-arch: entry ACF wrong sha256", _json(_with("per_architecture.90a.controls.acf.sha256", ACF_SHA,
+                                                             pa)), architectures=both, setup="other-acf"),
+        Case("per-arch: entry ACF out of the pin dir", _json(_with("per_architecture.90a.controls.acf.file",
+                                                                   "../kern.90a.acf", pa)), architectures=both,
+             setup="other-acf"),
+        Case("per-arch: entry ACF shared with the record's", _json(_with("per_architecture.90a.controls.acf",
+                                                                         {"file": "kern.acf", "sha256": ACF_SHA,
+                                                                          "compiler": "ptxas"}, pa)),
+             architectures=both),
+        Case("per-arch: pin dir with a space, entry ACF through a copy", _json(pa), architectures=both,
+             setup="other-acf", pin_dir_name="my pins"),
+        Case("per-arch: entry without controls", _json(per_architecture_record(a80={"provenance": {}})),
+             architectures=both, setup="other-acf"),
+        Case("per-arch: unknown entry key", _json(_with("per_architecture.80.objects", {}, pa)), architectures=both,
+             setup="other-acf"),
+        Case("per-arch: entry scores short", _json(_with("per_architecture.80.winner.scores", [1.0], pa)),
+             architectures=both, setup="other-acf"),
+        Case("per-arch: entry winner null", _json(_with("per_architecture.80.winner", None, pa)), architectures=both,
+             setup="other-acf"),
+        Case("per-arch: map a list", _json(_with("per_architecture", [], pa)), architectures=both),
+        Case("per-arch: map null", _json(_with("per_architecture", None, pa)), architectures=both),
+        Case("per-arch: 33 entries", _json(_with("per_architecture", {str(100 + i): {"controls": {}}
+                                                                       for i in range(33)}, pa)), architectures=both),
+        Case("per-arch: record without architectures", _json(_with("toolchain.architectures", ..., pa)),
+             architectures=both, setup="other-acf"),
+    ]
+
+
 def hand_written() -> list[Case]:
     v = valid_record()
     text = _json(v)
@@ -253,6 +363,7 @@ def hand_written() -> list[Case]:
         Case("flags null", _json(_with("controls.flags", None))),
         Case("baseline null", _json(_with("baseline", None))),
         Case("ANSI escape in engine", _json(_with("provenance.engine", "\u001b[2J"))),
+        *per_architecture_cases(),
     ]
     return cases
 
@@ -279,6 +390,12 @@ def generated(seed: int = 8) -> list[Case]:
                 walk(value, here)
 
     walk(base, "")
+    # And every field of the entries of a per-architecture record, applied per -gencode.
+    per_arch = per_architecture_record()
+    record_paths = len(paths)
+    walk(per_arch["per_architecture"], "per_architecture")
+    entry_paths = paths[record_paths:]
+    del paths[record_paths:]
     cases = []
     rng = random.Random(seed)
     for path in paths:
@@ -286,6 +403,10 @@ def generated(seed: int = 8) -> list[Case]:
             continue  # the key has dots; covered by the hand-written cases
         for value in rng.sample(_HOSTILE_VALUES, 6) + [...]:
             cases.append(Case(f"{path} = {value!r}"[:80], _json(_with(path, value))))
+    for path in entry_paths:
+        for value in rng.sample(_HOSTILE_VALUES, 4) + [...]:
+            cases.append(Case(f"{path} = {value!r}"[:80], _json(_with(path, value, per_arch)),
+                              architectures=("90a", "80"), setup="other-acf"))
     spellings = ["75", "80", "90", "90a", "sm_90a", "90a-real", "90-virtual", "100A", "compute_80", " 80 "]
     for _ in range(60):  # the architecture rule: record's against the build's, in many spellings
         tuned = [a.strip().removeprefix("sm_").removeprefix("compute_").lower().split("-")[0]
@@ -313,7 +434,9 @@ def generated(seed: int = 8) -> list[Case]:
 def _plant(case: Case, pin_dir: Path, outside: Path) -> None:
     record = pin_dir / "kern.json"
     acf = pin_dir / "kern.acf"
-    if case.setup.startswith("acf-"):
+    if case.setup == "other-acf":
+        (pin_dir / "kern.90a.acf").write_bytes(OTHER_ACF)
+    elif case.setup.startswith("acf-"):
         if acf.exists():
             acf.unlink()
         if case.setup == "acf-symlink":
@@ -371,7 +494,8 @@ def python_verdict(p: Prepared) -> tuple[str, tuple[str, ...], str]:
                                 architectures=p.case.architectures)
     except CiqError as exc:
         return "refused", (), str(exc)
-    return pin.status, pin.arguments, pin.message
+    gencode = [line for arch, args in pin.per_architecture for line in (f"[{arch}]", *(f"[{arch}] {a}" for a in args))]
+    return pin.status, (*pin.arguments, *gencode), pin.message
 
 
 def cmake_verdicts(prepared: list[Prepared], tmp: Path, cmake: str) -> list[tuple[str, tuple[str, ...], str]]:
@@ -447,3 +571,14 @@ def test_an_unsafe_acf_path_reaches_nvcc_only_through_a_copy_in_the_build_tree(t
     assert status == "applied"
     assert arguments[-1] == f"-Xptxas=--apply-controls={p.build_dir}/kern.acf"
     assert (p.build_dir / "kern.acf").read_bytes() == ACF
+
+
+def test_a_per_architecture_record_gives_each_architecture_its_own_controls(tmp_path: Path) -> None:
+    (p,) = prepare([Case("per-arch", _json(per_architecture_record()), architectures=("90a", "80"),
+                         setup="other-acf")], tmp_path)
+    status, arguments, message = python_verdict(p)
+    assert status == "applied", message
+    # Only the -D parameters are shared; each architecture's flags and ACF are its own.
+    assert arguments == ("-DTILE=64", "-DUNROLL=3", "[80]", "[80] -maxrregcount=32", "[90a]", "[90a] -Xptxas=-O2",
+                         f"[90a] -Xptxas=--apply-controls={p.pin_file.parent}/kern.90a.acf")
+    assert "sm_80: -maxrregcount=32" in message

@@ -220,3 +220,35 @@ def test_architectures_follow_cmake_spelling() -> None:
     assert _gencode("90a") == "-gencode=arch=compute_90a,code=[compute_90a,sm_90a]"
     assert _gencode("100a-real") == "-gencode=arch=compute_100a,code=sm_100a"
     assert _gencode("sm_80-virtual") == "-gencode=arch=compute_80,code=compute_80"
+
+
+def _cubins(project: Path, cuda133_bin: Path, into: Path) -> dict[str, bytes]:
+    (obj,) = (project / "build").glob("temp.*/**/kern.cu.o")
+    into.mkdir()
+    assert run([str(cuda133_bin / "cuobjdump"), "-xelf", "all", str(obj)], 60, cwd=into).ok
+    return {f.name.rsplit(".", 2)[-2]: f.read_bytes() for f in into.glob("*.cubin")}
+
+
+@pytest.mark.slow
+def test_a_per_architecture_pin_gives_each_architecture_its_own_controls(project: Path, cuda133_bin: Path,
+                                                                          tmp_path: Path) -> None:
+    two = {"KERN_ARCHITECTURES": "80-real;90a-real"}
+    write_pin(project, flags=[], defines={"CIQ_TILE": "64"}, architectures=("80", "90a"))
+    built_ok(build(project, cuda133_bin, **two))
+    plain = _cubins(project, cuda133_bin, tmp_path / "plain")
+    record = json.loads((project / "ciq" / "kern.json").read_text())
+    record["per_architecture"] = {"80": {"controls": {"flags": ["-Xptxas=-O0"], "defines": {"CIQ_TILE": "64"}}}}
+    (project / "ciq" / "kern.json").write_text(json.dumps(record))
+    said = built_ok(build(project, cuda133_bin, **two))
+    assert "pinned controls per architecture" in said and "sm_80: -Xptxas=-O0" in said, said
+    assert module_call(project, "k.tile()") == "64"  # the shared -D reached the compile
+    assert options_file(project).read_text() == "-DCIQ_TILE=64\n"
+    assert options_file(project).with_name("kern.sm_80.nvcc-options").read_text() == "-Xptxas=-O0\n"
+    per_arch = _cubins(project, cuda133_bin, tmp_path / "per-arch")
+    # sm_80 got its entry's -O0; sm_90a, which has no entry, the record's controls, as in the plain build.
+    assert per_arch["sm_80"] != plain["sm_80"] and per_arch["sm_90a"] == plain["sm_90a"]
+    # Different -D per architecture cannot be applied (the host compile is shared): refused, saying why.
+    record["per_architecture"]["80"]["controls"]["defines"] = {"CIQ_TILE": "32"}
+    (project / "ciq" / "kern.json").write_text(json.dumps(record))
+    refused = build(project, cuda133_bin, **two)
+    assert not refused.ok and "reaches the host compile" in refused.output_tail(60)

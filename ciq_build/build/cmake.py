@@ -139,6 +139,8 @@ class ScratchTree:
             f"-DCIQ_TUNE_TARGET={self.manifest.target}",
             f"-DCIQ_TUNE_OPTIONS_FILE={self.options_file}",
         ]
+        if self.manifest.tune_architecture:  # the CMake module builds the tuned target for this one only
+            args.append(f"-DCIQ_TUNE_ARCHITECTURES={self.manifest.toolchain.architectures}")
         if configured:
             args.append("--fresh")  # the launcher is switched on or off: nothing of the old cache may keep it
         if launcher:
@@ -250,7 +252,14 @@ class ScratchTree:
 
 def scratch_root(manifest: Manifest) -> Path:
     """Where the scratch trees of one target live (inside the user's build dir, apart from it)."""
-    return manifest.binary_dir / "ciq" / "scratch" / safe_name(manifest.target)
+    return manifest.binary_dir / "ciq" / "scratch" / tune_name(manifest)
+
+
+def tune_name(manifest: Manifest) -> str:
+    """What names one tune's scratch trees and journal: the target, and the architecture of a tune
+    --architecture (each architecture's tune resumes its own journal, in its own trees)."""
+    suffix = f".sm_{manifest.tune_architecture}" if manifest.tune_architecture else ""
+    return safe_name(manifest.target) + suffix
 
 
 def make_scratch_trees(manifest: Manifest, toolchain: Toolchain, count: int, timeout: float,

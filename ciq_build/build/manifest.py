@@ -10,12 +10,14 @@ manifest fails here with a message, not deep inside a tune.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ciq_build.compiler.toolchain import arch_name, split_architectures
 from ciq_build.core.rules import is_target_name
 from ciq_build.errors import ConfigError, ManifestError
 from ciq_build.state.durable import read_json_object
@@ -174,6 +176,9 @@ class Manifest:
     objects: tuple[Path, ...] = ()  # $<TARGET_OBJECTS:target>: every object file the target links
     schema: int = MANIFEST_SCHEMA
     path: Path | None = None  # the manifest file it was read from
+    # tune --architecture: the one architecture (arch_name spelling) this tune builds and pins an
+    # entry for; toolchain.architectures is then that architecture's entry alone. "" for all.
+    tune_architecture: str = ""
 
     @property
     def parsed_objectives(self) -> list[Objective]:
@@ -422,3 +427,20 @@ def _read_benchmark(r: _Reader, value: Any) -> Benchmark | None:
         path=r.abspath(data, "path", "benchmark."),
         args=r.str_list(data, "args", "benchmark."),
     )
+
+
+def for_architecture(manifest: Manifest, architecture: str) -> Manifest:
+    """`manifest` narrowed to one of its architectures (tune --architecture): the scratch trees build
+    only that one, and the winner is pinned as its entry of a per-architecture record."""
+    wanted = arch_name(architecture)
+    entries = split_architectures(manifest.toolchain.architectures)
+    matching = [entry for entry in entries if arch_name(entry) == wanted]
+    if not wanted or not matching:
+        have = ", ".join(arch_name(e) for e in entries) or "none (nvcc's default)"
+        raise ManifestError(
+            f"--architecture {architecture}: {manifest.target} is built for {have}, not {architecture}. Name one "
+            f"of its CUDA_ARCHITECTURES (e.g. --architecture {arch_name(entries[0]) if entries else '90a'}), or set "
+            "CUDA_ARCHITECTURES to the architectures to tune for.")
+    toolchain = dataclasses.replace(manifest.toolchain, architectures=matching[0])
+    return dataclasses.replace(manifest, toolchain=toolchain, tune_architecture=wanted)
+

@@ -68,6 +68,16 @@ class ScoreSummary:
 
 
 @dataclass(frozen=True)
+class ArchitectureEntry:
+    """One architecture's own winner in a per-architecture record (``per_architecture.<arch>``)."""
+
+    controls: Controls
+    provenance: dict[str, Any] = field(default_factory=dict)
+    baseline: ScoreSummary | None = None
+    winner: ScoreSummary | None = None
+
+
+@dataclass(frozen=True)
 class PinnedRecord:
     """One pinned record (mirrors the JSON schema in docs/ARCHITECTURE.md)."""
 
@@ -81,6 +91,24 @@ class PinnedRecord:
     # object path (relative to the target's dir) -> arch -> facts
     objects: dict[str, dict[str, ObjectInfo]] = field(default_factory=dict)
     schema: int = SCHEMA
+    # arch (one spelling, arch_name) -> its own winner; the top-level controls serve the
+    # architectures of toolchain.architectures without an entry.
+    per_architecture: dict[str, ArchitectureEntry] = field(default_factory=dict)
+
+    def controls_for(self, arch: str) -> Controls:
+        """The controls a build applies to `arch`: its entry's, else the record's."""
+        entry = self.per_architecture.get(arch_name(arch))
+        return entry.controls if entry is not None else self.controls
+
+    def applied_controls(self) -> list[tuple[str, Controls]]:
+        """(arch, controls) for each architecture the record was tuned for, in one spelling;
+        [("", controls)] for a record that names no architecture."""
+        archs = architecture_set(self.toolchain.architectures)
+        return [(a, self.controls_for(a)) for a in archs] if archs else [("", self.controls)]
+
+    def all_controls(self) -> list[Controls]:
+        """The top-level controls and every entry's: what the rules check."""
+        return [self.controls, *(e.controls for _, e in sorted(self.per_architecture.items()))]
 
 
 # --------------------------------------------------------------------------- paths
@@ -140,6 +168,16 @@ def record_to_json(record: PinnedRecord, pin_dir: Path) -> dict[str, Any]:
             for obj, archs in record.objects.items()
         },
     }
+    if record.per_architecture:  # absent otherwise: a single-winner record is written as before
+        out["per_architecture"] = {
+            arch: {
+                "controls": controls_to_json(entry.controls, pin_dir),
+                "provenance": entry.provenance,
+                "baseline": summary(entry.baseline),
+                "winner": summary(entry.winner),
+            }
+            for arch, entry in sorted(record.per_architecture.items())
+        }
     return out
 
 
@@ -152,10 +190,12 @@ def _acf_users(pin_dir: Path, acf_name: str, target: str) -> list[str]:
             continue
         try:
             data = parse_strict(read_regular_file(other, rules.limit("record_bytes"), "record"), rules)
-            named = data.get("controls", {}).get("acf", {}).get("file")
+            named = [data.get("controls", {}).get("acf", {}).get("file")]
+            named += [(e.get("controls", {}).get("acf") or {}).get("file")
+                      for e in (data.get("per_architecture") or {}).values()]
         except (OSError, ValueError, RecursionError, AttributeError):
             continue  # not a record we can read: it names nothing we would keep
-        if named == acf_name:
+        if acf_name in named:
             users.append(other.name)
     return users
 
@@ -228,18 +268,7 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
 
     # Serialise, then validate the very bytes through the reader's path (rule book
     # layers 2 and 3), before touching the pin dir: an unreadable pin is never written.
-    try:
-        document = json.dumps(_writable(record_to_json(record, pin_dir)), indent=2, allow_nan=False,
-                              ensure_ascii=True)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise RecordError(
-            f"the record for {target!r} holds a value a record cannot hold ({exc}); scores must be "
-            "finite numbers, and provenance only JSON values (no NaN, sets or objects)."
-        ) from exc
-    rules = load_rules()
-    where = Path(pin_dir) / f"{target}.json"
-    _validate_document(parse_record_bytes(document.encode("ascii"), where, rules), where, pin_dir,
-                       check_acf_file=False, rules=rules)
+    document = _checked_document(record, pin_dir)
     try:
         pin_dir.mkdir(parents=True, exist_ok=True)
         if acf_bytes is not None:
@@ -257,6 +286,96 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
             "Check that the pin directory (PIN_DIR of ciq_tune_target) is writable."
         ) from exc
     return record
+
+
+def merge_architecture(path: Path, tuned: PinnedRecord, arch: str) -> PinnedRecord:
+    """Pin `tuned` (the record of a tune --architecture `arch`: built for `arch` alone) as `arch`'s
+    entry of the record at `path`, leaving the other architectures' entries as they are.
+
+    The caller holds the target's lock. An existing record's architectures without an entry of
+    their own keep the record's top-level controls (its winner for all of them); a new record has
+    compiler defaults there, and `arch` alone until the others are tuned. The entry's ACF is
+    written as ``<target>.<arch>.acf`` (atomically, before the record, as write_record does).
+    """
+    path = Path(path)
+    arch = arch_name(arch)
+    pin_dir = path.parent
+    target = _target_name(tuned.target)
+    existing = read_record(path) if os.path.lexists(path) else None
+    if existing is not None:
+        if existing.toolchain.cuda != tuned.toolchain.cuda or \
+                major_minor(existing.toolchain.ptxas_version) != major_minor(tuned.toolchain.ptxas_version):
+            raise RecordError(
+                f"cannot add the sm_{arch} winner to {path}: the record was tuned with CUDA {existing.toolchain.cuda} "
+                f"(ptxas {existing.toolchain.ptxas_version or '?'}), this tune used CUDA {tuned.toolchain.cuda} "
+                f"(ptxas {tuned.toolchain.ptxas_version or '?'}), and one record holds one toolkit's winners. "
+                f"Retune its other architectures with this toolkit, or remove {path.name} to start over.")
+        if [o.name for o in existing.objectives] != [o.name for o in tuned.objectives]:
+            raise RecordError(
+                f"cannot add the sm_{arch} winner to {path}: the record's objectives are "
+                f"{[o.name for o in existing.objectives]}, this tune's {[o.name for o in tuned.objectives]}, and "
+                "each entry's scores follow the record's objectives. Tune with --objective as the record has "
+                f"them, or remove {path.name} to start over.")
+    acf = tuned.controls.acf
+    entry_acf = None
+    acf_bytes = None
+    if acf is not None:
+        try:
+            acf_bytes = Path(acf.path).read_bytes()
+        except OSError as exc:
+            raise RecordError(f"cannot read the ACF {acf.path} to pin it for {target!r}: {exc}.") from exc
+        digest = hashlib.sha256(acf_bytes).hexdigest()
+        if acf.sha256 and acf.sha256 != digest:
+            raise RecordError(f"the ACF {acf.path} has sha256 {digest}, but the candidate measured an ACF with "
+                              f"{acf.sha256}: the file changed after it was measured. Retune the target.")
+        entry_acf = AcfRef(path=(pin_dir / f"{target}.{arch}.acf").absolute(), compiler=acf.compiler, sha256=digest)
+    entry = ArchitectureEntry(controls=replace(tuned.controls, acf=entry_acf), provenance=tuned.provenance,
+                              baseline=tuned.baseline, winner=tuned.winner)
+    base = existing or replace(tuned, controls=Controls(), provenance={}, baseline=None, winner=None, objects={},
+                               toolchain=replace(tuned.toolchain, architectures=()))
+    objects = {obj: {a: info for a, info in archs.items() if arch_name(a) != arch}
+               for obj, archs in base.objects.items()}
+    for obj, archs in tuned.objects.items():
+        objects.setdefault(obj, {}).update(archs)
+    merged = replace(
+        base,
+        toolchain=replace(base.toolchain, architectures=architecture_set([*base.toolchain.architectures, arch])),
+        objects={obj: archs for obj, archs in objects.items() if archs},
+        per_architecture={**base.per_architecture, arch: entry},
+    )
+    # Checked as a build would read it (equal -D across the architectures above all), before anything is written.
+    document = _checked_document(merged, pin_dir)
+    try:
+        pin_dir.mkdir(parents=True, exist_ok=True)
+        if acf_bytes is not None and entry_acf is not None:
+            acf_file = Path(entry_acf.path)
+            if not (acf_file.is_file() and not acf_file.is_symlink() and acf_file.read_bytes() == acf_bytes):
+                _atomic_write(acf_file, acf_bytes)
+        _atomic_write(path, (document + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise RecordError(
+            f"cannot write the pinned record for {target!r} in {pin_dir}: {exc}. "
+            "Check that the pin directory (PIN_DIR of ciq_tune_target) is writable."
+        ) from exc
+    return merged
+
+
+def _checked_document(record: PinnedRecord, pin_dir: Path) -> str:
+    """`record` serialised, after validating those very bytes as read_record would (without the ACF files)."""
+    target = record.target
+    try:
+        document = json.dumps(_writable(record_to_json(record, pin_dir)), indent=2, allow_nan=False,
+                              ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise RecordError(
+            f"the record for {target!r} holds a value a record cannot hold ({exc}); scores must be "
+            "finite numbers, and provenance only JSON values (no NaN, sets or objects)."
+        ) from exc
+    rules = load_rules()
+    where = Path(pin_dir) / f"{target}.json"
+    _validate_document(parse_record_bytes(document.encode("ascii"), where, rules), where, pin_dir,
+                       check_acf_file=False, rules=rules)
+    return document
 
 
 # --------------------------------------------------------------------------- reading
@@ -348,7 +467,20 @@ def _validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: boo
         obj: {arch: ObjectInfo(i["registers"], i["stack"], i["code_sha256"]) for arch, i in archs.items()}
         for obj, archs in data.get("objects", {}).items()
     }
-    return PinnedRecord(
+    tuned = architecture_set(toolchain.architectures)
+    entries: dict[str, ArchitectureEntry] = {}
+    for arch, e in data.get("per_architecture", {}).items():
+        here = f"per_architecture.{arch}"
+        if arch not in tuned:
+            raise _fail(path, here, f"is an entry for {arch}, which toolchain.architectures does not name "
+                                    f"({', '.join(tuned) or 'none'}); add {arch} there, or remove the entry")
+        entries[arch] = ArchitectureEntry(
+            controls=_read_controls(path, e["controls"], pin_dir, check_acf_file, rules, f"{here}.controls"),
+            provenance=e.get("provenance", {}),
+            baseline=_read_summary(path, e.get("baseline"), f"{here}.baseline", len(objectives)),
+            winner=_read_summary(path, e.get("winner"), f"{here}.winner", len(objectives)),
+        )
+    record = PinnedRecord(
         schema=data["schema"],
         target=target,
         controls=controls,
@@ -358,7 +490,38 @@ def _validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: boo
         baseline=baseline,
         winner=winner,
         objects=objects,
+        per_architecture=entries,
     )
+    shared_defines_problem(record, path)
+    return record
+
+
+def _where(record: PinnedRecord, arch: str) -> str:
+    return f"per_architecture.{arch}.controls" if arch in record.per_architecture else "controls"
+
+
+def shared_defines_problem(record: PinnedRecord, path: Path) -> None:
+    """Refuse a record whose architectures would get different -D parameters.
+
+    A -D reaches the host compile, which nvcc runs once for all the
+    architectures of a compile: no architecture can have a value of its own.
+    The CMake module's _ciq_read_pin makes the same check.
+    """
+    applied = record.applied_controls()
+    first_arch, first = applied[0]
+    for arch, controls in applied[1:]:
+        if controls.defines != first.defines:
+            raise _fail(
+                path, f"{_where(record, arch)}.defines",
+                f"differ from {_where(record, first_arch)}.defines ({_shown_defines(controls)} against "
+                f"{_shown_defines(first)}): a -D parameter reaches the host compile, which nvcc runs once "
+                "for every architecture. Give every architecture the same PARAMS values (tune each with "
+                "--architecture and the same values), or tune all architectures together",
+            )
+
+
+def _shown_defines(controls: Controls) -> str:
+    return " ".join(f"-D{n}={v}" for n, v in controls.defines) or "none"
 
 
 def _flag_refusal(data: dict[str, Any], where: str) -> str:
@@ -371,21 +534,22 @@ def _flag_refusal(data: dict[str, Any], where: str) -> str:
 
 
 def _read_controls(path: Path, c: dict[str, Any], pin_dir: Path, check_acf_file: bool,
-                   rules: RuleBook) -> Controls:
+                   rules: RuleBook, where: str = "controls") -> Controls:
     flags = c.get("flags", [])
     defines = tuple(sorted((c.get("defines") or {}).items()))
     acf_obj = c.get("acf")
-    acf = None if acf_obj is None else _read_acf(path, acf_obj, pin_dir, check_acf_file, rules)
+    acf = None if acf_obj is None else _read_acf(path, acf_obj, pin_dir, check_acf_file, rules, f"{where}.acf")
     try:
         # Controls refuses flags that set one option twice, and pairs ptxas refuses.
         return Controls(flags=tuple(flags), defines=defines, acf=acf)
     except UnsafeFlagError:
         raise
     except CiqError as exc:
-        raise _fail(path, "controls", f"is inconsistent: {exc}") from exc
+        raise _fail(path, where, f"is inconsistent: {exc}") from exc
 
 
-def _read_acf(path: Path, a: dict[str, Any], pin_dir: Path, check_file: bool, rules: RuleBook) -> AcfRef:
+def _read_acf(path: Path, a: dict[str, Any], pin_dir: Path, check_file: bool, rules: RuleBook,
+              where: str = "controls.acf") -> AcfRef:
     name, sha, compiler = a["file"], a["sha256"], a["compiler"]
     candidate = Path(pin_dir) / name
     if check_file:
@@ -393,14 +557,14 @@ def _read_acf(path: Path, a: dict[str, Any], pin_dir: Path, check_file: bool, ru
             data = read_regular_file(candidate, rules.limit("acf_bytes"), "the ACF")
         except FileNotFoundError:
             raise _fail(
-                path, "controls.acf.file",
+                path, f"{where}.file",
                 f"names {candidate}, which does not exist; restore it from version control (commit the "
                 ".acf beside the .json)",
             ) from None
         except OSError as exc:
-            raise _fail(path, "controls.acf.file", f"cannot be used: {exc.strerror or exc}") from None
+            raise _fail(path, f"{where}.file", f"cannot be used: {exc.strerror or exc}") from None
         if not data:
-            raise _fail(path, "controls.acf.file", f"names {candidate}, which is empty")
+            raise _fail(path, f"{where}.file", f"names {candidate}, which is empty")
         actual = hashlib.sha256(data).hexdigest()
         if actual != sha:
             raise RecordError(
@@ -426,7 +590,8 @@ def _read_summary(path: Path, value: Any, where: str, n: int) -> ScoreSummary | 
 def check_defines(record: PinnedRecord, params: Sequence[str], path: Path) -> None:
     """Refuse a define that is not a declared PARAMS name, or whose value is outside its domain."""
     declared = declared_params(params)
-    for name, value in record.controls.defines:
+    defines = sorted({d for controls in record.all_controls() for d in controls.defines})
+    for name, value in defines:
         if name not in declared:
             names = ", ".join(sorted(declared)) or "none"
             raise UnsafeFlagError(
@@ -443,7 +608,7 @@ def check_defines(record: PinnedRecord, params: Sequence[str], path: Path) -> No
 
 def check_numerics(record: PinnedRecord, allow_numerics: bool, path: Path, rules: RuleBook | None = None) -> None:
     rules = rules or load_rules()
-    for flag in record.controls.flags:
+    for flag in [f for controls in record.all_controls() for f in controls.flags]:
         if rules.is_numerics(flag) and not allow_numerics:
             raise UnsafeFlagError(
                 f"pinned record {path}: flag {flag!r} changes floating-point results, and "
@@ -454,7 +619,7 @@ def check_numerics(record: PinnedRecord, allow_numerics: bool, path: Path, rules
 
 def pin_arguments(record: PinnedRecord, path: Path, *, params: Sequence[str], allow_numerics: bool,
                   copy_dir: Path) -> list[str]:
-    """The nvcc arguments a build applies for `record`, after every build-time rule.
+    """The nvcc arguments a build applies for `record`'s top-level controls, after every build-time rule.
 
     The same rules, in the same order, as the CMake module's _ciq_read_pin: the
     defines must be declared PARAMS with values in their domain, numerics flags
@@ -464,16 +629,21 @@ def pin_arguments(record: PinnedRecord, path: Path, *, params: Sequence[str], al
     rules = load_rules()
     check_numerics(record, allow_numerics, path, rules)
     check_defines(record, params, path)
-    args = list(record.controls.flags)
-    args += [f"-D{name}={value}" for name, value in record.controls.defines]
-    acf = record.controls.acf
+    return controls_arguments(record.controls, path, copy_dir / f"{record.target}.acf", rules)
+
+
+def device_arguments(controls: Controls, path: Path, copy: Path, rules: RuleBook) -> list[str]:
+    """The arguments of `controls` that reach only the device steps (cicc, ptxas): the flags and a
+    ptxas ACF. Measured with nvcc 13.3's --dryrun: every allow-listed flag changes only each
+    architecture's cicc and ptxas steps (and fatbinary's note of them); a -D also reaches the host."""
+    args = list(controls.flags)
+    acf = controls.acf
     if acf is not None:
         acf_file = Path(acf.path)
         if not rules.matches("nvcc_path", str(acf_file)):
-            copy = Path(copy_dir) / f"{record.target}.acf"
             if not rules.matches("nvcc_path", str(copy)):
                 raise RecordError(
-                    f"pinned record {path}: neither {acf_file} nor the build tree ({copy_dir}) has a path "
+                    f"pinned record {path}: neither {acf_file} nor the build tree ({copy.parent}) has a path "
                     "nvcc can pass to ptxas (only letters, digits and _ . / + : @ % = -). Use a build "
                     "directory with a plain path."
                 )
@@ -489,6 +659,28 @@ def pin_arguments(record: PinnedRecord, path: Path, *, params: Sequence[str], al
     return args
 
 
+def define_arguments(controls: Controls) -> list[str]:
+    return [f"-D{name}={value}" for name, value in controls.defines]
+
+
+def controls_arguments(controls: Controls, path: Path, copy: Path, rules: RuleBook) -> list[str]:
+    """Flags, then -D parameters, then the ACF: one compile's nvcc arguments for `controls`."""
+    return _with_defines(device_arguments(controls, path, copy, rules), controls)
+
+
+def _with_defines(device: Sequence[str], controls: Controls) -> list[str]:
+    """`device` arguments with the -D parameters between the flags and the ACF (the options file's order)."""
+    split = len(device) - (1 if controls.acf is not None else 0)
+    return [*device[:split], *define_arguments(controls), *device[split:]]
+
+
+def gencode_options_file(options_file: Path, arch: str) -> Path:
+    """Where a build keeps `arch`'s own arguments of a pin applied per -gencode: beside the target's
+    options file (the CMake module's _ciq_gencode_launcher names them alike)."""
+    options_file = Path(options_file)
+    return options_file.with_name(options_file.name.removesuffix(".nvcc-options") + f".sm_{arch}.nvcc-options")
+
+
 @dataclass(frozen=True)
 class BuildPin:
     """What a build applies to one target's CUDA compiles, and why (one line for the log)."""
@@ -499,6 +691,10 @@ class BuildPin:
     message: str
     record: PinnedRecord | None = None
     warning: str = ""  # why a pin was skipped, for the build's log
+    # Per -gencode: (arch, device arguments) for each architecture when the record's entries give
+    # the build's architectures different controls; `arguments` then holds only what they share
+    # (the -D parameters), and the build runs each architecture's cicc and ptxas with its own.
+    per_architecture: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allow_numerics: bool,
@@ -521,7 +717,7 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
     record = read_record(path)
     check_numerics(record, allow_numerics, path)
     check_defines(record, params, path)
-    depends = (path,) + ((Path(record.controls.acf.path),) if record.controls.acf is not None else ())
+    depends = (path,) + tuple(Path(c.acf.path) for c in record.all_controls() if c.acf is not None)
     warning = check_toolchain(record, cuda, strict=strict, ptxas=ptxas)
     if warning is not None:
         return BuildPin("skipped", (), depends,
@@ -533,11 +729,26 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
             return BuildPin("skipped", (), depends,
                             f"pin skipped (tuned for {_shown_architectures(record.toolchain.architectures)}, "
                             f"compiling for {_shown_architectures(architectures)}): {path}", record, warning)
-    arguments = pin_arguments(record, path, params=params, allow_numerics=allow_numerics, copy_dir=copy_dir)
-    if record.controls.acf is not None and not arguments[-1].endswith("=" + str(record.controls.acf.path)):
-        depends += (Path(copy_dir) / f"{target}.acf",)
-    shown = " ".join(arguments) or "compiler defaults"
-    return BuildPin("applied", tuple(arguments), depends, f"pinned controls from {path}: {shown}", record)
+    rules = load_rules()
+    applied = record.applied_controls()
+    per_arch: list[tuple[str, tuple[str, ...]]] = []
+    for arch, controls in applied:
+        # An entry's ACF copy is named for its architecture: two entries may hold different ACFs.
+        copy = Path(copy_dir) / (f"{target}.{arch}.acf" if arch in record.per_architecture else f"{target}.acf")
+        per_arch.append((arch, tuple(device_arguments(controls, path, copy, rules))))
+        if controls.acf is not None and per_arch[-1][1][-1].endswith("=" + str(copy)):
+            depends += (copy,)
+    depends = tuple(dict.fromkeys(depends))
+    if len({args for _, args in per_arch}) == 1:
+        # One set of controls for every architecture: plain nvcc with the options file, as before.
+        arguments = _with_defines(per_arch[0][1], applied[0][1])
+        shown = " ".join(arguments) or "compiler defaults"
+        return BuildPin("applied", tuple(arguments), depends, f"pinned controls from {path}: {shown}", record)
+    shared = define_arguments(applied[0][1])  # equal across the entries (shared_defines_problem)
+    shown = "; ".join(f"sm_{arch}: {' '.join(args) or 'compiler defaults'}" for arch, args in per_arch)
+    return BuildPin("applied", tuple(shared), depends,
+                    f"pinned controls per architecture from {path}: {shown}"
+                    + (f"; all: {' '.join(shared)}" if shared else ""), record, per_architecture=tuple(per_arch))
 
 
 # --------------------------------------------------------------------------- toolchain
@@ -562,10 +773,9 @@ def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bo
             f"{have}: retune the target with this toolkit (python -m ciq_build tune {record.target}), or "
             f"build with a CUDA {want} toolkit."
         )
-    acf = record.controls.acf
+    ptxas_acf = any(c.acf is not None and c.acf.compiler == "ptxas" for _, c in record.applied_controls())
     want_ptxas, have_ptxas = major_minor(record.toolchain.ptxas_version), major_minor(ptxas)
-    if message is None and acf is not None and acf.compiler == "ptxas" and want_ptxas and have_ptxas \
-            and want_ptxas != have_ptxas:
+    if message is None and ptxas_acf and want_ptxas and have_ptxas and want_ptxas != have_ptxas:
         message = (
             f"the pinned record for {record.target!r} carries a ptxas ACF measured with ptxas {want_ptxas}, but "
             f"this toolkit's ptxas is {have_ptxas}, which cannot read it: build with a ptxas {want_ptxas} "
@@ -652,6 +862,9 @@ def _objective_table(record: PinnedRecord) -> list[str]:
 def format_record(record: PinnedRecord) -> str:
     """Human-readable summary for ``python -m ciq_build show <target>``."""
     lines = [f"target      {record.target}  (schema {record.schema})"]
+    if record.per_architecture:
+        lines.append("per arch    " + ", ".join(f"sm_{a}" for a in sorted(record.per_architecture))
+                     + " have winners of their own (below); the others take the controls here")
     c = record.controls
     lines.append("flags       " + (" ".join(c.flags) if c.flags else "(none)"))
     lines.append(
@@ -679,6 +892,19 @@ def format_record(record: PinnedRecord) -> str:
     if record.objectives:
         lines.append("objectives")
         lines.extend("  " + row for row in _objective_table(record))
+    for arch, entry in sorted(record.per_architecture.items()):
+        # Each architecture's own winner (tune --architecture), applied to its own -gencode.
+        e = entry.controls
+        shown = [*e.flags, *(f"-D{n}={v}" for n, v in e.defines)]
+        if e.acf is not None:
+            shown.append(f"acf {Path(e.acf.path).name} ({e.acf.compiler}, sha256 {e.acf.sha256[:16]}...)")
+        lines.append(f"sm_{arch:<8} " + (" ".join(shown) or "(compiler defaults)"))
+        for i, objective in enumerate(record.objectives):
+            base = entry.baseline.scores[i] if entry.baseline else None
+            best = entry.winner.scores[i] if entry.winner else None
+            if base is not None and best is not None:
+                lines.append(f"  {objective.direction} {objective.name}: {_measured(entry.baseline, i)} -> "
+                             f"{_measured(entry.winner, i)} ({relative_change(base, best)})")
     if record.objects:
         lines.append("objects")
         for obj, archs in sorted(record.objects.items()):

@@ -20,7 +20,7 @@ from ciq_build.compiler.fingerprint import compare, object_fingerprints
 from ciq_build.compiler.toolchain import PROJECT_COMPILER, find_toolchain
 from ciq_build.errors import BuildError, RecordError
 from ciq_build.measure import proc
-from ciq_build.pin.record import check_toolchain, read_record
+from ciq_build.pin.record import check_toolchain, gencode_options_file, read_record
 from ciq_build.resources import build_tool
 from ciq_build.state.durable import sha256_file
 
@@ -45,7 +45,14 @@ def verify(target: str, build_dir: Path) -> VerifyReport:
     if not result.ok:
         raise BuildError(f"building {target} failed ({result.describe()}):\n{result.output_tail()}")
     problems: list[str] = []
-    problems += _check_options_file(manifest.options_file, record.controls, build_dir)
+    applied = record.applied_controls()
+    if len({controls for _, controls in applied}) == 1:  # one set of controls: plain nvcc with the options file
+        problems += _check_options_file(manifest.options_file, applied[0][1], build_dir)
+    else:  # per -gencode: the shared -D in the options file, each architecture's own beside it
+        problems += _check_options_file(manifest.options_file, Controls(defines=applied[0][1].defines), build_dir)
+        for arch, controls in applied:
+            problems += _check_options_file(gencode_options_file(manifest.options_file, arch),
+                                            replace(controls, defines=()), build_dir)
     objects = existing_objects(manifest.objects)
     built = object_fingerprints(objects, manifest.object_dir, toolchain)
     problems += compare(record.objects, built)

@@ -27,8 +27,9 @@ from ciq_build.build.cmake import (
     refresh_user_tree,
     safe_name,
     scratch_root,
+    tune_name,
 )
-from ciq_build.build.manifest import Manifest, load_manifest
+from ciq_build.build.manifest import Manifest, for_architecture, load_manifest
 from ciq_build.build.preflight import check_tune
 from ciq_build.build.sources import Snapshot, SourceSet
 from ciq_build.compiler.controls import Controls
@@ -38,7 +39,7 @@ from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, USER_CONFIGURE_TIM
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
-from ciq_build.pin.record import record_path, write_record
+from ciq_build.pin.record import merge_architecture, record_path, write_record
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import make_candidate_source, search_kinds
@@ -87,6 +88,8 @@ def prepare_build_tree(options: TuneOptions) -> None:
 def tune_configured(options: TuneOptions) -> TuneOutcome:
     """Tune `options.target` of a build tree prepare_build_tree has configured: read it, resolve, tune."""
     manifest = load_manifest(options.build_dir, options.target)
+    if options.architecture:
+        manifest = for_architecture(manifest, options.architecture)
     toolchain = find_toolchain(manifest.toolchain.cuda_compiler, explicit_from=PROJECT_COMPILER)
     return TuneRun(resolve_settings(options, manifest), manifest, toolchain).run()
 
@@ -107,7 +110,7 @@ class TuneRun:
         self.runner = BuildRunner(manifest, toolchain, self.objectives, settings.measure.repeats, self.timeout,
                                   GpuSlots(settings.measure.gpus), warn=self._warn, build_jobs=settings.build.jobs)
         self.state_dir = manifest.binary_dir / "ciq"
-        self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{safe_name(manifest.target)}.jsonl"),
+        self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{tune_name(manifest)}.jsonl"),
                                      self.objectives, self._say)
         self.evaluations: list[Evaluation] = []
         self.source_set = SourceSet(manifest)
@@ -207,7 +210,8 @@ class TuneRun:
         """What identifies this search in the journal."""
         return {"target": self.manifest.target, "toolchain": self.toolchain.version,
                 "objectives": [o.spec for o in self.objectives], "search": source.describe(),
-                "repeats": self.settings.measure.repeats}
+                "repeats": self.settings.measure.repeats,
+                **({"architecture": self.manifest.tune_architecture} if self.manifest.tune_architecture else {})}
 
     def _key(self, controls: Controls) -> str:
         return cache_key(self.manifest, self.toolchain, controls, self.sources)
@@ -309,7 +313,10 @@ class TuneRun:
                                      source.describe(), self.evaluations)
             pinned = record_path(self.manifest.pin_dir, self.manifest.target)
             acf = confirmation.winner.controls.acf
-            write_record(pinned, record, acf_source=acf.path if acf else None)
+            if self.manifest.tune_architecture:  # under the target's lock, as every write of its record
+                merge_architecture(pinned, record, self.manifest.tune_architecture)
+            else:
+                write_record(pinned, record, acf_source=acf.path if acf else None)
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,

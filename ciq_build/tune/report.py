@@ -66,6 +66,8 @@ def list_targets(build_dir: Path) -> str:
                 record = read_record(manifest.pin_file)
                 objectives = ",".join(f"{o.direction}:{o.name}" if o.direction == "max" else o.name
                                       for o in record.objectives) or objectives
+                if record.per_architecture:
+                    pin += " (per architecture: " + ", ".join(f"sm_{a}" for a in sorted(record.per_architecture)) + ")"
             except CiqError as exc:
                 pin += f" (refused: {str(exc).splitlines()[0][:60]})"
         rows.append((manifest.target, bench, objectives, pin))

@@ -66,6 +66,7 @@ class TuneOptions:
     ray_gpu_resource: str | None = None
     ray_sources: str = "shared"
     ray_compile_resource: str | None = None
+    architecture: str | None = None  # tune --architecture: one architecture of a multi-architecture target
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -80,6 +81,7 @@ class TuneOptions:
             gpus=[g for g in (args.gpus or "").split(",") if g.strip()],
             executor=args.executor, ray_address=args.ray_address, ray_gpu_resource=args.ray_gpu_resource,
             ray_sources=args.ray_sources, ray_compile_resource=args.ray_compile_resource,
+            architecture=getattr(args, "architecture", None),
         )
 
     def validate(self) -> None:

@@ -1,5 +1,7 @@
 """A tiny setuptools project with one CUDA kernel, built through ciq_build.setuptools_ext."""
 
+import os
+
 from setuptools import setup
 
 from ciq_build.setuptools_ext import CudaExtension, build_ext
@@ -15,7 +17,8 @@ setup(
             depends=["pkg/kern.h"],
             ciq_target="kern",
             pin_dir="ciq",
-            cuda_architectures=["90a"],
+            # KERN_ARCHITECTURES: the per-architecture pin test builds for two.
+            cuda_architectures=os.environ.get("KERN_ARCHITECTURES", "90a").split(";"),
             params=["CIQ_TILE=choice(16,32,64)"],
         )
     ],
