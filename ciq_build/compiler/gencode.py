@@ -26,7 +26,9 @@ Filter Dependencies --" pseudo-step), so it is made by ``nvcc -M`` on the same
 command line, which writes the same bytes.
 
 Standard library only: it starts once per compile, in builds where ciq_build
-may not be importable.
+may not be importable; nvcc's plan is read by its sibling
+ciq_build.compiler.ptxas_path (also standard library only), found beside this
+file when it runs as a script.
 """
 
 from __future__ import annotations
@@ -38,9 +40,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+try:
+    from ciq_build.compiler import ptxas_path
+except ImportError:  # run as a script (python -I -S gencode.py): the sibling file, not the package
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import ptxas_path  # type: ignore[no-redef, import-not-found]
+
 # nvcc's temporary names carry its process id: tmpxft_<pid, 8 hex>_<8 hex>-<k>_<name>.
 _PID = re.compile(r"tmpxft_([0-9a-f]{8})_")
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 
 
 class Refused(Exception):
@@ -48,22 +55,11 @@ class Refused(Exception):
 
 
 def dryrun(argv: list[str], cwd: Path) -> tuple[dict[str, str], list[str]]:
-    """nvcc's environment settings and steps for `argv` (as ciq_build.compiler.ptxas_path reads them)."""
-    result = subprocess.run([*argv, "--dryrun"], cwd=cwd, capture_output=True, text=True, timeout=300)
-    if result.returncode != 0:
-        raise Refused(f"nvcc --dryrun failed: {result.stderr.strip()[-1000:]}")
-    env: dict[str, str] = {}
-    steps: list[str] = []
-    for line in (result.stdout + result.stderr).splitlines():
-        if not line.startswith("#$ "):
-            continue
-        text = line[3:].strip()
-        match = _ASSIGNMENT.match(text)
-        if match and not text.startswith("--"):
-            env[match.group(1)] = match.group(2).strip()
-        else:
-            steps.append(text)
-    return env, steps
+    """nvcc's environment settings and steps for `argv` (ciq_build.compiler.ptxas_path reads them)."""
+    try:
+        return ptxas_path.dryrun(argv, cwd, timeout=300)
+    except ptxas_path.Unsupported as exc:
+        raise Refused(str(exc)) from None
 
 
 def _pid(steps: list[str]) -> str:
