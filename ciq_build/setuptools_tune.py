@@ -40,8 +40,6 @@ from ciq_build.build.preflight import check_tune
 from ciq_build.build.sources import SourceSet
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
-from ciq_build.core.causes import Cause
-from ciq_build.core.settings import timeout_advice
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec
@@ -176,17 +174,7 @@ class ExtensionTree(ScratchTree):
         with environment.CompileWitness(self.options_file, timeout) as witness:
             step = proc.run(command, timeout, cwd=self.manifest.source_dir, env=env,
                             max_output=COMPILER_OUTPUT_BYTES)
-        output = step.stdout + step.stderr
-        if step.ok and step.truncated:
-            return CandidateBuild(False, Cause.COMPILE_FAILED,
-                                  f"build_ext printed more than ciq_build keeps ({step.truncation}); "
-                                  "its resource usage cannot be read from a cut log", step.seconds, output)
-        if not step.ok:
-            cause = self._failure_cause(step, output, witness)  # the candidate's, or the machine's (retried)
-            advice = f" ({timeout_advice(timeout)})" if step.timed_out else ""
-            return CandidateBuild(False, cause, f"build_ext {step.describe()}{advice}:\n{step.output_tail()}",
-                                  step.seconds, output)
-        return CandidateBuild(True, None, "", step.seconds, output, self.object_files(), self.benchmark_path)
+        return self.compile_verdict("build_ext", step, witness, timeout)
 
 
 class _CandidateBuildExt(build_ext):

@@ -171,29 +171,39 @@ class ScratchTree:
         with environment.CompileWitness(self.options_file, timeout) as witness:
             compile_step = proc.run(self._build_args(self.manifest.target), timeout,
                                     max_output=COMPILER_OUTPUT_BYTES)
-        output = compile_step.stdout + compile_step.stderr
-        if compile_step.ok and compile_step.truncated:
+        compiled = self.compile_verdict("compile", compile_step, witness, timeout)
+        bench = self.manifest.benchmark
+        if not compiled.ok or not benchmark or bench is None or bench.target == self.manifest.target:
+            return compiled
+        with environment.CompileWitness(self.options_file, timeout) as witness:
+            link_step = proc.run(self._build_args(bench.target), timeout)
+        if not link_step.ok:
+            # The candidate's compile time and report stay those of its compile; the link's log says why.
+            return self._failed("benchmark build", link_step, witness, timeout, compiled.compile_seconds,
+                                compiled.compiler_output)
+        return compiled
+
+    def compile_verdict(self, what: str, step: proc.ProcResult, witness: environment.CompileWitness,
+                        timeout: float) -> CandidateBuild:
+        """What a finished compile step (`what`: "compile", "build_ext") made of the candidate: built, or failed
+        and why (the candidate's own failure, or the machine's: see _failure_cause)."""
+        output = step.stdout + step.stderr
+        if step.ok and step.truncated:
             # The static metrics are read from this log: a cut one would score the kernels it lost as 0.
             return CandidateBuild(False, Cause.COMPILE_FAILED,
-                                  f"compile printed more than ciq_build keeps ({compile_step.truncation}); "
-                                  "its resource usage cannot be read from a cut log", compile_step.seconds, output)
-        if not compile_step.ok:
-            cause = self._failure_cause(compile_step, output, witness)
-            advice = f" ({timeout_advice(timeout)})" if compile_step.timed_out else ""
-            return CandidateBuild(False, cause,
-                                  f"compile {compile_step.describe()}{advice}:\n{compile_step.output_tail()}",
-                                  compile_step.seconds, output)
-        bench = self.manifest.benchmark
-        if benchmark and bench is not None and bench.target != self.manifest.target:
-            with environment.CompileWitness(self.options_file, timeout) as witness:
-                link_step = proc.run(self._build_args(bench.target), timeout)
-            if not link_step.ok:
-                cause = self._failure_cause(link_step, link_step.stdout + link_step.stderr, witness)
-                advice = f" ({timeout_advice(timeout)})" if link_step.timed_out else ""
-                return CandidateBuild(False, cause,
-                                      f"benchmark build {link_step.describe()}{advice}:\n{link_step.output_tail()}",
-                                      compile_step.seconds, output)
-        return CandidateBuild(True, None, "", compile_step.seconds, output, self.object_files(), self.benchmark_path)
+                                  f"{what} printed more than ciq_build keeps ({step.truncation}); "
+                                  "its resource usage cannot be read from a cut log", step.seconds, output)
+        if not step.ok:
+            return self._failed(what, step, witness, timeout, step.seconds, output)
+        return CandidateBuild(True, None, "", step.seconds, output, self.object_files(), self.benchmark_path)
+
+    def _failed(self, what: str, step: proc.ProcResult, witness: environment.CompileWitness, timeout: float,
+                compile_seconds: float, compiler_output: str) -> CandidateBuild:
+        """A failed step's CandidateBuild: its cause, and its log's tail with timeout advice where it hung."""
+        cause = self._failure_cause(step, step.stdout + step.stderr, witness)
+        advice = f" ({timeout_advice(timeout)})" if step.timed_out else ""
+        return CandidateBuild(False, cause, f"{what} {step.describe()}{advice}:\n{step.output_tail()}",
+                              compile_seconds, compiler_output)
 
     def _ptxas_only(self, timeout: float) -> CandidateBuild | None:
         """ptxas alone on every compile's kept PTX; None where a compile has no kept front end (or fails)."""
