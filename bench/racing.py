@@ -23,22 +23,21 @@ Wall time is shown but is not the point here: compiles dominate this test double
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import os
 import shutil
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ciq_build.build.cmake import configure_user_tree
-from ciq_build.build.manifest import load_manifest
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT
-from ciq_build.tune.driver import TuneRun
-from ciq_build.tune.settings import TuneOptions, resolve_settings
+from ciq_build.tune.settings import TuneOptions
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/arms.py, run as a script from anywhere
+from bench.arms import print_table  # noqa: E402
+from bench.arms import run_arm as run_tune_arm  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent / "tests" / "projects" / "transient"
 
@@ -65,33 +64,13 @@ def run_arm(name: str, work: Path, options: argparse.Namespace, *, racing: bool,
     configure_user_tree(source, build, find_toolchain(), None, [f"-DTIMER_PARAMS={params}"], USER_CONFIGURE_TIMEOUT)
     os.environ.update({"TIMER_RUN_LOG": str(log), "TIMER_NOISE": str(options.noise),
                        "TIMER_STEP": str(options.step), "TIMER_SLEEP_MS": str(options.sleep_ms)})
-    tune_options = TuneOptions(target="timer", build_dir=build, generations=options.generations,
-                               pool_size=options.pool_size, repeats=options.repeats, seed=options.seed,
-                               objectives=["time"], quiet=True)
-    manifest = load_manifest(build, "timer")
-    tune = TuneRun(resolve_settings(tune_options, manifest), manifest, find_toolchain(manifest.toolchain.cuda_compiler),
-                   out=io.StringIO())
-    if not racing:
-        tune.runner.racing = None
-    if not dedupe:
-        tune.runner.dedupe = None
-    started = time.monotonic()
-    stdout, sys.stdout = sys.stdout, io.StringIO()
-    try:
-        outcome = tune.run()
-    finally:
-        sys.stdout = stdout
-    seconds = time.monotonic() - started
-    journal = [json.loads(line) for line in tune.cache.path.read_text().splitlines() if line.strip()]
-    evaluations = [r for r in journal if r.get("kind") == "evaluation"]
-    search_runs = sum(int(r.get("runs", 0)) for r in evaluations)
+    arm = run_tune_arm(TuneOptions(target="timer", build_dir=build, generations=options.generations,
+                              pool_size=options.pool_size, repeats=options.repeats, seed=options.seed,
+                              objectives=["time"], quiet=True), racing=racing, dedupe=dedupe)
     logged = len(log.read_text().splitlines())
-    winner = outcome.winner.controls.defines if outcome.winner is not None else ()
-    return Arm(name, search_runs, logged - search_runs, len(evaluations),
-               sum(1 for r in evaluations if r.get("raced") and not r.get("same_code_as")),
-               sum(1 for r in evaluations if r.get("same_code_as")),
-               dict(winner).get("X"), outcome.pinned is not None, seconds)
-
+    winner = arm.outcome.winner.controls.defines if arm.outcome.winner is not None else ()
+    return Arm(name, arm.search_runs, logged - arm.search_runs, len(arm.evaluations), arm.raced, arm.same_code,
+               dict(winner).get("X"), arm.outcome.pinned is not None, arm.seconds)
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -115,11 +94,9 @@ def main() -> int:
           f"--repeats {options.repeats}, {options.generations} generations x {options.pool_size}, seed {options.seed}")
     header = ("arm", "benchmark runs", "confirm runs", "evaluations", "raced", "same code", "winner X", "pinned",
               "wall s")
-    rows = [header] + [(a.name, str(a.search_runs), str(a.confirm_runs), str(a.evaluations), str(a.raced),
+    rows = [(a.name, str(a.search_runs), str(a.confirm_runs), str(a.evaluations), str(a.raced),
                         str(a.same_code), str(a.winner_x), str(a.pinned), f"{a.seconds:.1f}") for a in arms]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    print_table(header, rows)
     plain = arms[0]
     same = all(arm.winner_x == plain.winner_x for arm in arms)
     for arm in arms[1:]:

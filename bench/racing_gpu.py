@@ -20,21 +20,20 @@ benchmark runs against the plain arm (goal: >= 3x fewer for the same winner).
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import shutil
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ciq_build.build.cmake import configure_user_tree
-from ciq_build.build.manifest import load_manifest
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT
-from ciq_build.tune.driver import TuneRun
-from ciq_build.tune.settings import TuneOptions, resolve_settings
+from ciq_build.tune.settings import TuneOptions
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/arms.py, run as a script from anywhere
+from bench.arms import print_table  # noqa: E402
+from bench.arms import run_arm as run_tune_arm  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_extension"
 TARGET = "gemm_kernels"
@@ -59,32 +58,17 @@ def run_arm(name: str, work: Path, options: argparse.Namespace, *, racing: bool,
     cmake_args = ["-DSAMPLE_EXTENSION_PYTHON=OFF"] + ([f"-DCMAKE_CUDA_COMPILER={options.nvcc}"] if options.nvcc else [])
     configure_user_tree(source, build, find_toolchain(Path(options.nvcc) if options.nvcc else None), None,
                         cmake_args, USER_CONFIGURE_TIMEOUT)
-    tune_options = TuneOptions(target=TARGET, build_dir=build, generations=options.generations,
-                               pool_size=options.pool_size, repeats=options.repeats, seed=options.seed,
-                               objectives=["time"], controls=[f"acf-pool:{options.pool}"], jobs=options.jobs,
-                               pin=False, quiet=True, cmake_args=cmake_args)
-    manifest = load_manifest(build, TARGET)
-    tune = TuneRun(resolve_settings(tune_options, manifest), manifest,
-                   find_toolchain(manifest.toolchain.cuda_compiler), out=io.StringIO())
-    if not racing:
-        tune.runner.racing = None
-    if not dedupe:
-        tune.runner.dedupe = None
-    started = time.monotonic()
-    outcome = tune.run()
-    seconds = time.monotonic() - started
-    journal = [json.loads(line) for line in tune.cache.path.read_text().splitlines() if line.strip()]
-    evaluations = [r for r in journal if r.get("kind") == "evaluation"]
+    arm = run_tune_arm(TuneOptions(target=TARGET, build_dir=build, generations=options.generations,
+                                   pool_size=options.pool_size, repeats=options.repeats, seed=options.seed,
+                                   objectives=["time"], controls=[f"acf-pool:{options.pool}"], jobs=options.jobs,
+                                   pin=False, quiet=True, cmake_args=cmake_args), racing=racing, dedupe=dedupe)
     winner = "defaults"
-    if outcome.winner is not None and outcome.winner.controls.acf is not None:
-        winner = Path(outcome.winner.controls.acf.path).name
-    verdict = next((line.strip() for line in outcome.message.splitlines() if "verdict" in line), outcome.message)
-    return Arm(name, sum(int(r.get("runs", 0)) for r in evaluations), len(evaluations),
-               sum(1 for r in evaluations if r.get("raced") and not r.get("same_code_as")),
-               sum(1 for r in evaluations if r.get("same_code_as")),
-               sum(float((r.get("timings") or {}).get("benchmark_s", 0.0)) for r in evaluations),
-               winner, verdict, seconds)
-
+    if arm.outcome.winner is not None and arm.outcome.winner.controls.acf is not None:
+        winner = Path(arm.outcome.winner.controls.acf.path).name
+    message = arm.outcome.message
+    verdict = next((line.strip() for line in message.splitlines() if "verdict" in line), message)
+    return Arm(name, arm.search_runs, len(arm.evaluations), arm.raced, arm.same_code, arm.benchmark_s, winner,
+               verdict, arm.seconds)
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -105,11 +89,9 @@ def main() -> int:
     print(f"{TARGET} on the GPU, ptxas ACFs from {options.pool.name} ({len(list(options.pool.glob('*.acf')))} files), "
           f"--repeats {options.repeats}, {options.generations} generations x {options.pool_size}, seed {options.seed}")
     header = ("arm", "benchmark runs", "evaluations", "raced", "same code", "benchmark s", "winner", "wall s")
-    rows = [header] + [(a.name, str(a.search_runs), str(a.evaluations), str(a.raced), str(a.same_code),
+    rows = [(a.name, str(a.search_runs), str(a.evaluations), str(a.raced), str(a.same_code),
                         f"{a.benchmark_s:.1f}", a.winner[:16], f"{a.seconds:.0f}") for a in arms]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for row in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    print_table(header, rows)
     for arm in arms:
         print(f"{arm.name}: {arm.verdict}")
     plain, raced = arms
