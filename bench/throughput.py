@@ -1,12 +1,16 @@
-"""Evaluations per minute of ptxas ACF candidates, static objective, on the same PTX.
+"""Evaluation cost of a static tune: ptxas ACF candidates, then knob candidates, each against its limit.
 
-    python bench/throughput.py [--count 24] [--acfs POOL_DIR] [--nvcc PATH] [--keep DIR]
+    python bench/throughput.py [--count 24] [--knobs 24] [--parts acf,knobs] [--acfs POOL_DIR]
+                               [--nvcc PATH] [--keep DIR]
 
-On the sample's gemm_kernels (sm_90a; the PTX is the one nvcc's front end
-produced in a scratch tree), each of `--count` ptxas ACFs (a pool folder, or
-sampled with compileiq from the CUDA 13.3 search space) is evaluated four
-ways, candidate by candidate, the four side by side (so a loaded machine
-slows them alike):
+Both parts run on the sample's gemm_kernels (sm_90a) with the CUDA 13.3 nvcc,
+every flow of a candidate side by side with the others (so a loaded machine
+slows them alike), and every flow must report the same registers/spills per
+candidate.
+
+ACF part: on the PTX nvcc's front end produced in a scratch tree, each of
+`--count` ptxas ACFs (a pool folder, or sampled with compileiq from the
+CUDA 13.3 search space) is evaluated four ways:
 
   (a) NVIDIA's ptxas example flow: write the ACF, run
       `ptxas -v --apply-controls <acf>` on the PTX, parse the report;
@@ -20,7 +24,26 @@ slows them alike):
 
 Printed: evaluations/minute of each, the ratios b/a, b/d, b/c, and where (b)'s
 time goes (the nvcc --dryrun that gives ptxas its exact options, ptxas itself,
-the rest). Every flow must report the same registers/spills per candidate.
+the rest).
+
+Knob part: the first `--knobs` distinct candidates that ciq_build's genetic
+search proposes for `tune --controls knobs --objective registers --objective
+spill_bytes` (seed `--seed`, pool 12, told each candidate's scores as the
+driver tells them; a proposal whose controls equal an earlier one's is served
+from the driver's cache and costs nothing in either flow), each evaluated
+
+  (k1) as the driver evaluates it in a static tune (BuildRunner.evaluate on a
+       scratch tree whose baseline was built: ptxas alone where the front end
+       is kept, else the build);
+  (k2) the raw compile of the distinct work it needs: `nvcc` on the .cu with
+       the candidate's flags when its front end (nvcc's --dryrun steps before
+       ptxas) differs from every earlier candidate's and the baseline's, else
+       only the ptxas step of its --dryrun, on the PTX the earlier compile left
+       (the limit: no tool can know the PTX without running the front end).
+
+Printed: per-evaluation seconds of both, k1/k2 against the goal 1.05, and
+k1's time split by the path it took, with the fixed costs it pays (nvcc
+--dryrun, a CMake/Ninja build that has nothing to do, the launcher's start).
 """
 
 from __future__ import annotations
@@ -28,26 +51,37 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ciq_build.build import cmake  # noqa: E402
-from ciq_build.build.manifest import load_manifest  # noqa: E402
+from ciq_build.build.manifest import Manifest, load_manifest, parse_objectives  # noqa: E402
 from ciq_build.compiler import metrics, ptxas_path  # noqa: E402
-from ciq_build.compiler.controls import AcfRef, Controls  # noqa: E402
-from ciq_build.compiler.toolchain import load_toolchain  # noqa: E402
+from ciq_build.compiler.controls import AcfRef, Controls, controls_from_candidate, write_options_file  # noqa: E402
+from ciq_build.compiler.toolchain import Toolchain, load_toolchain  # noqa: E402
+from ciq_build.measure.bench import GpuSlots  # noqa: E402
 from ciq_build.resources import cmake_dir  # noqa: E402
+from ciq_build.search.base import Proposal  # noqa: E402
+from ciq_build.search.ga import SearchConfiguration  # noqa: E402
+from ciq_build.search.genetic import GeneticSource  # noqa: E402
+from ciq_build.search.select import build_space  # noqa: E402
+from ciq_build.tune.evaluator import BuildRunner  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = REPO_ROOT / "sample_extension"
 TARGET = "gemm_kernels"
+KNOB_OBJECTIVES = ("registers", "spill_bytes")
+KNOB_GOAL = 1.05
 _USED = re.compile(r"Used (\d+) registers")
 _SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 
@@ -77,21 +111,25 @@ def _acf_pool(args: argparse.Namespace, work: Path) -> list[Path]:
     return found
 
 
-def _trees(work: Path, nvcc: Path) -> tuple[cmake.ScratchTree, cmake.ScratchTree]:
+def _user_tree(work: Path, nvcc: Path) -> tuple[Manifest, Toolchain]:
+    """The sample configured as a user would (a copy, so that nothing of the repository's changes)."""
     source = work / "sample_extension"
     shutil.copytree(SAMPLE, source, ignore=shutil.ignore_patterns("build", "*.json", "*.acf"))
     user = work / "user-build"
     subprocess.run(["cmake", "-S", str(source), "-B", str(user), "-G", "Ninja", f"-DCMAKE_CUDA_COMPILER={nvcc}",
                     f"-Dciq_build_DIR={cmake_dir()}", "-DSAMPLE_EXTENSION_PYTHON=OFF"], check=True,
                    capture_output=True)
-    manifest, toolchain = load_manifest(user, TARGET), load_toolchain(nvcc)
-    fast = cmake.ScratchTree(manifest, work / "scratch-fast", toolchain)
-    full = cmake.ScratchTree(manifest, work / "scratch-full", toolchain, fast_path=False)
-    for tree in (fast, full):
-        tree.configure(300)
-        if not tree.build(Controls(), 600).ok:  # the baseline: the fast tree keeps its front end
-            sys.exit(f"the baseline build of {TARGET} failed in {tree.root}")
-    return fast, full
+    return load_manifest(user, TARGET), load_toolchain(nvcc)
+
+
+def _scratch_tree(manifest: Manifest, toolchain: Toolchain, root: Path, fast_path: bool = True) -> cmake.ScratchTree:
+    """A configured scratch tree with the baseline built, as the driver has it before the first candidate
+    (the fast tree keeps the baseline's front end)."""
+    tree = cmake.ScratchTree(manifest, root, toolchain, fast_path=fast_path)
+    tree.configure(300)
+    if not tree.build(Controls(), 600).ok:
+        sys.exit(f"the baseline build of {TARGET} failed in {tree.root}")
+    return tree
 
 
 def _ciq_static(build: cmake.CandidateBuild) -> tuple[int, int]:
@@ -100,20 +138,27 @@ def _ciq_static(build: cmake.CandidateBuild) -> tuple[int, int]:
     return summary["registers"], summary["spill_bytes"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--count", type=int, default=24)
-    parser.add_argument("--seed", type=int, default=5)
-    parser.add_argument("--acfs", help="a pool folder of ptxas ACFs (default: sample --count with compileiq)")
-    parser.add_argument("--nvcc", help="nvcc 13.3 (default: the pip toolkit)")
-    parser.add_argument("--keep", help="work folder to keep (default: a temporary one)")
-    args = parser.parse_args()
-    nvcc = Path(args.nvcc) if args.nvcc else _default_nvcc()
-    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ciq-throughput-"))
-    work.mkdir(parents=True, exist_ok=True)
+def _raw_report(text: str) -> tuple[int, int]:
+    """Registers and spill bytes from a ptxas -v report, read as a user of ptxas would (one kernel)."""
+    spills = _SPILLS.search(text)
+    return int(_USED.search(text).group(1)), int(spills.group(1)) + int(spills.group(2)) if spills else 0
+
+
+def _timed(fn, *args, **kwargs):
+    started = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, time.perf_counter() - started
+
+
+# ------------------------------------------------------------------ ACF part
+
+
+def acf_part(args: argparse.Namespace, work: Path, manifest: Manifest, toolchain: Toolchain, nvcc: Path) -> None:
     acfs = _acf_pool(args, work)
-    print(f"{len(acfs)} ptxas ACFs on {TARGET} (sm_90a), {os.cpu_count()} CPUs; work folder {work}", flush=True)
-    fast, full = _trees(work, nvcc)
+    print(f"ACF part: {len(acfs)} ptxas ACFs on {TARGET} (sm_90a), {os.cpu_count()} CPUs; work folder {work}",
+          flush=True)
+    fast = _scratch_tree(manifest, toolchain, work / "scratch-fast")
+    full = _scratch_tree(manifest, toolchain, work / "scratch-full", fast_path=False)
 
     [argv] = fast._tuned_compiles(300)
     plan = ptxas_path.plan(argv, fast.build_dir, fast.front_end_cache)
@@ -133,9 +178,7 @@ def main() -> None:
         written.write_bytes(acf.read_bytes())
         ran = subprocess.run([str(ptxas), f"-arch={arch}", "-m64", "-v", f"--apply-controls={written}", str(ptx),
                               "-o", str(flow_dir / "out.cubin")], capture_output=True, text=True)
-        spills = _SPILLS.search(ran.stdout + ran.stderr)
-        results["a"] = (int(_USED.search(ran.stdout + ran.stderr).group(1)),
-                        int(spills.group(1)) + int(spills.group(2)) if spills else 0)
+        results["a"] = _raw_report(ran.stdout + ran.stderr)
         seconds["a"].append(time.perf_counter() - started)
         # (d) one raw ptxas run.
         started = time.perf_counter()
@@ -151,9 +194,8 @@ def main() -> None:
         if built.objects:
             sys.exit(f"candidate {acf.name}: the ptxas-only path was not taken")
         # What (b) spends on asking nvcc for ptxas's exact options (part of b).
-        started = time.perf_counter()
-        ptxas_path.dryrun(argv, fast.build_dir)
-        seconds["dryrun"].append(time.perf_counter() - started)
+        _, took = _timed(ptxas_path.dryrun, argv, fast.build_dir)
+        seconds["dryrun"].append(took)
         # (b') the ptxas-only path with objects and relink.
         started = time.perf_counter()
         results["b'"] = _ciq_static(fast.build(controls, 600))
@@ -189,6 +231,228 @@ def main() -> None:
     print(f"(b) per evaluation: {b * 1000:.0f} ms = ptxas {d * 1000:.0f} ms + nvcc --dryrun {dry * 1000:.0f} ms "
           f"+ the rest {max(b - d - dry, 0) * 1000:.0f} ms (options file, ACF hash, stat of the compile's inputs, "
           "shell, report parsing)")
+
+
+# ------------------------------------------------------------------ knob part
+
+
+def knob_candidates(manifest: Manifest, toolchain: Toolchain, seed: int,
+                    scores: dict[Controls, tuple[float, ...]]) -> Iterator[tuple[Proposal, Controls, int]]:
+    """What a `tune --controls knobs` with the static objectives proposes, in order, each with how many
+    proposals before it repeated earlier controls or the defaults (the driver's cache serves those).
+
+    `scores` holds the defaults' scores and is given by the caller each yielded candidate's before the
+    next is asked for: the search is told them as the driver tells it, so its later generations are the
+    tune's.
+    """
+    objectives = parse_objectives(list(KNOB_OBJECTIVES))
+    space = build_space(["knobs"], manifest, toolchain, False, objectives)
+    config = SearchConfiguration(generations=50, pool_size=12, problem_type=[o.direction for o in objectives],
+                                 num_objectives=len(objectives), seed=seed)
+    source = GeneticSource(space, config, [o.spec for o in objectives])
+    repeated = 0
+    while proposals := source.ask():
+        for proposal in proposals:
+            controls = controls_from_candidate(proposal.params)
+            if controls not in scores:
+                yield proposal, controls, repeated
+                repeated = 0
+            else:
+                repeated += 1
+            source.tell(proposal, scores[controls])
+
+
+@dataclass
+class DistinctWork:
+    """k2's accounting: which front ends the raw compiles already ran, and the PTX each left.
+
+    A candidate whose front end (nvcc's --dryrun steps before ptxas, its temporary names aside) is one
+    of these needs only ptxas on that PTX; any other needs the whole compile.
+    """
+
+    ptx: dict[tuple[str, ...], Path] = field(default_factory=dict)
+
+    def kept(self, front: tuple[str, ...]) -> Path | None:
+        return self.ptx.get(front)
+
+    def ran(self, front: tuple[str, ...], ptx: Path) -> None:
+        self.ptx[front] = ptx
+
+
+@dataclass(frozen=True)
+class RawWork:
+    """What (k2) did for one candidate."""
+
+    report: tuple[int, int]  # registers, spill bytes
+    seconds: float
+    kind: str  # "nvcc" (the whole compile) or "ptxas" (only its ptxas step)
+    ptx: Path  # the PTX ptxas read
+
+
+class RawCompiler:
+    """(k2): the candidate's compile as a user runs it by hand, doing only the distinct work."""
+
+    def __init__(self, tree: cmake.ScratchTree, work: Path) -> None:
+        [self.argv] = tree._tuned_compiles(300)  # the build's own command, options file and all
+        self.cwd = tree.build_dir
+        self.nvcc = Path(self.argv[0])
+        self.work = work
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.options = work / "raw.nvcc-options"
+        self.argv = [f"--options-file={self.options}" if a == f"--options-file={tree.options_file}" else a
+                     for a in self.argv]
+        self.argv[self.argv.index("-o") + 1] = str(work / "raw.o")
+        self.argv[self.argv.index("-MF") + 1] = str(work / "raw.o.d")
+        self.distinct = DistinctWork()
+        self.compiles = 0
+
+    def front_end(self) -> tuple[tuple[str, ...], str]:
+        """The compile's front-end steps and its ptxas step, from nvcc --dryrun (bookkeeping, not timed)."""
+        plan = ptxas_path.plan(self.argv, self.cwd, self.work / "plans")
+        [step] = plan.ptxas
+        return plan.front, step
+
+    def evaluate(self, controls: Controls) -> RawWork:
+        write_options_file(self.options, controls, extra=cmake.VERBOSE_PTXAS)
+        front, step = self.front_end()
+        kept = self.distinct.kept(front)
+        if kept is None:
+            keep = self.work / f"front-{self.compiles}"
+            keep.mkdir()
+            self.compiles += 1
+            ran, took = _timed(subprocess.run, [*self.argv, "--keep", f"--keep-dir={keep}"], cwd=self.cwd,
+                               capture_output=True, text=True)
+            [ptx] = keep.glob("*.ptx")
+            self.distinct.ran(front, ptx)
+            kind, ptx_used = "nvcc", ptx
+        else:
+            # nvcc's exact ptxas arguments, on the PTX the earlier compile of this front end left.
+            words = shlex.split(step)
+            words[0] = str(self.nvcc.parent / "ptxas")
+            words = [str(kept) if w.endswith(".ptx") else w for w in words]
+            words[words.index("-o") + 1] = str(self.work / "raw.cubin")
+            ran, took = _timed(subprocess.run, words, cwd=self.cwd, capture_output=True, text=True)
+            kind, ptx_used = "ptxas", kept
+        if ran.returncode != 0:
+            sys.exit(f"the raw compile of {controls} failed:\n{ran.stderr[-2000:]}")
+        return RawWork(_raw_report(ran.stdout + ran.stderr), took, kind, ptx_used)
+
+
+class _WatchedTree(cmake.ScratchTree):
+    """The driver's scratch tree, noting each build (did it take the ptxas-only path?)."""
+
+    last: cmake.CandidateBuild | None = None
+
+    def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
+              benchmark: bool = True) -> cmake.CandidateBuild:
+        self.last = super().build(controls, timeout, static_only, benchmark=benchmark)
+        return self.last
+
+
+def _driver_evaluation(runner: BuildRunner, tree: cmake.ScratchTree, proposal: Proposal,
+                       controls: Controls) -> tuple[tuple[float, ...], tuple[int, int], float]:
+    """(k1): the driver's evaluation of one candidate; its scores, (registers, spill bytes) and seconds."""
+    evaluated, took = _timed(runner.evaluate, tree, proposal, controls, f"knob-{proposal.id}")
+    if not evaluated.ok or evaluated.scores is None:
+        sys.exit(f"candidate {controls.flags}: {evaluated.message}")
+    return evaluated.scores, (int(evaluated.metrics["registers"]), int(evaluated.metrics["spill_bytes"])), took
+
+
+def _fixed_costs(tree: cmake.ScratchTree, argv: list[str]) -> dict[str, float]:
+    """Median seconds of what k1 pays besides the compiler's own work."""
+    def median(command: list[str], **kwargs: object) -> float:
+        return statistics.median(_timed(subprocess.run, command, capture_output=True, **kwargs)[1] for _ in range(5))
+
+    return {
+        "nvcc --dryrun": statistics.median(_timed(ptxas_path.dryrun, argv, tree.build_dir)[1] for _ in range(5)),
+        "cmake --build with nothing to do": median(tree._build_args(TARGET)),
+        "the launcher's python start": median([sys.executable, "-I", "-S", "-c", "pass"]),
+    }
+
+
+def knob_part(args: argparse.Namespace, work: Path, manifest: Manifest, toolchain: Toolchain) -> None:
+    print(f"knob part: {args.knobs} distinct knob candidates of a seeded `tune --controls knobs "
+          f"--objective registers --objective spill_bytes` (seed {args.seed}) on {TARGET} (sm_90a), "
+          f"{os.cpu_count()} CPUs", flush=True)
+    tree = _WatchedTree(manifest, work / "scratch-knobs", toolchain)
+    tree.configure(300)
+    if not tree.build(Controls(), 600).ok:
+        sys.exit(f"the baseline build of {TARGET} failed in {tree.root}")
+    runner = BuildRunner(manifest, toolchain, parse_objectives(list(KNOB_OBJECTIVES)), 1, 600, GpuSlots())
+    raw = RawCompiler(tree, work / "raw")
+    # The driver measured the defaults first (the baseline, built above): so did the raw flow, untimed.
+    defaults = Proposal(id=0, generation=0, params={})
+    scores = {Controls(): _driver_evaluation(runner, tree, defaults, Controls())[0]}
+    raw.evaluate(Controls())
+
+    rows: list[tuple[str, str, float, float]] = []  # (k1's path, k2's work, k1 s, k2 s)
+    repeats = 0
+    for index, (proposal, controls, repeated) in enumerate(knob_candidates(manifest, toolchain, args.seed, scores)):
+        if index == args.knobs:
+            break
+        repeats += repeated
+        # Interleaved, the order alternating, so neither flow always finds the files cached.
+        if index % 2:
+            k2 = raw.evaluate(controls)
+            scores[controls], k1_result, k1_s = _driver_evaluation(runner, tree, proposal, controls)
+        else:
+            scores[controls], k1_result, k1_s = _driver_evaluation(runner, tree, proposal, controls)
+            k2 = raw.evaluate(controls)
+        if k1_result != k2.report:
+            sys.exit(f"candidate {controls.flags}: k1 reports {k1_result}, the raw compile {k2.report}")
+        assert tree.last is not None
+        path = "ptxas only" if not tree.last.objects else "build"
+        # Where the driver kept this front end, its PTX is the one the raw flow reused or made.
+        [argv] = tree._tuned_compiles(300)
+        kept = next(ptxas_path.plan(argv, tree.build_dir, tree.front_end_cache).entry.glob("*.ptx"), None)
+        if kept is not None and kept.read_bytes() != k2.ptx.read_bytes():
+            sys.exit(f"candidate {controls.flags}: the driver's kept PTX is not the raw compile's")
+        rows.append((path, k2.kind, k1_s, k2.seconds))
+        print(f"  {index + 1:2d} {' '.join(controls.flags)[:70]:70s} registers {k1_result[0]:3d} spills "
+              f"{k1_result[1]:5d}  k1 {k1_s:.3f}s ({path})  k2 {k2.seconds:.3f}s ({k2.kind})", flush=True)
+
+    k1_total, k2_total = sum(r[2] for r in rows), sum(r[3] for r in rows)
+    print()
+    print(f"{len(rows)} candidates evaluated ({repeats} more proposals repeated earlier controls: served from "
+          f"the driver's cache, no work in either flow); raw work: "
+          f"{sum(r[1] == 'nvcc' for r in rows)} whole nvcc compiles, {sum(r[1] == 'ptxas' for r in rows)} ptxas only")
+    print(f"{'k1 path / k2 work':28s} {'count':>5s} {'k1 s/eval':>10s} {'k2 s/eval':>10s} {'k1/k2':>6s}")
+    for key in sorted({(r[0], r[1]) for r in rows}):
+        group = [r for r in rows if (r[0], r[1]) == key]
+        k1_mean, k2_mean = statistics.mean(r[2] for r in group), statistics.mean(r[3] for r in group)
+        print(f"{key[0] + ' / ' + key[1]:28s} {len(group):5d} {k1_mean:10.3f} {k2_mean:10.3f} {k1_mean / k2_mean:6.2f}")
+    print(f"{'all':28s} {len(rows):5d} {k1_total / len(rows):10.3f} {k2_total / len(rows):10.3f} "
+          f"{k1_total / k2_total:6.2f}")
+    print()
+    ratio = k1_total / k2_total
+    print(f"k1/k2 = {ratio:.3f}x   (goal <= {KNOB_GOAL}x: {'met' if ratio <= KNOB_GOAL else 'NOT met'})")
+    [argv] = tree._tuned_compiles(300)
+    print("k1's fixed costs (median of 5): " + ", ".join(
+        f"{name} {seconds * 1000:.0f} ms" for name, seconds in _fixed_costs(tree, argv).items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=24, help="ptxas ACFs (ACF part)")
+    parser.add_argument("--knobs", type=int, default=24, help="distinct knob candidates (knob part)")
+    parser.add_argument("--parts", default="acf,knobs", help="which parts to run (default: both)")
+    parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--acfs", help="a pool folder of ptxas ACFs (default: sample --count with compileiq)")
+    parser.add_argument("--nvcc", help="nvcc 13.3 (default: the pip toolkit)")
+    parser.add_argument("--keep", help="work folder to keep (default: a temporary one)")
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    if not parts or parts - {"acf", "knobs"}:
+        parser.error("--parts takes acf, knobs or acf,knobs")
+    nvcc = Path(args.nvcc) if args.nvcc else _default_nvcc()
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ciq-throughput-"))
+    work.mkdir(parents=True, exist_ok=True)
+    manifest, toolchain = _user_tree(work, nvcc)
+    if "acf" in parts:
+        acf_part(args, work, manifest, toolchain, nvcc)
+        print()
+    if "knobs" in parts:
+        knob_part(args, work, manifest, toolchain)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -31,6 +31,7 @@ from ciq_build.build.manifest import load_manifest
 from ciq_build.compiler import metrics, ptxas_path
 from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.compiler.toolchain import load_toolchain
+from ciq_build.core.causes import Cause
 
 pytestmark = pytest.mark.slow
 
@@ -182,13 +183,56 @@ def test_a_front_end_change_compiles_through_nvcc_and_keeps_a_second_configurati
     before = set(_kept_ptx(gemm))
     # A -D define reaches the front end: its compile may not use the kept PTX.
     tiled = Controls(defines=(("CIQ_GEMM_TM", "4"),))
-    assert gemm.build(tiled, 300, static_only=True).objects != ()  # no kept front end yet: a full build
+    assert gemm.build(tiled, 300).objects != ()  # objects wanted, no kept front end yet: a full build
     assert set(_kept_ptx(gemm)) == before  # seen once: nvcc whole, nothing kept (it costs what nvcc costs)
     built = gemm.build(tiled, 300)  # seen again: nvcc whole, and its front end kept
     reference, _ = _full_nvcc(gemm)
     assert all(_same_as_nvcc_agrees(p.read_bytes(), reference[str(p.relative_to(gemm.build_dir))])
                for p in built.objects)
     assert len(set(_kept_ptx(gemm)) - before) == 1  # the new configuration is kept beside the first
+
+
+def test_a_static_evaluation_keeps_a_new_front_end_at_once_and_gives_nvcc_its_objects_after(
+        gemm: cmake.ScratchTree) -> None:
+    assert gemm.build(Controls(), 300).ok
+    [argv] = _nvcc_commands(gemm)
+    baseline = ptxas_path.plan(argv, gemm.build_dir, gemm.front_end_cache)
+    # The files the preprocessed sources name are those nvcc's dependency file lists (kept with the baseline).
+    assert (set(ptxas_path._preprocessed_inputs(baseline.entry, gemm.build_dir))
+            == set(ptxas_path._dependencies(baseline.entry / "deps.d")))
+    before = set(_kept_ptx(gemm))
+    capped = Controls(flags=("-maxrregcount=40",))  # nvcc hands it to cicc too: a front end of its own
+    static = gemm.build(capped, 300, static_only=True)
+    assert static.ok and static.objects == ()  # its front end run here, then ptxas alone: no object
+    assert len(set(_kept_ptx(gemm)) - before) == 1  # kept the first time (it cost nothing more)
+    [argv] = _nvcc_commands(gemm)
+    plan = ptxas_path.plan(argv, gemm.build_dir, gemm.front_end_cache)
+    assert ptxas_path.ready(plan) and not ptxas_path.has_dependency_file(plan)
+    reference, report = _full_nvcc(gemm)
+    assert (metrics.summarize(metrics.parse_ptxas_verbose(static.compiler_output))
+            == metrics.summarize(metrics.parse_ptxas_verbose(report)))
+    # Objects wanted: the build tool needs nvcc's dependency file, which only nvcc whole writes; kept then.
+    for _ in range(2):  # nvcc whole, then from the kept front end
+        built = gemm.build(capped, 300)
+        assert built.ok and ptxas_path.has_dependency_file(plan)
+        assert all(_same_as_nvcc_agrees(p.read_bytes(), reference[str(p.relative_to(gemm.build_dir))])
+                   for p in built.objects)
+    header = next(Path(gemm.manifest.source_dir).glob("src/*.h"))
+    os.utime(header)  # an entry kept without nvcc tells when it is stale too
+    assert not ptxas_path.ready(plan)
+    assert gemm.build(capped, 300, static_only=True).ok and ptxas_path.ready(plan)
+
+
+def test_a_static_evaluation_whose_front_end_runs_past_the_timeout_is_the_candidates_timeout(
+        gemm: cmake.ScratchTree) -> None:
+    assert gemm.build(Controls(), 300).ok
+    before = set(gemm.front_end_cache.iterdir())
+    # A new front end (cicc gets the cap) takes about a second here: 0.2 s cannot hold it.
+    built = gemm.build(Controls(flags=("-maxrregcount=56",)), 0.2, static_only=True)
+    assert not built.ok and built.cause == Cause.COMPILE_TIMEOUT, built.message
+    assert "timed out" in built.message and "limit was 0.2 s" in built.message
+    assert set(gemm.front_end_cache.iterdir()) == before  # no unfinished entry left behind
+    assert gemm.build(Controls(flags=("-maxrregcount=56",)), 300, static_only=True).ok  # not kept as a failure
 
 
 def test_a_changed_header_is_not_served_from_the_kept_front_end(gemm: cmake.ScratchTree) -> None:

@@ -12,7 +12,8 @@ The scratch trees compile CUDA through the ptxas-only path's launcher
 (ciq_build.compiler.ptxas_path): a compile whose nvcc front end (source ->
 PTX) equals one already run in that tree re-runs only ptxas and what follows,
 giving the object nvcc would; the build tool links as usual. Static
-objectives can skip even that (`build(static_only=True)`: ptxas alone).
+objectives can skip even that (`build(static_only=True)`: ptxas alone, after
+the front end where it is new).
 """
 
 from __future__ import annotations
@@ -206,21 +207,31 @@ class ScratchTree:
                               compile_seconds, compiler_output)
 
     def _ptxas_only(self, timeout: float) -> CandidateBuild | None:
-        """ptxas alone on every compile's kept PTX; None where a compile has no kept front end (or fails)."""
+        """ptxas alone on every compile's PTX, the front end run first (and kept) where it is new;
+        None where the fast path cannot take a compile, or a step fails: the full build then runs."""
         started = time.monotonic()
         try:
             plans = [ptxas_path.plan(argv, self.build_dir, self.front_end_cache)
                      for argv in self._tuned_compiles(timeout)]
         except (ptxas_path.Unsupported, OSError, subprocess.SubprocessError):
             return None
-        if not plans or not all(ptxas_path.ready(p) for p in plans):
-            return None  # the full build runs and keeps the front end for next time
-        output = []
+        if not plans:
+            return None
+        output: list[str] = []
         for p in plans:
-            left = timeout - (time.monotonic() - started)
             try:
-                ran = ptxas_path.ptxas_only(p, left)
-            except (OSError, subprocess.SubprocessError):
+                # A new front end is run here, in place of nvcc's whole compile (which would also run
+                # fatbinary and the host compile, of no use to a static objective): kept at no extra cost.
+                # One that fails costs its front end twice (the full build below says why it failed).
+                if not ptxas_path.ready(p):
+                    ptxas_path.fill(p, timeout - (time.monotonic() - started))
+                ran = ptxas_path.ptxas_only(p, timeout - (time.monotonic() - started))
+            except subprocess.TimeoutExpired:
+                # The candidate's own compile steps, no build tool: its timeout (not once more in the full build).
+                return CandidateBuild(False, Cause.COMPILE_TIMEOUT,
+                                      f"compile of {p.output} timed out ({timeout_advice(timeout)})",
+                                      time.monotonic() - started, "".join(output))
+            except (ptxas_path.Unsupported, OSError, subprocess.SubprocessError):
                 return None
             if ran.returncode != 0:
                 return None  # the full build says why (and tells the candidate's failure from the machine's)

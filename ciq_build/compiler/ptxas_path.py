@@ -11,8 +11,9 @@ dryrun, so ptxas gets exactly the options nvcc would give it.
 
 What decides reuse is nvcc's own plan, not a list of "ptxas-level" flags: the
 entry key is the front-end steps' text (with nvcc's temporary names made
-fixed), the nvcc binary and the stat of every file the compile read (its
-dependency file). Any control that reaches the front end (a -D, a numerics
+fixed), the nvcc binary and the stat of every file the compile read (the line
+markers of its preprocessed sources, and nvcc's dependency file where nvcc
+wrote one). Any control that reaches the front end (a -D, a numerics
 flag, an nvcc ACF) changes those steps and so the key: that compile goes
 through nvcc whole, never through a stale entry.
 
@@ -29,8 +30,9 @@ compile, a cache path a shell would split), go through nvcc whole.
 
 Used two ways: as the scratch trees' CUDA compiler launcher (``main``: the
 build tool runs it in place of each compile, so it links and relinks as
-usual), and in process for static objectives (`ptxas_only`: ptxas and
-nothing after it). Standard library only: it starts once per compile.
+usual), and in process for static objectives (`fill` where the front end is
+new, then `ptxas_only`: ptxas and nothing after it). Standard library only:
+it starts once per compile.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ _NVIDIA_FRONT = {"cudafe++", "cicc"}
 _NVIDIA_BACK = {"ptxas", "fatbinary"}
 _DEBUG = re.compile(r"^(-g.*|-G|--device-debug|--debug)$")
 _DONE = "front.json"  # written last: an entry without it is unfinished
+_DEPS = "deps.d"  # nvcc's dependency file, for the build tool; absent where the entry was filled without nvcc
+# A line marker of the host preprocessor: # <line> "<file name, \\ and \" escaped>" [flags]
+_LINE_MARKER = re.compile(rb'^# [0-9]+ "((?:[^"\\]|\\.)*)"', re.MULTILINE)
 
 
 class Unsupported(Exception):
@@ -96,8 +101,12 @@ class Plan:
 def _tool(step: str) -> str:
     if step.startswith("--"):
         return step  # nvcc's own pseudo-step ("-- Filter Dependencies -- > file.d")
-    words = shlex.split(step)
-    return os.path.basename(words[0]) if words else ""
+    # The first word as shlex.split reads it, without splitting the rest (a host step is ~2 kB of
+    # words; every candidate's plan reads each step's tool).
+    lexer = shlex.shlex(step, posix=True)
+    lexer.whitespace_split, lexer.commenters = True, ""
+    first = lexer.get_token()
+    return os.path.basename(first) if first else ""
 
 
 def _option_value(argv: tuple[str, ...] | list[str], name: str) -> str | None:
@@ -146,8 +155,8 @@ def _split(steps: list[str], output: str) -> tuple[list[str], list[str]]:
     front: list[str] = []
     back: list[str] = []
     for step in steps:
-        tool = _tool(step)
         words = shlex.split(step) if not step.startswith("--") else []
+        tool = os.path.basename(words[0]) if words else step
         if any(_DEBUG.match(word) for word in words):
             raise Unsupported("debug information would record the temporary directory")
         if step.startswith("-- Filter Dependencies --"):
@@ -216,6 +225,28 @@ def _stat(path: str, cwd: Path) -> list[int]:
     return [stat.st_size, stat.st_mtime_ns]
 
 
+def _preprocessed_inputs(entry: Path, cwd: Path) -> list[str]:
+    """The files the host preprocessor read for the entry's front end: its line markers' file names.
+
+    The same files nvcc's dependency file lists (measured on the sample's GEMM:
+    191 of 191), so an entry filled without nvcc tells when it is stale too.
+    Unsupported where a name is not a file (an escape this does not read): a
+    header change there could not be seen.
+    """
+    names: set[str] = set()
+    for source in sorted(entry.glob("*.ii")):
+        for raw in _LINE_MARKER.findall(source.read_bytes()):
+            name = re.sub(rb"\\(.)", rb"\1", raw).decode("utf-8", "surrogateescape")
+            if not name.startswith("<"):  # <built-in>, <command-line>
+                names.add(name)
+    if not names:
+        raise Unsupported("the preprocessed sources name no file they read")
+    missing = [name for name in names if not (cwd / name).is_file()]  # a relative name is the cwd's
+    if missing:
+        raise Unsupported(f"the preprocessor read {missing[0]!r}, which is not a file here")
+    return sorted(names)
+
+
 def ready(p: Plan) -> bool:
     """The entry holds this configuration's front end, and no file the compile read has changed since."""
     try:
@@ -225,15 +256,22 @@ def ready(p: Plan) -> bool:
     return all(_stat(name, p.cwd) == stat for name, stat in meta["inputs"].items())
 
 
-def worth_keeping(p: Plan) -> bool:
-    """Keep a front end the second time it is compiled, or the first time this object is.
+def has_dependency_file(p: Plan) -> bool:
+    """The entry can give the build tool the dependency file nvcc writes (where the compile asks for one)."""
+    return p.depfile is None or (p.entry / _DEPS).is_file()
 
-    Keeping costs the front end once more (nvcc's own run cannot keep its
-    files under the names a plain build uses). The first compile of an
-    object in a tree (the baseline) is kept: ptxas-level candidates share its
-    front end. Any other front end is kept only once it comes back, so that a
-    candidate whose front end is its own costs what nvcc costs. A kept one
-    gone stale (a header changed) is kept again at once.
+
+def worth_keeping(p: Plan) -> bool:
+    """Keep a front end the second time nvcc compiles it, or the first time this object is.
+
+    Keeping after nvcc costs the front end once more (nvcc's own run cannot
+    keep its files under the names a plain build uses). The first compile of
+    an object in a tree (the baseline) is kept: ptxas-level candidates share
+    its front end. Any other front end is kept only once it comes back, so
+    that a candidate whose front end is its own costs what nvcc costs. A kept
+    one gone stale (a header changed) is kept again at once. (A static
+    evaluation keeps every front end the first time: it runs the front end
+    itself, in place of nvcc, so keeping costs it nothing; see `fill`.)
     """
     if p.entry.is_dir():
         return True
@@ -248,21 +286,40 @@ def worth_keeping(p: Plan) -> bool:
     return True
 
 
-def fill(p: Plan, timeout: float | None = None) -> None:
-    """Run the front-end steps into the entry (after nvcc compiled it whole, so its depfile is written)."""
-    if p.depfile is None or not p.depfile.is_file():
-        raise Unsupported("no dependency file (-MF) to tell when the kept front end is stale")
-    inputs = {name: _stat(name, p.cwd) for name in [p.argv[0], *_dependencies(p.depfile)]}
+def fill(p: Plan, timeout: float | None = None, *, after_nvcc: bool = False) -> None:
+    """Run the front-end steps into the entry.
+
+    `after_nvcc`: nvcc has just compiled this configuration whole, so its
+    dependency file is this compile's: it is kept for the build tool (see
+    `has_dependency_file`) and its files count as inputs too.
+    """
+    depfile = p.depfile if after_nvcc else None
+    if after_nvcc and (depfile is None or not depfile.is_file()):
+        raise Unsupported("no dependency file (-MF) for the build tool")
+    inputs = [p.argv[0], *(_dependencies(depfile) if depfile else [])]
     shutil.rmtree(p.entry, ignore_errors=True)
     p.entry.mkdir(parents=True)
     steps = [s for s in p.front if not s.startswith("--")]
-    result = _run_steps(steps, p, timeout, capture=True)
-    if result.returncode != 0:
+    try:
+        result = _run_steps(steps, p, timeout, capture=True)
+        if result.returncode != 0:
+            raise Unsupported(f"the front end failed when run on its own:\n{result.stdout[-2000:]}")
+        inputs += _preprocessed_inputs(p.entry, p.cwd)
+    except BaseException:  # a timeout too: no unfinished entry is left
         shutil.rmtree(p.entry, ignore_errors=True)
-        raise Unsupported(f"the front end failed when run on its own:\n{result.stdout[-2000:]}")
-    shutil.copyfile(p.depfile, p.entry / "deps.d")
-    (p.entry / _DONE).write_text(json.dumps({"argv": list(p.argv), "inputs": inputs}), encoding="utf-8")
+        raise
+    # Read after the run, as after nvcc's own: a file changed while the front end ran is missed either way.
+    stats = {name: _stat(name, p.cwd) for name in inputs}
+    if depfile is not None:
+        shutil.copyfile(depfile, p.entry / _DEPS)
+    (p.entry / _DONE).write_text(json.dumps({"argv": list(p.argv), "inputs": stats}), encoding="utf-8")
     _evict(p.entry.parent, keep=p.entry)
+
+
+def keep_dependency_file(p: Plan) -> None:
+    """Keep the dependency file nvcc has just written for an entry filled without it."""
+    if p.depfile is not None and p.depfile.is_file():
+        shutil.copyfile(p.depfile, p.entry / _DEPS)
 
 
 def _evict(cache: Path, keep: Path) -> None:
@@ -301,7 +358,7 @@ def back_end(p: Plan, timeout: float | None = None, capture: bool = False) -> su
     os.utime(p.entry / _DONE)  # recently used
     result = _run_steps(p.back, p, timeout, capture)
     if result.returncode == 0 and p.depfile is not None:
-        shutil.copyfile(p.entry / "deps.d", p.depfile)  # the build tool reads (and may delete) it
+        shutil.copyfile(p.entry / _DEPS, p.depfile)  # the build tool reads (and may delete) it
     return result
 
 
@@ -355,13 +412,18 @@ def main(args: list[str]) -> int:
     except (Unsupported, OSError, subprocess.SubprocessError) as exc:
         print(f"ciq_build: nvcc whole ({exc})", file=sys.stderr)
         os.execvp(argv[0], argv)
-    if ready(p):
+    if ready(p) and has_dependency_file(p):
         return back_end(p).returncode
     whole = subprocess.run(argv, cwd=cwd)
-    if whole.returncode != 0 or not worth_keeping(p):
+    if whole.returncode != 0:
         return whole.returncode
+    if ready(p):  # kept by a static evaluation, which had no dependency file to keep
+        keep_dependency_file(p)
+        return 0
+    if not worth_keeping(p):
+        return 0
     try:
-        fill(p)
+        fill(p, after_nvcc=True)
     except (Unsupported, OSError, subprocess.SubprocessError) as exc:
         print(f"ciq_build: the front end is not kept for the ptxas-only path ({exc})", file=sys.stderr)
     return 0
