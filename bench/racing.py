@@ -27,6 +27,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,14 +66,16 @@ def run_arm(name: str, work: Path, options: argparse.Namespace, *, racing: bool,
     os.environ.update({"TIMER_RUN_LOG": str(log), "TIMER_NOISE": str(options.noise),
                        "TIMER_STEP": str(options.step), "TIMER_SLEEP_MS": str(options.sleep_ms)})
     arm = run_tune_arm(TuneOptions(target="timer", build_dir=build, generations=options.generations,
-                              pool_size=options.pool_size, repeats=options.repeats, seed=options.seed,
-                              objectives=["time"], quiet=True), racing=racing, dedupe=dedupe)
+                                   pool_size=options.pool_size, repeats=options.repeats, seed=options.seed,
+                                   objectives=["time"], quiet=True), racing=racing, dedupe=dedupe)
     logged = len(log.read_text().splitlines())
     winner = arm.outcome.winner.controls.defines if arm.outcome.winner is not None else ()
     return Arm(name, arm.search_runs, logged - arm.search_runs, len(arm.evaluations), arm.raced, arm.same_code,
                dict(winner).get("X"), arm.outcome.pinned is not None, arm.seconds)
 
-def main() -> int:
+
+def parser() -> argparse.ArgumentParser:
+    """This bench's options (bench/throughput.py runs its racing part with their defaults)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--noise", type=float, default=0.015, help="relative noise of a run (sigma)")
     parser.add_argument("--step", type=float, default=0.05, help="ms slower per step of X away from the best")
@@ -83,30 +86,39 @@ def main() -> int:
     parser.add_argument("--pool-size", type=int, default=12)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sleep-ms", type=int, default=20, help="how long one benchmark run takes")
-    options = parser.parse_args()
+    return parser
+
+
+ARMS = (("plain", False, False), ("dedupe only", False, True), ("racing only", True, False),
+        ("racing+dedupe", True, True))
+
+
+def compare(options: argparse.Namespace, arms: Sequence[tuple[str, bool, bool]] = ARMS) -> bool:
+    """Run `arms` (name, racing, dedupe; the first is the reference) and print their table and ratios;
+    True when every arm pinned the reference's winner."""
     with tempfile.TemporaryDirectory(prefix="ciq-bench-racing-") as tmp:
-        arms = [run_arm("plain", Path(tmp), options, racing=False, dedupe=False),
-                run_arm("dedupe only", Path(tmp), options, racing=False, dedupe=True),
-                run_arm("racing only", Path(tmp), options, racing=True, dedupe=False),
-                run_arm("racing+dedupe", Path(tmp), options, racing=True, dedupe=True)]
+        done = [run_arm(name, Path(tmp), options, racing=racing, dedupe=dedupe) for name, racing, dedupe in arms]
     print(f"timer test double: time = 1 ms + {options.step} ms x |X-1|, noise {options.noise:.1%}, "
           f"X in 0..{options.x_values - 1}, Y (no code change) in 0..{options.y_values - 1}, "
           f"--repeats {options.repeats}, {options.generations} generations x {options.pool_size}, seed {options.seed}")
     header = ("arm", "benchmark runs", "confirm runs", "evaluations", "raced", "same code", "winner X", "pinned",
               "wall s")
     rows = [(a.name, str(a.search_runs), str(a.confirm_runs), str(a.evaluations), str(a.raced),
-                        str(a.same_code), str(a.winner_x), str(a.pinned), f"{a.seconds:.1f}") for a in arms]
+             str(a.same_code), str(a.winner_x), str(a.pinned), f"{a.seconds:.1f}") for a in done]
     print_table(header, rows)
-    plain = arms[0]
-    same = all(arm.winner_x == plain.winner_x for arm in arms)
-    for arm in arms[1:]:
+    plain = done[0]
+    for arm in done[1:]:
         ratio = plain.search_runs / max(1, arm.search_runs)
         with_confirm = (plain.search_runs + plain.confirm_runs) / max(1, arm.search_runs + arm.confirm_runs)
         print(f"benchmark runs, plain / {arm.name}: {ratio:.2f}x fewer "
               f"({'same' if arm.winner_x == plain.winner_x else 'DIFFERENT'} winner), "
               f"{with_confirm:.2f}x counting the confirm re-measure")
     print("goal: >= 3x fewer for the same winner (racing+dedupe)")
-    return 0 if same else 1
+    return all(arm.winner_x == plain.winner_x for arm in done)
+
+
+def main() -> int:
+    return 0 if compare(parser().parse_args()) else 1
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """How `tune --executor ray` scales: evaluations per minute with 1, 2 and 4 Ray workers, the driver's own
-time per evaluation, and a model from those to 8, 64 and 512 GPUs. One run, everything side by side.
+time per evaluation, a model from those to 8, 64 and 512 GPUs, and how busy one GPU is kept with compiles
+apart from benchmarks (compile actors on CPUs, benchmarks as GPU tasks) against an actor that holds the GPU
+through its compiles. One run, everything side by side.
 
 The workload is a TEST DOUBLE (`SleepWorker`): each evaluation sleeps for a compile and a benchmark of
 realistic length, scaled down by --scale so the run takes about a minute, and returns a deterministic
@@ -40,6 +42,7 @@ from ciq_build.tune.ray_executor import RayPool, RaySlot
 from ciq_build.tune.replay import controls_id
 
 TIME = parse_objectives(["time"])
+ONE_GPU = "ONE_GPU"  # a custom resource of one unit: the busy-fraction part's single GPU
 SPACE = parse_params([f"P{i}=range(0,16)" for i in range(6)])  # 16^6 candidates: the search never repeats one
 
 
@@ -81,6 +84,57 @@ class SleepPool(RayPool):
         slot.actor = ray.remote(SleepWorker).options(max_restarts=0, max_task_retries=0, max_concurrency=2,
                                                      **self.request).remote(self.compile_s, self.benchmark_s)
         slot.where = ray.get(slot.actor.configure.remote())
+
+
+def gpu_sleep(seconds: float) -> float:
+    """TEST DOUBLE for a benchmark task: holds its GPU for `seconds`."""
+    time.sleep(seconds)
+    return seconds
+
+
+class SplitSleepWorker(SleepWorker):
+    """TEST DOUBLE for a compile actor of the split layout: sleeps for the compile on its CPU, then runs the
+    benchmark as a Ray task holding one unit of ONE_GPU (the cluster's only one), as GpuTaskRunner does."""
+
+    def __init__(self, compile_s: float, benchmark_s: float) -> None:
+        super().__init__(compile_s, benchmark_s)
+        self.task = ray.remote(gpu_sleep).options(max_retries=0, num_cpus=0, num_gpus=1,
+                                                  resources={ONE_GPU: 1})
+
+    def evaluate(self, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
+        time.sleep(self.compile_s)
+        ray.get(self.task.remote(self.benchmark_s))
+        return stand_in(proposal, controls, key, self.compile_s + self.benchmark_s)
+
+
+class OneGpuPool(SleepPool):
+    """One GPU: `split` compile actors on CPUs sharing it through benchmark tasks, or one actor holding it
+    (compile and benchmark in turn, the layout before compiles were split from benchmarks)."""
+
+    split = True
+
+    def _start(self, slot: RaySlot) -> None:
+        actor: Any
+        if self.split:
+            actor = ray.remote(SplitSleepWorker).options(max_restarts=0, max_task_retries=0, max_concurrency=2,
+                                                         num_cpus=1, num_gpus=0)
+        else:
+            actor = ray.remote(SleepWorker).options(max_restarts=0, max_task_retries=0, max_concurrency=2,
+                                                    num_cpus=1, num_gpus=1, resources={ONE_GPU: 1})
+        slot.actor = actor.remote(self.compile_s, self.benchmark_s)
+        slot.where = ray.get(slot.actor.configure.remote())
+
+
+def one_gpu_busy(split: int, compile_s: float, benchmark_s: float, folder: Path, generations: int
+                 ) -> tuple[float, float]:
+    """(evaluations per minute, the GPU's busy fraction) on one GPU; `split` compile actors, or 0: one actor
+    holding the GPU."""
+    OneGpuPool.compile_s, OneGpuPool.benchmark_s, OneGpuPool.split = compile_s, benchmark_s, bool(split)
+    with OneGpuPool(None, None, TIME, MeasureSettings(), max(split, 1), say=lambda text: None) as pool:
+        # Generations of 32: a generation's end drains the GPU's queue (one generation is in flight), and 32
+        # candidates keep that a small part of the run, as a real tune's pool does.
+        seconds, done = loop_seconds(pool.runner, pool.slots, folder, f"one-gpu-{split}", 32, generations)
+    return 60 * done / seconds, done * benchmark_s / seconds
 
 
 class InstantRunner:
@@ -138,7 +192,7 @@ def main() -> int:
     scaled_eval = compile_s + benchmark_s
     pool_size = 8  # a multiple of every worker count measured: no slot waits at a generation's end
 
-    ray.init(num_cpus=4, num_gpus=4, include_dashboard=False, log_to_driver=False)
+    ray.init(num_cpus=4, num_gpus=4, resources={ONE_GPU: 1}, include_dashboard=False, log_to_driver=False)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         # The driver's own time: the same loop and journal with evaluations that take no time.
@@ -156,6 +210,11 @@ def main() -> int:
         for workers in (1, 2, 4):
             seconds, done = ray_rate(workers, compile_s, benchmark_s, folder, pool_size, args.generations)
             measured[workers] = 60 * done / seconds
+        # One GPU's busy fraction: an actor holding it through compiles, against compile actors on CPUs
+        # sending it benchmark tasks (as many as keep it fed: (compile + benchmark) / benchmark).
+        feeders = max(2, math.ceil(real_eval / args.benchmark))
+        held = one_gpu_busy(0, compile_s, benchmark_s, folder, args.generations)
+        fed = one_gpu_busy(feeders, compile_s, benchmark_s, folder, args.generations)
     ray.shutdown()
 
     # The model: N workers each finish an evaluation every (eval + per-call latency); the driver handles
@@ -177,6 +236,11 @@ def main() -> int:
         predicted = model(workers, scaled_eval)
         print(f"  {workers} worker(s)                {rate:9.1f}   {rate / measured[1]:10.2f}x   {predicted:6.1f}"
               f"   {predicted / rate:8.2f}")
+    print("\none GPU (scaled workload, generations of 32)      evals/min   GPU busy")
+    print(f"  1 actor holding the GPU (compile, then benchmark)  {held[0]:9.1f}   {held[1]:7.0%}"
+          f"   (ideal {args.benchmark / real_eval:.0%})")
+    print(f"  {feeders} compile actors on CPUs, benchmarks as GPU tasks  {fed[0]:9.1f}   {fed[1]:7.0%}"
+          f"   ({fed[0] / held[0]:.2f}x the evaluations per GPU)")
     ceiling = 60 / serial
     print(f"\nmodel at real times ({real_eval:g} s per evaluation); the driver's ceiling is {ceiling:,.0f} evals/min")
     default_pool = SearchSettings().pool_size

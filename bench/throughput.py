@@ -1,6 +1,6 @@
 """Evaluation cost of a static tune: ptxas ACF candidates, then knob candidates, each against its limit.
 
-    python bench/throughput.py [--count 24] [--knobs 24] [--parts acf,knobs] [--acfs POOL_DIR]
+    python bench/throughput.py [--count 24] [--knobs 24] [--parts acf,knobs,racing] [--acfs POOL_DIR]
                                [--nvcc PATH] [--keep DIR]
 
 Both parts run on the sample's gemm_kernels (sm_90a) with the CUDA 13.3 nvcc,
@@ -25,6 +25,11 @@ CUDA 13.3 search space) is evaluated four ways:
 Printed: evaluations/minute of each, the ratios b/a, b/d, b/c, and where (b)'s
 time goes (the nvcc --dryrun that gives ptxas its exact options, ptxas itself,
 the rest).
+
+Racing part: the runtime goal (>= 3x fewer benchmark runs for the same
+winner), bench/racing.py's plain and racing+dedupe arms with its defaults
+(a real tune of the `timer` test double of a GPU benchmark; its GPU
+counterpart is bench/racing_gpu.py).
 
 Knob part: the first `--knobs` distinct candidates that ciq_build's genetic
 search proposes for `tune --controls knobs --objective registers --objective
@@ -64,6 +69,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import racing  # noqa: E402
 from ciq_build.build import cmake  # noqa: E402
 from ciq_build.build.manifest import Manifest, load_manifest, parse_objectives  # noqa: E402
 from ciq_build.compiler import metrics, ptxas_path  # noqa: E402
@@ -431,19 +437,28 @@ def knob_part(args: argparse.Namespace, work: Path, manifest: Manifest, toolchai
         f"{name} {seconds * 1000:.0f} ms" for name, seconds in _fixed_costs(tree, argv).items()))
 
 
+def racing_part() -> None:
+    """The runtime goal's ratio: bench/racing.py's plain and racing+dedupe arms, with that bench's defaults."""
+    print("racing part: benchmark runs of a runtime tune, plain against racing + dedupe (bench/racing.py)")
+    same = racing.compare(racing.parser().parse_args([]), (racing.ARMS[0], racing.ARMS[-1]))
+    if not same:
+        raise SystemExit("racing part: the arms pinned different winners")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=24, help="ptxas ACFs (ACF part)")
     parser.add_argument("--knobs", type=int, default=24, help="distinct knob candidates (knob part)")
-    parser.add_argument("--parts", default="acf,knobs", help="which parts to run (default: both)")
+    parser.add_argument("--parts", default="acf,knobs,racing",
+                        help="which parts to run, comma-separated (default: acf,knobs,racing)")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--acfs", help="a pool folder of ptxas ACFs (default: sample --count with compileiq)")
     parser.add_argument("--nvcc", help="nvcc 13.3 (default: the pip toolkit)")
     parser.add_argument("--keep", help="work folder to keep (default: a temporary one)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
-    if not parts or parts - {"acf", "knobs"}:
-        parser.error("--parts takes acf, knobs or acf,knobs")
+    if not parts or parts - {"acf", "knobs", "racing"}:
+        parser.error("--parts takes acf, knobs and racing, comma-separated")
     nvcc = Path(args.nvcc) if args.nvcc else _default_nvcc()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ciq-throughput-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -453,6 +468,9 @@ def main() -> None:
         print()
     if "knobs" in parts:
         knob_part(args, work, manifest, toolchain)
+        print()
+    if "racing" in parts:
+        racing_part()
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 
