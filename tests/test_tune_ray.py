@@ -43,8 +43,9 @@ KERN = ["--generations", "2", "--pool-size", "3", "--seed", "7", "--cmake-arg=-D
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    """A local Ray cluster: 2 CPUs, 1 (declared) GPU of kind H200, and `compile` (what compile nodes declare)."""
-    ray.init(num_cpus=2, num_gpus=1, resources={"H200": 1, "compile": 2}, include_dashboard=False,
+    """A local Ray cluster: 4 (declared) CPUs, 1 (declared) GPU of kind H200, and `compile` (what compile nodes
+    declare) for 2 actors. 4 CPUs: two targets tuned together get 2 compile slots each."""
+    ray.init(num_cpus=4, num_gpus=1, resources={"H200": 1, "compile": 2}, include_dashboard=False,
              log_to_driver=False)
     yield
     ray.shutdown()
@@ -310,7 +311,7 @@ def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_of_the_named_k
 
 
 @pytest.mark.slow
-def test_all_targets_connect_once_and_each_gets_actors_of_its_own(tmp_path: Path, cluster: None) -> None:
+def test_all_targets_connect_once_and_each_tunes_in_a_process_with_actors_of_its_own(tmp_path: Path, cluster: None) -> None:
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
     command = [sys.executable, "-m", "ciq_build", "tune", "--all", "-S", str(source), "-B", str(tmp_path / "build"),
@@ -319,9 +320,109 @@ def test_all_targets_connect_once_and_each_gets_actors_of_its_own(tmp_path: Path
                "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)", "--cmake-arg=-DKERN_PARAMS=X=range(0,3)"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stderr.count("ray: connected to the cluster at") == 1, result.stderr
+    # The parent connects once, and each target's tune (its output prefixed with the target) once.
+    lines = result.stderr.splitlines()
+    assert sum(line.startswith("ciq_build: ray: connected to the cluster at") for line in lines) == 1, result.stderr
+    for target in ("kern ", "timer"):
+        assert sum(line.startswith(f"[{target}] ciq_build: ray: connected") for line in lines) == 1, result.stderr
     # kern (static) and timer (time): a pool each, asking for what its own objectives need.
     # kern's actor holds a CPU and no benchmark is run; timer's holds a CPU too, its benchmarks a GPU each.
     assert result.stderr.count("each asking for 1 CPU; scratch trees in") == 1, result.stderr
     assert "each asking for 1 CPU; benchmarks as tasks asking for 0 CPU + 1 GPU, one per GPU" in result.stderr, result.stderr
     assert "tune --all: 2 target(s), 0 failed" in result.stdout, result.stdout
+
+
+# -- several targets tuned together on one cluster ------------------------------------------------------
+
+# timer's benchmark sleeps 300 ms a run, slow_timer's (the same program) 900 ms: 3x longer.
+TOGETHER = ["--generations", "2", "--pool-size", "3", "--repeats", "2", "--seed", "5",
+            "--cmake-arg=-DTIMER_PARAMS=X=range(0,6)", "--cmake-arg=-DTIMER_SLEEP_MS=300",
+            "--cmake-arg=-DTRANSIENT_SLOW_TIMER_MS=900"]
+
+
+def _used(grants: list[dict], target: str, now: float) -> float:
+    """GPU-seconds `target` had used at `now`, from the share's log: given-back grants, and held ones so far."""
+    return sum(min(g["released"], now) - g["granted"] for g in grants
+               if g["target"] == target and g["granted"] is not None and g["granted"] < now)
+
+
+def _winners(source: Path) -> dict[str, dict]:
+    return {t: json.loads((source / "ciq" / f"{t}.json").read_text())["controls"] for t in ("timer", "slow_timer")}
+
+
+@pytest.mark.slow
+def test_targets_tuned_together_share_the_gpu_fairly_stop_together_and_pin_what_one_after_another_pins(
+        tmp_path: Path, cluster: None) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    build = tmp_path / "build"
+    # --jobs 3 each: 6 compile actors for 4 CPUs, so each target gets 2.
+    command = [sys.executable, "-m", "ciq_build", "tune", "timer", "slow_timer", "-S", str(source), "-B", str(build),
+               "--executor", "ray", "--ray-address", ray.get_runtime_context().gcs_address, "--jobs", "3", *TOGETHER]
+
+    # 1. SIGTERM to the parent once both targets have journaled a candidate: every child stops, nothing failed.
+    parent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=source)
+    deadline = time.monotonic() + 300
+    journals = [build / "ciq" / "journal" / f"{t}.jsonl" for t in ("timer", "slow_timer")]
+    while parent.poll() is None and time.monotonic() < deadline and not all(
+            j.is_file() and len(_evaluations(build, j.stem)) >= 2 for j in journals):
+        time.sleep(0.1)
+    parent.send_signal(signal.SIGTERM)
+    out, err = parent.communicate(timeout=120)
+    assert parent.returncode == 130, out + err
+    children = [int(line.rsplit("process ", 1)[1].rstrip(")")) for line in err.splitlines() if " started (" in line]
+    assert len(children) == 2, err
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], "a target's tune outlived the parent"
+    assert err.count("stopped; finished evaluations are kept in the journal") == 3, err  # each child, the parent
+    assert not _running_in(build / "ciq" / "scratch"), "a compile or benchmark outlived the stopped tune"
+    stopped = {t: _evaluations(build, t) for t in ("timer", "slow_timer")}
+    assert all(r["ok"] for records in stopped.values() for r in records), stopped
+
+    # 2. The same command: each target resumes from its own journal and pins its own record.
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
+    said = result.stdout + result.stderr
+    assert result.returncode == 0, said
+    assert "ray: 2 target(s) at once with --jobs 3 each need 6 CPUs" in result.stderr and "each with --jobs 2" in said
+    for target in ("timer", "slow_timer"):
+        summary = [line for line in result.stdout.splitlines() if line.startswith(f"[{target.ljust(10)}]")]
+        resumed = [line for line in summary if "from the journal" in line]
+        assert resumed and int(resumed[0].split(" run, ")[1].split()[0]) >= 1, summary
+    assert "tune --all: 2 target(s), 0 failed" in result.stdout
+
+    # 3. The share's log: never more grants than GPUs, none leaked, and every grant made while another target
+    #    waited went to the target that had used the fewest GPU-seconds (ties: the one waiting longest). So
+    #    while a target waits, no other is ahead of it by more than the one benchmark it is running.
+    grants = [json.loads(line) for line in (build / "ciq" / "gpu-share.jsonl").read_text().splitlines()]
+    assert {g["target"] for g in grants} == {"timer", "slow_timer"}
+    assert all(g["granted"] is not None and g["released"] is not None and not g["reclaimed"] for g in grants)
+    for g in grants:
+        assert sum(1 for h in grants if h["granted"] <= g["granted"] < h["released"]) == 1, g  # capacity 1
+    contended = 0
+    for g in grants:
+        waiting = [h for h in grants if h["asked"] < g["granted"] < h["granted"] and h["target"] != g["target"]]
+        for other in waiting:
+            contended += 1
+            mine, theirs = _used(grants, g["target"], g["granted"]), _used(grants, other["target"], g["granted"])
+            assert mine < theirs + 1e-9 or (mine <= theirs + 1e-9 and g["asked"] <= other["asked"]), (g, other)
+            assert (_used(grants, g["target"], g["released"]) - _used(grants, other["target"], g["released"])
+                    <= g["released"] - g["granted"] + 1e-9), (g, other)
+    seconds = {t: sum(g["released"] - g["granted"] for g in grants if g["target"] == t) for t in ("timer", "slow_timer")}
+    print(f"contended grants {contended}; GPU-seconds {seconds}")
+    assert "GPU share (1 GPU(s)" in result.stdout and "benchmark(s)" in result.stdout
+    # Which worker did what: each grant names its worker as the journal does.
+    workers = {r["worker"].split("@")[0] for t in ("timer", "slow_timer") for r in _evaluations(build, t)
+               if "worker" in r}
+    assert {g["worker"].split("@")[0] for g in grants} <= workers == {"ray-0", "ray-1"}
+
+    # 4. One after another, locally, with the same seed: the same candidates, the same winners.
+    ray_winners = _winners(source)
+    ray_params = {t: sorted(json.dumps(r["params"], sort_keys=True) for r in _evaluations(build, t))
+                  for t in ("timer", "slow_timer")}
+    local = subprocess.run([sys.executable, "-m", "ciq_build", "tune", "timer", "slow_timer", "-S", str(source),
+                            "-B", str(tmp_path / "local"), "--jobs", "1", *TOGETHER],
+                           capture_output=True, text=True, timeout=600, cwd=source)
+    assert local.returncode == 0, local.stdout + local.stderr
+    assert local.stderr.index("tune --all: timer (1 of 2)") < local.stderr.index("tune --all: slow_timer (2 of 2)")
+    assert _winners(source) == ray_winners
+    assert {t: sorted(json.dumps(r["params"], sort_keys=True) for r in _evaluations(tmp_path / "local", t))
+            for t in ("timer", "slow_timer")} == ray_params
