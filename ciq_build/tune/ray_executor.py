@@ -112,8 +112,8 @@ def benchmark_resources(gpu_resource: str | None, *, num_cpus: int = 0) -> dict[
 def connected(address: str | None, say: Callable[[str], None]) -> Iterator[None]:
     """Connected to Ray for what runs inside: ray.init, then shutdown; a connection made before is used and kept.
 
-    `tune --all` holds one around all its targets' pools, so that the driver joins (or starts) the cluster
-    once, not once per target.
+    `tune --all` holds one around all its targets' tunes, so that it joins (or starts) the cluster once and
+    gives its address to each target's tune.
     """
     ray = _ray()
     if ray.is_initialized():
@@ -283,13 +283,13 @@ class WorkerLostError(BuildError):
 class RayPool:
     """The tune's actors on a Ray cluster, one per slot; a context manager that starts and stops them.
 
-    A pool serves one target: `tune --all` starts one per target, over one connection (`connected`).
+    A pool serves one target: `tune --all` runs each target's tune, and so its pool, in a process of its
+    own (ciq_build.tune.ray_targets), the pools side by side on one cluster, their compile slots split
+    so that they fit its CPUs and their benchmarks granted GPUs by a fair share (ciq_build.tune.gpu_share).
     Actors are not shared across targets because what makes an actor worth keeping is the target's:
     its scratch tree is a configure of that target (its options file, its objects; configuring is
     most of an actor's start), its runner scores that target's objectives, and what it asks Ray for
-    follows them (a runtime target's benchmarks ask for GPUs of its kind, a static target's for
-    none). Targets are tuned one after another, so a pool
-    per target never holds more than one pool's resources.
+    follows them (a runtime target's benchmarks ask for GPUs of its kind, a static target's for none).
     """
 
     manifest: Manifest
