@@ -506,3 +506,27 @@ def test_compiles_run_on_the_compile_node_and_benchmarks_on_the_gpu_node(tmp_pat
     assert f"ray: 2 worker(s) on {os.uname().nodename} (node(s) {compile_node.node_id[:12]}), each asking for " \
            "1 CPU + 1 compile; benchmarks as tasks" in result.stderr, result.stderr
     assert runs["gpu"].read_text().count("X=") >= 1 and not runs["compile"].exists()
+
+
+@pytest.mark.slow
+def test_the_share_actor_reclaims_the_grant_of_a_holder_that_died_holding_it(cluster: None) -> None:
+    from ciq_build.tune.gpu_share import GpuShare
+
+    class _Holder:  # defined here, so that Ray ships it by value (workers cannot import this test module)
+        """A stand-in for a compile actor, as the GPU share sees one: something to ping."""
+
+        def alive(self) -> bool:
+            return True
+
+    share = ray.remote(GpuShare).options(num_cpus=0).remote(1)
+    dead, alive = (ray.remote(_Holder).options(num_cpus=0).remote() for _ in range(2))
+    assert ray.get(share.acquire.remote("a", "ray-0@dead", dead), timeout=30) == 0
+    waiting = share.acquire.remote("b", "ray-0@alive", alive)
+    assert not ray.wait([waiting], timeout=3)[0]  # the one GPU is held (and its holder answers pings)
+    ray.kill(dead, no_restart=True)  # dies holding its grant, never giving it back
+    assert ray.get(waiting, timeout=30) == 1  # reclaimed by the share's ping, and granted to the waiting one
+    grants = ray.get(share.log.remote())
+    assert grants[0]["reclaimed"] and grants[0]["released"] is not None and not grants[1]["reclaimed"]
+    ray.get(share.release.remote(1))
+    assert [s.benchmarks for s in ray.get(share.shares.remote())] == [1, 1]
+    ray.kill(share)
