@@ -206,8 +206,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             project = _setuptools_project(args.setuptools, args.source_dir)
             several = args.all_targets or len(args.target) > 1
             if project is not None and several:
-                print("ciq_build: error: tune --all and several targets are for CMake build trees; with a setup.py, "
-                      "tune each CudaExtension by its ciq_target: tune <ciq_target> --setuptools <project>",
+                print("ciq_build: error: tune --all is for CMake build trees (as are several targets at once); with "
+                      "a setup.py, tune each CudaExtension by its ciq_target: tune <ciq_target> --setuptools <project>",
                       file=sys.stderr)
                 return 2
             if args.ray_child_result is not None:

@@ -96,6 +96,10 @@ def test_a_cluster_without_the_gpu_kind_is_refused_with_what_to_start() -> None:
 def test_ray_options_need_the_ray_executor() -> None:
     with pytest.raises(ConfigError, match="need --executor ray"):
         TuneOptions("kern", Path("build"), ray_address="ray://head:10001").validate()
+    with pytest.raises(ConfigError, match="--ray-targets needs --executor ray"):
+        TuneOptions("", Path("build"), targets=("kern", "timer"), ray_targets=2).validate()
+    with pytest.raises(ConfigError, match="at least 1"):
+        TuneOptions("", Path("build"), executor="ray", ray_targets=0).validate()
     with pytest.raises(ConfigError, match="Ray assigns each worker its GPU"):
         TuneOptions("kern", Path("build"), executor="ray", gpus=["0"]).validate()
 

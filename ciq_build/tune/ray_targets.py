@@ -113,8 +113,10 @@ def tune_together(options: TuneOptions, targets: list[str]) -> list[TargetResult
                                               get_if_exists=True).remote(capacity) if capacity else None)
         if share is not None:
             ray.get(share.shares.remote())  # up before any child looks for it
-        child_options = dataclasses.replace(options, jobs=plan.jobs, ray_targets=None, targets=(),
-                                            ray_address=ray.get_runtime_context().gcs_address)
+        # The address given (a ray:// client address is reachable from here; the cluster's own may not be),
+        # else the one of the cluster found or started here.
+        address = options.ray_address or ray.get_runtime_context().gcs_address
+        child_options = dataclasses.replace(options, jobs=plan.jobs, ray_targets=None, targets=(), ray_address=address)
         try:
             with tempfile.TemporaryDirectory(prefix="ciq-targets-") as results:
                 return _Children(child_options, targets, plan.together, Path(results), say).run()
