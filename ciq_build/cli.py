@@ -39,10 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     tune = commands.add_parser("tune", help="search compiler controls for a target and pin the best")
-    tune.add_argument("target", nargs="?", default=None, help="a CMake target registered with ciq_tune_target()")
+    tune.add_argument("target", nargs="*", default=[],
+                      help="a CMake target registered with ciq_tune_target(); several are tuned as --all tunes "
+                           "its targets")
     tune.add_argument("--all", action="store_true", dest="all_targets",
                       help="tune every target registered with ciq_tune_target() in the build tree, one after "
-                           "another, with the same options; a summary at the end (exit code non-zero if any failed)")
+                           "another (with --executor ray: at the same time, sharing the cluster), with the same "
+                           "options; a summary at the end (exit code non-zero if any failed)")
     _add_tree_options(tune)
     tune.add_argument("--setuptools", type=Path, default=None, metavar="PROJECT",
                       help="tune the CudaExtension(ciq_target=<target>) of PROJECT's setup.py, without CMake "
@@ -83,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--ray-compile-resource", default=None, metavar="NAME",
                       help="a custom resource of the nodes meant for compiles (e.g. CPU-only nodes started with "
                            "ray start --resources='{\"compile\": 16}'); each compile worker asks for one")
+    tune.add_argument("--ray-targets", type=int, default=None, metavar="N",
+                      help="with several targets (--all, or several named): how many tune at once on the cluster, "
+                           "sharing its GPUs fairly (default: all of them)")
+    # A target's own tune started by a tune of several (ciq_build.tune.ray_targets): the build tree is
+    # prepared, and what the tune came to is written to this file.
+    tune.add_argument("--ray-child-result", type=Path, default=None, help=argparse.SUPPRESS)
     tune.add_argument("--ray-sources", choices=SOURCE_MODES, default="shared",
                       help="how the sources reach Ray workers: shared (a filesystem they share, at the driver's "
                            "paths; default) or upload (shipped through Ray's working_dir, build trees and .git "
@@ -147,8 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _TUNE_WHAT = ("tune needs a target or --all (not both): `python -m ciq_build tune <target> -B <build>` tunes one "
-              "target, `python -m ciq_build tune --all -B <build>` every target registered with ciq_tune_target(); "
-              "`python -m ciq_build list -B <build>` lists them")
+              "target (several names: each of them), `python -m ciq_build tune --all -B <build>` every target "
+              "registered with ciq_tune_target(); `python -m ciq_build list -B <build>` lists them")
 
 
 def _setuptools_project(setuptools: Path | None, source_dir: Path | None) -> Path | None:
@@ -190,15 +199,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             from ciq_build.tune.progress import configure_logging
             from ciq_build.tune.settings import TuneOptions
 
-            if (args.target is None) != args.all_targets:
+            if (not args.target) != args.all_targets:
                 print(f"ciq_build: error: {_TUNE_WHAT}", file=sys.stderr)
                 return 2
             configure_logging(-1 if args.quiet else 1 if args.verbose else 0)
             project = _setuptools_project(args.setuptools, args.source_dir)
-            if project is not None and args.all_targets:
-                print("ciq_build: error: tune --all is for CMake build trees; with a setup.py, tune each "
-                      "CudaExtension by its ciq_target: tune <ciq_target> --setuptools <project>", file=sys.stderr)
+            several = args.all_targets or len(args.target) > 1
+            if project is not None and several:
+                print("ciq_build: error: tune --all is for CMake build trees (as are several targets at once); with "
+                      "a setup.py, tune each CudaExtension by its ciq_target: tune <ciq_target> --setuptools <project>",
+                      file=sys.stderr)
                 return 2
+            if args.ray_child_result is not None:
+                from ciq_build.tune.ray_targets import run_child
+
+                return run_child(TuneOptions.from_args(args), args.ray_child_result)
             if project is not None:
                 import dataclasses
 
@@ -206,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 options = dataclasses.replace(TuneOptions.from_args(args), build_dir=project / BUILD_FOLDER)
                 return 0 if tune_setuptools(options, project).ok else 1
-            if args.all_targets:
+            if several:
                 from ciq_build.tune.all_targets import run_tune_all
 
                 return run_tune_all(TuneOptions.from_args(args)).exit_code

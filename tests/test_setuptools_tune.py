@@ -137,6 +137,8 @@ def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: P
     assert _setuptools_project(None, project) is None  # a CMake project that also has a setup.py: CMake's
     assert main(["tune", "--all", "--setuptools", str(project)]) == 2
     assert "tune --all is for CMake build trees" in capsys.readouterr().err
+    assert main(["tune", "ext_a", "ext_b", "--setuptools", str(project)]) == 2
+    assert "(as are several targets at once)" in capsys.readouterr().err
 
 
 def test_a_runtime_objective_without_ciq_benchmark_says_what_to_add(project: Path) -> None:

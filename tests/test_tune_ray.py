@@ -43,8 +43,9 @@ KERN = ["--generations", "2", "--pool-size", "3", "--seed", "7", "--cmake-arg=-D
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    """A local Ray cluster: 2 CPUs, 1 (declared) GPU of kind H200, and `compile` (what compile nodes declare)."""
-    ray.init(num_cpus=2, num_gpus=1, resources={"H200": 1, "compile": 2}, include_dashboard=False,
+    """A local Ray cluster: 4 (declared) CPUs, 1 (declared) GPU of kind H200, and `compile` (what compile nodes
+    declare) for 2 actors. 4 CPUs: two targets tuned together get 2 compile slots each."""
+    ray.init(num_cpus=4, num_gpus=1, resources={"H200": 1, "compile": 2}, include_dashboard=False,
              log_to_driver=False)
     yield
     ray.shutdown()
@@ -95,6 +96,10 @@ def test_a_cluster_without_the_gpu_kind_is_refused_with_what_to_start() -> None:
 def test_ray_options_need_the_ray_executor() -> None:
     with pytest.raises(ConfigError, match="need --executor ray"):
         TuneOptions("kern", Path("build"), ray_address="ray://head:10001").validate()
+    with pytest.raises(ConfigError, match="--ray-targets needs --executor ray"):
+        TuneOptions("", Path("build"), targets=("kern", "timer"), ray_targets=2).validate()
+    with pytest.raises(ConfigError, match="at least 1"):
+        TuneOptions("", Path("build"), executor="ray", ray_targets=0).validate()
     with pytest.raises(ConfigError, match="Ray assigns each worker its GPU"):
         TuneOptions("kern", Path("build"), executor="ray", gpus=["0"]).validate()
 
@@ -310,7 +315,7 @@ def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_of_the_named_k
 
 
 @pytest.mark.slow
-def test_all_targets_connect_once_and_each_gets_actors_of_its_own(tmp_path: Path, cluster: None) -> None:
+def test_all_targets_connect_once_and_each_tunes_in_a_process_with_actors_of_its_own(tmp_path: Path, cluster: None) -> None:
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
     command = [sys.executable, "-m", "ciq_build", "tune", "--all", "-S", str(source), "-B", str(tmp_path / "build"),
@@ -319,9 +324,213 @@ def test_all_targets_connect_once_and_each_gets_actors_of_its_own(tmp_path: Path
                "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)", "--cmake-arg=-DKERN_PARAMS=X=range(0,3)"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stderr.count("ray: connected to the cluster at") == 1, result.stderr
+    # The parent connects once, and each target's tune (its output prefixed with the target) once.
+    lines = result.stderr.splitlines()
+    assert sum(line.startswith("ciq_build: ray: connected to the cluster at") for line in lines) == 1, result.stderr
+    for target in ("kern ", "timer"):
+        assert sum(line.startswith(f"[{target}] ciq_build: ray: connected") for line in lines) == 1, result.stderr
     # kern (static) and timer (time): a pool each, asking for what its own objectives need.
     # kern's actor holds a CPU and no benchmark is run; timer's holds a CPU too, its benchmarks a GPU each.
     assert result.stderr.count("each asking for 1 CPU; scratch trees in") == 1, result.stderr
     assert "each asking for 1 CPU; benchmarks as tasks asking for 0 CPU + 1 GPU, one per GPU" in result.stderr, result.stderr
     assert "tune --all: 2 target(s), 0 failed" in result.stdout, result.stdout
+
+
+# -- several targets tuned together on one cluster ------------------------------------------------------
+
+# timer's benchmark sleeps 200 ms a run, slow_timer's (the same program) 600 ms: 3x longer.
+TOGETHER = ["--generations", "1", "--pool-size", "4", "--repeats", "2", "--seed", "5",
+            "--cmake-arg=-DTIMER_PARAMS=X=range(0,4)", "--cmake-arg=-DTIMER_SLEEP_MS=200",
+            "--cmake-arg=-DTRANSIENT_SLOW_TIMER_MS=600"]
+
+
+def _used(grants: list[dict], target: str, now: float) -> float:
+    """GPU-seconds `target` had used at `now`, from the share's log: given-back grants, and held ones so far."""
+    return sum(min(g["released"], now) - g["granted"] for g in grants
+               if g["target"] == target and g["granted"] is not None and g["granted"] < now)
+
+
+def _winners(source: Path) -> dict[str, dict]:
+    return {t: json.loads((source / "ciq" / f"{t}.json").read_text())["controls"] for t in ("timer", "slow_timer")}
+
+
+@pytest.mark.slow
+def test_targets_tuned_together_share_the_gpu_fairly_stop_together_and_pin_what_one_after_another_pins(
+        tmp_path: Path, cluster: None) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    build = tmp_path / "build"
+    # --jobs 3 each: 6 compile actors for 4 CPUs, so each target gets 2.
+    command = [sys.executable, "-m", "ciq_build", "tune", "timer", "slow_timer", "-S", str(source), "-B", str(build),
+               "--executor", "ray", "--ray-address", ray.get_runtime_context().gcs_address, "--jobs", "3", *TOGETHER]
+
+    # 1. SIGTERM to the parent once both targets have journaled a candidate: every child stops, nothing failed.
+    parent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=source)
+    deadline = time.monotonic() + 300
+    journals = [build / "ciq" / "journal" / f"{t}.jsonl" for t in ("timer", "slow_timer")]
+    while parent.poll() is None and time.monotonic() < deadline and not all(
+            j.is_file() and len(_evaluations(build, j.stem)) >= 2 for j in journals):
+        time.sleep(0.1)
+    parent.send_signal(signal.SIGTERM)
+    out, err = parent.communicate(timeout=120)
+    assert parent.returncode == 130, out + err
+    children = [int(line.rsplit("process ", 1)[1].rstrip(")")) for line in err.splitlines() if " started (" in line]
+    assert len(children) == 2, err
+    assert not [pid for pid in children if Path(f"/proc/{pid}").exists()], "a target's tune outlived the parent"
+    assert err.count("stopped; finished evaluations are kept in the journal") == 3, err  # each child, the parent
+    # An actor stopped between two steps of its work (a configure, then its first build) may start the next
+    # one as it is killed: its watchdog kills what it started once the actor is gone, a moment later.
+    settled = time.monotonic() + 10
+    while _running_in(build / "ciq" / "scratch") and time.monotonic() < settled:
+        time.sleep(0.2)
+    assert not _running_in(build / "ciq" / "scratch"), "a compile or benchmark outlived the stopped tune"
+    stopped = {t: _evaluations(build, t) for t in ("timer", "slow_timer")}
+    assert all(r["ok"] for records in stopped.values() for r in records), stopped
+
+    # 2. The same command: each target resumes from its own journal and pins its own record.
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
+    said = result.stdout + result.stderr
+    assert result.returncode == 0, said
+    assert "ray: 2 target(s) at once with --jobs 3 each need 6 CPUs" in result.stderr and "each with --jobs 2" in said
+    for target in ("timer", "slow_timer"):
+        summary = [line for line in result.stdout.splitlines() if line.startswith(f"[{target.ljust(10)}]")]
+        resumed = [line for line in summary if "from the journal" in line]
+        assert resumed and int(resumed[0].split(" run, ")[1].split()[0]) >= 1, summary
+    assert "tune --all: 2 target(s), 0 failed" in result.stdout
+
+    # 3. The share's log: never more grants than GPUs, none leaked, and every grant made while another target
+    #    waited went to the target that had used the fewest GPU-seconds (ties: the one waiting longest). So
+    #    while a target waits, no other is ahead of it by more than the one benchmark it is running.
+    grants = [json.loads(line) for line in (build / "ciq" / "gpu-share.jsonl").read_text().splitlines()]
+    assert {g["target"] for g in grants} == {"timer", "slow_timer"}
+    assert all(g["granted"] is not None and g["released"] is not None and not g["reclaimed"] for g in grants)
+    for g in grants:
+        assert sum(1 for h in grants if h["granted"] <= g["granted"] < h["released"]) == 1, g  # capacity 1
+    for g in grants:
+        waiting = [h for h in grants if h["asked"] < g["granted"] < h["granted"] and h["target"] != g["target"]]
+        for other in waiting:
+            mine, theirs = _used(grants, g["target"], g["granted"]), _used(grants, other["target"], g["granted"])
+            assert mine < theirs + 1e-9 or (mine <= theirs + 1e-9 and g["asked"] <= other["asked"]), (g, other)
+            assert (_used(grants, g["target"], g["released"]) - _used(grants, other["target"], g["released"])
+                    <= g["released"] - g["granted"] + 1e-9), (g, other)
+    assert "GPU share (1 GPU(s)" in result.stdout and "benchmark(s)" in result.stdout
+    # Which worker did what: each grant names its worker as the journal does.
+    workers = {r["worker"].split("@")[0] for t in ("timer", "slow_timer") for r in _evaluations(build, t)
+               if "worker" in r}
+    assert {g["worker"].split("@")[0] for g in grants} <= workers == {"ray-0", "ray-1"}
+
+    # 4. One after another, locally, with the same seed: the same candidates, the same winners.
+    ray_winners = _winners(source)
+    ray_params = {t: sorted(json.dumps(r["params"], sort_keys=True) for r in _evaluations(build, t))
+                  for t in ("timer", "slow_timer")}
+    local = subprocess.run([sys.executable, "-m", "ciq_build", "tune", "timer", "slow_timer", "-S", str(source),
+                            "-B", str(tmp_path / "local"), "--jobs", "1", *TOGETHER],
+                           capture_output=True, text=True, timeout=600, cwd=source)
+    assert local.returncode == 0, local.stdout + local.stderr
+    assert local.stderr.index("tune --all: timer (1 of 2)") < local.stderr.index("tune --all: slow_timer (2 of 2)")
+    assert _winners(source) == ray_winners
+    assert {t: sorted(json.dumps(r["params"], sort_keys=True) for r in _evaluations(tmp_path / "local", t))
+            for t in ("timer", "slow_timer")} == ray_params
+
+
+# -- a benchmark task's worker lost; compiles and benchmarks on nodes of their own ---------------------
+
+
+def _pids_titled(title: bytes) -> list[int]:
+    """The processes whose command line (a Ray worker's is its title: ray::<task>) starts with `title`."""
+    found = []
+    for process in Path("/proc").glob("[0-9]*"):
+        try:
+            if (process / "cmdline").read_bytes().startswith(title):
+                found.append(int(process.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_a_benchmark_tasks_worker_killed_mid_run_is_a_loss_and_the_candidate_is_measured_again(
+        tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    build = tmp_path / "build"
+    killed: list[int] = []
+
+    def kill_the_first_benchmark_task() -> None:
+        deadline = time.monotonic() + 300
+        while not killed and time.monotonic() < deadline:
+            for pid in _pids_titled(b"ray::benchmark_on_gpu"):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+                return
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_the_first_benchmark_task, daemon=True)
+    killer.start()
+    # Each run sleeps 500 ms: the task is caught while it runs.
+    outcome = _tune("timer", source, build, "--jobs", "1", "--executor", "ray", "--generations", "1",
+                    "--pool-size", "2", "--repeats", "1", "--seed", "3", "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)",
+                    "--cmake-arg=-DTIMER_SLEEP_MS=500")
+    killer.join(timeout=5)
+    said = capsys.readouterr().err
+    assert len(killed) == 1, said
+    assert outcome.ok and outcome.winner is not None  # any X of 0..2 beats the defaults' X = 3
+    assert said.count("was lost while evaluating candidate") == 1, said
+    assert "the benchmark of worker 0" in said and "evaluating it again on the same worker" in said, said
+    assert "1 worker(s) lost mid-evaluation" in said
+    journaled = _evaluations(build, "timer")
+    assert all(r["ok"] for r in journaled), [r for r in journaled if not r["ok"]]  # never the candidate's failure
+    keys = [r["key"] for r in journaled]
+    assert len(keys) == len(set(keys)) == len(_params(outcome)) + 1  # once each, + the baseline
+
+
+@pytest.mark.slow
+def test_compiles_run_on_the_compile_node_and_benchmarks_on_the_gpu_node(tmp_path: Path, cluster: None) -> None:
+    from ray.cluster_utils import Cluster
+
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    # Each node's workers append their benchmark runs to a file of that node's (TIMER_RUN_LOG, in its raylet's
+    # environment); the driver's own runs (the baseline, the final re-measure) go to neither.
+    runs = {node: tmp_path / f"{node}-runs.txt" for node in ("gpu", "compile")}
+    two_nodes = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "num_gpus": 1, "env_vars": {"TIMER_RUN_LOG": str(runs["gpu"])}})
+    try:
+        compile_node = two_nodes.add_node(num_cpus=2, resources={"compile": 2},
+                                          env_vars={"TIMER_RUN_LOG": str(runs["compile"])})
+        command = [sys.executable, "-m", "ciq_build", "tune", "timer", "-S", str(source), "-B", str(tmp_path / "b"),
+                   "--executor", "ray", "--ray-address", two_nodes.address, "--ray-compile-resource", "compile",
+                   "--jobs", "2", "--generations", "1", "--pool-size", "2", "--repeats", "1",
+                   "--cmake-arg=-DTIMER_SLEEP_MS=10", "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
+    finally:
+        two_nodes.shutdown()
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Both compile workers on the CPU-only node; every benchmark on the GPU node.
+    assert f"ray: 2 worker(s) on {os.uname().nodename} (node(s) {compile_node.node_id[:12]}), each asking for " \
+           "1 CPU + 1 compile; benchmarks as tasks" in result.stderr, result.stderr
+    assert runs["gpu"].read_text().count("X=") >= 1 and not runs["compile"].exists()
+
+
+@pytest.mark.slow
+def test_the_share_actor_reclaims_the_grant_of_a_holder_that_died_holding_it(cluster: None) -> None:
+    from ciq_build.tune.gpu_share import GpuShare
+
+    class _Holder:  # defined here, so that Ray ships it by value (workers cannot import this test module)
+        """A stand-in for a compile actor, as the GPU share sees one: something to ping."""
+
+        def alive(self) -> bool:
+            return True
+
+    share = ray.remote(GpuShare).options(num_cpus=0).remote(1)
+    dead, alive = (ray.remote(_Holder).options(num_cpus=0).remote() for _ in range(2))
+    assert ray.get(share.acquire.remote("a", "ray-0@dead", dead), timeout=30) == 0
+    waiting = share.acquire.remote("b", "ray-0@alive", alive)
+    assert not ray.wait([waiting], timeout=3)[0]  # the one GPU is held (and its holder answers pings)
+    ray.kill(dead, no_restart=True)  # dies holding its grant, never giving it back
+    assert ray.get(waiting, timeout=30) == 1  # reclaimed by the share's ping, and granted to the waiting one
+    grants = ray.get(share.log.remote())
+    assert grants[0]["reclaimed"] and grants[0]["released"] is not None and not grants[1]["reclaimed"]
+    ray.get(share.release.remote(1))
+    assert [s.benchmarks for s in ray.get(share.shares.remote())] == [1, 1]
+    ray.kill(share)

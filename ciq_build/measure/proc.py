@@ -425,6 +425,12 @@ def _child_env(env: Mapping[str, str] | None, mark: str) -> dict[str, str]:
     return child
 
 
+def marked_env(what: str) -> dict[str, str]:
+    """The environment for a long-lived child this driver starts itself (not through `run`), marked as one of
+    its runs: the child, and all it starts, die with this driver (at exit, and by the watchdog on SIGKILL)."""
+    return _child_env(None, f"{driver_token()}.{what}")
+
+
 def run(
     args: Sequence[str | os.PathLike[str]],
     timeout: float,

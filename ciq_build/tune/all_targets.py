@@ -1,4 +1,5 @@
-"""`tune --all`: every target of a build tree registered with ciq_tune_target, one after another, same options.
+"""`tune --all` (or `tune A B C`): every target of a build tree registered with ciq_tune_target (or those
+named), one after another, same options; with --executor ray at the same time (ciq_build.tune.ray_targets).
 
 Each target is tuned exactly as `tune <target>` tunes it (ciq_build.tune.driver):
 its own lock, journal and scratch trees, so a stopped `tune --all` resumes
@@ -9,9 +10,11 @@ with its exit code and the next target runs; a full disk stops the rest,
 since every later target would write to the same disk. The summary at the
 end says what each target came to.
 
-With --executor ray the driver connects to the cluster once for all targets
-(ciq_build.tune.ray_executor.connected); each target still starts actors of
-its own, see RayPool.
+With --executor ray the targets tune together, each in a `tune` process of
+its own on one cluster, sharing its GPUs fairly (ciq_build.tune.ray_targets);
+with --ray-sources upload one after another as locally, over one connection
+(a runtime target's actors there hold a GPU each for the whole tune, so
+targets together could only queue for GPUs, not share them).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ciq_build.tune.progress import LOG
 from ciq_build.tune.settings import TuneOptions
 
 Status = Literal["pinned", "nothing pinned", "failed", "not run"]
+STATUSES: tuple[Status, ...] = ("pinned", "nothing pinned", "failed", "not run")
 
 
 @dataclass(frozen=True)
@@ -53,26 +57,46 @@ class AllOutcome:
 
 
 def run_tune_all(options: TuneOptions) -> AllOutcome:
-    """`python -m ciq_build tune --all`: configure (or refresh) the build tree once, then tune each target."""
+    """`python -m ciq_build tune --all` (or several targets): configure (or refresh) the build tree once, then
+    tune each target."""
     options.validate()
     prepare_build_tree(options)
-    targets = tuned_targets(options.build_dir)
+    targets = list(options.targets) or tuned_targets(options.build_dir)
     if not targets:
         raise ManifestError(
             f"tune --all: {options.build_dir} has no tuned targets (no manifests in "
             f"{manifest_dir(options.build_dir)}): add ciq_tune_target(<target> ...) to CMakeLists.txt and "
             "configure the project (or pass --source-dir)")
+    if options.executor == "ray" and options.ray_sources == "shared" and len(targets) > 1:
+        from ciq_build.tune.ray_targets import tune_together
+
+        results = tune_together(options, targets)
+    else:
+        results = _one_after_another(options, targets)
+    print(all_summary(results), file=sys.stdout)
+    return AllOutcome(tuple(results))
+
+
+def _one_after_another(options: TuneOptions, targets: list[str]) -> list[TargetResult]:
     results: list[TargetResult] = []
     with _cluster(options):
         for number, target in enumerate(targets, 1):
-            if results and results[-1].exit_code == DiskFullError.exit_code:
-                results.append(TargetResult(target, "not run", "the disk is full (above)", DiskFullError.exit_code))
+            if stops_the_rest(results):
+                results.append(not_run(target))
                 continue
             if not options.quiet:
                 LOG.info("tune --all: %s (%d of %d)", target, number, len(targets))
-            results.append(_tune_one(dataclasses.replace(options, target=target)))
-    print(all_summary(results), file=sys.stdout)
-    return AllOutcome(tuple(results))
+            results.append(tune_one(dataclasses.replace(options, target=target, targets=())))
+    return results
+
+
+def stops_the_rest(results: list[TargetResult]) -> bool:
+    """A full disk: every later target would write to the same disk, so none is started."""
+    return any(r.exit_code == DiskFullError.exit_code for r in results)
+
+
+def not_run(target: str) -> TargetResult:
+    return TargetResult(target, "not run", "the disk is full (above)", DiskFullError.exit_code)
 
 
 def _cluster(options: TuneOptions) -> AbstractContextManager[None]:
@@ -84,7 +108,8 @@ def _cluster(options: TuneOptions) -> AbstractContextManager[None]:
     return connected(options.ray_address, lambda text: None if options.quiet else LOG.info("%s", text))
 
 
-def _tune_one(options: TuneOptions) -> TargetResult:
+def tune_one(options: TuneOptions) -> TargetResult:
+    """Tune one target as `tune <target>` does; what it came to, a CiqError said and returned, not raised."""
     try:
         outcome = tune_configured(options)
     except CiqError as error:

@@ -33,7 +33,7 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -51,6 +51,7 @@ from ciq_build.measure.racing import Incumbent, RaceBoard
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.evaluator import BuildRunner, run_benchmark
+from ciq_build.tune.gpu_share import ShareClient
 from ciq_build.tune.ray_sources import SourceUpload, check_copy, file_hashes, remapped_cache, worker_manifest
 
 # A candidate whose worker dies this many times in a row ends the tune: the
@@ -111,8 +112,8 @@ def benchmark_resources(gpu_resource: str | None, *, num_cpus: int = 0) -> dict[
 def connected(address: str | None, say: Callable[[str], None]) -> Iterator[None]:
     """Connected to Ray for what runs inside: ray.init, then shutdown; a connection made before is used and kept.
 
-    `tune --all` holds one around all its targets' pools, so that the driver joins (or starts) the cluster
-    once, not once per target.
+    `tune --all` holds one around all its targets' tunes, so that it joins (or starts) the cluster once and
+    gives its address to each target's tune.
     """
     ray = _ray()
     if ray.is_initialized():
@@ -158,29 +159,32 @@ class BenchmarkLostError(CiqError):
 class GpuTaskRunner(BuildRunner):
     """A compile worker's runner: builds here, on CPUs, and runs each benchmark as a task holding a GPU."""
 
-    def __init__(self, *args: Any, benchmark: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, benchmark: dict[str, Any], worker: str = "", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # max_retries 0: a benchmark is never run again behind the driver's back (see the module's Faults).
         self._task = _ray().remote(benchmark_on_gpu).options(max_retries=0, **benchmark)
         self._running: set[Any] = set()
         self._lock = threading.Lock()
+        # Targets tuned together share the GPUs fairly (ciq_build.tune.gpu_share); a tune alone asks no grant.
+        self._share = ShareClient.find(self.manifest.target, worker)
 
     def run_benchmark(self, spec: BenchSpec) -> tuple[Measurement, bool]:
         ray = _ray()
         board = self.racing
         racing = (board.metric, board.direction, board.incumbent) if board is not None else None
-        ref = self._task.remote(spec, self.repeats, racing)
-        with self._lock:
-            self._running.add(ref)
-        try:
-            measurement, raced, best = ray.get(ref)
-        except ray.exceptions.RayTaskError:
-            raise  # an error of ciq_build's in the task: said as it is
-        except ray.exceptions.RayError as error:
-            raise BenchmarkLostError(f"{type(error).__name__}: {error}") from None
-        finally:
+        with self._share.granted() if self._share is not None else nullcontext():
+            ref = self._task.remote(spec, self.repeats, racing)
             with self._lock:
-                self._running.discard(ref)
+                self._running.add(ref)
+            try:
+                measurement, raced, best = ray.get(ref)
+            except ray.exceptions.RayTaskError:
+                raise  # an error of ciq_build's in the task: said as it is
+            except ray.exceptions.RayError as error:
+                raise BenchmarkLostError(f"{type(error).__name__}: {error}") from None
+            finally:
+                with self._lock:
+                    self._running.discard(ref)
         if board is not None and best is not None:
             board.offer(best)
         return measurement, raced
@@ -215,7 +219,10 @@ class EvaluationWorker:
         # `benchmark`: what a benchmark task asks Ray for; each runs as a task of its own, on a GPU, while this
         # actor holds CPUs only. None: this actor holds a GPU (Ray set its CUDA_VISIBLE_DEVICES, so the
         # default slot is it) and runs its benchmarks itself.
-        self.runner = (GpuTaskRunner(manifest, toolchain, objectives, repeats, timeout, GpuSlots(), benchmark=benchmark)
+        # The worker as the journal names it (RayRunner.evaluate): its slot's tree, its host:pid.
+        worker = f"{Path(root).name}@{socket.gethostname()}:{os.getpid()}"
+        self.runner = (GpuTaskRunner(manifest, toolchain, objectives, repeats, timeout, GpuSlots(), benchmark=benchmark,
+                                     worker=worker)
                        if benchmark is not None else BuildRunner(manifest, toolchain, objectives, repeats, timeout,
                                                                  GpuSlots()))
         self.timeout = timeout
@@ -234,6 +241,10 @@ class EvaluationWorker:
 
     def evaluate(self, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         return self.runner.evaluate(self.tree, proposal, controls, key)
+
+    def alive(self) -> bool:
+        """The GPU share's ping (a dead actor's grants are reclaimed; answered beside evaluate and stop)."""
+        return True
 
     def stop(self) -> None:
         """Kill the compile or benchmark running now (called beside evaluate: the actor runs two calls at once)."""
@@ -272,13 +283,13 @@ class WorkerLostError(BuildError):
 class RayPool:
     """The tune's actors on a Ray cluster, one per slot; a context manager that starts and stops them.
 
-    A pool serves one target: `tune --all` starts one per target, over one connection (`connected`).
+    A pool serves one target: `tune --all` runs each target's tune, and so its pool, in a process of its
+    own (ciq_build.tune.ray_targets), the pools side by side on one cluster, their compile slots split
+    so that they fit its CPUs and their benchmarks granted GPUs by a fair share (ciq_build.tune.gpu_share).
     Actors are not shared across targets because what makes an actor worth keeping is the target's:
     its scratch tree is a configure of that target (its options file, its objects; configuring is
     most of an actor's start), its runner scores that target's objectives, and what it asks Ray for
-    follows them (a runtime target's benchmarks ask for GPUs of its kind, a static target's for
-    none). Targets are tuned one after another, so a pool
-    per target never holds more than one pool's resources.
+    follows them (a runtime target's benchmarks ask for GPUs of its kind, a static target's for none).
     """
 
     manifest: Manifest
@@ -379,8 +390,8 @@ class RayPool:
             if self._runtime_env is None:  # uploaded once per pool; a replacement actor reuses it
                 self._runtime_env = self.upload.runtime_env()
             options["runtime_env"] = self._runtime_env
-        # max_concurrency 2: stop() can run while evaluate() does.
-        actor_class = ray.remote(EvaluationWorker).options(max_restarts=0, max_task_retries=0, max_concurrency=2,
+        # max_concurrency 3: stop() and the GPU share's alive() can run while evaluate() does.
+        actor_class = ray.remote(EvaluationWorker).options(max_restarts=0, max_task_retries=0, max_concurrency=3,
                                                             **options)
         # Uploading, the actor places its tree beside its copy of the sources: it gets the tree's name only.
         root = slot.root.name if self.upload is not None else str(slot.root)

@@ -40,7 +40,7 @@ class ExecutorSettings:
 class TuneOptions:
     """Everything `python -m ciq_build tune` was asked to do; None: not given, the manifest or default decides."""
 
-    target: str  # "" for tune --all, which tunes each target with these options (ciq_build.tune.all_targets)
+    target: str  # "" for tune --all or several targets: each is tuned with these options (ciq_build.tune.all_targets)
     build_dir: Path
     source_dir: Path | None = None
     generations: int = _SEARCH.generations
@@ -67,11 +67,13 @@ class TuneOptions:
     ray_sources: str = "shared"
     ray_compile_resource: str | None = None
     architecture: str | None = None  # tune --architecture: one architecture of a multi-architecture target
+    targets: tuple[str, ...] = ()  # tune A B C: the targets named, when more than one (tune --all: none)
+    ray_targets: int | None = None  # --ray-targets: how many targets tune at once on the cluster (None: all)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
         return cls(
-            target=args.target or "", build_dir=args.build_dir.resolve(),
+            target=args.target[0] if len(args.target) == 1 else "", build_dir=args.build_dir.resolve(),
             source_dir=args.source_dir.resolve() if args.source_dir else None,
             generations=args.generations, pool_size=args.pool_size, mutate_rate=args.mutate_rate,
             objectives=args.objective, controls=args.controls, allow_numerics=args.allow_numerics,
@@ -82,7 +84,40 @@ class TuneOptions:
             executor=args.executor, ray_address=args.ray_address, ray_gpu_resource=args.ray_gpu_resource,
             ray_sources=args.ray_sources, ray_compile_resource=args.ray_compile_resource,
             architecture=getattr(args, "architecture", None),
+            targets=tuple(dict.fromkeys(args.target)) if len(args.target) > 1 else (), ray_targets=args.ray_targets,
         )
+
+    def argv(self) -> list[str]:
+        """The `tune` command line of these options (its arguments after `tune`): what from_args reads back.
+
+        How `tune --all --executor ray` starts each target's own `tune` (ciq_build.tune.ray_targets).
+        """
+        args = [*(self.targets or ([self.target] if self.target else [])), "-B", str(self.build_dir)]
+        if self.source_dir is not None:
+            args += ["-S", str(self.source_dir)]
+        args += ["--generations", str(self.generations), "--pool-size", str(self.pool_size),
+                 "--mutate-rate", repr(self.mutate_rate), "--pick", self.pick, "--seed", str(self.seed),
+                 "--jobs", str(self.jobs), "--repeats", str(self.repeats), "--executor", self.executor,
+                 "--ray-sources", self.ray_sources]
+        for flag, values in (("--objective", self.objectives), ("--controls", self.controls)):
+            for value in values or ():
+                args.append(f"{flag}={value}")
+        args += [f"--cmake-arg={arg}" for arg in self.cmake_args]
+        given: tuple[tuple[str, object], ...] = (
+            ("--timeout", self.timeout), ("--max-evaluations", self.max_evaluations),
+            ("--ray-address", self.ray_address), ("--ray-gpu-resource", self.ray_gpu_resource),
+            ("--ray-compile-resource", self.ray_compile_resource), ("--architecture", self.architecture),
+            ("--ray-targets", self.ray_targets))
+        for flag, setting in given:
+            if setting is not None:
+                args.append(f"{flag}={setting!r}" if isinstance(setting, float) else f"{flag}={setting}")
+        if self.gpus:
+            args.append(f"--gpus={','.join(self.gpus)}")
+        for flag, on in (("--allow-numerics", self.allow_numerics), ("--fresh", self.fresh), ("--wait", self.wait),
+                         ("--no-pin", not self.pin), ("--quiet", self.quiet)):
+            if on:
+                args.append(flag)
+        return args
 
     def validate(self) -> None:
         """Refuse what no manifest can make right, before anything is configured or read."""
@@ -102,6 +137,8 @@ class TuneOptions:
                               "need --executor ray")
         if self.ray_sources not in SOURCE_MODES:
             raise ConfigError(f"--ray-sources must be one of {', '.join(SOURCE_MODES)}, not {self.ray_sources!r}")
+        if self.ray_targets is not None and (self.executor != "ray" or self.ray_targets < 1):
+            raise ConfigError("--ray-targets needs --executor ray and is at least 1 (how many targets tune at once)")
         if self.executor == "ray" and self.gpus:
             raise ConfigError("--gpus picks GPUs of this machine; with --executor ray, Ray assigns each worker "
                               "its GPU (use --ray-gpu-resource to ask for a GPU kind)")
