@@ -470,32 +470,78 @@ def test_a_benchmark_tasks_worker_killed_mid_run_is_a_loss_and_the_candidate_is_
     assert len(keys) == len(set(keys)) == len(_params(outcome)) + 1  # once each, + the baseline
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 @pytest.mark.slow
-def test_compiles_run_on_the_compile_node_and_benchmarks_on_the_gpu_node(tmp_path: Path, cluster: None) -> None:
+def test_compiles_run_on_compile_nodes_benchmarks_on_the_gpu_node_and_a_lost_node_requeues_its_candidate(
+        tmp_path: Path, cluster: None) -> None:
     from ray.cluster_utils import Cluster
 
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
+    compiling = tmp_path / "compiling"
+    compiling.mkdir()
+    launcher = f"--cmake-arg=-DCMAKE_CUDA_COMPILER_LAUNCHER={sys.executable};{LAUNCHER};{compiling}"
     # Each node's workers append their benchmark runs to a file of that node's (TIMER_RUN_LOG, in its raylet's
-    # environment); the driver's own runs (the baseline, the final re-measure) go to neither.
-    runs = {node: tmp_path / f"{node}-runs.txt" for node in ("gpu", "compile")}
-    two_nodes = Cluster(initialize_head=True, head_node_args={
+    # environment); the driver's own runs (the baseline, the final re-measure) go to none of them.
+    runs = {node: tmp_path / f"{node}-runs.txt" for node in ("gpu", "compile-a", "compile-b")}
+    two_kinds = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "num_gpus": 1, "env_vars": {"TIMER_RUN_LOG": str(runs["gpu"])}})
+    removed: list[str] = []
+    seen: list[tuple[int, int]] = []  # (Ray worker, its parent) of each candidate compile
     try:
-        compile_node = two_nodes.add_node(num_cpus=2, resources={"compile": 2},
-                                          env_vars={"TIMER_RUN_LOG": str(runs["compile"])})
-        command = [sys.executable, "-m", "ciq_build", "tune", "timer", "-S", str(source), "-B", str(tmp_path / "b"),
-                   "--executor", "ray", "--ray-address", two_nodes.address, "--ray-compile-resource", "compile",
-                   "--jobs", "2", "--generations", "1", "--pool-size", "2", "--repeats", "1",
+        compile_nodes = {two_kinds.add_node(num_cpus=1, resources={"compile": 1},
+                                            env_vars={"TIMER_RUN_LOG": str(runs[name])}): name
+                         for name in ("compile-a", "compile-b")}
+        raylets = {node.all_processes["raylet"][0].process.pid: node for node in compile_nodes}
+
+        def remove_the_node_compiling_a_candidate() -> None:
+            # The first candidate compile (not a configure's try-compile) under a Ray worker: its node goes.
+            deadline = time.monotonic() + 300
+            while not removed and time.monotonic() < deadline:
+                for note in list(compiling.glob("*")):
+                    worker = _ray_worker_above(int(note.name))
+                    command = note.read_text(errors="replace")
+                    if worker is None or "CMakeScratch" in command or "CMakeTmp" in command:
+                        note.unlink(missing_ok=True)
+                        continue
+                    node = raylets.get(_parent(worker))
+                    seen.append((worker, _parent(worker)))
+                    if node is not None:
+                        removed.append(node.node_id)
+                        shutil.rmtree(compiling, ignore_errors=True)  # later compiles run at full speed
+                        two_kinds.remove_node(node, allow_graceful=False)
+                        return
+                time.sleep(0.05)
+
+        remover = threading.Thread(target=remove_the_node_compiling_a_candidate, daemon=True)
+        remover.start()
+        build = tmp_path / "b"
+        command = [sys.executable, "-m", "ciq_build", "tune", "timer", "-S", str(source), "-B", str(build),
+                   "--executor", "ray", "--ray-address", two_kinds.address, "--ray-compile-resource", "compile",
+                   "--jobs", "1", "--generations", "1", "--pool-size", "2", "--repeats", "1", launcher,
                    "--cmake-arg=-DTIMER_SLEEP_MS=10", "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)"]
         result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
+        remover.join(timeout=5)
     finally:
-        two_nodes.shutdown()
-    assert result.returncode == 0, result.stdout + result.stderr
-    # Both compile workers on the CPU-only node; every benchmark on the GPU node.
-    assert f"ray: 2 worker(s) on {os.uname().nodename} (node(s) {compile_node.node_id[:12]}), each asking for " \
-           "1 CPU + 1 compile; benchmarks as tasks" in result.stderr, result.stderr
-    assert runs["gpu"].read_text().count("X=") >= 1 and not runs["compile"].exists()
+        two_kinds.shutdown()
+    said = result.stdout + result.stderr
+    assert result.returncode == 0, said
+    assert len(removed) == 1, (seen, sorted(raylets), said)
+    # The compile worker on a CPU-only node; every benchmark on the GPU node, none on a compile node.
+    assert "each asking for 1 CPU + 1 compile; benchmarks as tasks" in result.stderr, result.stderr
+    assert any(f"(node(s) {node.node_id[:12]})" in result.stderr for node in compile_nodes), result.stderr
+    assert runs["gpu"].read_text().count("X=") >= 1
+    assert not runs["compile-a"].exists() and not runs["compile-b"].exists()
+    # The lost node's candidate ran again on a worker on the other node: a loss, never a failure, journaled once.
+    assert result.stderr.count("was lost while evaluating candidate") == 1, result.stderr
+    assert "evaluating it again on a new worker" in result.stderr and "1 worker(s) lost mid-evaluation" in said
+    journaled = _evaluations(build, "timer")
+    assert all(r["ok"] for r in journaled), [r for r in journaled if not r["ok"]]
+    keys = [r["key"] for r in journaled]
+    assert len(keys) == len(set(keys)) >= 2  # the baseline and the candidates, each once
 
 
 @pytest.mark.slow
