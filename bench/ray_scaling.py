@@ -192,7 +192,7 @@ def main() -> int:
     scaled_eval = compile_s + benchmark_s
     pool_size = 8  # a multiple of every worker count measured: no slot waits at a generation's end
 
-    ray.init(num_cpus=4, num_gpus=4, resources={ONE_GPU: 1}, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=4, num_gpus=4, resources={ONE_GPU: 1}, include_dashboard=False, log_to_driver=False)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         # The driver's own time: the same loop and journal with evaluations that take no time.

@@ -45,7 +45,8 @@ KERN = ["--generations", "2", "--pool-size", "3", "--seed", "7", "--cmake-arg=-D
 def cluster() -> Iterator[None]:
     """A local Ray cluster: 4 (declared) CPUs, 1 (declared) GPU of kind H200, and `compile` (what compile nodes
     declare) for 2 actors. 4 CPUs: two targets tuned together get 2 compile slots each."""
-    ray.init(num_cpus=4, num_gpus=1, resources={"H200": 1, "compile": 2}, include_dashboard=False,
+    # address="local": a cluster of its own, even while another (a `ray start`, a test's Cluster) runs here.
+    ray.init(address="local", num_cpus=4, num_gpus=1, resources={"H200": 1, "compile": 2}, include_dashboard=False,
              log_to_driver=False)
     yield
     ray.shutdown()
