@@ -334,6 +334,37 @@ def test_without_slots_the_overlap_detector_fires(tmp_path: Path) -> None:
     assert any(run.cause == bench.CHECK_FAILED for run in runs)
 
 
+_SLOTTED_RUN = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from ciq_build.measure.bench import BenchSpec, GpuSlots, run_once
+run = run_once(BenchSpec(Path(sys.executable), (sys.argv[2], "exclusive", sys.argv[3], "1.0"), 30.0), slots=GpuSlots())
+print("ok" if run.ok else run.cause)
+"""
+
+
+def _processes_benchmarking_at_once(tmp_path: Path, env: dict[str, str]) -> list[str]:
+    """Three tunes' worth of processes, each running one benchmark on "the" GPU at the same moment."""
+    command = [sys.executable, "-c", _SLOTTED_RUN, str(Path(__file__).resolve().parent.parent), str(FAULT_BENCH),
+               str(tmp_path / "gpu")]
+    children = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env) for _ in range(3)]
+    return [child.communicate(timeout=60)[0].strip() for child in children]
+
+
+def test_tunes_sharing_a_gpu_lock_dir_never_benchmark_on_one_gpu_at_once(tmp_path: Path) -> None:
+    # Several tunes at once on one machine (tune A B --executor ray sets CIQ_GPU_LOCK_DIR for its children).
+    import os
+
+    (tmp_path / "gpu").mkdir()
+    locked = _processes_benchmarking_at_once(tmp_path, {**os.environ, bench.GPU_LOCK_DIR: str(tmp_path / "locks")})
+    assert locked == ["ok"] * 3
+    # Without the shared locks the same processes do collide: the check above can fail.
+    apart = _processes_benchmarking_at_once(tmp_path, {k: v for k, v in os.environ.items()
+                                                       if k != bench.GPU_LOCK_DIR})
+    assert any(result != "ok" for result in apart), apart
+
+
 def test_several_gpus_each_get_their_own_device(tmp_path: Path) -> None:
     slots = GpuSlots(["0", "1"])
     spec = fault("exclusive", str(tmp_path), "0.2")

@@ -779,9 +779,32 @@ class GpuSlots:
 
     @contextmanager
     def slot(self) -> Iterator[dict[str, str]]:
-        """Block until a GPU is free; yield the environment that pins a run to it."""
+        """Block until a GPU is free (in this process, and in the others sharing GPU_LOCK_DIR's locks);
+        yield the environment that pins a run to it."""
         device = self._free.get()
         try:
-            yield {} if device is None else {"CUDA_VISIBLE_DEVICES": device}
+            with _held_across_processes(device):
+                yield {} if device is None else {"CUDA_VISIBLE_DEVICES": device}
         finally:
             self._free.put(device)
+
+
+# Set (to a folder) by a parent that runs several tunes on this machine at once (tune A B --executor ray):
+# each GPU slot is then also an exclusive lock on a file there, so that the tunes' own measurements on
+# this machine (the baselines, the re-measures before the pins) never share a GPU with one another.
+GPU_LOCK_DIR = "CIQ_GPU_LOCK_DIR"
+
+
+@contextmanager
+def _held_across_processes(device: str | None) -> Iterator[None]:
+    folder = os.environ.get(GPU_LOCK_DIR)
+    if not folder:
+        yield
+        return
+    import fcntl
+
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", device) if device is not None else "default"
+    with open(Path(folder) / f"gpu-{name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its holder dies
+        yield

@@ -47,6 +47,7 @@ from typing import IO, Any
 from ciq_build.build.cmake import safe_name
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
+from ciq_build.measure.bench import GPU_LOCK_DIR
 from ciq_build.tune.all_targets import TargetResult, not_run, stops_the_rest, tune_one
 from ciq_build.tune.gpu_share import NAMESPACE, SHARE_NAME, GpuShare, TargetShare, share_table
 from ciq_build.tune.progress import LOG
@@ -163,6 +164,9 @@ class _Children:
         self.targets = targets
         self.together = together
         self.results = results
+        # Where the children's GPU slots lock (ciq_build.measure.bench.GPU_LOCK_DIR): the user's, if set
+        # (tunes started apart then share it too), else one for this run.
+        self.gpu_locks = Path(os.environ.get(GPU_LOCK_DIR) or results / "gpu-locks")
         self.say = say
         self.width = max(len(t) for t in targets)
         self._write = threading.Lock()
@@ -193,7 +197,9 @@ class _Children:
                    *dataclasses.replace(self.options, target=target).argv(),
                    *(["--verbose"] if LOG.isEnabledFor(logging.DEBUG) else []),
                    f"--ray-child-result={result_file}"]
-        env = {**proc.marked_env(f"tune-{safe_name(target)}"), "PYTHONUNBUFFERED": "1"}  # lines as they come
+        env = {**proc.marked_env(f"tune-{safe_name(target)}"), "PYTHONUNBUFFERED": "1",  # lines as they come
+               # The targets' own measurements on this machine (baselines, re-measures): one per GPU at a time.
+               GPU_LOCK_DIR: str(self.gpu_locks)}
         # A session of its own: a terminal's Ctrl-C reaches it only through this parent (_stop).
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    text=True, errors="replace", bufsize=1, env=env, start_new_session=True)
