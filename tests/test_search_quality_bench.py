@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import ciq_build.core.space as ss
+from bench import search_quality as sq  # the repository root is on sys.path (pyproject.toml)
 from ciq_build.search.ga import INVALID_SCORE
-
-_PATH = Path(__file__).resolve().parent.parent / "bench" / "search_quality.py"
-_spec = importlib.util.spec_from_file_location("search_quality_bench", _PATH)
-assert _spec is not None and _spec.loader is not None
-sq = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = sq
-_spec.loader.exec_module(sq)
 
 
 @dataclass

@@ -7,23 +7,16 @@ only ptxas on that PTX, and ptxas says there what nvcc's whole compile says.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from bench import throughput as tp  # the repository root is on sys.path (pyproject.toml)
 from ciq_build.compiler.controls import Controls
 
 pytestmark = pytest.mark.slow
 
-_PATH = Path(__file__).resolve().parent.parent / "bench" / "throughput.py"
-_spec = importlib.util.spec_from_file_location("throughput_bench", _PATH)
-assert _spec is not None and _spec.loader is not None
-tp = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = tp
-_spec.loader.exec_module(tp)
 
 
 def test_the_raw_flow_compiles_each_front_end_once_and_then_runs_only_ptxas(tmp_path: Path,

@@ -189,30 +189,37 @@ def test_uploaded_sources_build_on_the_workers_copy_and_pin_the_same_winner_as_l
         _tune("kern", source, build, "--jobs", "1", "--executor", "ray", "--ray-sources", "upload", data, *KERN)
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
 def _ray_worker_above(pid: int) -> int | None:
     """The Ray worker process (its title starts with ray::) that `pid` runs under, if any."""
     while pid > 1:
         try:
             if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"ray::"):
                 return pid
-            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            pid = _parent(pid)
         except (OSError, ValueError, IndexError):
             return None
     return None
 
 
-def _running_in(folder: Path) -> list[str]:
-    """The command lines of running processes that work in `folder` or name it (its compiles)."""
-    found = []
+def _processes() -> Iterator[tuple[int, bytes, str]]:
+    """Every running process but this one: pid, command line (NUL-separated) and working directory."""
     for process in Path("/proc").glob("[0-9]*"):
         try:
-            text = (process / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            cwd = os.readlink(process / "cwd")
-        except OSError:
-            continue
-        if (str(folder) in text or cwd.startswith(str(folder))) and int(process.name) != os.getpid():
-            found.append(text)
-    return found
+            pid, cmdline, cwd = int(process.name), (process / "cmdline").read_bytes(), os.readlink(process / "cwd")
+        except (OSError, ValueError):
+            continue  # gone while read
+        if pid != os.getpid():
+            yield pid, cmdline, cwd
+
+
+def _running_in(folder: Path) -> list[str]:
+    """The command lines of running processes that work in `folder` or name it (its compiles)."""
+    texts = ((cmdline.replace(b"\0", b" ").decode(errors="replace"), cwd) for _, cmdline, cwd in _processes())
+    return [text for text, cwd in texts if str(folder) in text or cwd.startswith(str(folder))]
 
 
 def _notes_of_ray_workers(compiling: Path) -> Iterator[int]:
@@ -425,14 +432,7 @@ def test_targets_tuned_together_share_the_gpu_fairly_stop_together_and_resume_fr
 
 def _pids_titled(title: bytes) -> list[int]:
     """The processes whose command line (a Ray worker's is its title: ray::<task>) starts with `title`."""
-    found = []
-    for process in Path("/proc").glob("[0-9]*"):
-        try:
-            if (process / "cmdline").read_bytes().startswith(title):
-                found.append(int(process.name))
-        except (OSError, ValueError):
-            continue
-    return found
+    return [pid for pid, cmdline, _ in _processes() if cmdline.startswith(title)]
 
 
 @pytest.mark.slow
@@ -469,10 +469,6 @@ def test_a_benchmark_tasks_worker_killed_mid_run_is_a_loss_and_the_candidate_is_
     assert all(r["ok"] for r in journaled), [r for r in journaled if not r["ok"]]  # never the candidate's failure
     keys = [r["key"] for r in journaled]
     assert len(keys) == len(set(keys)) == len(_params(outcome)) + 1  # once each, + the baseline
-
-
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 @pytest.mark.slow
