@@ -418,6 +418,14 @@ def test_targets_tuned_together_share_the_gpu_fairly_stop_together_and_resume_fr
             assert (_used(grants, g["target"], g["released"]) - _used(grants, other["target"], g["released"])
                     <= g["released"] - g["granted"] + 1e-9), (g, other)
     assert "GPU share (1 GPU(s)" in result.stdout and "benchmark(s)" in result.stdout
+    # A journaled benchmark_s is the task's own runs, inside its grant; the wait for the grant is wait_s. So
+    # no target's benchmarks in this run add up to more than the GPU time it was granted.
+    for target in ("timer", "slow_timer"):
+        earlier = {r["key"] for r in stopped[target]}
+        timings = [r["timings"] for r in _evaluations(build, target) if r.get("worker") and r["key"] not in earlier]
+        held = sum(g["released"] - g["granted"] for g in grants if g["target"] == target)
+        assert timings and sum(t.get("benchmark_s", 0) for t in timings) <= held + 0.001 * len(timings), (
+            target, held, timings)
     # Which worker did what: each grant names its worker as the journal does.
     workers = {r["worker"].split("@")[0] for t in ("timer", "slow_timer") for r in _evaluations(build, t)
                if "worker" in r}

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from ciq_build.build import environment
 from ciq_build.build.cmake import CandidateBuild, ScratchTree
@@ -160,10 +160,12 @@ class BuildRunner:
             queued = time.monotonic()
             with self.slots.slot() as env:
                 running = time.monotonic()
-                timings["wait_s"] = running - queued
-                measurement, raced = self.run_benchmark(self.bench_spec(worker).with_env(env))
+                measurement, raced, waited = self.run_benchmark(self.bench_spec(worker).with_env(env))
                 runs = len(measurement.runs)
-                timings["benchmark_s"] = time.monotonic() - running
+                # What a runner waited for a GPU elsewhere (Ray: the fair share's grant, Ray's scheduling) is
+                # waiting too: benchmark_s is the runs alone, as locally.
+                timings["wait_s"] = running - queued + waited
+                timings["benchmark_s"] = time.monotonic() - running - waited
             self.check_precision(measurement)
             if measurement.failure is not None:
                 run = measurement.failure
@@ -179,12 +181,14 @@ class BuildRunner:
         return Evaluation(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
                           timings=_rounded(timings), runs=runs, raced=raced)
 
-    def run_benchmark(self, spec: BenchSpec) -> tuple[Measurement, bool]:
-        """The built benchmark's runs, raced when racing is on; (measurement, raced out).
+    def run_benchmark(self, spec: BenchSpec) -> Benchmarked:
+        """The built benchmark's runs, raced when racing is on.
 
-        Here, on this machine; the Ray executor's compile workers run it on a GPU worker instead.
+        Here, on this machine, in a GPU slot already held (nothing waited); the Ray executor's compile
+        workers run it on a GPU worker instead.
         """
-        return run_benchmark(spec, self.repeats, self.racing)
+        measurement, raced = run_benchmark(spec, self.repeats, self.racing)
+        return Benchmarked(measurement, raced, 0.0)
 
     def static_metrics(self, build: CandidateBuild) -> dict[str, float]:
         """compile_seconds and the compiler's static metrics of a build (deterministic but the first)."""
@@ -198,6 +202,14 @@ class BuildRunner:
             values["sass_instructions"] = float(
                 sum(metrics.sass_instruction_count(obj, self.toolchain) for obj in build.objects))
         return values
+
+
+class Benchmarked(NamedTuple):
+    """A runner's benchmark of one candidate."""
+
+    measurement: Measurement
+    raced: bool  # raced out: stopped early, behind the incumbent
+    waited: float  # seconds spent waiting for a GPU before the first run, beyond the runner's own slot
 
 
 def run_benchmark(spec: BenchSpec, repeats: int, racing: RaceBoard | None) -> tuple[Measurement, bool]:

@@ -32,6 +32,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement
 from ciq_build.measure.racing import Incumbent, RaceBoard
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.evaluator import BuildRunner, run_benchmark
+from ciq_build.tune.evaluator import Benchmarked, BuildRunner, run_benchmark
 from ciq_build.tune.gpu_share import ShareClient
 from ciq_build.tune.ray_sources import SourceUpload, check_copy, file_hashes, remapped_cache, worker_manifest
 
@@ -136,12 +137,14 @@ RacingState = tuple[str, Literal["min", "max"], Incumbent | None]  # a RaceBoard
 
 
 def benchmark_on_gpu(spec: BenchSpec, repeats: int,
-                     racing: RacingState | None) -> tuple[Measurement, bool, Incumbent | None]:
+                     racing: RacingState | None) -> tuple[Measurement, bool, Incumbent | None, float]:
     """The body of one benchmark task, on a worker holding a GPU (Ray set its CUDA_VISIBLE_DEVICES).
 
     The built benchmark is read at its path in the compile worker's scratch tree: a shared filesystem.
-    Raced against the incumbent the compile worker knew; returns the board's incumbent after, for it to keep.
+    Raced against the incumbent the compile worker knew; returns the board's incumbent after, for it to keep,
+    and the seconds the task ran (the rest of the caller's wait was Ray's scheduling and the GPU's queue).
     """
+    started = time.monotonic()
     proc.guard_driver()  # the benchmark dies with this worker, even on SIGKILL (a cancelled task)
     board = None
     if racing is not None:
@@ -149,7 +152,7 @@ def benchmark_on_gpu(spec: BenchSpec, repeats: int,
         if racing[2] is not None:
             board.offer(racing[2])
     measurement, raced = run_benchmark(spec, repeats, board)
-    return measurement, raced, board.incumbent if board is not None else None
+    return measurement, raced, board.incumbent if board is not None else None, time.monotonic() - started
 
 
 class BenchmarkLostError(CiqError):
@@ -168,16 +171,17 @@ class GpuTaskRunner(BuildRunner):
         # Targets tuned together share the GPUs fairly (ciq_build.tune.gpu_share); a tune alone asks no grant.
         self._share = ShareClient.find(self.manifest.target, worker)
 
-    def run_benchmark(self, spec: BenchSpec) -> tuple[Measurement, bool]:
+    def run_benchmark(self, spec: BenchSpec) -> Benchmarked:
         ray = _ray()
         board = self.racing
         racing = (board.metric, board.direction, board.incumbent) if board is not None else None
+        asked = time.monotonic()
         with self._share.granted() if self._share is not None else nullcontext():
             ref = self._task.remote(spec, self.repeats, racing)
             with self._lock:
                 self._running.add(ref)
             try:
-                measurement, raced, best = ray.get(ref)
+                measurement, raced, best, ran = ray.get(ref)
             except ray.exceptions.RayTaskError:
                 raise  # an error of ciq_build's in the task: said as it is
             except ray.exceptions.RayError as error:
@@ -187,7 +191,7 @@ class GpuTaskRunner(BuildRunner):
                     self._running.discard(ref)
         if board is not None and best is not None:
             board.offer(best)
-        return measurement, raced
+        return Benchmarked(measurement, raced, max(0.0, time.monotonic() - asked - ran))
 
     def cancel(self) -> None:
         """Kill the benchmark tasks running now (their worker processes, and so their benchmarks)."""
