@@ -251,6 +251,19 @@ def test_claim_tree_refuses_a_tree_that_a_live_driver_or_a_stranger_uses(tmp_pat
             stranger.wait()
 
 
+def test_claim_tree_waits_for_a_process_that_leaves_the_tree_within_moments(tmp_path: Path) -> None:
+    # As a compile killed with its lost Ray worker's node: still in the tree, its mark unreadable, for a moment.
+    root = tmp_path / "scratch"
+    root.mkdir()
+    leaving = subprocess.Popen(["sleep", "1"], cwd=root)
+    try:
+        assert proc.claim_tree(root) == []
+        assert leaving.poll() is not None, "claimed while the process still worked in the tree"
+    finally:
+        leaving.kill()
+        leaving.wait()
+
+
 # -- the METRIC regex runs under a time limit --------------------------------------------------------
 
 

@@ -776,8 +776,18 @@ def claim_tree(root: Path) -> list[str]:
                 done.append(f"killed {len(killed)} process(es) an earlier, stopped tune left running in {root} "
                             f"(pid {', '.join(str(p.pid) for p in killed[:5])}{', ...' if len(killed) > 5 else ''})")
     ours = _is_drivers(token)
-    users = {pid: what for pid, what in _users_of(root).items()
-             if pid != me and pid not in _watchdog_pids() and not any(ours(m) for m in _marks(pid))}
+
+    def strangers() -> dict[int, str]:
+        return {pid: what for pid, what in _users_of(root).items()
+                if pid != me and pid not in _watchdog_pids() and not any(ours(m) for m in _marks(pid))}
+
+    # A process killed a moment ago (by the kill above, or the watchdog of a worker lost with its node) can
+    # still hold the tree while it exits, its mark already unreadable: give such processes time to go.
+    deadline = time.monotonic() + KILL_PATIENCE
+    users = strangers()
+    while users and time.monotonic() < deadline:
+        time.sleep(0.1)
+        users = strangers()
     if users:
         shown = "; ".join(f"pid {pid} ({_command(pid)[:80]}) {what}" for pid, what in list(users.items())[:3])
         raise BusyError(
