@@ -284,7 +284,7 @@ class TuneRun:
             upload = plan_upload(self.manifest, self.source_set.snapshot()) if executor.sources == "upload" else None
             with RayPool(self.manifest, self.toolchain, self.objectives, self.settings.measure,
                          self.settings.build.jobs, executor.address, executor.gpu_resource, self._say,
-                         upload, executor.compile_resource) as pool:
+                         upload, executor.compile_resource, known=self.runner) as pool:
                 self._loop(source, pool.runner, pool.slots, progress).run()
             return
         self._loop(source, self.runner, workers, progress).run()

@@ -243,7 +243,12 @@ class EvaluationWorker:
         self.tree.configure(self.timeout * CONFIGURE_TIMEOUT_FACTOR)
         return f"{socket.gethostname()}:{os.getpid()}", _ray().get_runtime_context().get_node_id()
 
-    def evaluate(self, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
+    def evaluate(self, proposal: Proposal, controls: Controls, key: str, incumbent: Incumbent | None = None
+                 ) -> Evaluation:
+        """A candidate, raced against `incumbent` (the driver's: the best any worker has measured) if it is better
+        than what this actor has seen itself."""
+        if incumbent is not None and self.runner.racing is not None:
+            self.runner.racing.offer(incumbent)
         return self.runner.evaluate(self.tree, proposal, controls, key)
 
     def alive(self) -> bool:
@@ -306,6 +311,9 @@ class RayPool:
     say: Callable[[str], None] = print
     upload: SourceUpload | None = None  # --ray-sources upload: what to ship, what each copy must hold
     compile_resource: str | None = None  # a custom resource of the nodes meant for compiles (CPU-only ones)
+    # The driver's runner: what the tune knows so far (the race's incumbent: the baseline, then every full
+    # measurement from any worker), which each candidate's actor is told, as a local worker thread knows it.
+    known: BuildRunner | None = None
     slots: list[RaySlot] = field(default_factory=list, init=False)
     losses: list[WorkerLoss] = field(default_factory=list, init=False)
     closing: bool = field(default=False, init=False)
@@ -446,10 +454,14 @@ class RayRunner:
 
     def evaluate(self, worker: RaySlot, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         ray = _ray()
+        known = self.pool.known
         while True:
+            incumbent = known.racing.incumbent if known is not None and known.racing is not None else None
             try:
-                evaluated: Evaluation = _result(worker.actor.evaluate.remote(proposal, controls, key))
+                evaluated: Evaluation = _result(worker.actor.evaluate.remote(proposal, controls, key, incumbent))
                 evaluated.worker = f"ray-{worker.index}@{worker.where}"
+                if known is not None:
+                    known.remember(evaluated, incumbent=True)  # the next candidates, on any worker, race it
                 return evaluated
             except ray.exceptions.RayActorError as error:  # the actor (or its node) died: not the candidate's doing
                 self.pool.replace(worker, proposal, error)
