@@ -28,7 +28,7 @@ from ciq_build.search.genetic import GeneticSource
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.evaluation import objective_values
-from ciq_build.tune.loop import SearchLoop
+from ciq_build.tune.loop import SearchLoop, best_so_far
 from ciq_build.tune.replay import NotInJournal, ReplayRunner, controls_id
 from ciq_build.tune.winner import pick_from_front, pick_winner
 
@@ -223,6 +223,16 @@ def test_ties_go_to_the_first_evaluated() -> None:
     assert pick_from_front([a, b, c], directions, "knee") is b
     baseline = _point(-1, 3.0)
     assert pick_winner([c, b, a], baseline, TIME, "knee") is c
+
+
+def test_the_progress_lines_best_breaks_ties_on_the_first_objective_by_the_next() -> None:
+    # cuda-samples FDTD3d, spills then registers: the line said "best 0/127" (the first with no spills)
+    # while 0/56 was found, and the summary then said 56.
+    spills_registers = parse_objectives(["spill_bytes", "registers"])
+    found = [_point(0, 0.0, 127.0), _point(1, 88.0, 80.0), _point(2, 0.0, 56.0), _point(3, 0.0, 56.0)]
+    assert best_so_far(found, spills_registers) == (0.0, 56.0)
+    assert best_so_far(found, parse_objectives(["spill_bytes", "max:registers"])) == (0.0, 127.0)
+    assert best_so_far([dataclasses.replace(found[0], ok=False)], spills_registers) is None
 
 
 def test_several_objectives_pin_a_pareto_point_that_beats_the_baseline_by_the_pick_rule(tmp_path: Path) -> None:
