@@ -61,8 +61,8 @@ class SleepWorker:
     def configure(self) -> str:
         return "local"
 
-    def evaluate(self, proposal: Proposal, controls: Controls, key: str, incumbent: object = None) -> Evaluation:
-        time.sleep(self.compile_s)  # (no racing here: the incumbent EvaluationWorker.evaluate takes is ignored)
+    def evaluate(self, proposal: Proposal, controls: Controls, key: str, *told: object) -> Evaluation:
+        time.sleep(self.compile_s)  # (what EvaluationWorker.evaluate is told for racing and dedupe is ignored)
         time.sleep(self.benchmark_s)
         return stand_in(proposal, controls, key, self.compile_s + self.benchmark_s)
 
@@ -101,7 +101,7 @@ class SplitSleepWorker(SleepWorker):
         self.task = ray.remote(gpu_sleep).options(max_retries=0, num_cpus=0, num_gpus=1,
                                                   resources={ONE_GPU: 1})
 
-    def evaluate(self, proposal: Proposal, controls: Controls, key: str, incumbent: object = None) -> Evaluation:
+    def evaluate(self, proposal: Proposal, controls: Controls, key: str, *told: object) -> Evaluation:
         time.sleep(self.compile_s)
         ray.get(self.task.remote(self.benchmark_s))
         return stand_in(proposal, controls, key, self.compile_s + self.benchmark_s)

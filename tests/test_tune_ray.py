@@ -330,6 +330,27 @@ def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_of_the_named_k
 
 
 @pytest.mark.slow
+def test_actors_take_the_measurement_of_machine_code_the_tune_has_measured_already(tmp_path: Path,
+                                                                                   cluster: None) -> None:
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    build = tmp_path / "build"
+    # Y is a parameter the source never reads: candidates that differ in Y alone build the same code.
+    search = ["--jobs", "2", "--pool-size", "4", "--repeats", "2", "--seed", "2", "--cmake-arg=-DTIMER_SLEEP_MS=10",
+              "--cmake-arg=-DTIMER_PARAMS=X=range(0,2);Y=range(0,16)"]
+    _tune("timer", source, build, "--generations", "1", *search)  # locally: the journal holds some codes
+    journaled = {r["code"] for r in _evaluations(build, "timer") if r["ok"] and not r.get("same_code_as")}
+    _tune("timer", source, build, "--generations", "3", "--executor", "ray", *search)  # resumed on Ray
+    on_ray = [r for r in _evaluations(build, "timer") if r.get("worker")]
+    # Every code the journal had is shared, never measured again by an actor (told by the driver: no actor
+    # measured it itself); code first seen on Ray is measured at most once per actor.
+    again = [r for r in on_ray if r["code"] in journaled]
+    assert again and all(r["same_code_as"] and r["runs"] == 0 for r in again), on_ray
+    measured = [r["code"] for r in on_ray if not r.get("same_code_as")]
+    assert all(measured.count(code) <= 2 for code in measured), on_ray
+
+
+@pytest.mark.slow
 def test_all_targets_connect_once_and_each_tunes_in_a_process_with_actors_of_its_own(tmp_path: Path, cluster: None) -> None:
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)

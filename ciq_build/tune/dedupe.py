@@ -93,6 +93,11 @@ class CodeDedupe:
             with self._lock:
                 self._done.setdefault(evaluated.code, evaluated)
 
+    def known(self) -> list[Evaluation]:
+        """The measured evaluations it holds, one per code (what Ray actors are told: RayRunner)."""
+        with self._lock:
+            return list(self._done.values())
+
     def evaluate(self, code: str | None, measure: Callable[[], Evaluation],
                  copy: Callable[[Evaluation], Evaluation]) -> Evaluation:
         """`copy(earlier)` when an earlier evaluation had this code, else `measure()` (and remember it)."""

@@ -243,12 +243,18 @@ class EvaluationWorker:
         self.tree.configure(self.timeout * CONFIGURE_TIMEOUT_FACTOR)
         return f"{socket.gethostname()}:{os.getpid()}", _ray().get_runtime_context().get_node_id()
 
-    def evaluate(self, proposal: Proposal, controls: Controls, key: str, incumbent: Incumbent | None = None
-                 ) -> Evaluation:
-        """A candidate, raced against `incumbent` (the driver's: the best any worker has measured) if it is better
-        than what this actor has seen itself."""
+    def evaluate(self, proposal: Proposal, controls: Controls, key: str, incumbent: Incumbent | None = None,
+                 measured: Sequence[Evaluation] = (), code_context: str | None = None) -> Evaluation:
+        """A candidate, told what the driver knows: raced against `incumbent` (the best any worker has measured)
+        if it is better than what this actor has seen itself, and taking the measurement of one of `measured`
+        (other workers', the journal's) whose machine code it has. `code_context`: the driver's, so that code
+        keys mean the same here as there."""
+        if code_context is not None:
+            self.runner.code_context = code_context
         if incumbent is not None and self.runner.racing is not None:
             self.runner.racing.offer(incumbent)
+        for earlier in measured:
+            self.runner.remember(earlier)
         return self.runner.evaluate(self.tree, proposal, controls, key)
 
     def alive(self) -> bool:
@@ -272,6 +278,7 @@ class RaySlot:
     where: str = ""  # host:pid of the actor
     copy: str = ""  # with --ray-sources upload: the actor's copy of the sources, on its node
     node: str = ""  # the Ray node id of the actor
+    told: set[str] = field(default_factory=set)  # the codes whose measurements its actor has (RayRunner.evaluate)
 
 
 @dataclass(frozen=True)
@@ -397,6 +404,7 @@ class RayPool:
 
     def _start(self, slot: RaySlot) -> None:
         ray = _ray()
+        slot.told = set()  # a new actor knows no measurement yet
         options: dict[str, Any] = dict(self.request)
         if self.upload is not None:
             if self._runtime_env is None:  # uploaded once per pool; a replacement actor reuses it
@@ -457,11 +465,20 @@ class RayRunner:
         known = self.pool.known
         while True:
             incumbent = known.racing.incumbent if known is not None and known.racing is not None else None
+            # The measurements this slot's actor has not been told of (a replacement: all of them). Code measured
+            # on two workers at once is still measured twice: each learns of the other's only afterwards.
+            measured = [e for e in known.dedupe.known() if e.code not in worker.told] if (
+                known is not None and known.dedupe is not None) else []
+            context = known.code_context if known is not None else None
             try:
-                evaluated: Evaluation = _result(worker.actor.evaluate.remote(proposal, controls, key, incumbent))
+                evaluated: Evaluation = _result(
+                    worker.actor.evaluate.remote(proposal, controls, key, incumbent, measured, context))
                 evaluated.worker = f"ray-{worker.index}@{worker.where}"
+                worker.told.update(e.code for e in measured if e.code is not None)
+                if evaluated.code is not None:
+                    worker.told.add(evaluated.code)
                 if known is not None:
-                    known.remember(evaluated, incumbent=True)  # the next candidates, on any worker, race it
+                    known.remember(evaluated, incumbent=True)  # the next candidates, on any worker, race it or share it
                 return evaluated
             except ray.exceptions.RayActorError as error:  # the actor (or its node) died: not the candidate's doing
                 self.pool.replace(worker, proposal, error)
