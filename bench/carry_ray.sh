@@ -24,9 +24,19 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$pyth
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
     -d "$work/wheels" "ray==$ray_version" jsonschema jsonschema-specifications referencing rpds-py
 mkdir -p "$work/site"
-for wheel in "$work"/wheels/*.whl; do
-    python3 -m zipfile -e "$wheel" "$work/site"
-done
+# Unpacked keeping each file's mode (python -m zipfile drops it: Ray's raylet and gcs_server must stay executable).
+python3 - "$work/site" "$work"/wheels/*.whl <<'PY'
+import os
+import sys
+import zipfile
+
+for wheel in sys.argv[2:]:
+    with zipfile.ZipFile(wheel) as archive:
+        for info in archive.infolist():
+            path = archive.extract(info, sys.argv[1])
+            if info.external_attr >> 16:
+                os.chmod(path, (info.external_attr >> 16) & 0o777)
+PY
 (cd "$work/site/ray" && rm -rf jars dashboard/client rllib data serve train tune llm)
 find "$work/site" -type d -name tests -prune -exec rm -rf {} +
 mkdir -p "$(dirname "$out")"
