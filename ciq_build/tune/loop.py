@@ -21,6 +21,7 @@ from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.results import Results
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.evaluator import Runner
 
@@ -138,22 +139,20 @@ class SearchLoop(Generic[W]):
             self.evaluations.append(evaluated)
             self.source.tell(proposal, evaluated.scores, None if evaluated.ok else f"{evaluated.cause}: {evaluated.message}")
             if self.progress is not None:
-                best = self.best_scores()
+                best = best_so_far(self.evaluations, self.objectives)
                 self.progress.update(proposal.generation, evaluations=len(self.evaluations),
                                      failures=sum(1 for e in self.evaluations if not e.ok),
                                      best=None if best is None else "/".join(f"{s:g}" for s in best),
                                      last=evaluated)
 
-    def best_scores(self) -> tuple[float, ...] | None:
-        return best_so_far(self.evaluations, self.objectives)
 
 
 def best_so_far(evaluations: Sequence[Evaluation], objectives: Sequence[Objective]) -> tuple[float, ...] | None:
-    """The progress line's best: on the first objective, ties broken by the next (0 spills at 56 registers
-    before 0 spills at 127), each in its own direction; the first evaluated of equal ones."""
-    signs = [1.0 if o.direction == "min" else -1.0 for o in objectives]
-    ok = [e.scores for e in evaluations if e.ok and e.scores is not None]
-    return min(ok, key=lambda scores: [sign * score for sign, score in zip(signs, scores)], default=None)
+    """The progress line's best: Results' best, on the first objective with ties broken by the next (0 spills
+    at 56 registers before 0 spills at 127)."""
+    scored = [e for e in evaluations if e.ok and e.scores is not None]  # Results refuses an ok one without scores
+    best = Results([o.direction for o in objectives], scored).get_best_result()
+    return None if best is None else best.scores
 
 
 def stop_on_disk_full(disk_full: Callable[[str], BaseException]) -> Callable[[Evaluation], BaseException | None]:
