@@ -464,12 +464,7 @@ class RayRunner:
         ray = _ray()
         known = self.pool.known
         while True:
-            incumbent = known.racing.incumbent if known is not None and known.racing is not None else None
-            # The measurements this slot's actor has not been told of (a replacement: all of them). Code measured
-            # on two workers at once is still measured twice: each learns of the other's only afterwards.
-            measured = [e for e in known.dedupe.known() if e.code not in worker.told] if (
-                known is not None and known.dedupe is not None) else []
-            context = known.code_context if known is not None else None
+            incumbent, measured, context = self._news(worker)
             try:
                 evaluated: Evaluation = _result(
                     worker.actor.evaluate.remote(proposal, controls, key, incumbent, measured, context))
@@ -484,6 +479,17 @@ class RayRunner:
                 self.pool.replace(worker, proposal, error)
             except BenchmarkLostError as error:  # its benchmark task's worker died: the compile actor is fine
                 self.pool.count_loss(worker, proposal, error, "the benchmark of worker")
+
+    def _news(self, worker: RaySlot) -> tuple[Incumbent | None, list[Evaluation], str | None]:
+        """What `worker`'s actor is told with its next candidate: the driver's race incumbent, the measurements
+        it has not been told of yet (a replacement actor: all of them), and the driver's code context.
+        Code measured on two workers at once is still measured twice: each learns of the other's afterwards."""
+        known = self.pool.known
+        if known is None:
+            return None, [], None
+        incumbent = known.racing.incumbent if known.racing is not None else None
+        measured = [e for e in known.dedupe.known() if e.code not in worker.told] if known.dedupe is not None else []
+        return incumbent, measured, known.code_context
 
     def cancel_running(self) -> None:
         """The tune is stopping (Ctrl-C, SIGTERM): kill the actors so the loop's threads return now."""
