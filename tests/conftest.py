@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,19 @@ def search_spaces_dir() -> Path:
     if not (path / "ptxas13.3.bin").is_file():
         pytest.skip(f"needs the CUDA 13.3 search spaces (set CIQ_SEARCH_SPACES_DIR; looked in {path})")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _working_directory_left_as_found() -> Iterator[None]:
+    """A test (or the code it runs in this process) that leaves the process in another directory breaks
+    every later test of its worker that starts a tool without cwd= (CMake cannot even start in a folder
+    since deleted): this names the test that did it, and puts the directory back."""
+    before = os.getcwd()
+    yield
+    try:
+        after = os.getcwd()
+    except FileNotFoundError:
+        after = "(a directory since deleted)"
+    if after != before:
+        os.chdir(before)
+        pytest.fail(f"the test left the process's working directory at {after}, not {before}")

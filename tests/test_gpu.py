@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from support import checked
+
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +56,7 @@ def test_a_runtime_tune_measures_checks_and_judges_against_the_noise(tmp_path: P
         assert 0 < evaluation["metrics"]["time_ms"] < 100  # a 64 Mi-float sum on a GPU, in ms
 
     # The benchmark checks its own result on the GPU (tune never builds in the user's tree: build it).
-    subprocess.run(["cmake", "--build", str(build), "--target", "reduce_bench"], check=True, capture_output=True)
+    checked(["cmake", "--build", str(build), "--target", "reduce_bench"])
     bench = subprocess.run([str(build / "reduce_bench"), "--n", "1000003", "--repeats", "3"],
                            capture_output=True, text=True, timeout=120)
     assert bench.returncode == 0 and "CIQ_CHECK PASS" in bench.stdout, bench.stdout + bench.stderr

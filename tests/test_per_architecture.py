@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from support import checked
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROJECT = REPO_ROOT / "tests" / "projects" / "gencode"
 OBJECT = "CMakeFiles/gencode_kernels.dir/kern.cu.o"
@@ -50,7 +52,7 @@ def _build(tmp_path: Path, name: str, record: dict, architectures: str,
 
 def _cubins(obj: Path, cuobjdump: Path, into: Path) -> dict[str, bytes]:
     into.mkdir(parents=True)
-    subprocess.run([str(cuobjdump), "-xelf", "all", str(obj)], cwd=into, check=True, capture_output=True)
+    checked([str(cuobjdump), "-xelf", "all", str(obj)], cwd=into)
     return {f.name.rsplit(".", 2)[-2]: f.read_bytes() for f in into.glob("*.cubin")}
 
 

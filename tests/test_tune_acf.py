@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.compiler import metrics
+from support import checked
 
 pytest.importorskip("compileiq", reason='needs NVIDIA compileiq: pip install "ciq-build[acf]"')
 
@@ -62,8 +63,8 @@ def test_a_ptxas_acf_search_brings_spills_below_the_default_and_pins_it(tuned: d
 
 def test_the_plain_build_applies_the_pinned_acf_and_verify_checks_it(tuned: dict) -> None:
     source, build, env = tuned["source"], tuned["build"], tuned["env"]
-    subprocess.run(["cmake", str(build)], check=True, capture_output=True)
-    built = subprocess.run(["cmake", "--build", str(build), "--verbose"], check=True, capture_output=True, text=True)
+    checked(["cmake", str(build)])
+    built = checked(["cmake", "--build", str(build), "--verbose"])
     options = (build / "ciq" / "spill_kernels.nvcc-options").read_text()
     assert f"--apply-controls={source / 'ciq' / 'spill_kernels.acf'}" in options
     assert "--options-file=" in built.stdout
@@ -71,8 +72,7 @@ def test_the_plain_build_applies_the_pinned_acf_and_verify_checks_it(tuned: dict
     assert verify.returncode == 0, verify.stdout + verify.stderr
     # The build's object shows the pinned metric: its own compile command, run
     # again with -Xptxas=-v, spills exactly what the winner spilled.
-    commands = subprocess.run(["ninja", "-C", str(build), "-t", "commands", "spill_kernels"],
-                              capture_output=True, text=True, check=True).stdout
+    commands = checked(["ninja", "-C", str(build), "-t", "commands", "spill_kernels"]).stdout
     compile_line = next(line for line in commands.splitlines() if "spill.cu.o" in line and " -c " in line)
     argv = shlex.split(compile_line)
     argv[argv.index("-o") + 1] = str(build / "again.o")
@@ -90,8 +90,8 @@ def test_an_edited_acf_is_refused_by_verify_and_by_the_build(tuned: dict, tmp_pa
     build = tmp_path / "build"
     configure = ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja",
                  f"-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}", f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}"]
-    subprocess.run(configure, check=True, capture_output=True)
-    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    checked(configure)
+    checked(["cmake", "--build", str(build)])
     assert _ciq("verify", "spill_kernels", "-B", str(build), cwd=source, env=tuned["env"]).returncode == 0
     with (source / "ciq" / "spill_kernels.acf").open("ab") as acf:
         acf.write(b"\0")

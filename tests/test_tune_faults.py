@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from support import checked
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
@@ -112,12 +114,11 @@ def test_runtime_winner_is_remeasured_pinned_and_applied_by_the_plain_build(tmp_
     assert record["winner"]["scores"][0] < record["baseline"]["scores"][0]
 
     # The ordinary build picks the pin up: reconfigure, build, run.
-    subprocess.run(["cmake", str(build)], check=True, capture_output=True)
-    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
+    checked(["cmake", str(build)])
+    checked(["cmake", "--build", str(build)])
     options = (build / "ciq" / "fake_bench.nvcc-options").read_text()
     assert "-DX=1" in options.split()
-    commands = subprocess.run(["ninja", "-C", str(build), "-t", "commands", "fake_bench"],
-                              capture_output=True, text=True, check=True).stdout
+    commands = checked(["ninja", "-C", str(build), "-t", "commands", "fake_bench"]).stdout
     compile_line = next(line for line in commands.splitlines() if "fake_bench.cu" in line and " -c " in line)
     assert "--options-file=" in compile_line
     run = subprocess.run([str(build / "fake_bench"), "an argument with spaces", "$(touch pwned)", "|&<>"],
@@ -128,7 +129,7 @@ def test_runtime_winner_is_remeasured_pinned_and_applied_by_the_plain_build(tmp_
                             capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     # -DCIQ_DISABLE=ON builds without the pin.
-    subprocess.run(["cmake", "-DCIQ_DISABLE=ON", str(build)], check=True, capture_output=True)
+    checked(["cmake", "-DCIQ_DISABLE=ON", str(build)])
     assert "-DX=1" not in (build / "ciq" / "fake_bench.nvcc-options").read_text()
 
 

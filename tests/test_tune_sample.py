@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.compiler import metrics
+from support import checked
 
 pytestmark = pytest.mark.slow
 
@@ -56,10 +57,9 @@ def test_tune_pins_a_winner_that_beats_the_defaults_on_every_objective(sample: d
 def test_the_next_plain_build_compiles_the_target_with_the_pin_and_only_that_target(sample: dict) -> None:
     source, build = sample["source"], sample["build"]
     record = json.loads((source / "ciq" / "gemm_kernels.json").read_text())
-    subprocess.run(["cmake", str(build)], check=True, capture_output=True)
-    subprocess.run(["cmake", "--build", str(build)], check=True, capture_output=True)
-    commands = subprocess.run(["ninja", "-C", str(build), "-t", "commands"], capture_output=True, text=True,
-                              check=True).stdout.splitlines()
+    checked(["cmake", str(build)])
+    checked(["cmake", "--build", str(build)])
+    commands = checked(["ninja", "-C", str(build), "-t", "commands"]).stdout.splitlines()
     gemm = next(line for line in commands if "gemm.cu.o" in line and " -c " in line)
     reduce = next(line for line in commands if "reduce.cu.o" in line and " -c " in line)
     options_file = build / "ciq" / "gemm_kernels.nvcc-options"
