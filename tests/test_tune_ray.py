@@ -131,11 +131,22 @@ def test_a_workers_copy_that_differs_from_the_fingerprinted_sources_is_refused_n
 # -- real tunes on a local cluster -----------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def local_kern(tmp_path_factory: pytest.TempPathFactory) -> TuneOutcome:
+    """kern tuned by the local executor with KERN: what a Ray tune of the same seed must equal (tuned once
+    for the tests that compare; where the sources are, or a cache entry naming a file, changes nothing)."""
+    root = tmp_path_factory.mktemp("local-kern")
+    source = root / "transient src"
+    shutil.copytree(PROJECT, source)
+    return _tune("kern", source, root / "build", "--jobs", "2", *KERN)
+
+
 @pytest.mark.slow
-def test_ray_evaluates_the_same_candidates_and_pins_the_same_winner_as_local(tmp_path: Path, cluster: None) -> None:
+def test_ray_evaluates_the_same_candidates_and_pins_the_same_winner_as_local(tmp_path: Path, cluster: None,
+                                                                            local_kern: TuneOutcome) -> None:
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
-    local = _tune("kern", source, tmp_path / "local", "--jobs", "2", *KERN)
+    local = local_kern
     on_ray = _tune("kern", source, tmp_path / "ray", "--jobs", "2", "--executor", "ray", *KERN)
     assert local.ok and on_ray.ok
     assert _params(on_ray) == _params(local) and len(_params(local)) >= 4
@@ -157,12 +168,12 @@ def _cache_entries(cache: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_uploaded_sources_build_on_the_workers_copy_and_pin_the_same_winner_as_local(
-        tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, cluster: None, local_kern: TuneOutcome, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
     # A path into the source tree among the user's CMake arguments: remapped into each worker's copy.
     data = f"--cmake-arg=-DCIQ_TEST_DATA={source}/kern.h"
-    local = _tune("kern", source, tmp_path / "local", "--jobs", "2", data, *KERN)
+    local = local_kern
     # The build tree inside the source tree, as is common: it must not be uploaded.
     build = source / "build-ray"
     on_ray = _tune("kern", source, build, "--jobs", "2", "--executor", "ray", "--ray-sources", "upload", data, *KERN)
