@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import shlex
 import shutil
-import subprocess
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -32,14 +28,3 @@ def ensure_ok(result: ProcResult) -> ProcResult:
 def said(result: ProcResult) -> str:
     """stdout and stderr with CMake's line wrapping undone."""
     return " ".join((result.stdout + "\n" + result.stderr).split())
-
-
-def checked(args: Sequence[str | os.PathLike[str]], *, cwd: str | os.PathLike[str] | None = None,
-            env: Mapping[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """Run a tool (cmake, ninja, nvcc) as `subprocess.run(check=True)` would, but fail the test with
-    its command line and what it printed: a bare CalledProcessError says neither."""
-    argv = [os.fspath(a) for a in args]
-    result = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
-    assert result.returncode == 0, (f"{shlex.join(argv)} exited {result.returncode}\n"
-                                    f"{(result.stdout + result.stderr)[-6000:]}")
-    return result

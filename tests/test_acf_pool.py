@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from ciq_build.errors import ConfigError
+from ciq_build.measure import proc
 from ciq_build.search.acf_pool import POOL_FILE, load_pool, pool_sha256
 from ciq_build.state.durable import sha256_file
-from support import checked
+from support import ensure_ok
 
 pytestmark = pytest.mark.acf
 pytest.importorskip("compileiq")
@@ -64,8 +65,8 @@ def _sample(out: Path, seed: int, spaces: Path) -> dict:
 def ptx(tmp_path_factory: pytest.TempPathFactory, cuda133_bin: Path) -> Path:
     directory = tmp_path_factory.mktemp("ptx")
     (directory / "spill.cu").write_text(KERNEL)
-    checked([cuda133_bin / "nvcc", "-arch=sm_90a", "-ptx", directory / "spill.cu", "-o", directory / "spill.ptx"],
-            timeout=120)
+    ensure_ok(proc.run([cuda133_bin / "nvcc", "-arch=sm_90a", "-ptx", directory / "spill.cu", "-o",
+                        directory / "spill.ptx"], 120))
     return directory / "spill.ptx"
 
 
@@ -83,9 +84,9 @@ def _sass(cuda133_bin: Path, ptx: Path, pool_dir: Path, pool: dict) -> list[str]
     """What each position of the pool makes ptxas emit, in pool order."""
     def one(entry: dict) -> str:
         cubin = pool_dir / (entry["file"] + ".cubin")
-        checked([cuda133_bin / "ptxas", "-arch=sm_90a", "--maxrregcount=30",
-                 f"--apply-controls={pool_dir / entry['file']}", ptx, "-o", cubin], timeout=120)
-        return checked([cuda133_bin / "cuobjdump", "-sass", cubin], timeout=60).stdout
+        ensure_ok(proc.run([cuda133_bin / "ptxas", "-arch=sm_90a", "--maxrregcount=30",
+                            f"--apply-controls={pool_dir / entry['file']}", ptx, "-o", cubin], 120))
+        return ensure_ok(proc.run([cuda133_bin / "cuobjdump", "-sass", cubin], 60)).stdout
 
     with ThreadPoolExecutor(2) as executor:
         return list(executor.map(one, pool["acfs"]))

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ciq_build.errors import BenchmarkError, CiqError, ConfigError
-from ciq_build.measure import bench
+from ciq_build.measure import bench, proc
 from ciq_build.measure.bench import BenchSpec, GpuSlots, beats_baseline, interleaved, measure, run_once
-from support import checked
+from support import ensure_ok
 
 PROGRAMS = Path(__file__).parent / "programs"
 FAULT_BENCH = PROGRAMS / "fault_bench.py"
@@ -50,7 +50,7 @@ def segfault_exe(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if gcc is None:
         pytest.skip("needs a C compiler (gcc) to build the crashing benchmark")
     exe = tmp_path_factory.mktemp("segfault") / "segfault"
-    checked([gcc, "-O0", "-o", str(exe), str(PROGRAMS / "segfault.c")], timeout=60)
+    ensure_ok(proc.run([gcc, "-O0", "-o", str(exe), str(PROGRAMS / "segfault.c")], 60))
     return exe
 
 
@@ -170,7 +170,7 @@ def test_real_cuda_program_without_a_gpu_is_no_gpu(cuda133_bin: Path, tmp_path: 
         "  printf(\"CIQ_METRIC time_ms=1\\n\"); return 0; }\n"
     )
     exe = tmp_path / "probe"
-    checked([str(cuda133_bin / "nvcc"), "-cudart", "static", "-o", str(exe), str(source)], timeout=120)
+    ensure_ok(proc.run([str(cuda133_bin / "nvcc"), "-cudart", "static", "-o", str(exe), str(source)], 120))
     run = run_once(BenchSpec(exe, (), 10.0))
     assert run.cause == bench.NO_GPU, run.message
 

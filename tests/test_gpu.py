@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from support import checked
+from ciq_build.measure import proc
+from support import ensure_ok
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
@@ -56,7 +57,7 @@ def test_a_runtime_tune_measures_checks_and_judges_against_the_noise(tmp_path: P
         assert 0 < evaluation["metrics"]["time_ms"] < 100  # a 64 Mi-float sum on a GPU, in ms
 
     # The benchmark checks its own result on the GPU (tune never builds in the user's tree: build it).
-    checked(["cmake", "--build", str(build), "--target", "reduce_bench"])
+    ensure_ok(proc.run(["cmake", "--build", str(build), "--target", "reduce_bench"], 600))
     bench = subprocess.run([str(build / "reduce_bench"), "--n", "1000003", "--repeats", "3"],
                            capture_output=True, text=True, timeout=120)
     assert bench.returncode == 0 and "CIQ_CHECK PASS" in bench.stdout, bench.stdout + bench.stderr

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from support import checked
+from ciq_build.measure import proc
+from support import ensure_ok
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROJECT = REPO_ROOT / "tests" / "projects" / "gencode"
@@ -52,7 +53,7 @@ def _build(tmp_path: Path, name: str, record: dict, architectures: str,
 
 def _cubins(obj: Path, cuobjdump: Path, into: Path) -> dict[str, bytes]:
     into.mkdir(parents=True)
-    checked([str(cuobjdump), "-xelf", "all", str(obj)], cwd=into)
+    ensure_ok(proc.run([str(cuobjdump), "-xelf", "all", str(obj)], 600, cwd=into))
     return {f.name.rsplit(".", 2)[-2]: f.read_bytes() for f in into.glob("*.cubin")}
 
 

@@ -32,7 +32,8 @@ from ciq_build.compiler import metrics, ptxas_path
 from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.compiler.toolchain import load_toolchain
 from ciq_build.core.causes import Cause
-from support import checked
+from ciq_build.measure import proc
+from support import ensure_ok
 
 pytestmark = pytest.mark.slow
 
@@ -75,8 +76,8 @@ def acfs(tmp_path_factory: pytest.TempPathFactory, search_spaces_dir: Path) -> l
 
 def _scratch_tree(root: Path, source: Path, target: str, nvcc: Path, *cmake_args: str) -> cmake.ScratchTree:
     user = root / "user-build"
-    checked(["cmake", "-S", str(source), "-B", str(user), "-G", "Ninja", f"-DCMAKE_CUDA_COMPILER={nvcc}",
-             f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}", *cmake_args])
+    ensure_ok(proc.run(["cmake", "-S", str(source), "-B", str(user), "-G", "Ninja", f"-DCMAKE_CUDA_COMPILER={nvcc}",
+                        f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}", *cmake_args], 600))
     tree = cmake.ScratchTree(load_manifest(user, target), root / "scratch", load_toolchain(nvcc))
     tree.configure(300)
     return tree
@@ -99,7 +100,8 @@ def spill(tmp_path_factory: pytest.TempPathFactory, cuda133_bin: Path) -> cmake.
 
 
 def _nvcc_commands(tree: cmake.ScratchTree) -> list[list[str]]:
-    listed = checked(["ninja", "-C", str(tree.build_dir), "-t", "commands", tree.manifest.target]).stdout
+    listed = ensure_ok(proc.run(["ninja", "-C", str(tree.build_dir), "-t", "commands", tree.manifest.target],
+                                600)).stdout
     return ptxas_path.compile_commands(listed, tree.options_file)
 
 
@@ -270,7 +272,7 @@ def test_separable_compilation_of_two_sources_relinks_from_the_kept_ptx(tmp_path
 
 
 def test_the_launcher_leaves_compiles_of_other_targets_to_nvcc(gemm: cmake.ScratchTree) -> None:
-    listed = checked(["ninja", "-C", str(gemm.build_dir), "-t", "commands", "gemm_bench"]).stdout
+    listed = ensure_ok(proc.run(["ninja", "-C", str(gemm.build_dir), "-t", "commands", "gemm_bench"], 600)).stdout
     bench_compile = next(shlex.split(line) for line in listed.splitlines() if "gemm_bench.cu" in line)
     assert "--" in bench_compile  # the launcher wraps it, and execs nvcc for it (no options file of ours)
     assert ptxas_path.compile_commands(listed, gemm.options_file) == _nvcc_commands(gemm)
@@ -284,6 +286,6 @@ def test_a_tree_switched_to_nvcc_whole_is_configured_again_without_the_launcher(
     # Where compile time is measured, the driver asks for nvcc whole (make_scratch_trees(fast_path=False)).
     whole = cmake.ScratchTree(tree.manifest, tree.root, tree.toolchain, fast_path=False)
     whole.configure(300)
-    listed = checked(["ninja", "-C", str(whole.build_dir), "-t", "commands", "spill_kernels"]).stdout
+    listed = ensure_ok(proc.run(["ninja", "-C", str(whole.build_dir), "-t", "commands", "spill_kernels"], 600)).stdout
     assert "ptxas_path" not in listed and "--options-file=" in listed
     assert whole.build(Controls(), 300, static_only=True).objects  # no ptxas-only shortcut either

@@ -13,7 +13,8 @@ import pytest
 
 from bench import throughput as tp  # the repository root is on sys.path (pyproject.toml)
 from ciq_build.compiler.controls import Controls
-from support import checked
+from ciq_build.measure import proc
+from support import ensure_ok
 
 pytestmark = pytest.mark.slow
 
@@ -33,6 +34,6 @@ def test_the_raw_flow_compiles_each_front_end_once_and_then_runs_only_ptxas(tmp_
     for flags, work in zip(candidates, done):
         if work.kind == "ptxas":
             tp.write_options_file(raw.options, Controls(flags=flags), extra=tp.cmake.VERBOSE_PTXAS)
-            whole = checked(raw.argv, cwd=raw.cwd)
+            whole = ensure_ok(proc.run(raw.argv, 600, cwd=raw.cwd))
             assert tp._raw_report(whole.stdout + whole.stderr) == work.report, flags
     assert len({work.report for work in done}) > 1  # the candidates changed the code: not a vacuous check

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from ciq_build.compiler import metrics
-from support import checked
+from ciq_build.measure import proc
+from support import ensure_ok
 
 pytest.importorskip("compileiq", reason='needs NVIDIA compileiq: pip install "ciq-build[acf]"')
 
@@ -63,8 +64,8 @@ def test_a_ptxas_acf_search_brings_spills_below_the_default_and_pins_it(tuned: d
 
 def test_the_plain_build_applies_the_pinned_acf_and_verify_checks_it(tuned: dict) -> None:
     source, build, env = tuned["source"], tuned["build"], tuned["env"]
-    checked(["cmake", str(build)])
-    built = checked(["cmake", "--build", str(build), "--verbose"])
+    ensure_ok(proc.run(["cmake", str(build)], 600))
+    built = ensure_ok(proc.run(["cmake", "--build", str(build), "--verbose"], 600))
     options = (build / "ciq" / "spill_kernels.nvcc-options").read_text()
     assert f"--apply-controls={source / 'ciq' / 'spill_kernels.acf'}" in options
     assert "--options-file=" in built.stdout
@@ -72,7 +73,7 @@ def test_the_plain_build_applies_the_pinned_acf_and_verify_checks_it(tuned: dict
     assert verify.returncode == 0, verify.stdout + verify.stderr
     # The build's object shows the pinned metric: its own compile command, run
     # again with -Xptxas=-v, spills exactly what the winner spilled.
-    commands = checked(["ninja", "-C", str(build), "-t", "commands", "spill_kernels"]).stdout
+    commands = ensure_ok(proc.run(["ninja", "-C", str(build), "-t", "commands", "spill_kernels"], 600)).stdout
     compile_line = next(line for line in commands.splitlines() if "spill.cu.o" in line and " -c " in line)
     argv = shlex.split(compile_line)
     argv[argv.index("-o") + 1] = str(build / "again.o")
@@ -90,8 +91,8 @@ def test_an_edited_acf_is_refused_by_verify_and_by_the_build(tuned: dict, tmp_pa
     build = tmp_path / "build"
     configure = ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja",
                  f"-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}", f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}"]
-    checked(configure)
-    checked(["cmake", "--build", str(build)])
+    ensure_ok(proc.run(configure, 600))
+    ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
     assert _ciq("verify", "spill_kernels", "-B", str(build), cwd=source, env=tuned["env"]).returncode == 0
     with (source / "ciq" / "spill_kernels.acf").open("ab") as acf:
         acf.write(b"\0")

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from support import checked
+from ciq_build.measure import proc
+from support import ensure_ok
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -114,11 +115,11 @@ def test_runtime_winner_is_remeasured_pinned_and_applied_by_the_plain_build(tmp_
     assert record["winner"]["scores"][0] < record["baseline"]["scores"][0]
 
     # The ordinary build picks the pin up: reconfigure, build, run.
-    checked(["cmake", str(build)])
-    checked(["cmake", "--build", str(build)])
+    ensure_ok(proc.run(["cmake", str(build)], 600))
+    ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
     options = (build / "ciq" / "fake_bench.nvcc-options").read_text()
     assert "-DX=1" in options.split()
-    commands = checked(["ninja", "-C", str(build), "-t", "commands", "fake_bench"]).stdout
+    commands = ensure_ok(proc.run(["ninja", "-C", str(build), "-t", "commands", "fake_bench"], 600)).stdout
     compile_line = next(line for line in commands.splitlines() if "fake_bench.cu" in line and " -c " in line)
     assert "--options-file=" in compile_line
     run = subprocess.run([str(build / "fake_bench"), "an argument with spaces", "$(touch pwned)", "|&<>"],
@@ -129,7 +130,7 @@ def test_runtime_winner_is_remeasured_pinned_and_applied_by_the_plain_build(tmp_
                             capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     # -DCIQ_DISABLE=ON builds without the pin.
-    checked(["cmake", "-DCIQ_DISABLE=ON", str(build)])
+    ensure_ok(proc.run(["cmake", "-DCIQ_DISABLE=ON", str(build)], 600))
     assert "-DX=1" not in (build / "ciq" / "fake_bench.nvcc-options").read_text()
 
 

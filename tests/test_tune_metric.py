@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from support import checked
+from ciq_build.measure import proc
+from support import ensure_ok
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,8 +59,8 @@ def test_a_benchmark_in_its_own_format_tunes_time_through_metric_alone(
     assert record["baseline"]["scores"] == pytest.approx([1.5]) and record["winner"]["scores"] == pytest.approx([1.0])
     assert "too coarse" not in result.stderr  # 5 significant digits resolve 0.007%
     # The plain build ships the pin: the benchmark now prints the winner's time.
-    checked(["cmake", str(build)])
-    checked(["cmake", "--build", str(build)])
+    ensure_ok(proc.run(["cmake", str(build)], 600))
+    ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
     run = subprocess.run([str(build / "own_bench"), unit or "ms", str(decimals)], capture_output=True, text=True)
     assert printed in run.stdout and "CIQ_" not in run.stdout
 

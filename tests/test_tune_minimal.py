@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from support import checked
+from ciq_build.measure import proc
+from support import ensure_ok
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOOP = REPO_ROOT / "tests" / "projects" / "noop"
@@ -58,8 +59,8 @@ def test_the_pin_drops_every_control_that_leaves_the_code_the_same_and_verify_pa
                              "--format", "markdown"], capture_output=True, text=True, timeout=300, cwd=source)
     assert report.returncode == 0, report.stderr
     # The pin takes effect in a plain build: the objects match the (minimal) winner's.
-    checked(["cmake", str(build)])
-    checked(["cmake", "--build", str(build)])
+    ensure_ok(proc.run(["cmake", str(build)], 600))
+    ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
     verify = subprocess.run([sys.executable, "-m", "ciq_build", "verify", "noop_kernels", "-B", str(build)],
                             capture_output=True, text=True, timeout=300, cwd=source)
     assert verify.returncode == 0, verify.stdout + verify.stderr
@@ -86,7 +87,7 @@ def test_objectives_that_name_kernels_score_only_those_kernels_and_their_pin_app
     # CMake reads the record (the rule book's objective pattern) and applies it; verify agrees.
     configure = subprocess.run(["cmake", str(build)], capture_output=True, text=True)
     assert configure.returncode == 0 and "noop_kernels" in configure.stdout + configure.stderr, configure.stderr
-    checked(["cmake", "--build", str(build)])
+    ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
     verify = subprocess.run([sys.executable, "-m", "ciq_build", "verify", "noop_kernels", "-B", str(build)],
                             capture_output=True, text=True, timeout=300, cwd=source)
     assert verify.returncode == 0, verify.stdout + verify.stderr

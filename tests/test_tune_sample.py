@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from ciq_build.compiler import metrics
-from support import checked
+from ciq_build.measure import proc
+from support import ensure_ok
 
 pytestmark = pytest.mark.slow
 
@@ -57,9 +58,9 @@ def test_tune_pins_a_winner_that_beats_the_defaults_on_every_objective(sample: d
 def test_the_next_plain_build_compiles_the_target_with_the_pin_and_only_that_target(sample: dict) -> None:
     source, build = sample["source"], sample["build"]
     record = json.loads((source / "ciq" / "gemm_kernels.json").read_text())
-    checked(["cmake", str(build)])
-    checked(["cmake", "--build", str(build)])
-    commands = checked(["ninja", "-C", str(build), "-t", "commands"]).stdout.splitlines()
+    ensure_ok(proc.run(["cmake", str(build)], 600))
+    ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
+    commands = ensure_ok(proc.run(["ninja", "-C", str(build), "-t", "commands"], 600)).stdout.splitlines()
     gemm = next(line for line in commands if "gemm.cu.o" in line and " -c " in line)
     reduce = next(line for line in commands if "reduce.cu.o" in line and " -c " in line)
     options_file = build / "ciq" / "gemm_kernels.nvcc-options"

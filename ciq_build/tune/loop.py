@@ -146,7 +146,6 @@ class SearchLoop(Generic[W]):
                                      last=evaluated)
 
 
-
 def best_so_far(evaluations: Sequence[Evaluation], objectives: Sequence[Objective]) -> tuple[float, ...] | None:
     """The progress line's best: Results' best, on the first objective with ties broken by the next (0 spills
     at 56 registers before 0 spills at 127)."""
