@@ -150,12 +150,13 @@ function(_ciq_rules_conflicts out flags)
   endforeach()
 endfunction()
 
-# _ciq_rules_read_file(<out_text> <out_problem> <path> <limit name>): layer 1.
+# _ciq_rules_check_file(<out_problem> <path> <limit name>): layer 1.
 # A pinned file must be a regular file: no link, and a non-zero size (a FIFO,
 # a device or /dev/zero has none, and reading one would hang or never end).
-function(_ciq_rules_read_file out_text out_problem path limit_name)
+# What an ACF gets (it is binary: its bytes are checked by their sha256, never
+# read as text); a record is then read by _ciq_rules_read_file.
+function(_ciq_rules_check_file out_problem path limit_name)
   _ciq_rules_limit(limit ${limit_name})
-  set(${out_text} "" PARENT_SCOPE)
   if(IS_SYMLINK "${path}")
     set(${out_problem} "${path} is a symbolic link; a pinned file must be a regular file inside the pin directory, not a link" PARENT_SCOPE)
     return()
@@ -173,11 +174,25 @@ function(_ciq_rules_read_file out_text out_problem path limit_name)
     set(${out_problem} "${path} is ${size} bytes, more than the ${limit} a pinned file may have" PARENT_SCOPE)
     return()
   endif()
+  set(${out_problem} "" PARENT_SCOPE)
+endfunction()
+
+# _ciq_rules_read_file(<out_text> <out_problem> <path> <limit name>): a record,
+# checked as above, then read as the text it must be.
+function(_ciq_rules_read_file out_text out_problem path limit_name)
+  set(${out_text} "" PARENT_SCOPE)
+  _ciq_rules_check_file(problem "${path}" ${limit_name})
+  if(NOT problem STREQUAL "")
+    set(${out_problem} "${problem}" PARENT_SCOPE)
+    return()
+  endif()
+  _ciq_rules_limit(limit ${limit_name})
+  file(SIZE "${path}" size)
   file(READ "${path}" text LIMIT ${limit})
   string(LENGTH "${text}" length)
   if(NOT length EQUAL size)
-    # file(READ) stops at a NUL byte.
-    set(${out_problem} "${path} is not plain ASCII text (it holds a NUL byte)" PARENT_SCOPE)
+    # file(READ) stops at a NUL byte (CMake 3), or reads CR LF as LF (CMake 4).
+    set(${out_problem} "${path} is not plain ASCII text (it holds a NUL byte or a carriage return)" PARENT_SCOPE)
     return()
   endif()
   set(${out_text} "${text}" PARENT_SCOPE)

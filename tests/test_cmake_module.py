@@ -321,7 +321,8 @@ def test_malformed_records_are_refused(tiny: Tiny, pin: object, message: str) ->
 
 # --- ACF ---------------------------------------------------------------------
 
-FAKE_ACF = b"not a real ACF: configure-time checks only look at its sha256\n"
+# Binary, as a real ACF is (a NUL, CR LF): configure-time checks only look at its sha256.
+FAKE_ACF = b"not a real ACF\x00\xff\r\n"
 
 
 def acf_record(name: str = "kern.acf", compiler: str = "ptxas", sha: str | None = None,

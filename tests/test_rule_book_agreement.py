@@ -30,7 +30,8 @@ from support import build_tool
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHECK_SCRIPT = REPO_ROOT / "cmake" / "ciq_build_check_pin.cmake"
-ACF = b"0123456789abcdef" * 8
+# ACFs are binary: every byte value, NUL and CR LF included (read as text, CMake stops at a NUL or drops the CR).
+ACF = bytes(range(256)) + b"\r\n"
 ACF_SHA = hashlib.sha256(ACF).hexdigest()
 PARAMS = ("TILE=choice(32,64,128)", "UNROLL=range(1,8)", "STEP=range(0,12,4)", "SCALE=log_sampling(1,100,5)",
           "MODE=fast,safe", "ONE=literal(7)")
@@ -94,7 +95,7 @@ def _with(path: str, value: object, base: dict | None = None) -> dict:
     return record
 
 
-OTHER_ACF = b"fedcba9876543210" * 8
+OTHER_ACF = bytes(reversed(range(256))) + b"\r\n"
 OTHER_SHA = hashlib.sha256(OTHER_ACF).hexdigest()
 
 
