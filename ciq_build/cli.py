@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="rebuild a target and check that its pin took effect")
     verify.add_argument("target")
     _add_tree_options(verify)
-    # -- report and export: what a tune did (ciq_build.tune.history) --
+    # -- report and export: what a tune did (ciq_build.reports.history) --
     report = commands.add_parser("report", help="what a tune did: one self-contained HTML page (or Markdown)",
                                  description="Reads the target's journal and pinned record; builds nothing.")
     report.add_argument("target")
@@ -230,12 +230,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             outcome = run_tune(TuneOptions.from_args(args))
             return 0 if outcome.ok else 1
         if args.command == "show":
-            from ciq_build.tune.report import show
+            from ciq_build.reports.show import show
 
             print(show(args.target, args.build_dir, args.source_dir, args.pin_file))
             return 0
         if args.command == "list":
-            from ciq_build.tune.report import list_targets
+            from ciq_build.reports.show import list_targets
 
             print(list_targets(args.build_dir))
             return 0
@@ -245,12 +245,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(sample_pool(args.space, args.count, args.out, args.seed))
             return 0
         if args.command == "report":
-            from ciq_build.tune.report_page import report
+            from ciq_build.reports.page import report
 
             print(report(args.target, args.build_dir, args.source_dir, args.format, args.output), end="")
             return 0
         if args.command == "export":
-            from ciq_build.tune.export import export
+            from ciq_build.reports.export import export
 
             print(export(args.target, args.build_dir, args.source_dir, csv_file=args.csv, json_file=args.json),
                   end="")

@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 
 from ciq_build.core.pareto import dominates
 from ciq_build.pin.record import read_record
-from ciq_build.tune import report_page
-from ciq_build.tune.export import to_csv, to_json
-from ciq_build.tune.history import load_history
+from ciq_build.reports import page as report_page
+from ciq_build.reports.export import to_csv, to_json
+from ciq_build.reports.history import load_history
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROJECT = REPO_ROOT / "tests" / "projects" / "transient"

@@ -1,1 +1,1 @@
-"""The tuning driver and what it reports."""
+"""The tuning driver: one run of one target, and what it says while it runs."""

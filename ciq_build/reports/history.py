@@ -1,6 +1,6 @@
 """What a tune did, read back from its journal and its pinned record.
 
-The data behind `report` and `export` (rendering lives in report_page.py and
+The data behind `report` and `export` (rendering lives in page.py and
 export.py): every evaluation in the order it finished, the baseline, the
 pinned winner, best-so-far per objective, the Pareto front, failures by
 cause, where the time went, and the winner's re-measure against the baseline.
@@ -24,6 +24,7 @@ from ciq_build.core.pareto import non_dominated
 from ciq_build.errors import CiqError, ManifestError
 from ciq_build.measure.bench import beats_baseline
 from ciq_build.pin.record import PinnedRecord, read_record
+from ciq_build.reports.show import pin_file_for
 from ciq_build.search.evaluation import (
     EVALUATION_KIND,
     TIMING_NAMES,
@@ -33,7 +34,6 @@ from ciq_build.search.evaluation import (
 )
 from ciq_build.state.journal import HEADER_KIND, Journal
 from ciq_build.tune.evaluation import metric_key
-from ciq_build.tune.report import pin_file_for
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.errors import ConfigError
+from ciq_build.reports.history import JournalEntry, TuneHistory, load_history
 from ciq_build.search.evaluation import TIMING_NAMES
-from ciq_build.tune.history import JournalEntry, TuneHistory, load_history
 
 
 def export(target: str, build_dir: Path, source_dir: Path | None, *, csv_file: str | None = None,

@@ -4,7 +4,7 @@ The page opens offline: plots are PNGs embedded as data: URIs, the style is
 inline, there is no script, and a Content-Security-Policy forbids loading
 anything else. Plots need matplotlib (``pip install "ciq-build[report]"``);
 without it the page has every table and says how to get the plots. The data
-comes from ciq_build.tune.history; every string from the journal or the
+comes from ciq_build.reports.history; every string from the journal or the
 record is escaped (both are files anyone could have edited).
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.build.cmake import safe_name
+from ciq_build.reports.export import write_text
+from ciq_build.reports.history import JournalEntry, TuneHistory, load_history
 from ciq_build.search.evaluation import TIMING_NAMES
-from ciq_build.tune.export import write_text
-from ciq_build.tune.history import JournalEntry, TuneHistory, load_history
 
 PLOTS_HINT = 'plots need matplotlib: pip install "ciq-build[report]"'
 _TIMING_LABELS = {"compile_s": "compiling", "benchmark_s": "benchmarking", "wait_s": "waiting for a GPU"}
