@@ -31,6 +31,7 @@ from ciq_build.build.manifest import parse_objectives
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.params import parse_params
 from ciq_build.core.settings import MeasureSettings, SearchSettings
+from ciq_build.ray.executor import RayPool, RaySlot
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.ga import SearchConfiguration
@@ -38,7 +39,6 @@ from ciq_build.search.genetic import GeneticSource
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.loop import SearchLoop
-from ciq_build.tune.ray_executor import RayPool, RaySlot
 from ciq_build.tune.replay import controls_id
 
 TIME = parse_objectives(["time"])

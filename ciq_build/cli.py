@@ -15,8 +15,8 @@ from pathlib import Path
 from ciq_build import __version__
 from ciq_build.core.settings import BuildSettings, MeasureSettings, SearchSettings
 from ciq_build.errors import CiqError
+from ciq_build.ray.sources import SOURCE_MODES
 from ciq_build.resources import cmake_dir
-from ciq_build.tune.ray_sources import SOURCE_MODES
 
 _SEARCH, _MEASURE, _BUILD = SearchSettings(), MeasureSettings(), BuildSettings()
 
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--ray-targets", type=int, default=None, metavar="N",
                       help="with several targets (--all, or several named): how many tune at once on the cluster, "
                            "sharing its GPUs fairly (default: all of them)")
-    # A target's own tune started by a tune of several (ciq_build.tune.ray_targets): the build tree is
+    # A target's own tune started by a tune of several (ciq_build.ray.targets): the build tree is
     # prepared, and what the tune came to is written to this file.
     tune.add_argument("--ray-child-result", type=Path, default=None, help=argparse.SUPPRESS)
     tune.add_argument("--ray-sources", choices=SOURCE_MODES, default="shared",
@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       file=sys.stderr)
                 return 2
             if args.ray_child_result is not None:
-                from ciq_build.tune.ray_targets import run_child
+                from ciq_build.ray.targets import run_child
 
                 return run_child(TuneOptions.from_args(args), args.ray_child_result)
             if project is not None:

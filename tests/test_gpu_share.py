@@ -10,8 +10,8 @@ import pytest
 
 from ciq_build.cli import build_parser
 from ciq_build.errors import ConfigError
-from ciq_build.tune.gpu_share import FairShare, TargetShare, share_table
-from ciq_build.tune.ray_targets import compile_cpus, gpu_capacity, plan_slots
+from ciq_build.ray.gpu_share import FairShare, TargetShare, share_table
+from ciq_build.ray.targets import compile_cpus, gpu_capacity, plan_slots
 from ciq_build.tune.settings import TuneOptions
 
 # -- the rule: least GPU-seconds first, ties by wait, capacity, reuse, dead holders -----------------

@@ -27,9 +27,9 @@ from ciq_build.build.manifest import parse_objectives
 from ciq_build.cli import build_parser
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import ConfigError
+from ciq_build.ray.executor import RayPool, actor_resources, benchmark_resources
+from ciq_build.ray.sources import MISSING, SourceUpload, check_copy, remapped_cache
 from ciq_build.tune.driver import TuneOutcome, run_tune
-from ciq_build.tune.ray_executor import RayPool, actor_resources, benchmark_resources
-from ciq_build.tune.ray_sources import MISSING, SourceUpload, check_copy, remapped_cache
 from ciq_build.tune.settings import TuneOptions
 
 ray = pytest.importorskip("ray")
@@ -590,7 +590,7 @@ def test_compiles_run_on_compile_nodes_benchmarks_on_the_gpu_node_and_a_lost_nod
 
 @pytest.mark.slow
 def test_the_share_actor_reclaims_the_grant_of_a_holder_that_died_holding_it(cluster: None) -> None:
-    from ciq_build.tune.gpu_share import GpuShare
+    from ciq_build.ray.gpu_share import GpuShare
 
     class _Holder:  # defined here, so that Ray ships it by value (workers cannot import this test module)
         """A stand-in for a compile actor, as the GPU share sees one: something to ping."""

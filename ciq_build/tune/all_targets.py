@@ -1,5 +1,5 @@
 """`tune --all` (or `tune A B C`): every target of a build tree registered with ciq_tune_target (or those
-named), one after another, same options; with --executor ray at the same time (ciq_build.tune.ray_targets).
+named), one after another, same options; with --executor ray at the same time (ciq_build.ray.targets).
 
 Each target is tuned exactly as `tune <target>` tunes it (ciq_build.tune.driver):
 its own lock, journal and scratch trees, so a stopped `tune --all` resumes
@@ -11,7 +11,7 @@ since every later target would write to the same disk. The summary at the
 end says what each target came to.
 
 With --executor ray the targets tune together, each in a `tune` process of
-its own on one cluster, sharing its GPUs fairly (ciq_build.tune.ray_targets);
+its own on one cluster, sharing its GPUs fairly (ciq_build.ray.targets);
 with --ray-sources upload one after another as locally, over one connection
 (a runtime target's actors there hold a GPU each for the whole tune, so
 targets together could only queue for GPUs, not share them).
@@ -68,7 +68,7 @@ def run_tune_all(options: TuneOptions) -> AllOutcome:
             f"{manifest_dir(options.build_dir)}): add ciq_tune_target(<target> ...) to CMakeLists.txt and "
             "configure the project (or pass --source-dir)")
     if options.executor == "ray" and options.ray_sources == "shared" and len(targets) > 1:
-        from ciq_build.tune.ray_targets import tune_together
+        from ciq_build.ray.targets import tune_together
 
         results = tune_together(options, targets)
     else:
@@ -103,7 +103,7 @@ def _cluster(options: TuneOptions) -> AbstractContextManager[None]:
     """One connection to the Ray cluster for every target's pool; nothing for local tunes."""
     if options.executor != "ray":
         return nullcontext()
-    from ciq_build.tune.ray_executor import connected
+    from ciq_build.ray.executor import connected
 
     return connected(options.ray_address, lambda text: None if options.quiet else LOG.info("%s", text))
 

@@ -276,8 +276,8 @@ class TuneRun:
         progress = None if self.settings.quiet else TuneProgress(expected, search.generations, stream=self.out,
                                                                measured_this_run=self.cache.measured_this_run)
         if self.settings.executor.kind == "ray":
-            from ciq_build.tune.ray_executor import RayPool
-            from ciq_build.tune.ray_sources import plan_upload
+            from ciq_build.ray.executor import RayPool
+            from ciq_build.ray.sources import plan_upload
 
             executor = self.settings.executor
             # Uploaded, the workers' copies must hold the files of this fingerprint (self.sources).

@@ -14,7 +14,7 @@ from pathlib import Path
 from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Manifest, Objective, parse_objectives
 from ciq_build.core.settings import PLAIN_KINDS, BuildSettings, MeasureSettings, SearchSettings
 from ciq_build.errors import ConfigError
-from ciq_build.tune.ray_sources import SOURCE_MODES
+from ciq_build.ray.sources import SOURCE_MODES
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
 DEFAULT_OBJECTIVES = ("spill_bytes",)
@@ -27,7 +27,7 @@ EXECUTORS = ("local", "ray")
 
 @dataclass(frozen=True)
 class ExecutorSettings:
-    """Where candidates are evaluated: this machine (local), or actors on a Ray cluster (ciq_build.tune.ray_executor)."""
+    """Where candidates are evaluated: this machine (local), or actors on a Ray cluster (ciq_build.ray.executor)."""
 
     kind: str = "local"
     address: str | None = None  # the Ray cluster (ray.init(address=)); None: as ray.init() finds one
@@ -90,7 +90,7 @@ class TuneOptions:
     def argv(self) -> list[str]:
         """The `tune` command line of these options (its arguments after `tune`): what from_args reads back.
 
-        How `tune --all --executor ray` starts each target's own `tune` (ciq_build.tune.ray_targets).
+        How `tune --all --executor ray` starts each target's own `tune` (ciq_build.ray.targets).
         """
         args = [*(self.targets or ([self.target] if self.target else [])), "-B", str(self.build_dir)]
         if self.source_dir is not None:
@@ -187,7 +187,7 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
                                   options.ray_sources, options.ray_compile_resource),
     )
     if settings.executor.kind == "ray":
-        from ciq_build.tune.ray_executor import actor_resources
+        from ciq_build.ray.executor import actor_resources
 
         actor_resources(objectives, settings.executor.gpu_resource)  # refuses a GPU kind for static objectives
     if settings.needs_benchmark and manifest.benchmark is None:

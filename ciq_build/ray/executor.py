@@ -14,7 +14,7 @@ user's sources and build tree at the driver's own paths: NFS, Lustre, or one
 machine), or with `--ray-sources upload` through Ray's runtime_env
 working_dir: the source tree is shipped, each actor configures its scratch
 tree from its node's copy and proves the copy is the fingerprinted sources
-first (ciq_build.tune.ray_sources). The toolchain is at the driver's paths
+first (ciq_build.ray.sources). The toolchain is at the driver's paths
 either way.
 
 Faults: actors are created with max_restarts=0 and their calls run with
@@ -49,11 +49,11 @@ from ciq_build.errors import BuildError, CiqError, ConfigError, MissingExtraErro
 from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement
 from ciq_build.measure.racing import Incumbent, RaceBoard
+from ciq_build.ray.gpu_share import ShareClient
+from ciq_build.ray.sources import SourceUpload, check_copy, file_hashes, remapped_cache, worker_manifest
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.evaluator import Benchmarked, BuildRunner, run_benchmark
-from ciq_build.tune.gpu_share import ShareClient
-from ciq_build.tune.ray_sources import SourceUpload, check_copy, file_hashes, remapped_cache, worker_manifest
 
 # A candidate whose worker dies this many times in a row ends the tune: the
 # cluster, not the candidate, is failing (its finished evaluations are journaled).
@@ -168,7 +168,7 @@ class GpuTaskRunner(BuildRunner):
         self._task = _ray().remote(benchmark_on_gpu).options(max_retries=0, **benchmark)
         self._running: set[Any] = set()
         self._lock = threading.Lock()
-        # Targets tuned together share the GPUs fairly (ciq_build.tune.gpu_share); a tune alone asks no grant.
+        # Targets tuned together share the GPUs fairly (ciq_build.ray.gpu_share); a tune alone asks no grant.
         self._share = ShareClient.find(self.manifest.target, worker)
 
     def run_benchmark(self, spec: BenchSpec) -> Benchmarked:
@@ -300,8 +300,8 @@ class RayPool:
     """The tune's actors on a Ray cluster, one per slot; a context manager that starts and stops them.
 
     A pool serves one target: `tune --all` runs each target's tune, and so its pool, in a process of its
-    own (ciq_build.tune.ray_targets), the pools side by side on one cluster, their compile slots split
-    so that they fit its CPUs and their benchmarks granted GPUs by a fair share (ciq_build.tune.gpu_share).
+    own (ciq_build.ray.targets), the pools side by side on one cluster, their compile slots split
+    so that they fit its CPUs and their benchmarks granted GPUs by a fair share (ciq_build.ray.gpu_share).
     Actors are not shared across targets because what makes an actor worth keeping is the target's:
     its scratch tree is a configure of that target (its options file, its objects; configuring is
     most of an actor's start), its runner scores that target's objectives, and what it asks Ray for
@@ -330,7 +330,7 @@ class RayPool:
 
     def __post_init__(self) -> None:
         # Benchmarks on GPUs apart from compiles, except where the built benchmark is on its compile node's disk
-        # alone (uploaded sources): there the actor holds a GPU and runs it (ray_sources has no shipping of it).
+        # alone (uploaded sources): there the actor holds a GPU and runs it (ciq_build.ray.sources has no shipping of it).
         split = self.upload is None
         self.request = actor_resources(self.objectives, self.gpu_resource, self.compile_resource, split=split)
         needs_benchmark = any(o.source == "benchmark" for o in self.objectives)

@@ -1,7 +1,7 @@
 """Several targets tuned at once on one Ray cluster: `tune --all --executor ray`, `tune A B --executor ray`.
 
 The parent `tune` connects to (or starts) the cluster once, creates the GPU
-share (ciq_build.tune.gpu_share) and runs each target's tune as a `tune
+share (ciq_build.ray.gpu_share) and runs each target's tune as a `tune
 <target> ... --ray-address <the cluster>` process of its own, with the same
 options, at most `--ray-targets` at once. Processes, not threads of one
 driver, because a tune is a driver through and through: its target's lock,
@@ -48,10 +48,10 @@ from ciq_build.build.cmake import safe_name
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GPU_LOCK_DIR
+from ciq_build.ray.executor import STOP_TIMEOUT, _ray, connected
+from ciq_build.ray.gpu_share import NAMESPACE, SHARE_NAME, GpuShare, TargetShare, share_table
 from ciq_build.tune.all_targets import TargetResult, not_run, stops_the_rest, tune_one
-from ciq_build.tune.gpu_share import NAMESPACE, SHARE_NAME, GpuShare, TargetShare, share_table
 from ciq_build.tune.progress import LOG
-from ciq_build.tune.ray_executor import STOP_TIMEOUT, _ray, connected
 from ciq_build.tune.settings import TuneOptions
 
 POLL_INTERVAL = 0.2  # seconds between looks at the children

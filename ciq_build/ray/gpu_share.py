@@ -22,7 +22,7 @@ timeout fits every benchmark.
 
 `FairShare` is the rule, plain Python with the clock passed in (unit-tested
 without Ray); `GpuShare` is the Ray actor around it, created by the parent
-`tune` (ciq_build.tune.ray_targets) under `SHARE_NAME` and found by name by
+`tune` (ciq_build.ray.targets) under `SHARE_NAME` and found by name by
 every compile actor (`ShareClient.find`). A tune that finds no share (a
 single `tune <target>`) asks for no grant: Ray schedules its benchmarks as
 before.
