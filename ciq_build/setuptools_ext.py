@@ -38,13 +38,12 @@ from setuptools.command.build_ext import build_ext as _setuptools_build_ext
 from setuptools.errors import CompileError, SetupError
 
 from ciq_build.compiler import gencode
-from ciq_build.compiler.acf import check_nvcc_acf_architectures
 from ciq_build.compiler.controls import options_file_line
 from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain, split_arch, split_architectures
 from ciq_build.core.rules import is_target_name, load_rules
-from ciq_build.errors import CiqError, ConfigError, RecordError, ToolchainError
+from ciq_build.errors import CiqError, ConfigError, ToolchainError
 from ciq_build.measure import proc
-from ciq_build.pin.record import BuildPin, gencode_options_file, record_path, resolve_build_pin
+from ciq_build.pin.record import BuildPin, gencode_options_file, resolve_build_pin
 from ciq_build.state.durable import atomic_write
 
 __all__ = ["BuildPin", "CudaExtension", "build_ext", "cudart_static", "resolve_pin"]
@@ -183,7 +182,8 @@ def resolve_pin(
 
     RecordError for an unsafe or broken record, for a toolkit or architecture
     mismatch under CIQ_STRICT=1, and for an nvcc ACF with architectures below
-    sm_100; a plain mismatch is printed as a warning and the pin skipped.
+    sm_100 (resolve_build_pin's rule, the CMake module's too); a plain mismatch is
+    printed as a warning and the pin skipped.
     """
     environ = os.environ if env is None else env
     decision = resolve_build_pin(
@@ -193,20 +193,6 @@ def resolve_pin(
     )
     if decision.status == "skipped":
         _say(f"warning: {decision.warning} (CIQ_STRICT=1 makes this an error.)")
-    record = decision.record
-    acf = record.controls.acf if record is not None and decision.status == "applied" else None
-    if acf is not None and acf.compiler == "nvcc":
-        path = record_path(pin_dir, target)
-        if not architectures:
-            raise RecordError(
-                f"pinned record {path} carries an nvcc ACF, which nvcc accepts only for sm_100 and newer, "
-                f"but CudaExtension(ciq_target={target!r}) gives no cuda_architectures (nvcc's default is "
-                "older). Set cuda_architectures to sm_100+ ones, or retune with the ptxas search space."
-            )
-        try:
-            check_nvcc_acf_architectures(architectures)
-        except ConfigError as exc:
-            raise RecordError(f"pinned record {path}: {exc}") from exc
     return replace(decision, message=f"{target}: {decision.message}")
 
 

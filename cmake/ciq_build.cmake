@@ -348,6 +348,26 @@ function(_ciq_read_pin target pin_file pin_dir allow_numerics)
   # Per-architecture entries: each for one of the architectures the record was
   # tuned for, with one score and one spread per objective.
   _ciq_json_strings(tuned_architectures "${json}" toolchain architectures)
+  # Each must name an architecture (record.py _check_named_architectures): reduced to
+  # nothing, the list would switch the architecture guard off.
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" toolchain architectures)
+  if(NOT missing AND tuned_architectures STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "toolchain.architectures is empty; list the "
+      "architectures the record was tuned for (e.g. [\"90a\"]), or leave the field out for "
+      "nvcc's default. ${fix}")
+    _ciq_pin_stop()
+  endif()
+  set(index 0)
+  foreach(arch IN LISTS tuned_architectures)
+    _ciq_architecture_set(name "${arch}")
+    _ciq_rules_matches(ok tuned_arch "${name}")
+    if(NOT ok)
+      _ciq_pin_error(${target} "${pin_file}" "toolchain.architectures[${index}] is '${arch}', "
+        "which names no CUDA architecture (e.g. 90a, sm_100a, 120, native). ${fix}")
+      _ciq_pin_stop()
+    endif()
+    math(EXPR index "${index} + 1")
+  endforeach()
   _ciq_architecture_set(tuned ${tuned_architectures})
   set(entries "")
   string(JSON type ERROR_VARIABLE missing TYPE "${json}" per_architecture)
@@ -570,6 +590,14 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
   if(CIQ_DISABLE)
     set(status disabled)
     set(text "pins disabled (CIQ_DISABLE=ON)")
+  elseif(IS_SYMLINK "${pin_dir}")
+    # A committed `ciq -> elsewhere` (record.py check_pin_dir): the pins would be
+    # read from wherever it points.
+    file(READ_SYMLINK "${pin_dir}" destination)
+    _ciq_pin_error(${target} "${pin_file}" "the pin directory ${pin_dir} is a symbolic link "
+      "(to ${destination}); pins must live in a real directory of the source tree. Replace "
+      "the link with a directory holding the pins.")
+    return()
   elseif(NOT EXISTS "${pin_file}" AND NOT IS_SYMLINK "${pin_file}")
     set(status none)
     set(text "no pinned controls (${pin_file})")
@@ -613,6 +641,31 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
         "build for ${tuned_list}.")
       _ciq_pin_skip("pin skipped (tuned for ${tuned_shown}, compiling for ${building_shown}): ${pin_file}")
     else()
+      # An nvcc ACF only for sm_100 and newer (record.py check_nvcc_acf): nvcc
+      # refuses it for older architectures, its default, "all" and "native".
+      foreach(arch IN LISTS _ciq_pin_applied)
+        if(_ciq_pin_acf_kind_${arch} STREQUAL "nvcc")
+          set(too_old "")
+          foreach(building_arch IN LISTS architectures)
+            _ciq_architecture_set(name "${building_arch}")
+            _ciq_rules_matches(ok nvcc_acf_arch "${name}")
+            if(NOT ok)
+              list(APPEND too_old "${building_arch}")
+            endif()
+          endforeach()
+          if(architectures STREQUAL "")
+            set(too_old "nvcc's default architecture")
+          endif()
+          if(NOT too_old STREQUAL "")
+            list(JOIN too_old ", " too_old)
+            _ciq_pin_error(${target} "${pin_file}" "it carries an nvcc ACF, which nvcc applies "
+              "only for sm_100 and newer, but this build compiles for ${too_old}. Build for "
+              "sm_100 and newer only, or retune and use the ptxas search space (a ptxas ACF works "
+              "for every architecture).")
+            return()
+          endif()
+        endif()
+      endforeach()
       set(status applied)
       set(acf_kind "${_ciq_pin_acf_kind}")
       # Each architecture's device arguments (flags, then its ACF); an entry's ACF
@@ -960,7 +1013,6 @@ function(_ciq_register target pin_file pin_dir options_file status args depends 
     CIQ_OPTIONS_FILE "${options_file}"
     # Read by the deferred finalisation below.
     _CIQ_OBJECT_DEPENDS "${options_file};${depends}"
-    _CIQ_ACF_KIND "${acf_kind}"
     _CIQ_BENCHMARK "${ARG_BENCHMARK}"
     _CIQ_ARGS "${ARG_ARGS}"
     _CIQ_METRIC "${ARG_METRIC}"
@@ -1091,22 +1143,6 @@ function(_ciq_finalize_target target)
       "${pin_file} against the architectures as they were. Set CUDA_ARCHITECTURES "
       "(or CMAKE_CUDA_ARCHITECTURES) before calling ciq_tune_target().")
   endif()
-  get_target_property(acf_kind ${target} _CIQ_ACF_KIND)
-  if(acf_kind STREQUAL "nvcc")
-    if(architectures STREQUAL "")
-      set(architectures "(nvcc's default)")  # below sm_100
-    endif()
-    foreach(arch IN LISTS architectures)
-      string(REGEX MATCH "^[0-9]+" number "${arch}")
-      if(number STREQUAL "" OR number LESS 100)
-        message(FATAL_ERROR "${fn}: the pinned ACF is an nvcc ACF, which nvcc "
-          "accepts only for sm_100 and newer, but CUDA_ARCHITECTURES is "
-          "'${architectures}'. Retune and use the ptxas search space (a ptxas "
-          "ACF works for every architecture), or build for sm_100 and newer only.")
-      endif()
-    endforeach()
-  endif()
-
   get_target_property(object_depends ${target} _CIQ_OBJECT_DEPENDS)
   foreach(source IN LISTS sources)
     set_property(SOURCE "${source}" TARGET_DIRECTORY ${target} APPEND

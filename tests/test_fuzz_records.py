@@ -50,7 +50,8 @@ ACF_BYTES = bytes(range(256)) * 4
 # ------------------------------------------------------------------ an independent oracle for the allow-list
 
 _CANONICAL = frozenset(
-    [f"-maxrregcount={n}" for n in range(1, 1000)]
+    # nvcc's range: ptxas ignores a value above 255 and raises one below the architecture's floor.
+    [f"-maxrregcount={n}" for n in range(16, 256)]
     + [f"-Xptxas=--register-usage-level={n}" for n in range(11)]
     + [f"-Xptxas=-O{n}" for n in range(4)]
     + ["--extra-device-vectorization", "--use_fast_math"]

@@ -72,6 +72,7 @@ class Case:
     setup: str = ""  # what else to plant in the pin dir (see _plant)
     pin_dir_name: str = "ciq"
     extra: dict = field(default_factory=dict)
+    expect: str = ""  # the verdict both readers must reach (not only the same one), where the case says
 
 
 def _json(record: object) -> bytes:
@@ -365,8 +366,85 @@ def hand_written() -> list[Case]:
         Case("baseline null", _json(_with("baseline", None))),
         Case("ANSI escape in engine", _json(_with("provenance.engine", "\u001b[2J"))),
         *per_architecture_cases(),
+        *issue21_cases(),
     ]
     return cases
+
+
+def issue21_cases() -> list[Case]:
+    """The classes an outside review found judged wrongly (issue 21), each with the verdict both must reach."""
+    text = _json(valid_record())
+    crlf = text.replace(b"\n", b"\r\n")
+    nvcc = _with("controls.acf.compiler", "nvcc")
+    return [
+        # CR LF line ends (a Windows checkout with core.autocrlf): the same record, applied by both.
+        Case("CR LF record", crlf, expect="applied"),
+        Case("CR LF record, compact with a final CR LF", json.dumps(valid_record()).encode() + b"\r\n",
+             expect="applied"),
+        Case("CR LF record without an ACF", _json(_with("controls.acf", ...)).replace(b"\n", b"\r\n"), acf=None,
+             expect="applied"),
+        Case("CR LF inside a string", text.replace(b'"genetic"', b'"gen\r\netic"'), expect="refused"),
+        Case("lone CR inside a string", text.replace(b'"genetic"', b'"gen\retic"'), expect="refused"),
+        Case("lone CR between tokens", text.replace(b'"schema": 1,', b'"schema": 1,\r'), expect="applied"),
+        Case("CR LF record with a NUL", crlf.replace(b'"genetic"', b'"gen\x00etic"'), expect="refused"),
+        # Integer range() values: canonical spellings only (C reads 010 as 8; 08 does not compile).
+        Case("range value 08", _json(_with("controls.defines", {"UNROLL": "08"})), expect="refused"),
+        Case("range value 010", _json(_with("controls.defines", {"WIDE": "010"})), params=(*PARAMS, "WIDE=range(0,16)"),
+             expect="refused"),
+        Case("range value 08 on the grid", _json(_with("controls.defines", {"STEP": "08"})), expect="refused"),
+        Case("range value 10", _json(_with("controls.defines", {"WIDE": "10"})), params=(*PARAMS, "WIDE=range(0,16)"),
+             expect="applied"),
+        Case("range value 3.0", _json(_with("controls.defines", {"UNROLL": "3.0"})), expect="refused"),
+        Case("range value 1e0", _json(_with("controls.defines", {"UNROLL": "1e0"})), expect="refused"),
+        Case("range value +3", _json(_with("controls.defines", {"UNROLL": "+3"})), expect="refused"),
+        Case("range value -0", _json(_with("controls.defines", {"STEP": "-0"})), expect="refused"),
+        Case("range value 0", _json(_with("controls.defines", {"STEP": "0"})), expect="applied"),
+        Case("range value 7", _json(_with("controls.defines", {"UNROLL": "7"})), expect="applied"),
+        Case("negative range value", _json(_with("controls.defines", {"NEG": "-3"})), params=(*PARAMS, "NEG=range(-4,4)"),
+             expect="applied"),
+        Case("negative range value -03", _json(_with("controls.defines", {"NEG": "-03"})),
+             params=(*PARAMS, "NEG=range(-4,4)"), expect="refused"),
+        Case("choice value 064 of choice(64)", _json(_with("controls.defines", {"TILE": "064"})), expect="refused"),
+        # Architecture lists that name no architecture must not switch the guard off.
+        Case("architectures ['--run']", _json(_with("toolchain.architectures", ["--run"])), expect="refused"),
+        Case("architectures ['x']", _json(_with("toolchain.architectures", ["x"])), expect="refused"),
+        Case("architectures ['sm_']", _json(_with("toolchain.architectures", ["sm_"])), expect="refused"),
+        Case("architectures ['90a', 'x']", _json(_with("toolchain.architectures", ["90a", "x"])), expect="refused"),
+        Case("architectures ['090']", _json(_with("toolchain.architectures", ["090"])), expect="refused"),
+        Case("architectures []", _json(_with("toolchain.architectures", [])), expect="refused"),
+        Case("architectures ['sm_90a']", _json(_with("toolchain.architectures", ["sm_90a"])), expect="applied"),
+        Case("architectures ['compute_90a']", _json(_with("toolchain.architectures", ["compute_90a"])),
+             expect="applied"),
+        # An nvcc ACF on a build for architectures below sm_100 (nvcc refuses it there).
+        Case("nvcc ACF, building for 90a", _json(nvcc), expect="refused"),
+        Case("nvcc ACF, record for any, building for nvcc's default", _json(_with("toolchain.architectures", ...,
+                                                                                 nvcc)),
+             architectures=(), expect="refused"),
+        Case("nvcc ACF, record for any, building for 100a and 90", _json(_with("toolchain.architectures", ...,
+                                                                              nvcc)),
+             architectures=("100a", "90"), expect="refused"),
+        Case("nvcc ACF, building for 100a", _json(_with("toolchain.architectures", ["100a"], nvcc)),
+             architectures=("100a",), expect="applied"),
+        Case("nvcc ACF, building for sm_100a and 120", _json(_with("toolchain.architectures", ["100a", "120"], nvcc)),
+             architectures=("sm_100a", "120-real"), expect="applied"),
+        Case("nvcc ACF, tuned for 100a, building for 90a skips", _json(_with("toolchain.architectures", ["100a"],
+                                                                             nvcc)),
+             expect="skipped"),
+        # -maxrregcount within nvcc's range (ptxas ignores a value above 255).
+        Case("maxrregcount 255", _json(_with("controls.flags", ["-maxrregcount=255"])), expect="applied"),
+        Case("maxrregcount 16", _json(_with("controls.flags", ["-maxrregcount=16"])), expect="applied"),
+        Case("maxrregcount 999", _json(_with("controls.flags", ["-maxrregcount=999"])), expect="refused"),
+        Case("maxrregcount 256", _json(_with("controls.flags", ["-maxrregcount=256"])), expect="refused"),
+        Case("maxrregcount 1", _json(_with("controls.flags", ["-maxrregcount=1"])), expect="refused"),
+        Case("maxrregcount 15", _json(_with("controls.flags", ["-maxrregcount=15"])), expect="refused"),
+        Case("maxrregcount 064", _json(_with("controls.flags", ["-maxrregcount=064"])), expect="refused"),
+        # A pin dir that is a symbolic link (a committed `ciq -> elsewhere`).
+        Case("pin dir is a symlink", text, setup="pin-dir-symlink", expect="refused"),
+        Case("pin dir is a symlink, no record in it", None, setup="pin-dir-symlink", expect="refused"),
+        # A content-addressed ACF name (write_record pins <target>.<sha12>.acf).
+        Case("ACF under its content name", _json(_with("controls.acf.file", f"kern.{ACF_SHA[:12]}.acf")),
+             setup="content-acf", expect="applied"),
+    ]
 
 
 _HOSTILE_VALUES = [None, True, False, 0, -1, 1.5, 10**20, "", "x", "13.3", " ", "a b", "a;b", "$(id)", "\u00e9",
@@ -437,6 +515,13 @@ def _plant(case: Case, pin_dir: Path, outside: Path) -> None:
     acf = pin_dir / "kern.acf"
     if case.setup == "other-acf":
         (pin_dir / "kern.90a.acf").write_bytes(OTHER_ACF)
+    elif case.setup == "content-acf":
+        acf.rename(pin_dir / f"kern.{ACF_SHA[:12]}.acf")
+    elif case.setup == "pin-dir-symlink":
+        # The pin dir's content lives elsewhere; the pin dir is a link to it.
+        elsewhere = outside / "elsewhere"
+        pin_dir.rename(elsewhere)
+        pin_dir.symlink_to(elsewhere)
     elif case.setup.startswith("acf-"):
         if acf.exists():
             acf.unlink()
@@ -541,6 +626,11 @@ def _agree(cases: list[Case], tmp_path: Path, cmake: str) -> dict[str, int]:
         f"{p.case.name!r}: python {py[0]} {list(py[1])} ({py[2][:200]}) / cmake {cm[0]} {list(cm[1])} ({cm[2][:200]})"
         for p, py, cm in zip(prepared, python, cmake_side)
         if py[0] != cm[0] or py[1] != cm[1]
+    ]
+    disagreements += [
+        f"{p.case.name!r}: expected {p.case.expect}, python {py[0]} ({py[2][:200]}) / cmake {cm[0]} ({cm[2][:200]})"
+        for p, py, cm in zip(prepared, python, cmake_side)
+        if p.case.expect and (py[0] != p.case.expect or cm[0] != p.case.expect)
     ]
     assert not disagreements, f"{len(disagreements)} of {len(cases)} records judged differently:\n" + "\n".join(
         disagreements)

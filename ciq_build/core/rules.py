@@ -440,7 +440,7 @@ def value_in_domain(domain: str, value: str) -> bool:
     """Whether a pinned -D value lies in its PARAMS domain (the CMake module's _ciq_in_domain).
 
     choice(a,b), a,b and literal(v): one of the values, as written. range(lo,hi[,step])
-    of whole numbers: on the grid lo, lo+step, ... <= hi; other ranges and
+    of whole numbers: a canonical integer on the grid lo, lo+step, ... <= hi; other ranges and
     log_sampling(lo,hi[,n]): a number within [lo, hi] (their values are computed
     in floating point, which CMake cannot reproduce, so bounds are what both check).
     """
@@ -450,11 +450,16 @@ def value_in_domain(domain: str, value: str) -> bool:
     if fn in ("choice", "literal"):
         return value in args and (fn == "choice" or len(args) == 1)
     rules = load_rules()
-    if len(args) not in (2, 3) or not all(rules.matches("number", x) for x in [*args, value]):
+    if len(args) not in (2, 3) or not all(rules.matches("number", x) for x in args):
         return False
-    if fn == "range" and all(_SMALL_INT.fullmatch(x) for x in [*args, value]):
+    if fn == "range" and all(_SMALL_INT.fullmatch(x) for x in args):
+        # A range of whole numbers: the value as the search writes it, or it is not what was searched.
+        if not rules.matches("integer", value):
+            return False
         lo, hi, v = int(args[0]), int(args[1]), int(value)
         step = int(args[2]) if len(args) == 3 else 1
         return step > 0 and lo <= v <= hi and (v - lo) % step == 0
+    if not rules.matches("number", value):
+        return False
     lo_f, hi_f, v_f = float(args[0]), float(args[1]), float(value)
     return lo_f <= v_f <= hi_f

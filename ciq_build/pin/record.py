@@ -122,6 +122,17 @@ def acf_path(pin_dir: Path, target: str) -> Path:
     return Path(pin_dir) / f"{_target_name(target)}.acf"
 
 
+def check_pin_dir(pin_dir: Path) -> None:
+    """Refuse a pin directory that is a symbolic link (a committed ``ciq -> elsewhere``): the pins
+    would be read from, and a tune would write them to, wherever it points. The CMake module's
+    _ciq_resolve_pin refuses it too."""
+    if os.path.islink(pin_dir):
+        raise RecordError(
+            f"the pin directory {pin_dir} is a symbolic link (to {os.readlink(pin_dir)}); pins must live in a "
+            "real directory of the source tree. Replace the link with a directory holding the pins."
+        )
+
+
 def _target_name(target: object) -> str:
     if not is_target_name(target):
         raise RecordError(
@@ -154,7 +165,6 @@ def record_to_json(record: PinnedRecord, pin_dir: Path) -> dict[str, Any]:
             "cuda": record.toolchain.cuda,
             "nvcc_version": record.toolchain.nvcc_version,
             "ptxas_version": record.toolchain.ptxas_version,
-            "architectures": list(record.toolchain.architectures),
         },
         "provenance": record.provenance,
         "objectives": [{"name": o.name, "direction": o.direction} for o in record.objectives],
@@ -168,6 +178,9 @@ def record_to_json(record: PinnedRecord, pin_dir: Path) -> dict[str, Any]:
             for obj, archs in record.objects.items()
         },
     }
+    if record.toolchain.architectures:
+        # Absent for nvcc's default architecture: the readers refuse an empty list (issue 21).
+        out["toolchain"]["architectures"] = list(record.toolchain.architectures)
     if record.per_architecture:  # absent otherwise: a single-winner record is written as before
         out["per_architecture"] = {
             arch: {
@@ -237,6 +250,7 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
     pin_dir = Path(pin_dir)
     if pin_dir.name == f"{target}.json":
         pin_dir = pin_dir.parent  # the record's own path names its pin dir just as well
+    check_pin_dir(pin_dir)
     acf = record.controls.acf
     source = Path(acf_source) if acf_source is not None else (Path(acf.path) if acf is not None else None)
     if source is not None and acf is None:
@@ -300,6 +314,7 @@ def merge_architecture(path: Path, tuned: PinnedRecord, arch: str) -> PinnedReco
     path = Path(path)
     arch = arch_name(arch)
     pin_dir = path.parent
+    check_pin_dir(pin_dir)
     target = _target_name(tuned.target)
     existing = read_record(path) if os.path.lexists(path) else None
     if existing is not None:
@@ -418,6 +433,7 @@ def parse_record_bytes(raw: bytes, path: Path, rules: RuleBook | None = None) ->
 def read_record(path: Path) -> PinnedRecord:
     """Read and validate a pinned record; the ACF it names must exist and match its sha256."""
     path = Path(path)
+    check_pin_dir(path.parent)
     rules = load_rules()
     data = parse_record_bytes(read_record_bytes(path, rules), path, rules)
     return _validate_document(data, path, path.parent, check_acf_file=True, rules=rules)
@@ -451,6 +467,8 @@ def _validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: boo
         raise _fail(path, "target", f"is {target!r}, but the file is named {path.name} (it must be {target}.json)")
     controls = _read_controls(path, data["controls"], pin_dir, check_acf_file, rules)
     tc = data["toolchain"]
+    if "architectures" in tc:
+        _check_named_architectures(path, tc["architectures"], rules)
     toolchain = RecordToolchain(
         cuda=tc["cuda"],
         nvcc_version=tc.get("nvcc_version", ""),
@@ -494,6 +512,18 @@ def _validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: boo
     )
     shared_defines_problem(record, path)
     return record
+
+
+def _check_named_architectures(path: Path, architectures: list[str], rules: RuleBook) -> None:
+    """Refuse a toolchain.architectures list that names no architecture (the CMake module's _ciq_read_pin
+    checks the same): reduced to nothing, it would switch the architecture guard off."""
+    if not architectures:
+        raise _fail(path, "toolchain.architectures", "is empty; list the architectures the record was tuned for "
+                                                     "(e.g. [\"90a\"]), or leave the field out for nvcc's default")
+    for i, arch in enumerate(architectures):
+        if not rules.matches("tuned_arch", arch_name(arch)):
+            raise _fail(path, f"toolchain.architectures[{i}]", f"is {arch!r}, which names no CUDA architecture "
+                                                               "(e.g. 90a, sm_100a, 120, native)")
 
 
 def _where(record: PinnedRecord, arch: str) -> str:
@@ -712,6 +742,7 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
     path = record_path(pin_dir, target)
     if disabled:
         return BuildPin("disabled", (), (), "pins disabled (CIQ_DISABLE)")
+    check_pin_dir(Path(pin_dir))
     if not os.path.lexists(path):
         return BuildPin("none", (), (), f"no pinned controls ({path})")
     record = read_record(path)
@@ -731,6 +762,8 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
                             f"compiling for {_shown_architectures(architectures)}): {path}", record, warning)
     rules = load_rules()
     applied = record.applied_controls()
+    if architectures is not None:
+        check_nvcc_acf(applied, architectures, path, rules)
     per_arch: list[tuple[str, tuple[str, ...]]] = []
     for arch, controls in applied:
         # An entry's ACF copy is named for its architecture: two entries may hold different ACFs.
@@ -786,6 +819,22 @@ def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bo
     if strict:
         raise RecordError(message)
     return message + " The pin is skipped for now."
+
+
+def check_nvcc_acf(applied: Sequence[tuple[str, Controls]], architectures: Sequence[str], path: Path,
+                   rules: RuleBook) -> None:
+    """Refuse to apply an nvcc ACF to a build for an architecture below sm_100 (nvcc's default, "all"
+    and "native" included), which nvcc would refuse mid-build (the rule book's nvcc_acf_arch)."""
+    if not any(c.acf is not None and c.acf.compiler == "nvcc" for _, c in applied):
+        return
+    too_old = [a for a in architectures if not rules.matches("nvcc_acf_arch", arch_name(a))] or \
+        ([] if architectures else ["nvcc's default architecture"])
+    if too_old:
+        raise RecordError(
+            f"pinned record {path} carries an nvcc ACF, which nvcc applies only for sm_100 and newer, but this "
+            f"build compiles for {', '.join(too_old)}. Build for sm_100 and newer only, or retune and use the ptxas "
+            "search space (a ptxas ACF works for every architecture)."
+        )
 
 
 def architecture_set(architectures: Iterable[str]) -> tuple[str, ...]:
