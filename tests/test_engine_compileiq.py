@@ -347,3 +347,31 @@ def test_short_ptxas_acf_search_reduces_spills(search_spaces_dir: Path, cuda133_
             scores.extend(v for v in results if v is not None)
     assert len(scores) >= 16
     assert min(scores) < default, f"best {min(scores)} vs default {default}"
+
+
+@pytest.mark.acf
+def test_an_acf_space_for_a_toolkit_without_spaces_is_refused_before_any_network(
+        system_nvcc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--controls ptxas-acf` on the system's CUDA 13.0: one line naming the toolkit and what to configure.
+
+    Before, compileiq was asked for a 13.0 space and failed with a raw network error from NVIDIA's releases.
+    """
+    from ciq_build.compiler import toolchain as toolchains
+
+    toolchain = toolchains.find_toolchain(system_nvcc, explicit_from="the test")
+    if toolchains.major_minor(toolchain.version) >= "13.3":
+        pytest.skip("the system nvcc has ACF search spaces: nothing to refuse")
+    monkeypatch.delenv(compileiq_engine.SPACES_DIR_ENV, raising=False)
+    asked: list[object] = []
+    from compileiq.search_spaces import resolver
+
+    monkeypatch.setattr(resolver, "resolve_with_metadata", lambda **kw: asked.append(kw))
+    for spec in ("ptxas-acf", "nvcc-acf", "ptxas-acf:13.3"):
+        with pytest.raises(ToolchainError) as refused:
+            compileiq_engine.make_source(spec, {}, SearchConfiguration(generations=1), tmp_path, None, toolchain, ["spill_bytes"])
+        message = str(refused.value)
+        assert f"CUDA {toolchain.version}" in message or f"CUDA {toolchain.major_minor}" in message, message
+        pip = getattr(toolchains, "pip_nvcc", lambda: None)()
+        if spec != "ptxas-acf:13.3" and pip is not None:
+            assert f"-DCMAKE_CUDA_COMPILER={pip}" in message, message
+    assert not asked, "compileiq was asked for a search space (network) before the toolkit was refused"

@@ -221,7 +221,7 @@ class Toolchain:
 # ---------------------------------------------------------------- discovery
 
 
-def _pip_nvcc() -> Path | None:
+def pip_nvcc() -> Path | None:
     """bin/nvcc of the PyPI toolkit (package nvidia.cu13), without importing anything else."""
     try:
         spec = importlib_util.find_spec("nvidia.cu13")
@@ -243,7 +243,7 @@ def _candidates(
         yield "explicit", explicit
         return  # an explicit compiler is never silently replaced by another one
     if search_pip:
-        pip = _pip_nvcc()
+        pip = pip_nvcc()
         if pip is not None:
             yield "pip", pip
     for variable in ("CUDA_HOME", "CUDA_PATH"):
@@ -337,7 +337,7 @@ def tool_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
     dirs = [Path(environ[v]) / "bin" for v in ("CUDA_HOME", "CUDA_PATH") if environ.get(v)]
     dirs += [Path(d) for d in environ.get("PATH", "").split(os.pathsep) if d]
     dirs += sorted(Path("/usr/local").glob("cuda*/bin"), reverse=True)
-    pip = _pip_nvcc()
+    pip = pip_nvcc()
     if pip is not None:
         dirs.append(pip.parent)
     return dirs

@@ -62,9 +62,9 @@ from typing import TYPE_CHECKING, Any
 
 from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts, write_acf
 from ciq_build.compiler.controls import AcfRef
-from ciq_build.compiler.toolchain import major_minor
+from ciq_build.compiler.toolchain import major_minor, pip_nvcc
 from ciq_build.core.space import Literal, Param, Range, as_space
-from ciq_build.errors import ConfigError, MissingExtraError, SearchError
+from ciq_build.errors import ConfigError, MissingExtraError, SearchError, ToolchainError
 from ciq_build.search.base import Proposal
 from ciq_build.search.ga import SearchConfiguration
 from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
@@ -576,9 +576,38 @@ class _Ledger:
 # --------------------------------------------------------------------------- for the driver
 
 
+def check_space_exists_for(compiler: str, cuda: str, toolchain: Toolchain) -> None:
+    """Refuse (ToolchainError) a search space for a CUDA older than the first NVIDIA publishes spaces for.
+
+    Asked for one, compileiq goes to NVIDIA's releases and fails there with a
+    raw network error (measured with the system nvcc 13.0: "api.github.com ...
+    NameResolutionError" offline); the cause is the toolkit, so say that.
+    """
+    if _version_key(cuda) >= _version_key(DEFAULT_CUDA_VERSION):
+        return
+    pip = pip_nvcc()
+    configure = (f"-DCMAKE_CUDA_COMPILER={pip}" if pip is not None
+                 else 'a CUDA 13.3 nvcc (pip install "ciq-build[cuda]" installs one)')
+    raise ToolchainError(
+        f"NVIDIA publishes {compiler} ACF search spaces from CUDA {DEFAULT_CUDA_VERSION} on, and this build "
+        f"compiles with {toolchain.describe()}. Configure the build with {configure} (a fresh build folder, or "
+        "delete CMAKE_CUDA_COMPILER from its CMakeCache.txt), or tune the public knobs and PARAMS instead "
+        "(SEARCH_SPACE knobs params, or tune --controls knobs).")
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in major_minor(version).split(".")) if major_minor(version) else (0,)
+
+
 def make_source(acf_kind: str, space: Mapping[str, Param], config: SearchConfiguration, acf_dir: Path,
                 manifest: Manifest, toolchain: Toolchain, objective_names: Sequence[str]) -> CompileIqEngine:
     """The compileiq engine for a tune, after refusing up front what the compiler would refuse."""
+    parsed = parse_space_spec(acf_kind)
+    if not isinstance(parsed, Path):  # a named space: refuse before compileiq may go to the network for it
+        compiler, version, _ = parsed
+        check_space_exists_for(compiler, version or toolchain.major_minor, toolchain)
+        check_toolkit_accepts(compiler, version or toolchain.major_minor,
+                              major_minor(toolchain.ptxas_version if compiler == "ptxas" else toolchain.version))
     identity = resolve_space(acf_kind, default_version=toolchain.major_minor)
     # A ptxas ACF is read by ptxas alone, so it is ptxas's version that must match.
     reader_version = toolchain.ptxas_version if identity.compiler == "ptxas" else toolchain.version
