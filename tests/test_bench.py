@@ -71,7 +71,9 @@ def test_hanging_benchmark_times_out() -> None:
     run = run_once(fault("hang", timeout=0.5))
     assert not run.ok and run.cause == bench.BENCH_TIMEOUT
     assert "0.5 s timeout" in run.message
-    assert time.monotonic() - started < 5
+    # Stopped by its timeout, not left to hang for ever; the bound is loose, as a busy machine can take
+    # seconds to start a Python process and to reap it.
+    assert time.monotonic() - started < 60
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
@@ -228,12 +230,10 @@ def test_measure_takes_medians_and_spreads(tmp_path: Path) -> None:
 
 
 def test_measure_fails_on_the_first_failed_repeat_and_stops() -> None:
-    started = time.monotonic()
     result = measure(fault("hang", timeout=0.5), 4)
     assert not result.ok and result.failure is not None
     assert result.failure.cause == bench.BENCH_TIMEOUT
-    assert len(result.runs) == 1 and result.metrics == {}
-    assert time.monotonic() - started < 4  # not 4 timeouts
+    assert len(result.runs) == 1 and result.metrics == {}  # one timeout, not 4 (whatever the clock says)
 
 
 def test_interleaved_alternates_and_balances_order(tmp_path: Path) -> None:
