@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +13,61 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_EXTENSION = REPO_ROOT / "sample_extension"
+# Seconds each test file took, as measured by `scripts/test --store-durations` (see below).
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
+
+
+# -- the longest files first ---------------------------------------------------------------------
+# scripts/test gives each of two workers one test file at a time (a file's module fixtures, a Ray
+# cluster or a tuned sample, are built once) in the order collected. Files ran alphabetically, so the
+# longest (test_tune_ray.py, ~600 s) started late and ran alone at the end while the other worker
+# idled: the longest first (as measured last) lets the short ones fill in around it. Files not
+# measured yet follow those measured, in collection order.
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--store-durations", action="store_true",
+                     help=f"write each test file's seconds (setup, call, teardown) to {DURATIONS.name}, "
+                          "which orders the files, longest first")
+
+
+def _measured_seconds() -> dict[str, float]:
+    try:
+        return {str(name): float(seconds) for name, seconds in json.loads(DURATIONS.read_text()).items()}
+    except (OSError, ValueError, AttributeError):
+        return {}  # none yet, or unreadable: collection order (a slower suite, never a failing one)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    measured = _measured_seconds()
+
+    def expected(item: pytest.Item) -> float:
+        return measured.get(item.path.name, 0.0)
+
+    items.sort(key=expected, reverse=True)  # stable: a file's tests keep their order
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--store-durations") and (config.getoption("markexpr") or config.getoption("keyword")):
+        raise pytest.UsageError("--store-durations measures whole test files: run it without -m and -k")
+
+
+_seconds_by_file: defaultdict[str, float] = defaultdict(float)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Under xdist this runs in the controller too, with each worker's reports: there the whole suite's.
+    _seconds_by_file[Path(report.nodeid.split("::")[0]).name] += report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if not config.getoption("--store-durations") or hasattr(config, "workerinput"):
+        return  # not asked, or a worker (it saw only its own files; the controller writes them all)
+    if exitstatus != 0:
+        return  # a failure (and -x) cuts files short: their seconds would be too few
+    measured = _measured_seconds() | {name: round(seconds, 1) for name, seconds in _seconds_by_file.items()}
+    DURATIONS.write_text(json.dumps(dict(sorted(measured.items())), indent=1) + "\n")
 
 
 def _pip_cuda_bin() -> Path | None:
