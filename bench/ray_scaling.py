@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ray
 
-from ciq_build.build.manifest import parse_objectives
 from ciq_build.compiler.controls import Controls
+from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.params import parse_params
 from ciq_build.core.settings import MeasureSettings, SearchSettings
 from ciq_build.ray.executor import RayPool, RaySlot

@@ -71,10 +71,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import racing  # noqa: E402
 from ciq_build.build import cmake  # noqa: E402
-from ciq_build.build.manifest import Manifest, load_manifest, parse_objectives  # noqa: E402
+from ciq_build.build.manifest import Manifest, load_manifest  # noqa: E402
 from ciq_build.compiler import metrics, ptxas_path  # noqa: E402
 from ciq_build.compiler.controls import AcfRef, Controls, controls_from_candidate, write_options_file  # noqa: E402
 from ciq_build.compiler.toolchain import Toolchain, load_toolchain  # noqa: E402
+from ciq_build.core.objectives import parse_objectives
 from ciq_build.measure.bench import GpuSlots  # noqa: E402
 from ciq_build.resources import cmake_dir  # noqa: E402
 from ciq_build.search.base import Proposal  # noqa: E402

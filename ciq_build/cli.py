@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ciq_build import __version__
+from ciq_build.core.objectives import known_spellings
 from ciq_build.core.settings import BuildSettings, MeasureSettings, SearchSettings
 from ciq_build.errors import CiqError
 from ciq_build.ray.sources import SOURCE_MODES
@@ -57,9 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--mutate-rate", type=float, default=_SEARCH.mutate_rate,
                       help=f"probability that a gene mutates (default {_SEARCH.mutate_rate})")
     tune.add_argument("--objective", action="append", default=None, metavar="NAME",
-                      help="objective, repeatable (time, energy, compile_time, registers, spill_bytes, stack_bytes, "
-                           "sass_instructions, metric:NAME, registers:KERNEL_REGEX and likewise spill_bytes:/stack_bytes:; "
-                           "prefix max: to maximise); default: the target's OBJECTIVES")
+                      help=f"objective, repeatable ({known_spellings()}; prefix max: to maximise); default: the "
+                           "target's OBJECTIVES")
     tune.add_argument("--controls", action="append", default=None, metavar="KIND",
                       help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], "
                            "a .bin search space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); "

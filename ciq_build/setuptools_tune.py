@@ -40,13 +40,13 @@ from ciq_build.build.preflight import check_tune
 from ciq_build.build.sources import SourceSet
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
+from ciq_build.core.objectives import metric_key
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.pin.record import record_path
 from ciq_build.setuptools_ext import CudaExtension, _explicit_nvcc, _is_cuda, _object_for, build_ext
 from ciq_build.tune.driver import TuneOutcome, TuneRun
-from ciq_build.tune.evaluation import metric_key
 from ciq_build.tune.evaluator import BuildRunner
 from ciq_build.tune.settings import TuneOptions, resolve_settings
 

@@ -444,7 +444,7 @@ def test_code_quality_knobs_only_when_compile_time_is_an_objective(
     # registers tune would otherwise pin -Xptxas=-O0 (it did, on cuda-samples' matrixMul).
     from types import SimpleNamespace
 
-    from ciq_build.build.manifest import parse_objectives
+    from ciq_build.core.objectives import parse_objectives
     from ciq_build.search.select import COMPILE_TIME_KNOBS, build_space
 
     manifest = SimpleNamespace(toolchain=SimpleNamespace(architectures="90a"), params=[])

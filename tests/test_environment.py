@@ -20,9 +20,10 @@ import pytest
 
 from ciq_build.build import environment
 from ciq_build.build.cmake import CandidateBuild
-from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain, parse_objectives
+from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain
 from ciq_build.build.sources import SourceSet
 from ciq_build.compiler.controls import Controls
+from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import DiskFullError, JournalError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots

@@ -13,8 +13,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ciq_build.build.manifest import parse_objectives
 from ciq_build.compiler.controls import Controls
+from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import CiqError
 from ciq_build.search.base import Proposal
 from ciq_build.state.journal import Journal

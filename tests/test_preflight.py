@@ -23,10 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.build.manifest import Benchmark, load_manifest, parse_objectives
+from ciq_build.build.manifest import Benchmark, load_manifest
 from ciq_build.build.preflight import check_tune, check_verify, missing_tools
 from ciq_build.compiler.metrics import sass_instruction_counts
 from ciq_build.compiler.toolchain import PROJECT_COMPILER, TOOLS_PATH_VARIABLE, find_toolchain, load_toolchain
+from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import ConfigError, ToolchainError
 from ciq_build.measure.proc import run
 from support import build_tool, ensure_ok

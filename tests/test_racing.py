@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 
 from ciq_build.build.cmake import CandidateBuild
-from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain, Objective, parse_objectives
+from ciq_build.build.manifest import Benchmark, Manifest, ManifestToolchain
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
+from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.measure.bench import BenchSpec, GpuSlots
 from ciq_build.measure.racing import Incumbent, RaceBoard, behind, race
 from ciq_build.search.base import Proposal

@@ -1,4 +1,4 @@
-"""Target manifests (written by the CMake module) and objective specs."""
+"""Target manifests (written by the CMake module)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,11 @@ import pytest
 from ciq_build.build.manifest import (
     METRIC_UNITS,
     Benchmark,
-    Objective,
     list_manifests,
     load_manifest,
-    parse_objective,
-    parse_objectives,
     read_manifest,
 )
-from ciq_build.errors import CiqError, ConfigError, ManifestError
+from ciq_build.errors import CiqError, ManifestError
 
 
 def valid_manifest(build_dir: Path, target: str = "gemm") -> dict[str, Any]:
@@ -57,75 +54,6 @@ def write_manifest(build_dir: Path, data: Any, target: str = "gemm") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data) if not isinstance(data, str) else data, encoding="utf-8")
     return path
-
-
-# ------------------------------------------------------------------ objectives
-
-
-@pytest.mark.parametrize(
-    "spec,expected",
-    [
-        ("time", Objective("time", "min", "benchmark")),
-        ("energy", Objective("energy", "min", "benchmark")),
-        ("compile_time", Objective("compile_time", "min", "compile")),
-        ("compile_seconds", Objective("compile_time", "min", "compile")),
-        ("registers", Objective("registers", "min", "static")),
-        ("spills", Objective("spill_bytes", "min", "static")),
-        ("spill_bytes", Objective("spill_bytes", "min", "static")),
-        ("stack_bytes", Objective("stack_bytes", "min", "static")),
-        ("sass_instructions", Objective("sass_instructions", "min", "static")),
-        ("metric:gflops", Objective("metric:gflops", "min", "benchmark")),
-        ("max:metric:gflops", Objective("metric:gflops", "max", "benchmark")),
-        ("min:time", Objective("time", "min", "benchmark")),
-        ("max:registers", Objective("registers", "max", "static")),
-        (" time ", Objective("time", "min", "benchmark")),
-        ("registers:heavy", Objective("registers:heavy", "min", "static")),
-        ("max:stack_bytes:gemm_(f16|f32)", Objective("stack_bytes:gemm_(f16|f32)", "max", "static")),
-        ("spills:tin.*", Objective("spill_bytes:tin.*", "min", "static")),
-    ],
-)
-def test_objective_specs(spec, expected):
-    assert parse_objective(spec) == expected
-
-
-def test_objective_spec_round_trips():
-    for spec in ("time", "max:metric:gbps", "compile_time", "spill_bytes"):
-        objective = parse_objective(spec)
-        assert parse_objective(objective.spec) == objective
-    assert parse_objective("max:time").spec == "max:time"
-
-
-def test_a_per_kernel_objective_names_its_metric_and_regex():
-    assert parse_objective("registers:heavy|tiny").kernels == ("registers", "heavy|tiny")
-    assert parse_objective("spills:_Z5heavy").kernels == ("spill_bytes", "_Z5heavy")
-    assert parse_objective("registers").kernels is None and parse_objective("metric:a").kernels is None
-
-
-@pytest.mark.parametrize("spec,why", [("registers:", "may use only"), ("registers:^heavy", "may use only"),
-                                      ("registers:a b", "may use only"), ("registers:(heavy", "not a regular"),
-                                      ("time:heavy", "unknown objective"), ("sass_instructions:k", "unknown")])
-def test_a_bad_kernel_regex_is_refused_with_what_is_allowed(spec, why):
-    with pytest.raises(ConfigError, match=why) as info:
-        parse_objective(spec)
-    assert repr(spec) in str(info.value)
-
-
-@pytest.mark.parametrize("spec", ["", "latency", "max:", "metric:", "metric:9x", "metric:a b", "avg:time",
-                                  "TIME", "max:max:time", 3, None])
-def test_bad_objective_specs_name_the_choices(spec):
-    with pytest.raises(ConfigError) as info:
-        parse_objective(spec)
-    assert repr(spec) in str(info.value)
-
-
-def test_objective_lists():
-    assert [o.name for o in parse_objectives(["time", "registers"])] == ["time", "registers"]
-    with pytest.raises(ConfigError, match="at least one"):
-        parse_objectives([])
-    with pytest.raises(ConfigError, match="twice"):
-        parse_objectives(["spills", "spill_bytes"])
-    with pytest.raises(ConfigError, match="list"):
-        parse_objectives("time")
 
 
 # ------------------------------------------------------------------ manifests

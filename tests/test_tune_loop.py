@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from ciq_build.build.manifest import Objective, parse_objectives
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
+from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.params import parse_params
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.build.manifest import parse_objectives
 from ciq_build.cli import build_parser
+from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import ConfigError
 from ciq_build.ray.executor import RayPool, actor_resources, benchmark_resources

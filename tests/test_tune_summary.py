@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ciq_build.build.manifest import parse_objectives
 from ciq_build.compiler.controls import Controls
+from ciq_build.core.objectives import parse_objectives
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.summary import run_summary

@@ -1,4 +1,4 @@
-"""The manifest the CMake module writes for each tuned target, and objective specs.
+"""The manifest the CMake module writes for each tuned target.
 
 ``ciq_tune_target(<target> ...)`` makes CMake write
 ``<build dir>/ciq/targets/<target>.json`` (file(GENERATE)), which tells the
@@ -15,116 +15,18 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ciq_build.compiler.toolchain import arch_name, split_architectures
+from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.rules import is_target_name
 from ciq_build.errors import ConfigError, ManifestError
 from ciq_build.state.durable import read_json_object
 
 MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
 
-Direction = Literal["min", "max"]
-Source = Literal["benchmark", "static", "compile"]
-
-# objective name -> where its value comes from.
-_OBJECTIVES: dict[str, Source] = {
-    "time": "benchmark",
-    "energy": "benchmark",
-    "compile_time": "compile",
-    "registers": "static",
-    "spill_bytes": "static",
-    "stack_bytes": "static",
-    "sass_instructions": "static",
-}
-_ALIASES = {"compile_seconds": "compile_time", "spills": "spill_bytes"}
-# Static objectives that may name kernels, "registers:<regex>": the max (registers) or sum of the kernels
-# whose mangled or demangled name the regex finds. The regex's characters are the rule book's (objective).
-KERNEL_OBJECTIVES = ("registers", "spill_bytes", "stack_bytes")
-_KERNEL_REGEX = re.compile(r"[A-Za-z0-9_*.+|?()-]+")
-_METRIC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 # METRIC's UNIT (ciq_build.measure.bench.METRIC_UNITS; bench imports numpy, this module must not need it).
 METRIC_UNITS = ("s", "ms", "us", "ns")
-
-
-@dataclass(frozen=True)
-class Objective:
-    """One thing the search scores: its canonical name, direction and where it is measured."""
-
-    name: str  # canonical: "time", "registers", "metric:gflops", ...
-    direction: Direction = "min"
-    source: Source = "benchmark"
-
-    @property
-    def spec(self) -> str:
-        """The spelling that parse_objective reads back to this objective."""
-        return self.name if self.direction == "min" else f"max:{self.name}"
-
-    @property
-    def kernels(self) -> tuple[str, str] | None:
-        """(static metric, kernel regex) of a per-kernel objective ("registers:heavy"), else None."""
-        base, sep, pattern = self.name.partition(":")
-        return (base, pattern) if sep and base in KERNEL_OBJECTIVES else None
-
-
-def parse_objective(spec: object) -> Objective:
-    """Read one objective spec: ``[max:|min:]<name>`` (default min)."""
-    if not isinstance(spec, str):
-        raise ConfigError(f"objective {spec!r} is not a string; write e.g. time, max:metric:gflops or registers.")
-    text = spec.strip()
-    direction: Direction = "min"
-    for prefix in ("max:", "min:"):
-        if text.startswith(prefix):
-            direction = "max" if prefix == "max:" else "min"
-            text = text[len(prefix):]
-            break
-    name = _ALIASES.get(text, text)
-    if name in _OBJECTIVES:
-        return Objective(name, direction, _OBJECTIVES[name])
-    if name.startswith("metric:"):
-        metric = name[len("metric:"):]
-        if _METRIC_NAME.fullmatch(metric) is not None:
-            return Objective(name, direction, "benchmark")
-        raise ConfigError(
-            f"objective {spec!r}: metric name {metric!r} must match [A-Za-z_][A-Za-z0-9_.-]* "
-            "(the <name> a benchmark prints as 'CIQ_METRIC <name>=<number>')."
-        )
-    base, sep, pattern = name.partition(":")
-    base = _ALIASES.get(base, base)
-    if sep and base in KERNEL_OBJECTIVES:
-        return Objective(f"{base}:{_kernel_regex(spec, pattern)}", direction, "static")
-    known = ", ".join([*_OBJECTIVES, *_ALIASES, "metric:<name>", *(f"{k}:<kernel regex>" for k in KERNEL_OBJECTIVES)])
-    raise ConfigError(
-        f"unknown objective {spec!r}; use one of {known}, optionally prefixed with max: or min:."
-    )
-
-
-def _kernel_regex(spec: str, pattern: str) -> str:
-    """The kernel regex of a per-kernel objective, checked (it is written into records and read by CMake)."""
-    if _KERNEL_REGEX.fullmatch(pattern) is None or len(pattern) > 100:
-        raise ConfigError(
-            f"objective {spec!r}: the kernel regex {pattern!r} may use only letters, digits and _ . * + ? | ( ) - "
-            "(at most 100; found anywhere in the name); e.g. registers:heavy or spill_bytes:gemm_(f16|f32)")
-    try:
-        re.compile(pattern)
-    except re.error as error:
-        raise ConfigError(f"objective {spec!r}: {pattern!r} is not a regular expression ({error})") from None
-    return pattern
-
-
-def parse_objectives(specs: list[str] | tuple[str, ...]) -> list[Objective]:
-    """Read a list of objective specs; at least one, no objective twice."""
-    if isinstance(specs, str) or not isinstance(specs, (list, tuple)):
-        raise ConfigError(f"objectives must be a list of names, got {specs!r}.")
-    if not specs:
-        raise ConfigError("no objective given; name at least one, e.g. time or registers.")
-    objectives = [parse_objective(spec) for spec in specs]
-    seen: set[str] = set()
-    for objective in objectives:
-        if objective.name in seen:
-            raise ConfigError(f"objective {objective.name!r} is given twice in {list(specs)!r}; name it once.")
-        seen.add(objective.name)
-    return objectives
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ciq_build.build.manifest import Manifest, Objective
+from ciq_build.build.manifest import Manifest
 from ciq_build.compiler.toolchain import TOOLS_PATH_VARIABLE, Toolchain
+from ciq_build.core.objectives import Objective, Tool, tools_needed
 from ciq_build.errors import ConfigError, ToolchainError
 from ciq_build.resources import build_tool
 
@@ -57,22 +58,18 @@ def missing_tools(manifest: Manifest, toolchain: Toolchain, *, pin: bool, object
 
     `cmake=False`: a target that CMake does not build (a setuptools extension, ciq_build.setuptools_tune).
     """
-    names = {o.name for o in objectives}
+    needed = tools_needed(objectives)
     missing: list[Missing] = []
     if cmake and not _executable(build_tool("cmake")):
         missing.append(Missing("cmake", "configures and builds every candidate (pip install cmake)"))
     make_program = cache_value(manifest.binary_dir / "CMakeCache.txt", "CMAKE_MAKE_PROGRAM")
     if make_program and not make_program.endswith("-NOTFOUND") and not _executable(make_program):
         missing.append(Missing(make_program, f"the {manifest.generator} build tool the build dir was configured with"))
-    need_cuobjdump = []
     if pin:
-        need_cuobjdump.append("fingerprints the pinned winner's objects, which `verify` checks")
-    if "sass_instructions" in names:
-        need_cuobjdump.append("counts SASS instructions (objective sass_instructions)")
-    if need_cuobjdump and toolchain.cuobjdump is None:
-        missing.append(Missing("cuobjdump", "; ".join(need_cuobjdump)))
-    if "sass_instructions" in names and toolchain.nvdisasm is None:
-        missing.append(Missing("nvdisasm", "disassembles for cuobjdump --dump-sass (objective sass_instructions)"))
+        needed["cuobjdump"] = ["fingerprints the pinned winner's objects, which `verify` checks",
+                               *needed.get("cuobjdump", [])]
+    found: dict[Tool, Path | None] = {"cuobjdump": toolchain.cuobjdump, "nvdisasm": toolchain.nvdisasm}
+    missing += [Missing(tool, "; ".join(needed[tool])) for tool, path in found.items() if tool in needed and path is None]
     return missing
 
 
@@ -84,7 +81,7 @@ def check_tune(manifest: Manifest, toolchain: Toolchain, *, pin: bool, objective
         cuda = {"cuobjdump", "nvdisasm"} & {m.tool for m in missing}
         raise ToolchainError(missing_message(f"tuning {manifest.target}", missing, toolchain, manifest.binary_dir,
                                              no_pin_helps=pin and cuda == {"cuobjdump"}
-                                             and not any(o.name == "sass_instructions" for o in objectives)))
+                                             and "cuobjdump" not in tools_needed(objectives)))
     bench = manifest.benchmark
     if needs_benchmark and bench is not None and cmake:  # where CMake builds it; a setuptools benchmark is a command
         try:

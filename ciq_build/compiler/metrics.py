@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ciq_build.compiler.toolchain import Toolchain, arch_number
+from ciq_build.core.objectives import KINDS, PtxasReport
 from ciq_build.errors import ToolchainError
 from ciq_build.measure import proc
 
@@ -122,23 +123,25 @@ def parse_ptxas_verbose(text: str) -> list[KernelUsage]:
 
 
 def summarize(usages: Iterable[KernelUsage]) -> dict[str, int]:
-    """Objective values over all kernels: registers (max), spill_bytes and stack_bytes (sums)."""
+    """Every ptxas-report objective's value over all kernels, by metric key (registers: the most, spill_bytes:
+    the sum, ..., as the objective table says), and the number of kernels."""
     usages = list(usages)
-    return {
-        "registers": max((u.registers for u in usages), default=0),
-        "spill_bytes": sum(u.spill_bytes for u in usages),
-        "stack_bytes": sum(u.stack_frame for u in usages),
-        "kernels": len(usages),
-    }
+    values = {kind.metric_key: _combined(kind.extractor, usages)
+              for kind in KINDS if isinstance(kind.extractor, PtxasReport)}
+    return {**values, "kernels": len(usages)}
+
+
+def _combined(report: PtxasReport, usages: list[KernelUsage]) -> int:
+    counts = [int(getattr(usage, report.field)) for usage in usages]
+    return max(counts, default=0) if report.combine == "max" else sum(counts)
 
 
 def kernel_values(usages: Iterable[KernelUsage], objectives: Mapping[str, tuple[str, str]]) -> dict[str, int]:
     """Per-kernel objective values: {name: value} for each {name: (metric, kernel regex)} of `objectives`.
 
     A kernel counts when the regex is found in its mangled or its demangled name;
-    registers is the most of those kernels (over every architecture), spill_bytes
-    and stack_bytes their sums, as summarize does over all. A name whose regex finds
-    no kernel is left out (its objective has no value).
+    its value combines those kernels (over every architecture) as summarize does
+    over all. A name whose regex finds no kernel is left out (its objective has no value).
     """
     usages = list(usages)
     names = demangled({u.function for u in usages}) if objectives else {}

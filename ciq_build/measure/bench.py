@@ -83,7 +83,6 @@ DEFAULT_METRIC_UNIT = "ms"
 # A printed time whose last digit is worth more than this fraction of the value
 # cannot tell candidates 1% apart (a 1% gain would be at most two steps).
 COARSE_RESOLUTION = 0.005
-STATIC_OBJECTIVES = ("registers", "spill_bytes", "stack_bytes", "sass_instructions", "compile_time")
 
 _TAIL_LINES = 20
 _TAIL_LINE_CHARS = 300

@@ -41,9 +41,10 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from ciq_build.build.cmake import ScratchTree, safe_name, scratch_root
-from ciq_build.build.manifest import Manifest, Objective
+from ciq_build.build.manifest import Manifest
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.objectives import Objective, needs_benchmark
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, MeasureSettings
 from ciq_build.errors import BuildError, CiqError, ConfigError, MissingExtraError
 from ciq_build.measure import proc
@@ -79,7 +80,7 @@ def actor_resources(objectives: Sequence[Objective], gpu_resource: str | None, c
     Split (the default), a runtime objective's benchmark is a task of its own (`benchmark_resources`), so
     no GPU idles while its actor compiles.
     """
-    benchmark = any(o.source == "benchmark" for o in objectives)
+    benchmark = needs_benchmark(objectives)
     if not benchmark and gpu_resource:
         raise ConfigError("--ray-gpu-resource asks for a GPU kind, but no objective runs a benchmark "
                           "(static objectives use CPUs only); leave it out")
@@ -333,8 +334,7 @@ class RayPool:
         # alone (uploaded sources): there the actor holds a GPU and runs it (ciq_build.ray.sources has no shipping of it).
         split = self.upload is None
         self.request = actor_resources(self.objectives, self.gpu_resource, self.compile_resource, split=split)
-        needs_benchmark = any(o.source == "benchmark" for o in self.objectives)
-        self.benchmark = benchmark_resources(self.gpu_resource) if split and needs_benchmark else None
+        self.benchmark = benchmark_resources(self.gpu_resource) if split and needs_benchmark(self.objectives) else None
         self.runner = RayRunner(self)
 
     @property
@@ -458,7 +458,7 @@ class RayRunner:
 
     @property
     def needs_benchmark(self) -> bool:
-        return any(o.source == "benchmark" for o in self.pool.objectives)
+        return needs_benchmark(self.pool.objectives)
 
     def evaluate(self, worker: RaySlot, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         ray = _ray()

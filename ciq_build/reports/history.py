@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from ciq_build.build.cmake import safe_name
-from ciq_build.build.manifest import Objective, load_manifest, parse_objective
+from ciq_build.build.manifest import load_manifest
+from ciq_build.core.objectives import Objective, metric_key, parse_objective
 from ciq_build.core.pareto import non_dominated
 from ciq_build.errors import CiqError, ManifestError
 from ciq_build.measure.bench import beats_baseline
@@ -33,7 +34,6 @@ from ciq_build.search.evaluation import (
     journaled_timings,
 )
 from ciq_build.state.journal import HEADER_KIND, Journal
-from ciq_build.tune.evaluation import metric_key
 
 
 @dataclass(frozen=True)

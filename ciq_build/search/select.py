@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ciq_build.build.manifest import Manifest, Objective
+from ciq_build.build.manifest import Manifest
 from ciq_build.compiler.controls import knob_space
 from ciq_build.compiler.toolchain import Toolchain, architecture_list
+from ciq_build.core.objectives import Objective, times_the_compile
 from ciq_build.core.params import parse_params
 from ciq_build.core.settings import PLAIN_KINDS, SearchSettings
 from ciq_build.core.space import Param
@@ -54,7 +55,7 @@ def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allo
     if "knobs" in kinds:
         arch = _first_arch(manifest.toolchain.architectures)
         knobs = knob_space(toolchain, allow_numerics, arch=arch)
-        if not any(o.name == "compile_time" for o in objectives):
+        if not times_the_compile(objectives):
             knobs = {name: param for name, param in knobs.items() if name not in COMPILE_TIME_KNOBS}
         space.update(knobs)
     if "params" in kinds:

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.build import environment
-from ciq_build.build.manifest import Manifest, Objective
+from ciq_build.build.manifest import Manifest
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
+from ciq_build.core.objectives import Objective
 from ciq_build.errors import DiskFullError
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import EVALUATION_KIND, JOURNALED_ID, Evaluation

@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.build.cmake import CandidateBuild, ScratchTree
-from ciq_build.build.manifest import Objective
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
+from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.core.pareto import dominates
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import SearchError
 from ciq_build.measure.bench import beats_baseline, interleaved
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.evaluation import failure_summary, jsonable, metric_key, objective_values
+from ciq_build.tune.evaluation import failure_summary, jsonable, objective_values
 from ciq_build.tune.evaluator import BuildRunner
 from ciq_build.tune.winner import pick_winner
 

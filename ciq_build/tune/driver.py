@@ -35,6 +35,7 @@ from ciq_build.build.sources import Snapshot, SourceSet
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import PROJECT_COMPILER, Toolchain, find_toolchain
 from ciq_build.core.causes import Cause
+from ciq_build.core.objectives import unbenchmarked_names
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, USER_CONFIGURE_TIMEOUT
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
 from ciq_build.measure import proc
@@ -258,8 +259,8 @@ class TuneRun:
             if evaluated.cause == Cause.NO_GPU:
                 raise NoGpuError(
                     f"the benchmark of {self.manifest.target} found no usable GPU, so runtime objectives cannot be "
-                    "measured here. Tune a static objective instead: --objective spill_bytes (or registers, "
-                    f"stack_bytes, sass_instructions, compile_time).\n{evaluated.message}")
+                    f"measured here. Tune one measured without a GPU instead: --objective, one of {unbenchmarked_names()}."
+                    f"\n{evaluated.message}")
             self.cache.record(evaluated, reuse=True)
         if not evaluated.ok:
             raise BenchmarkError(

@@ -1,4 +1,4 @@
-"""How an objective reads its score from an evaluation's metrics, and failures counted by cause.
+"""A candidate's scores from an evaluation's metrics, and failures counted by cause.
 
 The evaluation record itself is ciq_build.search.evaluation's (the search's table holds it too).
 """
@@ -8,19 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ciq_build.build.manifest import Objective
 from ciq_build.core.causes import Cause
+from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.search.evaluation import Evaluation
-
-# Where each objective's value is found among a candidate's metrics.
-_METRIC_KEYS = {"time": "time_ms", "energy": "energy_j", "compile_time": "compile_seconds"}
-
-
-def metric_key(objective: Objective) -> str:
-    """The metric an objective reads: time -> time_ms (benchmark protocol), metric:X -> X, static names as is."""
-    if objective.name.startswith("metric:"):
-        return objective.name[len("metric:"):]
-    return _METRIC_KEYS.get(objective.name, objective.name)
 
 
 def objective_values(objectives: Sequence[Objective], values: dict[str, float]) -> tuple[float, ...] | None:

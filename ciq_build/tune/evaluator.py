@@ -16,17 +16,26 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from ciq_build.build import environment
 from ciq_build.build.cmake import CandidateBuild, ScratchTree
-from ciq_build.build.manifest import Manifest, Objective
+from ciq_build.build.manifest import Manifest
 from ciq_build.compiler import metrics
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
+from ciq_build.core.objectives import (
+    Objective,
+    SassCount,
+    costly,
+    metric_key,
+    needs_benchmark,
+    only_ptxas_report,
+    times_the_compile,
+)
 from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement, coarse_precision_warning, measure
 from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.dedupe import CodeDedupe, code_key, taken_from
-from ciq_build.tune.evaluation import metric_key, objective_values
+from ciq_build.tune.evaluation import objective_values
 
 W_contra = TypeVar("W_contra", contravariant=True)
 
@@ -60,9 +69,9 @@ class BuildRunner:
         # worker more than that per GPU, the next candidates compile while one is benchmarked.
         self._builds = threading.BoundedSemaphore(build_jobs) if build_jobs else None
         # None: every candidate is measured. Only where measuring costs more than the code key
-        # (~50 ms of cuobjdump an object): a benchmark, or the SASS count; the other static
+        # (~50 ms of cuobjdump an object): a costly kind (a benchmark, the SASS count); the other static
         # metrics come free with the compile log.
-        self.dedupe: CodeDedupe | None = CodeDedupe() if self.needs_benchmark or self.needs_sass else None
+        self.dedupe: CodeDedupe | None = CodeDedupe() if costly(self.objectives) else None
         # What else a measurement depends on (sources, toolchain, benchmark: the driver's key of
         # the defaults), so a journaled evaluation of other sources never shares its code key.
         self.code_context = ""
@@ -74,20 +83,16 @@ class BuildRunner:
 
     @property
     def needs_benchmark(self) -> bool:
-        return any(o.source == "benchmark" for o in self.objectives)
+        return needs_benchmark(self.objectives)
 
     @property
     def static_only(self) -> bool:
         """Every objective is in ptxas's report: no object, no benchmark link is needed."""
-        return not self.needs_benchmark and not self.needs_sass and not self.measures_compile_time
+        return only_ptxas_report(self.objectives)
 
     @property
     def measures_compile_time(self) -> bool:
-        return any(o.name == "compile_time" for o in self.objectives)
-
-    @property
-    def needs_sass(self) -> bool:
-        return any(o.name == "sass_instructions" for o in self.objectives)
+        return times_the_compile(self.objectives)
 
     def remember(self, evaluated: Evaluation, *, incumbent: bool = False) -> None:
         """A journaled evaluation: later candidates may share its code; `incumbent`: and race against it."""
@@ -198,9 +203,10 @@ class BuildRunner:
             values.update({k: float(v) for k, v in metrics.summarize(usages).items()})
             per_kernel = {o.name: o.kernels for o in self.objectives if o.kernels is not None}
             values.update({k: float(v) for k, v in metrics.kernel_values(usages, per_kernel).items()})
-        if self.needs_sass and build.objects:
-            values["sass_instructions"] = float(
-                sum(metrics.sass_instruction_count(obj, self.toolchain) for obj in build.objects))
+        counted = {metric_key(o) for o in self.objectives if isinstance(o.extractor, SassCount)}
+        if counted and build.objects:
+            count = float(sum(metrics.sass_instruction_count(obj, self.toolchain) for obj in build.objects))
+            values.update(dict.fromkeys(counted, count))
         return values
 
 

@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Generic, Protocol, TypeVar
 
-from ciq_build.build.manifest import Objective
 from ciq_build.compiler.controls import Controls, controls_from_candidate
 from ciq_build.core.causes import Cause
+from ciq_build.core.objectives import Objective
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.search.base import CandidateSource, Proposal

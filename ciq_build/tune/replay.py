@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ciq_build.build.manifest import Objective
 from ciq_build.compiler.controls import Controls, controls_to_json
+from ciq_build.core.objectives import Objective
 from ciq_build.errors import SearchError
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import EVALUATION_KIND, Evaluation

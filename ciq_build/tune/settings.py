@@ -11,7 +11,8 @@ import argparse
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Manifest, Objective, parse_objectives
+from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Manifest
+from ciq_build.core.objectives import Objective, needs_benchmark, parse_objectives, unbenchmarked_names
 from ciq_build.core.settings import PLAIN_KINDS, BuildSettings, MeasureSettings, SearchSettings
 from ciq_build.errors import ConfigError
 from ciq_build.ray.sources import SOURCE_MODES
@@ -163,7 +164,7 @@ class TuneSettings:
 
     @property
     def needs_benchmark(self) -> bool:
-        return any(o.source == "benchmark" for o in self.objectives)
+        return needs_benchmark(self.objectives)
 
 
 def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
@@ -197,6 +198,5 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
         raise ConfigError(
             f"objective(s) {', '.join(o.name for o in objectives if o.source == 'benchmark')} need a "
             f"benchmark, and {registered}, "
-            "or tune a static objective (--objective spill_bytes, registers, stack_bytes, sass_instructions, "
-            "compile_time)")
+            f"or tune an objective measured without one (--objective, one of {unbenchmarked_names()})")
     return settings

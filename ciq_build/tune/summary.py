@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from pathlib import Path
 
-from ciq_build.build.manifest import Objective
+from ciq_build.core.objectives import Objective
 from ciq_build.pin.record import relative_change
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.evaluation import failure_summary

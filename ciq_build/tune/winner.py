@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ciq_build.build.manifest import Objective
+from ciq_build.core.objectives import Objective
 from ciq_build.core.pareto import dominates, non_dominated
 from ciq_build.search.evaluation import Evaluation
 
