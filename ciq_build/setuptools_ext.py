@@ -41,6 +41,7 @@ from ciq_build.compiler import gencode
 from ciq_build.compiler.controls import options_file_line
 from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain, split_arch, split_architectures
 from ciq_build.core.rules import is_target_name, load_rules
+from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import CiqError, ConfigError, ToolchainError
 from ciq_build.measure import proc
 from ciq_build.pin.record import BuildPin, gencode_options_file, resolve_build_pin
@@ -119,8 +120,7 @@ class CudaExtension(Extension):
             raise ConfigError(
                 f"CudaExtension({name!r}): nvcc_flags is a list of arguments, not the string {nvcc_flags!r}"
             )
-        if not nvcc_timeout > 0:
-            raise ConfigError(f"CudaExtension({name!r}): nvcc_timeout must be a positive number of seconds")
+        nvcc_seconds = _timeout(name, "nvcc_timeout", nvcc_timeout)
         super().__init__(name, [os.fspath(s) for s in sources], *args, **kwargs)
         if not any(_is_cuda(s) for s in self.sources):
             raise ConfigError(f"CudaExtension({name!r}) has no .cu source; list the kernels' .cu files in sources.")
@@ -132,7 +132,7 @@ class CudaExtension(Extension):
         if isinstance(params, str):
             raise ConfigError(f"CudaExtension({name!r}): params is a list of PARAMS entries, not the string {params!r}")
         self.params = tuple(str(p) for p in params)
-        self.nvcc_timeout = float(nvcc_timeout)
+        self.nvcc_timeout = nvcc_seconds
         # What `python -m ciq_build tune <ciq_target> --setuptools .` needs (ciq_build.setuptools_tune),
         # as ciq_tune_target()'s BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE and TIMEOUT; the build ignores them.
         for what, value in (("ciq_benchmark", ciq_benchmark), ("ciq_objectives", ciq_objectives),
@@ -142,12 +142,19 @@ class CudaExtension(Extension):
         if ciq_benchmark is not None and not ciq_benchmark:
             raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark is a command line, e.g. "
                               '[sys.executable, "bench.py"]; leave it out for static objectives only')
-        if not ciq_timeout > 0:
-            raise ConfigError(f"CudaExtension({name!r}): ciq_timeout must be a positive number of seconds")
+        ciq_seconds = _timeout(name, "ciq_timeout", ciq_timeout)
         self.ciq_benchmark = None if ciq_benchmark is None else tuple(str(a) for a in ciq_benchmark)
         self.ciq_objectives = tuple(str(o) for o in ciq_objectives)
         self.ciq_search_space = tuple(str(s) for s in ciq_search_space)
-        self.ciq_timeout = float(ciq_timeout)
+        self.ciq_timeout = ciq_seconds
+
+
+def _timeout(name: str, what: str, value: object) -> float:
+    """An extension's timeout argument in seconds, by the rule every timeout follows (BenchSpec's)."""
+    seconds = timeout_seconds(value)
+    if seconds is None:
+        raise ConfigError(f"CudaExtension({name!r}): {what} must be {TIMEOUT_RULE}, not {value!r}")
+    return seconds
 
 
 def _is_cuda(source: str | os.PathLike[str]) -> bool:

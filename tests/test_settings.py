@@ -64,7 +64,8 @@ def test_a_timed_objective_without_a_benchmark_is_refused_when_resolving(tmp_pat
 
 
 @pytest.mark.parametrize("argv, message", [(("-j", "0"), "--jobs"), (("--repeats", "0"), "--repeats"),
-                                           (("--pool-size", "1"), "--pool-size"), (("--timeout", "0"), "--timeout")])
+                                           (("--pool-size", "1"), "--pool-size"), (("--timeout", "0"), "--timeout"),
+                                           (("--timeout", "inf"), "--timeout"), (("--timeout", "nan"), "--timeout")])
 def test_impossible_command_lines_are_refused(tmp_path: Path, argv: tuple[str, ...], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         resolve_settings(_options(*argv), _manifest(tmp_path))

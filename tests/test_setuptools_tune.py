@@ -22,7 +22,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.errors import ConfigError
-from ciq_build.measure.bench import GpuSlots
+from ciq_build.measure.bench import BenchSpec, GpuSlots
 from ciq_build.measure.proc import run
 from ciq_build.search.base import Proposal
 from ciq_build.setuptools_ext import CudaExtension
@@ -68,6 +68,21 @@ def test_ciq_benchmark_must_be_a_command_list() -> None:
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark="python bench.py")
     with pytest.raises(ConfigError, match="ciq_timeout must be a positive"):
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_timeout=0)
+
+
+@pytest.mark.parametrize("seconds", [float("inf"), float("nan"), True, False, -1, 0.0, "60", None, 1e999])
+@pytest.mark.parametrize("name", ["ciq_timeout", "nvcc_timeout"])
+def test_a_timeout_that_is_not_a_finite_positive_number_is_refused_up_front(name: str, seconds: object) -> None:
+    # inf once crashed the tune with an OverflowError traceback; True passed as 1 s. The rule is BenchSpec's.
+    with pytest.raises(ConfigError, match=rf"{name} must be a positive, finite number of seconds, not "):
+        CudaExtension("m", ["k.cu"], ciq_target="k", **{name: seconds})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="must be a positive, finite number of seconds"):
+        BenchSpec(Path(sys.executable), timeout=seconds)  # type: ignore[arg-type]
+
+
+def test_a_whole_or_fractional_timeout_is_kept_as_seconds() -> None:
+    ext = CudaExtension("m", ["k.cu"], ciq_target="k", ciq_timeout=90, nvcc_timeout=2.5)
+    assert (ext.ciq_timeout, ext.nvcc_timeout) == (90.0, 2.5)
 
 
 @pytest.mark.slow

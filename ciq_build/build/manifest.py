@@ -11,7 +11,6 @@ manifest fails here with a message, not deep inside a tune.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 from ciq_build.compiler.toolchain import arch_name, split_architectures
 from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.rules import is_target_name
+from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import ConfigError, ManifestError
 from ciq_build.state.durable import read_json_object
 
@@ -261,12 +261,9 @@ def read_manifest(path: Path) -> Manifest:
             )
 
     timeout = r.get(data, "timeout")
-    try:
-        seconds = float(timeout) if type(timeout) in (int, float) else math.nan
-    except OverflowError:
-        seconds = math.inf
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise r.fail("timeout", f"must be a positive number of seconds, not {timeout!r}")
+    seconds = timeout_seconds(timeout)
+    if seconds is None:
+        raise r.fail("timeout", f"must be {TIMEOUT_RULE}, not {timeout!r}")
 
     allow_numerics = r.get(data, "allow_numerics")
     if not isinstance(allow_numerics, bool):

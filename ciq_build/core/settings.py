@@ -9,6 +9,7 @@ search layer can take its part (``SearchSettings``) without knowing the driver.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 # Seconds before one compile or benchmark run is killed, when neither --timeout nor
@@ -22,6 +23,24 @@ CONFIGURE_TIMEOUT_FACTOR = 5
 # Configuring the user's tree happens before its TIMEOUT is known.
 USER_CONFIGURE_TIMEOUT = 600.0
 
+
+
+def timeout_seconds(value: object) -> float | None:
+    """`value` as a timeout in seconds, or None when it is not one: only a finite, positive int or float.
+
+    A bool is not a number of seconds (``True`` once passed as 1 s), nor a string; an infinite or huge
+    one overflowed where a deadline was computed (an OverflowError traceback mid-tune).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int too large for a float
+        return None
+    return seconds if math.isfinite(seconds) and seconds > 0 else None
+
+
+TIMEOUT_RULE = "a positive, finite number of seconds"  # what timeout_seconds takes, for the messages
 
 
 def timeout_advice(seconds: float) -> str:

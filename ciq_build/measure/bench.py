@@ -60,7 +60,7 @@ import numpy as np
 import regex
 
 from ciq_build.core.causes import Cause
-from ciq_build.core.settings import timeout_advice
+from ciq_build.core.settings import TIMEOUT_RULE, timeout_advice, timeout_seconds
 from ciq_build.errors import BenchmarkError, ConfigError
 from ciq_build.measure import proc
 
@@ -139,8 +139,10 @@ class BenchSpec:
         object.__setattr__(self, "required", tuple(self.required))
         if self.cwd is not None:
             object.__setattr__(self, "cwd", Path(self.cwd))
-        if not (isinstance(self.timeout, (int, float)) and math.isfinite(self.timeout) and self.timeout > 0):
-            raise ConfigError(f"the benchmark timeout must be a positive number of seconds, not {self.timeout!r}")
+        seconds = timeout_seconds(self.timeout)
+        if seconds is None:
+            raise ConfigError(f"the benchmark timeout must be {TIMEOUT_RULE}, not {self.timeout!r}")
+        object.__setattr__(self, "timeout", seconds)
         if self.metric_regex:
             compile_metric_regex(self.metric_regex)
         else:

@@ -13,7 +13,14 @@ from pathlib import Path
 
 from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Manifest
 from ciq_build.core.objectives import Objective, needs_benchmark, parse_objectives, unbenchmarked_names
-from ciq_build.core.settings import PLAIN_KINDS, BuildSettings, MeasureSettings, SearchSettings
+from ciq_build.core.settings import (
+    PLAIN_KINDS,
+    TIMEOUT_RULE,
+    BuildSettings,
+    MeasureSettings,
+    SearchSettings,
+    timeout_seconds,
+)
 from ciq_build.errors import ConfigError
 from ciq_build.ray.sources import SOURCE_MODES
 
@@ -128,8 +135,8 @@ class TuneOptions:
             raise ConfigError("--repeats must be at least 1")
         if self.generations < 1 or self.pool_size < 2:
             raise ConfigError("--generations must be at least 1 and --pool-size at least 2")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ConfigError("--timeout must be a positive number of seconds")
+        if self.timeout is not None and timeout_seconds(self.timeout) is None:
+            raise ConfigError(f"--timeout must be {TIMEOUT_RULE}, not {self.timeout!r}")
         if self.executor not in EXECUTORS:
             raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {self.executor!r}")
         if self.executor != "ray" and (self.ray_address or self.ray_gpu_resource or self.ray_compile_resource
