@@ -141,7 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("target")
     _add_tree_options(export)
     export_format = export.add_mutually_exclusive_group(required=True)
-    export_format.add_argument("--csv", metavar="FILE", help="write CSV to FILE (- for stdout)")
+    export_format.add_argument("--csv", metavar="FILE", help="write CSV to FILE (- for stdout), safe for spreadsheets: "
+                               "a text cell starting like a formula (=, +, -, @, tab, CR: every flag) or with ' "
+                               "gets one ' in front (drop it for the value; --json keeps every value exact)")
     export_format.add_argument("--json", metavar="FILE", help="write JSON to FILE (- for stdout)")
 
     sample = commands.add_parser(

@@ -349,6 +349,30 @@ def test_export_and_the_page_say_where_each_evaluation_ran_and_how_it_was_cut(tm
     assert "raced out after 1 run(s)" in text and "same code as a" in text and "ray-1@node7:4242" in text
 
 
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_text_behind_one_quote(tmp_path: Path) -> None:
+    # Every pinned flag starts with '-': spreadsheets showed them as #NAME?, and '=HYPERLINK(...)' from an
+    # edited journal would run. A text cell starting = + - @ tab CR (or ' itself, so that dropping one leading
+    # ' always gives the value back) gets a ' in front; numbers stay numbers.
+    hostile = {"=1+1": "=cmd|' /C calc'!A0", "+2": "+2", "@SUM(A1)": "@SUM(A1)", "\tx": "\tx", "\rx": "\rx",
+               "'q": "'q", "\uff1dx": "\uff1d1+1", "ok": "plain"}
+    records = [{"key": "=k", "generation": 0, "ok": True, "scores": [-3.5], "metrics": {"delta": -2},
+                "controls": {"flags": ["-Xptxas=-O1", "--use_fast_math"], "defines": {"X": "-1"}},
+                "params": {f"param.{name}": value for name, value in hostile.items()}, "message": "-oops"}]
+    text = to_csv(_edited_history(tmp_path, records, ["time"]))
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    header, row = rows[0], rows[1]
+    cells = dict(zip(header, row))
+    assert cells["flags"] == "'-Xptxas=-O1 --use_fast_math" and cells["message"] == "'-oops"
+    assert cells["key"] == "'=k" and cells["defines"] == "X=-1"
+    assert cells["score.time"] == "-3.5" and cells["metric.delta"] == "-2.0"  # numbers, not text
+    for name, value in hostile.items():
+        column = f"param.{name}"
+        shown = next(h for h in header if h.lstrip("'") == column)
+        assert cells[shown] == (value if value == "plain" else "'" + value), name
+    text_cells = [cell for r in rows for cell in r if cell and cell not in ("-3.5", "-2.0")]
+    assert all(cell[0] not in "=+-@\t\r\uff1d\uff0b\uff0d\uff20" for cell in text_cells)
+
+
 @settings(_EDITED, max_examples=200)
 @given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
 def test_any_journal_anyone_could_have_edited_reports_and_exports_or_says_why_not(

@@ -6,6 +6,15 @@ metric), why it failed, and where its time went. CSV columns are flat and
 named: the search parameters by their own names (``knob.*``, ``param.*``),
 then ``score.*``, ``metric.*`` and ``timing.*``; JSON keeps the
 same row as nested objects. Missing values are empty in CSV and null in JSON.
+
+CSV is opened in spreadsheets, which run a cell starting ``=``, ``+``, ``-``
+or ``@`` (tab and CR too, and their full-width forms) as a formula: every
+pinned flag starts with ``-`` and showed as ``#NAME?``, and a journal anyone
+edited could hold ``=HYPERLINK(...)``. So a text cell starting with one of
+those, or with ``'`` itself, gets a single ``'`` in front (the OWASP
+convention: a spreadsheet shows the text, and dropping one leading ``'``
+from any text cell gives the value back); numbers are written as numbers.
+JSON holds every value exactly, for pandas and notebooks.
 """
 
 from __future__ import annotations
@@ -91,10 +100,25 @@ def to_csv(history: TuneHistory) -> str:
     columns = fixed + varying + tail
     out = io.StringIO()
     # The csv module's own \r\n line ends (RFC 4180): only then does it quote a field holding a lone \r.
-    writer = csv.DictWriter(out, fieldnames=columns, restval="")
-    writer.writeheader()
-    writer.writerows(rows)
+    writer = csv.writer(out)
+    writer.writerow([as_text_cell(column) for column in columns])
+    for row in rows:
+        writer.writerow([_cell(row.get(column, "")) for column in columns])
     return out.getvalue()
+
+
+# What makes a spreadsheet read a cell as a formula (OWASP's list, with the full-width forms some
+# spreadsheets also take), and the quote that marks a cell as text (quoted too, so one always comes off).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20", "'")
+
+
+def as_text_cell(text: str) -> str:
+    """`text` as a CSV cell no spreadsheet runs: a leading ' where it starts like a formula (or with ')."""
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
+def _cell(value: Any) -> Any:
+    return as_text_cell(value) if isinstance(value, str) else value
 
 
 def _flat(row: dict[str, Any]) -> dict[str, Any]:
