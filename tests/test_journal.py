@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.errors import BusyError, JournalError
-from ciq_build.state.journal import Journal, TargetLock
+from ciq_build.state.journal import KEPT_BACKUPS, Journal, TargetLock
 
 PROGRAMS = Path(__file__).parent / "programs"
 SETTINGS = {"target": "gemm", "toolchain": {"cuda": "13.3"}, "space": ["knob.maxrregcount=range(32,255)"]}
@@ -187,6 +187,36 @@ def test_reset_keeps_the_old_journal_as_backup(tmp_path: Path) -> None:
     journal.append({"i": 2})
     second = journal.reset()  # within the same second: both backups survive
     assert second is not None and second != first and first.exists() and second.exists()
+
+
+def test_only_the_newest_backups_are_kept_and_the_pruned_ones_are_named(tmp_path: Path) -> None:
+    # Each tune --fresh left one more <name>.<time>.bak that nothing pruned.
+    journal = Journal(tmp_path / "gemm.jsonl")
+    planted = ["20240101T000000Z", "20250101T000000Z", "20250101T000000Z-1", "20250101T000000Z-10",
+               "20250101T000000Z-2"]
+    for stamp in planted:
+        (tmp_path / f"gemm.jsonl.{stamp}.bak").write_text("{}\n")
+    (tmp_path / "gemm.jsonl.notes.bak").write_text("mine\n")  # not a backup's name: never touched
+    (tmp_path / "other.jsonl.20200101T000000Z.bak").write_text("{}\n")  # another target's
+    journal.begin(SETTINGS)
+    start = journal.begin(SETTINGS, fresh=True)
+    assert start.backup is not None and start.backup.exists()
+    kept = sorted(p.name for p in tmp_path.glob("gemm.jsonl.*Z*.bak"))
+    assert len(kept) == KEPT_BACKUPS == 3
+    # Oldest first by time, then by counter (-2 before -10): the two 2025 ones with the highest counters stay.
+    assert set(kept) == {start.backup.name, "gemm.jsonl.20250101T000000Z-2.bak", "gemm.jsonl.20250101T000000Z-10.bak"}
+    assert sorted(p.name for p in start.pruned) == ["gemm.jsonl.20240101T000000Z.bak",
+                                                     "gemm.jsonl.20250101T000000Z-1.bak",
+                                                     "gemm.jsonl.20250101T000000Z.bak"]
+    assert (tmp_path / "gemm.jsonl.notes.bak").exists() and (tmp_path / "other.jsonl.20200101T000000Z.bak").exists()
+    newest = start.backup
+    for round_ in range(4):  # many fresh starts, most within one second: the newest 3 always, this one among them
+        journal.append({"i": round_})
+        start = journal.begin(SETTINGS, fresh=True)
+        assert start.backup is not None and start.backup.exists() and start.backup != newest
+        assert len(list(tmp_path.glob("gemm.jsonl.*Z*.bak"))) == KEPT_BACKUPS
+        assert Journal(start.backup).records()[-1] == {"i": round_}
+        newest = start.backup
 
 
 # -- the tune lock ---------------------------------------------------------------------------

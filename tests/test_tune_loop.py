@@ -325,3 +325,17 @@ def test_raced_and_shared_evaluations_survive_the_journal_and_a_raced_one_never_
     assert {e.key for e in resumed.evaluations if e.raced} == {e.key for e in loop.evaluations if e.raced}
     assert {(e.key, e.same_code_as) for e in resumed.evaluations if e.same_code_as} == \
         {(e.key, e.same_code_as) for e in loop.evaluations if e.same_code_as}
+
+
+def test_a_fresh_start_says_where_the_old_journal_went_and_which_backups_it_removed(tmp_path: Path) -> None:
+    path = tmp_path / "kernels.jsonl"
+    header = {"target": "kernels", "objectives": [o.spec for o in TIME]}
+    for stamp in ("20240101T000000Z", "20240102T000000Z", "20240103T000000Z"):
+        path.with_name(f"{path.name}.{stamp}.bak").write_text("{}\n")
+    opened_cache(path, TIME)
+    said: list[str] = []
+    EvaluationCache(Journal(path), TIME, said.append).open(header, fresh=True)
+    (line,) = [text for text in said if "--fresh" in text]
+    assert "kernels.jsonl.2024" not in line.split("(removed")[0]  # the new backup's name comes first
+    assert "only the newest 3 such backups are kept" in line and "kernels.jsonl.20240101T000000Z.bak" in line
+    assert len(list(tmp_path.glob("kernels.jsonl.*.bak"))) == 3

@@ -11,8 +11,10 @@ cut - resumes without measuring anything twice. Durability rules:
   fatal: losing one evaluation is better than refusing to resume;
 * before appending after a torn line, a newline is written first, so the torn
   fragment cannot swallow the next record;
-* records are never deleted: ``reset()`` (``--fresh``) renames the old journal
-  to ``<name>.<UTC timestamp>.bak``;
+* records are never deleted in place: ``reset()`` (``--fresh``) renames the
+  old journal to ``<name>.<UTC timestamp>.bak``; ``begin(fresh=True)`` then
+  keeps the newest ``KEPT_BACKUPS`` (3) such backups and removes older ones
+  (each --fresh left one more, and nothing pruned them);
 * the journal is only ever a regular file of its own: a symlink (or a FIFO, a
   device) planted at its path is refused, never followed (``O_NOFOLLOW``), so
   appends cannot be redirected into another file;
@@ -37,6 +39,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import socket
 import stat
 import sys
@@ -54,6 +57,10 @@ from ciq_build.errors import BusyError, DiskFullError, JournalError
 from ciq_build.state.durable import atomic_write, fsync_dir, read_json_object
 
 HEADER_KIND = "header"
+KEPT_BACKUPS = 3  # journals moved aside by --fresh that are kept: the newest ones
+# What follows the journal's name in a backup's: the UTC time it was moved aside, and a counter
+# for a second one within that second.
+_BACKUP_SUFFIX = re.compile(r"\.(\d{8}T\d{6}Z)(?:-(\d+))?\.bak", re.ASCII)
 
 
 def _now_iso() -> str:
@@ -130,17 +137,50 @@ class Journal:
             if not self.path.exists():
                 return None
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-            backup = self.path.with_name(f"{self.path.name}.{stamp}.bak")
-            counter = 1
-            while backup.exists():  # two resets within one second keep both backups
-                backup = self.path.with_name(f"{self.path.name}.{stamp}-{counter}.bak")
-                counter += 1
+            # Two resets within one second keep both backups: the later one counts on from the highest
+            # counter of that second (never a lower one that pruning freed, or it would sort as older).
+            counters = [counter for when, counter, _ in self._backups() if when == stamp]
+            suffix = f"-{max(counters) + 1}" if counters else ""
+            backup = self.path.with_name(f"{self.path.name}.{stamp}{suffix}.bak")
             try:
                 os.rename(self.path, backup)
             except OSError as exc:
                 raise JournalError(f"cannot move the journal {self.path} aside to {backup}: {exc}") from exc
             fsync_dir(self.path.parent)
             return backup
+
+    def prune_backups(self, keep: int = KEPT_BACKUPS) -> list[Path]:
+        """Remove all but the newest `keep` backups reset() made; returns those removed.
+
+        Only names reset() gives (``<name>.<YYYYmmddTHHMMSSZ>[-N].bak``) are backups; nothing else is touched.
+        """
+        removed = []
+        with self._write_lock:
+            backups = self._backups()
+            for _, _, path in backups[: max(0, len(backups) - keep)]:
+                try:
+                    path.unlink()
+                except FileNotFoundError:
+                    continue  # another process pruned it first
+                except OSError as exc:
+                    raise JournalError(f"cannot remove the old journal backup {path}: {exc}; remove it by hand "
+                                       "or free the folder") from exc
+                removed.append(path)
+        return removed
+
+    def _backups(self) -> list[tuple[str, int, Path]]:
+        """reset()'s backups of this journal, oldest first: by time, then by counter."""
+        prefix = self.path.name
+        try:
+            names = os.listdir(self.path.parent)
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            match = _BACKUP_SUFFIX.fullmatch(name, len(prefix)) if name.startswith(prefix) else None
+            if match is not None:
+                found.append((match.group(1), int(match.group(2) or 0), self.path.with_name(name)))
+        return sorted(found)
 
     # -- reading ---------------------------------------------------------------
 
@@ -194,15 +234,14 @@ class Journal:
         Appends `header` as a header record unless the latest header already says the same;
         returns every record read before that, and whether they were written by another search.
         """
-        if fresh:
-            self.reset()
+        backup, pruned = (self.reset(), tuple(self.prune_backups())) if fresh else (None, ())
         records = self.records()
         wanted = {"kind": HEADER_KIND, **dict(header)}
         latest = next((r for r in reversed(records) if r.get("kind") == HEADER_KIND), None)
         same = latest is not None and {k: latest.get(k) for k in wanted} == wanted
         if not same:
             self.append(wanted)
-        return JournalStart(records, another_search=latest is not None and not same)
+        return JournalStart(records, another_search=latest is not None and not same, backup=backup, pruned=pruned)
 
 
 @dataclass(frozen=True)
@@ -211,6 +250,8 @@ class JournalStart:
 
     records: list[dict[str, Any]]
     another_search: bool
+    backup: Path | None = None  # where --fresh moved the old journal
+    pruned: tuple[Path, ...] = ()  # older backups --fresh removed (only the newest KEPT_BACKUPS are kept)
 
 
 def _parse_line(raw: bytes) -> dict[str, Any] | str:

@@ -26,7 +26,7 @@ from ciq_build.core.objectives import Objective
 from ciq_build.errors import DiskFullError
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import EVALUATION_KIND, JOURNALED_ID, Evaluation
-from ciq_build.state.journal import Journal
+from ciq_build.state.journal import KEPT_BACKUPS, Journal
 from ciq_build.tune.evaluation import objective_values
 
 # A journal record naming files the build writes into the source tree (ciq_build.build.sources).
@@ -121,6 +121,10 @@ class EvaluationCache:
     def open(self, header: dict[str, Any], *, fresh: bool = False) -> None:
         """Read what the journal holds for this target (after its header for this search is written)."""
         start = self.journal.begin(header, fresh=fresh)
+        if start.backup is not None:
+            kept = f"; only the newest {KEPT_BACKUPS} such backups are kept" if start.pruned else ""
+            removed = f" (removed the older {', '.join(p.name for p in start.pruned)})" if start.pruned else ""
+            self.say(f"--fresh: the old journal is now {start.backup}{kept}{removed}")
         if start.another_search:
             # Evaluations are keyed by what determines them (sources, toolchain,
             # controls, benchmark), so another search's results stay valid: keep them.
