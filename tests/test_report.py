@@ -427,3 +427,25 @@ def test_a_journal_that_names_no_objective_still_gives_a_page(tmp_path: Path) ->
     history = _edited_history(tmp_path, [{"key": "a", "generation": 0, "ok": True, "scores": [], "controls": {}}], [])
     page = report_page.render_html(history)
     assert 'id="plot-time"' in page and 'id="plot-convergence"' not in page
+
+
+def test_report_and_export_of_a_copied_build_dir_read_the_copys_own_journal(tmp_path: Path) -> None:
+    # The copy's manifest still names the original build dir (absolute paths): report and export read
+    # the original's journal through it, and the report's page was written into the original.
+    from test_target import valid_manifest, write_manifest
+
+    original, copy = tmp_path / "build", tmp_path / "build copy"
+    for build, keys in ((original, ["orig-a", "orig-b", "orig-c"]), (copy, ["copy-a"])):
+        write_manifest(build, valid_manifest(original, "kern"), "kern")  # both say binary_dir = original
+        journal = build / "ciq" / "journal" / "kern.jsonl"
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        lines = [{"kind": "header", "objectives": ["time"]}] + [
+            {"kind": "evaluation", "key": key, "ok": True, "scores": [1.0], "controls": {}} for key in keys]
+        journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    history = load_history("kern", copy)
+    assert [e.key for e in history.evaluations] == ["copy-a"] and history.journal_path.is_relative_to(copy)
+    exported = json.loads(_ciq("export", "kern", "-B", str(copy), "--json", "-", cwd=tmp_path).stdout)
+    assert [e["key"] for e in exported["evaluations"]] == ["copy-a"]
+    done = _ciq("report", "kern", "-B", str(copy), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (copy / "ciq" / "report" / "kern.html").is_file() and not (original / "ciq" / "report").exists()

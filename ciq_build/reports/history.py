@@ -18,14 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from ciq_build.build.cmake import safe_name
-from ciq_build.build.manifest import load_manifest
 from ciq_build.core.objectives import Objective, metric_key, parse_objective
 from ciq_build.core.pareto import non_dominated
 from ciq_build.errors import CiqError, ManifestError
 from ciq_build.measure.bench import beats_baseline
 from ciq_build.pin.record import PinnedRecord, read_record
-from ciq_build.reports.show import pin_file_for
+from ciq_build.reports.show import journal_path, pin_file_for
 from ciq_build.search.evaluation import (
     EVALUATION_KIND,
     TIMING_NAMES,
@@ -219,19 +217,10 @@ def _iqr(values: tuple[float, ...]) -> float:
 # -- reading -----------------------------------------------------------------------
 
 
-def journal_path(target: str, build_dir: Path) -> Path:
-    """Where `tune` journals `target`: under the build tree's ciq/ (the manifest's, when configured)."""
-    try:
-        state_dir = load_manifest(build_dir, target).binary_dir / "ciq"
-    except CiqError:
-        state_dir = build_dir / "ciq"
-    return state_dir / "journal" / f"{safe_name(target)}.jsonl"
-
-
 def load_history(target: str, build_dir: Path, source_dir: Path | None = None,
                  pin_file: Path | None = None) -> TuneHistory:
     """The history of `target`'s tunes in `build_dir`; ManifestError when it was never tuned there."""
-    path = journal_path(target, build_dir)
+    path = journal_path(build_dir, target)
     journal = Journal(path)
     records = journal.records()
     evaluations = [r for r in records if r.get("kind") == EVALUATION_KIND]

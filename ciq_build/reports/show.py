@@ -34,7 +34,11 @@ def show(target: str, build_dir: Path, source_dir: Path | None, pin_file: Path |
 
 
 def journal_path(build_dir: Path, target: str) -> Path:
-    """Where `tune` journals a target's evaluations."""
+    """Where `tune` journals a target's evaluations: the build tree's own ciq/, beside its manifests.
+
+    Never through the manifest's absolute binary_dir: in a copy of a build tree that still names the
+    original, whose journal report and export would then read (and whose folder the page went into).
+    """
     return Path(build_dir) / "ciq" / "journal" / f"{safe_name(target)}.jsonl"
 
 
