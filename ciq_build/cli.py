@@ -18,6 +18,7 @@ from ciq_build.core.settings import BuildSettings, MeasureSettings, SearchSettin
 from ciq_build.errors import CiqError
 from ciq_build.ray.sources import SOURCE_MODES
 from ciq_build.resources import cmake_dir
+from ciq_build.search.strategies import strategy_names
 
 _SEARCH, _MEASURE, _BUILD = SearchSettings(), MeasureSettings(), BuildSettings()
 
@@ -64,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], "
                            "a .bin search space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); "
                            "default: the target's SEARCH_SPACE (knobs + params)")
+    tune.add_argument("--strategy", default=None, choices=strategy_names(),
+                      help=f"how to search: {', '.join(strategy_names())} (ciq_build.search.strategies); default: "
+                           "compileiq for a compiler ACF space (only it can sample one), else ga")
     tune.add_argument("--allow-numerics", action="store_true",
                       help="also search flags that change floating-point results (fast-math family)")
     tune.add_argument("--pick", default=_SEARCH.pick, choices=["knee", "first"],

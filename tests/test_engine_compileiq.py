@@ -24,6 +24,7 @@ from ciq_build.errors import ConfigError, MissingExtraError, ToolchainError
 from ciq_build.measure.proc import run
 from ciq_build.search.compileiq import CompileIqEngine, resolve_space
 from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.strategies import SearchRequest
 
 
 def _have_compileiq() -> bool:
@@ -368,7 +369,9 @@ def test_an_acf_space_for_a_toolkit_without_spaces_is_refused_before_any_network
     monkeypatch.setattr(resolver, "resolve_with_metadata", lambda **kw: asked.append(kw))
     for spec in ("ptxas-acf", "nvcc-acf", "ptxas-acf:13.3"):
         with pytest.raises(ToolchainError) as refused:
-            compileiq_engine.make_source(spec, {}, SearchConfiguration(generations=1), tmp_path, None, toolchain, ["spill_bytes"])
+            compileiq_engine.CompileIqStrategy().make(SearchRequest(
+                {}, SearchConfiguration(generations=1), ("spill_bytes",), acf_space=spec, acf_dir=tmp_path,
+                toolchain=toolchain))
         message = str(refused.value)
         assert f"CUDA {toolchain.version}" in message or f"CUDA {toolchain.major_minor}" in message, message
         pip = getattr(toolchains, "pip_nvcc", lambda: None)()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from ciq_build.cli import build_parser
 from ciq_build.core.settings import DEFAULT_TIMEOUT, MeasureSettings, SearchSettings
 from ciq_build.errors import ConfigError
 from ciq_build.resources import cmake_dir
+from ciq_build.search.strategies import strategy_names
 from ciq_build.tune.settings import TuneOptions, resolve_settings
 
 
@@ -69,3 +71,16 @@ def test_a_timed_objective_without_a_benchmark_is_refused_when_resolving(tmp_pat
 def test_impossible_command_lines_are_refused(tmp_path: Path, argv: tuple[str, ...], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         resolve_settings(_options(*argv), _manifest(tmp_path))
+
+
+def test_the_strategy_comes_from_the_command_line_and_an_unknown_one_is_refused_naming_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert resolve_settings(_options(), _manifest(tmp_path)).search.strategy is None  # the space's default
+    given = _options("--strategy", "ga")
+    assert resolve_settings(given, _manifest(tmp_path)).search.strategy == "ga"
+    assert TuneOptions.from_args(build_parser().parse_args(["tune", *given.argv()])).strategy == "ga"
+    with pytest.raises(SystemExit):
+        _options("--strategy", "annealing")
+    assert f"invalid choice: 'annealing' (choose from {', '.join(map(repr, strategy_names()))})" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="unknown strategy 'annealing': use one of"):
+        resolve_settings(dataclasses.replace(_options(), strategy="annealing"), _manifest(tmp_path))

@@ -64,6 +64,9 @@ class SearchSettings:
     kinds: tuple[str, ...] = PLAIN_KINDS  # knobs, params, an ACF space, acf-pool:<dir>
     allow_numerics: bool = False  # also search flags that change floating-point results
     pick: str = "knee"  # which Pareto point to pin: knee or first
+    # A registered strategy's name (ciq_build.search.strategies) or, from Python, a Strategy object;
+    # None: the space's default (compileiq for a compiler ACF space, else the GA).
+    strategy: object = None
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ NVIDIA's compileiq engine (and the ~800 MB it installs) may not be available
 where the GPU is, and only compileiq can write an ACF. So `sample-acfs` draws
 ACFs from a compiler search space where compileiq is installed, into a folder
 with a `pool.json`; `tune --controls acf-pool:<folder>` then searches, with
-ciq_build's genetic engine, which ACF of the pool (or none: the compiler's
-default) to use, together with the knobs and params.
+any strategy over grids (ciq_build's genetic engine by default), which ACF of
+the pool (or none: the compiler's default) to use, together with the knobs and
+params.
 
 A pool is identified by its content, not by its seed. compileiq encrypts every
 ACF with fresh randomness (see ``ciq_build.search.compileiq``), so sampling
@@ -23,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,9 @@ from ciq_build.compiler.toolchain import Toolchain, major_minor
 from ciq_build.core.rules import load_rules
 from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
-from ciq_build.search.base import Proposal
+from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.ga import SearchConfiguration
-from ciq_build.search.genetic import GeneticSource
+from ciq_build.search.strategies import SearchRequest, make_source
 from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
 POOL_FILE = "pool.json"
@@ -108,40 +108,58 @@ def load_pool(directory: Path) -> dict[str, Any]:
     return pool
 
 
-class AcfPoolSource:
-    """The genetic search over knobs, params and which pooled ACF (if any) to apply."""
+class AcfPool:
+    """A loaded, checked pool: the choice of which ACF (knocked out: none) and the file each choice names."""
 
-    def __init__(self, directory: Path, space: Mapping[str, Param], config: SearchConfiguration,
-                 objective_names: list[str], toolchain: Toolchain):
+    def __init__(self, directory: Path, toolchain: Toolchain | None):
         self.directory = Path(directory).absolute()
-        self.pool = load_pool(self.directory)
-        reader = toolchain.ptxas_version if self.pool["compiler"] == "ptxas" else toolchain.version
-        check_toolkit_accepts(self.pool["compiler"], str(self.pool.get("cuda")), major_minor(reader))
-        names = [entry["file"] for entry in self.pool["acfs"]]
+        self.listing = load_pool(self.directory)
+        if toolchain is not None:
+            reader = toolchain.ptxas_version if self.listing["compiler"] == "ptxas" else toolchain.version
+            check_toolkit_accepts(self.listing["compiler"], str(self.listing.get("cuda")), major_minor(reader))
+        self.refs = {entry["file"]: AcfRef(self.directory / entry["file"], self.listing["compiler"], entry["sha256"])
+                     for entry in self.listing["acfs"]}
+
+    @property
+    def param(self) -> Param:
         # Knocked out = no ACF: the compiler's default stays in the running.
-        full_space = {**space, POOL_PARAM: ss.choice(names, knockout_prob=0.5)}
-        self.genetic = GeneticSource(full_space, config, objective_names)
-        self._refs = {entry["file"]: AcfRef(self.directory / entry["file"], self.pool["compiler"], entry["sha256"])
-                      for entry in self.pool["acfs"]}
+        return ss.choice(list(self.refs), knockout_prob=0.5)
+
+    def describe(self) -> dict[str, Any]:
+        return {"space": self.listing.get("space"), "seed": self.listing.get("seed"), "size": len(self.refs),
+                "pool_sha256": pool_sha256(self.listing["acfs"])}
+
+
+def make_pool_source(strategy: object, request: SearchRequest, pool: AcfPool) -> AcfPoolSource:
+    """`strategy` searching the request's parameters and which pooled ACF (if any) to apply."""
+    inner = make_source(strategy, replace(request, space={**request.space, POOL_PARAM: pool.param}))
+    return AcfPoolSource(pool, inner)
+
+
+class AcfPoolSource:
+    """Any strategy's source over the pool's choice, its proposals carrying the chosen ACF."""
+
+    def __init__(self, pool: AcfPool, inner: CandidateSource):
+        self.pool = pool
+        self.inner = inner
         self._asked: dict[int, Proposal] = {}
 
     def ask(self) -> list[Proposal]:
         proposals = []
-        for proposal in self.genetic.ask():
+        for proposal in self.inner.ask():
             params = dict(proposal.params)
             name = params.pop(POOL_PARAM, None)
-            mapped = replace(proposal, params=params, acf=self._refs[name] if name is not None else None,
+            mapped = replace(proposal, params=params, acf=self.pool.refs[name] if name is not None else None,
                              extra={**proposal.extra, POOL_PARAM: name})
             self._asked[proposal.id] = proposal
             proposals.append(mapped)
         return proposals
 
     def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
-        self.genetic.tell(self._asked.pop(proposal.id), scores, reason)
+        self.inner.tell(self._asked.pop(proposal.id), scores, reason)
 
     def describe(self) -> dict[str, Any]:
-        described = self.genetic.describe()
-        described["engine"] = "ciq_build.ga+acf-pool"
-        described["acf_pool"] = {"space": self.pool.get("space"), "seed": self.pool.get("seed"),
-                                 "size": len(self.pool["acfs"]), "pool_sha256": pool_sha256(self.pool["acfs"])}
+        described = self.inner.describe()
+        described["engine"] = f"{described['engine']}+acf-pool"
+        described["acf_pool"] = self.pool.describe()
         return described

@@ -67,19 +67,19 @@ from ciq_build.core.space import Literal, Param, Range, as_space
 from ciq_build.errors import ConfigError, MissingExtraError, SearchError, ToolchainError
 from ciq_build.search.base import Proposal
 from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.strategies import COMPILER_ACF, SearchRequest
 from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
 if TYPE_CHECKING:
-    from ciq_build.build.manifest import Manifest
     from ciq_build.compiler.toolchain import Toolchain
 
 __all__ = [
     "ENGINE_NAME",
     "INSTALL_HINT",
     "CompileIqEngine",
+    "CompileIqStrategy",
     "SpaceIdentity",
     "load_compileiq",
-    "make_source",
     "parse_space_spec",
     "resolve_space",
 ]
@@ -573,7 +573,7 @@ class _Ledger:
             handle.write(json.dumps(entry, sort_keys=True, default=str) + "\n")
 
 
-# --------------------------------------------------------------------------- for the driver
+# --------------------------------------------------------------------------- the strategy
 
 
 def check_space_exists_for(compiler: str, cuda: str, toolchain: Toolchain) -> None:
@@ -599,19 +599,29 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in major_minor(version).split(".")) if major_minor(version) else (0,)
 
 
-def make_source(acf_kind: str, space: Mapping[str, Param], config: SearchConfiguration, acf_dir: Path,
-                manifest: Manifest, toolchain: Toolchain, objective_names: Sequence[str]) -> CompileIqEngine:
-    """The compileiq engine for a tune, after refusing up front what the compiler would refuse."""
-    parsed = parse_space_spec(acf_kind)
-    if not isinstance(parsed, Path):  # a named space: refuse before compileiq may go to the network for it
-        compiler, version, _ = parsed
-        check_space_exists_for(compiler, version or toolchain.major_minor, toolchain)
-        check_toolkit_accepts(compiler, version or toolchain.major_minor,
-                              major_minor(toolchain.ptxas_version if compiler == "ptxas" else toolchain.version))
-    identity = resolve_space(acf_kind, default_version=toolchain.major_minor)
-    # A ptxas ACF is read by ptxas alone, so it is ptxas's version that must match.
-    reader_version = toolchain.ptxas_version if identity.compiler == "ptxas" else toolchain.version
-    check_toolkit_accepts(identity.compiler, identity.cuda, major_minor(reader_version))
-    if identity.compiler == "nvcc":
-        check_nvcc_acf_architectures(manifest.toolchain.architectures)
-    return CompileIqEngine(identity, space or None, config, acf_dir, objective_names)
+class CompileIqStrategy:
+    """`--strategy compileiq`, the default (and only strategy) for a compiler search space."""
+
+    name = ENGINE_NAME
+    spaces = frozenset({COMPILER_ACF})
+
+    def make(self, request: SearchRequest) -> CompileIqEngine:
+        """The compileiq engine for a tune, after refusing up front what the compiler would refuse."""
+        assert request.acf_space is not None and request.acf_dir is not None  # COMPILER_ACF requests carry both
+        toolchain = request.toolchain
+        parsed = parse_space_spec(request.acf_space)
+        if toolchain is not None and not isinstance(parsed, Path):
+            # A named space: refuse before compileiq may go to the network for it.
+            compiler, version, _ = parsed
+            check_space_exists_for(compiler, version or toolchain.major_minor, toolchain)
+            check_toolkit_accepts(compiler, version or toolchain.major_minor,
+                                  major_minor(toolchain.ptxas_version if compiler == "ptxas" else toolchain.version))
+        identity = resolve_space(request.acf_space, default_version=toolchain.major_minor if toolchain else None)
+        if toolchain is not None:
+            # A ptxas ACF is read by ptxas alone, so it is ptxas's version that must match.
+            reader_version = toolchain.ptxas_version if identity.compiler == "ptxas" else toolchain.version
+            check_toolkit_accepts(identity.compiler, identity.cuda, major_minor(reader_version))
+        if identity.compiler == "nvcc":
+            check_nvcc_acf_architectures(request.architectures)
+        return CompileIqEngine(identity, request.space or None, request.config, request.acf_dir,
+                               request.objective_names)

@@ -10,6 +10,7 @@ from ciq_build.core.space import Param, as_space
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import Proposal
 from ciq_build.search.ga import Candidate, Search, SearchConfiguration
+from ciq_build.search.strategies import GRID, SearchRequest
 
 ENGINE_NAME = "ciq_build.ga"
 
@@ -51,3 +52,13 @@ class GeneticSource:
             "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
                        "mutate_rate": self.config.mutate_rate, "max_evaluations": self.config.max_evaluations},
         }
+
+
+class GeneticStrategy:
+    """`--strategy ga`, the default for knobs, params and ACF pools."""
+
+    name = "ga"
+    spaces = frozenset({GRID})
+
+    def make(self, request: SearchRequest) -> GeneticSource:
+        return GeneticSource(request.space, request.config, list(request.objective_names))

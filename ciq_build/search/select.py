@@ -1,12 +1,15 @@
-"""Which candidate source a tune uses, from the target's SEARCH_SPACE / --controls.
+"""The space a tune searches, from the target's SEARCH_SPACE / --controls, and the source that searches it.
 
-`knobs` and `params` are searched by ciq_build's genetic engine; any ACF kind
-(`ptxas-acf`, `nvcc-acf`, a `.bin` file) hands the search to NVIDIA's compileiq
-engine, with the knobs and params in the same space.
+`knobs` and `params` are grids, and so is an ACF pool (which ACF, if any);
+a compiler ACF space (`ptxas-acf`, `nvcc-acf`, a `.bin` file) is searched
+together with the knobs and params in it. Which engine searches is the
+strategy's business (ciq_build.search.strategies: `--strategy`, else the
+space's default).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ciq_build.build.manifest import Manifest
@@ -19,6 +22,7 @@ from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.strategies import SearchRequest, make_source
 
 POOL_PREFIX = "acf-pool:"
 
@@ -65,6 +69,7 @@ def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allo
 
 def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchain: Toolchain,
                           objectives: list[Objective], acf_dir: Path) -> CandidateSource:
+    """The source of `settings.strategy` (else the space's default) over the target's space."""
     kinds = search_kinds(settings)
     space = build_space(kinds, manifest, toolchain, settings.allow_numerics, objectives)
     config = SearchConfiguration(
@@ -73,24 +78,22 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
         max_evaluations=settings.max_evaluations,
     )
     acf_kind = next((k for k in kinds if is_acf_kind(k)), None)
+    request = SearchRequest(space, config, tuple(o.spec for o in objectives), toolchain=toolchain,
+                            architectures=manifest.toolchain.architectures, acf_dir=acf_dir)
     if acf_kind is not None and acf_kind.startswith(POOL_PREFIX):
-        from ciq_build.search.acf_pool import AcfPoolSource
+        from ciq_build.search.acf_pool import AcfPool, make_pool_source
 
         pool_dir = Path(acf_kind[len(POOL_PREFIX):])
         if not pool_dir.is_absolute():
             pool_dir = manifest.source_dir / pool_dir
-        return AcfPoolSource(pool_dir, space, config, [o.spec for o in objectives], toolchain)
+        return make_pool_source(settings.strategy, request, AcfPool(pool_dir, toolchain))
     if acf_kind is not None:
-        from ciq_build.search.compileiq import make_source
-
-        return make_source(acf_kind, space, config, acf_dir, manifest, toolchain, [o.spec for o in objectives])
+        return make_source(settings.strategy, replace(request, acf_space=acf_kind))
     if not space:
         raise ConfigError(
             f"nothing to search for {manifest.target}: SEARCH_SPACE {kinds} gives no parameters "
             "(no PARAMS given, and no knob accepted by this compiler)")
-    from ciq_build.search.genetic import GeneticSource
-
-    return GeneticSource(space, config, [o.spec for o in objectives])
+    return make_source(settings.strategy, request)
 
 
 def _first_arch(architectures: str) -> str | None:

@@ -23,6 +23,7 @@ from ciq_build.core.settings import (
 )
 from ciq_build.errors import ConfigError
 from ciq_build.ray.sources import SOURCE_MODES
+from ciq_build.search.strategies import resolve_strategy
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
 DEFAULT_OBJECTIVES = ("spill_bytes",)
@@ -77,6 +78,9 @@ class TuneOptions:
     architecture: str | None = None  # tune --architecture: one architecture of a multi-architecture target
     targets: tuple[str, ...] = ()  # tune A B C: the targets named, when more than one (tune --all: none)
     ray_targets: int | None = None  # --ray-targets: how many targets tune at once on the cluster (None: all)
+    # --strategy: a registered name (ciq_build.search.strategies), or from Python a Strategy object;
+    # None: the space's default.
+    strategy: object = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -93,6 +97,7 @@ class TuneOptions:
             ray_sources=args.ray_sources, ray_compile_resource=args.ray_compile_resource,
             architecture=getattr(args, "architecture", None),
             targets=tuple(dict.fromkeys(args.target)) if len(args.target) > 1 else (), ray_targets=args.ray_targets,
+            strategy=args.strategy,
         )
 
     def argv(self) -> list[str]:
@@ -115,7 +120,7 @@ class TuneOptions:
             ("--timeout", self.timeout), ("--max-evaluations", self.max_evaluations),
             ("--ray-address", self.ray_address), ("--ray-gpu-resource", self.ray_gpu_resource),
             ("--ray-compile-resource", self.ray_compile_resource), ("--architecture", self.architecture),
-            ("--ray-targets", self.ray_targets))
+            ("--ray-targets", self.ray_targets), ("--strategy", self._strategy_name()))
         for flag, setting in given:
             if setting is not None:
                 args.append(f"{flag}={setting!r}" if isinstance(setting, float) else f"{flag}={setting}")
@@ -127,8 +132,17 @@ class TuneOptions:
                 args.append(flag)
         return args
 
+    def _strategy_name(self) -> str | None:
+        """The strategy as a command line names it: only a registered one can be handed to another process."""
+        if self.strategy is None or isinstance(self.strategy, str):
+            return self.strategy
+        raise ConfigError(f"the strategy {self.strategy!r} is a Python object, which a tune in another process "
+                          "(several targets on Ray) cannot receive: tune these targets one at a time from Python")
+
     def validate(self) -> None:
         """Refuse what no manifest can make right, before anything is configured or read."""
+        if self.strategy is not None:
+            resolve_strategy(self.strategy)  # an unknown name, said before anything is built
         if self.jobs < 1:
             raise ConfigError("--jobs must be at least 1")
         if self.repeats < 1:
@@ -185,7 +199,8 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
             generations=options.generations, pool_size=options.pool_size, mutate_rate=options.mutate_rate,
             seed=options.seed, max_evaluations=options.max_evaluations,
             kinds=tuple(options.controls or manifest.search_space or PLAIN_KINDS),
-            allow_numerics=options.allow_numerics or manifest.allow_numerics, pick=options.pick),
+            allow_numerics=options.allow_numerics or manifest.allow_numerics, pick=options.pick,
+            strategy=options.strategy),
         # The manifest always has a TIMEOUT (the CMake module's default is DEFAULT_TIMEOUT).
         measure=MeasureSettings(repeats=options.repeats, timeout=options.timeout or manifest.timeout,
                                 timeout_explicit=options.timeout is not None, gpus=tuple(options.gpus)),

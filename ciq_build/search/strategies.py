@@ -1,0 +1,104 @@
+"""Search strategies: which engine proposes the candidates, chosen apart from the space it searches.
+
+A strategy (``tune --strategy NAME``, or an object from Python) turns a
+:class:`SearchRequest` -- the parameters to search, the compiler's ACF space
+if any, the budget and the objectives -- into a candidate source
+(:class:`ciq_build.search.base.CandidateSource`). The space says *what* may
+be searched; the strategy *how*. Each strategy says which kinds of space it
+can search (``spaces``), and a tune that asks for another is refused with the
+strategies that can.
+
+The registry maps each name to the module that implements it, imported only
+when that strategy is used (Kernel Tuner's lazy strategy map): naming
+``ga`` must not import compileiq and the ~1 s of Ray it brings. Adding a
+strategy is one module with a class that has ``name``, ``spaces`` and
+``make``, and one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from ciq_build.core.space import Param
+from ciq_build.errors import ConfigError
+from ciq_build.search.base import CandidateSource
+from ciq_build.search.ga import SearchConfiguration
+
+if TYPE_CHECKING:
+    from ciq_build.compiler.toolchain import Toolchain
+
+# The kinds of space a strategy may support.
+GRID = "grid"  # knobs, params and ACF pools: finite grids of values (ciq_build.core.space)
+COMPILER_ACF = "compiler-acf"  # a compiler search space (ptxas-acf, nvcc-acf, a .bin): opaque, ACFs come from compileiq
+
+_STRATEGY_IMPORTS: dict[str, str] = {
+    "ga": "ciq_build.search.genetic:GeneticStrategy",
+    "compileiq": "ciq_build.search.compileiq:CompileIqStrategy",
+}
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """What a strategy is asked to search, and with which budget."""
+
+    space: Mapping[str, Param]  # knob.*, param.* (and an ACF pool's choice): may be empty with a compiler ACF space
+    config: SearchConfiguration  # budget, directions, seed
+    objective_names: tuple[str, ...]
+    acf_space: str | None = None  # a compiler search space (ptxas-acf[:VER[:VARIANT]], nvcc-acf..., a .bin)
+    acf_dir: Path | None = None  # where a strategy that writes ACFs puts them
+    toolchain: Toolchain | None = None  # the compiler the ACFs must suit (None: not checked)
+    architectures: str = ""  # the target's CUDA_ARCHITECTURES, for the checks an nvcc ACF needs
+
+    @property
+    def space_kind(self) -> str:
+        return GRID if self.acf_space is None else COMPILER_ACF
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """A way of searching: a name for the journal, the kinds of space it can search, and its candidate source."""
+
+    name: str
+    spaces: frozenset[str]  # GRID and/or COMPILER_ACF
+
+    def make(self, request: SearchRequest) -> CandidateSource: ...
+
+
+def strategy_names() -> tuple[str, ...]:
+    """The registered strategies, as `tune --strategy` accepts them."""
+    return tuple(_STRATEGY_IMPORTS)
+
+
+def default_strategy(request: SearchRequest) -> str:
+    """What a space is searched with when no strategy is named: compileiq where only it can, else the GA."""
+    return "compileiq" if request.space_kind == COMPILER_ACF else "ga"
+
+
+def resolve_strategy(strategy: object) -> Strategy:
+    """A registered strategy by name, or the caller's own Strategy object as it is."""
+    if not isinstance(strategy, str):
+        if not isinstance(strategy, Strategy):
+            raise ConfigError(f"a strategy is a registered name ({', '.join(strategy_names())}) or an object "
+                              f"with name, spaces and make(request), got {strategy!r}")
+        return strategy
+    target = _STRATEGY_IMPORTS.get(strategy)
+    if target is None:
+        raise ConfigError(f"unknown strategy {strategy!r}: use one of {', '.join(strategy_names())} "
+                          "(or, from Python, an object with name, spaces and make(request))")
+    module, _, attribute = target.partition(":")
+    made: Strategy = getattr(importlib.import_module(module), attribute)()
+    return made
+
+
+def make_source(strategy: object, request: SearchRequest) -> CandidateSource:
+    """The candidate source of `strategy` (None: the space's default) for `request`, if it can search that space."""
+    chosen = resolve_strategy(strategy if strategy is not None else default_strategy(request))
+    if request.space_kind not in chosen.spaces:
+        able = [name for name in strategy_names() if request.space_kind in resolve_strategy(name).spaces]
+        what = f"the compiler search space {request.acf_space}" if request.acf_space else "knobs, params and ACF pools"
+        raise ConfigError(f"strategy {chosen.name!r} cannot search {what}; strategies that can: {', '.join(able)}")
+    return chosen.make(request)
