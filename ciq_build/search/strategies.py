@@ -38,6 +38,7 @@ COMPILER_ACF = "compiler-acf"  # a compiler search space (ptxas-acf, nvcc-acf, a
 _STRATEGY_IMPORTS: dict[str, str] = {
     "ga": "ciq_build.search.genetic:GeneticStrategy",
     "compileiq": "ciq_build.search.compileiq:CompileIqStrategy",
+    "random": "ciq_build.search.random_search:RandomStrategy",
 }
 
 

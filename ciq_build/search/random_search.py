@@ -1,0 +1,120 @@
+"""Random search (`--strategy random`): the baseline every claim about a search is measured against.
+
+Each batch is ``pool_size`` configurations drawn from the whole grid (every
+value of a parameter equally likely, absent with its ``knockout_prob``),
+never one drawn before; ``generations`` batches in all, fewer with
+``max_evaluations`` or ``time_limit``. Nothing told changes what is drawn: a
+batch comes from an RNG seeded by (seed, batch) alone, so the same seed gives
+the same candidates, and a resume that replays its journal gets them again.
+A space smaller than the budget is enumerated to its end rather than
+redrawn.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ciq_build.core.space import Genome, Param, as_space
+from ciq_build.errors import SearchError
+from ciq_build.search.base import Proposal
+from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.strategies import GRID, SearchRequest
+
+ENGINE_NAME = "ciq_build.random"
+_DRAWS = 40  # draws per slot before the unseen configurations are enumerated instead
+_ENUMERATE_LIMIT = 200_000  # spaces this small are enumerated when draws stop finding new configurations
+
+
+class RandomSource:
+    """Uniform draws without replacement over knobs, params and ACF pools."""
+
+    def __init__(self, space: Mapping[str, Param], config: SearchConfiguration, objective_names: list[str]):
+        self.space = as_space(space)
+        self.config = config
+        self.objective_names = list(objective_names)
+        self.seed = config.seed if config.seed is not None else secrets.randbits(63)
+        self._seen: set[Genome] = set()
+        self._pending: dict[int, Proposal] = {}
+        self._batch = 0
+        self._issued = 0
+        self._exhausted = False
+        self._any_ok = False
+        self._first_reasons: list[str] = []
+        self._started: float | None = None
+
+    def ask(self) -> list[Proposal]:
+        """The current batch's proposals not told yet; a new batch once all are told; [] when over."""
+        if self._started is None:
+            self._started = time.monotonic()
+        if self._pending:
+            return list(self._pending.values())
+        budget = self.config.generations * self.config.pool_size
+        if self.config.max_evaluations is not None:
+            budget = min(budget, self.config.max_evaluations)
+        out_of_time = (self.config.time_limit is not None
+                       and time.monotonic() - self._started >= self.config.time_limit)
+        if self._exhausted or self._issued >= budget or out_of_time:
+            return []
+        rng = random.Random(f"ciq_build.search.random:{self.seed}:{self._batch}")
+        genomes = [g for g in (self._draw(rng) for _ in range(min(self.config.pool_size, budget - self._issued)))
+                   if g is not None]
+        self._exhausted = not genomes
+        for genome in genomes:
+            proposal = Proposal(id=self._issued, generation=self._batch, params=self.space.to_params(genome))
+            self._pending[proposal.id] = proposal
+            self._issued += 1
+        self._batch += 1
+        return list(self._pending.values())
+
+    def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
+        if self._pending.pop(proposal.id, None) is None:
+            raise SearchError(f"candidate {proposal.id} was not asked, or was told already")
+        if scores is not None:
+            self._any_ok = True
+        elif proposal.generation == 0:
+            self._first_reasons.append(reason or "no reason given")
+        if self._batch == 1 and not self._pending and not self._any_ok:
+            # Every candidate of the first batch failed: more draws would only fail the same way.
+            raise SearchError(
+                "every candidate of the first random batch failed, so the build or the benchmark is broken for "
+                f"any configuration. First reasons: {'; '.join(sorted(set(self._first_reasons))[:3])}. "
+                "Check that the build works with the defaults.")
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "engine": ENGINE_NAME,
+            "search_space": self.space.describe(),
+            "seed": self.config.seed,
+            "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
+                       "max_evaluations": self.config.max_evaluations},
+        }
+
+    def _draw(self, rng: random.Random) -> Genome | None:
+        """A configuration not drawn before, or None when the space has none left."""
+        for _ in range(_DRAWS):
+            genome = self.space.sample(rng, 0.0)  # the whole range: seed bounds are a GA's head start
+            if genome not in self._seen:
+                self._seen.add(genome)
+                return genome
+        if self.space.cardinality > _ENUMERATE_LIMIT:
+            return None
+        unseen = [g for g in map(self.space.genome_at, range(self.space.cardinality)) if g not in self._seen]
+        if not unseen:
+            return None
+        genome = rng.choice(unseen)
+        self._seen.add(genome)
+        return genome
+
+
+class RandomStrategy:
+    """`--strategy random`."""
+
+    name = "random"
+    spaces = frozenset({GRID})
+
+    def make(self, request: SearchRequest) -> RandomSource:
+        return RandomSource(request.space, request.config, list(request.objective_names))
