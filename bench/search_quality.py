@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import random
 import statistics
 import sys
 import time
@@ -51,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import ciq_build.core.space as ss  # noqa: E402
 from ciq_build.core.pareto import hypervolume_2d, non_dominated  # noqa: E402
 from ciq_build.search.ga import INVALID_SCORE, Search, SearchConfiguration, interpret  # noqa: E402
+from ciq_build.search.strategies import SearchRequest, make_source  # noqa: E402
 
 Scores = tuple[float, ...] | None  # one evaluation: its scores, or None when it failed
 
@@ -253,19 +253,17 @@ RANDOM_HORIZON = 20  # random search runs this many budgets, only to locate its 
 
 
 def run_random(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
-    space = ss.SearchSpace(problem.space)
-    rng = random.Random(seed)
-    seen: set = set()
+    """The registered random strategy (`tune --strategy random`), for RANDOM_HORIZON budgets."""
+    config = SearchConfiguration(generations=generations * RANDOM_HORIZON, pool_size=pool, seed=seed,
+                                 num_objectives=problem.num_objectives)
+    names = tuple(f"score_{i + 1}" for i in range(problem.num_objectives))
+    source = make_source("random", SearchRequest(problem.space, config, names))
     out: list[Scores] = []
-    limit = generations * pool * RANDOM_HORIZON
-    for _ in range(limit * 50):
-        if len(out) >= limit or len(seen) >= space.cardinality:
-            break
-        genome = space.sample(rng, 0.0)
-        if genome in seen:  # without replacement, like the engines
-            continue
-        seen.add(genome)
-        out.append(_score(problem, space.to_params(genome)))
+    while batch := source.ask():
+        for proposal in batch:
+            scores = _score(problem, proposal.params)
+            out.append(scores)
+            source.tell(proposal, scores, None if scores is not None else "invalid")
     return out
 
 
