@@ -1,3 +1,50 @@
-"""ciq_build: tune the NVIDIA CUDA compiler for a project's own kernels."""
+"""ciq_build: tune the NVIDIA CUDA compiler for a project's own kernels.
+
+The public Python API (README.md, "Use it from Python"), shaped like NVIDIA
+CompileIQ's so that a CompileIQ objective function runs unchanged::
+
+    from ciq_build import Search, SearchConfiguration, space as ss
+
+    def objective(config):
+        return config["x"] ** 2 + config["y"]
+
+    results = Search(objective_function=objective, search_space={"x": ss.range(1.0, 20.0, 0.5),
+                     "y": ss.choice([1, 2, 3])}, search_config=SearchConfiguration(generations=5)).start()
+
+and the library call of ``python -m ciq_build tune``: ``tune_target(...)``.
+
+Each name is imported on first use (PEP 562): ``import ciq_build`` stays as
+cheap as reading ``__version__``, which the CLI, the CMake module and
+setuptools builds do.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+# name -> "module:attribute", or "module" for a module itself.
+_PUBLIC = {
+    "Search": "ciq_build.search.ga:Search",
+    "SearchConfiguration": "ciq_build.search.ga:SearchConfiguration",
+    "INVALID_SCORE": "ciq_build.search.ga:INVALID_SCORE",
+    "space": "ciq_build.core.space",
+    "tune_target": "ciq_build.api:tune_target",
+}
+
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str) -> Any:
+    target = _PUBLIC.get(name)
+    if target is None:
+        raise AttributeError(f"module 'ciq_build' has no attribute {name!r}")
+    module, _, attribute = target.partition(":")
+    value = importlib.import_module(module)
+    return getattr(value, attribute) if attribute else value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,37 @@
+"""The library call of `python -m ciq_build tune <target>`: `ciq_build.tune_target(...)`.
+
+It is the command line's tune, with Python values instead of flags: every
+option of ``TuneOptions`` (generations=, pool_size=, seed=, controls=[...],
+max_evaluations=, jobs=, pin=, quiet=, ...) is a keyword, and a strategy may
+be a ``Strategy`` object of the caller's own (ciq_build.search.strategies).
+Errors a user can meet are raised as ``CiqError`` (the command line turns
+them into its exit codes); the outcome is returned, not an exit status.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ciq_build.errors import ConfigError
+from ciq_build.tune.driver import TuneOutcome, run_tune
+from ciq_build.tune.settings import TuneOptions
+
+# Set here from the arguments, or meaningful only to the command line's own processes.
+_NOT_KEYWORDS = {"target", "build_dir", "source_dir", "objectives", "targets"}
+
+
+def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str | Path | None = None,
+                objectives: Sequence[str] | None = None, **options: Any) -> TuneOutcome:
+    """Tune one target of a CMake build tree (configured first from `source_dir` when it has no cache yet)."""
+    known = {f.name for f in dataclasses.fields(TuneOptions)} - _NOT_KEYWORDS
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ConfigError(f"tune_target() takes no option {', '.join(unknown)}; its options are "
+                          f"{', '.join(sorted(known))} (as `python -m ciq_build tune --help` describes them)")
+    return run_tune(TuneOptions(
+        target=target, build_dir=Path(build_dir).resolve(),
+        source_dir=Path(source_dir).resolve() if source_dir is not None else None,
+        objectives=list(objectives) if objectives is not None else None, **options))
