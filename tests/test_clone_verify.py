@@ -118,3 +118,16 @@ def test_a_pin_tuned_in_one_checkout_verifies_in_a_copy_at_another_path(tmp_path
     verify = _ciq("verify", "anon_kernels", "-B", str(clone_build), cwd=clone)
     assert verify.returncode == 1, verify.stdout + verify.stderr
     assert "machine code differs from the tuned winner's" in verify.stdout
+
+    # The whole folder copied, old build tree included: every command that builds there says so in one line,
+    # at once (before: verify re-ran CMake ~100 times against the original sources, then exited 1, "mismatch").
+    copied = tmp_path / "copied"
+    shutil.copytree(tmp_path / "tuned", copied, symlinks=True)
+    for command in (("verify", "anon_kernels"), ("tune", "anon_kernels", "--generations", "1", "--pool-size", "2")):
+        refused = _ciq(*command, "-B", str(copied / "build"), cwd=copied / "anon")
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert f"is a copy of the build tree made in {tuned_build}" in refused.stderr, refused.stderr
+        assert "Re-running CMake" not in refused.stdout + refused.stderr
+    # A build folder that does not exist: list says what -B wants, and fails.
+    listed = _ciq("list", "-B", str(tmp_path / "no such build"), cwd=tmp_path)
+    assert listed.returncode == 2 and "-B <build dir>" in listed.stderr, listed.stdout + listed.stderr

@@ -34,7 +34,7 @@ from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.core.settings import timeout_advice
-from ciq_build.errors import BuildError
+from ciq_build.errors import BuildError, ConfigError
 from ciq_build.measure import proc
 from ciq_build.resources import build_tool, cmake_dir
 
@@ -323,6 +323,32 @@ _REGENERATE_TARGET = {"Ninja": "build.ninja", "Ninja Multi-Config": "build.ninja
                       "Unix Makefiles": "cmake_check_build_system"}
 
 
+def check_tree_is_here(build_dir: Path) -> None:
+    """Refuse a build tree CMake made in another folder: a project copied with its old build folder.
+
+    Its CMakeCache.txt still names the folder it was made in (and that folder's
+    sources), so every build there re-runs CMake against them: measured, `verify`
+    in such a copy ran 2 minutes through ~100 "Re-running CMake" blocks before
+    failing as if the pin did not match.
+    """
+    cache = Path(build_dir) / "CMakeCache.txt"
+    made_in = cache_value(cache, "CMAKE_CACHEFILE_DIR") if cache.is_file() else None
+    if not made_in or _same_folder(Path(made_in), Path(build_dir)):
+        return
+    sources = cache_value(cache, "CMAKE_HOME_DIRECTORY") or "its sources"
+    raise ConfigError(
+        f"{build_dir} is a copy of the build tree made in {made_in} (for the sources in {sources}); CMake cannot "
+        f"build it here. Delete it and configure afresh (cmake -S <sources> -B {build_dir}), or give this command "
+        "-S <sources> with a new -B folder.")
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or a.samefile(b)
+    except OSError:
+        return False
+
+
 def refresh_user_tree(build_dir: Path, timeout: float) -> None:
     """Bring the user's build tree up to date with its CMakeLists.txt before its manifests are read.
 
@@ -330,6 +356,7 @@ def refresh_user_tree(build_dir: Path, timeout: float) -> None:
     edit, as the next `cmake --build` would; a reconfigure that fails is the
     user's CMake error, said as such.
     """
+    check_tree_is_here(build_dir)
     cache = Path(build_dir) / "CMakeCache.txt"
     generator = cache_value(cache, "CMAKE_GENERATOR") if cache.is_file() else None
     target = _REGENERATE_TARGET.get(generator or "")

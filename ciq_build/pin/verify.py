@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ciq_build.build.cmake import existing_objects
+from ciq_build.build.cmake import check_tree_is_here, existing_objects
 from ciq_build.build.manifest import load_manifest
 from ciq_build.build.preflight import check_verify
 from ciq_build.compiler.controls import Controls, nvcc_arguments
@@ -34,6 +34,7 @@ class VerifyReport:
 
 
 def verify(target: str, build_dir: Path) -> VerifyReport:
+    check_tree_is_here(build_dir)  # before its manifest, whose paths are the original tree's
     manifest = load_manifest(build_dir, target)
     toolchain = find_toolchain(manifest.toolchain.cuda_compiler, explicit_from=PROJECT_COMPILER)
     if not manifest.pin_file.is_file():

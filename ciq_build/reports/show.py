@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ciq_build.build.cmake import safe_name
 from ciq_build.build.manifest import list_manifests, load_manifest
-from ciq_build.errors import CiqError, ManifestError
+from ciq_build.errors import CiqError, ConfigError, ManifestError
 from ciq_build.pin.record import format_record, read_record
 from ciq_build.state.journal import Journal
 
@@ -53,6 +53,9 @@ def _evaluations(build_dir: Path, target: str) -> int:
 
 
 def list_targets(build_dir: Path) -> str:
+    if not (Path(build_dir) / "CMakeCache.txt").is_file():
+        raise ConfigError(f"{build_dir} is not a configured CMake build tree (no CMakeCache.txt): pass the build "
+                          "folder of your project with -B <build dir>, or configure it first (cmake -S <src> -B <build>)")
     manifests = list_manifests(build_dir)
     if not manifests:
         return (f"no tuned targets in {build_dir}: add ciq_tune_target(<target> ...) to CMakeLists.txt "
