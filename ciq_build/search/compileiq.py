@@ -67,7 +67,7 @@ from ciq_build.core.space import Literal, Param, Range, as_space
 from ciq_build.errors import ConfigError, MissingExtraError, SearchError, ToolchainError
 from ciq_build.search.base import Proposal
 from ciq_build.search.ga import SearchConfiguration
-from ciq_build.search.strategies import COMPILER_ACF, SearchRequest
+from ciq_build.search.strategies import COMPILER_ACF, GRID, SearchRequest
 from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
 if TYPE_CHECKING:
@@ -293,16 +293,20 @@ class _Issued:
 
 
 class CompileIqEngine:
-    """compileiq's ask/tell as a CandidateSource: proposals carry ``params`` and an ``acf`` (AcfRef).
+    """compileiq's ask/tell as a CandidateSource: proposals carry ``params`` and, over a compiler space, an ``acf``.
 
-    The compiler's default (no ACF) is never proposed: compileiq cannot issue
-    it, so the driver measures it as its baseline.
+    Over a compiler space (``space``) the compiler's default (no ACF) is never
+    proposed: compileiq cannot issue it, so the driver measures it as its
+    baseline. Without one (``space`` None) compileiq searches the grid
+    parameters alone, as any grid strategy does.
     """
 
     include_default = False
 
-    def __init__(self, space: SpaceIdentity, extra_space: Mapping[str, Param] | None,
+    def __init__(self, space: SpaceIdentity | None, extra_space: Mapping[str, Param] | None,
                  config: SearchConfiguration, acf_dir: Path, objective_names: Sequence[str] = ()):
+        if space is None and not extra_space:
+            raise ConfigError("the compileiq engine needs a compiler search space or parameters to search")
         self.ciq = load_compileiq()
         self.identity = space
         self.extra = as_space(extra_space) if extra_space else None
@@ -323,15 +327,18 @@ class CompileIqEngine:
         self._asked_total = 0
         self._any_success = False
         self._started = time.monotonic()
-        self._ledger = _Ledger(self.acf_dir / LEDGER_NAME, self._fingerprint()) if config.seed is not None else None
+        # The ledger keeps ACF files for replays: only a compiler space issues them.
+        self._ledger = (_Ledger(self.acf_dir / LEDGER_NAME, self._fingerprint())
+                        if config.seed is not None and space is not None else None)
 
     # -- set-up ---------------------------------------------------------------
 
     def _compileiq_space(self) -> Any:
+        grid = {name: _to_compileiq(p, self.ciq.ss) for name, p in self.extra.items()} if self.extra else None
+        if self.identity is None:
+            return grid
         binary = self.identity.path
-        if self.extra is None:
-            return binary
-        return [{name: _to_compileiq(p, self.ciq.ss) for name, p in self.extra.items()}, binary]
+        return binary if grid is None else [grid, binary]
 
     def _engine(self) -> Any:
         options = {} if self.config.seed is None else {"seed": int(self.config.seed)}
@@ -402,7 +409,7 @@ class CompileIqEngine:
             self._asked_total += 1
             issued, blob = self._split(candidate.params)
             params = _from_compileiq(self.extra, issued) if self.extra is not None else {}
-            acf = self._acf_for(ordinal, params, blob)
+            acf = self._acf_for(ordinal, params, blob) if self.identity is not None else None
             proposal = Proposal(id=self._next_id, generation=generation, params=params, acf=acf,
                                 extra={"compileiq_id": str(candidate.param_id), "ordinal": ordinal})
             self._issued[self._next_id] = _Issued(str(candidate.param_id), ordinal)
@@ -433,7 +440,7 @@ class CompileIqEngine:
         return {
             "engine": ENGINE_NAME,
             "engine_version": self.ciq.version,
-            "search_space": {"acf": self.identity.describe(),
+            "search_space": {"acf": self.identity.describe() if self.identity is not None else None,
                              "params": self.extra.describe() if self.extra is not None else {}},
             "seed": self.config.seed,
             "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
@@ -449,12 +456,15 @@ class CompileIqEngine:
     # -- internals ------------------------------------------------------------
 
     def _split(self, issued: Any) -> tuple[Mapping[str, Any], str]:
+        if self.identity is None:
+            return issued, ""
         if self.extra is None:
             return {}, issued
         params, blob = issued
         return params, blob
 
     def _acf_for(self, ordinal: int, params: dict[str, Any], blob: str) -> AcfRef:
+        assert self.identity is not None  # only a compiler space issues ACFs
         if self._ledger is not None:
             reused = self._ledger.reuse(ordinal, params, len(blob), self.acf_dir)
             if reused is not None:
@@ -600,14 +610,17 @@ def _version_key(version: str) -> tuple[int, ...]:
 
 
 class CompileIqStrategy:
-    """`--strategy compileiq`, the default (and only strategy) for a compiler search space."""
+    """`--strategy compileiq`: the default (and only strategy) for a compiler search space; grids too."""
 
     name = ENGINE_NAME
-    spaces = frozenset({COMPILER_ACF})
+    spaces = frozenset({COMPILER_ACF, GRID})
 
     def make(self, request: SearchRequest) -> CompileIqEngine:
         """The compileiq engine for a tune, after refusing up front what the compiler would refuse."""
-        assert request.acf_space is not None and request.acf_dir is not None  # COMPILER_ACF requests carry both
+        if request.acf_dir is None:
+            raise ConfigError("the compileiq strategy needs SearchRequest.acf_dir: a folder for its ACFs and scratch")
+        if request.acf_space is None:
+            return CompileIqEngine(None, request.space, request.config, request.acf_dir, request.objective_names)
         toolchain = request.toolchain
         parsed = parse_space_spec(request.acf_space)
         if toolchain is not None and not isinstance(parsed, Path):
