@@ -16,6 +16,7 @@ from ciq_build import __version__
 from ciq_build.core.objectives import known_spellings
 from ciq_build.core.settings import BuildSettings, MeasureSettings, SearchSettings
 from ciq_build.errors import CiqError
+from ciq_build.measure import proc
 from ciq_build.ray.sources import SOURCE_MODES
 from ciq_build.resources import cmake_dir
 from ciq_build.search.strategies import strategy_names
@@ -178,10 +179,20 @@ def _setuptools_project(setuptools: Path | None, source_dir: Path | None) -> Pat
     return None
 
 
-def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
-    # SIGTERM ends a tune the way Ctrl-C does: running compiles and benchmarks
-    # are killed with their process groups; the journal already holds every
-    # finished evaluation, so the next `tune` resumes.
+# The signal that stopped this command; the exit code is 128 + it, as a shell reports a process it killed.
+_stopped_by: list[int] = []
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    # SIGINT, SIGTERM and SIGHUP (a closed terminal) end a command the same way: nothing more
+    # starts, in any thread (a flag: this may run while the main thread holds a lock); the
+    # KeyboardInterrupt unwinds the main thread, which kills what runs. The journal already
+    # holds every finished evaluation, so the next `tune` resumes. A second signal while it stops
+    # is ignored: it would interrupt the killing of what runs.
+    if _stopped_by:
+        return
+    proc.stop_starting()
+    _stopped_by.append(signum)
     raise KeyboardInterrupt
 
 
@@ -194,12 +205,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    signal.signal(signal.SIGHUP, _raise_keyboard_interrupt)  # a closed terminal stops a tune the same way
-    from ciq_build.measure.proc import guard_driver
-
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupted)
     if args.command in ("tune", "verify", "sample-acfs"):
-        guard_driver()  # nothing these start outlives them, even when they are SIGKILLed
+        proc.guard_driver()  # nothing these start outlives them, even when they are SIGKILLed
     try:
         if args.command == "tune":
             from ciq_build.tune.progress import configure_logging
@@ -271,11 +280,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ciq_build: error: {error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
-        from ciq_build.measure.proc import kill_all_running
-
-        kill_all_running()
-        print("ciq_build: stopped; finished evaluations are kept in the journal, run the same command to resume",
-              file=sys.stderr)
-        return 130
+        proc.stop_all()
+        stopped_by = signal.Signals(_stopped_by[0] if _stopped_by else signal.SIGINT)
+        print(f"ciq_build: stopped by {stopped_by.name}; the journal keeps every finished evaluation: run the "
+              "same command to resume", file=sys.stderr)
+        return 128 + stopped_by
     parser.error(f"unknown command {args.command}")
     return 2

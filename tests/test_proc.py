@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -299,3 +300,71 @@ def test_a_sane_metric_regex_still_reads_every_line() -> None:
     lines = "\n".join(f"iteration {i}: {i / 10:.1f} ms" for i in range(50_000))
     parsed = bench.parse_output(lines, r"iteration \d+: ([0-9.]+) ms")
     assert parsed.metrics["time"] == pytest.approx(4999.9) and not parsed.problems
+
+
+# -- stopping: an interrupted driver starts nothing more, in any thread ---------------------------
+
+_BUSY = "import sys, time\nopen(sys.argv[1], 'a').close()\nend = time.monotonic() + 120\nwhile time.monotonic() < end: pass"
+
+
+def _repeats(flag: Path, outcome: list[object]) -> None:
+    """A worker thread's benchmark: two long CPU-busy runs, one after the other."""
+    try:
+        for repeat in range(2):
+            proc.run([PY, "-c", _BUSY, f"{flag}-{repeat}"], 300)
+        outcome.append("ran both")
+    except proc.Stopped as stopped:
+        outcome.append(stopped)
+
+
+@pytest.fixture
+def stoppable():
+    yield
+    proc.resume_starting()  # this test process goes on after its "interrupt"
+
+
+def test_a_stop_kills_every_threads_run_and_starts_no_next_one(tmp_path: Path, stoppable: None) -> None:
+    # What an interrupted tune did: kill_all_running killed the runs in flight, and each worker thread
+    # started its next repeat, which the driver then waited for in full.
+    outcomes: list[list[object]] = [[], []]
+    threads = [threading.Thread(target=_repeats, args=(tmp_path / f"thread{i}", outcomes[i])) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 120
+    while not all((tmp_path / f"thread{i}-0").exists() for i in range(2)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stopped = time.monotonic()
+    proc.stop_all()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert time.monotonic() - stopped < 15  # the runs take 120 s each
+    assert all(isinstance(outcome[0], proc.Stopped) for outcome in outcomes), outcomes
+    assert not any((tmp_path / f"thread{i}-1").exists() for i in range(2)), "a second run was started"
+    with pytest.raises(proc.Stopped):
+        proc.run([PY, "-c", "pass"], 60)
+
+
+def test_a_cancelled_scope_stops_its_threads_runs_and_gpu_waits_and_no_others(tmp_path: Path) -> None:
+    slots = bench.GpuSlots()
+    cancelled = threading.Event()
+    outcome: list[object] = []
+
+    def wait_for_the_gpu() -> None:
+        with proc.cancellable(cancelled):
+            try:
+                with slots.slot():
+                    outcome.append("got the slot")
+            except proc.Stopped as stopped:
+                outcome.append(stopped)
+
+    with slots.slot():  # held: the thread waits
+        waiter = threading.Thread(target=wait_for_the_gpu)
+        waiter.start()
+        time.sleep(0.3)
+        cancelled.set()
+        waiter.join(timeout=30)
+        assert not waiter.is_alive(), "a waiter for the GPU was not woken by the cancel"
+    assert len(outcome) == 1 and isinstance(outcome[0], proc.Stopped)
+    with proc.cancellable(cancelled), pytest.raises(proc.Stopped):
+        proc.run([PY, "-c", "pass"], 60)
+    assert proc.run([PY, "-c", "pass"], 60).ok  # outside the scope, runs go on

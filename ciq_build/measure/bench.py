@@ -782,7 +782,19 @@ class GpuSlots:
     def slot(self) -> Iterator[dict[str, str]]:
         """Block until a GPU is free (in this process, and in the others sharing GPU_LOCK_DIR's locks);
         yield the environment that pins a run to it."""
-        device = self._free.get()
+        # Waited for in steps, not blocked on: a worker thread waiting here when the tune is interrupted
+        # must give up, not take the slot its killed holder frees and start a full benchmark.
+        taken: list[str | None] = []
+
+        def take(timeout: float) -> bool:
+            try:
+                taken.append(self._free.get(timeout=timeout))
+            except queue.Empty:
+                return False
+            return True
+
+        proc.wait_or_stop(take, "waiting for a GPU")
+        device = taken[0]
         try:
             with _held_across_processes(device):
                 yield {} if device is None else {"CUDA_VISIBLE_DEVICES": device}
@@ -807,5 +819,13 @@ def _held_across_processes(device: str | None) -> Iterator[None]:
     Path(folder).mkdir(parents=True, exist_ok=True)
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", device) if device is not None else "default"
     with open(Path(folder) / f"gpu-{name}.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when its holder dies
+        def take(timeout: float) -> bool:  # released when the file closes, or when its holder dies
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                time.sleep(timeout)  # flock has no timeout of its own; and a stopped tune must not wait on
+                return False
+            return True
+
+        proc.wait_or_stop(take, "waiting for a GPU another tune holds")
         yield

@@ -16,6 +16,13 @@
 * gives the direct child ``PR_SET_PDEATHSIG`` = SIGKILL (Linux): it dies
   with the thread that started it, even when the driver is SIGKILLed.
 
+An interrupt stops runs, not only the ones in flight: after `stop_starting`
+(what the CLI's signal handlers call) or inside a `cancellable` scope whose
+event is set, `run` starts nothing and raises `Stopped`, and `wait_or_stop`
+gives up a wait, so worker threads that were about to start a compile, a
+benchmark's next repeat or a GPU slot's benchmark end at once instead of
+running it to completion while the interrupted driver joins them.
+
 A driver (the CLI) calls `guard_driver` once: it becomes a child subreaper
 (orphans of its runs are re-parented to it, not to init, and reaped), kills
 every process it started at exit, and starts a watchdog process that does the
@@ -42,7 +49,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard
@@ -306,6 +314,75 @@ def kill_all_running() -> None:
         one.kill()
 
 
+# -- stopping: after an interrupt, nothing new starts ---------------------------------------
+
+
+class Stopped(KeyboardInterrupt):
+    """Raised by `run` (and `wait_or_stop`) instead of starting or waiting once runs were stopped.
+
+    A KeyboardInterrupt: whatever a Ctrl-C unwinds, this unwinds too, in a worker thread as in the main one.
+    """
+
+
+_stopping = False  # set by stop_starting, for the rest of this process: a plain flag, safe in a signal handler
+_scope = threading.local()  # .cancelled: the Event of the `cancellable` scope this thread runs in, if any
+# How often a wait that `wait_or_stop` bounds looks at the stop: a stopped tune ends this much later at most.
+STOP_POLL = 0.1
+
+
+def stop_starting() -> None:
+    """From now on, in this process, `run` starts nothing and raises Stopped (an interrupted driver).
+
+    Only sets a flag: safe in a signal handler, which may interrupt the main thread while it holds a lock.
+    """
+    global _stopping
+    _stopping = True
+
+
+def stop_all() -> None:
+    """An interrupt: nothing more starts in this process (`stop_starting`), and what runs is killed."""
+    stop_starting()
+    kill_all_running()
+
+
+def resume_starting() -> None:
+    """Undo `stop_starting`, for a process that goes on after an interrupt (a test, a notebook)."""
+    global _stopping
+    _stopping = False
+
+
+@contextmanager
+def cancellable(cancelled: threading.Event) -> Iterator[None]:
+    """Runs started in this thread inside the block raise Stopped once `cancelled` is set (a search loop
+    ending: its worker threads must not start their candidates' next steps)."""
+    outer = getattr(_scope, "cancelled", None)
+    _scope.cancelled = cancelled
+    try:
+        yield
+    finally:
+        _scope.cancelled = outer
+
+
+def stopped() -> bool:
+    """Whether runs in this thread must not start: the process is stopping, or this thread's scope is."""
+    cancelled: threading.Event | None = getattr(_scope, "cancelled", None)
+    return _stopping or (cancelled is not None and cancelled.is_set())
+
+
+def raise_if_stopped(what: str = "starting a process") -> None:
+    if stopped():
+        raise Stopped(f"stopped before {what}")
+
+
+def wait_or_stop(attempt: Callable[[float], bool], what: str) -> None:
+    """Call `attempt(timeout)` until it returns True (what was waited for came), raising Stopped when runs
+    stop meanwhile: a blocking wait (a GPU slot, a lock) cannot be woken by an interrupt otherwise."""
+    while True:
+        raise_if_stopped(what)
+        if attempt(STOP_POLL):
+            return
+
+
 @dataclass(frozen=True)
 class ProcResult:
     """What one finished (or killed) process did."""
@@ -452,7 +529,10 @@ def run(
     deadline = started + timeout
     mark = f"{driver_token()}.{next(_run_numbers)}"
     try:
-        with _leaders_lock:  # registered before a reaper could see it exit
+        # Checked and registered under the lock that kill_all_running takes: a run that an interrupt's
+        # kill does not see has not started, and then it sees the stop.
+        with _leaders_lock, _running_lock:  # registered before a reaper could see it exit
+            raise_if_stopped(f"running {Path(argv[0]).name}")
             process = subprocess.Popen(
                 argv,
                 cwd=Path(cwd) if cwd is not None else None,
@@ -464,12 +544,11 @@ def run(
                 preexec_fn=functools.partial(_die_with_parent, os.getpid()) if _PRCTL is not None else None,
             )
             _leaders.add(process.pid)
+            leader = _read_stat(process.pid)
+            one = _Run(process.pid, mark, leader.start if leader is not None else 0)
+            _running[process.pid] = one
     except OSError as exc:
         return ProcResult(argv, 127, "", f"cannot start {argv[0]}: {exc}", time.monotonic() - started)
-    leader = _read_stat(process.pid)
-    one = _Run(process.pid, mark, leader.start if leader is not None else 0)
-    with _running_lock:
-        _running[process.pid] = one
     captures = {"stdout": _Capture(head_bytes, max_output), "stderr": _Capture(head_bytes, max_output)}
     timed_out = lingered = False
     try:

@@ -10,6 +10,7 @@ evaluations run by this process count, journaled ones are free.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Generic, Protocol, TypeVar
@@ -62,6 +63,7 @@ class SearchLoop(Generic[W]):
         self.evaluations: list[Evaluation] = []  # told, in order
         self.asked = 0  # ask() calls that returned proposals
         self.spent = 0  # evaluations this process made (not from the journal): what the budget counts
+        self._cancelled = threading.Event()  # set when the loop ends early: its workers start nothing more
 
     @property
     def budget_left(self) -> bool:
@@ -78,8 +80,12 @@ class SearchLoop(Generic[W]):
                     outcomes = self._evaluate_batch(proposals, pool)
                     self._tell(proposals, outcomes)
             except BaseException:
-                # Ctrl-C / SIGTERM: kill the compiles and benchmarks in flight so the
-                # workers return now; what finished is already in the journal.
+                # Ctrl-C / SIGTERM, a full disk: the workers must return now, and the pool's exit joins
+                # them. Killing what runs is not enough: a worker whose benchmark is killed would start
+                # its next repeat, one waiting for the GPU would take the freed slot and run a full
+                # benchmark (an interrupted tune ran on for two 25 s runs), so nothing more starts in
+                # their scope. What finished is already in the journal.
+                self._cancelled.set()
                 proc.kill_all_running()
                 cancel = getattr(self.runner, "cancel_running", None)  # a runner whose work runs elsewhere (Ray)
                 if cancel is not None:
@@ -116,7 +122,7 @@ class SearchLoop(Generic[W]):
                     break
                 self.spent += 1
                 worker = free.pop()
-                pending[pool.submit(self.runner.evaluate, worker, proposal, controls, key)] = worker
+                pending[pool.submit(self._evaluate, worker, proposal, controls, key)] = worker
             if not pending:
                 break
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -130,6 +136,11 @@ class SearchLoop(Generic[W]):
                 self.cache.record(evaluated)  # before the source hears of it: nothing lost on a kill
                 outcomes[evaluated.proposal.id] = evaluated
         return outcomes
+
+    def _evaluate(self, worker: W, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
+        """In a worker thread: the runner's evaluation, in the loop's scope (it ends when the loop does)."""
+        with proc.cancellable(self._cancelled):
+            return self.runner.evaluate(worker, proposal, controls, key)
 
     def _tell(self, proposals: list[Proposal], outcomes: dict[int, Evaluation]) -> None:
         for proposal in proposals:

@@ -2,10 +2,15 @@
 // 0 ok, 1 hang (with a hanging child), 2 segfault, 3 garbage output,
 // 4 failed correctness check, 5 non-zero exit, 6 no metric, 7 compile error,
 // 8 compile hang (includes a FIFO nobody writes), 9 NaN time.
+// Whatever the MODE: when the file named by $FAULTY_BUSY exists, each run first
+// keeps a CPU busy for as many seconds as the file says (60 if it says none),
+// after writing <that file>.started-<pid>: how a test sees a long benchmark run.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <unistd.h>
 
 #ifndef MODE
@@ -23,6 +28,21 @@
 
 __global__ void never_launched(float* p) { p[threadIdx.x] *= 2.0f; }
 
+static void busy_when_asked() {
+  const char* flag = std::getenv("FAULTY_BUSY");
+  if (flag == nullptr || *flag == '\0') return;
+  FILE* in = std::fopen(flag, "r");
+  if (in == nullptr) return;
+  double seconds = 60.0;
+  if (std::fscanf(in, "%lf", &seconds) != 1) seconds = 60.0;
+  std::fclose(in);
+  std::string started = std::string(flag) + ".started-" + std::to_string(getpid());
+  if (FILE* out = std::fopen(started.c_str(), "w")) std::fclose(out);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  volatile unsigned long spins = 0;
+  while (std::chrono::steady_clock::now() < end) ++spins;
+}
+
 int main(int argc, char** argv) {
   // The arguments must arrive intact, never through a shell.
   if (argc != 4 || std::strcmp(argv[1], "an argument with spaces") != 0 ||
@@ -30,6 +50,7 @@ int main(int argc, char** argv) {
     std::printf("CIQ_CHECK FAIL\nbad arguments\n");
     return 1;
   }
+  busy_when_asked();
   switch (MODE) {
     case 1:
       if (fork() == 0) { for (;;) pause(); }
