@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from ciq_build.core.params import parse_params
-from ciq_build.core.space import as_space
+from ciq_build.core.space import Genome, SearchSpace, as_space
 from ciq_build.search.base import Proposal
 from ciq_build.search.ga import SearchConfiguration
 from ciq_build.search.strategies import SearchRequest, make_source
@@ -45,3 +47,17 @@ def test_each_value_of_a_parameter_is_drawn_about_equally_often() -> None:
             source.tell(proposal, (0.0,))
     # 2000 draws over 4 values: 500 each expected; a biased draw (seed bounds, a GA's selection) is far off.
     assert sorted(counts) == [1, 2, 3, 4] and all(400 < n < 600 for n in counts.values()), counts
+
+
+def test_a_small_space_is_enumerated_once_not_for_each_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = 0
+    genome_at = SearchSpace.genome_at
+
+    def counted(self: SearchSpace, ordinal: int) -> Genome:
+        nonlocal calls
+        calls += 1
+        return genome_at(self, ordinal)
+
+    monkeypatch.setattr(SearchSpace, "genome_at", counted)
+    assert len(_run(3, generations=4, pool_size=6, score=1.0)) == 16
+    assert calls <= as_space(SPACE).cardinality

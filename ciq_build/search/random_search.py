@@ -38,6 +38,7 @@ class RandomSource:
         self.objective_names = list(objective_names)
         self.seed = config.seed if config.seed is not None else secrets.randbits(63)
         self._seen: set[Genome] = set()
+        self._unseen: list[Genome] | None = None  # once draws stop finding new ones: the rest, drawn from here
         self._pending: dict[int, Proposal] = {}
         self._batch = 0
         self._issued = 0
@@ -95,17 +96,20 @@ class RandomSource:
 
     def _draw(self, rng: random.Random) -> Genome | None:
         """A configuration not drawn before, or None when the space has none left."""
-        for _ in range(_DRAWS):
-            genome = self.space.sample(rng, 0.0)  # the whole range: seed bounds are a GA's head start
-            if genome not in self._seen:
-                self._seen.add(genome)
-                return genome
-        if self.space.cardinality > _ENUMERATE_LIMIT:
+        if self._unseen is None:
+            for _ in range(_DRAWS):
+                genome = self.space.sample(rng, 0.0)  # the whole range: seed bounds are a GA's head start
+                if genome not in self._seen:
+                    self._seen.add(genome)
+                    return genome
+            if self.space.cardinality > _ENUMERATE_LIMIT:
+                return None
+            # Listed once: enumerating the space for each draw made a 234-configuration search
+            # run to its end 10x slower than drawing (bench/search_quality.py, 100 seeds: 38 s against 3.6).
+            self._unseen = [g for g in map(self.space.genome_at, range(self.space.cardinality)) if g not in self._seen]
+        if not self._unseen:
             return None
-        unseen = [g for g in map(self.space.genome_at, range(self.space.cardinality)) if g not in self._seen]
-        if not unseen:
-            return None
-        genome = rng.choice(unseen)
+        genome = self._unseen.pop(rng.randrange(len(self._unseen)))
         self._seen.add(genome)
         return genome
 
