@@ -117,7 +117,7 @@ def test_huge_output_keeps_the_tail() -> None:
     assert len(lost.output_tail) < 10_000  # the journal gets a tail, not megabytes
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-1", "abc", "1e999"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "abc", "1e999", "0", "0.000", "-0", "1e-300", "0.0000009"])
 def test_unusable_time_is_bad_metric(value: str) -> None:
     run = run_once(fault("metric", value))
     assert not run.ok and run.cause == bench.BAD_METRIC
@@ -430,20 +430,20 @@ def test_any_fail_or_unreadable_check_is_fail(lines: list[str]) -> None:
 @pytest.mark.parametrize(
     ("line", "unit", "expected"),
     [("Time= 0.0023712 sec", "s", 2.3712), ("Time= 2.3712 msec", "ms", 2.3712), ("Time= 2371.2 usec", "us", 2.3712),
-     ("Time= 2371200 nsec", "ns", 2.3712), ("Time= 2.3712e-3 sec", "s", 2.3712), ("Time= 0 sec", "s", 0.0)],
+     ("Time= 2371200 nsec", "ns", 2.3712), ("Time= 2.3712e-3 sec", "s", 2.3712), ("Time= 1e-9 sec", "s", 1e-6)],
 )
 def test_the_regex_value_is_converted_from_its_unit_to_ms_under_both_time_names(
         line: str, unit: str, expected: float) -> None:
     parsed = bench.parse_output(f"warming up\n{line}\n", r"Time= *(\S+) \w+", unit)
     assert parsed.metrics == {"time": expected, "time_ms": expected}  # exact: one decimal rounding
-    assert parsed.printed_time is not None and parsed.printed_time.unit == unit
+    assert parsed.printed_times["time_ms"].unit == unit and parsed.printed_times["time_ms"].line is None
 
 
 def test_the_unit_applies_to_the_regex_only_and_must_be_known() -> None:
     # The line protocol is milliseconds whatever UNIT says; a protocol benchmark parses as before.
     assert bench.parse_output("CIQ_METRIC time_ms=1.5\nCIQ_METRIC x_s=2\n", None, "s").metrics == {
         "time_ms": 1.5, "x_s": 2.0, "time": 1.5}
-    assert bench.parse_output("CIQ_METRIC time_ms=1.5\n").printed_time is None
+    assert bench.parse_output("CIQ_METRIC time_ms=1.5\n").printed_times["time_ms"].unit == "ms"
     for unit in ("min", "MS", "", None):
         with pytest.raises(ConfigError, match="s, ms, us, ns"):
             bench.parse_output("Time= 1 sec", r"Time= (\S+)", unit)
@@ -457,31 +457,43 @@ def test_huge_exponents_in_any_unit_are_bad_metrics_not_crashes() -> None:
     for text in ("Time= 1e400 sec", "Time= 1e99999999999999999999 sec", "Time= 1e" + "9" * 5000 + " sec"):
         parsed = bench.parse_output(text, r"Time= (\S+) sec", "s")
         assert "time" not in parsed.metrics and "finite" in parsed.problems[0]
-    assert bench.parse_output("Time= 1e-99999999999 sec", r"Time= (\S+) sec", "s").metrics["time_ms"] == 0.0
+    tiny = bench.parse_output("Time= 1e-99999999999 sec", r"Time= (\S+) sec", "s")  # 0 in any unit
+    assert "time" not in tiny.metrics and "below 1 ns" in tiny.problems[0]
 
 
 @pytest.mark.parametrize(
     ("printed", "resolution"),
     [("2.371", 1 / 2371), ("0.00009", 1 / 9), ("0.0023712", 1 / 23712), ("12", 1 / 12), ("1.20e-3", 1 / 120),
-     ("+.5", 1 / 5), ("0.000", float("inf")), ("1234567890.1234567", 0.0)],
+     ("+.5", 1 / 5), ("1234567890.1234567", 0.0)],
 )
 def test_the_resolution_of_a_printed_time_is_its_last_digit_over_its_value(printed: str, resolution: float) -> None:
-    parsed = bench.parse_output(f"Time= {printed} sec", r"Time= (\S+) sec", "s")
-    assert parsed.printed_time is not None and parsed.printed_time.text == printed
-    assert parsed.printed_time.resolution == pytest.approx(resolution)
-    assert parsed.printed_time.coarse == (resolution > bench.COARSE_RESOLUTION)
+    through_regex = bench.parse_output(f"Time= {printed} sec", r"Time= (\S+) sec", "s").printed_times
+    protocol = bench.parse_output(f"CIQ_METRIC time_ms={printed}\nCIQ_METRIC kernel_s={printed}").printed_times
+    for name, times in (("time_ms", through_regex), ("time_ms", protocol), ("time", protocol), ("kernel_s", protocol)):
+        assert times[name].text == printed
+        assert times[name].resolution == pytest.approx(resolution)
+        assert times[name].coarse == (resolution > bench.COARSE_RESOLUTION)
 
 
 def test_the_coarse_precision_warning_says_what_was_printed_and_what_to_do() -> None:
-    printed = bench.parse_output("Time= 0.00009 s", r"Time= (\S+) s", "s").printed_time
-    assert printed is not None and printed.coarse
+    printed = bench.parse_output("Time= 0.00009 s", r"Time= (\S+) s", "s").printed_times["time_ms"]
+    assert printed.coarse
     text = bench.coarse_precision_warning("gemm_bench", printed, r"Time= (\S+) s")
     assert "gemm_bench" in text and "'0.00009' s" in text and "11.11%" in text and "0.5%" in text
     assert "more significant digits" in text and "CIQ_METRIC time_ms=" in text
-    zero = bench.parse_output("Time= 0.000 s", r"Time= (\S+) s", "s").printed_time
-    assert zero is not None and zero.coarse and "a printed 0" in bench.coarse_precision_warning("b", zero)
-    fine = bench.parse_output("Time= 2.371 msec", r"Time= (\S+) msec").printed_time
-    assert fine is not None and not fine.coarse  # 0.04%: candidates 1% apart are 24 steps apart
+    fine = bench.parse_output("Time= 2.371 msec", r"Time= (\S+) msec").printed_times["time_ms"]
+    assert not fine.coarse  # 0.04%: candidates 1% apart are 24 steps apart
+
+
+def test_a_line_protocol_time_printed_too_coarsely_is_warned_about_too() -> None:
+    # A baseline printing 'CIQ_METRIC time_ms=1' got no warning: only the METRIC regex's capture was judged.
+    printed = bench.parse_output("CIQ_METRIC time_ms=1\n").printed_times["time_ms"]
+    assert printed.coarse and printed.line == "time_ms"
+    text = bench.coarse_precision_warning("gemm_bench", printed)
+    assert "'CIQ_METRIC time_ms=1'" in text and "100.00%" in text and "through METRIC" not in text
+    assert "more significant digits" in text and "_us" in text
+    run = run_once(fault("metric", "2"))
+    assert run.ok and run.printed_times["time_ms"].coarse  # what the tune's check reads
 
 
 def test_a_regex_that_matches_nothing_is_named_in_the_no_metric_message() -> None:
@@ -494,13 +506,41 @@ def test_a_regex_that_matches_nothing_is_named_in_the_no_metric_message() -> Non
 def test_a_run_carries_its_printed_time_but_does_not_journal_it() -> None:
     run = run_once(fault("no_metric", metric_regex=r"done in ([0-9.]+) ms", metric_unit="s"))
     assert run.ok and run.metrics["time_ms"] == 1750.0
-    assert run.printed_time is not None and run.printed_time.text == "1.75"
-    assert "printed_time" not in run.to_record()
+    assert run.printed_times["time_ms"].text == "1.75"
+    assert "printed_times" not in run.to_record()
 
 
 def test_negative_time_from_the_regex_is_bad() -> None:
     parsed = bench.parse_output("elapsed -1 ms", r"elapsed (\S+) ms")
     assert "time" not in parsed.metrics and "negative" in parsed.problems[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "regex", "unit"),
+    [("CIQ_METRIC time_ms=0", None, "ms"), ("CIQ_METRIC time_ms=0.0000009", None, "ms"),
+     ("CIQ_METRIC time=0", None, "ms"), ("CIQ_METRIC kernel_us=0.0009", None, "ms"),
+     ("CIQ_METRIC kernel_ns=0.5", None, "ms"), ("CIQ_METRIC kernel_s=1e-10", None, "ms"),
+     ("CIQ_METRIC time_ms=1e-300", None, "ms"), ("Time= 0 sec", r"Time= (\S+) sec", "s"),
+     ("Time= 0.0000000000 sec", r"Time= (\S+) sec", "s"), ("Time= 1e-300 sec", r"Time= (\S+) sec", "s"),
+     ("Time= 0.9 nsec", r"Time= (\S+) nsec", "ns"), ("elapsed 0.0000009 ms", r"elapsed (\S+) ms", "ms")],
+)
+def test_a_time_of_zero_or_below_one_nanosecond_measures_nothing(text: str, regex: str | None, unit: str) -> None:
+    # A benchmark that skipped its work for a candidate printed 0, and that candidate won and was pinned.
+    parsed = bench.parse_output(f"CIQ_METRIC time_ms=1.5\n{text}\n", regex, unit)
+    assert parsed.problems and "below 1 ns" in parsed.problems[0] and "skipped its work" in parsed.problems[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "regex", "unit", "name", "value"),
+    [("CIQ_METRIC time_ms=0.000001", None, "ms", "time_ms", 1e-6), ("CIQ_METRIC kernel_us=0.001", None, "ms",
+      "kernel_us", 1e-3), ("CIQ_METRIC kernel_ns=1", None, "ms", "kernel_ns", 1.0),
+     ("CIQ_METRIC kernel_s=1e-9", None, "ms", "kernel_s", 1e-9), ("CIQ_METRIC errors=0", None, "ms", "errors", 0.0),
+     ("Time= 1 nsec", r"Time= (\S+) nsec", "ns", "time_ms", 1e-6)],
+)
+def test_a_time_of_one_nanosecond_and_a_zero_that_is_not_a_time_are_kept(
+        text: str, regex: str | None, unit: str, name: str, value: float) -> None:
+    parsed = bench.parse_output(text, regex, unit)
+    assert parsed.problems == () and parsed.metrics[name] == pytest.approx(value)
 
 
 def test_large_samples_use_the_normal_approximation() -> None:

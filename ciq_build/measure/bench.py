@@ -14,15 +14,23 @@ and exits 0. Reading rules (the benchmark's output is never trusted):
   ``ms``) to milliseconds. The regex's value is then also ``time_ms``, the
   metric the ``time`` objective reads, so a benchmark with its own output
   format tunes ``time`` through METRIC alone.
-* The regex's printed precision is judged (`coarse_precision`): printed digits
-  that resolve less than ``COARSE_RESOLUTION`` (0.5%) of the value cannot tell
-  candidates 1% apart, and the tune warns about it.
+* A time's printed precision is judged (`PrintedTime.coarse`), the regex's
+  and a ``CIQ_METRIC`` time's alike: printed digits that resolve less than
+  ``COARSE_RESOLUTION`` (0.5%) of the value cannot tell candidates 1% apart,
+  and the tune warns about it (``time_ms=1`` is 100%).
 * A metric printed twice: the last value wins (benchmarks print running
   results and then the final one).
 * Every protocol value must be a finite number; a time (``time`` and names
-  ending ``_ms``, ``_us``, ``_ns``, ``_s``) must also be >= 0. One bad value
-  fails the run as ``bad_metric``: a NaN in the protocol means the benchmark
-  went wrong, even if the objective in use looks fine.
+  ending ``_ms``, ``_us``, ``_ns``, ``_s``, and the METRIC regex's value) must
+  also be at least ``TIME_FLOOR_NS`` = 1 ns in its unit (``time_ms=0.000001``,
+  ``x_us=0.001``, ``x_ns=1``, ``x_s=1e-9``). One bad value fails the run as
+  ``bad_metric``: a NaN in the protocol means the benchmark went wrong, even if
+  the objective in use looks fine; a time of 0 or below 1 ns means it measured
+  nothing (it skipped its work for this candidate, an early return, or its
+  timer ticked below its resolution), and such a candidate would otherwise win
+  and be pinned. Why 1 ns: no timer resolves less (a host's steady clock ticks
+  in ns, CUDA events in ~0.5 us) and no kernel launch takes less (a launch is
+  microseconds, one GPU clock cycle ~0.5-1 ns).
 * ``CIQ_CHECK FAIL`` anywhere fails the run, even after a PASS; an unreadable
   ``CIQ_CHECK`` line counts as FAIL (never pin code whose check is unknown).
 * Anything else (garbage, non-UTF-8 bytes, which arrive as U+FFFD) is ignored.
@@ -108,9 +116,25 @@ _RUNTIME_NO_GPU = re.compile(
 )
 
 
+# The least time a run can measure (see the module docstring): below it, or 0, a run measured nothing.
+TIME_FLOOR_NS = 1.0
+
+
+def time_unit(name: str) -> str | None:
+    """The unit of the metric `name` when it is a duration (``time``: ms), else None."""
+    if name == TIME:
+        return DEFAULT_METRIC_UNIT
+    return next((suffix[1:] for suffix in _TIME_SUFFIXES if name.endswith(suffix)), None)
+
+
 def is_time_metric(name: str) -> bool:
-    """Whether `name` is a duration, which must be >= 0."""
-    return name == TIME or name.endswith(_TIME_SUFFIXES)
+    """Whether `name` is a duration, which must be at least TIME_FLOOR_NS."""
+    return time_unit(name) is not None
+
+
+def time_floor(unit: str) -> float:
+    """TIME_FLOOR_NS in `unit` (one of METRIC_UNITS)."""
+    return TIME_FLOOR_NS * 10.0 ** (METRIC_UNITS["ns"] - METRIC_UNITS[unit])
 
 
 # -- the specification of a benchmark run -----------------------------------------
@@ -236,11 +260,13 @@ def check_metric_unit(unit: object) -> str:
 
 @dataclass(frozen=True)
 class PrintedTime:
-    """What the METRIC regex captured: the text, and how finely its digits resolve the value."""
+    """A time as the benchmark printed it (the METRIC regex's capture, or a CIQ_METRIC time's value):
+    the text, and how finely its digits resolve the value."""
 
     text: str  # as printed, e.g. "0.00009"
-    unit: str  # METRIC's UNIT
+    unit: str  # METRIC's UNIT, or the protocol name's unit
     resolution: float  # the last printed digit's worth / the value (inf for a printed 0)
+    line: str | None = None  # the protocol line's name, e.g. "time_ms"; None: the METRIC regex's capture
 
     @property
     def coarse(self) -> bool:
@@ -249,17 +275,18 @@ class PrintedTime:
 
 def coarse_precision_warning(benchmark: str, printed: PrintedTime, metric_regex: str | None = None) -> str:
     """The one warning a tune gives when the benchmark prints its time too coarsely."""
-    if math.isinf(printed.resolution):
-        how = "a printed 0 resolves nothing"
+    how = f"its last digit is {printed.resolution:.2%} of the value"  # never inf: a time of 0 is bad_metric
+    if printed.line is not None:
+        via = f" as 'CIQ_METRIC {printed.line}={printed.text}'"
+        fix = f"(e.g. printf(\"CIQ_METRIC {printed.line}=%.6g\"), or a name in a smaller unit such as _us)."
     else:
-        how = f"its last digit is {printed.resolution:.2%} of the value"
-    via = f" through METRIC {metric_regex!r}" if metric_regex else ""
+        via = f" through METRIC {metric_regex!r}" if metric_regex else ""
+        fix = ("(e.g. printf(\"%.6g\"), or a smaller UNIT), or print 'CIQ_METRIC time_ms=<milliseconds>' "
+               "with full precision.")
     return (
         f"warning: the benchmark {benchmark} printed its time as {printed.text!r} {printed.unit}{via}: "
         f"{how}, too coarse to tell candidates 1% apart (a digit must be worth at most "
-        f"{COARSE_RESOLUTION:.1%} of the value), so close candidates tie. Print more significant digits "
-        "(e.g. printf(\"%.6g\"), or a smaller UNIT), or print 'CIQ_METRIC time_ms=<milliseconds>' "
-        "with full precision."
+        f"{COARSE_RESOLUTION:.1%} of the value), so close candidates tie. Print more significant digits {fix}"
     )
 
 
@@ -278,7 +305,8 @@ class ParsedOutput:
     problem_count: int
     check_problems: tuple[str, ...]  # unreadable CIQ_CHECK lines (first few)
     regex_matched: bool  # the METRIC regex matched at least once
-    printed_time: PrintedTime | None = None  # the METRIC regex's value as printed (its last match)
+    # How each time metric was printed (the value kept: the last), the METRIC regex's under time and time_ms.
+    printed_times: Mapping[str, PrintedTime] = field(default_factory=dict)
     metric_regex: str | None = None  # the METRIC regex, when one was given
 
 
@@ -304,7 +332,8 @@ def parse_output(
     check_problems: list[str] = []
     no_gpu_marker: str | None = None
     regex_time: float | None = None
-    printed_time: PrintedTime | None = None
+    printed_times: dict[str, PrintedTime] = {}
+    regex_printed: PrintedTime | None = None
     regex_matched = False
     clock = _RegexClock(pattern) if pattern is not None else None
 
@@ -324,11 +353,14 @@ def parse_output(
                 problem(f"malformed line {_clip(stripped)!r} (expected 'CIQ_METRIC name=number')")
                 continue
             name, raw = body.group(1), body.group(2)
-            value, why = _read_value(raw, is_time_metric(name))
+            unit = time_unit(name)
+            value, why = _read_value(raw, unit)
             if value is None:
                 problem(f"{name}={_clip(raw)}: {why}")
             else:
                 metrics[name] = value
+                if unit is not None:
+                    printed_times[name] = PrintedTime(_clip(raw.strip()), unit, _resolution(raw), name)
         elif word == "CIQ_CHECK":
             verdict = _CHECK_BODY.fullmatch(stripped, len("CIQ_CHECK"))
             if verdict is None:
@@ -345,19 +377,21 @@ def parse_output(
             found = _search_time(clock, line)
             if found is not None:
                 regex_matched = True
-                value, why = _read_value(found, True, shift)
+                value, why = _read_value(found, DEFAULT_METRIC_UNIT, shift, metric_unit)
                 if value is None:
                     problem(f"METRIC regex captured {_clip(found)!r}: {why}")
                 else:
                     regex_time = value  # the last match wins, like a repeated CIQ_METRIC
-                    printed_time = PrintedTime(_clip(found.strip()), metric_unit, _resolution(found))
+                    regex_printed = PrintedTime(_clip(found.strip()), metric_unit, _resolution(found))
     if clock is not None and clock.expired is not None:
         problem(clock.expired)
     if TIME_MS in metrics:
         metrics[TIME] = metrics[TIME_MS]
-    if regex_time is not None:
+        printed_times[TIME] = printed_times[TIME_MS]
+    if regex_time is not None and regex_printed is not None:
         # The regex wins, under both names: `time_ms` is what the time objective reads.
         metrics[TIME] = metrics[TIME_MS] = regex_time
+        printed_times[TIME] = printed_times[TIME_MS] = regex_printed
     runtime = _RUNTIME_NO_GPU.search(text)
     no_gpu_runtime = None
     if runtime is not None:
@@ -366,7 +400,7 @@ def parse_output(
         no_gpu_runtime = _clip(text[start : end if end >= 0 else len(text)].strip())
     return ParsedOutput(
         metrics, check, no_gpu_marker, no_gpu_runtime, tuple(problems), problem_count,
-        tuple(check_problems), regex_matched, printed_time, pattern.pattern if pattern is not None else None,
+        tuple(check_problems), regex_matched, printed_times, pattern.pattern if pattern is not None else None,
     )
 
 
@@ -378,8 +412,13 @@ def _search_time(clock: _RegexClock, line: str) -> str | None:
     return group if isinstance(group, str) else None  # a group that did not take part
 
 
-def _read_value(raw: str, is_time: bool, shift: int = 0) -> tuple[float | None, str]:
-    """The number in `raw` times 10**shift (a unit change, exact in decimal), or None and why not."""
+def _read_value(raw: str, unit: str | None, shift: int = 0, printed_unit: str | None = None
+                ) -> tuple[float | None, str]:
+    """The number in `raw` times 10**shift (a unit change, exact in decimal), or None and why not.
+
+    `unit`: the result's unit when it is a time (then at least TIME_FLOOR_NS), None for any other metric;
+    `printed_unit`: the unit it was printed in, for the message (default `unit`).
+    """
     token = raw.strip()
     if _NON_FINITE.fullmatch(token):
         return None, "not a finite number"
@@ -391,8 +430,12 @@ def _read_value(raw: str, is_time: bool, shift: int = 0) -> tuple[float | None, 
     value = float(token)  # cannot fail after the regex; huge exponents become inf
     if not math.isfinite(value):
         return None, "not a finite number (out of range)"
-    if is_time and value < 0:
+    if unit is not None and value < 0:
         return None, "a time cannot be negative"
+    if unit is not None and value < time_floor(unit):
+        shown = printed_unit or unit
+        return None, (f"a time of 0 or below 1 ns ({time_floor(shown):g} {shown}) measures nothing: the benchmark "
+                      "skipped its work or its timer is too coarse; time more iterations of the work, or check it")
     return value, ""
 
 
@@ -430,7 +473,8 @@ class BenchRun:
     check: Literal["PASS", "FAIL"] | None
     seconds: float
     output_tail: str  # the last lines of stdout + stderr, for the journal and reports
-    printed_time: PrintedTime | None = None  # the METRIC regex's value as printed (not journaled)
+    # How each time metric was printed (ParsedOutput.printed_times; not journaled).
+    printed_times: Mapping[str, PrintedTime] = field(default_factory=dict)
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-ready dict for the journal."""
@@ -520,8 +564,7 @@ def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
         result = proc.run([spec.path, *spec.args], spec.timeout, cwd=spec.cwd, env=env, head_bytes=0)
     text = result.stdout + ("\n" if result.stdout and result.stderr else "") + result.stderr
     parsed = parse_output(text, spec.metric_regex, spec.metric_unit)
-    run = classify(result, parsed, spec.required, spec.timeout)
-    return replace(run, printed_time=parsed.printed_time) if parsed.printed_time is not None else run
+    return replace(classify(result, parsed, spec.required, spec.timeout), printed_times=parsed.printed_times)
 
 
 # -- repeated runs ---------------------------------------------------------------------

@@ -113,9 +113,10 @@ class BuildRunner:
                          metric_unit=self.manifest.metric_unit)
 
     def check_precision(self, *measurements: Measurement) -> None:
-        """Warn, once per tune, when the METRIC regex's printed time is too coarse to compare candidates."""
-        printed = next((run.printed_time for m in measurements for run in m.runs
-                        if run.printed_time is not None and run.printed_time.coarse), None)
+        """Warn, once per tune, when a time an objective reads is printed too coarsely to compare candidates."""
+        read = [metric_key(o) for o in self.objectives if o.source == "benchmark"]
+        printed = next((run.printed_times[name] for m in measurements for run in m.runs for name in read
+                        if name in run.printed_times and run.printed_times[name].coarse), None)
         if printed is None or self.warn is None:
             return
         with self._warn_lock:

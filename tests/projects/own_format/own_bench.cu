@@ -1,6 +1,8 @@
 // TEST DOUBLE for a GPU benchmark (see CMakeLists.txt): it prints its time in
-// its own format, "Time= <number> sec|msec|usec", and no CIQ_ lines at all.
-// Usage: own_bench <s|ms|us> <decimals>.
+// its own format, "Time= <number> sec|msec|usec", and no CIQ_ lines at all;
+// with a third argument "ciq", as "CIQ_METRIC time_ms=<number>" instead.
+// Built with X == OWN_SKIP_X it "skips its work" and prints a time of 0.
+// Usage: own_bench <s|ms|us> <decimals> [ciq].
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -8,19 +10,25 @@
 #ifndef X
 #define X 3
 #endif
+#ifndef OWN_SKIP_X
+#define OWN_SKIP_X 0
+#endif
 
 __global__ void never_launched(float* p) { p[threadIdx.x] *= 2.0f; }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::printf("usage: own_bench <s|ms|us> <decimals>\n");
+  if (argc != 3 && !(argc == 4 && std::strcmp(argv[3], "ciq") == 0)) {
+    std::printf("usage: own_bench <s|ms|us> <decimals> [ciq]\n");
     return 1;
   }
-  // A deterministic "runtime" in ms, best at X == 1: 1.0, 1.25, 1.5 (the default X).
-  const double ms = 1.0 + 0.25 * (X > 1 ? X - 1 : 1 - X);
+  // A deterministic "runtime" in ms, best at X == 1: 1.0, 1.25, 1.5 (the default X);
+  // 0 where the benchmark skips its work (an early return, a timer below its resolution).
+  const double ms = X == OWN_SKIP_X ? 0.0 : 1.0 + 0.25 * (X > 1 ? X - 1 : 1 - X);
   const int decimals = std::atoi(argv[2]);
   std::printf("own_bench: 3 iterations\n");
-  if (std::strcmp(argv[1], "s") == 0) {
+  if (argc == 4) {
+    std::printf("CIQ_METRIC time_ms=%.*f\n", decimals, ms);
+  } else if (std::strcmp(argv[1], "s") == 0) {
     std::printf("Time= %.*f sec\n", decimals, ms / 1e3);
   } else if (std::strcmp(argv[1], "us") == 0) {
     std::printf("Time= %.*f usec\n", decimals, ms * 1e3);
