@@ -9,6 +9,7 @@ and a printed precision too coarse to compare candidates must be warned about.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -26,12 +27,14 @@ pytestmark = pytest.mark.slow
 OWN_FORMAT = REPO_ROOT / "tests" / "projects" / "own_format"
 
 
-def _tune(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+def _tune(tmp_path: Path, *args: str, env: dict[str, str] | None = None
+          ) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     source, build = tmp_path / "own format src", tmp_path / "build"
     shutil.copytree(OWN_FORMAT, source)
     command = [sys.executable, "-m", "ciq_build", "tune", "own_bench", "-S", str(source), "-B", str(build),
                "--generations", "1", "--pool-size", "3", "--repeats", "3", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source), source, build
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source,
+                          env={**os.environ, **(env or {})}), source, build
 
 
 def _evaluations(build: Path) -> list[dict]:
@@ -58,6 +61,7 @@ def test_a_benchmark_in_its_own_format_tunes_time_through_metric_alone(
     assert record["controls"]["defines"] == {"X": "1"}
     assert record["baseline"]["scores"] == pytest.approx([1.5]) and record["winner"]["scores"] == pytest.approx([1.0])
     assert "too coarse" not in result.stderr  # 5 significant digits resolve 0.007%
+    assert "source tree changed" not in result.stderr  # nothing wrote there
     # The plain build ships the pin: the benchmark now prints the winner's time.
     ensure_ok(proc.run(["cmake", str(build)], 600))
     ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
@@ -100,3 +104,15 @@ def test_a_candidate_whose_time_drops_to_zero_is_a_bad_metric_and_never_pinned(
     else:
         assert len(warnings) == 1 and coarse in warnings[0] and "CIQ_METRIC time_ms" in warnings[0], result.stderr
         assert "through METRIC" not in warnings[0]
+
+
+def test_a_benchmark_that_writes_into_the_source_tree_is_warned_about_once_naming_the_file(tmp_path: Path) -> None:
+    # Each candidate's run appended to a file of the source tree, unnoticed: what it writes there can change
+    # what the next candidate builds. The baseline's run makes the file; the candidates' runs change it.
+    written = tmp_path / "own format src" / "bench-runs.txt"
+    result, _, _ = _tune(tmp_path, "--no-pin", "--quiet", env={"OWN_BENCH_WRITES": str(written)})
+    assert result.returncode == 0, result.stderr
+    assert written.read_text().count("X=") >= 3 * 2  # the baseline's runs, then at least one candidate's
+    warnings = [line for line in result.stderr.splitlines() if "source tree changed" in line]
+    assert len(warnings) == 1, result.stderr  # once per tune, said even with --quiet
+    assert str(written) in warnings[0] and "can change what the next candidate builds" in warnings[0]

@@ -18,15 +18,22 @@ the fingerprint and a resumed tune would reuse nothing. Left out:
   side effects). They are recorded in the journal and left out from then on.
   Only those short windows count: an edit the user makes during the search is
   a real change and invalidates the cache at the next run.
+
+While candidates run, `TreeWatch` looks at the size and mtime of every file
+of the project's source tree (`SourceSet.listing`: any name, the same folders
+left out) after each benchmarked candidate, to see whether a run wrote there
+(the driver warns: it can change what the next candidate builds).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from ciq_build.build.manifest import Manifest
 from ciq_build.measure import proc
@@ -39,6 +46,8 @@ _NINJA_TIMEOUT = 60.0
 _MISSING = b"<missing>"
 
 Snapshot = dict[Path, bytes]  # file -> sha256 of its bytes (or _MISSING)
+Listing = dict[str, tuple[int, int]]  # file -> (size, mtime in ns)
+K = TypeVar("K")
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -73,21 +82,42 @@ class SourceSet:
     def candidates(self) -> set[Path]:
         """The files the fingerprint covers (existing or not: a deleted source counts as a change)."""
         manifest = self.manifest
-        root = Path(os.path.abspath(manifest.target_source_dir))
         skip = self._skip_dirs()
         outputs, inputs = self.build_graph()
         files = {Path(os.path.abspath(p)) for p in manifest.cuda_sources}
+        for here, names in self._folders(Path(os.path.abspath(manifest.target_source_dir))):
+            for name in names:
+                if Path(name).suffix in SOURCE_SUFFIXES and not name.startswith("."):
+                    files.add(here / name)
+        files |= {p for p in inputs if not any(_inside(p, s) for s in skip)}
+        return {p for p in files if p not in outputs and p not in self.excluded}
+
+    def _folders(self, root: Path) -> Iterator[tuple[Path, list[str]]]:
+        """Each folder under `root` that is the user's (not a build tree, a hidden, build or pin folder),
+        with its files' names."""
+        skip = self._skip_dirs()
         for folder, dirs, names in os.walk(root):  # never follows symlinked folders
             here = Path(folder)
             if here != root and (_is_build_tree(here, names) or here in skip):
                 dirs[:] = []
                 continue
             dirs[:] = [d for d in dirs if not d.startswith(".") and here / d not in skip]
+            yield here, names
+
+    def listing(self) -> Listing:
+        """Size and mtime of every file in the project's source tree, any name (a benchmark's output file
+        too), in the folders the fingerprint looks in: a look cheap enough to take after each candidate."""
+        result: Listing = {}
+        for here, names in self._folders(Path(os.path.abspath(self.manifest.source_dir))):
+            folder = str(here)
             for name in names:
-                if Path(name).suffix in SOURCE_SUFFIXES and not name.startswith("."):
-                    files.add(here / name)
-        files |= {p for p in inputs if not any(_inside(p, s) for s in skip)}
-        return {p for p in files if p not in outputs and p not in self.excluded}
+                path = os.path.join(folder, name)  # a str: a Path per file doubled the time, as measured
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue  # gone since the folder was read
+                result[path] = (info.st_size, info.st_mtime_ns)
+        return result
 
     # -- hashing -------------------------------------------------------------------
 
@@ -124,8 +154,8 @@ class SourceSet:
             digest.update(snapshot[source])
         return digest.hexdigest()
 
-    def written_between(self, before: Mapping[Path, bytes], after: Mapping[Path, bytes]) -> set[Path]:
-        """Files that appeared, vanished or changed between two snapshots (the build wrote them)."""
+    def written_between(self, before: Mapping[K, object], after: Mapping[K, object]) -> set[K]:
+        """Files that appeared, vanished or changed between two snapshots or listings (something wrote them)."""
         return {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
 
 
@@ -179,3 +209,36 @@ def source_digest(manifest: Manifest, excluded: Iterable[Path] = ()) -> str:
 
 
 __all__ = ["SOURCE_SUFFIXES", "SourceSet", "Snapshot", "source_digest"]
+
+
+# The share of a tune's time TreeWatch may spend looking. A listing, measured on a 2-core machine at load
+# 9-11: 35-50 us a file, so 14 ms for ciq_build's own tree (275 files), 69 ms for 2,007 (a CUDA toolkit),
+# 0.26 s for 7,935 (/usr/include); a candidate takes seconds. A small tree is looked at after every
+# benchmarked candidate, a large one after every few.
+TREE_LOOK_SHARE = 0.02
+
+
+class TreeWatch:
+    """Whether the project's source tree changed since the watch began, looked at sparingly.
+
+    `look()` lists the tree again unless the last listing cost more than TREE_LOOK_SHARE of the time
+    since (then it says nothing new, and a later call looks: written files stay written).
+    """
+
+    def __init__(self, source_set: SourceSet, share: float = TREE_LOOK_SHARE) -> None:
+        self.source_set = source_set
+        self.share = share
+        started = time.monotonic()
+        self.before = source_set.listing()
+        self.looked_at = time.monotonic()
+        self.cost = self.looked_at - started
+
+    def look(self) -> set[str]:
+        """The files that appeared, vanished or changed since the watch began (empty when not looked)."""
+        started = time.monotonic()
+        if (started - self.looked_at) * self.share < self.cost:
+            return set()
+        after = self.source_set.listing()
+        self.looked_at = time.monotonic()
+        self.cost = self.looked_at - started
+        return self.source_set.written_between(self.before, after)

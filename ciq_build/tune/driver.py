@@ -31,7 +31,7 @@ from ciq_build.build.cmake import (
 )
 from ciq_build.build.manifest import Manifest, for_architecture, load_manifest
 from ciq_build.build.preflight import check_tune
-from ciq_build.build.sources import Snapshot, SourceSet
+from ciq_build.build.sources import Snapshot, SourceSet, TreeWatch
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import PROJECT_COMPILER, Toolchain, find_toolchain
 from ciq_build.core.causes import Cause
@@ -116,6 +116,8 @@ class TuneRun:
         self.evaluations: list[Evaluation] = []
         self.source_set = SourceSet(manifest)
         self.sources = ""  # the source digest, once the journal says which files the build writes
+        # Whether candidates' benchmarks write into the source tree, until one is seen to.
+        self.tree_watch: TreeWatch | None = None
 
     # -- the run ---------------------------------------------------------------
 
@@ -188,6 +190,8 @@ class TuneRun:
             self.runner.remember(journaled)  # its code is shared as if measured in this run
         if "params" in search_kinds(self.settings.search):  # a PARAMS name the source overrides, said early
             overridden_params(self.manifest.params, workers[0], self.timeout, self.manifest.target, self._warn)
+        if self.runner.needs_benchmark:  # what a candidate's benchmark writes into the source tree is looked for
+            self.tree_watch = TreeWatch(self.source_set)
         self._search(source, workers)
         return self._finish(baseline, base_tree, workers[0], source)
 
@@ -228,6 +232,25 @@ class TuneRun:
         self._say(f"{when} wrote into the source tree ({shown}); left out of the source fingerprint "
                   "(declare such files as OUTPUT or BYPRODUCTS of their command to say so up front)")
         return True
+
+    def _note_candidate_writes(self, evaluated: Evaluation) -> None:
+        """Warn, once, when the source tree changed while candidates ran (a benchmark that writes there).
+
+        Looked at after a benchmarked candidate, within TreeWatch's share of the time; after the warning,
+        no more looks.
+        """
+        watch = self.tree_watch
+        if watch is None or evaluated.runs == 0:  # no benchmark ran: a failed build, the same code as another
+            return
+        written = watch.look()
+        if not written:
+            return
+        self.tree_watch = None
+        shown = ", ".join(sorted(written)[:5]) + (f" and {len(written) - 5} more" if len(written) > 5 else "")
+        self._warn(f"warning: the source tree changed while candidates were built and benchmarked (first seen after "
+                   f"candidate {evaluated.proposal.id}): {shown}. A benchmark (or build) that writes there can change "
+                   "what the next candidate builds and measures; have it write into its working directory (the "
+                   "scratch build tree) or elsewhere. Not checked again in this tune.")
 
     def _disk_full(self, what: str) -> DiskFullError:
         done = sum(1 for e in self.evaluations if not e.cached and not e.environmental)
@@ -292,9 +315,14 @@ class TuneRun:
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
               progress: TuneProgress | None) -> SearchLoop[W]:
+        disk_full = stop_on_disk_full(self._disk_full)
+
+        def after_candidate(evaluated: Evaluation) -> BaseException | None:
+            self._note_candidate_writes(evaluated)
+            return disk_full(evaluated)
+
         loop = SearchLoop(source, runner, workers, self.cache, self._key, self.objectives,
-                          budget=self.settings.search.max_evaluations, progress=progress,
-                          stop_for=stop_on_disk_full(self._disk_full))
+                          budget=self.settings.search.max_evaluations, progress=progress, stop_for=after_candidate)
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
         return loop
 

@@ -2,6 +2,7 @@
 // its own format, "Time= <number> sec|msec|usec", and no CIQ_ lines at all;
 // with a third argument "ciq", as "CIQ_METRIC time_ms=<number>" instead.
 // Built with X == OWN_SKIP_X it "skips its work" and prints a time of 0.
+// With OWN_BENCH_WRITES set, each run appends a line to that file.
 // Usage: own_bench <s|ms|us> <decimals> [ciq].
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,13 @@ int main(int argc, char** argv) {
   // 0 where the benchmark skips its work (an early return, a timer below its resolution).
   const double ms = X == OWN_SKIP_X ? 0.0 : 1.0 + 0.25 * (X > 1 ? X - 1 : 1 - X);
   const int decimals = std::atoi(argv[2]);
+  // A benchmark that writes where it should not: each run appends to the file OWN_BENCH_WRITES names.
+  if (const char* log = std::getenv("OWN_BENCH_WRITES")) {
+    if (FILE* out = std::fopen(log, "a")) {
+      std::fprintf(out, "X=%d\n", X);
+      std::fclose(out);
+    }
+  }
   std::printf("own_bench: 3 iterations\n");
   if (argc == 4) {
     std::printf("CIQ_METRIC time_ms=%.*f\n", decimals, ms);
