@@ -30,6 +30,8 @@ from ciq_build.pin.record import (
 )
 
 ACF_BYTES = b"0123456789abcdef" * 64  # stands in for compileiq's opaque ACF blob
+# Where write_record pins it: under its content name (issue 21: a new pin never replaces a committed ACF).
+PINNED_ACF = f"gemm.{hashlib.sha256(ACF_BYTES).hexdigest()[:12]}.acf"
 
 
 def make_record(target: str = "gemm", acf: AcfRef | None = None) -> PinnedRecord:
@@ -62,7 +64,7 @@ def acf_source(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def pinned(tmp_path: Path, acf_source: Path) -> Path:
-    """A pin dir holding a valid gemm.json + gemm.acf; returns the record path."""
+    """A pin dir holding a valid gemm.json + its ACF; returns the record path."""
     acf = AcfRef(acf_source, "ptxas", hashlib.sha256(ACF_BYTES).hexdigest())
     write_record(tmp_path / "pins", make_record(acf=acf), acf_source)
     return tmp_path / "pins" / "gemm.json"
@@ -80,7 +82,7 @@ def edit(path: Path, change) -> None:
 def test_write_then_read_gives_the_same_record(tmp_path, acf_source):
     acf = AcfRef(acf_source, "ptxas", "")  # sha filled in by write_record
     written = write_record(tmp_path / "pins", make_record(acf=acf), acf_source)
-    pinned_acf = tmp_path / "pins" / "gemm.acf"
+    pinned_acf = tmp_path / "pins" / PINNED_ACF
     assert written.controls.acf == AcfRef(pinned_acf.resolve(), "ptxas", hashlib.sha256(ACF_BYTES).hexdigest())
     assert pinned_acf.read_bytes() == ACF_BYTES
     assert read_record(tmp_path / "pins" / "gemm.json") == written
@@ -94,7 +96,7 @@ def test_record_file_matches_the_documented_schema(pinned):
     assert data["controls"] == {
         "flags": ["-Xptxas=-O3", "-maxrregcount=128"],  # Controls keeps flags sorted
         "defines": {"TILE": "64", "UNROLL": "4"},
-        "acf": {"file": "gemm.acf", "sha256": hashlib.sha256(ACF_BYTES).hexdigest(), "compiler": "ptxas"},
+        "acf": {"file": PINNED_ACF, "sha256": hashlib.sha256(ACF_BYTES).hexdigest(), "compiler": "ptxas"},
     }
     assert data["toolchain"]["cuda"] == "13.3"
     assert data["objectives"] == [{"name": "time", "direction": "min"}, {"name": "metric:gflops", "direction": "max"}]
@@ -105,9 +107,9 @@ def test_record_file_matches_the_documented_schema(pinned):
 def test_write_without_acf_round_trips_and_drops_a_stale_acf(pinned):
     pin_dir = pinned.parent
     written = write_record(pin_dir, make_record())
-    assert not (pin_dir / "gemm.acf").exists()
+    assert not (pin_dir / PINNED_ACF).exists()
     assert read_record(pinned) == written == make_record()
-    assert sorted(os.listdir(pin_dir)) == ["gemm.json"]  # no temp files left
+    assert sorted(os.listdir(pin_dir)) == [".gitattributes", "gemm.json"]  # no temp files left
 
 
 def test_write_accepts_the_record_path_too(tmp_path):
@@ -145,7 +147,7 @@ def test_invalid_record_is_never_written_and_the_old_pin_survives(pinned):
         with pytest.raises(RecordError):
             write_record(pinned.parent, bad)
     assert pinned.read_bytes() == before
-    assert sorted(os.listdir(pinned.parent)) == ["gemm.acf", "gemm.json"]
+    assert sorted(os.listdir(pinned.parent)) == [".gitattributes", PINNED_ACF, "gemm.json"]
 
 
 def test_non_finite_scores_are_not_written(tmp_path):
@@ -171,7 +173,7 @@ def test_provenance_must_be_json(tmp_path):
 
 def test_written_files_are_readable_by_others(pinned):
     assert pinned.stat().st_mode & 0o044 == 0o044
-    assert (pinned.parent / "gemm.acf").stat().st_mode & 0o044 == 0o044
+    assert (pinned.parent / PINNED_ACF).stat().st_mode & 0o044 == 0o044
 
 
 # ------------------------------------------------------------------ reading: syntax
@@ -348,7 +350,7 @@ def test_acf_names_that_are_not_bare_are_refused(pinned, name):
 def test_acf_symlink_escaping_the_pin_dir_is_refused(pinned, tmp_path):
     outside = tmp_path / "outside.acf"
     outside.write_bytes(ACF_BYTES)  # same bytes: only the containment check can refuse it
-    acf = pinned.parent / "gemm.acf"
+    acf = pinned.parent / PINNED_ACF
     acf.unlink()
     acf.symlink_to(outside)
     with pytest.raises(RecordError, match="symbolic link"):
@@ -359,26 +361,26 @@ def test_acf_symlink_inside_the_pin_dir_is_refused_too(pinned):
     # A link is refused wherever it points: CMake and Python cannot both check
     # containment the same way, and a pin never needs one.
     pin_dir = pinned.parent
-    (pin_dir / "gemm.acf").rename(pin_dir / "real.acf")
-    (pin_dir / "gemm.acf").symlink_to("real.acf")
+    (pin_dir / PINNED_ACF).rename(pin_dir / "real.acf")
+    (pin_dir / PINNED_ACF).symlink_to("real.acf")
     with pytest.raises(RecordError, match="symbolic link"):
         read_record(pinned)
 
 
 def test_missing_acf_says_restore_it(pinned):
-    (pinned.parent / "gemm.acf").unlink()
+    (pinned.parent / PINNED_ACF).unlink()
     with pytest.raises(RecordError, match="does not exist; restore it"):
         read_record(pinned)
 
 
 def test_acf_whose_hash_changed_is_refused(pinned):
-    (pinned.parent / "gemm.acf").write_bytes(ACF_BYTES + b"x")
+    (pinned.parent / PINNED_ACF).write_bytes(ACF_BYTES + b"x")
     with pytest.raises(RecordError, match="changed or replaced after it was pinned"):
         read_record(pinned)
 
 
 def test_acf_that_is_a_directory_is_refused(pinned):
-    acf = pinned.parent / "gemm.acf"
+    acf = pinned.parent / PINNED_ACF
     acf.unlink()
     acf.mkdir()
     with pytest.raises(RecordError, match="not a regular file"):
@@ -437,7 +439,7 @@ def test_format_record_shows_what_is_pinned(pinned):
     assert "gemm" in text
     assert "-Xptxas=-O3 -maxrregcount=128" in text
     assert "-DTILE=64 -DUNROLL=4" in text
-    assert "gemm.acf (ptxas" in text
+    assert f"{PINNED_ACF} (ptxas" in text
     assert "CUDA 13.3" in text and "90a" in text
     assert "min time" in text and "max metric:gflops" in text
     assert "-12.0%" in text  # 1.1 / 1.25
@@ -462,3 +464,35 @@ def test_show_aligns_the_objectives_and_gives_no_spread_to_static_metrics(tmp_pa
 def test_format_minimal_record(tmp_path):
     assert "flags       (none)" in format_record(make_record().__class__(
         target="k", controls=Controls(), toolchain=RecordToolchain("13.3")))
+
+
+def test_a_new_pin_writes_gitattributes_but_never_replaces_the_users_own(tmp_path, acf_source):
+    acf = AcfRef(acf_source, "ptxas", "")
+    write_record(tmp_path / "pins", make_record(acf=acf), acf_source)
+    assert (tmp_path / "pins" / ".gitattributes").read_text() == "*.json -text\n*.acf binary\n"
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / ".gitattributes").write_text("* text=auto\n")
+    write_record(own / "ciq", make_record())  # a pin dir inside: its own, new
+    write_record(own, make_record())  # the user's existing dir: left as it is
+    assert (own / ".gitattributes").read_text() == "* text=auto\n"
+
+
+def test_a_repin_deletes_the_old_acf_only_after_the_new_record_names_the_new_one(pinned, tmp_path):
+    other = tmp_path / "other.acf"
+    other.write_bytes(b"another ACF")
+    written = write_record(pinned.parent, make_record(acf=AcfRef(other, "ptxas", "")), other)
+    new_name = f"gemm.{hashlib.sha256(b'another ACF').hexdigest()[:12]}.acf"
+    assert Path(written.controls.acf.path).name == new_name
+    assert sorted(os.listdir(pinned.parent)) == sorted([".gitattributes", "gemm.json", new_name])
+    assert read_record(pinned) == written
+
+
+def test_a_pin_dir_that_is_a_symlink_is_neither_read_nor_written(tmp_path, acf_source):
+    elsewhere = tmp_path / "elsewhere"
+    write_record(elsewhere, make_record())
+    (tmp_path / "ciq").symlink_to(elsewhere)
+    with pytest.raises(RecordError, match="pin directory .* is a symbolic link"):
+        read_record(tmp_path / "ciq" / "gemm.json")
+    with pytest.raises(RecordError, match="pin directory .* is a symbolic link"):
+        write_record(tmp_path / "ciq", make_record())

@@ -12,8 +12,10 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -56,10 +58,12 @@ def test_a_ptxas_acf_search_brings_spills_below_the_default_and_pins_it(tuned: d
     baseline, winner = record["baseline"]["scores"][0], record["winner"]["scores"][0]
     assert winner < baseline, (baseline, winner)
     acf = record["controls"]["acf"]
-    assert acf["compiler"] == "ptxas" and acf["file"] == "spill_kernels.acf"
+    # Pinned under its content name (a new pin never replaces a committed ACF), with .gitattributes beside it.
+    assert acf["compiler"] == "ptxas" and acf["file"] == f"spill_kernels.{acf['sha256'][:12]}.acf"
     assert record["toolchain"]["cuda"] == "13.3"
     assert record["provenance"]["search_space"]["acf"]["file"] == "ptxas13.3.bin"
-    assert (tuned["source"] / "ciq" / "spill_kernels.acf").is_file()
+    assert (tuned["source"] / "ciq" / acf["file"]).is_file()
+    assert (tuned["source"] / "ciq" / ".gitattributes").read_text() == "*.json -text\n*.acf binary\n"
 
 
 def test_the_plain_build_applies_the_pinned_acf_and_verify_checks_it(tuned: dict) -> None:
@@ -67,7 +71,8 @@ def test_the_plain_build_applies_the_pinned_acf_and_verify_checks_it(tuned: dict
     ensure_ok(proc.run(["cmake", str(build)], 600))
     built = ensure_ok(proc.run(["cmake", "--build", str(build), "--verbose"], 600))
     options = (build / "ciq" / "spill_kernels.nvcc-options").read_text()
-    assert f"--apply-controls={source / 'ciq' / 'spill_kernels.acf'}" in options
+    pinned_acf = json.loads((source / "ciq" / "spill_kernels.json").read_text())["controls"]["acf"]["file"]
+    assert f"--apply-controls={source / 'ciq' / pinned_acf}" in options
     assert "--options-file=" in built.stdout
     verify = _ciq("verify", "spill_kernels", "-B", str(build), cwd=source, env=env)
     assert verify.returncode == 0, verify.stdout + verify.stderr
@@ -94,7 +99,8 @@ def test_an_edited_acf_is_refused_by_verify_and_by_the_build(tuned: dict, tmp_pa
     ensure_ok(proc.run(configure, 600))
     ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
     assert _ciq("verify", "spill_kernels", "-B", str(build), cwd=source, env=tuned["env"]).returncode == 0
-    with (source / "ciq" / "spill_kernels.acf").open("ab") as acf:
+    pinned_acf = json.loads((source / "ciq" / "spill_kernels.json").read_text())["controls"]["acf"]["file"]
+    with (source / "ciq" / pinned_acf).open("ab") as acf:
         acf.write(b"\0")
     verify = _ciq("verify", "spill_kernels", "-B", str(build), cwd=source, env=tuned["env"])
     assert verify.returncode != 0 and "sha256" in verify.stderr and "Traceback" not in verify.stderr
@@ -151,3 +157,34 @@ def test_an_acf_pool_sampled_ahead_is_searched_with_the_genetic_engine(tmp_path:
     again = _ciq("tune", "spill_kernels", "-B", str(tmp_path / "build"), "--controls", f"acf-pool:{pool}",
                  "--fresh", cwd=source, env=env)
     assert again.returncode == 2 and "edited" in again.stderr
+
+
+def test_a_tune_killed_while_it_pins_an_acf_leaves_a_pin_the_plain_build_accepts(tuned: dict, tmp_path: Path,
+                                                                                  cuda133_bin: Path) -> None:
+    # A retune of the tuned copy (its pin in place) with another seed, killed with SIGKILL the moment it starts
+    # to write the pin: a new ACF (or its temporary) appears in ciq/. Before issue 21 the old record could be
+    # left naming the new ACF, refused by every build.
+    source = tmp_path / "spill"
+    shutil.copytree(tuned["source"], source)
+    pin_dir = source / "ciq"
+    before = set(os.listdir(pin_dir))
+    command = [sys.executable, "-m", "ciq_build", "tune", "spill_kernels", "-S", str(source), "-B",
+               str(tmp_path / "tune-build"), "--fresh", "--generations", "1", "--pool-size", "4", "--seed", "7",
+               "--jobs", "2", f"--cmake-arg=-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}"]
+    driver = subprocess.Popen(command, cwd=source, env=tuned["env"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, start_new_session=True)
+    pinning = None
+    while driver.poll() is None:
+        pinning = [n for n in set(os.listdir(pin_dir)) - before if ".acf" in n or ".json" in n]
+        if pinning:
+            os.killpg(driver.pid, signal.SIGKILL)
+            break
+        time.sleep(0.002)  # a pin's write takes milliseconds (fsyncs); polling finer would only take a core
+    driver.wait()
+    assert pinning, f"the tune ended before it pinned anything new: {driver.stderr.read().decode()[-2000:]}"
+    # The plain configure accepts what the kill left, and so does Python.
+    configure = ["cmake", "-S", str(source), "-B", str(tmp_path / "build"), "-G", "Ninja",
+                 f"-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}", f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}"]
+    result = ensure_ok(proc.run(configure, 600))
+    assert "ciq_build: spill_kernels: pinned controls from" in result.stdout, result.stdout
+    assert _ciq("show", "spill_kernels", "-B", str(tmp_path / "build"), cwd=source, env=tuned["env"]).returncode == 0

@@ -1,12 +1,13 @@
-"""The pinned record: ``<pin dir>/<target>.json`` (+ ``<target>.acf``) written, read, validated.
+"""The pinned record: ``<pin dir>/<target>.json`` (+ ``<target>.<sha12>.acf``) written, read, validated.
 
 The record is what a tune leaves behind for version control, and every later
 build applies it. It is therefore read as untrusted input: every field is
 type-checked, flags and defines go through the allow-list, the ACF must be a
 file inside the pin directory whose sha256 matches, and anything unexpected
 is a RecordError that says what to do. Writes are atomic (temp file in the same
-directory, fsync, os.replace), the ACF first, so a crash never leaves a record
-that names a half-written ACF; a record whose ACF was replaced underneath it is
+directory, fsync, os.replace): the ACF first, under a name of its content, then
+the record, then the old ACF goes, so a kill at any moment leaves a record whose
+ACF is there and matches; a record whose ACF was replaced underneath it is
 caught by the sha256.
 """
 
@@ -118,8 +119,17 @@ def record_path(pin_dir: Path, target: str) -> Path:
     return Path(pin_dir) / f"{_target_name(target)}.json"
 
 
-def acf_path(pin_dir: Path, target: str) -> Path:
-    return Path(pin_dir) / f"{_target_name(target)}.acf"
+def acf_path(pin_dir: Path, target: str, digest: str, arch: str = "") -> Path:
+    """Where an ACF is pinned: ``<target>.<sha12>.acf`` (an entry's ``<target>.<arch>.<sha12>.acf``), a name
+    of its content, so that a new pin never replaces the file a committed record names: the record is
+    written after its ACF and the old ACF deleted after the record, and a kill between leaves a pin
+    whose record and ACF agree (issue 21)."""
+    return Path(pin_dir) / ".".join([_target_name(target), *([arch] if arch else []), digest[:12], "acf"])
+
+
+# What git must not convert in a pin dir: a record's line ends are read alike by both readers, but
+# an ACF's bytes are checked by their sha256 (core.autocrlf would change them).
+GITATTRIBUTES = "*.json -text\n*.acf binary\n"
 
 
 def check_pin_dir(pin_dir: Path) -> None:
@@ -194,23 +204,66 @@ def record_to_json(record: PinnedRecord, pin_dir: Path) -> dict[str, Any]:
     return out
 
 
-def _acf_users(pin_dir: Path, acf_name: str, target: str) -> list[str]:
-    """The other records in `pin_dir` whose controls.acf.file is `acf_name`."""
-    users = []
+def _named_acfs(record_file: Path) -> set[str]:
+    """The ACF files a record names (its own and its entries'), read leniently: nothing when it is
+    missing or unreadable, since it then names nothing anyone could apply."""
     rules = load_rules()
-    for other in sorted(Path(pin_dir).glob("*.json")) if Path(pin_dir).is_dir() else []:
-        if other.stem == target:
+    try:
+        data = parse_strict(read_regular_file(record_file, rules.limit("record_bytes"), "record"), rules)
+        named = [data.get("controls", {}).get("acf", {}).get("file")]
+        named += [(e.get("controls", {}).get("acf") or {}).get("file")
+                  for e in (data.get("per_architecture") or {}).values()]
+    except (OSError, ValueError, RecursionError, AttributeError):
+        return set()
+    return {name for name in named if isinstance(name, str)}
+
+
+def _acf_users(pin_dir: Path, acf_name: str, target: str) -> list[str]:
+    """The other records in `pin_dir` whose ACFs include `acf_name`."""
+    return [other.name for other in (sorted(Path(pin_dir).glob("*.json")) if Path(pin_dir).is_dir() else [])
+            if other.stem != target and acf_name in _named_acfs(other)]
+
+
+def _make_pin_dir(pin_dir: Path) -> None:
+    """Create `pin_dir` if need be; a new one gets a .gitattributes (GITATTRIBUTES), never replacing one."""
+    if pin_dir.is_dir():
+        return
+    pin_dir.mkdir(parents=True, exist_ok=True)
+    attributes = pin_dir / ".gitattributes"
+    if not os.path.lexists(attributes):
+        atomic_write(attributes, GITATTRIBUTES.encode())
+
+
+def _place_acf(pinned_acf: Path, data: bytes, target: str) -> None:
+    """Write an ACF under its content name, unless that file is there already (then it is this ACF)."""
+    if pinned_acf.is_file() and not pinned_acf.is_symlink() and pinned_acf.read_bytes() == data:
+        return
+    users = _acf_users(pinned_acf.parent, pinned_acf.name, target)
+    if users:
+        raise RecordError(
+            f"{pinned_acf} is named by {', '.join(users)} but holds other bytes than its name says; "
+            "move that record's ACF aside (or retune it), then pin again."
+        )
+    _atomic_write(pinned_acf, data)  # os.replace swaps a symlink itself, not its target
+
+
+def _remove_unpinned_acfs(pin_dir: Path, target: str, keep: set[str], previous: set[str]) -> None:
+    """After the record is written: delete the ACFs the previous record named and those earlier,
+    killed writes left under `target`'s content names, unless this record or another one names them."""
+    content_name = re.compile(re.escape(target) + r"([.][1-9][0-9]*[a-z]?)?[.][0-9a-f]{12}[.]acf")
+    left = {name for name in os.listdir(pin_dir) if content_name.fullmatch(name)}
+    for name in os.listdir(pin_dir):  # and what a write killed mid-way left (atomic_write's temporaries)
+        if (m := re.fullmatch(r"[.](.+)[.][^.]+[.]tmp", name)) and content_name.fullmatch(m.group(1)):
+            _remove_stale_temporaries(pin_dir, m.group(1))
+    removed = False
+    for name in sorted((previous | left) - keep):
+        stale = pin_dir / name
+        if "/" in name or not (stale.is_file() or stale.is_symlink()) or _acf_users(pin_dir, name, target):
             continue
-        try:
-            data = parse_strict(read_regular_file(other, rules.limit("record_bytes"), "record"), rules)
-            named = [data.get("controls", {}).get("acf", {}).get("file")]
-            named += [(e.get("controls", {}).get("acf") or {}).get("file")
-                      for e in (data.get("per_architecture") or {}).values()]
-        except (OSError, ValueError, RecursionError, AttributeError):
-            continue  # not a record we can read: it names nothing we would keep
-        if acf_name in named:
-            users.append(other.name)
-    return users
+        stale.unlink()
+        removed = True
+    if removed:
+        fsync_dir(pin_dir)
 
 
 def _remove_stale_temporaries(directory: Path, name: str) -> None:
@@ -236,12 +289,13 @@ def _writable(value: Any) -> Any:
 
 
 def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = None) -> PinnedRecord:
-    """Pin `record` as ``<pin_dir>/<target>.json`` (+ ``<target>.acf``); return what was written.
+    """Pin `record` as ``<pin_dir>/<target>.json`` (+ ``<target>.<sha12>.acf``); return what was written.
 
     ``pin_dir`` may also be the record's own path, ``<pin_dir>/<target>.json``.
 
     The ACF (``acf_source``, or else ``record.controls.acf.path``) is copied first,
-    atomically, as ``<target>.acf``, and its sha256 recorded; when the record's
+    atomically, under its content name (acf_path), and its sha256 recorded; the
+    ACF the previous record named goes only after the new record is in place; when the record's
     AcfRef already carries a sha256 the copy must match it (the file changed since
     it was measured otherwise). The record is validated exactly as read_record
     would, before anything is written, so an unreadable pin is never left behind.
@@ -258,12 +312,8 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
             f"an ACF ({source}) was given for target {target!r} but its controls name no ACF "
             "compiler; set controls.acf (compiler 'ptxas' or 'nvcc')."
         )
-    pinned_acf = acf_path(pin_dir, target)
-    # Another record may name <target>.acf (records are hand-editable): never
-    # overwrite or delete a file another record uses; pin under a name of our own.
-    users = _acf_users(pin_dir, pinned_acf.name, target)
-
     acf_bytes: bytes | None = None
+    pinned_acf: Path | None = None
     if source is not None and acf is not None:
         try:
             acf_bytes = source.read_bytes()
@@ -275,25 +325,23 @@ def write_record(pin_dir: Path, record: PinnedRecord, acf_source: Path | None = 
                 f"the ACF {source} has sha256 {digest}, but the candidate measured an ACF with "
                 f"{acf.sha256}: the file changed after it was measured. Retune the target."
             )
-        if users and not (pinned_acf.is_file() and pinned_acf.read_bytes() == acf_bytes):
-            pinned_acf = Path(pin_dir) / f"{target}-{digest[:12]}.acf"
+        pinned_acf = acf_path(pin_dir, target, digest)
         pinned_ref = AcfRef(path=pinned_acf.absolute(), compiler=acf.compiler, sha256=digest)
         record = replace(record, controls=replace(record.controls, acf=pinned_ref))
 
     # Serialise, then validate the very bytes through the reader's path (rule book
     # layers 2 and 3), before touching the pin dir: an unreadable pin is never written.
     document = _checked_document(record, pin_dir)
+    path = record_path(pin_dir, target)
     try:
-        pin_dir.mkdir(parents=True, exist_ok=True)
-        if acf_bytes is not None:
-            same = pinned_acf.is_file() and not pinned_acf.is_symlink() and pinned_acf.read_bytes() == acf_bytes
-            if not same:
-                _atomic_write(pinned_acf, acf_bytes)  # os.replace swaps a symlink itself, not its target
-        _atomic_write(record_path(pin_dir, target), (document + "\n").encode("utf-8"))
-        if acf_bytes is None and not users and (pinned_acf.is_file() or pinned_acf.is_symlink()):
-            # A stale ACF from an earlier pin would only confuse a reader of the pin dir.
-            pinned_acf.unlink()
-            fsync_dir(pin_dir)
+        _make_pin_dir(pin_dir)
+        previous = _named_acfs(path)
+        # The ACF, then the record, then the old ACF: at every moment the record names an ACF that is there.
+        if pinned_acf is not None and acf_bytes is not None:
+            _place_acf(pinned_acf, acf_bytes, target)
+        _atomic_write(path, (document + "\n").encode("utf-8"))
+        keep = {Path(c.acf.path).name for c in record.all_controls() if c.acf is not None}
+        _remove_unpinned_acfs(pin_dir, target, keep, previous)
     except OSError as exc:
         raise RecordError(
             f"cannot write the pinned record for {target!r} in {pin_dir}: {exc}. "
@@ -309,7 +357,7 @@ def merge_architecture(path: Path, tuned: PinnedRecord, arch: str) -> PinnedReco
     The caller holds the target's lock. An existing record's architectures without an entry of
     their own keep the record's top-level controls (its winner for all of them); a new record has
     compiler defaults there, and `arch` alone until the others are tuned. The entry's ACF is
-    written as ``<target>.<arch>.acf`` (atomically, before the record, as write_record does).
+    written as ``<target>.<arch>.<sha12>.acf`` (before the record, as write_record does).
     """
     path = Path(path)
     arch = arch_name(arch)
@@ -343,7 +391,8 @@ def merge_architecture(path: Path, tuned: PinnedRecord, arch: str) -> PinnedReco
         if acf.sha256 and acf.sha256 != digest:
             raise RecordError(f"the ACF {acf.path} has sha256 {digest}, but the candidate measured an ACF with "
                               f"{acf.sha256}: the file changed after it was measured. Retune the target.")
-        entry_acf = AcfRef(path=(pin_dir / f"{target}.{arch}.acf").absolute(), compiler=acf.compiler, sha256=digest)
+        entry_acf = AcfRef(path=acf_path(pin_dir, target, digest, arch).absolute(), compiler=acf.compiler,
+                           sha256=digest)
     entry = ArchitectureEntry(controls=replace(tuned.controls, acf=entry_acf), provenance=tuned.provenance,
                               baseline=tuned.baseline, winner=tuned.winner)
     base = existing or replace(tuned, controls=Controls(), provenance={}, baseline=None, winner=None, objects={},
@@ -361,12 +410,13 @@ def merge_architecture(path: Path, tuned: PinnedRecord, arch: str) -> PinnedReco
     # Checked as a build would read it (equal -D across the architectures above all), before anything is written.
     document = _checked_document(merged, pin_dir)
     try:
-        pin_dir.mkdir(parents=True, exist_ok=True)
+        _make_pin_dir(pin_dir)
+        previous = _named_acfs(path)
         if acf_bytes is not None and entry_acf is not None:
-            acf_file = Path(entry_acf.path)
-            if not (acf_file.is_file() and not acf_file.is_symlink() and acf_file.read_bytes() == acf_bytes):
-                _atomic_write(acf_file, acf_bytes)
+            _place_acf(Path(entry_acf.path), acf_bytes, target)
         _atomic_write(path, (document + "\n").encode("utf-8"))
+        keep = {Path(c.acf.path).name for c in merged.all_controls() if c.acf is not None}
+        _remove_unpinned_acfs(pin_dir, target, keep, previous)
     except OSError as exc:
         raise RecordError(
             f"cannot write the pinned record for {target!r} in {pin_dir}: {exc}. "
