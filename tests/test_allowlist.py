@@ -59,7 +59,9 @@ ATTACKS = [
     "-maxrregcount\uff1d32",  # fullwidth equals
     "-Xptxas=-\u039f3",  # Greek capital omicron for O
     "-ftz=tru\u0435",  # Cyrillic e
-    "-maxrregcount=0", "-maxrregcount=", "-maxrregcount=1024", "-maxrregcount=-1", "-maxrregcount=0x40",
+    "-maxrregcount=0", "-maxrregcount=", "-maxrregcount=1024", "-maxrregcount=1", "-maxrregcount=15",
+    "-maxrregcount=-1", "-maxrregcount=0x40",
+    "-maxrregcount=256", "-maxrregcount=999",  # outside nvcc's 16..255: ptxas ignores or raises them
     "-maxrregcount=64=1", "-maxrregcount", "-Xptxas=-O4", "-Xptxas=-O", "-Xptxas -O3", "-O3",
     "-Xptxas=--register-usage-level=11", "-ftz=1", "-ftz=TRUE", "-fmad=", "--use_fast_math=true",
     "--USE_FAST_MATH", "--Ofast-compile=fast",

@@ -443,7 +443,17 @@ def issue21_cases() -> list[Case]:
         Case("pin dir is a symlink, no record in it", None, setup="pin-dir-symlink", expect="refused"),
         # A content-addressed ACF name (write_record pins <target>.<sha12>.acf).
         Case("ACF under its content name", _json(_with("controls.acf.file", f"kern.{ACF_SHA[:12]}.acf")),
-             setup="content-acf", expect="applied"),
+             setup=f"acf-named:kern.{ACF_SHA[:12]}.acf", expect="applied"),
+        Case("ACF named as an earlier writer did", _json(_with("controls.acf.file", f"kern-{ACF_SHA[:12]}.acf")),
+             setup=f"acf-named:kern-{ACF_SHA[:12]}.acf", expect="applied"),
+        Case("ACF of another target", _json(_with("controls.acf.file", "other.acf")), setup="acf-named:other.acf",
+             expect="refused"),
+        Case("ACF of a target whose name starts alike", _json(_with("controls.acf.file", "kernel.acf")),
+             setup="acf-named:kernel.acf", expect="refused"),
+        Case("ACF without the .acf suffix", _json(_with("controls.acf.file", "kern.bin")), setup="acf-named:kern.bin",
+             expect="refused"),
+        Case("ACF named kern.acf.x", _json(_with("controls.acf.file", "kern.acf.x")), setup="acf-named:kern.acf.x",
+             expect="refused"),
     ]
 
 
@@ -515,8 +525,8 @@ def _plant(case: Case, pin_dir: Path, outside: Path) -> None:
     acf = pin_dir / "kern.acf"
     if case.setup == "other-acf":
         (pin_dir / "kern.90a.acf").write_bytes(OTHER_ACF)
-    elif case.setup == "content-acf":
-        acf.rename(pin_dir / f"kern.{ACF_SHA[:12]}.acf")
+    elif case.setup.startswith("acf-named:"):
+        acf.rename(pin_dir / case.setup.removeprefix("acf-named:"))
     elif case.setup == "pin-dir-symlink":
         # The pin dir's content lives elsewhere; the pin dir is a link to it.
         elsewhere = outside / "elsewhere"
@@ -673,3 +683,55 @@ def test_a_per_architecture_record_gives_each_architecture_its_own_controls(tmp_
     assert arguments == ("-DTILE=64", "-DUNROLL=3", "[80]", "[80] -maxrregcount=32", "[90a]", "[90a] -Xptxas=-O2",
                          f"[90a] -Xptxas=--apply-controls={p.pin_file.parent}/kern.90a.acf")
     assert "sm_80: -maxrregcount=32" in message
+
+
+REAL_CONFIGURE = """cmake_minimum_required(VERSION 3.24)
+project(agree LANGUAGES CUDA)
+find_package(ciq_build CONFIG REQUIRED)
+add_library(kern STATIC kern.cu)
+set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "${AGREE_ARCHITECTURES}")
+ciq_tune_target(kern OBJECTIVES registers PIN_DIR "${AGREE_PIN_DIR}" PARAMS ${AGREE_PARAMS})
+"""
+
+
+def _configure_verdict(result_text: str, ok: bool, options: Path) -> tuple[str, tuple[str, ...]]:
+    if not ok:
+        assert "refusing the pinned record" in result_text, result_text[-3000:]
+        return "refused", ()
+    m = re.search(r"ciq_build: kern: (pinned controls|pin skipped|no pinned controls)", result_text)
+    assert m is not None, result_text[-3000:]
+    status = {"pinned controls": "applied", "pin skipped": "skipped", "no pinned controls": "none"}[m.group(1)]
+    return status, tuple(options.read_text().splitlines())
+
+
+def test_a_real_configure_with_its_deferred_finalize_step_reaches_the_same_verdicts(
+        tmp_path: Path, cmake_bin: str, cuda133_bin: Path) -> None:
+    """The real thing, not only `cmake -P`: a CUDA project configured for each record, through
+    ciq_tune_target() and the finalize step CMake defers to the end of the directory."""
+    wanted = {"valid", "CR LF record", "range value 08", "architectures ['x']", "architectures []",
+              "nvcc ACF, building for 90a", "nvcc ACF, record for any, building for nvcc's default",
+              "nvcc ACF, building for 100a", "maxrregcount 999", "pin dir is a symlink", "ACF under its content name"}
+    cases = [c for c in hand_written() if c.name in wanted]
+    assert len(cases) == len(wanted)
+    prepared = prepare(cases, tmp_path / "cases")
+    project, build = tmp_path / "project", tmp_path / "build"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(REAL_CONFIGURE)
+    (project / "kern.cu").write_text("__global__ void kern(int *x) { x[threadIdx.x] = 1; }\n")
+    checked = []
+    for p in prepared:
+        params = ";".join(p.case.params)
+        args = [cmake_bin, "-S", str(project), "-B", str(build), "-G", "Ninja",
+                f"-DCMAKE_MAKE_PROGRAM={build_tool('ninja')}", f"-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}",
+                f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}", f"-DAGREE_PIN_DIR={p.pin_file.parent}",
+                f"-DAGREE_ARCHITECTURES={';'.join(p.case.architectures) or 'OFF'}", f"-DAGREE_PARAMS={params}"]
+        result = run(args, timeout=600)
+        cmake_side = _configure_verdict(result.stdout + result.stderr, result.returncode == 0,
+                                        build / "ciq" / "kern.nvcc-options")
+        python = python_verdict(p)
+        assert cmake_side[0] == python[0] == p.case.expect or not p.case.expect, (p.case.name, cmake_side, python)
+        assert cmake_side[0] == python[0], (p.case.name, cmake_side, python)
+        if python[0] == "applied":
+            assert cmake_side[1] == python[1], (p.case.name, cmake_side, python)
+        checked.append(python[0])
+    assert checked.count("applied") >= 3 and checked.count("refused") >= 6, checked

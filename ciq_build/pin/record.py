@@ -132,6 +132,13 @@ def acf_path(pin_dir: Path, target: str, digest: str, arch: str = "") -> Path:
 GITATTRIBUTES = "*.json -text\n*.acf binary\n"
 
 
+def is_targets_acf(name: str, target: str) -> bool:
+    """Whether `name` (a bare file name, the rule book's acf_file) names one of `target`'s ACFs:
+    ``<target>.acf``, ``<target>.<...>.acf`` (acf_path's names) or ``<target>-<...>.acf`` (earlier
+    writers'). The CMake module's _ciq_read_controls checks the same."""
+    return name.endswith(".acf") and (name == f"{target}.acf" or name.startswith((f"{target}.", f"{target}-")))
+
+
 def check_pin_dir(pin_dir: Path) -> None:
     """Refuse a pin directory that is a symbolic link (a committed ``ciq -> elsewhere``): the pins
     would be read from, and a tune would write them to, wherever it points. The CMake module's
@@ -631,6 +638,9 @@ def _read_controls(path: Path, c: dict[str, Any], pin_dir: Path, check_acf_file:
 def _read_acf(path: Path, a: dict[str, Any], pin_dir: Path, check_file: bool, rules: RuleBook,
               where: str = "controls.acf") -> AcfRef:
     name, sha, compiler = a["file"], a["sha256"], a["compiler"]
+    if not is_targets_acf(name, path.stem):
+        raise _fail(path, f"{where}.file", f"is {name!r}, which is not an ACF of this target: its name must be "
+                                           f"{path.stem}.acf or {path.stem}.<...>.acf (as tune pins it)")
     candidate = Path(pin_dir) / name
     if check_file:
         try:

@@ -40,7 +40,7 @@ from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, USER_CONFIGURE_TIM
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
-from ciq_build.pin.record import merge_architecture, record_path, write_record
+from ciq_build.pin.record import check_pin_dir, merge_architecture, record_path, write_record
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import make_candidate_source, search_kinds
@@ -141,6 +141,8 @@ class TuneRun:
                                        self.state_dir / "acf" / safe_name(self.manifest.target))
         # Every tool the run will need, before anything is built (the search space is refused first).
         self._check_tools()
+        if self.settings.pin:  # a pin dir that is a link is refused now, not after the search
+            check_pin_dir(self.manifest.pin_dir)
         lock_path = self.state_dir / "locks" / f"{safe_name(self.manifest.target)}.lock"
         with TargetLock(lock_path, wait=self.settings.wait):
             try:
