@@ -248,7 +248,7 @@ def scratch() -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def pin_dirs(scratch) -> tuple[Path, Path, bytes, dict[str, Any]]:
-    """(pin dir with a valid gemm.json + gemm.acf, a second pin dir, the record's bytes and JSON)."""
+    """(pin dir with a valid gemm.json + its ACF, a second pin dir, the record's bytes and JSON)."""
     root = scratch / "records"
     root.mkdir()
     source = root / "candidate.acf"
@@ -287,7 +287,8 @@ def _read_or_ciq_error(path: Path, again: Path) -> PinnedRecord | None:
 def test_valid_record_round_trips(pin_dirs):
     pin, again, _, _ = pin_dirs
     record = read_record(pin / "gemm.json")
-    assert record == _record(AcfRef((pin / "gemm.acf").resolve(), "ptxas", hashlib.sha256(ACF_BYTES).hexdigest()))
+    digest = hashlib.sha256(ACF_BYTES).hexdigest()
+    assert record == _record(AcfRef((pin / f"gemm.{digest[:12]}.acf").resolve(), "ptxas", digest))
     assert _read_or_ciq_error(pin / "gemm.json", again) == record
 
 
