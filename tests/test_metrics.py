@@ -102,7 +102,7 @@ def test_summarize_gives_the_static_objectives(default_build: Built, capped_buil
     assert capped["registers"] <= 32 < default["registers"]
     assert capped["spill_bytes"] == heavy.spill_stores + heavy.spill_loads > 0
     assert capped["stack_bytes"] == heavy.stack_frame
-    assert summarize([]) == {"registers": 0, "spill_bytes": 0, "stack_bytes": 0, "kernels": 0}
+    assert summarize([]) == {"registers": 0, "spill_bytes": 0, "stack_bytes": 0, "shared_bytes": 0, "kernels": 0}
 
 
 def test_ptxas_report_is_read_from_a_build_log(default_build: Built, capped_build: Built) -> None:

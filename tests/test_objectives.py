@@ -7,13 +7,18 @@ spec's round trip.
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from ciq_build.cli import build_parser
-from ciq_build.compiler.metrics import KernelUsage, summarize
+from ciq_build.compiler.metrics import KernelUsage, kernel_values, parse_ptxas_verbose, summarize
+from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.objectives import (
     KERNEL_REGEX,
     KINDS,
@@ -29,6 +34,8 @@ from ciq_build.core.objectives import (
 )
 from ciq_build.core.rules import load_rules
 from ciq_build.errors import ConfigError
+from ciq_build.measure import proc
+from support import build_tool, ensure_ok, said
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -205,3 +212,44 @@ def test_each_ptxas_report_field_is_reported_and_summarized():
     assert all(kind.extractor.field in reported for kind in ptxas)
     assert {kind.metric_key for kind in ptxas} | {"kernels"} == set(summarize([]))
 
+
+
+# ------------------------------------------------------------------ shared_bytes, from real compiles and a real tune
+
+SHARED = REPO / "tests" / "projects" / "shared"  # TILE sizes `transpose`'s tile (4*TILE*TILE bytes), `row_sum`'s row
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tile", [8, 32])
+def test_shared_bytes_is_the_ptxas_reports_static_shared_memory(cuda133_bin: Path, tmp_path: Path, tile: int) -> None:
+    nvcc = find_toolchain(cuda133_bin / "nvcc").nvcc
+    compiled = ensure_ok(proc.run([nvcc, "-c", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas=-v", f"-DTILE={tile}",
+                                   SHARED / "kern.cu", "-o", tmp_path / "kern.o"], 300, cwd=tmp_path))
+    usages = parse_ptxas_verbose(compiled.stdout + compiled.stderr)
+    assert sorted(u.shared for u in usages) == [4 * tile, 4 * tile * tile]  # what ptxas said, per kernel
+    whole, row_sum = parse_objective("shared_bytes"), parse_objective("shared_bytes:row_sum")
+    assert whole.source == "static" and whole.direction == "min"
+    assert summarize(usages)[metric_key(whole)] == 4 * tile * tile  # the most of any kernel
+    assert row_sum.kernels is not None
+    assert kernel_values(usages, {row_sum.name: row_sum.kernels}) == {row_sum.name: 4 * tile}
+
+
+@pytest.mark.slow
+def test_a_static_tune_minimises_shared_bytes_and_its_pin_applies(tmp_path: Path) -> None:
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(SHARED, source)
+    tune = subprocess.run([sys.executable, "-m", "ciq_build", "tune", "shared_kernels", "-S", str(source), "-B",
+                           str(build), "--generations", "2", "--pool-size", "4"],
+                          capture_output=True, text=True, cwd=source)
+    assert tune.returncode == 0, tune.stdout + tune.stderr
+    record = json.loads((source / "ciq" / "shared_kernels.json").read_text())
+    assert record["objectives"] == [{"name": "shared_bytes", "direction": "min"}]
+    # TILE=32 by default: transpose's 4 KiB tile; TILE=8 holds 256 bytes.
+    assert record["baseline"]["scores"] == [4096] and record["winner"]["scores"] == [256]
+    assert record["controls"]["defines"] == {"TILE": "8"}
+    # CMake reads the record (the rule book's objective pattern) and applies it; verify agrees.
+    configure = ensure_ok(proc.run([build_tool("cmake"), str(build)], 600))
+    assert "shared_kernels" in said(configure) and "Warning" not in said(configure)
+    verify = subprocess.run([sys.executable, "-m", "ciq_build", "verify", "shared_kernels", "-B", str(build)],
+                            capture_output=True, text=True, cwd=source)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
