@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ciq_build.build.cmake_backend import CMakeBackend
 from ciq_build.build.manifest import load_manifest
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.tune.driver import TuneOutcome, TuneRun
@@ -53,7 +54,7 @@ def run_arm(options: TuneOptions, *, racing: bool, dedupe: bool) -> ArmRun:
     """Tune `options.target` in `options.build_dir` (configured already), quietly, racing and dedupe as asked."""
     manifest = load_manifest(options.build_dir, options.target or "")
     tune = TuneRun(resolve_settings(options, manifest), manifest, find_toolchain(manifest.toolchain.cuda_compiler),
-                   out=io.StringIO())
+                   CMakeBackend(options.build_dir), out=io.StringIO())
     if not racing:
         tune.runner.racing = None
     if not dedupe:

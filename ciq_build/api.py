@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ciq_build.build.cmake_backend import CMakeBackend
 from ciq_build.errors import ConfigError
 from ciq_build.tune.driver import TuneOutcome, run_tune
 from ciq_build.tune.settings import TuneOptions
@@ -31,7 +32,8 @@ def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str
     if unknown:
         raise ConfigError(f"tune_target() takes no option {', '.join(unknown)}; its options are "
                           f"{', '.join(sorted(known))} (as `python -m ciq_build tune --help` describes them)")
-    return run_tune(TuneOptions(
+    tune = TuneOptions(
         target=target, build_dir=Path(build_dir).resolve(),
         source_dir=Path(source_dir).resolve() if source_dir is not None else None,
-        objectives=list(objectives) if objectives is not None else None, **options))
+        objectives=list(objectives) if objectives is not None else None, **options)
+    return run_tune(tune, CMakeBackend(tune.build_dir, tune.source_dir, tuple(tune.cmake_args)))

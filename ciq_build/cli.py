@@ -7,10 +7,12 @@ traceback, and turn into a non-zero exit status here and only here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ciq_build import __version__
 from ciq_build.core.objectives import known_spellings
@@ -21,6 +23,9 @@ from ciq_build.ray.sources import SOURCE_MODES
 from ciq_build.resources import cmake_dir
 from ciq_build.search.strategies import strategy_names
 
+if TYPE_CHECKING:
+    from ciq_build.build.backend import BuildBackend
+
 _SEARCH, _MEASURE, _BUILD = SearchSettings(), MeasureSettings(), BuildSettings()
 
 
@@ -29,6 +34,15 @@ def _add_tree_options(parser: argparse.ArgumentParser) -> None:
                         help="the project's CMake build tree (default: ./build)")
     parser.add_argument("--source-dir", "-S", type=Path, default=None,
                         help="the project's source tree; configures --build-dir first when it is not configured yet")
+
+
+def _add_project_options(parser: argparse.ArgumentParser) -> None:
+    """The tree options, and --setuptools: for the commands that work through a project's build backend."""
+    _add_tree_options(parser)
+    parser.add_argument("--setuptools", type=Path, default=None, metavar="PROJECT",
+                        help="a setuptools project instead: the CudaExtension(ciq_target=...) of PROJECT's setup.py, "
+                             "without CMake (also chosen by -S PROJECT when PROJECT has a setup.py and no "
+                             "CMakeLists.txt)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,10 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="tune every target registered with ciq_tune_target() in the build tree, one after "
                            "another (with --executor ray: at the same time, sharing the cluster), with the same "
                            "options; a summary at the end (exit code non-zero if any failed)")
-    _add_tree_options(tune)
-    tune.add_argument("--setuptools", type=Path, default=None, metavar="PROJECT",
-                      help="tune the CudaExtension(ciq_target=<target>) of PROJECT's setup.py, without CMake "
-                           "(also chosen by -S PROJECT when PROJECT has a setup.py and no CMakeLists.txt)")
+    _add_project_options(tune)
     tune.add_argument("--generations", type=int, default=_SEARCH.generations,
                       help=f"generations of the genetic search (default {_SEARCH.generations})")
     tune.add_argument("--pool-size", type=int, default=_SEARCH.pool_size,
@@ -123,15 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = commands.add_parser("show", help="print a target's pinned record")
     show.add_argument("target")
-    _add_tree_options(show)
+    _add_project_options(show)
     show.add_argument("--pin-file", type=Path, default=None, help="read this record instead of the target's")
 
     listing = commands.add_parser("list", help="list the tuned targets of a build tree and their pins")
-    _add_tree_options(listing)
+    _add_project_options(listing)
 
     verify = commands.add_parser("verify", help="rebuild a target and check that its pin took effect")
     verify.add_argument("target")
-    _add_tree_options(verify)
+    _add_project_options(verify)
     # -- report and export: what a tune did (ciq_build.reports.history) --
     report = commands.add_parser("report", help="what a tune did: one self-contained HTML page (or Markdown)",
                                  description="Reads the target's journal and pinned record; builds nothing.")
@@ -168,15 +179,28 @@ _TUNE_WHAT = ("tune needs a target or --all (not both): `python -m ciq_build tun
 
 
 def _setuptools_project(setuptools: Path | None, source_dir: Path | None) -> Path | None:
-    """The setuptools project `tune` is pointed at: --setuptools, or a -S folder with a setup.py and no CMakeLists.txt.
+    """The setuptools project a command is pointed at: --setuptools, or a -S folder with a setup.py and no
+    CMakeLists.txt.
 
-    Decided here, so that a CMake tune never imports setuptools (ciq_build.setuptools_tune does).
+    Decided here, so that a CMake project never imports setuptools (ciq_build.setuptools_tune does).
     """
     if setuptools is not None:
         return Path(setuptools).resolve()
     if source_dir is not None and (source_dir / "setup.py").is_file() and not (source_dir / "CMakeLists.txt").exists():
         return Path(source_dir).resolve()
     return None
+
+
+def _backend(args: argparse.Namespace) -> BuildBackend:
+    """The project the command is pointed at, as the build backend every command below works through."""
+    project = _setuptools_project(args.setuptools, args.source_dir)
+    if project is not None:
+        from ciq_build.setuptools_tune import SetuptoolsBackend
+
+        return SetuptoolsBackend(project)
+    from ciq_build.build.cmake_backend import CMakeBackend
+
+    return CMakeBackend(args.build_dir, args.source_dir, tuple(getattr(args, "cmake_arg", ())))
 
 
 # The signal that stopped this command; the exit code is 128 + it, as a shell reports a process it killed.
@@ -218,41 +242,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"ciq_build: error: {_TUNE_WHAT}", file=sys.stderr)
                 return 2
             configure_logging(-1 if args.quiet else 1 if args.verbose else 0)
-            project = _setuptools_project(args.setuptools, args.source_dir)
-            several = args.all_targets or len(args.target) > 1
-            if project is not None and several:
-                print("ciq_build: error: tune --all is for CMake build trees (as are several targets at once); with "
-                      "a setup.py, tune each CudaExtension by its ciq_target: tune <ciq_target> --setuptools <project>",
-                      file=sys.stderr)
-                return 2
+            backend = _backend(args)
+            # The project's own build dir: a setuptools project keeps its state in <project>/build.
+            options = dataclasses.replace(TuneOptions.from_args(args), build_dir=backend.build_dir)
             if args.ray_child_result is not None:
                 from ciq_build.ray.targets import run_child
 
-                return run_child(TuneOptions.from_args(args), args.ray_child_result)
-            if project is not None:
-                import dataclasses
-
-                from ciq_build.setuptools_tune import BUILD_FOLDER, tune_setuptools
-
-                options = dataclasses.replace(TuneOptions.from_args(args), build_dir=project / BUILD_FOLDER)
-                return 0 if tune_setuptools(options, project).ok else 1
-            if several:
+                return run_child(options, backend, args.ray_child_result)
+            if args.all_targets or len(args.target) > 1:
                 from ciq_build.tune.all_targets import run_tune_all
 
-                return run_tune_all(TuneOptions.from_args(args)).exit_code
+                return run_tune_all(options, backend).exit_code
             from ciq_build.tune.driver import run_tune
 
-            outcome = run_tune(TuneOptions.from_args(args))
+            outcome = run_tune(options, backend)
             return 0 if outcome.ok else 1
         if args.command == "show":
             from ciq_build.reports.show import show
 
-            print(show(args.target, args.build_dir, args.source_dir, args.pin_file))
+            print(show(args.target, _backend(args), args.pin_file))
             return 0
         if args.command == "list":
             from ciq_build.reports.show import list_targets
 
-            print(list_targets(args.build_dir))
+            print(list_targets(_backend(args)))
             return 0
         if args.command == "sample-acfs":
             from ciq_build.search.acf_pool import sample_pool
@@ -273,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "verify":
             from ciq_build.pin.verify import verify
 
-            verified = verify(args.target, args.build_dir)
+            verified = verify(args.target, _backend(args))
             print(verified.text)
             return 0 if verified.ok else 1
     except CiqError as error:

@@ -23,37 +23,45 @@ build applies.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import runpy
+import shlex
 import shutil
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 from ciq_build.build import environment
-from ciq_build.build.cmake import COMPILER_OUTPUT_BYTES, VERBOSE_PTXAS, CandidateBuild, ScratchTree, scratch_root
-from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Benchmark, Manifest, ManifestToolchain, check_target_name
+from ciq_build.build.cmake import COMPILER_OUTPUT_BYTES, VERBOSE_PTXAS, CandidateBuild, ScratchTree
+from ciq_build.build.manifest import (
+    SETUPTOOLS_GENERATOR,
+    Benchmark,
+    Manifest,
+    ManifestToolchain,
+    check_target_name,
+)
 from ciq_build.build.preflight import check_tune
 from ciq_build.build.sources import SourceSet
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
-from ciq_build.core.objectives import metric_key
+from ciq_build.core.objectives import Objective
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.pin.record import record_path
 from ciq_build.setuptools_ext import CudaExtension, _explicit_nvcc, _is_cuda, _object_for, build_ext
-from ciq_build.tune.driver import TuneOutcome, TuneRun
-from ciq_build.tune.evaluator import BuildRunner
-from ciq_build.tune.settings import TuneOptions, resolve_settings
+from ciq_build.tune.driver import TuneOutcome, run_tune
+from ciq_build.tune.settings import TuneOptions
 
 # Where setuptools builds by default; ciq_build's journal, lock and scratch trees go in its ciq/ folder.
 BUILD_FOLDER = "build"
-# The worker folder's parts, mirroring <project>/build: objects as build_ext's build_temp lays them out.
-OBJECT_FOLDER = "ciq-objects"
+# The worker folder's parts: objects as the plain build's build_temp lays them out, and the linked module.
+OBJECT_FOLDER = "objects"
 LIB_FOLDER = "lib"
 
 
@@ -116,7 +124,7 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
     """`ext` described as the CMake module would describe a ciq_tune_target() target."""
     project = Path(project).absolute()
     binary = project / BUILD_FOLDER
-    object_dir = binary / OBJECT_FOLDER
+    object_dir = build_temp(project)
     cuda_sources = [os.fspath(s) for s in ext.sources if _is_cuda(s)]
     pin_dir = (project / ext.pin_dir).absolute()
     bench = None
@@ -128,11 +136,29 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
         target_binary_dir=binary, cuda_sources=tuple(project / s for s in cuda_sources), object_dir=object_dir,
         benchmark=bench, metric_regex="", objectives=ext.ciq_objectives, params=ext.params,
         search_space=ext.ciq_search_space, pin_dir=pin_dir, pin_file=record_path(pin_dir, ext.ciq_target),
-        timeout=ext.ciq_timeout, options_file=binary / f"{ext.ciq_target}.nvcc-options", generator=SETUPTOOLS_GENERATOR,
+        timeout=ext.ciq_timeout, options_file=object_dir / f"{ext.ciq_target}.nvcc-options",
+        generator=SETUPTOOLS_GENERATOR,
         allow_numerics=ext.allow_numerics,
         toolchain=ManifestToolchain(toolchain.nvcc, toolchain.version, ";".join(ext.cuda_architectures)),
         objects=tuple(_object_for(s, object_dir) for s in cuda_sources),
     )
+
+
+def build_temp(project: Path) -> Path:
+    """Where a plain build of `project` (`pip install .`, `setup.py build_ext`) puts its objects and options file.
+
+    setuptools' own answer (build/temp.<platform>-<python>, or what setup.cfg's [build] or [build_ext]
+    says), so that `verify` checks the files the user's build writes.
+    """
+    from setuptools import Distribution
+
+    with contextlib.chdir(project):
+        dist = Distribution({"name": "ciq-build-temp"})
+        if Path("setup.cfg").is_file():  # only it: the project's metadata is not ours to judge
+            dist.parse_config_files(["setup.cfg"], ignore_option_errors=True)
+        command = dist.get_command_obj("build_ext")
+        command.ensure_finalized()
+        return (Path(project) / command.build_temp).absolute()
 
 
 def _program(project: Path, program: str, target: str) -> Path:
@@ -147,7 +173,7 @@ def _program(project: Path, program: str, target: str) -> Path:
 
 
 class ExtensionTree(ScratchTree):
-    """One worker's folder: the extension's objects (``ciq-objects/``) and linked module (``lib/``)."""
+    """One worker's folder: the extension's objects (as build_temp lays them out) and linked module (``lib/``)."""
 
     def configure(self, timeout: float) -> None:
         self.build_dir.mkdir(parents=True, exist_ok=True)
@@ -156,10 +182,22 @@ class ExtensionTree(ScratchTree):
     def lib_dir(self) -> Path:
         return self.build_dir / LIB_FOLDER
 
+    def mirror(self, user_path: Path) -> Path:
+        """Where a file of the plain build's build_temp (an object) lives in this worker: its objects folder,
+        wherever setup.cfg may have put build_temp."""
+        return self.build_dir / OBJECT_FOLDER / Path(user_path).relative_to(self.manifest.object_dir)
+
     @property
     def benchmark_path(self) -> Path | None:
         bench = self.manifest.benchmark
         return Path(bench.path) if bench is not None else None  # a command, run from the project
+
+    def bench_spec(self, timeout: float, required: tuple[str, ...]) -> BenchSpec:
+        """The benchmark command, run from the project, importing the extension from this worker's lib/."""
+        bench = self.manifest.benchmark
+        assert bench is not None
+        return BenchSpec(path=bench.path, args=tuple(bench.args), timeout=timeout, cwd=self.manifest.source_dir,
+                         env=benchmark_env(self.lib_dir, self.manifest.source_dir, bench.args), required=required)
 
     def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
               benchmark: bool = True) -> CandidateBuild:
@@ -218,19 +256,6 @@ def _build_main(argv: Sequence[str] | None = None) -> None:
     cmd.run()  # sets up the host compiler, then build_extension(ext): nvcc's objects linked into the module
 
 
-class ExtensionRunner(BuildRunner):
-    """The benchmark is a command run from the project, importing the extension from the worker's lib/."""
-
-    def bench_spec(self, tree: ScratchTree) -> BenchSpec:
-        bench = self.manifest.benchmark
-        assert bench is not None and isinstance(tree, ExtensionTree)
-        required = tuple(metric_key(o) for o in self.objectives if o.source == "benchmark")
-        return BenchSpec(path=bench.path, args=tuple(bench.args), timeout=self.bench_timeout,
-                         cwd=self.manifest.source_dir, env=benchmark_env(tree.lib_dir, self.manifest.source_dir,
-                                                                         bench.args),
-                         required=required)
-
-
 def benchmark_env(lib: Path, project: Path, args: Sequence[str]) -> dict[str, str]:
     """PYTHONPATH for a benchmark run: the worker's lib/ first, then the project and its scripts' folders.
 
@@ -257,37 +282,78 @@ class PythonSourceSet(SourceSet):
         return files - self.excluded
 
 
-class SetuptoolsTuneRun(TuneRun):
-    """The driver's tune, with extension folders for scratch trees and build_ext for the build."""
+@dataclass(frozen=True)
+class SetuptoolsBackend:
+    """The setuptools project `project` as a `BuildBackend`: its targets are the CudaExtension(ciq_target=...)
+    of its setup.py, each candidate is built by build_ext in an extension folder, and the next plain build_ext
+    applies the pin."""
 
+    project: Path
+
+    kind = "setuptools"
     applied_by = "the next `pip install .` (or `setup.py build_ext`)"
+    remote_builds = False  # Ray's actors make CMake scratch trees (ciq_build.tune.ray_executor), not extension folders
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        old = self.runner
-        self.runner = ExtensionRunner(self.manifest, self.toolchain, self.objectives, self.settings.measure.repeats,
-                                      self.timeout, old.slots, warn=old.warn, build_jobs=self.settings.build.jobs)
-        self.source_set = PythonSourceSet(self.manifest)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "project", Path(self.project).absolute())
 
-    def _check_tools(self) -> None:
-        check_tune(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
-                   needs_benchmark=self.runner.needs_benchmark, cmake=False)
+    @property
+    def build_dir(self) -> Path:
+        return self.project / BUILD_FOLDER
 
-    def _make_trees(self, count: int) -> list[ScratchTree]:
-        trees: list[ScratchTree] = [ExtensionTree(self.manifest, scratch_root(self.manifest) / f"worker-{i}",
-                                                  self.toolchain, fast_path=False) for i in range(count)]
-        for tree in trees:
-            tree.configure(0)
-        return trees
+    @functools.cached_property
+    def _toolchain(self) -> Toolchain:
+        return find_toolchain(_explicit_nvcc(os.environ))  # as build_ext finds it
+
+    def prepare(self) -> None:
+        """Nothing to configure: setup.py is read for each target."""
+
+    def check_buildable(self) -> None:
+        """Nothing to refuse: build_ext builds wherever the project is."""
+
+    def targets(self) -> list[str]:
+        return sorted({e.ciq_target for e in capture_setup(self.project).get("ext_modules") or ()
+                       if isinstance(e, CudaExtension)})
+
+    def no_targets(self) -> str:
+        return (f"{self.project / 'setup.py'} has no CudaExtension with a ciq_target: build the CUDA sources with "
+                "ciq_build.setuptools_ext.CudaExtension(..., ciq_target=<name>) to tune them")
+
+    def manifest(self, target: str) -> Manifest:
+        check_target_name(target, ConfigError)
+        return extension_manifest(self.project, load_extension(self.project, target), self._toolchain)
+
+    def pin_file(self, target: str) -> Path:
+        check_target_name(target, ConfigError)
+        return record_path((self.project / load_extension(self.project, target).pin_dir).absolute(), target)
+
+    def toolchain(self, manifest: Manifest) -> Toolchain:
+        return self._toolchain
+
+    def check_tools(self, manifest: Manifest, toolchain: Toolchain, *, pin: bool, objectives: list[Objective],
+                    needs_benchmark: bool) -> None:
+        check_tune(manifest, toolchain, pin=pin, objectives=objectives, needs_benchmark=needs_benchmark, cmake=False)
+
+    def make_tree(self, manifest: Manifest, root: Path, toolchain: Toolchain, *, fast_path: bool) -> ScratchTree:
+        return ExtensionTree(manifest, root, toolchain, fast_path=False)  # build_ext runs nvcc whole
+
+    def source_set(self, manifest: Manifest) -> SourceSet:
+        return PythonSourceSet(manifest)
+
+    def build_pinned(self, manifest: Manifest, timeout: float) -> proc.ProcResult:
+        return proc.run(self._plain_build, timeout, cwd=self.project,
+                        env={**os.environ, "CIQ_NVCC": str(self._toolchain.nvcc)})
+
+    def rebuild_hint(self, manifest: Manifest) -> str:
+        return (f"rebuild ({shlex.join(self._plain_build)} in {self.project}) and look for a warning from ciq_build in "
+                "its output (a skipped pin says why)")
+
+    @property
+    def _plain_build(self) -> list[str]:
+        """The build a user runs, whose build_temp is the manifest's object folder."""
+        return [sys.executable, "setup.py", "build_ext"]
 
 
 def tune_setuptools(options: TuneOptions, project: Path) -> TuneOutcome:
     """`python -m ciq_build tune <ciq_target> --setuptools <project>`."""
-    project = Path(project).absolute()
-    check_target_name(options.target, ConfigError)
-    if options.executor != "local":
-        raise ConfigError("--setuptools tunes with the local executor only; leave out --executor ray")
-    options.validate()
-    toolchain = find_toolchain(_explicit_nvcc(os.environ))
-    manifest = extension_manifest(project, load_extension(project, options.target), toolchain)
-    return SetuptoolsTuneRun(resolve_settings(options, manifest), manifest, toolchain).run()
+    return run_tune(options, SetuptoolsBackend(project))

@@ -283,7 +283,7 @@ def test_a_tree_switched_to_nvcc_whole_is_configured_again_without_the_launcher(
     shutil.copytree(SPILL, tmp_path / "src")
     tree = _scratch_tree(tmp_path, tmp_path / "src", "spill_kernels", cuda133_bin / "nvcc")
     assert _nvcc_commands(tree)
-    # Where compile time is measured, the driver asks for nvcc whole (make_scratch_trees(fast_path=False)).
+    # Where compile time is measured, the driver asks for nvcc whole (make_trees(..., fast_path=False)).
     whole = cmake.ScratchTree(tree.manifest, tree.root, tree.toolchain, fast_path=False)
     whole.configure(300)
     listed = ensure_ok(proc.run(["ninja", "-C", str(whole.build_dir), "-t", "commands", "spill_kernels"], 600)).stdout

@@ -27,13 +27,14 @@ from ciq_build.measure.proc import run
 from ciq_build.search.base import Proposal
 from ciq_build.setuptools_ext import CudaExtension
 from ciq_build.setuptools_tune import (
-    ExtensionRunner,
     ExtensionTree,
     PythonSourceSet,
+    capture_setup,
     extension_manifest,
     load_extension,
     tune_setuptools,
 )
+from ciq_build.tune.evaluator import BuildRunner
 from ciq_build.tune.settings import TuneOptions
 
 PROJECT = Path(__file__).resolve().parent / "projects" / "setuptools_tune"
@@ -89,7 +90,7 @@ def test_a_whole_or_fractional_timeout_is_kept_as_seconds() -> None:
 def test_a_candidate_compiles_without_linking_and_a_failing_one_is_recorded(project: Path) -> None:
     toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
     manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
-    runner = ExtensionRunner(manifest, toolchain, manifest.parsed_objectives, 1, TIMEOUT, GpuSlots([]))
+    runner = BuildRunner(manifest, toolchain, manifest.parsed_objectives, 1, TIMEOUT, GpuSlots([]))
     tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
     tree.configure(0)
 
@@ -144,16 +145,98 @@ def test_runtime_objective_runs_the_benchmark_on_each_candidates_module(project:
     assert not (project / "ciq").exists()  # --no-pin
 
 
-def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: Path, tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: Path, tmp_path: Path) -> None:
     assert _setuptools_project(None, project) == project.resolve()
     assert _setuptools_project(tmp_path / "elsewhere", None) == (tmp_path / "elsewhere").resolve()
     (project / "CMakeLists.txt").write_text("project(x)\n")
     assert _setuptools_project(None, project) is None  # a CMake project that also has a setup.py: CMake's
-    assert main(["tune", "--all", "--setuptools", str(project)]) == 2
-    assert "tune --all is for CMake build trees" in capsys.readouterr().err
-    assert main(["tune", "ext_a", "ext_b", "--setuptools", str(project)]) == 2
-    assert "(as are several targets at once)" in capsys.readouterr().err
+
+
+# A second tuned extension (static objectives only): its own copy of the kernel, so its own objects, and a module.
+TWICE = """        CudaExtension(
+            "pkg._twice",
+            sources=["pkg/twice.cu", "pkg/twice.cpp"],
+            depends=["pkg/kern.h"],
+            ciq_target="twice",
+            cuda_architectures=["90a"],
+            params=["CIQ_TILE=choice(8,64,128)"],
+            ciq_objectives=["registers"],
+        ),
+"""
+TWICE_MODULE = """#include <Python.h>
+static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_twice", nullptr, -1, nullptr};
+PyMODINIT_FUNC PyInit__twice(void) { return PyModule_Create(&module); }
+"""
+
+
+def _two_targets(project: Path) -> None:
+    """The project's setup() given a second tuned extension, twice, after kern."""
+    shutil.copy(project / "pkg" / "kern.cu", project / "pkg" / "twice.cu")
+    (project / "pkg" / "twice.cpp").write_text(TWICE_MODULE)
+    setup_py = project / "setup.py"
+    setup_py.write_text(setup_py.read_text().replace("        )\n    ],", "        ),\n" + TWICE + "    ],", 1))
+    assert [e.ciq_target for e in capture_setup(project)["ext_modules"]] == ["kern", "twice"]
+
+
+def test_list_shows_the_targets_of_setup_py_and_refuses_a_project_without_any(project: Path, tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    _two_targets(project)
+    assert main(["list", "-S", str(project)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert rows == [["target", "benchmark", "objectives", "pin"], ["kern", "ciq_benchmark", "registers", "(none)"],
+                    ["twice", "(static", "only)", "registers", "(none)"]], rows
+    assert main(["show", "twice", "--setuptools", str(project)]) == 2
+    assert f"twice has no pinned record at {project / 'ciq' / 'twice.json'}" in capsys.readouterr().err
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "setup.py").write_text("from setuptools import setup\nsetup(name='bare')\n")
+    assert main(["list", "-S", str(bare)]) == 0
+    assert "setup.py has no CudaExtension with a ciq_target" in capsys.readouterr().out
+    assert main(["tune", "--all", "-S", str(bare)]) == 2
+    assert "tune --all: " in capsys.readouterr().err
+
+
+def test_ray_is_refused_for_a_setuptools_project_before_anything_is_built(project: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tune", "kern", "--setuptools", str(project), "--executor", "ray"]) == 2
+    assert "a setuptools project tunes with the local executor only" in capsys.readouterr().err
+    assert not (project / "build").exists()
+
+
+@pytest.mark.slow
+def test_tune_all_list_show_and_verify_work_on_a_setuptools_project(project: Path) -> None:
+    _two_targets(project)
+    tuned = run([sys.executable, "-m", "ciq_build", "tune", "--all", "--setuptools", str(project), "--controls",
+                 "params", "--generations", "2", "--pool-size", "3", "--seed", "2"], TIMEOUT, cwd=project.parent)
+    assert tuned.ok, tuned.output_tail(60)
+    assert "tune --all: kern (1 of 2)" in tuned.stderr and "tune --all: twice (2 of 2)" in tuned.stderr
+    summary = tuned.stdout[tuned.stdout.index("tune --all:"):].splitlines()
+    assert summary[0] == "tune --all: 2 target(s), 0 failed", summary
+    assert [row.split()[:2] for row in summary[1:]] == [["kern", "pinned:"], ["twice", "pinned:"]], summary
+
+    listed = run([sys.executable, "-m", "ciq_build", "list", "-S", str(project)], 60, cwd=project.parent)
+    assert listed.ok, listed.output_tail()
+    rows = listed.stdout.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["kern", "twice"], rows
+    assert all(row.endswith(str(project / "ciq" / f"{row.split()[0]}.json")) for row in rows), rows
+    shown = run([sys.executable, "-m", "ciq_build", "show", "twice", "-S", str(project)], 60, cwd=project.parent)
+    assert shown.ok and "CIQ_TILE" in shown.stdout, shown.output_tail()
+
+    # verify builds as the user does (setup.py build_ext) and checks the options file and objects it wrote.
+    for target in ("kern", "twice"):
+        verified = run([sys.executable, "-m", "ciq_build", "verify", target, "-S", str(project)], TIMEOUT,
+                       cwd=project.parent)
+        assert verified.ok, verified.output_tail(60)
+        assert "1 object(s)" in verified.stdout and "ok: the pinned controls are applied" in verified.stdout
+    options = list((project / "build").glob("temp*/kern.nvcc-options"))
+    assert len(options) == 1 and options[0].read_text().splitlines() == ["-DCIQ_TILE=8"]
+
+    # A build that skips the pin (CIQ_DISABLE=1) is caught: the options file is empty, the code is the default's.
+    skipped = run([sys.executable, "-m", "ciq_build", "verify", "kern", "-S", str(project)], TIMEOUT,
+                  cwd=project.parent, env={**os.environ, "CIQ_DISABLE": "1"})
+    assert not skipped.ok and "FAILED" in skipped.stdout, skipped.output_tail(60)
+    assert f"holds nothing, not the pinned ['-DCIQ_TILE=8']: rebuild ({sys.executable} setup.py" in skipped.stdout
 
 
 def test_a_runtime_objective_without_ciq_benchmark_says_what_to_add(project: Path) -> None:

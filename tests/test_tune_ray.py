@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.build.cmake_backend import CMakeBackend
 from ciq_build.cli import build_parser
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.settings import MeasureSettings
@@ -55,7 +56,7 @@ def cluster() -> Iterator[None]:
 def _tune(target: str, source: Path, build: Path, *args: str) -> TuneOutcome:
     options = TuneOptions.from_args(build_parser().parse_args(
         ["tune", target, "-S", str(source), "-B", str(build), *args]))
-    return run_tune(options)
+    return run_tune(options, CMakeBackend(options.build_dir, options.source_dir, tuple(options.cmake_args)))
 
 
 def _evaluations(build: Path, target: str) -> list[dict]:

@@ -36,6 +36,7 @@ from ciq_build.core.causes import Cause
 from ciq_build.core.settings import timeout_advice
 from ciq_build.errors import BuildError, ConfigError
 from ciq_build.measure import proc
+from ciq_build.measure.bench import BenchSpec
 from ciq_build.resources import build_tool, cmake_dir
 
 # Cache entries of the user's tree that the scratch tree must not inherit:
@@ -107,6 +108,14 @@ class ScratchTree:
 
     def object_files(self) -> tuple[Path, ...]:
         return existing_objects(self.mirror(path) for path in self.manifest.objects)
+
+    def bench_spec(self, timeout: float, required: tuple[str, ...]) -> BenchSpec:
+        """How this tree's benchmark runs once: the tree's own build of it, from the tree's build dir."""
+        bench = self.manifest.benchmark
+        assert bench is not None and self.benchmark_path is not None
+        return BenchSpec(path=self.benchmark_path, args=tuple(bench.args), timeout=timeout,
+                         metric_regex=self.manifest.metric_regex or None, cwd=self.build_dir, required=required,
+                         metric_unit=self.manifest.metric_unit)
 
     # -- configure and build ---------------------------------------------------
 
@@ -281,20 +290,6 @@ def tune_name(manifest: Manifest) -> str:
     --architecture (each architecture's tune resumes its own journal, in its own trees)."""
     suffix = f".sm_{manifest.tune_architecture}" if manifest.tune_architecture else ""
     return safe_name(manifest.target) + suffix
-
-
-def make_scratch_trees(manifest: Manifest, toolchain: Toolchain, count: int, timeout: float,
-                       fast_path: bool = True) -> list[ScratchTree]:
-    """`fast_path=False` where compile time is measured: the ptxas-only path would time only ptxas and after."""
-    trees = [ScratchTree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain, fast_path)
-             for index in range(count)]
-    # One after another, never side by side: projects write into their source
-    # tree at configure time (configure_file into the sources), and CMake does
-    # that through a fixed `<file>.tmp`, so two configures at once make one of
-    # them fail with "No such file or directory". A configure costs ~1.5 s.
-    for tree in trees:
-        tree.configure(timeout)
-    return trees
 
 
 def remove_scratch_trees(manifest: Manifest) -> None:

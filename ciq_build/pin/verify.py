@@ -1,9 +1,11 @@
 """`python -m ciq_build verify <target>`: rebuild the target and check that its pin took effect.
 
 Three checks, each of which a user could otherwise get wrong silently: the
-record is valid for this toolchain (and its ACF unedited), the build tree's
-options file carries exactly the record's controls (the CMake module did not
-skip the pin), and the rebuilt objects show the pinned code and resource usage.
+record is valid for this toolchain (and its ACF unedited), the build's options
+file carries exactly the record's controls (the CMake module, or setuptools'
+build_ext, did not skip the pin), and the rebuilt objects show the pinned code
+and resource usage. The build is the project's own (its `BuildBackend`: a plain
+`cmake --build`, or setup.py's build_ext).
 """
 
 from __future__ import annotations
@@ -12,16 +14,13 @@ import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ciq_build.build.cmake import check_tree_is_here, existing_objects
-from ciq_build.build.manifest import load_manifest
+from ciq_build.build.backend import BuildBackend
+from ciq_build.build.cmake import existing_objects
 from ciq_build.build.preflight import check_verify
 from ciq_build.compiler.controls import Controls, nvcc_arguments
 from ciq_build.compiler.fingerprint import compare, object_fingerprints
-from ciq_build.compiler.toolchain import PROJECT_COMPILER, find_toolchain
 from ciq_build.errors import BuildError, RecordError
-from ciq_build.measure import proc
 from ciq_build.pin.record import check_toolchain, gencode_options_file, read_record
-from ciq_build.resources import build_tool
 from ciq_build.state.durable import sha256_file
 
 BUILD_TIMEOUT = 1800.0
@@ -33,27 +32,28 @@ class VerifyReport:
     text: str
 
 
-def verify(target: str, build_dir: Path) -> VerifyReport:
-    check_tree_is_here(build_dir)  # before its manifest, whose paths are the original tree's
-    manifest = load_manifest(build_dir, target)
-    toolchain = find_toolchain(manifest.toolchain.cuda_compiler, explicit_from=PROJECT_COMPILER)
+def verify(target: str, backend: BuildBackend) -> VerifyReport:
+    backend.check_buildable()  # before its manifest, whose paths may be another tree's
+    manifest = backend.manifest(target)
+    toolchain = backend.toolchain(manifest)
     if not manifest.pin_file.is_file():
         raise RecordError(f"{target} has no pinned record at {manifest.pin_file}; run `python -m ciq_build tune {target}` first")
     record = read_record(manifest.pin_file)
     check_toolchain(record, toolchain.major_minor, strict=True, ptxas=toolchain.ptxas_version)
-    check_verify(toolchain, target, build_dir)  # before a build that could not be checked
-    result = proc.run([build_tool("cmake"), "--build", str(build_dir), "--target", target], BUILD_TIMEOUT)
+    check_verify(toolchain, target, backend.build_dir)  # before a build that could not be checked
+    result = backend.build_pinned(manifest, BUILD_TIMEOUT)
     if not result.ok:
         raise BuildError(f"building {target} failed ({result.describe()}):\n{result.output_tail()}")
     problems: list[str] = []
     applied = record.applied_controls()
+    hint = backend.rebuild_hint(manifest)
     if len({controls for _, controls in applied}) == 1:  # one set of controls: plain nvcc with the options file
-        problems += _check_options_file(manifest.options_file, applied[0][1], build_dir)
+        problems += _check_options_file(manifest.options_file, applied[0][1], hint)
     else:  # per -gencode: the shared -D in the options file, each architecture's own beside it
-        problems += _check_options_file(manifest.options_file, Controls(defines=applied[0][1].defines), build_dir)
+        problems += _check_options_file(manifest.options_file, Controls(defines=applied[0][1].defines), hint)
         for arch, controls in applied:
             problems += _check_options_file(gencode_options_file(manifest.options_file, arch),
-                                            replace(controls, defines=()), build_dir)
+                                            replace(controls, defines=()), hint)
     objects = existing_objects(manifest.objects)
     built = object_fingerprints(objects, manifest.object_dir, toolchain)
     problems += compare(record.objects, built)
@@ -65,7 +65,7 @@ def verify(target: str, build_dir: Path) -> VerifyReport:
     return VerifyReport(not problems, "\n".join(lines))
 
 
-def _check_options_file(path: Path, controls: Controls, build_dir: Path) -> list[str]:
+def _check_options_file(path: Path, controls: Controls, rebuild_hint: str) -> list[str]:
     """Does the build's options file carry exactly the record's controls?
 
     The ACF is compared by content: the CMake module may apply a copy of it
@@ -78,8 +78,7 @@ def _check_options_file(path: Path, controls: Controls, build_dir: Path) -> list
     problems = []
     if plain != expected:
         problems.append(
-            f"the build's options file {path} holds {plain or 'nothing'}, not the pinned {expected}: reconfigure "
-            f"(cmake {build_dir}) and look for a warning from ciq_tune_target (a skipped pin says why)")
+            f"the build's options file {path} holds {plain or 'nothing'}, not the pinned {expected}: {rebuild_hint}")
     if controls.acf is None and acf_args:
         problems.append(f"the build applies an ACF ({acf_args[0]}) that the record does not name")
     if controls.acf is not None:
@@ -90,5 +89,5 @@ def _check_options_file(path: Path, controls: Controls, build_dir: Path) -> list
             digest = sha256_file(acf_file) if acf_file.is_file() else "missing"
             if digest != controls.acf.sha256:
                 problems.append(f"the ACF the build applies ({acf_file}) has sha256 {digest}, the record "
-                                f"{controls.acf.sha256}: reconfigure, or restore the pinned ACF")
+                                f"{controls.acf.sha256}: restore the pinned ACF, or {rebuild_hint}")
     return problems

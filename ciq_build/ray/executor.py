@@ -350,7 +350,7 @@ class RayPool:
         try:
             self._check_cluster(ray.cluster_resources())
             self.slots = [RaySlot(i, self.trees / f"ray-{i}") for i in range(self.count)]
-            # One configure after another (see make_scratch_trees: projects write into their
+            # One configure after another (see make_trees: projects write into their
             # sources at configure time); a restarted tune finds the trees configured.
             for slot in self.slots:
                 self._start(slot)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ciq_build.build.backend import BuildBackend
 from ciq_build.build.cmake import safe_name
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
@@ -126,9 +127,9 @@ def tune_together(options: TuneOptions, targets: list[str]) -> list[TargetResult
                 _report_share(share, capacity, options.build_dir / "ciq" / "gpu-share.jsonl")
 
 
-def run_child(options: TuneOptions, result_file: Path) -> int:
+def run_child(options: TuneOptions, backend: BuildBackend, result_file: Path) -> int:
     """A target's own tune, started by `tune_together`: tune it, write what it came to for the parent."""
-    result = tune_one(options)
+    result = tune_one(options, backend)
     result_file.write_text(json.dumps(dataclasses.asdict(result)), encoding="utf-8")
     return result.exit_code
 

@@ -1,26 +1,27 @@
-"""`show` and `list`: what is pinned, in words."""
+"""`show` and `list`: what is pinned, in words, for any kind of project (its `BuildBackend`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ciq_build.build.backend import BuildBackend
 from ciq_build.build.cmake import safe_name
-from ciq_build.build.manifest import list_manifests, load_manifest
-from ciq_build.errors import CiqError, ConfigError, ManifestError
+from ciq_build.build.cmake_backend import CMakeBackend
+from ciq_build.errors import CiqError, ManifestError
 from ciq_build.pin.record import format_record, read_record
 from ciq_build.state.journal import Journal
 
 
 def pin_file_for(target: str, build_dir: Path, source_dir: Path | None) -> Path:
-    """Where `target`'s record is: <source>/ciq/ while the build tree is not configured, else the manifest's."""
-    if source_dir is not None and not (build_dir / "ciq").is_dir():
-        return source_dir / "ciq" / f"{target}.json"
-    return load_manifest(build_dir, target).pin_file
+    """Where `target`'s record is in a CMake project: <source>/ciq/ while the build tree is not configured,
+    else the manifest's."""
+    return CMakeBackend(build_dir, source_dir).pin_file(target)
 
 
-def show(target: str, build_dir: Path, source_dir: Path | None, pin_file: Path | None) -> str:
+def show(target: str, backend: BuildBackend, pin_file: Path | None) -> str:
+    build_dir = backend.build_dir
     if pin_file is None:
-        pin_file = pin_file_for(target, build_dir, source_dir)
+        pin_file = backend.pin_file(target)
     if not pin_file.is_file():
         tried = _evaluations(build_dir, target)
         if tried:
@@ -52,14 +53,10 @@ def _evaluations(build_dir: Path, target: str) -> int:
         return 0  # an unreadable journal says nothing either way
 
 
-def list_targets(build_dir: Path) -> str:
-    if not (Path(build_dir) / "CMakeCache.txt").is_file():
-        raise ConfigError(f"{build_dir} is not a configured CMake build tree (no CMakeCache.txt): pass the build "
-                          "folder of your project with -B <build dir>, or configure it first (cmake -S <src> -B <build>)")
-    manifests = list_manifests(build_dir)
+def list_targets(backend: BuildBackend) -> str:
+    manifests = [backend.manifest(target) for target in backend.targets()]
     if not manifests:
-        return (f"no tuned targets in {build_dir}: add ciq_tune_target(<target> ...) to CMakeLists.txt "
-                "and configure the project")
+        return backend.no_targets()
     rows = [("target", "benchmark", "objectives", "pin")]
     for manifest in manifests:
         bench = manifest.benchmark.target if manifest.benchmark else "(static only)"

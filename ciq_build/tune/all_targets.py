@@ -25,9 +25,9 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Literal
 
-from ciq_build.build.manifest import manifest_dir, tuned_targets
+from ciq_build.build.backend import BuildBackend
 from ciq_build.errors import CiqError, DiskFullError, ManifestError
-from ciq_build.tune.driver import prepare_build_tree, tune_configured
+from ciq_build.tune.driver import check_options, tune_configured
 from ciq_build.tune.progress import LOG
 from ciq_build.tune.settings import TuneOptions
 
@@ -56,28 +56,25 @@ class AllOutcome:
         return 0 if not codes else codes.pop() if len(codes) == 1 else 1
 
 
-def run_tune_all(options: TuneOptions) -> AllOutcome:
-    """`python -m ciq_build tune --all` (or several targets): configure (or refresh) the build tree once, then
-    tune each target."""
-    options.validate()
-    prepare_build_tree(options)
-    targets = list(options.targets) or tuned_targets(options.build_dir)
+def run_tune_all(options: TuneOptions, backend: BuildBackend) -> AllOutcome:
+    """`python -m ciq_build tune --all` (or several targets): prepare the project once (CMake: configure or
+    refresh the build tree), then tune each target."""
+    check_options(options, backend)
+    backend.prepare()
+    targets = list(options.targets) or backend.targets()
     if not targets:
-        raise ManifestError(
-            f"tune --all: {options.build_dir} has no tuned targets (no manifests in "
-            f"{manifest_dir(options.build_dir)}): add ciq_tune_target(<target> ...) to CMakeLists.txt and "
-            "configure the project (or pass --source-dir)")
+        raise ManifestError(f"tune --all: {backend.no_targets()}")
     if options.executor == "ray" and options.ray_sources == "shared" and len(targets) > 1:
         from ciq_build.ray.targets import tune_together
 
         results = tune_together(options, targets)
     else:
-        results = _one_after_another(options, targets)
+        results = _one_after_another(options, backend, targets)
     print(all_summary(results), file=sys.stdout)
     return AllOutcome(tuple(results))
 
 
-def _one_after_another(options: TuneOptions, targets: list[str]) -> list[TargetResult]:
+def _one_after_another(options: TuneOptions, backend: BuildBackend, targets: list[str]) -> list[TargetResult]:
     results: list[TargetResult] = []
     with _cluster(options):
         for number, target in enumerate(targets, 1):
@@ -86,7 +83,7 @@ def _one_after_another(options: TuneOptions, targets: list[str]) -> list[TargetR
                 continue
             if not options.quiet:
                 LOG.info("tune --all: %s (%d of %d)", target, number, len(targets))
-            results.append(tune_one(dataclasses.replace(options, target=target, targets=())))
+            results.append(tune_one(dataclasses.replace(options, target=target, targets=()), backend))
     return results
 
 
@@ -108,10 +105,10 @@ def _cluster(options: TuneOptions) -> AbstractContextManager[None]:
     return connected(options.ray_address, lambda text: None if options.quiet else LOG.info("%s", text))
 
 
-def tune_one(options: TuneOptions) -> TargetResult:
+def tune_one(options: TuneOptions, backend: BuildBackend) -> TargetResult:
     """Tune one target as `tune <target>` does; what it came to, a CiqError said and returned, not raised."""
     try:
-        outcome = tune_configured(options)
+        outcome = tune_configured(options, backend)
     except CiqError as error:
         # Said now, in full, as `tune <target>` would say it; the summary repeats its first line.
         LOG.error("error: %s failed (exit code %d): %s", options.target, error.exit_code, error)

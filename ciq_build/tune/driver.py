@@ -6,7 +6,8 @@ source and check every tool, take the target's lock, open the journal
 run the search loop (ciq_build.tune.loop) with the real runner
 (ciq_build.tune.evaluator), confirm the winner (ciq_build.tune.confirm) and
 pin its record (ciq_build.tune.assemble). Everything a candidate does happens
-in scratch trees (ciq_build.build.cmake).
+in scratch trees, which the project's build backend makes (ciq_build.build.backend:
+CMake's or setuptools').
 """
 
 from __future__ import annotations
@@ -20,24 +21,16 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from ciq_build.build import environment
-from ciq_build.build.cmake import (
-    ScratchTree,
-    configure_user_tree,
-    make_scratch_trees,
-    refresh_user_tree,
-    safe_name,
-    scratch_root,
-    tune_name,
-)
-from ciq_build.build.manifest import Manifest, for_architecture, load_manifest
-from ciq_build.build.preflight import check_tune
-from ciq_build.build.sources import Snapshot, SourceSet, TreeWatch
+from ciq_build.build.backend import BuildBackend, make_trees
+from ciq_build.build.cmake import ScratchTree, safe_name, scratch_root, tune_name
+from ciq_build.build.manifest import Manifest, for_architecture
+from ciq_build.build.sources import Snapshot, TreeWatch
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import PROJECT_COMPILER, Toolchain, find_toolchain
+from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import unbenchmarked_names
-from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, USER_CONFIGURE_TIMEOUT
-from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
+from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR
+from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
 from ciq_build.pin.record import check_pin_dir, merge_architecture, record_path, write_record
@@ -70,39 +63,41 @@ class TuneOutcome:
     message: str
 
 
-def run_tune(options: TuneOptions) -> TuneOutcome:
-    """`python -m ciq_build tune`: configure (or refresh) the build tree, read the target, resolve, tune."""
+def run_tune(options: TuneOptions, backend: BuildBackend) -> TuneOutcome:
+    """`python -m ciq_build tune`: prepare the project (CMake: configure or refresh), read the target, resolve,
+    tune."""
+    check_options(options, backend)
+    backend.prepare()
+    return tune_configured(options, backend)
+
+
+def check_options(options: TuneOptions, backend: BuildBackend) -> None:
+    """Refuse what no manifest can make right, before anything is configured or read."""
     options.validate()
-    prepare_build_tree(options)
-    return tune_configured(options)
+    if options.executor != "local" and not backend.remote_builds:
+        raise ConfigError(f"--executor {options.executor}: the workers it starts cannot build this project "
+                          f"(a {backend.kind} project tunes with the local executor only); leave out --executor")
 
 
-def prepare_build_tree(options: TuneOptions) -> None:
-    """Configure the user's build tree (with --source-dir, when it has no cache yet), else refresh it."""
-    if options.source_dir is not None and not (options.build_dir / "CMakeCache.txt").is_file():
-        configure_user_tree(options.source_dir, options.build_dir, find_toolchain(), None,
-                            list(options.cmake_args), USER_CONFIGURE_TIMEOUT)
-    else:
-        refresh_user_tree(options.build_dir, USER_CONFIGURE_TIMEOUT)
-
-
-def tune_configured(options: TuneOptions) -> TuneOutcome:
-    """Tune `options.target` of a build tree prepare_build_tree has configured: read it, resolve, tune."""
-    manifest = load_manifest(options.build_dir, options.target)
+def tune_configured(options: TuneOptions, backend: BuildBackend) -> TuneOutcome:
+    """Tune `options.target` of a project `backend.prepare()` has prepared: read it, resolve, tune."""
+    manifest = backend.manifest(options.target)
     if options.architecture:
         manifest = for_architecture(manifest, options.architecture)
-    toolchain = find_toolchain(manifest.toolchain.cuda_compiler, explicit_from=PROJECT_COMPILER)
-    return TuneRun(resolve_settings(options, manifest), manifest, toolchain).run()
+    return TuneRun(resolve_settings(options, manifest), manifest, backend.toolchain(manifest), backend).run()
 
 
 class TuneRun:
-    """One `tune` run of one target, with its settings resolved. Constructing it reads and writes nothing."""
+    """One `tune` run of one target, with its settings resolved. Constructing it reads and writes nothing.
 
-    applied_by = "a plain `cmake --build`"  # what applies the pin, in the summary's last words
+    What depends on the kind of project (its tools, scratch trees, benchmark command, source fingerprint,
+    what applies the pin) is asked of `backend`.
+    """
 
-    def __init__(self, settings: TuneSettings, manifest: Manifest, toolchain: Toolchain,
+    def __init__(self, settings: TuneSettings, manifest: Manifest, toolchain: Toolchain, backend: BuildBackend,
                  out: TextIO | None = None) -> None:
         self.settings = settings
+        self.backend = backend
         self.manifest = manifest
         self.toolchain = toolchain
         self.out = out if out is not None else sys.stderr
@@ -114,7 +109,7 @@ class TuneRun:
         self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{tune_name(manifest)}.jsonl"),
                                      self.objectives, self._say)
         self.evaluations: list[Evaluation] = []
-        self.source_set = SourceSet(manifest)
+        self.source_set = backend.source_set(manifest)
         self.sources = ""  # the source digest, once the journal says which files the build writes
         # Whether candidates' benchmarks write into the source tree, until one is seen to.
         self.tree_watch: TreeWatch | None = None
@@ -140,7 +135,8 @@ class TuneRun:
         source = make_candidate_source(self.settings.search, self.manifest, self.toolchain, self.objectives,
                                        self.state_dir / "acf" / safe_name(self.manifest.target))
         # Every tool the run will need, before anything is built (the search space is refused first).
-        self._check_tools()
+        self.backend.check_tools(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
+                                 needs_benchmark=self.runner.needs_benchmark)
         if self.settings.pin:  # a pin dir that is a link is refused now, not after the search
             check_pin_dir(self.manifest.pin_dir)
         lock_path = self.state_dir / "locks" / f"{safe_name(self.manifest.target)}.lock"
@@ -175,7 +171,9 @@ class TuneRun:
         ray = self.settings.executor.kind == "ray"
         benchmarking = self.runner.slots.count if self.runner.needs_benchmark and not ray else 0
         local_workers = 1 if ray else self.settings.build.jobs + benchmarking
-        base_tree, *workers = self._make_trees(local_workers + 1)
+        base_tree, *workers = make_trees(self.backend, self.manifest, self.toolchain, local_workers + 1,
+                                         for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR),
+                                         fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self.sources = self.source_set.digest(configured)
@@ -196,17 +194,6 @@ class TuneRun:
             self.tree_watch = TreeWatch(self.source_set)
         self._search(source, workers)
         return self._finish(baseline, base_tree, workers[0], source)
-
-    # The two steps that differ for a setuptools extension (ciq_build.setuptools_tune overrides them).
-
-    def _check_tools(self) -> None:
-        check_tune(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
-                   needs_benchmark=self.runner.needs_benchmark)
-
-    def _make_trees(self, count: int) -> list[ScratchTree]:
-        return make_scratch_trees(self.manifest, self.toolchain, count,
-                                  for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR),
-                                  fast_path=not self.runner.measures_compile_time)
 
     def _use_timeouts(self, timeouts: Timeouts) -> None:
         """Every build and run from here on is limited by `timeouts`."""
@@ -351,7 +338,7 @@ class TuneRun:
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
-                          repeats=self.settings.measure.repeats, applied_by=self.applied_by),
+                          repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)

@@ -105,12 +105,9 @@ class BuildRunner:
             racing.offer(Incumbent(evaluated.metrics[racing.metric], evaluated.spread.get(racing.metric, 0.0)))
 
     def bench_spec(self, tree: ScratchTree) -> BenchSpec:
-        bench = self.manifest.benchmark
-        assert bench is not None and tree.benchmark_path is not None
-        required = tuple(metric_key(o) for o in self.objectives if o.source == "benchmark")
-        return BenchSpec(path=tree.benchmark_path, args=tuple(bench.args), timeout=self.bench_timeout,
-                         metric_regex=self.manifest.metric_regex or None, cwd=tree.build_dir, required=required,
-                         metric_unit=self.manifest.metric_unit)
+        """The benchmark as `tree` runs it (its backend's command), timed and checked as this tune wants."""
+        return tree.bench_spec(self.bench_timeout, tuple(metric_key(o) for o in self.objectives
+                                                          if o.source == "benchmark"))
 
     def check_precision(self, *measurements: Measurement) -> None:
         """Warn, once per tune, when a time an objective reads is printed too coarsely to compare candidates."""
