@@ -8,18 +8,24 @@ refused with a message saying what to do.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from ciq_build.compiler import metrics
+from ciq_build.compiler.controls import AcfRef
 from ciq_build.measure import proc
+from ciq_build.pin.record import read_record, write_record
 from support import ensure_ok
 
 pytest.importorskip("compileiq", reason='needs NVIDIA compileiq: pip install "ciq-build[acf]"')
@@ -156,3 +162,50 @@ def test_an_acf_pool_sampled_ahead_is_searched_with_the_genetic_engine(tmp_path:
                  "--fresh", cwd=source, env=env)
     assert again.returncode == 2 and "edited" in again.stderr
 
+
+def test_a_tune_killed_while_it_pins_an_acf_leaves_a_pin_the_plain_build_accepts(tuned: dict, tmp_path: Path,
+                                                                                  cuda133_bin: Path) -> None:
+    # The tuned project's pin is swapped for one naming another ACF; the same tune again (its journal makes the
+    # search a replay) confirms and pins its winner's ACF, and is killed with SIGKILL the moment that ACF (or
+    # its temporary) appears in ciq/. Before issue 21 the old record could be left naming the new ACF, refused
+    # by every build. The tuned pin is put back afterwards for the other tests.
+    source, env = tuned["source"], tuned["env"]
+    pin_dir = source / "ciq"
+    kept = tmp_path / "kept"
+    shutil.copytree(pin_dir, kept)
+    try:
+        winner = read_record(pin_dir / "spill_kernels.json")
+        other = tmp_path / "other.acf"
+        other.write_bytes(Path(winner.controls.acf.path).read_bytes() + b"\n")
+        write_record(pin_dir, dataclasses.replace(winner, controls=dataclasses.replace(
+            winner.controls, acf=AcfRef(other, "ptxas", ""))), other)
+        new_acf = Path(winner.controls.acf.path).name
+        assert not (pin_dir / new_acf).exists()
+        command = [sys.executable, "-m", "ciq_build", "tune", "spill_kernels", "-S", str(source), "-B",
+                   str(tuned["build"]), "--generations", "3", "--pool-size", "8", "--seed", "1", "--jobs", "2",
+                   f"--cmake-arg=-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}"]
+        said = tmp_path / "tune.log"  # a file, not a pipe: a pipe nobody reads would stall the tune when full
+        with said.open("wb") as log:
+            driver = subprocess.Popen(command, cwd=source, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+        pinning = False
+        while driver.poll() is None:
+            if any(new_acf in name for name in os.listdir(pin_dir)):
+                os.killpg(driver.pid, signal.SIGKILL)
+                pinning = True
+                break
+            time.sleep(0.002)  # a pin's write takes milliseconds (fsyncs); polling finer would only take a core
+        driver.wait()
+        assert pinning, f"the tune ended before it pinned: {said.read_text()[-2000:]}"
+        # The plain configure accepts what the kill left, and so does Python.
+        build = tmp_path / "build"
+        configure = ["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja",
+                     f"-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}", f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}"]
+        result = ensure_ok(proc.run(configure, 600))
+        assert "ciq_build: spill_kernels: pinned controls from" in result.stdout, result.stdout
+        left = read_record(pin_dir / "spill_kernels.json")
+        old_acf = f"spill_kernels.{hashlib.sha256(other.read_bytes()).hexdigest()[:12]}.acf"
+        assert Path(left.controls.acf.path).name in (new_acf, old_acf)
+    finally:
+        shutil.rmtree(pin_dir)
+        shutil.copytree(kept, pin_dir)
