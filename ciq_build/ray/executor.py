@@ -122,11 +122,14 @@ def connected(address: str | None, say: Callable[[str], None]) -> Iterator[None]
         yield
         return
     # No address: RAY_ADDRESS, else the cluster `ray start` left here, else a new one on this machine.
-    # ray.init replaces the SIGTERM handler; the CLI's (stop like Ctrl-C, resume later) is kept.
-    on_sigterm = signal.getsignal(signal.SIGTERM)
+    # ray.init replaces the SIGTERM handler; the CLI's (stop, nothing new starts, resume later) are kept,
+    # for each signal that stops a tune.
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     ray.init(address=address, log_to_driver=False, include_dashboard=False)
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, on_sigterm)
+        for signum, handler in handlers.items():
+            if handler is not None:  # None: set outside Python, cannot be set back from here
+                signal.signal(signum, handler)
     say(f"ray: connected to the cluster at {ray.get_runtime_context().gcs_address}")
     try:
         yield
