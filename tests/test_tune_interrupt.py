@@ -38,19 +38,22 @@ STEPS = ("bench", "compile", "configure")  # what can be made busy: busy-<step> 
 class Tune:
     """A `tune` of tests/projects/faulty in a process of its own, its output read as it comes."""
 
-    def __init__(self, tmp_path: Path, *args: str, build: Path | None = None) -> None:
+    def __init__(self, tmp_path: Path, *args: str, busy_compiles: bool = False) -> None:
         self.tmp_path = tmp_path
         self.source = tmp_path / "faulty src"  # a space in every path on purpose
         if not self.source.exists():
             shutil.copytree(FAULTY, self.source)
-        self.build = build or tmp_path / "build"
+        self.build = tmp_path / "build"
         # The switches of the busy steps: a step is busy while its file exists.
         self.bench_flag, self.compile_flag, self.configure_flag = (tmp_path / f"busy-{step}" for step in STEPS)
         env = {**os.environ, "FAULTY_BUSY": str(self.bench_flag), "FAULTY_BUSY_CONFIGURE": str(self.configure_flag),
                "FAULTY_PYTHON": sys.executable}
+        # busy_compiles: each compile through busy.py, as a launcher (set when the build tree is configured,
+        # so by the first Tune of a tree). Without it, the scratch trees' ptxas-only path: faster.
         launcher = f"{sys.executable};{self.source / 'busy.py'};{self.compile_flag}"
         command = [sys.executable, "-m", "ciq_build", "tune", "fake_bench", "-S", str(self.source), "-B",
-                   str(self.build), f"--cmake-arg=-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}", *args]
+                   str(self.build), *([f"--cmake-arg=-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"] if busy_compiles
+                                      else []), *args]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                         cwd=self.source, env=env, start_new_session=True)
         self.stdout: list[str] = []
@@ -206,7 +209,7 @@ def test_a_tune_stops_at_once_before_its_search(tmp_path: Path, step: str, signu
     # Busy from the start: the first configure, the baseline's build, the baseline's runs.
     flag = tmp_path / f"busy-{step}"
     _switch_on(flag)
-    tune = Tune(tmp_path, *SEARCH, "--repeats", "2")
+    tune = Tune(tmp_path, *SEARCH, "--repeats", "2", busy_compiles=step == "compile")
     try:
         tune.wait_until(lambda: bool(tune.started(flag)), f"the first busy {step} step")
         seconds = tune.stop(signum)
@@ -223,7 +226,7 @@ def test_a_tune_stops_at_once_while_it_confirms_its_winner(tmp_path: Path, phase
     # controls (each a rebuild), then pin it.
     args = ["--generations", "1", "--pool-size", "4", "--repeats", "2", "--seed", "3", "--timeout", "600",
             "--cmake-arg=-DFAULTY_PARAMS=X=range(0,3)"]
-    first = Tune(tmp_path, *args, "--no-pin")
+    first = Tune(tmp_path, *args, "--no-pin", busy_compiles=phase == "minimize")
     assert first.finish() == 0, first.output()
     measured = len(_evaluations(first))
     if phase == "re-measure":
