@@ -6,7 +6,9 @@ tune, verify and the setuptools build use) and by the CMake module's
 ``_ciq_resolve_pin`` through ``cmake/ciq_build_check_pin.cmake`` (the same
 functions configure runs, many records per process). The test asserts the same
 status (applied / none / skipped / refused) and, when applied, the same nvcc
-arguments, for every record. It also bounds the time: a hostile record must
+arguments, for every record; where a case names the verdict it must get
+(``expect``), both must reach that one. A real configure of a CUDA project
+(ciq_tune_target() and the finalize step CMake defers) judges a selection too. It also bounds the time: a hostile record must
 not make either reader hang or crawl.
 """
 
