@@ -58,3 +58,12 @@ def test_imports_only_point_down_the_layers() -> None:
 
 def test_every_failure_cause_is_documented() -> None:
     assert not [c.value for c in Cause if f"`{c.value}`" not in DOC]
+
+
+def test_the_wheel_ships_every_sub_package() -> None:
+    """pyproject's package list names every folder of ciq_build (ciq_build.ray was left out of wheels once)."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {"ciq_build." + p.parent.name for p in PACKAGE.glob("*/__init__.py")} | {"ciq_build"}
+    assert folders - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
