@@ -1,25 +1,108 @@
-# ciq_tune_target(): register a CUDA target for compiler tuning and apply its
-# pinned compiler controls.
-#
-# One mechanism serves the real build and the tuning build: every tuned
-# target's CUDA compiles get `--options-file=<file>`, and that file is listed
-# in the OBJECT_DEPENDS of the target's CUDA sources, so a change rebuilds
-# exactly those objects.
-#
-#   real build    <CMAKE_CURRENT_BINARY_DIR>/ciq/<target>.nvcc-options, written
-#                 here from the validated pinned record (empty without one)
-#   tuning build  -DCIQ_TUNE_TARGET=<target> -DCIQ_TUNE_OPTIONS_FILE=<file>:
-#                 the driver rewrites <file> for every candidate
-#
-# Cache variables read: CIQ_DISABLE (ignore every pin), CIQ_STRICT (a toolkit
-# mismatch is an error, not a warning), CIQ_TUNE_TARGET, CIQ_TUNE_OPTIONS_FILE,
-# CIQ_TUNE_ARCHITECTURES (tune --architecture: the tuned target's one architecture).
-#
-# Properties set on each tuned target (read them, never set them):
-#   CIQ_PIN_STATUS      applied | none | disabled | skipped | tuning
-#   CIQ_PIN_FILE        the pinned record consulted
-#   CIQ_NVCC_ARGUMENTS  the arguments written to the options file
-#   CIQ_OPTIONS_FILE    the options file the target's CUDA compiles read
+#[=======================================================================[.rst:
+ciq_build
+---------
+
+Tune the CUDA compiler for a CMake target and apply the pinned winner.
+Loaded by ``find_package(ciq_build)`` (ciq_build-config.cmake); needs CMake
+3.24 or newer.
+
+Commands
+^^^^^^^^
+
+::
+
+  ciq_tune_target(<target>
+                  [BENCHMARK <exe-target> [ARGS <arg>...]]
+                  [METRIC <regex> [UNIT <s|ms|us|ns>]]
+                  [OBJECTIVES <objective>...]
+                  [PARAMS <NAME=space>...]
+                  [SEARCH_SPACE <space>...]
+                  [PIN_DIR <dir>]
+                  [TIMEOUT <seconds>]
+                  [ALLOW_NUMERICS])
+
+Registers ``<target>`` (a library or executable with CUDA sources) for
+``python -m ciq_build tune <target>`` and applies its pinned record
+``<PIN_DIR>/<target>.json``.
+
+``BENCHMARK <exe-target>``
+  The executable that measures a candidate (``ARGS``: its arguments).
+  Needed by the benchmark objectives (``time``).
+``METRIC <regex>``, ``UNIT <s|ms|us|ns>``
+  The benchmark prints its own figure: the regex's first group is the
+  number, in ``UNIT`` (default ``ms``). Only with ``BENCHMARK``.
+``OBJECTIVES <objective>...``
+  What the search minimises or maximises (README: "Objectives"); none: the
+  driver's default.
+``PARAMS <NAME=space>...``
+  Preprocessor values the search may choose (``-DNAME=VALUE``).
+``SEARCH_SPACE <space>...``
+  The compiler controls the search may change.
+``PIN_DIR <dir>``
+  Where the pinned record lives, relative to ``CMAKE_CURRENT_SOURCE_DIR``
+  (default ``${CMAKE_CURRENT_SOURCE_DIR}/ciq``); a plain path, no ``..``.
+``TIMEOUT <seconds>``
+  A candidate's build or benchmark limit (default 60).
+``ALLOW_NUMERICS``
+  The search may change floating-point results.
+
+Sources, ``CUDA_ARCHITECTURES`` and the benchmark target may still be added
+after the call (the rest is finished at the end of the top-level
+CMakeLists.txt), but ``CUDA_ARCHITECTURES`` must be set before it.
+
+Cache variables read
+^^^^^^^^^^^^^^^^^^^^
+
+``CIQ_DISABLE``
+  ON: ignore every pinned record (status ``disabled``).
+``CIQ_STRICT``
+  ON: a toolkit or architecture mismatch refuses the pin, instead of a
+  warning and status ``skipped``.
+``CIQ_PYTHON``
+  The Python that runs the per-architecture gencode launcher (default: the
+  one ``find_package(Python3)`` finds).
+``CIQ_TUNE_TARGET``, ``CIQ_TUNE_OPTIONS_FILE``
+  Set by the tuning driver in its scratch trees (a tuning build): the
+  target's CUDA compiles read ``CIQ_TUNE_OPTIONS_FILE``, which the driver
+  rewrites for every candidate; the pin is not read.
+``CIQ_TUNE_ARCHITECTURES``
+  ``tune --architecture``: the tuned target's one architecture.
+
+Target properties set (read them, never set them)
+^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+
+``CIQ_PIN_STATUS``
+  ``applied`` | ``none`` | ``disabled`` | ``skipped`` | ``tuning``
+``CIQ_PIN_FILE``
+  The pinned record consulted.
+``CIQ_NVCC_ARGUMENTS``
+  The arguments written to the options file.
+``CIQ_OPTIONS_FILE``
+  The options file the target's CUDA compiles read.
+
+What it sets and writes
+^^^^^^^^^^^^^^^^^^^^^^^
+
+One mechanism serves the real build and the tuning build: every tuned
+target's CUDA compiles get ``--options-file=<file>``, and that file is in the
+``OBJECT_DEPENDS`` of the target's CUDA sources, so a change rebuilds exactly
+those objects.
+
+``<CMAKE_CURRENT_BINARY_DIR>/ciq/<target>.nvcc-options``
+  The real build's options file, written from the validated pinned record
+  (empty without one).
+``<...>/ciq/<target>.sm_<arch>.nvcc-options`` and ``CUDA_COMPILER_LAUNCHER``
+  Only for a pin whose architectures have different controls: each
+  architecture's device arguments, applied through ciq_build's gencode
+  launcher (a target with a launcher of its own refuses such a pin).
+``<CMAKE_BINARY_DIR>/ciq/targets/<target>.json``
+  The target's manifest for the driver (file(GENERATE)).
+``CMAKE_CONFIGURE_DEPENDS``
+  The pin dir (or its nearest existing parent) and the pin's files: a pin
+  that appears, changes or goes away reconfigures.
+Global properties ``CIQ_BUILD_TARGETS`` (the registered targets) and
+``CIQ_BUILD_CMAKE_DIR`` (this folder).
+#]=======================================================================]
 
 include_guard(GLOBAL)
 
@@ -1061,21 +1144,7 @@ endfunction()
 # Public function
 # ---------------------------------------------------------------------------
 
-#[=======================================================================[
-ciq_tune_target(<target>
-                [BENCHMARK <exe-target> [ARGS <arg>...]]
-                [METRIC <regex> [UNIT <s|ms|us|ns>]]
-                [OBJECTIVES <objective>...]
-                [PARAMS <NAME=space>...]
-                [SEARCH_SPACE <space>...]
-                [PIN_DIR <dir>]
-                [TIMEOUT <seconds>]
-                [ALLOW_NUMERICS])
-
-Registers <target> (a library or executable with CUDA sources) for
-`python -m ciq_build tune <target>` and applies its pinned record
-<PIN_DIR>/<target>.json (default PIN_DIR: ${CMAKE_CURRENT_SOURCE_DIR}/ciq).
-#]=======================================================================]
+# ciq_tune_target(): see the contract at the top of this file.
 function(ciq_tune_target target)
   cmake_parse_arguments(PARSE_ARGV 1 ARG
     # Options
