@@ -22,6 +22,7 @@ from ciq_build.build.cmake import existing_objects
 from ciq_build.build.manifest import load_manifest
 from ciq_build.measure.proc import ProcResult, run
 from support import build_tool, ensure_ok, said
+from test_manifest_schema import assert_valid_manifest
 
 pytestmark = pytest.mark.slow
 
@@ -485,6 +486,7 @@ def test_manifest_is_valid_and_escapes_every_string(tiny: Tiny) -> None:
     ensure_ok(tiny.configure(body=body))
     path = tiny.build / "ciq" / "targets" / "kern.json"
     data = json.loads(path.read_text())
+    assert_valid_manifest(data)  # the CMake writer's output passes the published schema
     assert data["benchmark"]["args"] == awkward
     assert data["metric_regex"] == r"time: ([0-9.]+)\s*us"
     assert data["metric_unit"] == "us"

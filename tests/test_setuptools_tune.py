@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.build.manifest import manifest_document
 from ciq_build.cli import _setuptools_project, main
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import find_toolchain
@@ -36,6 +37,7 @@ from ciq_build.setuptools_tune import (
 )
 from ciq_build.tune.evaluator import BuildRunner
 from ciq_build.tune.settings import TuneOptions
+from test_manifest_schema import assert_valid_manifest
 
 PROJECT = Path(__file__).resolve().parent / "projects" / "setuptools_tune"
 TIMEOUT = 300
@@ -254,7 +256,9 @@ def test_the_benchmark_program_is_found_on_path_or_in_the_project(project: Path)
     ext.ciq_benchmark = ("sh", "-c", "true")
     assert extension_manifest(project, ext, toolchain).benchmark.path == Path(shutil.which("sh") or "")
     ext.ciq_benchmark = ("tools/bench", "--quick")
-    assert extension_manifest(project, ext, toolchain).benchmark.path == project / "tools" / "bench"
+    manifest = extension_manifest(project, ext, toolchain)
+    assert manifest.benchmark is not None and manifest.benchmark.path == project / "tools" / "bench"
+    assert_valid_manifest(manifest_document(manifest))  # the setuptools writer's manifest passes the schema
     ext.ciq_benchmark = ("no-such-benchmark-program",)
     with pytest.raises(ConfigError, match="'no-such-benchmark-program', which is not on PATH"):
         extension_manifest(project, ext, toolchain)

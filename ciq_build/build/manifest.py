@@ -5,7 +5,8 @@
 driver everything it needs to know about the target without parsing CMake
 itself: sources, object directory, benchmark, objectives, pin location. This
 module reads it and validates every field, so that a stale or hand-edited
-manifest fails here with a message, not deep inside a tune.
+manifest fails here with a message, not deep inside a tune. Its fields are
+declared once, with its JSON Schema, in ciq_build.build.manifest_schema.
 """
 
 from __future__ import annotations
@@ -16,17 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ciq_build.build.manifest_schema import MANIFEST_SCHEMA as MANIFEST_SCHEMA  # declared with the schema
+from ciq_build.build.manifest_schema import METRIC_UNITS as METRIC_UNITS
+from ciq_build.build.manifest_schema import manifest_fields
 from ciq_build.compiler.toolchain import arch_name, split_architectures
 from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.rules import is_target_name
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import ConfigError, ManifestError
 from ciq_build.state.durable import read_json_object
-
-MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
-
-# METRIC's UNIT (ciq_build.measure.bench.METRIC_UNITS; bench imports numpy, this module must not need it).
-METRIC_UNITS = ("s", "ms", "us", "ns")
 
 
 @dataclass(frozen=True)
@@ -185,12 +184,7 @@ class _Reader:
         return tuple(value)
 
 
-_KEYS = {
-    "schema", "target", "source_dir", "binary_dir", "target_source_dir", "target_binary_dir",
-    "cuda_sources", "object_dir", "objects", "benchmark", "metric_regex", "metric_unit", "objectives", "params",
-    "search_space", "pin_dir", "pin_file", "timeout", "options_file", "generator",
-    "allow_numerics", "toolchain",
-}
+_KEYS = manifest_fields()
 
 
 def _load_json(path: Path) -> dict[str, Any]:
@@ -304,6 +298,28 @@ def read_manifest(path: Path) -> Manifest:
         toolchain=toolchain,
         path=path,
     )
+
+
+def manifest_document(manifest: Manifest) -> dict[str, Any]:
+    """`manifest` as the JSON document the CMake module writes (what read_manifest reads back)."""
+    benchmark = manifest.benchmark
+    return {
+        "schema": manifest.schema, "target": manifest.target,
+        "source_dir": str(manifest.source_dir), "binary_dir": str(manifest.binary_dir),
+        "target_source_dir": str(manifest.target_source_dir), "target_binary_dir": str(manifest.target_binary_dir),
+        "cuda_sources": [str(s) for s in manifest.cuda_sources], "object_dir": str(manifest.object_dir),
+        "objects": [str(o) for o in manifest.objects],
+        "benchmark": None if benchmark is None else {"target": benchmark.target, "path": str(benchmark.path),
+                                                     "args": list(benchmark.args)},
+        "metric_regex": manifest.metric_regex, "metric_unit": manifest.metric_unit,
+        "objectives": list(manifest.objectives), "params": list(manifest.params),
+        "search_space": list(manifest.search_space), "pin_dir": str(manifest.pin_dir),
+        "pin_file": str(manifest.pin_file), "timeout": manifest.timeout, "options_file": str(manifest.options_file),
+        "generator": manifest.generator, "allow_numerics": manifest.allow_numerics,
+        "toolchain": {"cuda_compiler": str(manifest.toolchain.cuda_compiler),
+                      "cuda_compiler_version": manifest.toolchain.cuda_compiler_version,
+                      "architectures": manifest.toolchain.architectures},
+    }
 
 
 def _read_objects(r: _Reader, data: dict[str, Any]) -> tuple[Path, ...]:
