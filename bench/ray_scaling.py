@@ -40,8 +40,10 @@ from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.loop import SearchLoop
 from ciq_build.tune.replay import controls_id
+from ciq_build.tune.timeouts import Timeouts
 
 TIME = parse_objectives(["time"])
+LIMITS = Timeouts(MeasureSettings().timeout, MeasureSettings().timeout)  # never reached: the workers sleep
 ONE_GPU = "ONE_GPU"  # a custom resource of one unit: the busy-fraction part's single GPU
 SPACE = parse_params([f"P{i}=range(0,16)" for i in range(6)])  # 16^6 candidates: the search never repeats one
 
@@ -130,7 +132,7 @@ def one_gpu_busy(split: int, compile_s: float, benchmark_s: float, folder: Path,
     """(evaluations per minute, the GPU's busy fraction) on one GPU; `split` compile actors, or 0: one actor
     holding the GPU."""
     OneGpuPool.compile_s, OneGpuPool.benchmark_s, OneGpuPool.split = compile_s, benchmark_s, bool(split)
-    with OneGpuPool(None, None, TIME, MeasureSettings(), max(split, 1), say=lambda text: None) as pool:
+    with OneGpuPool(None, None, TIME, MeasureSettings().repeats, LIMITS, LIMITS.compile, max(split, 1), say=lambda text: None) as pool:
         # Generations of 32: a generation's end drains the GPU's queue (one generation is in flight), and 32
         # candidates keep that a small part of the run, as a real tune's pool does.
         seconds, done = loop_seconds(pool.runner, pool.slots, folder, f"one-gpu-{split}", 32, generations)
@@ -167,7 +169,7 @@ def loop_seconds(runner: Any, workers: list[Any], folder: Path, name: str, pool_
 def ray_rate(workers: int, compile_s: float, benchmark_s: float, folder: Path, pool_size: int,
              generations: int) -> tuple[float, int]:
     SleepPool.compile_s, SleepPool.benchmark_s = compile_s, benchmark_s
-    with SleepPool(None, None, TIME, MeasureSettings(), workers, say=lambda text: None) as pool:
+    with SleepPool(None, None, TIME, MeasureSettings().repeats, LIMITS, LIMITS.compile, workers, say=lambda text: None) as pool:
         return loop_seconds(pool.runner, pool.slots, folder, f"ray-{workers}-{compile_s}", pool_size, generations)
 
 

@@ -22,6 +22,7 @@ from ciq_build.measure import proc
 from ciq_build.ray.sources import SOURCE_MODES
 from ciq_build.resources import cmake_dir
 from ciq_build.search.strategies import strategy_names
+from ciq_build.tune.executor import executor_names
 
 if TYPE_CHECKING:
     from ciq_build.build.backend import BuildBackend
@@ -91,9 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--gpus", default=None, metavar="LIST",
                       help="GPUs to spread benchmarks over, e.g. 0,1 (one benchmark per GPU at a time; "
                            "default: the default GPU, one benchmark at a time)")
-    tune.add_argument("--executor", choices=["local", "ray"], default="local",
+    tune.add_argument("--executor", choices=executor_names(), default="local",
                       help="where candidates are evaluated: local (this machine, default) or ray (one actor per "
-                           "--jobs slot on a Ray cluster; needs ciq-build[ray] on the workers)")
+                           "--jobs slot on a Ray cluster; needs ciq-build[ray] on the workers), or one registered "
+                           "from Python (ciq_build.tune.executor.register_executor)")
     tune.add_argument("--ray-address", default=None, metavar="ADDR",
                       help="the Ray cluster to use (default, as ray.init finds it: $RAY_ADDRESS, else one "
                            "`ray start` started on this machine, else a new one here)")

@@ -13,7 +13,7 @@ DOC = (REPO / "docs" / "ARCHITECTURE.md").read_text()
 
 # Lower layers first; a module may import its own layer's packages and any lower layer's.
 LAYERS = [{"errors", "resources", "__init__"}, {"core"}, {"measure", "state"}, {"compiler"}, {"build"},
-          {"pin", "search"}, {"tune", "ray"}, {"reports"}, {"cli", "api", "setuptools_ext", "setuptools_tune", "__main__"}]
+          {"pin", "search"}, {"tune"}, {"ray"}, {"reports"}, {"cli", "api", "setuptools_ext", "setuptools_tune", "__main__"}]
 
 
 def _layer(module: str) -> int:

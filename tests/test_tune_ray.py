@@ -26,12 +26,14 @@ import pytest
 from ciq_build.build.cmake_backend import CMakeBackend
 from ciq_build.cli import build_parser
 from ciq_build.core.objectives import parse_objectives
-from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import ConfigError
 from ciq_build.ray.executor import RayPool, actor_resources, benchmark_resources
+from ciq_build.ray.plugin import RayExecutor
 from ciq_build.ray.sources import MISSING, SourceUpload, check_copy, remapped_cache
 from ciq_build.tune.driver import TuneOutcome, run_tune
+from ciq_build.tune.executor import Executor, checked_executor, get_executor
 from ciq_build.tune.settings import TuneOptions
+from ciq_build.tune.timeouts import Timeouts
 
 ray = pytest.importorskip("ray")
 
@@ -89,21 +91,29 @@ def test_static_objectives_ask_for_a_cpu_and_runtime_ones_for_a_gpu_of_the_named
 
 
 def test_a_cluster_without_the_gpu_kind_is_refused_with_what_to_start() -> None:
-    pool = RayPool(None, None, parse_objectives(["time"]), MeasureSettings(), 2, gpu_resource="H100")
+    pool = RayPool(None, None, parse_objectives(["time"]), 1, Timeouts(60, 60), 300, 2, gpu_resource="H100")
     with pytest.raises(ConfigError, match=r"0 H100.*--resources='\{\"H100\""):
         pool._check_cluster({"CPU": 16.0, "GPU": 8.0, "H200": 8.0})
     pool._check_cluster({"CPU": 16.0, "GPU": 8.0, "H100": 8.0})
 
 
 def test_ray_options_need_the_ray_executor() -> None:
-    with pytest.raises(ConfigError, match="need --executor ray"):
+    with pytest.raises(ConfigError, match="^--ray-address needs --executor ray$"):
         TuneOptions("kern", Path("build"), ray_address="ray://head:10001").validate()
+    with pytest.raises(ConfigError, match="^--ray-address, --ray-sources need --executor ray$"):
+        TuneOptions("kern", Path("build"), ray_address="ray://head:10001", ray_sources="upload").validate()
     with pytest.raises(ConfigError, match="--ray-targets needs --executor ray"):
         TuneOptions("", Path("build"), targets=("kern", "timer"), ray_targets=2).validate()
     with pytest.raises(ConfigError, match="at least 1"):
-        TuneOptions("", Path("build"), executor="ray", ray_targets=0).validate()
+        checked_executor(TuneOptions("", Path("build"), executor="ray", ray_targets=0))
     with pytest.raises(ConfigError, match="Ray assigns each worker its GPU"):
-        TuneOptions("kern", Path("build"), executor="ray", gpus=["0"]).validate()
+        checked_executor(TuneOptions("kern", Path("build"), executor="ray", gpus=["0"]))
+    with pytest.raises(ConfigError, match="--ray-sources must be one of shared, upload"):
+        checked_executor(TuneOptions("kern", Path("build"), executor="ray", ray_sources="rsync"))
+    with pytest.raises(ConfigError, match="--executor must be one of local, ray"):
+        checked_executor(TuneOptions("kern", Path("build"), executor="slurm"))
+    ray_executor: Executor = get_executor("ray")  # mypy: the Ray executor is an Executor
+    assert isinstance(ray_executor, RayExecutor)
 
 
 def test_uploaded_sources_have_the_cache_paths_into_them_remapped_whole_components_only() -> None:
@@ -339,6 +349,26 @@ def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_of_the_named_k
         candidates = [r for r in _evaluations(build, "timer") if r["params"]]
         behind = [r for r in candidates if r["ok"] and r["metrics"]["time_ms"] > 1.5]
         assert behind and all(r["raced"] and r["runs"] == 1 for r in behind), (build.name, candidates)
+
+
+@pytest.mark.slow
+def test_ray_candidates_get_the_timeouts_derived_from_the_baseline(tmp_path: Path, cluster: None,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # TIMEOUT 1 s, each run sleeping 1.5 s: under the bare TIMEOUT every candidate's run (and a scratch
+    # tree's configure, limited by 5x it) is killed; the derived limits (4x the baseline's, at least
+    # TIMEOUT; a configure at least 600 s) let them all finish, on Ray as locally (tests/test_tune_timeouts.py).
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    build = tmp_path / "build"
+    outcome = _tune("timer", source, build, "--executor", "ray", "--generations", "1", "--pool-size", "2",
+                    "--repeats", "1", "--no-pin", "--cmake-arg=-DTRANSIENT_TIMEOUT=1",
+                    "--cmake-arg=-DTIMER_SLEEP_MS=1500")
+    said = capsys.readouterr().err
+    limit = float(said.split("timeouts from the baseline: compile ")[1].split(", benchmark run ")[1].split(" s")[0])
+    assert limit >= 6.0, said  # 4x the baseline's 1.5 s run
+    candidates = [r for r in _evaluations(build, "timer") if r["params"]]
+    assert outcome.ok and candidates, said
+    assert all(r["ok"] for r in candidates), [(r["params"], r.get("cause"), r.get("message")) for r in candidates]
 
 
 @pytest.mark.slow

@@ -45,7 +45,6 @@ from ciq_build.build.manifest import Manifest
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import Objective, needs_benchmark
-from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, MeasureSettings
 from ciq_build.errors import BuildError, CiqError, ConfigError, MissingExtraError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement
@@ -55,6 +54,7 @@ from ciq_build.ray.sources import SourceUpload, check_copy, file_hashes, remappe
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.evaluator import Benchmarked, BuildRunner, run_benchmark
+from ciq_build.tune.timeouts import Timeouts
 
 # A candidate whose worker dies this many times in a row ends the tune: the
 # cluster, not the candidate, is failing (its finished evaluations are journaled).
@@ -209,7 +209,7 @@ class EvaluationWorker:
     """The body of one Ray actor: a scratch tree of its own, configured once, and the real runner."""
 
     def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
-                 timeout: float, root: str, upload: SourceUpload | None = None,
+                 timeouts: Timeouts, configure_timeout: float, root: str, upload: SourceUpload | None = None,
                  benchmark: dict[str, Any] | None = None) -> None:
         proc.guard_driver()  # the compiles and benchmarks this actor starts die with it, even on SIGKILL
         self.upload = upload
@@ -229,11 +229,12 @@ class EvaluationWorker:
         # default slot is it) and runs its benchmarks itself.
         # The worker as the journal names it (RayRunner.evaluate): its slot's tree, its host:pid.
         worker = f"{Path(root).name}@{socket.gethostname()}:{os.getpid()}"
-        self.runner = (GpuTaskRunner(manifest, toolchain, objectives, repeats, timeout, GpuSlots(), benchmark=benchmark,
-                                     worker=worker)
-                       if benchmark is not None else BuildRunner(manifest, toolchain, objectives, repeats, timeout,
-                                                                 GpuSlots()))
-        self.timeout = timeout
+        self.runner = (GpuTaskRunner(manifest, toolchain, objectives, repeats, timeouts.compile, GpuSlots(),
+                                     benchmark=benchmark, worker=worker)
+                       if benchmark is not None else BuildRunner(manifest, toolchain, objectives, repeats,
+                                                                 timeouts.compile, GpuSlots()))
+        self.runner.use_timeouts(timeouts)  # the driver's, derived from its baseline (ciq_build.tune.timeouts)
+        self.configure_timeout = configure_timeout
 
     def source_hashes(self) -> tuple[str, dict[str, str]]:
         """Where this actor's copy of the sources is, and the hashes of the driver's fingerprinted files in it."""
@@ -244,7 +245,7 @@ class EvaluationWorker:
         """Take the tree over from a dead predecessor, configure it if needed; where this worker runs
         (host:pid, and its Ray node)."""
         proc.claim_tree(self.tree.root)
-        self.tree.configure(self.timeout * CONFIGURE_TIMEOUT_FACTOR)
+        self.tree.configure(self.configure_timeout)
         return f"{socket.gethostname()}:{os.getpid()}", _ray().get_runtime_context().get_node_id()
 
     def evaluate(self, proposal: Proposal, controls: Controls, key: str, incumbent: Incumbent | None = None,
@@ -315,7 +316,9 @@ class RayPool:
     manifest: Manifest
     toolchain: Toolchain
     objectives: Sequence[Objective]
-    measure: MeasureSettings
+    repeats: int
+    timeouts: Timeouts  # each candidate's compile and benchmark run, as the driver derived them from its baseline
+    configure_timeout: float  # each actor's scratch tree configure
     count: int
     address: str | None = None
     gpu_resource: str | None = None
@@ -418,8 +421,8 @@ class RayPool:
                                                             **options)
         # Uploading, the actor places its tree beside its copy of the sources: it gets the tree's name only.
         root = slot.root.name if self.upload is not None else str(slot.root)
-        slot.actor = actor_class.remote(self.manifest, self.toolchain, self.objectives, self.measure.repeats,
-                                        self.measure.timeout, root, self.upload, self.benchmark)
+        slot.actor = actor_class.remote(self.manifest, self.toolchain, self.objectives, self.repeats, self.timeouts,
+                                        self.configure_timeout, root, self.upload, self.benchmark)
         if self.upload is not None:
             # Before the configure: nothing is built from a copy that is not the fingerprinted sources.
             copy, hashes = _result(slot.actor.source_hashes.remote())

@@ -51,9 +51,10 @@ from ciq_build.measure import proc
 from ciq_build.measure.bench import GPU_LOCK_DIR
 from ciq_build.ray.executor import STOP_TIMEOUT, _ray, connected
 from ciq_build.ray.gpu_share import NAMESPACE, SHARE_NAME, GpuShare, TargetShare, share_table
-from ciq_build.tune.all_targets import TargetResult, not_run, stops_the_rest, tune_one
+from ciq_build.tune.all_targets import tune_one
 from ciq_build.tune.progress import LOG
 from ciq_build.tune.settings import TuneOptions
+from ciq_build.tune.target_result import TargetResult, not_run, stops_the_rest
 
 POLL_INTERVAL = 0.2  # seconds between looks at the children
 # How long a stopped child may take beyond its actors' STOP_TIMEOUT before it is killed.

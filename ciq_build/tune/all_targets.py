@@ -21,28 +21,14 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Literal
 
 from ciq_build.build.backend import BuildBackend
-from ciq_build.errors import CiqError, DiskFullError, ManifestError
+from ciq_build.errors import CiqError, ManifestError
 from ciq_build.tune.driver import check_options, tune_configured
 from ciq_build.tune.progress import LOG
 from ciq_build.tune.settings import TuneOptions
-
-Status = Literal["pinned", "nothing pinned", "failed", "not run"]
-STATUSES: tuple[Status, ...] = ("pinned", "nothing pinned", "failed", "not run")
-
-
-@dataclass(frozen=True)
-class TargetResult:
-    """What one target's tune came to: its pin, the verdict that pinned nothing, or why it failed."""
-
-    target: str
-    status: Status
-    detail: str  # the pinned record's path, the verdict, or the error's message
-    exit_code: int = 0  # the exit code `tune <target>` would have returned
+from ciq_build.tune.target_result import TargetResult, not_run, stops_the_rest
 
 
 @dataclass(frozen=True)
@@ -59,50 +45,27 @@ class AllOutcome:
 def run_tune_all(options: TuneOptions, backend: BuildBackend) -> AllOutcome:
     """`python -m ciq_build tune --all` (or several targets): prepare the project once (CMake: configure or
     refresh the build tree), then tune each target."""
-    check_options(options, backend)
+    executor = check_options(options, backend)
     backend.prepare()
     targets = list(options.targets) or backend.targets()
     if not targets:
         raise ManifestError(f"tune --all: {backend.no_targets()}")
-    if options.executor == "ray" and options.ray_sources == "shared" and len(targets) > 1:
-        from ciq_build.ray.targets import tune_together
-
-        results = tune_together(options, targets)
-    else:
-        results = _one_after_another(options, backend, targets)
+    # The executor decides: one after another here (local), or at once, each in a process of its own (Ray).
+    results = executor.tune_targets(options, targets, lambda: _one_after_another(options, backend, targets))
     print(all_summary(results), file=sys.stdout)
     return AllOutcome(tuple(results))
 
 
 def _one_after_another(options: TuneOptions, backend: BuildBackend, targets: list[str]) -> list[TargetResult]:
     results: list[TargetResult] = []
-    with _cluster(options):
-        for number, target in enumerate(targets, 1):
-            if stops_the_rest(results):
-                results.append(not_run(target))
-                continue
-            if not options.quiet:
-                LOG.info("tune --all: %s (%d of %d)", target, number, len(targets))
-            results.append(tune_one(dataclasses.replace(options, target=target, targets=()), backend))
+    for number, target in enumerate(targets, 1):
+        if stops_the_rest(results):
+            results.append(not_run(target))
+            continue
+        if not options.quiet:
+            LOG.info("tune --all: %s (%d of %d)", target, number, len(targets))
+        results.append(tune_one(dataclasses.replace(options, target=target, targets=()), backend))
     return results
-
-
-def stops_the_rest(results: list[TargetResult]) -> bool:
-    """A full disk: every later target would write to the same disk, so none is started."""
-    return any(r.exit_code == DiskFullError.exit_code for r in results)
-
-
-def not_run(target: str) -> TargetResult:
-    return TargetResult(target, "not run", "the disk is full (above)", DiskFullError.exit_code)
-
-
-def _cluster(options: TuneOptions) -> AbstractContextManager[None]:
-    """One connection to the Ray cluster for every target's pool; nothing for local tunes."""
-    if options.executor != "ray":
-        return nullcontext()
-    from ciq_build.ray.executor import connected
-
-    return connected(options.ray_address, lambda text: None if options.quiet else LOG.info("%s", text))
 
 
 def tune_one(options: TuneOptions, backend: BuildBackend) -> TargetResult:

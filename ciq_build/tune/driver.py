@@ -42,6 +42,7 @@ from ciq_build.tune.assemble import assemble_record
 from ciq_build.tune.cache import EvaluationCache, cache_key
 from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.evaluator import BuildRunner, Runner
+from ciq_build.tune.executor import Executor, SearchPhase, checked_executor, get_executor
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
 from ciq_build.tune.minimize import minimize
 from ciq_build.tune.param_probe import overridden_params
@@ -71,12 +72,13 @@ def run_tune(options: TuneOptions, backend: BuildBackend) -> TuneOutcome:
     return tune_configured(options, backend)
 
 
-def check_options(options: TuneOptions, backend: BuildBackend) -> None:
-    """Refuse what no manifest can make right, before anything is configured or read."""
-    options.validate()
-    if options.executor != "local" and not backend.remote_builds:
-        raise ConfigError(f"--executor {options.executor}: the workers it starts cannot build this project "
+def check_options(options: TuneOptions, backend: BuildBackend) -> Executor:
+    """Refuse what no manifest can make right, before anything is configured or read; the options' executor."""
+    executor = checked_executor(options)
+    if not executor.uses_driver_trees and not backend.remote_builds:
+        raise ConfigError(f"--executor {executor.name}: the workers it starts cannot build this project "
                           f"(a {backend.kind} project tunes with the local executor only); leave out --executor")
+    return executor
 
 
 def tune_configured(options: TuneOptions, backend: BuildBackend) -> TuneOutcome:
@@ -102,6 +104,7 @@ class TuneRun:
         self.toolchain = toolchain
         self.out = out if out is not None else sys.stderr
         self.objectives = list(settings.objectives)
+        self.executor = get_executor(settings.executor.kind)
         self.timeout = settings.measure.timeout
         self.runner = BuildRunner(manifest, toolchain, self.objectives, settings.measure.repeats, self.timeout,
                                   GpuSlots(settings.measure.gpus), warn=self._warn, build_jobs=settings.build.jobs)
@@ -132,6 +135,7 @@ class TuneRun:
             LOG.setLevel(level)
 
     def _run(self) -> TuneOutcome:
+        self.executor.check(self.settings)  # what the executor refuses for these objectives, before anything runs
         source = make_candidate_source(self.settings.search, self.manifest, self.toolchain, self.objectives,
                                        self.state_dir / "acf" / safe_name(self.manifest.target))
         # Every tool the run will need, before anything is built (the search space is refused first).
@@ -165,15 +169,13 @@ class TuneRun:
         for note in proc.claim_tree(scratch_root(self.manifest)):
             self._say(note)
         before = self.source_set.snapshot()
-        # The baseline's tree and the workers' (on Ray, one here for the confirmation: the actors keep their own).
-        # A worker more per GPU than --jobs: the next candidates compile while the GPUs benchmark.
+        # The baseline's tree and the workers' (as many as the executor uses here: on Ray one, for the
+        # confirmation, since the actors keep their own).
         # Compile time is measured on the whole nvcc compile, never on the ptxas-only fast path.
-        ray = self.settings.executor.kind == "ray"
-        benchmarking = self.runner.slots.count if self.runner.needs_benchmark and not ray else 0
-        local_workers = 1 if ray else self.settings.build.jobs + benchmarking
-        base_tree, *workers = make_trees(self.backend, self.manifest, self.toolchain, local_workers + 1,
-                                         for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR),
-                                         fast_path=not self.runner.measures_compile_time)
+        benchmarking = self.runner.slots.count if self.runner.needs_benchmark else 0
+        base_tree, *workers = make_trees(self.backend, self.manifest, self.toolchain,
+                                         self.executor.local_trees(self.settings.build.jobs, benchmarking) + 1,
+                                         self._configure_timeout(), fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self.sources = self.source_set.digest(configured)
@@ -192,13 +194,16 @@ class TuneRun:
             overridden_params(self.manifest.params, workers[0], self.timeout, self.manifest.target, self._warn)
         if self.runner.needs_benchmark:  # what a candidate's benchmark writes into the source tree is looked for
             self.tree_watch = TreeWatch(self.source_set)
-        self._search(source, workers)
+        self._search(source, workers, timeouts)
         return self._finish(baseline, base_tree, workers[0], source)
 
+    def _configure_timeout(self) -> float:
+        return for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR)
+
     def _use_timeouts(self, timeouts: Timeouts) -> None:
-        """Every build and run from here on is limited by `timeouts`."""
-        self.timeout = self.runner.timeout = timeouts.compile
-        self.runner.bench_timeout = timeouts.benchmark
+        """Every build and run of the driver's from here on is limited by `timeouts`."""
+        self.timeout = timeouts.compile
+        self.runner.use_timeouts(timeouts)
 
     def _header(self, source: CandidateSource) -> dict[str, Any]:
         """What identifies this search in the journal."""
@@ -280,7 +285,7 @@ class TuneRun:
                 f"{evaluated.message}\nFix the build or benchmark first; nothing can be compared to a failing baseline.")
         return evaluated
 
-    def _search(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
+    def _search(self, source: CandidateSource, workers: list[ScratchTree], timeouts: Timeouts) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet.
         search = self.settings.search
         expected = search.generations * search.pool_size
@@ -288,19 +293,12 @@ class TuneRun:
             expected = min(expected, search.max_evaluations)
         progress = None if self.settings.quiet else TuneProgress(expected, search.generations, stream=self.out,
                                                                measured_this_run=self.cache.measured_this_run)
-        if self.settings.executor.kind == "ray":
-            from ciq_build.ray.executor import RayPool
-            from ciq_build.ray.sources import plan_upload
-
-            executor = self.settings.executor
-            # Uploaded, the workers' copies must hold the files of this fingerprint (self.sources).
-            upload = plan_upload(self.manifest, self.source_set.snapshot()) if executor.sources == "upload" else None
-            with RayPool(self.manifest, self.toolchain, self.objectives, self.settings.measure,
-                         self.settings.build.jobs, executor.address, executor.gpu_resource, self._say,
-                         upload, executor.compile_resource, known=self.runner) as pool:
-                self._loop(source, pool.runner, pool.slots, progress).run()
-            return
-        self._loop(source, self.runner, workers, progress).run()
+        # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
+        phase = SearchPhase(self.manifest, self.toolchain, tuple(self.objectives), self.settings.measure.repeats,
+                            self.settings.build.jobs, timeouts, self._configure_timeout(), self.settings.executor,
+                            self.source_set.snapshot(), self.runner, self._say)
+        with self.executor.workers(phase, workers) as evaluating:
+            self._loop(source, evaluating.runner, evaluating.slots, progress).run()
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
               progress: TuneProgress | None) -> SearchLoop[W]:

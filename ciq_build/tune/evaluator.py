@@ -36,6 +36,7 @@ from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.dedupe import CodeDedupe, code_key, taken_from
 from ciq_build.tune.evaluation import objective_values
+from ciq_build.tune.timeouts import Timeouts
 
 W_contra = TypeVar("W_contra", contravariant=True)
 
@@ -80,6 +81,11 @@ class BuildRunner:
         timed = self.objectives[0] if len(self.objectives) == 1 else None
         self.racing: RaceBoard | None = (RaceBoard(metric_key(timed), timed.direction)
                                          if timed is not None and timed.source == "benchmark" else None)
+
+    def use_timeouts(self, timeouts: Timeouts) -> None:
+        """Every build and benchmark run of this runner from here on is limited by `timeouts`."""
+        self.timeout = timeouts.compile
+        self.bench_timeout = timeouts.benchmark
 
     @property
     def needs_benchmark(self) -> bool:

@@ -8,7 +8,7 @@ other part of the driver reads the frozen `TuneSettings` it returns.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Manifest
@@ -22,7 +22,6 @@ from ciq_build.core.settings import (
     timeout_seconds,
 )
 from ciq_build.errors import ConfigError
-from ciq_build.ray.sources import SOURCE_MODES
 from ciq_build.search.strategies import resolve_strategy
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
@@ -31,18 +30,22 @@ DEFAULT_OBJECTIVES = ("spill_bytes",)
 _SEARCH = SearchSettings()
 _MEASURE = MeasureSettings()
 _BUILD = BuildSettings()
-EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
 class ExecutorSettings:
-    """Where candidates are evaluated: this machine (local), or actors on a Ray cluster (ciq_build.ray.executor)."""
+    """Where candidates are evaluated: an executor's name (ciq_build.tune.executor), and the Ray executor's options."""
 
     kind: str = "local"
     address: str | None = None  # the Ray cluster (ray.init(address=)); None: as ray.init() finds one
     gpu_resource: str | None = None  # a custom resource naming the GPU kind, asked for per benchmark slot
-    sources: str = "shared"  # how the sources reach the workers: one of SOURCE_MODES
+    sources: str = "shared"  # how the sources reach the workers: one of ciq_build.ray.sources.SOURCE_MODES
     compile_resource: str | None = None  # a custom resource of the nodes meant for compiles (CPU-only ones)
+
+
+def _of(executor: str, flag: str) -> dict[str, str]:
+    """A TuneOptions field that is `executor`'s own option, given on the command line as `flag`."""
+    return {"executor": executor, "flag": flag}
 
 
 @dataclass
@@ -70,14 +73,16 @@ class TuneOptions:
     quiet: bool = False
     cmake_args: list[str] = field(default_factory=list)
     gpus: list[str] = field(default_factory=list)
-    executor: str = "local"
-    ray_address: str | None = None
-    ray_gpu_resource: str | None = None
-    ray_sources: str = "shared"
-    ray_compile_resource: str | None = None
+    executor: str = "local"  # a name of ciq_build.tune.executor's registry
+    # An executor's own options say so (`_of`): given with another executor, they are refused.
+    ray_address: str | None = field(default=None, metadata=_of("ray", "--ray-address"))
+    ray_gpu_resource: str | None = field(default=None, metadata=_of("ray", "--ray-gpu-resource"))
+    ray_sources: str = field(default="shared", metadata=_of("ray", "--ray-sources"))
+    ray_compile_resource: str | None = field(default=None, metadata=_of("ray", "--ray-compile-resource"))
     architecture: str | None = None  # tune --architecture: one architecture of a multi-architecture target
     targets: tuple[str, ...] = ()  # tune A B C: the targets named, when more than one (tune --all: none)
-    ray_targets: int | None = None  # --ray-targets: how many targets tune at once on the cluster (None: all)
+    # --ray-targets: how many targets tune at once on the cluster (None: all)
+    ray_targets: int | None = field(default=None, metadata=_of("ray", "--ray-targets"))
     # --strategy: a registered name (ciq_build.search.strategies), or from Python a Strategy object;
     # None: the space's default.
     strategy: object = None
@@ -151,19 +156,12 @@ class TuneOptions:
             raise ConfigError("--generations must be at least 1 and --pool-size at least 2")
         if self.timeout is not None and timeout_seconds(self.timeout) is None:
             raise ConfigError(f"--timeout must be {TIMEOUT_RULE}, not {self.timeout!r}")
-        if self.executor not in EXECUTORS:
-            raise ConfigError(f"--executor must be one of {', '.join(EXECUTORS)}, not {self.executor!r}")
-        if self.executor != "ray" and (self.ray_address or self.ray_gpu_resource or self.ray_compile_resource
-                                       or self.ray_sources != "shared"):
-            raise ConfigError("--ray-address, --ray-gpu-resource, --ray-compile-resource and --ray-sources "
-                              "need --executor ray")
-        if self.ray_sources not in SOURCE_MODES:
-            raise ConfigError(f"--ray-sources must be one of {', '.join(SOURCE_MODES)}, not {self.ray_sources!r}")
-        if self.ray_targets is not None and (self.executor != "ray" or self.ray_targets < 1):
-            raise ConfigError("--ray-targets needs --executor ray and is at least 1 (how many targets tune at once)")
-        if self.executor == "ray" and self.gpus:
-            raise ConfigError("--gpus picks GPUs of this machine; with --executor ray, Ray assigns each worker "
-                              "its GPU (use --ray-gpu-resource to ask for a GPU kind)")
+        foreign = [(o.metadata["executor"], o.metadata["flag"]) for o in fields(self)
+                   if o.metadata.get("executor") not in (None, self.executor) and getattr(self, o.name) != o.default]
+        if foreign:
+            owner = foreign[0][0]
+            flags = [flag for executor, flag in foreign if executor == owner]
+            raise ConfigError(f"{', '.join(flags)} need{'s' if len(flags) == 1 else ''} --executor {owner}")
 
 
 @dataclass(frozen=True)
@@ -209,10 +207,6 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
         executor=ExecutorSettings(options.executor, options.ray_address, options.ray_gpu_resource,
                                   options.ray_sources, options.ray_compile_resource),
     )
-    if settings.executor.kind == "ray":
-        from ciq_build.ray.executor import actor_resources
-
-        actor_resources(objectives, settings.executor.gpu_resource)  # refuses a GPU kind for static objectives
     if settings.needs_benchmark and manifest.benchmark is None:
         registered = (f'CudaExtension(ciq_target="{manifest.target}") gives none: add ciq_benchmark=[sys.executable, '
                       '"bench.py"]' if manifest.generator == SETUPTOOLS_GENERATOR else

@@ -1,0 +1,68 @@
+"""`--executor ray` as the driver sees it: the `Executor` (ciq_build.tune.executor) over Ray's actors, sources
+and several targets at once.
+
+Registered by name in ciq_build.tune.executor and imported only when a tune
+asks for it. What this executor adds to a tune's options is refused here, once:
+the sources' mode, how many targets at once, and `--gpus` (Ray assigns each
+worker its GPU).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+
+from ciq_build.build.cmake import ScratchTree
+from ciq_build.errors import ConfigError
+from ciq_build.ray.executor import RayPool, actor_resources, connected
+from ciq_build.ray.sources import SOURCE_MODES, plan_upload
+from ciq_build.ray.targets import tune_together
+from ciq_build.tune.executor import SearchPhase, Workers
+from ciq_build.tune.progress import LOG
+from ciq_build.tune.settings import TuneOptions, TuneSettings
+from ciq_build.tune.target_result import TargetResult
+
+
+class RayExecutor:
+    """Candidates evaluated by actors on a Ray cluster, one per --jobs slot, each keeping its scratch tree."""
+
+    name = "ray"
+    uses_driver_trees = False  # its actors configure CMake scratch trees of their own
+
+    def validate(self, options: TuneOptions) -> None:
+        if options.ray_sources not in SOURCE_MODES:
+            raise ConfigError(f"--ray-sources must be one of {', '.join(SOURCE_MODES)}, not {options.ray_sources!r}")
+        if options.ray_targets is not None and options.ray_targets < 1:
+            raise ConfigError("--ray-targets is at least 1 (how many targets tune at once)")
+        if options.gpus:
+            raise ConfigError("--gpus picks GPUs of this machine; with --executor ray, Ray assigns each worker "
+                              "its GPU (use --ray-gpu-resource to ask for a GPU kind)")
+
+    def check(self, settings: TuneSettings) -> None:
+        actor_resources(settings.objectives, settings.executor.gpu_resource)  # refuses a GPU kind for static ones
+
+    def local_trees(self, jobs: int, benchmark_slots: int) -> int:
+        return 1  # the confirmation's and the minimal pin's: the candidates build in the actors' trees
+
+    def workers(self, phase: SearchPhase, trees: Sequence[ScratchTree]) -> AbstractContextManager[Workers]:
+        return _pool(phase)
+
+    def tune_targets(self, options: TuneOptions, targets: list[str],
+                     one_after_another: Callable[[], list[TargetResult]]) -> list[TargetResult]:
+        if options.ray_sources == "shared" and len(targets) > 1:
+            return tune_together(options, targets)
+        # Uploaded sources: one after another (a runtime target's actors hold a GPU each for the whole tune,
+        # so targets together could only queue for GPUs), over one connection to the cluster.
+        with connected(options.ray_address, lambda text: None if options.quiet else LOG.info("%s", text)):
+            return one_after_another()
+
+
+@contextmanager
+def _pool(phase: SearchPhase) -> Iterator[Workers]:
+    settings = phase.executor
+    # Uploaded, the workers' copies must hold the files of the fingerprint the search measures.
+    upload = plan_upload(phase.manifest, phase.snapshot) if settings.sources == "upload" else None
+    with RayPool(phase.manifest, phase.toolchain, phase.objectives, phase.repeats, phase.timeouts,
+                 phase.configure_timeout, phase.jobs, settings.address, settings.gpu_resource, phase.say, upload,
+                 settings.compile_resource, known=phase.known) as pool:
+        yield Workers(pool.runner, pool.slots)
