@@ -20,16 +20,19 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from ciq_build.build.cmake_backend import CMakeBackend
+from ciq_build.build.manifest import Manifest
 from ciq_build.cli import build_parser
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import ConfigError
 from ciq_build.ray.executor import RayPool, actor_resources, benchmark_resources
 from ciq_build.ray.plugin import RayExecutor
-from ciq_build.ray.sources import MISSING, SourceUpload, check_copy, remapped_cache
+from ciq_build.ray.sources import MISSING, SourceUpload, check_copy, plan_upload, remapped_cache
 from ciq_build.tune.driver import TuneOutcome, run_tune
 from ciq_build.tune.executor import Executor, checked_executor, get_executor
 from ciq_build.tune.settings import TuneOptions
@@ -142,6 +145,26 @@ def test_a_workers_copy_that_differs_from_the_fingerprinted_sources_is_refused_n
 # -- real tunes on a local cluster -----------------------------------------------------------
 
 
+def test_links_out_of_the_source_tree_are_left_out_of_the_upload_and_a_source_through_one_is_refused(
+        tmp_path: Path) -> None:
+    source, outside = tmp_path / "src", tmp_path / "outside"
+    (outside / "folder").mkdir(parents=True)
+    (outside / "secret.txt").write_text("secret")
+    source.mkdir()
+    (source / "kern.cu").write_text("__global__ void k() {}\n")
+    (source / "notes.txt").symlink_to(outside / "secret.txt")
+    (source / "data").symlink_to(outside / "folder", target_is_directory=True)
+    (source / "same.cu").symlink_to(source / "kern.cu")  # a link within the tree: shipped as any file
+    # A stand-in for the manifest: plan_upload reads its two folders only.
+    manifest = cast(Manifest, SimpleNamespace(source_dir=source, binary_dir=tmp_path / "build"))
+    digest = b"\0" * 32
+    upload = plan_upload(manifest, {source / "kern.cu": digest, source / "same.cu": digest})
+    assert upload.links_out == {"data": str(outside / "folder"), "notes.txt": str(outside / "secret.txt")}
+    assert {"/data", "/notes.txt"} <= set(upload.excludes) and "/same.cu" not in upload.excludes
+    with pytest.raises(ConfigError, match=r"files outside it: .*notes.txt \(a link to .*secret.txt\)"):
+        plan_upload(manifest, {source / "kern.cu": digest, source / "notes.txt": digest})
+
+
 @pytest.fixture(scope="module")
 def local_kern(tmp_path_factory: pytest.TempPathFactory) -> TuneOutcome:
     """kern tuned by the local executor with KERN: what a Ray tune of the same seed must equal (tuned once
@@ -187,6 +210,14 @@ def test_uploaded_sources_build_on_the_workers_copy_and_pin_the_same_winner_as_l
     local = local_kern
     # The build tree inside the source tree, as is common: it must not be uploaded.
     build = source / "build-ray"
+    # Links out of the source tree, to a file and a folder: what they point to must not reach the cluster.
+    secret = "not for the cluster: 7d0f"
+    outside = tmp_path / "outside"
+    (outside / "keys").mkdir(parents=True)
+    (outside / "secret.txt").write_text(secret)
+    (outside / "keys" / "id.pem").write_text(secret)
+    (source / "notes.txt").symlink_to(outside / "secret.txt")
+    (source / "keys").symlink_to(outside / "keys", target_is_directory=True)
     on_ray = _tune("kern", source, build, "--jobs", "2", "--executor", "ray", "--ray-sources", "upload", data, *KERN)
     said = capsys.readouterr().err
     assert local.ok and on_ray.ok
@@ -197,6 +228,10 @@ def test_uploaded_sources_build_on_the_workers_copy_and_pin_the_same_winner_as_l
     copy = Path(said.split("checked on each worker; scratch trees beside each copy (first: ")[1].split(")")[0])
     assert copy != source and copy.is_dir() and not (copy / "build-ray").exists(), said
     assert (copy / "kern.cu").read_bytes() == (source / "kern.cu").read_bytes()
+    assert not (copy / "notes.txt").exists() and not (copy / "keys").exists()
+    assert [p for p in copy.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()] == []
+    warned = [line for line in said.splitlines() if "left out of the upload" in line]
+    assert len(warned) == 1 and "keys -> " in warned[0] and "notes.txt -> " in warned[0], said
     for slot in ("ray-0", "ray-1"):
         tree = copy.parent / f"ciq-scratch-{copy.name}" / "kern" / slot / "build"
         cache = _cache_entries(tree / "CMakeCache.txt")

@@ -16,6 +16,12 @@ configures, and any difference (a file Ray left out: `.gitignore`,
 `.rayignore`, a size limit; a source edited mid-upload) stops the tune with
 the files named. Nothing is measured on sources the journal's key does not
 describe.
+
+Links: Ray's packer follows symbolic links, so a link in the source tree to a
+file or folder outside it would ship what it points to (a home folder, a
+key). Such links are left out of the upload, named in a warning, before
+anything is packed; a fingerprinted source reached through one is refused
+(the workers would build without it).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from typing import Any
 
 from ciq_build.build.cmake import cmake_escape, initial_cache
 from ciq_build.build.manifest import Manifest
-from ciq_build.build.sources import _MISSING, Snapshot
+from ciq_build.build.sources import _MISSING, Snapshot, _inside
 from ciq_build.errors import ConfigError
 
 SOURCE_MODES = ("shared", "upload")
@@ -48,6 +54,8 @@ class SourceUpload:
     files: dict[str, str]  # the source fingerprint's file set, relative to source_dir: its sha256 (or MISSING)
     replayed_cache: str  # the user's cache settings as a `cmake -C` script, with the driver's paths
     excludes: tuple[str, ...]
+    # Links in the source tree that resolve outside it (relative path -> where it points): left out (in excludes).
+    links_out: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def runtime_env(self) -> dict[str, Any]:
         """Zip and upload the source tree to the cluster (once per content: Ray names it by its hash).
@@ -76,8 +84,10 @@ class SourceUpload:
 
 
 def plan_upload(manifest: Manifest, snapshot: Snapshot) -> SourceUpload:
-    """The upload of `manifest`'s source tree, checked: every fingerprinted file must be inside it."""
+    """The upload of `manifest`'s source tree, checked: every fingerprinted file must be inside it, where it
+    really is (a link resolved), and links that lead out of it are left out."""
     source_dir = Path(os.path.abspath(manifest.source_dir))
+    real_root = Path(os.path.realpath(source_dir))
     files: dict[str, str] = {}
     outside = []
     for path, digest in snapshot.items():
@@ -86,27 +96,45 @@ def plan_upload(manifest: Manifest, snapshot: Snapshot) -> SourceUpload:
         except ValueError:
             outside.append(str(path))
             continue
+        if not _inside(Path(os.path.realpath(path)), real_root):
+            outside.append(f"{path} (a link to {os.path.realpath(path)})")
+            continue
         files[relative.as_posix()] = digest.hex() if digest != _MISSING else MISSING
     if outside:
         raise ConfigError(
             f"--ray-sources upload ships the source tree {source_dir} only, but the target's sources include "
             f"files outside it: {', '.join(sorted(outside)[:5])}. Use --ray-sources shared (a filesystem the "
             "workers share, at the driver's paths), or move them into the source tree.")
+    build_trees, links_out = _walk(source_dir)
+    left_out = tuple("/" + glob_escape(name) for name in links_out)  # anchored at the source root, as written
     return SourceUpload(source_dir, Path(os.path.abspath(manifest.binary_dir)), files,
-                        initial_cache(manifest.binary_dir / "CMakeCache.txt"), _excludes(source_dir))
+                        initial_cache(manifest.binary_dir / "CMakeCache.txt"),
+                        (*ALWAYS_EXCLUDED, *build_trees, *left_out), links_out)
 
 
-def _excludes(source_dir: Path) -> tuple[str, ...]:
-    """Build trees inside the source tree (any folder holding a CMakeCache.txt), and the ALWAYS_EXCLUDED."""
-    found = []
-    for folder, dirs, names in os.walk(source_dir):
+def _walk(source_dir: Path) -> tuple[list[str], dict[str, str]]:
+    """What the upload leaves out: build trees inside the source tree (any folder holding a CMakeCache.txt) as
+    excludes, and the links that resolve outside the tree (relative path -> where each points), never followed."""
+    real_root = Path(os.path.realpath(source_dir))
+    build_trees = []
+    links_out = {}
+    for folder, dirs, names in os.walk(source_dir):  # never follows a linked folder (Ray's packer would)
         here = Path(folder)
         if here != source_dir and "CMakeCache.txt" in names:
-            found.append("/" + here.relative_to(source_dir).as_posix() + "/")  # anchored at the source root
+            build_trees.append("/" + glob_escape(here.relative_to(source_dir).as_posix()) + "/")
             dirs[:] = []
             continue
         dirs[:] = [d for d in dirs if d not in (".git", "CMakeFiles")]
-    return (*ALWAYS_EXCLUDED, *sorted(found))
+        for name in (*dirs, *names):
+            path = here / name
+            if path.is_symlink() and not _inside(Path(os.path.realpath(path)), real_root):
+                links_out[path.relative_to(source_dir).as_posix()] = os.path.realpath(path)
+    return sorted(build_trees), dict(sorted(links_out.items()))
+
+
+def glob_escape(name: str) -> str:
+    """`name` as a gitignore pattern that matches it alone (Ray reads excludes in gitignore syntax)."""
+    return re.sub(r"([\\*?\[\]!#])", r"\\\1", name)
 
 
 # -- on the worker ---------------------------------------------------------------------
