@@ -172,6 +172,12 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--count", type=int, default=24, help="how many ACFs (default 24)")
     sample.add_argument("--seed", type=int, default=0)
     sample.add_argument("--out", type=Path, required=True, help="the pool folder to write")
+    for name, command in commands.choices.items():  # tune has its own words for them
+        if name != "tune":
+            command.add_argument("--quiet", "-q", action="store_true",
+                                 help="nothing on stderr but warnings and errors (stdout, the result, stays the same)")
+            command.add_argument("--verbose", "-v", action="store_true",
+                                 help="also the details of each step (compiler controls as a command line)")
     return parser
 
 
@@ -233,17 +239,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupted)
+    from ciq_build.tune.progress import configure_logging
+
+    configure_logging(-1 if args.quiet else 1 if args.verbose else 0)
     if args.command in ("tune", "verify", "sample-acfs"):
         proc.guard_driver()  # nothing these start outlives them, even when they are SIGKILLed
     try:
         if args.command == "tune":
-            from ciq_build.tune.progress import configure_logging
             from ciq_build.tune.settings import TuneOptions
 
             if (not args.target) != args.all_targets:
                 print(f"ciq_build: error: {_TUNE_WHAT}", file=sys.stderr)
                 return 2
-            configure_logging(-1 if args.quiet else 1 if args.verbose else 0)
             backend = _backend(args)
             # The project's own build dir: a setuptools project keeps its state in <project>/build.
             options = dataclasses.replace(TuneOptions.from_args(args), build_dir=backend.build_dir)

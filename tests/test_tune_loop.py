@@ -339,3 +339,57 @@ def test_a_fresh_start_says_where_the_old_journal_went_and_which_backups_it_remo
     assert "kernels.jsonl.2024" not in line.split("(removed")[0]  # the new backup's name comes first
     assert "only the newest 3 such backups are kept" in line and "kernels.jsonl.20240101T000000Z.bak" in line
     assert len(list(tmp_path.glob("kernels.jsonl.*.bak"))) == 3
+
+
+class Narrated:
+    """Records, in one list, each evaluation the runner starts and each progress update, in the order they happen."""
+
+    def __init__(self, objectives: Sequence[Objective]) -> None:
+        self.inner = StandInRunner(objectives)
+        self.events: list[str] = []
+
+    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
+        self.events.append(f"evaluate {proposal.id}")
+        return self.inner.evaluate(worker, proposal, controls, key)
+
+    def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
+               best: tuple[float, ...] | None = None, last: Evaluation | None = None) -> None:
+        self.events.append(f"progress {evaluations}")
+
+    def close(self) -> None:
+        self.events.append("close")
+
+
+def test_progress_is_told_after_each_evaluation_not_at_the_end_of_a_generation(tmp_path: Path) -> None:
+    # A tune printed nothing for ~5 minutes, then one line per evaluation of the generation at once:
+    # progress must follow each finished evaluation, before the next one starts (one worker).
+    narrated = Narrated(TIME)
+    cache = opened_cache(tmp_path / "journal.jsonl", TIME)
+    SearchLoop(source(generations=2, pool_size=4), narrated, ["worker"], cache, controls_id, TIME,
+               progress=narrated).run()
+    evaluated = [e for e in narrated.events if e.startswith("evaluate")]
+    assert len(evaluated) >= 6
+    first_two = narrated.events[:4]
+    assert first_two[0].startswith("evaluate") and first_two[1] == "progress 1"
+    assert first_two[2].startswith("evaluate") and first_two[3] == "progress 2"
+    told = [int(e.split()[1]) for e in narrated.events if e.startswith("progress")]
+    assert told == list(range(1, len(told) + 1)) and narrated.events[-1] == "close"
+
+
+def test_progress_hears_the_best_so_far_as_scores(tmp_path: Path) -> None:
+    heard: list[tuple[float, ...] | None] = []
+
+    class Listening:
+        def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
+                   best: tuple[float, ...] | None = None, last: Evaluation | None = None) -> None:
+            heard.append(best)
+
+        def close(self) -> None:
+            pass
+
+    cache = opened_cache(tmp_path / "journal.jsonl", TIME)
+    found = SearchLoop(source(generations=2, pool_size=4), StandInRunner(TIME), ["worker"], cache, controls_id,
+                       TIME, progress=Listening()).run()
+    assert heard[-1] == best_so_far(found, TIME)
+    told_best = [b[0] for b in heard if b is not None]
+    assert told_best == sorted(told_best, reverse=True)  # never worse than before (time: lower is better)

@@ -48,6 +48,11 @@ def test_the_pin_drops_every_control_that_leaves_the_code_the_same_and_verify_pa
     assert record["controls"]["defines"] == {"X": "0"}
     dropped_line = next(line for line in result.stderr.splitlines() if "dropped from the pin" in line)
     assert "-DUNROLL=" in dropped_line and "the machine code is the same without them" in dropped_line
+    # Each rebuild of the minimization is said as it ends, numbered against the controls it tries.
+    steps = [line for line in result.stderr.splitlines() if line.startswith("ciq_build: minimizing the pin, ")]
+    assert steps and [int(line.split(", ")[1].split("/")[0]) for line in steps] == list(range(1, len(steps) + 1))
+    assert any("-DUNROLL=" in line and line.endswith("same code without it: dropped") for line in steps)
+    assert all(line.endswith(": kept") or line.endswith(": dropped") for line in steps)
     # What was pinned is what the search measured, less what was dropped.
     flags = set(record["controls"].get("flags", []))
     assert any(flags <= set(c.get("flags", [])) for c in _journal_winner_controls(build, {"X": "0"}))
@@ -61,10 +66,13 @@ def test_the_pin_drops_every_control_that_leaves_the_code_the_same_and_verify_pa
     # The pin takes effect in a plain build: the objects match the (minimal) winner's.
     ensure_ok(proc.run(["cmake", str(build)], 600))
     ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
-    verify = subprocess.run([sys.executable, "-m", "ciq_build", "verify", "noop_kernels", "-B", str(build)],
+    verify = subprocess.run([sys.executable, "-m", "ciq_build", "verify", "noop_kernels", "-B", str(build), "-v"],
                             capture_output=True, text=True, timeout=300, cwd=source)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "ok: the pinned controls are applied" in verify.stdout + verify.stderr
+    # -v: the pinned controls as the command line nvcc is given, not a Python repr
+    applied = next(line for line in verify.stderr.splitlines() if line.startswith("ciq_build: pinned controls"))
+    assert "-DX=0" in applied.split(": ", 2)[2].split() and "(" not in applied.split(": ", 2)[2]
 
 
 def test_a_param_the_source_redefines_unguarded_is_warned_about_after_the_baseline(tmp_path: Path) -> None:

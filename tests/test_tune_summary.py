@@ -7,9 +7,10 @@ from pathlib import Path
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.objectives import parse_objectives
+from ciq_build.core.settings import SearchSettings
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.summary import run_summary
+from ciq_build.tune.summary import next_without_a_pin, run_summary
 
 
 def evaluated(key: str, cached: bool = False) -> Evaluation:
@@ -37,3 +38,29 @@ def test_changes_are_spelt_one_way() -> None:
     assert "-20.0%" in summary([evaluated("a")], {"a"}, 10.0, 8.0)
     row = next(line for line in summary([evaluated("a")], {"a"}, 0.0, 0.0).splitlines() if "registers" in line)
     assert row.split()[-1] == "-"  # no change to speak of from zero
+
+
+def test_the_table_shows_each_objectives_unit() -> None:
+    text = run_summary("kern", parse_objectives(["time", "spill_bytes", "registers"]), (4.25, 16.0, 40.0),
+                       (3.5, 0.0, 32.0), [evaluated("a")], True, "better", None, Path("journal.jsonl"), {"a"})
+    rows = {line.split()[0]: line.split() for line in text.splitlines()[2:5]}
+    assert rows["time"][1:5] == ["4.25", "ms", "3.5", "ms"]
+    assert rows["spill_bytes"][1:5] == ["16", "bytes", "0", "bytes"]
+    assert rows["registers"][1:3] == ["40", "32"]  # the name says the unit
+
+
+def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
+    objectives = parse_objectives(["registers"])
+    search = SearchSettings(generations=2, pool_size=4, kinds=("params",))
+    hint = next_without_a_pin(objectives, search, pin=True)
+    text = run_summary("kern", objectives, (40.0,), (40.0,), [evaluated("a")], False, "no better", None,
+                       Path("journal.jsonl"), {"a"}, next_without_pin=hint)
+    said = next(line for line in text.splitlines() if line.startswith("  next: "))
+    # other objectives, a wider space, a bigger budget, each as the option that asks for it
+    assert "--objective, one of time, energy, compile_time, spill_bytes" in said and "registers," not in said
+    assert "--controls knobs beside params" in said and "PARAMS" in said
+    assert "this tune: 2 generations of 4" in said and "--generations" in said
+    assert "without --no-pin" in next_without_a_pin(objectives, search, pin=False)
+    pinned = run_summary("kern", objectives, (40.0,), (32.0,), [evaluated("a")], False, "better",
+                         Path("ciq/kern.json"), Path("journal.jsonl"), {"a"}, next_without_pin=hint)
+    assert "nothing beat" not in pinned and "next: commit ciq" in pinned

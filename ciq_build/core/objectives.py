@@ -181,6 +181,26 @@ def metric_key(objective: Objective) -> str:
     return objective.name.partition(":")[2] if kind.argument == "metric name" else kind.metric_key
 
 
+def unit_of(objective: Objective) -> str:
+    """The unit a value of `objective` is shown in ("ms", "bytes"); "" where the name already says it
+    (registers) or the benchmark's own number has none we know (metric:<name>)."""
+    kind = objective.kind
+    if kind is None or kind.unit in (kind.name, "as printed"):
+        return ""
+    return kind.unit
+
+
+def with_unit(objective: Objective, value: float) -> str:
+    """A value as progress lines and tables show it: `4.2 ms`, `0 bytes`, `40` (registers)."""
+    unit = unit_of(objective)
+    return f"{value:.6g} {unit}" if unit else f"{value:.6g}"
+
+
+def named_scores(objectives: Iterable[Objective], scores: Iterable[float]) -> str:
+    """Scores with their objectives' names and units: `time 4.2 ms, registers 40`."""
+    return ", ".join(f"{o.spec} {with_unit(o, s)}" for o, s in zip(objectives, scores))
+
+
 def known_spellings() -> str:
     """Every objective spec a user may write, for help and error messages."""
     return ", ".join(kind.spelling for kind in KINDS)

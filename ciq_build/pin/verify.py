@@ -10,6 +10,7 @@ and resource usage. The build is the project's own (its `BuildBackend`: a plain
 
 from __future__ import annotations
 
+import logging
 import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,6 +23,8 @@ from ciq_build.compiler.fingerprint import compare, object_fingerprints
 from ciq_build.errors import BuildError, RecordError
 from ciq_build.pin.record import check_toolchain, gencode_options_file, read_record
 from ciq_build.state.durable import sha256_file
+
+LOG = logging.getLogger("ciq_build")  # the CLI's handler: -v shows its debug lines
 
 BUILD_TIMEOUT = 1800.0
 
@@ -47,6 +50,9 @@ def verify(target: str, backend: BuildBackend) -> VerifyReport:
     problems: list[str] = []
     applied = record.applied_controls()
     hint = backend.rebuild_hint(manifest)
+    for arch, controls in applied:  # -v: what the build must carry, as the command line nvcc is given
+        LOG.debug("pinned controls%s: %s", f" for {arch}" if arch else "",
+                  shlex.join(nvcc_arguments(controls)) or "(none)")
     if len({controls for _, controls in applied}) == 1:  # one set of controls: plain nvcc with the options file
         problems += _check_options_file(manifest.options_file, applied[0][1], hint)
     else:  # per -gencode: the shared -D in the options file, each architecture's own beside it

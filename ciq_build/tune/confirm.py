@@ -69,6 +69,8 @@ class Confirmer:
         baseline, winner, prebuilt = self._trusted_winner(baseline, evaluations, base_tree, tree)
         assert winner.scores is not None and baseline.scores is not None
         # Rebuild the winner in a worker tree: its objects are pinned (resource usage, code hash).
+        if prebuilt is None:
+            self.say("rebuilding the winner to read its objects (what a pin records of it)")
         rebuilt = prebuilt if prebuilt is not None else tree.build(winner.controls, self.measure.timeout,
                                                                    benchmark=self.runner.needs_benchmark)
         if not rebuilt.ok:
@@ -90,6 +92,7 @@ class Confirmer:
         # A baseline measured in this run is still built in its tree; one read
         # from the journal may never have been built there.
         if baseline.cached:
+            self.say("rebuilding the baseline to re-measure it beside the winner")
             base_build = base_tree.build(Controls(), self.measure.timeout)
             if not base_build.ok:
                 raise SearchError(f"the baseline no longer builds: {base_build.message}")
@@ -129,6 +132,7 @@ class Confirmer:
         """
         keys = self._deterministic_keys()
         if keys and baseline.cached:
+            self.say("rebuilding the journal's baseline: its static metrics must be what a fresh build measures")
             built = base_tree.build(Controls(), self.measure.timeout, benchmark=self.runner.needs_benchmark)
             if not built.ok:
                 raise SearchError(f"the baseline no longer builds: {built.message}")
@@ -143,6 +147,7 @@ class Confirmer:
                     "see the journal for each failure")
             if not keys or not winner.cached or id(winner) in checked:
                 break
+            self.say("rebuilding the journal's winner: its static metrics must be what a fresh build measures")
             built = tree.build(winner.controls, self.measure.timeout, benchmark=self.runner.needs_benchmark)
             if not built.ok:
                 raise SearchError(f"the winning candidate no longer builds: {built.message}")

@@ -28,7 +28,7 @@ from ciq_build.build.sources import Snapshot, TreeWatch
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
-from ciq_build.core.objectives import unbenchmarked_names
+from ciq_build.core.objectives import named_scores, unbenchmarked_names
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR
 from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError
 from ciq_build.measure import proc
@@ -48,7 +48,7 @@ from ciq_build.tune.minimize import minimize
 from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.settings import TuneOptions, TuneSettings, resolve_settings
-from ciq_build.tune.summary import run_summary
+from ciq_build.tune.summary import next_without_a_pin, run_summary
 from ciq_build.tune.timeouts import Timeouts, for_baseline, for_candidates, for_configure
 
 W = TypeVar("W")
@@ -283,6 +283,9 @@ class TuneRun:
             raise BenchmarkError(
                 f"the baseline of {self.manifest.target} (no compiler controls) failed: {evaluated.cause}: "
                 f"{evaluated.message}\nFix the build or benchmark first; nothing can be compared to a failing baseline.")
+        assert evaluated.scores is not None
+        self._say(f"baseline: {named_scores(self.objectives, evaluated.scores)} "
+                  + ("(from the journal)" if evaluated.cached else f"(built and measured in {evaluated.seconds:.1f} s)"))
         return evaluated
 
     def _search(self, source: CandidateSource, workers: list[ScratchTree], timeouts: Timeouts) -> None:
@@ -291,7 +294,8 @@ class TuneRun:
         expected = search.generations * search.pool_size
         if search.max_evaluations is not None:
             expected = min(expected, search.max_evaluations)
-        progress = None if self.settings.quiet else TuneProgress(expected, search.generations, stream=self.out,
+        progress = None if self.settings.quiet else TuneProgress(expected, search.generations, self.objectives,
+                                                               stream=self.out,
                                                                measured_this_run=self.cache.measured_this_run)
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
         phase = SearchPhase(self.manifest, self.toolchain, tuple(self.objectives), self.settings.measure.repeats,
@@ -336,7 +340,9 @@ class TuneRun:
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
-                          repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by),
+                          repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by,
+                          next_without_pin=next_without_a_pin(self.objectives, self.settings.search,
+                                                              self.settings.pin)),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)

@@ -30,10 +30,13 @@ W = TypeVar("W")
 
 
 class Progress(Protocol):
-    """Where the loop reports after each tell (ciq_build.tune.progress.TuneProgress)."""
+    """Where the loop reports each finished evaluation (ciq_build.tune.progress.TuneProgress).
 
-    def update(self, done: int, *, evaluations: int = 0, failures: int = 0, best: str | None = None,
-               last: Evaluation | None = None) -> None: ...
+    `evaluations` counts the evaluations finished so far, `best` is the best scores among them.
+    """
+
+    def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
+               best: tuple[float, ...] | None = None, last: Evaluation | None = None) -> None: ...
 
     def close(self) -> None: ...
 
@@ -64,6 +67,10 @@ class SearchLoop(Generic[W]):
         self.asked = 0  # ask() calls that returned proposals
         self.spent = 0  # evaluations this process made (not from the journal): what the budget counts
         self._cancelled = threading.Event()  # set when the loop ends early: its workers start nothing more
+        # What progress is told, per finished evaluation (in the order they finish, not the order told).
+        self._finished = 0
+        self._failed = 0
+        self._best: Evaluation | None = None
 
     @property
     def budget_left(self) -> bool:
@@ -111,11 +118,13 @@ class SearchLoop(Generic[W]):
                     outcomes[proposal.id] = Evaluation("", proposal, Controls(), False, Cause.INVALID_CONTROLS,
                                                        str(error), {}, {}, None, 0.0)
                     self.spent += 1
+                    self._finished_one(outcomes[proposal.id])
                     continue
                 key = self.key_of(controls)
                 cached = self.cache.lookup(proposal, controls, key)
                 if cached is not None:
                     outcomes[proposal.id] = cached
+                    self._finished_one(cached)
                     continue
                 if not self.budget_left:
                     queue.clear()
@@ -135,7 +144,20 @@ class SearchLoop(Generic[W]):
                     raise stop
                 self.cache.record(evaluated)  # before the source hears of it: nothing lost on a kill
                 outcomes[evaluated.proposal.id] = evaluated
+                self._finished_one(evaluated)
         return outcomes
+
+    def _finished_one(self, evaluated: Evaluation) -> None:
+        """Progress hears of each evaluation as it finishes: a generation of slow builds is minutes of them."""
+        self._finished += 1
+        self._failed += 0 if evaluated.ok else 1
+        if evaluated.ok and evaluated.scores is not None:
+            # The best is an order (first objective, ties by the next): the best of the old best and the new one.
+            candidates = [evaluated] if self._best is None else [self._best, evaluated]
+            self._best = Results([o.direction for o in self.objectives], candidates).get_best_result()
+        if self.progress is not None:
+            self.progress.update(evaluated.proposal.generation, evaluations=self._finished, failures=self._failed,
+                                 best=None if self._best is None else self._best.scores, last=evaluated)
 
     def _evaluate(self, worker: W, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         """In a worker thread: the runner's evaluation, in the loop's scope (it ends when the loop does)."""
@@ -149,12 +171,6 @@ class SearchLoop(Generic[W]):
                 continue
             self.evaluations.append(evaluated)
             self.source.tell(proposal, evaluated.scores, None if evaluated.ok else f"{evaluated.cause}: {evaluated.message}")
-            if self.progress is not None:
-                best = best_so_far(self.evaluations, self.objectives)
-                self.progress.update(proposal.generation, evaluations=len(self.evaluations),
-                                     failures=sum(1 for e in self.evaluations if not e.ok),
-                                     best=None if best is None else "/".join(f"{s:g}" for s in best),
-                                     last=evaluated)
 
 
 def best_so_far(evaluations: Sequence[Evaluation], objectives: Sequence[Objective]) -> tuple[float, ...] | None:

@@ -86,15 +86,20 @@ def minimize(controls: Controls, objects: tuple[Path, ...], tree: ScratchTree, t
     say(f"minimizing the pin: rebuilding without each of its {len(candidates)} controls in turn")
     current, current_objects, dropped = controls, objects, []
     in_tree = controls  # whose build the tree holds
-    for control in candidates:
+    for tried, control in enumerate(candidates, 1):
         trial = without(current, control)
         built = tree.build(trial, timeout)
         in_tree = trial
-        if not built.ok:
-            continue  # it does not build without it: the control matters
-        if code_identity(built.objects, object_dir, toolchain) == reference:
+        if not built.ok:  # it does not build without it: the control matters
+            found = "does not build without it: kept"
+        elif code_identity(built.objects, object_dir, toolchain) == reference:
             current, current_objects = trial, built.objects
             dropped.append(spelled(control))
+            found = "same code without it: dropped"
+        else:
+            found = "other code without it: kept"
+        # A rebuild of the whole target each: a large one takes minutes, each said as it ends.
+        say(f"minimizing the pin, {tried}/{len(candidates)}: {spelled(control)}: {found}")
     if in_tree != current:
         rebuilt = tree.build(current, timeout)
         if not rebuilt.ok:  # built a moment ago: only the machine can make it fail now

@@ -3,23 +3,29 @@
 A tune of hundreds of candidates runs for many minutes; a CI log must show it
 is alive and how it goes, without a terminal's redrawn line. So:
 
-* on a terminal, a tqdm bar (one step per evaluation, the generation, the best
-  so far and the failures beside it);
-* anywhere else, one line per evaluation that ran (its outcome, the best so
-  far, elapsed time), and, while a resume reads finished evaluations back from
-  the journal, at most one line per `REPLAY_INTERVAL` seconds;
+* on a terminal, a tqdm bar that moves as each evaluation finishes (percent
+  done, the time left, the generation, the best so far with its objectives'
+  names and units, the failures) and stays on screen when the search ends;
+* anywhere else, one line per finished evaluation (the same, and its own
+  scores), and, while a resume reads finished evaluations back from the
+  journal, at most one line per `REPLAY_INTERVAL` seconds;
+* the time left is one rule (`time_left`): the evaluations still to come at the
+  pace of those this run measured (journaled ones cost nothing);
 * every message goes through the `ciq_build` logger: `-q` keeps warnings only,
-  `-v` adds each evaluation's controls and metrics.
+  `-v` adds each evaluation's controls (as an nvcc command line) and metrics.
 """
 
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 import time
-from collections.abc import Callable, Set
+from collections.abc import Callable, Sequence, Set
 from typing import Any, TextIO
 
+from ciq_build.compiler.controls import nvcc_arguments
+from ciq_build.core.objectives import Objective, named_scores
 from ciq_build.search.evaluation import Evaluation
 
 LOG = logging.getLogger("ciq_build")
@@ -70,9 +76,19 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
 
 
-def outcome(evaluated: Evaluation) -> str:
-    """One evaluation in a few words: its scores, or its failure's cause."""
+def time_left(elapsed: float, measured: int, done: int, expected: int | None) -> float | None:
+    """Seconds the search still needs: what is left of `expected` at the pace of the `measured` evaluations
+    this run made in `elapsed` seconds; None before the first one (no pace yet) or without an expected count."""
+    if expected is None or measured <= 0:
+        return None
+    return max(0, expected - done) * elapsed / measured
+
+
+def outcome(evaluated: Evaluation, objectives: Sequence[Objective]) -> str:
+    """One evaluation in a few words: its scores with their names and units, or its failure's cause."""
     if evaluated.ok and evaluated.scores is not None:
+        if objectives:
+            return "ok, " + named_scores(objectives, evaluated.scores)
         return "ok " + "/".join(f"{s:.6g}" for s in evaluated.scores)
     return f"failed ({evaluated.cause})"
 
@@ -80,11 +96,12 @@ def outcome(evaluated: Evaluation) -> str:
 class TuneProgress:
     """The loop's progress reporter (ciq_build.tune.loop.Progress) for one tune."""
 
-    def __init__(self, expected: int | None, generations: int, *, stream: TextIO | None = None,
-                 terminal: bool | None = None, clock: Callable[[], float] = time.monotonic,
-                 measured_this_run: Set[str] = frozenset()) -> None:
+    def __init__(self, expected: int | None, generations: int, objectives: Sequence[Objective] = (), *,
+                 stream: TextIO | None = None, terminal: bool | None = None,
+                 clock: Callable[[], float] = time.monotonic, measured_this_run: Set[str] = frozenset()) -> None:
         self.expected = expected  # evaluations the search will make at most (None: not known)
         self.generations = generations
+        self.objectives = list(objectives)
         self.stream = stream if stream is not None else sys.stderr
         if terminal is None:
             isatty = getattr(self.stream, "isatty", None)
@@ -95,6 +112,7 @@ class TuneProgress:
         self._measured_this_run = measured_this_run
         self._clock = clock
         self._started = clock()
+        self._measured = 0  # evaluations this run made (not from the journal): the pace of the time left
         self._last_replay_line = -REPLAY_INTERVAL
         self.bar: Any = None
         if terminal and LOG.isEnabledFor(logging.INFO):
@@ -103,32 +121,57 @@ class TuneProgress:
             except ImportError:  # tqdm missing: plain lines on the terminal too
                 pass
             else:
-                self.bar = tqdm(total=expected, unit="eval", file=self.stream, dynamic_ncols=True, leave=False)
+                # Redrawn at every evaluation (mininterval 0: one finishes every few seconds at most, and
+                # tqdm's default 0.1 s would skip those that finish together); its own rate and time left
+                # are left out, since journaled evaluations would count as instant ones: ours are shown.
+                bar_format = ("{percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} evaluations [{elapsed} elapsed{postfix}]"
+                              if expected else None)
+                self.bar = tqdm(total=expected, unit="eval", file=self.stream, dynamic_ncols=True, leave=True,
+                                mininterval=0, bar_format=bar_format)
 
-    def update(self, generation: int, *, evaluations: int = 0, failures: int = 0, best: str | None = None,
-               last: Evaluation | None = None) -> None:
+    def _scores(self, scores: tuple[float, ...] | None) -> str:
+        if scores is None:
+            return "-"
+        if self.objectives:
+            return named_scores(self.objectives, scores)
+        return "/".join(f"{s:.6g}" for s in scores)
+
+    def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
+               best: tuple[float, ...] | None = None, last: Evaluation | None = None) -> None:
+        now = self._clock()
+        if last is not None and not last.cached:
+            self._measured += 1
+        left = time_left(now - self._started, self._measured, evaluations, self.expected)
         where = f"generation {generation}/{self.generations}"
         if self.bar is not None:
+            parts = [f"about {_clock(left)} left"] if left is not None else []
+            parts += [where, f"best {self._scores(best)}", f"{failures} failed"]
+            self.bar.set_postfix_str("; ".join(parts), refresh=False)
             self.bar.update(1)
-            self.bar.set_postfix_str(f"{where}, best {best or '-'}, {failures} failed", refresh=False)
             return
-        now = self._clock()
         repeat = last is not None and last.cached and last.key in self._measured_this_run
         replay = last is not None and last.cached and not repeat
         if replay and now - self._last_replay_line < REPLAY_INTERVAL:
             return
         if replay:
             self._last_replay_line = now
-        count = f"{evaluations}/{self.expected}" if self.expected else str(evaluations)
+        if self.expected:
+            count = f"{evaluations}/{self.expected} ({100 * evaluations // self.expected}%)"
+        else:
+            count = str(evaluations)
         said = ""
         if last is not None:
-            said = outcome(last) + (" (measured earlier in this run)" if repeat else
-                                    " (from the journal)" if replay else "")
+            said = outcome(last, self.objectives) + (" (measured earlier in this run)" if repeat else
+                                                     " (from the journal)" if replay else "")
             said += f" on {last.worker}" if last.worker else ""
-        LOG.info("evaluation %s, %s: %s | best %s | %d failed | %s elapsed", count, where, said, best or "-",
-                 failures, _clock(now - self._started))
+        timing = f"{_clock(now - self._started)} elapsed"
+        if left is not None:
+            timing += f", about {_clock(left)} left"
+        LOG.info("evaluation %s, %s: %s | best %s | %d failed | %s", count, where, said, self._scores(best),
+                 failures, timing)
         if last is not None and not last.cached and LOG.isEnabledFor(logging.DEBUG):
-            LOG.debug("  controls %s; metrics %s", last.controls, last.metrics)
+            LOG.debug("  controls: %s; metrics: %s", shlex.join(nvcc_arguments(last.controls)) or "(none)",
+                      ", ".join(f"{k}={v:g}" for k, v in sorted(last.metrics.items())) or "(none)")
 
     def close(self) -> None:
         if self.bar is not None:

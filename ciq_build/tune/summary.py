@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from pathlib import Path
 
-from ciq_build.core.objectives import Objective
+from ciq_build.core.objectives import KINDS, Objective, with_unit
+from ciq_build.core.settings import SearchSettings
 from ciq_build.pin.record import relative_change
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.evaluation import failure_summary
@@ -36,13 +37,31 @@ def runs_summary(evaluations: Sequence[Evaluation], repeats: int) -> str:
     return text
 
 
+def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool) -> str:
+    """What to try when a tune pinned nothing: the summary's `next:` line."""
+    if not pin:
+        return "run the same command without --no-pin to pin the winner"
+    others = [kind.name for kind in KINDS if kind.name not in {o.name.partition(":")[0] for o in objectives}]
+    kinds = set(search.kinds)
+    wider = (f"--controls {' --controls '.join(sorted({'knobs', 'params'} - kinds))} beside "
+             f"{', '.join(search.kinds)}, " if not {"knobs", "params"} <= kinds else "")
+    budget = f"{search.generations} generations of {search.pool_size}"
+    if search.max_evaluations is not None:
+        budget += f", at most {search.max_evaluations} evaluations"
+    return (f"nothing beat the compiler's defaults here; try other objectives (--objective, one of "
+            f"{', '.join(others)}), a wider search ({wider}more PARAMS values in ciq_tune_target()) or a bigger "
+            f"budget (--generations, --pool-size, --max-evaluations; this tune: {budget}); --fresh starts over")
+
+
 def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: tuple[float, ...],
                 winner_scores: tuple[float, ...], evaluations: Sequence[Evaluation], needs_benchmark: bool,
                 verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
-                *, repeats: int = 0, applied_by: str = "a plain `cmake --build`") -> str:
+                *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
+                next_without_pin: str = "") -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
-        rows.append((objective.spec, f"{base:.6g}", f"{best:.6g}", relative_change(base, best)))
+        rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
+                     relative_change(base, best)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     table = "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
     fresh = sum(1 for e in evaluations if not e.cached)
@@ -66,5 +85,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     if pinned is not None:
         lines.append(f"  pinned: {pinned}")
         lines.append(f"  next: commit {pinned.parent}, then {applied_by} applies it")
+    elif next_without_pin:
+        lines.append(f"  next: {next_without_pin}")
     lines.append(f"  journal: {journal}")
     return "\n".join(lines)
