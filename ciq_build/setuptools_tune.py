@@ -344,6 +344,12 @@ class SetuptoolsBackend:
         return proc.run(self._plain_build, timeout, cwd=self.project,
                         env={**os.environ, "CIQ_NVCC": str(self._toolchain.nvcc)})
 
+    def toolkit_rule(self) -> tuple[str, str]:
+        if _explicit_nvcc(os.environ) is not None:
+            return "$CIQ_NVCC (else $CUDACXX) chose it", "set CIQ_NVCC=<its nvcc>"
+        return ("the first found of: the PyPI toolkit, $CUDA_HOME, $CUDA_PATH, nvcc on PATH, chose it",
+                "set CIQ_NVCC=<its nvcc>")
+
     def rebuild_hint(self, manifest: Manifest) -> str:
         return (f"rebuild ({shlex.join(self._plain_build)} in {self.project}) and look for a warning from ciq_build in "
                 "its output (a skipped pin says why)")

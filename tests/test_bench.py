@@ -503,6 +503,20 @@ def test_a_regex_that_matches_nothing_is_named_in_the_no_metric_message() -> Non
     assert run.cause == bench.NO_METRIC and "print 'CIQ_METRIC time_ms=<milliseconds>'" in run.message
 
 
+def test_a_metric_regex_that_matched_nothing_while_ciq_metric_gave_the_time_is_warned_about() -> None:
+    # METRIC set, matching no line, and a 'CIQ_METRIC time_ms=' line: the time was read from it in silence.
+    regex = r"Time= ([0-9.]+) sec"
+    run = run_once(fault("metric", "2.5", metric_regex=regex))
+    assert run.ok and run.metrics["time_ms"] == 2.5
+    text = bench.unmatched_metric_warning("gemm_bench", run.printed_times["time_ms"], regex)
+    assert text is not None and text.startswith("warning: the METRIC regex 'Time= ([0-9.]+) sec' matched no line")
+    assert "gemm_bench" in text and "'CIQ_METRIC time_ms=2.5'" in text and "Fix the regex" in text
+    # The regex gave the time, or there is none: nothing to say.
+    matched = bench.parse_output("CIQ_METRIC time_ms=2.5\nTime= 0.002 sec\n", regex, "s").printed_times["time_ms"]
+    assert matched.line is None and bench.unmatched_metric_warning("gemm_bench", matched, regex) is None
+    assert bench.unmatched_metric_warning("gemm_bench", run.printed_times["time_ms"], None) is None
+
+
 def test_a_run_carries_its_printed_time_but_does_not_journal_it() -> None:
     run = run_once(fault("no_metric", metric_regex=r"done in ([0-9.]+) ms", metric_unit="s"))
     assert run.ok and run.metrics["time_ms"] == 1750.0

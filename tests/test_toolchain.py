@@ -224,3 +224,17 @@ def test_default_cache_dir_follows_the_environment(tmp_path: Path) -> None:
     assert default_cache_dir({"CIQ_BUILD_CACHE_DIR": str(tmp_path)}) == tmp_path
     assert default_cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "ciq_build"
     assert default_cache_dir({}) == Path(os.path.expanduser("~")) / ".cache" / "ciq_build"
+
+
+def test_other_toolkits_are_those_the_search_order_finds_beside_the_chosen_one(tmp_path: Path) -> None:
+    from ciq_build.compiler.toolchain import other_toolkits, pip_nvcc
+
+    home = tmp_path / "cuda"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "nvcc").write_text("")  # only its path is looked at
+    env = {"CUDA_HOME": str(home), "CUDA_PATH": str(home), "PATH": ""}  # the same one twice: listed once
+    pip = pip_nvcc()
+    others = other_toolkits(home / "bin" / "nvcc", env)
+    assert others == ([("pip", pip)] if pip is not None and pip.is_file() else [])
+    if pip is not None and pip.is_file():
+        assert other_toolkits(pip, env) == [("CUDA_HOME", home / "bin" / "nvcc")]

@@ -16,7 +16,7 @@ import pytest
 
 from ciq_build.build.cmake import configure_user_tree
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import find_toolchain
+from ciq_build.compiler.toolchain import find_toolchain, other_toolkits
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT
@@ -143,6 +143,9 @@ def test_a_tune_in_a_ci_log_says_each_evaluation(kern_project: tuple[Path, Path]
         assert "/6 (" in line and "%), generation " in line and " elapsed, about " in line and " left" in line
         assert "best stack_bytes " in line and " bytes" in line
     assert any(": ok, stack_bytes " in line for line in lines)
+    first = next(line for line in said if line.startswith("ciq_build: tuning kern with CUDA "))
+    assert "the build tree's CMAKE_CUDA_COMPILER chose it" in first  # which rule, and how to choose another
+    assert ("-DCMAKE_CUDA_COMPILER=<its nvcc>" in first) == bool(other_toolkits(find_toolchain().nvcc))
     assert any("building and measuring the baseline" in line for line in said)
     assert any(line.startswith("ciq_build: baseline: stack_bytes ") for line in said)
     assert any(line.startswith("ciq_build: rebuilding the winner") for line in said)  # the confirm step

@@ -93,6 +93,10 @@ class BuildBackend(Protocol):
         """Build the target as the user does, so that its pin applies (`verify` checks what this built)."""
         ...
 
+    def toolkit_rule(self) -> tuple[str, str]:
+        """What chose the project's CUDA toolkit, and what chooses another (`tune`'s first line says both)."""
+        ...
+
     def rebuild_hint(self, manifest: Manifest) -> str:
         """What to do when the build's options file does not carry the pinned controls."""
         ...

@@ -77,6 +77,10 @@ class CMakeBackend:
     def build_pinned(self, manifest: Manifest, timeout: float) -> proc.ProcResult:
         return proc.run([build_tool("cmake"), "--build", str(self.build_dir), "--target", manifest.target], timeout)
 
+    def toolkit_rule(self) -> tuple[str, str]:
+        return ("the build tree's CMAKE_CUDA_COMPILER chose it (CMake's own search, when the tree was configured)",
+                "configure a new build dir with -DCMAKE_CUDA_COMPILER=<its nvcc> and tune there")
+
     def rebuild_hint(self, manifest: Manifest) -> str:
         return (f"reconfigure (cmake {self.build_dir}) and look for a warning from ciq_tune_target (a skipped pin "
                 "says why)")

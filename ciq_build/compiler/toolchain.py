@@ -423,6 +423,19 @@ def find_toolchain(
     raise ToolchainError(f"no CUDA compiler found (looked at {where}). {_HOW_TO_FIX}")
 
 
+def other_toolkits(chosen: Path, env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
+    """The nvccs the search order finds here beside `chosen` (where each was found, its path): what a tune's
+    first line offers when the project's compiler is not the toolkit a user expected."""
+    environ = os.environ if env is None else env
+    seen = {chosen.resolve()}
+    found: list[tuple[str, Path]] = []
+    for source, nvcc in _candidates(None, environ, True):
+        if nvcc.is_file() and nvcc.resolve() not in seen:
+            seen.add(nvcc.resolve())
+            found.append((source, nvcc))
+    return found
+
+
 # ---------------------------------------------------------------- probing
 
 

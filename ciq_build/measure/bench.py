@@ -290,6 +290,16 @@ def coarse_precision_warning(benchmark: str, printed: PrintedTime, metric_regex:
     )
 
 
+def unmatched_metric_warning(benchmark: str, printed: PrintedTime, metric_regex: str | None) -> str | None:
+    """The one warning a tune gives when METRIC matched no line and the time came from a CIQ_METRIC line
+    instead (the regex wins when it matches): None when there is no regex or it gave the time."""
+    if not metric_regex or printed.line is None:
+        return None
+    return (f"warning: the METRIC regex {_clip(metric_regex)!r} matched no line of the benchmark {benchmark}'s "
+            f"output; its 'CIQ_METRIC {printed.line}={printed.text}' line was used for the time instead. Fix the "
+            "regex (its first group is the time, in UNIT) or leave METRIC out of ciq_tune_target() to say so.")
+
+
 # -- parsing the output ---------------------------------------------------------------
 
 

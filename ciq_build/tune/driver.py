@@ -26,7 +26,7 @@ from ciq_build.build.cmake import ScratchTree, safe_name, scratch_root, tune_nam
 from ciq_build.build.manifest import Manifest, for_architecture
 from ciq_build.build.sources import Snapshot, TreeWatch
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.compiler.toolchain import Toolchain, other_toolkits
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import named_scores, unbenchmarked_names
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR
@@ -163,8 +163,9 @@ class TuneRun:
     def _run_locked(self, source: CandidateSource) -> TuneOutcome:
         self.cache.open(self._header(source), fresh=self.settings.fresh)
         self.source_set.excluded |= self.cache.source_outputs
-        self._say(f"tuning {self.manifest.target} with {self.toolchain.describe()}; objectives: "
-                  f"{', '.join(o.spec for o in self.objectives)}; scratch trees in {scratch_root(self.manifest)}")
+        self._say(f"tuning {self.manifest.target} with {self.toolchain.describe()}; {self._toolkit_choice()}; "
+                  f"objectives: {', '.join(o.spec for o in self.objectives)}; scratch trees in "
+                  f"{scratch_root(self.manifest)}")
         # Nothing an earlier, killed tune left running may still write the scratch trees.
         for note in proc.claim_tree(scratch_root(self.manifest)):
             self._say(note)
@@ -199,6 +200,15 @@ class TuneRun:
 
     def _configure_timeout(self) -> float:
         return for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR)
+
+    def _toolkit_choice(self) -> str:
+        """Which rule chose the toolkit, and how to choose another one found here (the first line says it: a
+        CMake tree kept the system's 13.0 while setuptools in the same venv took pip's 13.3)."""
+        rule, switch = self.backend.toolkit_rule()
+        others = other_toolkits(self.toolchain.nvcc)
+        if not others:
+            return rule
+        return f"{rule}; for another ({', '.join(f'{nvcc} (via {source})' for source, nvcc in others)}), {switch}"
 
     def _use_timeouts(self, timeouts: Timeouts) -> None:
         """Every build and run of the driver's from here on is limited by `timeouts`."""

@@ -30,7 +30,14 @@ from ciq_build.core.objectives import (
     only_ptxas_report,
     times_the_compile,
 )
-from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement, coarse_precision_warning, measure
+from ciq_build.measure.bench import (
+    BenchSpec,
+    GpuSlots,
+    Measurement,
+    coarse_precision_warning,
+    measure,
+    unmatched_metric_warning,
+)
 from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
@@ -64,7 +71,7 @@ class BuildRunner:
         self.bench_timeout = timeout  # per benchmark run
         self.slots = slots
         self.warn = warn  # where the coarse-precision warning goes
-        self._warned = False
+        self._warned: set[str] = set()  # the warnings given once per tune (check_precision)
         self._warn_lock = threading.Lock()
         # At most `build_jobs` compiles at once, however many workers there are: with one
         # worker more than that per GPU, the next candidates compile while one is benchmarked.
@@ -116,19 +123,29 @@ class BuildRunner:
                                                           if o.source == "benchmark"))
 
     def check_precision(self, *measurements: Measurement) -> None:
-        """Warn, once per tune, when a time an objective reads is printed too coarsely to compare candidates."""
+        """Warn, once per tune each, when a time an objective reads is printed too coarsely to compare
+        candidates, and when METRIC matched nothing and a CIQ_METRIC time was read instead."""
         read = [metric_key(o) for o in self.objectives if o.source == "benchmark"]
-        printed = next((run.printed_times[name] for m in measurements for run in m.runs for name in read
-                        if name in run.printed_times and run.printed_times[name].coarse), None)
-        if printed is None or self.warn is None:
+        printed = [run.printed_times[name] for m in measurements for run in m.runs for name in read
+                   if name in run.printed_times]
+        bench = self.manifest.benchmark
+        benchmark = bench.target if bench else self.manifest.target
+        regex = self.manifest.metric_regex or None
+        coarse = next((p for p in printed if p.coarse), None)
+        if coarse is not None:
+            self._warn_once("coarse", coarse_precision_warning(benchmark, coarse, regex))
+        unmatched = next((text for p in printed if (text := unmatched_metric_warning(benchmark, p, regex))), None)
+        if unmatched is not None:
+            self._warn_once("unmatched", unmatched)
+
+    def _warn_once(self, what: str, text: str) -> None:
+        if self.warn is None:
             return
         with self._warn_lock:
-            if self._warned:
+            if what in self._warned:
                 return
-            self._warned = True
-        bench = self.manifest.benchmark
-        self.warn(coarse_precision_warning(bench.target if bench else self.manifest.target, printed,
-                                           self.manifest.metric_regex or None))
+            self._warned.add(what)
+        self.warn(text)
 
     def evaluate(self, worker: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         started = time.monotonic()
