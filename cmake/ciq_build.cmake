@@ -944,30 +944,34 @@ function(_ciq_check_call target)
   set(ARG_UNIT "${ARG_UNIT}" PARENT_SCOPE)
 endfunction()
 
-# _ciq_pin_location(<target>): the pin dir and pinned record of <target>
-# (PIN_DIR, default ${CMAKE_CURRENT_SOURCE_DIR}/ciq), as pin_dir and pin_file
-# in the caller's scope.
-function(_ciq_pin_location target)
-  if(DEFINED ARG_PIN_DIR)
-    cmake_path(ABSOLUTE_PATH ARG_PIN_DIR BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
-      NORMALIZE OUTPUT_VARIABLE pin_dir)
-  else()
-    set(pin_dir "${CMAKE_CURRENT_SOURCE_DIR}/ciq")
-  endif()
+# _ciq_pin_location(TARGET <target> PIN_DIR <dir> PIN_DIR_VAR <out> PIN_FILE_VAR <out>):
+# the pin dir (<dir> taken from CMAKE_CURRENT_SOURCE_DIR, normalised) and the
+# pinned record <pin dir>/<target>.json in it.
+function(_ciq_pin_location)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_DIR;PIN_DIR_VAR;PIN_FILE_VAR" "")
+  cmake_path(ABSOLUTE_PATH arg_PIN_DIR BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}"
+    NORMALIZE OUTPUT_VARIABLE pin_dir)
   string(REGEX REPLACE "/$" "" pin_dir "${pin_dir}")
-  set(pin_dir "${pin_dir}" PARENT_SCOPE)
-  set(pin_file "${pin_dir}/${target}.json" PARENT_SCOPE)
+  set(${arg_PIN_DIR_VAR} "${pin_dir}" PARENT_SCOPE)
+  set(${arg_PIN_FILE_VAR} "${pin_dir}/${arg_TARGET}.json" PARENT_SCOPE)
 endfunction()
 
-# _ciq_gencode_launcher(<target> <pin_file> <options_file>): a pin whose
-# architectures have different controls (_ciq_pin_gencode from
-# _ciq_resolve_pin). nvcc has no per-gencode option, so each architecture's
-# device arguments go to <options_file's base>.sm_<arch>.nvcc-options
-# (gencode_options_file in ciq_build/pin/record.py names them alike), and the
-# target compiles through ciq_build/compiler/gencode.py, which gives each
-# architecture's cicc and ptxas steps its own (the options file keeps what they
-# share). Sets _ciq_gencode_files in the caller.
-function(_ciq_gencode_launcher target pin_file options_file)
+# _ciq_gencode_launcher(TARGET <target> PIN_FILE <file> OPTIONS_FILE <file>
+#                       DEVICE_ARGUMENTS_PREFIX <prefix> FILES_VAR <out>
+#                       ARCHITECTURES <arch>...):
+# a pin whose architectures have different controls (GENCODE_PREFIX of
+# _ciq_resolve_pin): the caller's <prefix>_<arch> holds each architecture's
+# device arguments. nvcc has no per-gencode option, so they go to
+# <options_file's base>.sm_<arch>.nvcc-options (gencode_options_file in
+# ciq_build/pin/record.py names them alike), and the target compiles through
+# ciq_build/compiler/gencode.py, which gives each architecture's cicc and ptxas
+# steps its own (the options file keeps what they share). <out>: the files
+# whose change must rebuild the target's objects.
+function(_ciq_gencode_launcher)
+  cmake_parse_arguments(PARSE_ARGV 0 arg ""
+    "TARGET;PIN_FILE;OPTIONS_FILE;DEVICE_ARGUMENTS_PREFIX;FILES_VAR" "ARCHITECTURES")
+  set(target "${arg_TARGET}")
+  set(pin_file "${arg_PIN_FILE}")
   get_target_property(own ${target} CUDA_COMPILER_LAUNCHER)
   if(own OR (NOT "${CMAKE_CUDA_COMPILER_LAUNCHER}" STREQUAL ""
       AND NOT "${CMAKE_CUDA_COMPILER_LAUNCHER}" MATCHES "ptxas_path[.]py"))
@@ -1002,12 +1006,12 @@ function(_ciq_gencode_launcher target pin_file options_file)
       "winner for all its architectures (`python -m ciq_build tune ${target}`).")
     return()
   endif()
-  string(REGEX REPLACE "[.]nvcc-options$" "" base "${options_file}")
+  string(REGEX REPLACE "[.]nvcc-options$" "" base "${arg_OPTIONS_FILE}")
   set(launcher "${python}" -I -S "${script}")
   set(files "")
-  foreach(arch IN LISTS _ciq_pin_gencode)
+  foreach(arch IN LISTS arg_ARCHITECTURES)
     set(file "${base}.sm_${arch}.nvcc-options")
-    list(JOIN _ciq_pin_gencode_${arch} "\n" lines)
+    list(JOIN ${arg_DEVICE_ARGUMENTS_PREFIX}_${arch} "\n" lines)
     if(NOT lines STREQUAL "")
       string(APPEND lines "\n")
     endif()
@@ -1018,22 +1022,29 @@ function(_ciq_gencode_launcher target pin_file options_file)
   list(APPEND launcher "--")
   set_target_properties(${target} PROPERTIES CUDA_COMPILER_LAUNCHER "${launcher}")
   list(REMOVE_DUPLICATES files)
-  set(_ciq_gencode_files "${files}" PARENT_SCOPE)
+  set(${arg_FILES_VAR} "${files}" PARENT_SCOPE)
 endfunction()
 
-# _ciq_apply_pin(<target> <pin_file> <pin_dir> <options_file>): the
-# options file the target's CUDA compiles read. In a tuning build of <target>
-# the driver owns it; otherwise the pinned record is resolved (or refused)
-# and its arguments written there. Sets, in the caller's scope: options_file
-# (a tuning build names its own), status, args, depends (files whose change
-# must rebuild the objects) and acf_kind.
-function(_ciq_apply_pin target pin_file pin_dir options_file)
+# _ciq_apply_pin(TARGET <target> PIN_FILE <file> PIN_DIR <dir> OPTIONS_FILE <file>
+#                ALLOW_NUMERICS <bool> [PARAMS <NAME=space>...]
+#                OPTIONS_FILE_VAR <out> STATUS_VAR <out> ARGS_VAR <out>
+#                DEPENDS_VAR <out>):
+# the options file the target's CUDA compiles read. In a tuning build of
+# <target> the driver owns it (OPTIONS_FILE_VAR: the one it names); otherwise
+# the pinned record is resolved (or refused) and its arguments written to
+# OPTIONS_FILE. The outs: that file, the status, the arguments, and the files
+# whose change must rebuild the objects.
+function(_ciq_apply_pin)
+  cmake_parse_arguments(PARSE_ARGV 0 arg ""
+    "TARGET;PIN_FILE;PIN_DIR;OPTIONS_FILE;ALLOW_NUMERICS;OPTIONS_FILE_VAR;STATUS_VAR;ARGS_VAR;DEPENDS_VAR"
+    "PARAMS")
+  set(target "${arg_TARGET}")
+  set(options_file "${arg_OPTIONS_FILE}")
   set(fn "ciq_tune_target(${target})")
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" cuda_version "${CMAKE_CUDA_COMPILER_VERSION}")
   _ciq_ptxas_version(ptxas_version)
   set(args "")
   set(depends "")
-  set(acf_kind "")
   if(CIQ_TUNE_TARGET STREQUAL target AND NOT "${CIQ_TUNE_OPTIONS_FILE}" STREQUAL "")
     # Tuning build: the driver owns the options file; the pin is not read.
     cmake_path(ABSOLUTE_PATH CIQ_TUNE_OPTIONS_FILE BASE_DIRECTORY "${CMAKE_BINARY_DIR}"
@@ -1055,11 +1066,10 @@ function(_ciq_apply_pin target pin_file pin_dir options_file)
       set(architectures "")
     endif()
     set_target_properties(${target} PROPERTIES _CIQ_PIN_ARCHITECTURES "${architectures}")
-    _ciq_resolve_pin(${target} "${pin_file}" "${pin_dir}" "${CMAKE_CURRENT_BINARY_DIR}/ciq"
-      "${ARG_ALLOW_NUMERICS}" "${cuda_version}" "${ptxas_version}" "${architectures}" ${ARG_PARAMS})
+    _ciq_resolve_pin(${target} "${arg_PIN_FILE}" "${arg_PIN_DIR}" "${CMAKE_CURRENT_BINARY_DIR}/ciq"
+      "${arg_ALLOW_NUMERICS}" "${cuda_version}" "${ptxas_version}" "${architectures}" ${arg_PARAMS})
     set(status "${_ciq_pin_status}")
     set(args "${_ciq_pin_args}")
-    set(acf_kind "${_ciq_pin_acf_kind}")
     if(status STREQUAL "applied")
       set(depends "${_ciq_pin_depends}")
     endif()
@@ -1073,13 +1083,16 @@ function(_ciq_apply_pin target pin_file pin_dir options_file)
     endif()
     _ciq_write_if_changed("${options_file}" "${lines}")
     if(status STREQUAL "applied" AND NOT "${_ciq_pin_gencode}" STREQUAL "")
-      _ciq_gencode_launcher(${target} "${pin_file}" "${options_file}")
-      list(APPEND depends ${_ciq_gencode_files})
+      _ciq_gencode_launcher(TARGET ${target} PIN_FILE "${arg_PIN_FILE}" OPTIONS_FILE "${options_file}"
+        DEVICE_ARGUMENTS_PREFIX _ciq_pin_gencode FILES_VAR gencode_files
+        ARCHITECTURES ${_ciq_pin_gencode})
+      list(APPEND depends ${gencode_files})
     endif()
   endif()
-  foreach(name IN ITEMS options_file status args depends acf_kind)
-    set(${name} "${${name}}" PARENT_SCOPE)
-  endforeach()
+  set(${arg_OPTIONS_FILE_VAR} "${options_file}" PARENT_SCOPE)
+  set(${arg_STATUS_VAR} "${status}" PARENT_SCOPE)
+  set(${arg_ARGS_VAR} "${args}" PARENT_SCOPE)
+  set(${arg_DEPENDS_VAR} "${depends}" PARENT_SCOPE)
 endfunction()
 
 # _ciq_watch_pin_dir(<pin_dir>): reconfigure when a pin appears there.
@@ -1099,41 +1112,20 @@ function(_ciq_watch_pin_dir pin_dir)
   set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${watched}")
 endfunction()
 
-# _ciq_register(<target> <pin_file> <pin_dir> <options_file> <status>
-#               <args> <depends> <acf_kind>): make the target's CUDA compiles
-# read the options file, keep what the deferred finalisation needs as target
-# properties, and defer it to the end of the top-level directory.
-function(_ciq_register target pin_file pin_dir options_file status args depends acf_kind)
-  target_compile_options(${target} PRIVATE
-    "$<$<COMPILE_LANGUAGE:CUDA>:--options-file=${options_file}>")
-
-  set_target_properties(${target} PROPERTIES
-    CIQ_PIN_STATUS "${status}"
-    CIQ_PIN_FILE "${pin_file}"
-    CIQ_NVCC_ARGUMENTS "${args}"
-    CIQ_OPTIONS_FILE "${options_file}"
-    # Read by the deferred finalisation below.
-    _CIQ_OBJECT_DEPENDS "${options_file};${depends}"
-    _CIQ_BENCHMARK "${ARG_BENCHMARK}"
-    _CIQ_ARGS "${ARG_ARGS}"
-    _CIQ_METRIC "${ARG_METRIC}"
-    _CIQ_METRIC_UNIT "${ARG_UNIT}"
-    _CIQ_OBJECTIVES "${ARG_OBJECTIVES}"
-    _CIQ_PARAMS "${ARG_PARAMS}"
-    _CIQ_SEARCH_SPACE "${ARG_SEARCH_SPACE}"
-    _CIQ_PIN_DIR "${pin_dir}"
-    _CIQ_TIMEOUT "${ARG_TIMEOUT}"
-    _CIQ_ALLOW_NUMERICS "${ARG_ALLOW_NUMERICS}"
-    _CIQ_CUDA_COMPILER "${CMAKE_CUDA_COMPILER}"
-    _CIQ_CUDA_COMPILER_VERSION "${CMAKE_CUDA_COMPILER_VERSION}")
-
+# _ciq_register(TARGET <target> OPTIONS_FILE <file>): make the target's CUDA
+# compiles read the options file, and defer its finalisation to the end of the
+# top-level directory (ciq_tune_target() has set the properties it reads).
+function(_ciq_register)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;OPTIONS_FILE" "")
+  target_compile_options(${arg_TARGET} PRIVATE
+    "$<$<COMPILE_LANGUAGE:CUDA>:--options-file=${arg_OPTIONS_FILE}>")
   # Sources, CUDA_ARCHITECTURES and the benchmark target may still be added
   # or changed after this call: finish at the end of the top-level directory.
-  set_property(GLOBAL APPEND PROPERTY CIQ_BUILD_TARGETS "${target}")
+  set_property(GLOBAL APPEND PROPERTY CIQ_BUILD_TARGETS "${arg_TARGET}")
   # DEFER evaluates variable references when the call runs, not now: pass the
   # target's name literally.
   cmake_language(EVAL CODE
-    "cmake_language(DEFER DIRECTORY \"\${CMAKE_SOURCE_DIR}\" CALL _ciq_finalize_target [==[${target}]==])")
+    "cmake_language(DEFER DIRECTORY \"\${CMAKE_SOURCE_DIR}\" CALL _ciq_finalize_target [==[${arg_TARGET}]==])")
   get_property(checked GLOBAL PROPERTY _CIQ_BUILD_CHECK_DEFERRED)
   if(NOT checked)
     set_property(GLOBAL PROPERTY _CIQ_BUILD_CHECK_DEFERRED TRUE)
@@ -1155,11 +1147,36 @@ function(ciq_tune_target target)
     # Multi-value keywords
     "ARGS;OBJECTIVES;PARAMS;SEARCH_SPACE")
   _ciq_check_call(${target})
-  _ciq_pin_location(${target})
-  _ciq_apply_pin(${target} "${pin_file}" "${pin_dir}" "${CMAKE_CURRENT_BINARY_DIR}/ciq/${target}.nvcc-options")
+  set(pin_dir ciq)  # PIN_DIR's default, taken from CMAKE_CURRENT_SOURCE_DIR
+  if(DEFINED ARG_PIN_DIR)
+    set(pin_dir "${ARG_PIN_DIR}")
+  endif()
+  _ciq_pin_location(TARGET ${target} PIN_DIR "${pin_dir}" PIN_DIR_VAR pin_dir PIN_FILE_VAR pin_file)
+  _ciq_apply_pin(TARGET ${target} PIN_FILE "${pin_file}" PIN_DIR "${pin_dir}"
+    OPTIONS_FILE "${CMAKE_CURRENT_BINARY_DIR}/ciq/${target}.nvcc-options"
+    ALLOW_NUMERICS "${ARG_ALLOW_NUMERICS}" PARAMS ${ARG_PARAMS}
+    OPTIONS_FILE_VAR options_file STATUS_VAR status ARGS_VAR args DEPENDS_VAR depends)
   _ciq_watch_pin_dir("${pin_dir}")
-  _ciq_register(${target} "${pin_file}" "${pin_dir}" "${options_file}" "${status}" "${args}"
-    "${depends}" "${acf_kind}")
+  set_target_properties(${target} PROPERTIES
+    CIQ_PIN_STATUS "${status}"
+    CIQ_PIN_FILE "${pin_file}"
+    CIQ_NVCC_ARGUMENTS "${args}"
+    CIQ_OPTIONS_FILE "${options_file}"
+    # Read by the deferred finalisation (_ciq_finalize_target).
+    _CIQ_OBJECT_DEPENDS "${options_file};${depends}"
+    _CIQ_BENCHMARK "${ARG_BENCHMARK}"
+    _CIQ_ARGS "${ARG_ARGS}"
+    _CIQ_METRIC "${ARG_METRIC}"
+    _CIQ_METRIC_UNIT "${ARG_UNIT}"
+    _CIQ_OBJECTIVES "${ARG_OBJECTIVES}"
+    _CIQ_PARAMS "${ARG_PARAMS}"
+    _CIQ_SEARCH_SPACE "${ARG_SEARCH_SPACE}"
+    _CIQ_PIN_DIR "${pin_dir}"
+    _CIQ_TIMEOUT "${ARG_TIMEOUT}"
+    _CIQ_ALLOW_NUMERICS "${ARG_ALLOW_NUMERICS}"
+    _CIQ_CUDA_COMPILER "${CMAKE_CUDA_COMPILER}"
+    _CIQ_CUDA_COMPILER_VERSION "${CMAKE_CUDA_COMPILER_VERSION}")
+  _ciq_register(TARGET ${target} OPTIONS_FILE "${options_file}")
 endfunction()
 
 # ---------------------------------------------------------------------------
