@@ -237,3 +237,24 @@ def test_every_command_takes_quiet_and_verbose() -> None:
     for name, args in needs.items():
         assert parser.parse_args([name, *args, "-q"]).quiet and not parser.parse_args([name, *args, "-q"]).verbose
         assert parser.parse_args([name, *args, "--verbose"]).verbose
+
+
+def test_a_message_said_while_the_bar_is_drawn_gets_a_line_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A warning logged mid-search was written after the bar on the same line, and the next redraw overwrote it.
+    terminal = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    configure_logging(0)  # the CLI's handler, on the stderr of the moment
+    try:
+        progress = TuneProgress(4, 1, parse_objectives(["registers"]), stream=sys.stderr, terminal=True)
+        progress.update(1, evaluations=1, best=(41.0,), last=evaluated(1))
+        logging.getLogger("ciq_build").warning("warning: said mid-search")
+        progress.update(1, evaluations=2, best=(41.0,), last=evaluated(2))
+        progress.close()
+        logging.getLogger("ciq_build").info("said after the search")
+    finally:
+        reset_logging()
+    shown = screen(terminal.getvalue())
+    assert "ciq_build: warning: said mid-search" in shown and "ciq_build: said after the search" in shown, shown
+    bars = [line for line in shown if " evaluations [" in line]
+    assert len(bars) == 1 and "| 2/4 evaluations" in bars[0]  # one bar, below the message, left as it ended
+    assert shown.index("ciq_build: warning: said mid-search") < shown.index(bars[0])

@@ -99,8 +99,9 @@ class SearchLoop(Generic[W]):
                     cancel()
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
-        if self.progress is not None:
-            self.progress.close()
+            finally:
+                if self.progress is not None:  # the bar stays as it ended, and messages go to the stream again
+                    self.progress.close()
         return self.evaluations
 
     def _evaluate_batch(self, proposals: list[Proposal], pool: ThreadPoolExecutor) -> dict[int, Evaluation]:

@@ -115,6 +115,7 @@ class TuneProgress:
         self._measured = 0  # evaluations this run made (not from the journal): the pace of the time left
         self._last_replay_line = -REPLAY_INTERVAL
         self.bar: Any = None
+        self._said_above: list[tuple[logging.Handler, logging.Handler]] = []
         if terminal and LOG.isEnabledFor(logging.INFO):
             try:
                 from tqdm import tqdm
@@ -128,6 +129,7 @@ class TuneProgress:
                               if expected else None)
                 self.bar = tqdm(total=expected, unit="eval", file=self.stream, dynamic_ncols=True, leave=True,
                                 mininterval=0, bar_format=bar_format)
+                self._said_above = _AboveTheBar.install(self.bar, self.stream)
 
     def _scores(self, scores: tuple[float, ...] | None) -> str:
         if scores is None:
@@ -175,5 +177,47 @@ class TuneProgress:
 
     def close(self) -> None:
         if self.bar is not None:
+            _AboveTheBar.remove(self._said_above)
+            self._said_above = []
             self.bar.close()
             self.bar = None
+
+
+class _AboveTheBar(logging.Handler):
+    """Says the `ciq_build` logger's messages above the bar while it is drawn, each on a line of its own.
+
+    A message written straight to the bar's stream lands after the bar on its line, and the next redraw
+    overwrites it; tqdm.write clears the bar, writes the line and draws the bar again below it.
+    """
+
+    def __init__(self, replaced: logging.Handler, bar: Any, stream: TextIO) -> None:
+        super().__init__(replaced.level)
+        self.setFormatter(replaced.formatter)
+        for log_filter in replaced.filters:
+            self.addFilter(log_filter)
+        self.bar = bar
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            type(self.bar).write(self.format(record), file=self.stream)
+        except Exception:  # as logging's own handlers do: a message that cannot be said does not stop the tune
+            self.handleError(record)
+
+    @classmethod
+    def install(cls, bar: Any, stream: TextIO) -> list[tuple[logging.Handler, logging.Handler]]:
+        """Replace each handler of the logger that writes to `stream`, where the bar is drawn; (replaced,
+        replacement) pairs."""
+        swapped: list[tuple[logging.Handler, logging.Handler]] = [
+            (handler, cls(handler, bar, stream)) for handler in LOG.handlers
+            if isinstance(handler, logging.StreamHandler) and handler.stream is stream]
+        for handler, above in swapped:
+            LOG.removeHandler(handler)
+            LOG.addHandler(above)
+        return swapped
+
+    @staticmethod
+    def remove(swapped: list[tuple[logging.Handler, logging.Handler]]) -> None:
+        for handler, above in swapped:
+            LOG.removeHandler(above)
+            LOG.addHandler(handler)
