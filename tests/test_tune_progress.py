@@ -19,10 +19,11 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import find_toolchain, other_toolkits
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import parse_objectives
+from ciq_build.core.pace import time_left
 from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.progress import REPLAY_INTERVAL, TuneProgress, configure_logging, reset_logging, time_left
+from ciq_build.tune.progress import REPLAY_INTERVAL, TuneProgress, configure_logging, reset_logging
 
 REPO = Path(__file__).resolve().parent.parent
 

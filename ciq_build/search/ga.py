@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
 from ciq_build.compiler.controls import Controls
+from ciq_build.core import pace
 from ciq_build.core.causes import Cause
 from ciq_build.core.pareto import Direction, crowding_distance, minimised, non_dominated_sort
 from ciq_build.core.space import Gene, Genome, Param, SearchSpace, as_space, canonical_key
@@ -333,12 +334,6 @@ class NSGA2Survival:
 # -- progress ---------------------------------------------------------------------
 
 
-def _clock(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
-
-
 class ProgressReporter:
     """One self-rewriting status line on a terminal: step k/n, evaluations, failures, best, times.
 
@@ -374,15 +369,13 @@ class ProgressReporter:
         parts += [f"{evaluations} evaluations", f"{failures} failed"]
         if best is not None:
             parts.append(f"best {best}")
-        parts.append(f"{_clock(elapsed)} elapsed")
-        remaining = None
-        if self.total and done > 0:
-            remaining = elapsed / done * max(0, self.total - done)
+        parts.append(f"{pace.clock(elapsed)} elapsed")
+        remaining = pace.time_left(elapsed, done, done, self.total or None)
         if self.time_limit is not None:
             left = max(0.0, self.time_limit - elapsed)
             remaining = left if remaining is None else min(remaining, left)
         if remaining is not None:
-            parts.append(f"~{_clock(remaining)} left")
+            parts.append(f"~{pace.clock(remaining)} left")
         return " | ".join(parts)
 
     def update(

@@ -9,8 +9,8 @@ is alive and how it goes, without a terminal's redrawn line. So:
 * anywhere else, one line per finished evaluation (the same, and its own
   scores), and, while a resume reads finished evaluations back from the
   journal, at most one line per `REPLAY_INTERVAL` seconds;
-* the time left is one rule (`time_left`): the evaluations still to come at the
-  pace of those this run measured (journaled ones cost nothing);
+* the time left is ciq_build.core.pace's rule: the evaluations still to come at
+  the pace of those this run measured (journaled ones cost nothing);
 * every message goes through the `ciq_build` logger: `-q` keeps warnings only,
   `-v` adds each evaluation's controls (as an nvcc command line) and metrics.
 """
@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence, Set
 from typing import Any, TextIO
 
 from ciq_build.compiler.controls import nvcc_arguments
+from ciq_build.core import pace
 from ciq_build.core.objectives import Objective, named_scores
 from ciq_build.search.evaluation import Evaluation
 
@@ -68,20 +69,6 @@ def reset_logging() -> None:
         LOG.removeHandler(old)
     LOG.setLevel(logging.NOTSET)
     LOG.propagate = True
-
-
-def _clock(seconds: float) -> str:
-    seconds = max(0, int(seconds))
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
-
-
-def time_left(elapsed: float, measured: int, done: int, expected: int | None) -> float | None:
-    """Seconds the search still needs: what is left of `expected` at the pace of the `measured` evaluations
-    this run made in `elapsed` seconds; None before the first one (no pace yet) or without an expected count."""
-    if expected is None or measured <= 0:
-        return None
-    return max(0, expected - done) * elapsed / measured
 
 
 def outcome(evaluated: Evaluation, objectives: Sequence[Objective]) -> str:
@@ -143,10 +130,10 @@ class TuneProgress:
         now = self._clock()
         if last is not None and not last.cached:
             self._measured += 1
-        left = time_left(now - self._started, self._measured, evaluations, self.expected)
+        left = pace.time_left(now - self._started, self._measured, evaluations, self.expected)
         where = f"generation {generation}/{self.generations}"
         if self.bar is not None:
-            parts = [f"about {_clock(left)} left"] if left is not None else []
+            parts = [f"about {pace.clock(left)} left"] if left is not None else []
             parts += [where, f"best {self._scores(best)}", f"{failures} failed"]
             self.bar.set_postfix_str("; ".join(parts), refresh=False)
             self.bar.update(1)
@@ -166,9 +153,9 @@ class TuneProgress:
             said = outcome(last, self.objectives) + (" (measured earlier in this run)" if repeat else
                                                      " (from the journal)" if replay else "")
             said += f" on {last.worker}" if last.worker else ""
-        timing = f"{_clock(now - self._started)} elapsed"
+        timing = f"{pace.clock(now - self._started)} elapsed"
         if left is not None:
-            timing += f", about {_clock(left)} left"
+            timing += f", about {pace.clock(left)} left"
         LOG.info("evaluation %s, %s: %s | best %s | %d failed | %s", count, where, said, self._scores(best),
                  failures, timing)
         if last is not None and not last.cached and LOG.isEnabledFor(logging.DEBUG):
