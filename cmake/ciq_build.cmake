@@ -240,17 +240,24 @@ function(_ciq_option_name out flag)
   set(${out} "${prefix}${name}" PARENT_SCOPE)
 endfunction()
 
-# _ciq_read_controls(<target> <pin_file> <pin_dir> <allow_numerics> <json> <where> <key>...):
-# the controls object at <key>... of the record (the top-level "controls", or an
+# _ciq_read_controls(TARGET <target> PIN_FILE <file> PIN_DIR <dir> ALLOW_NUMERICS <bool>
+#                    JSON <record> WHERE <name> KEYS <key>... [PARAMS <NAME=space>...]
+#                    FLAGS_VAR <out> DEFINES_VAR <out> ACF_VAR <out> ACF_KIND_VAR <out>):
+# the controls object at KEYS of the record (the top-level "controls", or an
 # entry's "per_architecture <arch> controls"), checked as ciq_build/pin/record.py
-# checks each Controls; <where> names it in messages. Reads the caller's
-# _ciq_params (the target's PARAMS). Sets in the caller _ciq_c_flags (sorted,
-# unique), _ciq_c_defines (-DNAME=VALUE, sorted by name), _ciq_c_acf (its path,
-# or "") and _ciq_c_acf_kind.
-function(_ciq_read_controls target pin_file pin_dir allow_numerics json where)
+# checks each Controls against the target's PARAMS; WHERE names it in messages.
+# The outs: its flags (sorted, unique), its defines (-DNAME=VALUE, sorted by
+# name), its ACF's path (or "") and the ACF's kind.
+function(_ciq_read_controls)
+  cmake_parse_arguments(PARSE_ARGV 0 arg ""
+    "TARGET;PIN_FILE;PIN_DIR;ALLOW_NUMERICS;JSON;WHERE;FLAGS_VAR;DEFINES_VAR;ACF_VAR;ACF_KIND_VAR" "KEYS;PARAMS")
+  set(target "${arg_TARGET}")
+  set(pin_file "${arg_PIN_FILE}")
+  set(json "${arg_JSON}")
+  set(where "${arg_WHERE}")
   set(fix "Restore it from version control, or retune with `python -m ciq_build tune ${target}`.")
   # Flags: the rule book checked each; here, how they combine.
-  _ciq_json_strings(flags "${json}" ${ARGN} flags)
+  _ciq_json_strings(flags "${json}" ${arg_KEYS} flags)
   list(REMOVE_DUPLICATES flags)
   list(SORT flags)
   set(options "")
@@ -274,11 +281,11 @@ function(_ciq_read_controls target pin_file pin_dir allow_numerics json where)
   # sha256 it was measured with.
   set(acf_path "")
   set(acf_kind "")
-  string(JSON type ERROR_VARIABLE missing TYPE "${json}" ${ARGN} acf)
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" ${arg_KEYS} acf)
   if(NOT missing AND type STREQUAL "OBJECT")
-    string(JSON acf_name GET "${json}" ${ARGN} acf file)
-    string(JSON acf_sha GET "${json}" ${ARGN} acf sha256)
-    string(JSON acf_kind GET "${json}" ${ARGN} acf compiler)
+    string(JSON acf_name GET "${json}" ${arg_KEYS} acf file)
+    string(JSON acf_sha GET "${json}" ${arg_KEYS} acf sha256)
+    string(JSON acf_kind GET "${json}" ${arg_KEYS} acf compiler)
     # One of this target's ACFs (record.py is_targets_acf): <target>.acf,
     # <target>.<...>.acf or <target>-<...>.acf.
     string(LENGTH "${target}" prefix_length)
@@ -296,7 +303,7 @@ function(_ciq_read_controls target pin_file pin_dir allow_numerics json where)
         "ACF of this target: its name must be ${target}.acf or ${target}.<...>.acf (as tune pins it). ${fix}")
       _ciq_pin_stop()
     endif()
-    set(acf_path "${pin_dir}/${acf_name}")
+    set(acf_path "${arg_PIN_DIR}/${acf_name}")
     if(NOT EXISTS "${acf_path}" AND NOT IS_SYMLINK "${acf_path}")
       _ciq_pin_error(${target} "${pin_file}" "its ACF ${acf_path} does not exist. ${fix}")
       _ciq_pin_stop()
@@ -318,7 +325,7 @@ function(_ciq_read_controls target pin_file pin_dir allow_numerics json where)
   # What this target allows: numerics flags, and -D of its own PARAMS only.
   foreach(flag IN LISTS flags)
     _ciq_rules_is_numerics(numerics "${flag}")
-    if(numerics AND NOT allow_numerics)
+    if(numerics AND NOT arg_ALLOW_NUMERICS)
       _ciq_pin_error(${target} "${pin_file}" "flag '${flag}' changes floating-point "
         "results, and ciq_tune_target(${target}) does not say ALLOW_NUMERICS. "
         "Add ALLOW_NUMERICS, or retune without numerics flags.")
@@ -326,26 +333,26 @@ function(_ciq_read_controls target pin_file pin_dir allow_numerics json where)
     endif()
   endforeach()
   set(declared "")
-  foreach(spec IN LISTS _ciq_params)
+  foreach(spec IN LISTS arg_PARAMS)
     if(spec MATCHES "^[ \t\n]*([A-Za-z_][A-Za-z0-9_]*)[ \t\n]*=(.*)$")
       list(APPEND declared "${CMAKE_MATCH_1}")
       string(STRIP "${CMAKE_MATCH_2}" domain_${CMAKE_MATCH_1})
     endif()
   endforeach()
   set(defines "")
-  string(JSON type ERROR_VARIABLE missing TYPE "${json}" ${ARGN} defines)
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" ${arg_KEYS} defines)
   if(NOT missing AND type STREQUAL "OBJECT")
-    string(JSON count LENGTH "${json}" ${ARGN} defines)
+    string(JSON count LENGTH "${json}" ${arg_KEYS} defines)
     if(count GREATER 0)
       math(EXPR last "${count} - 1")
       set(names "")
       foreach(index RANGE ${last})
-        string(JSON name MEMBER "${json}" ${ARGN} defines ${index})
+        string(JSON name MEMBER "${json}" ${arg_KEYS} defines ${index})
         list(APPEND names "${name}")
       endforeach()
       list(SORT names)
       foreach(name IN LISTS names)
-        string(JSON value GET "${json}" ${ARGN} defines "${name}")
+        string(JSON value GET "${json}" ${arg_KEYS} defines "${name}")
         if(NOT name IN_LIST declared)
           list(JOIN declared ", " shown)
           _ciq_pin_error(${target} "${pin_file}" "${where}.defines.${name} is "
@@ -366,21 +373,34 @@ function(_ciq_read_controls target pin_file pin_dir allow_numerics json where)
     endif()
   endif()
 
-  set(_ciq_c_flags "${flags}" PARENT_SCOPE)
-  set(_ciq_c_defines "${defines}" PARENT_SCOPE)
-  set(_ciq_c_acf "${acf_path}" PARENT_SCOPE)
-  set(_ciq_c_acf_kind "${acf_kind}" PARENT_SCOPE)
+  set(${arg_FLAGS_VAR} "${flags}" PARENT_SCOPE)
+  set(${arg_DEFINES_VAR} "${defines}" PARENT_SCOPE)
+  set(${arg_ACF_VAR} "${acf_path}" PARENT_SCOPE)
+  set(${arg_ACF_KIND_VAR} "${acf_kind}" PARENT_SCOPE)
 endfunction()
 
-# _ciq_read_pin(<target> <pin_file> <pin_dir> <allow_numerics> [<PARAMS>...])
+# _ciq_read_pin(TARGET <target> PIN_FILE <file> PIN_DIR <dir> ALLOW_NUMERICS <bool>
+#               [PARAMS <NAME=space>...] RESULT_PREFIX <prefix>)
 # Validates a pinned record against the rule book, in the order of
-# ciq_build/pin/record.py (read_record, then pin_arguments' checks), and sets in the
-# caller:
-#   _ciq_pin_args      the nvcc arguments it asks for (the ACF by its own path)
-#   _ciq_pin_acf       the ACF's path, or ""
-#   _ciq_pin_acf_kind  "", "ptxas" or "nvcc"
-#   _ciq_pin_cuda      the record's toolchain.cuda (major.minor)
-function(_ciq_read_pin target pin_file pin_dir allow_numerics)
+# ciq_build/pin/record.py (read_record, then pin_arguments' checks), and sets,
+# in the caller:
+#   <prefix>_applied        the architectures it applies to (one spelling), or
+#                           "any" for a record that names none
+#   <prefix>_entries        those with a per_architecture entry
+#   <prefix>_flags_<arch>, <prefix>_acf_<arch>, <prefix>_acf_kind_<arch>
+#                           each applied architecture's flags, ACF path ("" for
+#                           none) and ACF kind
+#   <prefix>_defines        the -D arguments (the same for every architecture)
+#   <prefix>_architectures  its toolchain.architectures, as written
+#   <prefix>_acf            every ACF's path
+#   <prefix>_acf_kind       "", "ptxas" or "nvcc" (ptxas when any is)
+#   <prefix>_cuda           its toolchain.cuda (major.minor)
+#   <prefix>_ptxas          its ptxas major.minor, or ""
+function(_ciq_read_pin)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;PIN_DIR;ALLOW_NUMERICS;RESULT_PREFIX" "PARAMS")
+  set(target "${arg_TARGET}")
+  set(pin_file "${arg_PIN_FILE}")
+  set(out "${arg_RESULT_PREFIX}")
   set(fix "Restore it from version control, or retune with `python -m ciq_build tune ${target}`.")
   _ciq_rules_read_file(json problem "${pin_file}" record_bytes)
   if(NOT problem STREQUAL "")
@@ -504,23 +524,21 @@ function(_ciq_read_pin target pin_file pin_dir allow_numerics)
   endif()
 
   # The controls: the record's, then each entry's.
-  set(_ciq_params "${ARGN}")
-  _ciq_read_controls(${target} "${pin_file}" "${pin_dir}" "${allow_numerics}" "${json}" controls controls)
-  _ciq_pin_stop()
-  set(flags_any "${_ciq_c_flags}")
-  set(defines_any "${_ciq_c_defines}")
-  set(acf_any "${_ciq_c_acf}")
-  set(kind_any "${_ciq_c_acf_kind}")
-  set(all_acfs "${_ciq_c_acf}")
-  foreach(arch IN LISTS entries)
-    _ciq_read_controls(${target} "${pin_file}" "${pin_dir}" "${allow_numerics}" "${json}"
-      "per_architecture.${arch}.controls" per_architecture ${arch} controls)
+  set(all_acfs "")
+  foreach(arch IN ITEMS any ${entries})
+    if(arch STREQUAL "any")
+      set(where controls)
+      set(keys controls)
+    else()
+      set(where "per_architecture.${arch}.controls")
+      set(keys per_architecture ${arch} controls)
+    endif()
+    _ciq_read_controls(TARGET ${target} PIN_FILE "${pin_file}" PIN_DIR "${arg_PIN_DIR}"
+      ALLOW_NUMERICS "${arg_ALLOW_NUMERICS}" JSON "${json}" WHERE "${where}" KEYS ${keys}
+      PARAMS ${arg_PARAMS}
+      FLAGS_VAR flags_${arch} DEFINES_VAR defines_${arch} ACF_VAR acf_${arch} ACF_KIND_VAR kind_${arch})
     _ciq_pin_stop()
-    set(flags_${arch} "${_ciq_c_flags}")
-    set(defines_${arch} "${_ciq_c_defines}")
-    set(acf_${arch} "${_ciq_c_acf}")
-    set(kind_${arch} "${_ciq_c_acf_kind}")
-    list(APPEND all_acfs "${_ciq_c_acf}")
+    list(APPEND all_acfs "${acf_${arch}}")
   endforeach()
   # What each architecture gets: its entry's controls, else the record's ("any":
   # a record that names no architecture). A -D reaches the host compile, which
@@ -555,13 +573,13 @@ function(_ciq_read_pin target pin_file pin_dir allow_numerics)
     if(acf_kind STREQUAL "" OR kind_${arch} STREQUAL "ptxas")
       set(acf_kind "${kind_${arch}}")
     endif()
-    set(_ciq_pin_flags_${arch} "${flags_${arch}}" PARENT_SCOPE)
-    set(_ciq_pin_acf_${arch} "${acf_${arch}}" PARENT_SCOPE)
-    set(_ciq_pin_acf_kind_${arch} "${kind_${arch}}" PARENT_SCOPE)
+    set(${out}_flags_${arch} "${flags_${arch}}" PARENT_SCOPE)
+    set(${out}_acf_${arch} "${acf_${arch}}" PARENT_SCOPE)
+    set(${out}_acf_kind_${arch} "${kind_${arch}}" PARENT_SCOPE)
   endforeach()
-  set(_ciq_pin_applied "${applied}" PARENT_SCOPE)
-  set(_ciq_pin_entries "${entries}" PARENT_SCOPE)
-  set(_ciq_pin_defines "${defines_${first}}" PARENT_SCOPE)
+  set(${out}_applied "${applied}" PARENT_SCOPE)
+  set(${out}_entries "${entries}" PARENT_SCOPE)
+  set(${out}_defines "${defines_${first}}" PARENT_SCOPE)
   set(acf_path "${all_acfs}")
   string(JSON cuda GET "${json}" toolchain cuda)
   string(JSON ptxas ERROR_VARIABLE missing GET "${json}" toolchain ptxas_version)
@@ -574,11 +592,11 @@ function(_ciq_read_pin target pin_file pin_dir allow_numerics)
   endif()
   # The architectures it was tuned for (the rule book has checked each is a
   # plain string, at most `limit architectures` of them).
-  set(_ciq_pin_architectures "${tuned_architectures}" PARENT_SCOPE)
-  set(_ciq_pin_ptxas "${ptxas}" PARENT_SCOPE)
-  set(_ciq_pin_acf "${acf_path}" PARENT_SCOPE)
-  set(_ciq_pin_acf_kind "${acf_kind}" PARENT_SCOPE)
-  set(_ciq_pin_cuda "${cuda}" PARENT_SCOPE)
+  set(${out}_architectures "${tuned_architectures}" PARENT_SCOPE)
+  set(${out}_ptxas "${ptxas}" PARENT_SCOPE)
+  set(${out}_acf "${acf_path}" PARENT_SCOPE)
+  set(${out}_acf_kind "${acf_kind}" PARENT_SCOPE)
+  set(${out}_cuda "${cuda}" PARENT_SCOPE)
 endfunction()
 
 # _ciq_architecture_set(<out> <arch>...): CUDA architectures in one spelling,
@@ -670,19 +688,35 @@ macro(_ciq_pin_skip summary)
   set(text "${summary}")
 endmacro()
 
-# _ciq_resolve_pin(<target> <pin_file> <pin_dir> <binary_dir> <allow_numerics>
-#                  <cuda_version> <ptxas_version> <architectures> [<PARAMS>...])
-# <ptxas_version> is the building ptxas's major.minor ("" when unknown): a
-# ptxas ACF is applied only by the ptxas it was measured with. <architectures>
-# (a list) are the ones the build compiles for: a pin is applied only to the
-# architectures it was tuned for.
+# _ciq_resolve_pin(TARGET <target> PIN_FILE <file> PIN_DIR <dir> BINARY_DIR <dir>
+#                  ALLOW_NUMERICS <bool> CUDA_VERSION <major.minor>
+#                  PTXAS_VERSION <major.minor> [ARCHITECTURES <arch>...]
+#                  [PARAMS <NAME=space>...] RESULT_PREFIX <prefix>)
 # What a build applies to <target>, as resolve_build_pin (ciq_build/pin/record.py)
-# decides it.
-# Sets in the caller: _ciq_pin_status (applied | none | disabled | skipped),
-# _ciq_pin_args, _ciq_pin_depends (files whose change must rebuild),
-# _ciq_pin_acf_kind, _ciq_pin_message.
-function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda_version ptxas_version
-    architectures)
+# decides it. PTXAS_VERSION is the building ptxas's ("" when unknown): a ptxas
+# ACF is applied only by the ptxas it was measured with. ARCHITECTURES are the
+# ones the build compiles for: a pin is applied only to the architectures it
+# was tuned for. BINARY_DIR holds the copies of ACFs whose path nvcc cannot
+# pass. Sets, in the caller:
+#   <prefix>_status   applied | none | disabled | skipped
+#   <prefix>_args     the options file's arguments
+#   <prefix>_depends  the files whose change must rebuild the objects
+#   <prefix>_acf_kind "", "ptxas" or "nvcc"
+#   <prefix>_message  the status line
+#   <prefix>_gencode  for a pin whose architectures have different controls,
+#                     those architectures, and <prefix>_gencode_<arch> each
+#                     one's device arguments; else ""
+function(_ciq_resolve_pin)
+  cmake_parse_arguments(PARSE_ARGV 0 arg ""
+    "TARGET;PIN_FILE;PIN_DIR;BINARY_DIR;ALLOW_NUMERICS;CUDA_VERSION;PTXAS_VERSION;RESULT_PREFIX"
+    "ARCHITECTURES;PARAMS")
+  set(target "${arg_TARGET}")
+  set(pin_file "${arg_PIN_FILE}")
+  set(pin_dir "${arg_PIN_DIR}")
+  set(binary_dir "${arg_BINARY_DIR}")
+  set(cuda_version "${arg_CUDA_VERSION}")
+  set(ptxas_version "${arg_PTXAS_VERSION}")
+  set(architectures "${arg_ARCHITECTURES}")
   set(status "")
   set(args "")
   set(depends "")
@@ -703,31 +737,32 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
     set(status none)
     set(text "no pinned controls (${pin_file})")
   else()
-    _ciq_read_pin(${target} "${pin_file}" "${pin_dir}" "${allow_numerics}" ${ARGN})
+    _ciq_read_pin(TARGET ${target} PIN_FILE "${pin_file}" PIN_DIR "${pin_dir}"
+      ALLOW_NUMERICS "${arg_ALLOW_NUMERICS}" PARAMS ${arg_PARAMS} RESULT_PREFIX record)
     get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
     if(refused)
       return()
     endif()
-    set(depends "${pin_file}" ${_ciq_pin_acf})
+    set(depends "${pin_file}" ${record_acf})
     set(ptxas_mismatch FALSE)
-    if(_ciq_pin_acf_kind STREQUAL "ptxas" AND NOT _ciq_pin_ptxas STREQUAL ""
-        AND NOT ptxas_version STREQUAL "" AND NOT _ciq_pin_ptxas STREQUAL ptxas_version)
+    if(record_acf_kind STREQUAL "ptxas" AND NOT record_ptxas STREQUAL ""
+        AND NOT ptxas_version STREQUAL "" AND NOT record_ptxas STREQUAL ptxas_version)
       set(ptxas_mismatch TRUE)
     endif()
-    if(_ciq_pin_cuda STREQUAL cuda_version AND ptxas_mismatch)
+    if(record_cuda STREQUAL cuda_version AND ptxas_mismatch)
       set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} carries "
-        "a ptxas ACF measured with ptxas ${_ciq_pin_ptxas}, but this toolkit's ptxas "
-        "is ${ptxas_version}, which cannot read it. Build with a ptxas ${_ciq_pin_ptxas} "
+        "a ptxas ACF measured with ptxas ${record_ptxas}, but this toolkit's ptxas "
+        "is ${ptxas_version}, which cannot read it. Build with a ptxas ${record_ptxas} "
         "toolkit, or retune with `python -m ciq_build tune ${target}`.")
-      _ciq_pin_skip("pin skipped (measured with ptxas ${_ciq_pin_ptxas}, compiling with ${ptxas_version}): ${pin_file}")
-    elseif(NOT _ciq_pin_cuda STREQUAL cuda_version)
+      _ciq_pin_skip("pin skipped (measured with ptxas ${record_ptxas}, compiling with ${ptxas_version}): ${pin_file}")
+    elseif(NOT record_cuda STREQUAL cuda_version)
       set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} was "
-        "tuned with CUDA ${_ciq_pin_cuda}, but this build compiles with CUDA "
-        "${cuda_version} (${CMAKE_CUDA_COMPILER}). Build with CUDA ${_ciq_pin_cuda} "
+        "tuned with CUDA ${record_cuda}, but this build compiles with CUDA "
+        "${cuda_version} (${CMAKE_CUDA_COMPILER}). Build with CUDA ${record_cuda} "
         "(-DCMAKE_CUDA_COMPILER=...), or retune with `python -m ciq_build tune ${target}`.")
-      _ciq_pin_skip("pin skipped (tuned with CUDA ${_ciq_pin_cuda}, compiling with ${cuda_version}): ${pin_file}")
+      _ciq_pin_skip("pin skipped (tuned with CUDA ${record_cuda}, compiling with ${cuda_version}): ${pin_file}")
     else()
-      _ciq_architecture_set(tuned ${_ciq_pin_architectures})
+      _ciq_architecture_set(tuned ${record_architectures})
       _ciq_architecture_set(building ${architectures})
       _ciq_shown_architectures(tuned_shown ${tuned})
       _ciq_shown_architectures(building_shown ${building})
@@ -744,8 +779,8 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
     else()
       # An nvcc ACF only for sm_100 and newer (record.py check_nvcc_acf): nvcc
       # refuses it for older architectures, its default, "all" and "native".
-      foreach(arch IN LISTS _ciq_pin_applied)
-        if(_ciq_pin_acf_kind_${arch} STREQUAL "nvcc")
+      foreach(arch IN LISTS record_applied)
+        if(record_acf_kind_${arch} STREQUAL "nvcc")
           set(too_old "")
           foreach(building_arch IN LISTS architectures)
             _ciq_architecture_set(name "${building_arch}")
@@ -768,25 +803,25 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
         endif()
       endforeach()
       set(status applied)
-      set(acf_kind "${_ciq_pin_acf_kind}")
+      set(acf_kind "${record_acf_kind}")
       # Each architecture's device arguments (flags, then its ACF); an entry's ACF
       # copy is named for its architecture (record.py resolve_build_pin).
       set(distinct "")
-      foreach(arch IN LISTS _ciq_pin_applied)
-        set(device_${arch} "${_ciq_pin_flags_${arch}}")
-        if(NOT _ciq_pin_acf_${arch} STREQUAL "")
+      foreach(arch IN LISTS record_applied)
+        set(device_${arch} "${record_flags_${arch}}")
+        if(NOT record_acf_${arch} STREQUAL "")
           set(copy_name "${target}")
-          if(arch IN_LIST _ciq_pin_entries)
+          if(arch IN_LIST record_entries)
             set(copy_name "${target}.${arch}")
           endif()
-          _ciq_acf_argument(acf_arg ${copy_name} "${pin_file}" "${_ciq_pin_acf_${arch}}"
-            "${_ciq_pin_acf_kind_${arch}}" "${binary_dir}")
+          _ciq_acf_argument(acf_arg ${copy_name} "${pin_file}" "${record_acf_${arch}}"
+            "${record_acf_kind_${arch}}" "${binary_dir}")
           get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
           if(refused)
             return()
           endif()
           list(APPEND device_${arch} "${acf_arg}")
-          if(NOT acf_arg MATCHES "=${_ciq_pin_acf_${arch}}$")
+          if(NOT acf_arg MATCHES "=${record_acf_${arch}}$")
             list(APPEND depends "${binary_dir}/${copy_name}.acf")
           endif()
         endif()
@@ -796,12 +831,12 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
       list(REMOVE_DUPLICATES distinct)
       list(REMOVE_DUPLICATES depends)
       list(LENGTH distinct distinct_count)
-      list(GET _ciq_pin_applied 0 first)
+      list(GET record_applied 0 first)
       set(gencode "")
       if(distinct_count EQUAL 1)
         # One set of controls for every architecture: plain nvcc, as before.
-        set(args ${_ciq_pin_flags_${first}} ${_ciq_pin_defines})
-        if(NOT _ciq_pin_acf_${first} STREQUAL "")
+        set(args ${record_flags_${first}} ${record_defines})
+        if(NOT record_acf_${first} STREQUAL "")
           list(GET device_${first} -1 acf_arg)
           list(APPEND args "${acf_arg}")
         endif()
@@ -812,8 +847,8 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
       else()
         # Per -gencode: the shared -D parameters in the options file, each
         # architecture's own arguments through the gencode launcher.
-        set(args "${_ciq_pin_defines}")
-        set(gencode "${_ciq_pin_applied}")
+        set(args "${record_defines}")
+        set(gencode "${record_applied}")
         set(shown "")
         foreach(arch IN LISTS gencode)
           list(JOIN device_${arch} " " one)
@@ -821,7 +856,7 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
             set(one "compiler defaults")
           endif()
           list(APPEND shown "sm_${arch}: ${one}")
-          set(_ciq_pin_gencode_${arch} "${device_${arch}}" PARENT_SCOPE)
+          set(${arg_RESULT_PREFIX}_gencode_${arch} "${device_${arch}}" PARENT_SCOPE)
         endforeach()
         list(JOIN shown "; " shown)
         list(JOIN args " " all)
@@ -835,12 +870,12 @@ function(_ciq_resolve_pin target pin_file pin_dir binary_dir allow_numerics cuda
       endif()
     endif()
   endif()
-  set(_ciq_pin_status "${status}" PARENT_SCOPE)
-  set(_ciq_pin_args "${args}" PARENT_SCOPE)
-  set(_ciq_pin_depends "${depends}" PARENT_SCOPE)
-  set(_ciq_pin_acf_kind "${acf_kind}" PARENT_SCOPE)
-  set(_ciq_pin_message "${text}" PARENT_SCOPE)
-  set(_ciq_pin_gencode "${gencode}" PARENT_SCOPE)
+  set(${arg_RESULT_PREFIX}_status "${status}" PARENT_SCOPE)
+  set(${arg_RESULT_PREFIX}_args "${args}" PARENT_SCOPE)
+  set(${arg_RESULT_PREFIX}_depends "${depends}" PARENT_SCOPE)
+  set(${arg_RESULT_PREFIX}_acf_kind "${acf_kind}" PARENT_SCOPE)
+  set(${arg_RESULT_PREFIX}_message "${text}" PARENT_SCOPE)
+  set(${arg_RESULT_PREFIX}_gencode "${gencode}" PARENT_SCOPE)
 endfunction()
 
 # ---------------------------------------------------------------------------
@@ -959,7 +994,7 @@ endfunction()
 # _ciq_gencode_launcher(TARGET <target> PIN_FILE <file> OPTIONS_FILE <file>
 #                       DEVICE_ARGUMENTS_PREFIX <prefix> FILES_VAR <out>
 #                       ARCHITECTURES <arch>...):
-# a pin whose architectures have different controls (GENCODE_PREFIX of
+# a pin whose architectures have different controls (<prefix>_gencode of
 # _ciq_resolve_pin): the caller's <prefix>_<arch> holds each architecture's
 # device arguments. nvcc has no per-gencode option, so they go to
 # <options_file's base>.sm_<arch>.nvcc-options (gencode_options_file in
@@ -1066,15 +1101,17 @@ function(_ciq_apply_pin)
       set(architectures "")
     endif()
     set_target_properties(${target} PROPERTIES _CIQ_PIN_ARCHITECTURES "${architectures}")
-    _ciq_resolve_pin(${target} "${arg_PIN_FILE}" "${arg_PIN_DIR}" "${CMAKE_CURRENT_BINARY_DIR}/ciq"
-      "${arg_ALLOW_NUMERICS}" "${cuda_version}" "${ptxas_version}" "${architectures}" ${arg_PARAMS})
-    set(status "${_ciq_pin_status}")
-    set(args "${_ciq_pin_args}")
+    _ciq_resolve_pin(TARGET ${target} PIN_FILE "${arg_PIN_FILE}" PIN_DIR "${arg_PIN_DIR}"
+      BINARY_DIR "${CMAKE_CURRENT_BINARY_DIR}/ciq" ALLOW_NUMERICS "${arg_ALLOW_NUMERICS}"
+      CUDA_VERSION "${cuda_version}" PTXAS_VERSION "${ptxas_version}"
+      ARCHITECTURES ${architectures} PARAMS ${arg_PARAMS} RESULT_PREFIX pin)
+    set(status "${pin_status}")
+    set(args "${pin_args}")
     if(status STREQUAL "applied")
-      set(depends "${_ciq_pin_depends}")
+      set(depends "${pin_depends}")
     endif()
-    message(STATUS "ciq_build: ${target}: ${_ciq_pin_message}")
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_ciq_pin_depends})
+    message(STATUS "ciq_build: ${target}: ${pin_message}")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${pin_depends})
     # Every argument is rule-book plain (no whitespace, quotes or backslashes),
     # so each is one options-file line as it is.
     list(JOIN args "\n" lines)
@@ -1082,10 +1119,10 @@ function(_ciq_apply_pin)
       string(APPEND lines "\n")
     endif()
     _ciq_write_if_changed("${options_file}" "${lines}")
-    if(status STREQUAL "applied" AND NOT "${_ciq_pin_gencode}" STREQUAL "")
+    if(status STREQUAL "applied" AND NOT "${pin_gencode}" STREQUAL "")
       _ciq_gencode_launcher(TARGET ${target} PIN_FILE "${arg_PIN_FILE}" OPTIONS_FILE "${options_file}"
-        DEVICE_ARGUMENTS_PREFIX _ciq_pin_gencode FILES_VAR gencode_files
-        ARCHITECTURES ${_ciq_pin_gencode})
+        DEVICE_ARGUMENTS_PREFIX pin_gencode FILES_VAR gencode_files
+        ARCHITECTURES ${pin_gencode})
       list(APPEND depends ${gencode_files})
     endif()
   endif()
