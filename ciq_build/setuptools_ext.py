@@ -103,6 +103,7 @@ class CudaExtension(Extension):
         ciq_benchmark: Sequence[str] | None = None,
         ciq_objectives: Iterable[str] = (),
         ciq_search_space: Iterable[str] = (),
+        ciq_constraints: Iterable[str] = (),
         ciq_timeout: float = 60.0,
         **kwargs: Any,
     ) -> None:
@@ -136,7 +137,7 @@ class CudaExtension(Extension):
         # What `python -m ciq_build tune <ciq_target> --setuptools .` needs (ciq_build.setuptools_tune),
         # as ciq_tune_target()'s BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE and TIMEOUT; the build ignores them.
         for what, value in (("ciq_benchmark", ciq_benchmark), ("ciq_objectives", ciq_objectives),
-                            ("ciq_search_space", ciq_search_space)):
+                            ("ciq_search_space", ciq_search_space), ("ciq_constraints", ciq_constraints)):
             if isinstance(value, str):
                 raise ConfigError(f"CudaExtension({name!r}): {what} is a list of strings, not the string {value!r}")
         if ciq_benchmark is not None and not ciq_benchmark:
@@ -146,6 +147,7 @@ class CudaExtension(Extension):
         self.ciq_benchmark = None if ciq_benchmark is None else tuple(str(a) for a in ciq_benchmark)
         self.ciq_objectives = tuple(str(o) for o in ciq_objectives)
         self.ciq_search_space = tuple(str(s) for s in ciq_search_space)
+        self.ciq_constraints = tuple(str(c) for c in ciq_constraints)
         self.ciq_timeout = ciq_seconds
 
 

@@ -16,6 +16,7 @@ Commands
                   [METRIC <regex> [UNIT <s|ms|us|ns>]]
                   [OBJECTIVES <objective>...]
                   [PARAMS <NAME=space>...]
+                  [CONSTRAINTS <expression>...]
                   [SEARCH_SPACE <space>...]
                   [PIN_DIR <dir>]
                   [TIMEOUT <seconds>]
@@ -36,6 +37,9 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   driver's default.
 ``PARAMS <NAME=space>...``
   Preprocessor values the search may choose (``-DNAME=VALUE``).
+``CONSTRAINTS <expression>...``
+  Expressions over the PARAMS names (``"BX*BY <= 1024"``) every
+  configuration the search proposes meets (README: ``CONSTRAINTS``).
 ``SEARCH_SPACE <space>...``
   The compiler controls the search may change.
 ``PIN_DIR <dir>``
@@ -882,6 +886,83 @@ endfunction()
 # The steps of ciq_tune_target(), in the order it runs them
 # ---------------------------------------------------------------------------
 
+# _ciq_check_arguments(<fn>): refuse PARAMS, CONSTRAINTS, OBJECTIVES,
+# SEARCH_SPACE and METRIC that tune would refuse, by the rule book's
+# ciq_tune_target() rules, with "did you mean" for a misspelt word. Inside
+# ciq_tune_target(), message(FATAL_ERROR) shows the call stack down to the
+# caller's line. Reads the caller's ARG_*.
+function(_ciq_check_arguments fn)
+  set(names "")
+  foreach(spec IN LISTS ARG_PARAMS)
+    _ciq_rules_param_problem(problem "${spec}")
+    if(NOT problem STREQUAL "")
+      message(FATAL_ERROR "${fn}: PARAMS '${spec}': ${problem}. Write NAME=choice(a,b,c), "
+        "NAME=a,b,c, NAME=range(start,end[,step]), NAME=literal(v) or "
+        "NAME=log_sampling(start,end[,total]).")
+    endif()
+    string(REGEX MATCH "^[ \t\n]*([A-Za-z_][A-Za-z0-9_]*)" name "${spec}")
+    string(STRIP "${name}" name)
+    if(name IN_LIST names)
+      message(FATAL_ERROR "${fn}: PARAMS '${spec}': ${name} is given more than once; keep one.")
+    endif()
+    list(APPEND names "${name}")
+  endforeach()
+  foreach(expression IN LISTS ARG_CONSTRAINTS)
+    _ciq_rules_constraint_problem(problem "${expression}" ${names})
+    if(NOT problem STREQUAL "")
+      message(FATAL_ERROR "${fn}: CONSTRAINTS '${expression}': ${problem}. A constraint "
+        "uses whole numbers, the PARAMS names, ( ), + - * / %, < <= > >= == != and and, or, not.")
+    endif()
+  endforeach()
+  _ciq_rules_words(objectives objective)
+  list(JOIN objectives ", " shown)
+  string(REPLACE "metric" "metric:<name>" shown "${shown}")
+  foreach(objective IN LISTS ARG_OBJECTIVES)
+    _ciq_rules_matches(ok objective_spec "${objective}")
+    if(NOT ok)
+      string(REGEX REPLACE "^(max|min):" "" base "${objective}")
+      string(REGEX REPLACE ":.*$" "" base "${base}")
+      _ciq_rules_nearest(guess "${base}" ${objectives})
+      set(hint "")
+      if(NOT guess STREQUAL "" AND NOT guess STREQUAL base)
+        set(hint " (did you mean ${guess}?)")
+      endif()
+      message(FATAL_ERROR "${fn}: OBJECTIVES '${objective}' is not an objective${hint}; use "
+        "one of ${shown}, optionally prefixed with max: or min: (registers, spill_bytes, "
+        "stack_bytes and shared_bytes also take :<kernel regex>).")
+    endif()
+    _ciq_rules_matches(benchmarked benchmark_objective "${objective}")
+    if(benchmarked AND NOT ARG_BENCHMARK)
+      message(FATAL_ERROR "${fn}: OBJECTIVES ${objective} is read from a benchmark run; add "
+        "BENCHMARK <exe-target>, or use a static objective such as spill_bytes.")
+    endif()
+  endforeach()
+  _ciq_rules_words(kinds search_space)
+  foreach(kind IN LISTS ARG_SEARCH_SPACE)
+    _ciq_rules_matches(ok search_space "${kind}")
+    if(NOT ok)
+      string(REGEX REPLACE ":.*$" "" base "${kind}")
+      _ciq_rules_nearest(guess "${base}" ${kinds})
+      set(hint "")
+      if(NOT guess STREQUAL "" AND NOT guess STREQUAL base)
+        set(hint " (did you mean ${guess}?)")
+      endif()
+      message(FATAL_ERROR "${fn}: SEARCH_SPACE '${kind}' is not a search space${hint}; use "
+        "knobs, params, ptxas-acf[:VERSION[:VARIANT]], nvcc-acf[:VERSION[:VARIANT]], the "
+        "path of a .bin search space, or acf-pool:<folder>.")
+    endif()
+  endforeach()
+  if(DEFINED ARG_METRIC)
+    # The number is METRIC's first capture group: a regex without one cannot give it.
+    string(REGEX REPLACE "\\\\." "" plain "${ARG_METRIC}")
+    string(REGEX REPLACE "\\[[^]]*\\]" "" plain "${plain}")
+    if(NOT plain MATCHES "[(]([^?]|$)")
+      message(FATAL_ERROR "${fn}: METRIC '${ARG_METRIC}' has no capture group; put ( ) "
+        "around the number, e.g. METRIC \"time: ([0-9.]+) ms\".")
+    endif()
+  endif()
+endfunction()
+
 # _ciq_check_call(<target>): refuse a ciq_tune_target() call that cannot
 # work, with what to do. Reads the caller's ARG_* and sets ARG_TIMEOUT and
 # ARG_UNIT (defaults filled in) in the caller's scope.
@@ -889,8 +970,8 @@ function(_ciq_check_call target)
   set(fn "ciq_tune_target(${target})")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'. "
-      "Keywords are BENCHMARK, ARGS, METRIC, UNIT, OBJECTIVES, PARAMS, SEARCH_SPACE, "
-      "PIN_DIR, TIMEOUT and ALLOW_NUMERICS.")
+      "Keywords are BENCHMARK, ARGS, METRIC, UNIT, OBJECTIVES, PARAMS, CONSTRAINTS, "
+      "SEARCH_SPACE, PIN_DIR, TIMEOUT and ALLOW_NUMERICS.")
   endif()
   foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT)
     if(keyword IN_LIST ARG_KEYWORDS_MISSING_VALUES)
@@ -923,10 +1004,7 @@ function(_ciq_check_call target)
     message(FATAL_ERROR "${fn}: METRIC reads the output of a benchmark; give "
       "BENCHMARK <exe-target> too.")
   endif()
-  if("time" IN_LIST ARG_OBJECTIVES AND NOT ARG_BENCHMARK)
-    message(FATAL_ERROR "${fn}: OBJECTIVES time needs a BENCHMARK to run; add "
-      "BENCHMARK <exe-target>, or use a static objective such as spill_bytes.")
-  endif()
+  _ciq_check_arguments("${fn}")
   if(NOT DEFINED ARG_TIMEOUT)
     set(ARG_TIMEOUT 60)
   elseif(NOT ARG_TIMEOUT MATCHES "^[0-9]+(\\.[0-9]+)?$" OR ARG_TIMEOUT EQUAL 0)
@@ -1182,7 +1260,7 @@ function(ciq_tune_target target)
     # One-value keywords
     "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT"
     # Multi-value keywords
-    "ARGS;OBJECTIVES;PARAMS;SEARCH_SPACE")
+    "ARGS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE")
   _ciq_check_call(${target})
   set(pin_dir ciq)  # PIN_DIR's default, taken from CMAKE_CURRENT_SOURCE_DIR
   if(DEFINED ARG_PIN_DIR)
@@ -1207,6 +1285,7 @@ function(ciq_tune_target target)
     _CIQ_METRIC_UNIT "${ARG_UNIT}"
     _CIQ_OBJECTIVES "${ARG_OBJECTIVES}"
     _CIQ_PARAMS "${ARG_PARAMS}"
+    _CIQ_CONSTRAINTS "${ARG_CONSTRAINTS}"
     _CIQ_SEARCH_SPACE "${ARG_SEARCH_SPACE}"
     _CIQ_PIN_DIR "${pin_dir}"
     _CIQ_TIMEOUT "${ARG_TIMEOUT}"
@@ -1325,7 +1404,7 @@ function(_ciq_finalize_target target)
     endif()
     _ciq_json_string(json_${property} "${value}")
   endforeach()
-  foreach(property IN ITEMS OBJECTIVES PARAMS SEARCH_SPACE)
+  foreach(property IN ITEMS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE)
     get_target_property(value ${target} _CIQ_${property})
     _ciq_json_array(json_${property} ${value})
   endforeach()
@@ -1362,6 +1441,7 @@ function(_ciq_finalize_target target)
     "  \"metric_unit\": ${json_METRIC_UNIT},"
     "  \"objectives\": ${json_OBJECTIVES},"
     "  \"params\": ${json_PARAMS},"
+    "  \"constraints\": ${json_CONSTRAINTS},"
     "  \"search_space\": ${json_SEARCH_SPACE},"
     "  \"pin_dir\": ${json_PIN_DIR},"
     "  \"pin_file\": ${json_pin_file},"

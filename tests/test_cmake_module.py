@@ -552,7 +552,7 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
         ("ciq_tune_target(kern BENCHMARK other)\n", "it must be an executable"),
         ("ciq_tune_target(kern BENCHMARK nosuch_bench)\n", "BENCHMARK 'nosuch_bench' is not a target"),
         ("ciq_tune_target(kern ARGS --n 4)\n", "give BENCHMARK <exe-target> too"),
-        ("ciq_tune_target(kern OBJECTIVES time)\n", "OBJECTIVES time needs a BENCHMARK"),
+        ("ciq_tune_target(kern OBJECTIVES time)\n", "OBJECTIVES time is read from a benchmark run; add BENCHMARK"),
         ("ciq_tune_target(kern TIMEOUT soon)\n", "must be a positive number"),
         ("ciq_tune_target(kern)\nciq_tune_target(kern)\n", "called twice"),
         ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "t=([0-9.]+)" UNIT min)\n',
@@ -568,6 +568,52 @@ def test_call_errors_name_the_function_and_say_what_to_do(tiny: Tiny, body: str,
     assert not result.ok
     assert "ciq_tune_target(" in said(result)
     assert message in said(result)
+
+
+# Issue 22 item 4: what tune used to refuse only after a clean configure and build, configure refuses at the
+# call's line, in the README's words, with "did you mean" for a misspelt word.
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ('PARAMS "KTILE=choice(1,2,4,8"', "PARAMS 'KTILE=choice(1,2,4,8': the '(' of choice( is not closed"),
+        ('PARAMS "KTILE=chioce(1,2)"', "unknown form chioce(...) (did you mean choice?)"),
+        ('PARAMS "KTILE=range(8,1)"', "range end must be greater than start, got start=8, end=1"),
+        ('PARAMS "KTILE=log_sampling(0,8)"', "log_sampling start must be > 0"),
+        ('PARAMS "KTILE=1,2" "KTILE=4"', "KTILE is given more than once"),
+        ("OBJECTIVES regsters", "OBJECTIVES 'regsters' is not an objective (did you mean registers?)"),
+        ("OBJECTIVES max:sass_instruction", "(did you mean sass_instructions?)"),
+        ("OBJECTIVES energy", "OBJECTIVES energy is read from a benchmark run; add BENCHMARK"),
+        ("OBJECTIVES registers metric:gflops", "OBJECTIVES metric:gflops is read from a benchmark run"),
+        ("OBJECTIVES max:time", "OBJECTIVES max:time is read from a benchmark run"),
+        ("SEARCH_SPACE knobz", "SEARCH_SPACE 'knobz' is not a search space (did you mean knobs?)"),
+        ("SEARCH_SPACE params ptxas-acf:latest", "SEARCH_SPACE 'ptxas-acf:latest' is not a search space;"),
+        ('BENCHMARK kern_bench METRIC "time=[0-9.]+ ms"', "METRIC 'time=[0-9.]+ ms' has no capture group"),
+        ('PARAMS "KTILE=range(1,64)" CONSTRAINTS "KTILE*KTILEE<=1024"',
+         "CONSTRAINTS 'KTILE*KTILEE<=1024': 'KTILEE' is not one of the PARAMS (KTILE) (did you mean KTILE?)"),
+        ('PARAMS "KTILE=range(1,64)" CONSTRAINTS "KTILE*2<="',
+         "it ends where a number, a PARAMS name or '(' belongs"),
+        ('PARAMS "KTILE=range(1,64)" CONSTRAINTS "1<KTILE<8"', "comparisons do not chain"),
+    ],
+)
+def test_a_bad_argument_is_refused_at_configure_at_the_calls_line(tiny: Tiny, call: str, message: str) -> None:
+    body = f"\n\nciq_tune_target(kern {call})\n"
+    result = tiny.configure(body=body)
+    assert not result.ok
+    assert message in said(result)
+    # The call stack names the caller's line, so the user lands on the call.
+    line = len((HEADER + body).splitlines())
+    assert f"CMakeLists.txt:{line} (ciq_tune_target)" in said(result)
+    assert "manifest" not in said(result)
+
+
+def test_good_arguments_configure_and_reach_the_manifest(tiny: Tiny) -> None:
+    body = ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "time=([0-9.]+)" OBJECTIVES max:metric:gflops spills '
+            'registers:heavy SEARCH_SPACE knobs params PARAMS "KTILE=range(1,64)" "KTILE2=choice(1,2)" '
+            'CONSTRAINTS "KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)")\n')
+    ensure_ok(tiny.configure(body=body))
+    manifest = load_manifest(tiny.build, "kern")
+    assert manifest.constraints == ("KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)",)
+    assert manifest.params == ("KTILE=range(1,64)", "KTILE2=choice(1,2)")
 
 
 # --- other generators -------------------------------------------------------

@@ -80,6 +80,7 @@ class Manifest:
     # tune --architecture: the one architecture (arch_name spelling) this tune builds and pins an
     # entry for; toolchain.architectures is then that architecture's entry alone. "" for all.
     tune_architecture: str = ""
+    constraints: tuple[str, ...] = ()  # CONSTRAINTS: expressions over the PARAMS names (ciq_build.core.constraints)
 
     @property
     def parsed_objectives(self) -> list[Objective]:
@@ -288,6 +289,7 @@ def read_manifest(path: Path) -> Manifest:
         metric_unit=metric_unit,
         objectives=objectives,
         params=r.str_list(data, "params"),
+        constraints=r.str_list(data, "constraints") if "constraints" in data else (),  # none before CONSTRAINTS
         search_space=r.str_list(data, "search_space"),
         pin_dir=r.abspath(data, "pin_dir"),
         pin_file=r.abspath(data, "pin_file"),
@@ -313,7 +315,7 @@ def manifest_document(manifest: Manifest) -> dict[str, Any]:
                                                      "args": list(benchmark.args)},
         "metric_regex": manifest.metric_regex, "metric_unit": manifest.metric_unit,
         "objectives": list(manifest.objectives), "params": list(manifest.params),
-        "search_space": list(manifest.search_space), "pin_dir": str(manifest.pin_dir),
+        "constraints": list(manifest.constraints), "search_space": list(manifest.search_space), "pin_dir": str(manifest.pin_dir),
         "pin_file": str(manifest.pin_file), "timeout": manifest.timeout, "options_file": str(manifest.options_file),
         "generator": manifest.generator, "allow_numerics": manifest.allow_numerics,
         "toolchain": {"cuda_compiler": str(manifest.toolchain.cuda_compiler),

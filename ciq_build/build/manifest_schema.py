@@ -39,7 +39,8 @@ def _object(properties: dict[str, dict[str, Any]], optional: tuple[str, ...] = (
 
 
 # The one declaration: field -> its schema. A field the writers may leave out is named in _OPTIONAL.
-_OPTIONAL = ("metric_unit",)  # a manifest from before UNIT meant milliseconds
+# A manifest from before UNIT meant milliseconds; one from before CONSTRAINTS had none.
+_OPTIONAL = ("metric_unit", "constraints")
 
 
 def _fields() -> dict[str, dict[str, Any]]:
@@ -61,6 +62,7 @@ def _fields() -> dict[str, dict[str, Any]]:
         "metric_unit": {"enum": list(METRIC_UNITS)},
         "objectives": _TEXTS,
         "params": _TEXTS,
+        "constraints": _TEXTS,  # CONSTRAINTS: expressions over the PARAMS names
         "search_space": _TEXTS,
         "pin_dir": _ABSOLUTE,
         "pin_file": _ABSOLUTE,

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable
 
 import ciq_build.core.space as ss
+from ciq_build.core.rules import load_rules, nearest
 from ciq_build.errors import ConfigError
 
 PARAM_PREFIX = "param."
@@ -26,7 +27,8 @@ PARAM_PREFIX = "param."
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _VALUE = re.compile(r"[A-Za-z0-9_.+-]+")
 _INT = re.compile(r"[+-]?[0-9]+")
-_CALL = re.compile(r"(?P<fn>[a-z_]+)\s*\((?P<args>.*)\)", re.S)
+# A form's name and what follows its '(' (the forms are the rule book's `words params_form`).
+_CALL = re.compile(r"(?P<fn>[A-Za-z_]+)\s*\((?P<rest>.*)", re.S)
 
 SYNTAX = (
     "expected NAME=choice(a,b,c), NAME=a,b,c, NAME=range(start,end[,step]), NAME=literal(v) "
@@ -41,7 +43,7 @@ def _fail(spec: str, why: str) -> ConfigError:
 
 def _value(spec: str, text: str) -> str | int:
     text = text.strip()
-    if _VALUE.fullmatch(text) is None:
+    if _VALUE.fullmatch(text) is None or not load_rules().matches("define_value", text):
         raise _fail(spec, f"value {text!r} is not allowed")
     # Only canonical whole numbers become ints: "064" or "+1" must reach -D unchanged.
     if _INT.fullmatch(text) and str(int(text)) == text:
@@ -53,6 +55,8 @@ def _number(spec: str, text: str, what: str) -> int | float:
     value = _value(spec, text)
     if isinstance(value, int):
         return value
+    if not load_rules().matches("number", value):
+        raise _fail(spec, f"{what} {value!r} is not a number")
     try:
         return float(value)
     except ValueError:
@@ -82,7 +86,15 @@ def parse_param(spec: str) -> tuple[str, ss.Param]:
             if "(" in body or ")" in body:
                 raise _fail(spec, "unknown form")
             return PARAM_PREFIX + name, _choice(spec, _args(spec, body))
-        fn, args = call.group("fn"), _args(spec, call.group("args"))
+        fn, rest = call.group("fn"), call.group("rest")
+        forms = load_rules().words["params_form"]
+        if fn not in forms:
+            guess = nearest(fn, forms)
+            hint = f" (did you mean {guess}?)" if guess else ""
+            raise _fail(spec, f"unknown form {fn}(...){hint}")
+        if not rest.endswith(")"):
+            raise _fail(spec, f"the '(' of {fn}( is not closed")
+        args = _args(spec, rest[:-1])
         if fn == "choice":
             param: ss.Param = _choice(spec, args)
         elif fn == "literal":

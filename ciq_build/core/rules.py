@@ -24,7 +24,7 @@ import os
 import re
 import stat
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -34,7 +34,7 @@ from ciq_build.resources import cmake_dir
 RULES_NAME = "ciq_build_rules.txt"
 
 # The regex subset that Python's re and CMake's regex engine read the same way.
-_REGEX_CHARS = re.compile(r"[A-Za-z0-9_=+\-\[\]()|?*.:/ ,%@]+")
+_REGEX_CHARS = re.compile(r"[A-Za-z0-9_=+\-\[\]()|?*.:/ ,%@<>!]+")
 _REGEX_FORBIDDEN = re.compile(r"\(\?|[?*+][?*+]")
 # Characters any allowed flag is made of, checked before the flag lines so that
 # a careless edit (a '.*') still cannot admit a space, a quote, a comma
@@ -76,6 +76,7 @@ class RuleBook:
     numerics: tuple[re.Pattern[str], ...]
     conflicts: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]
     fields: dict[str, Field]
+    words: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def limit(self, name: str) -> int:
         return self.limits[name]
@@ -138,6 +139,7 @@ def parse_rules(text: str, source: str = RULES_NAME) -> RuleBook:
     numerics: list[re.Pattern[str]] = []
     fields: dict[str, Field] = {}
     conflicts: list[tuple[re.Pattern[str], re.Pattern[str]]] = []
+    words: dict[str, tuple[str, ...]] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -158,6 +160,8 @@ def parse_rules(text: str, source: str = RULES_NAME) -> RuleBook:
                 numerics.append(pattern)
         elif kind == "conflict" and (m := re.fullmatch(r"(\S+) (\S+)", rest)):
             conflicts.append((_regex(m.group(1), where), _regex(m.group(2), where)))
+        elif kind == "words" and (m := re.fullmatch(r"([a-z0-9_]+)((?: [A-Za-z0-9_:.-]+)+)", rest)):
+            words[m.group(1)] = tuple(m.group(2).split())
         elif kind == "field" and (m := re.fullmatch(r"([a-z0-9_.*\[\]]+) (\S+)( required)?", rest)):
             path, spec = m.group(1), m.group(2)
             if _FIELD_TYPES.fullmatch(spec) is None:
@@ -171,7 +175,7 @@ def parse_rules(text: str, source: str = RULES_NAME) -> RuleBook:
             raise RuleBookError(f"{where}: cannot read the rule {line!r}")
     if schema is None:
         raise RuleBookError(f"{source}: no 'schema' line")
-    return RuleBook(schema, limits, patterns, tuple(flags), tuple(numerics), tuple(conflicts), fields)
+    return RuleBook(schema, limits, patterns, tuple(flags), tuple(numerics), tuple(conflicts), fields, words)
 
 
 def load_rules(path: Path | None = None) -> RuleBook:
@@ -191,6 +195,29 @@ def _load_cached(where: str, mtime_ns: int, size: int) -> RuleBook:
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleBookError(f"cannot read the rule book {where}: {exc}; reinstall ciq-build.") from exc
     return parse_rules(text, where)
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions), as _ciq_rules_nearest counts it."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, start=1):
+        current = [i]
+        for j, y in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def nearest(word: str, candidates: Sequence[str]) -> str | None:
+    """The first of `candidates` closest to a misspelt `word`, if it is close enough to be meant:
+    at most 2 edits, and at most a third of the word (measured: "regsters", "chioce", "knobz" find
+    registers, choice, knobs; "x" finds nothing). _ciq_rules_nearest in CMake chooses alike."""
+    best, best_distance = None, max(2, len(word) // 3) + 1
+    for candidate in candidates:
+        distance = edit_distance(word.lower(), candidate.lower())
+        if distance < best_distance and distance <= 2 and 3 * distance <= max(len(word), 3):
+            best, best_distance = candidate, distance
+    return best
 
 
 def is_target_name(name: object) -> TypeGuard[str]:

@@ -27,7 +27,7 @@ import json
 import math
 import numbers
 import random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -366,10 +366,18 @@ def canonical_key(params: Mapping[str, Any]) -> str:
 
 
 class SearchSpace(Mapping[str, Param]):
-    """An ordered mapping of parameter names to parameters, with genome <-> params conversion."""
+    """An ordered mapping of parameter names to parameters, with genome <-> params conversion.
 
-    def __init__(self, params: Mapping[str, Param] | SearchSpace):
+    ``allows``: whether a configuration may be searched at all (the target's CONSTRAINTS,
+    ciq_build.core.constraints); a search never proposes one it refuses.
+    """
+
+    _allows: Callable[[Mapping[str, Any]], bool] | None
+
+    def __init__(self, params: Mapping[str, Param] | SearchSpace,
+                 allows: Callable[[Mapping[str, Any]], bool] | None = None):
         if isinstance(params, SearchSpace):
+            allows = allows if allows is not None else params._allows
             params = params._params
         if not isinstance(params, Mapping):
             raise ConfigError(f"a search space is a dict of name -> ss.range/choice/literal, got {params!r}")
@@ -384,6 +392,11 @@ class SearchSpace(Mapping[str, Param]):
                 )
         self._params: dict[str, Param] = dict(params)
         self._names = tuple(self._params)
+        self._allows = allows
+
+    def allows(self, genome: Genome) -> bool:
+        """Whether the configuration of `genome` may be searched (every constraint holds)."""
+        return self._allows is None or bool(self._allows(self.to_params(genome)))
 
     def __getitem__(self, name: str) -> Param:
         return self._params[name]
@@ -455,5 +468,9 @@ class SearchSpace(Mapping[str, Param]):
         return tuple(genes)
 
 
-def as_space(space: Mapping[str, Param] | SearchSpace) -> SearchSpace:
-    return space if isinstance(space, SearchSpace) else SearchSpace(space)
+def as_space(space: Mapping[str, Param] | SearchSpace,
+             allows: Callable[[Mapping[str, Any]], bool] | None = None) -> SearchSpace:
+    """`space` as a SearchSpace; with `allows`, one that searches only the configurations it allows."""
+    if isinstance(space, SearchSpace) and allows is None:
+        return space
+    return SearchSpace(space, allows)

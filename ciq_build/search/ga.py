@@ -648,6 +648,9 @@ class Search:
         if genome in self._seen:
             return False
         self._seen.add(genome)
+        # A configuration the constraints refuse is never proposed; seen, so it is not drawn again.
+        if not self.space.allows(genome):
+            return False
         out.append(genome)
         return True
 
@@ -710,7 +713,8 @@ class Search:
         cardinality = self.space.cardinality
         if cardinality > _ENUMERATE_LIMIT:
             return False
-        unseen = [g for g in map(self.space.genome_at, range(cardinality)) if g not in self._seen]
+        unseen = [g for g in map(self.space.genome_at, range(cardinality))
+                  if g not in self._seen and self.space.allows(g)]
         if not unseen:
             return False
         return self._new(rng.choice(unseen), out)

@@ -61,4 +61,4 @@ class GeneticStrategy:
     spaces = frozenset({GRID})
 
     def make(self, request: SearchRequest) -> GeneticSource:
-        return GeneticSource(request.space, request.config, list(request.objective_names))
+        return GeneticSource(as_space(request.space, request.allows), request.config, list(request.objective_names))

@@ -15,9 +15,11 @@ from pathlib import Path
 from ciq_build.build.manifest import Manifest
 from ciq_build.compiler.controls import knob_space
 from ciq_build.compiler.toolchain import Toolchain, architecture_list
+from ciq_build.core.constraints import parse_constraints
 from ciq_build.core.objectives import Objective, times_the_compile
 from ciq_build.core.params import parse_params
-from ciq_build.core.settings import PLAIN_KINDS, SearchSettings
+from ciq_build.core.rules import load_rules, nearest
+from ciq_build.core.settings import SearchSettings
 from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource
@@ -34,10 +36,13 @@ def is_acf_kind(kind: str) -> bool:
 def search_kinds(settings: SearchSettings) -> list[str]:
     """The resolved SEARCH_SPACE / --controls, checked: known kinds, at most one ACF space."""
     kinds = list(settings.kinds)
+    rules = load_rules()
     for kind in kinds:
-        if kind not in PLAIN_KINDS and not is_acf_kind(kind):
+        if not rules.matches("search_space", kind):
+            guess = nearest(kind.partition(":")[0], rules.words["search_space"])
+            hint = f" (did you mean {guess}?)" if guess and guess != kind.partition(":")[0] else ""
             raise ConfigError(
-                f"unknown search space {kind!r}: use knobs, params, ptxas-acf[:VERSION[:VARIANT]], "
+                f"unknown search space {kind!r}{hint}: use knobs, params, ptxas-acf[:VERSION[:VARIANT]], "
                 "nvcc-acf[:VERSION[:VARIANT]], the path of a .bin search space, or acf-pool:<folder> "
                 "(ACFs sampled ahead with `python -m ciq_build sample-acfs`)")
     if sum(1 for k in kinds if is_acf_kind(k)) > 1:
@@ -78,8 +83,21 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
         max_evaluations=settings.max_evaluations,
     )
     acf_kind = next((k for k in kinds if is_acf_kind(k)), None)
+    constraints = None
+    if manifest.constraints:
+        if "params" not in kinds:
+            raise ConfigError(
+                f"CONSTRAINTS of {manifest.target} relate PARAMS, which SEARCH_SPACE {kinds} does not search; "
+                "add params to SEARCH_SPACE (or --controls), or remove CONSTRAINTS")
+        if acf_kind is not None and not acf_kind.startswith(POOL_PREFIX):
+            raise ConfigError(
+                f"CONSTRAINTS are honoured by the ga and random strategies over knobs, params and ACF pools, "
+                f"not with the compiler search space {acf_kind}; sample an ACF pool with `python -m ciq_build "
+                "sample-acfs` and search acf-pool:<folder>, or remove CONSTRAINTS")
+        constraints = parse_constraints(manifest.constraints, space)
     request = SearchRequest(space, config, tuple(o.spec for o in objectives), toolchain=toolchain,
-                            architectures=manifest.toolchain.architectures, acf_dir=acf_dir)
+                            architectures=manifest.toolchain.architectures, acf_dir=acf_dir,
+                            allows=constraints.allows if constraints is not None else None)
     if acf_kind is not None and acf_kind.startswith(POOL_PREFIX):
         from ciq_build.search.acf_pool import AcfPool, make_pool_source
 

@@ -18,10 +18,10 @@ strategy is one module with a class that has ``name``, ``spaces`` and
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
@@ -53,6 +53,8 @@ class SearchRequest:
     acf_dir: Path | None = None  # where a strategy that writes ACFs puts them
     toolchain: Toolchain | None = None  # the compiler the ACFs must suit (None: not checked)
     architectures: str = ""  # the target's CUDA_ARCHITECTURES, for the checks an nvcc ACF needs
+    # The target's CONSTRAINTS (ciq_build.core.constraints): a configuration it refuses is never proposed.
+    allows: Callable[[Mapping[str, Any]], bool] | None = None
 
     @property
     def space_kind(self) -> str:
