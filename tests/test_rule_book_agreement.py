@@ -25,6 +25,9 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.core.constraints import syntax_problem as constraint_syntax_problem
+from ciq_build.core.params import parse_param
+from ciq_build.core.rules import RuleBook, load_rules, nearest
 from ciq_build.errors import CiqError
 from ciq_build.measure.proc import run
 from ciq_build.pin.record import resolve_build_pin
@@ -737,3 +740,129 @@ def test_a_real_configure_with_its_deferred_finalize_step_reaches_the_same_verdi
             assert cmake_side[1] == python[1], (p.case.name, cmake_side, python)
         checked.append(python[0])
     assert checked.count("applied") >= 3 and checked.count("refused") >= 6, checked
+
+
+# --- ciq_tune_target() arguments (issue 22 items 4 and 7) --------------------------------------------------------
+# The rule book's rules for a call's PARAMS, CONSTRAINTS, OBJECTIVES and SEARCH_SPACE, and its "did you mean",
+# judged by Python (params.parse_param, constraints.syntax_problem, RuleBook.matches, rules.nearest) and by
+# the CMake functions _ciq_check_call runs, on the same inputs. Constraints must give the same message too.
+
+CALL_NAMES = ("BX", "BY", "TILE", "UNROLL_4")
+CALL_PARAMS = (
+    *PARAMS, "T=choice(1,2,4,8", "T=chioce(1,2)", "T=Choice(1,2)", "T=range(8,1)", "T=range(1,8,0)", "T=range(1,8,-1)",
+    "T=range(1,8,2)", "T=range(1.,2)", "T=range(.5,2)", "T=range(1e3,2e3,1e2)", "T=range(1,2,3,4)", "T=range(1)",
+    "T=range(a,b)", "T=range(1,1)", "T=range(+1,8)", "T=log_sampling(0,8)", "T=log_sampling(1,8,1)",
+    "T=log_sampling(1,8,3.0)", "T=log_sampling(1,8,+3)", "T=log_sampling(1,8,03)", "T=log_sampling(2,64,6)",
+    "T=literal(1,2)", "T=literal(x)", "T=1,1", "T=1,01", "T=1,,2", "T=1,2,", "T=,1", "T=", "T", "=1", "1T=1",
+    " T = 1 , 2 ", "T=choice( 1 , 2 )", "T=choice(1,2)x", "T=(1,2)", "T=choice(1,(2))", "T=a b", "T=x/y",
+    "T=rang(1,8)", "T=logsampling(1,8)", "T=literl(3)", "T=choice()", "T=choice(1,2))", "T=" + "9" * 300,
+)
+CALL_CONSTRAINTS = (
+    "BX*BY<=1024", "BX*BY <= 1024 and TILE % 4 == 0", "not BX > 8 or (BY - 1) / 2 != 3", "-BX*-2 > 0",
+    "BX<BY<3", "BX<BY and BY<3", "(BX<BY)<3", "BX == (BY < 3)", "not not BX", "- not BX", "BX < not BY",
+    "BXX > 1", "bx > 1", "TILES > 1", "UNROLL4 == 2", "Z > 1", "BX @ 2", "BX ** 2", "BX && BY", "BX = 2",
+    "BX*BY<=", "(BX", "BX)", "()", "", "   ", "BX BY", "1 2", "BX (BY)", "and BX", "BX and", "BX or or BY",
+    "((((BX))))", "((BX)", "BX))", "BX >= 2 and (BY <= 4 or TILE != 8) and not UNROLL_4 % 2",
+    "BX\t<\t2", "3.5 > BX", "0x10 > BX", "BX !== 2", "BX <> 2", "BX =< 2", "BX!", "!BX",
+)
+CALL_OBJECTIVES = (
+    "time", "max:time", "min:energy", "compile_time", "compile_seconds", "registers", "registers:heavy",
+    "spills", "spill_bytes:gemm_(f16|f32)", "stack_bytes", "shared_bytes:k", "sass_instructions",
+    "metric:gflops", "max:metric:gflops", "metric:", "metric", "regsters", "time:x", "max:", "sass_instructions:x",
+    "max:max:time", "energy_j", "registers:a b", "Time",
+)
+CALL_SPACES = (
+    "knobs", "params", "ptxas-acf", "ptxas-acf:13.3", "ptxas-acf:13.3:att", "nvcc-acf:13.0", "ptxas-acf:latest",
+    "ptxas-acf:13", "knobz", "param", "acf-pool:pools/a", "acf-pool:", "spaces/ptxas13.3.bin", "x.bin",
+    "/abs/path/space.bin", "space.bin.txt", "Knobs", "acf_pool:x",
+)
+CALL_WORDS = (
+    ("objective", "regsters"), ("objective", "registers"), ("objective", "sass_instruction"), ("objective", "x"),
+    ("objective", "tim"), ("objective", "enrgy"), ("objective", "compiletime"), ("objective", "metrics"),
+    ("params_form", "chioce"), ("params_form", "rang"), ("params_form", "logsampling"), ("params_form", "literl"),
+    ("params_form", "Choice"), ("params_form", "zz"), ("search_space", "knobz"), ("search_space", "param"),
+    ("search_space", "ptxas-acff"), ("search_space", "acfpool"), ("search_space", "nvcc"),
+)
+
+
+def _random_constraints(count: int, seed: int = 22) -> list[str]:
+    rng = random.Random(seed)
+    alphabet = ["BX", "BY", "TILE", "BZ", "1", "1024", "(", ")", "+", "-", "*", "/", "%", "<", "<=", ">", ">=",
+                "==", "!=", "and", "or", "not", " ", "@", "="]
+    return ["".join(rng.choice(alphabet) + rng.choice(["", " "]) for _ in range(rng.randint(1, 9)))
+            for _ in range(count)]
+
+
+def _bracket(text: str) -> str:
+    assert "]==]" not in text and ";" not in text
+    return f"[==[{text}]==]"
+
+
+def _python_call_verdict(kind: str, value: str, rules: RuleBook) -> str:
+    if kind == "param":
+        try:
+            parse_param(value)
+        except CiqError:
+            return "refused"
+        return ""
+    if kind == "constraint":
+        return constraint_syntax_problem(value, CALL_NAMES, rules) or ""
+    if kind.startswith("pattern:"):
+        return "" if rules.matches(kind.partition(":")[2], value) else "refused"
+    return nearest(value, rules.words[kind.partition(":")[2]]) or ""
+
+
+def _cmake_call_verdicts(cases: list[tuple[str, str]], tmp: Path, cmake: str) -> list[str]:
+    calls = "\n".join(f"_case({i} {kind} {_bracket(value)})" for i, (kind, value) in enumerate(cases))
+    script = tmp / "check_call.cmake"
+    script.write_text(f"""
+include({_bracket(str(REPO_ROOT / "cmake" / "ciq_build_rules.cmake"))})
+function(_case n kind value)
+  set(problem "")
+  if(kind STREQUAL "param")
+    _ciq_rules_param_problem(problem "${{value}}")
+    if(NOT problem STREQUAL "")
+      set(problem refused)
+    endif()
+  elseif(kind STREQUAL "constraint")
+    _ciq_rules_constraint_problem(problem "${{value}}" {' '.join(CALL_NAMES)})
+  elseif(kind MATCHES "^pattern:(.*)$")
+    _ciq_rules_matches(ok ${{CMAKE_MATCH_1}} "${{value}}")
+    if(NOT ok)
+      set(problem refused)
+    endif()
+  elseif(kind MATCHES "^nearest:(.*)$")
+    _ciq_rules_words(words ${{CMAKE_MATCH_1}})
+    _ciq_rules_nearest(problem "${{value}}" ${{words}})
+  endif()
+  message("case ${{n}}: [${{problem}}]")
+endfunction()
+{calls}
+""")
+    result = run([cmake, "-P", str(script)], timeout=600)
+    found = dict(re.findall(r"^case (\d+): \[(.*)\]$", result.stderr, re.M))
+    assert len(found) == len(cases), result.output_tail(40)
+    return [found[str(i)] for i in range(len(cases))]
+
+
+def test_call_arguments_get_the_same_verdict_from_python_and_cmake(tmp_path: Path, cmake_bin: str) -> None:
+    cases = [("param", p) for p in CALL_PARAMS]
+    cases += [("constraint", c) for c in (*CALL_CONSTRAINTS, *_random_constraints(300))]
+    cases += [(f"pattern:{rule}", o) for o in CALL_OBJECTIVES for rule in ("objective_spec", "benchmark_objective")]
+    cases += [("pattern:search_space", s) for s in CALL_SPACES]
+    cases += [(f"nearest:{name}", word) for name, word in CALL_WORDS]
+    rules = load_rules()
+    python = [_python_call_verdict(kind, value, rules) for kind, value in cases]
+    cmake_side = _cmake_call_verdicts(cases, tmp_path, cmake_bin)
+    disagreements = [f"{kind} {value!r}: python [{py}] / cmake [{cm}]"
+                     for (kind, value), py, cm in zip(cases, python, cmake_side) if py != cm]
+    assert not disagreements, f"{len(disagreements)} of {len(cases)} judged differently:\n" + "\n".join(disagreements)
+    verdicts = dict(zip(cases, python))
+    # Both kinds are exercised, and the issue's examples are refused with their suggestion.
+    assert sum(1 for (k, _), v in verdicts.items() if k == "constraint" and not v) >= 20
+    assert sum(1 for (k, _), v in verdicts.items() if k == "constraint" and v) >= 100
+    assert verdicts[("param", "T=choice(1,2,4,8")] == verdicts[("param", "T=range(8,1)")] == "refused"
+    assert verdicts[("nearest:objective", "regsters")] == "registers"
+    assert verdicts[("nearest:params_form", "chioce")] == "choice"
+    assert verdicts[("nearest:search_space", "knobz")] == "knobs"
+    assert verdicts[("constraint", "BXX > 1")].endswith("(did you mean BX?)")

@@ -47,8 +47,9 @@ class Token:
     text: str
 
 
-def tokenize(expression: str, rules: RuleBook | None = None) -> list[Token] | str:
-    """The tokens of `expression`, or a problem text naming the first character no token starts with."""
+def tokenize(expression: str, rules: RuleBook | None = None) -> tuple[list[Token], str | None]:
+    """The tokens of `expression` up to the first character no token starts with, and a problem
+    text naming that character (None when every character is part of a token or a blank)."""
     rules = rules or load_rules()
     tokens: list[Token] = []
     position = 0
@@ -67,21 +68,20 @@ def tokenize(expression: str, rules: RuleBook | None = None) -> list[Token] | st
                 position += len(text)
                 break
         else:
-            return f"'{expression[position]}' at position {position + 1} is not part of the language"
-    return tokens
+            return tokens, f"'{expression[position]}' at position {position + 1} is not part of the language"
+    return tokens, None
 
 
 def syntax_problem(expression: str, names: Sequence[str], rules: RuleBook | None = None) -> str | None:
     """Why `expression` is not a constraint over `names` (the PARAMS names), or None.
 
-    A scan with two states: an operand is expected (at the start, after an
-    operator, '(' or 'not') or an operator is. The CMake module's
-    _ciq_rules_constraint_problem makes the same scan, message for message.
+    A scan from left to right with two states: an operand is expected (at the
+    start, after an operator, '(' or 'not') or an operator is; the first problem
+    met, a character outside the language included, is the one reported. The
+    CMake module's _ciq_rules_constraint_problem makes the same scan, message for message.
     """
-    tokens = tokenize(expression, rules)
-    if isinstance(tokens, str):
-        return tokens
-    if not tokens:
+    tokens, lexing_problem = tokenize(expression, rules)
+    if not tokens and lexing_problem is None:
         return "it is empty"
     expect_operand = True
     depth = 0
@@ -122,6 +122,8 @@ def syntax_problem(expression: str, names: Sequence[str], rules: RuleBook | None
                 expect_operand = True
             else:
                 return f"'{text}' where an operator or ')' belongs"
+    if lexing_problem is not None:
+        return lexing_problem
     if expect_operand:
         return "it ends where a number, a PARAMS name or '(' belongs"
     if depth:
@@ -234,8 +236,7 @@ def parse_constraints(expressions: Sequence[str], params: Mapping[str, Any]) -> 
         problem = syntax_problem(expression, names, rules)
         if problem is not None:
             raise ConfigError(f"CONSTRAINTS {expression!r}: {problem}; fix it in ciq_tune_target().")
-        tokens = tokenize(expression, rules)
-        assert isinstance(tokens, list)
+        tokens, _ = tokenize(expression, rules)
         for token in tokens:
             if token.kind == "name":
                 values = params[PARAM_PREFIX + token.text].values()

@@ -546,6 +546,8 @@ class Search:
         if self._batch is None:
             self._batch = self._breed()
             if not self._batch:
+                if self._generation == 0 and self.space.constrained:
+                    raise self.space.nothing_allowed()
                 self._stop_reason = "exhausted"
                 return []
         return self.pending
@@ -707,7 +709,7 @@ class Search:
         return child
 
     def _fill_from_unseen(self, rng: random.Random, out: list[Genome]) -> bool:
-        for _ in range(_RETRIES):
+        for _ in range(self.space.draws(_RETRIES)):
             if self._new(self.sampler(rng, self.space, 0.0), out):
                 return True
         cardinality = self.space.cardinality

@@ -64,6 +64,8 @@ class RandomSource:
         genomes = [g for g in (self._draw(rng) for _ in range(min(self.config.pool_size, budget - self._issued)))
                    if g is not None]
         self._exhausted = not genomes
+        if self._exhausted and self._issued == 0 and self.space.constrained:
+            raise self.space.nothing_allowed()
         for genome in genomes:
             proposal = Proposal(id=self._issued, generation=self._batch, params=self.space.to_params(genome))
             self._pending[proposal.id] = proposal
@@ -97,7 +99,7 @@ class RandomSource:
     def _draw(self, rng: random.Random) -> Genome | None:
         """A configuration not drawn before, or None when the space has none left."""
         if self._unseen is None:
-            for _ in range(_DRAWS):
+            for _ in range(self.space.draws(_DRAWS)):
                 genome = self.space.sample(rng, 0.0)  # the whole range: seed bounds are a GA's head start
                 if genome not in self._seen:
                     self._seen.add(genome)
