@@ -176,6 +176,47 @@ def test_the_rule_book_objective_pattern_is_the_tables():
         assert not any(rule.matches(alias) for alias in kind.aliases)
 
 
+def _spelling_patterns() -> tuple[str, str]:
+    """The rule book's objective_spec and benchmark_objective patterns as the table spells them: every spec a
+    ciq_tune_target() call may write (aliases and max:/min: included), and those read from a benchmark run."""
+    def spellings(kinds: list[ObjectiveKind]) -> str:
+        plain = [n for kind in kinds if kind.argument != "metric name" for n in (kind.name, *kind.aliases)]
+        named = [f"{n}:{METRIC_NAME}" for kind in kinds if kind.argument == "metric name" for n in (kind.name, *kind.aliases)]
+        per_kernel = "|".join(n for kind in kinds if kind.argument == "kernel regex" for n in (kind.name, *kind.aliases))
+        alternatives = [*plain, *named] + ([f"({per_kernel}):{KERNEL_REGEX}"] if per_kernel else [])
+        return f"((max|min):)?({'|'.join(alternatives)})"
+    return spellings(list(KINDS)), spellings([kind for kind in KINDS if kind.source == "benchmark"])
+
+
+def test_the_rule_book_call_patterns_are_the_tables():
+    rules = load_rules()
+    spec, benchmark = _spelling_patterns()
+    for name, expected in (("objective_spec", spec), ("benchmark_objective", benchmark)):
+        rule = rules.patterns[name]
+        assert rule.regex.pattern == f"(?:{expected})", (
+            f"cmake/ciq_build_rules.txt: write `pattern {name} {rule.min_length}..{rule.max_length} {expected}`")
+    assert rules.words["objective"] == tuple(kind.name for kind in KINDS), (
+        f"cmake/ciq_build_rules.txt: write `words objective {' '.join(kind.name for kind in KINDS)}`")
+    # What the patterns accept, parse_objective accepts, and the other way round, with the same source.
+    for kind in KINDS:
+        for name in (kind.name, *kind.aliases):
+            for written in (_example_spec(kind).replace(kind.name, name, 1), f"max:{name}", f"{name}:x y"):
+                try:
+                    objective = parse_objective(written)
+                except ConfigError:
+                    assert not rules.matches("objective_spec", written), written
+                    continue
+                assert rules.matches("objective_spec", written), written
+                assert rules.matches("benchmark_objective", written) == (objective.source == "benchmark"), written
+
+
+def test_an_unknown_objective_gets_a_suggestion_in_the_readmes_words():
+    with pytest.raises(ConfigError) as error:
+        parse_objective("regsters")
+    assert "(did you mean registers?)" in str(error.value)
+    assert not any(alias in str(error.value) for kind in KINDS for alias in kind.aliases)
+
+
 def _readme_row(kind: ObjectiveKind) -> str:
     name = " ".join([f"`{kind.spelling}`", *(f"(or `{alias}`)" for alias in kind.aliases)])
     key = f"`{kind.metric_key}`" if kind.metric_key else "`<name>`"

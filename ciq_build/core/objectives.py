@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ciq_build.core.pareto import Direction
+from ciq_build.core.rules import nearest
 from ciq_build.errors import ConfigError
 
 # Where a value is measured: a benchmark run (a GPU), the compiled code (no GPU), the compile's clock.
@@ -255,9 +256,10 @@ def parse_objective(spec: object) -> Objective:
     base, sep, argument = text.partition(":")
     kind = _BY_NAME.get(_ALIASES.get(base, base))
     if kind is None or (sep and not kind.argument) or (kind.argument == "metric name" and not sep):
+        guess = nearest(base, [k.name for k in KINDS])
+        hint = f" (did you mean {guess}?)" if guess and guess != base else ""
         raise ConfigError(
-            f"unknown objective {spec!r}; use one of {known_spellings()} (or an alias: "
-            f"{', '.join(f'{a} for {n}' for a, n in _ALIASES.items())}), optionally prefixed with max: or min:.")
+            f"unknown objective {spec!r}{hint}; use one of {known_spellings()}, optionally prefixed with max: or min:.")
     if kind.argument == "metric name":
         argument = _metric_name(spec, argument)
     elif sep:
