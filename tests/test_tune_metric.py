@@ -69,9 +69,23 @@ def test_a_benchmark_in_its_own_format_tunes_time_through_metric_alone(
     assert printed in run.stdout and "CIQ_" not in run.stdout
 
 
-def test_a_printed_time_too_coarse_to_tell_candidates_apart_is_warned_about_once(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def coarse_tune_writing_into_its_sources(tmp_path_factory: pytest.TempPathFactory,
+                                         ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One --no-pin --quiet tune that two tests assert on (a tune here is ~1 min on two loaded cores): its
+    benchmark prints a time too coarse to tell candidates apart ("0.00150 sec"), and appends each of its
+    runs to a file of the source tree (OWN_BENCH_WRITES). Neither warning depends on the other."""
+    tmp_path = tmp_path_factory.mktemp("coarse-writing")
+    written = tmp_path / "own format src" / "bench-runs.txt"
+    result, _, _ = _tune(tmp_path, "--cmake-arg=-DOWN_UNIT=s", "--cmake-arg=-DOWN_DIGITS=5", "--no-pin", "--quiet",
+                         env={"OWN_BENCH_WRITES": str(written)})
+    return result, written
+
+
+def test_a_printed_time_too_coarse_to_tell_candidates_apart_is_warned_about_once(
+        coarse_tune_writing_into_its_sources: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     # "0.00150 sec": the last digit is 1/150 = 0.67% of the value; a 1% gain is barely one step.
-    result, _, _ = _tune(tmp_path, "--cmake-arg=-DOWN_UNIT=s", "--cmake-arg=-DOWN_DIGITS=5", "--no-pin", "--quiet")
+    result, _ = coarse_tune_writing_into_its_sources
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if "too coarse" in line]
     assert len(warnings) == 1, result.stderr  # once per tune, not once per run
@@ -106,11 +120,11 @@ def test_a_candidate_whose_time_drops_to_zero_is_a_bad_metric_and_never_pinned(
         assert "through METRIC" not in warnings[0]
 
 
-def test_a_benchmark_that_writes_into_the_source_tree_is_warned_about_once_naming_the_file(tmp_path: Path) -> None:
+def test_a_benchmark_that_writes_into_the_source_tree_is_warned_about_once_naming_the_file(
+        coarse_tune_writing_into_its_sources: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     # Each candidate's run appended to a file of the source tree, unnoticed: what it writes there can change
     # what the next candidate builds. The baseline's run makes the file; the candidates' runs change it.
-    written = tmp_path / "own format src" / "bench-runs.txt"
-    result, _, _ = _tune(tmp_path, "--no-pin", "--quiet", env={"OWN_BENCH_WRITES": str(written)})
+    result, written = coarse_tune_writing_into_its_sources
     assert result.returncode == 0, result.stderr
     assert written.read_text().count("X=") >= 3 * 2  # the baseline's runs, then at least one candidate's
     warnings = [line for line in result.stderr.splitlines() if "source tree changed" in line]
