@@ -240,22 +240,19 @@ def test_scratch_trees_are_configured_one_at_a_time(tmp_path: Path) -> None:
     assert len(list((build / "ciq" / "scratch" / "kern").glob("worker-*/build/CMakeCache.txt"))) >= 3
 
 
-def test_show_after_a_tune_that_pinned_nothing_says_so(tmp_path: Path) -> None:
-    source = _project(tmp_path)
-    build = tmp_path / "build"
-    assert _tune("kern", source, build, "--generations", "1", "--pool-size", "2", "--no-pin").returncode == 0
-    show = subprocess.run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(build)],
-                          capture_output=True, text=True, timeout=60, cwd=source)
-    assert show.returncode == 2
-    assert "a tune ran" in show.stderr and "pinned nothing" in show.stderr and "report kern" in show.stderr
-
-
-def test_tune_sees_a_cmakelists_edit_made_since_the_last_configure(tmp_path: Path) -> None:
+def test_show_after_a_tune_that_pinned_nothing_says_so_and_tune_sees_a_cmakelists_edit_made_since(
+        tmp_path: Path) -> None:
+    # One tune for both (each was a configure and a tune of its own: ~70 s on two loaded cores).
     source = _project(tmp_path)
     build = tmp_path / "build"
     args = ["--generations", "1", "--pool-size", "2", "--no-pin"]
     first = _tune("kern", source, build, *args)
     assert first.returncode == 0 and "stack_bytes" in first.stdout, first.stderr
+    show = subprocess.run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(build)],
+                          capture_output=True, text=True, timeout=60, cwd=source)
+    assert show.returncode == 2
+    assert "a tune ran" in show.stderr and "pinned nothing" in show.stderr and "report kern" in show.stderr
+
     cmakelists = source / "CMakeLists.txt"
     cmakelists.write_text(cmakelists.read_text().replace("OBJECTIVES stack_bytes", "OBJECTIVES registers", 1))
     edited = _tune("kern", source, build, *args)  # no cmake run in between, as a user would do it
