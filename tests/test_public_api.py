@@ -63,6 +63,7 @@ def test_the_readmes_search_example_runs_as_written(tmp_path: Path) -> None:
     assert float(found.group(1)) <= 5.0  # the optimum is 2.0 (x=1, y=1): a search, not a random pick
 
 
+@pytest.mark.slow  # a real tune (CMake, nvcc): 77 s of the fast subset's wall, 21 s CPU, on the loaded machine
 def test_the_readmes_tune_example_runs_as_written_on_the_project_it_names(tmp_path: Path) -> None:
     tune_example = _readme_examples()[1]
     project = re.search(r'source_dir="([^"]+)"', tune_example)
