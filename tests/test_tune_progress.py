@@ -47,10 +47,11 @@ def test_without_a_terminal_each_evaluation_is_one_plain_line(log: io.StringIO) 
     now = [0.0]
     progress = TuneProgress(8, 2, parse_objectives(["time", "registers"]), stream=io.StringIO(), terminal=False,
                             clock=lambda: now[0])
+    # The search counts generations from 0; a person reads the first as 1 of 2.
     now[0] = 10.0
-    progress.update(1, evaluations=1, failures=0, best=(4.25, 41.0), last=evaluated(1, scores=(4.25, 41.0)))
+    progress.update(0, evaluations=1, failures=0, best=(4.25, 41.0), last=evaluated(1, scores=(4.25, 41.0)))
     now[0] = 65.0
-    progress.update(1, evaluations=2, failures=1, best=(4.25, 41.0), last=evaluated(2, ok=False))
+    progress.update(0, evaluations=2, failures=1, best=(4.25, 41.0), last=evaluated(2, ok=False))
     lines = log.getvalue().splitlines()
     assert lines == [
         "ciq_build: evaluation 1/8 (12%), generation 1/2: ok, time 4.25 ms, registers 41 | best time 4.25 ms, "
@@ -99,7 +100,7 @@ def test_on_a_terminal_it_is_a_bar_not_lines(log: io.StringIO) -> None:
     terminal = io.StringIO()
     progress = TuneProgress(4, 2, parse_objectives(["registers"]), stream=terminal, terminal=True)
     for i in range(4):
-        progress.update(1 + i // 2, evaluations=i + 1, best=(40.0,), last=evaluated(i))
+        progress.update(i // 2, evaluations=i + 1, best=(40.0,), last=evaluated(i))
     assert progress.bar is not None and progress.bar.n == 4 and "generation 2/2" in str(progress.bar)
     progress.close()
     assert log.getvalue() == ""  # nothing logged line by line
@@ -145,8 +146,9 @@ def test_a_tune_in_a_ci_log_says_each_evaluation(kern_project: tuple[Path, Path]
         assert "best stack_bytes " in line and " bytes" in line
     assert any(": ok, stack_bytes " in line for line in lines)
     first = next(line for line in said if line.startswith("ciq_build: tuning kern with CUDA "))
-    assert "the build tree's CMAKE_CUDA_COMPILER chose it" in first  # which rule, and how to choose another
+    assert "CMAKE_CUDA_COMPILER); CMake chose it when this build tree was configured" in first  # which rule, and how to choose another
     assert ("-DCMAKE_CUDA_COMPILER=<its nvcc>" in first) == bool(other_toolkits(find_toolchain().nvcc))
+    assert any(line.startswith("ciq_build: preparing ") and "scratch trees" in line for line in said)
     assert any("building and measuring the baseline" in line for line in said)
     assert any(line.startswith("ciq_build: baseline: stack_bytes ") for line in said)
     assert any(line.startswith("ciq_build: rebuilding the winner") for line in said)  # the confirm step

@@ -78,7 +78,7 @@ class CMakeBackend:
         return proc.run([build_tool("cmake"), "--build", str(self.build_dir), "--target", manifest.target], timeout)
 
     def toolkit_rule(self) -> tuple[str, str]:
-        return ("the build tree's CMAKE_CUDA_COMPILER chose it (CMake's own search, when the tree was configured)",
+        return ("CMake chose it when this build tree was configured",
                 "configure a new build dir with -DCMAKE_CUDA_COMPILER=<its nvcc> and tune there")
 
     def rebuild_hint(self, manifest: Manifest) -> str:

@@ -174,8 +174,11 @@ class TuneRun:
         # confirmation, since the actors keep their own).
         # Compile time is measured on the whole nvcc compile, never on the ptxas-only fast path.
         benchmarking = self.runner.slots.count if self.runner.needs_benchmark else 0
-        base_tree, *workers = make_trees(self.backend, self.manifest, self.toolchain,
-                                         self.executor.local_trees(self.settings.build.jobs, benchmarking) + 1,
+        count = self.executor.local_trees(self.settings.build.jobs, benchmarking) + 1
+        # A configure each the first time (seconds to minutes for a large project), said before it starts.
+        self._say(f"preparing {count} scratch trees (the baseline's and {count - 1} worker(s)'; each configured once, "
+                  "then reused)")
+        base_tree, *workers = make_trees(self.backend, self.manifest, self.toolchain, count,
                                          self._configure_timeout(), fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")

@@ -131,7 +131,7 @@ class TuneProgress:
         if last is not None and not last.cached:
             self._measured += 1
         left = pace.time_left(now - self._started, self._measured, evaluations, self.expected)
-        where = f"generation {generation}/{self.generations}"
+        where = f"generation {generation + 1}/{self.generations}"  # counted from 0 by the search, from 1 here
         if self.bar is not None:
             parts = [f"about {pace.clock(left)} left"] if left is not None else []
             parts += [where, f"best {self._scores(best)}", f"{failures} failed"]
