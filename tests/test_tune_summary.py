@@ -52,7 +52,7 @@ def test_the_table_shows_each_objectives_unit() -> None:
 def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
     objectives = parse_objectives(["registers"])
     search = SearchSettings(generations=2, pool_size=4, kinds=("params",))
-    hint = next_without_a_pin(objectives, search, pin=True)
+    hint = next_without_a_pin(objectives, search, pin=True, better=False)
     text = run_summary("kern", objectives, (40.0,), (40.0,), [evaluated("a")], False, "no better", None,
                        Path("journal.jsonl"), {"a"}, next_without_pin=hint)
     said = next(line for line in text.splitlines() if line.startswith("  next: "))
@@ -60,7 +60,9 @@ def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
     assert "--objective, one of time, energy, compile_time, spill_bytes" in said and "registers," not in said
     assert "--controls knobs beside params" in said and "PARAMS" in said
     assert "this tune: 2 generations of 4" in said and "--generations" in said
-    assert "without --no-pin" in next_without_a_pin(objectives, search, pin=False)
+    assert "without --no-pin" in next_without_a_pin(objectives, search, pin=False, better=True)
+    # --no-pin on a search that found nothing better: running it again without --no-pin would pin nothing either
+    assert next_without_a_pin(objectives, search, pin=False, better=False) == hint
     pinned = run_summary("kern", objectives, (40.0,), (32.0,), [evaluated("a")], False, "better",
                          Path("ciq/kern.json"), Path("journal.jsonl"), {"a"}, next_without_pin=hint)
     assert "nothing beat" not in pinned and "next: commit ciq" in pinned

@@ -355,7 +355,7 @@ class TuneRun:
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by,
                           next_without_pin=next_without_a_pin(self.objectives, self.settings.search,
-                                                              self.settings.pin)),
+                                                              self.settings.pin, confirmation.better)),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)

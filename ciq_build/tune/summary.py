@@ -37,9 +37,9 @@ def runs_summary(evaluations: Sequence[Evaluation], repeats: int) -> str:
     return text
 
 
-def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool) -> str:
-    """What to try when a tune pinned nothing: the summary's `next:` line."""
-    if not pin:
+def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool) -> str:
+    """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line."""
+    if not pin and better:
         return "run the same command without --no-pin to pin the winner"
     others = [kind.name for kind in KINDS if kind.name not in {o.name.partition(":")[0] for o in objectives}]
     kinds = set(search.kinds)
