@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
                            f"target's TIMEOUT, {_MEASURE.timeout:g} unless set, or 4x the baseline's when more; "
                            "the baseline itself gets at least 600)")
     tune.add_argument("--max-evaluations", type=int, default=None, help="stop after this many evaluations")
+    tune.add_argument("--time-limit", default=None, metavar="DURATION",
+                      help="a wall-clock budget from the tune's start, e.g. 30m, 1h30m, 90s: then no candidate "
+                           "starts (those running finish), and the best so far is re-measured and pinned")
     tune.add_argument("--architecture", default=None, metavar="ARCH",
                       help="tune one architecture of a multi-architecture target (e.g. 80 or sm_90a): only it is "
                            "built, and the winner is pinned as its entry of the target's record, beside the other "

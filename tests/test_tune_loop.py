@@ -165,6 +165,24 @@ def test_the_budget_counts_evaluations_run_and_stops_the_search(tmp_path: Path) 
     assert len(counting.told) == 5 and counting.asks == 1  # cut inside the first batch; never asked again
 
 
+def test_the_time_limit_starts_no_candidate_after_the_deadline_and_says_it_ended_the_search(tmp_path: Path) -> None:
+    """A clock that is the number of evaluations started (no sleeps: the same on a loaded machine)."""
+    runner = StandInRunner(TIME)
+    journal = tmp_path / "timed.jsonl"
+    counting = Counting(source())
+    loop = SearchLoop(counting, runner, ["w0", "w1"], opened_cache(journal, TIME), controls_id, TIME,
+                      deadline=5, clock=lambda: runner.calls)
+    loop.run()
+    assert runner.calls == 5 and loop.stopped_by == "time_limit"
+    assert len(evaluation_lines(journal)) == 5 and len(counting.told) == 5  # what ran is journaled and told
+    untimed = SearchLoop(source(), StandInRunner(TIME), ["w0"], opened_cache(tmp_path / "all.jsonl", TIME),
+                         controls_id, TIME, deadline=10**9, clock=lambda: 0)
+    untimed.run()
+    assert untimed.stopped_by is None and len(untimed.evaluations) > 5  # the source ended it, not the clock
+    budgeted, *_ = replay(record(tmp_path), tmp_path / "budget.jsonl", budget=3)
+    assert budgeted.stopped_by == "max_evaluations"
+
+
 def test_a_resumed_search_reuses_the_journal_and_finds_the_same_winner(tmp_path: Path) -> None:
     recorded = record(tmp_path)
     whole, _, _, whole_winner = replay(recorded, tmp_path / "whole.jsonl")

@@ -10,7 +10,10 @@ search layer can take its part (``SearchSettings``) without knowing the driver.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+
+from ciq_build.errors import ConfigError
 
 # Seconds before one compile or benchmark run is killed, when neither --timeout nor
 # the target's TIMEOUT says. The CMake module's TIMEOUT default (cmake/ciq_build.cmake)
@@ -49,6 +52,34 @@ def timeout_advice(seconds: float) -> str:
             "or pass tune --timeout S")
 
 
+_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0}
+_DURATION = re.compile(r"(?:(\d+(?:\.\d*)?)h)?(?:(\d+(?:\.\d*)?)m)?(?:(\d+(?:\.\d*)?)s?)?")
+DURATION_RULE = "a duration such as 30m, 1h30m, 90s or a number of seconds"
+
+
+def duration_seconds(value: object, flag: str = "--time-limit") -> float:
+    """`value` (30m, 1h30m, 90s, 45, or a number) in seconds; a ConfigError naming `flag` when it is none."""
+    seconds: float | None = None
+    if isinstance(value, str):
+        match = _DURATION.fullmatch(value.strip().lower())
+        if match and any(match.groups()):
+            seconds = sum(float(part) * unit for part, unit in zip(match.groups(), _DURATION_UNITS.values())
+                          if part is not None)
+    else:
+        seconds = timeout_seconds(value)
+    if seconds is None or not math.isfinite(seconds) or seconds <= 0:
+        raise ConfigError(f"{flag} must be {DURATION_RULE} (more than zero), not {value!r}")
+    return seconds
+
+
+def duration_text(seconds: float) -> str:
+    """`seconds` as a person writes a duration (1h30m, 30m, 90s): how the summary repeats a --time-limit."""
+    if seconds < 60 or seconds % 60:
+        return f"{seconds:g}s" if seconds < 3600 else f"{seconds / 60:g}m"
+    hours, minutes = divmod(int(seconds) // 60, 60)
+    return (f"{hours}h" if hours else "") + (f"{minutes}m" if minutes or not hours else "")
+
+
 PLAIN_KINDS = ("knobs", "params")  # what is searched when neither --controls nor SEARCH_SPACE says
 
 
@@ -61,6 +92,9 @@ class SearchSettings:
     mutate_rate: float = 0.1  # the GA's default (search/ga.py SearchConfiguration)
     seed: int = 0
     max_evaluations: int | None = None  # fresh evaluations at most; journaled ones are free
+    # Seconds of wall clock from the tune's start (after its lock) before the search starts no more
+    # candidates; the winner is then re-measured and pinned as usual. None: no limit.
+    time_limit: float | None = None
     kinds: tuple[str, ...] = PLAIN_KINDS  # knobs, params, an ACF space, acf-pool:<dir>
     allow_numerics: bool = False  # also search flags that change floating-point results
     pick: str = "knee"  # which Pareto point to pin: knee or first

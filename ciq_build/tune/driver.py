@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import named_scores, unbenchmarked_names
-from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR
+from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
 from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
@@ -116,6 +117,8 @@ class TuneRun:
         self.sources = ""  # the source digest, once the journal says which files the build writes
         # Whether candidates' benchmarks write into the source tree, until one is seen to.
         self.tree_watch: TreeWatch | None = None
+        self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
+        self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
 
     # -- the run ---------------------------------------------------------------
 
@@ -161,6 +164,9 @@ class TuneRun:
                 raise self._disk_full("configuring the scratch trees") from None
 
     def _run_locked(self, source: CandidateSource) -> TuneOutcome:
+        limit = self.settings.search.time_limit
+        if limit is not None:  # waiting for the lock (--wait) is not this tune's time
+            self.deadline = time.monotonic() + limit
         self.cache.open(self._header(source), fresh=self.settings.fresh)
         self.source_set.excluded |= self.cache.source_outputs
         self._say(f"tuning {self.manifest.target} with {self.toolchain.describe()}; {self._toolkit_choice()}; "
@@ -315,7 +321,13 @@ class TuneRun:
                             self.settings.build.jobs, timeouts, self._configure_timeout(), self.settings.executor,
                             self.source_set.snapshot(), self.runner, self._say)
         with self.executor.workers(phase, workers) as evaluating:
-            self._loop(source, evaluating.runner, evaluating.slots, progress).run()
+            loop = self._loop(source, evaluating.runner, evaluating.slots, progress)
+            loop.run()
+        self.stopped_by = loop.stopped_by
+        if self.stopped_by == "time_limit":
+            then = "; the best so far is re-measured and pinned" if self.evaluations else ""
+            self._say(f"the time limit ({self._time_limit_text()}) ended the search after "
+                      f"{len(self.evaluations)} evaluation(s){then}")
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
               progress: TuneProgress | None) -> SearchLoop[W]:
@@ -326,7 +338,8 @@ class TuneRun:
             return disk_full(evaluated)
 
         loop = SearchLoop(source, runner, workers, self.cache, self._key, self.objectives,
-                          budget=self.settings.search.max_evaluations, progress=progress, stop_for=after_candidate)
+                          budget=self.settings.search.max_evaluations, deadline=self.deadline, progress=progress,
+                          stop_for=after_candidate)
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
         return loop
 
@@ -334,6 +347,8 @@ class TuneRun:
 
     def _finish(self, baseline: Evaluation, base_tree: ScratchTree, tree: ScratchTree,
                 source: CandidateSource) -> TuneOutcome:
+        if not self.evaluations and self.stopped_by is not None:
+            return self._nothing_evaluated(baseline)
         confirmer = Confirmer(self.runner, self.cache, self.objectives,
                               dataclasses.replace(self.settings.measure, timeout=self.timeout),
                               self.settings.search.pick, self.manifest.target, self._say, self._warn)
@@ -354,11 +369,25 @@ class TuneRun:
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by,
+                          stopped=self._stopped_text(),
                           next_without_pin=next_without_a_pin(self.objectives, self.settings.search,
                                                               self.settings.pin, confirmation.better)),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)
+
+    def _nothing_evaluated(self, baseline: Evaluation) -> TuneOutcome:
+        """A budget spent before any candidate (a --time-limit the baseline used up): nothing to confirm or pin."""
+        assert baseline.scores is not None
+        verdict = "the search ended before any candidate was evaluated; nothing pinned"
+        print(run_summary(self.manifest.target, self.objectives, baseline.scores, baseline.scores, [],
+                          self.runner.needs_benchmark, verdict, None, self.cache.path, self.cache.measured_this_run,
+                          repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by,
+                          stopped=self._stopped_text(),
+                          next_without_pin=next_without_a_pin(self.objectives, self.settings.search,
+                                                              self.settings.pin)),
+              file=sys.stdout)
+        return TuneOutcome(True, None, baseline, None, [], verdict)
 
     def _minimal(self, confirmation: Confirmation, tree: ScratchTree) -> Confirmation:
         """The confirmation with the winner's no-op controls dropped (ciq_build.tune.minimize)."""
@@ -376,6 +405,18 @@ class TuneRun:
                                    better=not minimal.controls.is_default)
 
     # -- output --------------------------------------------------------------------
+
+    def _time_limit_text(self) -> str:
+        limit = self.settings.search.time_limit
+        return "" if limit is None else f"--time-limit {duration_text(limit)}"
+
+    def _stopped_text(self) -> str:
+        """The summary's word on a budget that ended the search early."""
+        if self.stopped_by == "time_limit":
+            return f"by the time limit ({self._time_limit_text()}), after {len(self.evaluations)} evaluation(s)"
+        if self.stopped_by == "max_evaluations":
+            return f"by --max-evaluations {self.settings.search.max_evaluations}"
+        return ""
 
     def _say(self, text: str) -> None:
         if not self.settings.quiet:

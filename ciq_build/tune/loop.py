@@ -4,13 +4,17 @@ Every finished evaluation is journaled before the source hears of it, so a
 stopped tune resumes by replaying the journal into a source with the same
 seed; proposals are told in the order they were asked, whatever order they
 finish in, so the next batch depends only on the seed and the scores told.
-The evaluation budget (``--max-evaluations``) is counted here and only here:
-evaluations run by this process count, journaled ones are free.
+The budgets are counted here and only here: the evaluation budget
+(``--max-evaluations``: evaluations run by this process count, journaled ones
+are free) and the wall-clock one (``--time-limit``: a deadline on the
+clock, after which no candidate starts; those running finish, within their
+timeouts, and are journaled and told).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Generic, Protocol, TypeVar
@@ -50,7 +54,8 @@ class SearchLoop(Generic[W]):
 
     def __init__(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W], cache: EvaluationCache,
                  key_of: Callable[[Controls], str], objectives: Sequence[Objective], *,
-                 budget: int | None = None, progress: Progress | None = None,
+                 budget: int | None = None, deadline: float | None = None,
+                 clock: Callable[[], float] = time.monotonic, progress: Progress | None = None,
                  stop_for: Callable[[Evaluation], BaseException | None] | None = None) -> None:
         if not workers:
             raise ValueError("the search loop needs at least one worker")
@@ -61,11 +66,14 @@ class SearchLoop(Generic[W]):
         self.key_of = key_of
         self.objectives = list(objectives)
         self.budget = budget
+        self.deadline = deadline  # on `clock`: no candidate starts after it
+        self.clock = clock
         self.progress = progress
         self.stop_for = stop_for
         self.evaluations: list[Evaluation] = []  # told, in order
         self.asked = 0  # ask() calls that returned proposals
         self.spent = 0  # evaluations this process made (not from the journal): what the budget counts
+        self.stopped_by: str | None = None  # the budget that ended the search; None: the source ended it
         self._cancelled = threading.Event()  # set when the loop ends early: its workers start nothing more
         # What progress is told, per finished evaluation (in the order they finish, not the order told).
         self._finished = 0
@@ -76,10 +84,18 @@ class SearchLoop(Generic[W]):
     def budget_left(self) -> bool:
         return self.budget is None or self.spent < self.budget
 
+    def _spent(self) -> str | None:
+        """The budget spent now, if any ("max_evaluations", "time_limit"), remembered as what stopped the search."""
+        if not self.budget_left:
+            self.stopped_by = "max_evaluations"
+        elif self.deadline is not None and self.clock() >= self.deadline:
+            self.stopped_by = "time_limit"
+        return self.stopped_by
+
     def run(self) -> list[Evaluation]:
         with ThreadPoolExecutor(max_workers=len(self.workers), thread_name_prefix="ciq-candidate") as pool:
             try:
-                while self.budget_left:
+                while not self._spent():
                     proposals = self.source.ask()
                     if not proposals:
                         break
@@ -105,7 +121,7 @@ class SearchLoop(Generic[W]):
         return self.evaluations
 
     def _evaluate_batch(self, proposals: list[Proposal], pool: ThreadPoolExecutor) -> dict[int, Evaluation]:
-        """Each proposal's outcome by id; a proposal the budget cut has none."""
+        """Each proposal's outcome by id; a proposal a budget cut has none."""
         free = list(self.workers)
         pending: dict[Future[Evaluation], W] = {}
         outcomes: dict[int, Evaluation] = {}
@@ -127,7 +143,7 @@ class SearchLoop(Generic[W]):
                     outcomes[proposal.id] = cached
                     self._finished_one(cached)
                     continue
-                if not self.budget_left:
+                if self._spent():
                     queue.clear()
                     break
                 self.spent += 1
@@ -168,7 +184,7 @@ class SearchLoop(Generic[W]):
     def _tell(self, proposals: list[Proposal], outcomes: dict[int, Evaluation]) -> None:
         for proposal in proposals:
             evaluated = outcomes.get(proposal.id)
-            if evaluated is None:  # cut by the evaluation budget
+            if evaluated is None:  # cut by a budget
                 continue
             self.evaluations.append(evaluated)
             self.source.tell(proposal, evaluated.scores, None if evaluated.ok else f"{evaluated.cause}: {evaluated.message}")

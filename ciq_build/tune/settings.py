@@ -19,6 +19,7 @@ from ciq_build.core.settings import (
     BuildSettings,
     MeasureSettings,
     SearchSettings,
+    duration_seconds,
     timeout_seconds,
 )
 from ciq_build.errors import ConfigError
@@ -67,6 +68,7 @@ class TuneOptions:
     repeats: int = _MEASURE.repeats
     timeout: float | None = None
     max_evaluations: int | None = _SEARCH.max_evaluations
+    time_limit: float | str | None = None  # --time-limit: 30m, 1h30m, 90s or seconds; None: no limit
     fresh: bool = False
     wait: bool = False
     pin: bool = True
@@ -95,7 +97,7 @@ class TuneOptions:
             generations=args.generations, pool_size=args.pool_size, mutate_rate=args.mutate_rate,
             objectives=args.objective, controls=args.controls, allow_numerics=args.allow_numerics,
             pick=args.pick, seed=args.seed, jobs=args.jobs, repeats=args.repeats, timeout=args.timeout,
-            max_evaluations=args.max_evaluations, fresh=args.fresh, wait=args.wait, pin=not args.no_pin,
+            max_evaluations=args.max_evaluations, time_limit=args.time_limit, fresh=args.fresh, wait=args.wait, pin=not args.no_pin,
             quiet=args.quiet, cmake_args=list(args.cmake_arg),
             gpus=[g for g in (args.gpus or "").split(",") if g.strip()],
             executor=args.executor, ray_address=args.ray_address, ray_gpu_resource=args.ray_gpu_resource,
@@ -123,6 +125,7 @@ class TuneOptions:
         args += [f"--cmake-arg={arg}" for arg in self.cmake_args]
         given: tuple[tuple[str, object], ...] = (
             ("--timeout", self.timeout), ("--max-evaluations", self.max_evaluations),
+            ("--time-limit", self.time_limit),
             ("--ray-address", self.ray_address), ("--ray-gpu-resource", self.ray_gpu_resource),
             ("--ray-compile-resource", self.ray_compile_resource), ("--architecture", self.architecture),
             ("--ray-targets", self.ray_targets), ("--strategy", self._strategy_name()))
@@ -154,6 +157,8 @@ class TuneOptions:
             raise ConfigError("--repeats must be at least 1")
         if self.generations < 1 or self.pool_size < 2:
             raise ConfigError("--generations must be at least 1 and --pool-size at least 2")
+        if self.time_limit is not None:
+            duration_seconds(self.time_limit)
         if self.timeout is not None and timeout_seconds(self.timeout) is None:
             raise ConfigError(f"--timeout must be {TIMEOUT_RULE}, not {self.timeout!r}")
         foreign = [(o.metadata["executor"], o.metadata["flag"]) for o in fields(self)
@@ -196,6 +201,7 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
         search=SearchSettings(
             generations=options.generations, pool_size=options.pool_size, mutate_rate=options.mutate_rate,
             seed=options.seed, max_evaluations=options.max_evaluations,
+            time_limit=None if options.time_limit is None else duration_seconds(options.time_limit),
             kinds=tuple(options.controls or manifest.search_space or PLAIN_KINDS),
             allow_numerics=options.allow_numerics or manifest.allow_numerics, pick=options.pick,
             strategy=options.strategy),

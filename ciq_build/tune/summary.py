@@ -6,7 +6,7 @@ from collections.abc import Sequence, Set
 from pathlib import Path
 
 from ciq_build.core.objectives import KINDS, Objective, with_unit
-from ciq_build.core.settings import SearchSettings
+from ciq_build.core.settings import SearchSettings, duration_text
 from ciq_build.pin.record import relative_change
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.evaluation import failure_summary
@@ -48,16 +48,18 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
     budget = f"{search.generations} generations of {search.pool_size}"
     if search.max_evaluations is not None:
         budget += f", at most {search.max_evaluations} evaluations"
+    if search.time_limit is not None:
+        budget += f", --time-limit {duration_text(search.time_limit)}"
     return (f"nothing beat the compiler's defaults here; try other objectives (--objective, one of "
             f"{', '.join(others)}), a wider search ({wider}more PARAMS values in ciq_tune_target()) or a bigger "
-            f"budget (--generations, --pool-size, --max-evaluations; this tune: {budget}); --fresh starts over")
+            f"budget (--generations, --pool-size, --max-evaluations, --time-limit; this tune: {budget}); --fresh starts over")
 
 
 def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: tuple[float, ...],
                 winner_scores: tuple[float, ...], evaluations: Sequence[Evaluation], needs_benchmark: bool,
                 verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
                 *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
-                next_without_pin: str = "") -> str:
+                next_without_pin: str = "", stopped: str = "") -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
@@ -81,6 +83,8 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
         lines.append(f"  benchmark runs: {runs_summary(evaluations, repeats)}")
     elif shared:
         lines.append(f"  same machine code as an earlier candidate: {shared} (its metrics taken, not measured again)")
+    if stopped:
+        lines.append(f"  search ended early: {stopped}")
     lines.append(f"  verdict: {verdict}")
     if pinned is not None:
         lines.append(f"  pinned: {pinned}")
