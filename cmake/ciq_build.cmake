@@ -27,11 +27,12 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
 ``<PIN_DIR>/<target>.json``.
 
 ``BENCHMARK <exe-target>``
-  The executable that measures a candidate (``ARGS``: its arguments).
+  The executable that measures a candidate (``ARGS``: its arguments); it
+  prints ``CIQ_METRIC time_ms=<value>`` lines (README: the line protocol).
   Needed by the benchmark objectives (``time``).
 ``METRIC <regex>``, ``UNIT <s|ms|us|ns>``
-  The benchmark prints its own figure: the regex's first group is the
-  number, in ``UNIT`` (default ``ms``). Only with ``BENCHMARK``.
+  For a benchmark that prints its own figure instead: the regex's first
+  group is the number, in ``UNIT`` (default ``ms``). Only with ``BENCHMARK``.
 ``OBJECTIVES <objective>...``
   What the search minimises or maximises (README: "Objectives"); none: the
   driver's default.

@@ -213,6 +213,48 @@ def registers(cuobjdump: Path, obj: Path) -> dict[str, int]:
 # --- pins applied -----------------------------------------------------------
 
 
+# ------------------------------------------------------------------ the module's shape (its text, no CMake run)
+
+MODULE = REPO_ROOT / "cmake" / "ciq_build.cmake"
+# The checks of ciq_tune_target()'s own parse: they read its ARG_* by design (and _ciq_check_call fills in
+# TIMEOUT's and UNIT's defaults there). Every other helper takes keyword arguments and names its outs.
+CALL_CHECKS = {"ciq_tune_target", "_ciq_check_call", "_ciq_check_arguments"}
+
+
+def _functions(text: str) -> dict[str, str]:
+    """{name: body} of every function() and macro() of a CMake file."""
+    return {m.group(2): m.group(3) for m in re.finditer(
+        r"^(function|macro)\((\w+)[^)]*\)\n(.*?)^end\1\(\)", text, re.S | re.M)}
+
+
+def test_the_module_opens_with_its_contract_and_the_contract_names_every_public_name() -> None:
+    text = MODULE.read_text()
+    contract = re.match(r"#\[=+\[\.rst:\n(.*?)#\]=+\]", text, re.S)
+    assert contract is not None, "cmake/ciq_build.cmake must open with its contract block"
+    parse = re.search(r"function\(ciq_tune_target target\)\n\s*cmake_parse_arguments\((.*?)\)\n", text, re.S)
+    assert parse is not None
+    keywords: set[str] = set()
+    for group in re.findall(r'"([A-Z_;]+)"', parse.group(1)):
+        keywords |= set(group.split(";"))
+    public = set(re.findall(r"(?<![\w@])CIQ_[A-Z_]*[A-Z]", text))  # cache variables, properties (not _CIQ_*)
+    assert keywords >= {"BENCHMARK", "PARAMS", "ALLOW_NUMERICS"} and public >= {"CIQ_DISABLE", "CIQ_PIN_STATUS"}
+    missing = sorted(name for name in keywords | public if name not in contract.group(1))
+    assert missing == [], f"the contract block at the top of cmake/ciq_build.cmake does not say {missing}"
+
+
+def test_helpers_take_keyword_arguments_and_set_only_the_names_their_caller_gave() -> None:
+    functions = _functions(MODULE.read_text())
+    assert len(functions) > 20 and CALL_CHECKS - {"_ciq_check_arguments"} <= set(functions)
+    readers = sorted(name for name, body in functions.items() if "ARG_" in body and name not in CALL_CHECKS)
+    assert readers == [], f"{readers} read the caller's ARG_*: pass what they need as keyword arguments"
+    literal_outs = sorted(
+        f"{name}: {out}" for name, body in functions.items() if name not in CALL_CHECKS
+        for out in re.findall(r"set\((\w+)[^\n]*PARENT_SCOPE\)", body))
+    assert literal_outs == [], f"helpers set names their caller never gave: {literal_outs}"
+    keyword_helpers = [name for name, body in functions.items() if "cmake_parse_arguments(PARSE_ARGV 0 arg" in body]
+    assert {"_ciq_read_controls", "_ciq_read_pin", "_ciq_resolve_pin", "_ciq_apply_pin"} <= set(keyword_helpers)
+
+
 def test_no_pin_gives_empty_options_file_on_cuda_compiles_only(tiny: Tiny) -> None:
     result = ensure_ok(tiny.configure())
     assert "ciq_build: kern: no pinned controls" in said(result)
