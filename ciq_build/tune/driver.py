@@ -385,7 +385,7 @@ class TuneRun:
                           repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by,
                           stopped=self._stopped_text(),
                           next_without_pin=next_without_a_pin(self.objectives, self.settings.search,
-                                                              self.settings.pin)),
+                                                              self.settings.pin, better=False)),
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 
