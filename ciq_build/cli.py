@@ -121,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
                            f"target's TIMEOUT, {_MEASURE.timeout:g} unless set, or 4x the baseline's when more; "
                            "the baseline itself gets at least 600)")
     tune.add_argument("--max-evaluations", type=int, default=None, help="stop after this many evaluations")
+    tune.add_argument("--seed-from", action="append", default=[], metavar="SEED",
+                      help="repeatable: known-good configurations evaluated first, entering the search's first "
+                           "generation: a pinned record (another target's or architecture's <target>.json), a "
+                           "folder of them, or controls as a command line, e.g. --seed-from='-Xptxas=-O2 -DTILE=32' "
+                           "(strategies ga and random)")
     tune.add_argument("--time-limit", default=None, metavar="DURATION",
                       help="a wall-clock budget from the tune's start, e.g. 30m, 1h30m, 90s: then no candidate "
                            "starts (those running finish), and the best so far is re-measured and pinned")

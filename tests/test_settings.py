@@ -84,3 +84,12 @@ def test_the_strategy_comes_from_the_command_line_and_an_unknown_one_is_refused_
     assert f"invalid choice: 'annealing' (choose from {', '.join(map(repr, strategy_names()))})" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="unknown strategy 'annealing': use one of"):
         resolve_settings(dataclasses.replace(_options(), strategy="annealing"), _manifest(tmp_path))
+
+
+def test_time_limit_and_seeds_resolve_and_reach_a_child_tune_through_argv(tmp_path: Path) -> None:
+    given = _options("--time-limit", "1h30m", "--seed-from", "pins/", "--seed-from=-Xptxas=-O2 -DTILE=32")
+    search = resolve_settings(given, _manifest(tmp_path)).search
+    assert search.time_limit == 5400 and search.seed_from == ("pins/", "-Xptxas=-O2 -DTILE=32")
+    again = TuneOptions.from_args(build_parser().parse_args(["tune", *given.argv()]))  # tune --all on Ray
+    assert (again.time_limit, again.seed_from) == ("1h30m", ["pins/", "-Xptxas=-O2 -DTILE=32"])
+    assert resolve_settings(_options(), _manifest(tmp_path)).search.time_limit is None

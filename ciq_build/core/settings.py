@@ -95,6 +95,9 @@ class SearchSettings:
     # Seconds of wall clock from the tune's start (after its lock) before the search starts no more
     # candidates; the winner is then re-measured and pinned as usual. None: no limit.
     time_limit: float | None = None
+    # tune --seed-from: pinned records, folders of them, or controls lists (ciq_build.search.seeds),
+    # evaluated first and entering the search's first generation.
+    seed_from: tuple[str, ...] = ()
     kinds: tuple[str, ...] = PLAIN_KINDS  # knobs, params, an ACF space, acf-pool:<dir>
     allow_numerics: bool = False  # also search flags that change floating-point results
     pick: str = "knee"  # which Pareto point to pin: knee or first

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ciq_build.core.causes import Cause
@@ -18,18 +18,20 @@ ENGINE_NAME = "ciq_build.ga"
 class GeneticSource:
     """Ask/tell over public knobs and user -D parameters, seeded with the compiler's defaults."""
 
-    def __init__(self, space: Mapping[str, Param], config: SearchConfiguration, objective_names: list[str]):
+    def __init__(self, space: Mapping[str, Param], config: SearchConfiguration, objective_names: list[str],
+                 seeds: Sequence[Mapping[str, Any]] = ()):
         self.space = as_space(space)
         self.config = config
         # The compiler's defaults (every knob absent) go into the first pool: on
         # well-written kernels they are a strong optimum, and the GA must know it.
-        seeds: list[dict[str, Any]] = []
+        first: list[dict[str, Any]] = []
         try:
             self.space.to_genome({})
-            seeds.append({})
+            first.append({})
         except ConfigError:
             pass  # a parameter without knockout: the driver still measures the defaults as its baseline
-        self.search = Search(None, self.space, config, seeds=seeds, objective_names=objective_names, progress=False)
+        first += [dict(s) for s in seeds]  # tune --seed-from: next, before anything drawn
+        self.search = Search(None, self.space, config, seeds=first, objective_names=objective_names, progress=False)
         self._asked: dict[int, Candidate] = {}
 
     def ask(self) -> list[Proposal]:
@@ -59,6 +61,8 @@ class GeneticStrategy:
 
     name = "ga"
     spaces = frozenset({GRID})
+    takes_seeds = True
 
     def make(self, request: SearchRequest) -> GeneticSource:
-        return GeneticSource(as_space(request.space, request.allows), request.config, list(request.objective_names))
+        return GeneticSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
+                             request.seeds)

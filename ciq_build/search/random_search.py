@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ciq_build.core.space import Genome, Param, as_space
@@ -32,8 +32,11 @@ _ENUMERATE_LIMIT = 200_000  # spaces this small are enumerated when draws stop f
 class RandomSource:
     """Uniform draws without replacement over knobs, params and ACF pools."""
 
-    def __init__(self, space: Mapping[str, Param], config: SearchConfiguration, objective_names: list[str]):
+    def __init__(self, space: Mapping[str, Param], config: SearchConfiguration, objective_names: list[str],
+                 seeds: Sequence[Mapping[str, Any]] = ()):
         self.space = as_space(space)
+        # tune --seed-from: drawn first, in order (then counted as drawn)
+        self._seeds: list[Genome] = list(dict.fromkeys(self.space.to_genome(s) for s in seeds))
         self.config = config
         self.objective_names = list(objective_names)
         self.seed = config.seed if config.seed is not None else secrets.randbits(63)
@@ -98,6 +101,11 @@ class RandomSource:
 
     def _draw(self, rng: random.Random) -> Genome | None:
         """A configuration not drawn before, or None when the space has none left."""
+        while self._seeds:
+            seeded = self._seeds.pop(0)
+            if seeded not in self._seen and self.space.allows(seeded):  # as the GA: CONSTRAINTS refuse a seed too
+                self._seen.add(seeded)
+                return seeded
         if self._unseen is None:
             for _ in range(self.space.draws(_DRAWS)):
                 genome = self.space.sample(rng, 0.0)  # the whole range: seed bounds are a GA's head start
@@ -123,6 +131,8 @@ class RandomStrategy:
 
     name = "random"
     spaces = frozenset({GRID})
+    takes_seeds = True
 
     def make(self, request: SearchRequest) -> RandomSource:
-        return RandomSource(as_space(request.space, request.allows), request.config, list(request.objective_names))
+        return RandomSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
+                            request.seeds)

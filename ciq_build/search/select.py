@@ -24,6 +24,7 @@ from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.seeds import read_seeds
 from ciq_build.search.strategies import SearchRequest, make_source
 
 POOL_PREFIX = "acf-pool:"
@@ -97,7 +98,8 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
         constraints = parse_constraints(manifest.constraints, space)
     request = SearchRequest(space, config, tuple(o.spec for o in objectives), toolchain=toolchain,
                             architectures=manifest.toolchain.architectures, acf_dir=acf_dir,
-                            allows=constraints.allows if constraints is not None else None)
+                            allows=constraints.allows if constraints is not None else None,
+                            seeds=tuple(read_seeds(settings.seed_from, space)))
     if acf_kind is not None and acf_kind.startswith(POOL_PREFIX):
         from ciq_build.search.acf_pool import AcfPool, make_pool_source
 

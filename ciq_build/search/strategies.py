@@ -55,6 +55,9 @@ class SearchRequest:
     architectures: str = ""  # the target's CUDA_ARCHITECTURES, for the checks an nvcc ACF needs
     # The target's CONSTRAINTS (ciq_build.core.constraints): a configuration it refuses is never proposed.
     allows: Callable[[Mapping[str, Any]], bool] | None = None
+    # Configurations of `space` to evaluate first, entering the first generation (tune --seed-from); only a
+    # strategy whose `takes_seeds` is true is given any.
+    seeds: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def space_kind(self) -> str:
@@ -104,4 +107,8 @@ def make_source(strategy: object, request: SearchRequest) -> CandidateSource:
         able = [name for name in strategy_names() if request.space_kind in resolve_strategy(name).spaces]
         what = f"the compiler search space {request.acf_space}" if request.acf_space else "knobs, params and ACF pools"
         raise ConfigError(f"strategy {chosen.name!r} cannot search {what}; strategies that can: {', '.join(able)}")
+    if request.seeds and not getattr(chosen, "takes_seeds", False):
+        seeded = [name for name in strategy_names() if getattr(resolve_strategy(name), "takes_seeds", False)]
+        raise ConfigError(f"strategy {chosen.name!r} takes no seeds (--seed-from); strategies that do: "
+                          f"{', '.join(seeded)}")
     return chosen.make(request)

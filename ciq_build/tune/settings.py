@@ -69,6 +69,7 @@ class TuneOptions:
     timeout: float | None = None
     max_evaluations: int | None = _SEARCH.max_evaluations
     time_limit: float | str | None = None  # --time-limit: 30m, 1h30m, 90s or seconds; None: no limit
+    seed_from: list[str] = field(default_factory=list)  # --seed-from, repeatable (ciq_build.search.seeds)
     fresh: bool = False
     wait: bool = False
     pin: bool = True
@@ -97,7 +98,8 @@ class TuneOptions:
             generations=args.generations, pool_size=args.pool_size, mutate_rate=args.mutate_rate,
             objectives=args.objective, controls=args.controls, allow_numerics=args.allow_numerics,
             pick=args.pick, seed=args.seed, jobs=args.jobs, repeats=args.repeats, timeout=args.timeout,
-            max_evaluations=args.max_evaluations, time_limit=args.time_limit, fresh=args.fresh, wait=args.wait, pin=not args.no_pin,
+            max_evaluations=args.max_evaluations, time_limit=args.time_limit, fresh=args.fresh,
+            seed_from=list(args.seed_from), wait=args.wait, pin=not args.no_pin,
             quiet=args.quiet, cmake_args=list(args.cmake_arg),
             gpus=[g for g in (args.gpus or "").split(",") if g.strip()],
             executor=args.executor, ray_address=args.ray_address, ray_gpu_resource=args.ray_gpu_resource,
@@ -119,7 +121,8 @@ class TuneOptions:
                  "--mutate-rate", repr(self.mutate_rate), "--pick", self.pick, "--seed", str(self.seed),
                  "--jobs", str(self.jobs), "--repeats", str(self.repeats), "--executor", self.executor,
                  "--ray-sources", self.ray_sources]
-        for flag, values in (("--objective", self.objectives), ("--controls", self.controls)):
+        for flag, values in (("--objective", self.objectives), ("--controls", self.controls),
+                             ("--seed-from", self.seed_from)):
             for value in values or ():
                 args.append(f"{flag}={value}")
         args += [f"--cmake-arg={arg}" for arg in self.cmake_args]
@@ -202,6 +205,7 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
             generations=options.generations, pool_size=options.pool_size, mutate_rate=options.mutate_rate,
             seed=options.seed, max_evaluations=options.max_evaluations,
             time_limit=None if options.time_limit is None else duration_seconds(options.time_limit),
+            seed_from=tuple(options.seed_from),
             kinds=tuple(options.controls or manifest.search_space or PLAIN_KINDS),
             allow_numerics=options.allow_numerics or manifest.allow_numerics, pick=options.pick,
             strategy=options.strategy),
