@@ -214,7 +214,13 @@ endfunction()
 # and the caller's _ciq_pin_stop() returns from the checking function.
 function(_ciq_pin_error target pin_file)
   string(JOIN "" text ${ARGN})
-  set(text "ciq_tune_target(${target}): refusing the pinned record ${pin_file}: ${text}")
+  _ciq_pin_refuse("ciq_tune_target(${target}): refusing the pinned record ${pin_file}: ${text}")
+endfunction()
+
+# _ciq_pin_refuse(<message>...): refuse a pinned record with a message that
+# already names the target and the record (a CIQ_STRICT mismatch's warning).
+function(_ciq_pin_refuse)
+  string(JOIN "" text ${ARGN})
   if(_CIQ_CHECK_ONLY)
     set_property(GLOBAL PROPERTY _CIQ_PIN_REFUSED "${text}")
     return()
@@ -685,7 +691,8 @@ endfunction()
 # so that under CIQ_STRICT it returns from _ciq_resolve_pin.
 macro(_ciq_pin_skip summary)
   if(CIQ_STRICT)
-    _ciq_pin_error(${target} "${pin_file}" ${warning} " (CIQ_STRICT=ON makes this an error.)")
+    # The warning names the target and the record already: refused as it is.
+    _ciq_pin_refuse(${warning} " (CIQ_STRICT=ON makes this an error.)")
     _ciq_pin_stop()
   endif()
   message(WARNING ${warning} " The pin is skipped for this build.")

@@ -435,6 +435,9 @@ def test_toolkit_mismatch_warns_and_skips_or_fails_when_strict(tiny: Tiny) -> No
     strict = tiny.configure(pins=pin, cache={"CIQ_STRICT": "ON"})
     assert not strict.ok
     assert "CMake Error" in said(strict) and "tuned with CUDA 12.8" in said(strict)
+    # One message, said once: the target and the record are named once, not under a second prefix.
+    assert said(strict).count("ciq_tune_target(kern):") == 1 and said(strict).count("kern.json") == 1
+    assert "(CIQ_STRICT=ON makes this an error.)" in said(strict)
 
 
 def test_a_pin_tuned_for_other_architectures_is_skipped_or_fails_when_strict(tiny: Tiny) -> None:
@@ -446,6 +449,7 @@ def test_a_pin_tuned_for_other_architectures_is_skipped_or_fails_when_strict(tin
 
     strict = tiny.configure(pins=pin, cache={"CIQ_STRICT": "ON"})
     assert not strict.ok and "CMake Error" in said(strict) and "tuned for 75" in said(strict)
+    assert said(strict).count("ciq_tune_target(kern):") == 1 and said(strict).count("kern.json") == 1
 
     # The same architecture in another spelling is the same architecture.
     ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["sm_90a"])}))
