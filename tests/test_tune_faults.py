@@ -136,7 +136,7 @@ def test_runtime_winner_is_remeasured_pinned_and_applied_by_the_plain_build(tmp_
 
 def test_a_killed_tune_resumes_without_repeating_any_finished_evaluation(tmp_path: Path) -> None:
     source = _project(tmp_path)
-    args = ["--generations", "3", "--pool-size", "5", "--repeats", "1", "--no-pin", "--seed", "7",
+    args = ["--generations", "2", "--pool-size", "5", "--repeats", "1", "--no-pin", "--seed", "7",
             "--cmake-arg=-DFAULTY_PARAMS=X=range(0,40)"]
 
     reference_build = tmp_path / "reference"
