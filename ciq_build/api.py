@@ -1,7 +1,7 @@
 """The library call of `python -m ciq_build tune <target>`: `ciq_build.tune_target(...)`.
 
 It is the command line's tune, with Python values instead of flags: every
-option of ``TuneOptions`` (generations=, pool_size=, seed=, controls=[...],
+option `tune` declares in ``TuneOptions`` (generations=, pool_size=, seed=, controls=[...],
 max_evaluations=, jobs=, pin=, quiet=, ...) is a keyword, and a strategy may
 be a ``Strategy`` object of the caller's own (ciq_build.search.strategies).
 Errors a user can meet are raised as ``CiqError`` (the command line turns
@@ -10,24 +10,21 @@ them into its exit codes); the outcome is returned, not an exit status.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ciq_build.build.cmake_backend import CMakeBackend
+from ciq_build.core.options import declared_names
 from ciq_build.errors import ConfigError
 from ciq_build.tune.driver import TuneOutcome, run_tune
 from ciq_build.tune.settings import TuneOptions
-
-# Set here from the arguments, or meaningful only to the command line's own processes.
-_NOT_KEYWORDS = {"target", "build_dir", "source_dir", "objectives", "targets"}
 
 
 def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str | Path | None = None,
                 objectives: Sequence[str] | None = None, **options: Any) -> TuneOutcome:
     """Tune one target of a CMake build tree (configured first from `source_dir` when it has no cache yet)."""
-    known = {f.name for f in dataclasses.fields(TuneOptions)} - _NOT_KEYWORDS
+    known = declared_names(TuneOptions)  # every option `tune` declares; the tree and targets are the arguments
     unknown = sorted(set(options) - known)
     if unknown:
         raise ConfigError(f"tune_target() takes no option {', '.join(unknown)}; its options are "

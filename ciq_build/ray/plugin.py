@@ -2,9 +2,11 @@
 and several targets at once.
 
 Registered by name in ciq_build.tune.executor and imported only when a tune
-asks for it. What this executor adds to a tune's options is refused here, once:
-the sources' mode, how many targets at once, and `--gpus` (Ray assigns each
-worker its GPU).
+asks for it. Its own options are declared in TuneOptions (executor="ray"),
+whose declarations check their values (the sources' mode, how many targets at
+once) and refuse them with another executor; what only this executor refuses
+is refused here, once: `--gpus` (Ray assigns each worker its GPU), and a GPU
+kind for objectives that need no GPU.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from contextlib import AbstractContextManager, contextmanager
 from ciq_build.build.cmake import ScratchTree
 from ciq_build.errors import ConfigError
 from ciq_build.ray.executor import RayPool, actor_resources, connected
-from ciq_build.ray.sources import SOURCE_MODES, plan_upload
+from ciq_build.ray.sources import plan_upload
 from ciq_build.ray.targets import tune_together
 from ciq_build.tune.executor import SearchPhase, Workers
 from ciq_build.tune.progress import LOG
@@ -30,10 +32,7 @@ class RayExecutor:
     uses_driver_trees = False  # its actors configure CMake scratch trees of their own
 
     def validate(self, options: TuneOptions) -> None:
-        if options.ray_sources not in SOURCE_MODES:
-            raise ConfigError(f"--ray-sources must be one of {', '.join(SOURCE_MODES)}, not {options.ray_sources!r}")
-        if options.ray_targets is not None and options.ray_targets < 1:
-            raise ConfigError("--ray-targets is at least 1 (how many targets tune at once)")
+        # --ray-sources' choices and --ray-targets' least are their declarations' (TuneOptions.validate).
         if options.gpus:
             raise ConfigError("--gpus picks GPUs of this machine; with --executor ray, Ray assigns each worker "
                               "its GPU (use --ray-gpu-resource to ask for a GPU kind)")

@@ -8,11 +8,26 @@ other part of the driver reads the frozen `TuneSettings` it returns.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from ciq_build.build.manifest import SETUPTOOLS_GENERATOR, Manifest
-from ciq_build.core.objectives import Objective, needs_benchmark, parse_objectives, unbenchmarked_names
+from ciq_build.core.objectives import (
+    Objective,
+    known_spellings,
+    needs_benchmark,
+    parse_objectives,
+    unbenchmarked_names,
+)
+from ciq_build.core.options import (
+    Lookup,
+    add_arguments,
+    at_least,
+    command_line,
+    option,
+    parsed_values,
+    problems,
+)
 from ciq_build.core.settings import (
     PLAIN_KINDS,
     TIMEOUT_RULE,
@@ -23,7 +38,7 @@ from ciq_build.core.settings import (
     timeout_seconds,
 )
 from ciq_build.errors import ConfigError
-from ciq_build.search.strategies import resolve_strategy
+from ciq_build.search.strategies import resolve_strategy, strategy_names
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
 DEFAULT_OBJECTIVES = ("spill_bytes",)
@@ -44,70 +59,156 @@ class ExecutorSettings:
     compile_resource: str | None = None  # a custom resource of the nodes meant for compiles (CPU-only ones)
 
 
-def _of(executor: str, flag: str) -> dict[str, str]:
-    """A TuneOptions field that is `executor`'s own option, given on the command line as `flag`."""
-    return {"executor": executor, "flag": flag}
+def _comma_list(text: str) -> list[str]:
+    return [item for item in text.split(",") if item.strip()]
+
+
+def _strategy_name(strategy: object) -> str:
+    """The strategy as a command line names it: only a registered one can be handed to another process."""
+    if isinstance(strategy, str):
+        return strategy
+    raise ConfigError(f"the strategy {strategy!r} is a Python object, which a tune in another process "
+                      "(several targets on Ray) cannot receive: tune these targets one at a time from Python")
+
+
+def _known_strategy(strategy: object) -> None:
+    resolve_strategy(strategy)  # an unknown name (or an object that is no Strategy) is refused, naming the choices
+
+
+def _timeout(timeout: float) -> str | None:
+    return None if timeout_seconds(timeout) is not None else f"must be {TIMEOUT_RULE}, not {timeout!r}"
+
+
+def _duration(limit: float | str) -> None:
+    duration_seconds(limit)  # 30m, 1h30m, 90s or seconds: anything else is refused with the forms it takes
+
+
+# The sections of `tune --help`, in this order (an option's `group`).
+SEARCH, EXECUTION, RAY, OUTPUT = "search", "execution", "Ray", "output"
 
 
 @dataclass
 class TuneOptions:
-    """Everything `python -m ciq_build tune` was asked to do; None: not given, the manifest or default decides."""
+    """Everything `python -m ciq_build tune` was asked to do; None: not given, the manifest or default decides.
+
+    Each option is declared once, as a field made by `option` (ciq_build.core.options): its flag, help, group,
+    choices and check. The `tune` arguments, `from_args`, `argv`, `validate` and the keywords of
+    `ciq_build.tune_target` are built from these declarations. The fields without one are set by the command
+    itself: the positional targets and the build tree.
+    """
 
     target: str  # "" for tune --all or several targets: each is tuned with these options (ciq_build.tune.all_targets)
     build_dir: Path
     source_dir: Path | None = None
-    generations: int = _SEARCH.generations
-    pool_size: int = _SEARCH.pool_size
-    mutate_rate: float = _SEARCH.mutate_rate
-    objectives: list[str] | None = None
-    controls: list[str] | None = None
-    allow_numerics: bool = _SEARCH.allow_numerics
-    pick: str = _SEARCH.pick
-    seed: int = _SEARCH.seed
-    jobs: int = _BUILD.jobs
-    repeats: int = _MEASURE.repeats
-    timeout: float | None = None
-    max_evaluations: int | None = _SEARCH.max_evaluations
-    time_limit: float | str | None = None  # --time-limit: 30m, 1h30m, 90s or seconds; None: no limit
-    seed_from: list[str] = field(default_factory=list)  # --seed-from, repeatable (ciq_build.search.seeds)
-    fresh: bool = False
-    wait: bool = False
-    pin: bool = True
-    quiet: bool = False
-    cmake_args: list[str] = field(default_factory=list)
-    gpus: list[str] = field(default_factory=list)
-    executor: str = "local"  # a name of ciq_build.tune.executor's registry
-    # An executor's own options say so (`_of`): given with another executor, they are refused.
-    ray_address: str | None = field(default=None, metadata=_of("ray", "--ray-address"))
-    ray_gpu_resource: str | None = field(default=None, metadata=_of("ray", "--ray-gpu-resource"))
-    ray_sources: str = field(default="shared", metadata=_of("ray", "--ray-sources"))
-    ray_compile_resource: str | None = field(default=None, metadata=_of("ray", "--ray-compile-resource"))
-    architecture: str | None = None  # tune --architecture: one architecture of a multi-architecture target
     targets: tuple[str, ...] = ()  # tune A B C: the targets named, when more than one (tune --all: none)
-    # --ray-targets: how many targets tune at once on the cluster (None: all)
-    ray_targets: int | None = field(default=None, metadata=_of("ray", "--ray-targets"))
-    # --strategy: a registered name (ciq_build.search.strategies), or from Python a Strategy object;
-    # None: the space's default.
-    strategy: object = None
+    # -- search --
+    objectives: list[str] | None = option(
+        "--objective", group=SEARCH, repeated=True, metavar="NAME",
+        help=f"objective, repeatable ({known_spellings()}; prefix max: to maximise); default: the target's OBJECTIVES")
+    controls: list[str] | None = option(
+        "--controls", group=SEARCH, repeated=True, metavar="KIND",
+        help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], a .bin search "
+             "space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); default: the target's SEARCH_SPACE "
+             "(knobs + params)")
+    # A registered name (ciq_build.search.strategies), or from Python a Strategy object; None: the space's default.
+    strategy: object = option(
+        "--strategy", group=SEARCH, choices=strategy_names, show=_strategy_name, check=_known_strategy,
+        help=f"how to search: {', '.join(strategy_names())} (ciq_build.search.strategies); default: compileiq for "
+             "a compiler ACF space (only it can sample one), else ga")
+    generations: int = option("--generations", group=SEARCH, parse=int, default=_SEARCH.generations,
+                              check=at_least(1),
+                              help=f"generations of the genetic search (default {_SEARCH.generations})")
+    pool_size: int = option("--pool-size", group=SEARCH, parse=int, default=_SEARCH.pool_size, check=at_least(2),
+                            help=f"candidates per generation (default {_SEARCH.pool_size})")
+    mutate_rate: float = option("--mutate-rate", group=SEARCH, parse=float, default=_SEARCH.mutate_rate,
+                                help=f"probability that a gene mutates (default {_SEARCH.mutate_rate})")
+    max_evaluations: int | None = option("--max-evaluations", group=SEARCH, parse=int,
+                                         default=_SEARCH.max_evaluations, check=at_least(1),
+                                         help="stop after this many evaluations")
+    time_limit: float | str | None = option(
+        "--time-limit", group=SEARCH, metavar="DURATION", check=_duration,
+        help="a wall-clock budget from the tune's start, e.g. 30m, 1h30m, 90s: then no candidate starts (those "
+             "running finish), and the best so far is re-measured and pinned")
+    seed_from: list[str] = option(
+        "--seed-from", group=SEARCH, repeated=True, default_factory=list, metavar="SEED",
+        help="repeatable: known-good configurations evaluated first, entering the search's first generation: a "
+             "pinned record (another target's or architecture's <target>.json), a folder of them, or controls as a "
+             "command line, e.g. --seed-from='-Xptxas=-O2 -DTILE=32' (strategies ga and random; "
+             "ciq_build.search.seeds)")
+    allow_numerics: bool = option("--allow-numerics", group=SEARCH, switch=True, default=_SEARCH.allow_numerics,
+                                  help="also search flags that change floating-point results (fast-math family)")
+    pick: str = option("--pick", group=SEARCH, choices=("knee", "first"), default=_SEARCH.pick,
+                       help="with several objectives, which Pareto point to pin: knee (closest to the ideal point "
+                            "after normalising each objective) or first (best on the first objective)")
+    seed: int = option("--seed", group=SEARCH, parse=int, default=_SEARCH.seed,
+                       help="random seed (same seed, same candidates)")
+    architecture: str | None = option(
+        "--architecture", group=SEARCH, metavar="ARCH",
+        help="tune one architecture of a multi-architecture target (e.g. 80 or sm_90a): only it is built, and the "
+             "winner is pinned as its entry of the target's record, beside the other architectures' (each applied "
+             "to its own -gencode)")
+    # -- execution --
+    jobs: int = option("--jobs", "-j", group=EXECUTION, parse=int, default=_BUILD.jobs, check=at_least(1),
+                       help=f"candidates built in parallel (default {_BUILD.jobs})")
+    gpus: list[str] = option("--gpus", group=EXECUTION, parse=_comma_list, show=",".join, default_factory=list,
+                             metavar="LIST",
+                             help="GPUs to spread benchmarks over, e.g. 0,1 (one benchmark per GPU at a time; "
+                                  "default: the default GPU, one benchmark at a time)")
+    repeats: int = option("--repeats", group=EXECUTION, parse=int, default=_MEASURE.repeats, check=at_least(1),
+                          help=f"benchmark runs per candidate; the median is scored (default {_MEASURE.repeats})")
+    timeout: float | None = option(
+        "--timeout", group=EXECUTION, parse=float, check=_timeout,
+        help=f"seconds before a compile or benchmark run is killed, used as given (default: the target's TIMEOUT, "
+             f"{_MEASURE.timeout:g} unless set, or 4x the baseline's when more; the baseline itself gets at least 600)")
+    # The registry's names, looked up when asked (it is above this module, and one registered from Python counts).
+    executor: str = option("--executor", group=EXECUTION, choices=Lookup("ciq_build.tune.executor:executor_names"),
+                           default="local",
+                           help="where candidates are evaluated: local (this machine, default) or ray (one actor per "
+                                "--jobs slot on a Ray cluster; needs ciq-build[ray] on the workers), or one "
+                                "registered from Python (ciq_build.tune.executor.register_executor)")
+    cmake_args: list[str] = option("--cmake-arg", group=EXECUTION, repeated=True, default_factory=list,
+                                   metavar="ARG",
+                                   help="extra argument for configuring a new build dir (with --source-dir)")
+    fresh: bool = option("--fresh", group=EXECUTION, switch=True, default=False,
+                         help="start over instead of resuming the journal")
+    wait: bool = option("--wait", group=EXECUTION, switch=True, default=False,
+                        help="wait for another tune of the same target to finish")
+    # -- Ray: the ray executor's own options, refused with another executor --
+    ray_address: str | None = option(
+        "--ray-address", group=RAY, executor="ray", metavar="ADDR",
+        help="the Ray cluster to use (default, as ray.init finds it: $RAY_ADDRESS, else one `ray start` started on "
+             "this machine, else a new one here)")
+    ray_gpu_resource: str | None = option(
+        "--ray-gpu-resource", group=RAY, executor="ray", metavar="NAME",
+        help="a custom resource naming the GPU kind each benchmark slot needs, e.g. H200")
+    ray_compile_resource: str | None = option(
+        "--ray-compile-resource", group=RAY, executor="ray", metavar="NAME",
+        help="a custom resource of the nodes meant for compiles (e.g. CPU-only nodes started with ray start "
+             "--resources='{\"compile\": 16}'); each compile worker asks for one")
+    ray_sources: str = option(
+        "--ray-sources", group=RAY, executor="ray", choices=Lookup("ciq_build.ray.sources:SOURCE_MODES"),
+        default="shared",
+        help="how the sources reach Ray workers: shared (a filesystem they share, at the driver's paths; default) "
+             "or upload (shipped through Ray's working_dir, build trees and .git left out; each worker checks its "
+             "copy against the driver's source fingerprint)")
+    ray_targets: int | None = option(
+        "--ray-targets", group=RAY, executor="ray", parse=int, check=at_least(1), metavar="N",
+        help="with several targets (--all, or several named): how many tune at once on the cluster, sharing its "
+             "GPUs fairly (default: all of them)")
+    # -- output --
+    pin: bool = option("--no-pin", group=OUTPUT, switch=True, default=True,
+                       help="search and report, but write no pinned record")
+    quiet: bool = option("--quiet", "-q", group=OUTPUT, switch=True, default=False,
+                         help="no progress, warnings only")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
-        return cls(
-            target=args.target[0] if len(args.target) == 1 else "", build_dir=args.build_dir.resolve(),
-            source_dir=args.source_dir.resolve() if args.source_dir else None,
-            generations=args.generations, pool_size=args.pool_size, mutate_rate=args.mutate_rate,
-            objectives=args.objective, controls=args.controls, allow_numerics=args.allow_numerics,
-            pick=args.pick, seed=args.seed, jobs=args.jobs, repeats=args.repeats, timeout=args.timeout,
-            max_evaluations=args.max_evaluations, time_limit=args.time_limit, fresh=args.fresh,
-            seed_from=list(args.seed_from), wait=args.wait, pin=not args.no_pin,
-            quiet=args.quiet, cmake_args=list(args.cmake_arg),
-            gpus=[g for g in (args.gpus or "").split(",") if g.strip()],
-            executor=args.executor, ray_address=args.ray_address, ray_gpu_resource=args.ray_gpu_resource,
-            ray_sources=args.ray_sources, ray_compile_resource=args.ray_compile_resource,
-            architecture=getattr(args, "architecture", None),
-            targets=tuple(dict.fromkeys(args.target)) if len(args.target) > 1 else (), ray_targets=args.ray_targets,
-            strategy=args.strategy,
-        )
+        """The options a parser made by `add_tune_arguments` read."""
+        return cls(target=args.target[0] if len(args.target) == 1 else "",
+                   targets=tuple(dict.fromkeys(args.target)) if len(args.target) > 1 else (),
+                   build_dir=args.build_dir.resolve(),
+                   source_dir=args.source_dir.resolve() if args.source_dir else None,
+                   **parsed_values(cls, args))
 
     def argv(self) -> list[str]:
         """The `tune` command line of these options (its arguments after `tune`): what from_args reads back.
@@ -117,59 +218,23 @@ class TuneOptions:
         args = [*(self.targets or ([self.target] if self.target else [])), "-B", str(self.build_dir)]
         if self.source_dir is not None:
             args += ["-S", str(self.source_dir)]
-        args += ["--generations", str(self.generations), "--pool-size", str(self.pool_size),
-                 "--mutate-rate", repr(self.mutate_rate), "--pick", self.pick, "--seed", str(self.seed),
-                 "--jobs", str(self.jobs), "--repeats", str(self.repeats), "--executor", self.executor,
-                 "--ray-sources", self.ray_sources]
-        for flag, values in (("--objective", self.objectives), ("--controls", self.controls),
-                             ("--seed-from", self.seed_from)):
-            for value in values or ():
-                args.append(f"{flag}={value}")
-        args += [f"--cmake-arg={arg}" for arg in self.cmake_args]
-        given: tuple[tuple[str, object], ...] = (
-            ("--timeout", self.timeout), ("--max-evaluations", self.max_evaluations),
-            ("--time-limit", self.time_limit),
-            ("--ray-address", self.ray_address), ("--ray-gpu-resource", self.ray_gpu_resource),
-            ("--ray-compile-resource", self.ray_compile_resource), ("--architecture", self.architecture),
-            ("--ray-targets", self.ray_targets), ("--strategy", self._strategy_name()))
-        for flag, setting in given:
-            if setting is not None:
-                args.append(f"{flag}={setting!r}" if isinstance(setting, float) else f"{flag}={setting}")
-        if self.gpus:
-            args.append(f"--gpus={','.join(self.gpus)}")
-        for flag, on in (("--allow-numerics", self.allow_numerics), ("--fresh", self.fresh), ("--wait", self.wait),
-                         ("--no-pin", not self.pin), ("--quiet", self.quiet)):
-            if on:
-                args.append(flag)
-        return args
-
-    def _strategy_name(self) -> str | None:
-        """The strategy as a command line names it: only a registered one can be handed to another process."""
-        if self.strategy is None or isinstance(self.strategy, str):
-            return self.strategy
-        raise ConfigError(f"the strategy {self.strategy!r} is a Python object, which a tune in another process "
-                          "(several targets on Ray) cannot receive: tune these targets one at a time from Python")
+        return args + command_line(self)
 
     def validate(self) -> None:
         """Refuse what no manifest can make right, before anything is configured or read."""
-        if self.strategy is not None:
-            resolve_strategy(self.strategy)  # an unknown name, said before anything is built
-        if self.jobs < 1:
-            raise ConfigError("--jobs must be at least 1")
-        if self.repeats < 1:
-            raise ConfigError("--repeats must be at least 1")
-        if self.generations < 1 or self.pool_size < 2:
-            raise ConfigError("--generations must be at least 1 and --pool-size at least 2")
-        if self.time_limit is not None:
-            duration_seconds(self.time_limit)
-        if self.timeout is not None and timeout_seconds(self.timeout) is None:
-            raise ConfigError(f"--timeout must be {TIMEOUT_RULE}, not {self.timeout!r}")
-        foreign = [(o.metadata["executor"], o.metadata["flag"]) for o in fields(self)
-                   if o.metadata.get("executor") not in (None, self.executor) and getattr(self, o.name) != o.default]
-        if foreign:
-            owner = foreign[0][0]
-            flags = [flag for executor, flag in foreign if executor == owner]
-            raise ConfigError(f"{', '.join(flags)} need{'s' if len(flags) == 1 else ''} --executor {owner}")
+        for problem in problems(self):  # what an executor refuses besides is its own (Executor.validate)
+            raise ConfigError(problem)
+
+
+def add_tune_arguments(parser: argparse.ArgumentParser,
+                       options: type[TuneOptions] = TuneOptions) -> dict[str, argparse._ArgumentGroup]:
+    """`tune`'s positional targets and its declared options, in their --help groups (returned, by name)."""
+    parser.add_argument("target", nargs="*", default=[],
+                        help="a CMake target registered with ciq_tune_target(); several are tuned as --all tunes its "
+                             "targets")
+    groups = {name: parser.add_argument_group(f"{name} options") for name in (SEARCH, EXECUTION, RAY, OUTPUT)}
+    add_arguments(parser, options, groups)
+    return groups
 
 
 @dataclass(frozen=True)
