@@ -3,16 +3,11 @@ line. No Ray here (the rule is plain Python, its clock passed in); the real runs
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-
 import pytest
 
-from ciq_build.cli import build_parser
 from ciq_build.errors import ConfigError
 from ciq_build.ray.gpu_share import FairShare, TargetShare, share_table
 from ciq_build.ray.targets import compile_cpus, gpu_capacity, plan_slots
-from ciq_build.tune.settings import TuneOptions
 
 # -- the rule: least GPU-seconds first, ties by wait, capacity, reuse, dead holders -----------------
 
@@ -101,23 +96,3 @@ def test_the_cluster_resources_that_bound_compiles_and_benchmarks() -> None:
     assert compile_cpus(resources, None) == 16.0 and compile_cpus(resources, "compile") == 6.0
     assert gpu_capacity(resources, None) == 8 and gpu_capacity(resources, "H200") == 4
     assert gpu_capacity({"CPU": 2.0}, None) == 0
-
-
-# -- the child's command line: the parent's options, read back the same -----------------------------
-
-
-def test_a_childs_command_line_reads_back_as_the_options_it_was_made_from() -> None:
-    options = TuneOptions(
-        target="kern", build_dir=Path("/b"), source_dir=Path("/s"), generations=3, pool_size=5, mutate_rate=0.3,
-        objectives=["time", "max:registers"], controls=["knobs", "params"], allow_numerics=True, pick="first",
-        seed=9, jobs=3, repeats=4, timeout=12.5, max_evaluations=7, fresh=True, wait=True, pin=False, quiet=True,
-        cmake_args=["-DX=1", "-DY=a b"], gpus=["0", "1"], executor="ray", ray_address="head:6379",
-        ray_gpu_resource="H200", ray_sources="upload", ray_compile_resource="compile", architecture="90a",
-        targets=("kern", "timer"), ray_targets=2, strategy="random")
-    defaults = TuneOptions(target="", build_dir=Path("build"))
-    unchanged = [f.name for f in dataclasses.fields(TuneOptions) if getattr(options, f.name) == getattr(defaults, f.name)]
-    assert unchanged == [], f"give {unchanged} a value other than the default here, so that argv() is tested on it"
-    parsed = TuneOptions.from_args(build_parser().parse_args(["tune", *options.argv()]))
-    assert parsed == dataclasses.replace(options, target="")  # several targets: `target` is each one's, later
-    one = dataclasses.replace(options, targets=())
-    assert TuneOptions.from_args(build_parser().parse_args(["tune", *one.argv()])) == one
