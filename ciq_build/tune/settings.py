@@ -123,7 +123,7 @@ class TuneOptions:
     mutate_rate: float = option("--mutate-rate", group=SEARCH, parse=float, default=_SEARCH.mutate_rate,
                                 help=f"probability that a gene mutates (default {_SEARCH.mutate_rate})")
     max_evaluations: int | None = option("--max-evaluations", group=SEARCH, parse=int,
-                                         default=_SEARCH.max_evaluations, check=at_least(1),
+                                         default=_SEARCH.max_evaluations,
                                          help="stop after this many evaluations")
     time_limit: float | str | None = option(
         "--time-limit", group=SEARCH, metavar="DURATION", check=_duration,
