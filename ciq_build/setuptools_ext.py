@@ -40,6 +40,9 @@ from setuptools.errors import CompileError, SetupError
 from ciq_build.compiler import gencode
 from ciq_build.compiler.controls import options_file_line
 from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain, split_arch, split_architectures
+from ciq_build.core.constraints import parse_constraints
+from ciq_build.core.objectives import parse_objectives
+from ciq_build.core.params import parse_params
 from ciq_build.core.rules import is_target_name, load_rules
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import CiqError, ConfigError, ToolchainError
@@ -148,6 +151,13 @@ class CudaExtension(Extension):
         self.ciq_objectives = tuple(str(o) for o in ciq_objectives)
         self.ciq_search_space = tuple(str(s) for s in ciq_search_space)
         self.ciq_constraints = tuple(str(c) for c in ciq_constraints)
+        # What configure checks in a ciq_tune_target() call, checked when setup.py is read, not first at tune.
+        try:
+            parse_constraints(self.ciq_constraints, parse_params(self.params))
+            if self.ciq_objectives:
+                parse_objectives(list(self.ciq_objectives))
+        except ConfigError as error:
+            raise ConfigError(f"CudaExtension({name!r}): {error}") from None
         self.ciq_timeout = ciq_seconds
 
 

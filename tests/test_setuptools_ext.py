@@ -252,3 +252,15 @@ def test_a_per_architecture_pin_gives_each_architecture_its_own_controls(project
     (project / "ciq" / "kern.json").write_text(json.dumps(record))
     refused = build(project, cuda133_bin, **two)
     assert not refused.ok and "reaches the host compile" in refused.output_tail(60)
+
+
+def test_cuda_extension_refuses_bad_params_objectives_and_constraints_when_setup_py_is_read() -> None:
+    # The setuptools counterpart of configure's checks (issue 22 items 4 and 7): not first at tune.
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): PARAMS entry 'T=chioce\(1,2\)'.*did you mean choice"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=chioce(1,2)"])
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): unknown objective 'regsters' \(did you mean registers"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_objectives=["regsters"])
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): CONSTRAINTS 'T\*U <= 8'.*'U' is not one of the PARAMS"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4"], ciq_constraints=["T*U <= 8"])
+    ext = CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4", "U=range(1,8)"], ciq_constraints=["T*U <= 8"])
+    assert ext.ciq_constraints == ("T*U <= 8",)
