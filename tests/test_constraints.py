@@ -16,11 +16,16 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.build.manifest import Manifest, ManifestToolchain
+from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.constraints import parse_constraints
+from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.params import parse_params
+from ciq_build.core.settings import SearchSettings
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.select import make_candidate_source
 from ciq_build.search.strategies import SearchRequest, make_source
 
 REPO = Path(__file__).resolve().parent.parent
@@ -153,3 +158,26 @@ def _walk(node: object) -> list[tuple[str, object]]:
     if isinstance(node, list):
         return [pair for item in node for pair in _walk(item)]
     return []
+
+
+def test_a_tune_applies_constraints_or_says_why_it_cannot(tmp_path: Path) -> None:
+    manifest = Manifest(
+        target="kern", source_dir=tmp_path, binary_dir=tmp_path, target_source_dir=tmp_path,
+        target_binary_dir=tmp_path, cuda_sources=(), object_dir=tmp_path, benchmark=None, metric_regex="",
+        objectives=(), params=("BX=choice(1,2,4,8)", "BY=choice(1,2,4,8)"), constraints=("BX*BY == 8",),
+        search_space=(), pin_dir=tmp_path, pin_file=tmp_path / "kern.json", timeout=60.0,
+        options_file=tmp_path / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
+        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+    objectives = parse_objectives(["spill_bytes"])
+
+    def source(*kinds: str, strategy: str | None = None) -> CandidateSource:
+        return make_candidate_source(SearchSettings(kinds=kinds, strategy=strategy, seed=1), manifest,
+                                     find_toolchain(), objectives, tmp_path)
+
+    for strategy in ("ga", "random"):
+        proposed = {(p.params["param.BX"], p.params["param.BY"]) for p in source("params", strategy=strategy).ask()}
+        assert proposed and proposed <= {(1, 8), (2, 4), (4, 2), (8, 1)}, (strategy, proposed)
+    with pytest.raises(ConfigError, match="CONSTRAINTS of kern relate PARAMS, which SEARCH_SPACE"):
+        source("knobs")
+    with pytest.raises(ConfigError, match="not with the compiler search space ptxas-acf:13.3"):
+        source("params", "ptxas-acf:13.3")
