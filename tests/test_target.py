@@ -160,6 +160,8 @@ def test_metric_unit_is_read_and_defaults_to_milliseconds(tmp_path):
     [
         ({"objects": ["relative.o"]}, "objects[0]"),
         ({"objects": "kern.cu.o"}, "objects"),
+        # Object names in a pin are relative to object_dir: one outside it failed deep in a tune (ValueError).
+        ({"objects": ["/elsewhere/CMakeFiles/gemm.dir/gemm.cu.o"]}, "objects[0]"),
         ({"schema": 1}, "schema"),  # an older CMake module
         ({"schema": 3}, "schema"),
         ({"schema": "2"}, "schema"),

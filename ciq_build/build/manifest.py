@@ -283,7 +283,7 @@ def read_manifest(path: Path) -> Manifest:
         target_binary_dir=r.abspath(data, "target_binary_dir"),
         cuda_sources=tuple(Path(s) for s in cuda_sources),
         object_dir=r.abspath(data, "object_dir"),
-        objects=_read_objects(r, data),
+        objects=_read_objects(r, data, r.abspath(data, "object_dir")),
         benchmark=benchmark,
         metric_regex=metric_regex,
         metric_unit=metric_unit,
@@ -324,11 +324,15 @@ def manifest_document(manifest: Manifest) -> dict[str, Any]:
     }
 
 
-def _read_objects(r: _Reader, data: dict[str, Any]) -> tuple[Path, ...]:
+def _read_objects(r: _Reader, data: dict[str, Any], object_dir: Path) -> tuple[Path, ...]:
+    """$<TARGET_OBJECTS>, each under object_dir: a pin names its objects relative to it (compiler/fingerprint.py),
+    so one outside it would fail mid-tune, not here. (A schema cannot relate two fields: the reader's check.)"""
     objects = r.str_list(data, "objects")
     for i, item in enumerate(objects):
         if not Path(item).is_absolute():
             raise r.fail(f"objects[{i}]", f"is {item!r}, not an absolute path")
+        if not Path(item).is_relative_to(object_dir):
+            raise r.fail(f"objects[{i}]", f"is {item!r}, which is not under object_dir {str(object_dir)!r}")
     return tuple(Path(item) for item in objects)
 
 

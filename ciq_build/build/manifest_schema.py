@@ -10,8 +10,9 @@ agree on: the fields, their JSON types, which are absolute paths and which
 are required. The reader takes its field set from it, the tests check that
 every writer's output validates and that the reader refuses whatever the
 schema refuses. What a schema cannot say stays with the reader: that the
-target names its file, that METRIC compiles with a group, that the
-objectives parse and that a benchmark objective has a benchmark.
+target names its file, that every object lies under object_dir, that METRIC
+compiles with a group, that the objectives parse and that a benchmark
+objective has a benchmark.
 """
 
 from __future__ import annotations
