@@ -544,6 +544,17 @@ def test_a_time_of_zero_or_below_one_nanosecond_measures_nothing(text: str, rege
     assert parsed.problems and "below 1 ns" in parsed.problems[0] and "skipped its work" in parsed.problems[0]
 
 
+def test_only_the_regex_match_that_is_used_must_be_a_plausible_time() -> None:
+    """The last match wins: a 0.0 warm-up line before the real figure is fine, a 0 after it is not."""
+    regex = r"iteration \d+: (\S+) ms"
+    warm_up_first = bench.parse_output("iteration 0: 0.0 ms\niteration 1: 2.5 ms\n", regex)
+    assert warm_up_first.problems == () and warm_up_first.metrics["time_ms"] == 2.5
+    zero_last = bench.parse_output("iteration 0: 2.5 ms\niteration 1: 0.0 ms\n", regex)
+    assert zero_last.problems and "below 1 ns" in zero_last.problems[0]
+    not_a_number = bench.parse_output("iteration 0: n/a ms\niteration 1: 2.5 ms\n", regex)
+    assert not_a_number.problems  # an unreadable capture is a problem wherever it is
+
+
 @pytest.mark.parametrize(
     ("text", "regex", "unit", "name", "value"),
     [("CIQ_METRIC time_ms=0.000001", None, "ms", "time_ms", 1e-6), ("CIQ_METRIC kernel_us=0.001", None, "ms",

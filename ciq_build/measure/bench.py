@@ -345,6 +345,7 @@ def parse_output(
     printed_times: dict[str, PrintedTime] = {}
     regex_printed: PrintedTime | None = None
     regex_matched = False
+    regex_too_small: str | None = None  # the last match's time, when it is below the floor
     clock = _RegexClock(pattern) if pattern is not None else None
 
     def problem(message: str) -> None:
@@ -388,11 +389,18 @@ def parse_output(
             if found is not None:
                 regex_matched = True
                 value, why = _read_value(found, DEFAULT_METRIC_UNIT, shift, metric_unit)
-                if value is None:
-                    problem(f"METRIC regex captured {_clip(found)!r}: {why}")
+                if value is None and _read_value(found, None, shift)[0] is None:
+                    problem(f"METRIC regex captured {_clip(found)!r}: {why}")  # not a number at all
+                elif value is None:
+                    # A time below the floor counts only if it is the one used (the last match): a benchmark
+                    # printing each iteration's time may print a 0.0 warm-up line before its real figure.
+                    regex_too_small = f"METRIC regex captured {_clip(found)!r}: {why}"
                 else:
                     regex_time = value  # the last match wins, like a repeated CIQ_METRIC
                     regex_printed = PrintedTime(_clip(found.strip()), metric_unit, _resolution(found))
+                    regex_too_small = None
+    if regex_too_small is not None:
+        problem(regex_too_small)
     if clock is not None and clock.expired is not None:
         problem(clock.expired)
     if TIME_MS in metrics:
