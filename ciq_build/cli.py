@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -98,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--output", "-o", default=None, metavar="FILE",
                         help="where to write it, - for stdout (default: <build>/ciq/report/<target>.html for html, "
                              "stdout for markdown)")
+    report.add_argument("--search", type=_search_number, default=None, metavar="N",
+                        help="which search of the journal to report (1 the oldest; default: the latest): a tune "
+                             "with other objectives or settings starts a new one, each reported in its own objectives")
+    report.add_argument("--watch", action="store_true",
+                        help="while a tune of the target runs, write the report again as its journal grows (the "
+                             "page reloads itself); ends with a final report when the tune ends, or on Ctrl-C")
     export = commands.add_parser("export", help="one row per evaluation of a target's tune, as CSV or JSON")
     export.add_argument("target", help=_TARGET_HELP)
     _add_tree_options(export)
@@ -106,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
                                "a text cell starting like a formula (=, +, -, @, tab, CR: every flag) or with ' "
                                "gets one ' in front (drop it for the value; --json keeps every value exact)")
     export_format.add_argument("--json", metavar="FILE", help="write JSON to FILE (- for stdout)")
+    export.add_argument("--search", type=_search_number, default=None, metavar="N",
+                        help="only the evaluations search N journaled (1 the oldest; default: every search's, each "
+                             "row with its search and its scores named by that search's objectives)")
 
     sample = commands.add_parser(
         "sample-acfs", help="draw ACFs from an NVIDIA compiler search space into a pool folder (needs compileiq)",
@@ -154,6 +164,22 @@ def _backend(args: argparse.Namespace) -> BuildBackend:
     return CMakeBackend(args.build_dir, args.source_dir, tuple(getattr(args, "cmake_arg", ())))
 
 
+def _search_number(text: str) -> int:
+    """--search N: a search's number in the journal, 1 the oldest."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is no search number: give 1 for the oldest search, 2 for the "
+                                         "next, ... (the report names how many the journal holds)")
+    return number
+
+
+def _say_now(text: str) -> None:
+    print(text, end="", flush=True)
+
+
 # The signal that stopped this command; the exit code is 128 + it, as a shell reports a process it killed.
 _stopped_by: list[int] = []
 
@@ -172,6 +198,20 @@ def _interrupted(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code. A reader that goes away (`show | head`) ends it quietly, as SIGPIPE would."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # here, not at exit, where a closed pipe is a traceback nothing can catch
+    except BrokenPipeError:
+        # What is left to write goes nowhere (Python's own recipe): the flush at exit must not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.cmake_dir:
@@ -225,13 +265,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "report":
             from ciq_build.reports.page import report
 
-            print(report(args.target, args.build_dir, args.source_dir, args.format, args.output), end="")
+            if args.watch:
+                from ciq_build.reports.page import watch
+
+                print(watch(args.target, args.build_dir, args.source_dir, _say_now, args.format, args.output,
+                            args.search), end="")
+                return 0
+            print(report(args.target, args.build_dir, args.source_dir, args.format, args.output, args.search), end="")
             return 0
         if args.command == "export":
             from ciq_build.reports.export import export
 
-            print(export(args.target, args.build_dir, args.source_dir, csv_file=args.csv, json_file=args.json),
-                  end="")
+            print(export(args.target, args.build_dir, args.source_dir, csv_file=args.csv, json_file=args.json,
+                         search=args.search), end="")
             return 0
         if args.command == "verify":
             from ciq_build.pin.verify import verify

@@ -17,11 +17,13 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -199,7 +201,7 @@ def test_the_html_report_is_written_under_the_build_tree_with_every_plot_embedde
     page = tuned["build"] / "ciq" / "report" / "timer.html"
     assert str(page) in done.stdout
     text = page.read_text()
-    for section in ("convergence", "candidates", "pareto", "remeasure", "time"):
+    for section in ("convergence", "candidates", "pareto", "importance", "parallel", "remeasure", "time"):
         assert f'id="plot-{section}"' in text
     assert "http://" not in text and "https://" not in text  # opens offline
 
@@ -255,13 +257,14 @@ def test_the_html_report_opens_offline_in_a_real_browser_with_every_plot_and_no_
             cells = page.evaluate("[...document.querySelectorAll('td')].map(td => td.textContent)")
         finally:
             browser.close()  # type: ignore[attr-defined]
-    assert [p["id"] for p in plots] == ["plot-convergence", "plot-candidates", "plot-pareto", "plot-remeasure",
-                                        "plot-time"]
+    assert [p["id"] for p in plots] == ["plot-convergence", "plot-candidates", "plot-pareto", "plot-importance",
+                                        "plot-parallel", "plot-remeasure", "plot-time"]
     for plot in plots:  # decoded by the browser: a broken PNG has no natural size
         assert plot["complete"] and plot["width"] > 300 and plot["height"] > 200, plot
     assert problems == []
     assert all(url.startswith(("file:", "data:")) for url in requested), requested  # nothing from the network
     assert "The winner re-measured against the baseline" in headings and "Where the time went" in headings
+    assert "Which controls moved the objectives" in headings
     assert "bench_killed (environmental: run again on resume)" in cells
 
 
@@ -269,7 +272,7 @@ def test_report_and_export_before_any_tune_say_to_tune_first(tmp_path: Path) -> 
     for command in (["report", "kern"], ["export", "kern", "--csv", "-"]):
         done = _ciq(*command, "-B", str(tmp_path / "build"), cwd=tmp_path)
         assert done.returncode != 0
-        assert "no tune of kern to report" in done.stderr and "python -m ciq_build tune kern" in done.stderr
+        assert f"no tune of kern to {command[0]}" in done.stderr and "python -m ciq_build tune kern" in done.stderr
         assert "Traceback" not in done.stderr
 
 
@@ -449,3 +452,225 @@ def test_report_and_export_of_a_copied_build_dir_read_the_copys_own_journal(tmp_
     done = _ciq("report", "kern", "-B", str(copy), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (copy / "ciq" / "report" / "kern.html").is_file() and not (original / "ciq" / "report").exists()
+
+
+# -- two searches with other objectives, a pin replaced, the journal gone, a report watched -------------
+
+
+@pytest.fixture(scope="module")
+def retuned(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """`timer` tuned for (time, registers), then again, in the same build tree, for (registers, time).
+
+    The second tune replaces the first one's pin. Runs are short (TIMER_SLEEP_MS=5); nothing else is cut.
+    """
+    root = tmp_path_factory.mktemp("retune")
+    source = root / "src"
+    shutil.copytree(PROJECT, source)
+    build = root / "build"
+    env = {**os.environ, "TIMER_SLEEP_MS": "5"}
+    common = ["-S", str(source), "-B", str(build), "--repeats", "3", "--pool-size", "4",
+              "--cmake-arg=-DTIMER_PARAMS=X=range(0,6)"]
+    tunes: list[subprocess.CompletedProcess[str]] = []
+    for objectives, generations in ((["time", "registers"], "2"), (["registers", "time"], "1")):
+        done = subprocess.run([sys.executable, "-m", "ciq_build", "tune", "timer", *common, "--generations",
+                               generations, "--seed", str(len(tunes) + 1),
+                               *(a for o in objectives for a in ("--objective", o))],
+                              capture_output=True, text=True, cwd=source, timeout=900, env=env)
+        assert done.returncode == 0 and "pinned:" in done.stdout, done.stdout + done.stderr
+        tunes.append(done)
+    journal = build / "ciq" / "journal" / "timer.jsonl"
+    lines = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+    return {"source": source, "build": build, "root": root, "tunes": tunes, "lines": lines}
+
+
+def _searches_of(lines: list[dict]) -> list[tuple[list[str], list[dict]]]:
+    """The journal's searches as the test reads them: (a header's objectives, the evaluation lines after it)."""
+    searches: list[tuple[list[str], list[dict]]] = []
+    for line in lines:
+        if line.get("kind") == "header":
+            searches.append((line["objectives"], []))
+        elif line.get("kind") == "evaluation":
+            searches[-1][1].append(line)
+    return searches
+
+
+@slow
+def test_each_search_is_reported_in_its_own_objectives(retuned: dict) -> None:
+    searches = _searches_of(retuned["lines"])
+    assert [objectives for objectives, _ in searches] == [["time", "registers"], ["registers", "time"]]
+    keys = {"time": "time_ms", "registers": "registers"}
+    latest = load_history("timer", retuned["build"], retuned["source"])
+    assert latest.search == 2 and [o.spec for o in latest.objectives] == ["registers", "time"]
+    older = load_history("timer", retuned["build"], retuned["source"], search=1)
+    assert [o.spec for o in older.objectives] == ["time", "registers"]
+    for history in (latest, older):
+        assert history.scored and history.baseline is not None
+        for e in history.scored:  # every score is its own objective's metric, whichever search journaled it
+            assert e.scores == tuple(e.metrics[keys[o.spec]] for o in history.objectives), (history.search, e)
+    assert older.baseline.scores == (1.5, 8.0) and latest.baseline.scores == (8.0, 1.5)
+    assert all(e.search == 1 for e in older.evaluations)  # what came later is not search 1's
+    assert {e.search for e in latest.evaluations} == {1, 2} or not searches[1][1]
+    assert older.winner is None and latest.winner is not None  # the record is the second search's
+    markdown = report_page.render_markdown(latest)
+    assert "| registers | min | 8 |" in markdown and "| time | min | 1.5 |" in markdown
+    assert "search: 2 of 2 in this journal" in markdown
+
+
+@slow
+def test_export_names_each_rows_scores_by_the_objectives_of_the_search_that_journaled_it(retuned: dict) -> None:
+    done = _ciq("export", "timer", "-B", str(retuned["build"]), "--csv", "-", cwd=retuned["root"])
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(done.stdout, newline="")))
+    searches = _searches_of(retuned["lines"])
+    assert len(rows) == sum(len({line["key"] for line in lines}) for _, lines in searches)
+    for row in rows:
+        if row["ok"] == "True":
+            assert float(row["score.time"]) == float(row["metric.time_ms"]), row
+            assert float(row["score.registers"]) == float(row["metric.registers"]), row
+    only = json.loads(_ciq("export", "timer", "-B", str(retuned["build"]), "--json", "-", "--search", "1",
+                           cwd=retuned["root"]).stdout)
+    assert {row["search"] for row in only["evaluations"]} == {1}
+    assert all(list(row["scores"]) == ["time", "registers"] for row in only["evaluations"])
+    refused = _ciq("export", "timer", "-B", str(retuned["build"]), "--json", "-", "--search", "3",
+                   cwd=retuned["root"])
+    assert refused.returncode == 2 and "holds 2 search(es); pick one of 1..2" in refused.stderr, refused.stderr
+
+
+@slow
+def test_a_tune_that_replaces_a_pin_says_what_it_replaces_old_against_new(retuned: dict) -> None:
+    first, second = retuned["tunes"]
+    assert "replacing" not in first.stdout  # nothing pinned before it
+    said = second.stdout
+    assert f"replacing the pin in {retuned['source'] / 'ciq' / 'timer.json'}" in said, said
+    old = next(line for line in said.splitlines() if line.strip().startswith("old:"))
+    new = next(line for line in said.splitlines() if line.strip().startswith("new:"))
+    # The evaluations behind a pin are those its tune's summary counted.
+    first_evaluations = re.search(r"evaluations: (\d+) \(", first.stdout)
+    second_evaluations = re.search(r"evaluations: (\d+) \(", second.stdout)
+    assert first_evaluations and second_evaluations, first.stdout + second.stdout
+    assert f"new: {second_evaluations[1]} evaluation(s)" in new
+    assert f"{first_evaluations[1]} evaluation(s)" in old and "time 1.5 ->" in old and "registers 8 ->" in old
+    assert "registers 8 ->" in new
+
+
+@slow
+def test_report_and_export_without_the_journal_read_the_pinned_record(retuned: dict, tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    shutil.copytree(retuned["build"], build)
+    (build / "ciq" / "journal" / "timer.jsonl").unlink()
+    record = read_record(retuned["source"] / "ciq" / "timer.json")
+    done = _ciq("report", "timer", "-B", str(build), "-S", str(retuned["source"]), "--format", "markdown",
+                cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "gone: this is what the pinned record holds" in done.stdout
+    base, win = record.baseline.scores, record.winner.scores
+    assert f"| registers | min | {base[0]:.6g} |" in done.stdout and f"{win[1]:.6g}" in done.stdout
+    exported = json.loads(_ciq("export", "timer", "-B", str(build), "-S", str(retuned["source"]), "--json", "-",
+                               cwd=tmp_path).stdout)
+    assert [row["key"] for row in exported["evaluations"]] == ["baseline", "winner"]
+    assert [list(row["scores"].values()) for row in exported["evaluations"]] == [list(base), list(win)]
+
+
+@slow
+def test_the_pareto_table_shows_the_minimized_pin(tuned: dict) -> None:
+    history = load_history("timer", tuned["build"], tuned["source"])
+    record = tuned["record"]
+    pinned = " ".join([*record.controls.flags, *(f"-D{k}={v}" for k, v in record.controls.defines)])
+    row = next(r for r in report_page._front_rows(history) if r[-2].startswith("pinned"))
+    assert row[-1].startswith(pinned or "(the compiler's defaults)"), row
+    if record.provenance.get("dropped_controls"):
+        assert row[-2] == "pinned (minimized)" and "(searched: " in row[-1]
+
+
+@slow
+def test_report_watch_writes_the_page_again_as_the_journal_grows_and_ends_with_the_tune(
+        retuned: dict, tmp_path: Path) -> None:
+    from ciq_build.build.cmake import safe_name
+    from ciq_build.state.journal import TargetLock, tune_lock_path
+
+    build = tmp_path / "build"
+    shutil.copytree(retuned["build"], build)
+    page = tmp_path / "page.html"
+    journal = build / "ciq" / "journal" / "timer.jsonl"
+    # The test holds the real lock a tune takes, so the watch sees a tune running; it appends as a tune would.
+    with TargetLock(tune_lock_path(build / "ciq", safe_name("timer")), wait=False):
+        watching = subprocess.Popen([sys.executable, "-m", "ciq_build", "report", "timer", "-B", str(build),
+                                     "-S", str(retuned["source"]), "--watch", "-o", str(page)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+        try:
+            assert "wrote the report of timer" in watching.stdout.readline()
+            first = page.read_text()
+            assert '<meta http-equiv="refresh"' in first
+            count = len(load_history("timer", build).evaluations)
+            line = next(r for r in retuned["lines"] if r.get("kind") == "evaluation" and r["ok"])
+            with journal.open("a") as appended:
+                appended.write(json.dumps({**line, "key": "appended-while-watching", "generation": 9}) + "\n")
+            assert "wrote the report of timer" in watching.stdout.readline()
+            assert f"evaluations: {count + 1} (" in page.read_text() or f"<td>{count + 1} (" in page.read_text()
+        except BaseException:
+            watching.kill()
+            raise
+    out, err = watching.communicate(timeout=300)
+    assert watching.returncode == 0, err
+    assert "no tune of timer is running (any more): the report above is final" in out
+    assert '<meta http-equiv="refresh"' not in page.read_text()
+
+
+@slow
+@pytest.mark.parametrize("command", [["show", "timer", "--pin-file"], ["export", "timer", "--csv", "-", "-B"],
+                                     ["list", "-B"], ["report", "timer", "--format", "markdown", "-B"]])
+def test_a_reader_that_goes_away_ends_the_command_without_a_traceback(retuned: dict, command: list[str]) -> None:
+    path = {"--pin-file": str(retuned["source"] / "ciq" / "timer.json"), "-B": str(retuned["build"])}
+    argv = [*command, path[command[-1]]] if command[-1] in path else command
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the command writes a byte: `| head -0`
+    try:
+        done = subprocess.run([sys.executable, "-m", "ciq_build", *argv], stdout=write, stderr=subprocess.PIPE,
+                              text=True, timeout=300)
+    finally:
+        os.close(write)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.returncode == 141  # 128 + SIGPIPE, as a shell reports a process a closed pipe ended
+
+
+def test_parameter_importance_is_the_share_of_variance_each_parameter_explains(tmp_path: Path) -> None:
+    # a decides the score (1 or 5), b is noise around it: a explains nearly all, b little.
+    records: list[dict] = [{"key": f"k{i}", "generation": 0, "ok": True, "controls": {}, "params": {"a": a, "b": b},
+                "scores": [(1.0 if a == 0 else 5.0) + 0.1 * ((i * 7) % 3)]}
+               for i, (a, b) in enumerate((a, b) for a in (0, 1) for b in (0, 1, 2) for _ in range(2))]
+    history = _edited_history(tmp_path, records, ["registers"])
+    ranked = history.importance(0)
+    assert [r.parameter for r in ranked] == ["a", "b"]
+    scores = np.array([r["scores"][0] for r in records])
+    means = {a: scores[[r["params"]["a"] == a for r in records]].mean() for a in (0, 1)}
+    between = sum(6 * (means[a] - scores.mean()) ** 2 for a in (0, 1))
+    assert ranked[0].explained == pytest.approx(between / ((scores - scores.mean()) ** 2).sum())
+    assert ranked[0].explained > 0.95 and ranked[1].explained < 0.05
+    assert (ranked[0].values, ranked[0].evaluations) == (2, 12)
+    assert f"| registers | a | {ranked[0].explained * 100:.0f}% | 2 | 12 |" in report_page.render_markdown(history)
+
+
+def test_a_search_with_other_objectives_never_labels_an_older_searchs_scores_with_its_names(tmp_path: Path) -> None:
+    # The cheap twin of the two real tunes above: the second search reused every evaluation of the first.
+    journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
+    journal.parent.mkdir(parents=True)
+    lines: list[dict] = [{"kind": "header", "objectives": ["time", "registers"]},
+             {"kind": "evaluation", "key": "base", "ok": True, "scores": [1.5, 8.0], "controls": {},
+              "metrics": {"time_ms": 1.5, "registers": 8.0}},
+             {"kind": "evaluation", "key": "x1", "ok": True, "scores": [1.0, 12.0], "params": {"param.X": 1},
+              "controls": {"defines": {"X": "1"}}, "metrics": {"time_ms": 1.0, "registers": 12.0}},
+             {"kind": "header", "objectives": ["registers", "spill_bytes"]}]
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    latest = load_history("kern", tmp_path / "build")
+    assert [o.spec for o in latest.objectives] == ["registers", "spill_bytes"]
+    assert latest.evaluations == []  # measured for time and registers: spill_bytes was never measured
+    older = load_history("kern", tmp_path / "build", search=1)
+    assert [e.scores for e in older.evaluations] == [(1.5, 8.0), (1.0, 12.0)]
+    lines[-1]["objectives"] = ["registers", "time"]
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    swapped = load_history("kern", tmp_path / "build")
+    assert [e.scores for e in swapped.evaluations] == [(8.0, 1.5), (12.0, 1.0)]
+    exported = list(csv.DictReader(io.StringIO(to_csv(load_history("kern", tmp_path / "build",
+                                                                   every_search=True)), newline="")))
+    assert [(r["search"], r["score.time"], r["score.registers"]) for r in exported] == [("1", "1.5", "8.0"),
+                                                                                        ("1", "1.0", "12.0")]

@@ -5,7 +5,10 @@ controls they became), what it measured (the objectives' scores and every
 metric), why it failed, and where its time went. CSV columns are flat and
 named: the search parameters by their own names (``knob.*``, ``param.*``),
 then ``score.*``, ``metric.*`` and ``timing.*``; JSON keeps the
-same row as nested objects. Missing values are empty in CSV and null in JSON.
+same row as nested objects. A journal holds one search per header (a tune
+whose objectives or other settings changed): each row says which
+(``search``), and its scores are named by that search's objectives, so the
+columns of two searches with other objectives are apart, never mislabelled. Missing values are empty in CSV and null in JSON.
 
 CSV is opened in spreadsheets, which run a cell starting ``=``, ``+``, ``-``
 or ``@`` (tab and CR too, and their full-width forms) as a formula: every
@@ -32,11 +35,17 @@ from ciq_build.search.evaluation import TIMING_NAMES
 
 
 def export(target: str, build_dir: Path, source_dir: Path | None, *, csv_file: str | None = None,
-           json_file: str | None = None) -> str:
-    """Write `target`'s evaluations to `csv_file` or `json_file` ("-": stdout); returns what to print after."""
+           json_file: str | None = None, search: int | None = None) -> str:
+    """Write `target`'s evaluations to `csv_file` or `json_file` ("-": stdout); returns what to print after.
+
+    Every journaled evaluation, each scored in the objectives of the search that journaled it (its
+    ``search`` column); `search` keeps one search's only.
+    """
     if (csv_file is None) == (json_file is None):
         raise ConfigError("export writes one format: give --csv FILE or --json FILE")
-    history = load_history(target, build_dir, source_dir)
+    history = load_history(target, build_dir, source_dir, search=search, every_search=True, command="export")
+    if search is not None:
+        history.evaluations = [e for e in history.evaluations if e.search == search]
     text, destination = (to_csv(history), csv_file) if csv_file is not None else (to_json(history), json_file)
     assert destination is not None
     return write_text(text, destination, f"{len(history.evaluations)} evaluation(s) of {target}")
@@ -57,9 +66,11 @@ def write_text(text: str, destination: str, what: str) -> str:
 
 def evaluation_row(history: TuneHistory, evaluation: JournalEntry) -> dict[str, Any]:
     """One evaluation as the nested JSON row."""
-    scores = evaluation.scores or (None,) * len(history.objectives)
+    objectives = history.objectives_of(evaluation)
+    scores = evaluation.scores or (None,) * len(objectives)
     return {
         "index": evaluation.index,
+        "search": evaluation.search,
         "generation": evaluation.generation,
         "key": evaluation.key,
         "baseline": evaluation.is_baseline,
@@ -68,7 +79,7 @@ def evaluation_row(history: TuneHistory, evaluation: JournalEntry) -> dict[str, 
         "environmental": evaluation.environmental,
         "params": evaluation.params,
         "controls": {"flags": list(evaluation.flags), "defines": evaluation.defines, "acf": evaluation.acf},
-        "scores": {o.spec: _finite_or_none(s) for o, s in zip(history.objectives, scores)},
+        "scores": {o.spec: _finite_or_none(s) for o, s in zip(objectives, scores)},
         "metrics": {name: _finite_or_none(v) for name, v in sorted(evaluation.metrics.items())},
         "timings": {name: evaluation.timings.get(name) for name in TIMING_NAMES},
         "seconds": evaluation.seconds,
@@ -86,6 +97,8 @@ def to_json(history: TuneHistory) -> str:
         "target": history.target,
         "journal": str(history.journal_path),
         "objectives": [{"name": o.name, "direction": o.direction} for o in history.objectives],
+        "searches": [{"search": s.number, "objectives": [{"name": o.name, "direction": o.direction}
+                                                         for o in s.objectives]} for s in history.searches],
         "evaluations": [evaluation_row(history, e) for e in history.evaluations],
     }
     # Strict JSON, which every reader takes: a NaN or an infinity (a failed score, an edited journal) is null.
@@ -94,7 +107,7 @@ def to_json(history: TuneHistory) -> str:
 
 def to_csv(history: TuneHistory) -> str:
     rows = [_flat(evaluation_row(history, e)) for e in history.evaluations]
-    fixed = ["index", "generation", "key", "baseline", "ok", "cause", "environmental", "flags", "defines", "acf"]
+    fixed = ["index", "search", "generation", "key", "baseline", "ok", "cause", "environmental", "flags", "defines", "acf"]
     tail = ["seconds", "finished", "worker", "runs", "raced", "same_code_as", "message"]
     varying = sorted({column for row in rows for column in row} - set(fixed) - set(tail), key=_column_order)
     columns = fixed + varying + tail

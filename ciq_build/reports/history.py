@@ -20,7 +20,7 @@ import numpy as np
 
 from ciq_build.core.objectives import Objective, metric_key, parse_objective
 from ciq_build.core.pareto import non_dominated
-from ciq_build.errors import CiqError, ManifestError
+from ciq_build.errors import CiqError, ConfigError, ManifestError
 from ciq_build.measure.bench import beats_baseline
 from ciq_build.pin.record import PinnedRecord, read_record
 from ciq_build.reports.show import journal_path, pin_file_for
@@ -65,6 +65,7 @@ class JournalEntry:
     runs: int = 0  # benchmark runs it made (fewer when racing stopped it)
     raced: bool = False  # stopped early by racing: measured, never pinned over a full measurement
     same_code_as: str = ""  # the key of the earlier evaluation whose machine code, so measurement, it took
+    search: int = 1  # the search (1-based, in journal order) that journaled it
 
     @property
     def is_baseline(self) -> bool:
@@ -87,6 +88,25 @@ class Remeasure:
     winner_iqr: float
 
 
+@dataclass(frozen=True)
+class Importance:
+    """One search parameter's share of an objective's variance (TuneHistory.importance)."""
+
+    parameter: str
+    explained: float  # eta^2, 0..1
+    values: int  # distinct values it took among the scored evaluations
+    evaluations: int  # scored evaluations it stands on
+
+
+@dataclass(frozen=True)
+class SearchInfo:
+    """One search in a journal: what one header started (a tune whose settings differed from the last one's)."""
+
+    number: int  # 1-based, in journal order
+    objectives: tuple[Objective, ...]
+    journaled: int  # evaluations its own lines hold
+
+
 @dataclass
 class TuneHistory:
     target: str
@@ -96,6 +116,15 @@ class TuneHistory:
     record: PinnedRecord | None = None
     record_path: Path | None = None
     skipped_lines: list[tuple[int, str]] = field(default_factory=list)
+    searches: list[SearchInfo] = field(default_factory=list)
+    search: int = 1  # the search shown (its objectives are `objectives`)
+    from_record: bool = False  # no journal: what the pinned record holds (its baseline and winner) is all there is
+
+    def objectives_of(self, evaluation: JournalEntry) -> tuple[Objective, ...]:
+        """The objectives `evaluation`'s scores are in: the shown search's, or (export) its own search's."""
+        if self.from_record or evaluation.search == self.search or not self.searches:
+            return tuple(self.objectives)
+        return self.searches[evaluation.search - 1].objectives
 
     # -- the points that matter -------------------------------------------------
 
@@ -111,6 +140,9 @@ class TuneHistory:
         nothing: its evaluation is the one with the search parameters the record names."""
         if self.record is None:
             return None
+        if [(o.name, o.direction) for o in self.record.objectives] != [(o.name, o.direction)
+                                                                       for o in self.objectives]:
+            return None  # pinned by a search with other objectives: not this one's winner
         controls = self.record.controls
         acf_name = Path(controls.acf.path).name if controls.acf is not None else None
         wanted = (tuple(controls.flags), tuple(controls.defines), acf_name)
@@ -179,6 +211,32 @@ class TuneHistory:
         front = [points[i] for i in non_dominated(pairs, directions)]
         return sorted(front, key=lambda e: (e.scores[first], e.scores[second]))  # type: ignore[index]
 
+    def parameters(self) -> list[str]:
+        """The search parameters the scored evaluations set, by name."""
+        return sorted({name for e in self.scored for name in e.params})
+
+    def importance(self, objective: int = 0) -> list[Importance]:
+        """How much of `objective`'s variance each search parameter explains on its own, most first.
+
+        The estimator is the correlation ratio eta^2 over the scored evaluations: group them by the
+        parameter's value (unset is a value of its own), and divide the variance of the group means
+        (weighted by group size) by the total variance. 1: the parameter's value alone fixes the
+        score; 0: the score does not move with it. A one-parameter view (no interactions), and with
+        few evaluations per value it overstates: `values` and `evaluations` say what it stands on.
+        """
+        points = [(e.params, e.scores[objective]) for e in self.scored  # type: ignore[index]
+                  if math.isfinite(e.scores[objective])]  # type: ignore[index]
+        scores = np.array([score for _, score in points], dtype=float)
+        total = float(((scores - scores.mean()) ** 2).sum()) if len(points) else 0.0
+        result = []
+        for name in self.parameters():
+            groups: dict[str, list[float]] = {}
+            for params, score in points:
+                groups.setdefault(repr(params.get(name)), []).append(score)
+            between = sum(len(g) * (float(np.mean(g)) - float(scores.mean())) ** 2 for g in groups.values())
+            result.append(Importance(name, between / total if total > 0 else 0.0, len(groups), len(points)))
+        return sorted(result, key=lambda i: (-i.explained, i.parameter))
+
     def time_spent(self) -> dict[str, float]:
         """Seconds compiling, benchmarking and waiting for a GPU, over every journaled evaluation."""
         return {name: sum(e.timings.get(name, 0.0) for e in self.evaluations) for name in TIMING_NAMES}
@@ -217,39 +275,92 @@ def _iqr(values: tuple[float, ...]) -> float:
 # -- reading -----------------------------------------------------------------------
 
 
-def load_history(target: str, build_dir: Path, source_dir: Path | None = None,
-                 pin_file: Path | None = None) -> TuneHistory:
-    """The history of `target`'s tunes in `build_dir`; ManifestError when it was never tuned there."""
+def load_history(target: str, build_dir: Path, source_dir: Path | None = None, pin_file: Path | None = None,
+                 *, search: int | None = None, every_search: bool = False, command: str = "report") -> TuneHistory:
+    """The history of `target`'s tunes in `build_dir`, as one search saw it; ManifestError when never tuned there.
+
+    A journal holds one search per header (a tune whose settings, objectives among them, differed from the
+    last one's). `search` picks one (1-based; None: the latest): its evaluations, and those of the searches
+    before it that its objectives can score from their metrics, as the tune reuses them - each in that
+    search's objectives, never another's. `every_search` (export): every journaled evaluation once per
+    search that journaled it, each scored as its own search was. With no journal but a pinned record, the
+    record's baseline and winner are the history (`from_record`).
+    """
     path = journal_path(build_dir, target)
     journal = Journal(path)
     records = journal.records()
-    evaluations = [r for r in records if r.get("kind") == EVALUATION_KIND]
-    if not evaluations:
-        state = "has no evaluations yet" if path.exists() else "does not exist"
-        raise ManifestError(
-            f"no tune of {target} to report: its journal {path} {state}. Run "
-            f"`python -m ciq_build tune {target} -B {build_dir}` first (the report reads what it journals).")
     if pin_file is None:
         try:
             pin_file = pin_file_for(target, build_dir, source_dir)
         except CiqError:
             pin_file = None  # no manifest to say where: a report of the journal alone
     record = read_record(pin_file) if pin_file is not None and pin_file.is_file() else None
-    header = next((r for r in reversed(records) if r.get("kind") == HEADER_KIND), None)
-    objectives = _objectives(header, record, evaluations)
-    return TuneHistory(target=target, journal_path=path, objectives=objectives,
-                       evaluations=_evaluations(evaluations, len(objectives)), record=record,
-                       record_path=pin_file if record is not None else None, skipped_lines=list(journal.skipped))
+    segments = _searches(records)
+    if not any(evaluations for _, evaluations in segments):
+        if record is not None and pin_file is not None:
+            return _record_history(target, path, record, pin_file)
+        state = "has no evaluations yet" if path.exists() else "does not exist"
+        raise ManifestError(
+            f"no tune of {target} to {command}: its journal {path} {state}, and no pinned record says what a tune "
+            f"found. Run `python -m ciq_build tune {target} -B {build_dir}` first (the {command} reads what it "
+            "journals).")
+    searches = [SearchInfo(number, tuple(_objectives(header, record, evaluations)), len(evaluations))
+                for number, (header, evaluations) in enumerate(segments, start=1)]
+    shown = len(searches) if search is None else search
+    if not 1 <= shown <= len(searches):
+        raise ConfigError(f"--search {search}: the journal {path} holds {len(searches)} search(es); pick one of "
+                          f"1..{len(searches)} (the latest, {len(searches)}, when --search is left out)")
+    tagged = [(number, line) for number, (_, evaluations) in enumerate(segments, start=1) for line in evaluations
+              if every_search or number <= shown]
+    entries = _evaluations(tagged, searches, None if every_search else shown)
+    return TuneHistory(target=target, journal_path=path, objectives=list(searches[shown - 1].objectives),
+                       evaluations=entries, record=record, record_path=pin_file if record is not None else None,
+                       skipped_lines=list(journal.skipped), searches=searches, search=shown)
+
+
+def _searches(records: list[dict[str, Any]]) -> list[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
+    """The journal cut at each header: (the header, the evaluation lines after it); lines before any header first."""
+    segments: list[tuple[dict[str, Any] | None, list[dict[str, Any]]]] = []
+    for line in records:
+        if line.get("kind") == HEADER_KIND:
+            segments.append((line, []))
+        elif line.get("kind") == EVALUATION_KIND:
+            if not segments:
+                segments.append((None, []))  # a journal older than headers
+            segments[-1][1].append(line)
+    return segments
+
+
+def _record_history(target: str, path: Path, record: PinnedRecord, pin_file: Path) -> TuneHistory:
+    """What a pinned record alone says (its journal deleted): the objectives, the baseline and the winner."""
+    objectives = [parse_objective(o.name if o.direction == "min" else f"max:{o.name}") for o in record.objectives]
+    controls = record.controls
+    points = [("baseline", (), {}, None, record.baseline),
+              ("winner", tuple(controls.flags), dict(controls.defines),
+               controls.acf.path.name if controls.acf is not None else None, record.winner)]
+    evaluations: list[JournalEntry] = []
+    for key, flags, defines, acf, summary in points:
+        if summary is None or len(summary.scores) != len(objectives):
+            continue
+        scores = tuple(_number(v, math.nan) for v in summary.scores)
+        evaluations.append(JournalEntry(
+            index=len(evaluations), generation=0, key=key, ok=True, cause=None, environmental=False,
+            message="from the pinned record (the journal is gone)", scores=scores,
+            metrics={metric_key(o): s for o, s in zip(objectives, scores)}, params={}, flags=flags,
+            defines={str(k): str(v) for k, v in defines.items()}, acf=acf, timings={}, seconds=0.0, finished="",
+            elapsed_s=math.nan))
+    return TuneHistory(target=target, journal_path=path, objectives=objectives, evaluations=evaluations,
+                       record=record, record_path=pin_file, from_record=True)
 
 
 def _objectives(header: dict[str, Any] | None, record: PinnedRecord | None,
                 evaluations: list[dict[str, Any]]) -> list[Objective]:
-    """The objectives the scores are in: the latest header's, else the record's, else unnamed ones."""
+    """The objectives a search's scores are in: its header's, else the record's, else unnamed ones."""
     specs = header.get("objectives") if header else None
     if isinstance(specs, list) and specs:
         try:
             return [parse_objective(spec) for spec in specs]
-        except CiqError:
+        except (CiqError, TypeError, AttributeError):
             pass
     if record is not None and record.objectives:
         return [parse_objective(o.name if o.direction == "min" else f"max:{o.name}") for o in record.objectives]
@@ -257,31 +368,45 @@ def _objectives(header: dict[str, Any] | None, record: PinnedRecord | None,
     return [Objective(f"objective {i + 1}", "min", "static") for i in range(width)]
 
 
-def _evaluations(records: list[dict[str, Any]], width: int) -> list[JournalEntry]:
-    """One entry per key: a key journaled again (a corrected or re-run evaluation) replaces the earlier one."""
-    by_key: dict[str, dict[str, Any]] = {}
-    order: list[str] = []
-    for position, record in enumerate(records):
+def _evaluations(tagged: list[tuple[int, dict[str, Any]]], searches: list[SearchInfo],
+                 shown: int | None) -> list[JournalEntry]:
+    """One entry per key (per search and key with `shown` None): a key journaled again replaces the earlier one.
+
+    Scores are as journaled by the search shown (or, `shown` None, by each line's own search); an earlier
+    search's evaluation is scored in the shown search's objectives from its metrics, and left out where
+    they lack one (the tune would measure it again).
+    """
+    by_key: dict[Any, tuple[int, dict[str, Any]]] = {}
+    order: list[Any] = []
+    for position, (number, record) in enumerate(tagged):
         journaled = record.get("key")
         key = journaled if isinstance(journaled, str) else f"#{position}"
-        if key not in by_key:
-            order.append(key)
-        by_key[key] = record
-    finished = [_timestamp(r.get("time")) for r in records]
-    starts = [t - _number(r.get("seconds")) for t, r in zip(finished, records) if t is not None]
+        identity = key if shown is not None else (number, key)
+        if identity not in by_key:
+            order.append(identity)
+        by_key[identity] = (number, {**record, "key": key})
+    finished = [_timestamp(r.get("time")) for _, r in tagged]
+    starts = [t - _number(r.get("seconds")) for t, (_, r) in zip(finished, tagged) if t is not None]
     origin = min(starts) if starts else None
-    result = []
-    for index, key in enumerate(order):
-        record = by_key[key]
+    result: list[JournalEntry] = []
+    for identity in order:
+        number, record = by_key[identity]
+        objectives = searches[(shown or number) - 1].objectives
+        scores = record.get("scores")
+        if shown is not None and number != shown and record.get("ok") is True:
+            metrics = journaled_numbers(record.get("metrics"))
+            rescored = [metrics.get(metric_key(o)) for o in objectives]
+            if any(value is None for value in rescored):
+                continue  # measured for other objectives only
+            scores = rescored
+        ok = record.get("ok") is True and isinstance(scores, list) and len(scores) == len(objectives)
+        when = _timestamp(record.get("time"))
         controls = _mapping(record.get("controls"))
         acf = controls.get("acf")
-        scores = record.get("scores")
-        ok = record.get("ok") is True and isinstance(scores, list) and len(scores) == width
-        when = _timestamp(record.get("time"))
         result.append(JournalEntry(
-            index=index,
+            index=len(result),
             generation=int(_number(record.get("generation"))),
-            key=key,
+            key=record["key"],
             ok=ok,
             cause=None if ok else (str(record.get("cause") or "error")),
             environmental=record.get("environmental") is True,
@@ -300,6 +425,7 @@ def _evaluations(records: list[dict[str, Any]], width: int) -> list[JournalEntry
             runs=journaled_count(record.get("runs")),
             raced=record.get("raced") is True,
             same_code_as=str(record.get("same_code_as") or ""),
+            search=number,
         ))
     return result
 

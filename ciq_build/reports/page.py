@@ -14,31 +14,83 @@ import base64
 import html
 import io
 import math
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ciq_build.build.cmake import safe_name
+from ciq_build.errors import ManifestError
 from ciq_build.reports.export import write_text
 from ciq_build.reports.history import JournalEntry, TuneHistory, load_history
+from ciq_build.reports.show import journal_path
 from ciq_build.search.evaluation import TIMING_NAMES
+from ciq_build.state.journal import TargetLock, tune_lock_path
 
 PLOTS_HINT = 'plots need matplotlib: pip install "ciq-build[report]"'
 _TIMING_LABELS = {"compile_s": "compiling", "benchmark_s": "benchmarking", "wait_s": "waiting for a GPU"}
 
 
 def report(target: str, build_dir: Path, source_dir: Path | None, fmt: str = "html",
-           output: str | None = None) -> str:
-    """Write `target`'s report; returns the page itself for stdout ("-"), else a line saying where it is."""
-    history = load_history(target, build_dir, source_dir)
+           output: str | None = None, search: int | None = None, refresh_s: int | None = None) -> str:
+    """Write `target`'s report; returns the page itself for stdout ("-"), else a line saying where it is.
+
+    `search`: which of the journal's searches (None: the latest); `refresh_s`: the page reloads itself that often.
+    """
+    history = load_history(target, build_dir, source_dir, search=search)
     if fmt == "markdown":
         return write_text(render_markdown(history), output or "-", f"the report of {target}")
     destination = output or str(history.journal_path.parent.parent / "report" / f"{safe_name(target)}.html")
-    done = write_text(render_html(history), destination, f"the report of {target}")
+    done = write_text(render_html(history, refresh_s), destination, f"the report of {target}")
     if destination != "-" and _pyplot() is None:
         done += f"ciq_build: the page has tables only; {PLOTS_HINT}\n"
     return done
+
+
+WATCH_SECONDS = 3  # how often --watch looks at the journal, and how often the page it writes reloads itself
+
+
+def watch(target: str, build_dir: Path, source_dir: Path | None, say: Callable[[str], None], fmt: str = "html",
+          output: str | None = None, search: int | None = None) -> str:
+    """`report --watch`: write the report again each time the journal grows, while a tune of `target` runs.
+
+    The page reloads itself meanwhile (a meta refresh: no script); once no tune holds the target's lock,
+    the report is written a last time, without the reload, and this returns. Ctrl-C stops watching.
+    """
+    journal = journal_path(build_dir, target)
+    lock = TargetLock(tune_lock_path(Path(build_dir) / "ciq", safe_name(target)), wait=False)
+    seen: tuple[int, int] | None = None
+    waiting_said = False
+    try:
+        while True:
+            running = lock.held()
+            stamp = _file_stamp(journal)
+            if stamp != seen or not running:
+                seen = stamp
+                try:
+                    say(report(target, build_dir, source_dir, fmt, output, search,
+                               WATCH_SECONDS if running else None))
+                except ManifestError:
+                    if not running:
+                        raise
+                    if not waiting_said:
+                        say(f"ciq_build: waiting for the first evaluation of {target} in {journal}\n")
+                        waiting_said = True
+            if not running:
+                return f"ciq_build: no tune of {target} is running (any more): the report above is final\n"
+            time.sleep(WATCH_SECONDS)  # polling a file: the tune may run in another process, on another host
+    except KeyboardInterrupt:
+        return "ciq_build: stopped watching; the report holds what the journal held then\n"
+
+
+def _file_stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime in ns, size) of `path`, or None when it is not there: what changes when a line is appended."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
 
 
 # -- numbers in words -------------------------------------------------------------
@@ -115,10 +167,25 @@ def _front_rows(history: TuneHistory) -> list[list[str]]:
     winner, base = history.winner, history.baseline
     rows = []
     for e in history.pareto_front():
-        mark = "pinned" if winner is not None and e.key == winner.key else ("baseline" if base and e.key == base.key
-                                                                            else "")
-        rows.append([str(e.index), *(_value(s) for s in e.scores or ()), mark, _controls_text(e)])
+        controls = _controls_text(e)
+        if winner is not None and e.key == winner.key:
+            mark, pinned = "pinned", _pinned_text(history)
+            if pinned != controls:  # a minimal pin: the controls that changed nothing were dropped
+                mark, controls = "pinned (minimized)", f"{pinned} (searched: {controls})"
+        else:
+            mark = "baseline" if base and e.key == base.key else ""
+        rows.append([str(e.index), *(_value(s) for s in e.scores or ()), mark, controls])
     return rows
+
+
+def _pinned_text(history: TuneHistory) -> str:
+    """The record's controls, as the build applies them."""
+    assert history.record is not None
+    c = history.record.controls
+    parts = [*c.flags, *(f"-D{k}={v}" for k, v in c.defines)]
+    if c.acf is not None:
+        parts.append(f"ACF {c.acf.path.name}")
+    return " ".join(parts) or "(the compiler's defaults)"
 
 
 def _remeasure_rows(history: TuneHistory) -> list[list[str]]:
@@ -148,6 +215,22 @@ def _controls_rows(history: TuneHistory) -> list[list[str]]:
     if isinstance(params, dict):
         rows += [["parameter", f"{k} = {v}"] for k, v in sorted(params.items())]
     return rows or [["(none)", "the compiler's defaults"]]
+
+
+def _importance_rows(history: TuneHistory) -> list[list[str]]:
+    """Per objective and search parameter, the share of the objective's variance it explains, most first."""
+    rows = []
+    for i, objective in enumerate(history.objectives):
+        rows += [[objective.spec, r.parameter, f"{r.explained * 100:.0f}%", str(r.values), str(r.evaluations)]
+                 for r in history.importance(i)]
+    return rows
+
+
+_IMPORTANCE_HEAD = ["objective", "parameter", "variance explained", "values it took", "scored evaluations"]
+IMPORTANCE_NOTE = ("The share of an objective's variance a parameter explains on its own (eta squared: the "
+                   "variance of the mean score per value of the parameter, over the total variance). 100%: its "
+                   "value alone fixes the score; 0%: the score does not move with it. It sees no interaction "
+                   "between parameters, and with few evaluations per value it overstates.")
 
 
 def _time_rows(history: TuneHistory) -> list[list[str]]:
@@ -202,11 +285,19 @@ def _facts(history: TuneHistory) -> list[tuple[str, str]]:
                   "another tune pinned it)")
     else:
         pinned = str(history.record_path)
-    facts = [("journal", str(history.journal_path)),
+    journal = str(history.journal_path) + (" (gone: this is what the pinned record holds, its baseline and "
+                                           "winner)" if history.from_record else "")
+    facts = [("journal", journal),
              ("pinned record", pinned),
              ("evaluations", f"{len(history.evaluations)} ({len(history.scored)} scored, "
                              f"{len(history.evaluations) - len(history.scored)} failed)"),
              ("failures", ", ".join(f"{cause} {n}" for cause, n in history.failures.items()) or "none")]
+    if len(history.searches) > 1:
+        reused = sum(1 for e in history.evaluations if e.search != history.search)
+        facts.append(("search", f"{history.search} of {len(history.searches)} in this journal (--search N shows "
+                                f"another); objectives {', '.join(o.spec for o in history.objectives)}; "
+                                f"{reused} evaluation(s) of earlier searches, scored in these objectives from "
+                                "their metrics"))
     if record is not None:
         t = record.toolchain
         facts.append(("toolchain", f"CUDA {t.cuda} (nvcc {t.nvcc_version or '?'}), arch "
@@ -292,15 +383,19 @@ def plot_candidates(pyplot: Any, history: TuneHistory) -> Any:
             else:
                 reference = base.scores[i] if base is not None and base.scores else 0.0
                 ys.append(e.scores[i] - reference)  # type: ignore[index]
-        xs = [((e.index * 0.618) % 1 - 0.5) * 0.5 for e, _ in relative]  # deterministic jitter
+        # x: the generation it was proposed in (deterministic jitter within it), so a search that
+        # improves shows its candidates moving towards "better" from left to right.
+        xs = [e.generation + ((e.index * 0.618) % 1 - 0.5) * 0.5 for e, _ in relative]
         ax.scatter(xs, ys, s=18, alpha=0.6, color="tab:blue", label="candidate")
         if winner is not None:
             at = [k for k, (e, _) in enumerate(relative) if e.key == winner.key]
             ax.scatter([xs[k] for k in at], [ys[k] for k in at], s=160, marker="*", color="tab:orange",
                        label="pinned", zorder=3)
         ax.axhline(0, color="tab:red", linestyle="--", linewidth=1, label="baseline")
-        ax.set_xlim(-1, 1)
-        ax.set_xticks([])
+        generations = history.generations
+        ax.set_xlim(min(generations, default=0) - 0.6, max(generations, default=0) + 0.6)
+        ax.set_xticks(generations)
+        ax.set_xlabel("generation")
         ax.set_ylabel(("change vs baseline (%)" if as_percent else "difference from baseline")
                       + f"; {objective.direction} is better")
         ax.set_title(objective.spec)
@@ -328,6 +423,67 @@ def plot_pareto(pyplot: Any, history: TuneHistory) -> Any:
     ax.set_ylabel(f"{second.spec} ({second.direction})")
     ax.legend(fontsize="small")
     ax.set_title("Pareto front of the first two objectives")
+    return figure
+
+
+def plot_importance(pyplot: Any, history: TuneHistory) -> Any:
+    """Per objective, the share of its variance each search parameter explains (TuneHistory.importance)."""
+    n = len(history.objectives)
+    figure, axes = pyplot.subplots(1, n, layout="constrained", figsize=(4 * n + 1, 0.35 * len(history.parameters())
+                                                                         + 1.8), squeeze=False)
+    for i, objective in enumerate(history.objectives):
+        ax = axes[0][i]
+        ranked = history.importance(i)[::-1]  # barh draws bottom-up: the most important on top
+        ax.barh([r.parameter for r in ranked], [r.explained for r in ranked], color="tab:blue")
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share of the variance explained (eta squared)")
+        ax.set_title(objective.spec)
+    figure.suptitle("Which controls moved the objective")
+    return figure
+
+
+def plot_parallel(pyplot: Any, history: TuneHistory) -> Any:
+    """Parallel coordinates: one line per scored candidate across its search parameters, coloured by objective 1.
+
+    Each axis spans what the parameter took: numbers from their least to their greatest value, other values
+    (and unset) in sorted order; the last axis is the first objective, better at the top.
+    """
+    parameters = history.parameters()
+    objective = history.objectives[0]
+    scored = [e for e in history.scored if math.isfinite(e.scores[0])]  # type: ignore[index]
+    if not scored:
+        figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 1.5))
+        ax.set_axis_off()
+        ax.set_title(f"No candidate has a finite {objective.spec}: nothing to draw across the controls")
+        return figure
+    columns = []
+    ticks = []
+    for name in parameters:
+        values = [e.params.get(name) for e in scored]
+        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        if numeric:
+            low, high = min(values), max(values)  # type: ignore[type-var]
+            columns.append([(v - low) / (high - low) if high > low else 0.5 for v in values])  # type: ignore[operator]
+            ticks.append(f"{name}\n{low:g}..{high:g}")
+        else:
+            levels = sorted({repr(v) for v in values})
+            columns.append([levels.index(repr(v)) / max(len(levels) - 1, 1) for v in values])
+            ticks.append(f"{name}\n{len(levels)} values")
+    scores = [e.scores[0] for e in scored]  # type: ignore[index]
+    low, high = min(scores, default=0.0), max(scores, default=0.0)
+    better_up = [(high - v) / (high - low) if high > low else 0.5 for v in scores]
+    if objective.direction == "max":
+        better_up = [1 - v for v in better_up]
+    columns.append(better_up)
+    ticks.append(f"{objective.spec}\n{objective.direction} is up")
+    figure, ax = pyplot.subplots(layout="constrained", figsize=(max(6, 1.4 * len(columns)), 4.5))
+    colors = pyplot.get_cmap("viridis")
+    for k in sorted(range(len(scored)), key=lambda k: better_up[k]):  # the best drawn last, on top
+        ax.plot(range(len(columns)), [column[k] for column in columns], color=colors(better_up[k]), alpha=0.6,
+                linewidth=1)
+    ax.set_xticks(range(len(columns)), ticks, fontsize="small")
+    ax.set_yticks([0, 1], ["least", "greatest"])
+    ax.set_title(f"Every candidate across the controls, coloured by {objective.spec} (yellow: better)")
     return figure
 
 
@@ -390,6 +546,11 @@ def _draw_plots(pyplot: Any, history: TuneHistory) -> dict[str, tuple[str, str]]
                                _png(pyplot, plot_candidates(pyplot, history)))
         if len(history.objectives) >= 2:
             plots["pareto"] = ("Pareto front", _png(pyplot, plot_pareto(pyplot, history)))
+        if history.parameters():
+            plots["importance"] = ("which controls moved each objective: the share of its variance each explains",
+                                   _png(pyplot, plot_importance(pyplot, history)))
+            plots["parallel"] = ("parallel coordinates: every candidate across its controls",
+                                 _png(pyplot, plot_parallel(pyplot, history)))
     remeasure = plot_remeasure(pyplot, history)
     if remeasure is not None:
         plots["remeasure"] = ("the winner re-measured against the baseline", _png(pyplot, remeasure))
@@ -418,7 +579,8 @@ def _html_table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(history: TuneHistory) -> str:
+def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
+    """The page; `refresh_s`: it reloads itself that often (report --watch, while the tune runs)."""
     plots = _plots(history)
 
     def plot(section: str) -> str:
@@ -434,6 +596,7 @@ def render_html(history: TuneHistory) -> str:
         # Nothing but this file and its data: URIs may load, so the page is the same offline.
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
         "style-src 'unsafe-inline'\">",
+        *([f'<meta http-equiv="refresh" content="{int(refresh_s)}">'] if refresh_s else []),
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
     ]
@@ -454,6 +617,11 @@ def render_html(history: TuneHistory) -> str:
                   f"{html.escape(history.objectives[1].spec)}</h2>", plot("pareto"),
                   _html_table(["#", history.objectives[0].spec, history.objectives[1].spec, "", "controls"],
                               [row[:3] + row[-2:] for row in _front_rows(history)])]
+    importance = _importance_rows(history)
+    if importance:
+        parts += ["<h2>Which controls moved the objectives</h2>", plot("importance"),
+                  _html_table(_IMPORTANCE_HEAD, importance), f"<p>{html.escape(IMPORTANCE_NOTE)}</p>",
+                  plot("parallel")]
     parts.append("<h2>The winner re-measured against the baseline</h2>")
     measured = history.remeasure()
     if measured is None:
@@ -503,6 +671,10 @@ def render_markdown(history: TuneHistory) -> str:
         parts += ["", f"## Pareto front: {history.objectives[0].spec} and {history.objectives[1].spec}", "",
                   _md_table(["#", history.objectives[0].spec, history.objectives[1].spec, "", "controls"],
                             [row[:3] + row[-2:] for row in _front_rows(history)])]
+    importance = _importance_rows(history)
+    if importance:
+        parts += ["", "## Which controls moved the objectives", "", _md_table(_IMPORTANCE_HEAD, importance), "",
+                  IMPORTANCE_NOTE]
     measured = history.remeasure()
     if measured is not None:
         parts += ["", "## The winner re-measured against the baseline", "",

@@ -311,6 +311,11 @@ def _file_kind(mode: int) -> str:
 # -- the per-target tune lock ---------------------------------------------------
 
 
+def tune_lock_path(state_dir: Path, safe_target: str) -> Path:
+    """Where a tune of a target (named as a file: build.cmake.safe_name) locks, in a build tree's ciq/ folder."""
+    return Path(state_dir) / "locks" / f"{safe_target}.lock"
+
+
 class TargetLock:
     """Serialises tune runs of one target: ``with TargetLock(path, wait=False): ...``.
 
@@ -389,6 +394,25 @@ class TargetLock:
         except (OSError, ValueError):
             return None
 
+    def held(self) -> bool:
+        """Whether a tune holds the lock now, as its info file says; never takes the lock (that could refuse a tune).
+
+        The info file of a tune that was SIGKILLed stays behind: on this host its pid must still be alive.
+        """
+        holder = self.holder()
+        if holder is None:
+            return False
+        pid = holder.get("pid")
+        if holder.get("host") != socket.gethostname() or not isinstance(pid, int) or isinstance(pid, bool):
+            return True  # another host's (a shared file system) or unreadable: cannot tell, so running
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True  # alive, another user's
+        return True
+
     def _busy_message(self) -> str:
         who = ""
         holder = self.holder()
@@ -410,4 +434,4 @@ class TargetLock:
         )
 
 
-__all__ = ["HEADER_KIND", "Journal", "JournalStart", "TargetLock"]
+__all__ = ["HEADER_KIND", "Journal", "JournalStart", "TargetLock", "tune_lock_path"]

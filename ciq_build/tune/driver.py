@@ -31,14 +31,21 @@ from ciq_build.compiler.toolchain import Toolchain, other_toolkits
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import named_scores, unbenchmarked_names
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
-from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError
+from ciq_build.errors import BenchmarkError, BuildError, CiqError, ConfigError, DiskFullError, NoGpuError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
-from ciq_build.pin.record import check_pin_dir, merge_architecture, record_path, write_record
+from ciq_build.pin.record import (
+    PinnedRecord,
+    check_pin_dir,
+    merge_architecture,
+    read_record,
+    record_path,
+    write_record,
+)
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import make_candidate_source, search_kinds
-from ciq_build.state.journal import Journal, TargetLock
+from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.tune.assemble import assemble_record
 from ciq_build.tune.cache import EvaluationCache, cache_key
 from ciq_build.tune.confirm import Confirmation, Confirmer
@@ -49,7 +56,7 @@ from ciq_build.tune.minimize import minimize
 from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.settings import TuneOptions, TuneSettings, resolve_settings
-from ciq_build.tune.summary import next_without_a_pin, run_summary
+from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.timeouts import Timeouts, for_baseline, for_candidates, for_configure
 
 W = TypeVar("W")
@@ -146,7 +153,7 @@ class TuneRun:
                                  needs_benchmark=self.runner.needs_benchmark)
         if self.settings.pin:  # a pin dir that is a link is refused now, not after the search
             check_pin_dir(self.manifest.pin_dir)
-        lock_path = self.state_dir / "locks" / f"{safe_name(self.manifest.target)}.lock"
+        lock_path = tune_lock_path(self.state_dir, safe_name(self.manifest.target))
         with TargetLock(lock_path, wait=self.settings.wait):
             try:
                 return self._run_locked(source)
@@ -364,6 +371,9 @@ class TuneRun:
             if self.manifest.tune_architecture:  # under the target's lock, as every write of its record
                 merge_architecture(pinned, record, self.manifest.tune_architecture)
             else:
+                replaced = _pinned_before(pinned)
+                if replaced is not None:
+                    print(replacement_note(pinned, replaced, record), file=sys.stdout)
                 write_record(pinned, record, acf_source=acf.path if acf else None)
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
@@ -425,3 +435,13 @@ class TuneRun:
     def _warn(self, text: str) -> None:
         """A warning about the tune's results: said even with --quiet (which only silences progress)."""
         LOG.warning("%s", text)
+
+
+def _pinned_before(path: Path) -> PinnedRecord | None:
+    """The record a new pin at `path` replaces, or None: none there, or one that cannot be read (said by write)."""
+    if not path.is_file():
+        return None
+    try:
+        return read_record(path)
+    except CiqError:
+        return None

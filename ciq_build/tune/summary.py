@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
-from ciq_build.pin.record import relative_change
+from ciq_build.pin.record import PinnedRecord, relative_change
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.evaluation import failure_summary
 
@@ -92,4 +92,33 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     elif next_without_pin:
         lines.append(f"  next: {next_without_pin}")
     lines.append(f"  journal: {journal}")
+    return "\n".join(lines)
+
+
+def replacement_note(path: Path, old: PinnedRecord, new: PinnedRecord) -> str:
+    """What pinning `new` over the record `old` at `path` replaces, old against new, for the tune's output.
+
+    Each side: when it was pinned, the evaluations behind it, its scores against its own baseline, its
+    controls. A pin found with fewer evaluations than the one it replaces is said so, with the way back.
+    """
+    lines = [f"ciq_build: replacing the pin in {path}:"]
+    counts = []
+    for side, record in (("old", old), ("new", new)):
+        evaluations = record.provenance.get("evaluations")
+        count = evaluations if isinstance(evaluations, int) and not isinstance(evaluations, bool) else None
+        counts.append(count)
+        when = f"pinned {record.provenance['created']}, " if side == "old" and record.provenance.get("created") else ""
+        scores = []
+        if record.baseline is not None and record.winner is not None:
+            for objective, base, best in zip(record.objectives, record.baseline.scores, record.winner.scores):
+                change = "same" if base == best else relative_change(base, best)
+                scores.append(f"{objective.name} {base:.6g} -> {best:.6g} ({change})")
+        c = record.controls
+        controls = " ".join([*c.flags, *(f"-D{k}={v}" for k, v in c.defines),
+                             *([f"ACF {c.acf.path.name}"] if c.acf is not None else [])]) or "(no controls)"
+        lines.append(f"  {side}: {when}{'?' if count is None else count} evaluation(s); "
+                     f"{', '.join(scores) or 'no scores'}; {controls}")
+    if counts[0] is not None and counts[1] is not None and counts[1] < counts[0]:
+        lines.append(f"  the old pin stood on more evaluations ({counts[0]} against {counts[1]}): to keep it, "
+                     f"restore {path} from version control (or tune with --no-pin to look without pinning)")
     return "\n".join(lines)
