@@ -972,8 +972,8 @@ function(_ciq_check_arguments fn)
 endfunction()
 
 # _ciq_check_call(<target>): refuse a ciq_tune_target() call that cannot
-# work, with what to do. Reads the caller's ARG_* and sets ARG_TIMEOUT and
-# ARG_UNIT (defaults filled in) in the caller's scope.
+# work, with what to do. The check of ciq_tune_target()'s own parse: it reads
+# the caller's ARG_* and sets nothing.
 function(_ciq_check_call target)
   set(fn "ciq_tune_target(${target})")
   if(ARG_UNPARSED_ARGUMENTS)
@@ -1013,16 +1013,14 @@ function(_ciq_check_call target)
       "BENCHMARK <exe-target> too.")
   endif()
   _ciq_check_arguments("${fn}")
-  if(NOT DEFINED ARG_TIMEOUT)
-    set(ARG_TIMEOUT 60)
-  elseif(NOT ARG_TIMEOUT MATCHES "^[0-9]+(\\.[0-9]+)?$" OR ARG_TIMEOUT EQUAL 0)
+  if(DEFINED ARG_TIMEOUT AND (NOT ARG_TIMEOUT MATCHES "^[0-9]+(\\.[0-9]+)?$" OR ARG_TIMEOUT EQUAL 0))
     message(FATAL_ERROR "${fn}: TIMEOUT '${ARG_TIMEOUT}' must be a positive "
       "number of seconds.")
   endif()
   # UNIT: what the number METRIC's first group captures is in (ms by default);
   # the driver converts it to milliseconds.
   if(NOT DEFINED ARG_UNIT)
-    set(ARG_UNIT ms)
+    # ms, filled in by ciq_tune_target()
   elseif(NOT ARG_UNIT MATCHES "^(s|ms|us|ns)$")
     message(FATAL_ERROR "${fn}: UNIT '${ARG_UNIT}' is not a unit of time; "
       "use one of s, ms, us, ns (the unit of the number that METRIC's first "
@@ -1061,8 +1059,6 @@ function(_ciq_check_call target)
         "(letters, digits, spaces and _ . / + : @ % = -, no '..'); choose another.")
     endif()
   endif()
-  set(ARG_TIMEOUT "${ARG_TIMEOUT}" PARENT_SCOPE)
-  set(ARG_UNIT "${ARG_UNIT}" PARENT_SCOPE)
 endfunction()
 
 # _ciq_pin_location(TARGET <target> PIN_DIR <dir> PIN_DIR_VAR <out> PIN_FILE_VAR <out>):
@@ -1270,6 +1266,13 @@ function(ciq_tune_target target)
     # Multi-value keywords
     "ARGS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE")
   _ciq_check_call(${target})
+  # The defaults (TIMEOUT's is tune's, ciq_build/core/settings.py DEFAULT_TIMEOUT; a test keeps them equal).
+  if(NOT DEFINED ARG_TIMEOUT)
+    set(ARG_TIMEOUT 60)
+  endif()
+  if(NOT DEFINED ARG_UNIT)
+    set(ARG_UNIT ms)
+  endif()
   set(pin_dir ciq)  # PIN_DIR's default, taken from CMAKE_CURRENT_SOURCE_DIR
   if(DEFINED ARG_PIN_DIR)
     set(pin_dir "${ARG_PIN_DIR}")
