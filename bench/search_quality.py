@@ -1,4 +1,4 @@
-"""Search quality: ciq_build's genetic engine against random search and NVIDIA compileiq.
+"""Search quality: ciq_build's genetic engine against random search, NVIDIA compileiq and Optuna's samplers.
 
     python bench/search_quality.py [--seeds 100] [--generations 20] [--pool 32] [--no-compileiq]
                                    [--problems NAME,...]
@@ -29,6 +29,11 @@ of the current generation and moves on to breed (asking for a fixed size
 instead kept it in generation 0 wherever candidates fail). Its engine never
 repeats a configuration and stops when the space is exhausted; the remaining
 budget is then simply not spent.
+
+Optuna's samplers (`--strategy tpe`, `nsga2`: the `[optuna]` extra) are run
+through the strategy registry when Optuna is installed (`--no-optuna` leaves
+them out), with the same budget and seeds; a last table gives ours against
+each as ratios, with no goal.
 """
 
 from __future__ import annotations
@@ -267,6 +272,26 @@ def run_random(problem: Problem, seed: int, generations: int, pool: int) -> list
     return out
 
 
+OPTUNA_STRATEGIES = ("tpe", "nsga2")  # the [optuna] extra's strategies, measured against ours when installed
+
+
+def run_strategy(name: str) -> Callable[..., list[Scores]]:
+    """A registered strategy (`tune --strategy NAME`) driven by ask/tell, as the search loop drives it."""
+    def run(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
+        config = SearchConfiguration(generations=generations, pool_size=pool, seed=seed,
+                                     num_objectives=problem.num_objectives)
+        names = tuple(f"score_{i + 1}" for i in range(problem.num_objectives))
+        source = make_source(name, SearchRequest(problem.space, config, names))
+        out: list[Scores] = []
+        while batch := source.ask():
+            for proposal in batch:
+                scores = _score(problem, proposal.params)
+                out.append(scores)
+                source.tell(proposal, scores, None if scores is not None else "invalid")
+        return out
+    return run
+
+
 def _compileiq_space(space: dict[str, ss.Param]) -> dict[str, Any]:
     from compileiq.search_spaces import base as cq
 
@@ -457,6 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compileiq-horizon", type=int, default=1,
                         help="run compileiq for this many budgets (its best still within one) to locate an "
                              "evaluations-to-target beyond the budget, as random search's 20 (default 1)")
+    parser.add_argument("--no-optuna", action="store_true",
+                        help="leave out Optuna's strategies (tpe, nsga2), measured when Optuna is installed")
     parser.add_argument("--problems", default="",
                         help="comma-separated first words of the problems to run (default: all)")
     args = parser.parse_args(argv)
@@ -472,6 +499,15 @@ def main(argv: list[str] | None = None) -> int:
         engines["compileiq"] = run_compileiq
     else:
         print(f"NOTE: compileiq is not available ({missing}); its columns are empty.", file=sys.stderr)
+
+    if not args.no_optuna:
+        try:
+            import optuna  # noqa: F401
+        except ImportError:
+            print("NOTE: Optuna is not installed (pip install \"ciq-build[optuna]\"); tpe and nsga2 are left out.",
+                  file=sys.stderr)
+        else:
+            engines.update({name: run_strategy(name) for name in OPTUNA_STRATEGIES})
 
     print(f"budget: {args.generations} generations x {args.pool} = {args.generations * args.pool} evaluations "
           f"(two objectives: {mo_generations} x {args.pool}), {args.seeds} seeds each; "
@@ -527,6 +563,22 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"{problem.name:42} | {fmt(ours):>6} {fmt(stats.get('random')):>7} {fmt(stats.get('compileiq')):>6} | "
               f"{cells[0]:>12} {cells[1]:>9} | {', '.join(verdict)}")
+    optuna_names = [name for name in OPTUNA_STRATEGIES if name in engines]
+    if optuna_names:  # no goal: how the GA compares with a well-kept library's samplers, in the same run
+        print("\nours against Optuna's samplers: ratios of median evaluations-to-target (< 1: ours reaches the "
+              "target sooner), and of median best (ours / theirs; lower score is better, for two objectives "
+              "higher hypervolume is)")
+        print(f"{'problem':42} | " + " ".join(f"{'ours/' + n + ' evals':>17} {'ours/' + n + ' best':>16}"
+                                             for n in optuna_names))
+        for problem, _budget_spent, stats in rows:
+            ours = stats["ciq_build"]
+            cells = []
+            for name in optuna_names:
+                text, _ratio, _comparable = ratio_cell(ours, stats[name])
+                theirs_best = stats[name].best()[1]
+                best = "n/a" if theirs_best == 0 else f"{ours.best()[1] / theirs_best:.2f}"
+                cells.append(f"{text:>17} {best:>16}")
+            print(f"{problem.name:42} | " + " ".join(cells))
     print("\ngoal met on every problem" if all_met else "\ngoal NOT met on every problem (see verdicts)")
     return 0
 

@@ -124,5 +124,7 @@ def test_the_bench_prints_the_table_for_every_problem(capsys: pytest.CaptureFixt
     assert sq.main(["--seeds", "2", "--generations", "3", "--pool", "8", "--no-compileiq"]) == 0
     out = capsys.readouterr().out
     for problem in sq.PROBLEMS:
-        assert out.count(problem.name) == 3  # ciq_build and random rows, and the ratio row
+        # ciq_build, random, tpe and nsga2 rows, the ratio row, and the row against Optuna's samplers
+        assert out.count(problem.name) == 6
     assert "ours/random" in out and "evals [p25-p75]" in out
+    assert "ours/tpe evals" in out and "ours/nsga2 best" in out

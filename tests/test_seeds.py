@@ -24,6 +24,7 @@ from ciq_build.errors import ConfigError
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, write_record
 from ciq_build.search.ga import SearchConfiguration
 from ciq_build.search.genetic import GeneticStrategy
+from ciq_build.search.optuna_search import Nsga2Strategy, TpeStrategy
 from ciq_build.search.random_search import RandomStrategy
 from ciq_build.search.seeds import read_seeds
 from ciq_build.search.strategies import SearchRequest, make_source
@@ -81,7 +82,8 @@ def request(seeds: list[dict[str, Any]]) -> SearchRequest:
     return SearchRequest(space(), config, ("registers",), seeds=tuple(seeds))
 
 
-@pytest.mark.parametrize("strategy", [GeneticStrategy(), RandomStrategy()])
+@pytest.mark.parametrize("strategy", [GeneticStrategy(), RandomStrategy(), TpeStrategy(), Nsga2Strategy()],
+                         ids=["ga", "random", "tpe", "nsga2"])
 def test_the_seeds_are_the_first_proposals_of_the_first_generation(strategy: Any) -> None:
     seeds = read_seeds(["-DTILE=64 -DVEC=1", "-maxrregcount=40"], space())
     proposals = make_source(strategy, request(seeds)).ask()
@@ -96,7 +98,7 @@ def test_a_strategy_that_takes_no_seeds_is_refused_naming_those_that_do() -> Non
         def make(self, request: SearchRequest) -> Any:
             raise AssertionError("not reached")
 
-    with pytest.raises(ConfigError, match="strategy 'mine' takes no seeds .* strategies that do: ga, random"):
+    with pytest.raises(ConfigError, match="strategy 'mine' takes no seeds .* strategies that do: ga, random, tpe, nsga2"):
         make_source(Unseeded(), request([{"param.TILE": 16, "param.VEC": 2}]))
 
 

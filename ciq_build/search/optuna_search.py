@@ -1,0 +1,176 @@
+"""Optuna's samplers as strategies (`--strategy tpe`, `--strategy nsga2`; the `[optuna]` extra).
+
+Optuna's ask-and-tell interface drives one in-memory study per tune: each
+batch is ``pool_size`` trials asked from the sampler, ``generations``
+batches in all (fewer with ``max_evaluations`` or ``--time-limit``, which
+the search loop counts). Each parameter of the grid is one integer
+distribution over its value indices, with -1 for "absent" where it may be
+knocked out, so an ordered grid (a range of register caps) stays ordered
+for the sampler. The compiler's defaults and ``--seed-from`` seeds are
+enqueued first (Optuna's ``enqueue_trial``). The sampler is seeded from
+``--seed`` and told the scores in the order it asked, so a resumed tune
+that replays its journal gets the same trials again.
+
+A trial whose configuration was told before (or that CONSTRAINTS refuse) is
+told at once, without a proposal: the loop sees each configuration once.
+CMA-ES is not offered: Optuna's CmaEsSampler needs another package, and
+these spaces are small discrete grids, which it samples no better than TPE.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ciq_build.core.space import Genome, Param, as_space
+from ciq_build.errors import ConfigError, SearchError
+from ciq_build.search.base import Proposal
+from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.strategies import GRID, SearchRequest
+
+_ASKS = 40  # trials asked per slot before the batch is left short (the sampler keeps repeating told ones)
+ABSENT = -1  # the index of "knocked out": the compiler's default for that control
+
+
+def _optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        raise ConfigError("the Optuna strategies need Optuna: pip install \"ciq-build[optuna]\" "
+                          "(or use --strategy ga or random)") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # a line per trial otherwise
+    return optuna
+
+
+class OptunaSource:
+    """Batches of trials from one Optuna sampler over knobs, params and ACF pools."""
+
+    def __init__(self, space: Mapping[str, Param], config: SearchConfiguration, objective_names: list[str],
+                 sampler_name: str, make_sampler: Callable[[Any, SearchConfiguration], Any],
+                 seeds: Sequence[Mapping[str, Any]] = ()):
+        optuna = _optuna()
+        self._optuna = optuna
+        self.space = as_space(space)
+        self.config = config
+        self.sampler_name = sampler_name
+        self.objective_names = list(objective_names)
+        self.seed = config.seed if config.seed is not None else 0
+        with warnings.catch_warnings():  # some samplers are marked experimental
+            warnings.simplefilter("ignore")
+            sampler = make_sampler(optuna, config)
+        self.study = optuna.create_study(
+            directions=["minimize" if d == "min" else "maximize" for d in config.directions], sampler=sampler)
+        self.distributions = {
+            name: optuna.distributions.IntDistribution(ABSENT if param.can_knockout else 0, param.size - 1)
+            for name, param in self.space.items()}
+        first: list[Genome] = []
+        for params in [{}, *seeds]:  # the defaults (when every control may be absent), then the seeds
+            try:
+                genome = self.space.to_genome(params)
+            except ConfigError:
+                continue
+            if genome not in first:
+                first.append(genome)
+                self.study.enqueue_trial(self._trial_params(genome))
+        self._told: dict[Genome, tuple[float, ...] | None] = {}
+        self._pending: dict[int, tuple[Any, Genome, Proposal]] = {}
+        self._batch = 0
+        self._issued = 0
+        self._any_ok = False
+        self._first_reasons: list[str] = []
+
+    def ask(self) -> list[Proposal]:
+        """The current batch's proposals not told yet; a new batch once all are told; [] when over."""
+        if self._pending:
+            return [proposal for _, _, proposal in self._pending.values()]
+        budget = self.config.generations * self.config.pool_size
+        if self.config.max_evaluations is not None:
+            budget = min(budget, self.config.max_evaluations)
+        if self._batch >= self.config.generations or self._issued >= budget:
+            return []
+        batch: set[Genome] = set()
+        for _ in range(min(self.config.pool_size, budget - self._issued)):
+            for _ in range(_ASKS):
+                trial = self.study.ask(self.distributions)
+                genome = tuple(None if trial.params[n] == ABSENT else trial.params[n] for n in self.space)
+                if genome in self._told:  # seen: the sampler hears its score again, the loop nothing
+                    self._tell_study(trial, self._told[genome])
+                elif genome in batch or not self.space.allows(genome):
+                    self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+                else:
+                    batch.add(genome)
+                    proposal = Proposal(id=self._issued, generation=self._batch, params=self.space.to_params(genome))
+                    self._pending[proposal.id] = (trial, genome, proposal)
+                    self._issued += 1
+                    break
+        self._batch += 1
+        return [proposal for _, _, proposal in self._pending.values()]
+
+    def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
+        entry = self._pending.pop(proposal.id, None)
+        if entry is None:
+            raise SearchError(f"candidate {proposal.id} was not asked, or was told already")
+        trial, genome, _ = entry
+        self._told[genome] = scores
+        self._tell_study(trial, scores)
+        if scores is not None:
+            self._any_ok = True
+        elif proposal.generation == 0:
+            self._first_reasons.append(reason or "no reason given")
+        if self._batch == 1 and not self._pending and not self._any_ok:
+            # Every candidate of the first batch failed: a sampler would only learn that everything fails.
+            raise SearchError(
+                f"every candidate of the first {self.sampler_name} batch failed, so the build or the benchmark is "
+                f"broken for any configuration. First reasons: {'; '.join(sorted(set(self._first_reasons))[:3])}. "
+                "Check that the build works with the defaults.")
+
+    def _tell_study(self, trial: Any, scores: tuple[float, ...] | None) -> None:
+        if scores is None:
+            self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+        else:
+            self.study.tell(trial, list(scores) if len(scores) > 1 else scores[0])
+
+    def _trial_params(self, genome: Genome) -> dict[str, int]:
+        return {name: ABSENT if gene is None else int(gene) for name, gene in zip(self.space, genome, strict=True)}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "engine": f"optuna.{self.sampler_name}",
+            "optuna": self._optuna.__version__,
+            "search_space": self.space.describe(),
+            "seed": self.config.seed,
+            "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
+                       "max_evaluations": self.config.max_evaluations},
+        }
+
+
+class TpeStrategy:
+    """`--strategy tpe`: Optuna's tree-structured Parzen estimator (one or several objectives)."""
+
+    name = "tpe"
+    spaces = frozenset({GRID})
+    takes_seeds = True
+
+    def make(self, request: SearchRequest) -> OptunaSource:
+        def sampler(optuna: Any, config: SearchConfiguration) -> Any:
+            # the first batch is drawn at random, as the GA's first generation; then TPE models what was told
+            return optuna.samplers.TPESampler(seed=config.seed, n_startup_trials=config.pool_size)
+
+        return OptunaSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
+                            "tpe", sampler, request.seeds)
+
+
+class Nsga2Strategy:
+    """`--strategy nsga2`: Optuna's NSGA-II, its population the pool size."""
+
+    name = "nsga2"
+    spaces = frozenset({GRID})
+    takes_seeds = True
+
+    def make(self, request: SearchRequest) -> OptunaSource:
+        def sampler(optuna: Any, config: SearchConfiguration) -> Any:
+            return optuna.samplers.NSGAIISampler(seed=config.seed, population_size=config.pool_size)
+
+        return OptunaSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
+                            "nsga2", sampler, request.seeds)
