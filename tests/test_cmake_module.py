@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 import shutil
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -754,3 +755,24 @@ def test_names_python_refuses_are_refused_by_cmake_too(tiny: Tiny, body: str, me
     result = tiny.configure(body=body)
     assert not result.ok and message in said(result)
     ensure_ok(tiny.configure())
+
+
+# --- a target or build tree that is not what the user meant -------------------
+
+
+def test_a_mistyped_target_or_an_unconfigured_build_dir_is_said_in_the_users_words(tiny: Tiny,
+                                                                                    tmp_path: Path) -> None:
+    # Before: "no manifest for target 'kernn' at <build>/ciq/targets/kernn.json: ..." for both, naming a
+    # file the user never wrote, and no guess at the name they meant.
+    for command in ("show", "verify", "tune"):
+        result = run([sys.executable, "-m", "ciq_build", command, "kernn", "-B", str(tiny.build)], 120)
+        assert result.returncode == 2, said(result)
+        line = result.stderr.strip()
+        assert line.count("\n") == 0 and "manifest" not in line, line
+        assert "did you mean kern?" in line and f"'kernn' is not a tuned target of {tiny.build}" in line, line
+        assert "ciq_tune_target(kernn" in line, line  # how it becomes one
+
+    nowhere = tmp_path / "not configured"
+    result = run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(nowhere)], 120)
+    assert result.returncode == 2 and "manifest" not in result.stderr, said(result)
+    assert f"{nowhere} is not a configured CMake build tree" in result.stderr and "-B" in result.stderr, said(result)

@@ -103,19 +103,19 @@ def test_runtime_objective_without_benchmark_says_add_one(tmp_path):
         load_manifest(tmp_path, "gemm")
 
 
-def test_missing_manifest_says_configure_and_lists_tuned_targets(tmp_path):
+def test_missing_manifest_says_how_to_tune_it_and_lists_tuned_targets(tmp_path):
     write_manifest(tmp_path, valid_manifest(tmp_path, "conv"), "conv")
     write_manifest(tmp_path, valid_manifest(tmp_path, "attn"), "attn")
     with pytest.raises(ManifestError) as info:
         load_manifest(tmp_path, "gemm")
     text = str(info.value)
-    assert "configure the project with CMake first" in text
-    assert "ciq_tune_target(gemm)" in text
-    assert "attn, conv" in text
+    assert f"'gemm' is not a tuned target of {tmp_path}" in text
+    assert "add ciq_tune_target(gemm ...) to its CMakeLists.txt and configure again" in text
+    assert "its tuned targets: attn, conv" in text
 
 
 def test_missing_manifest_in_unconfigured_tree(tmp_path):
-    with pytest.raises(ManifestError, match="no tuned targets"):
+    with pytest.raises(ManifestError, match="is not a configured CMake build tree .* -B <build dir>"):
         load_manifest(tmp_path, "gemm")
 
 

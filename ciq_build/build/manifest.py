@@ -22,7 +22,7 @@ from ciq_build.build.manifest_schema import METRIC_UNITS as METRIC_UNITS
 from ciq_build.build.manifest_schema import manifest_fields
 from ciq_build.compiler.toolchain import arch_name, split_architectures
 from ciq_build.core.objectives import Objective, parse_objectives
-from ciq_build.core.rules import is_target_name
+from ciq_build.core.rules import is_target_name, nearest
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import ConfigError, ManifestError
 from ciq_build.state.durable import read_json_object
@@ -117,16 +117,22 @@ def load_manifest(build_dir: Path, target: str) -> Manifest:
     check_target_name(target)
     path = manifest_dir(build_dir) / f"{target}.json"
     if not path.is_file():
-        others = tuned_targets(build_dir)
-        listing = (
-            f"tuned targets in this build tree: {', '.join(others)}" if others
-            else f"this build tree has no tuned targets (no manifests in {manifest_dir(build_dir)})"
-        )
-        raise ManifestError(
-            f"no manifest for target {target!r} at {path}: configure the project with CMake first; "
-            f"is ciq_tune_target({target}) in CMakeLists.txt? ({listing})"
-        )
+        raise ManifestError(_not_tuned_here(build_dir, target))
     return read_manifest(path)
+
+
+def _not_tuned_here(build_dir: Path, target: str) -> str:
+    """Why `target` has no manifest in `build_dir`, in the user's words (the manifest is ours, not theirs)."""
+    others = tuned_targets(build_dir)
+    if not others and not (build_dir / "CMakeCache.txt").is_file():
+        return (f"{build_dir} is not a configured CMake build tree (no CMakeCache.txt): pass your project's build "
+                f"folder with -B <build dir>, or configure it first (cmake -S <src> -B {build_dir} "
+                "-Dciq_build_DIR=$(python -m ciq_build --cmake-dir))")
+    guess = nearest(target, others)
+    hint = f" (did you mean {guess}?)" if guess else ""
+    tuned = f"its tuned targets: {', '.join(others)}" if others else "it has no tuned targets"
+    return (f"{target!r} is not a tuned target of {build_dir}{hint}; {tuned}. To tune it, add "
+            f"ciq_tune_target({target} ...) to its CMakeLists.txt and configure again (cmake {build_dir})")
 
 
 def list_manifests(build_dir: Path) -> list[Manifest]:
