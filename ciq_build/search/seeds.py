@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +30,20 @@ LOG = logging.getLogger("ciq_build")
 FLAG = "--seed-from"
 
 
-def read_seeds(specs: Sequence[str], space: Mapping[str, Param]) -> list[dict[str, Any]]:
-    """The configurations `specs` name, as params of `space`, in order, each once; the defaults left out."""
+def read_seeds(specs: Sequence[str], space: Mapping[str, Param],
+               allows: Callable[[Mapping[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
+    """The configurations `specs` name, as params of `space`, in order, each once; the defaults left out, and
+    those the target's CONSTRAINTS (`allows`) refuse, with a warning (a strategy would drop them unsaid)."""
     seeds: list[dict[str, Any]] = []
     for spec in specs:
         for params in _configurations(spec, space):
-            if params and params not in seeds:
-                seeds.append(params)
+            if not params or params in seeds:
+                continue
+            if allows is not None and not allows(params):
+                LOG.warning("%s %s: %s is refused by the target's CONSTRAINTS; left out", FLAG, spec,
+                            " ".join(f"{n}={v}" for n, v in params.items()))
+                continue
+            seeds.append(params)
     return seeds
 
 

@@ -99,7 +99,8 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
     request = SearchRequest(space, config, tuple(o.spec for o in objectives), toolchain=toolchain,
                             architectures=manifest.toolchain.architectures, acf_dir=acf_dir,
                             allows=constraints.allows if constraints is not None else None,
-                            seeds=tuple(read_seeds(settings.seed_from, space)))
+                            seeds=tuple(read_seeds(settings.seed_from, space,
+                                                   constraints.allows if constraints is not None else None)))
     if acf_kind is not None and acf_kind.startswith(POOL_PREFIX):
         from ciq_build.search.acf_pool import AcfPool, make_pool_source
 
