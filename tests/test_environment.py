@@ -26,7 +26,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import DiskFullError, JournalError
 from ciq_build.measure import proc
-from ciq_build.measure.bench import GpuSlots
+from ciq_build.measure.bench import BenchSpec, GpuSlots
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import journaled_timings
 from ciq_build.state.journal import Journal
@@ -331,6 +331,9 @@ def test_waiting_for_the_gpu_is_timed_apart_from_compiling_and_benchmarking(tmp_
                   benchmark: bool = True) -> CandidateBuild:
             time.sleep(0.3)
             return CandidateBuild(True, None, "", 0.3, "", (), bench.path)
+
+        def bench_spec(self, timeout: float, required: tuple[str, ...]) -> BenchSpec:
+            return BenchSpec(path=bench.path, args=tuple(bench.args), timeout=timeout, cwd=tmp_path, required=required)
 
     slots = GpuSlots()
     evaluator = BuildRunner(manifest, None, parse_objectives(["time"]), 2, 30.0, slots)

@@ -223,6 +223,9 @@ def test_the_next_candidate_compiles_while_one_is_benchmarked_but_compiles_stay_
             builds.append((start, time.time()))
             return CandidateBuild(True, None, "", 0.6, "", (), script)
 
+        def bench_spec(self, timeout: float, required: tuple[str, ...]) -> BenchSpec:
+            return BenchSpec(path=script, args=tuple(()), timeout=timeout, cwd=tmp_path, required=required)
+
     runner = BuildRunner(manifest, None, parse_objectives(["time"]), 1, 30.0, GpuSlots(),
                          build_jobs=1)
     threads = [threading.Thread(target=runner.evaluate, args=(SleepingTree(), Proposal(i, 0, {}), Controls(), f"k{i}"))
