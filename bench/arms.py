@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ciq_build.build.cmake_backend import CMakeBackend
-from ciq_build.build.manifest import load_manifest
 from ciq_build.compiler.toolchain import find_toolchain
+from ciq_build.project.cmake_backend import CMakeBackend
+from ciq_build.project.manifest import load_manifest
 from ciq_build.tune.driver import TuneOutcome, TuneRun
-from ciq_build.tune.settings import TuneOptions, resolve_settings
+from ciq_build.tune.tune_options import TuneOptions, resolve_settings
 
 
 @dataclass

@@ -26,10 +26,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ciq_build.build.cmake import configure_user_tree
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT
-from ciq_build.tune.settings import TuneOptions
+from ciq_build.project.cmake_trees import configure_user_tree
+from ciq_build.tune.tune_options import TuneOptions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/arms.py, run as a script from anywhere
 from bench.arms import print_table  # noqa: E402

@@ -26,7 +26,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ray
-
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.params import parse_params
@@ -34,7 +33,7 @@ from ciq_build.core.settings import MeasureSettings, SearchSettings
 from ciq_build.ray.executor import RayPool, RaySlot
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.genetic import GeneticSource
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import EvaluationCache

@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ciq_build.core.space as ss  # noqa: E402
 from ciq_build.core.pareto import hypervolume_2d, non_dominated  # noqa: E402
-from ciq_build.search.ga import INVALID_SCORE, Search, SearchConfiguration, interpret  # noqa: E402
+from ciq_build.search.evolution import INVALID_SCORE, Search, SearchConfiguration, interpret  # noqa: E402
 from ciq_build.search.strategies import SearchRequest, make_source  # noqa: E402
 
 Scores = tuple[float, ...] | None  # one evaluation: its scores, or None when it failed

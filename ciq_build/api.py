@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ciq_build.build.cmake_backend import CMakeBackend
 from ciq_build.core.options import declared_names
 from ciq_build.errors import ConfigError
+from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.tune.driver import TuneOutcome, run_tune
-from ciq_build.tune.settings import TuneOptions
+from ciq_build.tune.tune_options import TuneOptions
 
 
 def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str | Path | None = None,

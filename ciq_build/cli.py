@@ -19,10 +19,10 @@ from ciq_build import __version__
 from ciq_build.errors import CiqError
 from ciq_build.measure import proc
 from ciq_build.resources import cmake_dir
-from ciq_build.tune.settings import OUTPUT, RAY, TuneOptions, add_tune_arguments
+from ciq_build.tune.tune_options import OUTPUT, RAY, TuneOptions, add_tune_arguments
 
 if TYPE_CHECKING:
-    from ciq_build.build.backend import BuildBackend
+    from ciq_build.project.backend import BuildBackend
 
 _TARGET_HELP = "a target registered with ciq_tune_target() (`python -m ciq_build list -B <build>` lists them)"
 _TUNE_EXAMPLES = """examples:
@@ -159,7 +159,7 @@ def _backend(args: argparse.Namespace) -> BuildBackend:
         from ciq_build.setuptools_tune import SetuptoolsBackend
 
         return SetuptoolsBackend(project)
-    from ciq_build.build.cmake_backend import CMakeBackend
+    from ciq_build.project.cmake_backend import CMakeBackend
 
     return CMakeBackend(args.build_dir, args.source_dir, tuple(getattr(args, "cmake_arg", ())))
 

@@ -50,7 +50,7 @@ class DiskFullError(CiqError):
 
     def __init__(self, message: str, *, advised: bool = False) -> None:
         super().__init__(message)
-        self.advised = advised  # the message already says which folders to free (ciq_build.build.environment)
+        self.advised = advised  # the message already says which folders to free (ciq_build.project.environment)
 
 
 class BenchmarkError(CiqError):

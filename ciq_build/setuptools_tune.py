@@ -36,17 +36,6 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from ciq_build.build import environment
-from ciq_build.build.cmake import COMPILER_OUTPUT_BYTES, VERBOSE_PTXAS, CandidateBuild, ScratchTree
-from ciq_build.build.manifest import (
-    SETUPTOOLS_GENERATOR,
-    Benchmark,
-    Manifest,
-    ManifestToolchain,
-    check_target_name,
-)
-from ciq_build.build.preflight import check_tune
-from ciq_build.build.sources import SourceSet
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain
 from ciq_build.core.objectives import Objective
@@ -54,9 +43,20 @@ from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.pin.record import record_path
+from ciq_build.project import environment
+from ciq_build.project.cmake_trees import COMPILER_OUTPUT_BYTES, VERBOSE_PTXAS, CandidateBuild, ScratchTree
+from ciq_build.project.manifest import (
+    SETUPTOOLS_GENERATOR,
+    Benchmark,
+    Manifest,
+    ManifestToolchain,
+    check_target_name,
+)
+from ciq_build.project.preflight import check_tune
+from ciq_build.project.sources import SourceSet
 from ciq_build.setuptools_ext import CudaExtension, _explicit_nvcc, _is_cuda, _object_for, build_ext
 from ciq_build.tune.driver import TuneOutcome, run_tune
-from ciq_build.tune.settings import TuneOptions
+from ciq_build.tune.tune_options import TuneOptions
 
 # Where setuptools builds by default; ciq_build's journal, lock and scratch trees go in its ciq/ folder.
 BUILD_FOLDER = "build"

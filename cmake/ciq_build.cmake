@@ -102,7 +102,7 @@ those objects.
   launcher (a target with a launcher of its own refuses such a pin).
 ``<CMAKE_BINARY_DIR>/ciq/targets/<target>.json``
   The target's manifest for the driver (file(GENERATE)); its JSON Schema is
-  docs/target-manifest.schema.json (ciq_build/build/manifest_schema.py).
+  docs/target-manifest.schema.json (ciq_build/project/manifest_schema.py).
 ``CMAKE_CONFIGURE_DEPENDS``
   The pin dir (or its nearest existing parent) and the pin's files: a pin
   that appears, changes or goes away reconfigures.

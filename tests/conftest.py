@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,13 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_EXTENSION = REPO_ROOT / "sample_extension"
+# Tests live in a folder per package (tests/core/, tests/search/, ...), each file named after what it
+# tests, every name unique across folders: a few import another's helpers by module name
+# (`from test_manifest import valid_manifest`), so every folder is importable from any other.
+for _folder in sorted(p for p in Path(__file__).resolve().parent.iterdir()
+                      if p.is_dir() and p.name not in ("programs", "projects", "__pycache__")):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 # Seconds each test file took, as measured by `scripts/test --store-durations` (see below).
 DURATIONS = Path(__file__).resolve().parent / "durations.json"
 

@@ -10,6 +10,12 @@ import pytest
 
 from ciq_build.measure.proc import ProcResult
 
+# Where things are, for tests in any folder under tests/.
+TESTS = Path(__file__).resolve().parent
+REPO_ROOT = TESTS.parent
+PROGRAMS = TESTS / "programs"
+PROJECTS = TESTS / "projects"
+
 
 def build_tool(name: str) -> str:
     """A tool installed beside this Python (pip's cmake, ninja), else from PATH; skip without one."""

@@ -1,8 +1,15 @@
-"""docs/ARCHITECTURE.md matches the tree, and the import arrows point down its layer list."""
+"""docs/ARCHITECTURE.md is true of the tree: every module listed once, in layers, and imports only point down.
+
+The layout block of the doc is the one source: a line per package, `<layer> <package> <modules>`, the
+modules of a package in an order where each imports only those before it. Every import counts, the
+deferred ones inside functions too (a deferred import steps around a layer or a cycle just as well).
+"""
 
 from __future__ import annotations
 
 import ast
+import re
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 from ciq_build.core.causes import Cause
@@ -10,15 +17,29 @@ from ciq_build.core.causes import Cause
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "ciq_build"
 DOC = (REPO / "docs" / "ARCHITECTURE.md").read_text()
-
-# Lower layers first; a module may import its own layer's packages and any lower layer's.
-LAYERS = [{"errors", "resources", "__init__"}, {"core"}, {"measure", "state"}, {"compiler"}, {"build"},
-          {"pin", "search"}, {"tune"}, {"ray"}, {"reports"}, {"cli", "api", "setuptools_ext", "setuptools_tune", "__main__"}]
+TOP = "(top)"  # ciq_build's own modules below every package (errors, resources)
+ENTRY = "(entry)"  # ciq_build's own modules above every package (the command line, setuptools, the API)
 
 
-def _layer(module: str) -> int:
-    part = module.split(".")[1] if "." in module else "__init__"
-    return next(i for i, names in enumerate(LAYERS) if part in names)
+def _layout() -> dict[str, tuple[int, int]]:
+    """Each module's (layer, place in its package) from the doc's layout block."""
+    block = DOC.split("```")[1]
+    placed: dict[str, tuple[int, int]] = {}
+    places: dict[str, int] = {}  # a package's modules may go on over several lines
+    for line in block.splitlines():
+        match = re.fullmatch(r"\s*(\d+)\s+(\S+)\s+(.+?)\s*", line)
+        if not match:
+            continue
+        layer, package, names = int(match.group(1)), match.group(2), match.group(3)
+        prefix = "ciq_build." if package in (TOP, ENTRY) else f"ciq_build.{package}."
+        for name in (n.strip() for n in names.split(",") if n.strip()):
+            place = places[package] = places.get(package, -1) + 1
+            module = "ciq_build" if name == "__init__" else prefix + name
+            assert module not in placed, f"{module} is listed twice in the layout block"
+            placed[module] = (layer, place)
+        if package not in (TOP, ENTRY):
+            placed[f"ciq_build.{package}"] = (layer, -1)  # the package's __init__: first of its package
+    return placed
 
 
 def _modules() -> dict[str, Path]:
@@ -30,6 +51,7 @@ def _modules() -> dict[str, Path]:
 
 
 def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The ciq_build modules `path` imports anywhere in it, deferred imports included."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ciq_build"):
@@ -38,7 +60,12 @@ def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
                 out.add(sub if sub in modules else node.module)
         elif isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith("ciq_build")}
-    return out
+    return {target for target in out if target in modules}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 else module
 
 
 def test_every_module_is_in_the_architecture_doc() -> None:
@@ -46,14 +73,34 @@ def test_every_module_is_in_the_architecture_doc() -> None:
     assert not missing, f"docs/ARCHITECTURE.md does not list {missing}"
 
 
-def test_imports_only_point_down_the_layers() -> None:
-    modules = _modules()
-    upward = []
+def test_the_layout_block_places_every_module_once() -> None:
+    placed, modules = _layout(), _modules()
+    assert sorted(set(modules) - set(placed)) == [], "add these to the layout block of docs/ARCHITECTURE.md"
+    assert sorted(set(placed) - set(modules)) == [], "the layout block lists modules that do not exist"
+
+
+def test_imports_only_point_down_the_layers_and_back_in_their_package() -> None:
+    placed, modules = _layout(), _modules()
+    wrong = []
     for name, path in modules.items():
-        for target in _imports(path, modules):
-            if target in modules and _layer(target) > _layer(name):
-                upward.append(f"{name} -> {target}")
-    assert not upward, upward
+        layer, place = placed[name]
+        for target in _imports(path, modules) - {name}:
+            target_layer, target_place = placed[target]
+            if target_layer > layer:
+                wrong.append(f"{name} -> {target} (layer {layer} imports layer {target_layer})")
+            elif _package(target) == _package(name) and "." in name.removeprefix("ciq_build.") \
+                    and target_place >= place:
+                wrong.append(f"{name} -> {target} (listed after it in its package)")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_cycle_between_modules_deferred_imports_included() -> None:
+    modules = _modules()
+    graph = {name: _imports(path, modules) - {name} for name, path in modules.items()}
+    try:
+        tuple(TopologicalSorter(graph).static_order())
+    except CycleError as cycle:
+        raise AssertionError(f"import cycle: {' -> '.join(cycle.args[1])}") from None
 
 
 def test_every_failure_cause_is_documented() -> None:

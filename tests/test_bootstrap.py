@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 
-BOOTSTRAP = Path(__file__).resolve().parents[1] / "scripts" / "bootstrap"
+from support import REPO_ROOT
+
+BOOTSTRAP = REPO_ROOT / "scripts" / "bootstrap"
 # Commands that take time, as the script spells them.
 SLOW = re.compile(r'(-m venv|-m pip install|^\.venv/bin/python - <<|apt-get install)')
 

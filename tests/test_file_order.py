@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
+from support import TESTS
+
 pytest_plugins = ["pytester"]
 
-CONFTEST = Path(__file__).resolve().parent / "conftest.py"
+CONFTEST = TESTS / "conftest.py"
 
 
 @pytest.fixture

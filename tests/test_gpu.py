@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 
 from ciq_build.measure import proc
-from support import ensure_ok
+from support import REPO_ROOT, ensure_ok
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _gpu_present() -> bool:
@@ -71,7 +70,7 @@ def _journal(build: Path, target: str) -> list[dict]:
 def test_two_targets_tuned_on_ray_share_the_real_gpu_one_benchmark_at_a_time_and_measure_as_locally(
         tmp_path: Path) -> None:
     """`tune A B --executor ray` on a local Ray cluster holding this machine's GPU: the real path of
-    tests/test_tune_ray.py's test doubles (skipped without Ray: see bench/carry_ray.sh)."""
+    tests/ray/test_ray_executor.py's test doubles (skipped without Ray: see bench/carry_ray.sh)."""
     ray = pytest.importorskip("ray")
     source = tmp_path / "sample"
     shutil.copytree(REPO_ROOT / "sample_extension", source, ignore=shutil.ignore_patterns("*.json", "*.acf"))

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.build.manifest import load_manifest
 from ciq_build.measure.proc import run
-from support import build_tool, ensure_ok, said
+from ciq_build.project.manifest import load_manifest
+from support import REPO_ROOT, build_tool, ensure_ok, said
 
-PEERS = Path(__file__).resolve().parent.parent / "bench" / "peers" / "cuda-samples"
+PEERS = REPO_ROOT / "bench" / "peers" / "cuda-samples"
 
 
 def _manifest() -> list[tuple[str, str, str]]:

@@ -9,7 +9,7 @@ import pytest
 
 import ciq_build.core.space as ss
 from bench import search_quality as sq  # the repository root is on sys.path (pyproject.toml)
-from ciq_build.search.ga import INVALID_SCORE
+from ciq_build.search.evolution import INVALID_SCORE
 
 
 @dataclass

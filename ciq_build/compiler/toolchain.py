@@ -320,7 +320,7 @@ def load_toolchain(nvcc: Path, source: str = "explicit", env: Mapping[str, str] 
 # ---------------------------------------------------------------- cuobjdump and nvdisasm from another toolkit
 
 # Directories (os.pathsep between them) to borrow a missing cuobjdump/nvdisasm from instead of the
-# usual places; set and empty: borrow nothing (a missing tool is then refused up front, ciq_build.build.preflight).
+# usual places; set and empty: borrow nothing (a missing tool is then refused up front, ciq_build.project.preflight).
 TOOLS_PATH_VARIABLE = "CIQ_CUDA_TOOLS_PATH"
 
 

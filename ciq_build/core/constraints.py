@@ -14,7 +14,7 @@ not chain: write ``A < B and B < C``. A value is true when it is not 0.
 Syntax is checked once, by :func:`syntax_problem`, a left-to-right scan over
 the rule book's ``constraint_*`` token patterns that the CMake module repeats
 (``_ciq_rules_constraint_problem``), so configure refuses a malformed
-constraint with the same verdict tune would (tests/test_rule_book_agreement.py).
+constraint with the same verdict tune would (tests/core/test_rule_book_agreement.py).
 The parser below accepts every token sequence the scan accepts.
 """
 

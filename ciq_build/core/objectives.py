@@ -6,7 +6,7 @@ command line's specs, the evaluator's build and measurement, preflight's tools, 
 knobs, Ray's resource request, the help and the messages that list objectives) it reads from its
 kind's row here. A new kind is one row of `KINDS` (and, where it reads ptxas's report, the one
 `KernelUsage` field it reads); for a pinned record to carry it, also the rule book's
-``pattern objective``, which tests/test_objectives.py checks against this table, as it does the
+``pattern objective``, which tests/core/test_objectives.py checks against this table, as it does the
 README's objectives table.
 """
 
@@ -133,7 +133,7 @@ KINDS: tuple[ObjectiveKind, ...] = (
 _BY_NAME = {kind.name: kind for kind in KINDS}
 _ALIASES = {alias: kind.name for kind in KINDS for alias in kind.aliases}
 
-# The argument's characters, which the rule book's objective pattern repeats (tests/test_objectives.py).
+# The argument's characters, which the rule book's objective pattern repeats (tests/core/test_objectives.py).
 METRIC_NAME = "[A-Za-z_][A-Za-z0-9_.-]*"
 KERNEL_REGEX = "[A-Za-z0-9_*.+|?()-]+"
 KERNEL_REGEX_MAX = 100

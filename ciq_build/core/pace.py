@@ -1,7 +1,7 @@
 """How long a search has taken and has left, as a person reads it: one rule for every progress display.
 
 The tune's bar and lines (ciq_build.tune.progress) and the Python API's generation line
-(ciq_build.search.ga.ProgressReporter) both say the time left as the work still to come at
+(ciq_build.search.evolution.ProgressReporter) both say the time left as the work still to come at
 the pace of the work done so far, in the same clock format.
 """
 

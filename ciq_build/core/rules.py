@@ -2,7 +2,7 @@
 
 The CMake module interprets the same file (``_ciq_rules_*`` in
 ``cmake/ciq_build.cmake``), so every rule exists once and both builds reach the
-same verdict on every record (tests/test_rule_book_agreement.py). This module
+same verdict on every record (tests/core/test_rule_book_agreement.py). This module
 reads the rule book and applies its three layers, in the order both readers use:
 
 1. the file: a regular file (no link, FIFO or device) of at most

@@ -1,7 +1,7 @@
 """What a tune was asked to do, resolved once: nested frozen settings and their defaults.
 
 Each value comes from the command line, else the target's ``ciq_tune_target()``
-(its manifest), else the default written here; ``ciq_build.tune.settings``
+(its manifest), else the default written here; ``ciq_build.tune.tune_options``
 does that resolution, once, and every layer below reads these objects
 instead of choosing between sources itself. They live in ``core`` so the
 search layer can take its part (``SearchSettings``) without knowing the driver.

@@ -15,13 +15,13 @@ import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ciq_build.build.backend import BuildBackend
-from ciq_build.build.cmake import existing_objects
-from ciq_build.build.preflight import check_verify
 from ciq_build.compiler.controls import Controls, nvcc_arguments
 from ciq_build.compiler.fingerprint import compare, object_fingerprints
 from ciq_build.errors import BuildError, RecordError
 from ciq_build.pin.record import check_toolchain, gencode_options_file, read_record
+from ciq_build.project.backend import BuildBackend
+from ciq_build.project.cmake_trees import existing_objects
+from ciq_build.project.preflight import check_verify
 from ciq_build.state.durable import sha256_file
 
 LOG = logging.getLogger("ciq_build")  # the CLI's handler: -v shows its debug lines

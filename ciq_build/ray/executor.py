@@ -40,8 +40,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
 
-from ciq_build.build.cmake import ScratchTree, safe_name, scratch_root
-from ciq_build.build.manifest import Manifest
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import Objective, needs_benchmark
@@ -49,11 +47,13 @@ from ciq_build.errors import BuildError, CiqError, ConfigError, MissingExtraErro
 from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement
 from ciq_build.measure.racing import Incumbent, RaceBoard
+from ciq_build.project.cmake_trees import ScratchTree, safe_name, scratch_root
+from ciq_build.project.manifest import Manifest
 from ciq_build.ray.gpu_share import ShareClient
 from ciq_build.ray.sources import SourceUpload, check_copy, file_hashes, remapped_cache, worker_manifest
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.evaluator import Benchmarked, BuildRunner, run_benchmark
+from ciq_build.tune.runner import Benchmarked, BuildRunner, run_benchmark
 from ciq_build.tune.timeouts import Timeouts
 
 # A candidate whose worker dies this many times in a row ends the tune: the

@@ -14,15 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
-from ciq_build.build.cmake import ScratchTree
 from ciq_build.errors import ConfigError
+from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.ray.executor import RayPool, actor_resources, connected
 from ciq_build.ray.sources import plan_upload
 from ciq_build.ray.targets import tune_together
 from ciq_build.tune.executor import SearchPhase, Workers
 from ciq_build.tune.progress import LOG
-from ciq_build.tune.settings import TuneOptions, TuneSettings
 from ciq_build.tune.target_result import TargetResult
+from ciq_build.tune.tune_options import TuneOptions, TuneSettings
 
 
 class RayExecutor:

@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ciq_build.build.cmake import cmake_escape, initial_cache
-from ciq_build.build.manifest import Manifest
-from ciq_build.build.sources import _MISSING, Snapshot, _inside
 from ciq_build.errors import ConfigError
+from ciq_build.project.cmake_trees import cmake_escape, initial_cache
+from ciq_build.project.manifest import Manifest
+from ciq_build.project.sources import _MISSING, Snapshot, _inside
 
 SOURCE_MODES = ("shared", "upload")
 MISSING = "missing"  # the hash of a file that is not there (a deleted source counts as a difference)

@@ -44,17 +44,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from ciq_build.build.backend import BuildBackend
-from ciq_build.build.cmake import safe_name
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GPU_LOCK_DIR
+from ciq_build.project.backend import BuildBackend
+from ciq_build.project.cmake_trees import safe_name
 from ciq_build.ray.executor import STOP_TIMEOUT, _ray, connected
 from ciq_build.ray.gpu_share import NAMESPACE, SHARE_NAME, GpuShare, TargetShare, share_table
 from ciq_build.tune.all_targets import tune_one
 from ciq_build.tune.progress import LOG
-from ciq_build.tune.settings import TuneOptions
 from ciq_build.tune.target_result import TargetResult, not_run, stops_the_rest
+from ciq_build.tune.tune_options import TuneOptions
 
 POLL_INTERVAL = 0.2  # seconds between looks at the children
 # How long a stopped child may take beyond its actors' STOP_TIMEOUT before it is killed.

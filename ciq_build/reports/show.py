@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ciq_build.build.backend import BuildBackend
-from ciq_build.build.cmake import safe_name
-from ciq_build.build.cmake_backend import CMakeBackend
 from ciq_build.errors import CiqError, ManifestError
 from ciq_build.pin.record import format_record, read_record
+from ciq_build.project.backend import BuildBackend
+from ciq_build.project.cmake_backend import CMakeBackend
+from ciq_build.project.cmake_trees import safe_name
 from ciq_build.state.journal import Journal
 
 

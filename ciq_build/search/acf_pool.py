@@ -36,7 +36,7 @@ from ciq_build.core.rules import load_rules
 from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource, Proposal
-from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.strategies import SearchRequest, make_source
 from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 

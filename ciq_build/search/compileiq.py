@@ -14,7 +14,7 @@ issues ``[dict, hex]`` pairs). Each parameter is handed over as a grid of
 *indices* and mapped back through :mod:`ciq_build.core.space`, so values keep their
 exact Python types (compileiq turns bools into ints and re-derives floats).
 
-Facts about compileiq 1.1.0 this relies on (measured; tests/test_engine_compileiq.py):
+Facts about compileiq 1.1.0 this relies on (measured; tests/search/test_compileiq.py):
 
 * ``EngineConfig(name="amber", options={"seed": N})`` makes the *search*
   deterministic: the same seed and the same told scores give the same
@@ -66,7 +66,7 @@ from ciq_build.compiler.toolchain import major_minor, pip_nvcc
 from ciq_build.core.space import Literal, Param, Range, as_space
 from ciq_build.errors import ConfigError, MissingExtraError, SearchError, ToolchainError
 from ciq_build.search.base import Proposal
-from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.strategies import COMPILER_ACF, GRID, SearchRequest
 from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 

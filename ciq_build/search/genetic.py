@@ -1,4 +1,4 @@
-"""ciq_build's own genetic search (ciq_build.search.ga) as a source of candidates for the driver."""
+"""ciq_build's own genetic search (ciq_build.search.evolution) as a source of candidates for the driver."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from ciq_build.core.causes import Cause
 from ciq_build.core.space import Param, as_space
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import Proposal
-from ciq_build.search.ga import Candidate, Search, SearchConfiguration
+from ciq_build.search.evolution import Candidate, Search, SearchConfiguration
 from ciq_build.search.strategies import GRID, SearchRequest
 
 ENGINE_NAME = "ciq_build.ga"

@@ -26,7 +26,7 @@ from typing import Any
 from ciq_build.core.space import Genome, Param, as_space
 from ciq_build.errors import ConfigError, SearchError
 from ciq_build.search.base import Proposal
-from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.strategies import GRID, SearchRequest
 
 _ASKS = 40  # trials asked per slot before the batch is left short (the sampler keeps repeating told ones)

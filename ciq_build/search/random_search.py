@@ -21,7 +21,7 @@ from typing import Any
 from ciq_build.core.space import Genome, Param, as_space
 from ciq_build.errors import SearchError
 from ciq_build.search.base import Proposal
-from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.strategies import GRID, SearchRequest
 
 ENGINE_NAME = "ciq_build.random"

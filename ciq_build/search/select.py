@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ciq_build.build.manifest import Manifest
 from ciq_build.compiler.controls import knob_space
 from ciq_build.compiler.toolchain import Toolchain, architecture_list
 from ciq_build.core.constraints import parse_constraints
@@ -22,8 +21,9 @@ from ciq_build.core.rules import load_rules, nearest
 from ciq_build.core.settings import SearchSettings
 from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
+from ciq_build.project.manifest import Manifest
 from ciq_build.search.base import CandidateSource
-from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.seeds import read_seeds
 from ciq_build.search.strategies import SearchRequest, make_source
 

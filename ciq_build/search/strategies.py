@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource
-from ciq_build.search.ga import SearchConfiguration
+from ciq_build.search.evolution import SearchConfiguration
 
 if TYPE_CHECKING:
     from ciq_build.compiler.toolchain import Toolchain

@@ -23,12 +23,12 @@ import dataclasses
 import sys
 from dataclasses import dataclass
 
-from ciq_build.build.backend import BuildBackend
 from ciq_build.errors import CiqError, ManifestError
+from ciq_build.project.backend import BuildBackend
 from ciq_build.tune.driver import check_options, tune_configured
 from ciq_build.tune.progress import LOG
-from ciq_build.tune.settings import TuneOptions
 from ciq_build.tune.target_result import TargetResult, not_run, stops_the_rest
+from ciq_build.tune.tune_options import TuneOptions
 
 
 @dataclass(frozen=True)

@@ -7,15 +7,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ciq_build import __version__
-from ciq_build.build.cmake import ScratchTree
-from ciq_build.build.manifest import Manifest
 from ciq_build.compiler.fingerprint import object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain, architecture_list
 from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
+from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.project.manifest import Manifest
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.confirm import Confirmation
-from ciq_build.tune.evaluation import failure_counts, jsonable
+from ciq_build.tune.scores import failure_counts, jsonable
 
 
 def assemble_record(manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective],

@@ -17,19 +17,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ciq_build.build import environment
-from ciq_build.build.manifest import Manifest
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective
 from ciq_build.errors import DiskFullError
+from ciq_build.project import environment
+from ciq_build.project.manifest import Manifest
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import EVALUATION_KIND, JOURNALED_ID, Evaluation
 from ciq_build.state.journal import KEPT_BACKUPS, Journal
-from ciq_build.tune.evaluation import objective_values
+from ciq_build.tune.scores import objective_values
 
-# A journal record naming files the build writes into the source tree (ciq_build.build.sources).
+# A journal record naming files the build writes into the source tree (ciq_build.project.sources).
 SOURCE_OUTPUTS_KIND = "source_outputs"
 
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ciq_build.build.cmake import CandidateBuild, ScratchTree
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective, metric_key
@@ -25,10 +24,11 @@ from ciq_build.core.pareto import dominates
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import SearchError
 from ciq_build.measure.bench import beats_baseline, interleaved
+from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.evaluation import failure_summary, jsonable, objective_values
-from ciq_build.tune.evaluator import BuildRunner
+from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.scores import failure_summary, jsonable, objective_values
 from ciq_build.tune.winner import pick_winner
 
 

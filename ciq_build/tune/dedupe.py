@@ -16,7 +16,7 @@ benchmark runs, the host sections the program loads (metrics.host_code_hash): a
 or the benchmark's own arithmetic, and leave every cubin as it was.
 
 The key costs ~50 ms of cuobjdump per object, so it is computed only where
-measuring costs more (ciq_build.tune.evaluator): with a benchmark, or for the
+measuring costs more (ciq_build.tune.runner): with a benchmark, or for the
 sass_instructions objective; the other static metrics are read from the
 compile log for free.
 

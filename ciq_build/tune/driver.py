@@ -1,12 +1,12 @@
 """The tuning driver: orchestrates one `tune` run of one target, and nothing else.
 
-The order: resolve the settings (ciq_build.tune.settings), make the candidate
+The order: resolve the settings (ciq_build.tune.tune_options), make the candidate
 source and check every tool, take the target's lock, open the journal
 (ciq_build.tune.cache), configure the scratch trees, measure the baseline,
 run the search loop (ciq_build.tune.loop) with the real runner
-(ciq_build.tune.evaluator), confirm the winner (ciq_build.tune.confirm) and
+(ciq_build.tune.runner), confirm the winner (ciq_build.tune.confirm) and
 pin its record (ciq_build.tune.assemble). Everything a candidate does happens
-in scratch trees, which the project's build backend makes (ciq_build.build.backend:
+in scratch trees, which the project's build backend makes (ciq_build.project.backend:
 CMake's or setuptools').
 """
 
@@ -21,11 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from ciq_build.build import environment
-from ciq_build.build.backend import BuildBackend, make_trees
-from ciq_build.build.cmake import ScratchTree, safe_name, scratch_root, tune_name
-from ciq_build.build.manifest import Manifest, for_architecture
-from ciq_build.build.sources import Snapshot, TreeWatch
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
 from ciq_build.core.causes import Cause
@@ -42,6 +37,11 @@ from ciq_build.pin.record import (
     record_path,
     write_record,
 )
+from ciq_build.project import environment
+from ciq_build.project.backend import BuildBackend, make_trees
+from ciq_build.project.cmake_trees import ScratchTree, safe_name, scratch_root, tune_name
+from ciq_build.project.manifest import Manifest, for_architecture
+from ciq_build.project.sources import Snapshot, TreeWatch
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import make_candidate_source, search_kinds
@@ -49,15 +49,15 @@ from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.tune.assemble import assemble_record
 from ciq_build.tune.cache import EvaluationCache, cache_key
 from ciq_build.tune.confirm import Confirmation, Confirmer
-from ciq_build.tune.evaluator import BuildRunner, Runner
 from ciq_build.tune.executor import Executor, SearchPhase, checked_executor, get_executor
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
 from ciq_build.tune.minimize import minimize
 from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress
-from ciq_build.tune.settings import TuneOptions, TuneSettings, resolve_settings
+from ciq_build.tune.runner import BuildRunner, Runner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.timeouts import Timeouts, for_baseline, for_candidates, for_configure
+from ciq_build.tune.tune_options import TuneOptions, TuneSettings, resolve_settings
 
 W = TypeVar("W")
 

@@ -24,16 +24,16 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ciq_build.build.cmake import ScratchTree
-from ciq_build.build.manifest import Manifest
-from ciq_build.build.sources import Snapshot
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import Objective
 from ciq_build.errors import ConfigError
-from ciq_build.tune.evaluator import BuildRunner, Runner
-from ciq_build.tune.settings import ExecutorSettings, TuneOptions, TuneSettings
+from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.project.manifest import Manifest
+from ciq_build.project.sources import Snapshot
+from ciq_build.tune.runner import BuildRunner, Runner
 from ciq_build.tune.target_result import TargetResult
 from ciq_build.tune.timeouts import Timeouts
+from ciq_build.tune.tune_options import ExecutorSettings, TuneOptions, TuneSettings
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.results import Results
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.evaluator import Runner
+from ciq_build.tune.runner import Runner
 
 W = TypeVar("W")
 

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ciq_build.build.cmake import ScratchTree
 from ciq_build.compiler import metrics
 from ciq_build.compiler.controls import AcfRef, Controls, nvcc_arguments
 from ciq_build.compiler.fingerprint import Fingerprints, object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.errors import SearchError
+from ciq_build.project.cmake_trees import ScratchTree
 
 # What one build's code is: the device fingerprints, and each object's host code hash.
 CodeIdentity = tuple[Fingerprints, dict[str, str]]

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-from ciq_build.build.cmake import ScratchTree
 from ciq_build.compiler.controls import Controls, define_value
 from ciq_build.core.params import PARAM_PREFIX, parse_params
+from ciq_build.project.cmake_trees import ScratchTree
 
 # gcc/cpp ('warning: "TILE" redefined'), EDG/cudafe ('incompatible redefinition of macro "TILE"'),
 # clang ("'TILE' macro redefined").

@@ -20,7 +20,7 @@ from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import EVALUATION_KIND, Evaluation
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import read_evaluation
-from ciq_build.tune.evaluation import jsonable
+from ciq_build.tune.scores import jsonable
 
 
 class NotInJournal(SearchError):

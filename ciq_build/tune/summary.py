@@ -9,7 +9,7 @@ from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
 from ciq_build.pin.record import PinnedRecord, relative_change
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.evaluation import failure_summary
+from ciq_build.tune.scores import failure_summary
 
 
 def time_summary(evaluations: Sequence[Evaluation], needs_benchmark: bool) -> str:

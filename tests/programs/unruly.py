@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Processes that abuse their runner: `unruly.py <mode> [args...]`.
 
-Used by tests/test_proc.py as real processes: endless or huge output, a child
+Used by tests/measure/test_proc.py as real processes: endless or huge output, a child
 that keeps the output pipe open after the main process exits, a grandchild in
 a session of its own, a driver (ciq_build.measure.proc.run inside) to be killed.
 """

@@ -1,0 +1,117 @@
+"""What a kind of project (CMake, setuptools) does for ciq_build: the `BuildBackend` protocol.
+
+The tune itself (search, journal, lock, baseline, confirmation, minimal pin,
+record) is the same for every kind of project (ciq_build.tune.driver), as are
+`verify`'s checks, `list` and `show`. What differs is asked of a backend: where
+its targets and their manifests come from, which tools it needs, its scratch
+trees (each one's configure, build and benchmark command), the files its source
+fingerprint covers, and the build that applies a pin. CMake implements it in
+ciq_build.project.cmake_backend, setuptools in ciq_build.setuptools_tune; the
+command line picks one, and everything below it receives it (composition, as
+scikit-build-core's setuptools command holds its CMake builder).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.objectives import Objective
+from ciq_build.measure.proc import ProcResult
+from ciq_build.project.cmake_trees import ScratchTree, scratch_root
+from ciq_build.project.manifest import Manifest
+from ciq_build.project.sources import SourceSet
+
+
+class BuildBackend(Protocol):
+    """How one project builds its tuned targets: read by `tune`, `tune --all`, `verify`, `list` and `show`."""
+
+    @property
+    def kind(self) -> str:
+        """The kind of project, as messages name it: "CMake", "setuptools"."""
+        ...
+
+    @property
+    def build_dir(self) -> Path:
+        """Where ciq_build keeps the project's state: journals, locks and scratch trees in ``<build_dir>/ciq/``."""
+        ...
+
+    @property
+    def applied_by(self) -> str:
+        """What applies a pin (the summary's last words), e.g. "a plain `cmake --build`"."""
+        ...
+
+    @property
+    def remote_builds(self) -> bool:
+        """Whether workers elsewhere (a Ray cluster's actors) can build its candidates."""
+        ...
+
+    def prepare(self) -> None:
+        """Make the project's targets readable (CMake: configure or refresh the build tree); once per command."""
+        ...
+
+    def check_buildable(self) -> None:
+        """Refuse, in one line, a project that cannot be built where it is (CMake: a build tree copied from
+        another folder), before its manifests are read."""
+        ...
+
+    def targets(self) -> list[str]:
+        """The project's tuned targets, sorted; empty when it has none."""
+        ...
+
+    def no_targets(self) -> str:
+        """Why `targets()` is empty, and what to add so that it is not."""
+        ...
+
+    def manifest(self, target: str) -> Manifest:
+        """`target` described for the driver (a ManifestError or ConfigError naming what to fix, when it cannot be)."""
+        ...
+
+    def pin_file(self, target: str) -> Path:
+        """Where `target`'s pinned record is, even where its manifest cannot be read yet."""
+        ...
+
+    def toolchain(self, manifest: Manifest) -> Toolchain:
+        """The CUDA compiler the project builds `manifest`'s target with."""
+        ...
+
+    def check_tools(self, manifest: Manifest, toolchain: Toolchain, *, pin: bool, objectives: list[Objective],
+                    needs_benchmark: bool) -> None:
+        """Every tool a tune of `manifest`'s target will run, checked before anything is built."""
+        ...
+
+    def make_tree(self, manifest: Manifest, root: Path, toolchain: Toolchain, *, fast_path: bool) -> ScratchTree:
+        """One worker's scratch tree under `root`: its configure, its build of a candidate, its benchmark command."""
+        ...
+
+    def source_set(self, manifest: Manifest) -> SourceSet:
+        """The files whose content the target's measurements depend on (the journal's cache key)."""
+        ...
+
+    def build_pinned(self, manifest: Manifest, timeout: float) -> ProcResult:
+        """Build the target as the user does, so that its pin applies (`verify` checks what this built)."""
+        ...
+
+    def toolkit_rule(self) -> tuple[str, str]:
+        """What chose the project's CUDA toolkit, and what chooses another (`tune`'s first line says both)."""
+        ...
+
+    def rebuild_hint(self, manifest: Manifest) -> str:
+        """What to do when the build's options file does not carry the pinned controls."""
+        ...
+
+
+def make_trees(backend: BuildBackend, manifest: Manifest, toolchain: Toolchain, count: int, timeout: float, *,
+               fast_path: bool) -> list[ScratchTree]:
+    """`count` workers' scratch trees, configured; `fast_path=False` where compile time is measured (the
+    ptxas-only path would time only ptxas and after)."""
+    trees = [backend.make_tree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain, fast_path=fast_path)
+             for index in range(count)]
+    # One after another, never side by side: projects write into their source
+    # tree at configure time (configure_file into the sources), and CMake does
+    # that through a fixed `<file>.tmp`, so two configures at once make one of
+    # them fail with "No such file or directory". A configure costs ~1.5 s.
+    for tree in trees:
+        tree.configure(timeout)
+    return trees

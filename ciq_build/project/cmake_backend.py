@@ -1,0 +1,86 @@
+"""A CMake project as a `BuildBackend`: targets registered with ciq_tune_target(), read from the build tree's
+manifests, built in scratch copies of the build tree, a pin applied by a plain `cmake --build`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ciq_build.compiler.toolchain import PROJECT_COMPILER, Toolchain, find_toolchain
+from ciq_build.core.objectives import Objective
+from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT
+from ciq_build.errors import ConfigError
+from ciq_build.measure import proc
+from ciq_build.project.cmake_trees import ScratchTree, check_tree_is_here, configure_user_tree, refresh_user_tree
+from ciq_build.project.manifest import Manifest, load_manifest, manifest_dir, tuned_targets
+from ciq_build.project.preflight import check_tune
+from ciq_build.project.sources import SourceSet
+from ciq_build.resources import build_tool
+
+
+@dataclass(frozen=True)
+class CMakeBackend:
+    """The CMake build tree `build_dir`; `source_dir` (and `cmake_args`) configure it when it has no cache yet."""
+
+    build_dir: Path
+    source_dir: Path | None = None
+    cmake_args: tuple[str, ...] = ()
+
+    kind = "CMake"
+    applied_by = "a plain `cmake --build`"
+    remote_builds = True  # a Ray actor configures its own scratch tree from the manifest (ciq_build.tune.ray_executor)
+
+    def prepare(self) -> None:
+        """Configure the build tree (with `source_dir`, when it has no cache yet), else refresh it."""
+        if self.source_dir is not None and not (self.build_dir / "CMakeCache.txt").is_file():
+            configure_user_tree(self.source_dir, self.build_dir, find_toolchain(), None, list(self.cmake_args),
+                                USER_CONFIGURE_TIMEOUT)
+        else:
+            refresh_user_tree(self.build_dir, USER_CONFIGURE_TIMEOUT)
+
+    def check_buildable(self) -> None:
+        check_tree_is_here(self.build_dir)
+
+    def targets(self) -> list[str]:
+        if not (self.build_dir / "CMakeCache.txt").is_file():
+            raise ConfigError(f"{self.build_dir} is not a configured CMake build tree (no CMakeCache.txt): pass the "
+                              "build folder of your project with -B <build dir>, or configure it first "
+                              "(cmake -S <src> -B <build>)")
+        return tuned_targets(self.build_dir)
+
+    def no_targets(self) -> str:
+        return (f"{self.build_dir} has no tuned targets (no manifests in {manifest_dir(self.build_dir)}): add "
+                "ciq_tune_target(<target> ...) to CMakeLists.txt and configure the project (or pass --source-dir)")
+
+    def manifest(self, target: str) -> Manifest:
+        return load_manifest(self.build_dir, target)
+
+    def pin_file(self, target: str) -> Path:
+        """<source>/ciq/ while the build tree is not configured, else the manifest's."""
+        if self.source_dir is not None and not (self.build_dir / "ciq").is_dir():
+            return self.source_dir / "ciq" / f"{target}.json"
+        return self.manifest(target).pin_file
+
+    def toolchain(self, manifest: Manifest) -> Toolchain:
+        return find_toolchain(manifest.toolchain.cuda_compiler, explicit_from=PROJECT_COMPILER)
+
+    def check_tools(self, manifest: Manifest, toolchain: Toolchain, *, pin: bool, objectives: list[Objective],
+                    needs_benchmark: bool) -> None:
+        check_tune(manifest, toolchain, pin=pin, objectives=objectives, needs_benchmark=needs_benchmark)
+
+    def make_tree(self, manifest: Manifest, root: Path, toolchain: Toolchain, *, fast_path: bool) -> ScratchTree:
+        return ScratchTree(manifest, root, toolchain, fast_path)
+
+    def source_set(self, manifest: Manifest) -> SourceSet:
+        return SourceSet(manifest)
+
+    def build_pinned(self, manifest: Manifest, timeout: float) -> proc.ProcResult:
+        return proc.run([build_tool("cmake"), "--build", str(self.build_dir), "--target", manifest.target], timeout)
+
+    def toolkit_rule(self) -> tuple[str, str]:
+        return ("CMake chose it when this build tree was configured",
+                "configure a new build dir with -DCMAKE_CUDA_COMPILER=<its nvcc> and tune there")
+
+    def rebuild_hint(self, manifest: Manifest) -> str:
+        return (f"reconfigure (cmake {self.build_dir}) and look for a warning from ciq_tune_target (a skipped pin "
+                "says why)")

@@ -1,0 +1,393 @@
+"""Out-of-band rebuilds of one tuned target, in scratch build trees.
+
+The driver never builds in the user's build tree. Each worker owns one scratch
+tree (a separate CMake binary dir under `<build>/ciq/scratch/<target>/`),
+configured once with `CIQ_TUNE_TARGET` / `CIQ_TUNE_OPTIONS_FILE`, so that the
+CMake module hands the tuned target's CUDA compiles the per-candidate nvcc
+options file: the same mechanism the real build uses for a pin. A candidate
+rewrites that file (its mtime changes, so exactly the target's CUDA objects are
+rebuilt), rebuilds the target, then relinks the benchmark.
+
+The scratch trees compile CUDA through the ptxas-only path's launcher
+(ciq_build.compiler.ptxas_path): a compile whose nvcc front end (source ->
+PTX) equals one already run in that tree re-runs only ptxas and what follows,
+giving the object nvcc would; the build tool links as usual. Static
+objectives can skip even that (`build(static_only=True)`: ptxas alone, after
+the front end where it is new).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ciq_build.compiler import ptxas_path
+from ciq_build.compiler.controls import Controls, write_options_file
+from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.causes import Cause
+from ciq_build.core.settings import timeout_advice
+from ciq_build.errors import BuildError, ConfigError
+from ciq_build.measure import proc
+from ciq_build.measure.bench import BenchSpec
+from ciq_build.project import environment
+from ciq_build.project.manifest import Manifest
+from ciq_build.project.preflight import cache_value
+from ciq_build.resources import build_tool, cmake_dir
+
+# Cache entries of the user's tree that the scratch tree must not inherit:
+# they describe the user's tree itself, or are recomputed by CMake.
+_CACHE_SKIP = re.compile(
+    r"^(CMAKE_CACHEFILE_DIR|CMAKE_HOME_DIRECTORY|CMAKE_PROJECT_.*|CMAKE_GENERATOR.*|"
+    r"CMAKE_EXPORT_COMPILE_COMMANDS|CIQ_TUNE_.*|.*_BINARY_DIR|.*_SOURCE_DIR|.*_IS_TOP_LEVEL)$"
+)
+_CACHE_LINE = re.compile(r"^([A-Za-z0-9_.+-]+):(BOOL|STRING|PATH|FILEPATH|UNINITIALIZED)=(.*)$")
+
+# Reading -Xptxas -v output does not change the generated code (only the PTX
+# section's recorded ptxas options), so what is measured is what ships.
+VERBOSE_PTXAS = ("-Xptxas=-v",)
+# The compile log is kept whole up to this (the static metrics are parsed from it).
+COMPILER_OUTPUT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CandidateBuild:
+    """The outcome of rebuilding the tuned target with one candidate's controls."""
+
+    ok: bool
+    cause: Cause | None  # compile_failed / compile_timeout, or an environmental cause (ciq_build.project.environment)
+    message: str
+    compile_seconds: float
+    compiler_output: str
+    objects: tuple[Path, ...] = ()
+    benchmark: Path | None = None
+
+
+@dataclass
+class ScratchTree:
+    """One worker's private build tree of the user's project."""
+
+    manifest: Manifest
+    root: Path
+    toolchain: Toolchain
+    fast_path: bool = True  # compile through the ptxas-only path's launcher (False: nvcc whole, as before)
+    # The user's cache settings as a `cmake -C` script; None: read from the user's build tree. Given where
+    # the tree is configured away from it (a Ray worker building from an uploaded copy of the sources).
+    replayed_cache: str | None = None
+    build_dir: Path = field(init=False)
+    options_file: Path = field(init=False)
+
+    _compiles: tuple[float, list[list[str]]] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.build_dir = self.root / "build"
+        self.options_file = self.root / f"{safe_name(self.manifest.target)}.nvcc-options"
+        self.front_end_cache = self.root / "ptxas-path"
+
+    # -- paths inside the scratch tree that mirror the user's tree ------------
+
+    def mirror(self, user_path: Path) -> Path:
+        """Where a file of the user's build tree lives in this scratch tree."""
+        try:
+            relative = Path(user_path).relative_to(self.manifest.binary_dir)
+        except ValueError as exc:
+            raise BuildError(
+                f"{user_path} is outside the build tree {self.manifest.binary_dir}; "
+                "ciq_build can only rebuild benchmarks that the same CMake project builds"
+            ) from exc
+        return self.build_dir / relative
+
+    @property
+    def benchmark_path(self) -> Path | None:
+        bench = self.manifest.benchmark
+        return self.mirror(bench.path) if bench is not None else None
+
+    def object_files(self) -> tuple[Path, ...]:
+        return existing_objects(self.mirror(path) for path in self.manifest.objects)
+
+    def bench_spec(self, timeout: float, required: tuple[str, ...]) -> BenchSpec:
+        """How this tree's benchmark runs once: the tree's own build of it, from the tree's build dir."""
+        bench = self.manifest.benchmark
+        assert bench is not None and self.benchmark_path is not None
+        return BenchSpec(path=self.benchmark_path, args=tuple(bench.args), timeout=timeout,
+                         metric_regex=self.manifest.metric_regex or None, cwd=self.build_dir, required=required,
+                         metric_unit=self.manifest.metric_unit)
+
+    # -- configure and build ---------------------------------------------------
+
+    def configure(self, timeout: float) -> None:
+        """Configure once (reused while its cache exists and the launcher is the one wanted)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        if not self.options_file.exists():
+            write_options_file(self.options_file, Controls())
+        replayed = (self.replayed_cache if self.replayed_cache is not None
+                    else initial_cache(self.manifest.binary_dir / "CMakeCache.txt"))
+        # The ptxas-only path's launcher, unless the user has a launcher of their own (ccache...), kept as it is.
+        launcher = None
+        if self.fast_path and "CMAKE_CUDA_COMPILER_LAUNCHER" not in replayed:
+            launcher = ";".join(ptxas_path.launcher(self.front_end_cache, self.options_file))
+        cache_file = self.build_dir / "CMakeCache.txt"
+        generated = (self.build_dir / "build.ninja").exists() or (self.build_dir / "Makefile").exists()
+        configured = cache_file.is_file() and generated
+        current = cache_value(cache_file, "CMAKE_CUDA_COMPILER_LAUNCHER") or ""
+        if configured and (current == launcher if launcher else "ptxas_path" not in current):
+            return
+        init_cache = self.root / "ciq-init-cache.cmake"
+        init_cache.write_text(replayed, encoding="utf-8")
+        args = [
+            build_tool("cmake"),
+            "-S", str(self.manifest.source_dir),
+            "-B", str(self.build_dir),
+            "-G", self.manifest.generator,
+            "-C", str(init_cache),
+            f"-DCMAKE_CUDA_COMPILER={self.toolchain.nvcc}",
+            f"-Dciq_build_DIR={cmake_dir()}",
+            f"-DCIQ_TUNE_TARGET={self.manifest.target}",
+            f"-DCIQ_TUNE_OPTIONS_FILE={self.options_file}",
+        ]
+        if self.manifest.tune_architecture:  # the CMake module builds the tuned target for this one only
+            args.append(f"-DCIQ_TUNE_ARCHITECTURES={self.manifest.toolchain.architectures}")
+        if configured:
+            args.append("--fresh")  # the launcher is switched on or off: nothing of the old cache may keep it
+        if launcher:
+            args.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}")
+        result = proc.run(args, timeout)
+        if not result.ok:
+            advice = f"; {timeout_advice(timeout)}" if result.timed_out else ""
+            raise BuildError(
+                f"configuring the scratch tree {self.build_dir} failed ({result.describe()}{advice}):\n"
+                f"{result.output_tail()}\nDoes `cmake -S {self.manifest.source_dir}` configure on its own?"
+            )
+
+    def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
+              benchmark: bool = True) -> CandidateBuild:
+        """Rebuild the tuned target with `controls`, then the benchmark (if any and `benchmark`: static
+        objectives need no relink of it).
+
+        `static_only`: the caller reads only the compiler's report
+        (compiler_output), neither objects nor the benchmark; when every
+        compile's front end is kept, only ptxas runs and the result has no
+        objects and no benchmark.
+        """
+        write_options_file(self.options_file, controls, extra=VERBOSE_PTXAS)
+        if static_only and self.fast_path:
+            reported = self._ptxas_only(timeout)
+            if reported is not None:
+                return reported
+        with environment.CompileWitness(self.options_file, timeout) as witness:
+            compile_step = proc.run(self._build_args(self.manifest.target), timeout,
+                                    max_output=COMPILER_OUTPUT_BYTES)
+        compiled = self.compile_verdict("compile", compile_step, witness, timeout)
+        bench = self.manifest.benchmark
+        if not compiled.ok or not benchmark or bench is None or bench.target == self.manifest.target:
+            return compiled
+        with environment.CompileWitness(self.options_file, timeout) as witness:
+            link_step = proc.run(self._build_args(bench.target), timeout)
+        if not link_step.ok:
+            # The candidate's compile time and report stay those of its compile; the link's log says why.
+            return self._failed("benchmark build", link_step, witness, timeout, compiled.compile_seconds,
+                                compiled.compiler_output)
+        return compiled
+
+    def compile_verdict(self, what: str, step: proc.ProcResult, witness: environment.CompileWitness,
+                        timeout: float) -> CandidateBuild:
+        """What a finished compile step (`what`: "compile", "build_ext") made of the candidate: built, or failed
+        and why (the candidate's own failure, or the machine's: see _failure_cause)."""
+        output = step.stdout + step.stderr
+        if step.ok and step.truncated:
+            # The static metrics are read from this log: a cut one would score the kernels it lost as 0.
+            return CandidateBuild(False, Cause.COMPILE_FAILED,
+                                  f"{what} printed more than ciq_build keeps ({step.truncation}); "
+                                  "its resource usage cannot be read from a cut log", step.seconds, output)
+        if not step.ok:
+            return self._failed(what, step, witness, timeout, step.seconds, output)
+        return CandidateBuild(True, None, "", step.seconds, output, self.object_files(), self.benchmark_path)
+
+    def _failed(self, what: str, step: proc.ProcResult, witness: environment.CompileWitness, timeout: float,
+                compile_seconds: float, compiler_output: str) -> CandidateBuild:
+        """A failed step's CandidateBuild: its cause, and its log's tail with timeout advice where it hung."""
+        cause = self._failure_cause(step, step.stdout + step.stderr, witness)
+        advice = f" ({timeout_advice(timeout)})" if step.timed_out else ""
+        return CandidateBuild(False, cause, f"{what} {step.describe()}{advice}:\n{step.output_tail()}",
+                              compile_seconds, compiler_output)
+
+    def _ptxas_only(self, timeout: float) -> CandidateBuild | None:
+        """ptxas alone on every compile's PTX, the front end run first (and kept) where it is new;
+        None where the fast path cannot take a compile, or a step fails: the full build then runs."""
+        started = time.monotonic()
+        try:
+            plans = [ptxas_path.plan(argv, self.build_dir, self.front_end_cache)
+                     for argv in self._tuned_compiles(timeout)]
+        except (ptxas_path.Unsupported, OSError, subprocess.SubprocessError):
+            return None
+        if not plans:
+            return None
+        output: list[str] = []
+        for p in plans:
+            try:
+                # A new front end is run here, in place of nvcc's whole compile (which would also run
+                # fatbinary and the host compile, of no use to a static objective): kept at no extra cost.
+                # One that fails costs its front end twice (the full build below says why it failed).
+                if not ptxas_path.ready(p):
+                    ptxas_path.fill(p, timeout - (time.monotonic() - started))
+                ran = ptxas_path.ptxas_only(p, timeout - (time.monotonic() - started))
+            except subprocess.TimeoutExpired:
+                # The candidate's own compile steps, no build tool: its timeout (not once more in the full build).
+                return CandidateBuild(False, Cause.COMPILE_TIMEOUT,
+                                      f"compile of {p.output} timed out ({timeout_advice(timeout)})",
+                                      time.monotonic() - started, "".join(output))
+            except (ptxas_path.Unsupported, OSError, subprocess.SubprocessError):
+                return None
+            if ran.returncode != 0:
+                return None  # the full build says why (and tells the candidate's failure from the machine's)
+            # The progress line a build tool prints, so each report is read as that object's.
+            output.append(f"Building CUDA object {p.output} (ptxas only)\n{ran.stdout}")
+        return CandidateBuild(True, None, "", time.monotonic() - started, "".join(output))
+
+    def _tuned_compiles(self, timeout: float) -> list[list[str]]:
+        """The tuned target's nvcc compile commands (Ninja only), re-read when the build files change."""
+        build_ninja = self.build_dir / "build.ninja"
+        if not build_ninja.is_file():
+            return []
+        stamp = build_ninja.stat().st_mtime
+        if self._compiles is None or self._compiles[0] != stamp:
+            ninja = cache_value(self.build_dir / "CMakeCache.txt", "CMAKE_MAKE_PROGRAM") or build_tool("ninja")
+            listed = proc.run([ninja, "-C", str(self.build_dir), "-t", "commands", self.manifest.target], timeout)
+            if not listed.ok:
+                return []
+            self._compiles = (stamp, ptxas_path.compile_commands(listed.stdout, self.options_file))
+        return self._compiles[1]
+
+    def _failure_cause(self, step: proc.ProcResult, output: str, witness: environment.CompileWitness) -> Cause:
+        """The candidate's own failure (compile_failed/compile_timeout) or the machine's (not cached)."""
+        if environment.says_disk_full(output):
+            return environment.DISK_FULL
+        if step.timed_out:
+            return Cause.COMPILE_TIMEOUT if witness.hang_was_the_candidates() else environment.BUILD_TOOL_TIMEOUT
+        if environment.foreign_signal(step.signal) or environment.says_killed(output):
+            return environment.COMPILE_KILLED
+        # nvcc does not always say why a write failed ("Failed to preprocess host
+        # compiler properties" with a full TMPDIR): look at the disks themselves.
+        if environment.full_file_systems([self.root, environment.compiler_temp_dir()]):
+            return environment.DISK_FULL
+        return Cause.COMPILE_FAILED
+
+    def _build_args(self, target: str) -> list[str]:
+        return [build_tool("cmake"), "--build", str(self.build_dir), "--target", target]
+
+
+def scratch_root(manifest: Manifest) -> Path:
+    """Where the scratch trees of one target live (inside the user's build dir, apart from it)."""
+    return manifest.binary_dir / "ciq" / "scratch" / tune_name(manifest)
+
+
+def tune_name(manifest: Manifest) -> str:
+    """What names one tune's scratch trees and journal: the target, and the architecture of a tune
+    --architecture (each architecture's tune resumes its own journal, in its own trees)."""
+    suffix = f".sm_{manifest.tune_architecture}" if manifest.tune_architecture else ""
+    return safe_name(manifest.target) + suffix
+
+
+def remove_scratch_trees(manifest: Manifest) -> None:
+    shutil.rmtree(scratch_root(manifest), ignore_errors=True)
+
+
+def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain, generator: str | None,
+                        cmake_args: list[str], timeout: float) -> None:
+    """Configure the user's project when `tune` is pointed at a build dir that does not exist yet."""
+    args = [build_tool("cmake"), "-S", str(source_dir), "-B", str(build_dir), f"-DCMAKE_CUDA_COMPILER={toolchain.nvcc}",
+            f"-Dciq_build_DIR={cmake_dir()}"]
+    ninja = shutil.which(build_tool("ninja"))
+    if generator:
+        args += ["-G", generator]
+    elif ninja:
+        args += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
+    args += cmake_args
+    result = proc.run(args, timeout)
+    if not result.ok:
+        raise BuildError(f"configuring {source_dir} into {build_dir} failed ({result.describe()}):\n{result.output_tail()}")
+
+
+# The build-system check each generator runs before any build: it re-runs CMake
+# when a CMakeLists.txt (or anything configure read) changed, and does nothing otherwise.
+_REGENERATE_TARGET = {"Ninja": "build.ninja", "Ninja Multi-Config": "build.ninja",
+                      "Unix Makefiles": "cmake_check_build_system"}
+
+
+def check_tree_is_here(build_dir: Path) -> None:
+    """Refuse a build tree CMake made in another folder: a project copied with its old build folder.
+
+    Its CMakeCache.txt still names the folder it was made in (and that folder's
+    sources), so every build there re-runs CMake against them: measured, `verify`
+    in such a copy ran 2 minutes through ~100 "Re-running CMake" blocks before
+    failing as if the pin did not match.
+    """
+    cache = Path(build_dir) / "CMakeCache.txt"
+    made_in = cache_value(cache, "CMAKE_CACHEFILE_DIR") if cache.is_file() else None
+    if not made_in or _same_folder(Path(made_in), Path(build_dir)):
+        return
+    sources = cache_value(cache, "CMAKE_HOME_DIRECTORY") or "its sources"
+    raise ConfigError(
+        f"{build_dir} is a copy of the build tree made in {made_in} (for the sources in {sources}); CMake cannot "
+        f"build it here. Delete it and configure afresh (cmake -S <sources> -B {build_dir}), or give this command "
+        "-S <sources> with a new -B folder.")
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or a.samefile(b)
+    except OSError:
+        return False
+
+
+def refresh_user_tree(build_dir: Path, timeout: float) -> None:
+    """Bring the user's build tree up to date with its CMakeLists.txt before its manifests are read.
+
+    A tune right after an edit (PARAMS added, OBJECTIVES changed) must see the
+    edit, as the next `cmake --build` would; a reconfigure that fails is the
+    user's CMake error, said as such.
+    """
+    check_tree_is_here(build_dir)
+    cache = Path(build_dir) / "CMakeCache.txt"
+    generator = cache_value(cache, "CMAKE_GENERATOR") if cache.is_file() else None
+    target = _REGENERATE_TARGET.get(generator or "")
+    if target is None:
+        return  # another generator: its manifests are as the last configure wrote them
+    result = proc.run([build_tool("cmake"), "--build", str(build_dir), "--target", target], timeout)
+    if not result.ok:
+        raise BuildError(
+            f"re-running CMake in {build_dir} (a CMakeLists.txt changed since it was configured) failed "
+            f"({result.describe()}):\n{result.output_tail()}\nFix the CMake error, then tune again.")
+
+
+def initial_cache(cache_file: Path) -> str:
+    """The user's cache settings (build type, architectures, paths) as a `cmake -C` script."""
+    lines = ["# Written by ciq_build: the user's cache settings, replayed into a scratch tree."]
+    if not cache_file.is_file():
+        return "\n".join(lines) + "\n"
+    for raw in cache_file.read_text(encoding="utf-8", errors="replace").splitlines():
+        match = _CACHE_LINE.match(raw)
+        if not match or _CACHE_SKIP.match(match.group(1)):
+            continue
+        name, kind, value = match.groups()
+        kind = "STRING" if kind == "UNINITIALIZED" else kind  # given as -DNAME=value without a type
+        lines.append(f'set({name} "{cmake_escape(value)}" CACHE {kind} "")')
+    return "\n".join(lines) + "\n"
+
+
+def cmake_escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+
+
+def existing_objects(paths: Iterable[Path]) -> tuple[Path, ...]:
+    """The object files of a target's manifest that a build produced, in the manifest's order."""
+    return tuple(path for path in paths if path.is_file())
+
+
+def safe_name(name: str) -> str:
+    """A file-system-safe rendering of a target name (names may hold spaces or punctuation)."""
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)

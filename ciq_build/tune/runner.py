@@ -1,0 +1,260 @@
+"""Evaluating one candidate: the interface the search loop calls, and the real one (build, then benchmark).
+
+The loop hands each candidate to a `Runner` with a worker of its own; the
+real runner (`BuildRunner`) builds it in a scratch tree and measures it there,
+`ciq_build.tune.replay.ReplayRunner` plays a journal back instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from typing import NamedTuple, Protocol, TypeVar
+
+from ciq_build.compiler import metrics
+from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.causes import Cause
+from ciq_build.core.objectives import (
+    Objective,
+    SassCount,
+    costly,
+    metric_key,
+    needs_benchmark,
+    only_ptxas_report,
+    times_the_compile,
+)
+from ciq_build.measure.bench import (
+    BenchSpec,
+    GpuSlots,
+    Measurement,
+    coarse_precision_warning,
+    measure,
+    unmatched_metric_warning,
+)
+from ciq_build.measure.racing import Incumbent, RaceBoard, race
+from ciq_build.project import environment
+from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
+from ciq_build.project.manifest import Manifest
+from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
+from ciq_build.tune.dedupe import CodeDedupe, code_key, taken_from
+from ciq_build.tune.scores import objective_values
+from ciq_build.tune.timeouts import Timeouts
+
+W_contra = TypeVar("W_contra", contravariant=True)
+
+
+class Runner(Protocol[W_contra]):
+    """Evaluates one candidate on one worker (a scratch tree for the real runner); never raises for the candidate.
+
+    A candidate that does not build or measure is an `Evaluation` with ok=False and a cause.
+    """
+
+    def evaluate(self, worker: W_contra, proposal: Proposal, controls: Controls, key: str) -> Evaluation: ...
+
+
+class BuildRunner:
+    """Builds candidates in scratch trees and measures them; owns nothing but how one evaluation goes."""
+
+    def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
+                 timeout: float, slots: GpuSlots, warn: Callable[[str], None] | None = None, *,
+                 build_jobs: int | None = None) -> None:
+        self.manifest = manifest
+        self.toolchain = toolchain
+        self.objectives = list(objectives)
+        self.repeats = repeats
+        self.timeout = timeout  # per compile (the target's whole rebuild)
+        self.bench_timeout = timeout  # per benchmark run
+        self.slots = slots
+        self.warn = warn  # where the coarse-precision warning goes
+        self._warned: set[str] = set()  # the warnings given once per tune (check_precision)
+        self._warn_lock = threading.Lock()
+        # At most `build_jobs` compiles at once, however many workers there are: with one
+        # worker more than that per GPU, the next candidates compile while one is benchmarked.
+        self._builds = threading.BoundedSemaphore(build_jobs) if build_jobs else None
+        # None: every candidate is measured. Only where measuring costs more than the code key
+        # (~50 ms of cuobjdump an object): a costly kind (a benchmark, the SASS count); the other static
+        # metrics come free with the compile log.
+        self.dedupe: CodeDedupe | None = CodeDedupe() if costly(self.objectives) else None
+        # What else a measurement depends on (sources, toolchain, benchmark: the driver's key of
+        # the defaults), so a journaled evaluation of other sources never shares its code key.
+        self.code_context = ""
+        # Racing needs one objective, from the benchmark: with more, a candidate behind on
+        # time may still be on the Pareto front.
+        timed = self.objectives[0] if len(self.objectives) == 1 else None
+        self.racing: RaceBoard | None = (RaceBoard(metric_key(timed), timed.direction)
+                                         if timed is not None and timed.source == "benchmark" else None)
+
+    def use_timeouts(self, timeouts: Timeouts) -> None:
+        """Every build and benchmark run of this runner from here on is limited by `timeouts`."""
+        self.timeout = timeouts.compile
+        self.bench_timeout = timeouts.benchmark
+
+    @property
+    def needs_benchmark(self) -> bool:
+        return needs_benchmark(self.objectives)
+
+    @property
+    def static_only(self) -> bool:
+        """Every objective is in ptxas's report: no object, no benchmark link is needed."""
+        return only_ptxas_report(self.objectives)
+
+    @property
+    def measures_compile_time(self) -> bool:
+        return times_the_compile(self.objectives)
+
+    def remember(self, evaluated: Evaluation, *, incumbent: bool = False) -> None:
+        """A journaled evaluation: later candidates may share its code; `incumbent`: and race against it."""
+        if self.dedupe is not None:
+            self.dedupe.remember(evaluated)
+        racing = self.racing
+        if not incumbent or racing is None or not evaluated.ok or evaluated.raced:
+            return
+        if racing.metric in evaluated.metrics:
+            racing.offer(Incumbent(evaluated.metrics[racing.metric], evaluated.spread.get(racing.metric, 0.0)))
+
+    def bench_spec(self, tree: ScratchTree) -> BenchSpec:
+        """The benchmark as `tree` runs it (its backend's command), timed and checked as this tune wants."""
+        return tree.bench_spec(self.bench_timeout, tuple(metric_key(o) for o in self.objectives
+                                                          if o.source == "benchmark"))
+
+    def check_precision(self, *measurements: Measurement) -> None:
+        """Warn, once per tune each, when a time an objective reads is printed too coarsely to compare
+        candidates, and when METRIC matched nothing and a CIQ_METRIC time was read instead."""
+        read = [metric_key(o) for o in self.objectives if o.source == "benchmark"]
+        printed = [run.printed_times[name] for m in measurements for run in m.runs for name in read
+                   if name in run.printed_times]
+        bench = self.manifest.benchmark
+        benchmark = bench.target if bench else self.manifest.target
+        regex = self.manifest.metric_regex or None
+        coarse = next((p for p in printed if p.coarse), None)
+        if coarse is not None:
+            self._warn_once("coarse", coarse_precision_warning(benchmark, coarse, regex))
+        unmatched = next((text for p in printed if (text := unmatched_metric_warning(benchmark, p, regex))), None)
+        if unmatched is not None:
+            self._warn_once("unmatched", unmatched)
+
+    def _warn_once(self, what: str, text: str) -> None:
+        if self.warn is None:
+            return
+        with self._warn_lock:
+            if what in self._warned:
+                return
+            self._warned.add(what)
+        self.warn(text)
+
+    def evaluate(self, worker: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
+        started = time.monotonic()
+        timings: dict[str, float] = {}
+
+        def failed(cause: Cause, message: str, values: dict[str, float] | None = None) -> Evaluation:
+            return Evaluation(key, proposal, controls, False, cause, message, values or {}, {}, None,
+                              time.monotonic() - started, timings=_rounded(timings))
+
+        # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
+        with self._builds if self._builds is not None else nullcontext():
+            build = worker.build(controls, self.timeout, static_only=self.static_only, benchmark=self.needs_benchmark)
+        timings["compile_s"] = time.monotonic() - started
+        if not build.ok:
+            return failed(build.cause or Cause.COMPILE_FAILED, build.message, {"compile_seconds": build.compile_seconds})
+        if self.dedupe is None:
+            return self._measured(worker, build, proposal, controls, key, started, timings)
+        code = code_key(build.objects, worker.build_dir, self.toolchain, host=self.needs_benchmark,
+                        context=self.code_context)
+        return self.dedupe.evaluate(
+            code,
+            lambda: dataclasses.replace(self._measured(worker, build, proposal, controls, key, started, timings),
+                                        code=code),
+            lambda earlier: taken_from(earlier, Evaluation(key, proposal, controls, True, None, "", {}, {}, None,
+                                                           time.monotonic() - started, timings=_rounded(timings))))
+
+    def _measured(self, worker: ScratchTree, build: CandidateBuild, proposal: Proposal, controls: Controls,
+                  key: str, started: float, timings: dict[str, float]) -> Evaluation:
+        """A built candidate's static metrics and benchmark runs, scored."""
+        def failed(cause: Cause, message: str, values: dict[str, float] | None = None) -> Evaluation:
+            return Evaluation(key, proposal, controls, False, cause, message, values or {}, {}, None,
+                              time.monotonic() - started, timings=_rounded(timings), runs=runs)
+
+        runs, raced = 0, False
+        values = self.static_metrics(build)
+        spread: dict[str, float] = {}
+        if self.needs_benchmark:
+            queued = time.monotonic()
+            with self.slots.slot() as env:
+                running = time.monotonic()
+                measurement, raced, waited = self.run_benchmark(self.bench_spec(worker).with_env(env))
+                runs = len(measurement.runs)
+                # What a runner waited for a GPU elsewhere (Ray: the fair share's grant, Ray's scheduling) is
+                # waiting too: benchmark_s is the runs alone, as locally.
+                timings["wait_s"] = running - queued + waited
+                timings["benchmark_s"] = time.monotonic() - running - waited
+            self.check_precision(measurement)
+            if measurement.failure is not None:
+                run = measurement.failure
+                detail = f"{run.message}\n{run.output_tail}" if run.output_tail else run.message
+                return failed(_bench_cause(run.cause, run.message, run.output_tail), detail, values)
+            values.update(measurement.metrics)
+            spread.update(measurement.iqr)
+        scores = objective_values(self.objectives, values)
+        if scores is None:
+            missing = [metric_key(o) + (" (no kernel's mangled or demangled name matches its regex)" if o.kernels else "")
+                       for o in self.objectives if metric_key(o) not in values]
+            return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
+        return Evaluation(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
+                          timings=_rounded(timings), runs=runs, raced=raced)
+
+    def run_benchmark(self, spec: BenchSpec) -> Benchmarked:
+        """The built benchmark's runs, raced when racing is on.
+
+        Here, on this machine, in a GPU slot already held (nothing waited); the Ray executor's compile
+        workers run it on a GPU worker instead.
+        """
+        measurement, raced = run_benchmark(spec, self.repeats, self.racing)
+        return Benchmarked(measurement, raced, 0.0)
+
+    def static_metrics(self, build: CandidateBuild) -> dict[str, float]:
+        """compile_seconds and the compiler's static metrics of a build (deterministic but the first)."""
+        values: dict[str, float] = {"compile_seconds": build.compile_seconds}
+        usages = metrics.parse_ptxas_verbose(build.compiler_output)
+        if usages:
+            values.update({k: float(v) for k, v in metrics.summarize(usages).items()})
+            per_kernel = {o.name: o.kernels for o in self.objectives if o.kernels is not None}
+            values.update({k: float(v) for k, v in metrics.kernel_values(usages, per_kernel).items()})
+        counted = {metric_key(o) for o in self.objectives if isinstance(o.extractor, SassCount)}
+        if counted and build.objects:
+            count = float(sum(metrics.sass_instruction_count(obj, self.toolchain) for obj in build.objects))
+            values.update(dict.fromkeys(counted, count))
+        return values
+
+
+class Benchmarked(NamedTuple):
+    """A runner's benchmark of one candidate."""
+
+    measurement: Measurement
+    raced: bool  # raced out: stopped early, behind the incumbent
+    waited: float  # seconds spent waiting for a GPU before the first run, beyond the runner's own slot
+
+
+def run_benchmark(spec: BenchSpec, repeats: int, racing: RaceBoard | None) -> tuple[Measurement, bool]:
+    """`repeats` runs of the benchmark, or fewer raced against `racing`'s incumbent; (measurement, raced out)."""
+    if racing is None:
+        return measure(spec, repeats), False
+    raced = race(spec, repeats, racing)
+    return raced.measurement, raced.raced
+
+
+def _rounded(timings: dict[str, float]) -> dict[str, float]:
+    return {name: round(value, 3) for name, value in timings.items()}
+
+
+def _bench_cause(cause: Cause | None, message: str, output_tail: str) -> Cause:
+    """A failed benchmark run's cause, or an environmental one when the machine did it."""
+    if cause == Cause.BENCH_SIGNAL and environment.says_killed(message):
+        return environment.BENCH_KILLED  # SIGKILL from the OOM killer, a SIGTERM from someone: not a crash
+    if environment.says_disk_full(output_tail):
+        return environment.DISK_FULL
+    return cause or Cause.BENCH_EXIT

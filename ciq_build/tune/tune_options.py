@@ -1,0 +1,293 @@
+"""The command line of `tune` and its resolution, with the target's manifest, into one TuneSettings.
+
+`TuneOptions` is what the user typed (None where they gave nothing);
+`resolve_settings` reads it and the manifest once, in one place, and every
+other part of the driver reads the frozen `TuneSettings` it returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from ciq_build.core.objectives import (
+    Objective,
+    known_spellings,
+    needs_benchmark,
+    parse_objectives,
+    unbenchmarked_names,
+)
+from ciq_build.core.options import (
+    Lookup,
+    add_arguments,
+    at_least,
+    command_line,
+    option,
+    parsed_values,
+    problems,
+)
+from ciq_build.core.settings import (
+    PLAIN_KINDS,
+    TIMEOUT_RULE,
+    BuildSettings,
+    MeasureSettings,
+    SearchSettings,
+    duration_seconds,
+    timeout_seconds,
+)
+from ciq_build.errors import ConfigError
+from ciq_build.project.manifest import SETUPTOOLS_GENERATOR, Manifest
+from ciq_build.search.strategies import resolve_strategy, strategy_names
+
+# What is tuned when neither --objective nor the target's OBJECTIVES says.
+DEFAULT_OBJECTIVES = ("spill_bytes",)
+
+_SEARCH = SearchSettings()
+_MEASURE = MeasureSettings()
+_BUILD = BuildSettings()
+
+
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """Where candidates are evaluated: an executor's name (ciq_build.tune.executor), and the Ray executor's options."""
+
+    kind: str = "local"
+    address: str | None = None  # the Ray cluster (ray.init(address=)); None: as ray.init() finds one
+    gpu_resource: str | None = None  # a custom resource naming the GPU kind, asked for per benchmark slot
+    sources: str = "shared"  # how the sources reach the workers: one of ciq_build.ray.sources.SOURCE_MODES
+    compile_resource: str | None = None  # a custom resource of the nodes meant for compiles (CPU-only ones)
+
+
+def _comma_list(text: str) -> list[str]:
+    return [item for item in text.split(",") if item.strip()]
+
+
+def _strategy_name(strategy: object) -> str:
+    """The strategy as a command line names it: only a registered one can be handed to another process."""
+    if isinstance(strategy, str):
+        return strategy
+    raise ConfigError(f"the strategy {strategy!r} is a Python object, which a tune in another process "
+                      "(several targets on Ray) cannot receive: tune these targets one at a time from Python")
+
+
+def _known_strategy(strategy: object) -> None:
+    resolve_strategy(strategy)  # an unknown name (or an object that is no Strategy) is refused, naming the choices
+
+
+def _timeout(timeout: float) -> str | None:
+    return None if timeout_seconds(timeout) is not None else f"must be {TIMEOUT_RULE}, not {timeout!r}"
+
+
+def _duration(limit: float | str) -> None:
+    duration_seconds(limit)  # 30m, 1h30m, 90s or seconds: anything else is refused with the forms it takes
+
+
+# The sections of `tune --help`, in this order (an option's `group`).
+SEARCH, EXECUTION, RAY, OUTPUT = "search", "execution", "Ray", "output"
+
+
+@dataclass
+class TuneOptions:
+    """Everything `python -m ciq_build tune` was asked to do; None: not given, the manifest or default decides.
+
+    Each option is declared once, as a field made by `option` (ciq_build.core.options): its flag, help, group,
+    choices and check. The `tune` arguments, `from_args`, `argv`, `validate` and the keywords of
+    `ciq_build.tune_target` are built from these declarations. The fields without one are set by the command
+    itself: the positional targets and the build tree.
+    """
+
+    target: str  # "" for tune --all or several targets: each is tuned with these options (ciq_build.tune.all_targets)
+    build_dir: Path
+    source_dir: Path | None = None
+    targets: tuple[str, ...] = ()  # tune A B C: the targets named, when more than one (tune --all: none)
+    # -- search --
+    objectives: list[str] | None = option(
+        "--objective", group=SEARCH, repeated=True, metavar="NAME",
+        help=f"objective, repeatable ({known_spellings()}; prefix max: to maximise); default: the target's OBJECTIVES")
+    controls: list[str] | None = option(
+        "--controls", group=SEARCH, repeated=True, metavar="KIND",
+        help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], a .bin search "
+             "space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); default: the target's SEARCH_SPACE "
+             "(knobs + params)")
+    # A registered name (ciq_build.search.strategies), or from Python a Strategy object; None: the space's default.
+    strategy: object = option(
+        "--strategy", group=SEARCH, choices=strategy_names, show=_strategy_name, check=_known_strategy,
+        help=f"how to search: {', '.join(strategy_names())} (ciq_build.search.strategies); default: compileiq for "
+             "a compiler ACF space (only it can sample one), else ga")
+    generations: int = option("--generations", group=SEARCH, parse=int, default=_SEARCH.generations,
+                              check=at_least(1),
+                              help=f"generations of the genetic search (default {_SEARCH.generations})")
+    pool_size: int = option("--pool-size", group=SEARCH, parse=int, default=_SEARCH.pool_size, check=at_least(2),
+                            help=f"candidates per generation (default {_SEARCH.pool_size})")
+    mutate_rate: float = option("--mutate-rate", group=SEARCH, parse=float, default=_SEARCH.mutate_rate,
+                                help=f"probability that a gene mutates (default {_SEARCH.mutate_rate})")
+    max_evaluations: int | None = option("--max-evaluations", group=SEARCH, parse=int,
+                                         default=_SEARCH.max_evaluations,
+                                         help="stop after this many evaluations")
+    time_limit: float | str | None = option(
+        "--time-limit", group=SEARCH, metavar="DURATION", check=_duration,
+        help="a wall-clock budget from the tune's start, e.g. 30m, 1h30m, 90s: then no candidate starts (those "
+             "running finish), and the best so far is re-measured and pinned")
+    seed_from: list[str] = option(
+        "--seed-from", group=SEARCH, repeated=True, default_factory=list, metavar="SEED",
+        help="repeatable: known-good configurations evaluated first, entering the search's first generation: a "
+             "pinned record (another target's or architecture's <target>.json), a folder of them, or controls as a "
+             "command line, e.g. --seed-from='-Xptxas=-O2 -DTILE=32' (strategies ga and random; "
+             "ciq_build.search.seeds)")
+    allow_numerics: bool = option("--allow-numerics", group=SEARCH, switch=True, default=_SEARCH.allow_numerics,
+                                  help="also search flags that change floating-point results (fast-math family)")
+    pick: str = option("--pick", group=SEARCH, choices=("knee", "first"), default=_SEARCH.pick,
+                       help="with several objectives, which Pareto point to pin: knee (closest to the ideal point "
+                            "after normalising each objective) or first (best on the first objective)")
+    seed: int = option("--seed", group=SEARCH, parse=int, default=_SEARCH.seed,
+                       help="random seed (same seed, same candidates)")
+    architecture: str | None = option(
+        "--architecture", group=SEARCH, metavar="ARCH",
+        help="tune one architecture of a multi-architecture target (e.g. 80 or sm_90a): only it is built, and the "
+             "winner is pinned as its entry of the target's record, beside the other architectures' (each applied "
+             "to its own -gencode)")
+    # -- execution --
+    jobs: int = option("--jobs", "-j", group=EXECUTION, parse=int, default=_BUILD.jobs, check=at_least(1),
+                       help=f"candidates built in parallel (default {_BUILD.jobs})")
+    gpus: list[str] = option("--gpus", group=EXECUTION, parse=_comma_list, show=",".join, default_factory=list,
+                             metavar="LIST",
+                             help="GPUs to spread benchmarks over, e.g. 0,1 (one benchmark per GPU at a time; "
+                                  "default: the default GPU, one benchmark at a time)")
+    repeats: int = option("--repeats", group=EXECUTION, parse=int, default=_MEASURE.repeats, check=at_least(1),
+                          help=f"benchmark runs per candidate; the median is scored (default {_MEASURE.repeats})")
+    timeout: float | None = option(
+        "--timeout", group=EXECUTION, parse=float, check=_timeout,
+        help=f"seconds before a compile or benchmark run is killed, used as given (default: the target's TIMEOUT, "
+             f"{_MEASURE.timeout:g} unless set, or 4x the baseline's when more; the baseline itself gets at least 600)")
+    # The registry's names, looked up when asked (it is above this module, and one registered from Python counts).
+    executor: str = option("--executor", group=EXECUTION, choices=Lookup("ciq_build.tune.executor:executor_names"),
+                           default="local",
+                           help="where candidates are evaluated: local (this machine, default) or ray (one actor per "
+                                "--jobs slot on a Ray cluster; needs ciq-build[ray] on the workers), or one "
+                                "registered from Python (ciq_build.tune.executor.register_executor)")
+    cmake_args: list[str] = option("--cmake-arg", group=EXECUTION, repeated=True, default_factory=list,
+                                   metavar="ARG",
+                                   help="extra argument for configuring a new build dir (with --source-dir)")
+    fresh: bool = option("--fresh", group=EXECUTION, switch=True, default=False,
+                         help="start over instead of resuming the journal")
+    wait: bool = option("--wait", group=EXECUTION, switch=True, default=False,
+                        help="wait for another tune of the same target to finish")
+    # -- Ray: the ray executor's own options, refused with another executor --
+    ray_address: str | None = option(
+        "--ray-address", group=RAY, executor="ray", metavar="ADDR",
+        help="the Ray cluster to use (default, as ray.init finds it: $RAY_ADDRESS, else one `ray start` started on "
+             "this machine, else a new one here)")
+    ray_gpu_resource: str | None = option(
+        "--ray-gpu-resource", group=RAY, executor="ray", metavar="NAME",
+        help="a custom resource naming the GPU kind each benchmark slot needs, e.g. H200")
+    ray_compile_resource: str | None = option(
+        "--ray-compile-resource", group=RAY, executor="ray", metavar="NAME",
+        help="a custom resource of the nodes meant for compiles (e.g. CPU-only nodes started with ray start "
+             "--resources='{\"compile\": 16}'); each compile worker asks for one")
+    ray_sources: str = option(
+        "--ray-sources", group=RAY, executor="ray", choices=Lookup("ciq_build.ray.sources:SOURCE_MODES"),
+        default="shared",
+        help="how the sources reach Ray workers: shared (a filesystem they share, at the driver's paths; default) "
+             "or upload (shipped through Ray's working_dir, build trees and .git left out; each worker checks its "
+             "copy against the driver's source fingerprint)")
+    ray_targets: int | None = option(
+        "--ray-targets", group=RAY, executor="ray", parse=int, check=at_least(1), metavar="N",
+        help="with several targets (--all, or several named): how many tune at once on the cluster, sharing its "
+             "GPUs fairly (default: all of them)")
+    # -- output --
+    pin: bool = option("--no-pin", group=OUTPUT, switch=True, default=True,
+                       help="search and report, but write no pinned record")
+    quiet: bool = option("--quiet", "-q", group=OUTPUT, switch=True, default=False,
+                         help="no progress, warnings only")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> TuneOptions:
+        """The options a parser made by `add_tune_arguments` read."""
+        return cls(target=args.target[0] if len(args.target) == 1 else "",
+                   targets=tuple(dict.fromkeys(args.target)) if len(args.target) > 1 else (),
+                   build_dir=args.build_dir.resolve(),
+                   source_dir=args.source_dir.resolve() if args.source_dir else None,
+                   **parsed_values(cls, args))
+
+    def argv(self) -> list[str]:
+        """The `tune` command line of these options (its arguments after `tune`): what from_args reads back.
+
+        How `tune --all --executor ray` starts each target's own `tune` (ciq_build.ray.targets).
+        """
+        args = [*(self.targets or ([self.target] if self.target else [])), "-B", str(self.build_dir)]
+        if self.source_dir is not None:
+            args += ["-S", str(self.source_dir)]
+        return args + command_line(self)
+
+    def validate(self) -> None:
+        """Refuse what no manifest can make right, before anything is configured or read."""
+        for problem in problems(self):  # what an executor refuses besides is its own (Executor.validate)
+            raise ConfigError(problem)
+
+
+def add_tune_arguments(parser: argparse.ArgumentParser,
+                       options: type[TuneOptions] = TuneOptions) -> dict[str, argparse._ArgumentGroup]:
+    """`tune`'s positional targets and its declared options, in their --help groups (returned, by name)."""
+    parser.add_argument("target", nargs="*", default=[],
+                        help="a CMake target registered with ciq_tune_target(); several are tuned as --all tunes its "
+                             "targets")
+    groups = {name: parser.add_argument_group(f"{name} options") for name in (SEARCH, EXECUTION, RAY, OUTPUT)}
+    add_arguments(parser, options, groups)
+    return groups
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """One tune, resolved: what to search, how to measure and build, and what to do with the result."""
+
+    target: str
+    build_dir: Path
+    source_dir: Path | None
+    objectives: tuple[Objective, ...]
+    search: SearchSettings
+    measure: MeasureSettings
+    build: BuildSettings
+    pin: bool = True  # write the winner's record (tune --no-pin: search and report only)
+    fresh: bool = False  # start the journal over instead of resuming it
+    wait: bool = False  # queue behind another tune of the target instead of refusing
+    quiet: bool = False  # no progress lines (warnings are still printed)
+    executor: ExecutorSettings = ExecutorSettings()
+
+    @property
+    def needs_benchmark(self) -> bool:
+        return needs_benchmark(self.objectives)
+
+
+def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
+    """The command line over the manifest over the defaults, checked against each other."""
+    options.validate()
+    objectives = tuple(parse_objectives(list(options.objectives or manifest.objectives or DEFAULT_OBJECTIVES)))
+    settings = TuneSettings(
+        target=manifest.target, build_dir=options.build_dir, source_dir=options.source_dir,
+        objectives=objectives,
+        search=SearchSettings(
+            generations=options.generations, pool_size=options.pool_size, mutate_rate=options.mutate_rate,
+            seed=options.seed, max_evaluations=options.max_evaluations,
+            time_limit=None if options.time_limit is None else duration_seconds(options.time_limit),
+            seed_from=tuple(options.seed_from),
+            kinds=tuple(options.controls or manifest.search_space or PLAIN_KINDS),
+            allow_numerics=options.allow_numerics or manifest.allow_numerics, pick=options.pick,
+            strategy=options.strategy),
+        # The manifest always has a TIMEOUT (the CMake module's default is DEFAULT_TIMEOUT).
+        measure=MeasureSettings(repeats=options.repeats, timeout=options.timeout or manifest.timeout,
+                                timeout_explicit=options.timeout is not None, gpus=tuple(options.gpus)),
+        build=BuildSettings(jobs=options.jobs, cmake_args=tuple(options.cmake_args)),
+        pin=options.pin, fresh=options.fresh, wait=options.wait, quiet=options.quiet,
+        executor=ExecutorSettings(options.executor, options.ray_address, options.ray_gpu_resource,
+                                  options.ray_sources, options.ray_compile_resource),
+    )
+    if settings.needs_benchmark and manifest.benchmark is None:
+        registered = (f'CudaExtension(ciq_target="{manifest.target}") gives none: add ciq_benchmark=[sys.executable, '
+                      '"bench.py"]' if manifest.generator == SETUPTOOLS_GENERATOR else
+                      f"ciq_tune_target({manifest.target}) registers none: add BENCHMARK <exe-target>")
+        raise ConfigError(
+            f"objective(s) {', '.join(o.name for o in objectives if o.source == 'benchmark')} need a "
+            f"benchmark, and {registered}, "
+            f"or tune an objective measured without one (--objective, one of {unbenchmarked_names()})")
+    return settings

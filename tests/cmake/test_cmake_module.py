@@ -1,0 +1,777 @@
+"""ciq_tune_target() (cmake/ciq_build.cmake) with real CMake, Ninja and nvcc 13.3.
+
+One small project ("tiny", in a source directory whose path has a space) is
+configured once per module; each test rewrites its CMakeLists body, pin
+directory and cache settings and reconfigures (about a second, no compiler
+detection), so every test states all the state it depends on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from test_manifest_schema import assert_valid_manifest
+
+from ciq_build.measure.proc import ProcResult, run
+from ciq_build.project.cmake_trees import existing_objects
+from ciq_build.project.manifest import load_manifest
+from support import REPO_ROOT, build_tool, ensure_ok, said
+
+pytestmark = pytest.mark.slow
+
+CMAKE_PACKAGE_DIR = REPO_ROOT / "cmake"
+
+
+@pytest.fixture(scope="module")
+def cmake_bin() -> str:
+    return build_tool("cmake")
+
+
+@pytest.fixture(scope="module")
+def ninja_bin() -> str:
+    return build_tool("ninja")
+
+
+def compile_commands(ninja: str, build: Path, target: str) -> dict[str, str]:
+    """Object file -> compile command, for what Ninja would build for `target`."""
+    result = ensure_ok(run([ninja, "-C", build, "-t", "commands", target], timeout=60))
+    found = {}
+    for line in result.stdout.splitlines():
+        if " -c " in line and (m := re.search(r" -o (\S+\.o)(?:\s|$)", line)):
+            found[m.group(1)] = line
+    return found
+
+
+# --- the tiny project -------------------------------------------------------
+
+KERN_CU = r"""
+#ifndef KTILE
+#define KTILE 1
+#endif
+#define CIQ_CAT2(a, b) a##b
+#define CIQ_CAT(a, b) CIQ_CAT2(a, b)
+// The symbol's name shows which -DKTILE the object was compiled with.
+extern "C" int CIQ_CAT(kern_tile_, KTILE)() { return KTILE; }
+
+// 48 live values: 64 registers by default, so -maxrregcount=32 shows.
+__global__ void heavy(const float* in, float* out) {
+    float v[48];
+#pragma unroll
+    for (int i = 0; i < 48; ++i) v[i] = in[threadIdx.x + i * blockDim.x];
+    float s = 0.0f;
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int i = 0; i < 48; ++i) s = fmaf(s, v[i], v[(i * 7 + r) % 48]);
+    out[threadIdx.x] = s;
+}
+"""
+
+BENCH_CU = KERN_CU.replace("kern_tile_", "bench_tile_") + r"""
+#include <cstdio>
+int main() { std::printf("CIQ_ERROR no-gpu\n"); return 2; }
+"""
+
+OTHER_CU = "__global__ void other_kernel(float* p) { p[threadIdx.x] = 1.0f; }\n"
+KERN_HOST_CPP = "int kern_host_helper() { return 7; }\n"
+HOST_CPP = "int host_only() { return 1; }\n"
+
+HEADER = """cmake_minimum_required(VERSION 3.24)
+project(tiny LANGUAGES CXX CUDA)
+find_package(ciq_build CONFIG REQUIRED)
+add_library(kern STATIC kern.cu kern_host.cpp)
+add_library(other STATIC other.cu)
+add_executable(kern_bench bench.cu)
+add_library(hostonly STATIC host.cpp)
+add_library(kern_alias ALIAS kern)
+"""
+
+DEFAULT_BODY = ('ciq_tune_target(kern BENCHMARK kern_bench ARGS --n 4 OBJECTIVES time PIN_DIR "pins dir" '
+                'PARAMS "KTILE=range(1,64)")\n')
+
+CACHE_DEFAULTS = {"CIQ_DISABLE": "OFF", "CIQ_STRICT": "OFF", "CIQ_TUNE_TARGET": "", "CIQ_TUNE_OPTIONS_FILE": ""}
+
+
+@dataclass
+class Tiny:
+    source: Path
+    build: Path
+    cmake: str
+    ninja: str
+    cuda_bin: Path
+    generator: str = "Ninja"
+    body: str = field(default=DEFAULT_BODY)
+
+    @property
+    def pin_dir(self) -> Path:
+        return self.source / "pins dir"
+
+    def options_file(self, target: str = "kern") -> Path:
+        return self.build / "ciq" / f"{target}.nvcc-options"
+
+    def configure(
+        self,
+        *,
+        body: str = DEFAULT_BODY,
+        pins: Mapping[str, object] | None = None,
+        files: Mapping[str, bytes] | None = None,
+        cache: Mapping[str, str] | None = None,
+    ) -> ProcResult:
+        """Write the project and its pin dir exactly as given, then (re)configure."""
+        (self.source / "CMakeLists.txt").write_text(HEADER + body)
+        shutil.rmtree(self.pin_dir, ignore_errors=True)
+        self.pin_dir.mkdir()
+        for target, record in (pins or {}).items():
+            text = record if isinstance(record, str) else json.dumps(record, indent=2)
+            (self.pin_dir / f"{target}.json").write_text(text)
+        for name, data in (files or {}).items():
+            (self.pin_dir / name).write_bytes(data)
+        return self.rerun_cmake(cache)
+
+    def rerun_cmake(self, cache: Mapping[str, str] | None = None) -> ProcResult:
+        """Configure again without touching the sources or the pins."""
+        settings = {**CACHE_DEFAULTS, **(cache or {})}
+        args: list[str | Path] = [
+            self.cmake, "-S", self.source, "-B", self.build, "-G", self.generator,
+            f"-DCMAKE_CUDA_COMPILER={self.cuda_bin / 'nvcc'}",
+            "-DCMAKE_CUDA_ARCHITECTURES=90a",
+            f"-Dciq_build_DIR={CMAKE_PACKAGE_DIR}",
+            *(f"-D{k}={v}" for k, v in settings.items()),
+        ]
+        if self.generator == "Ninja":
+            args.append(f"-DCMAKE_MAKE_PROGRAM={self.ninja}")
+        return run(args, timeout=300)
+
+    def commands(self, target: str) -> dict[str, str]:
+        """Object file -> the compile command Ninja would run for it, for `target`."""
+        return compile_commands(self.ninja, self.build, target)
+
+    def build_targets(self, *targets: str) -> ProcResult:
+        return ensure_ok(run([self.cmake, "--build", self.build, "--target", *targets], timeout=300))
+
+
+def write_tiny_sources(source: Path) -> None:
+    source.mkdir(parents=True)
+    (source / "kern.cu").write_text(KERN_CU)
+    (source / "bench.cu").write_text(BENCH_CU)
+    (source / "other.cu").write_text(OTHER_CU)
+    (source / "kern_host.cpp").write_text(KERN_HOST_CPP)
+    (source / "host.cpp").write_text(HOST_CPP)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory, cmake_bin: str, ninja_bin: str, cuda133_bin: Path) -> Iterator[Tiny]:
+    root = tmp_path_factory.mktemp("tiny")
+    project = Tiny(root / "tiny src", root / "build", cmake_bin, ninja_bin, cuda133_bin)
+    write_tiny_sources(project.source)
+    ensure_ok(project.configure())
+    yield project
+
+
+def record(target: str = "kern", *, flags: list[str] | None = None, defines: dict[str, str] | None = None,
+           acf: dict[str, str] | None = None, cuda: str = "13.3", schema: int = 1,
+           architectures: list[str] | None = None) -> dict[str, object]:
+    """A pinned record as `python -m ciq_build tune` writes it (contract schema 1)."""
+    controls: dict[str, object] = {"flags": flags or [], "defines": defines or {}}
+    if acf is not None:
+        controls["acf"] = acf
+    return {
+        "schema": schema,
+        "target": target,
+        "controls": controls,
+        "toolchain": {"cuda": cuda, "nvcc_version": f"{cuda}.73", "ptxas_version": f"{cuda}.73",
+                      "architectures": ["90a"] if architectures is None else architectures},
+        "provenance": {"engine": "hand-written for a test", "seed": 1},
+        "objectives": [{"name": "time", "direction": "min"}],
+        "baseline": {"scores": [1.0], "spread": [0.01]},
+        "winner": {"scores": [0.9], "spread": [0.01]},
+        "objects": {},
+    }
+
+
+def registers(cuobjdump: Path, obj: Path) -> dict[str, int]:
+    """Kernel -> register count, per `cuobjdump --dump-resource-usage` (all archs)."""
+    out = ensure_ok(run([cuobjdump, "--dump-resource-usage", obj], timeout=60)).stdout
+    found: dict[str, int] = {}
+    arch = ""
+    for line in out.splitlines():
+        if m := re.search(r"arch = (sm_\w+)", line):
+            arch = m.group(1)
+        if m := re.search(r"REG:(\d+)", line):
+            found[f"{arch}:{len(found)}"] = int(m.group(1))
+    return found
+
+
+# --- pins applied -----------------------------------------------------------
+
+
+# ------------------------------------------------------------------ the module's shape (its text, no CMake run)
+
+MODULE = REPO_ROOT / "cmake" / "ciq_build.cmake"
+# ciq_tune_target() and the checks of its own parse, which read its ARG_* by design and set nothing in it.
+# Every other helper takes keyword arguments and names its outs.
+CALL_CHECKS = {"ciq_tune_target", "_ciq_check_call", "_ciq_check_arguments"}
+
+
+def _functions(text: str) -> dict[str, str]:
+    """{name: body} of every function() and macro() of a CMake file."""
+    return {m.group(2): m.group(3) for m in re.finditer(
+        r"^(function|macro)\((\w+)[^)]*\)\n(.*?)^end\1\(\)", text, re.S | re.M)}
+
+
+def test_the_module_opens_with_its_contract_and_the_contract_names_every_public_name() -> None:
+    text = MODULE.read_text()
+    contract = re.match(r"#\[=+\[\.rst:\n(.*?)#\]=+\]", text, re.S)
+    assert contract is not None, "cmake/ciq_build.cmake must open with its contract block"
+    parse = re.search(r"function\(ciq_tune_target target\)\n\s*cmake_parse_arguments\((.*?)\)\n", text, re.S)
+    assert parse is not None
+    keywords: set[str] = set()
+    for group in re.findall(r'"([A-Z_;]+)"', parse.group(1)):
+        keywords |= set(group.split(";"))
+    public = set(re.findall(r"(?<![\w@])CIQ_[A-Z_]*[A-Z]", text))  # cache variables, properties (not _CIQ_*)
+    assert keywords >= {"BENCHMARK", "PARAMS", "ALLOW_NUMERICS"} and public >= {"CIQ_DISABLE", "CIQ_PIN_STATUS"}
+    missing = sorted(name for name in keywords | public if name not in contract.group(1))
+    assert missing == [], f"the contract block at the top of cmake/ciq_build.cmake does not say {missing}"
+
+
+def test_helpers_take_keyword_arguments_and_set_only_the_names_their_caller_gave() -> None:
+    functions = _functions(MODULE.read_text())
+    assert len(functions) > 20 and CALL_CHECKS - {"_ciq_check_arguments"} <= set(functions)
+    readers = sorted(name for name, body in functions.items() if "ARG_" in body and name not in CALL_CHECKS)
+    assert readers == [], f"{readers} read the caller's ARG_*: pass what they need as keyword arguments"
+    literal_outs = sorted(
+        f"{name}: {out}" for name, body in functions.items() if name != "ciq_tune_target"
+        for out in re.findall(r"set\((\w+)[^\n]*PARENT_SCOPE\)", body))
+    assert literal_outs == [], f"helpers set names their caller never gave: {literal_outs}"
+    keyword_helpers = [name for name, body in functions.items() if "cmake_parse_arguments(PARSE_ARGV 0 arg" in body]
+    assert {"_ciq_read_controls", "_ciq_read_pin", "_ciq_resolve_pin", "_ciq_apply_pin"} <= set(keyword_helpers)
+
+
+def test_no_pin_gives_empty_options_file_on_cuda_compiles_only(tiny: Tiny) -> None:
+    result = ensure_ok(tiny.configure())
+    assert "ciq_build: kern: no pinned controls" in said(result)
+    assert tiny.options_file().read_text() == ""
+    option = f"--options-file={tiny.options_file()}"
+    kern = tiny.commands("kern")
+    assert set(kern) == {"CMakeFiles/kern.dir/kern.cu.o", "CMakeFiles/kern.dir/kern_host.cpp.o"}
+    assert option in kern["CMakeFiles/kern.dir/kern.cu.o"]
+    assert "--options-file" not in kern["CMakeFiles/kern.dir/kern_host.cpp.o"]  # CUDA compiles only
+    other = tiny.commands("other")
+    assert other and not any("--options-file" in c for c in other.values())
+
+
+def test_pin_is_applied_to_that_target_and_changes_the_code(tiny: Tiny) -> None:
+    pin = record(flags=["-maxrregcount=32", "-Xptxas=-O2"], defines={"KTILE": "4"})
+    result = ensure_ok(tiny.configure(pins={"kern": pin}))
+    assert "ciq_build: kern: pinned controls from" in said(result)
+    # Sorted, as lock.py's Controls sorts them: both builds write the same file.
+    assert "-Xptxas=-O2 -maxrregcount=32 -DKTILE=4" in said(result)
+    assert tiny.options_file().read_text().splitlines() == ["-Xptxas=-O2", "-maxrregcount=32", "-DKTILE=4"]
+    assert not (tiny.build / "ciq" / "other.nvcc-options").exists()  # other is not tuned
+
+    # The compiled object obeys the pin: register cap and -D parameter.
+    tiny.build_targets("kern")
+    obj = tiny.build / "CMakeFiles" / "kern.dir" / "kern.cu.o"
+    regs = registers(tiny.cuda_bin / "cuobjdump", obj)
+    assert regs and max(regs.values()) <= 32
+    symbols = ensure_ok(run(["nm", obj], timeout=60)).stdout
+    assert "kern_tile_4" in symbols and "kern_tile_1" not in symbols
+
+    # An unchanged reconfigure leaves the options file (and so the objects) alone.
+    mtime = tiny.options_file().stat().st_mtime_ns
+    ensure_ok(tiny.rerun_cmake())
+    assert tiny.options_file().stat().st_mtime_ns == mtime
+    dry = ensure_ok(run([tiny.ninja, "-C", tiny.build, "-n", "kern"], timeout=60)).stdout
+    assert "kern.cu.o" not in dry
+
+
+def test_pin_written_after_configure_is_picked_up_by_the_next_build(tiny: Tiny) -> None:
+    ensure_ok(tiny.configure())
+    tiny.build_targets("other")
+    assert tiny.options_file().read_text() == ""
+    # What `python -m ciq_build tune` does at the end: write the pin, nothing else.
+    (tiny.pin_dir / "kern.json").write_text(json.dumps(record(flags=["-maxrregcount=40"])))
+    tiny.build_targets("other")  # any build re-runs CMake, because the pin dir changed
+    assert tiny.options_file().read_text() == "-maxrregcount=40\n"
+
+
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "-Xcompiler=-fplugin=/tmp/evil.so",
+        "-ccbin=/bin/sh",
+        "--options-file=/etc/passwd",
+        "-Xptxas=--apply-controls=/tmp/x.acf",
+        "-maxrregcount=32 -ccbin=/bin/sh",
+        "-maxrregcount=32;-ccbin=/bin/sh",
+        "-I/usr/include",
+        "",
+    ],
+)
+def test_flag_outside_the_allowlist_is_a_configure_error(tiny: Tiny, flag: str) -> None:
+    result = tiny.configure(pins={"kern": record(flags=["-maxrregcount=32", flag])})
+    assert not result.ok
+    assert "ciq_tune_target(kern): refusing the pinned record" in said(result)
+    assert "flag outside the allow-list" in said(result) or "breaks the" in said(result)
+
+
+def test_numerics_flags_need_allow_numerics(tiny: Tiny) -> None:
+    pin = {"kern": record(flags=["--use_fast_math"])}
+    refused = tiny.configure(pins=pin)
+    assert not refused.ok and "ALLOW_NUMERICS" in said(refused)
+    body = DEFAULT_BODY.replace("OBJECTIVES time", "OBJECTIVES time ALLOW_NUMERICS")
+    ensure_ok(tiny.configure(body=body, pins=pin))
+    assert tiny.options_file().read_text() == "--use_fast_math\n"
+    manifest = json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text())
+    assert manifest["allow_numerics"] is True
+
+
+@pytest.mark.parametrize(
+    ("defines", "message"),
+    [
+        ({"1TILE": "4"}, "define_name rule"),
+        ({"KTILE": "4 -ccbin=x"}, "define_value rule"),
+        ({"KTILE": "$(touch pwned)"}, "define_value rule"),
+        ({"NDEBUG": "1"}, "only the PARAMS of ciq_tune_target(kern) may be defined"),
+        ({"KTILE": "65"}, "outside its declared domain"),
+    ],
+)
+def test_unsafe_defines_are_refused(tiny: Tiny, defines: dict[str, str], message: str) -> None:
+    result = tiny.configure(pins={"kern": record(defines=defines)})
+    assert not result.ok and message in said(result)
+
+
+@pytest.mark.parametrize(
+    ("pin", "message"),
+    [
+        ("{not json", "comments or bare words"),
+        (record(schema=2), "schema is 2"),
+        (record(target="other"), "copied from another target"),
+    ],
+)
+def test_malformed_records_are_refused(tiny: Tiny, pin: object, message: str) -> None:
+    result = tiny.configure(pins={"kern": pin})
+    assert not result.ok and message in said(result)
+
+
+# --- ACF ---------------------------------------------------------------------
+
+# Binary, as a real ACF is (a NUL, CR LF): configure-time checks only look at its sha256.
+FAKE_ACF = b"not a real ACF\x00\xff\r\n"
+
+
+def acf_record(name: str = "kern.acf", compiler: str = "ptxas", sha: str | None = None,
+               architectures: list[str] | None = None) -> dict[str, object]:
+    return record(acf={"file": name, "sha256": sha or hashlib.sha256(FAKE_ACF).hexdigest(), "compiler": compiler},
+                  architectures=architectures)
+
+
+def test_ptxas_acf_in_a_pin_dir_with_spaces_is_applied_through_a_plain_path(tiny: Tiny) -> None:
+    ensure_ok(tiny.configure(pins={"kern": acf_record()}, files={"kern.acf": FAKE_ACF}))
+    lines = tiny.options_file().read_text().splitlines()
+    # nvcc hands the ACF path to ptxas through a shell that splits at spaces,
+    # so the ACF from "pins dir" is used through a copy in the build tree.
+    copy = tiny.build / "ciq" / "kern.acf"
+    assert lines == [f"-Xptxas=--apply-controls={copy}"]
+    assert copy.read_bytes() == FAKE_ACF
+    # Editing the ACF (even with a matching record) rebuilds: it is in OBJECT_DEPENDS.
+    explain = ensure_ok(run([tiny.ninja, "-C", tiny.build, "-t", "query", "CMakeFiles/kern.dir/kern.cu.o"],
+                            timeout=60)).stdout
+    implicit = {line.strip()[2:] for line in explain.splitlines() if line.strip().startswith("| ")}
+    # Ninja names build-tree files relative to the build tree.
+    assert {"ciq/kern.nvcc-options", "ciq/kern.acf", str(tiny.pin_dir / "kern.acf"),
+            str(tiny.pin_dir / "kern.json")} <= implicit
+
+
+def test_acf_sha_mismatch_is_a_configure_error(tiny: Tiny) -> None:
+    result = tiny.configure(pins={"kern": acf_record(sha="0" * 64)}, files={"kern.acf": FAKE_ACF})
+    assert not result.ok
+    assert "is not the one that" in said(result)
+    assert "Restore it from version control, or retune" in said(result)
+
+
+@pytest.mark.parametrize("name", ["../kern.acf", "sub/kern.acf", "..", "x$(touch pwned).acf", "a b.acf"])
+def test_acf_file_must_be_a_plain_name_in_the_pin_dir(tiny: Tiny, name: str) -> None:
+    result = tiny.configure(pins={"kern": acf_record(name=name)}, files={"kern.acf": FAKE_ACF})
+    assert not result.ok and "controls.acf.file is" in said(result) and "breaks the acf_file rule" in said(result)
+
+
+def test_missing_acf_is_a_configure_error(tiny: Tiny) -> None:
+    result = tiny.configure(pins={"kern": acf_record()})
+    assert not result.ok and "does not exist" in said(result)
+
+
+def test_nvcc_acf_is_refused_below_sm_100(tiny: Tiny) -> None:
+    files = {"kern.acf": FAKE_ACF}
+    body = 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "90a;100a")\n' + DEFAULT_BODY
+    pin = {"kern": acf_record(compiler="nvcc", architectures=["90a", "100a"])}  # tuned for what it builds
+    result = tiny.configure(body=body, pins=pin, files=files)
+    assert not result.ok and "use the ptxas search space" in said(result)
+
+    body = 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "100a")\n' + DEFAULT_BODY
+    pin = {"kern": acf_record(compiler="nvcc", architectures=["100a"])}
+    ensure_ok(tiny.configure(body=body, pins=pin, files=files))
+    assert tiny.options_file().read_text() == f"--apply-controls={tiny.build / 'ciq' / 'kern.acf'}\n"
+
+
+# --- toolkit, disable, tuning mode ------------------------------------------
+
+
+def test_toolkit_mismatch_warns_and_skips_or_fails_when_strict(tiny: Tiny) -> None:
+    pin = {"kern": record(flags=["-maxrregcount=32"], cuda="12.8")}
+    result = ensure_ok(tiny.configure(pins=pin))
+    assert "CMake Warning" in said(result) and "tuned with CUDA 12.8" in said(result)
+    assert "ciq_build: kern: pin skipped (tuned with CUDA 12.8, compiling with 13.3)" in said(result)
+    assert tiny.options_file().read_text() == ""
+
+    strict = tiny.configure(pins=pin, cache={"CIQ_STRICT": "ON"})
+    assert not strict.ok
+    assert "CMake Error" in said(strict) and "tuned with CUDA 12.8" in said(strict)
+    # One message, said once: the target and the record are named once, not under a second prefix.
+    assert said(strict).count("ciq_tune_target(kern):") == 1 and said(strict).count("kern.json") == 1
+    assert "(CIQ_STRICT=ON makes this an error.)" in said(strict)
+
+
+def test_a_pin_tuned_for_other_architectures_is_skipped_or_fails_when_strict(tiny: Tiny) -> None:
+    pin = {"kern": record(flags=["-maxrregcount=32"], architectures=["75"])}
+    result = ensure_ok(tiny.configure(pins=pin))  # the project builds for 90a
+    assert "CMake Warning" in said(result) and "was tuned for 75, but this build compiles for 90a" in said(result)
+    assert "ciq_build: kern: pin skipped (tuned for 75, compiling for 90a)" in said(result)
+    assert tiny.options_file().read_text() == ""
+
+    strict = tiny.configure(pins=pin, cache={"CIQ_STRICT": "ON"})
+    assert not strict.ok and "CMake Error" in said(strict) and "tuned for 75" in said(strict)
+    assert said(strict).count("ciq_tune_target(kern):") == 1 and said(strict).count("kern.json") == 1
+
+    # The same architecture in another spelling is the same architecture.
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["sm_90a"])}))
+    assert tiny.options_file().read_text() == "-maxrregcount=32\n"
+
+
+def test_architectures_changed_after_the_call_are_refused(tiny: Tiny) -> None:
+    # The pin was checked against the architectures at the call; a later change would go unchecked.
+    body = DEFAULT_BODY + 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "75")\n'
+    result = tiny.configure(body=body, pins={"kern": record(flags=["-maxrregcount=32"])})
+    assert not result.ok and "CUDA_ARCHITECTURES changed from '90a' to '75'" in said(result)
+    assert "before calling ciq_tune_target()" in said(result)
+
+
+def test_ciq_disable_builds_without_pins(tiny: Tiny) -> None:
+    pin = {"kern": record(flags=["-maxrregcount=32"])}
+    result = ensure_ok(tiny.configure(pins=pin, cache={"CIQ_DISABLE": "ON"}))
+    assert "pins disabled" in said(result)
+    assert tiny.options_file().read_text() == ""
+    ensure_ok(tiny.configure(pins=pin))
+    assert tiny.options_file().read_text() == "-maxrregcount=32\n"
+
+
+def test_tuning_mode_uses_the_drivers_options_file_and_ignores_the_pin(tiny: Tiny, tmp_path: Path) -> None:
+    candidate = tmp_path / "candidate.nvcc-options"
+    candidate.write_text("-maxrregcount=64\n")
+    pin = {"kern": record(flags=["-maxrregcount=32"])}
+    cache = {"CIQ_TUNE_TARGET": "kern", "CIQ_TUNE_OPTIONS_FILE": str(candidate)}
+    result = ensure_ok(tiny.configure(pins=pin, cache=cache))
+    assert f"tuning build, controls from {candidate}" in said(result)
+    kern_cuda = tiny.commands("kern")["CMakeFiles/kern.dir/kern.cu.o"]
+    assert f"--options-file={candidate}" in kern_cuda
+    assert str(tiny.options_file()) not in kern_cuda
+    manifest = load_manifest(tiny.build, "kern")
+    assert Path(manifest.options_file) == candidate
+    query = ensure_ok(run([tiny.ninja, "-C", tiny.build, "-t", "query", "CMakeFiles/kern.dir/kern.cu.o"],
+                          timeout=60)).stdout
+    assert str(candidate) in query  # the driver's rewrite triggers the rebuild
+
+
+def test_tuning_mode_for_an_unregistered_target_is_an_error(tiny: Tiny, tmp_path: Path) -> None:
+    cache = {"CIQ_TUNE_TARGET": "other", "CIQ_TUNE_OPTIONS_FILE": str(tmp_path / "x.opts")}
+    result = tiny.configure(cache=cache)
+    assert not result.ok and "no ciq_tune_target() call registered" in said(result)
+
+
+# --- manifest ---------------------------------------------------------------
+
+
+def test_manifest_lists_the_objects_cmake_builds_never_stale_ones(tiny: Tiny) -> None:
+    # A source removed from the target leaves its object in CMakeFiles/kern.dir;
+    # tune and verify must not fingerprint it as if it were still linked.
+    body = 'ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n'
+    ensure_ok(tiny.configure(body="target_sources(kern PRIVATE other.cu)\n" + body))
+    tiny.build_targets("kern")
+    stale = tiny.build / "CMakeFiles" / "kern.dir" / "other.cu.o"
+    assert stale in load_manifest(tiny.build, "kern").objects and stale.is_file()
+
+    ensure_ok(tiny.configure(body=body))
+    tiny.build_targets("kern")
+    manifest = load_manifest(tiny.build, "kern")
+    assert stale.is_file()  # still on disk
+    assert stale not in manifest.objects
+    assert existing_objects(manifest.objects) == tuple(tiny.build / "CMakeFiles" / "kern.dir" / name
+                                                       for name in ("kern.cu.o", "kern_host.cpp.o"))
+
+
+def test_manifest_is_valid_and_escapes_every_string(tiny: Tiny) -> None:
+    awkward = ['say "hi"', "back\\slash", "$<1:genex>", "tab\there", "dollar$sign", "new\nline"]
+    cmake_args = " ".join(
+        '"' + a.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("\t", "\\t")
+        .replace("\n", "\\n") + '"'
+        for a in awkward
+    )
+    body = (
+        f"ciq_tune_target(kern BENCHMARK kern_bench ARGS {cmake_args} "
+        r'METRIC "time: ([0-9.]+)\\s*us" UNIT us OBJECTIVES time spill_bytes '
+        'PARAMS "KTILE=choice(1,2,4)" SEARCH_SPACE knobs TIMEOUT 30 PIN_DIR "pins dir")\n'
+    )
+    ensure_ok(tiny.configure(body=body))
+    path = tiny.build / "ciq" / "targets" / "kern.json"
+    data = json.loads(path.read_text())
+    assert_valid_manifest(data)  # the CMake writer's output passes the published schema
+    assert data["benchmark"]["args"] == awkward
+    assert data["metric_regex"] == r"time: ([0-9.]+)\s*us"
+    assert data["metric_unit"] == "us"
+    assert data["objectives"] == ["time", "spill_bytes"]
+    assert data["params"] == ["KTILE=choice(1,2,4)"]
+    assert data["search_space"] == ["knobs"]
+    assert data["timeout"] == 30
+
+    manifest = load_manifest(tiny.build, "kern")  # the Python reader accepts it
+    assert manifest.benchmark is not None
+    assert manifest.benchmark.path == tiny.build / "kern_bench"
+    assert [Path(s) for s in manifest.cuda_sources] == [tiny.source / "kern.cu"]  # not the .cpp
+    assert Path(manifest.object_dir) == tiny.build / "CMakeFiles" / "kern.dir"
+    assert manifest.objects == tuple(tiny.build / "CMakeFiles" / "kern.dir" / name
+                                     for name in ("kern.cu.o", "kern_host.cpp.o"))
+    assert Path(manifest.pin_file) == tiny.pin_dir / "kern.json"
+    assert Path(manifest.options_file) == tiny.options_file()
+    assert manifest.generator == "Ninja"
+    assert manifest.metric_unit == "us"
+    assert manifest.toolchain.architectures == "90a"
+    assert manifest.toolchain.cuda_compiler_version.startswith("13.3.")
+
+
+def test_static_only_target_has_a_null_benchmark(tiny: Tiny) -> None:
+    ensure_ok(tiny.configure(body='ciq_tune_target(kern OBJECTIVES spill_bytes PIN_DIR "pins dir")\n'))
+    data = json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text())
+    assert data["benchmark"] is None
+    assert data["pin_dir"] == str(tiny.pin_dir)
+    assert data["metric_regex"] == "" and data["metric_unit"] == "ms"  # UNIT's default
+
+
+def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: Tiny) -> None:
+    body = (
+        'set_target_properties(kern_bench PROPERTIES CUDA_SEPARABLE_COMPILATION ON '
+        'CUDA_ARCHITECTURES "90a;100a")\n'
+        'ciq_tune_target(kern_bench BENCHMARK kern_bench OBJECTIVES time PIN_DIR "pins dir")\n'
+    )
+    pin = record("kern_bench", flags=["-maxrregcount=32"], architectures=["90a", "100a"])
+    ensure_ok(tiny.configure(body=body, pins={"kern_bench": pin}))
+    assert tiny.options_file("kern_bench").read_text() == "-maxrregcount=32\n"
+    manifest = load_manifest(tiny.build, "kern_bench")
+    assert manifest.benchmark is not None and manifest.benchmark.path == tiny.build / "kern_bench"
+    assert manifest.toolchain.architectures == "90a;100a"
+
+    tiny.build_targets("kern_bench")
+    regs = registers(tiny.cuda_bin / "cuobjdump", tiny.build / "CMakeFiles" / "kern_bench.dir" / "bench.cu.o")
+    assert {key.split(":")[0] for key in regs} == {"sm_90a", "sm_100a"}
+    assert max(regs.values()) <= 32
+    run_bench = run([tiny.build / "kern_bench"], timeout=60)
+    assert run_bench.returncode == 2 and "CIQ_ERROR no-gpu" in run_bench.stdout
+
+
+# --- call errors ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("ciq_tune_target(kern BENCHMARK kern_bench ITERATIONS 3)\n", "unknown arguments 'ITERATIONS;3'"),
+        ("ciq_tune_target(nosuch)\n", "there is no target 'nosuch'"),
+        ("ciq_tune_target(hostonly OBJECTIVES spill_bytes)\n", "'hostonly' has no CUDA sources"),
+        ("ciq_tune_target(kern_alias)\n", "pass the real target 'kern'"),
+        ("ciq_tune_target(kern BENCHMARK other)\n", "it must be an executable"),
+        ("ciq_tune_target(kern BENCHMARK nosuch_bench)\n", "BENCHMARK 'nosuch_bench' is not a target"),
+        ("ciq_tune_target(kern ARGS --n 4)\n", "give BENCHMARK <exe-target> too"),
+        ("ciq_tune_target(kern OBJECTIVES time)\n", "OBJECTIVES time is read from a benchmark run; add BENCHMARK"),
+        ("ciq_tune_target(kern TIMEOUT soon)\n", "must be a positive number"),
+        ("ciq_tune_target(kern)\nciq_tune_target(kern)\n", "called twice"),
+        ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "t=([0-9.]+)" UNIT min)\n',
+         "UNIT 'min' is not a unit of time; use one of s, ms, us, ns"),
+        ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "t=([0-9.]+)" UNIT MS)\n',
+         "UNIT 'MS' is not a unit of time; use one of s, ms, us, ns"),
+        ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "t=([0-9.]+)" UNIT)\n', "UNIT needs a value"),
+        ("ciq_tune_target(kern BENCHMARK kern_bench UNIT s)\n", "UNIT is the unit of METRIC's number; give METRIC"),
+    ],
+)
+def test_call_errors_name_the_function_and_say_what_to_do(tiny: Tiny, body: str, message: str) -> None:
+    result = tiny.configure(body=body)
+    assert not result.ok
+    assert "ciq_tune_target(" in said(result)
+    assert message in said(result)
+
+
+# Issue 22 item 4: what tune used to refuse only after a clean configure and build, configure refuses at the
+# call's line, in the README's words, with "did you mean" for a misspelt word.
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        ('PARAMS "KTILE=choice(1,2,4,8"', "PARAMS 'KTILE=choice(1,2,4,8': the '(' of choice( is not closed"),
+        ('PARAMS "KTILE=chioce(1,2)"', "unknown form chioce(...) (did you mean choice?)"),
+        ('PARAMS "KTILE=range(8,1)"', "range end must be greater than start, got start=8, end=1"),
+        ('PARAMS "KTILE=log_sampling(0,8)"', "log_sampling start must be > 0"),
+        ('PARAMS "KTILE=1,2" "KTILE=4"', "KTILE is given more than once"),
+        ("OBJECTIVES regsters", "OBJECTIVES 'regsters' is not an objective (did you mean registers?)"),
+        ("OBJECTIVES max:sass_instruction", "(did you mean sass_instructions?)"),
+        ("OBJECTIVES energy", "OBJECTIVES energy is read from a benchmark run; add BENCHMARK"),
+        ("OBJECTIVES registers metric:gflops", "OBJECTIVES metric:gflops is read from a benchmark run"),
+        ("OBJECTIVES max:time", "OBJECTIVES max:time is read from a benchmark run"),
+        ("SEARCH_SPACE knobz", "SEARCH_SPACE 'knobz' is not a search space (did you mean knobs?)"),
+        ("SEARCH_SPACE params ptxas-acf:latest", "SEARCH_SPACE 'ptxas-acf:latest' is not a search space;"),
+        ('BENCHMARK kern_bench METRIC "time=[0-9.]+ ms"', "METRIC 'time=[0-9.]+ ms' has no capture group"),
+        ('PARAMS "KTILE=range(1,64)" CONSTRAINTS "KTILE*KTILEE<=1024"',
+         "CONSTRAINTS 'KTILE*KTILEE<=1024': 'KTILEE' is not one of the PARAMS (KTILE) (did you mean KTILE?)"),
+        ('PARAMS "KTILE=range(1,64)" CONSTRAINTS "KTILE*2<="',
+         "it ends where a number, a PARAMS name or '(' belongs"),
+        ('PARAMS "KTILE=range(1,64)" CONSTRAINTS "1<KTILE<8"', "comparisons do not chain"),
+    ],
+)
+def test_a_bad_argument_is_refused_at_configure_at_the_calls_line(tiny: Tiny, call: str, message: str) -> None:
+    body = f"\n\nciq_tune_target(kern {call})\n"
+    result = tiny.configure(body=body)
+    assert not result.ok
+    assert message in said(result)
+    # The call stack names the caller's line, so the user lands on the call.
+    line = len((HEADER + body).splitlines())
+    assert f"CMakeLists.txt:{line} (ciq_tune_target)" in said(result)
+    assert "manifest" not in said(result)
+
+
+def test_good_arguments_configure_and_reach_the_manifest(tiny: Tiny) -> None:
+    body = ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "time=([0-9.]+)" OBJECTIVES max:metric:gflops spills '
+            'registers:heavy SEARCH_SPACE knobs params PARAMS "KTILE=range(1,64)" "KTILE2=choice(1,2)" '
+            'CONSTRAINTS "KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)")\n')
+    ensure_ok(tiny.configure(body=body))
+    manifest = load_manifest(tiny.build, "kern")
+    assert manifest.constraints == ("KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)",)
+    assert manifest.params == ("KTILE=range(1,64)", "KTILE2=choice(1,2)")
+
+
+# --- other generators -------------------------------------------------------
+
+
+def test_unix_makefiles_with_a_build_dir_path_with_spaces(tmp_path: Path, cmake_bin: str, ninja_bin: str,
+                                                          cuda133_bin: Path) -> None:
+    if shutil.which("make") is None:
+        pytest.skip("needs make")
+    project = Tiny(tmp_path / "src", tmp_path / "build with spaces", cmake_bin, ninja_bin, cuda133_bin,
+                   generator="Unix Makefiles")
+    write_tiny_sources(project.source)
+    result = ensure_ok(project.configure(pins={"kern": record(flags=["-maxrregcount=32"])}))
+    assert "pinned controls from" in said(result)
+    assert project.options_file().read_text() == "-maxrregcount=32\n"
+    assert load_manifest(project.build, "kern").generator == "Unix Makefiles"
+    project.build_targets("kern")
+    regs = registers(cuda133_bin / "cuobjdump", project.build / "CMakeFiles" / "kern.dir" / "kern.cu.o")
+    assert regs and max(regs.values()) <= 32
+
+
+def test_config_version_file_accepts_this_version_and_refuses_a_newer_one(tmp_path: Path, cmake_bin: str) -> None:
+    init = (REPO_ROOT / "ciq_build" / "__init__.py").read_text()
+    version = re.search(r'__version__ = "([^"]+)"', init)
+    assert version is not None
+    script = tmp_path / "check.cmake"
+    script.write_text(
+        f'set(PACKAGE_FIND_VERSION "{version.group(1)}")\n'
+        f'include("{CMAKE_PACKAGE_DIR}/ciq_build-config-version.cmake")\n'
+        'message(STATUS "same=${PACKAGE_VERSION_COMPATIBLE}")\n'
+        'set(PACKAGE_FIND_VERSION "99.0")\n'
+        f'include("{CMAKE_PACKAGE_DIR}/ciq_build-config-version.cmake")\n'
+        'message(STATUS "newer=${PACKAGE_VERSION_COMPATIBLE}")\n'
+    )
+    out = ensure_ok(run([cmake_bin, "-P", script], timeout=60)).stdout
+    assert "same=TRUE" in out and "newer=FALSE" in out
+
+
+def test_old_cmake_is_told_to_upgrade(tmp_path: Path, cmake_bin: str) -> None:
+    script = tmp_path / "old.cmake"
+    script.write_text(f'set(CMAKE_VERSION 3.20.0)\ninclude("{CMAKE_PACKAGE_DIR}/ciq_build-config.cmake")\n')
+    result = run([cmake_bin, "-P", script], timeout=60)
+    assert not result.ok and "needs CMake 3.24 or newer" in said(result)
+
+
+
+def _object_symbols(build: Path) -> str:
+    (obj,) = list((build / "CMakeFiles" / "kern.dir").glob("kern.cu.o"))
+    return ensure_ok(run(["nm", obj], timeout=60)).stdout
+
+
+def test_a_pin_written_after_configure_is_applied_by_the_next_plain_build(
+    tmp_path: Path, cmake_bin: str, ninja_bin: str, cuda133_bin: Path
+) -> None:
+    # Issue 8, defect 1: a project that had no ciq/ folder when it was
+    # configured; tune writes ciq/kern.json; a plain `cmake --build` must apply it
+    # (it used to say "ninja: no work to do"), and a removed pin must stop applying.
+    project = Tiny(tmp_path / "fresh src", tmp_path / "build", cmake_bin, ninja_bin, cuda133_bin)
+    write_tiny_sources(project.source)
+    (project.source / "CMakeLists.txt").write_text(HEADER + 'ciq_tune_target(kern PARAMS "KTILE=choice(1,7)")\n')
+    ensure_ok(project.rerun_cmake())
+    assert not (project.source / "ciq").exists()
+    project.build_targets("kern")
+    assert "kern_tile_1" in _object_symbols(project.build)
+
+    pin_dir = project.source / "ciq"
+    pin_dir.mkdir()
+    (pin_dir / "kern.json").write_text(json.dumps(record(defines={"KTILE": "7"}), indent=2))
+    built = project.build_targets("kern")
+    assert "ninja: no work to do" not in built.stdout
+    assert project.options_file().read_text() == "-DKTILE=7\n"
+    assert "kern_tile_7" in _object_symbols(project.build)
+
+    (pin_dir / "kern.json").unlink()
+    project.build_targets("kern")
+    assert project.options_file().read_text() == ""
+    assert "kern_tile_1" in _object_symbols(project.build)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('ciq_tune_target(kern PIN_DIR "../elsewhere")\n', "is not a plain path"),
+        ('ciq_tune_target(kern PIN_DIR "a$b")\n', "is not a plain path"),
+        ('ciq_tune_target(kern METRIC "t=([0-9.]+)")\n', "METRIC reads the output of a benchmark"),
+        ('ciq_tune_target(kern OBJECTIVES time METRIC "t=([0-9.]+)")\n', "METRIC reads the output"),
+    ],
+)
+def test_names_python_refuses_are_refused_by_cmake_too(tiny: Tiny, body: str, message: str) -> None:
+    # Issue 8, defect 12: CMake accepted PIN_DIR values and METRIC-without-BENCHMARK
+    # that the Python side refuses.
+    result = tiny.configure(body=body)
+    assert not result.ok and message in said(result)
+    ensure_ok(tiny.configure())
+
+
+# --- a target or build tree that is not what the user meant -------------------
+
+
+def test_a_mistyped_target_or_an_unconfigured_build_dir_is_said_in_the_users_words(tiny: Tiny,
+                                                                                    tmp_path: Path) -> None:
+    # Before: "no manifest for target 'kernn' at <build>/ciq/targets/kernn.json: ..." for both, naming a
+    # file the user never wrote, and no guess at the name they meant.
+    for command in ("show", "verify", "tune"):
+        result = run([sys.executable, "-m", "ciq_build", command, "kernn", "-B", str(tiny.build)], 120)
+        assert result.returncode == 2, said(result)
+        line = result.stderr.strip()
+        assert line.count("\n") == 0 and "manifest" not in line, line
+        assert "did you mean kern?" in line and f"'kernn' is not a tuned target of {tiny.build}" in line, line
+        assert "ciq_tune_target(kernn" in line, line  # how it becomes one
+
+    nowhere = tmp_path / "not configured"
+    result = run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(nowhere)], 120)
+    assert result.returncode == 2 and "manifest" not in result.stderr, said(result)
+    assert f"{nowhere} is not a configured CMake build tree" in result.stderr and "-B" in result.stderr, said(result)

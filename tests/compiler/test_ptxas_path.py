@@ -1,0 +1,290 @@
+"""The ptxas-only path gives the objects (and the ptxas report) a full nvcc build gives.
+
+Real CMake, Ninja and nvcc 13.3, real ptxas ACFs sampled by compileiq from the
+CUDA 13.3 search space, on the sample's gemm_kernels (one .cu), reduce_kernels
+(two .cu, separable compilation) and tests/projects/spill (-maxrregcount=30).
+Each candidate is built in a scratch tree (through the launcher: the kept
+PTX, then ptxas, fatbinary and the host compile), then the same compile
+command is run by nvcc itself, and the two objects are compared byte for byte.
+
+What two full builds of the same controls already disagree on: nvcc names
+its temporary files after its process id (tmpxft_<8 hex digits>_...), and
+the host compiler records that file name in the object. Those 8 digits are
+written as 0 in both objects before comparing; the test checks first that
+two full nvcc builds agree on everything else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ciq_build.compiler import metrics, ptxas_path
+from ciq_build.compiler.controls import AcfRef, Controls
+from ciq_build.compiler.toolchain import load_toolchain
+from ciq_build.core.causes import Cause
+from ciq_build.measure import proc
+from ciq_build.project import cmake_trees
+from ciq_build.project.manifest import load_manifest
+from support import REPO_ROOT, ensure_ok
+
+pytestmark = pytest.mark.slow
+
+SAMPLE = REPO_ROOT / "sample_extension"
+SPILL = REPO_ROOT / "tests" / "projects" / "spill"
+# CI checks a representative sample; CIQ_THOROUGH_TESTS=1 checks all 24 ACFs (as the fast path was
+# accepted on: 24 ACFs + 6 knobs + 3 caps on gemm, 12 ACFs on spill for two architectures, all identical).
+THOROUGH = os.environ.get("CIQ_THOROUGH_TESTS") == "1"
+ACF_COUNT = 24 if THOROUGH else 8
+SPILL_ACFS = 12 if THOROUGH else 4
+PTXAS_KNOBS = [
+    ("-Xptxas=-O1",), ("-Xptxas=-O2",), ("-Xptxas=--register-usage-level=2",), ("-Xptxas=--register-usage-level=9",),
+    ("-Xptxas=--def-load-cache=cg",), ("-Xptxas=--allow-expensive-optimizations=false",),
+]
+# nvcc 13.3 hands -maxrregcount to cicc too ("-maxreg 64"): a front-end configuration of its own,
+# compiled through nvcc whole the first time, then from its own kept PTX.
+REGISTER_CAPS = [("-maxrregcount=64",), ("-maxrregcount=128",), ("-maxrregcount=64", "-Xptxas=-O2")]
+# nvcc's temporary names (tmpxft_<pid>_<counter>-N_...) land in the object: the pid always differs, and
+# the second field when another nvcc's temporary file of that name exists (two compiles at once).
+_PID = re.compile(rb"tmpxft_[0-9a-f]{8}_[0-9a-f]{8}")
+
+
+def _same_as_nvcc_agrees(a: bytes, b: bytes) -> bool:
+    return _PID.sub(b"tmpxft_00000000_00000000", a) == _PID.sub(b"tmpxft_00000000_00000000", b)
+
+
+@pytest.fixture(scope="module")
+def acfs(tmp_path_factory: pytest.TempPathFactory, search_spaces_dir: Path) -> list[Path]:
+    pytest.importorskip("compileiq", reason='needs NVIDIA compileiq: pip install "ciq-build[acf]"')
+    pool = tmp_path_factory.mktemp("pool") / "acfs"
+    env = {**os.environ, "CIQ_SEARCH_SPACES_DIR": str(search_spaces_dir)}
+    sampled = subprocess.run([sys.executable, "-m", "ciq_build", "sample-acfs", "--count", str(ACF_COUNT),
+                              "--seed", "11", "--out", str(pool)], capture_output=True, text=True, env=env, timeout=600)
+    assert sampled.returncode == 0, sampled.stderr
+    found = sorted(pool.glob("*.acf"))
+    assert len(found) >= ACF_COUNT - 4
+    return found
+
+
+def _scratch_tree(root: Path, source: Path, target: str, nvcc: Path, *cmake_args: str) -> cmake_trees.ScratchTree:
+    user = root / "user-build"
+    ensure_ok(proc.run(["cmake", "-S", str(source), "-B", str(user), "-G", "Ninja", f"-DCMAKE_CUDA_COMPILER={nvcc}",
+                        f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}", *cmake_args], 600))
+    tree = cmake_trees.ScratchTree(load_manifest(user, target), root / "scratch", load_toolchain(nvcc))
+    tree.configure(300)
+    return tree
+
+
+@pytest.fixture(scope="module")
+def gemm(tmp_path_factory: pytest.TempPathFactory, cuda133_bin: Path) -> cmake_trees.ScratchTree:
+    root = tmp_path_factory.mktemp("gemm")
+    shutil.copytree(SAMPLE, root / "src", ignore=shutil.ignore_patterns("build", "*.json", "*.acf"))
+    return _scratch_tree(root, root / "src", "gemm_kernels", cuda133_bin / "nvcc", "-DSAMPLE_EXTENSION_PYTHON=OFF")
+
+
+@pytest.fixture(scope="module")
+def spill(tmp_path_factory: pytest.TempPathFactory, cuda133_bin: Path) -> cmake_trees.ScratchTree:
+    root = tmp_path_factory.mktemp("spill")
+    shutil.copytree(SPILL, root / "src")
+    # Two architectures: one ptxas run each, both cubins in one fatbinary.
+    return _scratch_tree(root, root / "src", "spill_kernels", cuda133_bin / "nvcc",
+                         "-DCMAKE_CUDA_ARCHITECTURES=90a;80")
+
+
+def _nvcc_commands(tree: cmake_trees.ScratchTree) -> list[list[str]]:
+    listed = ensure_ok(proc.run(["ninja", "-C", str(tree.build_dir), "-t", "commands", tree.manifest.target],
+                                600)).stdout
+    return ptxas_path.compile_commands(listed, tree.options_file)
+
+
+def _full_nvcc(tree: cmake_trees.ScratchTree) -> tuple[dict[str, bytes], str]:
+    """Each object as nvcc itself compiles it from the options file now in place, and nvcc's report."""
+    objects, report = {}, ""
+    for argv in _nvcc_commands(tree):
+        done = subprocess.run(argv, cwd=tree.build_dir, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        output = argv[argv.index("-o") + 1]
+        objects[output] = (tree.build_dir / output).read_bytes()
+        report += f"Building CUDA object {output}\n{done.stdout}{done.stderr}"
+    return objects, report
+
+
+def _kept_ptx(tree: cmake_trees.ScratchTree) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in tree.front_end_cache.rglob("*.ptx")}
+
+
+def _candidates(acfs: list[Path]) -> list[Controls]:
+    """ptxas-level candidates first (ACFs, -Xptxas knobs), then ones with a register cap."""
+    out = [Controls(acf=AcfRef.from_file(acf, "ptxas")) for acf in acfs]
+    out += [Controls(flags=flags) for flags in PTXAS_KNOBS]
+    out += [Controls(flags=flags) for flags in REGISTER_CAPS]
+    out.append(Controls(flags=("-maxrregcount=64",), acf=AcfRef.from_file(acfs[0], "ptxas")))
+    return out
+
+
+def _front_end_level(controls: Controls) -> bool:
+    return any(flag.startswith("-maxrregcount") for flag in controls.flags)
+
+
+def _check_bit_identity(tree: cmake_trees.ScratchTree, candidates: list[Controls]) -> None:
+    first = tree.build(Controls(), 300)  # the full build through nvcc, which keeps the front end
+    assert first.ok, first.message
+    kept = _kept_ptx(tree)
+    assert kept, "the first build kept no PTX"
+    # What two full builds of the same controls agree on (the reference of "identical").
+    once, _ = _full_nvcc(tree)
+    twice, _ = _full_nvcc(tree)
+    assert once.keys() == twice.keys() and all(_same_as_nvcc_agrees(once[k], twice[k]) for k in once)
+    distinct = set()
+    for controls in candidates:
+        built = tree.build(controls, 300)
+        assert built.ok, (controls, built.message)
+        fast = {str(p.relative_to(tree.build_dir)): p.read_bytes() for p in built.objects}
+        now = _kept_ptx(tree)
+        assert all(now.get(ptx) == stamp for ptx, stamp in kept.items()), f"{controls}: the kept front end ran again"
+        if not _front_end_level(controls):
+            assert now.keys() == kept.keys(), f"{controls}: a ptxas-level candidate got a front end of its own"
+        reference, report = _full_nvcc(tree)
+        assert reference.keys() <= fast.keys()  # fast: also what the build tool linked (a device link)
+        for name in reference:
+            assert _same_as_nvcc_agrees(fast[name], reference[name]), f"{controls}: {name} differs from nvcc's"
+        # The static path (ptxas alone) reports what nvcc reports.
+        static = tree.build(controls, 300, static_only=True)
+        assert static.ok, static.message
+        if not _front_end_level(controls):  # ptxas alone: no objects, no benchmark
+            assert static.objects == () and static.benchmark is None, controls
+        assert (metrics.summarize(metrics.parse_ptxas_verbose(static.compiler_output))
+                == metrics.summarize(metrics.parse_ptxas_verbose(report)))
+        distinct.add(tuple(sorted(_PID.sub(b"", v) for v in fast.values())))
+    # The candidates really changed the code (the comparison is not vacuous).
+    assert len(distinct) >= len(candidates) // 2, len(distinct)
+
+
+@pytest.mark.acf
+def test_gemm_objects_from_the_kept_ptx_are_those_nvcc_builds(gemm: cmake_trees.ScratchTree, acfs: list[Path]) -> None:
+    _check_bit_identity(gemm, _candidates(acfs))
+
+
+@pytest.mark.acf
+def test_two_architectures_under_a_register_cap_are_those_nvcc_builds(spill: cmake_trees.ScratchTree,
+                                                                       acfs: list[Path]) -> None:
+    _check_bit_identity(spill, _candidates(acfs[:SPILL_ACFS]))
+
+
+def test_a_front_end_change_compiles_through_nvcc_and_keeps_a_second_configuration(
+        gemm: cmake_trees.ScratchTree) -> None:
+    assert gemm.build(Controls(), 300).ok
+    before = set(_kept_ptx(gemm))
+    # A -D define reaches the front end: its compile may not use the kept PTX.
+    tiled = Controls(defines=(("CIQ_GEMM_TM", "4"),))
+    assert gemm.build(tiled, 300).objects != ()  # objects wanted, no kept front end yet: a full build
+    assert set(_kept_ptx(gemm)) == before  # seen once: nvcc whole, nothing kept (it costs what nvcc costs)
+    built = gemm.build(tiled, 300)  # seen again: nvcc whole, and its front end kept
+    reference, _ = _full_nvcc(gemm)
+    assert all(_same_as_nvcc_agrees(p.read_bytes(), reference[str(p.relative_to(gemm.build_dir))])
+               for p in built.objects)
+    # The new configuration is kept beside the first (where not, the launcher said why in the build's log).
+    assert len(set(_kept_ptx(gemm)) - before) == 1, built.compiler_output[-4000:]
+
+
+def test_a_static_evaluation_keeps_a_new_front_end_at_once_and_gives_nvcc_its_objects_after(
+        gemm: cmake_trees.ScratchTree) -> None:
+    assert gemm.build(Controls(), 300).ok
+    [argv] = _nvcc_commands(gemm)
+    baseline = ptxas_path.plan(argv, gemm.build_dir, gemm.front_end_cache)
+    # The files the preprocessed sources name are those nvcc's dependency file lists (kept with the baseline).
+    assert (set(ptxas_path._preprocessed_inputs(baseline.entry, gemm.build_dir))
+            == set(ptxas_path._dependencies(baseline.entry / "deps.d")))
+    before = set(_kept_ptx(gemm))
+    capped = Controls(flags=("-maxrregcount=40",))  # nvcc hands it to cicc too: a front end of its own
+    static = gemm.build(capped, 300, static_only=True)
+    assert static.ok and static.objects == ()  # its front end run here, then ptxas alone: no object
+    assert len(set(_kept_ptx(gemm)) - before) == 1  # kept the first time (it cost nothing more)
+    [argv] = _nvcc_commands(gemm)
+    plan = ptxas_path.plan(argv, gemm.build_dir, gemm.front_end_cache)
+    assert ptxas_path.ready(plan) and not ptxas_path.has_dependency_file(plan)
+    reference, report = _full_nvcc(gemm)
+    assert (metrics.summarize(metrics.parse_ptxas_verbose(static.compiler_output))
+            == metrics.summarize(metrics.parse_ptxas_verbose(report)))
+    # Objects wanted: the build tool needs nvcc's dependency file, which only nvcc whole writes; kept then.
+    for _ in range(2):  # nvcc whole, then from the kept front end
+        built = gemm.build(capped, 300)
+        assert built.ok and ptxas_path.has_dependency_file(plan)
+        assert all(_same_as_nvcc_agrees(p.read_bytes(), reference[str(p.relative_to(gemm.build_dir))])
+                   for p in built.objects)
+    header = next(Path(gemm.manifest.source_dir).glob("src/*.h"))
+    os.utime(header)  # an entry kept without nvcc tells when it is stale too
+    assert not ptxas_path.ready(plan)
+    assert gemm.build(capped, 300, static_only=True).ok and ptxas_path.ready(plan)
+
+
+def test_a_static_evaluation_whose_front_end_runs_past_the_timeout_is_the_candidates_timeout(
+        gemm: cmake_trees.ScratchTree) -> None:
+    assert gemm.build(Controls(), 300).ok
+    before = set(gemm.front_end_cache.iterdir())
+    # A new front end (cicc gets the cap) takes about a second here: 0.2 s cannot hold it.
+    built = gemm.build(Controls(flags=("-maxrregcount=56",)), 0.2, static_only=True)
+    assert not built.ok and built.cause == Cause.COMPILE_TIMEOUT, built.message
+    assert "timed out" in built.message and "limit was 0.2 s" in built.message
+    assert set(gemm.front_end_cache.iterdir()) == before  # no unfinished entry left behind
+    assert gemm.build(Controls(flags=("-maxrregcount=56",)), 300, static_only=True).ok  # not kept as a failure
+
+
+def test_a_changed_header_is_not_served_from_the_kept_front_end(gemm: cmake_trees.ScratchTree) -> None:
+    assert gemm.build(Controls(), 300).ok
+    [argv] = _nvcc_commands(gemm)
+    plan = ptxas_path.plan(argv, gemm.build_dir, gemm.front_end_cache)
+    assert ptxas_path.ready(plan)
+    header = next(Path(gemm.manifest.source_dir).glob("src/*.h"))
+    os.utime(header)  # what the compile read changed (its stat): the kept front end is stale
+    assert not ptxas_path.ready(plan)
+    rebuilt = gemm.build(Controls(), 300)
+    assert rebuilt.ok and ptxas_path.ready(plan)
+
+
+def test_device_debug_information_is_left_to_nvcc(gemm: cmake_trees.ScratchTree) -> None:
+    [argv] = _nvcc_commands(gemm)
+    with pytest.raises(ptxas_path.Unsupported, match="debug"):
+        ptxas_path.plan([*argv, "-G"], gemm.build_dir, gemm.front_end_cache)
+
+
+def test_separable_compilation_of_two_sources_relinks_from_the_kept_ptx(tmp_path: Path, cuda133_bin: Path,
+                                                                       acfs: list[Path]) -> None:
+    shutil.copytree(SAMPLE, tmp_path / "src", ignore=shutil.ignore_patterns("build", "*.json", "*.acf"))
+    tree = _scratch_tree(tmp_path, tmp_path / "src", "reduce_kernels", cuda133_bin / "nvcc",
+                         "-DSAMPLE_EXTENSION_PYTHON=OFF")
+    _check_bit_identity(tree, _candidates(acfs[:4])[:4] + [Controls(flags=("-Xptxas=-O1",)),
+                                                          Controls(flags=("-maxrregcount=32",))])
+    # The build tool device-links (nvcc -dlink over both objects) and relinks the benchmark after the fast path.
+    built = tree.build(Controls(flags=("-Xptxas=-O2",)), 300)
+    device_link = tree.build_dir / "CMakeFiles" / "reduce_kernels.dir" / "cmake_device_link.o"
+    newest_object = max(p.stat().st_mtime_ns for p in built.objects if p != device_link)
+    assert device_link.stat().st_mtime_ns >= newest_object
+    assert built.benchmark is not None and built.benchmark.stat().st_mtime_ns >= newest_object
+
+
+def test_the_launcher_leaves_compiles_of_other_targets_to_nvcc(gemm: cmake_trees.ScratchTree) -> None:
+    listed = ensure_ok(proc.run(["ninja", "-C", str(gemm.build_dir), "-t", "commands", "gemm_bench"], 600)).stdout
+    bench_compile = next(shlex.split(line) for line in listed.splitlines() if "gemm_bench.cu" in line)
+    assert "--" in bench_compile  # the launcher wraps it, and execs nvcc for it (no options file of ours)
+    assert ptxas_path.compile_commands(listed, gemm.options_file) == _nvcc_commands(gemm)
+
+
+def test_a_tree_switched_to_nvcc_whole_is_configured_again_without_the_launcher(tmp_path: Path,
+                                                                              cuda133_bin: Path) -> None:
+    shutil.copytree(SPILL, tmp_path / "src")
+    tree = _scratch_tree(tmp_path, tmp_path / "src", "spill_kernels", cuda133_bin / "nvcc")
+    assert _nvcc_commands(tree)
+    # Where compile time is measured, the driver asks for nvcc whole (make_trees(..., fast_path=False)).
+    whole = cmake_trees.ScratchTree(tree.manifest, tree.root, tree.toolchain, fast_path=False)
+    whole.configure(300)
+    listed = ensure_ok(proc.run(["ninja", "-C", str(whole.build_dir), "-t", "commands", "spill_kernels"], 600)).stdout
+    assert "ptxas_path" not in listed and "--options-file=" in listed
+    assert whole.build(Controls(), 300, static_only=True).objects  # no ptxas-only shortcut either

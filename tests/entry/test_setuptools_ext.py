@@ -1,0 +1,267 @@
+"""ciq_build.setuptools_ext with real setuptools, nvcc 13.3 and gcc.
+
+Each build test copies tests/projects/setuptools_ext (setup.py, a .cu kernel
+library and a C++ Python module calling it) into a directory whose path has a
+space, runs ``python setup.py build_ext --inplace`` there and imports the
+module in a fresh interpreter. There is no GPU here, so the kernel is never
+launched: the module's ``tile()`` returns CIQ_TILE as the .cu compile saw it
+(default 16), which proves whether a pinned ``-D`` reached nvcc.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from ciq_build.errors import ConfigError
+from ciq_build.measure.proc import ProcResult, run
+from ciq_build.setuptools_ext import CudaExtension, _gencode
+from support import PROJECTS
+
+PROJECT = PROJECTS / "setuptools_ext"
+DEFAULT_TILE = 16
+BUILD_TIMEOUT = 300
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    dest = tmp_path / "my project"
+    shutil.copytree(PROJECT, dest, ignore=shutil.ignore_patterns("build", "*.so", "__pycache__"))
+    return dest
+
+
+def build(project: Path, nvcc_bin: Path, **env: str) -> ProcResult:
+    environ = {k: v for k, v in os.environ.items() if k not in ("CIQ_DISABLE", "CIQ_STRICT", "CUDACXX", "CUDAHOSTCXX")}
+    environ["CIQ_NVCC"] = str(nvcc_bin / "nvcc")
+    environ.update(env)
+    result = run([sys.executable, "setup.py", "build_ext", "--inplace"], BUILD_TIMEOUT, cwd=project, env=environ)
+    assert not result.timed_out, result.output_tail()
+    return result
+
+
+def built_ok(result: ProcResult) -> str:
+    assert result.ok, f"build {result.describe()}:\n{result.output_tail(60)}"
+    return result.stderr
+
+
+def module_call(project: Path, expression: str) -> str:
+    result = run([sys.executable, "-c", f"import pkg._kern as k; print({expression})"], 60, cwd=project)
+    assert result.ok, result.output_tail()
+    return result.stdout.strip()
+
+
+def extension_files(project: Path) -> list[Path]:
+    return sorted((project / "pkg").glob("_kern*.so"))
+
+
+def write_pin(project: Path, *, flags: list[str], defines: dict[str, str], cuda: str = "13.3",
+              acf: bytes | None = None, acf_compiler: str = "ptxas", architectures: tuple[str, ...] = ("90a",),
+              ) -> Path:
+    """A hand-written record, as a user commits it (docs/ARCHITECTURE.md schema 1)."""
+    pin_dir = project / "ciq"
+    pin_dir.mkdir(exist_ok=True)
+    controls: dict[str, object] = {"flags": flags, "defines": defines}
+    if acf is not None:
+        (pin_dir / "kern.acf").write_bytes(acf)
+        controls["acf"] = {"file": "kern.acf", "sha256": hashlib.sha256(acf).hexdigest(), "compiler": acf_compiler}
+    record = {
+        "schema": 1,
+        "target": "kern",
+        "controls": controls,
+        "toolchain": {"cuda": cuda, "architectures": list(architectures)},
+    }
+    path = pin_dir / "kern.json"
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def options_file(project: Path) -> Path:
+    found = list((project / "build").glob("temp.*/kern.nvcc-options"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+# ---------------------------------------------------------------- builds
+
+
+@pytest.mark.slow
+def test_unpinned_build_links_static_cudart_and_imports(project: Path, cuda133_bin: Path) -> None:
+    said = built_ok(build(project, cuda133_bin))
+    assert "kern: no pinned controls" in said
+    assert module_call(project, "k.tile()") == str(DEFAULT_TILE)
+    # The CUDA runtime really is linked in and callable: with no driver it reports an error code, not a crash.
+    err, count = map(int, module_call(project, "' '.join(map(str, k.device_count()))").split())
+    assert (err == 0 and count > 0) or (err in (35, 100) and count == 0)  # insufficient driver / no device
+    assert options_file(project).read_text() == ""
+    # Static cudart: the module must not need a libcudart.so (the pip toolkit ships only .so.13).
+    (so,) = extension_files(project)
+    readelf = shutil.which("readelf")
+    if readelf is not None:
+        needed = run([readelf, "-d", so], 60)
+        assert needed.ok and "libstdc++" in needed.stdout and "libcudart" not in needed.stdout
+
+
+@pytest.mark.slow
+def test_pin_reaches_only_the_cuda_compile_and_changes_rebuild(project: Path, cuda133_bin: Path) -> None:
+    built_ok(build(project, cuda133_bin))
+    assert module_call(project, "k.tile()") == str(DEFAULT_TILE)
+
+    record = write_pin(project, flags=["-maxrregcount=32"], defines={"CIQ_TILE": "64"})
+    result = build(project, cuda133_bin)
+    said = built_ok(result)
+    assert f"kern: pinned controls from {record}: -maxrregcount=32 -DCIQ_TILE=64" in said
+    assert "nvcc pkg/kern.cu" in said  # the new pin recompiled the kernel...
+    assert module_call(project, "k.tile()") == "64"  # ...and relinked the module
+    assert options_file(project).read_text() == "-maxrregcount=32\n-DCIQ_TILE=64\n"
+    host_compile = [line for line in result.stdout.splitlines() if "mod.cpp" in line]
+    assert host_compile and not any("options-file" in line or "CIQ_TILE" in line for line in host_compile)
+
+    # Nothing changed: no nvcc run, same module.
+    said = built_ok(build(project, cuda133_bin))
+    assert "nvcc pkg/kern.cu" not in said
+
+    said = built_ok(build(project, cuda133_bin, CIQ_DISABLE="1"))
+    assert "kern: pins disabled" in said
+    assert module_call(project, "k.tile()") == str(DEFAULT_TILE)
+    assert options_file(project).read_text() == ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("-Xcompiler=-fplugin=x", "allow-list"),
+        ("--use_fast_math", "allow_numerics=True"),
+    ],
+)
+def test_refused_flag_fails_the_build(project: Path, cuda133_bin: Path, flag: str, message: str) -> None:
+    record = write_pin(project, flags=[flag], defines={"CIQ_TILE": "64"})
+    result = build(project, cuda133_bin)
+    assert not result.ok
+    said = " ".join(result.stderr.split())
+    assert f"error: pkg._kern: pinned record {record}" in said
+    assert message in said and flag in said
+    assert extension_files(project) == []
+
+
+@pytest.mark.slow
+def test_toolkit_mismatch_warns_and_skips_the_pin(project: Path, cuda133_bin: Path) -> None:
+    write_pin(project, flags=["-maxrregcount=32"], defines={"CIQ_TILE": "64"}, cuda="12.4")
+    said = built_ok(build(project, cuda133_bin))
+    assert "warning: the pinned record for 'kern' was tuned with CUDA 12.4, but the compiler is CUDA 13.3" in said
+    assert "kern: pin skipped" in said
+    assert module_call(project, "k.tile()") == str(DEFAULT_TILE)
+    assert options_file(project).read_text() == ""
+
+
+@pytest.mark.slow
+def test_a_pin_tuned_for_other_architectures_is_skipped_or_fails_when_strict(project: Path, cuda133_bin: Path,
+                                                                             ) -> None:
+    write_pin(project, flags=["-maxrregcount=32"], defines={"CIQ_TILE": "64"}, architectures=("75",))
+    said = built_ok(build(project, cuda133_bin))  # setup.py builds for 90a
+    assert "warning: the pinned record for 'kern' was tuned for 75, but this build compiles for 90a" in said
+    assert "kern: pin skipped (tuned for 75, compiling for 90a)" in said
+    assert module_call(project, "k.tile()") == str(DEFAULT_TILE)
+    assert options_file(project).read_text() == ""
+
+    result = build(project, cuda133_bin, CIQ_STRICT="1")
+    assert not result.ok and "tuned for 75, but this build compiles for 90a" in result.stderr
+
+
+@pytest.mark.slow
+def test_strict_toolkit_mismatch_fails(project: Path, cuda133_bin: Path) -> None:
+    write_pin(project, flags=["-maxrregcount=32"], defines={"CIQ_TILE": "64"}, cuda="12.4")
+    result = build(project, cuda133_bin, CIQ_STRICT="1")
+    assert not result.ok
+    assert "tuned with CUDA 12.4, but the compiler is CUDA 13.3" in result.stderr
+    assert extension_files(project) == []
+
+
+@pytest.mark.slow
+def test_nvcc_acf_refused_below_sm100(project: Path, cuda133_bin: Path) -> None:
+    # Refused before nvcc runs, so the ACF's bytes never reach a compiler.
+    write_pin(project, flags=[], defines={}, acf=b"not read", acf_compiler="nvcc")
+    result = build(project, cuda133_bin)
+    assert not result.ok
+    assert "sm_100" in result.stderr and "90a" in result.stderr
+    assert extension_files(project) == []
+
+
+@pytest.mark.slow
+def test_changed_acf_fails_instead_of_building_with_another(project: Path, cuda133_bin: Path) -> None:
+    write_pin(project, flags=[], defines={}, acf=b"measured acf")
+    (project / "ciq" / "kern.acf").write_bytes(b"replaced acf")
+    result = build(project, cuda133_bin)
+    assert not result.ok
+    assert "was changed or replaced after it was pinned" in result.stderr
+    assert extension_files(project) == []
+
+
+# ---------------------------------------------------------------- setup.py mistakes
+
+
+def test_cuda_extension_refuses_what_would_fail_mid_build() -> None:
+    with pytest.raises(ConfigError, match="ciq_target"):
+        CudaExtension("m", ["k.cu"], ciq_target="../k")
+    with pytest.raises(ConfigError, match="not a CUDA architecture"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", cuda_architectures=["hopper"])
+    with pytest.raises(ConfigError, match="no .cu source"):
+        CudaExtension("m", ["k.cpp"], ciq_target="k")
+    ext = CudaExtension("m", ["k.cu"], ciq_target="k", cuda_architectures="90a;100a-real")
+    assert ext.cuda_architectures == ("90a", "100a-real")
+
+
+def test_architectures_follow_cmake_spelling() -> None:
+    assert _gencode("90a") == "-gencode=arch=compute_90a,code=[compute_90a,sm_90a]"
+    assert _gencode("100a-real") == "-gencode=arch=compute_100a,code=sm_100a"
+    assert _gencode("sm_80-virtual") == "-gencode=arch=compute_80,code=compute_80"
+
+
+def _cubins(project: Path, cuda133_bin: Path, into: Path) -> dict[str, bytes]:
+    (obj,) = (project / "build").glob("temp.*/**/kern.cu.o")
+    into.mkdir()
+    assert run([str(cuda133_bin / "cuobjdump"), "-xelf", "all", str(obj)], 60, cwd=into).ok
+    return {f.name.rsplit(".", 2)[-2]: f.read_bytes() for f in into.glob("*.cubin")}
+
+
+@pytest.mark.slow
+def test_a_per_architecture_pin_gives_each_architecture_its_own_controls(project: Path, cuda133_bin: Path,
+                                                                          tmp_path: Path) -> None:
+    two = {"KERN_ARCHITECTURES": "80-real;90a-real"}
+    write_pin(project, flags=[], defines={"CIQ_TILE": "64"}, architectures=("80", "90a"))
+    built_ok(build(project, cuda133_bin, **two))
+    plain = _cubins(project, cuda133_bin, tmp_path / "plain")
+    record = json.loads((project / "ciq" / "kern.json").read_text())
+    record["per_architecture"] = {"80": {"controls": {"flags": ["-Xptxas=-O0"], "defines": {"CIQ_TILE": "64"}}}}
+    (project / "ciq" / "kern.json").write_text(json.dumps(record))
+    said = built_ok(build(project, cuda133_bin, **two))
+    assert "pinned controls per architecture" in said and "sm_80: -Xptxas=-O0" in said, said
+    assert module_call(project, "k.tile()") == "64"  # the shared -D reached the compile
+    assert options_file(project).read_text() == "-DCIQ_TILE=64\n"
+    assert options_file(project).with_name("kern.sm_80.nvcc-options").read_text() == "-Xptxas=-O0\n"
+    per_arch = _cubins(project, cuda133_bin, tmp_path / "per-arch")
+    # sm_80 got its entry's -O0; sm_90a, which has no entry, the record's controls, as in the plain build.
+    assert per_arch["sm_80"] != plain["sm_80"] and per_arch["sm_90a"] == plain["sm_90a"]
+    # Different -D per architecture cannot be applied (the host compile is shared): refused, saying why.
+    record["per_architecture"]["80"]["controls"]["defines"] = {"CIQ_TILE": "32"}
+    (project / "ciq" / "kern.json").write_text(json.dumps(record))
+    refused = build(project, cuda133_bin, **two)
+    assert not refused.ok and "reaches the host compile" in refused.output_tail(60)
+
+
+def test_cuda_extension_refuses_bad_params_objectives_and_constraints_when_setup_py_is_read() -> None:
+    # The setuptools counterpart of configure's checks (issue 22 items 4 and 7): not first at tune.
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): PARAMS entry 'T=chioce\(1,2\)'.*did you mean choice"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=chioce(1,2)"])
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): unknown objective 'regsters' \(did you mean registers"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_objectives=["regsters"])
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): CONSTRAINTS 'T\*U <= 8'.*'U' is not one of the PARAMS"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4"], ciq_constraints=["T*U <= 8"])
+    ext = CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4", "U=range(1,8)"], ciq_constraints=["T*U <= 8"])
+    assert ext.ciq_constraints == ("T*U <= 8",)

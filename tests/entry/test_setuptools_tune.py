@@ -1,0 +1,275 @@
+"""`tune <ciq_target> --setuptools <project>` with real setuptools, nvcc 13.3 and gcc (ciq_build.setuptools_tune).
+
+tests/projects/setuptools_tune: one CudaExtension (a .cu kernel library and a
+C++ Python module) whose CIQ_TILE source parameter is 64 by default (32
+registers on sm_90a), 8 (10 registers) or 128 (an #error: a candidate that does
+not compile). Its bench.py imports the built module and prints the tile the
+.cu compile saw; no GPU is needed, so the benchmark path runs here too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from test_manifest_schema import assert_valid_manifest
+
+from ciq_build.cli import _setuptools_project, main
+from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.toolchain import find_toolchain
+from ciq_build.core.causes import Cause
+from ciq_build.errors import ConfigError
+from ciq_build.measure.bench import BenchSpec, GpuSlots
+from ciq_build.measure.proc import run
+from ciq_build.project.manifest import manifest_document
+from ciq_build.search.base import Proposal
+from ciq_build.setuptools_ext import CudaExtension
+from ciq_build.setuptools_tune import (
+    ExtensionTree,
+    PythonSourceSet,
+    capture_setup,
+    extension_manifest,
+    load_extension,
+    tune_setuptools,
+)
+from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.tune_options import TuneOptions
+from support import PROJECTS
+
+PROJECT = PROJECTS / "setuptools_tune"
+TIMEOUT = 300
+
+
+@pytest.fixture()
+def project(tmp_path: Path, cuda133_bin: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    dest = tmp_path / "my project"  # a space: every path must survive it
+    shutil.copytree(PROJECT, dest, ignore=shutil.ignore_patterns("build", "ciq", "*.so", "__pycache__"))
+    monkeypatch.setenv("CIQ_NVCC", str(cuda133_bin / "nvcc"))
+    for name in ("CIQ_DISABLE", "CIQ_STRICT", "CUDACXX", "CUDAHOSTCXX"):
+        monkeypatch.delenv(name, raising=False)
+    return dest
+
+
+def test_load_extension_reads_setup_py_without_building(project: Path) -> None:
+    before = (os.getcwd(), list(sys.argv), list(sys.path))
+    ext = load_extension(project, "kern")
+    assert (os.getcwd(), sys.argv, sys.path) == before  # setup.py ran from the project, then all was put back
+    assert ext.ciq_objectives == ("registers",) and ext.params == ("CIQ_TILE=choice(8,64,128)",)
+    assert ext.ciq_benchmark == (sys.executable, "bench.py")
+    assert not (project / "build").exists()  # setup() was captured, nothing ran
+    with pytest.raises(ConfigError, match=r"no CudaExtension\(ciq_target='gemm'\).*targets: kern"):
+        load_extension(project, "gemm")
+    with pytest.raises(ConfigError, match="there is no setup.py"):
+        load_extension(project / "pkg", "kern")
+
+
+def test_ciq_benchmark_must_be_a_command_list() -> None:
+    with pytest.raises(ConfigError, match="ciq_benchmark is a list of strings"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark="python bench.py")
+    with pytest.raises(ConfigError, match="ciq_timeout must be a positive"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_timeout=0)
+
+
+@pytest.mark.parametrize("seconds", [float("inf"), float("nan"), True, False, -1, 0.0, "60", None, 1e999])
+@pytest.mark.parametrize("name", ["ciq_timeout", "nvcc_timeout"])
+def test_a_timeout_that_is_not_a_finite_positive_number_is_refused_up_front(name: str, seconds: object) -> None:
+    # inf once crashed the tune with an OverflowError traceback; True passed as 1 s. The rule is BenchSpec's.
+    with pytest.raises(ConfigError, match=rf"{name} must be a positive, finite number of seconds, not "):
+        CudaExtension("m", ["k.cu"], ciq_target="k", **{name: seconds})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="must be a positive, finite number of seconds"):
+        BenchSpec(Path(sys.executable), timeout=seconds)  # type: ignore[arg-type]
+
+
+def test_a_whole_or_fractional_timeout_is_kept_as_seconds() -> None:
+    ext = CudaExtension("m", ["k.cu"], ciq_target="k", ciq_timeout=90, nvcc_timeout=2.5)
+    assert (ext.ciq_timeout, ext.nvcc_timeout) == (90.0, 2.5)
+
+
+@pytest.mark.slow
+def test_a_candidate_compiles_without_linking_and_a_failing_one_is_recorded(project: Path) -> None:
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
+    runner = BuildRunner(manifest, toolchain, manifest.parsed_objectives, 1, TIMEOUT, GpuSlots([]))
+    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree.configure(0)
+
+    static = runner.evaluate(tree, Proposal(0, 0, {}), Controls(defines=(("CIQ_TILE", "8"),)), "k8")
+    assert static.ok and static.scores == (10.0,), static.message
+    assert [p.name for p in tree.object_files()] == ["kern.cu.o"]
+    assert not tree.lib_dir.exists()  # registers come from ptxas's report: nothing linked, no benchmark run
+
+    broken = runner.evaluate(tree, Proposal(1, 0, {}), Controls(defines=(("CIQ_TILE", "128"),)), "k128")
+    assert not broken.ok and broken.cause == Cause.COMPILE_FAILED
+    assert "CIQ_TILE above 64 is not supported" in broken.message
+
+
+@pytest.mark.slow
+def test_tune_pins_the_winner_and_the_next_plain_build_applies_it(project: Path) -> None:
+    tuned = run([sys.executable, "-m", "ciq_build", "tune", "kern", "--setuptools", str(project), "--controls",
+                 "params", "--generations", "2", "--pool-size", "3", "--seed", "2"], TIMEOUT, cwd=project.parent)
+    assert tuned.ok, tuned.output_tail(60)
+    assert "registers  32        10" in tuned.stdout, tuned.stdout
+    assert "then the next `pip install .`" in tuned.stdout
+    record = json.loads((project / "ciq" / "kern.json").read_text())
+    assert record["controls"]["defines"] == {"CIQ_TILE": "8"}
+    assert record["toolchain"]["architectures"] == ["90a"]
+    journal = (project / "build" / "ciq" / "journal" / "kern.jsonl").read_text().splitlines()
+    assert any('"CIQ_TILE": "128"' in line and "compile_failed" in line for line in journal)
+
+    report = run([sys.executable, "-m", "ciq_build", "report", "kern", "-B", str(project / "build"), "--format",
+                  "markdown"], 60, cwd=project)
+    assert report.ok and "| registers | min | 32 | 10 |" in report.stdout, report.output_tail()
+
+    again = run([sys.executable, "-m", "ciq_build", "tune", "kern", "-S", str(project), "--controls", "params",
+                 "--generations", "2", "--pool-size", "3", "--seed", "2", "--no-pin"], TIMEOUT, cwd=project.parent)
+    assert again.ok and "(0 run, " in again.stdout, again.output_tail(60)  # resumed: every evaluation journaled
+
+    built = run([sys.executable, "setup.py", "build_ext", "--inplace"], TIMEOUT, cwd=project)
+    assert built.ok, built.output_tail(60)
+    options = list((project / "build").glob("temp*/kern.nvcc-options"))
+    assert len(options) == 1 and options[0].read_text().splitlines() == ["-DCIQ_TILE=8"]
+    module = run([sys.executable, "-c", "import pkg._kern as k; print(k.tile())"], 60, cwd=project)
+    assert module.ok and module.stdout.strip() == "8", module.output_tail()
+
+
+@pytest.mark.slow
+def test_runtime_objective_runs_the_benchmark_on_each_candidates_module(project: Path) -> None:
+    options = TuneOptions(target="kern", build_dir=project / "build", objectives=["metric:tile"],
+                          controls=["params"], generations=1, pool_size=3, seed=2, repeats=1, pin=False, quiet=True)
+    outcome = tune_setuptools(options, project)
+    assert outcome.ok and outcome.winner is not None
+    # tile is what the module imported by bench.py was compiled with: the worker's lib/, not an installed copy.
+    assert outcome.baseline.metrics["tile"] == 64
+    assert outcome.winner.metrics["tile"] == 8 and outcome.winner.runs >= 1
+    assert not (project / "ciq").exists()  # --no-pin
+
+
+def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: Path, tmp_path: Path) -> None:
+    assert _setuptools_project(None, project) == project.resolve()
+    assert _setuptools_project(tmp_path / "elsewhere", None) == (tmp_path / "elsewhere").resolve()
+    (project / "CMakeLists.txt").write_text("project(x)\n")
+    assert _setuptools_project(None, project) is None  # a CMake project that also has a setup.py: CMake's
+
+
+# A second tuned extension (static objectives only): its own copy of the kernel, so its own objects, and a module.
+TWICE = """        CudaExtension(
+            "pkg._twice",
+            sources=["pkg/twice.cu", "pkg/twice.cpp"],
+            depends=["pkg/kern.h"],
+            ciq_target="twice",
+            cuda_architectures=["90a"],
+            params=["CIQ_TILE=choice(8,64,128)"],
+            ciq_objectives=["registers"],
+        ),
+"""
+TWICE_MODULE = """#include <Python.h>
+static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_twice", nullptr, -1, nullptr};
+PyMODINIT_FUNC PyInit__twice(void) { return PyModule_Create(&module); }
+"""
+
+
+def _two_targets(project: Path) -> None:
+    """The project's setup() given a second tuned extension, twice, after kern."""
+    shutil.copy(project / "pkg" / "kern.cu", project / "pkg" / "twice.cu")
+    (project / "pkg" / "twice.cpp").write_text(TWICE_MODULE)
+    setup_py = project / "setup.py"
+    setup_py.write_text(setup_py.read_text().replace("        )\n    ],", "        ),\n" + TWICE + "    ],", 1))
+    assert [e.ciq_target for e in capture_setup(project)["ext_modules"]] == ["kern", "twice"]
+
+
+def test_list_shows_the_targets_of_setup_py_and_refuses_a_project_without_any(project: Path, tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    _two_targets(project)
+    assert main(["list", "-S", str(project)]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert rows == [["target", "benchmark", "objectives", "pin"], ["kern", "ciq_benchmark", "registers", "(none)"],
+                    ["twice", "(static", "only)", "registers", "(none)"]], rows
+    assert main(["show", "twice", "--setuptools", str(project)]) == 2
+    assert f"twice has no pinned record at {project / 'ciq' / 'twice.json'}" in capsys.readouterr().err
+
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "setup.py").write_text("from setuptools import setup\nsetup(name='bare')\n")
+    assert main(["list", "-S", str(bare)]) == 0
+    assert "setup.py has no CudaExtension with a ciq_target" in capsys.readouterr().out
+    assert main(["tune", "--all", "-S", str(bare)]) == 2
+    assert "tune --all: " in capsys.readouterr().err
+
+
+def test_ray_is_refused_for_a_setuptools_project_before_anything_is_built(project: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tune", "kern", "--setuptools", str(project), "--executor", "ray"]) == 2
+    assert "a setuptools project tunes with the local executor only" in capsys.readouterr().err
+    assert not (project / "build").exists()
+
+
+@pytest.mark.slow
+def test_tune_all_list_show_and_verify_work_on_a_setuptools_project(project: Path) -> None:
+    _two_targets(project)
+    tuned = run([sys.executable, "-m", "ciq_build", "tune", "--all", "--setuptools", str(project), "--controls",
+                 "params", "--generations", "2", "--pool-size", "3", "--seed", "2"], TIMEOUT, cwd=project.parent)
+    assert tuned.ok, tuned.output_tail(60)
+    assert "tune --all: kern (1 of 2)" in tuned.stderr and "tune --all: twice (2 of 2)" in tuned.stderr
+    summary = tuned.stdout[tuned.stdout.index("tune --all:"):].splitlines()
+    assert summary[0] == "tune --all: 2 target(s), 0 failed", summary
+    assert [row.split()[:2] for row in summary[1:]] == [["kern", "pinned:"], ["twice", "pinned:"]], summary
+
+    listed = run([sys.executable, "-m", "ciq_build", "list", "-S", str(project)], 60, cwd=project.parent)
+    assert listed.ok, listed.output_tail()
+    rows = listed.stdout.splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["kern", "twice"], rows
+    assert all(row.endswith(str(project / "ciq" / f"{row.split()[0]}.json")) for row in rows), rows
+    shown = run([sys.executable, "-m", "ciq_build", "show", "twice", "-S", str(project)], 60, cwd=project.parent)
+    assert shown.ok and "CIQ_TILE" in shown.stdout, shown.output_tail()
+
+    # verify builds as the user does (setup.py build_ext) and checks the options file and objects it wrote.
+    for target in ("kern", "twice"):
+        verified = run([sys.executable, "-m", "ciq_build", "verify", target, "-S", str(project)], TIMEOUT,
+                       cwd=project.parent)
+        assert verified.ok, verified.output_tail(60)
+        assert "1 object(s)" in verified.stdout and "ok: the pinned controls are applied" in verified.stdout
+    options = list((project / "build").glob("temp*/kern.nvcc-options"))
+    assert len(options) == 1 and options[0].read_text().splitlines() == ["-DCIQ_TILE=8"]
+
+    # A build that skips the pin (CIQ_DISABLE=1) is caught: the options file is empty, the code is the default's.
+    skipped = run([sys.executable, "-m", "ciq_build", "verify", "kern", "-S", str(project)], TIMEOUT,
+                  cwd=project.parent, env={**os.environ, "CIQ_DISABLE": "1"})
+    assert not skipped.ok and "FAILED" in skipped.stdout, skipped.output_tail(60)
+    assert f"holds nothing, not the pinned ['-DCIQ_TILE=8']: rebuild ({sys.executable} setup.py" in skipped.stdout
+
+
+def test_a_runtime_objective_without_ciq_benchmark_says_what_to_add(project: Path) -> None:
+    setup_py = project / "setup.py"
+    setup_py.write_text(setup_py.read_text().replace('ciq_benchmark=[sys.executable, "bench.py"],', ""))
+    options = TuneOptions(target="kern", build_dir=project / "build", objectives=["time"])
+    with pytest.raises(ConfigError, match=r'CudaExtension\(ciq_target="kern"\) gives none: add ciq_benchmark='):
+        tune_setuptools(options, project)
+    assert not (project / "build").exists()  # refused before anything was built
+
+
+def test_the_benchmark_program_is_found_on_path_or_in_the_project(project: Path) -> None:
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    ext = load_extension(project, "kern")
+    ext.ciq_benchmark = ("sh", "-c", "true")
+    assert extension_manifest(project, ext, toolchain).benchmark.path == Path(shutil.which("sh") or "")
+    ext.ciq_benchmark = ("tools/bench", "--quick")
+    manifest = extension_manifest(project, ext, toolchain)
+    assert manifest.benchmark is not None and manifest.benchmark.path == project / "tools" / "bench"
+    assert_valid_manifest(manifest_document(manifest))  # the setuptools writer's manifest passes the schema
+    ext.ciq_benchmark = ("no-such-benchmark-program",)
+    with pytest.raises(ConfigError, match="'no-such-benchmark-program', which is not on PATH"):
+        extension_manifest(project, ext, toolchain)
+
+
+def test_the_source_fingerprint_covers_setup_py_and_the_benchmark(project: Path) -> None:
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    sources = PythonSourceSet(extension_manifest(project, load_extension(project, "kern"), toolchain))
+    files = sources.candidates()
+    assert {project / "setup.py", project / "bench.py", project / "pkg" / "kern.cu"} <= files
+    before = sources.digest()
+    (project / "bench.py").write_text((project / "bench.py").read_text() + "# measured differently\n")
+    assert sources.digest() != before  # journaled measurements of the old benchmark are not reused

@@ -1,0 +1,207 @@
+"""One tune's settings: the command line over the target's ciq_tune_target() over the defaults, resolved once."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from ciq_build.cli import build_parser
+from ciq_build.core.options import declared, declared_names, option
+from ciq_build.core.settings import DEFAULT_TIMEOUT, MeasureSettings, SearchSettings
+from ciq_build.errors import ConfigError
+from ciq_build.project.manifest import Benchmark, Manifest, ManifestToolchain
+from ciq_build.resources import cmake_dir
+from ciq_build.search.strategies import strategy_names
+from ciq_build.tune.tune_options import (
+    EXECUTION,
+    OUTPUT,
+    RAY,
+    SEARCH,
+    TuneOptions,
+    add_tune_arguments,
+    resolve_settings,
+)
+
+
+def _manifest(tmp_path: Path, **changes: object) -> Manifest:
+    fields: dict[str, object] = {
+        "target": "kern", "source_dir": tmp_path, "binary_dir": tmp_path / "build", "target_source_dir": tmp_path,
+        "target_binary_dir": tmp_path / "build", "cuda_sources": (tmp_path / "kern.cu",),
+        "object_dir": tmp_path / "build" / "obj", "benchmark": None, "metric_regex": "", "objectives": (),
+        "params": (), "search_space": (), "pin_dir": tmp_path / "ciq", "pin_file": tmp_path / "ciq" / "kern.json",
+        "timeout": 45.0, "options_file": tmp_path / "build" / "kern.nvcc-options", "generator": "Ninja",
+        "allow_numerics": False, "toolchain": ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a")}
+    fields.update(changes)
+    return Manifest(**fields)  # type: ignore[arg-type]
+
+
+def _options(*argv: str) -> TuneOptions:
+    return TuneOptions.from_args(build_parser().parse_args(["tune", "kern", *argv]))
+
+
+def test_the_cmake_modules_timeout_default_is_the_drivers() -> None:
+    module = (cmake_dir() / "ciq_build.cmake").read_text()
+    default = re.search(r"if\(NOT DEFINED ARG_TIMEOUT\)\s*set\(ARG_TIMEOUT ([0-9.]+)\)", module)
+    assert default is not None and float(default.group(1)) == DEFAULT_TIMEOUT == MeasureSettings().timeout
+
+
+def test_the_command_lines_defaults_are_the_settings_defaults(tmp_path: Path) -> None:
+    settings = resolve_settings(_options(), _manifest(tmp_path))
+    assert settings.search == SearchSettings()
+    assert settings.measure == MeasureSettings(timeout=45.0)  # the target's TIMEOUT
+    assert [o.spec for o in settings.objectives] == ["spill_bytes"] and settings.pin and not settings.fresh
+
+
+def test_the_command_line_wins_over_the_target_and_the_target_over_the_defaults(tmp_path: Path) -> None:
+    manifest = _manifest(tmp_path, objectives=("registers",), search_space=("params",), allow_numerics=True)
+    from_target = resolve_settings(_options(), manifest)
+    assert [o.spec for o in from_target.objectives] == ["registers"]
+    assert from_target.search.kinds == ("params",) and from_target.search.allow_numerics
+    given = resolve_settings(_options("--objective", "max:stack_bytes", "--controls", "knobs", "--timeout", "7",
+                                      "--gpus", "0,1", "--seed", "3", "-j", "2", "--no-pin"), manifest)
+    assert [o.spec for o in given.objectives] == ["max:stack_bytes"] and given.search.kinds == ("knobs",)
+    assert given.measure.timeout == 7.0 and given.measure.gpus == ("0", "1") and given.search.seed == 3
+    assert given.build.jobs == 2 and not given.pin
+
+
+def test_a_timed_objective_without_a_benchmark_is_refused_when_resolving(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="registers none: add BENCHMARK"):
+        resolve_settings(_options("--objective", "time"), _manifest(tmp_path))
+    bench = Benchmark(target="bench", path=tmp_path / "bench", args=())
+    assert resolve_settings(_options("--objective", "time"), _manifest(tmp_path, benchmark=bench)).needs_benchmark
+
+
+@pytest.mark.parametrize("argv, message", [(("-j", "0"), "--jobs"), (("--repeats", "0"), "--repeats"),
+                                           (("--pool-size", "1"), "--pool-size"), (("--timeout", "0"), "--timeout"),
+                                           (("--timeout", "inf"), "--timeout"), (("--timeout", "nan"), "--timeout")])
+def test_impossible_command_lines_are_refused(tmp_path: Path, argv: tuple[str, ...], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        resolve_settings(_options(*argv), _manifest(tmp_path))
+
+
+def test_the_strategy_comes_from_the_command_line_and_an_unknown_one_is_refused_naming_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert resolve_settings(_options(), _manifest(tmp_path)).search.strategy is None  # the space's default
+    given = _options("--strategy", "ga")
+    assert resolve_settings(given, _manifest(tmp_path)).search.strategy == "ga"
+    assert TuneOptions.from_args(build_parser().parse_args(["tune", *given.argv()])).strategy == "ga"
+    with pytest.raises(SystemExit):
+        _options("--strategy", "annealing")
+    assert f"invalid choice: 'annealing' (choose from {', '.join(map(repr, strategy_names()))})" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="unknown strategy 'annealing': use one of"):
+        resolve_settings(dataclasses.replace(_options(), strategy="annealing"), _manifest(tmp_path))
+
+
+def test_time_limit_and_seeds_resolve_and_reach_a_child_tune_through_argv(tmp_path: Path) -> None:
+    given = _options("--time-limit", "1h30m", "--seed-from", "pins/", "--seed-from=-Xptxas=-O2 -DTILE=32")
+    search = resolve_settings(given, _manifest(tmp_path)).search
+    assert search.time_limit == 5400 and search.seed_from == ("pins/", "-Xptxas=-O2 -DTILE=32")
+    again = TuneOptions.from_args(build_parser().parse_args(["tune", *given.argv()]))  # tune --all on Ray
+    assert (again.time_limit, again.seed_from) == ("1h30m", ["pins/", "-Xptxas=-O2 -DTILE=32"])
+    assert resolve_settings(_options(), _manifest(tmp_path)).search.time_limit is None
+
+
+# -- one declaration per option: the command line, argv, validation and the library call come from it ---------
+
+
+def test_a_childs_command_line_reads_back_as_the_options_it_was_made_from() -> None:
+    options = TuneOptions(
+        target="kern", build_dir=Path("/b"), source_dir=Path("/s"), generations=3, pool_size=5, mutate_rate=0.3,
+        objectives=["time", "max:registers"], controls=["knobs", "params"], allow_numerics=True, pick="first",
+        seed=9, jobs=3, repeats=4, timeout=12.5, max_evaluations=7, time_limit="1h30m", fresh=True,
+        seed_from=["pins/", "-Xptxas=-O2 -DTILE=32"], wait=True, pin=False, quiet=True,
+        cmake_args=["-DX=1", "-DY=a b"], gpus=["0", "1"], executor="ray", ray_address="head:6379",
+        ray_gpu_resource="H200", ray_sources="upload", ray_compile_resource="compile", architecture="90a",
+        targets=("kern", "timer"), ray_targets=2, strategy="random")
+    defaults = TuneOptions(target="", build_dir=Path("build"))
+    unchanged = [f.name for f in dataclasses.fields(TuneOptions) if getattr(options, f.name) == getattr(defaults, f.name)]
+    assert unchanged == [], f"give {unchanged} a value other than the default here, so that argv() is tested on it"
+    parsed = TuneOptions.from_args(build_parser().parse_args(["tune", *options.argv()]))
+    assert parsed == dataclasses.replace(options, target="")  # several targets: `target` is each one's, later
+    one = dataclasses.replace(options, targets=())
+    assert TuneOptions.from_args(build_parser().parse_args(["tune", *one.argv()])) == one
+    plain = TuneOptions(target="kern", build_dir=Path("/b"))
+    assert TuneOptions.from_args(build_parser().parse_args(["tune", *plain.argv()])) == plain
+    assert plain.argv() == ["kern", "-B", "/b"]  # only what differs from the defaults is written
+
+
+def test_a_python_strategy_object_cannot_be_written_on_a_childs_command_line() -> None:
+    class Mine:
+        name, spaces = "mine", ("knobs",)
+
+        def make(self, request: object) -> object:
+            return None
+
+    with pytest.raises(ConfigError, match="Python object, which a tune in another process"):
+        TuneOptions(target="kern", build_dir=Path("b"), strategy=Mine()).argv()
+
+
+def _tree_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """-B and -S, which the command line adds to every command (and `from_args` reads), for a parser of a test."""
+    parser.add_argument("-B", dest="build_dir", type=Path, default=Path("build"))
+    parser.add_argument("-S", dest="source_dir", type=Path, default=None)
+    return parser
+
+
+@dataclasses.dataclass
+class _WithColour(TuneOptions):
+    """TuneOptions and one throwaway option more: a new option is this one declaration and nothing else."""
+
+    colour: str | None = option("--colour", group=OUTPUT, choices=("red", "blue"), help="a throwaway option")
+
+
+def test_an_option_declared_once_is_parsed_written_back_checked_and_shown_in_its_help_group() -> None:
+    parser = _tree_arguments(argparse.ArgumentParser(prog="tune"))
+    add_tune_arguments(parser, _WithColour)
+    given = _WithColour.from_args(parser.parse_args(["kern", "--colour", "blue", "--seed", "4"]))
+    assert given == _WithColour(target="kern", build_dir=Path("build").resolve(), colour="blue", seed=4)
+    assert _WithColour.from_args(parser.parse_args(given.argv())) == given
+    assert "colour" in declared_names(_WithColour) and "colour" not in declared_names(TuneOptions)
+    with pytest.raises(ConfigError, match=r"^--colour must be one of red, blue, not 'green'$"):
+        _WithColour(target="kern", build_dir=Path("b"), colour="green").validate()  # as from Python
+    output = parser.format_help().split("output options:")[1]
+    assert "--colour {red,blue}" in output and "a throwaway option" in output
+
+
+def _tune_help() -> str:
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return commands.choices["tune"].format_help()
+
+
+def test_tune_help_lists_each_declared_option_in_its_group_and_ends_with_examples() -> None:
+    text = _tune_help()
+    sections = {name: text.split(f"\n{name} options:\n")[1].split("\n\n")[0] for name in (SEARCH, EXECUTION, RAY, OUTPUT)}
+    for _, how in declared(TuneOptions):
+        assert how.flag in sections[how.group], f"{how.flag} should be listed under `{how.group} options:`"
+    assert "--verbose" in sections[OUTPUT]
+    examples = text.split("\nexamples:\n")[1]
+    assert "tune kern -B build" in examples and "tune --all" in examples
+
+
+def _every_parser(parser: argparse.ArgumentParser, name: str) -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(name, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command, sub in action.choices.items():
+                found += _every_parser(sub, f"{name} {command}")
+    return found
+
+
+def test_every_positional_and_option_of_every_command_has_help() -> None:
+    missing = [f"{name}: {action.option_strings or action.dest}"
+               for name, parser in _every_parser(build_parser(), "ciq_build") for action in parser._actions
+               if not isinstance(action, argparse._SubParsersAction)
+               and not (action.help and action.help.strip()) and action.help is not argparse.SUPPRESS]
+    assert missing == [], f"give these a help text: {missing}"
+
+
+def test_the_library_calls_keywords_are_the_declared_options(tmp_path: Path) -> None:
+    from ciq_build import tune_target
+
+    with pytest.raises(ConfigError, match="takes no option targets, verbose; its options are allow_numerics, ") as e:
+        tune_target("kern", build_dir=tmp_path, targets=("a", "b"), verbose=True)
+    assert all(name in str(e.value) for name in declared_names(TuneOptions))

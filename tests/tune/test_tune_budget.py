@@ -1,0 +1,50 @@
+"""A wall-clock budget (`tune --time-limit`), on a real CMake/nvcc tune of tests/projects/noop.
+
+The loop's counting of the deadline is tested without a clock in
+tests/tune/test_loop.py; here the whole command: a limit the baseline's
+configure and build always overrun ends the search before any candidate, and
+the tune still ends cleanly, saying which budget ended it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import REPO_ROOT
+
+NOOP = REPO_ROOT / "tests" / "projects" / "noop"
+
+
+def _tune(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    source = tmp_path / "src"
+    if not source.exists():
+        shutil.copytree(NOOP, source)
+    command = [sys.executable, "-m", "ciq_build", "tune", "noop_kernels", "-S", str(source),
+               "-B", str(tmp_path / "build"), "--generations", "2", "--pool-size", "4", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
+
+
+@pytest.mark.slow
+def test_a_spent_time_limit_starts_no_candidate_and_the_summary_says_it_ended_the_search(tmp_path: Path) -> None:
+    # A millisecond: no configure and baseline build of a CMake project is that fast, on any machine.
+    result = _tune(tmp_path, "--time-limit", "0.001s")
+    assert result.returncode == 0, result.stderr
+    assert "search ended early: by the time limit (--time-limit 0.001s), after 0 evaluation(s)" in result.stdout
+    assert "the time limit (--time-limit 0.001s) ended the search after 0 evaluation(s)" in result.stderr
+    assert "--time-limit 0.001s" in result.stdout  # the next: hint names this tune's budget
+    assert not (tmp_path / "src" / "ciq").exists()  # nothing pinned
+
+
+@pytest.mark.parametrize("given", ["30x", "0", "-5m", "m"])
+def test_a_time_limit_that_is_no_duration_is_one_line_before_anything_is_built(tmp_path: Path, given: str) -> None:
+    result = _tune(tmp_path, f"--time-limit={given}")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"ciq_build: error: --time-limit must be a duration such as 30m, 1h30m, 90s or a number of seconds "
+        f"(more than zero), not {given!r}"]
+    assert not (tmp_path / "build").exists()

@@ -1,0 +1,257 @@
+"""An interrupted `tune` (SIGINT, SIGTERM) ends within seconds in every phase, and keeps what finished.
+
+Real nvcc, CMake, Ninja and processes. The long steps are TEST DOUBLES that keep
+a CPU busy (the tests/projects/faulty benchmark, and busy.py as a configure step
+or a compile launcher) for far longer than a tune may take to stop: each test
+waits until one has started (the file it writes), signals the driver, and asserts
+that the driver ended well before the step would have, leaving nothing running,
+its journal intact.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from support import REPO_ROOT
+
+FAULTY = REPO_ROOT / "tests" / "projects" / "faulty"
+
+pytestmark = pytest.mark.slow
+
+BUSY_SECONDS = 120  # how long each busy step would run: the tune must end long before
+ENDED_WITHIN = 20  # seconds from the signal to the driver's exit, on a loaded two-core machine
+REACHED_WITHIN = 900  # a phase must be reached in this time (compiles on a loaded machine)
+STEPS = ("bench", "compile", "configure")  # what can be made busy: busy-<step> is its switch
+
+
+class Tune:
+    """A `tune` of tests/projects/faulty in a process of its own, its output read as it comes."""
+
+    def __init__(self, tmp_path: Path, *args: str, busy_compiles: bool = False) -> None:
+        self.tmp_path = tmp_path
+        self.source = tmp_path / "faulty src"  # a space in every path on purpose
+        if not self.source.exists():
+            shutil.copytree(FAULTY, self.source)
+        self.build = tmp_path / "build"
+        # The switches of the busy steps: a step is busy while its file exists.
+        self.bench_flag, self.compile_flag, self.configure_flag = (tmp_path / f"busy-{step}" for step in STEPS)
+        env = {**os.environ, "FAULTY_BUSY": str(self.bench_flag), "FAULTY_BUSY_CONFIGURE": str(self.configure_flag),
+               "FAULTY_PYTHON": sys.executable}
+        # busy_compiles: each compile through busy.py, as a launcher (set when the build tree is configured,
+        # so by the first Tune of a tree). Without it, the scratch trees' ptxas-only path: faster.
+        launcher = f"{sys.executable};{self.source / 'busy.py'};{self.compile_flag}"
+        command = [sys.executable, "-m", "ciq_build", "tune", "fake_bench", "-S", str(self.source), "-B",
+                   str(self.build), *([f"--cmake-arg=-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}"] if busy_compiles
+                                      else []), *args]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        cwd=self.source, env=env, start_new_session=True)
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self._readers = [threading.Thread(target=self._read, args=(stream, lines), daemon=True)
+                         for stream, lines in ((self.process.stdout, self.stdout), (self.process.stderr, self.stderr))]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _read(stream: IO[str], lines: list[str]) -> None:
+        for line in stream:
+            lines.append(line)
+
+    def said(self, text: str) -> bool:
+        return any(text in line for line in self.stderr)
+
+    def output(self) -> str:
+        return "".join(self.stdout) + "".join(self.stderr)
+
+    def wait_until(self, reached: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + REACHED_WITHIN
+        while not reached():
+            assert self.process.poll() is None, f"the tune ended before {what}:\n{self.output()}"
+            assert time.monotonic() < deadline, f"the tune did not reach {what}:\n{self.output()}"
+            time.sleep(0.2)
+
+    def started(self, flag: Path) -> list[Path]:
+        return sorted(flag.parent.glob(flag.name + ".started-*"))
+
+    def stop(self, signum: int) -> float:
+        """Signal the driver alone (its children run in sessions of their own); the seconds it took to end."""
+        signalled = time.monotonic()
+        self.process.send_signal(signum)
+        try:
+            self.process.wait(timeout=BUSY_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass  # not ended as long as the busy step runs: the assertion on the time says so
+        ended = time.monotonic() - signalled
+        self.kill()
+        self._close()
+        print(f"ended {ended:.1f} s after {signal.Signals(signum).name}")  # the figure, with pytest -s
+        return ended
+
+    def finish(self) -> int:
+        self.process.wait(timeout=REACHED_WITHIN)
+        self._close()
+        return self.process.returncode
+
+    def _close(self) -> None:
+        for reader in self._readers:
+            reader.join(timeout=10)
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        self._close()
+
+
+def _live_processes_mentioning(directory: Path) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if str(directory) in cmdline and state not in ("Z", "X"):
+            found.append(cmdline)
+    return found
+
+
+def _journal(tune: Tune) -> list[dict]:
+    """Every line of the journal, each of which must be whole JSON."""
+    journal = tune.build / "ciq" / "journal" / "fake_bench.jsonl"
+    if not journal.exists():
+        return []
+    return [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+
+
+def _evaluations(tune: Tune) -> list[dict]:
+    return [r for r in _journal(tune) if r.get("kind") == "evaluation"]
+
+
+def _assert_stopped(tune: Tune, signum: int, seconds: float) -> None:
+    output = tune.output()
+    assert seconds < ENDED_WITHIN, f"the tune took {seconds:.1f} s to end after {signum!r}:\n{output}"
+    assert tune.process.returncode == 128 + signum, output
+    assert "run the same command to resume" in output and "Traceback" not in output, output
+    deadline = time.monotonic() + 10  # SIGKILLed children may take a moment to be gone from /proc
+    while _live_processes_mentioning(tune.tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _live_processes_mentioning(tune.tmp_path) == []
+    _journal(tune)  # whole: every line parses
+
+
+def _named(value: object) -> str:
+    if isinstance(value, signal.Signals):
+        return value.name
+    return f"{value}-gpus" if isinstance(value, int) else str(value)
+
+
+def _switch_on(flag: Path) -> None:
+    flag.write_text(f"{BUSY_SECONDS}\n")
+
+
+# --timeout: no benchmark run is cut short by its timeout, only by the stop.
+SEARCH = ["--generations", "1", "--pool-size", "6", "--no-pin", "--seed", "3", "--timeout", "600",
+          "--cmake-arg=-DFAULTY_PARAMS=X=range(0,40)"]
+
+
+@pytest.mark.parametrize(("gpus", "signum"), [(1, signal.SIGINT), (2, signal.SIGTERM)], ids=_named)
+def test_a_search_with_several_candidates_in_flight_stops_at_once_and_resumes(tmp_path: Path, gpus: int,
+                                                                               signum: int) -> None:
+    # The case seen: --jobs 2 --repeats 2 and benchmarks busy on the CPU. Each GPU runs a benchmark, and
+    # the other workers (one more per GPU than --jobs) build their candidates, then wait for a GPU.
+    jobs = 2
+    args = [*SEARCH, "--jobs", str(jobs), "--repeats", "2", "--gpus", ",".join(str(g) for g in range(gpus))]
+    tune = Tune(tmp_path, *args)
+    try:
+        tune.wait_until(lambda: any(not e["controls"]["defines"] for e in _evaluations(tune)), "the baseline's end")
+        since = time.time()  # the candidates are built after this
+        _switch_on(tune.bench_flag)
+
+        def every_worker_busy() -> bool:  # each GPU's benchmark runs, each other worker waits for a GPU
+            scratch = tune.build / "ciq" / "scratch" / "fake_bench"
+            built = [b for b in scratch.glob("worker-*/**/fake_bench") if b.is_file() and b.stat().st_mtime > since]
+            return len(tune.started(tune.bench_flag)) >= gpus and len(built) >= jobs + gpus
+
+        tune.wait_until(every_worker_busy, "every worker's candidate built, each GPU's benchmark running")
+        seconds = tune.stop(signum)
+    finally:
+        tune.kill()
+    _assert_stopped(tune, signum, seconds)
+    finished = len(_evaluations(tune))
+    assert finished >= 1  # the baseline at least
+
+    tune.bench_flag.unlink()
+    resumed = Tune(tmp_path, *args)
+    assert resumed.finish() == 0, resumed.output()
+    assert resumed.said(f"resuming: {finished} finished evaluation(s)"), resumed.output()
+
+
+@pytest.mark.parametrize(("step", "signum"), [("configure", signal.SIGTERM), ("compile", signal.SIGINT),
+                                              ("bench", signal.SIGTERM)], ids=_named)
+def test_a_tune_stops_at_once_before_its_search(tmp_path: Path, step: str, signum: int) -> None:
+    # Busy from the start: the first configure, the baseline's build, the baseline's runs.
+    flag = tmp_path / f"busy-{step}"
+    _switch_on(flag)
+    tune = Tune(tmp_path, *SEARCH, "--repeats", "2", busy_compiles=step == "compile")
+    try:
+        tune.wait_until(lambda: bool(tune.started(flag)), f"the first busy {step} step")
+        seconds = tune.stop(signum)
+    finally:
+        tune.kill()
+    _assert_stopped(tune, signum, seconds)
+
+
+def test_a_tune_stops_at_once_while_it_confirms_its_winner(tmp_path: Path) -> None:
+    # A first tune measures everything; each later one finds it all in the journal and goes on to confirm
+    # the winner (X=1, better beyond the noise): re-measure it against the baseline, then drop its no-op
+    # controls (each a rebuild), then pin it. One build tree for both phases (a first tune of its own
+    # for each took ~100 s more on two loaded cores): a stop keeps the journal as it was, so the second
+    # stopped tune confirms the same winner again.
+    args = ["--generations", "1", "--pool-size", "4", "--repeats", "2", "--seed", "3", "--timeout", "600",
+            "--cmake-arg=-DFAULTY_PARAMS=X=range(0,3)"]
+    first = Tune(tmp_path, *args, "--no-pin", busy_compiles=True)  # busy.py only runs the compile till switched on
+    assert first.finish() == 0, first.output()
+    measured = len(_evaluations(first))
+
+    _switch_on(first.bench_flag)
+    tune = Tune(tmp_path, *args)
+    try:
+        tune.wait_until(lambda: bool(tune.started(tune.bench_flag)), "the re-measure")
+        assert tune.said("re-measuring the winner")
+        seconds = tune.stop(signal.SIGINT)
+    finally:
+        tune.kill()
+    _assert_stopped(tune, signal.SIGINT, seconds)
+    assert len(_evaluations(tune)) == measured  # nothing lost, nothing half-written
+    assert not (tune.source / "ciq" / "fake_bench.json").exists()
+
+    tune.bench_flag.unlink()
+    tune = Tune(tmp_path, *args)
+    try:
+        tune.wait_until(lambda: tune.said("re-measuring the winner"), "the re-measure")
+        _switch_on(tune.compile_flag)  # the next compile is the minimal pin's
+        tune.wait_until(lambda: bool(tune.started(tune.compile_flag)), "the minimal pin's rebuilds")
+        seconds = tune.stop(signal.SIGTERM)
+    finally:
+        tune.kill()
+    _assert_stopped(tune, signal.SIGTERM, seconds)
+    assert len(_evaluations(tune)) == measured
+    assert not (tune.source / "ciq" / "fake_bench.json").exists()

@@ -1,0 +1,130 @@
+"""`python -m ciq_build tune` with a benchmark that prints its own format (METRIC, UNIT).
+
+tests/projects/own_format's benchmark (a TEST DOUBLE for a GPU benchmark: its
+"time" is computed on the host from -DX) prints ``Time= 0.0015000 sec`` and no
+CIQ_ lines. METRIC alone must feed the ``time`` objective, in the UNIT given,
+and a printed precision too coarse to compare candidates must be warned about.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ciq_build.measure import proc
+from support import REPO_ROOT, ensure_ok
+
+pytestmark = pytest.mark.slow
+
+OWN_FORMAT = REPO_ROOT / "tests" / "projects" / "own_format"
+
+
+def _tune(tmp_path: Path, *args: str, env: dict[str, str] | None = None
+          ) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    source, build = tmp_path / "own format src", tmp_path / "build"
+    shutil.copytree(OWN_FORMAT, source)
+    command = [sys.executable, "-m", "ciq_build", "tune", "own_bench", "-S", str(source), "-B", str(build),
+               "--generations", "1", "--pool-size", "3", "--repeats", "3", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source,
+                          env={**os.environ, **(env or {})}), source, build
+
+
+def _evaluations(build: Path) -> list[dict]:
+    lines = (build / "ciq" / "journal" / "own_bench.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, filter(str.strip, lines)) if r.get("kind") == "evaluation"]
+
+
+@pytest.mark.parametrize(
+    ("unit", "decimals", "printed"),
+    [("s", 7, "Time= 0.0010000 sec"),  # seconds, as many benchmarks print
+     ("", 4, "Time= 1.0000 msec")],  # no UNIT: milliseconds (the issue's METRIC "Time= *([0-9.]+) msec")
+)
+def test_a_benchmark_in_its_own_format_tunes_time_through_metric_alone(
+        tmp_path: Path, unit: str, decimals: int, printed: str) -> None:
+    result, source, build = _tune(tmp_path, f"--cmake-arg=-DOWN_UNIT={unit}", f"--cmake-arg=-DOWN_DIGITS={decimals}")
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((build / "ciq" / "targets" / "own_bench.json").read_text())
+    assert manifest["metric_unit"] == (unit or "ms")
+    baseline = next(r for r in _evaluations(build) if not r["controls"]["defines"])
+    assert baseline["ok"], baseline["message"]
+    assert baseline["metrics"]["time_ms"] == pytest.approx(1.5)  # converted to milliseconds
+    assert "better beyond the noise" in result.stdout
+    record = json.loads((source / "ciq" / "own_bench.json").read_text())
+    assert record["controls"]["defines"] == {"X": "1"}
+    assert record["baseline"]["scores"] == pytest.approx([1.5]) and record["winner"]["scores"] == pytest.approx([1.0])
+    assert "too coarse" not in result.stderr  # 5 significant digits resolve 0.007%
+    assert "source tree changed" not in result.stderr  # nothing wrote there
+    # The plain build ships the pin: the benchmark now prints the winner's time.
+    ensure_ok(proc.run(["cmake", str(build)], 600))
+    ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
+    run = subprocess.run([str(build / "own_bench"), unit or "ms", str(decimals)], capture_output=True, text=True)
+    assert printed in run.stdout and "CIQ_" not in run.stdout
+
+
+@pytest.fixture(scope="module")
+def coarse_tune_writing_into_its_sources(tmp_path_factory: pytest.TempPathFactory,
+                                         ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One --no-pin --quiet tune that two tests assert on (a tune here is ~1 min on two loaded cores): its
+    benchmark prints a time too coarse to tell candidates apart ("0.00150 sec"), and appends each of its
+    runs to a file of the source tree (OWN_BENCH_WRITES). Neither warning depends on the other."""
+    tmp_path = tmp_path_factory.mktemp("coarse-writing")
+    written = tmp_path / "own format src" / "bench-runs.txt"
+    result, _, _ = _tune(tmp_path, "--cmake-arg=-DOWN_UNIT=s", "--cmake-arg=-DOWN_DIGITS=5", "--no-pin", "--quiet",
+                         env={"OWN_BENCH_WRITES": str(written)})
+    return result, written
+
+
+def test_a_printed_time_too_coarse_to_tell_candidates_apart_is_warned_about_once(
+        coarse_tune_writing_into_its_sources: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    # "0.00150 sec": the last digit is 1/150 = 0.67% of the value; a 1% gain is barely one step.
+    result, _ = coarse_tune_writing_into_its_sources
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "too coarse" in line]
+    assert len(warnings) == 1, result.stderr  # once per tune, not once per run
+    (warning,) = warnings
+    assert "warning" in warning and "own_bench" in warning and "'0.00150' s" in warning and "0.67%" in warning
+    assert "more significant digits" in warning and "CIQ_METRIC time_ms=" in warning
+
+
+@pytest.mark.parametrize(
+    ("protocol", "decimals", "coarse"),
+    [("metric", 7, None),  # "Time= 0.0000000 sec" through METRIC
+     ("ciq", 0, "'2' ms")],  # "CIQ_METRIC time_ms=0"; the baseline's "2" is also too coarse to compare
+)
+def test_a_candidate_whose_time_drops_to_zero_is_a_bad_metric_and_never_pinned(
+        tmp_path: Path, protocol: str, decimals: int, coarse: str | None) -> None:
+    # X=1 skips its work and prints 0: once pinned as the best ("-100%"); X=2 (1.25 ms) really beats X=3 (1.5).
+    result, source, build = _tune(tmp_path, f"--cmake-arg=-DOWN_PROTOCOL={protocol}", "--cmake-arg=-DOWN_SKIP_X=1",
+                                  f"--cmake-arg=-DOWN_DIGITS={decimals}", "--generations", "2", "--pool-size", "4")
+    assert result.returncode == 0, result.stderr
+    by_x = {r["controls"]["defines"].get("X"): r for r in _evaluations(build)}
+    skipped = by_x["1"]
+    assert not skipped["ok"] and skipped["cause"] == "bad_metric", skipped
+    assert "below 1 ns" in skipped["message"]
+    assert by_x["2"]["ok"] and by_x["2"]["scores"] == pytest.approx([1.25 if decimals else 1.0])
+    record = json.loads((source / "ciq" / "own_bench.json").read_text())
+    assert record["controls"]["defines"] == {"X": "2"}
+    warnings = [line for line in result.stderr.splitlines() if "too coarse" in line]
+    if coarse is None:
+        assert not warnings, result.stderr
+    else:
+        assert len(warnings) == 1 and coarse in warnings[0] and "CIQ_METRIC time_ms" in warnings[0], result.stderr
+        assert "through METRIC" not in warnings[0]
+
+
+def test_a_benchmark_that_writes_into_the_source_tree_is_warned_about_once_naming_the_file(
+        coarse_tune_writing_into_its_sources: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    # Each candidate's run appended to a file of the source tree, unnoticed: what it writes there can change
+    # what the next candidate builds. The baseline's run makes the file; the candidates' runs change it.
+    result, written = coarse_tune_writing_into_its_sources
+    assert result.returncode == 0, result.stderr
+    assert written.read_text().count("X=") >= 3 * 2  # the baseline's runs, then at least one candidate's
+    warnings = [line for line in result.stderr.splitlines() if "source tree changed" in line]
+    assert len(warnings) == 1, result.stderr  # once per tune, said even with --quiet
+    assert str(written) in warnings[0] and "can change what the next candidate builds" in warnings[0]
