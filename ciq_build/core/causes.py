@@ -2,7 +2,7 @@
 
 The candidate's own failures are cached in the journal (a resumed tune does not
 run them again); the environmental ones are the machine's doing and never are
-(ciq_build.build.environment says how each is recognised).
+(ciq_build.project.environment says how each is recognised).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class Cause(StrEnum):
     COMPILE_KILLED = "compile_killed"
     BENCH_KILLED = "bench_killed"
     BUILD_TOOL_TIMEOUT = "build_tool_timeout"
-    # the genetic search run on its own objective (ciq_build.search.ga): the objective said the
+    # the genetic search run on its own objective (ciq_build.search.evolution): the objective said the
     # candidate is not valid (INVALID_SCORE, a non-finite or wrong number of scores)
     INVALID = "invalid"
     # the objective raised; or a journaled failure whose cause is missing or not one of these
