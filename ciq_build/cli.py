@@ -291,8 +291,10 @@ def _run(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         proc.stop_all()
         stopped_by = signal.Signals(_stopped_by[0] if _stopped_by else signal.SIGINT)
-        print(f"ciq_build: stopped by {stopped_by.name}; the journal keeps every finished evaluation: run the "
-              "same command to resume", file=sys.stderr)
+        # The same command of a `tune --fresh` would start over and throw the journal away.
+        again = "the same command without --fresh" if getattr(args, "fresh", False) else "the same command"
+        print(f"ciq_build: stopped by {stopped_by.name}; the journal keeps every finished evaluation: run "
+              f"{again} to resume", file=sys.stderr)
         return 128 + stopped_by
     parser.error(f"unknown command {args.command}")
     return 2

@@ -255,3 +255,18 @@ def test_a_tune_stops_at_once_while_it_confirms_its_winner(tmp_path: Path) -> No
     _assert_stopped(tune, signal.SIGTERM, seconds)
     assert len(_evaluations(tune)) == measured
     assert not (tune.source / "ciq" / "fake_bench.json").exists()
+
+
+def test_a_stopped_fresh_tune_says_to_resume_without_fresh(tmp_path: Path) -> None:
+    # "Run the same command to resume" was said to a `tune --fresh` too, whose same command starts over.
+    flag = tmp_path / "busy-configure"
+    _switch_on(flag)
+    tune = Tune(tmp_path, *SEARCH, "--fresh")
+    try:
+        tune.wait_until(lambda: bool(tune.started(flag)), "the first busy configure step")
+        tune.stop(signal.SIGINT)
+    finally:
+        tune.kill()
+    output = tune.output()
+    assert tune.process.returncode == 128 + signal.SIGINT, output
+    assert "run the same command without --fresh to resume" in output and "Traceback" not in output, output
