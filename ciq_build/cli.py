@@ -281,8 +281,12 @@ def _run(argv: Sequence[str] | None) -> int:
             return 0
         if args.command == "verify":
             from ciq_build.pin.verify import verify
+            from ciq_build.reports.show import require_pin
 
-            verified = verify(args.target, _backend(args))
+            backend = _backend(args)
+            backend.check_buildable()  # before its manifest, whose paths may be another tree's
+            require_pin(args.target, backend)  # why there is none, as show says it
+            verified = verify(args.target, backend)
             print(verified.text)
             return 0 if verified.ok else 1
     except CiqError as error:

@@ -19,6 +19,12 @@ def pin_file_for(target: str, build_dir: Path, source_dir: Path | None) -> Path:
 
 
 def show(target: str, backend: BuildBackend, pin_file: Path | None) -> str:
+    return format_record(read_record(require_pin(target, backend, pin_file)))
+
+
+def require_pin(target: str, backend: BuildBackend, pin_file: Path | None = None) -> Path:
+    """`target`'s pinned record file; else ManifestError saying why there is none (`show` and `verify`):
+    a tune that ran and pinned nothing, or no tune yet."""
     build_dir = backend.build_dir
     if pin_file is None:
         pin_file = backend.pin_file(target)
@@ -30,8 +36,9 @@ def show(target: str, backend: BuildBackend, pin_file: Path | None) -> str:
                 f"{journal_path(build_dir, target)}): it pinned nothing (no candidate beat the defaults beyond "
                 f"the noise, or --no-pin), so the build uses the compiler's defaults. `python -m ciq_build report "
                 f"{target} -B {build_dir}` shows what it measured.")
-        raise ManifestError(f"{target} has no pinned record at {pin_file}; run `python -m ciq_build tune {target}`")
-    return format_record(read_record(pin_file))
+        raise ManifestError(f"{target} has no pinned record at {pin_file}; run `python -m ciq_build tune {target} "
+                            f"-B {build_dir}` first")
+    return pin_file
 
 
 def journal_path(build_dir: Path, target: str) -> Path:

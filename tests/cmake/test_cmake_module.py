@@ -23,6 +23,7 @@ from test_manifest_schema import assert_valid_manifest
 from ciq_build.measure.proc import ProcResult, run
 from ciq_build.project.cmake_trees import existing_objects
 from ciq_build.project.manifest import load_manifest
+from ciq_build.state.journal import Journal
 from support import REPO_ROOT, build_tool, ensure_ok, said
 
 pytestmark = pytest.mark.slow
@@ -775,3 +776,22 @@ def test_a_mistyped_target_or_an_unconfigured_build_dir_is_said_in_the_users_wor
     result = run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(nowhere)], 120)
     assert result.returncode == 2 and "manifest" not in result.stderr, said(result)
     assert f"{nowhere} is not a configured CMake build tree" in result.stderr and "-B" in result.stderr, said(result)
+
+
+def test_verify_without_a_pin_says_why_as_show_does(tiny: Tiny) -> None:
+    # Before: verify said "run `python -m ciq_build tune kern` first" after a tune that pinned nothing
+    # (and without the -B it needs), where show said that the tune ran and pinned nothing.
+    ensure_ok(tiny.configure())  # no pin
+    journal = Journal(tiny.build / "ciq" / "journal" / "kern.jsonl")
+    try:
+        journal.append({"kind": "evaluation", "index": 0, "baseline": True, "ok": True})
+        for command in ("show", "verify"):
+            result = run([sys.executable, "-m", "ciq_build", command, "kern", "-B", str(tiny.build)], 300)
+            assert result.returncode == 2, said(result)
+            assert "though a tune ran (1 evaluation(s)" in result.stderr, said(result)
+            assert f"report kern -B {tiny.build}" in result.stderr, said(result)
+    finally:
+        journal.path.unlink()
+    for command in ("show", "verify"):
+        result = run([sys.executable, "-m", "ciq_build", command, "kern", "-B", str(tiny.build)], 300)
+        assert result.returncode == 2 and f"tune kern -B {tiny.build}" in result.stderr, said(result)
