@@ -13,7 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ciq_build import __version__
 from ciq_build.errors import CiqError
@@ -36,9 +36,23 @@ _TUNE_EXAMPLES = """examples:
 """
 
 
+# The build tree a command uses when no -B names one.
+IMPLICIT_BUILD_DIR = "build"
+_IMPLICIT_BUILD = f"(-B was not given, so ./{IMPLICIT_BUILD_DIR} was assumed: pass -B <your build dir>)"
+
+
+class _GivenBuildDir(argparse.Action):
+    """-B, noted as given: an error with the ./build that no -B named says it was assumed (_IMPLICIT_BUILD)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.build_dir_given = True
+
+
 def _add_tree_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--build-dir", "-B", type=Path, default=Path("build"),
-                        help="the project's CMake build tree (default: ./build)")
+    parser.add_argument("--build-dir", "-B", type=Path, default=Path(IMPLICIT_BUILD_DIR), action=_GivenBuildDir,
+                        help=f"the project's CMake build tree (default: ./{IMPLICIT_BUILD_DIR})")
     parser.add_argument("--source-dir", "-S", type=Path, default=None,
                         help="the project's source tree; configures --build-dir first when it is not configured yet")
 
@@ -55,7 +69,8 @@ def _add_project_options(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m ciq_build",
-        description="Tune the NVIDIA CUDA compiler for one CMake target and pin the winner.",
+        description="Tune the NVIDIA CUDA compiler for one CMake target or setuptools CUDA extension and pin the "
+                    "winner.",
     )
     parser.add_argument("--version", action="version", version=f"ciq_build {__version__}")
     parser.add_argument("--cmake-dir", action="store_true",
@@ -220,6 +235,7 @@ def _run(argv: Sequence[str] | None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    build_dir_implicit = hasattr(args, "build_dir") and not getattr(args, "build_dir_given", False)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupted)
     from ciq_build.tune.progress import configure_logging
@@ -291,6 +307,9 @@ def _run(argv: Sequence[str] | None) -> int:
             return 0 if verified.ok else 1
     except CiqError as error:
         print(f"ciq_build: error: {error}", file=sys.stderr)
+        if build_dir_implicit and not (args.build_dir / "CMakeCache.txt").is_file() and not _setuptools_project(
+                getattr(args, "setuptools", None), args.source_dir):
+            print(f"ciq_build: {_IMPLICIT_BUILD}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         proc.stop_all()

@@ -205,3 +205,33 @@ def test_the_library_calls_keywords_are_the_declared_options(tmp_path: Path) -> 
     with pytest.raises(ConfigError, match="takes no option targets, verbose; its options are allow_numerics, ") as e:
         tune_target("kern", build_dir=tmp_path, targets=("a", "b"), verbose=True)
     assert all(name in str(e.value) for name in declared_names(TuneOptions))
+
+
+def test_the_top_level_help_names_both_kinds_of_project() -> None:
+    text = build_parser().format_help()
+    assert "CMake target" in text and "setuptools" in text, text  # setuptools extensions are tuned too
+
+
+def test_every_command_with_a_build_dir_says_its_default() -> None:
+    with_build_dir = [(name, parser) for name, parser in _every_parser(build_parser(), "ciq_build")
+                      if any("-B" in action.option_strings for action in parser._actions)]
+    assert len(with_build_dir) >= 6  # tune, show, list, verify, report, export
+    for name, parser in with_build_dir:
+        action = next(a for a in parser._actions if "-B" in a.option_strings)
+        assert "default: ./build" in (action.help or ""), name
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "kern"], ["verify", "kern"], ["report", "kern"],
+                                     ["export", "kern", "--csv", "-"], ["tune", "kern"]])
+def test_a_missing_implicit_build_dir_says_b_was_not_given(command: list[str], tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from ciq_build.cli import main
+
+    monkeypatch.chdir(tmp_path)  # no ./build here
+    assert main(command) != 0
+    error = capsys.readouterr().err
+    assert "-B was not given, so ./build was assumed" in error, error
+    (tmp_path / "mine").mkdir()
+    assert main([*command, "-B", "mine"]) != 0  # given: the error is about the tree given, and says nothing of -B
+    assert "was not given" not in capsys.readouterr().err
