@@ -176,7 +176,8 @@ def _backend(args: argparse.Namespace) -> BuildBackend:
         return SetuptoolsBackend(project)
     from ciq_build.project.cmake_backend import CMakeBackend
 
-    return CMakeBackend(args.build_dir, args.source_dir, tuple(getattr(args, "cmake_arg", ())))
+    # --cmake-arg is tune's alone (declared as TuneOptions.cmake_args, its dest); other commands have none.
+    return CMakeBackend(args.build_dir, args.source_dir, tuple(getattr(args, "cmake_args", None) or ()))
 
 
 def _search_number(text: str) -> int:

@@ -235,3 +235,14 @@ def test_a_missing_implicit_build_dir_says_b_was_not_given(command: list[str], t
     (tmp_path / "mine").mkdir()
     assert main([*command, "-B", "mine"]) != 0  # given: the error is about the tree given, and says nothing of -B
     assert "was not given" not in capsys.readouterr().err
+
+
+def test_cmake_args_reach_the_configure_of_a_new_build_tree(tmp_path: Path) -> None:
+    """`tune -S src -B build --cmake-arg=...` configures with them (they were dropped once the options were declared)."""
+    from ciq_build.cli import _backend, build_parser
+
+    args = build_parser().parse_args(["tune", "kern", "-S", str(tmp_path), "-B", str(tmp_path / "build"),
+                                      "--cmake-arg=-DA=1", "--cmake-arg", "-DB=two words"])
+    assert _backend(args).cmake_args == ("-DA=1", "-DB=two words")
+    listed = build_parser().parse_args(["list", "-B", str(tmp_path / "build")])
+    assert _backend(listed).cmake_args == ()
