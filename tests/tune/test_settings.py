@@ -243,6 +243,9 @@ def test_cmake_args_reach_the_configure_of_a_new_build_tree(tmp_path: Path) -> N
 
     args = build_parser().parse_args(["tune", "kern", "-S", str(tmp_path), "-B", str(tmp_path / "build"),
                                       "--cmake-arg=-DA=1", "--cmake-arg", "-DB=two words"])
-    assert _backend(args).cmake_args == ("-DA=1", "-DB=two words")
-    listed = build_parser().parse_args(["list", "-B", str(tmp_path / "build")])
-    assert _backend(listed).cmake_args == ()
+    from ciq_build.project.cmake_backend import CMakeBackend
+
+    backend = _backend(args)
+    assert isinstance(backend, CMakeBackend) and backend.cmake_args == ("-DA=1", "-DB=two words")
+    listed = _backend(build_parser().parse_args(["list", "-B", str(tmp_path / "build")]))
+    assert isinstance(listed, CMakeBackend) and listed.cmake_args == ()
