@@ -347,9 +347,8 @@ class SetuptoolsBackend:
 
     def toolkit_rule(self) -> tuple[str, str]:
         if _explicit_nvcc(os.environ) is not None:
-            return "$CIQ_NVCC (else $CUDACXX) chose it", "set CIQ_NVCC=<its nvcc>"
-        return ("the first found of: the PyPI toolkit, $CUDA_HOME, $CUDA_PATH, nvcc on PATH, chose it",
-                "set CIQ_NVCC=<its nvcc>")
+            return "chosen by $CIQ_NVCC (else $CUDACXX)", "set CIQ_NVCC=<its nvcc>"
+        return ("chosen as the first of: the PyPI toolkit, $CUDA_HOME, $CUDA_PATH, PATH", "set CIQ_NVCC=<its nvcc>")
 
     def rebuild_hint(self, manifest: Manifest) -> str:
         return (f"rebuild ({shlex.join(self._plain_build)} in {self.project}) and look for a warning from ciq_build in "

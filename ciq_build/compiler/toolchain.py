@@ -186,10 +186,11 @@ class Toolchain:
     def major_minor(self) -> str:
         return major_minor(self.version)
 
-    def describe(self) -> str:
-        """One line for messages: "CUDA 13.3.73 (nvcc /path/nvcc, found via pip)"."""
+    def describe(self, chosen_by: str | None = None) -> str:
+        """One line for messages: "CUDA 13.3.73 (nvcc /path/nvcc, found via pip)"; `chosen_by` (a build
+        backend's toolkit_rule) says instead which rule chose it, so that a message names the rule once."""
         borrowed = f"; {self.borrowed}" if self.borrowed else ""
-        return f"CUDA {self.version} (nvcc {self.nvcc}, found via {self.source}{borrowed})"
+        return f"CUDA {self.version} (nvcc {self.nvcc}, {chosen_by or f'found via {self.source}'}{borrowed})"
 
     def require_cuobjdump(self) -> Path:
         if self.cuobjdump is None:

@@ -94,7 +94,8 @@ class BuildBackend(Protocol):
         ...
 
     def toolkit_rule(self) -> tuple[str, str]:
-        """What chose the project's CUDA toolkit, and what chooses another (`tune`'s first line says both)."""
+        """Which rule chose the project's CUDA toolkit ("chosen by ..."), and what chooses another (`tune`'s first
+        line says the one, its second, when another toolkit is found here, the other)."""
         ...
 
     def rebuild_hint(self, manifest: Manifest) -> str:

@@ -78,8 +78,8 @@ class CMakeBackend:
         return proc.run([build_tool("cmake"), "--build", str(self.build_dir), "--target", manifest.target], timeout)
 
     def toolkit_rule(self) -> tuple[str, str]:
-        return ("CMake chose it when this build tree was configured",
-                "configure a new build dir with -DCMAKE_CUDA_COMPILER=<its nvcc> and tune there")
+        return ("chosen by this build tree's CMAKE_CUDA_COMPILER",
+                "configure a new build dir with -DCMAKE_CUDA_COMPILER=<its nvcc>")
 
     def rebuild_hint(self, manifest: Manifest) -> str:
         return (f"reconfigure (cmake {self.build_dir}) and look for a warning from ciq_tune_target (a skipped pin "

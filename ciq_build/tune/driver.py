@@ -176,9 +176,13 @@ class TuneRun:
             self.deadline = time.monotonic() + limit
         self.cache.open(self._header(source), fresh=self.settings.fresh)
         self.source_set.excluded |= self.cache.source_outputs
-        self._say(f"tuning {self.manifest.target} with {self.toolchain.describe()}; {self._toolkit_choice()}; "
-                  f"objectives: {', '.join(o.spec for o in self.objectives)}; scratch trees in "
-                  f"{scratch_root(self.manifest)}")
+        rule, switch = self.backend.toolkit_rule()
+        self._say(f"tuning {self.manifest.target} with {self.toolchain.describe(rule)}; "
+                  f"objectives: {', '.join(o.spec for o in self.objectives)}")
+        others = other_toolkits(self.toolchain.nvcc)
+        if others:  # a CMake tree kept the system's 13.0 while setuptools in the same venv took pip's 13.3
+            self._say(f"other toolkits here: {', '.join(f'{nvcc} ({source})' for source, nvcc in others)}; "
+                      f"to tune with one, {switch}")
         # Nothing an earlier, killed tune left running may still write the scratch trees.
         for note in proc.claim_tree(scratch_root(self.manifest)):
             self._say(note)
@@ -189,8 +193,8 @@ class TuneRun:
         benchmarking = self.runner.slots.count if self.runner.needs_benchmark else 0
         count = self.executor.local_trees(self.settings.build.jobs, benchmarking) + 1
         # A configure each the first time (seconds to minutes for a large project), said before it starts.
-        self._say(f"preparing {count} scratch trees (the baseline's and {count - 1} worker(s)'; each configured once, "
-                  "then reused)")
+        self._say(f"preparing {count} scratch trees in {scratch_root(self.manifest)} (the baseline's and "
+                  f"{count - 1} worker(s)'; each configured once, then reused)")
         base_tree, *workers = make_trees(self.backend, self.manifest, self.toolchain, count,
                                          self._configure_timeout(), fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
@@ -216,15 +220,6 @@ class TuneRun:
 
     def _configure_timeout(self) -> float:
         return for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR)
-
-    def _toolkit_choice(self) -> str:
-        """Which rule chose the toolkit, and how to choose another one found here (the first line says it: a
-        CMake tree kept the system's 13.0 while setuptools in the same venv took pip's 13.3)."""
-        rule, switch = self.backend.toolkit_rule()
-        others = other_toolkits(self.toolchain.nvcc)
-        if not others:
-            return rule
-        return f"{rule}; for another ({', '.join(f'{nvcc} (via {source})' for source, nvcc in others)}), {switch}"
 
     def _use_timeouts(self, timeouts: Timeouts) -> None:
         """Every build and run of the driver's from here on is limited by `timeouts`."""
