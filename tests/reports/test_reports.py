@@ -276,6 +276,20 @@ def test_report_and_export_before_any_tune_say_to_tune_first(tmp_path: Path) -> 
         assert "Traceback" not in done.stderr
 
 
+@slow
+def test_export_of_a_configured_target_never_tuned_says_export(tuned: dict) -> None:
+    # kern is registered in the tuned tree (whose manifest names its record file) and was never tuned there:
+    # each command names itself, in the reason and in what to run.
+    for command in (["export", "kern", "--csv", "-"], ["export", "kern", "--json", "-"], ["report", "kern"]):
+        done = _ciq(*command, "-B", str(tuned["build"]), cwd=tuned["root"])
+        assert done.returncode != 0 and done.stdout == ""
+        said = done.stderr.strip()
+        assert "\n" not in said and "Traceback" not in said, said
+        assert f"no tune of kern to {command[0]}" in said and f"(the {command[0]} reads what it journals)" in said
+        words = said.replace(str(tuned["root"]), "<root>")  # the fixture's folder is named report<N>
+        assert ("report" in words) == (command[0] == "report"), said
+
+
 def test_text_from_an_edited_journal_is_escaped_in_the_page(tmp_path: Path) -> None:
     journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
     journal.parent.mkdir(parents=True)
