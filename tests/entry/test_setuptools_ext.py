@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -265,3 +266,22 @@ def test_cuda_extension_refuses_bad_params_objectives_and_constraints_when_setup
         CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4"], ciq_constraints=["T*U <= 8"])
     ext = CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4", "U=range(1,8)"], ciq_constraints=["T*U <= 8"])
     assert ext.ciq_constraints == ("T*U <= 8",)
+
+
+def test_a_misspelt_objective_in_setup_py_is_refused_by_each_command_in_one_line(tmp_path: Path) -> None:
+    # What `python -m ciq_build ... --setuptools` says when it reads such a setup.py: the configure check's
+    # "did you mean", one line, exit 2 (a ConfigError), before anything is built.
+    (tmp_path / "k.cu").write_text("__global__ void k(float *x) { x[0] = 1; }\n")
+    (tmp_path / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "from ciq_build.setuptools_ext import CudaExtension, build_ext\n"
+        "setup(name='m', ext_modules=[CudaExtension('m', ['k.cu'], ciq_target='k', ciq_objectives=['regsters'])],\n"
+        "      cmdclass={'build_ext': build_ext})\n")
+    for command in (["tune", "k"], ["list"], ["show", "k"]):
+        done = subprocess.run([sys.executable, "-m", "ciq_build", *command, "--setuptools", str(tmp_path)],
+                              capture_output=True, text=True, cwd=tmp_path)
+        said = done.stderr.strip()
+        assert done.returncode == 2, said
+        assert said.count("\n") == 0 and "Traceback" not in said, said
+        assert "CudaExtension('m'): unknown objective 'regsters' (did you mean registers?)" in said, said
+    assert not (tmp_path / "build").exists()
