@@ -12,7 +12,8 @@ Commands
 ::
 
   ciq_tune_target(<target>
-                  [BENCHMARK <exe-target> [ARGS <arg>...]]
+                  [BENCHMARK <exe-target> [ARGS <arg>...]
+                   | [ARGS_SETS <name:args>... [SCORE <geomean|worst>]]]
                   [METRIC <regex> [UNIT <s|ms|us|ns>]]
                   [OBJECTIVES <objective>...]
                   [PARAMS <NAME=space>...]
@@ -30,6 +31,13 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   The executable that measures a candidate (``ARGS``: its arguments); it
   prints ``CIQ_METRIC time_ms=<value>`` lines (README: the line protocol).
   Needed by the benchmark objectives (``time``).
+``ARGS_SETS <name:args>...``, ``SCORE <geomean|worst>``
+  Several problem sizes instead of ``ARGS``, e.g. ``ARGS_SETS "small:-n 1024"
+  "large:-n 65536"`` (the arguments split like a shell command line). Each
+  run runs the benchmark once per size; a candidate's score is the geometric
+  mean of its per-size ratios to the defaults (``SCORE geomean``, the
+  default) or its worst ratio (``SCORE worst``). The journal keeps each size's
+  figures (``time_ms@small``).
 ``METRIC <regex>``, ``UNIT <s|ms|us|ns>``
   For a benchmark that prints its own figure instead: the regex's first
   group is the number, in ``UNIT`` (default ``ms``). Only with ``BENCHMARK``.
@@ -960,6 +968,36 @@ function(_ciq_check_arguments fn)
         "path of a .bin search space, or acf-pool:<folder>.")
     endif()
   endforeach()
+  set(sizes "")
+  foreach(entry IN LISTS ARG_ARGS_SETS)
+    string(FIND "${entry}" ":" colon)
+    set(size "${entry}")
+    if(colon GREATER -1)
+      string(SUBSTRING "${entry}" 0 ${colon} size)
+    endif()
+    _ciq_rules_matches(ok args_set_name "${size}")
+    if(colon EQUAL -1 OR NOT ok)
+      message(FATAL_ERROR "${fn}: ARGS_SETS '${entry}' is not <name>:<arguments> with a name of "
+        "letters, digits, _ . + - (at most 32); write e.g. ARGS_SETS \"small:-n 1024\" \"large:-n 65536\".")
+    endif()
+    if(size IN_LIST sizes)
+      message(FATAL_ERROR "${fn}: ARGS_SETS '${entry}': the size ${size} is given more than once; "
+        "name each size once.")
+    endif()
+    list(APPEND sizes "${size}")
+  endforeach()
+  if(DEFINED ARG_SCORE)
+    _ciq_rules_words(scores score)
+    if(NOT ARG_SCORE IN_LIST scores)
+      _ciq_rules_nearest(guess "${ARG_SCORE}" ${scores})
+      set(hint "")
+      if(NOT guess STREQUAL "")
+        set(hint " (did you mean ${guess}?)")
+      endif()
+      list(JOIN scores " or " shown)
+      message(FATAL_ERROR "${fn}: SCORE '${ARG_SCORE}' is not a score${hint}; use ${shown}.")
+    endif()
+  endif()
   if(DEFINED ARG_METRIC)
     # The number is METRIC's first capture group: a regex without one cannot give it.
     string(REGEX REPLACE "\\\\." "" plain "${ARG_METRIC}")
@@ -978,10 +1016,10 @@ function(_ciq_check_call target)
   set(fn "ciq_tune_target(${target})")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'. "
-      "Keywords are BENCHMARK, ARGS, METRIC, UNIT, OBJECTIVES, PARAMS, CONSTRAINTS, "
+      "Keywords are BENCHMARK, ARGS, ARGS_SETS, SCORE, METRIC, UNIT, OBJECTIVES, PARAMS, CONSTRAINTS, "
       "SEARCH_SPACE, PIN_DIR, TIMEOUT and ALLOW_NUMERICS.")
   endif()
-  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT)
+  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE)
     if(keyword IN_LIST ARG_KEYWORDS_MISSING_VALUES)
       message(FATAL_ERROR "${fn}: ${keyword} needs a value.")
     endif()
@@ -1007,6 +1045,18 @@ function(_ciq_check_call target)
   if(ARG_ARGS AND NOT ARG_BENCHMARK)
     message(FATAL_ERROR "${fn}: ARGS are the benchmark's arguments; give "
       "BENCHMARK <exe-target> too.")
+  endif()
+  if(ARG_ARGS_SETS AND NOT ARG_BENCHMARK)
+    message(FATAL_ERROR "${fn}: ARGS_SETS are the benchmark's problem sizes; give "
+      "BENCHMARK <exe-target> too.")
+  endif()
+  if(ARG_ARGS AND ARG_ARGS_SETS)
+    message(FATAL_ERROR "${fn}: give ARGS (one size) or ARGS_SETS (several), not both; "
+      "put the common arguments into each ARGS_SETS entry.")
+  endif()
+  if(DEFINED ARG_SCORE AND NOT ARG_ARGS_SETS)
+    message(FATAL_ERROR "${fn}: SCORE combines the sizes of ARGS_SETS; give "
+      "ARGS_SETS \"small:-n 1024\" \"large:-n 65536\" too, or leave SCORE out.")
   endif()
   if(ARG_METRIC AND NOT ARG_BENCHMARK)
     message(FATAL_ERROR "${fn}: METRIC reads the output of a benchmark; give "
@@ -1262,9 +1312,9 @@ function(ciq_tune_target target)
     # Options
     "ALLOW_NUMERICS"       # the search may change floating-point results
     # One-value keywords
-    "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT"
+    "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT;SCORE"
     # Multi-value keywords
-    "ARGS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE")
+    "ARGS;ARGS_SETS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE")
   _ciq_check_call(${target})
   # The defaults (TIMEOUT's is tune's, ciq_build/core/settings.py DEFAULT_TIMEOUT; a test keeps them equal).
   if(NOT DEFINED ARG_TIMEOUT)
@@ -1292,6 +1342,8 @@ function(ciq_tune_target target)
     _CIQ_OBJECT_DEPENDS "${options_file};${depends}"
     _CIQ_BENCHMARK "${ARG_BENCHMARK}"
     _CIQ_ARGS "${ARG_ARGS}"
+    _CIQ_ARGS_SETS "${ARG_ARGS_SETS}"
+    _CIQ_SCORE "${ARG_SCORE}"
     _CIQ_METRIC "${ARG_METRIC}"
     _CIQ_METRIC_UNIT "${ARG_UNIT}"
     _CIQ_OBJECTIVES "${ARG_OBJECTIVES}"
@@ -1394,7 +1446,27 @@ function(_ciq_finalize_target target)
     get_target_property(benchmark_args ${target} _CIQ_ARGS)
     _ciq_json_string(benchmark_name "${benchmark}")
     _ciq_json_array(benchmark_args ${benchmark_args})
-    set(benchmark_json "{\"target\": ${benchmark_name}, \"path\": \"@CIQ_BENCHMARK_PATH@\", \"args\": ${benchmark_args}}")
+    # ARGS_SETS: each "name:arguments" as {"name", "args"}, the arguments split like a shell's.
+    get_target_property(args_sets ${target} _CIQ_ARGS_SETS)
+    get_target_property(score ${target} _CIQ_SCORE)
+    if(NOT score)
+      set(score geomean)
+    endif()
+    set(sets_json "")
+    foreach(entry IN LISTS args_sets)
+      string(FIND "${entry}" ":" colon)
+      string(SUBSTRING "${entry}" 0 ${colon} size)
+      math(EXPR rest "${colon} + 1")
+      string(SUBSTRING "${entry}" ${rest} -1 size_args)
+      separate_arguments(size_args UNIX_COMMAND "${size_args}")
+      _ciq_json_array(size_args_json ${size_args})
+      if(NOT sets_json STREQUAL "")
+        string(APPEND sets_json ", ")
+      endif()
+      # Appended as text: a CMake list would split inside the JSON's [ ].
+      string(APPEND sets_json "{\"name\": \"${size}\", \"args\": ${size_args_json}}")
+    endforeach()
+    set(benchmark_json "{\"target\": ${benchmark_name}, \"path\": \"@CIQ_BENCHMARK_PATH@\", \"args\": ${benchmark_args}, \"args_sets\": [${sets_json}], \"score\": \"${score}\"}")
   else()
     set(benchmark_json "null")
   endif()

@@ -70,7 +70,7 @@ import regex
 from ciq_build.core.causes import Cause
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_advice, timeout_seconds
 from ciq_build.errors import BenchmarkError, ConfigError
-from ciq_build.measure import proc
+from ciq_build.measure import proc, sizes
 
 # Failure causes (the benchmark's part of ARCHITECTURE.md's list), plus no_gpu.
 BENCH_TIMEOUT = Cause.BENCH_TIMEOUT
@@ -153,6 +153,12 @@ class BenchSpec:
     # Metrics every run must print (the runtime objectives); empty: at least one metric.
     required: tuple[str, ...] = ()
     metric_unit: str = DEFAULT_METRIC_UNIT  # the unit of the METRIC regex's number (the target's UNIT)
+    # ARGS_SETS: (size name, its arguments) each; a run runs every size once (ciq_build.measure.sizes).
+    # Empty: one size, `args`.
+    args_sets: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    score: str = "geomean"  # SCORE: how the sizes combine
+    reference: Mapping[str, float] = field(default_factory=dict)  # the baseline's per-size medians
+    maximized: tuple[str, ...] = ()  # the metrics where more is better (for SCORE worst)
 
     def __post_init__(self) -> None:
         path = Path(self.path)
@@ -573,6 +579,8 @@ def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
             f"the benchmark {spec.path} does not exist or is not executable; build it "
             "(cmake --build <build dir> --target <benchmark>) or fix BENCHMARK in ciq_tune_target()"
         )
+    if spec.args_sets:
+        return _run_sizes(spec, slots)
     slot: AbstractContextManager[dict[str, str]] = slots.slot() if slots is not None else nullcontext({})
     with slot as slot_env:
         env = None
@@ -583,6 +591,37 @@ def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
     text = result.stdout + ("\n" if result.stdout and result.stderr else "") + result.stderr
     parsed = parse_output(text, spec.metric_regex, spec.metric_unit)
     return replace(classify(result, parsed, spec.required, spec.timeout), printed_times=parsed.printed_times)
+
+
+def _run_sizes(spec: BenchSpec, slots: GpuSlots | None) -> BenchRun:
+    """One run over every size (run_once each, in order): the first size that fails fails the run,
+    named; otherwise the sizes' metrics combined by SCORE."""
+    per_size: dict[str, dict[str, float]] = {}
+    printed: dict[str, PrintedTime] = {}
+    seconds = 0.0
+    tails: list[str] = []
+    checks: list[str | None] = []
+    for name, args in spec.args_sets:
+        run = run_once(replace(spec, args=args, args_sets=()), slots=slots)
+        seconds += run.seconds
+        if not run.ok:
+            return replace(run, message=f"size {name} ({' '.join(args) or 'no arguments'}): {run.message}",
+                           seconds=seconds)
+        per_size[name] = dict(run.metrics)
+        checks.append(run.check)
+        tails.append(f"[size {name}]\n{run.output_tail}")
+        for metric, how in run.printed_times.items():  # the coarsest of the sizes, for the precision warning
+            if metric not in printed or how.resolution > printed[metric].resolution:
+                printed[metric] = how
+    metrics = sizes.combine(per_size, spec.score, spec.reference, spec.maximized)
+    check: Literal["PASS", "FAIL"] | None = "PASS" if all(c == "PASS" for c in checks) else None
+    missing = [name for name in spec.required if name not in metrics]
+    if missing:
+        return BenchRun(False, NO_METRIC, f"no combined value of {', '.join(missing)} over the sizes "
+                        f"{', '.join(per_size)}: every size must print it, above 0", metrics, check, seconds,
+                        "\n".join(tails))
+    shown = ", ".join(f"{k}={v:.6g}" for k, v in sorted(metrics.items()))
+    return BenchRun(True, None, shown, metrics, check, seconds, "\n".join(tails), printed_times=printed)
 
 
 # -- repeated runs ---------------------------------------------------------------------

@@ -115,7 +115,7 @@ class ScratchTree:
         assert bench is not None and self.benchmark_path is not None
         return BenchSpec(path=self.benchmark_path, args=tuple(bench.args), timeout=timeout,
                          metric_regex=self.manifest.metric_regex or None, cwd=self.build_dir, required=required,
-                         metric_unit=self.manifest.metric_unit)
+                         metric_unit=self.manifest.metric_unit, args_sets=bench.args_sets, score=bench.score)
 
     # -- configure and build ---------------------------------------------------
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ciq_build.compiler.toolchain import arch_name, split_architectures
 from ciq_build.core.objectives import Objective, parse_objectives
-from ciq_build.core.rules import is_target_name, nearest
+from ciq_build.core.rules import is_target_name, load_rules, nearest
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import ConfigError, ManifestError
 from ciq_build.project.manifest_schema import MANIFEST_SCHEMA as MANIFEST_SCHEMA  # declared with the schema
@@ -35,6 +36,10 @@ class Benchmark:
     target: str
     path: Path
     args: tuple[str, ...] = ()
+    # ARGS_SETS: several problem sizes, each (name, its arguments), scored together by `score`
+    # (ciq_build.measure.sizes); empty: the one size `args`.
+    args_sets: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    score: str = "geomean"
 
 
 @dataclass(frozen=True)
@@ -318,7 +323,10 @@ def manifest_document(manifest: Manifest) -> dict[str, Any]:
         "cuda_sources": [str(s) for s in manifest.cuda_sources], "object_dir": str(manifest.object_dir),
         "objects": [str(o) for o in manifest.objects],
         "benchmark": None if benchmark is None else {"target": benchmark.target, "path": str(benchmark.path),
-                                                     "args": list(benchmark.args)},
+                                                     "args": list(benchmark.args),
+                                                     "args_sets": [{"name": name, "args": list(args)}
+                                                                   for name, args in benchmark.args_sets],
+                                                     "score": benchmark.score},
         "metric_regex": manifest.metric_regex, "metric_unit": manifest.metric_unit,
         "objectives": list(manifest.objectives), "params": list(manifest.params),
         "constraints": list(manifest.constraints), "search_space": list(manifest.search_space), "pin_dir": str(manifest.pin_dir),
@@ -346,14 +354,40 @@ def _read_benchmark(r: _Reader, value: Any) -> Benchmark | None:
     if value is None:
         return None
     data = r.obj(value, "benchmark")
-    unknown = sorted(set(data) - {"target", "path", "args"})
+    unknown = sorted(set(data) - {"target", "path", "args", "args_sets", "score"})
     if unknown:
         raise r.fail("benchmark." + unknown[0], "is not a manifest field")
+    sets: list[tuple[str, tuple[str, ...]]] = []
+    raw_sets = data.get("args_sets", [])
+    if not isinstance(raw_sets, list):
+        raise r.fail("benchmark.args_sets", "is not a list")
+    for i, item in enumerate(raw_sets):
+        entry = r.obj(item, f"benchmark.args_sets[{i}]")
+        name = r.str_(entry, "name", f"benchmark.args_sets[{i}].", empty=False)
+        problem = args_set_problem(name, [known for known, _ in sets])
+        if problem:
+            raise r.fail(f"benchmark.args_sets[{i}].name", problem)
+        sets.append((name, r.str_list(entry, "args", f"benchmark.args_sets[{i}].")))
+    score = data.get("score", "geomean")
+    if score not in load_rules().words["score"]:
+        raise r.fail("benchmark.score", f"is {score!r}, not one of {', '.join(load_rules().words['score'])}")
     return Benchmark(
         target=r.str_(data, "target", "benchmark.", empty=False),
         path=r.abspath(data, "path", "benchmark."),
         args=r.str_list(data, "args", "benchmark."),
+        args_sets=tuple(sets),
+        score=score,
     )
+
+
+def args_set_problem(name: str, earlier: Sequence[str]) -> str | None:
+    """What is wrong with an ARGS_SETS name (the rule book's args_set_name), or None."""
+    if not load_rules().matches("args_set_name", name):
+        return (f"{name!r} is not a size name (1-32 letters, digits, _ . + -, not starting with . + -); "
+                "write ARGS_SETS \"small:-n 1024\" \"large:-n 65536\"")
+    if name in earlier:
+        return f"the size {name!r} is given more than once; name each size once"
+    return None
 
 
 def for_architecture(manifest: Manifest, architecture: str) -> Manifest:

@@ -44,6 +44,12 @@ def _object(properties: dict[str, dict[str, Any]], optional: tuple[str, ...] = (
 _OPTIONAL = ("metric_unit", "constraints")
 
 
+def _args_set_name() -> dict[str, Any]:
+    rule = load_rules().patterns["args_set_name"]
+    return {"type": "string", "pattern": f"^(?:{rule.regex.pattern})$", "minLength": rule.min_length,
+            "maxLength": rule.max_length}
+
+
 def _fields() -> dict[str, dict[str, Any]]:
     target_name = load_rules().patterns["target_name"]
     return {
@@ -57,8 +63,14 @@ def _fields() -> dict[str, dict[str, Any]]:
         "cuda_sources": _ABSOLUTES,
         "object_dir": _ABSOLUTE,  # what object names in a pin's fingerprints are relative to
         "objects": _ABSOLUTES,  # $<TARGET_OBJECTS:target>
+        # args_sets (ARGS_SETS): the problem sizes scored together, each run once per repeat; score
+        # (SCORE): how their ratios to the defaults make one score. Left out: one size, ARGS.
         "benchmark": {"anyOf": [{"type": "null"},
-                                _object({"target": _NONEMPTY, "path": _ABSOLUTE, "args": _TEXTS})]},
+                                _object({"target": _NONEMPTY, "path": _ABSOLUTE, "args": _TEXTS,
+                                         "args_sets": {"type": "array", "items": _object(
+                                             {"name": _args_set_name(), "args": _TEXTS})},
+                                         "score": {"enum": list(load_rules().words["score"])}},
+                                        ("args_sets", "score"))]},
         "metric_regex": _TEXT,
         "metric_unit": {"enum": list(METRIC_UNITS)},
         "objectives": _TEXTS,

@@ -50,6 +50,9 @@ def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sour
     if manifest.metric_regex:
         # What the benchmark's output means; absent for the line protocol, so its keys stay as they were.
         payload["metric"] = [manifest.metric_regex, manifest.metric_unit]
+    if bench and bench.args_sets:
+        # Other sizes, or another SCORE, measure something else; absent for one size, so its keys stay.
+        payload["sizes"] = [[name, *args] for name, args in bench.args_sets] + [bench.score]
     digest.update(json.dumps(payload, sort_keys=True).encode())
     return digest.hexdigest()
 

@@ -24,11 +24,12 @@ from typing import Any, TextIO, TypeVar
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
 from ciq_build.core.causes import Cause
-from ciq_build.core.objectives import named_scores, unbenchmarked_names
+from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_names
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
 from ciq_build.errors import BenchmarkError, BuildError, CiqError, ConfigError, DiskFullError, NoGpuError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import GpuSlots
+from ciq_build.measure.sizes import SIZE_SEPARATOR, size_ratios
 from ciq_build.pin.record import (
     PinnedRecord,
     check_pin_dir,
@@ -203,6 +204,8 @@ class TuneRun:
         self._use_timeouts(for_baseline(self.settings.measure))  # a large project's defaults may take long
         self.runner.code_context = self._key(Controls())
         baseline = self._baseline(base_tree, configured)
+        self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
+                                      if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
         timeouts = for_candidates(self.settings.measure, baseline)
         self._use_timeouts(timeouts)
@@ -376,10 +379,20 @@ class TuneRun:
                           repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by,
                           stopped=self._stopped_text(),
                           next_without_pin=next_without_a_pin(self.objectives, self.settings.search,
-                                                              self.settings.pin, confirmation.better)),
+                                                              self.settings.pin, confirmation.better),
+                          size_ratios=self._size_ratios(confirmation)),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)
+
+    def _size_ratios(self, confirmation: Confirmation) -> dict[str, dict[str, float]]:
+        """Each benchmark objective's per-size ratio, winner over defaults (ARGS_SETS; empty without)."""
+        bench = self.manifest.benchmark
+        if bench is None or not bench.args_sets:
+            return {}
+        names = [name for name, _ in bench.args_sets]
+        return {o.spec: size_ratios(confirmation.winner.metrics, confirmation.baseline.metrics, metric_key(o), names)
+                for o in self.objectives if o.source == "benchmark"}
 
     def _nothing_evaluated(self, baseline: Evaluation) -> TuneOutcome:
         """A budget spent before any candidate (a --time-limit the baseline used up): nothing to confirm or pin."""

@@ -83,6 +83,9 @@ class BuildRunner:
         # What else a measurement depends on (sources, toolchain, benchmark: the driver's key of
         # the defaults), so a journaled evaluation of other sources never shares its code key.
         self.code_context = ""
+        # The baseline's per-size medians (time_ms@small ...), once measured: what SCORE worst divides by
+        # (ciq_build.measure.sizes), the same for every candidate and the confirmation.
+        self.size_reference: dict[str, float] = {}
         # Racing needs one objective, from the benchmark: with more, a candidate behind on
         # time may still be on the Pareto front.
         timed = self.objectives[0] if len(self.objectives) == 1 else None
@@ -119,8 +122,12 @@ class BuildRunner:
 
     def bench_spec(self, tree: ScratchTree) -> BenchSpec:
         """The benchmark as `tree` runs it (its backend's command), timed and checked as this tune wants."""
-        return tree.bench_spec(self.bench_timeout, tuple(metric_key(o) for o in self.objectives
+        spec = tree.bench_spec(self.bench_timeout, tuple(metric_key(o) for o in self.objectives
                                                           if o.source == "benchmark"))
+        if not spec.args_sets:
+            return spec
+        maximized = tuple(metric_key(o) for o in self.objectives if o.direction == "max")
+        return dataclasses.replace(spec, reference=dict(self.size_reference), maximized=maximized)
 
     def check_precision(self, *measurements: Measurement) -> None:
         """Warn, once per tune each, when a time an objective reads is printed too coarsely to compare

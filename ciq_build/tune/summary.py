@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 
 from ciq_build.core.objectives import KINDS, Objective, with_unit
@@ -59,7 +59,8 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 winner_scores: tuple[float, ...], evaluations: Sequence[Evaluation], needs_benchmark: bool,
                 verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
                 *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
-                next_without_pin: str = "", stopped: str = "") -> str:
+                next_without_pin: str = "", stopped: str = "",
+                size_ratios: Mapping[str, Mapping[str, float]] | None = None) -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
@@ -75,6 +76,9 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     lines = [
         f"ciq_build: {target}",
         table,
+        *(f"  {spec} per size (winner / defaults): "
+          + ", ".join(f"{size} {ratio:.4g}x ({relative_change(1.0, ratio)})" for size, ratio in ratios.items())
+          for spec, ratios in (size_ratios or {}).items() if ratios),
         f"  evaluations: {len(evaluations)} ({reused}); failures: {failure_summary(evaluations)}",
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
     ]
