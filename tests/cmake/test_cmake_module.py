@@ -640,6 +640,16 @@ def test_call_errors_name_the_function_and_say_what_to_do(tiny: Tiny, body: str,
         ('PARAMS "KTILE=range(1,64)" CONSTRAINTS "KTILE*2<="',
          "it ends where a number, a PARAMS name or '(' belongs"),
         ('PARAMS "KTILE=range(1,64)" CONSTRAINTS "1<KTILE<8"', "comparisons do not chain"),
+        # Issue 22 item 10: several problem sizes.
+        ('BENCHMARK kern_bench ARGS_SETS "small:-n 1" "-n 2"', "ARGS_SETS '-n 2' is not <name>:<arguments>"),
+        ('BENCHMARK kern_bench ARGS_SETS "small:-n 1" ".big:-n 2"', "ARGS_SETS '.big:-n 2' is not <name>:"),
+        ('BENCHMARK kern_bench ARGS_SETS "n:-n 1" "n:-n 2"', "the size n is given more than once"),
+        ('BENCHMARK kern_bench ARGS_SETS "a:-n 1" "b:-n 2" SCORE geomaen',
+         "SCORE 'geomaen' is not a score (did you mean geomean?); use geomean or worst"),
+        ('BENCHMARK kern_bench ARGS -n 1 ARGS_SETS "a:-n 1" "b:-n 2"', "give ARGS (one size) or ARGS_SETS"),
+        ('BENCHMARK kern_bench SCORE worst', "SCORE combines the sizes of ARGS_SETS"),
+        ('ARGS_SETS "a:-n 1" "b:-n 2"', "ARGS_SETS are the benchmark's problem sizes; give BENCHMARK"),
+        ('BENCHMARK kern_bench ARGS_SETS "a:-n 1" SCORE', "SCORE needs a value"),
     ],
 )
 def test_a_bad_argument_is_refused_at_configure_at_the_calls_line(tiny: Tiny, call: str, message: str) -> None:
@@ -661,6 +671,19 @@ def test_good_arguments_configure_and_reach_the_manifest(tiny: Tiny) -> None:
     manifest = load_manifest(tiny.build, "kern")
     assert manifest.constraints == ("KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)",)
     assert manifest.params == ("KTILE=range(1,64)", "KTILE2=choice(1,2)")
+
+
+def test_args_sets_and_score_reach_the_manifest_split_like_a_command_line(tiny: Tiny) -> None:
+    body = ('ciq_tune_target(kern BENCHMARK kern_bench ARGS_SETS "small:-n 1024 --label \\"a b\\"" '
+            '"large.2:-n 65536" "none:" SCORE worst OBJECTIVES time)\n')
+    ensure_ok(tiny.configure(body=body))
+    bench = load_manifest(tiny.build, "kern").benchmark
+    assert bench is not None and bench.args == ()
+    assert bench.args_sets == (("small", ("-n", "1024", "--label", "a b")), ("large.2", ("-n", "65536")),
+                               ("none", ()))
+    assert bench.score == "worst"
+    ensure_ok(tiny.configure(body='ciq_tune_target(kern BENCHMARK kern_bench ARGS_SETS "a:-n 1" "b:-n 2")\n'))
+    assert load_manifest(tiny.build, "kern").benchmark.score == "geomean"  # type: ignore[union-attr]
 
 
 # --- other generators -------------------------------------------------------
