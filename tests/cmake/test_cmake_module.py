@@ -683,7 +683,7 @@ def test_args_sets_and_score_reach_the_manifest_split_like_a_command_line(tiny: 
                                ("none", ()))
     assert bench.score == "worst"
     ensure_ok(tiny.configure(body='ciq_tune_target(kern BENCHMARK kern_bench ARGS_SETS "a:-n 1" "b:-n 2")\n'))
-    assert load_manifest(tiny.build, "kern").benchmark.score == "geomean"  # type: ignore[union-attr]
+    assert load_manifest(tiny.build, "kern").benchmark.score == "geomean"
 
 
 # --- other generators -------------------------------------------------------
