@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,35 @@ def test_runtime_objective_without_benchmark_says_add_one(tmp_path):
     data.update(benchmark=None, objectives=["time"])
     write_manifest(tmp_path, data)
     with pytest.raises(ManifestError, match="BENCHMARK"):
+        load_manifest(tmp_path, "gemm")
+
+
+def test_args_sets_and_score_load_and_an_older_manifest_without_them_is_one_size(tmp_path):
+    data = valid_manifest(tmp_path)
+    data["benchmark"].update(args=[], args_sets=[{"name": "small", "args": ["-n", "1"]},
+                                                 {"name": "large", "args": ["-n", "2"]}], score="worst")
+    write_manifest(tmp_path, data)
+    bench = load_manifest(tmp_path, "gemm").benchmark
+    assert bench is not None and bench.score == "worst"
+    assert bench.args_sets == (("small", ("-n", "1")), ("large", ("-n", "2")))
+    write_manifest(tmp_path, valid_manifest(tmp_path))
+    bench = load_manifest(tmp_path, "gemm").benchmark
+    assert bench is not None and bench.args_sets == () and bench.score == "geomean"
+
+
+@pytest.mark.parametrize(
+    ("sets", "score", "message"),
+    [([{"name": "a", "args": []}, {"name": "a", "args": ["-n"]}], "geomean", "the size 'a' is given more than once"),
+     ([{"name": "-a", "args": []}], "geomean", "'-a' is not a size name"),
+     ([{"name": "a", "args": []}], "mean", "benchmark.score"),
+     ([{"name": "a"}], "geomean", "benchmark.args_sets"),
+     ({"name": "a"}, "geomean", "benchmark.args_sets")],
+)
+def test_bad_args_sets_or_score_are_refused_naming_the_field(tmp_path, sets, score, message):
+    data = valid_manifest(tmp_path)
+    data["benchmark"].update(args_sets=sets, score=score)
+    write_manifest(tmp_path, data)
+    with pytest.raises(ManifestError, match=re.escape(message)):
         load_manifest(tmp_path, "gemm")
 
 
