@@ -5,14 +5,23 @@
 //   CIQ_METRIC <name>=<number>   measurements; `time_ms` is the time objective
 //   CIQ_CHECK PASS|FAIL          the benchmark's own correctness verdict
 //   CIQ_ERROR no-gpu             no usable GPU (exit status 2)
+//   CIQ_INFO ...                 ignored by the protocol: which GPU the run used
+//
+// With CIQ_BENCH_LOG set, each run appends one line to that file when it exits:
+//   <pid> <start_ns> <end_ns> visible=<CUDA_VISIBLE_DEVICES> bus=<PCI bus id>
+// (wall-clock ns): bench/multi_gpu.py checks from it that each run used the GPU
+// it was given and that no two runs overlapped on one GPU.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include <cuda_runtime.h>
 
@@ -30,9 +39,30 @@ inline void check(cudaError_t status, const char* what) {
     if (status != cudaSuccess) fail(what, status);
 }
 
+namespace detail {
+inline long long wall_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch()).count();
+}
+inline long long run_start_ns = 0;
+inline char run_bus[32] = "unknown";
+inline void append_run_log() {
+    const char* path = std::getenv("CIQ_BENCH_LOG");
+    if (path == nullptr || *path == '\0') return;
+    if (std::FILE* log = std::fopen(path, "a")) {  // one short write per line: O_APPEND keeps lines whole
+        const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+        std::fprintf(log, "%lld %lld %lld visible=%s bus=%s\n", static_cast<long long>(getpid()),
+                     run_start_ns, wall_ns(), visible && *visible ? visible : "-", run_bus);
+        std::fclose(log);
+    }
+}
+}  // namespace detail
+
 // Exits 2 with `CIQ_ERROR no-gpu` when the runtime finds no usable device
 // (no driver, a driver too old for this runtime, or no device).
 inline int require_gpu() {
+    detail::run_start_ns = detail::wall_ns();  // before the CUDA context: the run holds its GPU from here
+    std::atexit(detail::append_run_log);
     int count = 0;
     const cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess || count == 0) {
@@ -48,6 +78,10 @@ inline int require_gpu() {
     check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
     std::fprintf(stderr, "device %d: %s (sm_%d%d, %d SMs)\n", device, prop.name, prop.major,
                  prop.minor, prop.multiProcessorCount);
+    check(cudaDeviceGetPCIBusId(detail::run_bus, sizeof detail::run_bus, device), "cudaDeviceGetPCIBusId");
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    std::printf("CIQ_INFO device %d bus %s CUDA_VISIBLE_DEVICES=%s\n", device, detail::run_bus,
+                visible && *visible ? visible : "-");
     return prop.multiProcessorCount;
 }
 
