@@ -9,12 +9,15 @@ report.
         --ray-address <it>` and exits with the tune's status.
 
     multi_gpu.py report --gpu-map FILE --json OUT ARM.json [ARM.json ...]
-        ARM.json (written by multi_gpu.sh): {"name", "gpus": ["0", "1"], "wall_s", "journal", "pin",
-        "bench_log", "rc"}. The first arm is the reference (one GPU). Prints per arm: evaluations per
-        minute, each GPU's busy fraction, the wall time to the pin, whether it evaluated the same
-        candidates and pinned the same winner as the reference; checks that every benchmark run used
-        the GPU it was given and that no two runs overlapped on one GPU; prints the speed-up ratios
-        against the reference (goals: 2 GPUs >= 1.8x, 4 GPUs >= 3.5x). Exit status 1 when a check fails.
+        ARM.json (written by multi_gpu.sh): {"name", "gpus": ["0", "1"], "wall_s", "rc", "journal", "pin",
+        "bench_log"} (file names relative to ARM.json's folder). Arms are named <executor>-<GPUs>
+        (gpus-0, gpus-01, ray-0, ...); the first is the reference for candidates and winner (one GPU,
+        local), and each arm's speed is compared with its own executor's one-GPU arm. Prints per arm:
+        evaluations per minute (over the wall to the pin, and in the search alone), each GPU's busy
+        fraction, the wall time to the pin, whether it evaluated the same candidates and pinned the same
+        winner as the reference; checks that every benchmark run used the GPU it was given and that no
+        two runs overlapped on one GPU; prints the speed-up ratios (goals: 2 GPUs >= 1.8x, 4 GPUs
+        >= 3.5x). Exit status 1 when a check fails (a tune's exit, a run on the wrong GPU, a GPU shared).
 
 The run log has one line per benchmark run, appended by the benchmark itself when CIQ_BENCH_LOG is set
 (sample_extension/bench/bench_common.h): `<pid> <start_ns> <end_ns> visible=<CUDA_VISIBLE_DEVICES>
@@ -26,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +55,7 @@ def read_gpu_map(path: Path) -> dict[str, str]:
 
 
 def read_runs(path: Path) -> list[dict[str, Any]]:
-    runs = []
+    runs: list[dict[str, Any]] = []
     if not path.is_file():
         return runs
     for line in path.read_text().splitlines():
@@ -74,6 +79,15 @@ def candidates(evaluations: list[dict[str, Any]]) -> list[tuple[int, str]]:
     """What was evaluated, in the search's order per generation (completion order differs with more GPUs)."""
     return sorted((int(e.get("generation", -1)), json.dumps([e.get("params"), e.get("controls")], sort_keys=True))
                   for e in evaluations)
+
+
+def search_rate(evaluations: list[dict[str, Any]]) -> float:
+    """Evaluations per minute between the first and the last journaled one: the search alone, without the
+    configure, the baseline and the final re-measure that every arm pays once (journal times: 1 s steps)."""
+    stamps = sorted(datetime.strptime(e["time"], "%Y-%m-%dT%H:%M:%S%z").timestamp() for e in evaluations if e.get("time"))
+    if len(stamps) < 2 or stamps[-1] <= stamps[0]:
+        return 0.0
+    return (len(stamps) - 1) / ((stamps[-1] - stamps[0]) / 60)
 
 
 def winner(pin: Path) -> str | None:
@@ -113,9 +127,11 @@ def wrong_gpu(runs: list[dict[str, Any]], gpu_map: dict[str, str], given: list[s
     return found
 
 
-def summarize(arm: dict[str, Any], gpu_map: dict[str, str]) -> dict[str, Any]:
-    evaluations = read_evaluations(Path(arm["journal"]))
-    runs = read_runs(Path(arm["bench_log"]))
+def summarize(arm_file: Path, gpu_map: dict[str, str]) -> dict[str, Any]:
+    arm = json.loads(arm_file.read_text())
+    here = arm_file.parent  # the files' names are relative to arm.json: the report re-runs on the unpacked tarball
+    evaluations = read_evaluations(here / arm["journal"])
+    runs = read_runs(here / arm["bench_log"])
     wall = float(arm["wall_s"])
     busy: dict[str, float] = {}
     for run in runs:
@@ -127,6 +143,7 @@ def summarize(arm: dict[str, Any], gpu_map: dict[str, str]) -> dict[str, Any]:
         "evaluations": len(evaluations),
         "measured": sum(1 for e in evaluations if e.get("runs")),
         "evaluations_per_min": round(len(evaluations) / (wall / 60), 2) if wall > 0 else 0.0,
+        "search_evaluations_per_min": round(search_rate(evaluations), 2),
         "benchmark_runs": len(runs),
         "busy_fraction": {f"gpu{index_of.get(bus, bus)}": round(seconds / wall, 3) for bus, seconds in
                           sorted(busy.items(), key=lambda item: index_of.get(item[0], item[0]))},
@@ -134,23 +151,31 @@ def summarize(arm: dict[str, Any], gpu_map: dict[str, str]) -> dict[str, Any]:
         "wrong_gpu": wrong_gpu(runs, gpu_map, arm["gpus"]),
         "overlaps": overlaps(runs),
         "candidates": candidates(evaluations),
-        "winner": winner(Path(arm["pin"])),
+        "winner": winner(here / arm["pin"]),
     }
 
 
 def report(arm_files: list[Path], gpu_map_file: Path, json_out: Path) -> int:
     gpu_map = read_gpu_map(gpu_map_file)
-    arms = [summarize(json.loads(path.read_text()), gpu_map) for path in arm_files]
-    reference = arms[0]
+    arms = [summarize(path, gpu_map) for path in arm_files]
+    reference = arms[0]  # candidates and winner: every arm against the first (one GPU, local)
     failed = []
-    print(f"{'arm':<14}{'rc':>4}{'evals':>7}{'measured':>9}{'runs':>6}{'wall s':>9}{'evals/min':>11}"
-          f"{'x ref':>7}  busy fraction per GPU (benchmark-s / wall)")
+    print("evals/min: over the wall to the pin; search/min: between the first and last evaluation (the search "
+          "alone);\nx1: both against the same executor's one-GPU arm")
+    print(f"{'arm':<12}{'rc':>4}{'evals':>6}{'measured':>9}{'runs':>5}{'wall s':>8}{'evals/min':>10}{'x1':>6}"
+          f"{'search/min':>11}{'x1':>6}  busy fraction per GPU (benchmark-s / wall)")
     for arm in arms:
-        ratio = arm["evaluations_per_min"] / reference["evaluations_per_min"] if reference["evaluations_per_min"] else 0
-        arm["ratio"] = round(ratio, 2)
+        # The one-GPU arm of the same executor (gpus-0 for gpus-*, ray-0 for ray-*).
+        base = next(a for a in arms if a["name"].split("-")[0] == arm["name"].split("-")[0])
+        arm["base"] = base["name"]
+        arm["ratio"] = round(arm["evaluations_per_min"] / base["evaluations_per_min"], 2) \
+            if base["evaluations_per_min"] else 0.0
+        arm["search_ratio"] = round(arm["search_evaluations_per_min"] / base["search_evaluations_per_min"], 2) \
+            if base["search_evaluations_per_min"] else 0.0
         busy = " ".join(f"{gpu}={fraction:.2f}" for gpu, fraction in arm["busy_fraction"].items())
-        print(f"{arm['name']:<14}{arm['rc']!s:>4}{arm['evaluations']:>7}{arm['measured']:>9}{arm['benchmark_runs']:>6}"
-              f"{arm['wall_s']:>9.1f}{arm['evaluations_per_min']:>11.2f}{ratio:>7.2f}  {busy}")
+        print(f"{arm['name']:<12}{arm['rc']!s:>4}{arm['evaluations']:>6}{arm['measured']:>9}{arm['benchmark_runs']:>5}"
+              f"{arm['wall_s']:>8.1f}{arm['evaluations_per_min']:>10.2f}{arm['ratio']:>6.2f}"
+              f"{arm['search_evaluations_per_min']:>11.2f}{arm['search_ratio']:>6.2f}  {busy}")
     print()
     for arm in arms:
         same_candidates = arm["candidates"] == reference["candidates"]
@@ -168,11 +193,15 @@ def report(arm_files: list[Path], gpu_map_file: Path, json_out: Path) -> int:
         if arm["rc"] != 0 or arm["wrong_gpu"] or arm["overlaps"] or not arm["benchmark_runs"]:
             failed.append(arm["name"])
     print()
-    for arm in arms[1:]:
+    for arm in arms:
         goal = GOALS.get(len(arm["gpus"]))
-        verdict = "" if goal is None else (f"  goal >= {goal}x: {'met' if arm['ratio'] >= goal else 'NOT met'}")
-        print(f"ratio {arm['name']} / {reference['name']}: {arm['ratio']:.2f}x evaluations per minute, "
-              f"wall to the pin {arm['wall_s'] / reference['wall_s']:.2f}x{verdict}")
+        if goal is None:
+            continue
+        base = next(a for a in arms if a["name"] == arm["base"])
+        met = "met" if arm["ratio"] >= goal else "NOT met"
+        print(f"ratio {arm['name']} / {base['name']}: {arm['ratio']:.2f}x evaluations per minute to the pin "
+              f"(goal >= {goal}x: {met}), {arm['search_ratio']:.2f}x in the search alone, "
+              f"wall to the pin {arm['wall_s']:.0f} s vs {base['wall_s']:.0f} s")
     json_out.write_text(json.dumps({"arms": [{k: v for k, v in arm.items() if k != "candidates"} for arm in arms]},
                                    indent=1))
     if failed:
@@ -187,8 +216,14 @@ def ray_tune(gpus: int, cpus: int, tune_args: list[str]) -> int:
     ray.init(address="local", num_cpus=cpus, num_gpus=gpus, include_dashboard=False, log_to_driver=False)
     try:
         address = ray.get_runtime_context().gcs_address
-        return subprocess.run([sys.executable, "-m", "ciq_build", "tune", *tune_args, "--executor", "ray",
-                               "--ray-address", address], check=False).returncode
+        tune = subprocess.Popen([sys.executable, "-m", "ciq_build", "tune", *tune_args, "--executor", "ray",
+                                 "--ray-address", address])
+        try:
+            return tune.wait()
+        except KeyboardInterrupt:  # the arm's cap (timeout -s INT): the tune stops as on Ctrl-C, then the cluster
+            tune.send_signal(signal.SIGINT)
+            tune.wait()
+            return 130
     finally:
         ray.shutdown()
 

@@ -11,8 +11,10 @@
 #                                  (host-only, sleeps DRY_BENCH_MS per run) and 2 fake GPU ids, so every
 #                                  step, the journals' parsing and the report run end to end
 #
-# Env: GENS, POOL, REPEATS, SEED, JOBS_PER_GPU (>= 4), DRY_GPUS (fake GPUs of the dry run, 2),
-# DRY_BENCH_MS, RAY=0 (no Ray arm).
+# Env: GENS, POOL, REPEATS, SEED, JOBS_PER_GPU (>= 4), STENCIL_REPEATS (kernel launches per benchmark
+# process: a benchmark of a few seconds), ARM_S (each arm's cap: a tune still running then is interrupted,
+# SIGINT, and reported without a pin), DRY_GPUS (fake GPUs of the dry run, 2), DRY_BENCH_MS, RAY=0 (no Ray arms).
+# The defaults fit one device call (600 s) with 4 arms on 2 GPUs, 6 on 4.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dry=0
@@ -23,7 +25,8 @@ rm -rf "$res" && mkdir -p "$res" "$OUT"
 exec > >(tee "$OUT/multi_gpu.log") 2>&1
 finish() { tar -czf "$OUT/multi_gpu.tgz" -C "$res" . ; }
 trap finish EXIT
-GENS=${GENS:-4}; POOL=${POOL:-16}; REPEATS=${REPEATS:-3}; SEED=${SEED:-25}; JOBS_PER_GPU=${JOBS_PER_GPU:-4}
+GENS=${GENS:-3}; POOL=${POOL:-8}; REPEATS=${REPEATS:-3}; SEED=${SEED:-25}; JOBS_PER_GPU=${JOBS_PER_GPU:-4}
+STENCIL_REPEATS=${STENCIL_REPEATS:-4000}; ARM_S=${ARM_S:-140}
 export PYTHONUNBUFFERED=1
 export CUDA_DEVICE_ORDER=PCI_BUS_ID  # CUDA's indices in nvidia-smi's order: the GPU map below holds for both
 here=$PWD
@@ -63,6 +66,9 @@ arm() {  # name, GPU list, executor (local|ray)
     local work=/tmp/mg-$name
     rm -rf "$work" && mkdir -p "$work" && cp -r "$source_dir" "$work/src"
     rm -f "$work/src/ciq/$target.json" "$work/src/ciq/$target.acf"  # the committed pin: not this arm's
+    # A benchmark of a few seconds (the registered 20 launches take milliseconds: process start would dominate).
+    [ "$target" = stencil_kernels ] && sed -i "s/--nz 128 --repeats 20/--nz 128 --repeats $STENCIL_REPEATS/" \
+        "$work/src/CMakeLists.txt"
     local tune=("$target" -S "$work/src" -B "$work/build" --objective time --seed "$SEED"
                 --generations "$GENS" --pool-size "$POOL" --repeats "$REPEATS" --jobs $((JOBS_PER_GPU * count))
                 --controls knobs --controls params "${extra[@]}")
@@ -73,10 +79,10 @@ arm() {  # name, GPU list, executor (local|ray)
     if [ "$executor" = ray ]; then
         # Ray hands each GPU task its GPU (CUDA_VISIBLE_DEVICES of the cluster's GPU ids): the cluster holds
         # exactly this arm's GPUs.
-        CUDA_VISIBLE_DEVICES=$gpus "$python" bench/multi_gpu.py ray-tune --gpus "$count" \
+        CUDA_VISIBLE_DEVICES=$gpus timeout -s INT "$ARM_S" "$python" bench/multi_gpu.py ray-tune --gpus "$count" \
             --cpus $((JOBS_PER_GPU * count + 2)) -- "${tune[@]}" > "$work/tune.log" 2>&1
     else
-        "$python" -m ciq_build tune "${tune[@]}" --gpus "$gpus" > "$work/tune.log" 2>&1
+        timeout -s INT "$ARM_S" "$python" -m ciq_build tune "${tune[@]}" --gpus "$gpus" > "$work/tune.log" 2>&1
     fi
     rc=$?
     local wall
@@ -90,7 +96,7 @@ arm() {  # name, GPU list, executor (local|ray)
     cp "$work/src/ciq/$target.json" "$res/$name/pin.json" 2>/dev/null
     cat > "$res/$name/arm.json" <<EOF
 {"name": "$name", "gpus": [$(sed 's/[^,][^,]*/"&"/g' <<< "$gpus")], "wall_s": $wall, "rc": $rc,
- "journal": "$res/$name/journal.jsonl", "pin": "$res/$name/pin.json", "bench_log": "$res/$name/bench-runs.log"}
+ "journal": "journal.jsonl", "pin": "pin.json", "bench_log": "bench-runs.log"}
 EOF
     arms+=("$res/$name/arm.json")
 }
@@ -98,7 +104,7 @@ EOF
 arms=()
 for gpus in "${lists[@]}"; do arm "gpus-${gpus//,/}" "$gpus" local; done
 if [ "${RAY:-1}" = 1 ] && PYTHONPATH=${PYTHONPATH:-} "$python" -c "import ray" 2>/dev/null; then
-    for gpus in "${lists[@]:1}"; do arm "ray-${gpus//,/}" "$gpus" ray; done
+    for gpus in "${lists[@]}"; do arm "ray-${gpus//,/}" "$gpus" ray; done
 else
     echo "== no Ray here (bench/carry_ray.sh packs it into .carry/): the Ray arms are skipped"
 fi
