@@ -195,9 +195,9 @@ def report(arm_files: list[Path], gpu_map_file: Path, json_out: Path) -> int:
     print()
     for arm in arms:
         goal = GOALS.get(len(arm["gpus"]))
-        if goal is None:
-            continue
         base = next(a for a in arms if a["name"] == arm["base"])
+        if goal is None or base is arm:
+            continue
         met = "met" if arm["ratio"] >= goal else "NOT met"
         print(f"ratio {arm['name']} / {base['name']}: {arm['ratio']:.2f}x evaluations per minute to the pin "
               f"(goal >= {goal}x: {met}), {arm['search_ratio']:.2f}x in the search alone, "

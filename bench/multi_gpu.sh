@@ -12,9 +12,10 @@
 #                                  step, the journals' parsing and the report run end to end
 #
 # Env: GENS, POOL, REPEATS, SEED, JOBS_PER_GPU (>= 4), STENCIL_REPEATS (kernel launches per benchmark
-# process: a benchmark of a few seconds), ARM_S (each arm's cap: a tune still running then is interrupted,
-# SIGINT, and reported without a pin), DRY_GPUS (fake GPUs of the dry run, 2), DRY_BENCH_MS, RAY=0 (no Ray arms).
-# The defaults fit one device call (600 s) with 4 arms on 2 GPUs, 6 on 4.
+# process: a benchmark of a few seconds), ARM_S (each arm's search budget, tune --time-limit: then the best
+# so far is re-measured and pinned; default: what fits all arms into one 600 s device call), DRY_GPUS (fake
+# GPUs of the dry run, 2), DRY_BENCH_MS, RAY=0 (no Ray arms). An arm past ARM_S + 120 s is interrupted
+# (SIGINT) and reported without a pin.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dry=0
@@ -26,7 +27,7 @@ exec > >(tee "$OUT/multi_gpu.log") 2>&1
 finish() { tar -czf "$OUT/multi_gpu.tgz" -C "$res" . ; }
 trap finish EXIT
 GENS=${GENS:-3}; POOL=${POOL:-8}; REPEATS=${REPEATS:-3}; SEED=${SEED:-25}; JOBS_PER_GPU=${JOBS_PER_GPU:-4}
-STENCIL_REPEATS=${STENCIL_REPEATS:-4000}; ARM_S=${ARM_S:-140}
+STENCIL_REPEATS=${STENCIL_REPEATS:-4000}
 export PYTHONUNBUFFERED=1
 export CUDA_DEVICE_ORDER=PCI_BUS_ID  # CUDA's indices in nvidia-smi's order: the GPU map below holds for both
 here=$PWD
@@ -59,6 +60,13 @@ cat "$res/gpu-map.csv"
 lists=("0")
 [ "$ngpus" -ge 2 ] && lists+=("0,1")
 [ "$ngpus" -ge 4 ] && lists+=("0,1,2,3")
+ray_ok=0
+[ "${RAY:-1}" = 1 ] && PYTHONPATH=${PYTHONPATH:-} "$python" -c "import ray" 2>/dev/null && ray_ok=1
+n_arms=$(( ${#lists[@]} * (1 + ray_ok) ))
+# Each arm also pays its configure, baseline and final re-measure (~50 s with a 2.5 s benchmark, as estimated
+# from the H200's 0.26 ms stencil launch): 540 s of the call's 600 for all arms together.
+ARM_S=${ARM_S:-$(( (540 - 50 * n_arms) / n_arms ))}
+echo "== ${#lists[@]} GPU list(s) x $((1 + ray_ok)) executor(s): $n_arms arms, each searching at most $ARM_S s"
 
 arm() {  # name, GPU list, executor (local|ray)
     local name=$1 gpus=$2 executor=$3 count
@@ -71,7 +79,7 @@ arm() {  # name, GPU list, executor (local|ray)
         "$work/src/CMakeLists.txt"
     local tune=("$target" -S "$work/src" -B "$work/build" --objective time --seed "$SEED"
                 --generations "$GENS" --pool-size "$POOL" --repeats "$REPEATS" --jobs $((JOBS_PER_GPU * count))
-                --controls knobs --controls params "${extra[@]}")
+                --controls knobs --controls params --time-limit "${ARM_S}s" "${extra[@]}")
     export CIQ_BENCH_LOG=$work/bench-runs.log
     echo "== $name: tune ${tune[*]} ($executor, GPUs $gpus)"
     local start_ns rc
@@ -79,10 +87,10 @@ arm() {  # name, GPU list, executor (local|ray)
     if [ "$executor" = ray ]; then
         # Ray hands each GPU task its GPU (CUDA_VISIBLE_DEVICES of the cluster's GPU ids): the cluster holds
         # exactly this arm's GPUs.
-        CUDA_VISIBLE_DEVICES=$gpus timeout -s INT "$ARM_S" "$python" bench/multi_gpu.py ray-tune --gpus "$count" \
+        CUDA_VISIBLE_DEVICES=$gpus timeout -s INT $((ARM_S + 120)) "$python" bench/multi_gpu.py ray-tune --gpus "$count" \
             --cpus $((JOBS_PER_GPU * count + 2)) -- "${tune[@]}" > "$work/tune.log" 2>&1
     else
-        timeout -s INT "$ARM_S" "$python" -m ciq_build tune "${tune[@]}" --gpus "$gpus" > "$work/tune.log" 2>&1
+        timeout -s INT $((ARM_S + 120)) "$python" -m ciq_build tune "${tune[@]}" --gpus "$gpus" > "$work/tune.log" 2>&1
     fi
     rc=$?
     local wall
@@ -103,7 +111,7 @@ EOF
 
 arms=()
 for gpus in "${lists[@]}"; do arm "gpus-${gpus//,/}" "$gpus" local; done
-if [ "${RAY:-1}" = 1 ] && PYTHONPATH=${PYTHONPATH:-} "$python" -c "import ray" 2>/dev/null; then
+if [ "$ray_ok" = 1 ]; then
     for gpus in "${lists[@]}"; do arm "ray-${gpus//,/}" "$gpus" ray; done
 else
     echo "== no Ray here (bench/carry_ray.sh packs it into .carry/): the Ray arms are skipped"
