@@ -89,7 +89,7 @@ class SearchSettings:
 
     generations: int = 4
     pool_size: int = 8
-    mutate_rate: float = 0.1  # the GA's default (search/ga.py SearchConfiguration)
+    mutate_rate: float = 0.1  # the GA's default (search/evolution.py SearchConfiguration)
     seed: int = 0
     max_evaluations: int | None = None  # fresh evaluations at most; journaled ones are free
     # Seconds of wall clock from the tune's start (after its lock) before the search starts no more
