@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ciq_build.compiler.controls import AcfRef
+from ciq_build.errors import SearchError
 
 
 @dataclass(frozen=True)
@@ -33,3 +34,27 @@ class CandidateSource(Protocol):
     def describe(self) -> dict[str, Any]:
         """Provenance for the pinned record: engine, search space, seed, budget."""
         ...
+
+
+class FirstBatchCheck:
+    """Ends a search whose whole first batch failed: more draws would only fail the same way.
+
+    One rule for the strategies that draw in batches (random, Optuna's samplers); `what` names the batch
+    in the message ("random", "tpe").
+    """
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.any_ok = False
+        self.first_reasons: list[str] = []
+
+    def told(self, proposal: Proposal, ok: bool, reason: str | None, first_batch_done: bool) -> None:
+        if ok:
+            self.any_ok = True
+        elif proposal.generation == 0:
+            self.first_reasons.append(reason or "no reason given")
+        if first_batch_done and not self.any_ok:
+            raise SearchError(
+                f"every candidate of the first {self.what} batch failed, so the build or the benchmark is broken "
+                f"for any configuration. First reasons: {'; '.join(sorted(set(self.first_reasons))[:3])}. "
+                "Check that the build works with the defaults.")

@@ -25,7 +25,7 @@ from typing import Any
 
 from ciq_build.core.space import Genome, Param, as_space
 from ciq_build.errors import ConfigError, SearchError
-from ciq_build.search.base import Proposal
+from ciq_build.search.base import FirstBatchCheck, Proposal
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.strategies import GRID, SearchRequest
 
@@ -77,8 +77,7 @@ class OptunaSource:
         self._pending: dict[int, tuple[Any, Genome, Proposal]] = {}
         self._batch = 0
         self._issued = 0
-        self._any_ok = False
-        self._first_reasons: list[str] = []
+        self._first_batch = FirstBatchCheck(self.sampler_name)
 
     def ask(self) -> list[Proposal]:
         """The current batch's proposals not told yet; a new batch once all are told; [] when over."""
@@ -114,16 +113,7 @@ class OptunaSource:
         trial, genome, _ = entry
         self._told[genome] = scores
         self._tell_study(trial, scores)
-        if scores is not None:
-            self._any_ok = True
-        elif proposal.generation == 0:
-            self._first_reasons.append(reason or "no reason given")
-        if self._batch == 1 and not self._pending and not self._any_ok:
-            # Every candidate of the first batch failed: a sampler would only learn that everything fails.
-            raise SearchError(
-                f"every candidate of the first {self.sampler_name} batch failed, so the build or the benchmark is "
-                f"broken for any configuration. First reasons: {'; '.join(sorted(set(self._first_reasons))[:3])}. "
-                "Check that the build works with the defaults.")
+        self._first_batch.told(proposal, scores is not None, reason, self._batch == 1 and not self._pending)
 
     def _tell_study(self, trial: Any, scores: tuple[float, ...] | None) -> None:
         if scores is None:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ciq_build.core.space import Genome, Param, as_space
 from ciq_build.errors import SearchError
-from ciq_build.search.base import Proposal
+from ciq_build.search.base import FirstBatchCheck, Proposal
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.strategies import GRID, SearchRequest
 
@@ -46,8 +46,7 @@ class RandomSource:
         self._batch = 0
         self._issued = 0
         self._exhausted = False
-        self._any_ok = False
-        self._first_reasons: list[str] = []
+        self._first_batch = FirstBatchCheck("random")
         self._started: float | None = None
 
     def ask(self) -> list[Proposal]:
@@ -79,16 +78,7 @@ class RandomSource:
     def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
         if self._pending.pop(proposal.id, None) is None:
             raise SearchError(f"candidate {proposal.id} was not asked, or was told already")
-        if scores is not None:
-            self._any_ok = True
-        elif proposal.generation == 0:
-            self._first_reasons.append(reason or "no reason given")
-        if self._batch == 1 and not self._pending and not self._any_ok:
-            # Every candidate of the first batch failed: more draws would only fail the same way.
-            raise SearchError(
-                "every candidate of the first random batch failed, so the build or the benchmark is broken for "
-                f"any configuration. First reasons: {'; '.join(sorted(set(self._first_reasons))[:3])}. "
-                "Check that the build works with the defaults.")
+        self._first_batch.told(proposal, scores is not None, reason, self._batch == 1 and not self._pending)
 
     def describe(self) -> dict[str, Any]:
         return {
