@@ -3,6 +3,7 @@
 A benchmark prints any number of lines (stdout or stderr; stdout is read first)::
 
     CIQ_METRIC <name>=<number>     e.g. CIQ_METRIC time_ms=0.532
+    CIQ_SAMPLES                    from here on, each value is one repetition's sample
     CIQ_CHECK PASS|FAIL            its own correctness verdict
     CIQ_ERROR no-gpu               it found no usable GPU
 
@@ -20,6 +21,17 @@ and exits 0. Reading rules (the benchmark's output is never trusted):
   and the tune warns about it (``time_ms=1`` is 100%).
 * A metric printed twice: the last value wins (benchmarks print running
   results and then the final one).
+* Samples (SAMPLES): after a ``CIQ_SAMPLES`` line, every ``CIQ_METRIC`` line
+  and every METRIC regex match is one sample of its metric (one internal
+  repetition), and the run's value of a sampled metric is the median of its
+  samples; a repetition's time below the floor fails the run. The statistics
+  of a candidate (median, spread, the test before a pin) pool the samples of
+  its runs. An explicit opt-in, because printing a number several times
+  already means something else (running results, then the final one): no
+  benchmark that does not print ``CIQ_SAMPLES`` changes meaning. Racing reads
+  the samples from stdout as they come (print each line with a flush) and may
+  kill a run that is clearly behind mid-way (ciq_build.measure.racing); such a
+  run keeps the samples it gave. With ARGS_SETS each size's run is one value.
 * Every protocol value must be a finite number; a time (``time`` and names
   ending ``_ms``, ``_us``, ``_ns``, ``_s``, and the METRIC regex's value) must
   also be at least ``TIME_FLOOR_NS`` = 1 ns in its unit (``time_ms=0.000001``,
@@ -58,7 +70,7 @@ import queue
 import re
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -97,7 +109,7 @@ _TAIL_LINE_CHARS = 300
 _MAX_PROBLEMS = 5  # problems kept per run; a benchmark can print a million bad lines
 
 # A protocol keyword is the line's first word: "CIQ_METRICS" is not "CIQ_METRIC".
-_KEYWORD = re.compile(r"(CIQ_METRIC|CIQ_CHECK|CIQ_ERROR)(?=\s|$)", re.ASCII)
+_KEYWORD = re.compile(r"(CIQ_METRIC|CIQ_SAMPLES|CIQ_CHECK|CIQ_ERROR)(?=\s|$)", re.ASCII)
 _METRIC_BODY = re.compile(r"\s+([A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*(\S+)\s*", re.ASCII)
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)
 _NON_FINITE = re.compile(r"[-+]?(?:nan|inf|infinity)", re.ASCII | re.IGNORECASE)
@@ -230,13 +242,16 @@ class _RegexClock:
     def __init__(self, pattern: re.Pattern[str]) -> None:
         self.pattern = pattern
         self.timed = _timed_regex(pattern.pattern, pattern.flags)
-        self.deadline = time.monotonic() + METRIC_REGEX_TOTAL_SECONDS
+        # The time spent searching, not the wall time since it was made: a reader of a streaming run lives as
+        # long as the run.
+        self.spent = 0.0
         self.expired: str | None = None  # why it stopped, for the run's problems
 
     def search(self, line: str) -> regex.Match[str] | None:
         if self.expired is not None:
             return None
-        left = self.deadline - time.monotonic()
+        left = METRIC_REGEX_TOTAL_SECONDS - self.spent
+        started = time.monotonic()
         try:
             if left <= 0:
                 raise TimeoutError
@@ -252,6 +267,8 @@ class _RegexClock:
                 "the number and a plain number pattern such as ([0-9.]+)"
             )
             return None
+        finally:
+            self.spent += time.monotonic() - started
 
 
 def check_metric_unit(unit: object) -> str:
@@ -324,6 +341,8 @@ class ParsedOutput:
     # How each time metric was printed (the value kept: the last), the METRIC regex's under time and time_ms.
     printed_times: Mapping[str, PrintedTime] = field(default_factory=dict)
     metric_regex: str | None = None  # the METRIC regex, when one was given
+    # Each sampled metric's samples in the order printed (after CIQ_SAMPLES; empty without it).
+    samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
 
 
 def parse_output(
@@ -335,97 +354,149 @@ def parse_output(
     in milliseconds. Never raises for any text; raises ConfigError only for an
     unusable regex or unit.
     """
-    shift = METRIC_UNITS[check_metric_unit(metric_unit)]
-    pattern: re.Pattern[str] | None = None
-    if isinstance(metric_regex, re.Pattern):
-        pattern = compile_metric_regex(metric_regex.pattern) if metric_regex.groups < 1 else metric_regex
-    elif metric_regex:
-        pattern = compile_metric_regex(metric_regex)
-    metrics: dict[str, float] = {}
-    problems: list[str] = []
-    problem_count = 0
-    check: Literal["PASS", "FAIL"] | None = None
-    check_problems: list[str] = []
-    no_gpu_marker: str | None = None
-    regex_time: float | None = None
-    printed_times: dict[str, PrintedTime] = {}
-    regex_printed: PrintedTime | None = None
-    regex_matched = False
-    regex_too_small: str | None = None  # the last match's time, when it is below the floor
-    clock = _RegexClock(pattern) if pattern is not None else None
-
-    def problem(message: str) -> None:
-        nonlocal problem_count
-        problem_count += 1
-        if len(problems) < _MAX_PROBLEMS:
-            problems.append(message)
-
+    reader = OutputReader(metric_regex, metric_unit)
     for line in text.splitlines():
+        reader.feed(line)
+    return reader.parsed()
+
+
+class OutputReader:
+    """The protocol's reading rules, one line at a time: `parse_output` feeds it a finished run's output,
+    racing (ciq_build.measure.racing) a streaming run's stdout as it comes, to see its samples so far."""
+
+    def __init__(self, metric_regex: str | re.Pattern[str] | None = None,
+                 metric_unit: str = DEFAULT_METRIC_UNIT) -> None:
+        self.unit = check_metric_unit(metric_unit)
+        self.shift = METRIC_UNITS[self.unit]
+        pattern: re.Pattern[str] | None = None
+        if isinstance(metric_regex, re.Pattern):
+            pattern = compile_metric_regex(metric_regex.pattern) if metric_regex.groups < 1 else metric_regex
+        elif metric_regex:
+            pattern = compile_metric_regex(metric_regex)
+        self.pattern = pattern
+        self.clock = _RegexClock(pattern) if pattern is not None else None
+        self.metrics: dict[str, float] = {}
+        self.problems: list[str] = []
+        self.problem_count = 0
+        self.check: Literal["PASS", "FAIL"] | None = None
+        self.check_problems: list[str] = []
+        self.no_gpu_marker: str | None = None
+        self.no_gpu_runtime: str | None = None
+        self.printed_times: dict[str, PrintedTime] = {}
+        self.regex_time: float | None = None
+        self.regex_printed: PrintedTime | None = None
+        self.regex_matched = False
+        self.regex_too_small: str | None = None  # the last match's time, when it is below the floor
+        # After a CIQ_SAMPLES line: every value is one repetition's sample (SAMPLES in the module docstring).
+        self.sampling = False
+        self.samples: dict[str, list[float]] = {}
+        self.regex_samples: list[float] = []
+
+    def _problem(self, message: str) -> None:
+        self.problem_count += 1
+        if len(self.problems) < _MAX_PROBLEMS:
+            self.problems.append(message)
+
+    def feed(self, line: str) -> bool:
+        """Read one line (without its newline); True when it gave a sample."""
+        sampled = False
         stripped = line.strip()
         keyword = _KEYWORD.match(stripped)
         word = keyword.group(1) if keyword else ""
         if word == "CIQ_METRIC":
             body = _METRIC_BODY.fullmatch(stripped, len("CIQ_METRIC"))
             if body is None:
-                problem(f"malformed line {_clip(stripped)!r} (expected 'CIQ_METRIC name=number')")
-                continue
-            name, raw = body.group(1), body.group(2)
-            unit = time_unit(name)
-            value, why = _read_value(raw, unit)
-            if value is None:
-                problem(f"{name}={_clip(raw)}: {why}")
+                self._problem(f"malformed line {_clip(stripped)!r} (expected 'CIQ_METRIC name=number')")
             else:
-                metrics[name] = value
-                if unit is not None:
-                    printed_times[name] = PrintedTime(_clip(raw.strip()), unit, _resolution(raw), name)
+                name, raw = body.group(1), body.group(2)
+                unit = time_unit(name)
+                value, why = _read_value(raw, unit)
+                if value is None:
+                    self._problem(f"{name}={_clip(raw)}: {why}")
+                else:
+                    self.metrics[name] = value
+                    if unit is not None:
+                        self.printed_times[name] = PrintedTime(_clip(raw.strip()), unit, _resolution(raw), name)
+                    if self.sampling:
+                        self.samples.setdefault(name, []).append(value)
+                        sampled = True
+        elif word == "CIQ_SAMPLES":
+            self.sampling = True
         elif word == "CIQ_CHECK":
             verdict = _CHECK_BODY.fullmatch(stripped, len("CIQ_CHECK"))
             if verdict is None:
-                check = "FAIL"
-                if len(check_problems) < _MAX_PROBLEMS:
-                    check_problems.append(f"unreadable check line {_clip(stripped)!r} (counted as FAIL)")
+                self.check = "FAIL"
+                if len(self.check_problems) < _MAX_PROBLEMS:
+                    self.check_problems.append(f"unreadable check line {_clip(stripped)!r} (counted as FAIL)")
             elif verdict.group(1).upper() == "FAIL":
-                check = "FAIL"
-            elif check is None:
-                check = "PASS"
+                self.check = "FAIL"
+            elif self.check is None:
+                self.check = "PASS"
         elif word == "CIQ_ERROR" and _ERROR_NO_GPU.fullmatch(stripped, len("CIQ_ERROR")):
-            no_gpu_marker = _clip(stripped)
-        if clock is not None:
-            found = _search_time(clock, line)
+            self.no_gpu_marker = _clip(stripped)
+        if self.no_gpu_runtime is None and _RUNTIME_NO_GPU.search(line) is not None:
+            self.no_gpu_runtime = _clip(line.strip())
+        if self.clock is not None:
+            found = _search_time(self.clock, line)
             if found is not None:
-                regex_matched = True
-                value, why = _read_value(found, DEFAULT_METRIC_UNIT, shift, metric_unit)
-                if value is None and _read_value(found, None, shift)[0] is None:
-                    problem(f"METRIC regex captured {_clip(found)!r}: {why}")  # not a number at all
+                self.regex_matched = True
+                value, why = _read_value(found, DEFAULT_METRIC_UNIT, self.shift, self.unit)
+                if value is None and _read_value(found, None, self.shift)[0] is None:
+                    self._problem(f"METRIC regex captured {_clip(found)!r}: {why}")  # not a number at all
+                elif value is None and self.sampling:
+                    self._problem(f"METRIC regex captured {_clip(found)!r}: {why}")  # every sample is used
                 elif value is None:
                     # A time below the floor counts only if it is the one used (the last match): a benchmark
                     # printing each iteration's time may print a 0.0 warm-up line before its real figure.
-                    regex_too_small = f"METRIC regex captured {_clip(found)!r}: {why}"
+                    self.regex_too_small = f"METRIC regex captured {_clip(found)!r}: {why}"
                 else:
-                    regex_time = value  # the last match wins, like a repeated CIQ_METRIC
-                    regex_printed = PrintedTime(_clip(found.strip()), metric_unit, _resolution(found))
-                    regex_too_small = None
-    if regex_too_small is not None:
-        problem(regex_too_small)
-    if clock is not None and clock.expired is not None:
-        problem(clock.expired)
-    if TIME_MS in metrics:
-        metrics[TIME] = metrics[TIME_MS]
-        printed_times[TIME] = printed_times[TIME_MS]
-    if regex_time is not None and regex_printed is not None:
-        # The regex wins, under both names: `time_ms` is what the time objective reads.
-        metrics[TIME] = metrics[TIME_MS] = regex_time
-        printed_times[TIME] = printed_times[TIME_MS] = regex_printed
-    runtime = _RUNTIME_NO_GPU.search(text)
-    no_gpu_runtime = None
-    if runtime is not None:
-        start = text.rfind("\n", 0, runtime.start()) + 1
-        end = text.find("\n", runtime.end())
-        no_gpu_runtime = _clip(text[start : end if end >= 0 else len(text)].strip())
-    return ParsedOutput(
-        metrics, check, no_gpu_marker, no_gpu_runtime, tuple(problems), problem_count,
-        tuple(check_problems), regex_matched, printed_times, pattern.pattern if pattern is not None else None,
-    )
+                    self.regex_time = value  # the last match wins, like a repeated CIQ_METRIC
+                    self.regex_printed = PrintedTime(_clip(found.strip()), self.unit, _resolution(found))
+                    self.regex_too_small = None
+                    if self.sampling:
+                        self.regex_samples.append(value)
+                        sampled = True
+        return sampled
+
+    def time_samples(self) -> list[float]:
+        """The samples of the time so far (the METRIC regex's when it gave any: the regex wins)."""
+        return self.regex_samples or self.samples.get(TIME_MS, [])
+
+    def sample_values(self) -> dict[str, list[float]]:
+        """Every metric's samples so far, ``time`` and ``time_ms`` from the regex when it gave any."""
+        found = dict(self.samples)
+        if self.regex_samples:
+            found[TIME_MS] = self.regex_samples
+        if TIME_MS in found:
+            found[TIME] = found[TIME_MS]
+        return found
+
+    def parsed(self) -> ParsedOutput:
+        """What the lines read so far say."""
+        metrics = dict(self.metrics)
+        printed_times = dict(self.printed_times)
+        problems = list(self.problems)
+        problem_count = self.problem_count
+        for why in (self.regex_too_small, self.clock.expired if self.clock is not None else None):
+            if why is not None:
+                problem_count += 1
+                if len(problems) < _MAX_PROBLEMS:
+                    problems.append(why)
+        if TIME_MS in metrics:
+            metrics[TIME] = metrics[TIME_MS]
+            printed_times[TIME] = printed_times[TIME_MS]
+        if self.regex_time is not None and self.regex_printed is not None:
+            # The regex wins, under both names: `time_ms` is what the time objective reads.
+            metrics[TIME] = metrics[TIME_MS] = self.regex_time
+            printed_times[TIME] = printed_times[TIME_MS] = self.regex_printed
+        samples = {name: tuple(values) for name, values in self.sample_values().items()}
+        for name, values in samples.items():  # a sampled metric's value is its samples' median
+            metrics[name] = float(np.median(values))
+        return ParsedOutput(
+            metrics, self.check, self.no_gpu_marker, self.no_gpu_runtime, tuple(problems), problem_count,
+            tuple(self.check_problems), self.regex_matched, printed_times,
+            self.pattern.pattern if self.pattern is not None else None, samples,
+        )
 
 
 def _search_time(clock: _RegexClock, line: str) -> str | None:
@@ -499,12 +570,23 @@ class BenchRun:
     output_tail: str  # the last lines of stdout + stderr, for the journal and reports
     # How each time metric was printed (ParsedOutput.printed_times; not journaled).
     printed_times: Mapping[str, PrintedTime] = field(default_factory=dict)
+    # A streaming run's samples per metric (ParsedOutput.samples); empty for a run that prints one value.
+    samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    stopped: bool = False  # killed mid-run by its caller (racing), its samples so far kept
+
+    def values(self, name: str) -> list[float]:
+        """This run's samples of `name`: the streamed ones, or its one value (none when it has no value)."""
+        if name in self.samples:
+            return list(self.samples[name])
+        return [self.metrics[name]] if name in self.metrics else []
 
     def to_record(self) -> dict[str, Any]:
         """A JSON-ready dict for the journal."""
         return {
             "ok": self.ok, "cause": self.cause, "message": self.message, "metrics": dict(self.metrics),
             "check": self.check, "seconds": round(self.seconds, 6), "output_tail": self.output_tail,
+            **({"samples": {k: list(v) for k, v in self.samples.items()}} if self.samples else {}),
+            **({"stopped": True} if self.stopped else {}),
         }
 
 
@@ -520,9 +602,11 @@ def classify(
 
     missing = [name for name in required if name not in parsed.metrics]
     usable = bool(parsed.metrics) and not missing and not parsed.problems
+    # Stopped by its caller (racing, on the samples it streamed): its exit is ours, not a crash or an error.
+    finished = result.ok or result.stopped
     if parsed.no_gpu_marker is not None:
         return failed(NO_GPU, f"the benchmark found no usable GPU: {parsed.no_gpu_marker!r}")
-    if parsed.no_gpu_runtime is not None and not (result.ok and usable):
+    if parsed.no_gpu_runtime is not None and not (finished and usable):
         return failed(NO_GPU, f"the benchmark found no usable GPU: {parsed.no_gpu_runtime!r}")
     if result.timed_out:
         limit = f"its {timeout:g} s timeout" if timeout is not None else "its timeout"
@@ -532,14 +616,14 @@ def classify(
             f"({result.seconds:.1f} s{'; ' + result.truncation if truncated else ''}); "
             + timeout_advice(timeout if timeout is not None else result.seconds),
         )
-    if result.signal is not None:
+    if result.signal is not None and not result.stopped:
         return failed(BENCH_SIGNAL, f"the benchmark crashed: {result.describe()}")
     if parsed.check == "FAIL":
         # Before the exit status: a benchmark that fails its check usually exits 1 too,
         # and "the check failed" is what the user needs to hear.
         detail = f" ({parsed.check_problems[0]})" if parsed.check_problems else ""
         return failed(CHECK_FAILED, f"the benchmark's own check failed: it printed CIQ_CHECK FAIL{detail}")
-    if result.returncode != 0:
+    if result.returncode != 0 and not result.stopped:
         return failed(BENCH_EXIT, f"the benchmark {result.describe()}")
     if parsed.problems:
         more = f" and {parsed.problem_count - 1} more" if parsed.problem_count > 1 else ""
@@ -559,7 +643,11 @@ def classify(
             what += f"; {result.truncation}: print the CIQ_METRIC lines last"
         return failed(NO_METRIC, f"the benchmark printed {what}")
     shown = ", ".join(f"{name}={value:g}" for name, value in sorted(parsed.metrics.items()))
-    return BenchRun(True, None, shown, dict(parsed.metrics), parsed.check, result.seconds, tail)
+    if parsed.samples:
+        count = max(len(values) for values in parsed.samples.values())
+        shown += f" (median of {count} samples{'; stopped early by racing' if result.stopped else ''})"
+    return BenchRun(True, None, shown, dict(parsed.metrics), parsed.check, result.seconds, tail,
+                    samples=dict(parsed.samples), stopped=result.stopped)
 
 
 def _output_tail(result: proc.ProcResult) -> str:
@@ -568,9 +656,15 @@ def _output_tail(result: proc.ProcResult) -> str:
     return "\n".join([*(_clip(line, _TAIL_LINE_CHARS) for line in lines[-_TAIL_LINES:]), *notes])
 
 
-def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
+# Given a streaming run's samples so far (OutputReader.sample_values), whether to stop it there (racing).
+StopWhen = Callable[[Mapping[str, Sequence[float]]], bool]
+
+
+def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None, stop_when: StopWhen | None = None) -> BenchRun:
     """Run the benchmark once (holding a GPU slot when `slots` is given) and classify it.
 
+    `stop_when` sees the samples of a benchmark that streams them (CIQ_SAMPLES) after each new one, as
+    its stdout comes; when it says so, the run is killed there and keeps the samples it gave (``stopped``).
     Raises BenchmarkError when the benchmark cannot be started at all: that is
     the setup's fault, not the candidate's, and would fail every candidate.
     """
@@ -587,10 +681,22 @@ def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None) -> BenchRun:
         if spec.env or slot_env:
             env = {**os.environ, **(spec.env or {}), **slot_env}
         # The tail only: a metric from the start of an output whose middle was dropped may be stale.
-        result = proc.run([spec.path, *spec.args], spec.timeout, cwd=spec.cwd, env=env, head_bytes=0)
+        result = proc.run([spec.path, *spec.args], spec.timeout, cwd=spec.cwd, env=env, head_bytes=0,
+                          watch=_watch(spec, stop_when) if stop_when is not None else None)
+    if result.stopped and not result.stdout.endswith("\n"):
+        # Killed mid-write: its last, cut line ("CIQ_METRIC time_ms=1.") is not what it meant to print.
+        result = replace(result, stdout=result.stdout[: result.stdout.rfind("\n") + 1])
     text = result.stdout + ("\n" if result.stdout and result.stderr else "") + result.stderr
     parsed = parse_output(text, spec.metric_regex, spec.metric_unit)
     return replace(classify(result, parsed, spec.required, spec.timeout), printed_times=parsed.printed_times)
+
+
+def _watch(spec: BenchSpec, stop_when: StopWhen) -> Callable[[str], bool]:
+    """A proc.run watch: each stdout line read by the protocol's rules, `stop_when` asked after each sample."""
+    reader = OutputReader(spec.metric_regex, spec.metric_unit)
+    # Lines before CIQ_SAMPLES give no sample: not read here (the METRIC regex runs once on them, after the run).
+    return lambda line: ((reader.sampling or "CIQ_SAMPLES" in line) and reader.feed(line)
+                         and stop_when(reader.sample_values()))
 
 
 def _run_sizes(spec: BenchSpec, slots: GpuSlots | None) -> BenchRun:
@@ -655,10 +761,9 @@ class Measurement:
 
     @property
     def samples(self) -> dict[str, list[float]]:
-        """Every run's value of each metric, in run order (for beats_baseline and the record)."""
-        runs = [run for run in self.runs if run.ok]  # a failed run's numbers are not samples
-        names = sorted({name for run in runs for name in run.metrics})
-        return {name: [run.metrics[name] for run in runs if name in run.metrics] for name in names}
+        """Every run's samples of each metric, in run order (for beats_baseline and the record): a streaming
+        run's samples, one value of a run that prints one."""
+        return _pooled([run for run in self.runs if run.ok])  # a failed run's numbers are not samples
 
     @property
     def iqr(self) -> dict[str, float]:
@@ -671,15 +776,21 @@ class Measurement:
         failure = next((run for run in runs if not run.ok), None)
         if failure is not None or not runs:
             return cls({}, {}, runs, failure)
-        names = sorted({name for run in runs for name in run.metrics})
         medians: dict[str, float] = {}
         spread: dict[str, Spread] = {}
-        for name in names:
-            values = np.array([run.metrics[name] for run in runs if name in run.metrics], dtype=float)
+        for name, pooled in _pooled(runs).items():
+            values = np.array(pooled, dtype=float)
             q25, q75 = np.percentile(values, [25, 75])
             medians[name] = float(np.median(values))
             spread[name] = Spread(float(q75 - q25), float(values.min()), float(values.max()))
         return cls(medians, spread, runs, None)
+
+
+def _pooled(runs: Sequence[BenchRun]) -> dict[str, list[float]]:
+    """Each metric's samples over `runs`, in order: the statistics of a measurement use the samples, not one
+    number per process, when the benchmark streams them."""
+    names = sorted({name for run in runs for name in run.metrics})
+    return {name: [value for run in runs for value in run.values(name)] for name in names}
 
 
 def measure(spec: BenchSpec, repeats: int, *, slots: GpuSlots | None = None) -> Measurement:

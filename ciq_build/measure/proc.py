@@ -5,6 +5,10 @@
 * streams stdout and stderr as they come, keeping at most the first
   ``HEAD_BYTES`` and the last `max_output` bytes of each (the result says how
   many bytes were dropped): endless output costs time, never memory;
+* hands each complete line of stdout, as it arrives, to the caller's `watch`
+  (a benchmark's streamed samples), which may end the run early: the process
+  and all it started are killed then, as after a timeout, and the result says
+  ``stopped``;
 * bounds every wait: the timeout covers the whole run, and once the main
   process has exited, output is read for ``EXIT_GRACE`` seconds more at most,
   even when a child it left behind keeps the pipe open;
@@ -397,6 +401,7 @@ class ProcResult:
     stderr_dropped: int = 0
     lingered: bool = False  # a process it started kept its output open after it exited, and was killed
     head_kept: int = HEAD_BYTES  # how much of the start of each stream was kept, when one was truncated
+    stopped: bool = False  # killed because the caller's `watch` asked for it (not a timeout, not a crash)
 
     @property
     def signal(self) -> int | None:
@@ -434,6 +439,8 @@ class ProcResult:
 
     def describe(self) -> str:
         """One line saying how the process ended, for error messages and journals."""
+        if self.stopped:
+            return f"stopped by its caller after {self.seconds:.1f} s"
         if self.timed_out:
             return f"timed out after {self.seconds:.1f} s"
         if self.signal is not None:
@@ -517,12 +524,15 @@ def run(
     stdin_text: str | None = None,
     max_output: int = MAX_OUTPUT_BYTES,
     head_bytes: int = HEAD_BYTES,
+    watch: Callable[[str], bool] | None = None,
 ) -> ProcResult:
     """Run `args` (no shell) in a session of its own; kill all it started when it ends or after `timeout` s.
 
     At most `max_output` bytes of the end of each of stdout and stderr are kept,
     plus their first `head_bytes` (0: the tail only). The run takes at most
-    about `timeout` + EXIT_GRACE + the time to kill.
+    about `timeout` + EXIT_GRACE + the time to kill. `watch` is given each
+    line of stdout as it comes (decoded, without its newline); when it returns
+    True the run is killed there (``stopped`` in the result).
     """
     argv = tuple(str(a) for a in args)
     started = time.monotonic()
@@ -550,9 +560,10 @@ def run(
     except OSError as exc:
         return ProcResult(argv, 127, "", f"cannot start {argv[0]}: {exc}", time.monotonic() - started)
     captures = {"stdout": _Capture(head_bytes, max_output), "stderr": _Capture(head_bytes, max_output)}
-    timed_out = lingered = False
+    timed_out = lingered = halted = False
+    lines = _Lines(watch) if watch is not None else None
     try:
-        timed_out, lingered = _pump(process, captures, stdin_text, deadline)
+        timed_out, lingered, halted = _pump(process, captures, stdin_text, deadline, lines)
         one.kill()  # what it left behind goes too, whether it finished or not
         _drain(process, captures, time.monotonic() + DRAIN_AFTER_KILL)
     except BaseException:
@@ -589,12 +600,37 @@ def run(
         stderr_dropped,
         lingered,
         head_bytes,
+        halted,
     )
 
 
+class _Lines:
+    """Splits a stream's chunks into lines for a `watch`, remembering whether it asked to stop."""
+
+    def __init__(self, watch: Callable[[str], bool]) -> None:
+        self.watch = watch
+        self.partial = bytearray()
+        self.stop = False
+
+    def add(self, chunk: bytes) -> bool:
+        """Feed a chunk; True once the watch asked to stop (the rest is not looked at)."""
+        if self.stop:
+            return True
+        self.partial += chunk
+        *complete, rest = self.partial.split(b"\n")
+        # A line longer than the kept tail is no protocol line: drop it rather than hold it.
+        self.partial = rest if len(rest) <= HEAD_BYTES else bytearray()
+        for line in complete:
+            if self.watch(_decode(bytes(line)).rstrip("\n")):
+                self.stop = True
+                return True
+        return False
+
+
 def _pump(process: subprocess.Popen[bytes], captures: dict[str, _Capture], stdin_text: str | None,
-          deadline: float) -> tuple[bool, bool]:
-    """Read the output until the process exits and its pipes close; (timed out, lingered)."""
+          deadline: float, lines: _Lines | None = None) -> tuple[bool, bool, bool]:
+    """Read the output until the process exits and its pipes close, or `lines`' watch stops it;
+    (timed out, lingered, stopped)."""
     selector = selectors.DefaultSelector()
     try:
         assert process.stdout is not None and process.stderr is not None
@@ -623,12 +659,12 @@ def _pump(process: subprocess.Popen[bytes], captures: dict[str, _Capture], stdin
                     exited_at = now
                 if exited_at is not None:  # it finished in time: no timeout, only the grace
                     if not open_streams:
-                        return False, False
+                        return False, False, False
                     if now >= exited_at + EXIT_GRACE:
-                        return False, True
+                        return False, True, False
                     wait = exited_at + EXIT_GRACE - now
                 elif now >= deadline:
-                    return True, False
+                    return True, False, False
                 else:
                     wait = deadline - now if pidfd is not None else min(deadline - now, 0.05)
                 for key, _ in selector.select(max(wait, 0.0)):
@@ -650,6 +686,8 @@ def _pump(process: subprocess.Popen[bytes], captures: dict[str, _Capture], stdin
                         chunk = os.read(key.fd, _READ_CHUNK)
                         if chunk:
                             captures[key.data].add(chunk)
+                            if lines is not None and key.data == "stdout" and lines.add(chunk):
+                                return False, False, True
                         else:
                             selector.unregister(key.fd)
                             open_streams.discard(key.data)

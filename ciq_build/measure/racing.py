@@ -25,6 +25,14 @@ noise look like a loss. What it costs: a candidate whose median is within
 ``K * s`` of the incumbent gets all its repeats (it may win); one clearly
 behind gets 1.
 
+A benchmark that streams its repetitions' samples (CIQ_SAMPLES, ciq_build.measure.bench) is raced
+sample by sample, as its stdout comes: after each new sample the same rule looks at the candidate's
+samples so far (its earlier runs' and this run's), and a candidate that is behind is killed there, in
+the middle of its process, not after it. The rule's best value is then its best sample; a run's first
+samples are often a cold start (caches, clocks ramping up), which only makes them slower, but one cold
+sample alone must not decide: a run is stopped only once it has given MIN_STREAMED samples, unless
+earlier runs gave samples too. The samples of every run count in the candidate's statistics.
+
 Nothing raced out is pinned over a fully measured candidate
 (ciq_build.tune.winner), and the winner is re-measured against the baseline,
 interleaved, before a pin (ciq_build.tune.confirm) whatever racing decided.
@@ -33,7 +41,7 @@ interleaved, before a pin (ciq_build.tune.confirm) whatever racing decided.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -43,6 +51,7 @@ from ciq_build.measure.bench import BenchRun, BenchSpec, Measurement, run_once
 
 K = 3.0  # spreads behind the incumbent's median that drop a candidate
 FLOOR = 0.01  # the least spread, as a fraction of the incumbent's median
+MIN_STREAMED = 3  # samples a candidate's first streaming run gives before it may be stopped mid-run
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,8 @@ class Race:
 
 
 def race(spec: BenchSpec, repeats: int, board: RaceBoard) -> Race:
-    """Run the benchmark up to `repeats` times, stopping at a failed run or when the candidate is behind.
+    """Run the benchmark up to `repeats` times, stopping at a failed run or when the candidate is behind,
+    after a run or, for a benchmark that streams samples, in the middle of one.
 
     A full measurement is offered to the board (it may become the incumbent);
     a raced-out one is not.
@@ -114,12 +124,24 @@ def race(spec: BenchSpec, repeats: int, board: RaceBoard) -> Race:
     runs: list[BenchRun] = []
     raced = False
     for _ in range(repeats):
-        run = run_once(spec)
+        earlier = [value for r in runs for value in r.values(board.metric)]
+
+        def stop_when(streamed: Mapping[str, Sequence[float]], earlier: list[float] = earlier) -> bool:
+            now = streamed.get(board.metric, ())
+            if len(earlier) + len(now) < MIN_STREAMED:
+                return False
+            incumbent = board.incumbent
+            return incumbent is not None and behind(incumbent, [*earlier, *now], board.direction)
+
+        run = run_once(spec, stop_when=stop_when)
         runs.append(run)
         if not run.ok:
             break
+        if run.stopped:
+            raced = True
+            break
         incumbent = board.incumbent
-        samples = [r.metrics[board.metric] for r in runs if board.metric in r.metrics]
+        samples = [value for r in runs for value in r.values(board.metric)]
         if len(runs) < repeats and incumbent is not None and behind(incumbent, samples, board.direction):
             raced = True
             break

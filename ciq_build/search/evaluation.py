@@ -57,6 +57,9 @@ class Evaluation:
     same_code_as: str | None = None  # the key of the earlier evaluation whose machine code, so measurement, it took
     code: str | None = None  # its machine-code key (ciq_build.tune.dedupe), when computed
     worker: str = ""  # where it ran when not on this machine: a Ray slot and its host:pid (journaled when set)
+    # The benchmark's samples of each objective's metric, in the order measured: one per run, or each
+    # repetition's of a benchmark that streams them (CIQ_SAMPLES). Journaled when there are any.
+    samples: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def id(self) -> int:
@@ -90,6 +93,7 @@ class Evaluation:
             "runs": self.runs, "raced": self.raced, "same_code_as": self.same_code_as,
             "code": self.code,
             **({"worker": self.worker} if self.worker else {}),
+            **({"samples": self.samples} if self.samples else {}),
         }
 
     @classmethod
@@ -119,7 +123,8 @@ class Evaluation:
             _scores(line.get("scores")) if ok else None, _number(line.get("seconds")),
             cached=True, timings=journaled_timings(line), runs=journaled_count(line.get("runs")),
             raced=line.get("raced") is True, same_code_as=same if isinstance(same, str) else None,
-            code=code if isinstance(code, str) else None, worker=worker if isinstance(worker, str) else "")
+            code=code if isinstance(code, str) else None, worker=worker if isinstance(worker, str) else "",
+            samples=_samples(line.get("samples")))
 
 
 # -- reading one field of a journal line ---------------------------------------------------
@@ -131,6 +136,14 @@ def _is_number(value: Any) -> bool:
 
 def _number(value: Any) -> float:
     return float(value) if _is_number(value) else 0.0
+
+
+def _samples(value: Any) -> dict[str, list[float]]:
+    """Journaled samples: metric -> numbers; a metric whose list holds anything else is left out."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(name): [float(v) for v in values] for name, values in value.items()
+            if isinstance(values, list) and values and all(_is_number(v) for v in values)}
 
 
 def _scores(value: Any) -> tuple[float, ...] | None:

@@ -189,6 +189,7 @@ class BuildRunner:
         runs, raced = 0, False
         values = self.static_metrics(build)
         spread: dict[str, float] = {}
+        samples: dict[str, list[float]] = {}
         if self.needs_benchmark:
             queued = time.monotonic()
             with self.slots.slot() as env:
@@ -206,13 +207,15 @@ class BuildRunner:
                 return failed(_bench_cause(run.cause, run.message, run.output_tail), detail, values)
             values.update(measurement.metrics)
             spread.update(measurement.iqr)
+            read = {metric_key(o) for o in self.objectives if o.source == "benchmark"}
+            samples = {name: values for name, values in measurement.samples.items() if name in read}
         scores = objective_values(self.objectives, values)
         if scores is None:
             missing = [metric_key(o) + (" (no kernel's mangled or demangled name matches its regex)" if o.kernels else "")
                        for o in self.objectives if metric_key(o) not in values]
             return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
         return Evaluation(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
-                          timings=_rounded(timings), runs=runs, raced=raced)
+                          timings=_rounded(timings), runs=runs, raced=raced, samples=samples)
 
     def run_benchmark(self, spec: BenchSpec) -> Benchmarked:
         """The built benchmark's runs, raced when racing is on.
