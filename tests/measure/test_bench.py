@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ciq_build.errors import BenchmarkError, CiqError, ConfigError
@@ -575,3 +576,13 @@ def test_large_samples_use_the_normal_approximation() -> None:
     assert beats_baseline(base, rng.normal(0.9, 0.01, 300).tolist(), "min").better
     same = beats_baseline(base, rng.normal(1.0, 0.01, 300).tolist(), "min")
     assert not same.better and same.p_value > 0.001
+
+
+def test_mann_whitney_beyond_the_exact_limit_is_the_normal_approximation_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Streaming benchmarks give hundreds of samples a side: the exact count would take seconds a call.
+    random = np.random.default_rng(7)
+    base, cand = random.normal(1.0, 0.01, 30), random.normal(0.995, 0.01, 30)
+    exact = beats_baseline(base, cand, "min").p_value  # 60 pooled: counted exactly
+    monkeypatch.setattr(bench, "EXACT_POOLED", 10)
+    approximated = beats_baseline(base, cand, "min").p_value
+    assert approximated != exact and approximated == pytest.approx(exact, rel=0.1, abs=1e-3)
