@@ -28,7 +28,8 @@ def _every_field_set() -> Evaluation:
         Controls(flags=("-maxrregcount=64",), defines=(("TILE", "32"),), acf=acf),
         False, Cause.BENCH_SIGNAL, "Segmentation fault", {"time_ms": 1.25, "registers": 64.0}, {"time_ms": 0.01},
         None, 12.5, cached=True, timings={"compile_s": 9.0, "benchmark_s": 3.0, "wait_s": 0.5}, runs=3,
-        raced=True, same_code_as="key-0", code="code-1", worker="ray-1@node7:4242")
+        raced=True, same_code_as="key-0", code="code-1", worker="ray-1@node7:4242",
+        samples={"time_ms": [1.25, 1.5, 1.0]})
 
 
 def test_every_field_of_a_record_comes_back_from_its_journal_line(tmp_path: Path) -> None:
@@ -46,12 +47,16 @@ def test_the_journal_line_keeps_the_format_old_journals_have() -> None:
     line = _every_field_set().to_journal()
     assert set(line) == {"kind", "key", "generation", "params", "controls", "ok", "cause", "message", "metrics",
                          "spread", "scores", "seconds", "timings", "environmental", "time", "runs", "raced",
-                         "same_code_as", "code", "worker"}
+                         "same_code_as", "code", "worker", "samples"}
     assert line["kind"] == "evaluation" and line["cause"] == "bench_signal" and line["environmental"] is False
     assert line["controls"] == {"flags": ["-maxrregcount=64"], "defines": {"TILE": "32"},
                                 "acf": {"file": "/pins/gemm.acf", "sha256": hashlib.sha256(b"acf").hexdigest(),
                                         "compiler": "ptxas"}}
     assert "worker" not in replace(_every_field_set(), worker="").to_journal()  # journaled only when set
+    assert "samples" not in replace(_every_field_set(), samples={}).to_journal()
+    edited = {**line, "samples": {"time_ms": [1.0, "fast"], "energy_j": [2.0]}}  # a hand-edited journal
+    read = Evaluation.from_journal(edited)
+    assert read is not None and read.samples == {"energy_j": [2.0]}
 
 
 def test_a_line_of_an_older_journal_reads_with_the_defaults_of_what_it_lacks() -> None:
@@ -62,7 +67,7 @@ def test_a_line_of_an_older_journal_reads_with_the_defaults_of_what_it_lacks() -
     assert evaluation is not None and evaluation.ok and evaluation.scores == (2.0,)
     assert evaluation.controls == Controls(flags=("-Xptxas=-O2",)) and evaluation.generation == 1
     assert (evaluation.timings, evaluation.runs, evaluation.raced, evaluation.same_code_as, evaluation.code,
-            evaluation.worker) == ({}, 0, False, None, None, "")
+            evaluation.worker, evaluation.samples) == ({}, 0, False, None, None, "", {})
 
 
 def test_a_line_that_is_no_evaluation_reads_as_none() -> None:
