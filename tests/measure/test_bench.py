@@ -581,7 +581,7 @@ def test_large_samples_use_the_normal_approximation() -> None:
 def test_mann_whitney_beyond_the_exact_limit_is_the_normal_approximation_of_it(monkeypatch: pytest.MonkeyPatch) -> None:
     # Streaming benchmarks give hundreds of samples a side: the exact count would take seconds a call.
     random = np.random.default_rng(7)
-    base, cand = random.normal(1.0, 0.01, 30), random.normal(0.995, 0.01, 30)
+    base, cand = random.normal(1.0, 0.01, 30).tolist(), random.normal(0.995, 0.01, 30).tolist()
     exact = beats_baseline(base, cand, "min").p_value  # 60 pooled: counted exactly
     monkeypatch.setattr(bench, "EXACT_POOLED", 10)
     approximated = beats_baseline(base, cand, "min").p_value
