@@ -3,6 +3,8 @@
 Like bench/confirm_pin.py, but through the command line only (cmake and
 `python -m ciq_build verify`), with the raw samples written out and a 95%
 bootstrap confidence interval for the ratio of medians (pinned / defaults).
+Times are read as `tune` reads them: the target's METRIC and UNIT when it has
+them, else `CIQ_METRIC time_ms`; a run that fails or says CIQ_CHECK FAIL stops it.
 
     python bench/confirm_ci.py --source sample_extension --target stencil_kernels \
         --benchmark stencil_bench --nvcc /tmp/hybrid/bin/nvcc --rounds 30 \
@@ -13,14 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
-METRIC = re.compile(r"^CIQ_METRIC time_ms=([0-9.eE+-]+)\s*$", re.M)
+from ciq_build.measure.bench import parse_output
+from ciq_build.project.manifest import load_manifest
 
 
 def configure_and_build(source: Path, build: Path, nvcc: str | None, disable: bool, benchmark: str,
@@ -41,11 +43,14 @@ def configure_and_build(source: Path, build: Path, nvcc: str | None, disable: bo
     return "\n".join(line for line in configured.stdout.splitlines() if "ciq_build:" in line)
 
 
-def run(exe: Path, args: list[str]) -> float:
+def run(exe: Path, args: list[str], metric_regex: str | None, metric_unit: str) -> float:
+    """One benchmark run's time in ms, read as tune reads it (CIQ_METRIC time_ms, or the target's METRIC in UNIT)."""
     done = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=120)
-    if done.returncode != 0 or "CIQ_CHECK PASS" not in done.stdout:
-        sys.exit(f"{exe} failed ({done.returncode}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
-    return float(METRIC.findall(done.stdout)[-1])
+    parsed = parse_output(done.stdout, metric_regex, metric_unit)
+    if done.returncode != 0 or parsed.check == "FAIL" or "time_ms" not in parsed.metrics:
+        sys.exit(f"{exe} failed ({done.returncode}, check {parsed.check}, no time read: "
+                 f"{'time_ms' not in parsed.metrics}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return parsed.metrics["time_ms"]
 
 
 def bootstrap_ratio(a: np.ndarray, b: np.ndarray, n: int = 20000, seed: int = 1) -> tuple[float, float]:
@@ -84,13 +89,15 @@ def main() -> int:
                             capture_output=True, text=True)
     print(f"verify exit {verify.returncode}:", (verify.stdout + verify.stderr).strip()[-1500:])
 
+    manifest = load_manifest(dirs["pinned"], o.target)
+    metric_regex, metric_unit = manifest.metric_regex or None, manifest.metric_unit
     exes = {name: build / o.benchmark for name, build in dirs.items()}
     samples: dict[str, list[float]] = {name: [] for name in dirs}
     names = list(dirs)
     for index in range(o.rounds):  # A B, B A, ... (with more arms: each order reversed in turn)
         order = names if index % 2 == 0 else names[::-1]
         for name in order:
-            samples[name].append(run(exes[name], o.bench_args))
+            samples[name].append(run(exes[name], o.bench_args, metric_regex, metric_unit))
     a, b = np.array(samples["defaults"]), np.array(samples["pinned"])
     ratio = float(np.median(b) / np.median(a))
     lo, hi = bootstrap_ratio(a, b)

@@ -52,14 +52,18 @@ def screen(nvcc: str, cuobjdump: str, source: Path, includes: list[str], arch: s
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
+    return describe_cubin(cuobjdump, cubin, done.stderr)
+
+
+def describe_cubin(cuobjdump: str, cubin: Path, ptxas_log: str) -> dict:
+    """What a cubin is: registers, shared memory, stack, spills (from ptxas -v's log), SASS counts, code hash."""
     res = subprocess.run([cuobjdump, "-res-usage", str(cubin)], capture_output=True, text=True).stdout
     sass = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True, text=True).stdout
-    ptxas = done.stderr
     regs = [int(m) for m in re.findall(r"REG:(\d+)", res)]
     shared = [int(m) for m in re.findall(r"SHARED:(\d+)", res)]
     stack = [int(m) for m in re.findall(r"STACK:(\d+)", res)]
-    spill_st = sum(int(m) for m in re.findall(r"(\d+) bytes spill stores", ptxas))
-    spill_ld = sum(int(m) for m in re.findall(r"(\d+) bytes spill loads", ptxas))
+    spill_st = sum(int(m) for m in re.findall(r"(\d+) bytes spill stores", ptxas_log))
+    spill_ld = sum(int(m) for m in re.findall(r"(\d+) bytes spill loads", ptxas_log))
     lines = [re.sub(r"/\*[0-9a-f]{4,}\*/", "", line).strip()
              for line in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", line)]
     ops = [(text.split()[1] if text.startswith("@") else text.split()[0]).split(".")[0] for text in lines if text]
