@@ -10,28 +10,45 @@ from ciq_build.project.manifest import load_manifest
 from support import REPO_ROOT, build_tool, ensure_ok, said
 
 PEERS = REPO_ROOT / "bench" / "peers" / "cuda-samples"
+# Every peer: a folder under bench/peers/ with upstream/ copies listed in UPSTREAM.sha256.
+ALL_PEERS = sorted(p.parent for p in (REPO_ROOT / "bench" / "peers").glob("*/UPSTREAM.sha256"))
 
 
-def _manifest() -> list[tuple[str, str, str]]:
+def _manifest(peer: Path) -> list[tuple[str, str, str]]:
     rows = []
-    for line in (PEERS / "UPSTREAM.sha256").read_text().splitlines():
+    for line in (peer / "UPSTREAM.sha256").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
             digest, local, upstream = line.split()
             rows.append((digest, local, upstream))
     return rows
 
 
-def test_every_upstream_file_is_listed():
-    listed = {local for _, local, _ in _manifest()}
-    present = {str(p.relative_to(PEERS / "upstream")) for p in (PEERS / "upstream").rglob("*") if p.is_file()}
+def test_the_peers_are_found():
+    assert {p.name for p in ALL_PEERS} >= {"cuda-samples", "sgemm", "flash-attention-minimal"}
+
+
+@pytest.mark.parametrize("peer", ALL_PEERS, ids=lambda p: p.name)
+def test_every_upstream_file_is_listed(peer: Path):
+    listed = {local for _, local, _ in _manifest(peer)}
+    present = {str(p.relative_to(peer / "upstream")) for p in (peer / "upstream").rglob("*") if p.is_file()}
     assert present == listed
 
 
-@pytest.mark.parametrize("digest,local,upstream", _manifest(), ids=lambda v: v if "/" in str(v) else None)
-def test_upstream_copy_unmodified(digest, local, upstream):
-    assert hashlib.sha256((PEERS / "upstream" / local).read_bytes()).hexdigest() == digest, (
-        f"{local} differs from cuda-samples c94ff366:{upstream}; keep upstream copies unmodified"
+@pytest.mark.parametrize("peer,digest,local,upstream", [(p, *row) for p in ALL_PEERS for row in _manifest(p)],
+                         ids=lambda v: v.name if isinstance(v, Path) else (v if "/" in str(v) else None))
+def test_upstream_copy_unmodified(peer: Path, digest, local, upstream):
+    assert hashlib.sha256((peer / "upstream" / local).read_bytes()).hexdigest() == digest, (
+        f"{peer.name}: {local} differs from upstream's {upstream} (UPSTREAM.sha256); keep upstream copies unmodified"
     )
+
+
+def test_flash_attention_kernel_is_upstreams_byte_for_byte():
+    """flash_kernel.cuh is upstream flash.cu's kernel without its PyTorch binding, nothing else changed."""
+    peer = REPO_ROOT / "bench" / "peers" / "flash-attention-minimal"
+    upstream = (peer / "upstream" / "flash.cu").read_bytes()
+    kernel = (peer / "flash_kernel.cuh").read_bytes()
+    assert kernel.startswith(b"__global__") and kernel in upstream
+    assert upstream[upstream.index(kernel) + len(kernel):].startswith(b"torch::Tensor forward(")
 
 
 @pytest.mark.slow
