@@ -2,7 +2,7 @@
 # Issue 24 on the H200: public GEMM, attention and reduction kernels (bench/peers/), three arms per
 # kernel with the same search budget (knobs + params; ptxas ACFs alone; both), then every kernel's
 # winning pin reproduced from a copy of the tree at another path (verify, >= 30 interleaved rounds of
-# defaults, the winner and the other arms' pins, bootstrap 95% CIs) and explained in machine code.
+# defaults, the winner and one other arm's pin, bootstrap 95% CIs) and explained in machine code.
 #
 #   bench/i24_campaign.sh BUDGET_S STEP...            on the GPU machine, from the checkout's root
 #   bench/i24_campaign.sh --dry-run BUDGET_S STEP...  here, no GPU: see DRY RUN below
@@ -27,8 +27,10 @@
 # interleaved rounds, SASS diff, report); the real peers are only configured and built (their
 # benchmarks say no GPU). No figure of a dry run is a GPU claim.
 #
-# Env: CONFIRM_S (90), ARM_OVERHEAD_S (25: configure, baseline and re-measure of one tune), SEED (24),
-# JOBS (12), POOL (12), REPEATS (3), ROUNDS (30), NCU (1: try Nsight Compute on the winners).
+# Env: CONFIRM_S (95), ARM_OVERHEAD_S (20: a tune's re-measure and minimal pin after its --time-limit, which
+# counts its configure and baseline), ARM_S (each arm's --time-limit; default: what the budget leaves), SEED (24),
+# JOBS (6: candidates compiled at once; each is one more scratch tree configured, one after another, inside
+# the time limit), POOL (12), REPEATS (3), ROUNDS (30), NCU (1: try Nsight Compute on the winners).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
@@ -43,7 +45,7 @@ OUT=${OUT:-/tmp/out}
 res=/tmp/$name
 rm -rf "$res" && mkdir -p "$res" "$OUT"
 exec > >(tee "$OUT/$name.log") 2>&1
-CONFIRM_S=${CONFIRM_S:-90}; ARM_OVERHEAD_S=${ARM_OVERHEAD_S:-25}; SEED=${SEED:-24}; JOBS=${JOBS:-12}
+CONFIRM_S=${CONFIRM_S:-95}; ARM_OVERHEAD_S=${ARM_OVERHEAD_S:-20}; SEED=${SEED:-24}; JOBS=${JOBS:-6}
 POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; ROUNDS=${ROUNDS:-30}; NCU=${NCU:-1}
 export PYTHONUNBUFFERED=1
 
@@ -52,7 +54,7 @@ declare -A SRC=([sgemm]=bench/peers/sgemm [attn]=bench/peers/flash-attention-min
                 [reduction]=bench/peers/cuda-samples)
 declare -A TARGET=([sgemm]=sgemm_kernels [attn]=attn_kernels [reduction]=reduction_kernels)
 declare -A BENCH=([sgemm]=sgemm_bench [attn]=attn_bench [reduction]=reduction_bench)
-declare -A ARGS=([sgemm]="--size 4096 --repeats 20" [attn]="--batch 16 --heads 16 --seq 512 --repeats 10"
+declare -A ARGS=([sgemm]="--size 4096 --repeats 20" [attn]="--batch 16 --heads 16 --seq 512 --repeats 5"
                  [reduction]="--n 67108864 --iterations 100")
 declare -A KERNEL=([sgemm]=sgemmWarptiling [attn]=forward_kernel [reduction]=reduce7)
 
@@ -176,12 +178,13 @@ confirm() {  # kernel: the winner from a copy of the tree at another path, again
     rm -f "$clone/${SRC[$k]}/ciq/$t".json "$clone/${SRC[$k]}/ciq/$t".acf
     cp "$pins/$winner/pin.json" "$clone/${SRC[$k]}/ciq/$t.json"
     [ -f "$pins/$winner/$t.acf" ] && cp "$pins/$winner/$t.acf" "$clone/${SRC[$k]}/ciq/$t.acf"
-    local others=()
-    for a in knobs acf both; do
-        if [ "$a" != "$winner" ] && [ -f "$pins/$a/pin.json" ]; then
-            others+=(--arm "$a=$("$python" bench/i24_report.py --cmake-flags "$pins/$a" "$t")")
-        fi
-    done
+    # One other arm's pin in the same rotation, the question of the issue: ACFs alone when the winner
+    # is not that arm, else knobs + params (each more arm costs ROUNDS more runs).
+    local others=() other=acf
+    [ "$winner" = acf ] && other=knobs
+    if [ -f "$pins/$other/pin.json" ]; then
+        others=(--arm "$other=$("$python" bench/i24_report.py --cmake-flags "$pins/$other" "$t")")
+    fi
     # The copy's own package (on the CPU machine the venv's editable install stays the checkout's).
     [ "$dry" = 0 ] && ln -sfn "$clone/ciq_build" /tmp/ciq-path/ciq_build
     (cd "$clone" && "$python" bench/confirm_ci.py --source "${SRC[$k]}" --target "$t" --benchmark "${BENCH[$k]}" \
@@ -192,9 +195,9 @@ confirm() {  # kernel: the winner from a copy of the tree at another path, again
     local d=/tmp/$name-confirm-$k/$t
     "$python" bench/sass_diff.py "$d-defaults/lib$t.a" "$d-pinned/lib$t.a" --cuobjdump "$cuobjdump" \
         --kernel "${KERNEL[$k]}" --json "$res/$k/sass_diff.json" 2>&1 | tee "$res/$k/sass_diff.txt" | tail -14
-    if [ "$dry" = 0 ] && [ "$NCU" = 1 ] && command -v ncu >/dev/null; then
+    if [ "$dry" = 0 ] && [ "$NCU" = 1 ] && command -v ncu >/dev/null && [ "$(left)" -gt 100 ]; then
         for side in defaults pinned; do  # one launch of the kernel, counters where the runtime allows them
-            timeout 90 ncu --clock-control none -k "regex:${KERNEL[$k]}" -c 1 --section SpeedOfLight \
+            timeout 40 ncu --clock-control none -k "regex:${KERNEL[$k]}" -c 1 --section SpeedOfLight \
                 --section Occupancy --section WarpStateStats --section LaunchStats \
                 "$d-$side/${BENCH[$k]}" ${ARGS[$k]} > "$res/$k/ncu-$side.txt" 2>&1
             echo "== $k: ncu $side exit $?: $(grep -m1 -E 'Duration|==ERROR==|==WARNING==' "$res/$k/ncu-$side.txt")"
