@@ -27,11 +27,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from static_screen import describe_cubin  # noqa: E402
+from ciq_build.search.acf_pool import POOL_FILE, load_pool, pool_sha256
+from ciq_build.state.durable import atomic_write
 
-from ciq_build.search.acf_pool import POOL_FILE, load_pool, pool_sha256  # noqa: E402
-from ciq_build.state.durable import atomic_write  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/static_screen.py, run as a script from anywhere
+from bench.static_screen import describe_cubin  # noqa: E402
 
 
 def ptxas_variant(ptxas: str, cuobjdump: str, ptx: Path, arch: str, acf: Path | None, work: Path) -> dict:
@@ -82,7 +82,7 @@ def main() -> int:
             results = list(executor.map(
                 lambda e: ptxas_variant(ptxas, args.cuobjdump, ptx, args.arch, args.pool / e["file"], work), entries))
     seen = {defaults["sass_sha"]}
-    kept = []
+    kept: list[dict] = []
     spills = defaults["spill_stores"] + defaults["spill_loads"]
     report = []
     for entry, result in zip(entries, results):
