@@ -7,10 +7,11 @@
 #   bench/i24_campaign.sh BUDGET_S STEP...            on the GPU machine, from the checkout's root
 #   bench/i24_campaign.sh --dry-run BUDGET_S STEP...  here, no GPU: see DRY RUN below
 #
-# STEP: a kernel to search (sgemm, attn, reduction), or `confirm` (reproduce and explain each
-# kernel's winner: those searched in this call, else the pins carried in .carry/i24/pins/). The
-# whole command stays within BUDGET_S seconds: the confirmations' time (CONFIRM_S a kernel) is
-# reserved first, and the rest is shared equally by the searched arms (each `tune --time-limit`,
+# STEP, in the order given: a kernel to search (sgemm, attn, reduction), or `confirm` (reproduce and
+# explain the winner of each kernel not yet confirmed in this call: searched earlier in it, or with
+# pins carried in .carry/i24/pins/<kernel>/, as a first call's $OUT tgz unpacks). The whole command
+# stays within BUDGET_S seconds: the confirmations' time (CONFIRM_S a kernel) is reserved first, and
+# the rest is shared equally by the searched arms (each `tune --time-limit`,
 # then the tune's own interleaved re-measure and pin). Everything lands in $OUT as it finishes:
 # $OUT/i24-<steps>.log (the console), $OUT/i24-<steps>.tgz (journals, pins, confirmations, SASS
 # diffs; rewritten after every step, so a call cut short still returns what finished) and
@@ -25,9 +26,10 @@
 # time made from its -D parameters), with this machine's nvcc 13.3 and an unscreened pool
 # (DRY_POOL). So every step runs end to end (arms, pins, the copy at another path, verify,
 # interleaved rounds, SASS diff, report); the real peers are only configured and built (their
-# benchmarks say no GPU). No figure of a dry run is a GPU claim.
+# benchmarks say no GPU). The pools are .carry/i24/pool-<kernel> (bench/i24_prepare.sh) unless DRY_POOL
+# names one. No figure of a dry run is a GPU claim.
 #
-# Env: CONFIRM_S (95), ARM_OVERHEAD_S (20: a tune's re-measure and minimal pin after its --time-limit, which
+# Env: CONFIRM_S (95), ARM_OVERHEAD_S (25: a tune's re-measure and minimal pin after its --time-limit, which
 # counts its configure and baseline), ARM_S (each arm's --time-limit; default: what the budget leaves), SEED (24),
 # JOBS (6: candidates compiled at once; each is one more scratch tree configured, one after another, inside
 # the time limit), POOL (12), REPEATS (3), ROUNDS (30), NCU (1: try Nsight Compute on the winners).
@@ -45,7 +47,7 @@ OUT=${OUT:-/tmp/out}
 res=/tmp/$name
 rm -rf "$res" && mkdir -p "$res" "$OUT"
 exec > >(tee "$OUT/$name.log") 2>&1
-CONFIRM_S=${CONFIRM_S:-95}; ARM_OVERHEAD_S=${ARM_OVERHEAD_S:-20}; SEED=${SEED:-24}; JOBS=${JOBS:-6}
+CONFIRM_S=${CONFIRM_S:-95}; ARM_OVERHEAD_S=${ARM_OVERHEAD_S:-25}; SEED=${SEED:-24}; JOBS=${JOBS:-6}
 POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; ROUNDS=${ROUNDS:-30}; NCU=${NCU:-1}
 export PYTHONUNBUFFERED=1
 
@@ -69,6 +71,7 @@ if [ "$dry" = 1 ]; then
     nvcc=$("$python" -c 'import nvidia.cu13, os; print(os.path.join(list(nvidia.cu13.__path__)[0], "bin", "nvcc"))')
     cuobjdump=$(dirname "$nvcc")/cuobjdump
     echo "== DRY RUN: no GPU; the TEST DOUBLE bench/multi_gpu_dry plays every kernel (CPU figures, no GPU claim)"
+    echo "TEST DOUBLE: bench/multi_gpu_dry played every kernel" > "$res/DRY"  # the report says so
     for k in sgemm attn reduction; do  # the real peers: configured and built with this nvcc
         b=/tmp/$name-static-$k
         cmake -S "${SRC[$k]}" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" \
@@ -80,7 +83,7 @@ if [ "$dry" = 1 ]; then
     for k in sgemm attn reduction; do
         SRC[$k]=bench/multi_gpu_dry; TARGET[$k]=dry_kernels; BENCH[$k]=dry_bench; ARGS[$k]=""; KERNEL[$k]=dry_scale
     done
-    pool_of() { echo "${DRY_POOL:-/tmp/i24/pool-20}"; }
+    pool_of() { echo "${DRY_POOL:-$here/.carry/i24/pool-$1}"; }  # a pool screened on the real kernel: it still loads
     extra_cmake=(-DDRY_BENCH_MS="${DRY_BENCH_MS:-50}")
 else
     python=python3
@@ -117,6 +120,8 @@ for k in "${confirms[@]}"; do
         to_confirm+=("$k")
     fi
 done
+pending=${#to_confirm[@]}  # confirmations still to come: their time is kept free
+done_confirms=" "
 n_arms=$(( 3 * ${#searched[@]} ))
 if [ "$n_arms" -gt 0 ]; then
     ARM_S=${ARM_S:-$(( (budget - CONFIRM_S * ${#to_confirm[@]} - ARM_OVERHEAD_S * n_arms) / n_arms ))}
@@ -133,8 +138,8 @@ arm() {  # kernel, arm name, controls...
     cp -r "${SRC[$k]}" "$work/tree/${SRC[$k]}" && cp -r sample_extension/bench "$work/tree/sample_extension/"
     rm -f "$work/tree/${SRC[$k]}/ciq/"*.json "$work/tree/${SRC[$k]}/ciq/"*.acf
     local limit=$ARM_S
-    if [ $(( $(left) - limit - ARM_OVERHEAD_S - CONFIRM_S * ${#to_confirm[@]} )) -lt 0 ]; then
-        limit=$(( $(left) - ARM_OVERHEAD_S - CONFIRM_S * ${#to_confirm[@]} ))
+    if [ $(( $(left) - limit - ARM_OVERHEAD_S - CONFIRM_S * pending )) -lt 0 ]; then
+        limit=$(( $(left) - ARM_OVERHEAD_S - CONFIRM_S * pending ))
         [ "$limit" -ge 10 ] || { echo "== $k/$a: skipped, no time left"; return; }
     fi
     local tune=("${TARGET[$k]}" -S "$work/tree/${SRC[$k]}" -B "$work/build" --objective time --seed "$SEED"
@@ -158,15 +163,18 @@ arm() {  # kernel, arm name, controls...
     snapshot
 }
 
-for k in "${searched[@]}"; do
-    arm "$k" knobs --controls knobs --controls params
-    arm "$k" acf --controls acf-pool:"$(pool_of "$k")"
-    arm "$k" both --controls knobs --controls params --controls acf-pool:"$(pool_of "$k")"
-done
+search() {  # kernel: the three arms, the same search budget each
+    arm "$1" knobs --controls knobs --controls params
+    arm "$1" acf --controls acf-pool:"$(pool_of "$1")"
+    arm "$1" both --controls knobs --controls params --controls acf-pool:"$(pool_of "$1")"
+}
 
 confirm() {  # kernel: the winner from a copy of the tree at another path, against the defaults and the other arms
     local k=$1 pins=$res/$k t=${TARGET[$k]}
     [ -d "$pins" ] || { pins=$here/.carry/i24/pins/$k; mkdir -p "$res/$k" && cp -r "$pins"/. "$res/$k/"; }
+    if [ "$(left)" -lt $(( CONFIRM_S / 2 )) ]; then
+        echo "== $k: not confirmed, $(left) s left of the budget (a confirmation takes ~$CONFIRM_S s)"; return
+    fi
     local winner
     winner=$("$python" bench/i24_report.py --winner "$pins")
     if [ -z "$winner" ]; then echo "== $k: no arm pinned anything: nothing to confirm"; return; fi
@@ -176,6 +184,7 @@ confirm() {  # kernel: the winner from a copy of the tree at another path, again
     rm -rf "$clone" && mkdir -p "$clone"
     tar --exclude=./.carry --exclude=./.git --exclude=./build --exclude=./.venv -cf - . | tar -xf - -C "$clone"
     rm -f "$clone/${SRC[$k]}/ciq/$t".json "$clone/${SRC[$k]}/ciq/$t".acf
+    mkdir -p "$clone/${SRC[$k]}/ciq"
     cp "$pins/$winner/pin.json" "$clone/${SRC[$k]}/ciq/$t.json"
     [ -f "$pins/$winner/$t.acf" ] && cp "$pins/$winner/$t.acf" "$clone/${SRC[$k]}/ciq/$t.acf"
     # One other arm's pin in the same rotation, the question of the issue: ACFs alone when the winner
@@ -206,5 +215,15 @@ confirm() {  # kernel: the winner from a copy of the tree at another path, again
     snapshot
 }
 
-for k in "${to_confirm[@]}"; do confirm "$k"; done
+for step in "${steps[@]}"; do
+    if [ "$step" != confirm ]; then search "$step"; continue; fi
+    for k in "${to_confirm[@]}"; do
+        # Each kernel once, when its pins are here: searched earlier in this call, or carried.
+        [[ "$done_confirms" == *" $k "* ]] && continue
+        [ -d "$res/$k" ] || [ -d ".carry/i24/pins/$k" ] || continue
+        confirm "$k"
+        done_confirms+="$k "
+        pending=$(( pending - 1 ))
+    done
+done
 echo "== done in $SECONDS s of $budget"

@@ -79,10 +79,21 @@ def journal_counts(path: Path) -> dict:
               "same_code": sum(1 for e in evals if e.get("same_code_as")),
               "eval_seconds": round(sum(e.get("seconds", 0) for e in evals), 1)}
     if base and base.get("scores"):
+        counts["baseline_ms"] = base["scores"][0]
         ratios = [e["scores"][0] / base["scores"][0] for e in ok if e is not base and e.get("scores")]
         if ratios:
             counts.update(best=min(ratios), median=statistics.median(ratios))
     return counts
+
+
+def roofline(kernel: str, ms: float) -> str:
+    """The defaults' time against the H200's limits, for the kernel's registered size."""
+    flop, byte = WORK[kernel]
+    tflops = flop / (ms * 1e-3) / 1e12
+    tbps = byte / (ms * 1e-3) / 1e12
+    return (f"{ms:.6f} ms = {tflops:.2f} TFLOP/s ({100 * tflops / FP32_TFLOPS:.1f}% of {FP32_TFLOPS:.0f} FP32), "
+            f"{tbps * 1000:.0f} GB/s compulsory traffic ({100 * tbps / HBM_TBPS:.1f}% of {HBM_TBPS} TB/s HBM3e, "
+            f"{100 * tbps / COPY_TBPS:.1f}% of the measured {COPY_TBPS * 1000:.0f} GB/s copy)")
 
 
 def describe_controls(controls: dict) -> str:
@@ -95,6 +106,9 @@ def describe_controls(controls: dict) -> str:
 
 def report(results: Path) -> str:
     lines = [f"# Issue 24 campaign: {results.name}", ""]
+    dry = (results / "DRY").is_file()  # bench/i24_campaign.sh --dry-run: the TEST DOUBLE's times, no kernel's
+    if dry:
+        lines += ["DRY RUN: every time below is the TEST DOUBLE's (bench/multi_gpu_dry), no GPU claim; no roofline.", ""]
     for name in ("gpu.txt", "nvcc.txt"):
         if (results / name).is_file():
             lines += ["```", (results / name).read_text().strip(), "```", ""]
@@ -102,6 +116,7 @@ def report(results: Path) -> str:
         kdir = results / kernel
         lines += [f"## {kernel}", "", "| arm | search limit s | wall s | evaluations | raced | same code | failed "
                   "| best / defaults (tune) | pinned: re-measured ratio | pin |", "|---|---|---|---|---|---|---|---|---|---|"]
+        baselines = []
         for arm in ARMS:
             adir = kdir / arm
             if not adir.is_dir():
@@ -111,10 +126,15 @@ def report(results: Path) -> str:
             pin = json.loads((adir / "pin.json").read_text()) if (adir / "pin.json").is_file() else None
             ratio = pin_ratio(pin) if pin else None
             best = f"{c['best']:.4f}" if "best" in c else "-"
+            if "baseline_ms" in c:
+                baselines.append(c["baseline_ms"])
             lines.append(f"| {ARM_WORDS[arm]} | {meta.get('limit_s', '-')} | {meta.get('wall_s', '-')} | "
                          f"{c.get('evaluations', 0)} | {c.get('raced', 0)} | {c.get('same_code', 0)} | "
                          f"{c.get('failed', 0)} | {best} | {f'{ratio:.4f}' if ratio else 'nothing pinned'} | "
                          f"{describe_controls(pin['controls']) if pin else '-'} |")
+        if baselines and kernel in WORK and not dry:
+            lines += ["", f"Defaults in the tunes' baselines (median of each tune's runs; {len(baselines)} tunes): "
+                      f"{roofline(kernel, statistics.median(baselines))}"]
         confirm = kdir / "confirm.json"
         if confirm.is_file():
             data = json.loads(confirm.read_text())
@@ -127,15 +147,10 @@ def report(results: Path) -> str:
                 olo, ohi = other["ci95"]
                 lines.append(f"- {ARM_WORDS.get(arm, arm)} pin (as CMAKE_CUDA_FLAGS) / defaults = {other['ratio']:.4f}, "
                              f"95% CI [{olo:.4f}, {ohi:.4f}]; winner / it = {other['pinned_over_arm']:.4f}")
-            defaults_ms = statistics.median(data["samples"]["defaults"])
-            if kernel in WORK:
-                flop, byte = WORK[kernel]
-                tflops = flop / (defaults_ms * 1e-3) / 1e12
-                tbps = byte / (defaults_ms * 1e-3) / 1e12
-                lines.append(f"- defaults: {defaults_ms:.6f} ms = {tflops:.2f} TFLOP/s ({100 * tflops / FP32_TFLOPS:.1f}% "
-                             f"of {FP32_TFLOPS:.0f} FP32), {tbps * 1000:.0f} GB/s compulsory traffic "
-                             f"({100 * tbps / HBM_TBPS:.1f}% of {HBM_TBPS} TB/s HBM3e, {100 * tbps / COPY_TBPS:.1f}% of "
-                             f"the measured {COPY_TBPS * 1000:.0f} GB/s copy)")
+            if kernel in WORK and not dry:
+                lines.append(f"- defaults, {len(data['samples']['defaults'])} interleaved runs: "
+                             f"{roofline(kernel, statistics.median(data['samples']['defaults']))}")
+                lines.append(f"- winner: {roofline(kernel, statistics.median(data['samples']['pinned']))}")
         diff = kdir / "sass_diff.txt"
         if diff.is_file():
             lines += ["", "```", diff.read_text().strip()[-3000:], "```"]
