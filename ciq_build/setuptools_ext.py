@@ -48,6 +48,7 @@ from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import CiqError, ConfigError, ToolchainError
 from ciq_build.measure import proc
 from ciq_build.pin.record import BuildPin, gencode_options_file, resolve_build_pin
+from ciq_build.project.manifest import args_set_problem
 from ciq_build.state.durable import atomic_write
 
 __all__ = ["BuildPin", "CudaExtension", "build_ext", "cudart_static", "resolve_pin"]
@@ -59,6 +60,19 @@ _TRUE = ("1", "on", "true", "yes")
 
 # What static cudart needs from the system (as CMake's CUDA::cudart_static links).
 _CUDART_STATIC_LIBS = ("dl", "pthread", "rt")
+
+
+def _plain_error(kind: type[BaseException], error: BaseException, trace: Any, previous: Any = sys.excepthook) -> None:
+    """`python setup.py ...` with a mistake CudaExtension() refuses (a misspelt objective, say): one line
+    saying what to do, as setuptools itself says its errors, instead of a traceback. Only a ciq_build error
+    that nothing caught comes here (`tune --setuptools` catches them and says them its own way)."""
+    if isinstance(error, CiqError):
+        print(f"error: {error}", file=sys.stderr, flush=True)
+    else:
+        previous(kind, error, trace)
+
+
+sys.excepthook = _plain_error
 
 
 def _env_flag(env: Mapping[str, str], name: str) -> bool:
@@ -85,10 +99,14 @@ class CudaExtension(Extension):
     ...): a pin may define only these names, with values from their domains.
     Headers the .cu files include belong in `depends`, so that editing them
     recompiles. `ciq_benchmark` (a command line, e.g. ``[sys.executable,
-    "bench.py"]``, run from the project), `ciq_objectives`, `ciq_search_space`
-    and `ciq_timeout` are read only by ``python -m ciq_build tune <ciq_target>
+    "bench.py"]``, run from the project), `ciq_benchmark_args_sets` (several
+    problem sizes: ``{"small": ["-n", "1024"], ...}``, each size's arguments
+    after ciq_benchmark's) and `ciq_score` ("geomean" or "worst"),
+    `ciq_objectives`, `ciq_search_space`, `ciq_constraints`, `ciq_seeds` and
+    `ciq_timeout` are read only by ``python -m ciq_build tune <ciq_target>
     --setuptools .`` (ciq_build.setuptools_tune), as ciq_tune_target()'s
-    BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE and TIMEOUT.
+    BENCHMARK/ARGS, ARGS_SETS, SCORE, OBJECTIVES, SEARCH_SPACE, CONSTRAINTS,
+    SEEDS and TIMEOUT.
     """
 
     def __init__(
@@ -107,6 +125,9 @@ class CudaExtension(Extension):
         ciq_objectives: Iterable[str] = (),
         ciq_search_space: Iterable[str] = (),
         ciq_constraints: Iterable[str] = (),
+        ciq_seeds: Iterable[str] = (),
+        ciq_benchmark_args_sets: Mapping[str, Sequence[str]] | None = None,
+        ciq_score: str = "geomean",
         ciq_timeout: float = 60.0,
         **kwargs: Any,
     ) -> None:
@@ -140,7 +161,8 @@ class CudaExtension(Extension):
         # What `python -m ciq_build tune <ciq_target> --setuptools .` needs (ciq_build.setuptools_tune),
         # as ciq_tune_target()'s BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE and TIMEOUT; the build ignores them.
         for what, value in (("ciq_benchmark", ciq_benchmark), ("ciq_objectives", ciq_objectives),
-                            ("ciq_search_space", ciq_search_space), ("ciq_constraints", ciq_constraints)):
+                            ("ciq_search_space", ciq_search_space), ("ciq_constraints", ciq_constraints),
+                            ("ciq_seeds", ciq_seeds)):
             if isinstance(value, str):
                 raise ConfigError(f"CudaExtension({name!r}): {what} is a list of strings, not the string {value!r}")
         if ciq_benchmark is not None and not ciq_benchmark:
@@ -151,6 +173,12 @@ class CudaExtension(Extension):
         self.ciq_objectives = tuple(str(o) for o in ciq_objectives)
         self.ciq_search_space = tuple(str(s) for s in ciq_search_space)
         self.ciq_constraints = tuple(str(c) for c in ciq_constraints)
+        self.ciq_seeds = tuple(str(s) for s in ciq_seeds)  # SEEDS: paths relative to the project
+        self.ciq_benchmark_args_sets = _args_sets(name, ciq_benchmark_args_sets, ciq_benchmark)
+        if ciq_score not in load_rules().words["score"]:
+            raise ConfigError(f"CudaExtension({name!r}): ciq_score {ciq_score!r} is not one of "
+                              f"{', '.join(load_rules().words['score'])} (how the sizes' ratios make one score)")
+        self.ciq_score = ciq_score
         # What configure checks in a ciq_tune_target() call, checked when setup.py is read, not first at tune.
         try:
             parse_constraints(self.ciq_constraints, parse_params(self.params))
@@ -159,6 +187,30 @@ class CudaExtension(Extension):
         except ConfigError as error:
             raise ConfigError(f"CudaExtension({name!r}): {error}") from None
         self.ciq_timeout = ciq_seconds
+
+
+def _args_sets(name: str, sets: Mapping[str, Sequence[str]] | None,
+               benchmark: Sequence[str] | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """ciq_benchmark_args_sets as ARGS_SETS: each size's name and the arguments it adds to ciq_benchmark."""
+    if sets is None:
+        return ()
+    if not isinstance(sets, Mapping) or not sets:
+        raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark_args_sets maps each size's name to the "
+                          "arguments it adds to ciq_benchmark, e.g. {\"small\": [\"-n\", \"1024\"], \"large\": "
+                          "[\"-n\", \"65536\"]}")
+    if benchmark is None:
+        raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark_args_sets are arguments of ciq_benchmark; "
+                          "give ciq_benchmark too")
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for size, args in sets.items():
+        problem = args_set_problem(str(size), [known for known, _ in out])
+        if problem:
+            raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark_args_sets: {problem}")
+        if isinstance(args, str) or not isinstance(args, Sequence):
+            raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark_args_sets[{size!r}] is a list of "
+                              f"arguments, not {args!r}")
+        out.append((str(size), tuple(str(a) for a in args)))
+    return tuple(out)
 
 
 def _timeout(name: str, what: str, value: object) -> float:

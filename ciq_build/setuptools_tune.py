@@ -130,12 +130,15 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
     bench = None
     if ext.ciq_benchmark is not None:
         bench = Benchmark(target="ciq_benchmark", path=_program(project, ext.ciq_benchmark[0], ext.ciq_target),
-                          args=ext.ciq_benchmark[1:])
+                          args=ext.ciq_benchmark[1:], score=ext.ciq_score,
+                          # each size runs ciq_benchmark with its own arguments after the common ones
+                          args_sets=tuple((size, (*ext.ciq_benchmark[1:], *args))
+                                          for size, args in ext.ciq_benchmark_args_sets))
     return Manifest(
         target=ext.ciq_target, source_dir=project, binary_dir=binary, target_source_dir=project,
         target_binary_dir=binary, cuda_sources=tuple(project / s for s in cuda_sources), object_dir=object_dir,
         benchmark=bench, metric_regex="", objectives=ext.ciq_objectives, params=ext.params,
-        search_space=ext.ciq_search_space, constraints=ext.ciq_constraints, pin_dir=pin_dir,
+        search_space=ext.ciq_search_space, constraints=ext.ciq_constraints, seeds=ext.ciq_seeds, pin_dir=pin_dir,
         pin_file=record_path(pin_dir, ext.ciq_target),
         timeout=ext.ciq_timeout, options_file=object_dir / f"{ext.ciq_target}.nvcc-options",
         generator=SETUPTOOLS_GENERATOR,
@@ -198,7 +201,8 @@ class ExtensionTree(ScratchTree):
         bench = self.manifest.benchmark
         assert bench is not None
         return BenchSpec(path=bench.path, args=tuple(bench.args), timeout=timeout, cwd=self.manifest.source_dir,
-                         env=benchmark_env(self.lib_dir, self.manifest.source_dir, bench.args), required=required)
+                         env=benchmark_env(self.lib_dir, self.manifest.source_dir, bench.args), required=required,
+                         args_sets=bench.args_sets, score=bench.score)
 
     def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
               benchmark: bool = True) -> CandidateBuild:

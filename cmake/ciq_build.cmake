@@ -19,6 +19,7 @@ Commands
                   [PARAMS <NAME=space>...]
                   [CONSTRAINTS <expression>...]
                   [SEARCH_SPACE <space>...]
+                  [SEEDS <seed>...]
                   [PIN_DIR <dir>]
                   [TIMEOUT <seconds>]
                   [ALLOW_NUMERICS])
@@ -51,6 +52,11 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   configuration the search proposes meets (README: ``CONSTRAINTS``).
 ``SEARCH_SPACE <space>...``
   The compiler controls the search may change.
+``SEEDS <seed>...``
+  Known-good configurations the search evaluates first (README: ``SEEDS``):
+  a pinned record, an ACF, a folder of them (relative paths from
+  ``CMAKE_CURRENT_SOURCE_DIR``), or controls such as ``"-Xptxas=-O2
+  -DTILE=32"``. ``tune --seed-from`` replaces them.
 ``PIN_DIR <dir>``
   Where the pinned record lives, relative to ``CMAKE_CURRENT_SOURCE_DIR``
   (default ``${CMAKE_CURRENT_SOURCE_DIR}/ciq``); a plain path, no ``..``.
@@ -943,9 +949,8 @@ function(_ciq_check_arguments fn)
       if(NOT guess STREQUAL "" AND NOT guess STREQUAL base)
         set(hint " (did you mean ${guess}?)")
       endif()
-      message(FATAL_ERROR "${fn}: OBJECTIVES '${objective}' is not an objective${hint}; use "
-        "one of ${shown}, optionally prefixed with max: or min: (registers, spill_bytes, "
-        "stack_bytes and shared_bytes also take :<kernel regex>).")
+      _ciq_rules_message(said unknown_objective value "${objective}" hint "${hint}" words "${shown}")
+      message(FATAL_ERROR "${fn}: OBJECTIVES ${said}.")
     endif()
     _ciq_rules_matches(benchmarked benchmark_objective "${objective}")
     if(benchmarked AND NOT ARG_BENCHMARK)
@@ -1017,7 +1022,7 @@ function(_ciq_check_call target)
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'. "
       "Keywords are BENCHMARK, ARGS, ARGS_SETS, SCORE, METRIC, UNIT, OBJECTIVES, PARAMS, CONSTRAINTS, "
-      "SEARCH_SPACE, PIN_DIR, TIMEOUT and ALLOW_NUMERICS.")
+      "SEARCH_SPACE, SEEDS, PIN_DIR, TIMEOUT and ALLOW_NUMERICS.")
   endif()
   foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE)
     if(keyword IN_LIST ARG_KEYWORDS_MISSING_VALUES)
@@ -1314,7 +1319,7 @@ function(ciq_tune_target target)
     # One-value keywords
     "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT;SCORE"
     # Multi-value keywords
-    "ARGS;ARGS_SETS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE")
+    "ARGS;ARGS_SETS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE;SEEDS")
   _ciq_check_call(${target})
   # The defaults (TIMEOUT's is tune's, ciq_build/core/settings.py DEFAULT_TIMEOUT; a test keeps them equal).
   if(NOT DEFINED ARG_TIMEOUT)
@@ -1328,6 +1333,14 @@ function(ciq_tune_target target)
     set(pin_dir "${ARG_PIN_DIR}")
   endif()
   _ciq_pin_location(TARGET ${target} PIN_DIR "${pin_dir}" PIN_DIR_VAR pin_dir PIN_FILE_VAR pin_file)
+  # A seed's path is the call's, as PIN_DIR's; a controls list ("-Xptxas=-O2 -DTILE=32") stays as written.
+  set(seeds "")
+  foreach(seed IN LISTS ARG_SEEDS)
+    if(NOT seed MATCHES "^[ \t]*-" AND NOT IS_ABSOLUTE "${seed}")
+      set(seed "${CMAKE_CURRENT_SOURCE_DIR}/${seed}")
+    endif()
+    list(APPEND seeds "${seed}")
+  endforeach()
   _ciq_apply_pin(TARGET ${target} PIN_FILE "${pin_file}" PIN_DIR "${pin_dir}"
     OPTIONS_FILE "${CMAKE_CURRENT_BINARY_DIR}/ciq/${target}.nvcc-options"
     ALLOW_NUMERICS "${ARG_ALLOW_NUMERICS}" PARAMS ${ARG_PARAMS}
@@ -1349,6 +1362,7 @@ function(ciq_tune_target target)
     _CIQ_OBJECTIVES "${ARG_OBJECTIVES}"
     _CIQ_PARAMS "${ARG_PARAMS}"
     _CIQ_CONSTRAINTS "${ARG_CONSTRAINTS}"
+    _CIQ_SEEDS "${seeds}"
     _CIQ_SEARCH_SPACE "${ARG_SEARCH_SPACE}"
     _CIQ_PIN_DIR "${pin_dir}"
     _CIQ_TIMEOUT "${ARG_TIMEOUT}"
@@ -1487,7 +1501,7 @@ function(_ciq_finalize_target target)
     endif()
     _ciq_json_string(json_${property} "${value}")
   endforeach()
-  foreach(property IN ITEMS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE)
+  foreach(property IN ITEMS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS)
     get_target_property(value ${target} _CIQ_${property})
     _ciq_json_array(json_${property} ${value})
   endforeach()
@@ -1525,6 +1539,7 @@ function(_ciq_finalize_target target)
     "  \"objectives\": ${json_OBJECTIVES},"
     "  \"params\": ${json_PARAMS},"
     "  \"constraints\": ${json_CONSTRAINTS},"
+    "  \"seeds\": ${json_SEEDS},"
     "  \"search_space\": ${json_SEARCH_SPACE},"
     "  \"pin_dir\": ${json_PIN_DIR},"
     "  \"pin_file\": ${json_pin_file},"

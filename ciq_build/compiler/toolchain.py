@@ -531,6 +531,37 @@ def _probe_apply_controls(toolchain: Toolchain, workdir: Path, arch: str) -> tup
     return known(nvcc), known(ptxas)
 
 
+def acf_refusals(toolchain: Toolchain, acfs: Iterable[tuple[Path, str]], arch: str) -> dict[Path, str]:
+    """What `toolchain` says refusing each ACF ``(path, compiler)`` for sm_`arch`; those it accepts are absent.
+
+    An ACF is opaque: which toolkit (and which compiler) it is for can only be
+    told by applying it. A ptxas ACF is tried on ptxas itself with the probe
+    kernel's PTX (a twentieth of a compile), an nvcc ACF by nvcc (sm_100 and
+    newer only). Measured refusals: 13.0 "not in expected format", 13.4/13.5
+    "Invalid compiler controls file".
+    """
+    wanted = list(acfs)
+    if not wanted:
+        return {}
+    refused: dict[Path, str] = {}
+    with tempfile.TemporaryDirectory(prefix="ciq-acf-probe-") as tmp:
+        workdir = Path(tmp)
+        (workdir / "ciq_probe.cu").write_text(_PROBE_SOURCE, encoding="utf-8")
+        if any(compiler == "ptxas" for _, compiler in wanted):
+            made = proc.run([toolchain.nvcc, "-ptx", f"-arch=sm_{arch}", "ciq_probe.cu", "-o", "ciq_probe.ptx"],
+                            PROBE_TIMEOUT, cwd=workdir)
+            if not made.ok:
+                raise ToolchainError(f"{toolchain.nvcc} cannot compile a trivial kernel for sm_{arch} "
+                                     f"({made.describe()}):\n{made.output_tail()}\n{_HOW_TO_FIX}")
+        for path, compiler in wanted:
+            result = (_ptxas_probe(toolchain, workdir, arch, f"--apply-controls={path}") if compiler == "ptxas"
+                      else _compile_probe(toolchain, workdir, arch, [f"--apply-controls={path}"]))
+            if not result.ok:
+                said = (result.stderr or result.stdout).strip().splitlines()
+                refused[path] = said[-1].strip() if said else result.describe()
+    return refused
+
+
 def probe_capabilities(
     toolchain: Toolchain,
     options: Iterable[str] = (),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ciq_build.core.pareto import Direction
-from ciq_build.core.rules import nearest
+from ciq_build.core.rules import load_rules, nearest
 from ciq_build.errors import ConfigError
 
 # Where a value is measured: a benchmark run (a GPU), the compiled code (no GPU), the compile's clock.
@@ -202,6 +202,15 @@ def named_scores(objectives: Iterable[Objective], scores: Iterable[float]) -> st
     return ", ".join(f"{o.spec} {with_unit(o, s)}" for o, s in zip(objectives, scores))
 
 
+def unknown_objective(spec: str, base: str) -> str:
+    """The one message for a misspelt objective: the rule book's, which ciq_tune_target() gives too."""
+    rules = load_rules()
+    words = rules.words["objective"]
+    guess = nearest(base, list(words))
+    return rules.message("unknown_objective", value=spec, hint=f" (did you mean {guess}?)" if guess and guess != base else "",
+                         words=", ".join("metric:<name>" if w == "metric" else w for w in words)) + "."
+
+
 def known_spellings() -> str:
     """Every objective spec a user may write, for help and error messages."""
     return ", ".join(kind.spelling for kind in KINDS)
@@ -256,10 +265,7 @@ def parse_objective(spec: object) -> Objective:
     base, sep, argument = text.partition(":")
     kind = _BY_NAME.get(_ALIASES.get(base, base))
     if kind is None or (sep and not kind.argument) or (kind.argument == "metric name" and not sep):
-        guess = nearest(base, [k.name for k in KINDS])
-        hint = f" (did you mean {guess}?)" if guess and guess != base else ""
-        raise ConfigError(
-            f"unknown objective {spec!r}{hint}; use one of {known_spellings()}, optionally prefixed with max: or min:.")
+        raise ConfigError(unknown_objective(spec, base))
     if kind.argument == "metric name":
         argument = _metric_name(spec, argument)
     elif sep:

@@ -77,6 +77,14 @@ class RuleBook:
     conflicts: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...]
     fields: dict[str, Field]
     words: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    messages: dict[str, str] = field(default_factory=dict)
+
+    def message(self, name: str, **values: str) -> str:
+        """The rule book's "message <name>" text with each {key} replaced (what CMake says, word for word)."""
+        text = self.messages[name]
+        for key, value in values.items():
+            text = text.replace("{" + key + "}", value)
+        return text
 
     def limit(self, name: str) -> int:
         return self.limits[name]
@@ -140,6 +148,7 @@ def parse_rules(text: str, source: str = RULES_NAME) -> RuleBook:
     fields: dict[str, Field] = {}
     conflicts: list[tuple[re.Pattern[str], re.Pattern[str]]] = []
     words: dict[str, tuple[str, ...]] = {}
+    messages: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -162,6 +171,8 @@ def parse_rules(text: str, source: str = RULES_NAME) -> RuleBook:
             conflicts.append((_regex(m.group(1), where), _regex(m.group(2), where)))
         elif kind == "words" and (m := re.fullmatch(r"([a-z0-9_]+)((?: [A-Za-z0-9_:.-]+)+)", rest)):
             words[m.group(1)] = tuple(m.group(2).split())
+        elif kind == "message" and (m := re.fullmatch(r"([a-z0-9_]+) ([^;]+)", rest)):
+            messages[m.group(1)] = m.group(2)
         elif kind == "field" and (m := re.fullmatch(r"([a-z0-9_.*\[\]]+) (\S+)( required)?", rest)):
             path, spec = m.group(1), m.group(2)
             if _FIELD_TYPES.fullmatch(spec) is None:
@@ -175,7 +186,7 @@ def parse_rules(text: str, source: str = RULES_NAME) -> RuleBook:
             raise RuleBookError(f"{where}: cannot read the rule {line!r}")
     if schema is None:
         raise RuleBookError(f"{source}: no 'schema' line")
-    return RuleBook(schema, limits, patterns, tuple(flags), tuple(numerics), tuple(conflicts), fields, words)
+    return RuleBook(schema, limits, patterns, tuple(flags), tuple(numerics), tuple(conflicts), fields, words, messages)
 
 
 def load_rules(path: Path | None = None) -> RuleBook:

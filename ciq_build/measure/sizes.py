@@ -70,5 +70,11 @@ def size_ratios(candidate: Mapping[str, float], baseline: Mapping[str, float], m
     return ratios
 
 
+def sizes_of(metrics: Mapping[str, float], metric: str) -> list[str]:
+    """The sizes `metrics` holds `metric` for (``time_ms@small`` gives small), in the order measured."""
+    prefix = metric + SIZE_SEPARATOR
+    return [name[len(prefix):] for name in metrics if name.startswith(prefix)]
+
+
 def _geomean(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))

@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from ciq_build.compiler.controls import AcfRef, Controls, controls_to_json
 from ciq_build.compiler.fingerprint import ObjectInfo
 from ciq_build.compiler.toolchain import arch_name, major_minor
 from ciq_build.core.allowlist import check_flag
+from ciq_build.core.objectives import metric_key, parse_objective
 from ciq_build.core.rules import (
     RuleBook,
     declared_params,
@@ -37,6 +38,7 @@ from ciq_build.core.rules import (
     value_in_domain,
 )
 from ciq_build.errors import CiqError, RecordError, UnsafeFlagError
+from ciq_build.measure.sizes import size_ratios, sizes_of
 from ciq_build.state.durable import atomic_write, fsync_dir
 
 SCHEMA = 1
@@ -955,6 +957,30 @@ def relative_change(before: float, after: float) -> str:
     return f"{(after / before - 1) * 100:+.1f}%"
 
 
+def size_ratios_text(ratios: Mapping[str, float]) -> str:
+    """Each problem size's ratio, winner over defaults (ARGS_SETS), one spelling everywhere:
+    "small 0.5x (-50.0%), large 1.2x (+20.0%)"."""
+    return ", ".join(f"{size} {ratio:.4g}x ({relative_change(1.0, ratio)})" for size, ratio in ratios.items())
+
+
+def record_size_ratios(record: PinnedRecord) -> dict[str, dict[str, float]]:
+    """Per objective measured on several sizes, each size's ratio winner / defaults, from the metrics the
+    record keeps (provenance baseline_metrics, winner_metrics); empty for one size."""
+    base, win = record.provenance.get("baseline_metrics"), record.provenance.get("winner_metrics")
+    if not isinstance(base, dict) or not isinstance(win, dict):
+        return {}
+    out = {}
+    for objective in record.objectives:
+        try:
+            metric = metric_key(parse_objective(objective.name))
+        except CiqError:
+            continue
+        ratios = size_ratios(win, base, metric, sizes_of(win, metric))
+        if ratios:
+            out[objective.name] = ratios
+    return out
+
+
 def _objective_table(record: PinnedRecord) -> list[str]:
     """One aligned row per objective: direction and name, baseline, winner, change."""
     rows = [("", "baseline", "winner", "change")]
@@ -1001,6 +1027,8 @@ def format_record(record: PinnedRecord) -> str:
     if record.objectives:
         lines.append("objectives")
         lines.extend("  " + row for row in _objective_table(record))
+        lines.extend(f"  {name} per size (winner / defaults): {size_ratios_text(ratios)}"
+                     for name, ratios in record_size_ratios(record).items())
     for arch, entry in sorted(record.per_architecture.items()):
         # Each architecture's own winner (tune --architecture), applied to its own -gencode.
         e = entry.controls

@@ -86,6 +86,9 @@ class Manifest:
     # entry for; toolchain.architectures is then that architecture's entry alone. "" for all.
     tune_architecture: str = ""
     constraints: tuple[str, ...] = ()  # CONSTRAINTS: expressions over the PARAMS names (ciq_build.core.constraints)
+    # SEEDS: configurations evaluated first (ciq_build.search.seeds); a path relative to source_dir
+    # (CMake writes them absolute, from the call's folder).
+    seeds: tuple[str, ...] = ()
 
     @property
     def parsed_objectives(self) -> list[Objective]:
@@ -301,6 +304,7 @@ def read_manifest(path: Path) -> Manifest:
         objectives=objectives,
         params=r.str_list(data, "params"),
         constraints=r.str_list(data, "constraints") if "constraints" in data else (),  # none before CONSTRAINTS
+        seeds=r.str_list(data, "seeds") if "seeds" in data else (),  # none before SEEDS
         search_space=r.str_list(data, "search_space"),
         pin_dir=r.abspath(data, "pin_dir"),
         pin_file=r.abspath(data, "pin_file"),
@@ -329,7 +333,8 @@ def manifest_document(manifest: Manifest) -> dict[str, Any]:
                                                      "score": benchmark.score},
         "metric_regex": manifest.metric_regex, "metric_unit": manifest.metric_unit,
         "objectives": list(manifest.objectives), "params": list(manifest.params),
-        "constraints": list(manifest.constraints), "search_space": list(manifest.search_space), "pin_dir": str(manifest.pin_dir),
+        "constraints": list(manifest.constraints), "seeds": list(manifest.seeds),
+        "search_space": list(manifest.search_space), "pin_dir": str(manifest.pin_dir),
         "pin_file": str(manifest.pin_file), "timeout": manifest.timeout, "options_file": str(manifest.options_file),
         "generator": manifest.generator, "allow_numerics": manifest.allow_numerics,
         "toolchain": {"cuda_compiler": str(manifest.toolchain.cuda_compiler),

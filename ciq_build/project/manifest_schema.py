@@ -40,8 +40,8 @@ def _object(properties: dict[str, dict[str, Any]], optional: tuple[str, ...] = (
 
 
 # The one declaration: field -> its schema. A field the writers may leave out is named in _OPTIONAL.
-# A manifest from before UNIT meant milliseconds; one from before CONSTRAINTS had none.
-_OPTIONAL = ("metric_unit", "constraints")
+# A manifest from before UNIT meant milliseconds; one from before CONSTRAINTS or SEEDS had none.
+_OPTIONAL = ("metric_unit", "constraints", "seeds")
 
 
 def _args_set_name() -> dict[str, Any]:
@@ -76,6 +76,7 @@ def _fields() -> dict[str, dict[str, Any]]:
         "objectives": _TEXTS,
         "params": _TEXTS,
         "constraints": _TEXTS,  # CONSTRAINTS: expressions over the PARAMS names
+        "seeds": _TEXTS,  # SEEDS: records, ACFs, folders of them (absolute paths) or controls lists
         "search_space": _TEXTS,
         "pin_dir": _ABSOLUTE,
         "pin_file": _ABSOLUTE,

@@ -37,6 +37,7 @@ from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evolution import SearchConfiguration
+from ciq_build.search.seeds import AcfSeeding, Seed
 from ciq_build.search.strategies import SearchRequest, make_source
 from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
@@ -129,10 +130,29 @@ class AcfPool:
         return {"space": self.listing.get("space"), "seed": self.listing.get("seed"), "size": len(self.refs),
                 "pool_sha256": pool_sha256(self.listing["acfs"])}
 
+    def seeding(self) -> AcfSeeding:
+        """Seeds' ACFs here: those of the pool (by content), as its choice; any other cannot be searched."""
+        names = {ref.sha256: name for name, ref in self.refs.items()}
+
+        def refusals(acfs: list[AcfRef]) -> dict[Path, str]:
+            return {acf.path: f"not one of the ACF pool {self.directory}'s (the pool's ACFs are what this tune "
+                              "searches; seed from the pool's folder, or sample the ACF into a pool)"
+                    for acf in acfs if acf.sha256 not in names}
+
+        return AcfSeeding(str(self.listing["compiler"]), refusals)
+
+    def as_choice(self, seed: Seed) -> Seed:
+        """A seed whose ACF is the pool's, as a value of the pool's choice."""
+        if seed.acf is None:
+            return seed
+        name = {ref.sha256: name for name, ref in self.refs.items()}[seed.acf.sha256]
+        return replace(seed, params={**seed.params, POOL_PARAM: name}, acf=None)
+
 
 def make_pool_source(strategy: object, request: SearchRequest, pool: AcfPool) -> AcfPoolSource:
     """`strategy` searching the request's parameters and which pooled ACF (if any) to apply."""
-    inner = make_source(strategy, replace(request, space={**request.space, POOL_PARAM: pool.param}))
+    inner = make_source(strategy, replace(request, space={**request.space, POOL_PARAM: pool.param},
+                                          seeds=tuple(pool.as_choice(seed) for seed in request.seeds)))
     return AcfPoolSource(pool, inner)
 
 

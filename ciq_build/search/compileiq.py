@@ -72,6 +72,7 @@ from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
 if TYPE_CHECKING:
     from ciq_build.compiler.toolchain import Toolchain
+    from ciq_build.search.seeds import Seed
 
 __all__ = [
     "ENGINE_NAME",
@@ -82,6 +83,7 @@ __all__ = [
     "load_compileiq",
     "parse_space_spec",
     "resolve_space",
+    "space_compiler",
 ]
 
 ENGINE_NAME = "compileiq"
@@ -218,6 +220,12 @@ def _from_bin(path: Path) -> SpaceIdentity:
     return SpaceIdentity(match.group(1), match.group(2), match.group(3) or "default", digest, path)
 
 
+def space_compiler(spec: str) -> str:
+    """Which compiler reads the ACFs of a compiler search space (no network: a named one says it)."""
+    parsed = parse_space_spec(spec)
+    return _from_bin(parsed).compiler if isinstance(parsed, Path) else parsed[0]
+
+
 def resolve_space(spec: str, *, default_version: str | None = None, spaces_dir: Path | None = None) -> SpaceIdentity:
     """Find the compiler search space a spec names.
 
@@ -304,7 +312,8 @@ class CompileIqEngine:
     include_default = False
 
     def __init__(self, space: SpaceIdentity | None, extra_space: Mapping[str, Param] | None,
-                 config: SearchConfiguration, acf_dir: Path, objective_names: Sequence[str] = ()):
+                 config: SearchConfiguration, acf_dir: Path, objective_names: Sequence[str] = (),
+                 seeds: Sequence[Seed] = ()):
         if space is None and not extra_space:
             raise ConfigError("the compileiq engine needs a compiler search space or parameters to search")
         self.ciq = load_compileiq()
@@ -325,6 +334,11 @@ class CompileIqEngine:
         self._told: dict[int, Any] = {}  # proposal id -> compileiq Score, until the batch is complete
         self._next_id = 0
         self._asked_total = 0
+        # tune --seed-from / SEEDS: proposed before compileiq's first generation. compileiq's engine takes
+        # no candidate it did not issue (its tell refuses unknown ids), so seeds compete for the pin but
+        # are not told to it: they do not steer its sampling, as they do the GA's, random's and Optuna's.
+        self._seeds = list(seeds)
+        self._seed_ids: set[int] = set()
         self._any_success = False
         self._started = time.monotonic()
         # The ledger keeps ACF files for replays: only a compiler space issues them.
@@ -396,6 +410,7 @@ class CompileIqEngine:
             return []
         count = left if left < self.config.pool_size else None
         generation = self.generation
+        seeded = self._seed_proposals()
         try:
             with _quiet():
                 candidates = self._search.ask(num_samples=count) if count else self._search.ask()
@@ -415,10 +430,24 @@ class CompileIqEngine:
             self._issued[self._next_id] = _Issued(str(candidate.param_id), ordinal)
             self._next_id += 1
             proposals.append(proposal)
+        return seeded + proposals
+
+    def _seed_proposals(self) -> list[Proposal]:
+        """The seeds, once, ahead of compileiq's first candidates."""
+        proposals = []
+        for seed in self._seeds:
+            proposals.append(Proposal(id=self._next_id, generation=0, params=dict(seed.params), acf=seed.acf,
+                                      extra={"seed": seed.origin}))
+            self._seed_ids.add(self._next_id)
+            self._next_id += 1
+        self._seeds = []
         return proposals
 
     def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
         """Record one outcome (``scores`` None: the candidate failed; ``reason`` says why)."""
+        if proposal.id in self._seed_ids:
+            self._seed_ids.discard(proposal.id)  # not compileiq's: see __init__
+            return
         issued = self._issued.get(proposal.id)
         if issued is None or proposal.id in self._told:
             raise SearchError(f"candidate {proposal.id} was not asked, or was told already")
@@ -614,13 +643,15 @@ class CompileIqStrategy:
 
     name = ENGINE_NAME
     spaces = frozenset({COMPILER_ACF, GRID})
+    takes_seeds = True  # evaluated first, not told to compileiq (CompileIqEngine.__init__)
 
     def make(self, request: SearchRequest) -> CompileIqEngine:
         """The compileiq engine for a tune, after refusing up front what the compiler would refuse."""
         if request.acf_dir is None:
             raise ConfigError("the compileiq strategy needs SearchRequest.acf_dir: a folder for its ACFs and scratch")
         if request.acf_space is None:
-            return CompileIqEngine(None, request.space, request.config, request.acf_dir, request.objective_names)
+            return CompileIqEngine(None, request.space, request.config, request.acf_dir, request.objective_names,
+                                   request.seeds)
         toolchain = request.toolchain
         parsed = parse_space_spec(request.acf_space)
         if toolchain is not None and not isinstance(parsed, Path):
@@ -637,4 +668,4 @@ class CompileIqStrategy:
         if identity.compiler == "nvcc":
             check_nvcc_acf_architectures(request.architectures)
         return CompileIqEngine(identity, request.space or None, request.config, request.acf_dir,
-                               request.objective_names)
+                               request.objective_names, request.seeds)

@@ -65,4 +65,4 @@ class GeneticStrategy:
 
     def make(self, request: SearchRequest) -> GeneticSource:
         return GeneticSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
-                             request.seeds)
+                             request.seed_params)

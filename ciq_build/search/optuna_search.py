@@ -148,7 +148,7 @@ class TpeStrategy:
             return optuna.samplers.TPESampler(seed=config.seed, n_startup_trials=config.pool_size)
 
         return OptunaSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
-                            "tpe", sampler, request.seeds)
+                            "tpe", sampler, request.seed_params)
 
 
 class Nsga2Strategy:
@@ -163,4 +163,4 @@ class Nsga2Strategy:
             return optuna.samplers.NSGAIISampler(seed=config.seed, population_size=config.pool_size)
 
         return OptunaSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
-                            "nsga2", sampler, request.seeds)
+                            "nsga2", sampler, request.seed_params)

@@ -125,4 +125,4 @@ class RandomStrategy:
 
     def make(self, request: SearchRequest) -> RandomSource:
         return RandomSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
-                            request.seeds)
+                            request.seed_params)

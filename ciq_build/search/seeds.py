@@ -1,16 +1,21 @@
-"""Seeds: known-good configurations a search evaluates first (`tune --seed-from`), as values of its space.
+"""Seeds: known-good configurations a search evaluates first (`tune --seed-from`, SEEDS), as values of its space.
 
 A seed is a pinned record (another target's or another architecture's: its
-controls, and each of its architecture entries'), a folder of records, or a
-list of controls written as an nvcc command line (``-Xptxas=-O2 -DTILE=32``,
+controls, and each of its architecture entries'), an ACF file, a folder of
+records and ACFs (a pool from `sample-acfs`, another project's ``ciq/``), or
+a list of controls written as an nvcc command line (``-Xptxas=-O2 -DTILE=32``,
 as `show` and `tune -v` print them). Each control becomes the knob or
-parameter value of the searched space that gives exactly that flag or -D;
-what a record holds that this space cannot give (a flag not searched, a -D
-of another target's PARAMS, an ACF) is left out with a warning, so another
-target's pin seeds what the two share; a parameter that cannot be absent
-(PARAMS) and that the seed does not give takes its first value. A list of
-controls is the user's own words, so a control in it that the space cannot
-give is refused instead.
+parameter value of the searched space that gives exactly that flag or -D.
+
+A seed that does not fit the space is said and skipped, never fatal: what a
+record holds that this space cannot give (a flag not searched, a -D of
+another target's PARAMS, an ACF when no ACFs are searched, or one this
+toolkit refuses) is left out of it, so another target's pin seeds what the
+two share; a controls list is the user's own words, so one with a control
+the space cannot give is left out whole (seeding part of it would evaluate
+a configuration nobody named). A parameter that cannot be absent (PARAMS)
+and that the seed does not give takes its first value. Only a malformed
+seed (no such file, `-DNAME` without a value) is an error.
 """
 
 from __future__ import annotations
@@ -18,66 +23,152 @@ from __future__ import annotations
 import logging
 import shlex
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ciq_build.compiler.controls import KNOB_PREFIX, PARAM_PREFIX, define_value, knob
+from ciq_build.compiler.acf import ACF_SUFFIX
+from ciq_build.compiler.controls import KNOB_PREFIX, PARAM_PREFIX, AcfRef, define_value, knob
 from ciq_build.core.space import Param
 from ciq_build.errors import CiqError, ConfigError
 from ciq_build.pin.record import read_record
+from ciq_build.state.durable import sha256_file
 
 LOG = logging.getLogger("ciq_build")
 FLAG = "--seed-from"
+POOL_LISTING = "pool.json"  # an ACF pool's listing (search/acf_pool.py): not a pinned record
+
+
+@dataclass(frozen=True)
+class Seed:
+    """One configuration to evaluate first: values of the space, and the ACF it applies (if any)."""
+
+    params: Mapping[str, Any]
+    acf: AcfRef | None = None
+    origin: str = field(default="", compare=False)  # what named it, for messages
+
+
+@dataclass(frozen=True)
+class AcfSeeding:
+    """How the tune searches ACFs, for the ACFs seeds bring: the compiler that reads them, and
+    `refusals`, which says for each ACF this tune cannot apply why not ({path: reason}; accepted absent)."""
+
+    compiler: str
+    refusals: Callable[[list[AcfRef]], Mapping[Path, str]]
+
+
+@dataclass
+class _Found:
+    origin: str
+    flags: list[str]
+    defines: dict[str, str]
+    acf: AcfRef | None = None
+    strict: bool = False  # a controls list: left out whole when a control does not fit
 
 
 def read_seeds(specs: Sequence[str], space: Mapping[str, Param],
-               allows: Callable[[Mapping[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
-    """The configurations `specs` name, as params of `space`, in order, each once; the defaults left out, and
-    those the target's CONSTRAINTS (`allows`) refuse, with a warning (a strategy would drop them unsaid)."""
-    seeds: list[dict[str, Any]] = []
-    for spec in specs:
-        for params in _configurations(spec, space):
-            if not params or params in seeds:
-                continue
-            if allows is not None and not allows(params):
-                LOG.warning("%s %s: %s is refused by the target's CONSTRAINTS; left out", FLAG, spec,
-                            " ".join(f"{n}={v}" for n, v in params.items()))
-                continue
-            seeds.append(params)
+               allows: Callable[[Mapping[str, Any]], bool] | None = None,
+               acfs: AcfSeeding | None = None) -> list[Seed]:
+    """The configurations `specs` name, as Seeds of `space`, in order, each once; the defaults left out, and
+    what does not fit (see the module's note) or the target's CONSTRAINTS (`allows`) refuse, with a warning."""
+    found = [item for spec in specs for item in _found(spec, acfs)]
+    refused = _acf_refusals(found, acfs)
+    seeds: list[Seed] = []
+    for item in found:
+        acf = item.acf
+        if acf is not None and acf.path in refused:
+            LOG.warning("%s %s: the ACF %s cannot be seeded: %s; %s", FLAG, item.origin, acf.path.name,
+                        refused[acf.path], "seeding with its flags and -D values only"
+                        if item.flags or item.defines else "left out")
+            acf = None
+        params = _as_params(item, space)
+        if params is None or (not params and acf is None):
+            continue
+        seed = Seed(params, acf, item.origin)
+        if seed in seeds:
+            continue
+        if allows is not None and not allows(params):
+            LOG.warning("%s %s: %s is refused by the target's CONSTRAINTS; left out", FLAG, item.origin,
+                        " ".join(f"{n}={v}" for n, v in params.items()))
+            continue
+        seeds.append(seed)
     return seeds
 
 
-def _configurations(spec: str, space: Mapping[str, Param]) -> list[dict[str, Any]]:
+def manifest_seeds(seeds: Sequence[str], source_dir: Path) -> tuple[str, ...]:
+    """A target's SEEDS, their paths relative to its source folder (a controls list as written); a path not
+    there (yet: another target's pin before its first tune) said and skipped, since the project names it."""
+    kept = []
+    for seed in seeds:
+        if seed.strip().startswith("-"):
+            kept.append(seed)
+            continue
+        path = source_dir / Path(seed).expanduser()
+        if path.exists():
+            kept.append(str(path))
+        else:
+            LOG.warning("SEEDS %s: no such file or folder (yet); skipped", seed)
+    return tuple(kept)
+
+
+def _found(spec: str, acfs: AcfSeeding | None) -> list[_Found]:
     if spec.strip().startswith("-"):
         flags, defines = _command_line(spec)
-        return [_as_params(flags, defines, space, f"{FLAG} {spec!r}", strict=True)]
+        return [_Found(repr(spec), flags, defines, strict=True)]
     path = Path(spec).expanduser()
     if path.is_dir():
-        records = sorted(path.glob("*.json"))
-        if not records:
-            raise ConfigError(f"{FLAG} {spec}: the folder holds no pinned record (*.json); name a record, a "
-                              "folder of them, or controls such as '-Xptxas=-O2 -DTILE=32'")
-        return [c for record in records for c in _record_configurations(record, space)]
+        records = sorted(p for p in path.glob("*.json") if p.name != POOL_LISTING)
+        acf_files = sorted(path.glob(f"*{ACF_SUFFIX}"))
+        if not records and not acf_files:
+            raise ConfigError(f"{FLAG} {spec}: the folder holds no pinned record (*.json) and no ACF (*.acf); "
+                              "name a record, an ACF, a folder of them, or controls such as '-Xptxas=-O2 -DTILE=32'")
+        return ([c for record in records for c in _record_found(record)]
+                + [c for file in acf_files for c in _acf_found(file, acfs)])
     if path.is_file():
-        return _record_configurations(path, space)
-    raise ConfigError(f"{FLAG} {spec}: no such file or folder; name a pinned record (<target>.json), a folder of "
-                      "them, or controls starting with - such as '-Xptxas=-O2 -DTILE=32'")
+        return _acf_found(path, acfs) if path.suffix == ACF_SUFFIX else _record_found(path)
+    raise ConfigError(f"{FLAG} {spec}: no such file or folder; name a pinned record (<target>.json), an ACF (.acf), "
+                      "a folder of them, or controls starting with - such as '-Xptxas=-O2 -DTILE=32'")
 
 
-def _record_configurations(path: Path, space: Mapping[str, Param]) -> list[dict[str, Any]]:
-    """The record's controls and each architecture entry's, as params of `space`."""
+def _acf_found(path: Path, acfs: AcfSeeding | None) -> list[_Found]:
+    """An ACF file on its own: read by the compiler whose ACFs the tune searches (nothing in it says which)."""
+    if acfs is None:
+        LOG.warning("%s %s: this tune searches no ACFs (SEARCH_SPACE or --controls ptxas-acf[:VERSION], nvcc-acf, "
+                    "or acf-pool:<folder>); left out", FLAG, path)
+        return []
+    return [_Found(str(path), [], {}, AcfRef(path.absolute(), acfs.compiler, sha256_file(path)))]
+
+
+def _record_found(path: Path) -> list[_Found]:
+    """The record's controls and each architecture entry's."""
     try:
         record = read_record(path)
     except CiqError as error:
         raise ConfigError(f"{FLAG} {path}: not a pinned record ciq_build can read: {error}") from None
-    out = []
-    for where, controls in [("", record.controls),
-                            *((f" (architecture {arch})", e.controls) for arch, e in sorted(record.per_architecture.items()))]:
-        if controls.acf is not None:
-            LOG.warning("%s: the ACF of %s%s is not searched here; seeding with its flags and -D values only",
-                        FLAG, path, where)
-        out.append(_as_params(controls.flags, dict(controls.defines), space, f"{FLAG} {path}{where}", strict=False))
-    return out
+    return [_Found(f"{path}{where}", list(controls.flags), dict(controls.defines), controls.acf)
+            for where, controls in [("", record.controls),
+                                    *((f" (architecture {arch})", e.controls)
+                                      for arch, e in sorted(record.per_architecture.items()))]]
+
+
+def _acf_refusals(found: list[_Found], acfs: AcfSeeding | None) -> Mapping[Path, str]:
+    """Why each seed's ACF cannot be applied here: no ACFs searched, another compiler's, or `acfs.refusals`."""
+    refused: dict[Path, str] = {}
+    asked: dict[Path, AcfRef] = {}
+    for item in found:
+        acf = item.acf
+        if acf is None:
+            continue
+        if acfs is None:
+            refused[acf.path] = ("this tune searches no ACFs (SEARCH_SPACE or --controls ptxas-acf[:VERSION], "
+                                 "nvcc-acf, or acf-pool:<folder>)")
+        elif acf.compiler != acfs.compiler:
+            refused[acf.path] = f"a {acf.compiler} ACF, and this tune searches {acfs.compiler} ACFs"
+        else:
+            asked[acf.path] = acf
+    if asked and acfs is not None:
+        refused.update(acfs.refusals(list(asked.values())))
+    return refused
 
 
 def _command_line(spec: str) -> tuple[list[str], dict[str, str]]:
@@ -99,20 +190,20 @@ def _command_line(spec: str) -> tuple[list[str], dict[str, str]]:
     return flags, defines
 
 
-def _as_params(flags: Sequence[str], defines: Mapping[str, str], space: Mapping[str, Param], what: str,
-               strict: bool) -> dict[str, Any]:
-    """`flags` and `defines` as the space's knob.* and param.* values; what it cannot give refused or warned."""
+def _as_params(item: _Found, space: Mapping[str, Param]) -> dict[str, Any] | None:
+    """The seed's flags and -D values as the space's knob.* and param.* values (None: a controls list that
+    does not fit, left out whole); what it cannot give said."""
     by_flag = {knob(name).flag(value): (name, value) for name, param in space.items()
                if name.startswith(KNOB_PREFIX) for value in param.values()}
     params: dict[str, Any] = {}
     missing: list[str] = []
-    for flag in flags:
+    for flag in item.flags:
         if flag in by_flag:
             name, value = by_flag[flag]
             params[name] = value
         else:
             missing.append(flag)
-    for define, text in defines.items():
+    for define, text in item.defines.items():
         param = space.get(PARAM_PREFIX + define)
         value = next((v for v in param.values() if define_value(v) == text), None) if param is not None else None
         if value is None:
@@ -121,16 +212,18 @@ def _as_params(flags: Sequence[str], defines: Mapping[str, str], space: Mapping[
             params[PARAM_PREFIX + define] = value
     if missing:
         searched = sorted(by_flag) + [f"-D{n.removeprefix(PARAM_PREFIX)}=..." for n in space if n.startswith(PARAM_PREFIX)]
-        message = (f"{what}: {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not among the controls this "
-                   f"tune searches ({', '.join(searched[:12])}{' ...' if len(searched) > 12 else ''})")
-        if strict:
-            raise ConfigError(message + "; seed only those, or widen the search (--controls, PARAMS values)")
-        LOG.warning("%s; left out of the seed", message)
+        LOG.warning("%s %s: %s %s not among the controls this tune searches (%s%s); %s", FLAG, item.origin,
+                    ", ".join(missing), "is" if len(missing) == 1 else "are", ", ".join(searched[:12]) or "none",
+                    " ..." if len(searched) > 12 else "",
+                    "the seed is left out (seed only those, or widen the search: --controls, PARAMS values)"
+                    if item.strict else "left out of the seed")
+        if item.strict:
+            return None
     # A parameter that cannot be absent (PARAMS) and that the seed does not give takes its first value,
     # so a seed from another target still fits this space.
     filled = {name: param.values()[0] for name, param in space.items() if not param.can_knockout and name not in params}
-    if filled:
-        LOG.info("%s gives no %s: %s taken (the first value of each)", what,
+    if filled and (params or item.acf is not None):
+        LOG.info("%s %s gives no %s: %s taken (the first value of each)", FLAG, item.origin,
                  ", ".join(n.removeprefix(PARAM_PREFIX) for n in filled),
                  ", ".join(f"{n.removeprefix(PARAM_PREFIX)}={v}" for n, v in filled.items()))
     return {**params, **filled}

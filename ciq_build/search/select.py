@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from ciq_build.compiler.controls import knob_space
-from ciq_build.compiler.toolchain import Toolchain, architecture_list
+from ciq_build.compiler.controls import AcfRef, knob_space
+from ciq_build.compiler.toolchain import Toolchain, acf_refusals, architecture_list
 from ciq_build.core.constraints import parse_constraints
 from ciq_build.core.objectives import Objective, times_the_compile
 from ciq_build.core.params import parse_params
@@ -24,7 +24,7 @@ from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import Manifest
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.seeds import read_seeds
+from ciq_build.search.seeds import AcfSeeding, read_seeds
 from ciq_build.search.strategies import SearchRequest, make_source
 
 POOL_PREFIX = "acf-pool:"
@@ -96,18 +96,26 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
                 f"not with the compiler search space {acf_kind}; sample an ACF pool with `python -m ciq_build "
                 "sample-acfs` and search acf-pool:<folder>, or remove CONSTRAINTS")
         constraints = parse_constraints(manifest.constraints, space)
-    request = SearchRequest(space, config, tuple(o.spec for o in objectives), toolchain=toolchain,
-                            architectures=manifest.toolchain.architectures, acf_dir=acf_dir,
-                            allows=constraints.allows if constraints is not None else None,
-                            seeds=tuple(read_seeds(settings.seed_from, space,
-                                                   constraints.allows if constraints is not None else None)))
+    pool = None
+    acf_seeding = None
     if acf_kind is not None and acf_kind.startswith(POOL_PREFIX):
-        from ciq_build.search.acf_pool import AcfPool, make_pool_source
+        from ciq_build.search.acf_pool import AcfPool
 
         pool_dir = Path(acf_kind[len(POOL_PREFIX):])
         if not pool_dir.is_absolute():
             pool_dir = manifest.source_dir / pool_dir
-        return make_pool_source(settings.strategy, request, AcfPool(pool_dir, toolchain))
+        pool = AcfPool(pool_dir, toolchain)
+        acf_seeding = pool.seeding()
+    elif acf_kind is not None and settings.seed_from:
+        acf_seeding = compiler_space_seeding(acf_kind, toolchain, manifest.toolchain.architectures)
+    allows = constraints.allows if constraints is not None else None
+    request = SearchRequest(space, config, tuple(o.spec for o in objectives), toolchain=toolchain,
+                            architectures=manifest.toolchain.architectures, acf_dir=acf_dir, allows=allows,
+                            seeds=tuple(read_seeds(settings.seed_from, space, allows, acf_seeding)))
+    if pool is not None:
+        from ciq_build.search.acf_pool import make_pool_source
+
+        return make_pool_source(settings.strategy, request, pool)
     if acf_kind is not None:
         return make_source(settings.strategy, replace(request, acf_space=acf_kind))
     if not space:
@@ -115,6 +123,22 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
             f"nothing to search for {manifest.target}: SEARCH_SPACE {kinds} gives no parameters "
             "(no PARAMS given, and no knob accepted by this compiler)")
     return make_source(settings.strategy, request)
+
+
+def compiler_space_seeding(acf_kind: str, toolchain: Toolchain, architectures: str) -> AcfSeeding:
+    """Seeds' ACFs over a compiler search space: of its compiler, and applied by this toolkit (tried on it)."""
+    from ciq_build.search.compileiq import space_compiler
+
+    compiler = space_compiler(acf_kind)
+    # nvcc ACFs apply from sm_100 on (compiler/acf.py); a ptxas ACF's acceptance does not depend on the arch.
+    arch = _first_arch(architectures) or ("100" if compiler == "nvcc" else "90")
+
+    def refusals(acfs: list[AcfRef]) -> dict[Path, str]:
+        said = acf_refusals(toolchain, [(acf.path, acf.compiler) for acf in acfs], arch)
+        return {path: f"the {compiler} of CUDA {toolchain.version} refuses it ({reason}): an ACF for another "
+                      "CUDA version, or not an ACF" for path, reason in said.items()}
+
+    return AcfSeeding(compiler, refusals)
 
 
 def _first_arch(architectures: str) -> str | None:

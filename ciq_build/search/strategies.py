@@ -30,6 +30,7 @@ from ciq_build.search.evolution import SearchConfiguration
 
 if TYPE_CHECKING:
     from ciq_build.compiler.toolchain import Toolchain
+    from ciq_build.search.seeds import Seed
 
 # The kinds of space a strategy may support.
 GRID = "grid"  # knobs, params and ACF pools: finite grids of values (ciq_build.core.space)
@@ -57,13 +58,19 @@ class SearchRequest:
     architectures: str = ""  # the target's CUDA_ARCHITECTURES, for the checks an nvcc ACF needs
     # The target's CONSTRAINTS (ciq_build.core.constraints): a configuration it refuses is never proposed.
     allows: Callable[[Mapping[str, Any]], bool] | None = None
-    # Configurations of `space` to evaluate first, entering the first generation (tune --seed-from); only a
-    # strategy whose `takes_seeds` is true is given any.
-    seeds: tuple[Mapping[str, Any], ...] = ()
+    # Configurations to evaluate first, entering the first generation (tune --seed-from, SEEDS;
+    # ciq_build.search.seeds); only a strategy whose `takes_seeds` is true is given any. Over a grid a seed's
+    # ACF is already a value of the space (an ACF pool's choice), so only a compiler ACF space sees `acf`.
+    seeds: tuple[Seed, ...] = ()
 
     @property
     def space_kind(self) -> str:
         return GRID if self.acf_space is None else COMPILER_ACF
+
+    @property
+    def seed_params(self) -> tuple[Mapping[str, Any], ...]:
+        """The seeds as values of `space`, for a strategy over a grid."""
+        return tuple(seed.params for seed in self.seeds)
 
 
 @runtime_checkable
@@ -111,6 +118,6 @@ def make_source(strategy: object, request: SearchRequest) -> CandidateSource:
         raise ConfigError(f"strategy {chosen.name!r} cannot search {what}; strategies that can: {', '.join(able)}")
     if request.seeds and not getattr(chosen, "takes_seeds", False):
         seeded = [name for name in strategy_names() if getattr(resolve_strategy(name), "takes_seeds", False)]
-        raise ConfigError(f"strategy {chosen.name!r} takes no seeds (--seed-from); strategies that do: "
+        raise ConfigError(f"strategy {chosen.name!r} takes no seeds (--seed-from, SEEDS); strategies that do: "
                           f"{', '.join(seeded)}")
     return chosen.make(request)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
-from ciq_build.pin.record import PinnedRecord, relative_change
+from ciq_build.pin.record import PinnedRecord, relative_change, size_ratios_text
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.scores import failure_summary
 
@@ -76,8 +76,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     lines = [
         f"ciq_build: {target}",
         table,
-        *(f"  {spec} per size (winner / defaults): "
-          + ", ".join(f"{size} {ratio:.4g}x ({relative_change(1.0, ratio)})" for size, ratio in ratios.items())
+        *(f"  {spec} per size (winner / defaults): {size_ratios_text(ratios)}"
           for spec, ratios in (size_ratios or {}).items() if ratios),
         f"  evaluations: {len(evaluations)} ({reused}); failures: {failure_summary(evaluations)}",
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",

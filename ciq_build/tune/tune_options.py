@@ -38,6 +38,7 @@ from ciq_build.core.settings import (
 )
 from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import SETUPTOOLS_GENERATOR, Manifest
+from ciq_build.search.seeds import manifest_seeds
 from ciq_build.search.strategies import resolve_strategy, strategy_names
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
@@ -131,10 +132,11 @@ class TuneOptions:
              "running finish), and the best so far is re-measured and pinned")
     seed_from: list[str] = option(
         "--seed-from", group=SEARCH, repeated=True, default_factory=list, metavar="SEED",
-        help="repeatable: known-good configurations evaluated first, entering the search's first generation: a "
-             "pinned record (another target's or architecture's <target>.json), a folder of them, or controls as a "
-             "command line, e.g. --seed-from='-Xptxas=-O2 -DTILE=32' (strategies ga and random; "
-             "ciq_build.search.seeds)")
+        help="repeatable: known-good configurations evaluated first, entering the search's first generation (in "
+             "place of the target's SEEDS): a pinned record (another target's or architecture's <target>.json), an "
+             "ACF (.acf), a folder of them (an ACF pool, another project's ciq/), or controls as a command line, "
+             "e.g. --seed-from='-Xptxas=-O2 -DTILE=32'; what does not fit the space searched is said and skipped "
+             "(every strategy; compileiq evaluates them without learning from them)")
     allow_numerics: bool = option("--allow-numerics", group=SEARCH, switch=True, default=_SEARCH.allow_numerics,
                                   help="also search flags that change floating-point results (fast-math family)")
     pick: str = option("--pick", group=SEARCH, choices=("knee", "first"), default=_SEARCH.pick,
@@ -270,7 +272,7 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
             generations=options.generations, pool_size=options.pool_size, mutate_rate=options.mutate_rate,
             seed=options.seed, max_evaluations=options.max_evaluations,
             time_limit=None if options.time_limit is None else duration_seconds(options.time_limit),
-            seed_from=tuple(options.seed_from),
+            seed_from=tuple(options.seed_from) or manifest_seeds(manifest.seeds, manifest.source_dir),
             kinds=tuple(options.controls or manifest.search_space or PLAIN_KINDS),
             allow_numerics=options.allow_numerics or manifest.allow_numerics, pick=options.pick,
             strategy=options.strategy),

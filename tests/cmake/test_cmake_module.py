@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from test_manifest_schema import assert_valid_manifest
 
+from ciq_build.core.objectives import unknown_objective
 from ciq_build.measure.proc import ProcResult, run
 from ciq_build.project.cmake_trees import existing_objects
 from ciq_build.project.manifest import load_manifest
@@ -628,6 +629,8 @@ def test_call_errors_name_the_function_and_say_what_to_do(tiny: Tiny, body: str,
         ('PARAMS "KTILE=log_sampling(0,8)"', "log_sampling start must be > 0"),
         ('PARAMS "KTILE=1,2" "KTILE=4"', "KTILE is given more than once"),
         ("OBJECTIVES regsters", "OBJECTIVES 'regsters' is not an objective (did you mean registers?)"),
+        # the one message (the rule book's), word for word what setup.py's CudaExtension and tune say
+        ("OBJECTIVES max:regsters", "OBJECTIVES " + unknown_objective("max:regsters", "regsters")),
         ("OBJECTIVES max:sass_instruction", "(did you mean sass_instructions?)"),
         ("OBJECTIVES energy", "OBJECTIVES energy is read from a benchmark run; add BENCHMARK"),
         ("OBJECTIVES registers metric:gflops", "OBJECTIVES metric:gflops is read from a benchmark run"),
@@ -671,6 +674,14 @@ def test_good_arguments_configure_and_reach_the_manifest(tiny: Tiny) -> None:
     manifest = load_manifest(tiny.build, "kern")
     assert manifest.constraints == ("KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)",)
     assert manifest.params == ("KTILE=range(1,64)", "KTILE2=choice(1,2)")
+
+
+def test_seeds_reach_the_manifest_their_paths_from_the_calls_folder(tiny: Tiny) -> None:
+    body = 'ciq_tune_target(kern SEEDS ../other/ciq "-Xptxas=-O2 -DKTILE=4" /abs/pin.json PARAMS "KTILE=1,2,4")\n'
+    ensure_ok(tiny.configure(body=body))
+    manifest = load_manifest(tiny.build, "kern")
+    assert manifest.seeds == (str(tiny.source / "../other/ciq"), "-Xptxas=-O2 -DKTILE=4", "/abs/pin.json")
+    assert_valid_manifest(json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text()))
 
 
 def test_args_sets_and_score_reach_the_manifest_split_like_a_command_line(tiny: Tiny) -> None:

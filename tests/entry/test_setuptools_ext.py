@@ -13,13 +13,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ciq_build.core.objectives import unknown_objective
 from ciq_build.errors import ConfigError
 from ciq_build.measure.proc import ProcResult, run
 from ciq_build.setuptools_ext import CudaExtension, _gencode
@@ -260,7 +263,7 @@ def test_cuda_extension_refuses_bad_params_objectives_and_constraints_when_setup
     # The setuptools counterpart of configure's checks (issue 22 items 4 and 7): not first at tune.
     with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): PARAMS entry 'T=chioce\(1,2\)'.*did you mean choice"):
         CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=chioce(1,2)"])
-    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): unknown objective 'regsters' \(did you mean registers"):
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): 'regsters' is not an objective \(did you mean registers"):
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_objectives=["regsters"])
     with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): CONSTRAINTS 'T\*U <= 8'.*'U' is not one of the PARAMS"):
         CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4"], ciq_constraints=["T*U <= 8"])
@@ -283,5 +286,32 @@ def test_a_misspelt_objective_in_setup_py_is_refused_by_each_command_in_one_line
         said = done.stderr.strip()
         assert done.returncode == 2, said
         assert said.count("\n") == 0 and "Traceback" not in said, said
-        assert "CudaExtension('m'): unknown objective 'regsters' (did you mean registers?)" in said, said
+        # the one message, word for word ciq_tune_target()'s (tests/cmake: "OBJECTIVES " + the same)
+        assert f"CudaExtension('m'): {unknown_objective('regsters', 'regsters')}" in said, said
+    # and the plain build of that setup.py: setuptools' own one-line "error: ...", no traceback
+    done = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], capture_output=True, text=True,
+                          cwd=tmp_path)
+    said = done.stderr.strip()
+    assert done.returncode == 1 and "Traceback" not in said, said
+    assert said == f"error: CudaExtension('m'): {unknown_objective('regsters', 'regsters')}", said
     assert not (tmp_path / "build").exists()
+
+
+def test_sizes_scores_and_seeds_of_a_cuda_extension_are_checked_when_setup_py_is_read(tmp_path: Path) -> None:
+    bench = [sys.executable, "bench.py"]
+    ext = CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=bench, ciq_score="worst",
+                        ciq_benchmark_args_sets={"small": ["-n", "1024"], "large": ["-n", "65536"]},
+                        ciq_seeds=["../other/ciq", "-Xptxas=-O2"])
+    assert ext.ciq_benchmark_args_sets == (("small", ("-n", "1024")), ("large", ("-n", "65536")))
+    assert (ext.ciq_score, ext.ciq_seeds) == ("worst", ("../other/ciq", "-Xptxas=-O2"))
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"ciq_benchmark_args_sets": {"small": ["-n", "1"]}}, "are arguments of ciq_benchmark; give ciq_benchmark"),
+        ({"ciq_benchmark": bench, "ciq_benchmark_args_sets": {".big": []}}, "'.big' is not a size name"),
+        ({"ciq_benchmark": bench, "ciq_benchmark_args_sets": {"a": "-n 1"}}, "is a list of arguments, not '-n 1'"),
+        ({"ciq_benchmark": bench, "ciq_benchmark_args_sets": ["-n"]}, "maps each size's name to the arguments"),
+        ({"ciq_benchmark": bench, "ciq_score": "geomaen"}, "ciq_score 'geomaen' is not one of geomean, worst"),
+        ({"ciq_seeds": "pins/"}, "ciq_seeds is a list of strings"),
+    ]
+    for kwargs, said in cases:
+        with pytest.raises(ConfigError, match=re.escape(said)):
+            CudaExtension("m", ["k.cu"], ciq_target="k", **kwargs)

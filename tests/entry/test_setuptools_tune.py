@@ -273,3 +273,37 @@ def test_the_source_fingerprint_covers_setup_py_and_the_benchmark(project: Path)
     before = sources.digest()
     (project / "bench.py").write_text((project / "bench.py").read_text() + "# measured differently\n")
     assert sources.digest() != before  # journaled measurements of the old benchmark are not reused
+
+
+# A TEST DOUBLE for a GPU benchmark with two problem sizes: its "time" is computed on the host from the tile
+# the built module reports and the size it is given. The defaults (tile 64) take 1.0 ms on both sizes; tile 8
+# wins on the small size and loses on the large one (0.5 and 1.2 ms: geometric mean of the ratios 0.775,
+# worst 1.2); tile 128 does not compile.
+SIZED_BENCH = '''\
+import importlib
+import sys
+
+tile = importlib.import_module("pkg._kern").tile()
+small = sys.argv[1:] == ["--size", "small"]
+print(f"CIQ_METRIC time_ms={(0.5 if small else 1.2) if tile == 8 else 1.0:.6f}")
+'''
+
+
+@pytest.mark.parametrize(("score", "winner_tile"), [("geomean", 8), ("worst", 64)])
+def test_ciq_benchmark_args_sets_are_scored_together_as_cmakes_args_sets(project: Path, score: str,
+                                                                         winner_tile: int) -> None:
+    (project / "bench_sizes.py").write_text(SIZED_BENCH)
+    setup = (project / "setup.py").read_text()
+    sized = (f'ciq_benchmark=[sys.executable, "bench_sizes.py"], ciq_score="{score}",\n'
+             '            ciq_benchmark_args_sets={"small": ["--size", "small"], "large": ["--size", "large"]},')
+    (project / "setup.py").write_text(setup.replace('ciq_benchmark=[sys.executable, "bench.py"],', sized))
+    options = TuneOptions(target="kern", build_dir=project / "build", objectives=["time"], controls=["params"],
+                          generations=1, pool_size=3, seed=2, repeats=1, pin=False, quiet=True)
+    outcome = tune_setuptools(options, project)
+    assert outcome.ok and outcome.winner is not None
+    assert outcome.baseline.metrics["time_ms@small"] == outcome.baseline.metrics["time_ms@large"] == 1.0
+    tile = int(outcome.winner.controls.defines[0][1]) if outcome.winner.controls.defines else 64
+    assert tile == winner_tile, outcome.winner
+    if winner_tile == 8:  # each size's figure is kept, and the score is the geometric mean of the ratios
+        assert (outcome.winner.metrics["time_ms@small"], outcome.winner.metrics["time_ms@large"]) == (0.5, 1.2)
+        assert outcome.winner.scores == pytest.approx([(0.5 * 1.2) ** 0.5])
