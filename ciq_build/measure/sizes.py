@@ -70,10 +70,12 @@ def size_ratios(candidate: Mapping[str, float], baseline: Mapping[str, float], m
     return ratios
 
 
-def sizes_of(metrics: Mapping[str, float], metric: str) -> list[str]:
-    """The sizes `metrics` holds `metric` for (``time_ms@small`` gives small), in the order measured."""
+def sizes_of(metrics: Mapping[str, float], metric: str, order: Sequence[str] = ()) -> list[str]:
+    """The sizes `metrics` holds `metric` for (``time_ms@small`` gives small): in `order` (ARGS_SETS', as a
+    journal header or a record keeps it; the metrics themselves are written with sorted keys), the rest after."""
     prefix = metric + SIZE_SEPARATOR
-    return [name[len(prefix):] for name in metrics if name.startswith(prefix)]
+    found = [name[len(prefix):] for name in metrics if name.startswith(prefix)]
+    return sorted(found, key=lambda size: (list(order).index(size) if size in order else len(order), size))
 
 
 def _geomean(values: Sequence[float]) -> float:

@@ -960,7 +960,12 @@ def relative_change(before: float, after: float) -> str:
 def size_ratios_text(ratios: Mapping[str, float]) -> str:
     """Each problem size's ratio, winner over defaults (ARGS_SETS), one spelling everywhere:
     "small 0.5x (-50.0%), large 1.2x (+20.0%)"."""
-    return ", ".join(f"{size} {ratio:.4g}x ({relative_change(1.0, ratio)})" for size, ratio in ratios.items())
+    return ", ".join(f"{size} {ratio_text(ratio)}" for size, ratio in ratios.items())
+
+
+def ratio_text(ratio: float) -> str:
+    """A ratio to the defaults with its change: "0.5x (-50.0%)"."""
+    return f"{ratio:.4g}x ({relative_change(1.0, ratio)})"
 
 
 def record_size_ratios(record: PinnedRecord) -> dict[str, dict[str, float]]:
@@ -975,7 +980,8 @@ def record_size_ratios(record: PinnedRecord) -> dict[str, dict[str, float]]:
             metric = metric_key(parse_objective(objective.name))
         except CiqError:
             continue
-        ratios = size_ratios(win, base, metric, sizes_of(win, metric))
+        order = record.provenance.get("sizes")
+        ratios = size_ratios(win, base, metric, sizes_of(win, metric, order if isinstance(order, list) else ()))
         if ratios:
             out[objective.name] = ratios
     return out

@@ -385,6 +385,13 @@ def _read_benchmark(r: _Reader, value: Any) -> Benchmark | None:
     )
 
 
+def benchmark_sizes(manifest: Manifest) -> list[str]:
+    """The names of the benchmark's problem sizes (ARGS_SETS), in the order given; [] for one size. A journal
+    header and a pinned record keep them, so that reports list the sizes in this order."""
+    bench = manifest.benchmark
+    return [name for name, _ in bench.args_sets] if bench is not None else []
+
+
 def args_set_problem(name: str, earlier: Sequence[str]) -> str | None:
     """What is wrong with an ARGS_SETS name (the rule book's args_set_name), or None."""
     if not load_rules().matches("args_set_name", name):

@@ -22,6 +22,7 @@ from ciq_build.core.objectives import Objective, metric_key, parse_objective
 from ciq_build.core.pareto import non_dominated
 from ciq_build.errors import CiqError, ConfigError, ManifestError
 from ciq_build.measure.bench import beats_baseline
+from ciq_build.measure.sizes import size_ratios, sizes_of
 from ciq_build.pin.record import PinnedRecord, read_record
 from ciq_build.reports.show import journal_path, pin_file_for
 from ciq_build.search.evaluation import (
@@ -105,6 +106,7 @@ class SearchInfo:
     number: int  # 1-based, in journal order
     objectives: tuple[Objective, ...]
     journaled: int  # evaluations its own lines hold
+    sizes: tuple[str, ...] = ()  # its benchmark's problem sizes (ARGS_SETS), in their order
 
 
 @dataclass
@@ -237,6 +239,45 @@ class TuneHistory:
             result.append(Importance(name, between / total if total > 0 else 0.0, len(groups), len(points)))
         return sorted(result, key=lambda i: (-i.explained, i.parameter))
 
+    # -- several problem sizes (ARGS_SETS) ------------------------------------------
+
+    def sizes(self) -> dict[str, list[str]]:
+        """Per objective measured on several sizes (ARGS_SETS), its sizes in the order run; {} for one size."""
+        base = self.baseline
+        if base is None:
+            return {}
+        order = self.searches[self.search - 1].sizes if self.searches else ()
+        if not order and self.record is not None:
+            order = tuple(str(s) for s in _list(self.record.provenance.get("sizes")))
+        found = {o.spec: sizes_of(base.metrics, metric_key(o), order) for o in self.objectives}
+        return {spec: sizes for spec, sizes in found.items() if sizes}
+
+    def size_ratios(self, evaluation: JournalEntry) -> dict[str, dict[str, float]]:
+        """Per objective measured on several sizes, each size's ratio `evaluation` / the defaults."""
+        base = self.baseline
+        if base is None:
+            return {}
+        by_spec = {o.spec: o for o in self.objectives}
+        return {spec: size_ratios(evaluation.metrics, base.metrics, metric_key(by_spec[spec]), sizes)
+                for spec, sizes in self.sizes().items()}
+
+    def size_candidates(self, top: int = 5) -> list[tuple[JournalEntry, str]]:
+        """What the per-size view shows: the pinned winner, then the Pareto front (several objectives) or
+        the `top` best on the first objective, each once, with its role."""
+        shown: list[tuple[JournalEntry, str]] = []
+        if self.winner is not None:
+            shown.append((self.winner, "pinned"))
+        if len(self.objectives) >= 2:
+            others = [(e, "Pareto front") for e in self.pareto_front()]
+        else:
+            sign = 1.0 if self.objectives[0].direction == "min" else -1.0
+            ranked = sorted((e for e in self.scored if not e.is_baseline and math.isfinite(e.scores[0])),  # type: ignore[index]
+                            key=lambda e: sign * e.scores[0])  # type: ignore[index]
+            others = [(e, f"top {top}") for e in ranked[:top]]
+        keys = {e.key for e, _ in shown}
+        shown += [(e, role) for e, role in others if e.key not in keys and not e.is_baseline]
+        return shown
+
     def time_spent(self) -> dict[str, float]:
         """Seconds compiling, benchmarking and waiting for a GPU, over every journaled evaluation."""
         return {name: sum(e.timings.get(name, 0.0) for e in self.evaluations) for name in TIMING_NAMES}
@@ -304,7 +345,8 @@ def load_history(target: str, build_dir: Path, source_dir: Path | None = None, p
             f"no tune of {target} to {command}: its journal {path} {state}, and no pinned record says what a tune "
             f"found. Run `python -m ciq_build tune {target} -B {build_dir}` first (the {command} reads what it "
             "journals).")
-    searches = [SearchInfo(number, tuple(_objectives(header, record, evaluations)), len(evaluations))
+    searches = [SearchInfo(number, tuple(_objectives(header, record, evaluations)), len(evaluations),
+                           tuple(str(s) for s in _list((header or {}).get("sizes"))))
                 for number, (header, evaluations) in enumerate(segments, start=1)]
     shown = len(searches) if search is None else search
     if not 1 <= shown <= len(searches):

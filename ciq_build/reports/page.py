@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.errors import ManifestError
+from ciq_build.pin.record import ratio_text
 from ciq_build.project.cmake_trees import safe_name
 from ciq_build.reports.export import write_text
 from ciq_build.reports.history import JournalEntry, TuneHistory, load_history
@@ -231,6 +232,28 @@ IMPORTANCE_NOTE = ("The share of an objective's variance a parameter explains on
                    "variance of the mean score per value of the parameter, over the total variance). 100%: its "
                    "value alone fixes the score; 0%: the score does not move with it. It sees no interaction "
                    "between parameters, and with few evaluations per value it overstates.")
+
+
+def _size_head(history: TuneHistory) -> list[str]:
+    return ["#", "", *(f"{spec} @{size}" for spec, sizes in history.sizes().items() for size in sizes), "controls"]
+
+
+def _size_rows(history: TuneHistory) -> list[list[str]]:
+    """Each size's ratio to the defaults for the winner and the Pareto front (or the best few): a pin that
+    wins on one size and loses on another shows it here."""
+    sizes = history.sizes()
+    rows = []
+    for e, role in history.size_candidates():
+        ratios = history.size_ratios(e)
+        cells = [ratio_text(r) if (r := ratios.get(spec, {}).get(size)) is not None else "-"
+                 for spec, names in sizes.items() for size in names]
+        rows.append([str(e.index), role, *cells, _controls_text(e)])
+    return rows
+
+
+SIZES_NOTE = ("Each problem size's figure over the defaults' on the same size (1x: the same; below 1x is faster "
+              "for a time). The search scored the sizes together (SCORE: the geometric mean of these ratios, or "
+              "the worst).")
 
 
 def _time_rows(history: TuneHistory) -> list[list[str]]:
@@ -487,6 +510,37 @@ def plot_parallel(pyplot: Any, history: TuneHistory) -> Any:
     return figure
 
 
+def plot_sizes(pyplot: Any, history: TuneHistory) -> Any:
+    """Per objective measured on several sizes: every scored candidate's ratio to the defaults on each size
+    (a dot), the pinned winner's and the other listed candidates' (TuneHistory.size_candidates) joined."""
+    sizes = history.sizes()
+    figure, axes = pyplot.subplots(1, len(sizes), layout="constrained", figsize=(5 * len(sizes) + 1, 4.2),
+                                   squeeze=False)
+    listed = history.size_candidates()
+    for column, (spec, names) in enumerate(sizes.items()):
+        ax = axes[0][column]
+        for e in history.scored:
+            ratios = history.size_ratios(e).get(spec, {})
+            xs = [k + ((e.index * 0.618) % 1 - 0.5) * 0.3 for k, size in enumerate(names) if size in ratios]
+            ax.scatter(xs, [ratios[size] for size in names if size in ratios], s=12, alpha=0.35, color="tab:gray")
+        for e, role in reversed(listed):  # the pinned winner drawn last, on top
+            ratios = history.size_ratios(e).get(spec, {})
+            at = [k for k, size in enumerate(names) if size in ratios]
+            pinned = role == "pinned"
+            ax.plot(at, [ratios[names[k]] for k in at], marker="*" if pinned else "o",
+                    markersize=14 if pinned else 5, linewidth=2 if pinned else 1, alpha=1 if pinned else 0.7,
+                    color="tab:orange" if pinned else None, label=f"#{e.index} ({role})", zorder=3 if pinned else 2)
+        ax.axhline(1, color="tab:red", linestyle="--", linewidth=1, label="defaults")
+        ax.set_xticks(range(len(names)), names)
+        ax.set_xlim(-0.5, len(names) - 0.5)
+        ax.set_xlabel("problem size (ARGS_SETS)")
+        ax.set_ylabel(f"{spec}: ratio to the defaults on the same size")
+        ax.set_title(spec)
+        ax.legend(fontsize="x-small")
+    figure.suptitle("Each problem size: grey, every candidate; joined, the pinned winner and the best")
+    return figure
+
+
 def plot_remeasure(pyplot: Any, history: TuneHistory) -> Any | None:
     measured = history.remeasure()
     if measured is None:
@@ -546,6 +600,9 @@ def _draw_plots(pyplot: Any, history: TuneHistory) -> dict[str, tuple[str, str]]
                                _png(pyplot, plot_candidates(pyplot, history)))
         if len(history.objectives) >= 2:
             plots["pareto"] = ("Pareto front", _png(pyplot, plot_pareto(pyplot, history)))
+        if history.sizes():
+            plots["sizes"] = ("each problem size: every candidate's ratio to the defaults on it",
+                              _png(pyplot, plot_sizes(pyplot, history)))
         if history.parameters():
             plots["importance"] = ("which controls moved each objective: the share of its variance each explains",
                                    _png(pyplot, plot_importance(pyplot, history)))
@@ -617,6 +674,9 @@ def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
                   f"{html.escape(history.objectives[1].spec)}</h2>", plot("pareto"),
                   _html_table(["#", history.objectives[0].spec, history.objectives[1].spec, "", "controls"],
                               [row[:3] + row[-2:] for row in _front_rows(history)])]
+    if history.sizes():
+        parts += ["<h2>Each problem size</h2>", plot("sizes"), _html_table(_size_head(history), _size_rows(history)),
+                  f"<p>{html.escape(SIZES_NOTE)}</p>"]
     importance = _importance_rows(history)
     if importance:
         parts += ["<h2>Which controls moved the objectives</h2>", plot("importance"),
@@ -671,6 +731,9 @@ def render_markdown(history: TuneHistory) -> str:
         parts += ["", f"## Pareto front: {history.objectives[0].spec} and {history.objectives[1].spec}", "",
                   _md_table(["#", history.objectives[0].spec, history.objectives[1].spec, "", "controls"],
                             [row[:3] + row[-2:] for row in _front_rows(history)])]
+    if history.sizes():
+        parts += ["", "## Each problem size", "", _md_table(_size_head(history), _size_rows(history)), "",
+                  SIZES_NOTE]
     importance = _importance_rows(history)
     if importance:
         parts += ["", "## Which controls moved the objectives", "", _md_table(_IMPORTANCE_HEAD, importance), "",

@@ -12,7 +12,7 @@ from ciq_build.compiler.toolchain import Toolchain, architecture_list
 from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
 from ciq_build.project.cmake_trees import ScratchTree
-from ciq_build.project.manifest import Manifest
+from ciq_build.project.manifest import Manifest, benchmark_sizes
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.confirm import Confirmation
 from ciq_build.tune.scores import failure_counts, jsonable
@@ -39,6 +39,7 @@ def assemble_record(manifest: Manifest, toolchain: Toolchain, objectives: Sequen
                     "failures": failure_counts(evaluations), "winner_params": jsonable(winner.proposal.params),
                     "baseline_metrics": baseline.metrics, "winner_metrics": winner.metrics,
                     "remeasured": spreads.get("samples", {}),
+                    **({"sizes": sizes} if (sizes := benchmark_sizes(manifest)) else {}),
                     **({"dropped_controls": list(confirmation.dropped)} if confirmation.dropped else {})},
         objectives=tuple(RecordObjective(o.name, o.direction) for o in objectives),
         baseline=summary(confirmation.baseline_scores, spreads.get("baseline", baseline.spread)),

@@ -41,7 +41,7 @@ from ciq_build.pin.record import (
 from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
 from ciq_build.project.cmake_trees import ScratchTree, safe_name, scratch_root, tune_name
-from ciq_build.project.manifest import Manifest, for_architecture
+from ciq_build.project.manifest import Manifest, benchmark_sizes, for_architecture
 from ciq_build.project.sources import Snapshot, TreeWatch
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
@@ -234,6 +234,7 @@ class TuneRun:
         return {"target": self.manifest.target, "toolchain": self.toolchain.version,
                 "objectives": [o.spec for o in self.objectives], "search": source.describe(),
                 "repeats": self.settings.measure.repeats,
+                **({"sizes": sizes} if (sizes := benchmark_sizes(self.manifest)) else {}),
                 **({"architecture": self.manifest.tune_architecture} if self.manifest.tune_architecture else {})}
 
     def _key(self, controls: Controls) -> str:
@@ -387,10 +388,9 @@ class TuneRun:
 
     def _size_ratios(self, confirmation: Confirmation) -> dict[str, dict[str, float]]:
         """Each benchmark objective's per-size ratio, winner over defaults (ARGS_SETS; empty without)."""
-        bench = self.manifest.benchmark
-        if bench is None or not bench.args_sets:
+        names = benchmark_sizes(self.manifest)
+        if not names:
             return {}
-        names = [name for name, _ in bench.args_sets]
         return {o.spec: size_ratios(confirmation.winner.metrics, confirmation.baseline.metrics, metric_key(o), names)
                 for o in self.objectives if o.source == "benchmark"}
 

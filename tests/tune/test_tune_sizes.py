@@ -20,7 +20,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_reports import _chromium
 
+from ciq_build.reports.history import load_history
 from support import REPO_ROOT
 
 pytestmark = pytest.mark.slow
@@ -69,3 +71,53 @@ def test_sizes_are_scored_together_and_the_pin_is_the_scores_choice(
     assert f"small {small:.4g}x" in line and f"large {large:.4g}x" in line, line
     if score == "worst":  # the pin never loses on any size
         assert all(by_x[pinned]["metrics"][f"time_ms@{size}"] <= TIMES["3"][size] for size in TIMES["3"])
+    # show says the same per-size line, from the record alone
+    shown = _ciq("show", "size_bench", "-B", str(build), cwd=source)
+    assert shown.returncode == 0, shown.stderr
+    assert f"time per size (winner / defaults): small {small:.4g}x" in shown.stdout, shown.stdout
+    # the report's per-size view: the winner and the best candidates, each size's ratio to the defaults
+    history = load_history("size_bench", build, source)
+    assert history.sizes() == {"time": ["small", "large"]}
+    listed = history.size_candidates()
+    assert listed[0][1] == "pinned" and listed[0][0].defines == {"X": pinned}
+    for evaluation, _ in listed:
+        x = evaluation.defines.get("X", "3")
+        assert history.size_ratios(evaluation)["time"] == pytest.approx({s: TIMES[x][s] for s in ("small", "large")})
+    markdown = _ciq("report", "size_bench", "-B", str(build), "--format", "markdown", "-o", "-", cwd=source)
+    assert markdown.returncode == 0, markdown.stderr
+    row = next(line for line in markdown.stdout.splitlines() if "| pinned |" in line)
+    assert f"| {small:.4g}x (" in row and f"| {large:.4g}x (" in row and f"-DX={pinned}" in row, row
+
+
+def _ciq(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ciq_build", *args], capture_output=True, text=True, timeout=600,
+                          cwd=cwd)
+
+
+def test_the_report_page_shows_each_size_in_a_real_browser(tmp_path: Path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (the [test] extra)")
+    result, source, build = _tune(tmp_path, "")
+    assert result.returncode == 0, result.stderr
+    page_file = tmp_path / "report.html"
+    done = _ciq("report", "size_bench", "-B", str(build), "-o", str(page_file), cwd=source)
+    assert done.returncode == 0, done.stderr
+    with sync_api.sync_playwright() as playwright:
+        browser = _chromium(playwright)
+        try:
+            page = browser.new_page()
+            problems: list[str] = []
+            page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+            page.goto(page_file.as_uri(), wait_until="load")
+            plot = page.evaluate("""(() => { const image = document.getElementById('plot-sizes');
+                return image && {complete: image.complete, width: image.naturalWidth}; })()""")
+            headings = page.evaluate("[...document.querySelectorAll('h2')].map(h => h.textContent)")
+            rows = page.evaluate("""[...document.querySelectorAll('tr')].map(
+                tr => [...tr.children].map(cell => cell.textContent))""")
+        finally:
+            browser.close()
+    assert problems == [] and plot is not None and plot["complete"] and plot["width"] > 300, plot
+    assert "Each problem size" in headings
+    head = next(r for r in rows if "time @small" in r)
+    assert head[:4] == ["#", "", "time @small", "time @large"]
+    pinned = next(r for r in rows if len(r) == len(head) and r[1] == "pinned")
+    assert pinned[2:4] == ["0.5x (-50.0%)", "1.2x (+20.0%)"] and pinned[4] == "-DX=1"
