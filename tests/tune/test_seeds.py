@@ -145,6 +145,13 @@ def test_a_tune_evaluates_its_seeds_first_from_a_record_and_a_controls_list(tmp_
     defines = [r["controls"]["defines"] for r in evaluated]
     assert defines[:2] == [{}, {"UNROLL": "2", "X": "2"}]  # the baseline, then the seeds in the order given
     assert defines[2] == {"UNROLL": "8", "X": "0"}
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
+    assert again.returncode == 0, again.stderr
+    # the resume replays the seeded search from the journal: the same candidates, none evaluated again
+    assert len([r for r in map(json.loads, filter(str.strip, (build / "ciq" / "journal" / "noop_kernels.jsonl")
+                                                  .read_text().splitlines())) if r.get("kind") == "evaluation"]) \
+        == len(evaluated)
+    assert "(0 run, " in again.stdout, again.stdout
 
 
 def test_a_seed_the_constraints_refuse_is_left_out_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
