@@ -156,7 +156,7 @@ arm() {  # kernel, arm name, controls...
     cp "$work/tune.log" "$res/$k/$a/"
     cp "$work/build/ciq/journal/${TARGET[$k]}.jsonl" "$res/$k/$a/journal.jsonl" 2>/dev/null
     cp "$work/tree/${SRC[$k]}/ciq/${TARGET[$k]}".json "$res/$k/$a/pin.json" 2>/dev/null
-    cp "$work/tree/${SRC[$k]}/ciq/${TARGET[$k]}".acf "$res/$k/$a/${TARGET[$k]}.acf" 2>/dev/null
+    cp "$work/tree/${SRC[$k]}/ciq/"*.acf "$res/$k/$a/" 2>/dev/null  # the record names it (<target>.<sha>.acf)
     echo "{\"kernel\": \"$k\", \"arm\": \"$a\", \"limit_s\": $limit, \"wall_s\": $((SECONDS - start)), \"rc\": $rc}" \
         > "$res/$k/$a/arm.json"
     "$python" bench/journal_summary.py "$res/$k/$a/journal.jsonl" --top 5 > "$res/$k/$a/summary.txt" 2>&1
@@ -183,16 +183,16 @@ confirm() {  # kernel: the winner from a copy of the tree at another path, again
     local clone=/tmp/elsewhere/$name-$k
     rm -rf "$clone" && mkdir -p "$clone"
     tar --exclude=./.carry --exclude=./.git --exclude=./build --exclude=./.venv -cf - . | tar -xf - -C "$clone"
-    rm -f "$clone/${SRC[$k]}/ciq/$t".json "$clone/${SRC[$k]}/ciq/$t".acf
+    rm -f "$clone/${SRC[$k]}/ciq/$t".json "$clone/${SRC[$k]}/ciq/$t".*acf
     mkdir -p "$clone/${SRC[$k]}/ciq"
     cp "$pins/$winner/pin.json" "$clone/${SRC[$k]}/ciq/$t.json"
-    [ -f "$pins/$winner/$t.acf" ] && cp "$pins/$winner/$t.acf" "$clone/${SRC[$k]}/ciq/$t.acf"
+    cp "$pins/$winner/"*.acf "$clone/${SRC[$k]}/ciq/" 2>/dev/null  # its ACF, under the name the record gives
     # One other arm's pin in the same rotation, the question of the issue: ACFs alone when the winner
     # is not that arm, else knobs + params (each more arm costs ROUNDS more runs).
     local others=() other=acf
     [ "$winner" = acf ] && other=knobs
     if [ -f "$pins/$other/pin.json" ]; then
-        others=(--arm "$other=$("$python" bench/i24_report.py --cmake-flags "$pins/$other" "$t")")
+        others=(--arm "$other=$("$python" bench/i24_report.py --cmake-flags "$pins/$other")")
     fi
     # The copy's own package (on the CPU machine the venv's editable install stays the checkout's).
     [ "$dry" = 0 ] && ln -sfn "$clone/ciq_build" /tmp/ciq-path/ciq_build
@@ -202,6 +202,7 @@ confirm() {  # kernel: the winner from a copy of the tree at another path, again
     [ "$dry" = 0 ] && ln -sfn "$here/ciq_build" /tmp/ciq-path/ciq_build
     echo "$winner" > "$res/$k/winner.txt"
     local d=/tmp/$name-confirm-$k/$t
+    [ -f "$d-pinned/lib$t.a" ] || { echo "== $k: no pinned build to explain"; snapshot; return; }
     "$python" bench/sass_diff.py "$d-defaults/lib$t.a" "$d-pinned/lib$t.a" --cuobjdump "$cuobjdump" \
         --kernel "${KERNEL[$k]}" --json "$res/$k/sass_diff.json" 2>&1 | tee "$res/$k/sass_diff.txt" | tail -14
     if [ "$dry" = 0 ] && [ "$NCU" = 1 ] && command -v ncu >/dev/null && [ "$(left)" -gt 100 ]; then

@@ -5,7 +5,7 @@
                                                      against the H200's limits, the SASS diff
     python bench/i24_report.py --winner KERNEL_DIR   the arm whose pin was fastest in its own tune's
                                                      interleaved re-measure (nothing when none pinned)
-    python bench/i24_report.py --cmake-flags ARM_DIR TARGET
+    python bench/i24_report.py --cmake-flags ARM_DIR
                                                      that arm's pin as one CMake argument
                                                      (-DCMAKE_CUDA_FLAGS=...), to time it beside the winner
 
@@ -55,13 +55,13 @@ def winner(kernel_dir: Path) -> str:
     return best[1] if best else ""
 
 
-def cmake_flags(arm_dir: Path, target: str) -> str:
+def cmake_flags(arm_dir: Path) -> str:
     """The pin's controls as CMAKE_CUDA_FLAGS (they then reach the benchmark's compile too: it has no kernel)."""
     controls = json.loads((arm_dir / "pin.json").read_text())["controls"]
     words = list(controls.get("flags", []))
     words += [f"-D{name}={value}" for name, value in sorted(controls.get("defines", {}).items())]
     if controls.get("acf"):
-        acf = (arm_dir / f"{target}.acf").resolve()
+        acf = (arm_dir / controls["acf"]["file"]).resolve()  # beside the record, as the tune wrote it
         words.append(f"--apply-controls={acf}" if controls["acf"].get("compiler") == "nvcc"
                      else f"-Xptxas=--apply-controls={acf}")
     return "-DCMAKE_CUDA_FLAGS=" + " ".join(words)
@@ -161,16 +161,13 @@ def report(results: Path) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("path", type=Path)
-    ap.add_argument("target", nargs="?")
     ap.add_argument("--winner", action="store_true")
     ap.add_argument("--cmake-flags", action="store_true")
     o = ap.parse_args()
     if o.winner:
         print(winner(o.path))
     elif o.cmake_flags:
-        if not o.target:
-            sys.exit("--cmake-flags needs the target's name after the arm's folder")
-        print(cmake_flags(o.path, o.target))
+        print(cmake_flags(o.path))
     else:
         print(report(o.path))
     return 0

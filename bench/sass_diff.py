@@ -68,6 +68,9 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=12, help="opcodes shown per kernel")
     ap.add_argument("--json", type=Path)
     o = ap.parse_args()
+    for path in (o.defaults, o.pinned):
+        if not path.is_file():
+            sys.exit(f"{path} does not exist: give two object files or static libraries built from the same source")
     sides = {}
     for side, path in (("defaults", o.defaults), ("pinned", o.pinned)):
         usage, code = resources(o.cuobjdump, path), sass(o.cuobjdump, path)

@@ -71,12 +71,10 @@ def test_the_winner_is_the_arm_whose_pin_re_measured_fastest(tmp_path: Path) -> 
 def test_an_arms_pin_becomes_one_cmake_argument_with_its_acf_by_absolute_path(tmp_path: Path) -> None:
     arm = tmp_path / "both"
     _pin(arm, [1.0], [0.9], {"flags": ["-Xptxas=-O2", "-maxrregcount=96"], "defines": {"K10_BM": "64", "K10_BK": "8"},
-                             "acf": {"file": "t.acf", "sha256": "cd" * 32, "compiler": "ptxas"}})
-    (arm / "t.acf").write_bytes(b"x")
-    said = _bench("i24_report.py", "--cmake-flags", arm, "t").stdout.strip()
+                             "acf": {"file": "t.cdcdcdcdcdcd.acf", "sha256": "cd" * 32, "compiler": "ptxas"}})
+    said = _bench("i24_report.py", "--cmake-flags", arm).stdout.strip()
     assert said == (f"-DCMAKE_CUDA_FLAGS=-Xptxas=-O2 -maxrregcount=96 -DK10_BK=8 -DK10_BM=64 "
-                    f"-Xptxas=--apply-controls={(arm / 't.acf').resolve()}")
-    assert _bench("i24_report.py", "--cmake-flags", arm).returncode != 0  # the target is needed for the ACF's name
+                    f"-Xptxas=--apply-controls={(arm / 't.cdcdcdcdcdcd.acf').resolve()}")
 
 
 def test_the_sass_diff_names_what_a_register_cap_changed(tmp_path: Path, cuda133_bin: Path) -> None:
@@ -100,6 +98,8 @@ def test_the_sass_diff_names_what_a_register_cap_changed(tmp_path: Path, cuda133
     missing = _bench("sass_diff.py", objects["defaults"], objects["again"], "--cuobjdump", cuobjdump,
                      "--kernel", "no_such_kernel")
     assert missing.returncode != 0 and "no kernel matching no_such_kernel" in missing.stderr
+    absent = _bench("sass_diff.py", objects["defaults"], tmp_path / "none.a", "--cuobjdump", cuobjdump)
+    assert absent.returncode != 0 and "none.a does not exist" in absent.stderr
 
 
 @pytest.mark.acf
