@@ -153,6 +153,8 @@ class ScratchTree:
             args.append(f"-DCIQ_TUNE_ARCHITECTURES={self.manifest.toolchain.architectures}")
         if configured:
             args.append("--fresh")  # the launcher is switched on or off: nothing of the old cache may keep it
+        elif self.replayed_cache is None and seed_compilers(self.manifest.binary_dir, self.build_dir, self.toolchain.nvcc):
+            args.append("-DCMAKE_PLATFORM_INFO_INITIALIZED=1")  # else CMake deletes the seeded files as stale
         if launcher:
             args.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}")
         result = proc.run(args, timeout)
@@ -290,6 +292,41 @@ def tune_name(manifest: Manifest) -> str:
     --architecture (each architecture's tune resumes its own journal, in its own trees)."""
     suffix = f".sm_{manifest.tune_architecture}" if manifest.tune_architecture else ""
     return safe_name(manifest.target) + suffix
+
+
+# What CMake found out about the compilers and the system, per CMake version (CMakeFiles/<version>/):
+# where these files exist and the cache says they are initialized, CMake reads them instead of
+# identifying each compiler again (a CUDA compiler's identification runs nvcc several times).
+_PLATFORM_FILES = re.compile(r"^CMake(System|[A-Za-z]+Compiler)\.cmake$")
+
+
+def seed_compilers(user_tree: Path, scratch_build: Path, nvcc: Path) -> bool:
+    """Give a scratch tree, before its first configure, what CMake found about the compilers in the user's tree.
+
+    The scratch tree replays the user's cache (the same C++ and host compilers, flags and toolchain
+    file), so where its CUDA compiler is the user's too, identifying them all again finds what the
+    user's configure found: measured, a scratch tree's configure took 2.3 s of CPU with it and
+    0.15 s without, for each tree of every tune. Nothing is seeded (CMake identifies them, as
+    before) where the user's tree names another nvcc or has no such files.
+    """
+    cache = user_tree / "CMakeCache.txt"
+    compiler = cache_value(cache, "CMAKE_CUDA_COMPILER") if cache.is_file() else None
+    if not compiler or not cache_value(cache, "CMAKE_PLATFORM_INFO_INITIALIZED"):
+        return False
+    try:
+        if not Path(compiler).samefile(nvcc):
+            return False
+        versions = [d for d in (user_tree / "CMakeFiles").iterdir()
+                    if d.is_dir() and (d / "CMakeSystem.cmake").is_file() and (d / "CMakeCUDACompiler.cmake").is_file()]
+        for version in versions:  # each CMake version reads its own folder only
+            target = scratch_build / "CMakeFiles" / version.name
+            target.mkdir(parents=True, exist_ok=True)
+            for file in version.iterdir():
+                if _PLATFORM_FILES.match(file.name) and file.is_file():
+                    shutil.copy2(file, target / file.name)
+    except OSError:
+        return False  # a file gone or unreadable: CMake finds the compilers itself
+    return bool(versions)
 
 
 def remove_scratch_trees(manifest: Manifest) -> None:

@@ -1,0 +1,65 @@
+"""Scratch trees (ciq_build.project.cmake_trees): what CMake found about the compilers in the user's tree is
+reused, never found again, where the compilers are the same; found afresh where they are not.
+
+Real CMake, Ninja and nvcc on tests/projects/noop.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.toolchain import load_toolchain
+from ciq_build.measure import proc
+from ciq_build.project import cmake_trees
+from ciq_build.project.manifest import load_manifest
+from support import PROJECTS, REPO_ROOT, build_tool, ensure_ok
+
+pytestmark = pytest.mark.slow
+
+NOOP = PROJECTS / "noop"
+
+
+def _user_tree(root: Path, nvcc: Path) -> Path:
+    source = root / "noop src"
+    shutil.copytree(NOOP, source)
+    user = root / "user-build"
+    ensure_ok(proc.run([build_tool("cmake"), "-S", str(source), "-B", str(user), "-G", "Ninja",
+                        f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}"], 600))
+    return user
+
+
+def _identified_cuda(build: Path) -> bool:
+    """Whether CMake identified the CUDA compiler in this tree (it leaves its CompilerIdCUDA folder)."""
+    return any(build.glob("CMakeFiles/*/CompilerIdCUDA"))
+
+
+def test_a_scratch_tree_reads_the_users_compilers_instead_of_identifying_them_and_builds_what_nvcc_builds(
+        tmp_path: Path, cuda133_bin: Path) -> None:
+    nvcc = cuda133_bin / "nvcc"
+    user = _user_tree(tmp_path, nvcc)
+    assert _identified_cuda(user)
+    tree = cmake_trees.ScratchTree(load_manifest(user, "noop_kernels"), tmp_path / "scratch", load_toolchain(nvcc))
+    tree.configure(600)
+    assert not _identified_cuda(tree.build_dir), "the scratch tree identified the compilers again"
+    seeded = sorted(p.name for p in tree.build_dir.glob("CMakeFiles/*/CMake*.cmake"))
+    assert seeded == ["CMakeCUDACompiler.cmake", "CMakeCXXCompiler.cmake", "CMakeSystem.cmake"]
+    built = tree.build(Controls(), 600, static_only=False, benchmark=False)
+    assert built.ok, built.message
+    assert built.objects and all(o.stat().st_size > 0 for o in built.objects)
+
+
+def test_a_scratch_tree_for_another_nvcc_than_the_users_identifies_its_compilers(
+        tmp_path: Path, cuda133_bin: Path, system_nvcc: Path) -> None:
+    if system_nvcc.resolve() == (cuda133_bin / "nvcc").resolve():
+        pytest.skip("needs two toolkits")
+    user = _user_tree(tmp_path, system_nvcc)
+    nvcc = cuda133_bin / "nvcc"
+    tree = cmake_trees.ScratchTree(load_manifest(user, "noop_kernels"), tmp_path / "scratch", load_toolchain(nvcc))
+    tree.configure(600)
+    assert _identified_cuda(tree.build_dir)
+    cuda = next(tree.build_dir.glob("CMakeFiles/*/CMakeCUDACompiler.cmake")).read_text()
+    assert f'set(CMAKE_CUDA_COMPILER "{nvcc}")' in cuda or str(nvcc.resolve()) in cuda, cuda[:400]
