@@ -26,11 +26,11 @@ DURATIONS = Path(__file__).resolve().parent / "durations.json"
 
 
 # -- the longest files first ---------------------------------------------------------------------
-# scripts/test gives each of two workers one test file at a time (a file's module fixtures, a Ray
-# cluster or a tuned sample, are built once) in the order collected. Files ran alphabetically, so the
-# longest (test_tune_ray.py, ~600 s) started late and ran alone at the end while the other worker
-# idled: the longest first (as measured last) lets the short ones fill in around it. Files not
-# measured yet follow those measured, in collection order.
+# scripts/test gives its workers the tests in the order collected (a file's tests that share a module
+# fixture as one unit: see below). Files ran alphabetically, so the longest (test_tune_ray.py, ~600 s)
+# started late and ran alone at the end while the other worker idled: the longest first (as measured
+# last) lets the short ones fill in around it. Files not measured yet follow those measured, in
+# collection order.
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,7 +46,57 @@ def _measured_seconds() -> dict[str, float]:
         return {}  # none yet, or unreadable: collection order (a slower suite, never a failing one)
 
 
+# -- which tests must share a worker -------------------------------------------------------------
+# scripts/test runs the suite with --dist loadfile, refined here (pytest_xdist_make_scheduler): the
+# files below, whose tests share a fixture built once per module (a Ray cluster, a tuned sample), go to
+# one worker whole, so that fixture is built once; every other file's tests go one by one to whichever
+# worker is free. One file per worker left one worker idle for minutes at the end, while the other ran
+# the last long file alone (test_tune_interrupt.py's tunes, each independent of the others).
+# (xdist's own --dist loadgroup cannot express this here: it renames tests through an attribute that
+# pytest 9 no longer reads.) The list is checked at each collection against the fixtures the tests use.
+TOGETHER = frozenset({
+    "test_acf_pool.py", "test_allowlist.py", "test_bench.py", "test_cmake_module.py", "test_compileiq.py",
+    "test_controls.py", "test_fuzz_records.py", "test_metrics.py", "test_preflight.py", "test_progress.py",
+    "test_ptxas_path.py", "test_ray_executor.py", "test_reports.py", "test_rule_book_agreement.py",
+    "test_sample_extension.py", "test_toolchain.py", "test_tune_acf.py", "test_tune_metric.py",
+    "test_tune_sample.py",
+})
+_SHARED_SCOPES = ("class", "module", "package")
+
+
+def _uses_a_shared_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(defs and defs[-1].scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values())
+
+
+def _check_together(items: list[pytest.Item]) -> None:
+    # One way only: a run of some of a file's tests (by node id) may leave out those that share.
+    for item in items:
+        if item.path.name not in TOGETHER and _uses_a_shared_fixture(item):
+            raise pytest.UsageError(f"{item.path.name} uses a fixture built once per module ({item.name}): add it "
+                                    "to TOGETHER in tests/conftest.py")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    if config.getvalue("dist") != "loadfile":
+        return None  # another distribution, asked for by name: xdist's own
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    class FileOrTest(LoadScopeScheduling):
+        """A file in TOGETHER is one unit of work; any other file's tests are a unit each."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return file if Path(file).name in TOGETHER else nodeid
+
+    return FileOrTest(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)  # every test collected, before -k and -m deselect some
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _check_together(items)
     measured = _measured_seconds()
 
     def expected(item: pytest.Item) -> float:

@@ -1,5 +1,6 @@
-"""tests/conftest.py's order of the test files (longest first, from durations.json) and how it is measured,
-on a throwaway suite run by pytest itself (pytester) with a copy of that conftest."""
+"""tests/conftest.py's order of the test files (longest first, from durations.json), how it is measured, and
+which tests must share a worker, on a throwaway suite run by pytest itself (pytester) with a copy of that
+conftest."""
 
 from __future__ import annotations
 
@@ -50,3 +51,41 @@ def test_store_durations_writes_each_whole_files_seconds_and_keeps_the_others(su
     refused = suite.runpytest("--store-durations", "-k", "test_a")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*--store-durations measures whole test files: run it without -m and -k*"])
+
+
+
+def test_a_files_tests_that_share_a_module_fixture_run_on_one_worker_and_other_files_tests_spread(
+        suite: pytest.Pytester) -> None:
+    built = suite.path / "built.txt"
+    # Named as files of the suite: TOGETHER names test_tune_metric.py, not test_tune_interrupt.py.
+    suite.makepyfile(test_tune_metric=f"""
+import pytest
+
+@pytest.fixture(scope="module")
+def tuned():
+    with open({str(built)!r}, "a") as out:
+        out.write("built\\n")
+    return 1
+
+def test_one(tuned): pass
+def test_two(tuned): pass
+def test_three(tuned): pass
+""", test_tune_interrupt="def test_p(): pass\ndef test_q(): pass\ndef test_r(): pass\ndef test_s(): pass\n")
+    ran = suite.runpytest("-n", "2", "--dist", "loadfile", "-v", "test_tune_interrupt.py", "test_tune_metric.py")
+    ran.assert_outcomes(passed=7)
+
+    def workers(file: str) -> set[str]:
+        return {line.split("]")[0] for line in ran.outlines if f"PASSED {file}::" in line}
+
+    assert len(workers("test_tune_metric.py")) == 1, ran.outlines
+    assert built.read_text() == "built\n"  # built once
+    assert len(workers("test_tune_interrupt.py")) == 2, ran.outlines
+
+
+
+def test_a_file_sharing_a_module_fixture_must_be_listed(suite: pytest.Pytester) -> None:
+    suite.makepyfile(test_new="import pytest\n@pytest.fixture(scope='module')\ndef built(): return 1\n"
+                              "def test_x(built): pass\n")
+    unlisted = suite.runpytest("--collect-only", "-q", "test_new.py")
+    assert unlisted.ret == pytest.ExitCode.USAGE_ERROR
+    unlisted.stderr.fnmatch_lines(["*test_new.py uses a fixture built once per module (test_x): add it to TOGETHER*"])
