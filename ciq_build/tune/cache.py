@@ -31,6 +31,7 @@ from ciq_build.tune.scores import objective_values
 
 # A journal record naming files the build writes into the source tree (ciq_build.project.sources).
 SOURCE_OUTPUTS_KIND = "source_outputs"
+GPU_TIME_KIND = "gpu_time"  # where a runtime tune's GPU time went (ciq_build.tune.gpu_time), one per tune
 
 
 def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sources: str) -> str:
@@ -181,3 +182,7 @@ class EvaluationCache:
         self.source_outputs |= written
         self.journal.append({"kind": SOURCE_OUTPUTS_KIND, "paths": sorted(str(p) for p in written),
                              "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+    def record_gpu_time(self, figures: dict[str, Any]) -> None:
+        """Journal where this tune's GPU time went, from the first benchmark to the pin (ciq_build.tune.gpu_time)."""
+        self.journal.append({"kind": GPU_TIME_KIND, **figures, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})

@@ -53,7 +53,7 @@ class Confirmer:
 
     def __init__(self, runner: BuildRunner, cache: EvaluationCache, objectives: Sequence[Objective],
                  measure: MeasureSettings, pick: str, target: str, say: Callable[[str], None],
-                 warn: Callable[[str], None]) -> None:
+                 warn: Callable[[str], None], phase: Callable[[str], None] = lambda name: None) -> None:
         self.runner = runner
         self.cache = cache
         self.objectives = list(objectives)
@@ -62,19 +62,30 @@ class Confirmer:
         self.target = target
         self.say = say
         self.warn = warn
+        self.phase = phase  # told when the winner's rebuild and the re-measure start (ciq_build.tune.gpu_time)
 
     def confirm(self, baseline: Evaluation, evaluations: list[Evaluation], base_tree: ScratchTree,
-                tree: ScratchTree) -> Confirmation:
-        """The winner of `evaluations` (a corrected journaled score is replaced in the list) and its verdict."""
+                tree: ScratchTree, *, picked: Callable[[Evaluation], None] | None = None,
+                rebuilt: Callable[[tuple[Path, ...]], None] | None = None) -> Confirmation:
+        """The winner of `evaluations` (a corrected journaled score is replaced in the list) and its verdict.
+
+        `picked` hears of the winner as soon as it is known, `rebuilt` of its objects once rebuilt in `tree`
+        (the minimal pin's rebuilds start and compare meanwhile, ciq_build.tune.minimize).
+        """
         baseline, winner, prebuilt = self._trusted_winner(baseline, evaluations, base_tree, tree)
         assert winner.scores is not None and baseline.scores is not None
+        if picked is not None:
+            picked(winner)
+        self.phase("rebuild")
         # Rebuild the winner in a worker tree: its objects are pinned (resource usage, code hash).
         if prebuilt is None:
             self.say("rebuilding the winner to read its objects (what a pin records of it)")
-        rebuilt = prebuilt if prebuilt is not None else tree.build(winner.controls, self.measure.timeout,
-                                                                   benchmark=self.runner.needs_benchmark)
-        if not rebuilt.ok:
-            raise SearchError(f"the winning candidate no longer builds: {rebuilt.message}")
+        built = prebuilt if prebuilt is not None else tree.build(winner.controls, self.measure.timeout,
+                                                                 benchmark=self.runner.needs_benchmark)
+        if not built.ok:
+            raise SearchError(f"the winning candidate no longer builds: {built.message}")
+        if rebuilt is not None:
+            rebuilt(built.objects)
         if not self.runner.needs_benchmark:
             # Static metrics are deterministic: better means no worse on any
             # objective and better on one (the winner dominates the defaults).
@@ -82,8 +93,8 @@ class Confirmer:
             text = ", ".join(f"{o.spec}: {b:g} -> {w:g}"
                              for o, b, w in zip(self.objectives, baseline.scores, winner.scores))
             text += "" if better else " (does not beat the compiler's defaults on every objective; nothing pinned)"
-            return Confirmation(baseline, winner, better, text, baseline.scores, winner.scores, {}, rebuilt.objects)
-        return self._remeasure(baseline, winner, base_tree, tree, rebuilt.objects)
+            return Confirmation(baseline, winner, better, text, baseline.scores, winner.scores, {}, built.objects)
+        return self._remeasure(baseline, winner, base_tree, tree, built.objects)
 
     def _remeasure(self, baseline: Evaluation, winner: Evaluation, base_tree: ScratchTree, tree: ScratchTree,
                    objects: tuple[Path, ...]) -> Confirmation:
@@ -97,6 +108,7 @@ class Confirmer:
             if not base_build.ok:
                 raise SearchError(f"the baseline no longer builds: {base_build.message}")
         rounds = self.measure.confirm_rounds
+        self.phase("re-measure")
         self.say(f"re-measuring the winner against the baseline, interleaved, {rounds} rounds each")
         with self.runner.slots.slot() as env:
             base_m, win_m = interleaved(self.runner.bench_spec(base_tree).with_env(env),

@@ -28,7 +28,6 @@ from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_na
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
 from ciq_build.errors import BenchmarkError, BuildError, CiqError, ConfigError, DiskFullError, NoGpuError
 from ciq_build.measure import proc
-from ciq_build.measure.bench import GpuSlots
 from ciq_build.measure.sizes import SIZE_SEPARATOR, size_ratios
 from ciq_build.pin.record import (
     PinnedRecord,
@@ -51,8 +50,9 @@ from ciq_build.tune.assemble import assemble_record
 from ciq_build.tune.cache import EvaluationCache, cache_key
 from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.executor import Executor, SearchPhase, checked_executor, get_executor
+from ciq_build.tune.gpu_time import GpuMeter, MeteredSlots
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
-from ciq_build.tune.minimize import minimize
+from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.runner import BuildRunner, Runner
@@ -115,8 +115,10 @@ class TuneRun:
         self.objectives = list(settings.objectives)
         self.executor = get_executor(settings.executor.kind)
         self.timeout = settings.measure.timeout
+        slots = MeteredSlots(settings.measure.gpus)
+        self.meter: GpuMeter = slots.meter  # when benchmarks held a GPU, and the phases meanwhile
         self.runner = BuildRunner(manifest, toolchain, self.objectives, settings.measure.repeats, self.timeout,
-                                  GpuSlots(settings.measure.gpus), warn=self._warn, build_jobs=settings.build.jobs)
+                                  slots, warn=self._warn, build_jobs=settings.build.jobs)
         self.state_dir = manifest.binary_dir / "ciq"
         self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{tune_name(manifest)}.jsonl"),
                                      self.objectives, self._say)
@@ -203,6 +205,7 @@ class TuneRun:
         self.sources = self.source_set.digest(configured)
         self._use_timeouts(for_baseline(self.settings.measure))  # a large project's defaults may take long
         self.runner.code_context = self._key(Controls())
+        self.meter.enter("baseline")
         baseline = self._baseline(base_tree, configured)
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
@@ -219,7 +222,7 @@ class TuneRun:
         if self.runner.needs_benchmark:  # what a candidate's benchmark writes into the source tree is looked for
             self.tree_watch = TreeWatch(self.source_set)
         self._search(source, workers, timeouts)
-        return self._finish(baseline, base_tree, workers[0], source)
+        return self._finish(baseline, base_tree, workers, source)
 
     def _configure_timeout(self) -> float:
         return for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR)
@@ -326,6 +329,7 @@ class TuneRun:
         phase = SearchPhase(self.manifest, self.toolchain, tuple(self.objectives), self.settings.measure.repeats,
                             self.settings.build.jobs, timeouts, self._configure_timeout(), self.settings.executor,
                             self.source_set.snapshot(), self.runner, self._say)
+        self.meter.enter("search")
         with self.executor.workers(phase, workers) as evaluating:
             loop = self._loop(source, evaluating.runner, evaluating.slots, progress)
             loop.run()
@@ -351,16 +355,40 @@ class TuneRun:
 
     # -- confirm and pin -----------------------------------------------------------
 
-    def _finish(self, baseline: Evaluation, base_tree: ScratchTree, tree: ScratchTree,
+    def _finish(self, baseline: Evaluation, base_tree: ScratchTree, workers: list[ScratchTree],
                 source: CandidateSource) -> TuneOutcome:
         if not self.evaluations and self.stopped_by is not None:
             return self._nothing_evaluated(baseline)
+        tree = workers[0]
         confirmer = Confirmer(self.runner, self.cache, self.objectives,
                               dataclasses.replace(self.settings.measure, timeout=self.timeout),
-                              self.settings.search.pick, self.manifest.target, self._say, self._warn)
-        confirmation = confirmer.confirm(baseline, self.evaluations, base_tree, tree)
+                              self.settings.search.pick, self.manifest.target, self._say, self._warn,
+                              phase=self.meter.enter)
+        minimizer: Minimizer | None = None
+
+        def picked(winner: Evaluation) -> None:
+            # The minimal pin's rebuilds start now, in the other workers' trees, while the winner is rebuilt
+            # and re-measured: decided by machine code, they need no benchmark and the GPU waits for none.
+            nonlocal minimizer
+            if self.settings.pin and len(workers) > 1 and not winner.controls.is_default:
+                minimizer = Minimizer(winner.controls, workers[1:], self.toolchain, self.timeout, self._say)
+
+        def rebuilt(objects: tuple[Path, ...]) -> None:
+            if minimizer is not None:
+                minimizer.reference(objects, tree)
+
+        try:
+            confirmation = confirmer.confirm(baseline, self.evaluations, base_tree, tree, picked=picked,
+                                             rebuilt=rebuilt)
+        except BaseException:
+            if minimizer is not None:
+                minimizer.cancel()
+            raise
         if confirmation.better and self.settings.pin:
-            confirmation = self._minimal(confirmation, tree)
+            confirmation = self._minimal(confirmation, tree, minimizer)
+        elif minimizer is not None:
+            minimizer.cancel()
+        self.meter.enter("pin")
         pinned: Path | None = None
         if confirmation.better and self.settings.pin:
             record = assemble_record(self.manifest, self.toolchain, self.objectives, confirmation, tree,
@@ -374,6 +402,7 @@ class TuneRun:
                 if replaced is not None:
                     print(replacement_note(pinned, replaced, record), file=sys.stdout)
                 write_record(pinned, record, acf_source=acf.path if acf else None)
+        gpu_time = self._gpu_time()
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, self.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
@@ -381,7 +410,7 @@ class TuneRun:
                           stopped=self._stopped_text(),
                           next_without_pin=next_without_a_pin(self.objectives, self.settings.search,
                                                               self.settings.pin, confirmation.better),
-                          size_ratios=self._size_ratios(confirmation)),
+                          size_ratios=self._size_ratios(confirmation), gpu_time=gpu_time),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)
@@ -407,11 +436,18 @@ class TuneRun:
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 
-    def _minimal(self, confirmation: Confirmation, tree: ScratchTree) -> Confirmation:
-        """The confirmation with the winner's no-op controls dropped (ciq_build.tune.minimize)."""
+    def _minimal(self, confirmation: Confirmation, tree: ScratchTree, minimizer: Minimizer | None) -> Confirmation:
+        """The confirmation with the winner's no-op controls dropped (ciq_build.tune.minimize).
+
+        `minimizer`: the rebuilds started beside the re-measure in the other workers' trees; None with a single
+        worker tree, whose rebuilds start now, in `tree`, one after another.
+        """
         winner = confirmation.winner
-        minimal = minimize(winner.controls, confirmation.winner_objects, tree, self.toolchain, self.timeout,
-                           self._say)
+        self.meter.enter("minimize")  # what of it outlasted the re-measure
+        if minimizer is None:
+            minimizer = Minimizer(winner.controls, [tree], self.toolchain, self.timeout, self._say, winner_tree=tree,
+                                  winner_objects=confirmation.winner_objects)
+        minimal = minimizer.result(confirmation.winner_objects)
         if not minimal.dropped:
             return confirmation
         self._say(minimal.describe())
@@ -421,6 +457,19 @@ class TuneRun:
         return dataclasses.replace(confirmation, winner=dataclasses.replace(winner, controls=minimal.controls),
                                    winner_objects=minimal.objects, verdict=verdict, dropped=minimal.dropped,
                                    better=not minimal.controls.is_default)
+
+    def _gpu_time(self) -> str:
+        """Where the GPU's time went from the first benchmark to now (the pin), journaled; the summary's line.
+
+        Only where this process's slots held every benchmark (local worker trees; Ray's run elsewhere).
+        """
+        if not self.runner.needs_benchmark or not self.executor.uses_driver_trees:
+            return ""
+        figures = self.meter.result(self.runner.slots.count)
+        if figures is None:
+            return ""
+        self.cache.record_gpu_time(figures.to_journal())
+        return figures.describe()
 
     # -- output --------------------------------------------------------------------
 

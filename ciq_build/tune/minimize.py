@@ -3,16 +3,21 @@
 A search hands the winner every control it happened to carry, most of which
 may change nothing (``-maxrregcount=208`` on a 10-register kernel, a -D that
 the source overrides with a #define of its own). A pin should say only what
-matters, so each control is taken out in turn (greedy, one at a time) and the
-target rebuilt whole in the winner's tree: a control is dropped when the build
-without it has the same device code (the code hash and resource usage that
-`verify` checks, per object and architecture) and the same host code (a -D can
-change only the host side: a launch's grid, a loop count).
+matters, so the target is rebuilt whole without each control, these builds
+`--jobs` at once in the workers' trees while the winner is re-measured: a
+control is dropped when the build without it has the same device code (the
+code hash and resource usage that `verify` checks, per object and
+architecture) and the same host code (a -D can change only the host side: a
+launch's grid, a loop count). It is decided by machine code alone, so no
+benchmark waits for it and none is run for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,43 +71,134 @@ def code_identity(objects: tuple[Path, ...], object_dir: Path, toolchain: Toolch
     return object_fingerprints(objects, object_dir, toolchain), host
 
 
-def minimize(controls: Controls, objects: tuple[Path, ...], tree: ScratchTree, toolchain: Toolchain,
-             timeout: float, say: Callable[[str], None]) -> MinimalPin:
-    """`controls` without every control whose removal leaves the code identical; `objects` are its build in `tree`.
+def removable(controls: Controls) -> list[str | tuple[str, str] | AcfRef]:
+    """Each control of `controls` a minimal pin may leave out: flags, defines, the ACF."""
+    return [*controls.flags, *controls.defines, *([controls.acf] if controls.acf is not None else [])]
 
-    Full builds (never the ptxas-only path): the objects themselves are compared.
-    On return the tree holds the build of the returned controls.
+
+class Minimizer:
+    """The minimal pin of `controls`, decided by machine code alone, its rebuilds `len(trees)` at once.
+
+    Started as soon as the winner is known: the builds without each control run
+    in `trees` (never the winner's own, which the re-measure benchmarks meanwhile)
+    while the winner is rebuilt; `reference` then gives them the winner's code to
+    compare with, and `result` waits for the verdict. The controls each found a
+    no-op alone are then dropped together when that build is the same code too;
+    when it is not (two controls that stand in for each other), one at a time, in
+    order, as before. With a single tree that is the winner's own, the builds
+    run there, one after another (`winner_objects` read first), and the winner's build is put back at the end.
     """
-    candidates: list[str | tuple[str, str] | AcfRef] = [*controls.flags, *controls.defines]
-    if controls.acf is not None:
-        candidates.append(controls.acf)
-    if not candidates:
-        return MinimalPin(controls, objects, ())
-    object_dir = tree.mirror(tree.manifest.object_dir)
-    reference = code_identity(objects, object_dir, toolchain)
-    if not reference[0]:  # no device code to compare: every removal would look like a no-op
-        say("the pin is not minimized: the winner's build has no object with device code to compare")
-        return MinimalPin(controls, objects, ())
-    say(f"minimizing the pin: rebuilding without each of its {len(candidates)} controls in turn")
-    current, current_objects, dropped = controls, objects, []
-    in_tree = controls  # whose build the tree holds
-    for tried, control in enumerate(candidates, 1):
-        trial = without(current, control)
-        built = tree.build(trial, timeout)
-        in_tree = trial
-        if not built.ok:  # it does not build without it: the control matters
-            found = "does not build without it: kept"
-        elif code_identity(built.objects, object_dir, toolchain) == reference:
-            current, current_objects = trial, built.objects
-            dropped.append(spelled(control))
-            found = "same code without it: dropped"
-        else:
-            found = "other code without it: kept"
-        # A rebuild of the whole target each: a large one takes minutes, each said as it ends.
-        say(f"minimizing the pin, {tried}/{len(candidates)}: {spelled(control)}: {found}")
-    if in_tree != current:
-        rebuilt = tree.build(current, timeout)
+
+    def __init__(self, controls: Controls, trees: Sequence[ScratchTree], toolchain: Toolchain, timeout: float,
+                 say: Callable[[str], None], *, winner_tree: ScratchTree | None = None,
+                 winner_objects: tuple[Path, ...] = ()) -> None:
+        if not trees:
+            raise ValueError("the minimal pin needs at least one tree to build in")
+        self.controls = controls
+        self.toolchain = toolchain
+        self.timeout = timeout
+        self.say = say
+        self.candidates = removable(controls)
+        self.winner_tree = winner_tree  # set when the trials rebuild the winner's own tree
+        self._trees: queue.Queue[ScratchTree] = queue.Queue()
+        for tree in trees:
+            self._trees.put(tree)
+        self._reference: Future[CodeIdentity | None] = Future()
+        self._cancelled = threading.Event()
+        self._told = 0  # trials said so far, for their numbering in the order they end
+        self._lock = threading.Lock()
+        # A thread per trial and one for the decision; the trees bound how many build at once.
+        if winner_tree is not None and self.candidates:  # its build is compared before the trials overwrite it
+            self.reference(winner_objects, winner_tree)
+        self._pool = ThreadPoolExecutor(max_workers=len(self.candidates) + 1, thread_name_prefix="ciq-minimize")
+        self._trials: list[Future[str]] = []
+        self._decision: Future[Controls] | None = None
+        if self.candidates:
+            say(f"minimizing the pin: rebuilding without each of its {len(self.candidates)} controls, "
+                f"{min(len(trees), len(self.candidates))} at once")
+            self._trials = [self._pool.submit(self._trial, control) for control in self.candidates]
+            self._decision = self._pool.submit(self._decide)
+
+    def reference(self, objects: tuple[Path, ...], tree: ScratchTree) -> None:
+        """The winner's build, `objects` in `tree`: what each build without a control is compared with."""
+        identity = code_identity(objects, tree.mirror(tree.manifest.object_dir), self.toolchain)
+        self._reference.set_result(identity if identity[0] else None)
+
+    def cancel(self) -> None:
+        """Nothing is pinned: start no more builds, and wait for those running."""
+        self._cancelled.set()
+        if not self._reference.done():
+            self._reference.set_result(None)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def result(self, objects: tuple[Path, ...]) -> MinimalPin:
+        """The minimal pin; `objects` are the winner's (the minimal pin's code is theirs, by construction)."""
+        try:
+            current = self.controls if self._decision is None else self._decision.result()
+            if self.candidates and self._reference.result() is None:
+                self.say("the pin is not minimized: the winner's build has no object with device code to compare")
+            dropped = tuple(spelled(c) for c in self.candidates if c not in removable(current))
+            return MinimalPin(current, objects, dropped)
+        finally:
+            self._pool.shutdown(wait=True)
+            self._restore()
+
+    def _decide(self) -> Controls:
+        """In the background, once every trial has ended: the controls the pin keeps."""
+        verdicts = [trial.result() for trial in self._trials]
+        reference = self._reference.result()
+        if reference is None or self._cancelled.is_set():
+            return self.controls
+        return self._drop_together([c for c, v in zip(self.candidates, verdicts) if v == "same"], reference)
+
+    def _build(self, controls: Controls) -> CodeIdentity | None:
+        """The code of a build of `controls` in a free tree; None when it does not build."""
+        tree = self._trees.get()
+        try:
+            built = tree.build(controls, self.timeout)
+            if not built.ok:
+                return None
+            return code_identity(built.objects, tree.mirror(tree.manifest.object_dir), self.toolchain)
+        finally:
+            self._trees.put(tree)
+
+    def _trial(self, control: str | tuple[str, str] | AcfRef) -> str:
+        """"same", "other" or "fails": the code without `control`, against the winner's."""
+        if self._cancelled.is_set():
+            return "cancelled"
+        identity = self._build(without(self.controls, control))
+        reference = self._reference.result()  # the winner's rebuild, in its own tree meanwhile
+        if reference is None:
+            return "cancelled"
+        verdict = "fails" if identity is None else "same" if identity == reference else "other"
+        found = {"fails": "does not build without it: kept", "same": "same code without it: dropped",
+                 "other": "other code without it: kept"}[verdict]
+        with self._lock:
+            self._told += 1
+            # A rebuild of the whole target each: a large one takes minutes, each said as it ends.
+            self.say(f"minimizing the pin, {self._told}/{len(self.candidates)}: {spelled(control)}: {found}")
+        return verdict
+
+    def _drop_together(self, same: list[str | tuple[str, str] | AcfRef], reference: CodeIdentity) -> Controls:
+        """`controls` less every control in `same`, if that is still the winner's code; else one at a time."""
+        together = self.controls
+        for control in same:
+            together = without(together, control)
+        if len(same) < 2 or self._build(together) == reference:
+            return together
+        self.say(f"minimizing the pin: without all {len(same)} of them at once the code differs; "
+                 "dropping them one at a time")
+        current = self.controls
+        for control in same:
+            trial = without(current, control)
+            if self._build(trial) == reference:
+                current = trial
+        return current
+
+    def _restore(self) -> None:
+        """Put the winner's build back in its tree when the trials rebuilt it (a single tree)."""
+        if self.winner_tree is None or not self._trials:
+            return
+        rebuilt = self.winner_tree.build(self.controls, self.timeout)
         if not rebuilt.ok:  # built a moment ago: only the machine can make it fail now
-            raise SearchError(f"the minimal pin {nvcc_arguments(current)} no longer builds: {rebuilt.message}")
-        current_objects = rebuilt.objects
-    return MinimalPin(current, current_objects, tuple(dropped))
+            raise SearchError(f"the winner {nvcc_arguments(self.controls)} no longer builds: {rebuilt.message}")

@@ -60,7 +60,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
                 *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
                 next_without_pin: str = "", stopped: str = "",
-                size_ratios: Mapping[str, Mapping[str, float]] | None = None) -> str:
+                size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "") -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
@@ -84,6 +84,8 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     shared = sum(1 for e in evaluations if not e.cached and e.same_code_as is not None)
     if needs_benchmark:
         lines.append(f"  benchmark runs: {runs_summary(evaluations, repeats)}")
+    if gpu_time:
+        lines.append(f"  GPU: {gpu_time}")
     elif shared:
         lines.append(f"  same machine code as an earlier candidate: {shared} (its metrics taken, not measured again)")
     if stopped:
