@@ -164,6 +164,11 @@ class AcfPoolSource:
         self.inner = inner
         self._asked: dict[int, Proposal] = {}
 
+    @property
+    def proposes_ahead(self) -> bool:
+        """A copy guesses the next batch when the inner source's does (ciq_build.tune.ahead)."""
+        return bool(getattr(self.inner, "proposes_ahead", False))
+
     def ask(self) -> list[Proposal]:
         proposals = []
         for proposal in self.inner.ask():

@@ -34,6 +34,9 @@ class GeneticSource:
         self.search = Search(None, self.space, config, seeds=first, objective_names=objective_names, progress=False)
         self._asked: dict[int, Candidate] = {}
 
+    # Its next batch depends only on the seed and what was told: a copy can guess it (ciq_build.tune.ahead).
+    proposes_ahead = True
+
     def ask(self) -> list[Proposal]:
         candidates = self.search.ask()
         self._asked = {c.id: c for c in candidates}

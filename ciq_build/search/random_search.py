@@ -49,6 +49,9 @@ class RandomSource:
         self._first_batch = FirstBatchCheck("random")
         self._started: float | None = None
 
+    # Its next batch depends only on the seed and what was told: a copy can guess it (ciq_build.tune.ahead).
+    proposes_ahead = True
+
     def ask(self) -> list[Proposal]:
         """The current batch's proposals not told yet; a new batch once all are told; [] when over."""
         if self._started is None:

@@ -157,6 +157,10 @@ class EvaluationCache:
         record = self.entries.get(key)
         return None if record is None else from_journal(record, proposal, controls, key, self.objectives)
 
+    def has(self, key: str) -> bool:
+        """Whether the journal holds a reusable evaluation of `key` (the loop will not build it)."""
+        return key in self.entries
+
     def journaled(self, objectives: Sequence[Objective]) -> list[Evaluation]:
         """Every reusable journaled evaluation (its proposal unknown: JOURNALED_ID), for what later candidates compare with."""
         found = (from_journal(record, Proposal(id=JOURNALED_ID, generation=0, params={}), Controls(), key, objectives)

@@ -46,6 +46,7 @@ from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import make_candidate_source, search_kinds
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
+from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.assemble import assemble_record
 from ciq_build.tune.cache import EvaluationCache, cache_key
 from ciq_build.tune.confirm import Confirmation, Confirmer
@@ -129,6 +130,7 @@ class TuneRun:
         self.tree_watch: TreeWatch | None = None
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
+        self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
 
     # -- the run ---------------------------------------------------------------
 
@@ -206,7 +208,13 @@ class TuneRun:
         self._use_timeouts(for_baseline(self.settings.measure))  # a large project's defaults may take long
         self.runner.code_context = self._key(Controls())
         self.meter.enter("baseline")
-        baseline = self._baseline(base_tree, configured)
+        if self.runner.needs_benchmark and self.executor.uses_driver_trees:
+            self._build_ahead(source, workers)
+        try:
+            baseline = self._baseline(base_tree, configured)
+        except BaseException:
+            self._stop_ahead()
+            raise
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
@@ -223,6 +231,23 @@ class TuneRun:
             self.tree_watch = TreeWatch(self.source_set)
         self._search(source, workers, timeouts)
         return self._finish(baseline, base_tree, workers, source)
+
+    def _build_ahead(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
+        """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most
+        --jobs - 1, so the baseline's build is never kept waiting, and not in the first worker's tree, which
+        the PARAMS probe builds after the baseline."""
+        jobs = self.settings.build.jobs
+        ahead = BuildsAhead(self.runner.build, jobs)
+        self.runner.ahead = ahead
+        if jobs > 1 and len(workers) > 1:
+            ahead.start(guess_next(source, []), workers[1:], lambda c: not self.cache.has(self._key(c)),
+                        limit=jobs - 1)
+
+    def _stop_ahead(self) -> None:
+        ahead, self.runner.ahead = self.runner.ahead, None
+        if ahead is not None:
+            ahead.stop()
+            self.builds_ahead = ahead.describe()
 
     def _configure_timeout(self) -> float:
         return for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR)
@@ -330,9 +355,12 @@ class TuneRun:
                             self.settings.build.jobs, timeouts, self._configure_timeout(), self.settings.executor,
                             self.source_set.snapshot(), self.runner, self._say)
         self.meter.enter("search")
-        with self.executor.workers(phase, workers) as evaluating:
-            loop = self._loop(source, evaluating.runner, evaluating.slots, progress)
-            loop.run()
+        try:
+            with self.executor.workers(phase, workers) as evaluating:
+                loop = self._loop(source, evaluating.runner, evaluating.slots, progress)
+                loop.run()
+        finally:
+            self._stop_ahead()  # what the guesses still build ends before the winner's rebuild
         self.stopped_by = loop.stopped_by
         if self.stopped_by == "time_limit":
             then = "; the best so far is re-measured and pinned" if self.evaluations else ""
@@ -349,7 +377,7 @@ class TuneRun:
 
         loop = SearchLoop(source, runner, workers, self.cache, self._key, self.objectives,
                           budget=self.settings.search.max_evaluations, deadline=self.deadline, progress=progress,
-                          stop_for=after_candidate)
+                          stop_for=after_candidate, ahead=self.runner.ahead if self.executor.uses_driver_trees else None)
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
         return loop
 

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from ciq_build.compiler.controls import Controls, controls_from_candidate
 from ciq_build.core.causes import Cause
@@ -27,6 +27,7 @@ from ciq_build.measure import proc
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.results import Results
+from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import Runner
 
@@ -56,7 +57,8 @@ class SearchLoop(Generic[W]):
                  key_of: Callable[[Controls], str], objectives: Sequence[Objective], *,
                  budget: int | None = None, deadline: float | None = None,
                  clock: Callable[[], float] = time.monotonic, progress: Progress | None = None,
-                 stop_for: Callable[[Evaluation], BaseException | None] | None = None) -> None:
+                 stop_for: Callable[[Evaluation], BaseException | None] | None = None,
+                 ahead: BuildsAhead | None = None) -> None:
         if not workers:
             raise ValueError("the search loop needs at least one worker")
         self.source = source
@@ -70,6 +72,8 @@ class SearchLoop(Generic[W]):
         self.clock = clock
         self.progress = progress
         self.stop_for = stop_for
+        # Builds of the next batch's guessed candidates, in trees the batch leaves free (workers are trees then).
+        self.ahead = ahead
         self.evaluations: list[Evaluation] = []  # told, in order
         self.asked = 0  # ask() calls that returned proposals
         self.spent = 0  # evaluations this process made (not from the journal): what the budget counts
@@ -147,10 +151,12 @@ class SearchLoop(Generic[W]):
                     queue.clear()
                     break
                 self.spent += 1
-                worker = free.pop()
+                worker = self._worker_for(free, controls)
                 pending[pool.submit(self._evaluate, worker, proposal, controls, key)] = worker
             if not pending:
                 break
+            if self.ahead is not None and free and not queue:  # idle trees while the GPU works: build ahead
+                self._build_ahead(proposals, outcomes, free)
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 free.append(pending.pop(future))
@@ -163,6 +169,30 @@ class SearchLoop(Generic[W]):
                 outcomes[evaluated.proposal.id] = evaluated
                 self._finished_one(evaluated)
         return outcomes
+
+    def _worker_for(self, free: list[W], controls: Controls) -> W:
+        """A free worker for a candidate: the tree built ahead for it, else one that holds no build ahead, else
+        one not building ahead (handing one that is waits for that build)."""
+        ahead = self.ahead
+        if ahead is not None:
+            trees: list[Any] = list(free)
+            held = ahead.holds(controls)
+            choice = (next((t for t in trees if id(t) == held), None)
+                      or next((t for t in reversed(trees) if ahead.held(t) is None), None)
+                      or next((t for t in reversed(trees) if not ahead.busy(t)), None))
+            if choice is not None:
+                free.remove(choice)
+                return cast(W, choice)
+        return free.pop()
+
+    def _build_ahead(self, proposals: list[Proposal], outcomes: dict[int, Evaluation], free: list[W]) -> None:
+        """Build the next batch as a copy of the source guesses it, in the free trees (ciq_build.tune.ahead)."""
+        assert self.ahead is not None
+        if not self.budget_left or (self.deadline is not None and self.clock() >= self.deadline):
+            return
+        guess = guess_next(self.source, [(p, outcomes.get(p.id)) for p in proposals])
+        if guess:
+            self.ahead.start(guess, cast(list[Any], free), lambda c: not self.cache.has(self.key_of(c)))
 
     def _finished_one(self, evaluated: Evaluation) -> None:
         """Progress hears of each evaluation as it finishes: a generation of slow builds is minutes of them."""

@@ -41,6 +41,7 @@ from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
 from ciq_build.project.manifest import Manifest
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.tune.ahead import BuildsAhead
 from ciq_build.tune.dedupe import CodeDedupe, code_key, taken_from
 from ciq_build.tune.scores import objective_values
 from ciq_build.tune.timeouts import Timeouts
@@ -89,6 +90,8 @@ class BuildRunner:
         # Racing needs one objective, from the benchmark: with more, a candidate behind on
         # time may still be on the Pareto front.
         timed = self.objectives[0] if len(self.objectives) == 1 else None
+        # Candidates built ahead while the GPU is busy (ciq_build.tune.ahead); set by the driver for a runtime tune.
+        self.ahead: BuildsAhead | None = None
         self.racing: RaceBoard | None = (RaceBoard(metric_key(timed), timed.direction)
                                          if timed is not None and timed.source == "benchmark" else None)
 
@@ -162,9 +165,10 @@ class BuildRunner:
             return Evaluation(key, proposal, controls, False, cause, message, values or {}, {}, None,
                               time.monotonic() - started, timings=_rounded(timings))
 
-        # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
-        with self._builds if self._builds is not None else nullcontext():
-            build = worker.build(controls, self.timeout, static_only=self.static_only, benchmark=self.needs_benchmark)
+        # A build made ahead for this candidate (ciq_build.tune.ahead) is taken, waited for if still running;
+        # compile_s is then what the candidate waited for it.
+        ahead = self.ahead.take(worker, controls) if self.ahead is not None else None
+        build = ahead if ahead is not None else self.build(worker, controls)
         timings["compile_s"] = time.monotonic() - started
         if not build.ok:
             return failed(build.cause or Cause.COMPILE_FAILED, build.message, {"compile_seconds": build.compile_seconds})
@@ -178,6 +182,12 @@ class BuildRunner:
                                         code=code),
             lambda earlier: taken_from(earlier, Evaluation(key, proposal, controls, True, None, "", {}, {}, None,
                                                            time.monotonic() - started, timings=_rounded(timings))))
+
+    def build(self, worker: ScratchTree, controls: Controls) -> CandidateBuild:
+        """A candidate's build in `worker`, at most `build_jobs` at once (builds ahead too)."""
+        # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
+        with self._builds if self._builds is not None else nullcontext():
+            return worker.build(controls, self.timeout, static_only=self.static_only, benchmark=self.needs_benchmark)
 
     def _measured(self, worker: ScratchTree, build: CandidateBuild, proposal: Proposal, controls: Controls,
                   key: str, started: float, timings: dict[str, float]) -> Evaluation:
