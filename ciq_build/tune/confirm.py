@@ -65,17 +65,21 @@ class Confirmer:
         self.phase = phase  # told when the winner's rebuild and the re-measure start (ciq_build.tune.gpu_time)
 
     def confirm(self, baseline: Evaluation, evaluations: list[Evaluation], base_tree: ScratchTree,
-                tree: ScratchTree, *, picked: Callable[[Evaluation], None] | None = None,
+                tree: ScratchTree, *,
+                picked: Callable[[Evaluation], tuple[ScratchTree, CandidateBuild] | None] | None = None,
                 rebuilt: Callable[[tuple[Path, ...]], None] | None = None) -> Confirmation:
         """The winner of `evaluations` (a corrected journaled score is replaced in the list) and its verdict.
 
-        `picked` hears of the winner as soon as it is known, `rebuilt` of its objects once rebuilt in `tree`
-        (the minimal pin's rebuilds start and compare meanwhile, ciq_build.tune.minimize).
+        `picked` hears of the winner as soon as it is known, and may name a tree that still holds its build (the
+        one the search built it in), which is then re-measured without a rebuild; `rebuilt` hears of its
+        objects (the minimal pin's rebuilds start and compare meanwhile, ciq_build.tune.minimize).
         """
         baseline, winner, prebuilt = self._trusted_winner(baseline, evaluations, base_tree, tree)
         assert winner.scores is not None and baseline.scores is not None
-        if picked is not None:
-            picked(winner)
+        held = picked(winner) if picked is not None else None
+        if prebuilt is None and held is not None:
+            tree, prebuilt = held
+            self.say("the winner's build is still in the tree the search built it in: no rebuild")
         self.phase("rebuild")
         # Rebuild the winner in a worker tree: its objects are pinned (resource usage, code hash).
         if prebuilt is None:

@@ -39,7 +39,7 @@ from ciq_build.pin.record import (
 )
 from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
-from ciq_build.project.cmake_trees import ScratchTree, safe_name, scratch_root, tune_name
+from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree, safe_name, scratch_root, tune_name
 from ciq_build.project.manifest import Manifest, benchmark_sizes, for_architecture
 from ciq_build.project.sources import Snapshot, TreeWatch
 from ciq_build.search.base import CandidateSource, Proposal
@@ -387,31 +387,39 @@ class TuneRun:
                 source: CandidateSource) -> TuneOutcome:
         if not self.evaluations and self.stopped_by is not None:
             return self._nothing_evaluated(baseline)
-        tree = workers[0]
+        trees = {"winner": workers[0]}  # the winner's tree: the first worker's, or the one that holds its build
         confirmer = Confirmer(self.runner, self.cache, self.objectives,
                               dataclasses.replace(self.settings.measure, timeout=self.timeout),
                               self.settings.search.pick, self.manifest.target, self._say, self._warn,
                               phase=self.meter.enter)
         minimizer: Minimizer | None = None
 
-        def picked(winner: Evaluation) -> None:
-            # The minimal pin's rebuilds start now, in the other workers' trees, while the winner is rebuilt
-            # and re-measured: decided by machine code, they need no benchmark and the GPU waits for none.
+        def picked(winner: Evaluation) -> tuple[ScratchTree, CandidateBuild] | None:
+            # A tree the search left holding the winner's build is re-measured as it is. The minimal pin's
+            # rebuilds start now, in the other workers' trees, while the winner is (re)built and re-measured:
+            # decided by machine code, they need no benchmark and the GPU waits for none.
             nonlocal minimizer
-            if self.settings.pin and len(workers) > 1 and not winner.controls.is_default:
-                minimizer = Minimizer(winner.controls, workers[1:], self.toolchain, self.timeout, self._say)
+            held = next(((t, b) for t in workers if (b := self.runner.holding(t, winner.controls)) is not None),
+                        None)
+            if held is not None:
+                trees["winner"] = held[0]
+            others = [t for t in workers if t is not trees["winner"]]
+            if self.settings.pin and others and not winner.controls.is_default:
+                minimizer = Minimizer(winner.controls, others, self.toolchain, self.timeout, self._say)
+            return held
 
         def rebuilt(objects: tuple[Path, ...]) -> None:
             if minimizer is not None:
-                minimizer.reference(objects, tree)
+                minimizer.reference(objects, trees["winner"])
 
         try:
-            confirmation = confirmer.confirm(baseline, self.evaluations, base_tree, tree, picked=picked,
+            confirmation = confirmer.confirm(baseline, self.evaluations, base_tree, trees["winner"], picked=picked,
                                              rebuilt=rebuilt)
         except BaseException:
             if minimizer is not None:
                 minimizer.cancel()
             raise
+        tree = trees["winner"]
         if confirmation.better and self.settings.pin:
             confirmation = self._minimal(confirmation, tree, minimizer)
         elif minimizer is not None:

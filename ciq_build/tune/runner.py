@@ -92,6 +92,8 @@ class BuildRunner:
         timed = self.objectives[0] if len(self.objectives) == 1 else None
         # Candidates built ahead while the GPU is busy (ciq_build.tune.ahead); set by the driver for a runtime tune.
         self.ahead: BuildsAhead | None = None
+        # id(tree) -> (controls, build): what the runner last built in each tree, while it still holds it.
+        self._in_tree: dict[int, tuple[Controls, CandidateBuild]] = {}
         self.racing: RaceBoard | None = (RaceBoard(metric_key(timed), timed.direction)
                                          if timed is not None and timed.source == "benchmark" else None)
 
@@ -187,7 +189,23 @@ class BuildRunner:
         """A candidate's build in `worker`, at most `build_jobs` at once (builds ahead too)."""
         # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
         with self._builds if self._builds is not None else nullcontext():
-            return worker.build(controls, self.timeout, static_only=self.static_only, benchmark=self.needs_benchmark)
+            built = worker.build(controls, self.timeout, static_only=self.static_only, benchmark=self.needs_benchmark)
+        with self._warn_lock:
+            if built.ok and built.objects:
+                self._in_tree[id(worker)] = (controls, built)
+            else:
+                self._in_tree.pop(id(worker), None)
+        return built
+
+    def holding(self, worker: ScratchTree, controls: Controls) -> CandidateBuild | None:
+        """The build of `controls` that `worker` still holds from this runner's last build there, or None.
+
+        Only the runner's builds are known: ask before anything else builds in `worker` (the search's trees,
+        once it ended: the winner is re-measured in its own tree, without a rebuild).
+        """
+        with self._warn_lock:
+            held = self._in_tree.get(id(worker))
+        return held[1] if held is not None and held[0] == controls else None
 
     def _measured(self, worker: ScratchTree, build: CandidateBuild, proposal: Proposal, controls: Controls,
                   key: str, started: float, timings: dict[str, float]) -> Evaluation:
