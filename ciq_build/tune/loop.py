@@ -172,10 +172,17 @@ class SearchLoop(Generic[W]):
 
     def _worker_for(self, free: list[W], controls: Controls) -> W:
         """A free worker for a candidate: the tree built ahead for it, else one that holds no build ahead, else
-        one not building ahead (handing one that is waits for that build)."""
+        one not building ahead (handing one that is waits for that build). The tree that holds the best
+        candidate's build is handed out last: kept, the winner is re-measured there without a rebuild."""
         ahead = self.ahead
         if ahead is not None:
             trees: list[Any] = list(free)
+            holding = getattr(self.runner, "holding", None)
+            best = self._best
+            if holding is not None and best is not None and len(trees) > 1:
+                kept = next((t for t in trees if holding(t, best.controls) is not None), None)
+                if kept is not None and ahead.holds(controls) != id(kept):
+                    trees.remove(kept)
             held = ahead.holds(controls)
             choice = (next((t for t in trees if id(t) == held), None)
                       or next((t for t in reversed(trees) if ahead.held(t) is None), None)
