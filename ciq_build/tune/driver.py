@@ -17,6 +17,7 @@ import logging
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -210,11 +211,22 @@ class TuneRun:
         self.meter.enter("baseline")
         if self.runner.needs_benchmark and self.executor.uses_driver_trees:
             self._build_ahead(source, workers)
-        try:
-            baseline = self._baseline(base_tree, configured)
-        except BaseException:
-            self._stop_ahead()
-            raise
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ciq-param-probe") as beside:
+            # A PARAMS name the source overrides, said early: its two builds run in the first worker's tree
+            # beside the baseline's build and runs (not where the compile is timed: they would slow it).
+            probe = None
+            if "params" in search_kinds(self.settings.search):
+                probe = beside.submit(overridden_params, self.manifest.params, workers[0], self.timeout,
+                                      self.manifest.target, self._warn)
+                if self.runner.measures_compile_time:
+                    probe.result()
+            try:
+                baseline = self._baseline(base_tree, configured)
+                if probe is not None:
+                    probe.result()
+            except BaseException:
+                self._stop_ahead()
+                raise
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
@@ -225,8 +237,6 @@ class TuneRun:
         self.runner.remember(baseline, incumbent=True)  # candidates race the defaults, journaled or measured now
         for journaled in self.cache.journaled(self.objectives):
             self.runner.remember(journaled)  # its code is shared as if measured in this run
-        if "params" in search_kinds(self.settings.search):  # a PARAMS name the source overrides, said early
-            overridden_params(self.manifest.params, workers[0], self.timeout, self.manifest.target, self._warn)
         if self.runner.needs_benchmark:  # what a candidate's benchmark writes into the source tree is looked for
             self.tree_watch = TreeWatch(self.source_set)
         self._search(source, workers, timeouts)
@@ -235,7 +245,7 @@ class TuneRun:
     def _build_ahead(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
         """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most
         --jobs - 1, so the baseline's build is never kept waiting, and not in the first worker's tree, which
-        the PARAMS probe builds after the baseline."""
+        the PARAMS probe builds in meanwhile."""
         jobs = self.settings.build.jobs
         ahead = BuildsAhead(self.runner.build, jobs)
         self.runner.ahead = ahead

@@ -2,8 +2,9 @@
 
 Such a name costs the whole search a dimension and yields the same code for
 every value. The preprocessor says so ("warning: "TILE" redefined"), but in the
-middle of a build log nobody reads it; so after the baseline the target is
-built once with every parameter at its first value and once at its last (one
+middle of a build log nobody reads it; so beside the baseline (in a worker's
+tree, while the baseline builds and runs) the target is built once with every
+parameter at its first value and once at its last (one
 value may be the source's own, which draws no warning), and each name the
 compiler reports as redefined is warned about with the fix.
 """
