@@ -10,7 +10,7 @@ so the GPU's busy time is measured by the benchmark itself, the same way for bot
 
     python bench/gpu_busy.py [--before REV|DIR|none] [--sleep-ms 1500] [--jobs 2] [--repeats 2]
                              [--generations 3] [--pool-size 4] [-- more tune arguments]
-    python bench/gpu_busy.py --source DIR --target NAME --before none -- ...   # a real GPU project
+    python bench/gpu_busy.py --source DIR --target NAME --before none -- ...   # a real GPU project, in place
 
 Prints per arm: wall and CPU time (getrusage of the children), the GPU-busy share from the first benchmark
 to the pin, the tail (winner's rebuild, re-measure, minimal pin: from the search's last benchmark to the
@@ -78,12 +78,30 @@ def export_revision(revision: str, into: Path) -> Path:
 
 
 def run_arm(name: str, checkout: Path, source: Path, target: str, work: Path, tune_args: list[str],
-            env: dict[str, str]) -> Arm:
+            env: dict[str, str], out: Path | None = None) -> Arm:
+    """One tune with `checkout`'s package; `out`: where its log, journal and pin are copied."""
     build = work / f"build-{name}"
     spans = work / f"spans-{name}.log"
-    arm_source = work / f"src-{name}"
-    shutil.copytree(source, arm_source, symlinks=True)
-    shutil.rmtree(arm_source / "ciq", ignore_errors=True)  # no pin carried in from the project
+    if source == PROJECT:  # the test double, copied: each arm's pin in its own copy
+        arm_source = work / f"src-{name}"
+        shutil.copytree(source, arm_source, symlinks=True)
+        shutil.rmtree(arm_source / "ciq", ignore_errors=True)
+    else:  # a real project may include files by relative paths: tuned in place, its pins put back afterwards
+        arm_source = source
+    kept = work / f"pins-before-{name}"
+    if (arm_source / "ciq").is_dir():
+        shutil.copytree(arm_source / "ciq", kept)
+        shutil.rmtree(arm_source / "ciq")  # no pin carried in: each arm starts from the compiler's defaults
+    try:
+        return _tune(name, checkout, arm_source, target, work, build, spans, tune_args, env, out)
+    finally:
+        if kept.is_dir():
+            shutil.rmtree(arm_source / "ciq", ignore_errors=True)
+            shutil.copytree(kept, arm_source / "ciq")
+
+
+def _tune(name: str, checkout: Path, arm_source: Path, target: str, work: Path, build: Path, spans: Path,
+          tune_args: list[str], env: dict[str, str], out: Path | None) -> Arm:
     path = package_path(checkout, work / f"path-{name}")
     arm_env = {**os.environ, **env, "PYTHONPATH": str(path), "TIMER_SPAN_LOG": str(spans)}
     command = [sys.executable, "-m", "ciq_build", "tune", target, "-S", str(arm_source), "-B", str(build),
@@ -107,6 +125,13 @@ def run_arm(name: str, checkout: Path, source: Path, target: str, work: Path, tu
                                                               sorted(controls.get("defines", {}).items()))]) or "-"
     pinned_at = pin.stat().st_mtime if pin.is_file() else ended
     measure_from_spans(arm, spans, pinned_at)
+    if out is not None:  # what the arm journaled and said, for docs/RESULTS.md
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"tune-{name}.log").write_text(arm.output)
+        if journal.is_file():
+            shutil.copy(journal, out / f"{target}-{name}.jsonl")
+        if pin.is_file():
+            shutil.copy(pin, out / f"{target}-{name}.json")
     return arm
 
 
@@ -149,11 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pool-size", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keep", action="store_true", help="keep the build trees (their path is printed)")
+    parser.add_argument("--out", type=Path, help="copy each arm's tune log, journal and pin here")
     parser.add_argument("tune_args", nargs="*", help="more tune arguments, after --")
     args = parser.parse_args(argv)
     tune_args = ["--generations", str(args.generations), "--pool-size", str(args.pool_size), "--repeats",
                  str(args.repeats), "--jobs", str(args.jobs), "--seed", str(args.seed), *args.tune_args]
-    if args.source == PROJECT:
+    if args.source.resolve() == PROJECT:
         tune_args.append("--cmake-arg=-DTIMER_PARAMS=X=range(0,6);Y=range(0,4)")
     env = {"TIMER_SLEEP_MS": str(args.sleep_ms), "TIMER_NOISE": "0.01"}
     work = Path(tempfile.mkdtemp(prefix="ciq-gpu-busy-"))
@@ -165,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             checkouts.insert(0, ("before", given.resolve() if given.is_dir()
                                  else export_revision(args.before, work / "before-checkout")))
         for name, checkout in checkouts:
-            arm = run_arm(name, checkout, args.source, args.target, work, tune_args, env)
+            arm = run_arm(name, checkout, args.source.resolve(), args.target, work, tune_args, env, args.out)
             arms.append(arm)
             if arm.returncode != 0:
                 print(f"arm {name} failed ({arm.returncode}):\n{arm.output[-4000:]}", file=sys.stderr)
@@ -177,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
     print(f"{args.target}: {args.generations} generations x {args.pool_size}, --repeats {args.repeats}, "
           f"--jobs {args.jobs}, seed {args.seed}" + (f", benchmark double {args.sleep_ms} ms a run"
-                                                     if args.source == PROJECT else ""))
+                                                     if args.source.resolve() == PROJECT else ""))
     print(f"{'arm':8} {'wall s':>8} {'CPU s':>8} {'GPU busy':>9} {'tail':>6} {'evals':>6}  winner")
     for arm in arms:
         print(f"{arm.name:8} {arm.wall_s:8.1f} {arm.cpu_s:8.1f} {percent(arm.busy):>9} {percent(arm.tail):>6} "
