@@ -177,12 +177,9 @@ class SearchLoop(Generic[W]):
         ahead = self.ahead
         if ahead is not None:
             trees: list[Any] = list(free)
-            holding = getattr(self.runner, "holding", None)
-            best = self._best
-            if holding is not None and best is not None and len(trees) > 1:
-                kept = next((t for t in trees if holding(t, best.controls) is not None), None)
-                if kept is not None and ahead.holds(controls) != id(kept):
-                    trees.remove(kept)
+            kept = self._kept(free)
+            if kept is not None and len(trees) > 1 and ahead.holds(controls) != id(kept):
+                trees.remove(kept)
             held = ahead.holds(controls)
             choice = (next((t for t in trees if id(t) == held), None)
                       or next((t for t in reversed(trees) if ahead.held(t) is None), None)
@@ -198,8 +195,18 @@ class SearchLoop(Generic[W]):
         if not self.budget_left or (self.deadline is not None and self.clock() >= self.deadline):
             return
         guess = guess_next(self.source, [(p, outcomes.get(p.id)) for p in proposals])
-        if guess:
-            self.ahead.start(guess, cast(list[Any], free), lambda c: not self.cache.has(self.key_of(c)))
+        kept = self._kept(free)
+        trees = [t for t in cast(list[Any], free) if t is not kept]
+        if guess and trees:
+            self.ahead.start(guess, trees, lambda c: not self.cache.has(self.key_of(c)))
+
+    def _kept(self, free: list[W]) -> W | None:
+        """The free tree that holds the best candidate's build so far (the runner knows), or None."""
+        holding = getattr(self.runner, "holding", None)
+        best = self._best
+        if holding is None or best is None:
+            return None
+        return next((t for t in free if holding(t, best.controls) is not None), None)
 
     def _finished_one(self, evaluated: Evaluation) -> None:
         """Progress hears of each evaluation as it finishes: a generation of slow builds is minutes of them."""

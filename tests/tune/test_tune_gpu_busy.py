@@ -51,7 +51,7 @@ def test_where_compiles_keep_up_a_benchmark_holds_the_gpu_most_of_the_time_and_t
     sleep_ms = max(1500, int(1000 * 1.5 * compile_s))
     spans = tmp_path / "spans.log"
     command = [sys.executable, "-m", "ciq_build", "tune", "timer", "-S", str(source), "-B", str(tmp_path / "build"),
-               "--generations", "2", "--pool-size", "4", "--repeats", "1", "--jobs", str(JOBS), "--seed", "2",
+               "--generations", "2", "--pool-size", "3", "--repeats", "1", "--jobs", str(JOBS), "--seed", "2",
                "--cmake-arg=-DTIMER_PARAMS=X=range(0,8)"]
     tuned = subprocess.run(command, capture_output=True, text=True, cwd=source,
                            env={**os.environ, "TIMER_SLEEP_MS": str(sleep_ms), "TIMER_SPAN_LOG": str(spans)})
