@@ -11,11 +11,18 @@ dryrun, so ptxas gets exactly the options nvcc would give it.
 
 What decides reuse is nvcc's own plan, not a list of "ptxas-level" flags: the
 entry key is the front-end steps' text (with nvcc's temporary names made
-fixed), the nvcc binary and the stat of every file the compile read (the line
-markers of its preprocessed sources, and nvcc's dependency file where nvcc
-wrote one). Any control that reaches the front end (a -D, a numerics
-flag, an nvcc ACF) changes those steps and so the key: that compile goes
-through nvcc whole, never through a stale entry.
+fixed), the nvcc binary and its environment, and an entry holds the stat of
+every file the compile read (the line markers of its preprocessed sources).
+Any control that reaches the front end (a -D, a numerics flag, an nvcc ACF)
+changes those steps and so the key: that compile never uses a stale entry.
+
+One cache serves every scratch tree of a tune (the baseline's and each
+worker's), so a front end runs once per configuration, not once per tree:
+the key leaves out the compile's working folder (the steps name their files
+by absolute paths; an entry whose front end read a file by a relative name,
+which could be another file in another tree, is not kept), and entries are
+written whole or not at all (filled in a folder of their own, then renamed
+into place), so compiles in several trees at once never read half an entry.
 
 Same bytes as nvcc: a plain nvcc compile names its temporary files
 ``$TMPDIR/tmpxft_<pid>_<n>-<k>_<name>``; the host compiler records the
@@ -30,9 +37,12 @@ compile, a cache path a shell would split), go through nvcc whole.
 
 Used two ways: as the scratch trees' CUDA compiler launcher (``main``: the
 build tool runs it in place of each compile, so it links and relinks as
-usual), and in process for static objectives (`fill` where the front end is
-new, then `ptxas_only`: ptxas and nothing after it). Standard library only:
-it starts once per compile.
+usual; a new front end is run into the cache, then the rest from it, which
+costs what nvcc whole costs), and in process for static objectives (`fill`
+where the front end is new, then `ptxas_only`: ptxas and nothing after it).
+Either way the entry gets the dependency file the build tool reads, made
+from the files the preprocessed sources name (the files nvcc's own lists).
+Standard library only: it starts once per compile.
 """
 
 from __future__ import annotations
@@ -46,13 +56,15 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 # Front-end configurations kept per cache (least recently used go first); an
 # entry holds the compile's preprocessed sources (~4 MB for the sample's GEMM).
-CACHE_ENTRIES = 16
+# One cache serves all of a tune's scratch trees.
+CACHE_ENTRIES = 32
 ENTRY_TOKEN = "@CIQ_ENTRY@"
 # nvcc's temporary names: <dir>/tmpxft_<pid, 8 hex>_<8 hex>-<k>_<name>, or bare (a name cicc #includes).
 _TEMP = re.compile(r"(?P<dir>(?:/[^/\s\"']+)*/)?tmpxft_[0-9a-f]{8}_(?=[0-9a-f]{8}-)")
@@ -64,8 +76,11 @@ _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+-]+$")
 _NVIDIA_FRONT = {"cudafe++", "cicc"}
 _NVIDIA_BACK = {"ptxas", "fatbinary"}
 _DEBUG = re.compile(r"^(-g.*|-G|--device-debug|--debug)$")
-_DONE = "front.json"  # written last: an entry without it is unfinished
-_DEPS = "deps.d"  # nvcc's dependency file, for the build tool; absent where the entry was filled without nvcc
+_DONE = "front.json"  # written before the entry is renamed into place: an entry without it is not one
+_DEPS = "deps.d"  # the dependency file the build tool reads (-MF), where the compile asks for one
+_ENTRY_NAME = re.compile(r"^[0-9a-f]{24}$")  # an entry's folder (others in the cache are being written or removed)
+# A file name a make-style dependency file can hold without escapes this module does not write.
+_DEPENDENCY_NAME = re.compile(r"^[^\s#$:\\]+$")
 # A line marker of the host preprocessor: # <line> "<file name, \\ and \" escaped>" [flags]
 _LINE_MARKER = re.compile(rb'^# [0-9]+ "((?:[^"\\]|\\.)*)"', re.MULTILINE)
 
@@ -193,7 +208,8 @@ def plan(argv: list[str], cwd: Path, cache: Path) -> Plan:
     front, back = _split(_fixed_names(steps), output)
     nvcc = Path(shutil.which(argv[0]) or argv[0])
     stat = nvcc.stat()
-    key_text = json.dumps([str(nvcc), stat.st_size, stat.st_mtime_ns, str(cwd), sorted(env.items()), front])
+    # No working folder in the key: every scratch tree's compile of this configuration shares the entry.
+    key_text = json.dumps([str(nvcc), stat.st_size, stat.st_mtime_ns, sorted(env.items()), front])
     entry = cache.absolute() / hashlib.sha256(key_text.encode()).hexdigest()[:24]
 
     def place(steps: Sequence[str]) -> tuple[str, ...]:
@@ -229,9 +245,10 @@ def _preprocessed_inputs(entry: Path, cwd: Path) -> list[str]:
     """The files the host preprocessor read for the entry's front end: its line markers' file names.
 
     The same files nvcc's dependency file lists (measured on the sample's GEMM:
-    191 of 191), so an entry filled without nvcc tells when it is stale too.
-    Unsupported where a name is not a file (an escape this does not read): a
-    header change there could not be seen.
+    191 of 191), so an entry tells when it is stale. Unsupported where a name
+    is not a file (an escape this does not read): a header change there could
+    not be seen; and where a name is relative: the entry is shared by scratch
+    trees whose working folders differ, where it could name another file.
     """
     names: set[str] = set()
     for source in sorted(entry.glob("*.ii")):
@@ -241,7 +258,11 @@ def _preprocessed_inputs(entry: Path, cwd: Path) -> list[str]:
                 names.add(name)
     if not names:
         raise Unsupported("the preprocessed sources name no file they read")
-    missing = [name for name in names if not (cwd / name).is_file()]  # a relative name is the cwd's
+    relative = [name for name in names if not os.path.isabs(name)]
+    if relative:
+        raise Unsupported(f"the preprocessor read {relative[0]!r}, named relative to the build folder: an entry "
+                          "shared by the scratch trees could not tell one tree's file from another's")
+    missing = [name for name in names if not Path(name).is_file()]
     if missing:
         raise Unsupported(f"the preprocessor read {missing[0]!r}, which is not a file here")
     return sorted(names)
@@ -261,69 +282,66 @@ def has_dependency_file(p: Plan) -> bool:
     return p.depfile is None or (p.entry / _DEPS).is_file()
 
 
-def worth_keeping(p: Plan) -> bool:
-    """Keep a front end the second time nvcc compiles it, or the first time this object is.
+def fill(p: Plan, timeout: float | None = None) -> None:
+    """Run the front-end steps into the entry, with the dependency file the build tool reads.
 
-    Keeping after nvcc costs the front end once more (nvcc's own run cannot
-    keep its files under the names a plain build uses). The first compile of
-    an object in a tree (the baseline) is kept: ptxas-level candidates share
-    its front end. Any other front end is kept only once it comes back, so
-    that a candidate whose front end is its own costs what nvcc costs. A kept
-    one gone stale (a header changed) is kept again at once. (A static
-    evaluation keeps every front end the first time: it runs the front end
-    itself, in place of nvcc, so keeping costs it nothing; see `fill`.)
+    Filled in a folder of its own beside the entry, then renamed into place
+    whole: another tree's compile of the same configuration, at the same time,
+    sees no entry or all of one. Where another compile put the same
+    configuration in place first, that one stays (and this one is dropped).
     """
-    if p.entry.is_dir():
-        return True
     cache = p.entry.parent
     cache.mkdir(parents=True, exist_ok=True)
-    first = cache / f"object-{hashlib.sha256(str(p.cwd / p.output).encode()).hexdigest()[:16]}"
-    seen = cache / f"seen-{p.entry.name}"
-    if first.exists() and not seen.exists():
-        seen.touch()
-        return False
-    first.touch()
-    return True
-
-
-def fill(p: Plan, timeout: float | None = None, *, after_nvcc: bool = False) -> None:
-    """Run the front-end steps into the entry.
-
-    `after_nvcc`: nvcc has just compiled this configuration whole, so its
-    dependency file is this compile's: it is kept for the build tool (see
-    `has_dependency_file`) and its files count as inputs too.
-    """
-    depfile = p.depfile if after_nvcc else None
-    if after_nvcc and (depfile is None or not depfile.is_file()):
-        raise Unsupported("no dependency file (-MF) for the build tool")
-    inputs = [p.argv[0], *(_dependencies(depfile) if depfile else [])]
-    shutil.rmtree(p.entry, ignore_errors=True)
-    p.entry.mkdir(parents=True)
-    steps = [s for s in p.front if not s.startswith("--")]
+    new = Path(tempfile.mkdtemp(prefix=f"{p.entry.name}.new-", dir=cache))
+    # The steps name the entry's folder (the placed temporary names): here, the new one's.
+    steps = [s.replace(str(p.entry), str(new)) for s in p.front if not s.startswith("--")]
     try:
         result = _run_steps(steps, p, timeout, capture=True)
         if result.returncode != 0:
             raise Unsupported(f"the front end failed when run on its own:\n{result.stdout[-2000:]}")
-        inputs += _preprocessed_inputs(p.entry, p.cwd)
-    except BaseException:  # a timeout too: no unfinished entry is left
-        shutil.rmtree(p.entry, ignore_errors=True)
+        read = _preprocessed_inputs(new, p.cwd)
+        if p.depfile is not None:
+            _write_dependency_file(new / _DEPS, _option_value(p.argv, "-MT") or p.output, read)
+        # Read after the run, as after nvcc's own: a file changed while the front end ran is missed either way.
+        stats = {name: _stat(name, p.cwd) for name in [p.argv[0], *read]}
+        (new / _DONE).write_text(json.dumps({"argv": list(p.argv), "inputs": stats}), encoding="utf-8")
+        _publish(new, p)
+    except BaseException:  # a timeout too: nothing unfinished is left
+        shutil.rmtree(new, ignore_errors=True)
         raise
-    # Read after the run, as after nvcc's own: a file changed while the front end ran is missed either way.
-    stats = {name: _stat(name, p.cwd) for name in inputs}
-    if depfile is not None:
-        shutil.copyfile(depfile, p.entry / _DEPS)
-    (p.entry / _DONE).write_text(json.dumps({"argv": list(p.argv), "inputs": stats}), encoding="utf-8")
-    _evict(p.entry.parent, keep=p.entry)
+    _evict(cache, keep=p.entry)
 
 
-def keep_dependency_file(p: Plan) -> None:
-    """Keep the dependency file nvcc has just written for an entry filled without it."""
-    if p.depfile is not None and p.depfile.is_file():
-        shutil.copyfile(p.depfile, p.entry / _DEPS)
+def _write_dependency_file(path: Path, target: str, names: list[str]) -> None:
+    """A make-style dependency file (what nvcc -MF writes): `target` depends on `names`."""
+    unwritable = [name for name in [target, *names] if not _DEPENDENCY_NAME.match(name)]
+    if unwritable:
+        raise Unsupported(f"{unwritable[0]!r} would need escapes in the build tool's dependency file")
+    path.write_text(f"{target} : " + " \\\n    ".join(names) + "\n", encoding="utf-8")
+
+
+def _publish(new: Path, p: Plan) -> None:
+    """Rename the filled folder `new` to the plan's entry; an entry already there stays if it serves the
+    plan (another compile filled it meanwhile), else (stale: a file it read has changed) is replaced."""
+    try:
+        new.rename(p.entry)
+        return
+    except OSError:  # the entry is there
+        pass
+    if ready(p) and has_dependency_file(p):
+        shutil.rmtree(new, ignore_errors=True)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f"{p.entry.name}.old-", dir=p.entry.parent))
+    try:
+        p.entry.rename(old / "entry")
+        new.rename(p.entry)
+    except OSError:  # another compile replaced it first: its entry stays
+        shutil.rmtree(new, ignore_errors=True)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _evict(cache: Path, keep: Path) -> None:
-    entries = sorted((e for e in cache.iterdir() if e.is_dir() and e != keep),
+    entries = sorted((e for e in cache.iterdir() if _ENTRY_NAME.match(e.name) and e.is_dir() and e != keep),
                      key=lambda e: _mtime(e / _DONE), reverse=True)
     for old in entries[CACHE_ENTRIES - 1:]:
         shutil.rmtree(old, ignore_errors=True)
@@ -400,7 +418,8 @@ def compile_commands(launcher_commands: str, options_file: Path) -> list[list[st
 
 
 def main(args: list[str]) -> int:
-    """Compile one CUDA source: from a kept front end when there is one, else nvcc whole (and keep it)."""
+    """Compile one CUDA source from its kept front end, keeping a new one first; nvcc whole where the
+    ptxas-only path cannot take the compile."""
     split = args.index("--")
     ours = dict(a.removeprefix("--").split("=", 1) for a in args[:split])
     argv = args[split + 1:]
@@ -412,21 +431,26 @@ def main(args: list[str]) -> int:
     except (Unsupported, OSError, subprocess.SubprocessError) as exc:
         print(f"ciq_build: nvcc whole ({exc})", file=sys.stderr)
         os.execvp(argv[0], argv)
-    if ready(p) and has_dependency_file(p):
-        return back_end(p).returncode
-    whole = subprocess.run(argv, cwd=cwd)
-    if whole.returncode != 0:
-        return whole.returncode
-    if ready(p):  # kept by a static evaluation, which had no dependency file to keep
-        keep_dependency_file(p)
-        return 0
-    if not worth_keeping(p):
-        return 0
+    if not (ready(p) and has_dependency_file(p)):
+        # A new front end: run into the cache, then the rest from it (what nvcc whole costs), so that every
+        # later compile of this configuration, in any scratch tree, runs only ptxas and what follows.
+        try:
+            fill(p)
+        except (Unsupported, OSError, subprocess.SubprocessError) as exc:
+            # nvcc whole (where the front end itself failed, nvcc says why: only the first line here).
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            print(f"ciq_build: the front end is not kept for the ptxas-only path ({reason})", file=sys.stderr)
+            os.execvp(argv[0], argv)
     try:
-        fill(p, after_nvcc=True)
-    except (Unsupported, OSError, subprocess.SubprocessError) as exc:
-        print(f"ciq_build: the front end is not kept for the ptxas-only path ({exc})", file=sys.stderr)
-    return 0
+        result = back_end(p)
+    except OSError:
+        result = None
+    if result is not None and (result.returncode == 0 or ready(p)):
+        return result.returncode
+    # The entry went while it was read (evicted, or replaced as stale by another tree's compile): nvcc whole.
+    print("ciq_build: the kept front end changed during the compile; nvcc whole", file=sys.stderr)
+    os.execvp(argv[0], argv)
+    return 1  # not reached
 
 
 if __name__ == "__main__":

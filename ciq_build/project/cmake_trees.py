@@ -10,10 +10,11 @@ rebuilt), rebuilds the target, then relinks the benchmark.
 
 The scratch trees compile CUDA through the ptxas-only path's launcher
 (ciq_build.compiler.ptxas_path): a compile whose nvcc front end (source ->
-PTX) equals one already run in that tree re-runs only ptxas and what follows,
-giving the object nvcc would; the build tool links as usual. Static
-objectives can skip even that (`build(static_only=True)`: ptxas alone, after
-the front end where it is new).
+PTX) equals one already run in any of the tune's scratch trees (they share
+one cache: `front_ends_folder`) re-runs only ptxas and what follows, giving
+the object nvcc would; the build tool links as usual. Static objectives can
+skip even that (`build(static_only=True)`: ptxas alone, after the front end
+where it is new).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class ScratchTree:
     def __post_init__(self) -> None:
         self.build_dir = self.root / "build"
         self.options_file = self.root / f"{safe_name(self.manifest.target)}.nvcc-options"
-        self.front_end_cache = self.root / "ptxas-path"
+        self.front_end_cache = front_ends_folder(self.root)
 
     # -- paths inside the scratch tree that mirror the user's tree ------------
 
@@ -280,6 +281,12 @@ class ScratchTree:
 
     def _build_args(self, target: str) -> list[str]:
         return [build_tool("cmake"), "--build", str(self.build_dir), "--target", target]
+
+
+def front_ends_folder(tree_root: Path) -> Path:
+    """The ptxas-only path's cache of a scratch tree: one for all the trees beside it (a tune's baseline
+    tree and its workers'), so that each front-end configuration is compiled once per tune, not per tree."""
+    return tree_root.parent / "front-ends"
 
 
 def scratch_root(manifest: Manifest) -> Path:

@@ -49,7 +49,7 @@ PTXAS_KNOBS = [
     ("-Xptxas=--def-load-cache=cg",), ("-Xptxas=--allow-expensive-optimizations=false",),
 ]
 # nvcc 13.3 hands -maxrregcount to cicc too ("-maxreg 64"): a front-end configuration of its own,
-# compiled through nvcc whole the first time, then from its own kept PTX.
+# run into the cache the first time, then from its own kept PTX.
 REGISTER_CAPS = [("-maxrregcount=64",), ("-maxrregcount=128",), ("-maxrregcount=64", "-Xptxas=-O2")]
 # nvcc's temporary names (tmpxft_<pid>_<counter>-N_...) land in the object: the pid always differs, and
 # the second field when another nvcc's temporary file of that name exists (two compiles at once).
@@ -134,7 +134,7 @@ def _front_end_level(controls: Controls) -> bool:
 
 
 def _check_bit_identity(tree: cmake_trees.ScratchTree, candidates: list[Controls]) -> None:
-    first = tree.build(Controls(), 300)  # the full build through nvcc, which keeps the front end
+    first = tree.build(Controls(), 300)  # the first build, which keeps the front end
     assert first.ok, first.message
     kept = _kept_ptx(tree)
     assert kept, "the first build kept no PTX"
@@ -178,20 +178,39 @@ def test_two_architectures_under_a_register_cap_are_those_nvcc_builds(spill: cma
     _check_bit_identity(spill, _candidates(acfs[:SPILL_ACFS]))
 
 
-def test_a_front_end_change_compiles_through_nvcc_and_keeps_a_second_configuration(
-        gemm: cmake_trees.ScratchTree) -> None:
+def test_a_front_end_change_is_kept_at_once_as_a_second_configuration(gemm: cmake_trees.ScratchTree) -> None:
     assert gemm.build(Controls(), 300).ok
     before = set(_kept_ptx(gemm))
     # A -D define reaches the front end: its compile may not use the kept PTX.
     tiled = Controls(defines=(("CIQ_GEMM_TM", "4"),))
-    assert gemm.build(tiled, 300).objects != ()  # objects wanted, no kept front end yet: a full build
-    assert set(_kept_ptx(gemm)) == before  # seen once: nvcc whole, nothing kept (it costs what nvcc costs)
-    built = gemm.build(tiled, 300)  # seen again: nvcc whole, and its front end kept
-    reference, _ = _full_nvcc(gemm)
-    assert all(_same_as_nvcc_agrees(p.read_bytes(), reference[str(p.relative_to(gemm.build_dir))])
-               for p in built.objects)
+    # Run into the cache, then ptxas and the rest from it: what nvcc whole costs, and kept.
+    built = gemm.build(tiled, 300)
+    assert built.objects != ()
     # The new configuration is kept beside the first (where not, the launcher said why in the build's log).
     assert len(set(_kept_ptx(gemm)) - before) == 1, built.compiler_output[-4000:]
+    kept = _kept_ptx(gemm)
+    again = gemm.build(tiled, 300)  # from the kept front end: it does not run again
+    assert _kept_ptx(gemm) == kept
+    reference, _ = _full_nvcc(gemm)
+    assert all(_same_as_nvcc_agrees(p.read_bytes(), reference[str(p.relative_to(gemm.build_dir))])
+               for built_now in (built, again) for p in built_now.objects)
+
+
+def test_another_scratch_tree_of_the_tune_builds_from_the_kept_front_end_what_nvcc_builds_there(
+        gemm: cmake_trees.ScratchTree) -> None:
+    """The trees beside each other share the cache: a worker's first compile runs no front end."""
+    assert gemm.build(Controls(), 300).ok
+    kept = _kept_ptx(gemm)
+    other = cmake_trees.ScratchTree(gemm.manifest, gemm.root.parent / "scratch-other", gemm.toolchain)
+    assert other.front_end_cache == gemm.front_end_cache
+    other.configure(300)
+    controls = Controls(flags=("-Xptxas=-O2",))
+    built = other.build(controls, 300)
+    assert built.ok, built.message
+    assert _kept_ptx(gemm) == kept  # the front end did not run again, nor was a new one kept
+    reference, _ = _full_nvcc(other)  # nvcc whole, in the other tree's own folder
+    assert reference and all(_same_as_nvcc_agrees(p.read_bytes(), reference[str(p.relative_to(other.build_dir))])
+                             for p in built.objects)
 
 
 def test_a_static_evaluation_keeps_a_new_front_end_at_once_and_gives_nvcc_its_objects_after(
@@ -199,9 +218,12 @@ def test_a_static_evaluation_keeps_a_new_front_end_at_once_and_gives_nvcc_its_ob
     assert gemm.build(Controls(), 300).ok
     [argv] = _nvcc_commands(gemm)
     baseline = ptxas_path.plan(argv, gemm.build_dir, gemm.front_end_cache)
-    # The files the preprocessed sources name are those nvcc's dependency file lists (kept with the baseline).
-    assert (set(ptxas_path._preprocessed_inputs(baseline.entry, gemm.build_dir))
-            == set(ptxas_path._dependencies(baseline.entry / "deps.d")))
+    # The dependency file kept for the build tool (made from the files the preprocessed sources name)
+    # lists the files nvcc's own lists.
+    _full_nvcc(gemm)
+    assert baseline.depfile is not None
+    assert (set(ptxas_path._dependencies(baseline.entry / "deps.d"))
+            == set(ptxas_path._dependencies(baseline.depfile)))
     before = set(_kept_ptx(gemm))
     capped = Controls(flags=("-maxrregcount=40",))  # nvcc hands it to cicc too: a front end of its own
     static = gemm.build(capped, 300, static_only=True)
@@ -209,14 +231,15 @@ def test_a_static_evaluation_keeps_a_new_front_end_at_once_and_gives_nvcc_its_ob
     assert len(set(_kept_ptx(gemm)) - before) == 1  # kept the first time (it cost nothing more)
     [argv] = _nvcc_commands(gemm)
     plan = ptxas_path.plan(argv, gemm.build_dir, gemm.front_end_cache)
-    assert ptxas_path.ready(plan) and not ptxas_path.has_dependency_file(plan)
+    assert ptxas_path.ready(plan) and ptxas_path.has_dependency_file(plan)
     reference, report = _full_nvcc(gemm)
     assert (metrics.summarize(metrics.parse_ptxas_verbose(static.compiler_output))
             == metrics.summarize(metrics.parse_ptxas_verbose(report)))
-    # Objects wanted: the build tool needs nvcc's dependency file, which only nvcc whole writes; kept then.
-    for _ in range(2):  # nvcc whole, then from the kept front end
+    # Objects wanted: from the kept front end (with its dependency file), which does not run again.
+    kept = _kept_ptx(gemm)
+    for _ in range(2):
         built = gemm.build(capped, 300)
-        assert built.ok and ptxas_path.has_dependency_file(plan)
+        assert built.ok and _kept_ptx(gemm) == kept
         assert all(_same_as_nvcc_agrees(p.read_bytes(), reference[str(p.relative_to(gemm.build_dir))])
                    for p in built.objects)
     header = next(Path(gemm.manifest.source_dir).glob("src/*.h"))
