@@ -165,18 +165,18 @@ def compileiq_candidates(results_csv: Path) -> int:
         return sum(1 for _ in csv.DictReader(handle))
 
 
-def ciq_build_candidates(build_dir: Path) -> int:
-    journals = sorted(build_dir.glob("ciq/*.jsonl"))
-    count = 0
-    for journal in journals:
+def ciq_build_journal(build_dir: Path) -> list[dict]:
+    """The evaluations ciq_build journaled (the defaults' baseline first, then each candidate)."""
+    records = []
+    for journal in sorted(build_dir.glob("ciq/journal/*.jsonl")):
         for line in journal.read_text(encoding="utf-8").splitlines():
             try:
                 record = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(record, dict) and "proposal" in record and not record.get("baseline"):
-                count += 1
-    return count
+            if isinstance(record, dict) and record.get("kind") == "evaluation":
+                records.append(record)
+    return records
 
 
 def report(res: Path) -> None:
@@ -184,14 +184,18 @@ def report(res: Path) -> None:
     b = json.loads((res / "arm-b.time.json").read_text(encoding="utf-8"))
     a_n = compileiq_candidates(res / "arm-a" / "optimization_results.csv")
     b_log = (res / "arm-b.log").read_text(encoding="utf-8", errors="replace") if (res / "arm-b.log").is_file() else ""
-    evaluations = re.findall(r"([0-9]+) evaluations?", b_log)
-    b_n = int(evaluations[-1]) if evaluations else ciq_build_candidates(res / "arm-b" / "build")
+    progress = re.findall(r"evaluation ([0-9]+)/[0-9]+", b_log)  # one line per candidate evaluated
+    journal = ciq_build_journal(res / "arm-b" / "build")
+    b_n = int(progress[-1]) if progress else max(len(journal) - 1, 0)
+    runs = sum(int(r.get("runs") or 0) for r in journal)
+    bench_s = sum(float((r.get("timings") or {}).get("benchmark_s") or 0) for r in journal)
     busy = re.findall(r"GPU busy[^\n]*", b_log)
     print("== side by side (one device call; wall: each arm's whole command, first line to its end)")
     print(f"CompileIQ's flow (arm A): {a['wall_s']:.1f} s wall, {a['cpu_s']:.1f} s CPU, {a_n} candidates, exit "
           f"{a['returncode']}")
     print(f"ciq_build        (arm B): {b['wall_s']:.1f} s wall, {b['cpu_s']:.1f} s CPU, {b_n} candidates, exit "
-          f"{b['returncode']}" + (f"; {busy[-1]}" if busy else "; GPU busy: not printed by this ciq_build"))
+          f"{b['returncode']}; {runs} benchmark runs journaled, {bench_s:.1f} s of them "
+          f"({bench_s / b['wall_s']:.2f} of the wall)" + (f"; {busy[-1]}" if busy else "; GPU busy: not printed by this ciq_build"))
     print(f"wall B/A: {b['wall_s'] / a['wall_s']:.3f}x (a cost: lower is better; goal <= 0.5x); "
           f"CPU B/A: {b['cpu_s'] / max(a['cpu_s'], 1e-9):.3f}x")
     remeasured = res / "remeasure.json"

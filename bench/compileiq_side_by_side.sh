@@ -27,7 +27,7 @@
 # Output: $OUT/compileiq_side_by_side.log (the console) and $OUT/compileiq_side_by_side.tgz (both arms'
 # logs, CompileIQ's results CSV and best ACF, ciq_build's journal and pin, the probe, re-measure samples).
 # Env: POOL (12), REPEATS (3), JOBS (8), SEED (1), ARM_S (240), ROUNDS (10), MOST_GENERATIONS (10),
-# TOTAL_S (540: arm B and the re-measure are cut to end the call by then), N (67108864).
+# TOTAL_S (520: arm B is cut, and the re-measure shortened, to end the call by then), N (67108864).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
@@ -40,7 +40,7 @@ exec > >(tee "$OUT/compileiq_side_by_side.log") 2>&1
 finish() { tar -czf "$OUT/compileiq_side_by_side.tgz" --exclude='*/build/*' --exclude='reduction-*' -C "$res" . ; }
 trap finish EXIT
 POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; JOBS=${JOBS:-8}; SEED=${SEED:-1}; ARM_S=${ARM_S:-240}
-ROUNDS=${ROUNDS:-10}; MOST_GENERATIONS=${MOST_GENERATIONS:-10}; TOTAL_S=${TOTAL_S:-540}; N=${N:-67108864}
+ROUNDS=${ROUNDS:-10}; MOST_GENERATIONS=${MOST_GENERATIONS:-10}; TOTAL_S=${TOTAL_S:-520}; N=${N:-67108864}
 ARCH=sm_90
 [ "$POOL" -gt 5 ] || { echo "POOL must be at least 6 (compileiq's SearchConfiguration refuses a pool of 5 or fewer)"; exit 2; }
 export PYTHONUNBUFFERED=1
@@ -108,7 +108,7 @@ echo "== arm A: CompileIQ's optimize_reduction.py"
     2>&1 | tee "$res/arm-a.log" | grep -v -E "Generation|it/s|s/it" | tail -15
 
 echo "== arm B: ciq_build tune (METRIC on the same output, same budget)"
-cap=$(($(left) - 60))
+cap=$(($(left) - 75))  # the re-measure's builds and rounds after it
 timeout -s INT "$cap" "$python" "$helper" timed "$res/arm-b.time.json" -- \
     "$python" -m ciq_build tune reduction -S "$res/arm-b" -B "$res/arm-b/build" --objective time \
     --repeats "$REPEATS" --generations "$GENS" --pool-size "$POOL" --jobs "$JOBS" --seed "$SEED" \
@@ -116,7 +116,7 @@ timeout -s INT "$cap" "$python" "$helper" timed "$res/arm-b.time.json" -- \
 
 echo "== re-measure: defaults and both winners, built as CompileIQ's script builds, $ROUNDS interleaved rounds"
 rounds=$ROUNDS
-[ "$(left)" -lt 40 ] && rounds=3 && echo "(little time left: $rounds rounds)"
+[ "$(left)" -lt 60 ] && rounds=3 && echo "(little time left: $rounds rounds)"
 "$python" "$helper" remeasure --nvcc "$nvcc" --arch "$ARCH" --source "$source_cu" --work "$res/remeasure" \
     --json "$res/remeasure.json" --compileiq-acf "$res/arm-a/reduction_best_config.bin" \
     --ciq-pin "$res/arm-b/ciq/reduction.json" --n "$N" --rounds "$rounds"
