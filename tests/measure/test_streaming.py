@@ -158,3 +158,18 @@ def test_run_once_without_a_stop_reads_the_same_whether_it_streams_or_not(tmp_pa
     assert run.ok and not run.stopped and run.metrics["time_ms"] == 2.0
     assert run.values("time_ms") == ([2.0, 1.0, 3.0] if stream else [2.0])
     assert ("samples" in run.to_record()) == stream
+
+
+def test_a_line_cut_by_the_kill_is_not_read(tmp_path: Path) -> None:
+    # Three samples behind the incumbent and the start of a fourth line in one write, then nothing: racing
+    # stops it on the third sample, and the cut 'CIQ_METRIC time_m' must not fail the run as a bad metric.
+    script = tmp_path / "cut.py"
+    script.write_text("import sys, time\n"
+                      "sys.stdout.write('CIQ_SAMPLES\\n' + 'CIQ_METRIC time_ms=2.0\\n' * 3 + 'CIQ_METRIC time_m')\n"
+                      "sys.stdout.flush()\ntime.sleep(10**6)\n")
+    board = RaceBoard("time_ms", "min")
+    board.offer(Incumbent(1.0, 0.01))
+    result = race(BenchSpec(Path(sys.executable), (str(script),), 60.0), 3, board)
+    run = result.measurement.runs[0]
+    assert result.raced and run.ok and run.stopped, run.message
+    assert result.measurement.samples["time_ms"] == [2.0, 2.0, 2.0]
