@@ -13,8 +13,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-options=(--reps "${REPS:-40}" --base-ms "${BASE_MS:-10}" --step "${STEP:-0.2}" --x-values "${X_VALUES:-16}"
-         --generations "${GENS:-2}" --pool-size "${POOL:-6}" --repeats "${REPEATS:-3}" --jobs "${JOBS:-8}")
+options=(--reps "${REPS:-40}" --base-ms "${BASE_MS:-10}" --step "${STEP:-0.2}" --x-values "${X_VALUES:-12}"
+         --generations "${GENS:-2}" --pool-size "${POOL:-8}" --repeats "${REPEATS:-3}" --jobs "${JOBS:-8}")
 export PYTHONUNBUFFERED=1
 if [ "${1:-}" = --dry-run ]; then
     echo "== DRY RUN: no GPU; tests/projects/stream's CPU stand-in (TEST DOUBLE), CPU figures, no GPU claim"
