@@ -189,13 +189,14 @@ def report(res: Path) -> None:
     b_n = int(progress[-1]) if progress else max(len(journal) - 1, 0)
     runs = sum(int(r.get("runs") or 0) for r in journal)
     bench_s = sum(float((r.get("timings") or {}).get("benchmark_s") or 0) for r in journal)
-    busy = re.findall(r"GPU busy[^\n]*", b_log)
+    busy = re.findall(r"^\s*GPU: ([^\n]*)", b_log, re.M)  # ciq_build's summary: where the GPU's time went
     print("== side by side (one device call; wall: each arm's whole command, first line to its end)")
     print(f"CompileIQ's flow (arm A): {a['wall_s']:.1f} s wall, {a['cpu_s']:.1f} s CPU, {a_n} candidates, exit "
           f"{a['returncode']}")
     print(f"ciq_build        (arm B): {b['wall_s']:.1f} s wall, {b['cpu_s']:.1f} s CPU, {b_n} candidates, exit "
           f"{b['returncode']}; {runs} benchmark runs journaled, {bench_s:.1f} s of them "
-          f"({bench_s / b['wall_s']:.2f} of the wall)" + (f"; {busy[-1]}" if busy else "; GPU busy: not printed by this ciq_build"))
+          f"({bench_s / b['wall_s']:.2f} of the wall)")
+    print(f"ciq_build's GPU: {busy[-1] if busy else 'not printed (a tune that pinned nothing, or an older ciq_build)'}")
     print(f"wall B/A: {b['wall_s'] / a['wall_s']:.3f}x (a cost: lower is better; goal <= 0.5x); "
           f"CPU B/A: {b['cpu_s'] / max(a['cpu_s'], 1e-9):.3f}x")
     remeasured = res / "remeasure.json"
