@@ -56,7 +56,8 @@ def _measured_seconds() -> dict[str, float]:
 # pytest 9 no longer reads.) The list is checked at each collection against the fixtures the tests use.
 TOGETHER = frozenset({
     "test_acf_pool.py", "test_allowlist.py", "test_bench.py", "test_cmake_module.py", "test_compileiq.py",
-    "test_controls.py", "test_fuzz_records.py", "test_metrics.py", "test_preflight.py", "test_progress.py",
+    "test_controls.py", "test_front_end_once.py", "test_fuzz_records.py", "test_metrics.py", "test_preflight.py",
+    "test_progress.py",
     "test_ptxas_path.py", "test_ray_executor.py", "test_reports.py", "test_rule_book_agreement.py",
     "test_sample_extension.py", "test_seeds.py", "test_toolchain.py", "test_tune_acf.py", "test_tune_metric.py",
     "test_tune_sample.py",
