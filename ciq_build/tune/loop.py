@@ -150,8 +150,11 @@ class SearchLoop(Generic[W]):
                 if self._spent():
                     queue.clear()
                     break
+                worker = self._worker_for(free, controls, others_busy=bool(pending))
+                if worker is None:  # only the best candidate's tree is free: wait for another
+                    queue.insert(0, proposal)
+                    break
                 self.spent += 1
-                worker = self._worker_for(free, controls)
                 pending[pool.submit(self._evaluate, worker, proposal, controls, key)] = worker
             if not pending:
                 break
@@ -170,23 +173,27 @@ class SearchLoop(Generic[W]):
                 self._finished_one(evaluated)
         return outcomes
 
-    def _worker_for(self, free: list[W], controls: Controls) -> W:
+    def _worker_for(self, free: list[W], controls: Controls, others_busy: bool) -> W | None:
         """A free worker for a candidate: the tree built ahead for it, else one that holds no build ahead, else
         one not building ahead (handing one that is waits for that build). The tree that holds the best
-        candidate's build is handed out last: kept, the winner is re-measured there without a rebuild."""
+        candidate's build is kept while other workers are busy (None: wait for one of them), so the winner is
+        re-measured there without a rebuild; with nothing else running it is handed out."""
         ahead = self.ahead
         if ahead is not None:
             trees: list[Any] = list(free)
             kept = self._kept(free)
-            if kept is not None and len(trees) > 1 and ahead.holds(controls) != id(kept):
+            if kept is not None and ahead.holds(controls) != id(kept):
                 trees.remove(kept)
+                if not trees:
+                    if others_busy:
+                        return None
+                    trees = [kept]
             held = ahead.holds(controls)
             choice = (next((t for t in trees if id(t) == held), None)
                       or next((t for t in reversed(trees) if ahead.held(t) is None), None)
-                      or next((t for t in reversed(trees) if not ahead.busy(t)), None))
-            if choice is not None:
-                free.remove(choice)
-                return cast(W, choice)
+                      or next((t for t in reversed(trees) if not ahead.busy(t)), None) or trees[-1])
+            free.remove(choice)
+            return cast(W, choice)
         return free.pop()
 
     def _build_ahead(self, proposals: list[Proposal], outcomes: dict[int, Evaluation], free: list[W]) -> None:

@@ -42,6 +42,7 @@ class DoubleRunner:
         self.ahead: BuildsAhead | None = None
         self.builds: list[Controls] = []
         self.overlaps = 0
+        self.trees: list[Tree] = []
 
     def build(self, tree: Tree, controls: Controls) -> Controls:
         if not tree.lock.acquire(blocking=False):
@@ -54,6 +55,9 @@ class DoubleRunner:
             return controls
         finally:
             tree.lock.release()
+
+    def holding(self, tree: Tree, controls: Controls) -> Controls | None:
+        return tree.built if tree.built == controls else None
 
     def evaluate(self, worker: Tree, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         taken = self.ahead.take(worker, controls) if self.ahead is not None else None  # type: ignore[arg-type]
@@ -74,7 +78,8 @@ def _search(tmp_path: Path, name: str, ahead: bool, workers: int = 4) -> tuple[S
     runner = DoubleRunner(TIME, compile_s=0.02, bench_s=0.01)
     if ahead:
         runner.ahead = BuildsAhead(runner.build, jobs=workers)  # type: ignore[arg-type]
-    loop = SearchLoop(source(seed=3, generations=4, pool_size=6), runner, [Tree(f"w{i}") for i in range(workers)],
+    runner.trees = [Tree(f"w{i}") for i in range(workers)]
+    loop = SearchLoop(source(seed=3, generations=4, pool_size=6), runner, runner.trees,
                       opened_cache(tmp_path / f"{name}.jsonl", TIME), controls_id, TIME,
                       ahead=runner.ahead)
     try:
@@ -95,6 +100,9 @@ def test_builds_ahead_change_no_candidate_and_the_next_generation_finds_its_buil
     assert runner.overlaps == 0  # a tree never built two things at once
     generations = {e.proposal.generation for e in ahead.evaluations}
     assert len(generations) == 4
+    # The best candidate's tree was kept from the rest of the search: the winner needs no rebuild.
+    best = min((e for e in ahead.evaluations if e.ok), key=lambda e: e.scores or ())
+    assert any(tree.built == best.controls for tree in runner.trees)
 
 
 def test_a_guess_leaves_the_source_as_it_was_and_a_source_that_cannot_be_copied_gives_none() -> None:
