@@ -459,9 +459,9 @@ def load_baseline(rev: str) -> Callable[..., list[Scores]]:
 RANDOM_HORIZON = 20  # random search runs this many budgets, only to locate its evaluations-to-target
 
 
-def run_random(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
-    """The registered random strategy (`tune --strategy random`), for RANDOM_HORIZON budgets."""
-    config = SearchConfiguration(generations=generations * RANDOM_HORIZON, pool_size=pool, seed=seed,
+def run_random(problem: Problem, seed: int, generations: int, pool: int, horizon: int = RANDOM_HORIZON) -> list[Scores]:
+    """The registered random strategy (`tune --strategy random`), for ``horizon`` budgets."""
+    config = SearchConfiguration(generations=generations * horizon, pool_size=pool, seed=seed,
                                  num_objectives=problem.num_objectives)
     names = tuple(f"score_{i + 1}" for i in range(problem.num_objectives))
     source = make_source("random", SearchRequest(problem.space, config, names))
@@ -688,6 +688,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out Optuna's strategies (tpe, nsga2), measured when Optuna is installed")
     parser.add_argument("--problems", default="",
                         help="comma-separated first words of the problems to run (default: all, held-out included)")
+    parser.add_argument("--random-horizon", type=int, default=RANDOM_HORIZON,
+                        help=f"budgets random search runs to locate its evaluations-to-target (default "
+                             f"{RANDOM_HORIZON}; 1 when only its best and hit share within the budget matter)")
     parser.add_argument("--baseline", metavar="REV", default=None,
                         help="also run the genetic search as it was at git revision REV (row ga@REV): "
                              "before and after in one run")
@@ -733,11 +736,11 @@ def main(argv: list[str] | None = None) -> int:
             # compileiq's first evaluations do not depend on its configured generation count
             # (measured: the first 640 of 20 and of 80 generations are the same), so a longer
             # run only adds evaluations after the budget, like random search's horizon.
-            times = {"random": RANDOM_HORIZON, "compileiq": args.compileiq_horizon}.get(name, 1)
+            times = {"random": args.random_horizon, "compileiq": args.compileiq_horizon}.get(name, 1)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if name == "random":
-                    runs = [engine(problem, seed, gens, args.pool) for seed in range(args.seeds)]
+                    runs = [run_random(problem, seed, gens, args.pool, times) for seed in range(args.seeds)]
                 else:
                     runs = [engine(problem, seed, gens * times, args.pool) for seed in range(args.seeds)]
             horizon = budget * times

@@ -123,8 +123,48 @@ def test_the_bench_prints_the_table_for_every_problem(capsys: pytest.CaptureFixt
     # CI-sized: 2 seeds, 3 generations of 8; the 100-seed run is for bench/ by hand.
     assert sq.main(["--seeds", "2", "--generations", "3", "--pool", "8", "--no-compileiq"]) == 0
     out = capsys.readouterr().out
-    for problem in sq.PROBLEMS:
+    for problem in sq.PROBLEMS + sq.HELD_OUT:
         # ciq_build, random, tpe and nsga2 rows, the ratio row, and the row against Optuna's samplers
         assert out.count(problem.name) == 6
     assert "ours/random" in out and "evals [p25-p75]" in out
     assert "ours/tpe evals" in out and "ours/nsga2 best" in out
+
+
+def test_issue_23_problems_are_what_their_targets_say() -> None:
+    # decoy: the basin's optimum is on target, the decoy point (better than the plateau) is not
+    basin = {f"r{i}": v for i, v in enumerate(sq._DECOY_OPT)} | {"mode": "a"}
+    assert sq._decoy(basin) == 0.0 <= sq.DECOY.target
+    decoy = {f"r{i}": v for i, v in enumerate(sq._DECOY_POINT)} | {"mode": "a"}
+    assert sq._decoy(decoy) == 99.5 > sq.DECOY.target
+    assert sq._decoy({f"r{i}": 0 for i in range(6)} | {"mode": "a"}) == 100.0
+    # knobs: the best configuration is on target; one more register per thread fails to launch; the
+    # local optimum the GA stalls at (unroll 4, no register cap) is not on target
+    best = {"block": 1024, "unroll": 8, "maxrreg": 64, "fast_math": "--use_fast_math", "cache": "cg"}
+    assert sq._stable_fraction(best) >= 0.08  # not one of the scattered "compiler bug" failures
+    assert sq._knobs(best) == pytest.approx(0.672912, abs=1e-6) and sq._knobs(best) <= sq.KNOBS.target
+    assert sq._knobs(best | {"maxrreg": 72}) == INVALID_SCORE
+    assert sq._knobs({k: v for k, v in best.items() if k != "maxrreg"}) == INVALID_SCORE
+    stalled = {"block": 1024, "unroll": 4, "fast_math": "--use_fast_math", "cache": "cg"}
+    assert sq._knobs(stalled) == pytest.approx(0.689236, abs=1e-6) and sq._knobs(stalled) > sq.KNOBS.target
+    # NK: a gap to the enumerated optimum, zero only there
+    assert sq._nk({f"b{i}": 0 for i in range(16)}) > 0
+    assert sq._NK_BEST == pytest.approx(max(sq._nk_fitness([(n >> i) & 1 for i in range(16)])
+                                            for n in range(0, 2**16, 1)))
+    # held out: each optimum scores 0
+    assert sq._trap({f"b{i}": 1 for i in range(20)}) == 0.0 and sq._trap({f"b{i}": 0 for i in range(20)}) == 5.0
+    assert sq._rastrigin({f"x{i}": 0.0 for i in range(6)}) == 0.0
+    assert sq._rosenbrock({f"x{i}": 1.0 for i in range(5)}) == 0.0
+
+
+def test_the_baseline_engine_runs_the_genetic_search_of_a_git_revision() -> None:
+    # HEAD's evolution.py, loaded beside the imported one: where the two are the same code, the same
+    # evaluations (a working copy with local edits to the GA compares only the count).
+    import subprocess
+
+    baseline = sq.load_baseline("HEAD")
+    theirs, ours = baseline(sq.SEEDS_EXAMPLE, 3, 3, 8), sq.run_ours(sq.SEEDS_EXAMPLE, 3, 3, 8)
+    assert len(theirs) == len(ours) == 24
+    unchanged = subprocess.run(["git", "-C", str(sq.Path(sq.__file__).resolve().parent.parent), "diff", "--quiet",
+                                "HEAD", "--", "ciq_build/search/evolution.py"]).returncode == 0
+    if unchanged:
+        assert theirs == ours
