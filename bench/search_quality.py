@@ -1,7 +1,7 @@
 """Search quality: ciq_build's genetic engine against random search, NVIDIA compileiq and Optuna's samplers.
 
     python bench/search_quality.py [--seeds 100] [--generations 20] [--pool 32] [--no-compileiq]
-                                   [--problems NAME,...]
+                                   [--problems NAME,...] [--baseline REV] [--random-horizon K]
 
 For each problem, every engine gets the same evaluation budget (generations x
 pool; the two-objective problem gets ``--mo-generations`` instead) and the
@@ -20,6 +20,15 @@ evaluations-to-target (its best is still taken within the equal budget);
 ratio columns compare ciq_build's median evaluations-to-target with the
 others' (lower is better; "<=" marks a ratio against a censored median, i.e.
 an upper bound). Goals (issue 10): ours/random <= 0.5 and ours/compileiq <= 0.8.
+
+Problems: issue 10's five (seeds' example, 12 mixed params, half invalid,
+plateau, two-objective), issue 23's three of the kinds an outside review
+found the GA weak or strong on (a decoy plateau, knobs whose best neighbours
+fail to launch, an NK landscape), and three held out (``HELD_OUT``: a
+deceptive trap, Rastrigin, Rosenbrock), written before any change to the
+search and meant only to check one, never to tune on. ``--baseline REV`` adds
+the genetic search of a git revision (its ``ciq_build/search/evolution.py``)
+as row ``ga@REV``: before and after in one run, same seeds.
 
 compileiq is optional (`pip install "ciq-build[acf]"`): it is imported lazily
 and driven in-process through ask()/tell() (its MANUAL worker: no Ray, no
