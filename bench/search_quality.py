@@ -449,13 +449,14 @@ def load_baseline(rev: str) -> Callable[..., list[Scores]]:
     root = Path(__file__).resolve().parent.parent
     text = subprocess.run(["git", "-C", str(root), "show", f"{rev}:ciq_build/search/evolution.py"],
                           check=True, capture_output=True, text=True).stdout
-    path = Path(tempfile.mkdtemp(prefix="ciq-baseline-")) / "evolution.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location(f"ciq_build_baseline_evolution_{len(text)}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory(prefix="ciq-baseline-") as folder:  # needed only while it loads
+        path = Path(folder) / "evolution.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(f"ciq_build_baseline_evolution_{len(text)}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
 
     def run(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
         config = module.SearchConfiguration(generations=generations, pool_size=pool, seed=seed,
