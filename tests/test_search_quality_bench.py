@@ -119,6 +119,7 @@ def test_hypervolume_outcome_counts_the_evaluation_that_reaches_the_target() -> 
     assert hit == 5 and best == pytest.approx(0.4)
 
 
+@pytest.mark.slow
 def test_the_bench_prints_the_table_for_every_problem(capsys: pytest.CaptureFixture[str]) -> None:
     # CI-sized: 2 seeds, 3 generations of 8; the 100-seed run is for bench/ by hand.
     assert sq.main(["--seeds", "2", "--generations", "3", "--pool", "8", "--no-compileiq"]) == 0

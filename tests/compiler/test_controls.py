@@ -220,6 +220,7 @@ def test_real_nvcc_reads_the_options_file_from_a_path_with_spaces(toolchain: Too
 
 
 @pytest.mark.parametrize("pin_dir", ["pin dir", "pins"])
+@pytest.mark.slow
 def test_a_ptxas_acf_path_reaches_ptxas_whole(toolchain: Toolchain, tmp_path: Path, pin_dir: str) -> None:
     where = tmp_path / pin_dir
     where.mkdir()
@@ -265,6 +266,7 @@ def test_every_catalogue_flag_is_pinnable() -> None:
             check_flag(knob.flag(value))
 
 
+@pytest.mark.slow
 def test_knob_space_offers_every_public_knob_on_cuda_13_3(toolchain: Toolchain, probe_cache: Path) -> None:
     space = knob_space(toolchain, cache_dir=probe_cache)
     public = {f"knob.{k.name}" for k in KNOBS if not k.numerics}
@@ -276,6 +278,7 @@ def test_knob_space_offers_every_public_knob_on_cuda_13_3(toolchain: Toolchain, 
     assert ss.SearchSpace(space).cardinality > 1000
 
 
+@pytest.mark.slow
 def test_numerics_knobs_only_when_allowed(toolchain: Toolchain, probe_cache: Path) -> None:
     numerics = {f"knob.{k.name}" for k in KNOBS if k.numerics}
     assert numerics == {"knob.use_fast_math", "knob.ftz", "knob.prec_div", "knob.prec_sqrt", "knob.fmad"}

@@ -82,6 +82,7 @@ def capped_build(toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory)
 # ---------------------------------------------------------------- ptxas -v
 
 
+@pytest.mark.slow
 def test_ptxas_report_shows_spills_only_when_registers_are_capped(default_build: Built, capped_build: Built) -> None:
     default = {u.function: u for u in parse_ptxas_verbose(default_build.ptxas_output)}
     capped = {u.function: u for u in parse_ptxas_verbose(capped_build.ptxas_output)}
@@ -156,6 +157,7 @@ def test_resource_usage_agrees_with_ptxas(toolchain: Toolchain, default_build: B
     assert resource_usage(capped_build.obj, toolchain)[(HEAVY, "90a")]["stack"] > 0
 
 
+@pytest.mark.slow
 def test_sass_counts_grow_with_spill_code(toolchain: Toolchain, default_build: Built, capped_build: Built) -> None:
     default = sass_instruction_counts(default_build.obj, toolchain)
     capped = sass_instruction_counts(capped_build.obj, toolchain)
@@ -166,6 +168,7 @@ def test_sass_counts_grow_with_spill_code(toolchain: Toolchain, default_build: B
     assert sass_instruction_count(capped_build.obj, toolchain) == sum(capped.values())
 
 
+@pytest.mark.slow
 def test_one_object_for_two_architectures(toolchain: Toolchain, tmp_path: Path) -> None:
     built = _build(toolchain, tmp_path, "multi", arch=("80", "90a"))
     assert {arch for _, arch in resource_usage(built.obj, toolchain)} == {"80", "90a"}
@@ -186,6 +189,7 @@ def _whole_cubin_sha(toolchain: Toolchain, obj: Path, where: Path) -> str:
     return hashlib.sha256(cubin.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 def test_code_hash_ignores_where_and_how_verbosely_the_code_was_built(
     toolchain: Toolchain, default_build: Built, tmp_path: Path
 ) -> None:
@@ -234,6 +238,7 @@ def _text_section_names(toolchain: Toolchain, obj: Path) -> set[str]:
     return {word for word in listing.split() if word.startswith(".text.")}
 
 
+@pytest.mark.slow
 def test_code_hash_is_the_same_for_internal_names_built_from_two_checkouts(
     toolchain: Toolchain, tmp_path: Path
 ) -> None:
@@ -250,6 +255,7 @@ def test_code_hash_is_the_same_for_internal_names_built_from_two_checkouts(
     assert {normalise_symbol(n) for n in names[0]} == {normalise_symbol(n) for n in names[1]}
 
 
+@pytest.mark.slow
 def test_code_hash_sees_which_function_a_call_reaches(toolchain: Toolchain, tmp_path: Path) -> None:
     # Relocatable device code: the call's target is a relocation, not in the code bytes,
     # and both callees compile to the same bytes.
@@ -282,6 +288,7 @@ def test_normalise_symbol_zeroes_only_nvcc_module_ids(name: str, normal: str) ->
     assert normalise_symbol(normal) == normal
 
 
+@pytest.mark.slow
 def test_an_object_without_device_code_has_no_metrics(toolchain: Toolchain, tmp_path: Path) -> None:
     source = tmp_path / "host.cu"
     source.write_text("int host_only(int x) { return x + 1; }\n")
@@ -322,6 +329,7 @@ double host_time() { return 1.0 + 0.25 * SCALE; }  // a constant in .rodata, as 
 """
 
 
+@pytest.mark.slow
 def test_host_code_hash_is_reproducible_where_the_object_is_not_and_sees_host_only_changes(
     toolchain: Toolchain, tmp_path: Path
 ) -> None:

@@ -145,6 +145,7 @@ def test_a_file_that_is_not_nvcc_is_refused(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- capabilities
 
 
+@pytest.mark.slow
 def test_probe_measures_the_apply_controls_options(
     pip_toolchain: Toolchain, system_toolchain: Toolchain, probe_cache: Path
 ) -> None:
@@ -166,6 +167,7 @@ def test_probe_lists_the_supported_architectures(pip_toolchain: Toolchain, probe
     assert not caps.supports_arch("35")
 
 
+@pytest.mark.slow
 def test_probe_tells_accepted_options_from_refused_ones(pip_toolchain: Toolchain, probe_cache: Path) -> None:
     options = [
         "-Xptxas=-O2",
@@ -185,6 +187,7 @@ def test_probe_tells_accepted_options_from_refused_ones(pip_toolchain: Toolchain
     assert not caps.accepts("-Xptxas=-O1")  # never probed counts as refused
 
 
+@pytest.mark.slow
 def test_probe_results_are_cached_per_toolchain(pip_toolchain: Toolchain, tmp_path: Path) -> None:
     pip_toolchain.capabilities(["-Xptxas=-O1"], arch="90a", cache_dir=tmp_path)
     files = list(tmp_path.glob("toolchain-*.json"))
@@ -200,6 +203,7 @@ def test_probe_results_are_cached_per_toolchain(pip_toolchain: Toolchain, tmp_pa
     )
 
 
+@pytest.mark.slow
 def test_a_damaged_cache_is_probed_again(pip_toolchain: Toolchain, tmp_path: Path) -> None:
     pip_toolchain.capabilities(cache_dir=tmp_path)
     (cache_file,) = tmp_path.glob("toolchain-*.json")

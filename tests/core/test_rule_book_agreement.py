@@ -656,6 +656,7 @@ def _agree(cases: list[Case], tmp_path: Path, cmake: str) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow
 def test_hand_written_records_get_the_same_verdict_from_python_and_cmake(tmp_path: Path, cmake_bin: str) -> None:
     cases = hand_written()
     counts = _agree(cases, tmp_path, cmake_bin)
@@ -663,6 +664,7 @@ def test_hand_written_records_get_the_same_verdict_from_python_and_cmake(tmp_pat
     assert counts.get("applied", 0) >= 15 and counts.get("refused", 0) >= 80, counts
 
 
+@pytest.mark.slow
 def test_generated_records_get_the_same_verdict_from_python_and_cmake(tmp_path: Path, cmake_bin: str) -> None:
     cases = generated()
     counts = _agree(cases, tmp_path, cmake_bin)
@@ -708,6 +710,7 @@ def _configure_verdict(result_text: str, ok: bool, options: Path) -> tuple[str, 
     return status, tuple(options.read_text().splitlines())
 
 
+@pytest.mark.slow
 def test_a_real_configure_with_its_deferred_finalize_step_reaches_the_same_verdicts(
         tmp_path: Path, cmake_bin: str, cuda133_bin: Path) -> None:
     """The real thing, not only `cmake -P`: a CUDA project configured for each record, through

@@ -271,6 +271,7 @@ def test_cuda_extension_refuses_bad_params_objectives_and_constraints_when_setup
     assert ext.ciq_constraints == ("T*U <= 8",)
 
 
+@pytest.mark.slow
 def test_a_misspelt_objective_in_setup_py_is_refused_by_each_command_in_one_line(tmp_path: Path) -> None:
     # What `python -m ciq_build ... --setuptools` says when it reads such a setup.py: the configure check's
     # "did you mean", one line, exit 2 (a ConfigError), before anything is built.

@@ -350,6 +350,7 @@ def _processes_benchmarking_at_once(tmp_path: Path, env: dict[str, str]) -> list
     return [child.communicate(timeout=60)[0].strip() for child in children]
 
 
+@pytest.mark.slow
 def test_tunes_sharing_a_gpu_lock_dir_never_benchmark_on_one_gpu_at_once(tmp_path: Path) -> None:
     # Several tunes at once on one machine (tune A B --executor ray sets CIQ_GPU_LOCK_DIR for its children).
     import os

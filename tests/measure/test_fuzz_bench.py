@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ciq_build.errors import CiqError
 from ciq_build.measure import bench, proc
+
+# Fuzzing with a thousand examples a test: seconds of CPU each, so in the whole suite, not the fast subset.
+pytestmark = pytest.mark.slow
 
 FUZZ = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -106,6 +106,7 @@ def test_endless_output_ends_at_the_timeout_in_bounded_memory() -> None:
     assert "output truncated" in report["notes"] and "bytes of stdout dropped" in report["notes"]
 
 
+@pytest.mark.slow
 def test_huge_output_keeps_its_end_in_bounded_memory() -> None:
     # 200 MiB of output, then the metric line (before: ~640 MB resident for this).
     report = drive("60", *unruly("big", "200"))
@@ -268,6 +269,7 @@ def test_claim_tree_waits_for_a_process_that_leaves_the_tree_within_moments(tmp_
 # -- the METRIC regex runs under a time limit --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_backtracking_metric_regex_fails_the_run_in_bounded_time() -> None:
     # In a child: before the limit, '(a+)+$' on a 30,000-character line never returns.
     script = (

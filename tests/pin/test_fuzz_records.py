@@ -100,6 +100,7 @@ def near_flags(draw) -> str:
 
 @MANY
 @given(flag=near_flags())
+@pytest.mark.slow
 def test_allowlist_accepts_exactly_the_canonical_flags(patterns, flag):
     assert is_allowed(flag, patterns) == (flag in _CANONICAL)
     try:
@@ -119,6 +120,7 @@ def test_allowlist_refuses_non_strings(patterns, value):
 
 @FUZZ
 @given(name=st.text(_ALPHABET, max_size=12), value=st.text(_ALPHABET, max_size=12))
+@pytest.mark.slow
 def test_defines_pass_only_plain_tokens(name, value):
     try:
         check_define(name, value)
@@ -294,6 +296,7 @@ def test_valid_record_round_trips(pin_dirs):
 
 @FUZZ
 @given(data=st.data())
+@pytest.mark.slow
 def test_mutated_record_json_is_valid_or_a_ciq_error(pin_dirs, data):
     pin, again, raw, doc = pin_dirs
     target = pin / "gemm.json"
@@ -306,6 +309,7 @@ def test_mutated_record_json_is_valid_or_a_ciq_error(pin_dirs, data):
 
 @FUZZ
 @given(data=st.data())
+@pytest.mark.slow
 def test_corrupted_record_bytes_are_valid_or_a_ciq_error(pin_dirs, data):
     pin, again, raw, _ = pin_dirs
     target = pin / "gemm.json"
@@ -389,6 +393,7 @@ record_json_values = st.recursive(
 
 @QUICK
 @given(record=generated_records())
+@pytest.mark.slow
 def test_generated_records_round_trip(scratch, record):
     pin = scratch / "generated"
     if pin.exists():
@@ -425,6 +430,7 @@ def _load_or_ciq_error(build: Path) -> None:
 
 @FUZZ
 @given(data=st.data())
+@pytest.mark.slow
 def test_mutated_manifest_json_is_valid_or_a_ciq_error(manifest_tree, data):
     build, doc = manifest_tree
     (build / "ciq" / "targets" / "gemm.json").write_bytes(data.draw(mutated_json(doc)))
@@ -433,6 +439,7 @@ def test_mutated_manifest_json_is_valid_or_a_ciq_error(manifest_tree, data):
 
 @FUZZ
 @given(data=st.data())
+@pytest.mark.slow
 def test_corrupted_manifest_bytes_are_valid_or_a_ciq_error(manifest_tree, data):
     build, doc = manifest_tree
     (build / "ciq" / "targets" / "gemm.json").write_bytes(data.draw(corrupted_bytes(json.dumps(doc).encode())))

@@ -62,6 +62,7 @@ def _python_verdict(pin_dir: Path, build: Path) -> str:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the writer is forked")
+@pytest.mark.slow
 def test_a_pin_writer_killed_at_random_moments_never_leaves_a_torn_pin(tmp_path: Path) -> None:
     pin_dir, scratch = tmp_path / "ciq", tmp_path / "scratch"
     scratch.mkdir()

@@ -38,6 +38,7 @@ def test_the_sample_pin_is_valid() -> None:
 
 
 @pytest.mark.parametrize("cases", [hand_written, generated], ids=["hand-written", "generated"])
+@pytest.mark.slow
 def test_the_schema_never_accepts_less_than_a_build_would_refuse_it_for(tmp_path: Path, cases) -> None:
     validator = jsonschema.Draft202012Validator(record_schema())
     accepted_by_both = refused_by_both = 0

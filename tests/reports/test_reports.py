@@ -392,6 +392,7 @@ def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_text_behind_one_quote
 
 @settings(_EDITED, max_examples=200)
 @given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
+@pytest.mark.slow
 def test_any_journal_anyone_could_have_edited_reports_and_exports_or_says_why_not(
         tmp_path: Path, records: list[dict], objectives: object) -> None:
     history = _edited_history(tmp_path, records, objectives)
@@ -403,12 +404,14 @@ def test_any_journal_anyone_could_have_edited_reports_and_exports_or_says_why_no
 
 @settings(_EDITED, max_examples=20)  # each example draws five plots: a second or so
 @given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
+@pytest.mark.slow
 def test_any_edited_journal_gives_a_page_with_plots(tmp_path: Path, records: list[dict], objectives: object) -> None:
     pytest.importorskip("matplotlib")
     page = report_page.render_html(_edited_history(tmp_path, records, objectives))
     assert 'id="plot-time"' in page
 
 
+@pytest.mark.slow
 def test_a_plot_that_fails_or_warns_leaves_no_figure_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # pyplot keeps every figure until it is closed: one left by a failed plot stayed for the life of the
     # process, and after 20 of them matplotlib's own warning failed every later report.
@@ -446,6 +449,7 @@ def test_a_journal_that_names_no_objective_still_gives_a_page(tmp_path: Path) ->
     assert 'id="plot-time"' in page and 'id="plot-convergence"' not in page
 
 
+@pytest.mark.slow
 def test_report_and_export_of_a_copied_build_dir_read_the_copys_own_journal(tmp_path: Path) -> None:
     # The copy's manifest still names the original build dir (absolute paths): report and export read
     # the original's journal through it, and the report's page was written into the original.

@@ -92,6 +92,7 @@ def _sass(cuda133_bin: Path, ptx: Path, pool_dir: Path, pool: dict) -> list[str]
         return list(executor.map(one, pool["acfs"]))
 
 
+@pytest.mark.slow
 def test_the_pool_index_records_every_acf_hash_and_the_pool_hash(pools: dict) -> None:
     pool_dir, pool = pools["first"]
     assert pool["seed"] == 3 and pool["count"] == 6 and pool["generation_size"] == 6
@@ -105,6 +106,7 @@ def test_the_pool_index_records_every_acf_hash_and_the_pool_hash(pools: dict) ->
     assert load_pool(pool_dir)["pool_sha256"] == pool["pool_sha256"]
 
 
+@pytest.mark.slow
 def test_same_seed_gives_the_same_controls_in_new_bytes_and_another_seed_other_controls(
         pools: dict, ptx: Path, cuda133_bin: Path) -> None:
     (first_dir, first), (again_dir, again), (other_dir, other) = pools["first"], pools["again"], pools["other"]

@@ -157,6 +157,7 @@ def test_missing_compileiq_says_how_to_install(monkeypatch: pytest.MonkeyPatch) 
 
 @pytest.mark.acf
 @needs_compileiq
+@pytest.mark.slow
 def test_one_search_carries_params_and_acfs(search_spaces_dir: Path, tmp_path: Path) -> None:
     extra = {
         "knob.maxrregcount": ss.range(32, 255, 8, knockout_prob=0.5),
@@ -218,6 +219,7 @@ def _ptxas_sass(cuda133_bin: Path, ptx: Path, acf: Path, out: Path) -> str:
 
 @pytest.mark.acf
 @needs_compileiq
+@pytest.mark.slow
 def test_same_seed_same_candidates_same_code(search_spaces_dir: Path, cuda133_bin: Path, tmp_path: Path,
                                              kernel: Path) -> None:
     ptx = tmp_path / "spill.ptx"
@@ -249,6 +251,7 @@ def test_same_seed_same_candidates_same_code(search_spaces_dir: Path, cuda133_bi
 
 @pytest.mark.acf
 @needs_compileiq
+@pytest.mark.slow
 def test_replay_with_the_same_seed_reuses_the_acf_files(search_spaces_dir: Path, tmp_path: Path) -> None:
     """What makes a resumed tune hit the driver's journal cache (keyed by the ACF's sha256)."""
 
@@ -287,6 +290,7 @@ def sampled_acfs(tmp_path_factory: pytest.TempPathFactory, search_spaces_dir: Pa
 
 
 @pytest.mark.acf
+@pytest.mark.slow
 def test_ptxas_acf_accepted_by_13_3_and_refused_by_13_0(sampled_acfs: dict[str, Path], cuda133_bin: Path,
                                                        system_nvcc: Path, kernel: Path, tmp_path: Path) -> None:
     acf = sampled_acfs["ptxas"]
@@ -304,6 +308,7 @@ def test_ptxas_acf_accepted_by_13_3_and_refused_by_13_0(sampled_acfs: dict[str, 
 
 
 @pytest.mark.acf
+@pytest.mark.slow
 def test_nvcc_acf_refused_for_sm_90_accepted_for_sm_100(sampled_acfs: dict[str, Path], cuda133_bin: Path,
                                                        kernel: Path, tmp_path: Path) -> None:
     nvcc = cuda133_bin / "nvcc"

@@ -33,6 +33,7 @@ def seeds_objective(params):
     return params["x"] ** 2 + params["y"]
 
 
+@pytest.mark.slow
 def test_seeds_example_finds_the_optimum_for_19_of_20_seeds():
     found = 0
     for seed in range(20):
@@ -51,6 +52,7 @@ def zdt1(params):
     return x[0], g * (1 - math.sqrt(x[0] / g))
 
 
+@pytest.mark.slow
 def test_nsga2_reaches_95_percent_of_the_zdt1_front_hypervolume():
     space = {f"x{i}": ss.range(0.0, 1.0, ZDT_STEP) for i in range(ZDT_N)}
     true_front = [(x, 1 - math.sqrt(x)) for x in ss.range(0.0, 1.0, ZDT_STEP).values()]

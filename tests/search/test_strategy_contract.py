@@ -104,8 +104,9 @@ def _compileiq_available() -> str | None:
 
 
 # Where compileiq is absent, its cases skip (saying why) instead of failing.
-COMPILEIQ_MARKS = (pytest.mark.acf, pytest.mark.skipif(_compileiq_available() is not None,
-                                                       reason=str(_compileiq_available())))
+# slow: compileiq's engine takes seconds a search, so its contract runs in the whole suite, not the fast subset.
+COMPILEIQ_MARKS = (pytest.mark.acf, pytest.mark.slow, pytest.mark.skipif(_compileiq_available() is not None,
+                                                                          reason=str(_compileiq_available())))
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,6 +20,9 @@ from ciq_build.errors import CiqError
 from ciq_build.search.base import Proposal
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import from_journal
+
+# Fuzzing with a thousand examples a test: seconds of CPU each, so in the whole suite, not the fast subset.
+pytestmark = pytest.mark.slow
 
 FUZZ = settings(max_examples=1000, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

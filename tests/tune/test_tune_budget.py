@@ -41,6 +41,7 @@ def test_a_spent_time_limit_starts_no_candidate_and_the_summary_says_it_ended_th
 
 
 @pytest.mark.parametrize("given", ["30x", "0", "-5m", "m"])
+@pytest.mark.slow
 def test_a_time_limit_that_is_no_duration_is_one_line_before_anything_is_built(tmp_path: Path, given: str) -> None:
     result = _tune(tmp_path, f"--time-limit={given}")
     assert result.returncode == 2
