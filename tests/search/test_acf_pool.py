@@ -122,6 +122,7 @@ def test_same_seed_gives_the_same_controls_in_new_bytes_and_another_seed_other_c
     assert _sass(cuda133_bin, ptx, other_dir, other) != reference
 
 
+@pytest.mark.slow  # its pools fixture samples three pools with compileiq: seconds of CPU
 def test_an_edited_pool_index_is_refused(pools: dict, tmp_path: Path) -> None:
     source_dir, pool = pools["first"]
     edited = tmp_path / "edited"
