@@ -9,6 +9,11 @@ The budgets are counted here and only here: the evaluation budget
 are free) and the wall-clock one (``--time-limit``: a deadline on the
 clock, after which no candidate starts; those running finish, within their
 timeouts, and are journaled and told).
+With builds ahead (ciq_build.tune.ahead), trees the batch leaves free build
+the next batch as a copy of the source guesses it, and each candidate goes
+to the tree that holds its build; the tree holding the best candidate's
+build is kept while other workers are busy, so the winner is re-measured as
+built. The source itself is asked and told exactly as without.
 """
 
 from __future__ import annotations
