@@ -25,7 +25,11 @@ An interrupt stops runs, not only the ones in flight: after `stop_starting`
 event is set, `run` starts nothing and raises `Stopped`, and `wait_or_stop`
 gives up a wait, so worker threads that were about to start a compile, a
 benchmark's next repeat or a GPU slot's benchmark end at once instead of
-running it to completion while the interrupted driver joins them.
+running it to completion while the interrupted driver joins them. Waiting
+on a run (and `wait_or_stop`) comes back to Python every ``STOP_POLL`` at
+least: the kernel may hand a signal to any thread of the process, and
+Python runs its handler in the main thread only, once that thread runs
+Python code again.
 
 A driver (the CLI) calls `guard_driver` once: it becomes a child subreaper
 (orphans of its runs are re-parented to it, not to init, and reaped), kills
@@ -666,7 +670,9 @@ def _pump(process: subprocess.Popen[bytes], captures: dict[str, _Capture], stdin
                 elif now >= deadline:
                     return True, False, False
                 else:
-                    wait = deadline - now if pidfd is not None else min(deadline - now, 0.05)
+                    # Back in Python every STOP_POLL at least: a signal the kernel gave another thread of
+                    # this process runs its handler (the stop) only when the main thread runs Python again.
+                    wait = min(deadline - now, STOP_POLL if pidfd is not None else 0.05)
                 for key, _ in selector.select(max(wait, 0.0)):
                     if key.data == "exit":
                         selector.unregister(key.fd)

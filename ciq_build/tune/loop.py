@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -165,8 +165,7 @@ class SearchLoop(Generic[W]):
                 break
             if self.ahead is not None and free and not queue:  # idle trees while the GPU works: build ahead
                 self._build_ahead(proposals, outcomes, free)
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
+            for future in _first_done(pending):
                 free.append(pending.pop(future))
                 evaluated = future.result()
                 stop = self.stop_for(evaluated) if self.stop_for is not None else None
@@ -244,6 +243,24 @@ class SearchLoop(Generic[W]):
                 continue
             self.evaluations.append(evaluated)
             self.source.tell(proposal, evaluated.scores, None if evaluated.ok else f"{evaluated.cause}: {evaluated.message}")
+
+
+def _first_done(pending: Mapping[Future[Evaluation], object]) -> set[Future[Evaluation]]:
+    """Wait for the first of `pending` to finish, in steps of proc.STOP_POLL.
+
+    Not one blocking wait: the kernel may hand a SIGINT or SIGTERM to any thread of the process (a worker
+    that is forking a benchmark as it comes takes it), and then nothing wakes the main thread, the only
+    one that runs Python's signal handlers, until a candidate finishes: a tune said nothing for a whole
+    120 s benchmark after its SIGINT. Between the steps the handler runs, and the stop unwinds the loop.
+    """
+    done: set[Future[Evaluation]] = set()
+
+    def attempt(timeout: float) -> bool:
+        done.update(wait(pending, timeout=timeout, return_when=FIRST_COMPLETED).done)
+        return bool(done)
+
+    proc.wait_or_stop(attempt, "waiting for the candidates")
+    return done
 
 
 def best_so_far(evaluations: Sequence[Evaluation], objectives: Sequence[Objective]) -> tuple[float, ...] | None:

@@ -10,8 +10,11 @@ journal cache and the real winner rule.
 from __future__ import annotations
 
 import dataclasses
+import signal
+import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.params import parse_params
+from ciq_build.measure import proc
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.evolution import SearchConfiguration
@@ -181,6 +185,60 @@ def test_the_time_limit_starts_no_candidate_after_the_deadline_and_says_it_ended
     assert untimed.stopped_by is None and len(untimed.evaluations) > 5  # the source ended it, not the clock
     budgeted, *_ = replay(record(tmp_path), tmp_path / "budget.jsonl", budget=3)
     assert budgeted.stopped_by == "max_evaluations"
+
+
+def main_thread_waits() -> bool:
+    """Whether the main thread is in a threading wait (for a lock, an event: the loop's wait for candidates)."""
+    frame = sys._current_frames().get(threading.main_thread().ident or 0)
+    return frame is not None and frame.f_code.co_name == "wait" and frame.f_code.co_filename == threading.__file__
+
+
+def slept(seconds: float, done: Callable[[], bool]) -> bool:
+    time.sleep(seconds)
+    return done()
+
+
+class LongRunner(StandInRunner):
+    """TEST DOUBLE for a benchmark that runs `seconds` unless the loop's stop ends it (as a killed one ends);
+    the first evaluation also takes a SIGUSR1 in its own worker thread, as the kernel may hand one there,
+    once the main thread waits for the candidates."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(TIME)
+        self.seconds = seconds
+        self.signalled = threading.Event()
+
+    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
+        end = time.monotonic() + self.seconds
+        with self._lock:
+            first = not self.signalled.is_set()
+            self.signalled.set()
+        if first:
+            proc.wait_or_stop(lambda timeout: slept(timeout, main_thread_waits), "the loop's wait")
+            signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+        proc.wait_or_stop(lambda timeout: slept(timeout, lambda: time.monotonic() > end), "the benchmark")
+        return super().evaluate(worker, proposal, controls, key)
+
+
+def test_a_signal_a_worker_thread_takes_stops_the_search_before_the_candidates_end(tmp_path: Path) -> None:
+    # Python runs a signal's handler in the main thread only, when it next runs Python: a loop waiting for
+    # its candidates in one blocking wait heard of a SIGINT that a worker thread took only when a
+    # benchmark ended (120 s in tests/tune/test_tune_interrupt.py).
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    seconds = 60.0  # each candidate's "benchmark": the stop must come long before it would end
+    loop = SearchLoop(source(), LongRunner(seconds), ["w0", "w1"], opened_cache(tmp_path / "run.jsonl", TIME),
+                      controls_id, TIME)
+    previous = signal.signal(signal.SIGUSR1, interrupted)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert time.monotonic() - started < seconds / 2
+    assert loop.evaluations == []
 
 
 def test_a_resumed_search_reuses_the_journal_and_finds_the_same_winner(tmp_path: Path) -> None:
