@@ -202,13 +202,14 @@ _stopped_by: list[int] = []
 
 def _interrupted(signum: int, frame: object) -> None:
     # SIGINT, SIGTERM and SIGHUP (a closed terminal) end a command the same way: nothing more
-    # starts, in any thread (a flag: this may run while the main thread holds a lock); the
-    # KeyboardInterrupt unwinds the main thread, which kills what runs. The journal already
+    # starts, in any thread, and the driver's killer thread kills what runs (proc.interrupt: a flag
+    # and an event, as this may run while the main thread holds a lock); the KeyboardInterrupt
+    # unwinds the main thread, whose joins of threads then find their runs gone. The journal already
     # holds every finished evaluation, so the next `tune` resumes. A second signal while it stops
     # is ignored: it would interrupt the killing of what runs.
     if _stopped_by:
         return
-    proc.stop_starting()
+    proc.interrupt()
     _stopped_by.append(signum)
     raise KeyboardInterrupt
 

@@ -347,6 +347,27 @@ def stop_starting() -> None:
     _stopping = True
 
 
+# Set by `interrupt`: the driver's killer thread (started by `guard_driver`) then kills what runs.
+_interrupt_requested = threading.Event()
+
+
+def interrupt() -> None:
+    """What a signal handler that stops the driver calls: nothing more starts (`stop_starting`), and in a
+    driver (`guard_driver`) its killer thread kills what runs at once, before the main thread unwinds.
+
+    Not the kill itself: the handler may run while the main thread holds the lock the kill takes. And not
+    left to the unwinding: it joins threads (a build beside the baseline's, the search's workers) whose
+    runs nobody would kill until it is done (a stopped tune waited for a 120 s compile beside its baseline).
+    """
+    stop_starting()
+    _interrupt_requested.set()
+
+
+def _killer() -> None:
+    _interrupt_requested.wait()
+    kill_all_running()
+
+
 def stop_all() -> None:
     """An interrupt: nothing more starts in this process (`stop_starting`), and what runs is killed."""
     stop_starting()
@@ -739,7 +760,8 @@ def guard_driver() -> None:
     """Make this process a driver whose runs cannot outlive it (idempotent; the CLI calls it).
 
     It becomes a child subreaper, kills everything it started at exit, and
-    starts a watchdog that does the same if it dies without exiting (SIGKILL).
+    starts a watchdog that does the same if it dies without exiting (SIGKILL),
+    and a thread that kills what runs as soon as it is `interrupt`ed.
     """
     with _guard_lock:
         if _guard.get("pid") == os.getpid():
@@ -766,6 +788,7 @@ def guard_driver() -> None:
         finally:
             os.close(read_end)
         atexit.register(shutdown)
+        threading.Thread(target=_killer, name="ciq-killer", daemon=True).start()
 
 
 def shutdown() -> None:

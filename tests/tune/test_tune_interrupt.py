@@ -126,14 +126,14 @@ class Tune:
         return ended
 
     def _other_thread(self) -> int:
-        """The id of one of the driver's threads other than its main one (the oldest)."""
+        """The id of one of the driver's threads other than its main one (the newest: a worker's, if any)."""
         def others() -> list[int]:
             try:
                 return sorted(int(t) for t in os.listdir(f"/proc/{self.process.pid}/task") if int(t) != self.process.pid)
             except OSError:
                 return []
         self.wait_until(lambda: bool(others()), "a thread beside the main one")
-        return others()[0]
+        return others()[-1]
 
     def finish(self) -> int:
         self.process.wait(timeout=REACHED_WITHIN)
@@ -217,7 +217,7 @@ SEARCH = ["--generations", "1", "--pool-size", "6", "--no-pin", "--seed", "3", "
 @pytest.mark.parametrize(("gpus", "step", "signum", "to_a_thread"), [
     # The case seen: --jobs 2 --repeats 2 and benchmarks busy on the CPU. Each GPU runs a benchmark, and
     # the other workers (one more per GPU than --jobs) build their candidates, then wait for a GPU. The
-    # signal to a worker thread: the main thread, waiting for the candidates, is not woken by it.
+    # signal to another thread than the main one: the main thread, waiting for the candidates, is not woken.
     (1, "bench", signal.SIGINT, True),
     (2, "bench", signal.SIGTERM, False),
     # --jobs 2 compiles at once, the third worker waiting for its turn to compile.
@@ -258,7 +258,7 @@ def test_a_search_with_several_candidates_in_flight_stops_at_once_and_resumes(tm
 
 @pytest.mark.parametrize(("step", "signum", "to_a_thread"), [
     ("configure", signal.SIGTERM, False),
-    # To the thread that watches the compile (environment.CompileWitness): the main thread runs the build.
+    # To another thread than the main one, which runs the baseline's build (and a PARAMS probe builds beside it).
     ("compile", signal.SIGINT, True),
     ("bench", signal.SIGTERM, False),
 ], ids=_ids)
