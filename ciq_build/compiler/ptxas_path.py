@@ -42,7 +42,9 @@ costs what nvcc whole costs), and in process for static objectives (`fill`
 where the front end is new, then `ptxas_only`: ptxas and nothing after it).
 Either way the entry gets the dependency file the build tool reads, made
 from the files the preprocessed sources name (the files nvcc's own lists).
-Standard library only: it starts once per compile.
+In process, the driver passes the `Start` its processes start under, so that
+an interrupt kills them as it kills every other run. Standard library only:
+it starts once per compile.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,9 +138,37 @@ def _option_value(argv: tuple[str, ...] | list[str], name: str) -> str | None:
     return value
 
 
-def dryrun(argv: list[str], cwd: Path, timeout: float = 60.0) -> tuple[dict[str, str], list[str]]:
+# How this module's processes start: `start(popen)` runs `popen` (which starts one in a session of its own,
+# so that a timeout ends what it starts too: ptxas under a shell) and holds the process while it runs. The
+# launcher just starts them (standard library only); the driver passes proc.started, under which an
+# interrupt kills them and none starts after one (its threads must not wait for a ptxas nobody stops).
+Start = Callable[[Callable[[], "subprocess.Popen[str]"]], AbstractContextManager["subprocess.Popen[str]"]]
+
+
+def _started(popen: Callable[[], subprocess.Popen[str]]) -> AbstractContextManager[subprocess.Popen[str]]:
+    return popen()  # a Popen is the context manager: its exit closes the pipes and waits
+
+
+def _run(argv: Sequence[str], cwd: Path, env: Mapping[str, str] | None, timeout: float | None,
+         start: Start = _started) -> subprocess.CompletedProcess[str]:
+    def popen() -> subprocess.Popen[str]:
+        return subprocess.Popen(list(argv), cwd=cwd, env=env, text=True, start_new_session=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    with start(popen) as process:
+        try:
+            output, errors = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+        return subprocess.CompletedProcess(process.args, process.returncode, output or "", errors or "")
+
+
+def dryrun(argv: list[str], cwd: Path, timeout: float = 60.0,
+           start: Start = _started) -> tuple[dict[str, str], list[str]]:
     """nvcc's environment settings and steps for `argv`, as ``--dryrun`` prints them."""
-    result = subprocess.run([*argv, "--dryrun"], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    result = _run([*argv, "--dryrun"], cwd, None, timeout, start)
     if result.returncode != 0:
         raise Unsupported(f"nvcc --dryrun failed: {result.stderr.strip()[-500:]}")
     env: dict[str, str] = {}
@@ -196,7 +227,7 @@ def _split(steps: list[str], output: str) -> tuple[list[str], list[str]]:
     return front, back
 
 
-def plan(argv: list[str], cwd: Path, cache: Path) -> Plan:
+def plan(argv: list[str], cwd: Path, cache: Path, start: Start = _started) -> Plan:
     """nvcc's plan for one compile, placed in the cache entry of its front-end configuration."""
     cwd = Path(cwd)
     if not _SAFE_PATH.match(str(cache.absolute())):
@@ -204,7 +235,7 @@ def plan(argv: list[str], cwd: Path, cache: Path) -> Plan:
     output = _option_value(argv, "-o")
     if output is None or "-c" not in argv:
         raise Unsupported("not a compile to one object (-c ... -o FILE)")
-    env, steps = dryrun(argv, cwd)
+    env, steps = dryrun(argv, cwd, start=start)
     front, back = _split(_fixed_names(steps), output)
     nvcc = Path(shutil.which(argv[0]) or argv[0])
     stat = nvcc.stat()
@@ -282,7 +313,7 @@ def has_dependency_file(p: Plan) -> bool:
     return p.depfile is None or (p.entry / _DEPS).is_file()
 
 
-def fill(p: Plan, timeout: float | None = None) -> None:
+def fill(p: Plan, timeout: float | None = None, start: Start = _started) -> None:
     """Run the front-end steps into the entry, with the dependency file the build tool reads.
 
     Filled in a folder of its own beside the entry, then renamed into place
@@ -296,7 +327,7 @@ def fill(p: Plan, timeout: float | None = None) -> None:
     # The steps name the entry's folder (the placed temporary names): here, the new one's.
     steps = [s.replace(str(p.entry), str(new)) for s in p.front if not s.startswith("--")]
     try:
-        result = _run_steps(steps, p, timeout, capture=True)
+        result = _run_steps(steps, p, timeout, capture=True, start=start)
         if result.returncode != 0:
             raise Unsupported(f"the front end failed when run on its own:\n{result.stdout[-2000:]}")
         read = _preprocessed_inputs(new, p.cwd)
@@ -355,20 +386,22 @@ def _mtime(path: Path) -> float:
 
 
 def _run_steps(steps: list[str] | tuple[str, ...], p: Plan, timeout: float | None,
-               capture: bool) -> subprocess.CompletedProcess[str]:
-    """The steps as nvcc runs them: one shell line each, in order, stopping at the first failure."""
+               capture: bool, start: Start = _started) -> subprocess.CompletedProcess[str]:
+    """The steps as nvcc runs them: one shell line each, in order, stopping at the first failure; captured:
+    stdout and stderr as one text, in the order written."""
     script = "set -e\n" + "\n".join(steps) + "\n"
-    # A session of its own, so that a timeout ends ptxas too, not only the shell.
-    with subprocess.Popen(["/bin/sh", "-c", script], cwd=p.cwd, env=p.env, text=True, start_new_session=True,
-                          stdout=subprocess.PIPE if capture else None,
-                          stderr=subprocess.STDOUT if capture else None) as process:
+    if capture:
+        return _run(["/bin/sh", "-c", "exec 2>&1\n" + script], p.cwd, p.env, timeout, start)
+    # Passed through (the launcher's back end): a session of its own, so that a timeout ends ptxas too.
+    with subprocess.Popen(["/bin/sh", "-c", script], cwd=p.cwd, env=p.env, text=True,
+                          start_new_session=True) as process:
         try:
-            output, _ = process.communicate(timeout=timeout)
+            process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
-            process.communicate()
+            process.wait()
             raise
-        return subprocess.CompletedProcess(process.args, process.returncode, output or "", None)
+        return subprocess.CompletedProcess(process.args, process.returncode, "", None)
 
 
 def back_end(p: Plan, timeout: float | None = None, capture: bool = False) -> subprocess.CompletedProcess[str]:
@@ -380,10 +413,10 @@ def back_end(p: Plan, timeout: float | None = None, capture: bool = False) -> su
     return result
 
 
-def ptxas_only(p: Plan, timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+def ptxas_only(p: Plan, timeout: float | None = None, start: Start = _started) -> subprocess.CompletedProcess[str]:
     """Only the ptxas steps (its -v report is all a static objective reads); no object is written."""
     os.utime(p.entry / _DONE)
-    return _run_steps(p.ptxas, p, timeout, capture=True)
+    return _run_steps(p.ptxas, p, timeout, capture=True, start=start)
 
 
 # ------------------------------------------------------------------ the launcher

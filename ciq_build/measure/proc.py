@@ -412,6 +412,32 @@ def wait_or_stop(attempt: Callable[[float], bool], what: str) -> None:
             return
 
 
+@contextmanager
+def started(popen: Callable[[], subprocess.Popen[str]]) -> Iterator[subprocess.Popen[str]]:
+    """A process that code outside `run` starts with `popen`, in a session of its own (the ptxas-only path's
+    steps: ciq_build.compiler.ptxas_path cannot import this module), held while it runs as `run` holds its
+    own: an interrupt kills its session and what it started (`kill_all_running`), and none starts after one
+    (Stopped). Not swept for leftovers when it ends, as `run` is (~35 ms a process): for processes that
+    leave nothing behind."""
+    with _leaders_lock, _running_lock:  # as in run(): a process the kill does not see has not started
+        raise_if_stopped("starting a process")
+        process = popen()
+        _leaders.add(process.pid)
+        leader = _read_stat(process.pid)
+        one = _Run(process.pid, "", leader.start if leader is not None else 0)  # no mark: its session
+        _running[process.pid] = one
+    try:
+        with process:  # its exit closes the pipes and waits for it
+            yield process
+    finally:
+        with one.lock:
+            one.reaped = True
+        with _leaders_lock:
+            _leaders.discard(process.pid)
+        with _running_lock:
+            _running.pop(process.pid, None)
+
+
 @dataclass(frozen=True)
 class ProcResult:
     """What one finished (or killed) process did."""

@@ -223,7 +223,7 @@ class ScratchTree:
         None where the fast path cannot take a compile, or a step fails: the full build then runs."""
         started = time.monotonic()
         try:
-            plans = [ptxas_path.plan(argv, self.build_dir, self.front_end_cache)
+            plans = [ptxas_path.plan(argv, self.build_dir, self.front_end_cache, start=proc.started)
                      for argv in self._tuned_compiles(timeout)]
         except (ptxas_path.Unsupported, OSError, subprocess.SubprocessError):
             return None
@@ -236,8 +236,8 @@ class ScratchTree:
                 # fatbinary and the host compile, of no use to a static objective): kept at no extra cost.
                 # One that fails costs its front end twice (the full build below says why it failed).
                 if not ptxas_path.ready(p):
-                    ptxas_path.fill(p, timeout - (time.monotonic() - started))
-                ran = ptxas_path.ptxas_only(p, timeout - (time.monotonic() - started))
+                    ptxas_path.fill(p, timeout - (time.monotonic() - started), start=proc.started)
+                ran = ptxas_path.ptxas_only(p, timeout - (time.monotonic() - started), start=proc.started)
             except subprocess.TimeoutExpired:
                 # The candidate's own compile steps, no build tool: its timeout (not once more in the full build).
                 return CandidateBuild(False, Cause.COMPILE_TIMEOUT,

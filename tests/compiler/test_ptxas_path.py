@@ -22,6 +22,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -311,3 +313,42 @@ def test_a_tree_switched_to_nvcc_whole_is_configured_again_without_the_launcher(
     listed = ensure_ok(proc.run(["ninja", "-C", str(whole.build_dir), "-t", "commands", "spill_kernels"], 600)).stdout
     assert "ptxas_path" not in listed and "--options-file=" in listed
     assert whole.build(Controls(), 300, static_only=True).objects  # no ptxas-only shortcut either
+
+
+# -- a stopped tune: the path's own processes -------------------------------------------------------
+
+_BUSY = "import sys, time\nopen(sys.argv[1], 'a').close()\nend = time.monotonic() + 120\nwhile time.monotonic() < end: pass"
+
+
+def test_a_stop_kills_the_steps_a_driver_thread_runs_itself_and_none_starts_after_it(tmp_path: Path) -> None:
+    # A static tune's workers run the front end and ptxas themselves, not under the build tool: a stop
+    # killed every run it knew of but not these, so the stopped tune waited for each one (a CPU-busy
+    # TEST DOUBLE for a front end here, 120 s).
+    flag = tmp_path / "started"
+    busy = shlex.join([sys.executable, "-c", _BUSY, str(flag)])
+    plan = ptxas_path.Plan(("nvcc",), tmp_path, dict(os.environ), (busy,), (), tmp_path / "entry", None)
+    outcome: list[BaseException | str] = []
+
+    def fill() -> None:
+        try:
+            ptxas_path.fill(plan, 600, start=proc.started)
+            outcome.append("filled")
+        except BaseException as error:  # noqa: BLE001 - what the worker thread saw
+            outcome.append(error)
+
+    worker = threading.Thread(target=fill)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not flag.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stopped = time.monotonic()
+        proc.stop_all()
+        worker.join(timeout=60)
+        assert time.monotonic() - stopped < 15, "the stop waited for the step"
+        assert isinstance(outcome[0], ptxas_path.Unsupported), outcome  # killed: no front end
+        assert not plan.entry.exists() and not list(tmp_path.glob("entry.new-*"))  # nothing half-filled is kept
+        with pytest.raises(proc.Stopped):
+            ptxas_path.fill(plan, 600, start=proc.started)
+    finally:
+        proc.resume_starting()  # this test process goes on after its "interrupt"
