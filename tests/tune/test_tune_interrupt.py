@@ -277,10 +277,10 @@ def test_a_tune_stops_at_once_before_its_search(tmp_path: Path, step: str, signu
 
 def test_a_tune_stops_at_once_while_it_confirms_its_winner(tmp_path: Path) -> None:
     # A first tune measures everything; each later one finds it all in the journal and goes on to confirm
-    # the winner (X=1, better beyond the noise): re-measure it against the baseline, then drop its no-op
-    # controls (each a rebuild), then pin it. One build tree for both phases (a first tune of its own
-    # for each took ~100 s more on two loaded cores): a stop keeps the journal as it was, so the second
-    # stopped tune confirms the same winner again.
+    # the winner (X=1, better beyond the noise): drop its no-op controls (each a rebuild, beside the
+    # winner's and the baseline's rebuilds), re-measure it against the baseline, then pin it. One build
+    # tree for both phases (a first tune of its own for each took ~100 s more on two loaded cores): a
+    # stop keeps the journal as it was, so the second stopped tune confirms the same winner again.
     args = ["--generations", "1", "--pool-size", "4", "--repeats", "2", "--seed", "3", "--timeout", "600",
             "--cmake-arg=-DFAULTY_PARAMS=X=range(0,3)"]
     first = Tune(tmp_path, *args, "--no-pin", busy_compiles=True)  # busy.py only runs the compile till switched on
@@ -302,9 +302,10 @@ def test_a_tune_stops_at_once_while_it_confirms_its_winner(tmp_path: Path) -> No
     tune.bench_flag.unlink()
     tune = Tune(tmp_path, *args)
     try:
-        tune.wait_until(lambda: tune.said("re-measuring the winner"), "the re-measure")
-        _switch_on(tune.compile_flag)  # the next compile is the minimal pin's
+        tune.wait_until(lambda: tune.said("minimizing the pin"), "the minimal pin")
+        _switch_on(tune.compile_flag)  # the next compiles are its rebuilds, the winner's and the baseline's
         tune.wait_until(lambda: bool(tune.started(tune.compile_flag)), "the minimal pin's rebuilds")
+        assert not tune.said("re-measuring the winner")
         seconds = tune.stop(signal.SIGTERM)
     finally:
         tune.kill()
