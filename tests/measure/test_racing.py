@@ -195,48 +195,60 @@ def dataclass_failed(key: str) -> Evaluation:
 
 
 def test_the_next_candidate_compiles_while_one_is_benchmarked_but_compiles_stay_within_jobs(tmp_path: Path) -> None:
-    intervals = tmp_path / "benchmarks.log"
-    script = tmp_path / "bench.py"  # a real process; it logs when it ran
+    # Events, not sleeps: the benchmark says when it runs and waits (up to 60 s) until a compile has seen it
+    # running; a compile that could only start after a benchmark ended sees it ended. So the verdict does not
+    # depend on how long a loaded machine takes to start a process.
+    started, release, ended = tmp_path / "started", tmp_path / "release", tmp_path / "ended"
+    script = tmp_path / "bench.py"  # a real process
     script.write_text(
-        f"#!{sys.executable}\nimport time\nstart = time.time(); time.sleep(0.6)\n"
-        f"open({str(intervals)!r}, 'a').write(f'{{start}} {{time.time()}}\\n')\nprint('CIQ_METRIC time_ms=1')\n")
+        f"#!{sys.executable}\nimport os, time\nopen({str(started)!r}, 'a').close()\n"
+        f"end = time.monotonic() + 60\nwhile not os.path.exists({str(release)!r}) and time.monotonic() < end:\n"
+        f"    time.sleep(0.01)\nopen({str(ended)!r}, 'a').close()\nprint('CIQ_METRIC time_ms=1')\n")
     script.chmod(0o755)
     manifest = Manifest(
         target="kern", source_dir=tmp_path, binary_dir=tmp_path / "build", target_source_dir=tmp_path,
         target_binary_dir=tmp_path / "build", cuda_sources=(), object_dir=tmp_path / "build",
         benchmark=Benchmark("bench", script, ()), metric_regex="", objectives=("time",), params=(),
-        search_space=("params",), pin_dir=tmp_path / "ciq", pin_file=tmp_path / "ciq" / "kern.json", timeout=60.0,
+        search_space=("params",), pin_dir=tmp_path / "ciq", pin_file=tmp_path / "ciq" / "kern.json", timeout=120.0,
         options_file=tmp_path / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
         toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
     builds: list[tuple[float, float]] = []
+    compiled_during_a_benchmark: list[bool] = []
 
-    class SleepingTree:
-        """TEST DOUBLE for a scratch tree: its "compile" is a sleep, timed."""
+    class WaitingTree:
+        """TEST DOUBLE for a scratch tree: the first "compile" is instant; the second waits until a benchmark
+        has started, notes whether it still runs, then lets it finish."""
 
         build_dir = tmp_path
         benchmark_path = script
 
         def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
                   benchmark: bool = True) -> CandidateBuild:
-            start = time.time()
-            time.sleep(0.6)
-            builds.append((start, time.time()))
-            return CandidateBuild(True, None, "", 0.6, "", (), script)
+            start = time.monotonic()
+            if builds:  # the second compile
+                end = start + 90
+                while not started.exists() and not ended.exists() and time.monotonic() < end:
+                    time.sleep(0.01)
+                compiled_during_a_benchmark.append(started.exists() and not ended.exists())
+                release.touch()
+            builds.append((start, time.monotonic()))
+            return CandidateBuild(True, None, "", 0.0, "", (), script)
 
         def bench_spec(self, timeout: float, required: tuple[str, ...]) -> BenchSpec:
             return BenchSpec(path=script, args=tuple(()), timeout=timeout, cwd=tmp_path, required=required)
 
-    runner = BuildRunner(manifest, None, parse_objectives(["time"]), 1, 30.0, GpuSlots(),
+    runner = BuildRunner(manifest, None, parse_objectives(["time"]), 1, 120.0, GpuSlots(),
                          build_jobs=1)
-    threads = [threading.Thread(target=runner.evaluate, args=(SleepingTree(), Proposal(i, 0, {}), Controls(), f"k{i}"))
+    trees = [WaitingTree(), WaitingTree()]
+    outcomes: list[Evaluation] = []
+    threads = [threading.Thread(target=lambda i=i: outcomes.append(
+                   runner.evaluate(trees[i], Proposal(i, 0, {}), Controls(), f"k{i}")))
                for i in range(2)]  # two workers (what --jobs 1 with one GPU gets), two candidates
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    benchmarks = [tuple(map(float, line.split())) for line in intervals.read_text().splitlines()]
-    assert len(builds) == 2 and len(benchmarks) == 2
+    assert len(builds) == 2 and len(outcomes) == 2 and all(o.ok for o in outcomes)
     (a0, a1), (b0, b1) = sorted(builds)
-    assert b0 >= a1 - 0.01  # one compile at a time (--jobs 1)
-    first_benchmark = min(benchmarks)
-    assert b0 < first_benchmark[1] and b1 > first_benchmark[0]  # the second compile ran during the first benchmark
+    assert b0 >= a1  # one compile at a time (--jobs 1)
+    assert compiled_during_a_benchmark == [True]  # the second compile ran while the first benchmark ran
