@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from typing import Any
 from pathlib import Path
 
 from ciq_build.compiler.controls import Controls
@@ -239,7 +240,7 @@ def test_the_next_candidate_compiles_while_one_is_benchmarked_but_compiles_stay_
 
     runner = BuildRunner(manifest, None, parse_objectives(["time"]), 1, 120.0, GpuSlots(),
                          build_jobs=1)
-    trees = [WaitingTree(), WaitingTree()]
+    trees: list[Any] = [WaitingTree(), WaitingTree()]  # duck-typed scratch trees
     outcomes: list[Evaluation] = []
     threads = [threading.Thread(target=lambda i=i: outcomes.append(
                    runner.evaluate(trees[i], Proposal(i, 0, {}), Controls(), f"k{i}")))
