@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
