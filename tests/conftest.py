@@ -80,6 +80,12 @@ def _check_together(items: list[pytest.Item]) -> None:
                                     "to TOGETHER in tests/conftest.py")
 
 
+def scheduling_unit(nodeid: str) -> str:
+    """What one worker takes at a time: a whole file in TOGETHER, any other test by itself."""
+    file = nodeid.split("::", 1)[0]
+    return file if Path(file).name in TOGETHER else nodeid
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     if config.getvalue("dist") != "loadfile":
         return None  # another distribution, asked for by name: xdist's own
@@ -89,8 +95,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
         """A file in TOGETHER is one unit of work; any other file's tests are a unit each."""
 
         def _split_scope(self, nodeid: str) -> str:
-            file = nodeid.split("::", 1)[0]
-            return file if Path(file).name in TOGETHER else nodeid
+            return scheduling_unit(nodeid)
 
     return FileOrTest(config, log)
 
