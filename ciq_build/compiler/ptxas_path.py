@@ -81,6 +81,9 @@ _NVIDIA_BACK = {"ptxas", "fatbinary"}
 _DEBUG = re.compile(r"^(-g.*|-G|--device-debug|--debug)$")
 _DONE = "front.json"  # written before the entry is renamed into place: an entry without it is not one
 _DEPS = "deps.d"  # the dependency file the build tool reads (-MF), where the compile asks for one
+# What the front end printed (the preprocessor's warnings: '"TILE" redefined', which the PARAMS probe reads),
+# said again by every compile from the entry, so a compile's log is the same whether its front end ran or was kept.
+_LOG = "front-end.log"
 _ENTRY_NAME = re.compile(r"^[0-9a-f]{24}$")  # an entry's folder (others in the cache are being written or removed)
 # A file name a make-style dependency file can hold without escapes this module does not write.
 _DEPENDENCY_NAME = re.compile(r"^[^\s#$:\\]+$")
@@ -330,6 +333,7 @@ def fill(p: Plan, timeout: float | None = None, start: Start = _started) -> None
         result = _run_steps(steps, p, timeout, capture=True, start=start)
         if result.returncode != 0:
             raise Unsupported(f"the front end failed when run on its own:\n{result.stdout[-2000:]}")
+        (new / _LOG).write_text(result.stdout, encoding="utf-8")
         read = _preprocessed_inputs(new, p.cwd)
         if p.depfile is not None:
             _write_dependency_file(new / _DEPS, _option_value(p.argv, "-MT") or p.output, read)
@@ -474,6 +478,11 @@ def main(args: list[str]) -> int:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             print(f"ciq_build: the front end is not kept for the ptxas-only path ({reason})", file=sys.stderr)
             os.execvp(argv[0], argv)
+    try:
+        sys.stderr.write((p.entry / _LOG).read_text(encoding="utf-8"))
+        sys.stderr.flush()
+    except OSError:
+        pass  # an entry kept by an earlier ciq_build, without the log: its compile says what the back end says
     try:
         result = back_end(p)
     except OSError:
