@@ -34,3 +34,28 @@ def ensure_ok(result: ProcResult) -> ProcResult:
 def said(result: ProcResult) -> str:
     """stdout and stderr with CMake's line wrapping undone."""
     return " ".join((result.stdout + "\n" + result.stderr).split())
+
+
+# A register-hungry kernel: how ptxas spills it under a register cap depends on the controls, an ACF's
+# included (tests/search/test_acf_pool.py, tests/test_i24_bench.py).
+SPILL_KERNEL = r"""
+__global__ void spill(const float4* __restrict__ a, float* __restrict__ out, int n, int stride) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc[24];
+#pragma unroll
+  for (int k = 0; k < 24; ++k) acc[k] = 0.f;
+  for (int j = 0; j < n; j += 8) {
+    float4 x[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) x[u] = a[(j + u) * stride + t];
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+#pragma unroll
+      for (int k = 0; k < 24; ++k) acc[k] = fmaf(acc[k], (k & 1) ? x[u].x : x[u].y, (k & 2) ? x[u].z : x[u].w);
+  }
+  float s = 0.f;
+#pragma unroll
+  for (int k = 0; k < 24; ++k) s += acc[k] * (float)(k + 1);
+  out[t] = s;
+}
+"""

@@ -17,32 +17,10 @@ import pytest
 
 from ciq_build.measure import proc
 from ciq_build.search.acf_pool import POOL_FILE, load_pool, pool_sha256
-from support import REPO_ROOT, ensure_ok
+from support import REPO_ROOT, SPILL_KERNEL, ensure_ok
 
 BENCH = REPO_ROOT / "bench"
 
-# Register-hungry: what ptxas does with it depends on the controls (as in tests/search/test_acf_pool.py).
-KERNEL = r"""
-__global__ void spill(const float4* __restrict__ a, float* __restrict__ out, int n, int stride) {
-  int t = blockIdx.x * blockDim.x + threadIdx.x;
-  float acc[24];
-#pragma unroll
-  for (int k = 0; k < 24; ++k) acc[k] = 0.f;
-  for (int j = 0; j < n; j += 8) {
-    float4 x[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) x[u] = a[(j + u) * stride + t];
-#pragma unroll
-    for (int u = 0; u < 8; ++u)
-#pragma unroll
-      for (int k = 0; k < 24; ++k) acc[k] = fmaf(acc[k], (k & 1) ? x[u].x : x[u].y, (k & 2) ? x[u].z : x[u].w);
-  }
-  float s = 0.f;
-#pragma unroll
-  for (int k = 0; k < 24; ++k) s += acc[k] * (float)(k + 1);
-  out[t] = s;
-}
-"""
 
 
 def _bench(script: str, *args: object, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -78,7 +56,7 @@ def test_an_arms_pin_becomes_one_cmake_argument_with_its_acf_by_absolute_path(tm
 
 
 def test_the_sass_diff_names_what_a_register_cap_changed(tmp_path: Path, cuda133_bin: Path) -> None:
-    (tmp_path / "spill.cu").write_text(KERNEL)
+    (tmp_path / "spill.cu").write_text(SPILL_KERNEL)
     objects = {}
     for name, flags in (("defaults", []), ("capped", ["-maxrregcount=32"]), ("again", [])):
         objects[name] = tmp_path / f"{name}.o"
@@ -118,7 +96,7 @@ def test_the_acf_screen_keeps_one_acf_per_distinct_machine_code_as_a_loadable_po
     pool["acfs"].append({"file": "again.acf", "sha256": first["sha256"]})
     pool["pool_sha256"] = pool_sha256(pool["acfs"])
     (raw / POOL_FILE).write_text(json.dumps(pool))
-    (tmp_path / "spill.cu").write_text(KERNEL)
+    (tmp_path / "spill.cu").write_text(SPILL_KERNEL)
     screened = _bench("acf_screen.py", "--source", tmp_path / "spill.cu", "--pool", raw, "--out", tmp_path / "out",
                       "--nvcc", cuda133_bin / "nvcc", "--cuobjdump", cuda133_bin / "cuobjdump",
                       "--json", tmp_path / "screen.json")

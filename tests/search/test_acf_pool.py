@@ -23,33 +23,11 @@ from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.search.acf_pool import POOL_FILE, load_pool, pool_sha256
 from ciq_build.state.durable import sha256_file
-from support import ensure_ok
+from support import SPILL_KERNEL, ensure_ok
 
 pytestmark = pytest.mark.acf
 pytest.importorskip("compileiq")
 
-# Register-hungry under a register cap: how it spills depends on what the ACF tells ptxas.
-KERNEL = r"""
-__global__ void spill(const float4* __restrict__ a, float* __restrict__ out, int n, int stride) {
-  int t = blockIdx.x * blockDim.x + threadIdx.x;
-  float acc[24];
-#pragma unroll
-  for (int k = 0; k < 24; ++k) acc[k] = 0.f;
-  for (int j = 0; j < n; j += 8) {
-    float4 x[8];
-#pragma unroll
-    for (int u = 0; u < 8; ++u) x[u] = a[(j + u) * stride + t];
-#pragma unroll
-    for (int u = 0; u < 8; ++u)
-#pragma unroll
-      for (int k = 0; k < 24; ++k) acc[k] = fmaf(acc[k], (k & 1) ? x[u].x : x[u].y, (k & 2) ? x[u].z : x[u].w);
-  }
-  float s = 0.f;
-#pragma unroll
-  for (int k = 0; k < 24; ++k) s += acc[k] * (float)(k + 1);
-  out[t] = s;
-}
-"""
 
 
 def _sample(out: Path, seed: int, spaces: Path) -> dict:
@@ -64,7 +42,7 @@ def _sample(out: Path, seed: int, spaces: Path) -> dict:
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory: pytest.TempPathFactory, cuda133_bin: Path) -> Path:
     directory = tmp_path_factory.mktemp("ptx")
-    (directory / "spill.cu").write_text(KERNEL)
+    (directory / "spill.cu").write_text(SPILL_KERNEL)
     ensure_ok(proc.run([cuda133_bin / "nvcc", "-arch=sm_90a", "-ptx", directory / "spill.cu", "-o",
                         directory / "spill.ptx"], 120))
     return directory / "spill.ptx"
