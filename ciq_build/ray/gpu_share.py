@@ -26,6 +26,13 @@ without Ray); `GpuShare` is the Ray actor around it, created by the parent
 every compile actor (`ShareClient.find`). A tune that finds no share (a
 single `tune <target>`) asks for no grant: Ray schedules its benchmarks as
 before.
+
+The share is ended by the `tune` that created it (its `creator` token says
+which), when that tune ends, stopped or not: Ray would end it with its
+owner too, but only a moment after the owner's process is gone, and a
+`tune` started again at once (a resume) would find the dying share by name,
+join it, and report the stopped run's reclaimed grants as its own. A `tune`
+that joined another's share reports the grants asked since it joined.
 """
 
 from __future__ import annotations
@@ -123,10 +130,11 @@ class FairShare:
         grant = self.log[grant_id]
         return grant.granted is not None
 
-    def shares(self) -> list[TargetShare]:
-        """Each target's benchmarks (granted requests), GPU-seconds and longest wait, in the order they first asked."""
+    def shares(self, since: float = 0.0) -> list[TargetShare]:
+        """Each target's benchmarks (granted requests asked at `since` or later), GPU-seconds and longest wait,
+        in the order they first asked."""
         found: dict[str, TargetShare] = {}
-        for grant in self.log:
+        for grant in (g for g in self.log if g.asked >= since):
             share = found.get(grant.target, TargetShare(grant.target, 0, 0.0, 0.0))
             waited = (grant.granted if grant.granted is not None else grant.released or grant.asked) - grant.asked
             found[grant.target] = TargetShare(
@@ -168,8 +176,9 @@ def share_table(shares: list[TargetShare], capacity: int) -> str:
 class GpuShare:
     """The Ray actor (async: a waiting `acquire` blocks no other call): FairShare, waking, reclaiming."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, creator: str = "") -> None:
         self.rule = FairShare(capacity)
+        self.creator = creator  # the token of the `tune` that created the share, the one to end it
         self._start = time.monotonic()
         self._granted: dict[int, asyncio.Event] = {}
         self._handles: dict[str, Any] = {}  # holder -> its actor handle, to ping
@@ -202,11 +211,15 @@ class GpuShare:
     def release(self, grant_id: int) -> None:
         self._wake(self.rule.release(grant_id, self._now()))
 
-    def log(self) -> list[dict[str, Any]]:
-        return [asdict(g) for g in self.rule.log]
+    def joined(self) -> tuple[str, float]:
+        """The creator's token, and the share's clock now: a `tune` that joins reports the grants asked after it."""
+        return self.creator, self._now()
 
-    def shares(self) -> list[TargetShare]:
-        return self.rule.shares()
+    def log(self, since: float = 0.0) -> list[dict[str, Any]]:
+        return [asdict(g) for g in self.rule.log if g.asked >= since]
+
+    def shares(self, since: float = 0.0) -> list[TargetShare]:
+        return self.rule.shares(since)
 
     async def _reclaim(self) -> None:
         import ray

@@ -30,6 +30,7 @@ slots only bound how many candidates compile at once.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -40,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -112,10 +114,10 @@ def tune_together(options: TuneOptions, targets: list[str]) -> list[TargetResult
         capacity = gpu_capacity(resources, options.ray_gpu_resource)
         # A share for the targets' benchmarks (a static target never asks). get_if_exists: another tune of
         # several on this cluster already has one, and its targets and ours share the GPUs.
+        token = uuid.uuid4().hex
         share = (ray.remote(GpuShare).options(name=SHARE_NAME, namespace=NAMESPACE, num_cpus=0, max_restarts=0,
-                                              get_if_exists=True).remote(capacity) if capacity else None)
-        if share is not None:
-            ray.get(share.shares.remote())  # up before any child looks for it
+                                              get_if_exists=True).remote(capacity, token) if capacity else None)
+        creator, since = ray.get(share.joined.remote()) if share is not None else ("", 0.0)  # up before any child looks
         # The address given (a ray:// client address is reachable from here; the cluster's own may not be),
         # else the one of the cluster found or started here.
         address = options.ray_address or ray.get_runtime_context().gcs_address
@@ -125,7 +127,10 @@ def tune_together(options: TuneOptions, targets: list[str]) -> list[TargetResult
                 return _Children(child_options, targets, plan.together, Path(results), say).run()
         finally:
             if share is not None:
-                _report_share(share, capacity, options.build_dir / "ciq" / "gpu-share.jsonl")
+                _report_share(share, capacity, since, options.build_dir / "ciq" / "gpu-share.jsonl")
+                if creator == token:  # ours: end it now, not when Ray notices we are gone (ciq_build.ray.gpu_share)
+                    with contextlib.suppress(ray.exceptions.RayError):
+                        ray.kill(share, no_restart=True)
 
 
 def run_child(options: TuneOptions, backend: BuildBackend, result_file: Path) -> int:
@@ -135,12 +140,13 @@ def run_child(options: TuneOptions, backend: BuildBackend, result_file: Path) ->
     return result.exit_code
 
 
-def _report_share(share: Any, capacity: int, log_file: Path) -> None:
-    """Each target's GPU share on stdout; every grant (who, which worker, when) in `log_file`, a JSON line each."""
+def _report_share(share: Any, capacity: int, since: float, log_file: Path) -> None:
+    """Each target's GPU share on stdout; every grant asked from `since` on (who, which worker, when) in
+    `log_file`, a JSON line each."""
     ray = _ray()
     try:
-        grants: list[dict[str, Any]] = ray.get(share.log.remote())
-        shares: list[TargetShare] = ray.get(share.shares.remote())
+        grants: list[dict[str, Any]] = ray.get(share.log.remote(since))
+        shares: list[TargetShare] = ray.get(share.shares.remote(since))
     except ray.exceptions.RayError as error:
         LOG.warning("the GPU share could not be read (%s): no GPU share to report", type(error).__name__)
         return

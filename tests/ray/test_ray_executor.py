@@ -496,10 +496,18 @@ def test_targets_tuned_together_share_the_gpu_fairly_stop_together_and_resume_fr
     stopped = {t: _evaluations(build, t) for t in ("timer", "slow_timer")}
     assert all(r["ok"] for records in stopped.values() for r in records), stopped
 
-    # 2. The same command: each target resumes from its own journal and pins its own record.
+    # 2. The same command: each target resumes from its own journal and pins its own record. Here another
+    #    `tune` of several (this test) holds the cluster's share, with a benchmark of its own before ours:
+    #    the resume joins that share, reports only the grants asked since it joined, and leaves it up. (The
+    #    stopped run ended its own share: a share still up, dying with its owner, was joined by the resume
+    #    and its reclaimed grants reported as the resume's.)
+    other, holder = _others_share()
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
     said = result.stdout + result.stderr
     assert result.returncode == 0, said
+    assert ray.get(other.joined.remote(), timeout=30)[0] == "another tune", "a tune ended a share it had joined"
+    ray.kill(other)
+    ray.kill(holder)
     assert "ray: 2 target(s) at once with --jobs 3 each need 6 CPUs" in result.stderr and "each with --jobs 2" in said
     for target in ("timer", "slow_timer"):
         summary = [line for line in result.stdout.splitlines() if line.startswith(f"[{target.ljust(10)}]")]
@@ -511,8 +519,8 @@ def test_targets_tuned_together_share_the_gpu_fairly_stop_together_and_resume_fr
     #    waited went to the target that had used the fewest GPU-seconds (ties: the one waiting longest). So
     #    while a target waits, no other is ahead of it by more than the one benchmark it is running.
     grants = [json.loads(line) for line in (build / "ciq" / "gpu-share.jsonl").read_text().splitlines()]
-    assert {g["target"] for g in grants} == {"timer", "slow_timer"}
-    assert all(g["granted"] is not None and g["released"] is not None and not g["reclaimed"] for g in grants)
+    assert {g["target"] for g in grants} == {"timer", "slow_timer"}, grants
+    assert all(g["granted"] is not None and g["released"] is not None and not g["reclaimed"] for g in grants), grants
     for g in grants:
         assert sum(1 for h in grants if h["granted"] <= g["granted"] < h["released"]) == 1, g  # capacity 1
     for g in grants:
@@ -654,18 +662,41 @@ def test_compiles_run_on_compile_nodes_benchmarks_on_the_gpu_node_and_a_lost_nod
     assert len(keys) == len(set(keys)) >= 2  # the baseline and the candidates, each once
 
 
+def _holder() -> object:
+    """A stand-in for a compile actor, as the GPU share sees one: something to ping."""
+
+    class _Holder:  # defined here, so that Ray ships it by value (workers cannot import this test module)
+        def alive(self) -> bool:
+            return True
+
+    return ray.remote(_Holder).options(num_cpus=0).remote()
+
+
+def _others_share() -> tuple[object, object]:
+    """The cluster's GPU share as another `tune` of several would hold it, one benchmark of its own done."""
+    from ciq_build.ray.gpu_share import NAMESPACE, SHARE_NAME, GpuShare
+
+    holder = _holder()
+    deadline = time.monotonic() + 60
+    while True:
+        try:  # a share ended a moment ago may still hold the name
+            share = ray.remote(GpuShare).options(name=SHARE_NAME, namespace=NAMESPACE, num_cpus=0).remote(
+                1, "another tune")
+            ray.get(share.joined.remote(), timeout=30)
+            break
+        except ValueError:
+            assert time.monotonic() < deadline, "the stopped tune's GPU share never ended"
+            time.sleep(0.2)
+    ray.get(share.release.remote(ray.get(share.acquire.remote("other", "ray-0@other", holder), timeout=30)))
+    return share, holder
+
+
 @pytest.mark.slow
 def test_the_share_actor_reclaims_the_grant_of_a_holder_that_died_holding_it(cluster: None) -> None:
     from ciq_build.ray.gpu_share import GpuShare
 
-    class _Holder:  # defined here, so that Ray ships it by value (workers cannot import this test module)
-        """A stand-in for a compile actor, as the GPU share sees one: something to ping."""
-
-        def alive(self) -> bool:
-            return True
-
     share = ray.remote(GpuShare).options(num_cpus=0).remote(1)
-    dead, alive = (ray.remote(_Holder).options(num_cpus=0).remote() for _ in range(2))
+    dead, alive = _holder(), _holder()
     assert ray.get(share.acquire.remote("a", "ray-0@dead", dead), timeout=30) == 0
     waiting = share.acquire.remote("b", "ray-0@alive", alive)
     assert not ray.wait([waiting], timeout=3)[0]  # the one GPU is held (and its holder answers pings)
