@@ -23,6 +23,13 @@ by absolute paths; an entry whose front end read a file by a relative name,
 which could be another file in another tree, is not kept), and entries are
 written whole or not at all (filled in a folder of their own, then renamed
 into place), so compiles in several trees at once never read half an entry.
+An entry is read-only once in place: each compile from it runs its steps
+after the front end in a folder of its own, holding links to the entry's
+front-end files, so what ptxas and fatbinary write (under nvcc's fixed
+temporary names) is that compile's alone. (Written into the entry, two
+trees compiling the same front end with different ptxas controls at once,
+a candidate and the minimal pin's build without its ACF, swapped cubins: an
+object held the other's machine code.)
 
 Same bytes as nvcc: a plain nvcc compile names its temporary files
 ``$TMPDIR/tmpxft_<pid>_<n>-<k>_<name>``; the host compiler records the
@@ -59,8 +66,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -308,6 +315,8 @@ def ready(p: Plan) -> bool:
         meta = json.loads((p.entry / _DONE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
+    if not isinstance(meta.get("files"), list):
+        return False  # an entry of an earlier ciq_build, its front-end files not listed: filled again
     return all(_stat(name, p.cwd) == stat for name, stat in meta["inputs"].items())
 
 
@@ -333,13 +342,15 @@ def fill(p: Plan, timeout: float | None = None, start: Start = _started) -> None
         result = _run_steps(steps, p, timeout, capture=True, start=start)
         if result.returncode != 0:
             raise Unsupported(f"the front end failed when run on its own:\n{result.stdout[-2000:]}")
+        files = sorted(f.name for f in new.iterdir() if f.is_file())  # the front end's own: what a compile links
         (new / _LOG).write_text(result.stdout, encoding="utf-8")
         read = _preprocessed_inputs(new, p.cwd)
         if p.depfile is not None:
             _write_dependency_file(new / _DEPS, _option_value(p.argv, "-MT") or p.output, read)
         # Read after the run, as after nvcc's own: a file changed while the front end ran is missed either way.
         stats = {name: _stat(name, p.cwd) for name in [p.argv[0], *read]}
-        (new / _DONE).write_text(json.dumps({"argv": list(p.argv), "inputs": stats}), encoding="utf-8")
+        (new / _DONE).write_text(json.dumps({"argv": list(p.argv), "inputs": stats, "files": files}),
+                                 encoding="utf-8")
         _publish(new, p)
     except BaseException:  # a timeout too: nothing unfinished is left
         shutil.rmtree(new, ignore_errors=True)
@@ -408,10 +419,31 @@ def _run_steps(steps: list[str] | tuple[str, ...], p: Plan, timeout: float | Non
         return subprocess.CompletedProcess(process.args, process.returncode, "", None)
 
 
+@contextmanager
+def _own_folder(p: Plan) -> Iterator[Callable[[Sequence[str]], list[str]]]:
+    """A folder for one compile's steps after the front end, with links to the entry's front-end files; what
+    the steps write there (the cubin, the fatbinary) no other compile reads. Gives the steps re-placed in it."""
+    try:
+        files = json.loads((p.entry / _DONE).read_text(encoding="utf-8"))["files"]
+    except (ValueError, KeyError) as error:
+        raise OSError(f"the kept front end {p.entry} cannot be read: {error}") from None
+    own = Path(tempfile.mkdtemp(prefix=f"{p.entry.name}.run-", dir=p.entry.parent))
+    try:
+        for name in files:
+            try:
+                os.link(p.entry / name, own / name)  # the steps only read these
+            except OSError:  # a file system without hard links
+                shutil.copyfile(p.entry / name, own / name)
+        os.utime(p.entry / _DONE)  # recently used
+        yield lambda steps: [step.replace(str(p.entry), str(own)) for step in steps]
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
+
+
 def back_end(p: Plan, timeout: float | None = None, capture: bool = False) -> subprocess.CompletedProcess[str]:
     """ptxas, fatbinary and the host compile from the kept front end: the object, as nvcc makes it."""
-    os.utime(p.entry / _DONE)  # recently used
-    result = _run_steps(p.back, p, timeout, capture)
+    with _own_folder(p) as placed:
+        result = _run_steps(placed(p.back), p, timeout, capture)
     if result.returncode == 0 and p.depfile is not None:
         shutil.copyfile(p.entry / _DEPS, p.depfile)  # the build tool reads (and may delete) it
     return result
@@ -419,8 +451,8 @@ def back_end(p: Plan, timeout: float | None = None, capture: bool = False) -> su
 
 def ptxas_only(p: Plan, timeout: float | None = None, start: Start = _started) -> subprocess.CompletedProcess[str]:
     """Only the ptxas steps (its -v report is all a static objective reads); no object is written."""
-    os.utime(p.entry / _DONE)
-    return _run_steps(p.ptxas, p, timeout, capture=True, start=start)
+    with _own_folder(p) as placed:
+        return _run_steps(placed(p.ptxas), p, timeout, capture=True, start=start)
 
 
 # ------------------------------------------------------------------ the launcher

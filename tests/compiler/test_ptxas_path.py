@@ -215,6 +215,42 @@ def test_another_scratch_tree_of_the_tune_builds_from_the_kept_front_end_what_nv
                              for p in built.objects)
 
 
+def _build_into(built: list[cmake_trees.CandidateBuild | None], i: int, tree: cmake_trees.ScratchTree,
+                controls: Controls) -> None:
+    built[i] = tree.build(controls, 300)
+
+
+def test_trees_compiling_one_front_end_at_once_with_other_ptxas_controls_each_get_their_own_code(
+        spill: cmake_trees.ScratchTree) -> None:
+    """The minimal pin builds the winner less its ACF in one tree while the winner is rebuilt in another, and
+    builds ahead run beside the search's: each object must hold its own tree's code. The kept front end is
+    only read: each compile's cubin and fatbinary are its own (written into the shared entry under nvcc's
+    fixed names, one tree's fatbinary took the other's cubin, and the minimal pin dropped a winning ACF)."""
+    other = cmake_trees.ScratchTree(spill.manifest, spill.root.parent / "scratch-beside", spill.toolchain)
+    other.configure(300)
+    assert spill.build(Controls(), 300).ok
+    [argv] = _nvcc_commands(spill)
+    entry = ptxas_path.plan(argv, spill.build_dir, spill.front_end_cache).entry
+    kept = {f.name: f.stat().st_mtime_ns for f in entry.iterdir() if f.name != "front.json"}
+    runs = [(spill, Controls()), (other, Controls(flags=("-Xptxas=-O1",)))]  # ptxas alone differs
+    for _ in range(3):
+        built: list[cmake_trees.CandidateBuild | None] = [None, None]
+        threads = [threading.Thread(target=_build_into, args=(built, i, *runs[i])) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for (tree, _controls), result in zip(runs, built):
+            assert result is not None and result.ok, result
+            reference, _ = _full_nvcc(tree)  # nvcc whole, with this tree's options file
+            assert all(_same_as_nvcc_agrees(o.read_bytes(), reference[str(o.relative_to(tree.build_dir))])
+                       for o in result.objects), f"{tree.root.name}: another tree's code"
+        codes = {_PID.sub(b"", o.read_bytes()) for r in built if r is not None for o in r.objects}
+        assert len(codes) == 2, "-Xptxas=-O1 made the same code: the test would show nothing"
+        assert all(tree.build(c, 300, static_only=True).ok for tree, c in runs)  # ptxas alone too
+        assert {f.name: f.stat().st_mtime_ns for f in entry.iterdir() if f.name != "front.json"} == kept
+
+
 def test_a_static_evaluation_keeps_a_new_front_end_at_once_and_gives_nvcc_its_objects_after(
         gemm: cmake_trees.ScratchTree) -> None:
     assert gemm.build(Controls(), 300).ok

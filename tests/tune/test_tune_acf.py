@@ -40,16 +40,6 @@ def _ciq(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProc
                           cwd=cwd, env=env, timeout=900)
 
 
-# KNOWN OPEN DEFECT (found at the end of the 2026-12-04 session, not yet fixed): in the spill project's ACF
-# tune the minimal-pin step sometimes finds the build without the winning ACF to be "the same code" as the
-# winner (864 -> 796 spill bytes), drops the ACF and pins nothing. It passed in the clean-clone run at
-# 962ee3a and failed in 3 of 4 runs after; the tests below that read that tune's pin are marked until the
-# cause (which tree's objects the minimizer compares, with builds ahead and the shared front-end cache)
-# is fixed. Not strict: they pass when the tune pins.
-_ACF_DROPPED_BY_MINIMIZE = pytest.mark.xfail(
-    strict=False, reason="open defect: the minimal pin may drop the winning ACF as a no-op (see comment)")
-
-
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory, cuda133_bin: Path, search_spaces_dir: Path) -> dict:
     """The spill project, tuned once for spill bytes with ptxas ACFs (24 evaluations)."""
@@ -64,7 +54,6 @@ def tuned(tmp_path_factory: pytest.TempPathFactory, cuda133_bin: Path, search_sp
     return {"source": source, "build": build, "env": env, "result": result}
 
 
-@_ACF_DROPPED_BY_MINIMIZE
 def test_a_ptxas_acf_search_brings_spills_below_the_default_and_pins_it(tuned: dict) -> None:
     result = tuned["result"]
     assert result.returncode == 0, result.stderr
@@ -80,7 +69,6 @@ def test_a_ptxas_acf_search_brings_spills_below_the_default_and_pins_it(tuned: d
     assert (tuned["source"] / "ciq" / ".gitattributes").read_text() == "*.json -text\n*.acf binary\n"
 
 
-@_ACF_DROPPED_BY_MINIMIZE
 def test_the_plain_build_applies_the_pinned_acf_and_verify_checks_it(tuned: dict) -> None:
     source, build, env = tuned["source"], tuned["build"], tuned["env"]
     ensure_ok(proc.run(["cmake", str(build)], 600))
@@ -104,7 +92,6 @@ def test_the_plain_build_applies_the_pinned_acf_and_verify_checks_it(tuned: dict
     assert spills == record["winner"]["scores"][0] < record["baseline"]["scores"][0]
 
 
-@_ACF_DROPPED_BY_MINIMIZE
 def test_an_edited_acf_is_refused_by_verify_and_by_the_build(tuned: dict, tmp_path: Path,
                                                               cuda133_bin: Path) -> None:
     source = tmp_path / "copy"
@@ -175,7 +162,6 @@ def test_an_acf_pool_sampled_ahead_is_searched_with_the_genetic_engine(tmp_path:
     assert again.returncode == 2 and "edited" in again.stderr
 
 
-@_ACF_DROPPED_BY_MINIMIZE
 def test_a_tune_killed_while_it_pins_an_acf_leaves_a_pin_the_plain_build_accepts(tuned: dict, tmp_path: Path,
                                                                                   cuda133_bin: Path) -> None:
     # The tuned project's pin is swapped for one naming another ACF; the same tune again (its journal makes the
