@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -662,7 +662,7 @@ def test_compiles_run_on_compile_nodes_benchmarks_on_the_gpu_node_and_a_lost_nod
     assert len(keys) == len(set(keys)) >= 2  # the baseline and the candidates, each once
 
 
-def _holder() -> object:
+def _holder() -> Any:
     """A stand-in for a compile actor, as the GPU share sees one: something to ping."""
 
     class _Holder:  # defined here, so that Ray ships it by value (workers cannot import this test module)
@@ -672,7 +672,7 @@ def _holder() -> object:
     return ray.remote(_Holder).options(num_cpus=0).remote()
 
 
-def _others_share() -> tuple[object, object]:
+def _others_share() -> tuple[Any, Any]:
     """The cluster's GPU share as another `tune` of several would hold it, one benchmark of its own done."""
     from ciq_build.ray.gpu_share import NAMESPACE, SHARE_NAME, GpuShare
 
