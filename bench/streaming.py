@@ -26,6 +26,7 @@ the ratio whole-process / streaming of the search's benchmark-seconds (goal: >= 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -94,7 +95,11 @@ def run_arm(name: str, work: Path, options: argparse.Namespace, *, stream: bool)
     logged = len(log.read_text().splitlines()) if log.exists() else 0
     # The re-measure before the pin: whole processes, its rounds a side (ciq_build.tune.confirm), in both arms
     # alike; the rest of the log is the search's (a killed process's repetitions as it counted them).
-    confirm = 2 * MeasureSettings(repeats=options.repeats).confirm_rounds * options.reps
+    # A pin records how many rounds ran (half of them where the winner was clear half-way); none: all of them.
+    rounds = MeasureSettings(repeats=options.repeats).confirm_rounds
+    if arm.outcome.pinned is not None:
+        rounds = json.loads(arm.outcome.pinned.read_text())["provenance"]["remeasured"].get("rounds", rounds)
+    confirm = 2 * rounds * options.reps
     winner = arm.outcome.winner.controls.defines if arm.outcome.winner is not None else ()
     return Arm(name, arm.benchmark_s, logged - confirm, confirm, len(arm.evaluations), arm.raced,
                dict(winner).get("X"), arm.outcome.pinned is not None, seconds, cpu)

@@ -23,7 +23,7 @@ from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.core.pareto import dominates
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import SearchError
-from ciq_build.measure.bench import beats_baseline, interleaved
+from ciq_build.measure.bench import FINAL_ALPHA, INTERIM_ALPHA, Measurement, beats_baseline, interleaved, min_p
 from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
@@ -112,24 +112,38 @@ class Confirmer:
             if not base_build.ok:
                 raise SearchError(f"the baseline no longer builds: {base_build.message}")
         rounds = self.measure.confirm_rounds
+        timed = next(o for o in self.objectives if o.source == "benchmark")
+        key, direction = metric_key(timed), timed.direction
+
+        def settled(base: Measurement, win: Measurement) -> bool:  # half-way: a clear winner needs no more runs
+            return (base.failure is None and win.failure is None and key in base.samples and key in win.samples
+                    and beats_baseline(base.samples[key], win.samples[key], direction, alpha=INTERIM_ALPHA).better)
+
         self.phase("re-measure")
-        self.say(f"re-measuring the winner against the baseline, interleaved, {rounds} rounds each")
+        half = rounds // 2  # one sample a run at least: the look can end it only where that many can pass
+        self.say(f"re-measuring the winner against the baseline, interleaved, {rounds} rounds each"
+                 + (f" (a look after {half}: a clear winner ends it there)"
+                    if half and min_p(half, half) <= INTERIM_ALPHA else ""))
         with self.runner.slots.slot() as env:
             base_m, win_m = interleaved(self.runner.bench_spec(base_tree).with_env(env),
-                                        self.runner.bench_spec(tree).with_env(env), rounds)
+                                        self.runner.bench_spec(tree).with_env(env), rounds,
+                                        look=(half, settled))
         self.runner.check_precision(base_m, win_m)
         failure = base_m.failure or win_m.failure
         if failure is not None:
             raise SearchError(f"re-measuring failed: {failure.cause}: {failure.message}")
-        timed = next(o for o in self.objectives if o.source == "benchmark")
-        key, direction = metric_key(timed), timed.direction
-        verdict = beats_baseline(base_m.samples[key], win_m.samples[key], direction)
+        early = len(win_m.runs) < rounds
+        verdict = beats_baseline(base_m.samples[key], win_m.samples[key], direction,
+                                 alpha=INTERIM_ALPHA if early else FINAL_ALPHA)
+        if early:
+            self.say(f"the re-measure ended after {len(win_m.runs)} of {rounds} rounds: the winner is better "
+                     f"at p <= {INTERIM_ALPHA} already")
         baseline_scores = objective_values(self.objectives, dict(baseline.metrics, **base_m.metrics)) \
             or baseline.scores
         winner_scores = objective_values(self.objectives, dict(winner.metrics, **win_m.metrics)) or winner.scores
         spreads = {"baseline": base_m.iqr, "winner": win_m.iqr,
                    "samples": {"metric": key, "baseline": base_m.samples[key], "winner": win_m.samples[key],
-                               "verdict": verdict.explanation}}
+                               "verdict": verdict.explanation, "rounds": len(win_m.runs), "of": rounds}}
         text = verdict.explanation + ("" if verdict.better else "; nothing pinned")
         return Confirmation(baseline, winner, verdict.better, text, baseline_scores, winner_scores, spreads, objects)
 

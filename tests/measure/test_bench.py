@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 import sys
@@ -251,6 +252,45 @@ def test_interleaved_stops_running_a_failed_side(tmp_path: Path) -> None:
     ma, mb = interleaved(fault("exit", "2"), fault("record", str(log), "B", "1.0"), 3)
     assert not ma.ok and len(ma.runs) == 1
     assert mb.ok and log.read_text().split() == ["B", "B", "B"]
+
+
+def test_interleaved_ends_at_its_look_when_the_rounds_so_far_settle_it(tmp_path: Path) -> None:
+    log = tmp_path / "order"
+    a = fault("record", str(log), "A", "2.0")
+    b = fault("record", str(log), "B", "1.0")
+    seen: list[tuple[int, int]] = []
+
+    def settled(ma: bench.Measurement, mb: bench.Measurement) -> bool:
+        seen.append((len(ma.runs), len(mb.runs)))
+        return True
+
+    ma, mb = interleaved(a, b, 6, look=(3, settled))
+    assert seen == [(3, 3)] and len(ma.runs) == len(mb.runs) == 3
+    assert log.read_text().split() == ["A", "B", "B", "A", "A", "B"]
+    log.unlink()
+    ma, mb = interleaved(a, b, 6, look=(3, lambda ma, mb: False))
+    assert len(ma.runs) == len(mb.runs) == 6 and len(log.read_text().split()) == 12
+
+
+def test_the_two_looks_of_the_remeasure_pin_no_more_false_winners_and_lose_no_power() -> None:
+    """The re-measure before a pin looks half-way (bench.INTERIM_ALPHA) and at the end (bench.FINAL_ALPHA):
+    two chances to call a candidate better must not make a candidate no better than the defaults pass more
+    often than one look's 5%, nor miss a small real gain more often than one look; a clear gain ends half-way."""
+    rng = random.Random(0)
+
+    def trial(effect: float) -> tuple[bool, bool, bool]:  # (two looks pin, ended half-way, one look pins)
+        base = [rng.gauss(1.0, 0.02) for _ in range(10)]
+        cand = [rng.gauss(effect, 0.02) for _ in range(10)]
+        early = beats_baseline(base[:5], cand[:5], "min", alpha=bench.INTERIM_ALPHA).better
+        final = early or beats_baseline(base, cand, "min", alpha=bench.FINAL_ALPHA).better
+        return final, early, beats_baseline(base, cand, "min").better
+
+    null = [trial(1.0) for _ in range(1000)]
+    assert sum(t[0] for t in null) / len(null) <= 0.05
+    small = [trial(0.98) for _ in range(1000)]  # a 2% gain in 2% noise: found about a quarter of the time
+    assert sum(t[0] for t in small) >= sum(t[2] for t in small) - 30
+    clear = [trial(0.9) for _ in range(200)]
+    assert all(t[0] for t in clear) and sum(t[1] for t in clear) >= 190
 
 
 # -- better beyond the noise -------------------------------------------------------------

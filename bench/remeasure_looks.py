@@ -1,0 +1,55 @@
+"""The re-measure before a pin, with and without its half-way look, on simulated samples.
+
+    python bench/remeasure_looks.py [--trials 2000] [--rounds 10] [--noise 0.02] [--seed 0]
+
+ciq_build.tune.confirm re-measures the winner against the defaults, interleaved,
+`rounds` a side, and looks once half-way (ciq_build.measure.bench.INTERIM_ALPHA):
+a winner already better there ends the re-measure; otherwise the end decides at
+FINAL_ALPHA. Against one look at the end at 5%, per true effect (candidate time /
+defaults' time, Gaussian noise of `--noise` a run): how often each pins, and the
+runs the look saves. Printed side by side from the same samples; a rate at
+effect 1.0 is the chance of pinning a candidate no better than the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from ciq_build.measure.bench import FINAL_ALPHA, INTERIM_ALPHA, beats_baseline  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trials", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--noise", type=float, default=0.02)
+    parser.add_argument("--seed", type=int, default=0)
+    options = parser.parse_args()
+    rng = random.Random(options.seed)
+    half = options.rounds // 2
+    print(f"{options.trials} trials, {options.rounds} rounds a side, look after {half} "
+          f"(p <= {INTERIM_ALPHA}), end at p <= {FINAL_ALPHA}; one look: the end at p <= 0.05")
+    print("| effect | pins, two looks | pins, one look | ended half-way | runs, two looks / one look |")
+    print("|---|---|---|---|---|")
+    for effect in (1.0, 0.99, 0.98, 0.95, 0.9, 0.8):
+        two = one = early = runs = 0
+        for _ in range(options.trials):
+            base = [rng.gauss(1.0, options.noise) for _ in range(options.rounds)]
+            cand = [rng.gauss(effect, options.noise) for _ in range(options.rounds)]
+            ended = beats_baseline(base[:half], cand[:half], "min", alpha=INTERIM_ALPHA).better
+            early += ended
+            two += ended or beats_baseline(base, cand, "min", alpha=FINAL_ALPHA).better
+            one += beats_baseline(base, cand, "min").better
+            runs += 2 * (half if ended else options.rounds)
+        n = options.trials
+        print(f"| {effect:g} | {two / n:.3f} | {one / n:.3f} | {early / n:.3f} | "
+              f"{runs / (2 * options.rounds * n):.3f} |")
+
+
+if __name__ == "__main__":
+    main()
