@@ -3,6 +3,12 @@
 When the file FLAG exists, first write FLAG.started-<pid> and keep a CPU busy
 for as many seconds as FLAG says (60 if it says none); then run COMMAND, if
 any, in its place (as a CMAKE_CUDA_COMPILER_LAUNCHER, the compile it wraps).
+
+The busy loop runs in a child at the lowest priority (nice 19): it takes only
+CPU time nothing else wants, as a step that waits would, so the compiles and
+the driver it runs beside are not starved of a two-core machine's CPUs (two
+busy steps at full priority held both and slowed the test beside them; the
+COMMAND after it runs at the priority the step was started with).
 """
 
 import os
@@ -19,7 +25,12 @@ if text is not None:
     with open(f"{flag}.started-{os.getpid()}", "w"):
         pass
     end = time.monotonic() + (float(text) if text else 60.0)
-    while time.monotonic() < end:
-        pass
+    child = os.fork()
+    if child == 0:
+        os.nice(19)
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+    os.waitpid(child, 0)
 if command:
     os.execvp(command[0], command)

@@ -5,6 +5,9 @@
 // Whatever the MODE: when the file named by $FAULTY_BUSY exists, each run first
 // keeps a CPU busy for as many seconds as the file says (60 if it says none),
 // after writing <that file>.started-<pid>: how a test sees a long benchmark run.
+// It spins at the lowest priority (nice 19), taking only CPU time nothing else
+// wants: two such runs at full priority held both CPUs of a two-core machine
+// and starved the compiles (and the driver) the test waited on beside them.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -38,6 +41,7 @@ static void busy_when_asked() {
   std::fclose(in);
   std::string started = std::string(flag) + ".started-" + std::to_string(getpid());
   if (FILE* out = std::fopen(started.c_str(), "w")) std::fclose(out);
+  if (nice(19) == -1) std::perror("nice");
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   volatile unsigned long spins = 0;
   while (std::chrono::steady_clock::now() < end) ++spins;
