@@ -95,6 +95,17 @@ class Tune:
     def started(self, flag: Path) -> list[Path]:
         return sorted(flag.parent.glob(flag.name + ".started-*"))
 
+    def benchmarking(self, flag: Path) -> set[str]:
+        """The scratch trees (worker-N) whose busy benchmark runs now, from the processes `started` names."""
+        trees = set()
+        for note in self.started(flag):
+            try:
+                program = Path(os.readlink(f"/proc/{note.name.rsplit('-', 1)[1]}/exe"))
+            except OSError:
+                continue  # ended (or not a process of this tune's)
+            trees |= {part for part in program.parts if part.startswith("worker-")}
+        return trees
+
     def stop(self, signum: int, *, to_a_thread: bool = False) -> float:
         """Signal the driver alone (its children run in sessions of their own); the seconds it took to end.
 
@@ -237,10 +248,14 @@ def test_a_search_with_several_candidates_in_flight_stops_at_once_and_resumes(tm
         def every_worker_busy() -> bool:
             if step == "compile":  # --jobs compiles at once
                 return len(tune.started(flag)) >= jobs
-            # Each GPU's benchmark runs, each other worker waits for a GPU.
+            # Each GPU's benchmark runs, each other worker waits for a GPU with a candidate built. A candidate
+            # built beside the baseline's runs (ahead of the search, before `since`) counts once its benchmark
+            # runs: counted by build time alone, it held the test for whole busy runs (157 s for 2 GPUs).
             scratch = tune.build / "ciq" / "scratch" / "fake_bench"
-            built = [b for b in scratch.glob("worker-*/**/fake_bench") if b.is_file() and b.stat().st_mtime > since]
-            return len(tune.started(flag)) >= gpus and len(built) >= jobs + gpus
+            built = {b.relative_to(scratch).parts[0] for b in scratch.glob("worker-*/**/fake_bench")
+                     if b.is_file() and b.stat().st_mtime > since}
+            running = tune.benchmarking(flag)
+            return len(running) >= gpus and len(built | running) >= jobs + gpus
 
         tune.wait_until(every_worker_busy, f"every worker busy ({step})")
         seconds = tune.stop(signum, to_a_thread=to_a_thread)
