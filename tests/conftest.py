@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+import identified_compilers
+from ciq_build.resources import build_tool
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_EXTENSION = REPO_ROOT / "sample_extension"
 # Tests live in a folder per package (tests/core/, tests/search/, ...), each file named after what it
@@ -172,6 +175,29 @@ def search_spaces_dir() -> Path:
     if not (path / "ptxas13.3.bin").is_file():
         pytest.skip(f"needs the CUDA 13.3 search spaces (set CIQ_SEARCH_SPACES_DIR; looked in {path})")
     return path
+
+
+# -- the compilers, identified once a session (a test shortcut: tests/identified_compilers.py) -----
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _identified_compilers(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    nvcc_bin, ninja = _pip_cuda_bin(), shutil.which(build_tool("ninja"))
+    if nvcc_bin is None or ninja is None or identified_compilers.ENV in os.environ:
+        yield  # no toolkit or tools (those tests skip), seeded from outside, or the shortcut turned off
+        return
+    if not any(item.get_closest_marker("slow") for item in request.session.items):
+        yield  # no real build among the tests run (the fast subset): nothing to spare
+        return
+    # The cmake and ninja the tunes run (ciq_build's choice), so that the seed is of the same CMake version.
+    seed = identified_compilers.identify(tmp_path_factory.mktemp("identified-compilers"), nvcc_bin / "nvcc",
+                                         build_tool("cmake"), ninja)
+    if seed is None:
+        yield  # the probe did not configure: every tree identifies its compilers (and a test says why)
+        return
+    os.environ[identified_compilers.ENV] = str(seed)
+    yield
+    os.environ.pop(identified_compilers.ENV, None)
 
 
 @pytest.fixture(autouse=True)

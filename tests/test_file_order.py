@@ -20,6 +20,7 @@ CONFTEST = TESTS / "conftest.py"
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     shutil.copy(CONFTEST, pytester.path / "conftest.py")
+    shutil.copy(TESTS / "identified_compilers.py", pytester.path)  # which that conftest imports
     pytester.makepyfile(test_alpha="def test_a(): pass\ndef test_b(): pass\n",
                         test_beta="import time\ndef test_c(): time.sleep(0.2)\n",
                         test_gamma="def test_d(): pass\n",

@@ -6,11 +6,13 @@ Real CMake, Ninja and nvcc on tests/projects/noop.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
+import identified_compilers
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import load_toolchain
 from ciq_build.measure import proc
@@ -24,11 +26,13 @@ NOOP = PROJECTS / "noop"
 
 
 def _user_tree(root: Path, nvcc: Path) -> Path:
+    """A user's tree as a user's configure makes it: the compilers identified (the tests' shortcut off)."""
     source = root / "noop src"
     shutil.copytree(NOOP, source)
     user = root / "user-build"
     ensure_ok(proc.run([build_tool("cmake"), "-S", str(source), "-B", str(user), "-G", "Ninja",
-                        f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}"], 600))
+                        f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}"], 600,
+                       env={**os.environ, identified_compilers.ENV: ""}))
     return user
 
 
