@@ -105,11 +105,15 @@ def test_every_fault_is_recorded_with_its_cause_and_the_search_goes_on(tmp_path:
 def test_runtime_winner_is_remeasured_pinned_and_applied_by_the_plain_build(tmp_path: Path) -> None:
     source = _project(tmp_path)
     build = tmp_path / "build"
-    result = _tune(source, build, "--generations", "1", "--pool-size", "8", "--repeats", "3")
+    # X=0..2 (range's end included), all three in the one generation of 3 (a configuration is never
+    # issued twice): each is faster than the defaults' X=3, X=1 the fastest, so a winner other than X=1,
+    # or none, is the defect. Each candidate is a compile: the 8 of X=0..7 took most of the test's 33 s.
+    result = _tune(source, build, "--generations", "1", "--pool-size", "3", "--repeats", "3",
+                   "--cmake-arg=-DFAULTY_PARAMS=X=range(0,2)")
     assert result.returncode == 0, result.stderr
     assert "better beyond the noise" in result.stdout
     record = json.loads((source / "ciq" / "fake_bench.json").read_text())
-    assert record["controls"]["defines"] == {"X": "1"}  # the unique optimum of the 8 configurations
+    assert record["controls"]["defines"] == {"X": "1"}  # the unique optimum of the 3 configurations
     assert record["winner"]["scores"][0] < record["baseline"]["scores"][0]
 
     # The ordinary build picks the pin up: reconfigure, build, run.
@@ -134,7 +138,10 @@ def test_runtime_winner_is_remeasured_pinned_and_applied_by_the_plain_build(tmp_
 
 def test_a_killed_tune_resumes_without_repeating_any_finished_evaluation(tmp_path: Path) -> None:
     source = _project(tmp_path)
-    args = ["--generations", "2", "--pool-size", "5", "--repeats", "1", "--no-pin", "--seed", "7",
+    # Two generations of 4 (each candidate a compile): the kill comes after the baseline and the first
+    # generation, with the second's compiles in flight, so the resume replays a whole generation and
+    # must carry on within one; 5 a generation cost a compile more each.
+    args = ["--generations", "2", "--pool-size", "4", "--repeats", "1", "--no-pin", "--seed", "7",
             "--cmake-arg=-DFAULTY_PARAMS=X=range(0,40)"]
 
     reference_build = tmp_path / "reference"
@@ -148,13 +155,13 @@ def test_a_killed_tune_resumes_without_repeating_any_finished_evaluation(tmp_pat
     journal = build / "ciq" / "journal" / "fake_bench.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        if journal.is_file() and len(_evaluations(build)) >= 6:
+        if journal.is_file() and len(_evaluations(build)) >= 5:
             break
         time.sleep(0.2)
-    os.killpg(victim.pid, signal.SIGKILL)  # mid-generation, compiles in flight
+    os.killpg(victim.pid, signal.SIGKILL)  # the baseline and the first generation done: the second's compiles in flight
     victim.wait()
     before = [r["key"] for r in _evaluations(build)]
-    assert 6 <= len(before) < len(uninterrupted)
+    assert 5 <= len(before) < len(uninterrupted)
 
     resumed = _tune(source, build, *args)
     assert resumed.returncode == 0, resumed.stderr
