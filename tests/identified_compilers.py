@@ -20,7 +20,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ciq_build.project.cmake_trees import cmake_escape
+from ciq_build.project.cmake_trees import cmake_escape, seed_compilers
 
 ENV = "CIQ_TEST_COMPILERS"  # the seed folder; set but empty: the shortcut is off (every tree identifies)
 GENERATOR = "Ninja"  # the generator shapes what is identified (C++ `import std` support): only Ninja trees are seeded
@@ -32,9 +32,6 @@ if(NOT "$ENV{CIQ_TEST_COMPILERS}" STREQUAL "")
 endif()
 project(probe LANGUAGES CXX CUDA)
 """
-# What CMake writes into CMakeFiles/<version>/ about the system and each language's compiler, and reads
-# back in a tree configured before instead of identifying them again.
-_PLATFORM_FILES = re.compile(r"^CMake(System|[A-Za-z]+Compiler)\.cmake$")
 _CACHE_ENTRY = re.compile(r"^([^#/:][^:]*):([A-Z]+)=(.*)$")
 
 
@@ -50,15 +47,12 @@ def identify(root: Path, nvcc: Path, cmake: str, ninja: str) -> Path | None:
         return subprocess.run(args, capture_output=True, env={**os.environ, ENV: seed}).returncode == 0
 
     identified = root / "identified"
-    if not configure(identified, ""):
-        return None
     seed = root / "seed"
-    versions = [d for d in (identified / "CMakeFiles").iterdir() if (d / "CMakeSystem.cmake").is_file()]
-    for version in versions:  # one, the version of `cmake`: each version reads its own folder only
-        (seed / version.name).mkdir(parents=True)
-        for file in version.iterdir():
-            if _PLATFORM_FILES.match(file.name):
-                shutil.copy2(file, seed / version.name / file.name)
+    # What CMake found about the system and each compiler, in seed/CMakeFiles/<version>/: copied as
+    # ciq_build copies it from a user's tree into a scratch tree.
+    if not configure(identified, "") or not seed_compilers(identified, seed, nvcc):
+        return None
+    versions = list((seed / "CMakeFiles").iterdir())  # one: the folder of the version of `cmake`
     shutil.copy2(SEED_SCRIPT, seed / SEED_SCRIPT.name)
     (seed / "asked.cmake").write_text(f'set(_ciq_seed_nvcc "{cmake_escape(str(nvcc))}")\n'
                                       f'set(_ciq_seed_generator "{GENERATOR}")\n')
@@ -69,7 +63,7 @@ def identify(root: Path, nvcc: Path, cmake: str, ninja: str) -> Path | None:
         return None
     script = _missing_cache_entries(identified / "CMakeCache.txt", seeded / "CMakeCache.txt")
     for version in versions:
-        (seed / version.name / "cache.cmake").write_text(script)
+        (version / "cache.cmake").write_text(script)
     return seed
 
 

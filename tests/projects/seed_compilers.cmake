@@ -7,7 +7,7 @@
 # compiler, host compiler, flags or toolchain file, and CUDA architectures set (identifying caches a
 # default where none are); any other configure identifies its compilers as ever.
 set(_ciq_seed "$ENV{CIQ_TEST_COMPILERS}")
-set(_ciq_found "${_ciq_seed}/${CMAKE_VERSION}")
+set(_ciq_found "${_ciq_seed}/CMakeFiles/${CMAKE_VERSION}")
 set(_ciq_seeded FALSE)
 if(NOT CMAKE_PLATFORM_INFO_INITIALIZED AND DEFINED CMAKE_CUDA_COMPILER AND DEFINED CMAKE_CUDA_ARCHITECTURES
    AND EXISTS "${_ciq_found}/CMakeSystem.cmake")
