@@ -728,7 +728,7 @@ class Search:
 
     def _flat_share(self) -> float | None:
         """The share of random draws tied at their most common fitness, if most are and no survivor is clearly below it."""
-        total = sum(self._drawn_fitness.values())
+        total = self._drawn_fitness.total()
         if not total or not self._population:
             return None
         level, count = self._drawn_fitness.most_common(1)[0]
