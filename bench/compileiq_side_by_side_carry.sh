@@ -52,7 +52,7 @@ rm -rf "$carry/i23" && mv "$work/i23" "$carry/i23"
 
 if [ ! -f "$carry/cuda133/ptxas-13.3.gz" ]; then
     ptxas=$(.venv/bin/python -c 'import nvidia, pathlib; print(pathlib.Path(list(nvidia.__path__)[0]) / "cu13/bin/ptxas")')
-    "$ptxas" --version | grep -q "release 13.3" || { echo "$ptxas is not ptxas 13.3"; exit 1; }
+    "$ptxas" --version | grep "release 13.3" >/dev/null || { echo "$ptxas is not ptxas 13.3"; exit 1; }
     gzip -9 -c "$ptxas" > "$work/ptxas-13.3.gz"
     mkdir -p "$carry/cuda133" && mv "$work/ptxas-13.3.gz" "$carry/cuda133/ptxas-13.3.gz"
 fi
