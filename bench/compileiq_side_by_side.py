@@ -5,8 +5,8 @@
                             changed, and nothing else: see CHANGES
     timed JSON -- CMD...    run CMD (output passed through), then write its wall time and the CPU time of
                             its process tree (getrusage of the children) to JSON
-    budget PROBE_JSON       the generations that fit ARM_S seconds of CompileIQ's flow at POOL candidates
-                            each, from a probe compile and one run (both arms get the same)
+    budget PROBE_JSON       `GENERATIONS POOL` that fit ARM_S seconds of CompileIQ's flow, from a probe
+                            compile and one run (POOL shrunk where 2 do not fit; both arms get the same)
     remeasure ...           the defaults and both winners built the one way CompileIQ's script builds, run
                             in interleaved rounds; each run's time from its throughput line
     report DIR              the side-by-side figures, as ratios
@@ -73,13 +73,22 @@ def timed(out: Path, command: list[str]) -> int:
 
 
 def budget(probe: Path, arm_s: float, pool: int, runs: int, most: int) -> None:
-    """Generations of `pool` candidates, each a compile and `runs` runs, that fit `arm_s` seconds."""
+    """Prints `GENERATIONS POOL`: generations of `pool` candidates, each a compile and `runs` runs, that fit
+    `arm_s` seconds. Two generations at least (one is no search); where two of `pool` do not fit, the pool
+    shrinks to what does, down to compileiq's least (6): on the H200 two generations of 12 took 1.6x the
+    budget and left ciq_build's arm 13 s (docs/results/issue23-compileiq-side-by-side-h200-attempt1.txt)."""
     data = json.loads(probe.read_text(encoding="utf-8"))
     per_candidate = data["compile_s"] + runs * data["run_s"]
     generations = max(2, min(most, int(arm_s // (pool * per_candidate))))
-    print(generations)
+    fitted_pool = pool if generations > 2 else max(LEAST_POOL, min(pool, int(arm_s // (2 * per_candidate))))
+    print(generations, fitted_pool)
     print(f"budget: a candidate ~{per_candidate:.1f} s (compile {data['compile_s']:.1f} s + {runs} x "
-          f"{data['run_s']:.2f} s run): {generations} generations x {pool} in {arm_s:.0f} s", file=sys.stderr)
+          f"{data['run_s']:.2f} s run): {generations} generations x {fitted_pool} in {arm_s:.0f} s"
+          + (f" (the pool shrunk from {pool}: two generations of it do not fit)" if fitted_pool < pool else ""),
+          file=sys.stderr)
+
+
+LEAST_POOL = 6  # compileiq's SearchConfiguration refuses a pool of 5 or fewer
 
 
 # ------------------------------------------------------------------ the re-measure

@@ -26,8 +26,8 @@
 #
 # Output: $OUT/compileiq_side_by_side.log (the console) and $OUT/compileiq_side_by_side.tgz (both arms'
 # logs, CompileIQ's results CSV and best ACF, ciq_build's journal and pin, the probe, re-measure samples).
-# Env: POOL (12), REPEATS (3), JOBS (8), SEED (1), ARM_S (240), ROUNDS (10), MOST_GENERATIONS (10),
-# TOTAL_S (520: arm B is cut, and the re-measure shortened, to end the call by then), N (67108864).
+# Env: POOL (12, shrunk to fit), REPEATS (3), JOBS (8), SEED (1), ARM_S (240), ROUNDS (6), MOST_GENERATIONS (10),
+# TOTAL_S (540: arm B is cut, and the re-measure shortened, to end the call by then), N (67108864).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
@@ -40,7 +40,7 @@ exec > >(tee "$OUT/compileiq_side_by_side.log") 2>&1
 finish() { tar -czf "$OUT/compileiq_side_by_side.tgz" --exclude='*/build/*' --exclude='reduction-*' -C "$res" . ; }
 trap finish EXIT
 POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; JOBS=${JOBS:-8}; SEED=${SEED:-1}; ARM_S=${ARM_S:-240}
-ROUNDS=${ROUNDS:-10}; MOST_GENERATIONS=${MOST_GENERATIONS:-10}; TOTAL_S=${TOTAL_S:-520}; N=${N:-67108864}
+ROUNDS=${ROUNDS:-6}; MOST_GENERATIONS=${MOST_GENERATIONS:-10}; TOTAL_S=${TOTAL_S:-540}; N=${N:-67108864}
 ARCH=sm_90
 [ "$POOL" -gt 5 ] || { echo "POOL must be at least 6 (compileiq's SearchConfiguration refuses a pool of 5 or fewer)"; exit 2; }
 export PYTHONUNBUFFERED=1
@@ -98,7 +98,7 @@ cp bench/compileiq_side_by_side/CMakeLists.txt "$source_cu" "$res/arm-b/"
 echo "== probe: one compile and one run (the budget's unit)"
 "$python" "$helper" probe --nvcc "$nvcc" --arch "$ARCH" --source "$source_cu" --n "$N" --work "$res/probe" \
     --json "$res/probe.json" || exit 1
-GENS=$("$python" "$helper" budget "$res/probe.json" --arm-s "$ARM_S" --pool "$POOL" --runs "$REPEATS" \
+read -r GENS POOL < <("$python" "$helper" budget "$res/probe.json" --arm-s "$ARM_S" --pool "$POOL" --runs "$REPEATS" \
        --most "$MOST_GENERATIONS") || exit 1
 echo "== budget: $GENS generations x $POOL, $REPEATS runs a candidate, both arms"
 
