@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +42,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--store-durations", action="store_true",
                      help=f"write each test file's seconds (setup, call, teardown) to {DURATIONS.name}, "
                           "which orders the files, longest first")
+    parser.addoption("--cpu-durations", type=int, default=0, metavar="N",
+                     help="list the N tests that cost the most CPU (their own and their waited-for "
+                          "children's: compilers, CMake, tunes), beside --durations' wall time")
 
 
 def _measured_seconds() -> dict[str, float]:
@@ -125,6 +130,9 @@ _seconds_by_file: defaultdict[str, float] = defaultdict(float)
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     # Under xdist this runs in the controller too, with each worker's reports: there the whole suite's.
     _seconds_by_file[Path(report.nodeid.split("::")[0]).name] += report.duration
+    for key, value in report.user_properties:
+        if key == "cpu_s" and isinstance(value, float):
+            _cpu_by_test[report.nodeid] += value
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -135,6 +143,50 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return  # a failure (and -x) cuts files short: their seconds would be too few
     measured = _measured_seconds() | {name: round(seconds, 1) for name, seconds in _seconds_by_file.items()}
     DURATIONS.write_text(json.dumps(dict(sorted(measured.items())), indent=1) + "\n")
+
+
+# -- CPU per test ----------------------------------------------------------------------------------
+# Wall time on two shared cores says more about the neighbours than about a test; the CPU a test and
+# the processes it waited for used is what the suite costs (`scripts/test` lists the top 30). Each
+# phase's report carries its CPU seconds (a user property: xdist sends those to the controller).
+# A Ray cluster's daemons are not waited for until the cluster stops: their CPU lands on the teardown
+# of the fixture that started it.
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+_cpu_mark: dict[str, float] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, None]:
+    _cpu_mark[item.nodeid] = _cpu_seconds()
+    yield
+    _cpu_mark.pop(item.nodeid, None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    outcome: Any = yield
+    now = _cpu_seconds()
+    outcome.get_result().user_properties.append(("cpu_s", now - _cpu_mark.get(item.nodeid, now)))
+    _cpu_mark[item.nodeid] = now
+
+
+_cpu_by_test: defaultdict[str, float] = defaultdict(float)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    count = config.getoption("--cpu-durations")
+    if not count or not _cpu_by_test:
+        return
+    terminalreporter.write_sep("=", f"the {count} tests costing the most CPU")
+    terminalreporter.write_line(f"{sum(_cpu_by_test.values()):.0f} s CPU in all tests")
+    for nodeid, seconds in sorted(_cpu_by_test.items(), key=lambda kv: -kv[1])[:count]:
+        terminalreporter.write_line(f"{seconds:7.1f}s cpu  {nodeid}")
 
 
 def _pip_cuda_bin() -> Path | None:
