@@ -37,7 +37,12 @@ OUT=${OUT:-/tmp/out}
 res=/tmp/res-compileiq-sbs
 rm -rf "$res" && mkdir -p "$res" "$OUT"
 exec > >(tee "$OUT/compileiq_side_by_side.log") 2>&1
-finish() { tar -czf "$OUT/compileiq_side_by_side.tgz" --exclude='*/build/*' --exclude='reduction-*' -C "$res" . ; }
+# The build trees stay behind (hundreds of MB), all but ciq_build's journal: each candidate's controls
+# and scores, what tells one arm's draws from the other's.
+finish() {
+    [ -d "$res/arm-b/build/ciq/journal" ] && cp -r "$res/arm-b/build/ciq/journal" "$res/arm-b-journal"
+    tar -czf "$OUT/compileiq_side_by_side.tgz" --exclude='*/build/*' --exclude='reduction-*' -C "$res" .
+}
 trap finish EXIT
 POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; JOBS=${JOBS:-8}; SEED=${SEED:-1}; ARM_S=${ARM_S:-240}
 ROUNDS=${ROUNDS:-6}; MOST_GENERATIONS=${MOST_GENERATIONS:-10}; TOTAL_S=${TOTAL_S:-540}; N=${N:-67108864}
