@@ -19,13 +19,19 @@ where it is new).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import filelock
 
 from ciq_build.compiler import ptxas_path
 from ciq_build.compiler.controls import Controls, write_options_file
@@ -158,7 +164,8 @@ class ScratchTree:
             args.append("-DCMAKE_PLATFORM_INFO_INITIALIZED=1")  # else CMake deletes the seeded files as stale
         if launcher:
             args.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}")
-        result = proc.run(args, timeout)
+        with one_configure_at_a_time(self.manifest.source_dir, timeout):
+            result = proc.run(args, timeout)
         if not result.ok:
             advice = f"; {timeout_advice(timeout)}" if result.timed_out else ""
             raise BuildError(
@@ -340,6 +347,31 @@ def remove_scratch_trees(manifest: Manifest) -> None:
     shutil.rmtree(scratch_root(manifest), ignore_errors=True)
 
 
+@contextlib.contextmanager
+def one_configure_at_a_time(source_dir: Path, timeout: float) -> Iterator[None]:
+    """Holds a lock on `source_dir` across processes while a configure of it runs.
+
+    Projects write into their sources at configure time (configure_file into the source tree), and
+    CMake writes through a fixed `<file>.tmp`: two configures of one source tree at once make one of
+    them fail with "No such file or directory". A tune configures its own trees one after another;
+    `tune --all` runs a tune per target at once, and two checkouts' tunes may share nothing but the
+    sources, so the lock is keyed on the source tree's real path, in the temporary folder.
+    """
+    key = hashlib.sha256(str(source_dir.resolve()).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"ciq_build-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    lock = filelock.FileLock(str(folder / f"configure-{key}.lock"))
+    try:
+        lock.acquire(timeout=timeout)
+    except filelock.Timeout:
+        raise BuildError(f"another configure of {source_dir} held it for {timeout:.0f} s (the configure "
+                         f"timeout): is a CMake run of it hanging? ({lock.lock_file})") from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain, generator: str | None,
                         cmake_args: list[str], timeout: float) -> None:
     """Configure the user's project when `tune` is pointed at a build dir that does not exist yet."""
@@ -351,7 +383,8 @@ def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain,
     elif ninja:
         args += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
     args += cmake_args
-    result = proc.run(args, timeout)
+    with one_configure_at_a_time(source_dir, timeout):
+        result = proc.run(args, timeout)
     if not result.ok:
         raise BuildError(f"configuring {source_dir} into {build_dir} failed ({result.describe()}):\n{result.output_tail()}")
 

@@ -183,9 +183,17 @@ def test_a_build_that_writes_into_the_source_tree_keeps_the_journal_reusable_and
     args = ["--generations", "1", "--pool-size", "3", "--jobs", "3", "--no-pin"]
     # The project writes into its sources at configure time (configure_file): CMake writes through a fixed
     # `<file>.tmp`, so scratch trees configured side by side fail. Here a configure that overlaps another
-    # fails every time. (A tune of its own once: ~74 s on two loaded cores.)
+    # fails every time. (A tune of its own once: ~74 s on two loaded cores.) A second tune of the same
+    # sources into another build dir runs beside it (as `tune --all` runs a tune per target, or a second
+    # checkout's build shares the sources): the configures of both wait for each other too.
+    exclusive = {**os.environ, "TRANSIENT_EXCLUSIVE_CONFIGURE": "1"}
+    beside = subprocess.Popen([sys.executable, "-m", "ciq_build", "tune", "kern", "-S", str(source), "-B",
+                               str(tmp_path / "beside"), "--max-evaluations", "1", "--jobs", "2", "--no-pin"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=exclusive)
     first = _tune("kern", source, build, *args, env={"TRANSIENT_EXCLUSIVE_CONFIGURE": "1"})
+    _, beside_err = beside.communicate(timeout=600)
     assert first.returncode == 0, first.stderr
+    assert beside.returncode == 0, beside_err
     assert len(list((build / "ciq" / "scratch" / "kern").glob("worker-*/build/CMakeCache.txt"))) >= 3
     # The build wrote a configure-time header naming the build tree, and a stamped header.
     assert (source / "generated" / "config.h").is_file() and (source / "generated" / "stamp.h").is_file()
