@@ -1,6 +1,6 @@
 """Search quality: ciq_build's genetic engine against random search, NVIDIA compileiq and Optuna's samplers.
 
-    python bench/search_quality.py [--seeds 100] [--generations 20] [--pool 32] [--no-compileiq]
+    python bench/search_quality.py [--seeds 100] [--first-seed 0] [--generations 20] [--pool 32] [--no-compileiq]
                                    [--problems NAME,...] [--baseline REV] [--random-horizon K]
 
 For each problem, every engine gets the same evaluation budget (generations x
@@ -686,6 +686,8 @@ def ratio_cell(ours: Summary, theirs: Summary) -> tuple[str, float, bool]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds FIRST..FIRST+SEEDS-1: others than those a change was chosen on, to check it")
     parser.add_argument("--generations", type=int, default=20)
     parser.add_argument("--mo-generations", type=int, default=None,
                         help="generations for the two-objective problem (default: --generations)")
@@ -705,6 +707,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run the genetic search as it was at git revision REV (row ga@REV): "
                              "before and after in one run")
     args = parser.parse_args(argv)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
     mo_generations = args.mo_generations or args.generations
     wanted = {w.strip().lower() for w in args.problems.split(",") if w.strip()}
     problems = [p for p in PROBLEMS + HELD_OUT if not wanted or p.short.lower() in wanted]
@@ -750,9 +753,9 @@ def main(argv: list[str] | None = None) -> int:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if name == "random":
-                    runs = [run_random(problem, seed, gens, args.pool, times) for seed in range(args.seeds)]
+                    runs = [run_random(problem, seed, gens, args.pool, times) for seed in seeds]
                 else:
-                    runs = [engine(problem, seed, gens * times, args.pool) for seed in range(args.seeds)]
+                    runs = [engine(problem, seed, gens * times, args.pool) for seed in seeds]
             horizon = budget * times
             stats[name] = s = summarise(problem, runs, budget, horizon)
             elapsed = time.perf_counter() - started

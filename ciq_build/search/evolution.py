@@ -688,22 +688,29 @@ class Search:
             size = max(size, len(genomes))
         explore = self._exploration()
         drawn: set[int] = set()  # which of `genomes` were drawn from the whole space, not bred
+        promise: dict[int, tuple[int, int, int]] = {}  # a bred child's index -> (best parent's place, genes apart, other's)
+        places = {ind.candidate.id: place for place, ind in enumerate(sorted(self._population, key=Individual.order))}
         while len(genomes) < size:
             made = False
             immigrant = explore > 0 and rng.random() < explore
             for _attempt in range(_RETRIES):
                 bred = bool(self._population) and not immigrant
                 if bred:
-                    child = self._offspring(rng)
+                    child, parents = self._offspring(rng)
                 else:
                     child = self.sampler(rng, self.space, fraction)
                 if self._new(child, genomes):
-                    if not bred:
+                    if bred:
+                        best, other = sorted(parents, key=lambda parent: places[parent.candidate.id])
+                        apart = sum(x != y for x, y in zip(child, best.genome, strict=True))
+                        promise[len(genomes) - 1] = (places[best.candidate.id], apart, places[other.candidate.id])
+                    else:
                         drawn.add(len(genomes) - 1)
                     made = True
                     break
             if not made and not self._fill_from_unseen(rng, genomes):
                 break  # every configuration of the space has been issued
+        genomes = self._most_promising_first(genomes, promise)
         candidates = []
         for index, genome in enumerate(genomes):
             params = self.space.to_params(genome)
@@ -739,7 +746,23 @@ class Search:
                 return None
         return count / total
 
-    def _offspring(self, rng: random.Random) -> Genome:
+    @staticmethod
+    def _most_promising_first(genomes: list[Genome], promise: dict[int, tuple[int, int, int]]) -> list[Genome]:
+        """The bred children in the order of their parents' places (the best parents' first), each in a
+        bred child's slot; a child drawn from the whole space keeps its slot.
+
+        The generation holds the same configurations; only the order they are built and measured in
+        changes. With fewer workers than children, or a budget (--max-evaluations, --time-limit) that
+        ends inside a generation, the children of the best parents come first.
+        """
+        slots = sorted(promise)
+        ordered = sorted(slots, key=lambda index: (promise[index], index))
+        out = list(genomes)
+        for slot, index in zip(slots, ordered, strict=True):
+            out[slot] = genomes[index]
+        return out
+
+    def _offspring(self, rng: random.Random) -> tuple[Genome, tuple[Individual, Individual]]:
         a = self.selection(rng, self._population)
         b = self.selection(rng, self._population)
         child = self.crossover(rng, a.genome, b.genome, self.space)
@@ -750,7 +773,7 @@ class Search:
             if child not in self._seen:
                 break
             child = self.mutation(rng, child, self.space, 1.0 / len(self.space))
-        return child
+        return child, (a, b)
 
     def _fill_from_unseen(self, rng: random.Random, out: list[Genome]) -> bool:
         for _ in range(self.space.draws(_RETRIES)):

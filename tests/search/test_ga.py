@@ -318,3 +318,27 @@ def test_on_a_plateau_survivors_change_and_the_same_seed_keeps_the_same_candidat
     assert len({frozenset(s) for s in survivors}) > 3
     again = Search(_flat, space, config, progress=False).start()
     assert [canonical_key(e.params) for e in again] == [canonical_key(e.params) for e in search.results]
+
+
+def test_the_children_of_the_best_parents_are_built_and_measured_first():
+    """A generation is handed out best parents' children first (a child drawn from the whole space keeps its
+    place), so fewer workers than children, or a budget that ends inside a generation, try those first.
+    Over 60 seeds: in the second generation the first half of the children lies nearer the first
+    generation's best than the second half does (measured: 58 of 60; in the order bred: 35)."""
+    space = {f"g{i}": ss.range(0, 9) for i in range(6)}
+
+    def score(params):
+        return sum((params[f"g{i}"] - i) ** 2 for i in range(6))
+
+    nearer = 0
+    for seed in range(60):
+        search = Search(None, space, SearchConfiguration(generations=2, pool_size=16, seed=seed))
+        first = search.ask()
+        for candidate in first:
+            search.tell(candidate, score(candidate.params))
+        best = min(first, key=lambda c: score(c.params)).genome
+        second = search.ask()
+        apart = [sum(x != y for x, y in zip(c.genome, best, strict=True)) for c in second]
+        half = len(apart) // 2
+        nearer += statistics.mean(apart[:half]) < statistics.mean(apart[half:])
+    assert nearer >= 50, nearer
