@@ -50,6 +50,8 @@ PTXAS_KNOBS = [
     ("-Xptxas=-O1",), ("-Xptxas=-O2",), ("-Xptxas=--register-usage-level=2",), ("-Xptxas=--register-usage-level=9",),
     ("-Xptxas=--def-load-cache=cg",), ("-Xptxas=--allow-expensive-optimizations=false",),
 ]
+if not THOROUGH:  # one of each kind: an optimisation level, register usage, the load cache, expensive optimisations
+    PTXAS_KNOBS = [PTXAS_KNOBS[1], PTXAS_KNOBS[3], PTXAS_KNOBS[4], PTXAS_KNOBS[5]]
 # nvcc 13.3 hands -maxrregcount to cicc too ("-maxreg 64"): a front-end configuration of its own,
 # run into the cache the first time, then from its own kept PTX.
 REGISTER_CAPS = [("-maxrregcount=64",), ("-maxrregcount=128",), ("-maxrregcount=64", "-Xptxas=-O2")]
