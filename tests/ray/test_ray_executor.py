@@ -417,7 +417,7 @@ def test_actors_take_the_measurement_of_machine_code_the_tune_has_measured_alrea
               "--cmake-arg=-DTIMER_PARAMS=X=range(0,2);Y=range(0,16)"]
     _tune("timer", source, build, "--generations", "1", *search)  # locally: the journal holds some codes
     journaled = {r["code"] for r in _evaluations(build, "timer") if r["ok"] and not r.get("same_code_as")}
-    _tune("timer", source, build, "--generations", "3", "--executor", "ray", *search)  # resumed on Ray
+    _tune("timer", source, build, "--generations", "2", "--executor", "ray", *search)  # resumed on Ray
     on_ray = [r for r in _evaluations(build, "timer") if r.get("worker")]
     # Every code the journal had is shared, never measured again by an actor (told by the driver: no actor
     # measured it itself); code first seen on Ray is measured at most once per actor.
