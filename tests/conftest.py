@@ -125,6 +125,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 _seconds_by_file: defaultdict[str, float] = defaultdict(float)
+_cpu_by_test: defaultdict[str, float] = defaultdict(float)  # CPU seconds (see "CPU per test" below)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -175,8 +176,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome.get_result().user_properties.append(("cpu_s", now - _cpu_mark.get(item.nodeid, now)))
     _cpu_mark[item.nodeid] = now
 
-
-_cpu_by_test: defaultdict[str, float] = defaultdict(float)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

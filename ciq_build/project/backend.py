@@ -109,10 +109,8 @@ def make_trees(backend: BuildBackend, manifest: Manifest, toolchain: Toolchain, 
     ptxas-only path would time only ptxas and after)."""
     trees = [backend.make_tree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain, fast_path=fast_path)
              for index in range(count)]
-    # One after another, never side by side: projects write into their source
-    # tree at configure time (configure_file into the sources), and CMake does
-    # that through a fixed `<file>.tmp`, so two configures at once make one of
-    # them fail with "No such file or directory". A configure costs ~1.5 s.
+    # One after another: configures of one source tree take turns anyway (cmake_trees.one_configure_at_a_time
+    # says why), and a configure costs ~1.5 s.
     for tree in trees:
         tree.configure(timeout)
     return trees

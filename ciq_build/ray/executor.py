@@ -356,8 +356,8 @@ class RayPool:
         try:
             self._check_cluster(ray.cluster_resources())
             self.slots = [RaySlot(i, self.trees / f"ray-{i}") for i in range(self.count)]
-            # One configure after another (see make_trees: projects write into their
-            # sources at configure time); a restarted tune finds the trees configured.
+            # One configure after another (configures of one source tree take turns:
+            # cmake_trees.one_configure_at_a_time); a restarted tune finds the trees configured.
             for slot in self.slots:
                 self._start(slot)
         except BaseException:

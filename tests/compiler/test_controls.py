@@ -424,15 +424,18 @@ def test_every_pair_of_knob_values_compiles_cleanly(toolchain: Toolchain, probe_
     source.write_text(KERNEL)
     extremes = {name: sorted({p.value(0), p.value(p.size - 1)}, key=str) for name, p in space.items()}
     names = sorted(extremes)
-    uncovered = {((a, va), (b, vb)) for a, b in itertools.combinations(names, 2)
-                 for va in extremes[a] for vb in extremes[b]}
+    pairs = list(itertools.combinations(names, 2))
+
+    def met(row: dict) -> set:
+        return {((a, row[a]), (b, row[b])) for a, b in pairs}
+
+    uncovered = {((a, va), (b, vb)) for a, b in pairs for va in extremes[a] for vb in extremes[b]}
     rng = random.Random(0)
     rows: list[dict] = []
     while uncovered:  # greedy: of 50 random rows, the one meeting the most pairs not met yet
         options = [{name: rng.choice(extremes[name]) for name in names} for _ in range(50)]
-        best = max(options, key=lambda row: sum(((a, row[a]), (b, row[b])) in uncovered
-                                                for a, b in itertools.combinations(names, 2)))
-        uncovered -= {((a, best[a]), (b, best[b])) for a, b in itertools.combinations(names, 2)}
+        best = max(options, key=lambda row: len(met(row) & uncovered))
+        uncovered -= met(best)
         rows.append(best)
     candidates = [controls_from_candidate(row) for row in rows]
 
