@@ -109,7 +109,7 @@ def make_trees(backend: BuildBackend, manifest: Manifest, toolchain: Toolchain, 
     ptxas-only path would time only ptxas and after)."""
     trees = [backend.make_tree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain, fast_path=fast_path)
              for index in range(count)]
-    # One after another: configures of one source tree take turns anyway (cmake_trees.one_configure_at_a_time
+    # One after another: configures of one source tree take turns anyway (cmake_trees.source_tree_turn
     # says why), and a configure costs ~1.5 s.
     for tree in trees:
         tree.configure(timeout)

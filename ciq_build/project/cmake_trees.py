@@ -85,10 +85,14 @@ class ScratchTree:
     # The user's cache settings as a `cmake -C` script; None: read from the user's build tree. Given where
     # the tree is configured away from it (a Ray worker building from an uploaded copy of the sources).
     replayed_cache: str | None = None
+    # The project writes into its source tree (configure_file, a custom command's output there), as the tune
+    # has seen: a tree's first build runs such steps too, so it takes the source tree's turn (source_tree_turn).
+    writes_sources: bool = False
     build_dir: Path = field(init=False)
     options_file: Path = field(init=False)
 
     _compiles: tuple[float, list[list[str]]] | None = field(default=None, init=False, repr=False)
+    _built: bool = field(default=False, init=False, repr=False)  # built once in this process
 
     def __post_init__(self) -> None:
         self.build_dir = self.root / "build"
@@ -164,7 +168,7 @@ class ScratchTree:
             args.append("-DCMAKE_PLATFORM_INFO_INITIALIZED=1")  # else CMake deletes the seeded files as stale
         if launcher:
             args.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}")
-        with one_configure_at_a_time(self.manifest.source_dir, timeout):
+        with source_tree_turn(self.manifest.source_dir, timeout):
             result = proc.run(args, timeout)
         if not result.ok:
             advice = f"; {timeout_advice(timeout)}" if result.timed_out else ""
@@ -188,9 +192,13 @@ class ScratchTree:
             reported = self._ptxas_only(timeout)
             if reported is not None:
                 return reported
-        with environment.CompileWitness(self.options_file, timeout) as witness:
-            compile_step = proc.run(self._build_args(self.manifest.target), timeout,
-                                    max_output=COMPILER_OUTPUT_BYTES)
+        # Waiting for the turn is no part of the compile (its time, its timeout): other trees' first builds.
+        first = self.writes_sources and not self._built
+        with source_tree_turn(self.manifest.source_dir, None) if first else contextlib.nullcontext():
+            with environment.CompileWitness(self.options_file, timeout) as witness:
+                compile_step = proc.run(self._build_args(self.manifest.target), timeout,
+                                        max_output=COMPILER_OUTPUT_BYTES)
+        self._built = True
         compiled = self.compile_verdict("compile", compile_step, witness, timeout)
         bench = self.manifest.benchmark
         if not compiled.ok or not benchmark or bench is None or bench.target == self.manifest.target:
@@ -348,21 +356,23 @@ def remove_scratch_trees(manifest: Manifest) -> None:
 
 
 @contextlib.contextmanager
-def one_configure_at_a_time(source_dir: Path, timeout: float) -> Iterator[None]:
-    """Holds a lock on `source_dir` across processes while a configure of it runs.
+def source_tree_turn(source_dir: Path, timeout: float | None) -> Iterator[None]:
+    """Holds a lock on `source_dir` across processes while a configure of it, or a tree's first build, runs.
 
-    Projects write into their sources at configure time (configure_file into the source tree), and
-    CMake writes through a fixed `<file>.tmp`: two configures of one source tree at once make one of
-    them fail with "No such file or directory". A tune configures its own trees one after another;
-    `tune --all` runs a tune per target at once, and two checkouts' tunes may share nothing but the
-    sources, so the lock is keyed on the source tree's real path, in the temporary folder.
+    Projects write into their sources at configure time (configure_file into the source tree) and at
+    build time (a custom command's output there, run by each new tree's first build), and CMake writes
+    through a fixed `<file>.tmp`: two at once make one of them fail with "No such file or directory"
+    (seen: two Ray actors' first builds of one uploaded copy; `tune --all`'s tunes configuring one source
+    tree at once). A tune configures its own trees one after another; tunes of several targets, and two
+    checkouts' tunes, may share nothing but the sources, so the lock is keyed on the source tree's real
+    path, in the temporary folder. `timeout` None: wait as long as the holder runs (its own timeout ends it).
     """
     key = hashlib.sha256(str(source_dir.resolve()).encode()).hexdigest()[:16]
     folder = Path(tempfile.gettempdir()) / f"ciq_build-{os.getuid()}"
     folder.mkdir(exist_ok=True)
     lock = filelock.FileLock(str(folder / f"configure-{key}.lock"))
     try:
-        lock.acquire(timeout=timeout)
+        lock.acquire(timeout=-1 if timeout is None else timeout)
     except filelock.Timeout:
         raise BuildError(f"another configure of {source_dir} held it for {timeout:.0f} s (the configure "
                          f"timeout): is a CMake run of it hanging? ({lock.lock_file})") from None
@@ -383,7 +393,7 @@ def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain,
     elif ninja:
         args += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
     args += cmake_args
-    with one_configure_at_a_time(source_dir, timeout):
+    with source_tree_turn(source_dir, timeout):
         result = proc.run(args, timeout)
     if not result.ok:
         raise BuildError(f"configuring {source_dir} into {build_dir} failed ({result.describe()}):\n{result.output_tail()}")

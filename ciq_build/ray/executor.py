@@ -210,7 +210,7 @@ class EvaluationWorker:
 
     def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
                  timeouts: Timeouts, configure_timeout: float, root: str, upload: SourceUpload | None = None,
-                 benchmark: dict[str, Any] | None = None) -> None:
+                 benchmark: dict[str, Any] | None = None, writes_sources: bool = False) -> None:
         proc.guard_driver()  # the compiles and benchmarks this actor starts die with it, even on SIGKILL
         self.upload = upload
         replayed = None
@@ -223,7 +223,8 @@ class EvaluationWorker:
             root = str(self.copy.parent / f"ciq-scratch-{self.copy.name}" / safe_name(manifest.target) / root)
             replayed = remapped_cache(upload, self.copy, Path(root) / "build")
         # Without the ptxas-only launcher: a Ray worker's environment is not the driver's shell.
-        self.tree = ScratchTree(manifest, Path(root), toolchain, False, replayed_cache=replayed)
+        self.tree = ScratchTree(manifest, Path(root), toolchain, False, replayed_cache=replayed,
+                                writes_sources=writes_sources)
         # `benchmark`: what a benchmark task asks Ray for; each runs as a task of its own, on a GPU, while this
         # actor holds CPUs only. None: this actor holds a GPU (Ray set its CUDA_VISIBLE_DEVICES, so the
         # default slot is it) and runs its benchmarks itself.
@@ -328,6 +329,7 @@ class RayPool:
     # The driver's runner: what the tune knows so far (the race's incumbent: the baseline, then every full
     # measurement from any worker), which each candidate's actor is told, as a local worker thread knows it.
     known: BuildRunner | None = None
+    writes_sources: bool = False  # the project writes into its source tree: each tree's first build takes turns
     slots: list[RaySlot] = field(default_factory=list, init=False)
     losses: list[WorkerLoss] = field(default_factory=list, init=False)
     closing: bool = field(default=False, init=False)
@@ -357,7 +359,7 @@ class RayPool:
             self._check_cluster(ray.cluster_resources())
             self.slots = [RaySlot(i, self.trees / f"ray-{i}") for i in range(self.count)]
             # One configure after another (configures of one source tree take turns:
-            # cmake_trees.one_configure_at_a_time); a restarted tune finds the trees configured.
+            # cmake_trees.source_tree_turn); a restarted tune finds the trees configured.
             for slot in self.slots:
                 self._start(slot)
         except BaseException:
@@ -422,7 +424,7 @@ class RayPool:
         # Uploading, the actor places its tree beside its copy of the sources: it gets the tree's name only.
         root = slot.root.name if self.upload is not None else str(slot.root)
         slot.actor = actor_class.remote(self.manifest, self.toolchain, self.objectives, self.repeats, self.timeouts,
-                                        self.configure_timeout, root, self.upload, self.benchmark)
+                                        self.configure_timeout, root, self.upload, self.benchmark, self.writes_sources)
         if self.upload is not None:
             # Before the configure: nothing is built from a copy that is not the fingerprinted sources.
             copy, hashes = _result(slot.actor.source_hashes.remote())

@@ -68,5 +68,5 @@ def _pool(phase: SearchPhase) -> Iterator[Workers]:
                     ", ".join(f"{link} -> {target}" for link, target in upload.links_out.items()))
     with RayPool(phase.manifest, phase.toolchain, phase.objectives, phase.repeats, phase.timeouts,
                  phase.configure_timeout, phase.jobs, settings.address, settings.gpu_resource, phase.say, upload,
-                 settings.compile_resource, known=phase.known) as pool:
+                 settings.compile_resource, known=phase.known, writes_sources=phase.writes_sources) as pool:
         yield Workers(pool.runner, pool.slots)

@@ -205,6 +205,7 @@ class TuneRun:
                                          self._configure_timeout(), fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
+        self._say_source_writes(base_tree, *workers)
         self.sources = self.source_set.digest(configured)
         self._use_timeouts(for_baseline(self.settings.measure))  # a large project's defaults may take long
         self.runner.code_context = self._key(Controls())
@@ -227,6 +228,7 @@ class TuneRun:
             except BaseException:
                 self._stop_ahead()
                 raise
+        self._say_source_writes(base_tree, *workers)  # the baseline's build may have written there first
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
@@ -289,6 +291,11 @@ class TuneRun:
         self._say(f"{when} wrote into the source tree ({shown}); left out of the source fingerprint "
                   "(declare such files as OUTPUT or BYPRODUCTS of their command to say so up front)")
         return True
+
+    def _say_source_writes(self, *trees: ScratchTree) -> None:
+        """Tell the trees whether the project writes into its source tree (seen in this tune or journaled)."""
+        for tree in trees:
+            tree.writes_sources = bool(self.source_set.excluded)
 
     def _note_candidate_writes(self, evaluated: Evaluation) -> None:
         """Warn, once, when the source tree changed while candidates ran (a benchmark that writes there).
@@ -363,7 +370,7 @@ class TuneRun:
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
         phase = SearchPhase(self.manifest, self.toolchain, tuple(self.objectives), self.settings.measure.repeats,
                             self.settings.build.jobs, timeouts, self._configure_timeout(), self.settings.executor,
-                            self.source_set.snapshot(), self.runner, self._say)
+                            self.source_set.snapshot(), bool(self.source_set.excluded), self.runner, self._say)
         self.meter.enter("search")
         try:
             with self.executor.workers(phase, workers) as evaluating:

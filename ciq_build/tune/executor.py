@@ -49,6 +49,7 @@ class SearchPhase:
     configure_timeout: float  # a worker's scratch tree configure
     executor: ExecutorSettings
     snapshot: Snapshot  # the fingerprinted source files as the driver hashed them (what the search measures)
+    writes_sources: bool  # the project writes into its source tree (ScratchTree.writes_sources)
     # The driver's runner: what the tune knows so far (the race's incumbent, measured code), shared with the
     # workers as a local worker thread shares it. The one mutable part, and only the driver writes it.
     known: BuildRunner

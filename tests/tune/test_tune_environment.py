@@ -176,24 +176,27 @@ def test_a_benchmark_killed_by_sigkill_is_run_again_on_resume_and_timings_are_sp
     assert all(r["cause"] == "bench_killed" for r in later)  # (it kills itself every time)
 
 
-def test_a_build_that_writes_into_the_source_tree_keeps_the_journal_reusable_and_configures_one_at_a_time(
+def test_a_build_that_writes_into_the_source_tree_keeps_the_journal_reusable_and_writes_there_one_at_a_time(
         tmp_path: Path) -> None:
     source = _project(tmp_path)
     build = source / "build"  # the build dir inside the source dir, as many projects have it
     args = ["--generations", "1", "--pool-size", "3", "--jobs", "3", "--no-pin"]
-    # The project writes into its sources at configure time (configure_file): CMake writes through a fixed
-    # `<file>.tmp`, so scratch trees configured side by side fail. Here a configure that overlaps another
-    # fails every time. (A tune of its own once: ~74 s on two loaded cores.) A second tune of the same
-    # sources into another build dir runs beside it (as `tune --all` runs a tune per target, or a second
-    # checkout's build shares the sources): the configures of both wait for each other too.
-    exclusive = {**os.environ, "TRANSIENT_EXCLUSIVE_CONFIGURE": "1"}
+    # The project writes into its sources at configure time (configure_file) and in each tree's first build
+    # (a stamped header): CMake writes through a fixed `<file>.tmp`, so scratch trees configured or first
+    # built side by side fail. Here a configure or stamp that overlaps another fails every time. (A tune
+    # of its own once: ~74 s on two loaded cores.) A second tune of the same sources into another build dir
+    # runs beside it (as `tune --all` runs a tune per target, or a second checkout's build shares the
+    # sources): the configures and first builds of both wait for each other too.
+    exclusive = {**os.environ, "TRANSIENT_EXCLUSIVE_WRITES": "1"}
     beside = subprocess.Popen([sys.executable, "-m", "ciq_build", "tune", "kern", "-S", str(source), "-B",
                                str(tmp_path / "beside"), "--max-evaluations", "1", "--jobs", "2", "--no-pin"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=exclusive)
-    first = _tune("kern", source, build, *args, env={"TRANSIENT_EXCLUSIVE_CONFIGURE": "1"})
+    first = _tune("kern", source, build, *args, env={"TRANSIENT_EXCLUSIVE_WRITES": "1"})
     _, beside_err = beside.communicate(timeout=600)
     assert first.returncode == 0, first.stderr
     assert beside.returncode == 0, beside_err
+    for tuned in (build, tmp_path / "beside"):  # every X compiles: a failure is a write that overlapped another
+        assert [e["message"] for e in _evaluations(tuned, "kern") if not e["ok"]] == []
     assert len(list((build / "ciq" / "scratch" / "kern").glob("worker-*/build/CMakeCache.txt"))) >= 3
     # The build wrote a configure-time header naming the build tree, and a stamped header.
     assert (source / "generated" / "config.h").is_file() and (source / "generated" / "stamp.h").is_file()
