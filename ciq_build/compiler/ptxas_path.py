@@ -35,9 +35,10 @@ Same bytes as nvcc: a plain nvcc compile names its temporary files
 ``$TMPDIR/tmpxft_<pid>_<n>-<k>_<name>``; the host compiler records the
 temporary file name in the object (its STT_FILE symbol), so two plain builds
 of the same controls already differ in those 8 hex digits of nvcc's process
-id. The entry's files keep nvcc's names with the process id written as
-00000000, so an object from this path differs from a plain build in exactly
-what two plain builds differ in. With debug information (-g, -G) the
+id (and in the counter after it, where a killed nvcc left a file of that
+name). The entry's files keep nvcc's names with both written as zeros, so an
+object from this path differs from a plain build in exactly what two plain
+builds differ in. With debug information (-g, -G) the
 temporary directory's path would be recorded too: such compiles, and
 anything else this module does not know (an unknown step, nvlink inside the
 compile, a cache path a shell would split), go through nvcc whole.
@@ -77,8 +78,11 @@ from pathlib import Path
 CACHE_ENTRIES = 32
 ENTRY_TOKEN = "@CIQ_ENTRY@"
 # nvcc's temporary names: <dir>/tmpxft_<pid, 8 hex>_<8 hex>-<k>_<name>, or bare (a name cicc #includes).
-_TEMP = re.compile(r"(?P<dir>(?:/[^/\s\"']+)*/)?tmpxft_[0-9a-f]{8}_(?=[0-9a-f]{8}-)")
-_FIXED_PID = "tmpxft_00000000_"
+# The second field counts up where a file of that name is in the temporary folder already (one a killed
+# nvcc of a process with the same id left there): both are written as zeros, or such a compile would miss
+# the entry of its front end (seen: a kept PTX tmpxft_00000000_00000001-6_reduce.ptx beside ..._00000000-6_...).
+_TEMP = re.compile(r"(?P<dir>(?:/[^/\s\"']+)*/)?tmpxft_[0-9a-f]{8}_[0-9a-f]{8}(?=-)")
+_FIXED_NAME = "tmpxft_00000000_00000000"
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 # A cache path every step can take as it is (nvcc's steps leave some paths unquoted,
 # and fatbinary's --image3 splits at commas).
@@ -200,8 +204,8 @@ def _fixed_names(steps: list[str]) -> list[str]:
     dirs = {m.group("dir") for step in steps for m in _TEMP.finditer(step) if m.group("dir")}
     if len(dirs) != 1:
         raise Unsupported(f"nvcc's temporary files are not in one directory ({sorted(dirs)})")
-    out = [_TEMP.sub(lambda m: (ENTRY_TOKEN + "/" if m.group("dir") else "") + _FIXED_PID, step) for step in steps]
-    if any(re.search(r"tmpxft_(?!00000000_)", step) for step in out):
+    out = [_TEMP.sub(lambda m: (ENTRY_TOKEN + "/" if m.group("dir") else "") + _FIXED_NAME, step) for step in steps]
+    if any(re.search(r"tmpxft_(?!00000000_00000000-)", step) for step in out):
         raise Unsupported("a temporary file name of nvcc's could not be placed in the cache")
     return out
 

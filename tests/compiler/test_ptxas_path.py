@@ -318,6 +318,19 @@ def test_device_debug_information_is_left_to_nvcc(gemm: cmake_trees.ScratchTree)
         ptxas_path.plan([*argv, "-G"], gemm.build_dir, gemm.front_end_cache)
 
 
+def test_a_compile_whose_temporary_names_count_up_shares_the_entry_of_its_front_end(tmp_path: Path,
+                                                                                    cuda133_bin: Path) -> None:
+    # nvcc counts the second field of its temporary names up where a file of that name is in the temporary
+    # folder already (one a killed nvcc of a process with the same id left there); the entry is the same.
+    (tmp_path / "k.cu").write_text("__global__ void k(float* p) { p[threadIdx.x] *= 2.0f; }\n")
+    argv = [str(cuda133_bin / "nvcc"), "--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]", "-c", "k.cu",
+            "-o", "k.o"]
+    _, steps = ptxas_path.dryrun(argv, tmp_path)
+    counted_up = [re.sub(r"(tmpxft_[0-9a-f]{8}_)00000000-", r"\g<1>00000001-", step) for step in steps]
+    assert counted_up != steps
+    assert ptxas_path._fixed_names(counted_up) == ptxas_path._fixed_names(steps)
+
+
 def test_separable_compilation_of_two_sources_relinks_from_the_kept_ptx(tmp_path: Path, cuda133_bin: Path,
                                                                        acfs: list[Path]) -> None:
     shutil.copytree(SAMPLE, tmp_path / "src", ignore=shutil.ignore_patterns("build", "*.json", "*.acf"))
