@@ -1,10 +1,3 @@
-if(DEFINED ENV{TRANSIENT_EXCLUSIVE_WRITES})  # see CMakeLists.txt
-  get_filename_component(source "${IN}" DIRECTORY)
-  file(LOCK "${source}/configure.lock" TIMEOUT 0 RESULT_VARIABLE locked)
-  if(NOT locked EQUAL 0)
-    message(FATAL_ERROR "another configure or stamp of this source tree is running (${locked})")
-  endif()
-  execute_process(COMMAND "${CMAKE_COMMAND}" -E sleep 1)
-endif()
+include("${CMAKE_CURRENT_LIST_DIR}/exclusive_writes.cmake")
 string(TIMESTAMP STAMP "%Y-%m-%dT%H:%M:%S.%f")
 configure_file("${IN}" "${OUT}" @ONLY)
