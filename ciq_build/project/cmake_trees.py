@@ -365,17 +365,26 @@ def source_tree_turn(source_dir: Path, timeout: float | None) -> Iterator[None]:
     (seen: two Ray actors' first builds of one uploaded copy; `tune --all`'s tunes configuring one source
     tree at once). A tune configures its own trees one after another; tunes of several targets, and two
     checkouts' tunes, may share nothing but the sources, so the lock is keyed on the source tree's real
-    path, in the temporary folder. `timeout` None: wait as long as the holder runs (its own timeout ends it).
+    path, in the temporary folder. `timeout` None: wait as long as the holder runs (its own timeout ends
+    it) or until the tune stops.
     """
     key = hashlib.sha256(str(source_dir.resolve()).encode()).hexdigest()[:16]
     folder = Path(tempfile.gettempdir()) / f"ciq_build-{os.getuid()}"
     folder.mkdir(exist_ok=True)
     lock = filelock.FileLock(str(folder / f"configure-{key}.lock"))
-    try:
-        lock.acquire(timeout=-1 if timeout is None else timeout)
-    except filelock.Timeout:
+
+    def taken(seconds: float) -> bool:
+        try:
+            lock.acquire(timeout=seconds)
+        except filelock.Timeout:
+            return False
+        return True
+
+    if timeout is None:
+        proc.wait_or_stop(taken, f"waiting for the turn of the source tree {source_dir}")
+    elif not taken(timeout):
         raise BuildError(f"another configure of {source_dir} held it for {timeout:.0f} s (the configure "
-                         f"timeout): is a CMake run of it hanging? ({lock.lock_file})") from None
+                         f"timeout): is a CMake run of it hanging? ({lock.lock_file})")
     try:
         yield
     finally:

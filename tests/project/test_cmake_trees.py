@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,43 @@ def test_a_scratch_tree_for_another_nvcc_than_the_users_identifies_its_compilers
     assert _identified_cuda(tree.build_dir)
     cuda = next(tree.build_dir.glob("CMakeFiles/*/CMakeCUDACompiler.cmake")).read_text()
     assert f'set(CMAKE_CUDA_COMPILER "{nvcc}")' in cuda or str(nvcc.resolve()) in cuda, cuda[:400]
+
+
+def test_a_wait_for_the_source_trees_turn_ends_when_the_tune_stops(tmp_path: Path) -> None:
+    # A tree's first build waits for the source tree's turn for as long as another holds it, unless the tune
+    # stops meanwhile: then at once (a stopped tune ends within a second), not when the holder is done.
+    source = tmp_path / "src"
+    source.mkdir()
+    held, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with cmake_trees.source_tree_turn(source, 60):
+            held.set()
+            release.wait(120)
+
+    outcome: list[object] = []
+
+    def waiter() -> None:
+        try:
+            with cmake_trees.source_tree_turn(source, None):
+                outcome.append("took the turn")
+        except BaseException as error:  # noqa: BLE001 - what the waiting thread saw
+            outcome.append(error)
+
+    holding = threading.Thread(target=holder)
+    holding.start()
+    try:
+        assert held.wait(60)
+        waiting = threading.Thread(target=waiter)
+        waiting.start()
+        time.sleep(0.5)
+        assert outcome == []  # the turn is held: it waits
+        stopped = time.monotonic()
+        proc.stop_starting()
+        waiting.join(60)
+        assert isinstance(outcome[0], proc.Stopped), outcome
+        assert time.monotonic() - stopped < 15, "the stop waited for the holder"
+    finally:
+        proc.resume_starting()  # this test process goes on after its "interrupt"
+        release.set()
+        holding.join()
