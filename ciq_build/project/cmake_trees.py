@@ -383,8 +383,8 @@ def source_tree_turn(source_dir: Path, timeout: float | None) -> Iterator[None]:
     if timeout is None:
         proc.wait_or_stop(taken, f"waiting for the turn of the source tree {source_dir}")
     elif not taken(timeout):
-        raise BuildError(f"another configure of {source_dir} held it for {timeout:.0f} s (the configure "
-                         f"timeout): is a CMake run of it hanging? ({lock.lock_file})")
+        raise BuildError(f"another configure or first build of {source_dir} held its turn for {timeout:.0f} s "
+                         f"(the configure timeout): is a CMake run of it hanging? ({lock.lock_file})")
     try:
         yield
     finally:
