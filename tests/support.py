@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shutil
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,19 @@ __global__ void spill(const float4* __restrict__ a, float* __restrict__ out, int
   out[t] = s;
 }
 """
+
+
+def in_thread(call: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
+    """`call` started in a thread of its own; the list gets what it returned, or what it raised (a stop's
+    Stopped included), once it ends."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as error:  # noqa: BLE001 - what the thread saw, for the test to judge
+            outcome.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome

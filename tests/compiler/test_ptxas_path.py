@@ -35,7 +35,7 @@ from ciq_build.core.causes import Cause
 from ciq_build.measure import proc
 from ciq_build.project import cmake_trees
 from ciq_build.project.manifest import load_manifest
-from support import REPO_ROOT, ensure_ok
+from support import REPO_ROOT, ensure_ok, in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -378,17 +378,7 @@ def test_a_stop_kills_the_steps_a_driver_thread_runs_itself_and_none_starts_afte
     flag = tmp_path / "started"
     busy = shlex.join([sys.executable, "-c", _BUSY, str(flag)])
     plan = ptxas_path.Plan(("nvcc",), tmp_path, dict(os.environ), (busy,), (), tmp_path / "entry", None)
-    outcome: list[BaseException | str] = []
-
-    def fill() -> None:
-        try:
-            ptxas_path.fill(plan, 600, start=proc.started)
-            outcome.append("filled")
-        except BaseException as error:  # noqa: BLE001 - what the worker thread saw
-            outcome.append(error)
-
-    worker = threading.Thread(target=fill)
-    worker.start()
+    worker, outcome = in_thread(lambda: ptxas_path.fill(plan, 600, start=proc.started))
     try:
         deadline = time.monotonic() + 120
         while not flag.exists() and time.monotonic() < deadline:

@@ -20,7 +20,7 @@ from ciq_build.compiler.toolchain import load_toolchain
 from ciq_build.measure import proc
 from ciq_build.project import cmake_trees
 from ciq_build.project.manifest import load_manifest
-from support import PROJECTS, REPO_ROOT, build_tool, ensure_ok
+from support import PROJECTS, REPO_ROOT, build_tool, ensure_ok, in_thread
 
 pytestmark = pytest.mark.slow
 
@@ -83,21 +83,15 @@ def test_a_wait_for_the_source_trees_turn_ends_when_the_tune_stops(tmp_path: Pat
             held.set()
             release.wait(120)
 
-    outcome: list[object] = []
-
-    def waiter() -> None:
-        try:
-            with cmake_trees.source_tree_turn(source, None):
-                outcome.append("took the turn")
-        except BaseException as error:  # noqa: BLE001 - what the waiting thread saw
-            outcome.append(error)
+    def waiter() -> str:
+        with cmake_trees.source_tree_turn(source, None):
+            return "took the turn"
 
     holding = threading.Thread(target=holder)
     holding.start()
     try:
         assert held.wait(60)
-        waiting = threading.Thread(target=waiter)
-        waiting.start()
+        waiting, outcome = in_thread(waiter)
         time.sleep(0.5)
         assert outcome == []  # the turn is held: it waits
         stopped = time.monotonic()
