@@ -205,7 +205,7 @@ class TuneRun:
                                          self._configure_timeout(), fast_path=not self.runner.measures_compile_time)
         configured = self.source_set.snapshot()
         self._note_source_writes(before, configured, "configuring the scratch trees")
-        self._say_source_writes(base_tree, *workers)
+        self._tell_trees_of_source_writes(base_tree, *workers)
         self.sources = self.source_set.digest(configured)
         self._use_timeouts(for_baseline(self.settings.measure))  # a large project's defaults may take long
         self.runner.code_context = self._key(Controls())
@@ -228,7 +228,7 @@ class TuneRun:
             except BaseException:
                 self._stop_ahead()
                 raise
-        self._say_source_writes(base_tree, *workers)  # the baseline's build may have written there first
+        self._tell_trees_of_source_writes(base_tree, *workers)  # the baseline's build may have written there first
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
@@ -292,7 +292,7 @@ class TuneRun:
                   "(declare such files as OUTPUT or BYPRODUCTS of their command to say so up front)")
         return True
 
-    def _say_source_writes(self, *trees: ScratchTree) -> None:
+    def _tell_trees_of_source_writes(self, *trees: ScratchTree) -> None:
         """Tell the trees whether the project writes into its source tree (seen in this tune or journaled)."""
         for tree in trees:
             tree.writes_sources = bool(self.source_set.excluded)
