@@ -27,12 +27,19 @@
 # Output: $OUT/compileiq_side_by_side.log (the console) and $OUT/compileiq_side_by_side.tgz (both arms'
 # logs, CompileIQ's results CSV and best ACF, ciq_build's journal and pin, the probe, re-measure samples).
 # Env: POOL (12, shrunk to fit), REPEATS (3), JOBS (8), SEED (1), ARM_S (240), ROUNDS (6), MOST_GENERATIONS (10),
-# TOTAL_S (540: arm B is cut, and the re-measure shortened, to end the call by then), N (67108864).
+# TOTAL_S (540: arm B is cut, and the re-measure shortened, to end the call by then), N (67108864),
+# PHASE (both; or "a" then "b": two device calls, so each arm may have most of a call's 600 s. "a" runs the
+# probe and arm A and ends there, its tgz the hand-over; "b" takes that tgz (ARM_A_TGZ, default
+# .carry/i23/arm-a.tgz, carried), runs arm B with the same budget, the re-measure and the report.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
 dry=0
 [ "${1:-}" = --dry-run ] && dry=1
+PHASE=${PHASE:-both}
+case "$PHASE" in both|a|b) ;; *) echo "PHASE must be both, a or b (got $PHASE)"; exit 2;; esac
+ARM_A_TGZ=${ARM_A_TGZ:-$here/.carry/i23/arm-a.tgz}
+[ "$PHASE" = b ] && [ ! -f "$ARM_A_TGZ" ] && { echo "PHASE=b needs phase a's tgz at $ARM_A_TGZ (ARM_A_TGZ)"; exit 2; }
 OUT=${OUT:-/tmp/out}
 res=/tmp/res-compileiq-sbs
 rm -rf "$res" && mkdir -p "$res" "$OUT"
@@ -52,6 +59,8 @@ export PYTHONUNBUFFERED=1
 helper=$here/bench/compileiq_side_by_side.py
 example=$here/.carry/i23/compileiq-example
 started=$SECONDS
+arm_a_reserve=120  # what arm B and the re-measure need after arm A in the same call
+[ "$PHASE" = a ] && arm_a_reserve=10
 left() { echo $((TOTAL_S - (SECONDS - started))); }
 
 if [ "$dry" = 1 ]; then
@@ -100,17 +109,27 @@ cp "$source_cu" "$res/arm-a/reduction.cu"
 cp bench/compileiq_side_by_side/CMakeLists.txt "$source_cu" "$res/arm-b/"
 [ "$dry" = 1 ] && mv "$res/arm-b/reduction_dry.cu" "$res/arm-b/reduction.cu"
 
-echo "== probe: one compile and one run (the budget's unit)"
-"$python" "$helper" probe --nvcc "$nvcc" --arch "$ARCH" --source "$source_cu" --n "$N" --work "$res/probe" \
-    --json "$res/probe.json" || exit 1
-read -r GENS POOL < <("$python" "$helper" budget "$res/probe.json" --arm-s "$ARM_S" --pool "$POOL" --runs "$REPEATS" \
-       --most "$MOST_GENERATIONS") || exit 1
-echo "== budget: $GENS generations x $POOL, $REPEATS runs a candidate, both arms"
+if [ "$PHASE" = b ]; then
+    # Phase a's probe, budget and arm A, as that call left them; this call's kit builds the re-measure.
+    tar xzf "$ARM_A_TGZ" -C "$res" probe.json budget.txt arm-a arm-a.time.json arm-a.log || exit 2
+    read -r GENS POOL < "$res/budget.txt"
+    echo "== phase b: arm A from $ARM_A_TGZ ($GENS generations x $POOL); its end:"
+    grep -v -E "Generation|it/s|s/it" "$res/arm-a.log" | tail -8
+else
+    echo "== probe: one compile and one run (the budget's unit)"
+    "$python" "$helper" probe --nvcc "$nvcc" --arch "$ARCH" --source "$source_cu" --n "$N" --work "$res/probe" \
+        --json "$res/probe.json" || exit 1
+    read -r GENS POOL < <("$python" "$helper" budget "$res/probe.json" --arm-s "$ARM_S" --pool "$POOL" --runs "$REPEATS" \
+           --most "$MOST_GENERATIONS") || exit 1
+    echo "== budget: $GENS generations x $POOL, $REPEATS runs a candidate, both arms"
 
-echo "== arm A: CompileIQ's optimize_reduction.py"
-(cd "$res/arm-a" && timeout -s INT $(($(left) - 120)) "$python" "$helper" timed "$res/arm-a.time.json" -- \
-    "$python" optimize_reduction.py --arch "$ARCH" --generations "$GENS" --pool-size "$POOL" --runs "$REPEATS") \
-    2>&1 | tee "$res/arm-a.log" | grep -v -E "Generation|it/s|s/it" | tail -15
+    echo "== arm A: CompileIQ's optimize_reduction.py"
+    (cd "$res/arm-a" && timeout -s INT $(($(left) - arm_a_reserve)) "$python" "$helper" timed "$res/arm-a.time.json" -- \
+        "$python" optimize_reduction.py --arch "$ARCH" --generations "$GENS" --pool-size "$POOL" --runs "$REPEATS") \
+        2>&1 | tee "$res/arm-a.log" | grep -v -E "Generation|it/s|s/it" | tail -15
+    echo "$GENS $POOL" > "$res/budget.txt"
+    [ "$PHASE" = a ] && { echo "== phase a: $((SECONDS - started)) s; its tgz is phase b's ARM_A_TGZ"; exit 0; }
+fi
 
 echo "== arm B: ciq_build tune (METRIC on the same output, same budget)"
 cap=$(($(left) - 75))  # the re-measure's builds and rounds after it
