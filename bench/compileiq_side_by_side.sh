@@ -111,7 +111,7 @@ cp bench/compileiq_side_by_side/CMakeLists.txt "$source_cu" "$res/arm-b/"
 
 if [ "$PHASE" = b ]; then
     # Phase a's probe, budget and arm A, as that call left them; this call's kit builds the re-measure.
-    tar xzf "$ARM_A_TGZ" -C "$res" probe.json budget.txt arm-a arm-a.time.json arm-a.log || exit 2
+    tar xzf "$ARM_A_TGZ" -C "$res" ./probe.json ./budget.txt ./arm-a ./arm-a.time.json ./arm-a.log || exit 2
     read -r GENS POOL < "$res/budget.txt"
     echo "== phase b: arm A from $ARM_A_TGZ ($GENS generations x $POOL); its end:"
     grep -v -E "Generation|it/s|s/it" "$res/arm-a.log" | tail -8

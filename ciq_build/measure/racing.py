@@ -33,6 +33,19 @@ samples are often a cold start (caches, clocks ramping up), which only makes the
 sample alone must not decide: a run is stopped only once it has given MIN_STREAMED samples, unless
 earlier runs gave samples too. The samples of every run count in the candidate's statistics.
 
+The mirror rule, for a candidate clearly ahead: a measurement of ``repeats`` runs is there to place a
+candidate against the others, and one far ahead of the incumbent is placed already. After a run, a
+candidate is settled (measured enough, not raced: it may win and becomes the incumbent) when it has
+given at least ``repeats`` samples, more than its runs (a benchmark that streams), and its upper
+quartile is ahead of the incumbent's median by the same margin:
+
+    q75 < m - K * s        (mirrored for ``max``)
+
+The upper quartile is a pessimistic estimate of its median, and a cold first repetition or an outlier
+moves it no more than one sample. A benchmark that prints one number a run never has more samples
+than runs, so every candidate it measures gets all its repeats, as before: this needs the samples a
+streaming run gives within one process. The baseline, the first incumbent, is always measured in full.
+
 Nothing raced out is pinned over a fully measured candidate
 (ciq_build.tune.winner), and the winner is re-measured against the baseline,
 interleaved, before a pin (ciq_build.tune.confirm) whatever racing decided.
@@ -82,6 +95,17 @@ def behind(incumbent: Incumbent, samples: Sequence[float], direction: Literal["m
     return max(samples) < incumbent.median - incumbent.margin(k, floor)
 
 
+def ahead(incumbent: Incumbent, samples: Sequence[float], direction: Literal["min", "max"], *,
+          k: float = K, floor: float = FLOOR) -> bool:
+    """Whether a candidate with these samples so far is placed already, far ahead of the incumbent (see the
+    module docstring): its pessimistic quartile beats the incumbent's median by the margin."""
+    if not samples:
+        return False
+    if direction == "min":
+        return float(np.percentile(samples, 75)) < incumbent.median - incumbent.margin(k, floor)
+    return float(np.percentile(samples, 25)) > incumbent.median + incumbent.margin(k, floor)
+
+
 class RaceBoard:
     """The incumbent of one tune's race on one metric, shared by the worker threads."""
 
@@ -112,6 +136,7 @@ class Race:
 
     measurement: Measurement
     raced: bool  # stopped before `repeats` runs: behind the incumbent
+    settled: bool = False  # stopped before `repeats` runs: its streamed samples put it far ahead of the incumbent
 
 
 def race(spec: BenchSpec, repeats: int, board: RaceBoard) -> Race:
@@ -122,7 +147,7 @@ def race(spec: BenchSpec, repeats: int, board: RaceBoard) -> Race:
     a raced-out one is not.
     """
     runs: list[BenchRun] = []
-    raced = False
+    raced = settled = False
     for _ in range(repeats):
         earlier = [value for r in runs for value in r.values(board.metric)]
 
@@ -142,11 +167,16 @@ def race(spec: BenchSpec, repeats: int, board: RaceBoard) -> Race:
             break
         incumbent = board.incumbent
         samples = [value for r in runs for value in r.values(board.metric)]
-        if len(runs) < repeats and incumbent is not None and behind(incumbent, samples, board.direction):
+        if len(runs) == repeats or incumbent is None:
+            continue
+        if behind(incumbent, samples, board.direction):
             raced = True
+            break
+        if len(samples) >= repeats and len(samples) > len(runs) and ahead(incumbent, samples, board.direction):
+            settled = True
             break
     measurement = Measurement.from_runs(runs)
     samples = measurement.samples.get(board.metric, [])
     if measurement.ok and not raced and samples:
         board.offer(Incumbent.from_samples(samples))
-    return Race(measurement, raced)
+    return Race(measurement, raced, settled)

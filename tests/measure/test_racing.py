@@ -16,7 +16,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.measure.bench import BenchSpec, GpuSlots
-from ciq_build.measure.racing import Incumbent, RaceBoard, behind, race
+from ciq_build.measure.racing import Incumbent, RaceBoard, ahead, behind, race
 from ciq_build.project.cmake_trees import CandidateBuild
 from ciq_build.project.manifest import Benchmark, Manifest, ManifestToolchain
 from ciq_build.search.base import Proposal
@@ -51,6 +51,15 @@ def test_a_candidate_better_than_the_incumbent_is_never_out() -> None:
     for samples in ([0.5], [0.99, 5.0, 7.0], [1.0]):
         assert not behind(incumbent, samples, "min")
     assert not behind(incumbent, [], "min")
+
+
+def test_a_candidate_is_placed_when_its_upper_quartile_is_ahead_by_k_spreads() -> None:
+    incumbent = Incumbent(1.0, 0.0)  # margin: the floor, 3 x 1% of 1.0
+    assert ahead(incumbent, [0.96] * 10, "min") and not ahead(incumbent, [0.975] * 10, "min")
+    assert ahead(incumbent, [5.0, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9], "min")  # a cold first sample moves it little
+    assert not ahead(incumbent, [0.9, 0.9, 1.0, 1.0, 1.0], "min")  # its upper quartile is at the incumbent
+    assert ahead(incumbent, [1.04] * 4, "max") and not ahead(incumbent, [1.02] * 4, "max")
+    assert not ahead(incumbent, [], "min")
 
 
 def test_the_board_keeps_the_best_median_offered() -> None:
@@ -106,6 +115,15 @@ def test_a_contender_gets_every_repeat_and_becomes_the_incumbent(tmp_path: Path)
     result = race(spec, 5, board)
     assert not result.raced and len(result.measurement.runs) == 5
     assert board.incumbent is not None and board.incumbent.median == 0.9
+
+
+def test_a_benchmark_of_one_number_a_run_gives_a_clear_winner_every_repeat(tmp_path: Path) -> None:
+    board = RaceBoard("time_ms", "min")
+    board.offer(Incumbent(1.0, 0.01))
+    spec, left = _sequence(tmp_path, [0.5, 0.5, 0.5])  # far ahead, but one sample a run: no lead is placed early
+    result = race(spec, 3, board)
+    assert not result.raced and not result.settled and len(result.measurement.runs) == 3
+    assert left.read_text().split() == []
 
 
 def test_without_an_incumbent_every_repeat_runs(tmp_path: Path) -> None:
