@@ -1,9 +1,10 @@
-"""The re-measure before a pin, with and without its half-way look, on simulated samples.
+"""The re-measure before a pin, with and without its look, on simulated samples.
 
     python bench/remeasure_looks.py [--trials 2000] [--rounds 10] [--noise 0.02] [--seed 0]
 
 ciq_build.tune.confirm re-measures the winner against the defaults, interleaved,
-`rounds` a side, and looks once half-way (ciq_build.measure.bench.INTERIM_ALPHA):
+`rounds` a side, and looks once (ciq_build.measure.bench.interim_look: half-way, or the first
+round after it where the look's level can be reached, 5 of 6 to 9 rounds) at INTERIM_ALPHA:
 a winner already better there ends the re-measure; otherwise the end decides at
 FINAL_ALPHA. Against one look at the end at 5%, per true effect (candidate time /
 defaults' time, Gaussian noise of `--noise` a run): how often each pins, and the
@@ -20,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ciq_build.measure.bench import FINAL_ALPHA, INTERIM_ALPHA, beats_baseline  # noqa: E402
+from ciq_build.measure.bench import FINAL_ALPHA, INTERIM_ALPHA, beats_baseline, interim_look  # noqa: E402
 
 
 def main() -> None:
@@ -31,17 +32,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     options = parser.parse_args()
     rng = random.Random(options.seed)
-    half = options.rounds // 2
+    half = interim_look(options.rounds) or options.rounds  # no look: "ended" never
     print(f"{options.trials} trials, {options.rounds} rounds a side, look after {half} "
           f"(p <= {INTERIM_ALPHA}), end at p <= {FINAL_ALPHA}; one look: the end at p <= 0.05")
-    print("| effect | pins, two looks | pins, one look | ended half-way | runs, two looks / one look |")
+    print("| effect | pins, two looks | pins, one look | ended at the look | runs, two looks / one look |")
     print("|---|---|---|---|---|")
     for effect in (1.0, 0.99, 0.98, 0.95, 0.9, 0.8):
         two = one = early = runs = 0
         for _ in range(options.trials):
             base = [rng.gauss(1.0, options.noise) for _ in range(options.rounds)]
             cand = [rng.gauss(effect, options.noise) for _ in range(options.rounds)]
-            ended = beats_baseline(base[:half], cand[:half], "min", alpha=INTERIM_ALPHA).better
+            ended = half < options.rounds and beats_baseline(base[:half], cand[:half], "min", alpha=INTERIM_ALPHA).better
             early += ended
             two += ended or beats_baseline(base, cand, "min", alpha=FINAL_ALPHA).better
             one += beats_baseline(base, cand, "min").better

@@ -23,7 +23,14 @@ from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.core.pareto import dominates
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import SearchError
-from ciq_build.measure.bench import FINAL_ALPHA, INTERIM_ALPHA, Measurement, beats_baseline, interleaved, min_p
+from ciq_build.measure.bench import (
+    FINAL_ALPHA,
+    INTERIM_ALPHA,
+    Measurement,
+    beats_baseline,
+    interim_look,
+    interleaved,
+)
 from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
@@ -115,19 +122,18 @@ class Confirmer:
         timed = next(o for o in self.objectives if o.source == "benchmark")
         key, direction = metric_key(timed), timed.direction
 
-        def settled(base: Measurement, win: Measurement) -> bool:  # half-way: a clear winner needs no more runs
+        def settled(base: Measurement, win: Measurement) -> bool:  # at the look: a clear winner needs no more runs
             return (base.failure is None and win.failure is None and key in base.samples and key in win.samples
                     and beats_baseline(base.samples[key], win.samples[key], direction, alpha=INTERIM_ALPHA).better)
 
         self.phase("re-measure")
-        half = rounds // 2  # one sample a run at least: the look can end it only where that many can pass
+        looked = interim_look(rounds)
         self.say(f"re-measuring the winner against the baseline, interleaved, {rounds} rounds each"
-                 + (f" (a look after {half}: a clear winner ends it there)"
-                    if half and min_p(half, half) <= INTERIM_ALPHA else ""))
+                 + (f" (a look after {looked}: a clear winner ends it there)" if looked else ""))
         with self.runner.slots.slot() as env:
             base_m, win_m = interleaved(self.runner.bench_spec(base_tree).with_env(env),
                                         self.runner.bench_spec(tree).with_env(env), rounds,
-                                        look=(half, settled))
+                                        look=(looked, settled) if looked else None)
         self.runner.check_precision(base_m, win_m)
         failure = base_m.failure or win_m.failure
         if failure is not None:

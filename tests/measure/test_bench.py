@@ -272,16 +272,27 @@ def test_interleaved_ends_at_its_look_when_the_rounds_so_far_settle_it(tmp_path:
     assert len(ma.runs) == len(mb.runs) == 6 and len(log.read_text().split()) == 12
 
 
-def test_the_two_looks_of_the_remeasure_pin_no_more_false_winners_and_lose_no_power() -> None:
-    """The re-measure before a pin looks half-way (bench.INTERIM_ALPHA) and at the end (bench.FINAL_ALPHA):
-    two chances to call a candidate better must not make a candidate no better than the defaults pass more
-    often than one look's 5%, nor miss a small real gain more often than one look; a clear gain ends half-way."""
-    rng = random.Random(0)
+def test_the_look_is_half_way_or_the_first_round_after_it_where_its_level_can_be_reached() -> None:
+    # 5 a side is the least that can reach INTERIM_ALPHA (1/252); 4 a side cannot (1/70).
+    assert bench.min_p(5, 5) <= bench.INTERIM_ALPHA < bench.min_p(4, 4)
+    assert {rounds: bench.interim_look(rounds) for rounds in (3, 5, 6, 8, 9, 10, 12, 20)} == \
+        {3: None, 5: None, 6: 5, 8: 5, 9: 5, 10: 5, 12: 6, 20: 10}
 
-    def trial(effect: float) -> tuple[bool, bool, bool]:  # (two looks pin, ended half-way, one look pins)
-        base = [rng.gauss(1.0, 0.02) for _ in range(10)]
-        cand = [rng.gauss(effect, 0.02) for _ in range(10)]
-        early = beats_baseline(base[:5], cand[:5], "min", alpha=bench.INTERIM_ALPHA).better
+
+@pytest.mark.parametrize("rounds", [6, 10])
+def test_the_two_looks_of_the_remeasure_pin_no_more_false_winners_and_lose_no_power(rounds: int) -> None:
+    """The re-measure before a pin looks once (bench.interim_look, bench.INTERIM_ALPHA) and at the end
+    (bench.FINAL_ALPHA): two chances to call a candidate better must not make a candidate no better than the
+    defaults pass more often than one look's 5%, nor miss a small real gain more often than one look; a
+    clear gain ends at the look."""
+    rng = random.Random(0)
+    looked = bench.interim_look(rounds)
+    assert looked is not None
+
+    def trial(effect: float) -> tuple[bool, bool, bool]:  # (two looks pin, ended at the look, one look pins)
+        base = [rng.gauss(1.0, 0.02) for _ in range(rounds)]
+        cand = [rng.gauss(effect, 0.02) for _ in range(rounds)]
+        early = beats_baseline(base[:looked], cand[:looked], "min", alpha=bench.INTERIM_ALPHA).better
         final = early or beats_baseline(base, cand, "min", alpha=bench.FINAL_ALPHA).better
         return final, early, beats_baseline(base, cand, "min").better
 
