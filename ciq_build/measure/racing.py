@@ -35,7 +35,7 @@ earlier runs gave samples too. The samples of every run count in the candidate's
 
 The mirror rule, for a candidate clearly ahead: a measurement of ``repeats`` runs is there to place a
 candidate against the others, and one far ahead of the incumbent is placed already. After a run, a
-candidate is settled (measured enough, not raced: it may win and becomes the incumbent) when it has
+candidate is placed (measured enough, not raced: it may win and becomes the incumbent) when it has
 given at least ``repeats`` samples, more than its runs (a benchmark that streams), and its upper
 quartile is ahead of the incumbent's median by the same margin:
 
@@ -136,7 +136,7 @@ class Race:
 
     measurement: Measurement
     raced: bool  # stopped before `repeats` runs: behind the incumbent
-    settled: bool = False  # stopped before `repeats` runs: its streamed samples put it far ahead of the incumbent
+    placed: bool = False  # stopped before `repeats` runs: its streamed samples put it far ahead of the incumbent
 
 
 def race(spec: BenchSpec, repeats: int, board: RaceBoard) -> Race:
@@ -147,7 +147,7 @@ def race(spec: BenchSpec, repeats: int, board: RaceBoard) -> Race:
     a raced-out one is not.
     """
     runs: list[BenchRun] = []
-    raced = settled = False
+    raced = placed = False
     for _ in range(repeats):
         earlier = [value for r in runs for value in r.values(board.metric)]
 
@@ -173,10 +173,10 @@ def race(spec: BenchSpec, repeats: int, board: RaceBoard) -> Race:
             raced = True
             break
         if len(samples) >= repeats and len(samples) > len(runs) and ahead(incumbent, samples, board.direction):
-            settled = True
+            placed = True
             break
     measurement = Measurement.from_runs(runs)
     samples = measurement.samples.get(board.metric, [])
     if measurement.ok and not raced and samples:
         board.offer(Incumbent.from_samples(samples))
-    return Race(measurement, raced, settled)
+    return Race(measurement, raced, placed)

@@ -28,16 +28,16 @@ def runs_summary(evaluations: Sequence[Evaluation], repeats: int) -> str:
     ran = sum(e.runs for e in fresh)
     raced = [e for e in fresh if e.raced and e.same_code_as is None]
     # Fewer runs, not raced out, no failure: streamed samples put it far ahead (ciq_build.measure.racing.ahead).
-    settled = [e for e in fresh if e.ok and not e.raced and e.same_code_as is None and 0 < e.runs < repeats]
+    placed = [e for e in fresh if e.ok and not e.raced and e.same_code_as is None and 0 < e.runs < repeats]
     same = [e for e in fresh if e.same_code_as is not None]
     by_racing = sum(max(0, repeats - e.runs) for e in raced)
-    by_lead = sum(repeats - e.runs for e in settled)
+    by_lead = sum(repeats - e.runs for e in placed)
     by_dedupe = len(same) * repeats
     text = f"{ran} run, {by_racing + by_lead + by_dedupe} saved"
     if by_racing + by_lead + by_dedupe:
         parts = [f"{by_racing} by racing: {len(raced)} candidate(s) stopped early"]
-        if settled:
-            parts.append(f"{by_lead} by a clear lead: {len(settled)} candidate(s) far ahead after their streamed samples")
+        if placed:
+            parts.append(f"{by_lead} by a clear lead: {len(placed)} candidate(s) far ahead after their streamed samples")
         parts.append(f"{by_dedupe} by dedupe: {len(same)} candidate(s) with an earlier one's machine code")
         text += f" ({'; '.join(parts)})"
     return text

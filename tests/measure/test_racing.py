@@ -122,7 +122,7 @@ def test_a_benchmark_of_one_number_a_run_gives_a_clear_winner_every_repeat(tmp_p
     board.offer(Incumbent(1.0, 0.01))
     spec, left = _sequence(tmp_path, [0.5, 0.5, 0.5])  # far ahead, but one sample a run: no lead is placed early
     result = race(spec, 3, board)
-    assert not result.raced and not result.settled and len(result.measurement.runs) == 3
+    assert not result.raced and not result.placed and len(result.measurement.runs) == 3
     assert left.read_text().split() == []
 
 

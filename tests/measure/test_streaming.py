@@ -125,7 +125,7 @@ def test_one_cold_sample_alone_does_not_stop_a_run(tmp_path: Path) -> None:
     board.offer(Incumbent(1.0, 0.01))
     spec, log = _streamer(tmp_path, [5.0] + [0.99] * 9)  # a cold first repetition, then level with the best
     result = race(spec, 2, board)
-    assert not result.raced and not result.settled and len(_logged(log)) == 20
+    assert not result.raced and not result.placed and len(_logged(log)) == 20
     assert result.measurement.samples["time_ms"] == ([5.0] + [0.99] * 9) * 2
     assert board.incumbent is not None and board.incumbent.median == 0.99
 
@@ -136,14 +136,14 @@ def test_a_streaming_candidate_far_ahead_is_placed_after_one_run_and_becomes_the
     spec, log = _streamer(tmp_path, [2.0] + [0.5] * 9)  # cold first repetition, then twice as fast
     result = race(spec, 3, board)
     # One whole process (10 samples, more than the 3 a full measurement of one number a run has), not three.
-    assert result.settled and not result.raced and len(result.measurement.runs) == 1
+    assert result.placed and not result.raced and len(result.measurement.runs) == 1
     assert len(_logged(log)) == 10 and not result.measurement.runs[0].stopped
     assert board.incumbent is not None and board.incumbent.median == 0.5
 
     (tmp_path / "closer").mkdir()
     closer, log = _streamer(tmp_path / "closer", [0.49] * 10)
     result = race(closer, 3, board)  # 2% ahead of the new incumbent: within its margin, so all three runs
-    assert not result.settled and not result.raced and len(_logged(log)) == 30
+    assert not result.placed and not result.raced and len(_logged(log)) == 30
 
 
 def test_a_contender_streams_every_repetition_of_every_repeat(tmp_path: Path) -> None:
