@@ -41,7 +41,12 @@ DRIVER = ("import faulthandler, runpy, signal; signal.signal(signal.SIGUSR1, sig
           "faulthandler.register(signal.SIGUSR1, all_threads=True); "
           "runpy.run_module('ciq_build', run_name='__main__', alter_sys=True)")
 REACHED_WITHIN = 900  # a phase must be reached in this time (compiles on a loaded machine)
-STEPS = ("bench", "compile", "configure")  # what can be made busy: busy-<step> is its switch
+STEPS = ("bench", "compile", "configure")  # what can be made busy: busy_flag(tmp_path, step) is its switch
+
+
+def busy_flag(tmp_path: Path, step: str) -> Path:
+    """The file whose presence makes `step` busy in a tune of `tmp_path` (set before the tune starts, or while)."""
+    return tmp_path / f"busy-{step}"
 
 
 class Tune:
@@ -54,7 +59,7 @@ class Tune:
             shutil.copytree(FAULTY, self.source)
         self.build = tmp_path / "build"
         # The switches of the busy steps: a step is busy while its file exists.
-        self.bench_flag, self.compile_flag, self.configure_flag = (tmp_path / f"busy-{step}" for step in STEPS)
+        self.bench_flag, self.compile_flag, self.configure_flag = (busy_flag(tmp_path, step) for step in STEPS)
         env = {**os.environ, "FAULTY_BUSY": str(self.bench_flag), "FAULTY_BUSY_CONFIGURE": str(self.configure_flag),
                "FAULTY_PYTHON": sys.executable}
         # busy_compiles: each compile through busy.py, as a launcher (set when the build tree is configured,
@@ -242,7 +247,7 @@ def test_a_search_with_several_candidates_in_flight_stops_at_once_and_resumes(tm
         # Candidates' compiles busy from the start (the baseline's not): switched on after the baseline's end,
         # on a loaded machine most of the 6 had compiled before the switch, and one busy compile at a time
         # held the test for its whole 120 s.
-        _switch_on(tmp_path / "busy-compile", candidates_only=True)
+        _switch_on(busy_flag(tmp_path, "compile"), candidates_only=True)
     tune = Tune(tmp_path, *args, busy_compiles=step == "compile")
     flag = tune.bench_flag if step == "bench" else tune.compile_flag
     try:
