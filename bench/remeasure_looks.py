@@ -32,8 +32,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     options = parser.parse_args()
     rng = random.Random(options.seed)
-    half = interim_look(options.rounds) or options.rounds  # no look: "ended" never
-    print(f"{options.trials} trials, {options.rounds} rounds a side, look after {half} "
+    looked = interim_look(options.rounds)
+    print(f"{options.trials} trials, {options.rounds} rounds a side, "
+          + (f"look after {looked} " if looked else "no look (too few rounds for its level) ") +
           f"(p <= {INTERIM_ALPHA}), end at p <= {FINAL_ALPHA}; one look: the end at p <= 0.05")
     print("| effect | pins, two looks | pins, one look | ended at the look | runs, two looks / one look |")
     print("|---|---|---|---|---|")
@@ -42,11 +43,12 @@ def main() -> None:
         for _ in range(options.trials):
             base = [rng.gauss(1.0, options.noise) for _ in range(options.rounds)]
             cand = [rng.gauss(effect, options.noise) for _ in range(options.rounds)]
-            ended = half < options.rounds and beats_baseline(base[:half], cand[:half], "min", alpha=INTERIM_ALPHA).better
+            ended = looked is not None and beats_baseline(base[:looked], cand[:looked], "min",
+                                                          alpha=INTERIM_ALPHA).better
             early += ended
             two += ended or beats_baseline(base, cand, "min", alpha=FINAL_ALPHA).better
             one += beats_baseline(base, cand, "min").better
-            runs += 2 * (half if ended else options.rounds)
+            runs += 2 * (looked if looked and ended else options.rounds)
         n = options.trials
         print(f"| {effect:g} | {two / n:.3f} | {one / n:.3f} | {early / n:.3f} | "
               f"{runs / (2 * options.rounds * n):.3f} |")
