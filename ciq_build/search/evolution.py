@@ -15,8 +15,9 @@ Two ways to drive it:
   re-creates the same state and carries on where the first one stopped.
 
 A configuration is never issued twice (knockout included). Generation 0 holds
-the caller's seed configurations first, then random ones. Each later
-generation breeds ``pool_size`` new candidates from the survivors (tournament
+the caller's seed configurations first, then random ones. The first bred
+generation starts with untried one-step neighbours of generation 0's best
+(at most ``POLL_SHARE`` of the pool). Each later generation breeds ``pool_size`` new candidates from the survivors (tournament
 selection, uniform crossover, grid mutation) and keeps the best ``cull_size``
 of survivors + newcomers (elitism; NSGA-II ranking and crowding distance when
 there are several objectives; equal fitness is broken by a seeded random draw
@@ -80,6 +81,16 @@ FLAT_SHARE = 0.5  # more than this share of the random draws tied at one score: 
 # A best within this fraction of the flat score is no evidence of a basin yet: the decoy's slope spans 0.5%
 # of it, a plateau basin's points score 66% or more below it.
 FLAT_MARGIN = 0.01
+# The first generation bred after the random initial draw starts with untried one-step neighbours of the
+# draw's best (each ordered value one grid step up or down, each other value of a choice of at most
+# _POLL_CHOICES), in a seeded random order, up to this share of the pool: the draw's best is the one point
+# the search knows is good, and its neighbours are the cheapest test of it. Measured (bench/search_quality.py,
+# 100 seeds, 640 evaluations): the seeds' example in a median 34 evaluations (was 36; seeds 100-299: 34, was
+# 37), every other problem within its noise (the plateaus, knobs, NK, Rastrigin: -4 to +8 points either way
+# on seeds 0-99 and 100-199). Polled after every new best instead, it cost knobs 8 points and Rastrigin 18:
+# local steps around each new best trap a rugged search.
+POLL_SHARE = 0.125
+_POLL_CHOICES = 4
 _ENUMERATE_LIMIT = 200_000  # spaces this small are enumerated once breeding stops finding new configurations
 
 
@@ -305,6 +316,23 @@ class GridMutation:
         return tuple(
             self.gene(rng, param, g) if rng.random() < rate else g for param, g in zip(params, genome, strict=True)
         )
+
+
+def one_step_neighbours(genome: Genome, space: SearchSpace) -> list[Genome]:
+    """The configurations one step from `genome`: one ordered value a grid step up or down, or one value of a
+    choice of at most _POLL_CHOICES another of its values (a knocked-out parameter stays out)."""
+    out = []
+    for i, (param, gene) in enumerate(zip(space.values(), genome, strict=True)):
+        if gene is None:
+            continue
+        if param.ordered:
+            values = [g for g in (gene - 1, gene + 1) if 0 <= g < param.size]
+        elif param.size <= _POLL_CHOICES:
+            values = [g for g in range(param.size) if g != gene]
+        else:
+            values = []
+        out += [genome[:i] + (value,) + genome[i + 1:] for value in values]
+    return out
 
 
 @dataclass(frozen=True)
@@ -690,6 +718,9 @@ class Search:
         drawn: set[int] = set()  # which of `genomes` were drawn from the whole space, not bred
         promise: dict[int, tuple[int, int, int]] = {}  # a bred child's index -> (best parent's place, genes apart, other's)
         places = {ind.candidate.id: place for place, ind in enumerate(sorted(self._population, key=Individual.order))}
+        if self._generation == 1 and self._population:  # the first bred generation: nothing in `genomes` yet
+            self._poll(min(self._population, key=Individual.order), size, genomes)
+            promise.update({index: (-1, 1, -1) for index in range(len(genomes))})  # before every bred child
         while len(genomes) < size:
             made = False
             immigrant = explore > 0 and rng.random() < explore
@@ -720,6 +751,17 @@ class Search:
             self._next_id += 1
         self._issued += len(candidates)
         return candidates
+
+    def _poll(self, best: Individual, size: int, out: list[Genome]) -> None:
+        """Adds to `out` the untried one-step neighbours of `best`, in a seeded random order, up to POLL_SHARE
+        of `size` (at least 1)."""
+        near = one_step_neighbours(best.genome, self.space)
+        random.Random(f"ciq_build.search:{self.seed}:{self._generation}:poll").shuffle(near)
+        limit = min(size, max(1, int(size * POLL_SHARE)))
+        for genome in near:
+            if len(out) >= limit:
+                return
+            self._new(genome, out)
 
     def _exploration(self) -> float:
         """The share of children to draw from the whole space instead of breeding them."""

@@ -342,3 +342,30 @@ def test_the_children_of_the_best_parents_are_built_and_measured_first():
         half = len(apart) // 2
         nearer += statistics.mean(apart[:half]) < statistics.mean(apart[half:])
     assert nearer >= 50, nearer
+
+
+def test_the_first_bred_generation_starts_with_untried_one_step_neighbours_of_the_first_best():
+    """After the random first generation, the next starts with up to an eighth of the pool of the first's best
+    with one parameter a step away (an ordered value one grid step up or down, another value of a small
+    choice), none tried before, in a seeded order; the rest is bred as before."""
+    space = {"a": ss.range(0, 9), "b": ss.range(0, 9), "mode": ss.choice(["p", "q", "r"]),
+             "flag": ss.literal("on", knockout_prob=0.5)}
+
+    def score(params):
+        return abs(params["a"] - 7) + abs(params["b"] - 2) + (params["mode"] != "q")
+
+    for seed in range(20):
+        search = Search(None, space, SearchConfiguration(generations=3, pool_size=16, seed=seed))
+        first = search.ask()
+        for candidate in first:
+            search.tell(candidate, score(candidate.params))
+        best = min(search.population, key=lambda ind: ind.order())
+        second = search.ask()
+        tried = {c.genome for c in first}
+        for polled in second[:2]:  # 16 / 8
+            apart = [i for i, (x, y) in enumerate(zip(polled.genome, best.genome, strict=True)) if x != y]
+            assert len(apart) == 1 and polled.genome not in tried, (seed, polled.params, best.candidate.params)
+            name = list(space)[apart[0]]
+            if name in ("a", "b"):
+                assert abs(polled.params[name] - best.candidate.params[name]) == 1
+            assert name != "flag"  # a knocked-out or present flag is no step: it stays as it is
