@@ -11,11 +11,15 @@ from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
-from ciq_build.project.cmake_trees import ScratchTree, check_tree_is_here, configure_user_tree, refresh_user_tree
+from ciq_build.project.cmake_trees import (
+    ScratchTree,
+    check_tree_is_here,
+    configure_user_tree,
+    refresh_user_tree,
+)
 from ciq_build.project.manifest import Manifest, load_manifest, manifest_dir, tuned_targets
-from ciq_build.project.preflight import check_tune
+from ciq_build.project.preflight import check_tune, tree_tool
 from ciq_build.project.sources import SourceSet
-from ciq_build.resources import build_tool
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,7 @@ class CMakeBackend:
         return SourceSet(manifest)
 
     def build_pinned(self, manifest: Manifest, timeout: float) -> proc.ProcResult:
-        return proc.run([build_tool("cmake"), "--build", str(self.build_dir), "--target", manifest.target], timeout)
+        return proc.run([tree_tool(self.build_dir, "cmake"), "--build", str(self.build_dir), "--target", manifest.target], timeout)
 
     def toolkit_rule(self) -> tuple[str, str]:
         return ("chosen by this build tree's CMAKE_CUDA_COMPILER",

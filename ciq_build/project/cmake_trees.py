@@ -43,7 +43,7 @@ from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
-from ciq_build.project.preflight import cache_value
+from ciq_build.project.preflight import cache_value, tree_tool
 from ciq_build.resources import build_tool, cmake_dir
 
 # Cache entries of the user's tree that the scratch tree must not inherit:
@@ -150,7 +150,7 @@ class ScratchTree:
         init_cache = self.root / "ciq-init-cache.cmake"
         init_cache.write_text(replayed, encoding="utf-8")
         args = [
-            build_tool("cmake"),
+            tree_tool(self.manifest.binary_dir, "cmake"),
             "-S", str(self.manifest.source_dir),
             "-B", str(self.build_dir),
             "-G", self.manifest.generator,
@@ -273,7 +273,7 @@ class ScratchTree:
             return []
         stamp = build_ninja.stat().st_mtime
         if self._compiles is None or self._compiles[0] != stamp:
-            ninja = cache_value(self.build_dir / "CMakeCache.txt", "CMAKE_MAKE_PROGRAM") or build_tool("ninja")
+            ninja = tree_tool(self.build_dir, "ninja")
             listed = proc.run([ninja, "-C", str(self.build_dir), "-t", "commands", self.manifest.target], timeout)
             if not listed.ok:
                 return []
@@ -295,7 +295,7 @@ class ScratchTree:
         return Cause.COMPILE_FAILED
 
     def _build_args(self, target: str) -> list[str]:
-        return [build_tool("cmake"), "--build", str(self.build_dir), "--target", target]
+        return [tree_tool(self.build_dir, "cmake"), "--build", str(self.build_dir), "--target", target]
 
 
 def front_ends_folder(tree_root: Path) -> Path:
@@ -453,7 +453,7 @@ def refresh_user_tree(build_dir: Path, timeout: float) -> None:
     target = _REGENERATE_TARGET.get(generator or "")
     if target is None:
         return  # another generator: its manifests are as the last configure wrote them
-    result = proc.run([build_tool("cmake"), "--build", str(build_dir), "--target", target], timeout)
+    result = proc.run([tree_tool(build_dir, "cmake"), "--build", str(build_dir), "--target", target], timeout)
     if not result.ok:
         raise BuildError(
             f"re-running CMake in {build_dir} (a CMakeLists.txt changed since it was configured) failed "

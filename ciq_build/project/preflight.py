@@ -13,6 +13,7 @@ checked when the toolchain is loaded.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from collections.abc import Iterable
@@ -52,6 +53,27 @@ def cache_value(cache_file: Path, name: str) -> str | None:
     return match.group(1).strip() if match else None
 
 
+# The cache entry naming each build tool a CMake tree was made with.
+_TREE_TOOL_ENTRIES = {"cmake": "CMAKE_COMMAND", "ninja": "CMAKE_MAKE_PROGRAM"}
+
+
+def tree_tool(build_dir: Path, name: str) -> str:
+    """The cmake or ninja that made `build_dir` (its cache says which), else the one build_tool finds.
+
+    A tree's cache, compiler files and Ninja logs belong to the versions that wrote them: a scratch tree
+    configured from the user's cache by another cmake (the first on PATH, where the user configured with
+    another, e.g. a venv's not activated) identifies every compiler again and may configure the project
+    differently, or not at all (a cmake older than the project requires); an older ninja starts the tree's
+    deps log over. So the user's tree's tools configure its scratch trees and query it, and each tree is
+    built by its own. Where the cache names none, or one that is not here (a Ray worker on another
+    machine): build_tool's choice.
+    """
+    recorded = cache_value(Path(build_dir) / "CMakeCache.txt", _TREE_TOOL_ENTRIES[name])
+    if recorded and os.path.isfile(recorded) and os.access(recorded, os.X_OK):
+        return recorded
+    return build_tool(name)
+
+
 def missing_tools(manifest: Manifest, toolchain: Toolchain, *, pin: bool, objectives: Iterable[Objective],
                   cmake: bool = True) -> list[Missing]:
     """What a tune of `manifest`'s target with these settings needs and does not find, in the order it needs it.
@@ -60,7 +82,7 @@ def missing_tools(manifest: Manifest, toolchain: Toolchain, *, pin: bool, object
     """
     needed = tools_needed(objectives)
     missing: list[Missing] = []
-    if cmake and not _executable(build_tool("cmake")):
+    if cmake and not _executable(tree_tool(manifest.binary_dir, "cmake")):
         missing.append(Missing("cmake", "configures and builds every candidate (pip install cmake)"))
     make_program = cache_value(manifest.binary_dir / "CMakeCache.txt", "CMAKE_MAKE_PROGRAM")
     if make_program and not make_program.endswith("-NOTFOUND") and not _executable(make_program):

@@ -37,7 +37,7 @@ from typing import TypeVar
 
 from ciq_build.measure import proc
 from ciq_build.project.manifest import Manifest
-from ciq_build.resources import build_tool
+from ciq_build.project.preflight import tree_tool
 
 # Sources and headers beside the target (its headers, the benchmark's own code).
 SOURCE_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".c", ".cc", ".cpp", ".cxx"})
@@ -170,7 +170,7 @@ def _ninja_graph(manifest: Manifest) -> tuple[frozenset[Path], frozenset[Path]]:
     if not (binary / "build.ninja").is_file():
         return frozenset(), frozenset()
     source_root = Path(os.path.abspath(manifest.source_dir))
-    ninja = build_tool("ninja")
+    ninja = tree_tool(binary, "ninja")
     listing = proc.run([ninja, "-C", str(binary), "-t", "targets", "all"], _NINJA_TIMEOUT)
     if not listing.ok:
         return frozenset(), frozenset()

@@ -58,6 +58,30 @@ def test_a_scratch_tree_reads_the_users_compilers_instead_of_identifying_them_an
     assert built.objects and all(o.stat().st_size > 0 for o in built.objects)
 
 
+def test_a_scratch_tree_is_configured_and_built_by_the_tools_that_made_the_users_tree(
+        tmp_path: Path, cuda133_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user who configured with one cmake (a venv's, not activated) while another comes first on PATH: the
+    scratch tree is configured and built by the user's (another would identify the compilers again, or fail
+    on a project that needs a newer CMake), and the user's tree is regenerated with its own."""
+    nvcc = cuda133_bin / "nvcc"
+    user = _user_tree(tmp_path, nvcc)
+    first_on_path = tmp_path / "first-on-path"
+    first_on_path.mkdir()
+    called = tmp_path / "tools-first-on-path-ran"
+    for tool in ("cmake", "ninja"):
+        impostor = first_on_path / tool
+        impostor.write_text(f"#!/bin/sh\necho \"$0 $*\" >> '{called}'\nexit 3\n")
+        impostor.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{first_on_path}{os.pathsep}{os.environ['PATH']}")
+    tree = cmake_trees.ScratchTree(load_manifest(user, "noop_kernels"), tmp_path / "scratch", load_toolchain(nvcc))
+    tree.configure(600)
+    built = tree.build(Controls(), 600, static_only=False, benchmark=False)
+    assert built.ok, built.message
+    assert not _identified_cuda(tree.build_dir), "the scratch tree identified the compilers again"
+    cmake_trees.refresh_user_tree(user, 600)
+    assert not called.exists(), called.read_text()
+
+
 def test_a_scratch_tree_for_another_nvcc_than_the_users_identifies_its_compilers(
         tmp_path: Path, cuda133_bin: Path, system_nvcc: Path) -> None:
     if system_nvcc.resolve() == (cuda133_bin / "nvcc").resolve():
