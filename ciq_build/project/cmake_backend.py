@@ -18,8 +18,9 @@ from ciq_build.project.cmake_trees import (
     refresh_user_tree,
 )
 from ciq_build.project.manifest import Manifest, load_manifest, manifest_dir, tuned_targets
-from ciq_build.project.preflight import check_tune, tree_tool
+from ciq_build.project.preflight import check_tune
 from ciq_build.project.sources import SourceSet
+from ciq_build.project.tree_cache import tree_tool
 
 
 @dataclass(frozen=True)

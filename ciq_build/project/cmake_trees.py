@@ -43,7 +43,7 @@ from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
-from ciq_build.project.preflight import cache_value, tree_tool
+from ciq_build.project.tree_cache import cache_value, tree_tool
 from ciq_build.resources import build_tool, cmake_dir
 
 # Cache entries of the user's tree that the scratch tree must not inherit:

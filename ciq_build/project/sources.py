@@ -37,7 +37,7 @@ from typing import TypeVar
 
 from ciq_build.measure import proc
 from ciq_build.project.manifest import Manifest
-from ciq_build.project.preflight import tree_tool
+from ciq_build.project.tree_cache import tree_tool
 
 # Sources and headers beside the target (its headers, the benchmark's own code).
 SOURCE_SUFFIXES = frozenset({".cu", ".cuh", ".h", ".hh", ".hpp", ".hxx", ".inl", ".c", ".cc", ".cpp", ".cxx"})
