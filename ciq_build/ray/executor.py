@@ -268,7 +268,12 @@ class EvaluationWorker:
         return True
 
     def stop(self) -> None:
-        """Kill the compile or benchmark running now (called beside evaluate: the actor runs two calls at once)."""
+        """Kill the compile or benchmark running now, and start nothing after it (called beside evaluate: the
+        actor runs two calls at once; the pool kills the actor next, stop_all)."""
+        # Nothing starts first: evaluate, seeing its build killed, would go on to its next step (a new
+        # `cmake --build`), whose ninja and compiles the actor's kill would leave running a moment (seen:
+        # a stopped tune's scratch tree still compiling once the driver had exited).
+        proc.stop_starting()
         if isinstance(self.runner, GpuTaskRunner):
             self.runner.cancel()
         proc.kill_all_running()
