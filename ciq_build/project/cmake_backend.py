@@ -11,12 +11,7 @@ from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
-from ciq_build.project.cmake_trees import (
-    ScratchTree,
-    check_tree_is_here,
-    configure_user_tree,
-    refresh_user_tree,
-)
+from ciq_build.project.cmake_trees import ScratchTree, check_tree_is_here, configure_user_tree, refresh_user_tree
 from ciq_build.project.manifest import Manifest, load_manifest, manifest_dir, tuned_targets
 from ciq_build.project.preflight import check_tune
 from ciq_build.project.sources import SourceSet

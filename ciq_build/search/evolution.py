@@ -17,9 +17,10 @@ Two ways to drive it:
 A configuration is never issued twice (knockout included). Generation 0 holds
 the caller's seed configurations first, then random ones. The first bred
 generation starts with untried one-step neighbours of generation 0's best
-(at most ``POLL_SHARE`` of the pool). Each later generation breeds ``pool_size`` new candidates from the survivors (tournament
-selection, uniform crossover, grid mutation) and keeps the best ``cull_size``
-of survivors + newcomers (elitism; NSGA-II ranking and crowding distance when
+(at most ``POLL_SHARE`` of the pool). Each later generation breeds
+``pool_size`` new candidates from the survivors (tournament selection,
+uniform crossover, grid mutation) and keeps the best ``cull_size`` of
+survivors + newcomers (elitism; NSGA-II ranking and crowding distance when
 there are several objectives; equal fitness is broken by a seeded random draw
 made afresh each generation, so a plateau does not keep the same survivors).
 Every operator is a small replaceable class.
@@ -717,9 +718,10 @@ class Search:
         explore = self._exploration()
         drawn: set[int] = set()  # which of `genomes` were drawn from the whole space, not bred
         promise: dict[int, tuple[int, int, int]] = {}  # a bred child's index -> (best parent's place, genes apart, other's)
-        places = {ind.candidate.id: place for place, ind in enumerate(sorted(self._population, key=Individual.order))}
-        if self._generation == 1 and self._population:  # the first bred generation: nothing in `genomes` yet
-            self._poll(min(self._population, key=Individual.order), size, genomes)
+        ranked = sorted(self._population, key=Individual.order)
+        places = {ind.candidate.id: place for place, ind in enumerate(ranked)}
+        if self._generation == 1 and ranked:  # the first bred generation: nothing in `genomes` yet
+            self._poll(ranked[0], size, genomes)
             promise.update({index: (-1, 1, -1) for index in range(len(genomes))})  # before every bred child
         while len(genomes) < size:
             made = False
