@@ -18,9 +18,10 @@ A configuration is never issued twice (knockout included). Generation 0 holds
 the caller's seed configurations first, then random ones. The first bred
 generation starts with untried one-step neighbours of generation 0's best
 (at most ``POLL_SHARE`` of the pool). While the best configurations found
-stay the same, a generation starts with repairs of candidates that failed one
-change away from them (at most ``REPAIR_SHARE`` of the pool). Each later
-generation breeds
+stay the same, a generation starts with local moves around them (at most
+``STALL_SHARE`` of the pool): repairs of candidates that failed one change
+away from them, then, unless the landscape is flat, the best's untried single
+changes. Each later generation breeds
 ``pool_size`` new candidates from the survivors (tournament selection,
 uniform crossover, grid mutation) and keeps the best ``cull_size`` of
 survivors + newcomers (elitism; NSGA-II ranking and crowding distance when
@@ -32,6 +33,7 @@ Every operator is a small replaceable class.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import itertools
 import math
 import numbers
 import random
@@ -39,7 +41,7 @@ import secrets
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
@@ -95,16 +97,22 @@ FLAT_MARGIN = 0.01
 # local steps around each new best trap a rugged search.
 POLL_SHARE = 0.125
 _POLL_CHOICES = 4
-# A candidate that failed one change away from the best configurations found is often one more change from
-# working: an unroll that needs more registers than a large block allows works under a register cap; a block
-# too large for a kernel's registers works with another unroll. While the best configurations stay the same
-# from one generation to the next, a generation starts with such repairs: the failed candidate with one other
-# parameter set to another of its values (knocked out or back included), the newest failures first, in a
-# seeded order, up to this share of the pool. Where nothing failed next to the best, nothing changes.
-# Measured (bench/search_quality.py, 100 seeds, 640 evaluations): the knobs problem, whose best needs an unroll
-# that fails to launch without the register cap at the edge of a neutral range, reached in 62/100 runs on seeds
-# 0-99 and on 100-199 (was 28 and 26); a quarter of the pool gave 53 and 53, three quarters 50 and 56.
-REPAIR_SHARE = 0.5
+# While the best configurations found stay the same from one generation to the next, the next starts with
+# local moves around them, up to this share of the pool, before any bred child:
+# * repairs: a candidate that failed one change away from a best configuration is often one more change from
+#   working (an unroll that needs more registers than a large block allows works under a register cap; a block
+#   too large for a kernel's registers works with another unroll), so the failed candidate with one other
+#   parameter set to another of its values (knocked out or back included), the newest failures first;
+# * then, unless the landscape is flat (where a best says nothing of its neighbours), the best's untried single
+#   changes: every other value of one parameter.
+# Each group in a seeded order. Measured (bench/search_quality.py, 640 evaluations, 100 seeds on each of seeds
+# 0-99, 100-199 and 200-299, against the search before): the knobs problem, whose best needs an unroll that fails
+# to launch unless the register cap sits at the edge of a neutral range, reached in 61, 58 and 67 runs (was 28,
+# 26, 34); the held-out Rastrigin in 93, 89, 88 (was 84, 66, 62); NK 84, 78, 81 (was 78, 74, 82); every other
+# problem within its noise (12 mixed 71, 56, 69, was 74, 61, 70; the plateaus unchanged: flat). Alone, repairs
+# gave the knobs 57 and 59 (seeds 0-199) and left the rest as before; single changes alone gave the knobs 39 and
+# 45. Single changes after every new best instead of after a generation without one cost Rastrigin 18 points.
+STALL_SHARE = 0.5
 _ENUMERATE_LIMIT = 200_000  # spaces this small are enumerated once breeding stops finding new configurations
 
 
@@ -755,8 +763,8 @@ class Search:
         if self._generation == 1 and ranked:  # the first bred generation: nothing in `genomes` yet
             self._poll(ranked[0], size, genomes)
         if len(self._best_fitnesses) >= 2 and self._best_fitnesses[-1] == self._best_fitnesses[-2]:
-            self._repair(size, genomes)
-        # Polled and repaired configurations are handed out before every bred child.
+            self._local_moves(ranked[0], size, genomes)
+        # Polled configurations and local moves are handed out before every bred child.
         promise.update({index: (-1, 1, -1) for index in range(len(genomes))})
         while len(genomes) < size:
             made = False
@@ -800,25 +808,34 @@ class Search:
                 return
             self._new(genome, out)
 
-    def _repair(self, size: int, out: list[Genome]) -> None:
-        """Adds to `out` untried repairs of failed candidates one change away from a configuration with a best
-        fitness (the newest failures first), up to REPAIR_SHARE of `size` more (at least 1)."""
-        best = self._best_fitnesses[-1]
-        rng = random.Random(f"ciq_build.search:{self.seed}:{self._generation}:repair")
-        limit = min(size, len(out) + max(1, int(size * REPAIR_SHARE)))
-        for failed in reversed(self._failed):
-            changes = single_changes(failed, self.space)
-            # The parameters whose change takes the failed candidate back to a best configuration: the
-            # change that made it fail. A repair changes another one.
-            cause = {i for i, genome in changes if self._fitness_of.get(genome) in best}
-            if not cause:
-                continue
-            repairs = [genome for i, genome in changes if i not in cause]
-            rng.shuffle(repairs)
-            for genome in repairs:
+    def _local_moves(self, best: Individual, size: int, out: list[Genome]) -> None:
+        """Adds to `out` up to STALL_SHARE of `size` more (at least 1) untried configurations, each group in a
+        seeded order: the repairs, then, unless the landscape is flat, the single changes of `best`."""
+        rng = random.Random(f"ciq_build.search:{self.seed}:{self._generation}:local")
+        limit = min(size, len(out) + max(1, int(size * STALL_SHARE)))
+        groups: Iterable[list[Genome]] = self._repairs()
+        if self._flat_share() is None:
+            groups = itertools.chain(groups, [[genome for _, genome in single_changes(best.genome, self.space)]])
+        for group in groups:
+            rng.shuffle(group)
+            for genome in group:
                 if len(out) >= limit:
                     return
                 self._new(genome, out)
+
+    def _repairs(self) -> Iterator[list[Genome]]:
+        """For each failed candidate one change away from a configuration with a best fitness, the newest first:
+        the failed candidate with another parameter changed (every single change but the one that made it fail)."""
+        best_fitnesses = self._best_fitnesses[-1]
+        best_genomes = [genome for genome, fitness in self._fitness_of.items() if fitness in best_fitnesses]
+        for failed in reversed(self._failed):
+            cause = set()
+            for genome in best_genomes:
+                apart = [i for i, (x, y) in enumerate(zip(failed, genome, strict=True)) if x != y]
+                if len(apart) == 1:
+                    cause.add(apart[0])
+            if cause:
+                yield [genome for i, genome in single_changes(failed, self.space) if i not in cause]
 
     def _exploration(self) -> float:
         """The share of children to draw from the whole space instead of breeding them."""
