@@ -351,20 +351,18 @@ def single_changes(genome: Genome, space: SearchSpace) -> list[tuple[int, Genome
 
 
 def one_step_neighbours(genome: Genome, space: SearchSpace) -> list[Genome]:
-    """The configurations one step from `genome`: one ordered value a grid step up or down, or one value of a
-    choice of at most _POLL_CHOICES another of its values (a knocked-out parameter stays out)."""
-    out = []
-    for i, (param, gene) in enumerate(zip(space.values(), genome, strict=True)):
-        if gene is None:
-            continue
-        if param.ordered:
-            values = [g for g in (gene - 1, gene + 1) if 0 <= g < param.size]
-        elif param.size <= _POLL_CHOICES:
-            values = [g for g in range(param.size) if g != gene]
-        else:
-            values = []
-        out += [genome[:i] + (value,) + genome[i + 1:] for value in values]
-    return out
+    """The single changes of `genome` that are one step: one ordered value a grid step up or down, or one value
+    of a choice of at most _POLL_CHOICES another of its values (a knocked-out parameter stays out, a present one
+    stays in)."""
+    params = list(space.values())
+
+    def one_step(i: int, value: int | None) -> bool:
+        gene = genome[i]
+        if gene is None or value is None:
+            return False
+        return abs(value - gene) == 1 if params[i].ordered else params[i].size <= _POLL_CHOICES
+
+    return [changed for i, changed in single_changes(genome, space) if one_step(i, changed[i])]
 
 
 @dataclass(frozen=True)
@@ -579,11 +577,13 @@ class Search:
         # the measure of how flat the landscape is.
         self._drawn_ids: set[int] = set()
         self._drawn_fitness: Counter[tuple[float, ...]] = Counter()
-        # What repairs need: each configuration evaluated without failure and its fitness, the failed ones in
-        # the order they were issued, and the best fitnesses (the survivors' first front) after each generation.
+        # What local moves need: each configuration evaluated without failure and its fitness, the failed ones
+        # in the order they were issued, the best fitnesses (the survivors' first front), and whether the last
+        # generation left them as they were.
         self._fitness_of: dict[Genome, tuple[float, ...]] = {}
         self._failed: list[Genome] = []
-        self._best_fitnesses: list[frozenset[tuple[float, ...]]] = []
+        self._best_fitnesses: frozenset[tuple[float, ...]] = frozenset()
+        self._stalled = False
         self._next_id = 0
         self._issued = 0
         self._started: float | None = None
@@ -712,7 +712,9 @@ class Search:
         self._draw_ties(self._population + newcomers, generation)
         self._population = self.survival(self._population + newcomers, self.config.survivors)
         fitness = [ind.fitness for ind in self._population]
-        self._best_fitnesses.append(frozenset(fitness[i] for i in non_dominated_sort(fitness)[0]))
+        best_fitnesses = frozenset(fitness[i] for i in non_dominated_sort(fitness)[0])
+        self._stalled = best_fitnesses == self._best_fitnesses
+        self._best_fitnesses = best_fitnesses
         if self._generation >= self.config.generations:
             self._stop_reason = "generations"
         elif self.config.max_evaluations is not None and self._issued >= self.config.max_evaluations:
@@ -762,7 +764,7 @@ class Search:
         places = {ind.candidate.id: place for place, ind in enumerate(ranked)}
         if self._generation == 1 and ranked:  # the first bred generation: nothing in `genomes` yet
             self._poll(ranked[0], size, genomes)
-        if len(self._best_fitnesses) >= 2 and self._best_fitnesses[-1] == self._best_fitnesses[-2]:
+        if self._stalled:
             self._local_moves(ranked[0], size, genomes)
         # Polled configurations and local moves are handed out before every bred child.
         promise.update({index: (-1, 1, -1) for index in range(len(genomes))})
@@ -802,11 +804,7 @@ class Search:
         of `size` (at least 1)."""
         near = one_step_neighbours(best.genome, self.space)
         random.Random(f"ciq_build.search:{self.seed}:{self._generation}:poll").shuffle(near)
-        limit = min(size, max(1, int(size * POLL_SHARE)))
-        for genome in near:
-            if len(out) >= limit:
-                return
-            self._new(genome, out)
+        self._add_untried(near, min(size, max(1, int(size * POLL_SHARE))), out)
 
     def _local_moves(self, best: Individual, size: int, out: list[Genome]) -> None:
         """Adds to `out` up to STALL_SHARE of `size` more (at least 1) untried configurations, each group in a
@@ -818,16 +816,22 @@ class Search:
             groups = itertools.chain(groups, [[genome for _, genome in single_changes(best.genome, self.space)]])
         for group in groups:
             rng.shuffle(group)
-            for genome in group:
-                if len(out) >= limit:
-                    return
-                self._new(genome, out)
+            if not self._add_untried(group, limit, out):
+                return
+
+    def _add_untried(self, genomes: list[Genome], limit: int, out: list[Genome]) -> bool:
+        """Adds the untried ones of `genomes`, in their order, while `out` holds fewer than `limit`; False once
+        it is full."""
+        for genome in genomes:
+            if len(out) >= limit:
+                return False
+            self._new(genome, out)
+        return True
 
     def _repairs(self) -> Iterator[list[Genome]]:
         """For each failed candidate one change away from a configuration with a best fitness, the newest first:
         the failed candidate with another parameter changed (every single change but the one that made it fail)."""
-        best_fitnesses = self._best_fitnesses[-1]
-        best_genomes = [genome for genome, fitness in self._fitness_of.items() if fitness in best_fitnesses]
+        best_genomes = [genome for genome, fitness in self._fitness_of.items() if fitness in self._best_fitnesses]
         for failed in reversed(self._failed):
             cause = set()
             for genome in best_genomes:

@@ -399,7 +399,7 @@ def test_while_the_best_stays_the_same_failures_next_to_it_are_repaired_then_its
     """After a generation that leaves the best configurations as they were, the next starts with candidates
     that failed one change from a best configuration, with one other parameter changed, none tried before:
     as many as there are, up to half the pool; then single changes of a best configuration."""
-    space = evolution.as_space(TILES_SPACE)
+    space = ss.as_space(TILES_SPACE)
 
     def apart(a, b):
         return [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
@@ -438,7 +438,7 @@ def test_while_the_best_stays_the_same_failures_next_to_it_are_repaired_then_its
 def test_repairs_reach_a_best_that_a_single_change_cannot(monkeypatch):
     """Over 100 seeds and 224 evaluations each, the search must reach the tiles problem's best in at least 20
     more runs with repairs than without them, and in most (measured: 74 with, 40 without)."""
-    space = evolution.as_space(TILES_SPACE)
+    space = ss.as_space(TILES_SPACE)
     optimum = min(value for value in (tiles_objective(space.to_params(space.genome_at(i)))
                                       for i in range(space.cardinality)) if value != INVALID_SCORE)
 
