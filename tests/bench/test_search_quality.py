@@ -1,4 +1,4 @@
-"""bench/search_quality.py: compileiq is driven fairly (as its own loop drives it), and the bench runs."""
+"""bench/search_quality/: compileiq is driven fairly (as its own loop drives it), and the bench runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 import ciq_build.core.space as ss
-from bench import search_quality as sq  # the repository root is on sys.path (pyproject.toml)
+from bench.search_quality import problems as pr  # the repository root is on sys.path (pyproject.toml)
+from bench.search_quality import run as sq
 from ciq_build.search.evolution import INVALID_SCORE
 
 
@@ -70,7 +71,7 @@ def _every_third_fails(p: dict[str, Any]) -> Any:
     return INVALID_SCORE if p["x"] % 3 == 0 else float(p["x"])
 
 
-FAKE_PROBLEM = sq.Problem("fake", {"x": ss.range(0, 10_000)}, _every_third_fails, 0.0)
+FAKE_PROBLEM = pr.Problem("fake", {"x": ss.range(0, 10_000)}, _every_third_fails, 0.0)
 
 
 def test_the_bench_asks_compileiq_with_no_size_so_refills_move_it_through_generations() -> None:
@@ -102,14 +103,14 @@ def test_real_compileiq_leaves_generation_0_on_the_half_invalid_problem() -> Non
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        search = sq.compileiq_search(sq.HALF_INVALID, 0, 4, 8)
-        out = sq.drive_compileiq(search, sq.HALF_INVALID, 4, 32)
+        search = sq.compileiq_search(pr.HALF_INVALID, 0, 4, 8)
+        out = sq.drive_compileiq(search, pr.HALF_INVALID, 4, 32)
     assert len(out) == 32 and any(s is None for s in out)
     assert search.current_generation >= 2  # with a forced ask(num_samples=8) it stayed at 0
 
 
 def test_hypervolume_outcome_counts_the_evaluation_that_reaches_the_target() -> None:
-    problem = sq.Problem("two", {"x": ss.range(0, 3)}, lambda p: (p["x"], 3 - p["x"]), 0.5,
+    problem = pr.Problem("two", {"x": ss.range(0, 3)}, lambda p: (p["x"], 3 - p["x"]), 0.5,
                          num_objectives=2, reference=(4.0, 4.0))
     true = sq.true_hypervolume(problem)  # front (0,3) (1,2) (2,1) (3,0): area 10
     assert true == 10.0
@@ -124,7 +125,7 @@ def test_the_bench_prints_the_table_for_every_problem(capsys: pytest.CaptureFixt
     # CI-sized: 2 seeds, 3 generations of 8; the 100-seed run is for bench/ by hand.
     assert sq.main(["--seeds", "2", "--generations", "3", "--pool", "8", "--no-compileiq"]) == 0
     out = capsys.readouterr().out
-    for problem in sq.PROBLEMS + sq.HELD_OUT:
+    for problem in pr.TUNING:
         # ciq_build, random, tpe and nsga2 rows, the ratio row, and the row against Optuna's samplers
         assert out.count(problem.name) == 6
     assert "ours/random" in out and "evals [p25-p75]" in out
@@ -133,28 +134,28 @@ def test_the_bench_prints_the_table_for_every_problem(capsys: pytest.CaptureFixt
 
 def test_issue_23_problems_are_what_their_targets_say() -> None:
     # decoy: the basin's optimum is on target, the decoy point (better than the plateau) is not
-    basin = {f"r{i}": v for i, v in enumerate(sq._DECOY_OPT)} | {"mode": "a"}
-    assert sq._decoy(basin) == 0.0 <= sq.DECOY.target
-    decoy = {f"r{i}": v for i, v in enumerate(sq._DECOY_POINT)} | {"mode": "a"}
-    assert sq._decoy(decoy) == 99.5 > sq.DECOY.target
-    assert sq._decoy({f"r{i}": 0 for i in range(6)} | {"mode": "a"}) == 100.0
+    basin = {f"r{i}": v for i, v in enumerate(pr._DECOY_OPT)} | {"mode": "a"}
+    assert pr._decoy(basin) == 0.0 <= pr.DECOY.target
+    decoy = {f"r{i}": v for i, v in enumerate(pr._DECOY_POINT)} | {"mode": "a"}
+    assert pr._decoy(decoy) == 99.5 > pr.DECOY.target
+    assert pr._decoy({f"r{i}": 0 for i in range(6)} | {"mode": "a"}) == 100.0
     # knobs: the best configuration is on target; one more register per thread fails to launch; the
     # local optimum the GA stalls at (unroll 4, no register cap) is not on target
     best = {"block": 1024, "unroll": 8, "maxrreg": 64, "fast_math": "--use_fast_math", "cache": "cg"}
-    assert sq._stable_fraction(best) >= 0.08  # not one of the scattered "compiler bug" failures
-    assert sq._knobs(best) == pytest.approx(0.672912, abs=1e-6) and sq._knobs(best) <= sq.KNOBS.target
-    assert sq._knobs(best | {"maxrreg": 72}) == INVALID_SCORE
-    assert sq._knobs({k: v for k, v in best.items() if k != "maxrreg"}) == INVALID_SCORE
+    assert pr._stable_fraction(best) >= 0.08  # not one of the scattered "compiler bug" failures
+    assert pr._knobs(best) == pytest.approx(0.672912, abs=1e-6) and pr._knobs(best) <= pr.KNOBS.target
+    assert pr._knobs(best | {"maxrreg": 72}) == INVALID_SCORE
+    assert pr._knobs({k: v for k, v in best.items() if k != "maxrreg"}) == INVALID_SCORE
     stalled = {"block": 1024, "unroll": 4, "fast_math": "--use_fast_math", "cache": "cg"}
-    assert sq._knobs(stalled) == pytest.approx(0.689236, abs=1e-6) and sq._knobs(stalled) > sq.KNOBS.target
+    assert pr._knobs(stalled) == pytest.approx(0.689236, abs=1e-6) and pr._knobs(stalled) > pr.KNOBS.target
     # NK: a gap to the enumerated optimum, zero only there
-    assert sq._nk({f"b{i}": 0 for i in range(16)}) > 0
-    assert sq._NK_BEST == pytest.approx(max(sq._nk_fitness([(n >> i) & 1 for i in range(16)])
+    assert pr._nk({f"b{i}": 0 for i in range(16)}) > 0
+    assert pr._NK_BEST == pytest.approx(max(pr._nk_fitness([(n >> i) & 1 for i in range(16)])
                                             for n in range(0, 2**16, 1)))
     # held out: each optimum scores 0
-    assert sq._trap({f"b{i}": 1 for i in range(20)}) == 0.0 and sq._trap({f"b{i}": 0 for i in range(20)}) == 5.0
-    assert sq._rastrigin({f"x{i}": 0.0 for i in range(6)}) == 0.0
-    assert sq._rosenbrock({f"x{i}": 1.0 for i in range(5)}) == 0.0
+    assert pr._trap({f"b{i}": 1 for i in range(20)}) == 0.0 and pr._trap({f"b{i}": 0 for i in range(20)}) == 5.0
+    assert pr._rastrigin({f"x{i}": 0.0 for i in range(6)}) == 0.0
+    assert pr._rosenbrock({f"x{i}": 1.0 for i in range(5)}) == 0.0
 
 
 def test_the_baseline_engine_runs_the_genetic_search_of_a_git_revision() -> None:
@@ -163,9 +164,9 @@ def test_the_baseline_engine_runs_the_genetic_search_of_a_git_revision() -> None
     import subprocess
 
     baseline = sq.load_baseline("HEAD")
-    theirs, ours = baseline(sq.SEEDS_EXAMPLE, 3, 3, 8), sq.run_ours(sq.SEEDS_EXAMPLE, 3, 3, 8)
+    theirs, ours = baseline(pr.SEEDS_EXAMPLE, 3, 3, 8), sq.run_ours(pr.SEEDS_EXAMPLE, 3, 3, 8)
     assert len(theirs) == len(ours) == 24
-    unchanged = subprocess.run(["git", "-C", str(sq.Path(sq.__file__).resolve().parent.parent), "diff", "--quiet",
+    unchanged = subprocess.run(["git", "-C", str(sq.Path(sq.__file__).resolve().parents[2]), "diff", "--quiet",
                                 "HEAD", "--", "ciq_build/search/evolution.py"]).returncode == 0
     if unchanged:
         assert theirs == ours
