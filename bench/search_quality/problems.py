@@ -27,7 +27,9 @@ class Problem:
 
     One objective: reaching a score <= ``target`` counts. Two objectives:
     reaching a front whose hypervolume (up to ``reference``) is at least
-    ``target`` times the true front's counts.
+    ``target`` times the true front's counts. With ``noise`` (the sigma of a
+    lognormal factor on every measurement) a search is judged by the true
+    score of the configuration it picks, not by what it measured.
     """
 
     name: str
@@ -36,6 +38,7 @@ class Problem:
     target: float
     num_objectives: int = 1
     reference: tuple[float, float] | None = None
+    noise: float = 0.0
 
     @property
     def short(self) -> str:

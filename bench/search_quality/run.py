@@ -46,24 +46,63 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import statistics
 import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import ciq_build.core.space as ss  # noqa: E402
+from bench.search_quality.held_out import HELD_OUT  # noqa: E402
 from bench.search_quality.problems import TUNING, Problem  # noqa: E402
+from bench.search_quality.stats import fisher_exact, mann_whitney  # noqa: E402
 from ciq_build.core.pareto import hypervolume_2d, non_dominated  # noqa: E402
 from ciq_build.search.evolution import INVALID_SCORE, Search, SearchConfiguration, interpret  # noqa: E402
 from ciq_build.search.strategies import SearchRequest, make_source  # noqa: E402
 
 Scores = tuple[float, ...] | None  # one evaluation: its scores, or None when it failed
+
+
+@dataclass
+class Run:
+    """One engine's run on one seed: every evaluation's scores in the order it asked for them, and its pick.
+
+    ``pick`` is the configuration the engine reports as its best, with the score it reports for it; None
+    where that is simply the lowest score measured (every engine but ciq_build's own). It matters only
+    on a noisy problem, where a search is judged by the true score of its pick.
+    """
+
+    scores: list[Scores]
+    pick: tuple[dict[str, Any], float] | None = None
+
+
+class Measured:
+    """A noisy problem's objective for one run: the true score times a seeded lognormal factor, recorded.
+
+    Every engine's evaluations go through it, in the order the engine asks for them, so the bench
+    knows each measured configuration and its true score.
+    """
+
+    def __init__(self, problem: Problem, seed: int) -> None:
+        self.problem = problem
+        self._rng = random.Random(f"search_quality:noise:{problem.name}:{seed}")
+        self.calls: list[tuple[dict[str, Any], Scores]] = []
+
+    def __call__(self, params: dict[str, Any]) -> Any:
+        value = self.problem.objective(params)
+        scores, _status, _ = interpret(value, 1)
+        if scores is None:
+            self.calls.append((dict(params), None))
+            return value
+        measured = scores[0] * math.exp(self._rng.gauss(0.0, self.problem.noise))
+        self.calls.append((dict(params), (measured,)))
+        return measured
 
 
 _TRUE_HV: dict[str, float] = {}
@@ -100,15 +139,20 @@ def _budget(problem: Problem, generations: int, pool: int, mo_generations: int) 
     return gens, gens * pool
 
 
-def run_ours(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
+def _our_run(results: Any) -> Run:
+    best = results.get_best_result()
+    return Run([e.scores if e.ok else None for e in results.get_results()],
+               None if best is None else (dict(best.params), best.scores[0]))
+
+
+def run_ours(problem: Problem, seed: int, generations: int, pool: int) -> Run:
     config = SearchConfiguration(generations=generations, pool_size=pool, seed=seed,
                                  num_objectives=problem.num_objectives)
     search = Search(problem.objective, problem.space, config, progress=False)
-    results = search.start()
-    return [e.scores if e.ok else None for e in results.get_results()]
+    return _our_run(search.start())
 
 
-def load_baseline(rev: str) -> Callable[..., list[Scores]]:
+def load_baseline(rev: str) -> Callable[..., Run]:
     """ciq_build's genetic search as it was at git revision ``rev`` (its evolution.py), as an engine.
 
     For a before/after comparison in one run: the module is loaded from
@@ -130,18 +174,17 @@ def load_baseline(rev: str) -> Callable[..., list[Scores]]:
         sys.modules[spec.name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
 
-    def run(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
+    def run(problem: Problem, seed: int, generations: int, pool: int) -> Run:
         config = module.SearchConfiguration(generations=generations, pool_size=pool, seed=seed,
                                             num_objectives=problem.num_objectives)
-        results = module.Search(problem.objective, problem.space, config, progress=False).start()
-        return [e.scores if e.ok else None for e in results.get_results()]
+        return _our_run(module.Search(problem.objective, problem.space, config, progress=False).start())
     return run
 
 
 RANDOM_HORIZON = 20  # random search runs this many budgets, only to locate its evaluations-to-target
 
 
-def run_random(problem: Problem, seed: int, generations: int, pool: int, horizon: int = RANDOM_HORIZON) -> list[Scores]:
+def run_random(problem: Problem, seed: int, generations: int, pool: int, horizon: int = RANDOM_HORIZON) -> Run:
     """The registered random strategy (`tune --strategy random`), for ``horizon`` budgets."""
     config = SearchConfiguration(generations=generations * horizon, pool_size=pool, seed=seed,
                                  num_objectives=problem.num_objectives)
@@ -153,15 +196,15 @@ def run_random(problem: Problem, seed: int, generations: int, pool: int, horizon
             scores = _score(problem, proposal.params)
             out.append(scores)
             source.tell(proposal, scores, None if scores is not None else "invalid")
-    return out
+    return Run(out)
 
 
 OPTUNA_STRATEGIES = ("tpe", "nsga2")  # the [optuna] extra's strategies, measured against ours when installed
 
 
-def run_strategy(name: str) -> Callable[..., list[Scores]]:
+def run_strategy(name: str) -> Callable[..., Run]:
     """A registered strategy (`tune --strategy NAME`) driven by ask/tell, as the search loop drives it."""
-    def run(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
+    def run(problem: Problem, seed: int, generations: int, pool: int) -> Run:
         config = SearchConfiguration(generations=generations, pool_size=pool, seed=seed,
                                      num_objectives=problem.num_objectives)
         names = tuple(f"score_{i + 1}" for i in range(problem.num_objectives))
@@ -172,7 +215,7 @@ def run_strategy(name: str) -> Callable[..., list[Scores]]:
                 scores = _score(problem, proposal.params)
                 out.append(scores)
                 source.tell(proposal, scores, None if scores is not None else "invalid")
-        return out
+        return Run(out)
     return run
 
 
@@ -255,9 +298,9 @@ def drive_compileiq(search: Any, problem: Problem, generations: int, budget: int
     return out
 
 
-def run_compileiq(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
+def run_compileiq(problem: Problem, seed: int, generations: int, pool: int) -> Run:
     search = compileiq_search(problem, seed, generations, pool)
-    return drive_compileiq(search, problem, generations, generations * pool)
+    return Run(drive_compileiq(search, problem, generations, generations * pool))
 
 
 def compileiq_available() -> str | None:
@@ -277,6 +320,11 @@ class Summary:
     hits: list[int]  # per seed: evaluations to the target (horizon + 1 if never)
     budget: int
     horizon: int
+    # A noisy problem, per seed: whether the pick's true score is on target (the hit share counts these),
+    # and the gain over the defaults (every parameter knocked out) the engine reports and the pick's true one.
+    picks_on_target: list[bool] | None = None
+    reported_gains: list[float] = field(default_factory=list)
+    true_gains: list[float] = field(default_factory=list)
 
     def best(self) -> tuple[float, float, float]:
         return _quartiles(self.bests)
@@ -290,7 +338,13 @@ class Summary:
 
     @property
     def hit_share(self) -> float:
-        return sum(h <= self.budget for h in self.hits) / len(self.hits)
+        return self.hit_count / len(self.hits)
+
+    @property
+    def hit_count(self) -> int:
+        if self.picks_on_target is not None:
+            return sum(self.picks_on_target)
+        return sum(h <= self.budget for h in self.hits)
 
 
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
@@ -333,6 +387,37 @@ def summarise(problem: Problem, runs: list[list[Scores]], budget: int, horizon: 
     return Summary([b for b, _ in outcomes], [h for _, h in outcomes], budget, horizon)
 
 
+def _true_score(problem: Problem, params: dict[str, Any]) -> float:
+    scores = _score(problem, params)
+    return math.inf if scores is None else scores[0]
+
+
+def summarise_noisy(problem: Problem, runs: list[tuple[Run, Measured]], budget: int,
+                    horizon: int | None = None) -> Summary:
+    """A noisy problem's summary: each run judged by the true score of its pick.
+
+    The best is the pick's true score; evaluations-to-target count until a configuration whose true score
+    is on target was first measured (the search had it); the hit share is the share of picks on target.
+    """
+    horizon = horizon or budget
+    default = _true_score(problem, {})
+    bests, hits, on_target, reported, true = [], [], [], [], []
+    for run, measured in runs:
+        calls = measured.calls
+        hits.append(next((i + 1 for i, (params, s) in enumerate(calls[:horizon])
+                          if s is not None and _true_score(problem, params) <= problem.target), horizon + 1))
+        pick = run.pick
+        if pick is None:
+            ok = [(s[0], params) for params, s in calls[:budget] if s is not None]
+            pick = (min(ok, key=lambda item: item[0])[1], min(ok, key=lambda item: item[0])[0]) if ok else None
+        value = math.inf if pick is None else _true_score(problem, pick[0])
+        bests.append(value)
+        on_target.append(value <= problem.target)
+        reported.append(0.0 if pick is None else 1 - pick[1] / default)
+        true.append(1 - value / default if math.isfinite(value) else 0.0)
+    return Summary(bests, hits, budget, horizon, on_target, reported, true)
+
+
 def _fmt_evals(value: float, horizon: int) -> str:
     return f">{horizon}" if value > horizon else f"{value:g}"
 
@@ -355,6 +440,73 @@ def ratio_cell(ours: Summary, theirs: Summary) -> tuple[str, float, bool]:
     return f"{prefix}{ratio:.2f}", ratio, not ours.censored
 
 
+def _run_one(engine: Callable[..., Run], problem: Problem, seed: int, generations: int, pool: int,
+             times: int) -> tuple[Run, Measured | None]:
+    """One seed's run, through a Measured objective on a noisy problem."""
+    measured = Measured(problem, seed) if problem.noise else None
+    if measured is not None:
+        problem = replace(problem, objective=measured)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if engine is run_random:
+            run = run_random(problem, seed, generations, pool, times)
+        else:
+            run = engine(problem, seed, generations * times, pool)
+    return run, measured
+
+
+_WORK: list[Any] = []  # what forked workers run: (engine, problem, generations, pool, times), set before forking
+
+
+def _run_seed(seed: int) -> tuple[Run, Measured | None]:
+    engine, problem, generations, pool, times = _WORK[0]
+    return _run_one(engine, problem, seed, generations, pool, times)
+
+
+def _run_seeds(engine: Callable[..., Run], problem: Problem, seeds: range, generations: int, pool: int,
+               times: int, jobs: int) -> list[Any]:
+    """Every seed's run, in seed order; with jobs > 1 in forked worker processes (the same runs, sooner)."""
+    if jobs <= 1:
+        return [_run_one(engine, problem, seed, generations, pool, times) for seed in seeds]
+    import multiprocessing
+
+    _WORK[:] = [(engine, problem, generations, pool, times)]
+    with multiprocessing.get_context("fork").Pool(jobs) as workers:
+        return workers.map(_run_seed, seeds, chunksize=1)
+
+
+def _print_gains(problem: Problem, stats: dict[str, Summary]) -> None:
+    print(f"{'':42} {'':6} | gain over the defaults, median [p25-p75]: reported by the engine, true of its pick")
+    for name, s in stats.items():
+        reported, true = (_quartiles([100 * g for g in gains]) for gains in (s.reported_gains, s.true_gains))
+        over = _quartiles([100 * (r - g) for r, g in zip(s.reported_gains, s.true_gains, strict=True)])
+        print(f"{'':42} {'':6} | {name:9} reported {reported[1]:5.2f}% [{reported[0]:.2f}-{reported[2]:.2f}]  "
+              f"true {true[1]:5.2f}% [{true[0]:.2f}-{true[2]:.2f}]  overclaim {over[1]:5.2f}% "
+              f"[{over[0]:.2f}-{over[2]:.2f}]  true regret {100 * (s.best()[1] / problem.target * 1.005 - 1):.2f}%")
+
+
+def _print_tests(rows: list[tuple[Problem, int, dict[str, Summary]]]) -> None:
+    """ciq_build against every other engine: hit shares (Fisher's exact test), bests (Mann-Whitney), two-sided."""
+    print("\nciq_build against each engine, same seeds: hits (ours-theirs, Fisher's exact p) and best "
+          "(Mann-Whitney p; + where ours is better, - where worse)")
+    for problem, _budget, stats in rows:
+        ours = stats["ciq_build"]
+        cells = []
+        for name, theirs in stats.items():
+            if name == "ciq_build":
+                continue
+            n = len(ours.hits)
+            p_hits = fisher_exact(ours.hit_count, n, theirs.hit_count, len(theirs.hits))
+            sign = 1 if problem.num_objectives > 1 else -1  # hypervolume: higher is better
+            wins = sum((a < b) - (a > b) for a in ours.bests for b in theirs.bests)  # pairs ours scores lower
+            ours_better = -sign * wins > 0
+            same = ours.bests == theirs.bests
+            p_best = 1.0 if same else mann_whitney(ours.bests, theirs.bests)
+            mark = "=" if same or p_best >= 0.05 else ("+" if ours_better else "-")
+            cells.append(f"{name} {ours.hit_count - theirs.hit_count:+d} p={p_hits:.3g} best{mark} p={p_best:.3g}")
+        print(f"{problem.name:42} | " + "; ".join(cells))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=100)
@@ -370,8 +522,15 @@ def main(argv: list[str] | None = None) -> int:
                              "evaluations-to-target beyond the budget, as random search's 20 (default 1)")
     parser.add_argument("--no-optuna", action="store_true",
                         help="leave out Optuna's strategies (tpe, nsga2), measured when Optuna is installed")
+    parser.add_argument("--set", choices=("tuning", "held-out", "all"), default="all",
+                        help="the tuning set (problems.py), the held-out set (held_out.py) or both (default)")
     parser.add_argument("--problems", default="",
                         help="comma-separated first words of the problems to run (default: all of the set)")
+    parser.add_argument("--strategies", default="",
+                        help="registered strategies (tune --strategy) to run as rows of their own beside the "
+                             "Search API's default (row ciq_build), e.g. ga")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="seeds run at once in worker processes (default 1: the machine may be shared)")
     parser.add_argument("--random-horizon", type=int, default=RANDOM_HORIZON,
                         help=f"budgets random search runs to locate its evaluations-to-target (default "
                              f"{RANDOM_HORIZON}; 1 when only its best and hit share within the budget matter)")
@@ -382,11 +541,14 @@ def main(argv: list[str] | None = None) -> int:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     mo_generations = args.mo_generations or args.generations
     wanted = {w.strip().lower() for w in args.problems.split(",") if w.strip()}
-    problems = [p for p in TUNING if not wanted or p.short.lower() in wanted]
+    chosen = {"tuning": TUNING, "held-out": HELD_OUT, "all": TUNING + HELD_OUT}[args.set]
+    problems = [p for p in chosen if not wanted or p.short.lower() in wanted]
 
-    engines: dict[str, Callable[..., list[Scores]]] = {"ciq_build": run_ours}
+    engines: dict[str, Callable[..., Run]] = {"ciq_build": run_ours}
     if args.baseline:
         engines[f"ga@{args.baseline}"[:9]] = load_baseline(args.baseline)
+    for name in filter(None, (s.strip() for s in args.strategies.split(","))):
+        engines[name[:9]] = run_strategy(name)
     engines["random"] = run_random
     missing = None if not args.no_compileiq else "skipped (--no-compileiq)"
     if missing is None:
@@ -422,19 +584,19 @@ def main(argv: list[str] | None = None) -> int:
             # (measured: the first 640 of 20 and of 80 generations are the same), so a longer
             # run only adds evaluations after the budget, like random search's horizon.
             times = {"random": args.random_horizon, "compileiq": args.compileiq_horizon}.get(name, 1)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                if name == "random":
-                    runs = [run_random(problem, seed, gens, args.pool, times) for seed in seeds]
-                else:
-                    runs = [engine(problem, seed, gens * times, args.pool) for seed in seeds]
+            runs = _run_seeds(engine, problem, seeds, gens, args.pool, times, args.jobs)
             horizon = budget * times
-            stats[name] = s = summarise(problem, runs, budget, horizon)
+            if problem.noise:
+                stats[name] = s = summarise_noisy(problem, runs, budget, horizon)
+            else:
+                stats[name] = s = summarise(problem, [run.scores for run, _ in runs], budget, horizon)
             elapsed = time.perf_counter() - started
             b1, b2, b3 = (_fmt_best(problem, v) for v in s.best())
             e1, e2, e3 = (_fmt_evals(v, horizon) for v in s.evals())
             print(f"{problem.name:42} {problem.target:6g} | {name:9} {b2 + ' [' + b1 + '-' + b3 + ']':>26} "
                   f"{e2 + ' [' + e1 + '-' + e3 + ']':>26} {s.hit_share:5.0%} {elapsed:5.1f}s", flush=True)
+        if problem.noise:
+            _print_gains(problem, stats)
         rows.append((problem, budget, stats))
 
     print("\nratios of median evaluations-to-target (goals: ours/random <= 0.5, ours/compileiq <= 0.8)")
@@ -475,6 +637,7 @@ def main(argv: list[str] | None = None) -> int:
                 best = "n/a" if theirs_best == 0 else f"{ours.best()[1] / theirs_best:.2f}"
                 cells.append(f"{text:>17} {best:>16}")
             print(f"{problem.name:42} | " + " ".join(cells))
+    _print_tests(rows)
     print("\ngoal met on every problem" if all_met else "\ngoal NOT met on every problem (see verdicts)")
     return 0
 

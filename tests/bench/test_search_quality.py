@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 import ciq_build.core.space as ss
+from bench.search_quality import held_out as ho
 from bench.search_quality import problems as pr  # the repository root is on sys.path (pyproject.toml)
 from bench.search_quality import run as sq
+from bench.search_quality.stats import fisher_exact, mann_whitney
 from ciq_build.search.evolution import INVALID_SCORE
 
 
@@ -125,9 +129,10 @@ def test_the_bench_prints_the_table_for_every_problem(capsys: pytest.CaptureFixt
     # CI-sized: 2 seeds, 3 generations of 8; the 100-seed run is for bench/ by hand.
     assert sq.main(["--seeds", "2", "--generations", "3", "--pool", "8", "--no-compileiq"]) == 0
     out = capsys.readouterr().out
-    for problem in pr.TUNING:
-        # ciq_build, random, tpe and nsga2 rows, the ratio row, and the row against Optuna's samplers
-        assert out.count(problem.name) == 6
+    for problem in pr.TUNING + ho.HELD_OUT:
+        # ciq_build, random, tpe and nsga2 rows, the ratio row, the row against Optuna's samplers and the tests' row
+        assert out.count(problem.name) == 7
+    assert "true regret" in out  # the noisy problem's gains
     assert "ours/random" in out and "evals [p25-p75]" in out
     assert "ours/tpe evals" in out and "ours/nsga2 best" in out
 
@@ -164,9 +169,98 @@ def test_the_baseline_engine_runs_the_genetic_search_of_a_git_revision() -> None
     import subprocess
 
     baseline = sq.load_baseline("HEAD")
-    theirs, ours = baseline(pr.SEEDS_EXAMPLE, 3, 3, 8), sq.run_ours(pr.SEEDS_EXAMPLE, 3, 3, 8)
+    theirs, ours = baseline(pr.SEEDS_EXAMPLE, 3, 3, 8).scores, sq.run_ours(pr.SEEDS_EXAMPLE, 3, 3, 8).scores
     assert len(theirs) == len(ours) == 24
     unchanged = subprocess.run(["git", "-C", str(sq.Path(sq.__file__).resolve().parents[2]), "diff", "--quiet",
                                 "HEAD", "--", "ciq_build/search/evolution.py"]).returncode == 0
     if unchanged:
         assert theirs == ours
+
+
+def _enumerated(problem: pr.Problem) -> list[tuple[float, dict[str, Any]]]:
+    space = ss.SearchSpace(problem.space)
+    out = []
+    for i in range(space.cardinality):
+        params = space.to_params(space.genome_at(i))
+        value = problem.objective(params)
+        if value != INVALID_SCORE:
+            out.append((value, params))
+    return sorted(out, key=lambda item: item[0])
+
+
+def test_held_out_decoys_are_2_and_10_percent_deep_and_the_basin_is_on_target() -> None:
+    for problem, optimum, decoy, depth in ((ho.DECOY_2, ho.DECOY_2_OPT, ho.DECOY_2_POINT, 0.02),
+                                           (ho.DECOY_10, ho.DECOY_10_OPT, ho.DECOY_10_POINT, 0.10)):
+        point = {f"r{i}": v for i, v in enumerate(decoy)} | {"mode": "a"}
+        assert problem.objective(point) == pytest.approx(100 * (1 - depth)) and problem.objective(point) > problem.target
+        edge = {f"r{i}": v for i, v in enumerate(optimum)} | {"mode": "a", "flag": "-O3"}
+        edge["r0"] = optimum[0] + 4 if optimum[0] + 4 < 26 else optimum[0] - 4  # the basin's farthest reach
+        assert problem.objective(edge) <= problem.target
+        edge["r0"] = optimum[0] + 5 if optimum[0] + 5 < 26 else optimum[0] - 5
+        assert problem.objective(edge) == 100.0
+
+
+def test_held_out_ridge_has_its_optimum_off_single_changes_and_no_failure_next_to_it() -> None:
+    ranked = _enumerated(ho.RIDGE)
+    best_value, best = ranked[0]
+    assert best_value <= ho.RIDGE.target < ranked[2][0]  # two tie (-O3 given or left to the default)
+    assert (best["tile_x"], best["tile_y"]) == (32.0, 8.0)
+    # every single change from the best is valid (no failure next to it) and worse
+    for name, param in ho.RIDGE.space.items():
+        values: list[Any] = list(param.values()) + ([None] if param.can_knockout else [])
+        for value in values:
+            if value == best.get(name):
+                continue
+            changed = {k: v for k, v in best.items() if k != name} | ({} if value is None else {name: value})
+            score = ho.RIDGE.objective(changed)
+            assert score != INVALID_SCORE and (score > ho.RIDGE.target or (name == "O" and value in (None, 3)))
+    # on the ridge one pair move from the best shape: both tiles change, the work stays 256
+    assert ho.RIDGE.objective(best | {"tile_x": 64.0, "tile_y": 4.0}) == pytest.approx(best_value * 1.01 / 1.0)
+
+
+def test_held_out_noisy_knobs_optimum_and_noise() -> None:
+    ranked = _enumerated(ho.NOISY_KNOBS)
+    optimum = ranked[0][0]
+    assert ho.NOISY_KNOBS.objective({}) == 1.0 and 1 - optimum == pytest.approx(0.0413, abs=1e-4)
+    assert ho.NOISY_KNOBS.target == pytest.approx(optimum * 1.005)
+    measured = sq.Measured(ho.NOISY_KNOBS, seed=7)
+    again = sq.Measured(ho.NOISY_KNOBS, seed=7)
+    samples = [measured({}) for _ in range(2000)]
+    assert samples[:5] == [again({}) for _ in range(5)]  # seeded
+    logs = [math.log(s) for s in samples]
+    assert abs(statistics.fmean(logs)) < 0.002 and statistics.stdev(logs) == pytest.approx(0.015, rel=0.1)
+    assert len(measured.calls) == 2000 and measured.calls[0] == ({}, (samples[0],))
+
+
+def test_held_out_acf_like_space_has_52_parameters_and_its_optimum_on_target() -> None:
+    assert len(ho.ACF_LIKE.space) == 52
+    best = {"f3": "--flag-3", "f11": "--flag-11", "c2": "b", "c7": 2, "r1": 11, "r5": 4, "f5": "--flag-5",
+            "f17": "--flag-17", "c4": "y", "r3": 12, "f20": "--flag-20", "c9": 2}
+    assert pr._stable_fraction(best) >= 0.03
+    assert ho.ACF_LIKE.objective(best) == pytest.approx(ho.ACF_LIKE_OPTIMUM)
+    assert ho.ACF_LIKE.objective(best) <= ho.ACF_LIKE.target
+    assert ho.ACF_LIKE.objective(best | {"f14": "--flag-14", "f8": "--flag-8"}) == INVALID_SCORE
+    alone = {k: v for k, v in best.items() if k != "f17"}  # the deceptive pair: one flag alone is worse than none
+    neither = {k: v for k, v in alone.items() if k != "f5"}
+    assert ho.ACF_LIKE.objective(alone) > ho.ACF_LIKE.objective(neither) > ho.ACF_LIKE.objective(best)
+
+
+def test_a_noisy_run_is_judged_by_the_true_score_of_its_pick() -> None:
+    problem = pr.Problem("noisy", {"x": ss.range(0, 3, knockout_prob=0.5)},
+                         lambda p: 1.0 - 0.01 * p.get("x", 0), 0.98 * 1.005, noise=0.015)
+    measured = sq.Measured(problem, 0)
+    measured.calls[:] = [({}, (1.0,)), ({"x": 1}, (0.95,)), ({"x": 3}, (0.975,))]
+    lowest = sq.summarise_noisy(problem, [(sq.Run([(1.0,), (0.95,), (0.975,)]), measured)], budget=3)
+    assert lowest.bests == [0.99] and lowest.picks_on_target == [False]  # the lucky measurement of x=1
+    assert lowest.reported_gains == [pytest.approx(0.05)] and lowest.true_gains == [pytest.approx(0.01)]
+    assert lowest.hits == [3]  # x=3 (true 0.97, on target) was measured third
+    picked = sq.summarise_noisy(problem, [(sq.Run([], pick=({"x": 3}, 0.972)), measured)], budget=3)
+    assert picked.bests == [0.97] and picked.picks_on_target == [True] and picked.hit_count == 1
+
+
+def test_the_tests_p_values() -> None:
+    assert fisher_exact(33, 100, 53, 100) == pytest.approx(0.0065, abs=1e-4)  # issue 38's decoy figures
+    assert fisher_exact(86, 100, 40, 40) == pytest.approx(0.011, abs=1e-3)
+    assert fisher_exact(5, 10, 5, 10) == 1.0
+    assert mann_whitney([1.0] * 5, [1.0] * 5) == 1.0
+    assert mann_whitney(list(range(20)), [x + 100 for x in range(20)]) < 1e-6
