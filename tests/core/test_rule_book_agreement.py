@@ -28,7 +28,7 @@ import pytest
 
 from ciq_build.core.constraints import syntax_problem as constraint_syntax_problem
 from ciq_build.core.params import parse_param
-from ciq_build.core.rules import RuleBook, load_rules, nearest
+from ciq_build.core.rules import RuleBook, load_rules, nearest, shown_text
 from ciq_build.errors import CiqError
 from ciq_build.measure.proc import run
 from ciq_build.pin.apply import resolve_build_pin
@@ -78,6 +78,7 @@ class Case:
     pin_dir_name: str = "ciq"
     extra: dict = field(default_factory=dict)
     expect: str = ""  # the verdict both readers must reach (not only the same one), where the case says
+    said: str = ""  # text both readers' reasons must hold, where the case says
 
 
 def _json(record: object) -> bytes:
@@ -372,7 +373,48 @@ def hand_written() -> list[Case]:
         Case("ANSI escape in engine", _json(_with("provenance.engine", "\u001b[2J"))),
         *per_architecture_cases(),
         *issue21_cases(),
+        *evaluator_cases(),
     ]
+    return cases
+
+
+# Text that CMake's evaluator would expand or stop at, were a record's string ever evaluated again.
+EVALUATED = ["${CMAKE_COMMAND}", "$ENV{HOME}", "$CACHE{CMAKE_CUDA_COMPILER}", "${", "a\\qb", "a\\", "\\${X}",
+             "$ENV{PATH};x", "@CMAKE_COMMAND@", "a\"b"]
+
+
+def evaluator_cases() -> list[Case]:
+    """Record text that must never reach CMake's evaluator (variables, backslashes), versions that
+    overflow or carry spaces, repeated architecture prefixes and NUL bytes: each with the verdict and
+    the message (``said``, in both readers' reasons) both must give."""
+    text = _json(valid_record())
+    cases = []
+    for value in EVALUATED:
+        for path in ("toolchain.nvcc_version", "toolchain.ptxas_version", "target", "controls.flags.0",
+                     "controls.defines.TILE", "controls.acf.file", "objectives.0.name"):
+            # A refused flag is named by the allow-list's own message, which the readers word apart.
+            said = "" if path == "controls.flags.0" else shown_text(value)
+            cases.append(Case(f"{path} = {value!r}", _json(_with(path, value)), expect="refused", said=said))
+    for version in ("1" * 20 + ".0", "13.3." + "9" * 20, "99999999999999999999", " 12.0", "12.0 ", "13.3.73 x",
+                    "1234567.0", "13..3", "13.3-rc1"):
+        cases.append(Case(f"ptxas_version {version!r}", _json(_with("toolchain.ptxas_version", version)),
+                          ptxas="12.0", expect="refused", said=shown_text(version)))
+    for version in ("123456.0.1", "13.3", "13", ""):
+        cases.append(Case(f"ptxas_version {version!r} is a version", _json(_with("toolchain.ptxas_version", version)),
+                          ptxas="12.0", expect="skipped" if "." in version else "applied"))
+    for arch in ("sm_sm_90a", "lto_sm_90a", "compute_sm_90a", "sm_compute_90a", "sm_lto_90a", "SM_SM_90A"):
+        cases.append(Case(f"architectures [{arch!r}]", _json(_with("toolchain.architectures", [arch])),
+                          expect="refused", said=f"is {arch!r}, which names no CUDA architecture"))
+        cases.append(Case(f"building for {arch!r}", text, architectures=(arch,), expect="skipped"))
+    for arch in ("lto_90a", "compute_90A", "SM_90a-real"):
+        cases.append(Case(f"architectures [{arch!r}] is 90a", _json(_with("toolchain.architectures", [arch])),
+                          expect="applied"))
+    plain_text = "is not plain ASCII text (a NUL, a byte order mark, a control or non-ASCII character)"
+    for name, data in [("NUL at the end", text + b"\x00"), ("NUL at the start", b"\x00" + text),
+                       ("NUL after the end", text + b"\n\x00\n"), ("NUL between tokens", text.replace(b"{", b"{\x00", 1)),
+                       ("NUL in a string", text.replace(b'"genetic"', b'"gen\x00etic"')),
+                       ("NUL in a CR LF record", text.replace(b"\n", b"\r\n") + b"\x00")]:
+        cases.append(Case(name, data, expect="refused", said=plain_text))
     return cases
 
 
@@ -624,6 +666,18 @@ def cmake_verdicts(prepared: list[Prepared], tmp: Path, cmake: str) -> list[tupl
     return [(v[0], tuple(v[1]), v[2]) for v in found]
 
 
+_PREFIXES = re.compile(r"^(ciq_tune_target\(kern\): refusing the pinned record \S+?: |pinned record \S+?:? )(it )?")
+_FIXES = re.compile(r"[.;] (Retune the target|Restore it from version control|restore it from version control|"
+                    r"Retune, or|Retune with|Upgrade|Retune this one|Add ALLOW_NUMERICS|Allow them|Add \w+ to PARAMS)")
+
+
+def reason(message: str) -> str:
+    """What a refusal says is wrong, without the words around it that differ by reader: the record's
+    name in front (the target's call, or the record) and the advice behind."""
+    text = _PREFIXES.sub("", message, count=1)
+    return _FIXES.split(text, maxsplit=1)[0]
+
+
 @pytest.fixture(scope="module")
 def cmake_bin() -> str:
     return build_tool("cmake")
@@ -652,6 +706,11 @@ def _agree(cases: list[Case], tmp_path: Path, cmake: str) -> dict[str, int]:
         f"{p.case.name!r}: expected {p.case.expect}, python {py[0]} ({py[2][:200]}) / cmake {cm[0]} ({cm[2][:200]})"
         for p, py, cm in zip(prepared, python, cmake_side)
         if p.case.expect and (py[0] != p.case.expect or cm[0] != p.case.expect)
+    ]
+    disagreements += [
+        f"{p.case.name!r}: both must say {p.case.said!r} alike, python {reason(py[2])!r} / cmake {reason(cm[2])!r}"
+        for p, py, cm in zip(prepared, python, cmake_side)
+        if p.case.said and not (p.case.said in reason(py[2]) and reason(py[2]) == reason(cm[2]))
     ]
     assert not disagreements, f"{len(disagreements)} of {len(cases)} records judged differently:\n" + "\n".join(
         disagreements)
