@@ -1,5 +1,6 @@
 """Every relative link in README.md and docs/ leads somewhere: to a file of the checkout and, where it
-names an anchor, to a heading of that file (GitHub's anchors). Pure text: no build, no network."""
+names an anchor, to a heading of that file (GitHub's anchors); every path of the checkout the pages
+name (a bench command, a test, a raw output) exists. Pure text: no build, no network."""
 
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ FENCE = re.compile(r"^(```|~~~)")
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"\[[^\]\n]*\]\(([^()\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+# A path into the checkout's own folders, as the pages name them in prose, code spans and commands.
+CHECKOUT_PATH = re.compile(r"(?<![\w./<-])((?:bench|tests|docs|sample_extension|ciq_build|cmake|scripts)/[\w./+-]*[\w/])")
+# Named by the pages, written by a command they show, not committed.
+WRITTEN_BY_A_COMMAND = {"bench/peers/cuda-samples/ciq/FDTD3d_kernels.json"}
+# The dated results log keeps the paths of its time; the rest says how things are now.
+CURRENT_PAGES = [page for page in PAGES if page.name != "LOG.md"]
 
 
 def _prose_lines(text: str) -> list[str]:
@@ -80,6 +87,24 @@ def broken(page: Path) -> list[str]:
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPO)))
 def test_every_relative_link_leads_to_a_file_and_heading_that_exist(page: Path) -> None:
     assert broken(page) == [], f"{page.relative_to(REPO)} has broken links"
+
+
+def missing_paths(text: str) -> list[str]:
+    """The checkout paths a page names that do not exist."""
+    named = {found.group(1) for found in CHECKOUT_PATH.finditer(text)}
+    return sorted(path for path in named - WRITTEN_BY_A_COMMAND if not (REPO / path).exists())
+
+
+@pytest.mark.parametrize("page", CURRENT_PAGES, ids=lambda page: str(page.relative_to(REPO)))
+def test_every_path_a_page_names_exists(page: Path) -> None:
+    assert missing_paths(page.read_text(encoding="utf-8")) == [], (
+        f"{page.relative_to(REPO)} names paths that are not in the checkout (moved? say where they are now)")
+
+
+def test_the_path_check_sees_prose_code_and_commands() -> None:
+    text = ("run `python bench/nowhere/run.py --seeds 3`, raw docs/results/gone.txt; "
+            "tests/test_doc_links.py is here, ciq/<target>.json and <build>/bench/x are not checkout paths")
+    assert missing_paths(text) == ["bench/nowhere/run.py", "docs/results/gone.txt"]
 
 
 def test_the_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path: Path) -> None:
