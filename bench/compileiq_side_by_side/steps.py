@@ -76,7 +76,7 @@ def budget(probe: Path, arm_s: float, pool: int, runs: int, most: int) -> None:
     """Prints `GENERATIONS POOL`: generations of `pool` candidates, each a compile and `runs` runs, that fit
     `arm_s` seconds. Two generations at least (one is no search); where two of `pool` do not fit, the pool
     shrinks to what does, down to compileiq's least (6): on the H200 two generations of 12 took 1.6x the
-    budget and left ciq_build's arm 13 s (docs/results/issue23-compileiq-side-by-side-h200-attempt1.txt)."""
+    budget and left ciq_build's arm 13 s (docs/results/compileiq-side-by-side-h200-overrun.txt)."""
     data = json.loads(probe.read_text(encoding="utf-8"))
     per_candidate = data["compile_s"] + runs * data["run_s"]
     generations = max(2, min(most, int(arm_s // (pool * per_candidate))))

@@ -55,8 +55,8 @@ def test_flash_attention_kernel_is_upstreams_byte_for_byte():
 def test_fdtd3d_peer_builds_and_its_premise_holds(tmp_path: Path, cuda133_bin: Path) -> None:
     """FDTD3d_kernels configures as a tuned target with its PARAM, builds, and its benchmark says no GPU here.
 
-    The premise of docs/RESULTS.md's prediction for it: at the defaults the kernel needs more than
-    64 registers, so a 512-thread block (upstream's default) leaves room for only one per SM.
+    The premise of the prediction docs/results/LOG.md made for it (measured since: docs/RESULTS.md): at the
+    defaults the kernel needs more than 64 registers, so a 512-thread block (upstream's default) leaves room for only one per SM.
     """
     build = tmp_path / "build"
     configured = ensure_ok(run([
