@@ -30,7 +30,7 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
 
 ``BENCHMARK <exe-target>``
   The executable that measures a candidate (``ARGS``: its arguments); it
-  prints ``CIQ_METRIC time_ms=<value>`` lines (README: the line protocol).
+  prints ``CIQ_METRIC time_ms=<value>`` lines (docs/protocol.md: the line protocol).
   Needed by the benchmark objectives (``time``).
 ``ARGS_SETS <name:args>...``, ``SCORE <geomean|worst>``
   Several problem sizes instead of ``ARGS``, e.g. ``ARGS_SETS "small:-n 1024"
@@ -49,11 +49,11 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   Preprocessor values the search may choose (``-DNAME=VALUE``).
 ``CONSTRAINTS <expression>...``
   Expressions over the PARAMS names (``"BX*BY <= 1024"``) every
-  configuration the search proposes meets (README: ``CONSTRAINTS``).
+  configuration the search proposes meets (docs/cmake.md: ``CONSTRAINTS``).
 ``SEARCH_SPACE <space>...``
   The compiler controls the search may change.
 ``SEEDS <seed>...``
-  Known-good configurations the search evaluates first (README: ``SEEDS``):
+  Known-good configurations the search evaluates first (docs/cmake.md: ``SEEDS``):
   a pinned record, an ACF, a folder of them (relative paths from
   ``CMAKE_CURRENT_SOURCE_DIR``), or controls such as ``"-Xptxas=-O2
   -DTILE=32"``. ``tune --seed-from`` replaces them.
