@@ -31,12 +31,8 @@ from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullEr
 from ciq_build.measure import proc
 from ciq_build.measure.bench import interleaved
 from ciq_build.measure.sizes import SIZE_SEPARATOR, size_ratios
-from ciq_build.pin.record import (
-    check_pin_dir,
-    merge_architecture,
-    record_path,
-    write_record,
-)
+from ciq_build.pin.record import check_pin_dir, record_path
+from ciq_build.pin.write import merge_architecture, write_record
 from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
 from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree, safe_name, scratch_root, tune_name

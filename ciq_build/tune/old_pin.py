@@ -17,7 +17,9 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.objectives import Objective, metric_key, with_unit
 from ciq_build.errors import CiqError
 from ciq_build.measure.bench import FINAL_ALPHA, beats_baseline
-from ciq_build.pin.record import PinnedRecord, architecture_set, read_record, relative_change
+from ciq_build.pin.display import relative_change
+from ciq_build.pin.read import read_record
+from ciq_build.pin.record import PinnedRecord, architecture_set
 
 # What re-measures the old pin beside the new winner: (old's samples, new's samples) per benchmark metric key,
 # or a sentence saying why it could not (the old pin no longer builds, or its benchmark failed).
