@@ -111,3 +111,38 @@ def test_the_acf_screen_keeps_one_acf_per_distinct_machine_code_as_a_loadable_po
     assert [entry["file"] for entry in out["acfs"]] == [row["file"] for row in kept]
     assert out["screened_from"]["pool_sha256"] == pool["pool_sha256"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([POOL_FILE, *(r["file"] for r in kept)])
+
+
+TEMPLATED_KERNEL = r"""
+#ifndef TILE
+#define TILE 4
+#endif
+namespace gemm {
+template <int T> __global__ void warptiled(float* out, const float* in) {
+    float acc[T];
+    for (int i = 0; i < T; ++i) acc[i] = in[threadIdx.x * T + i] * 2.0f;
+    for (int i = 0; i < T; ++i) out[threadIdx.x * T + i] = acc[i];
+}
+}
+template __global__ void gemm::warptiled<TILE>(float*, const float*);
+"""
+
+
+def test_the_sass_diff_pairs_a_templated_kernel_whose_pin_changed_its_template_arguments(
+        tmp_path: Path, cuda133_bin: Path) -> None:
+    # A tile pinned as -DTILE=8 renames the kernel (gemm::warptiled<4> -> <8>): the GPU campaign's SGEMM
+    # diff said "no kernel matching sgemmWarptiling in both".
+    (tmp_path / "tiled.cu").write_text(TEMPLATED_KERNEL)
+    objects = {}
+    for name, flags in (("defaults", []), ("tiled", ["-DTILE=8"])):
+        objects[name] = tmp_path / f"{name}.o"
+        ensure_ok(proc.run([cuda133_bin / "nvcc", "-c", "-arch=sm_90a", *flags, tmp_path / "tiled.cu", "-o",
+                            objects[name]], 300))
+    diff = _bench("sass_diff.py", objects["defaults"], objects["tiled"], "--cuobjdump", cuda133_bin / "cuobjdump",
+                  "--kernel", "warptiled", "--json", tmp_path / "d.json")
+    assert diff.returncode == 0, diff.stderr
+    assert "gemm::warptiled<4>" in diff.stdout and "gemm::warptiled<8>" in diff.stdout
+    report = json.loads((tmp_path / "d.json").read_text())
+    (kernel,) = report["kernels"].values()
+    assert kernel["pinned"]["sass"] > kernel["defaults"]["sass"]  # twice the unrolled loads and stores
+    assert "1 kernel(s) in both; 0 with identical SASS" in diff.stdout

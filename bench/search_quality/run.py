@@ -1,6 +1,6 @@
 """Search quality: ciq_build's genetic engine against random search, NVIDIA compileiq and Optuna's samplers.
 
-    python bench/search_quality.py [--seeds 100] [--first-seed 0] [--generations 20] [--pool 32] [--no-compileiq]
+    python bench/search_quality/run.py [--seeds 100] [--first-seed 0] [--generations 20] [--pool 32] [--no-compileiq]
                                    [--problems NAME,...] [--baseline REV] [--random-horizon K]
 
 For each problem, every engine gets the same evaluation budget (generations x
@@ -21,12 +21,9 @@ ratio columns compare ciq_build's median evaluations-to-target with the
 others' (lower is better; "<=" marks a ratio against a censored median, i.e.
 an upper bound). Goals (issue 10): ours/random <= 0.5 and ours/compileiq <= 0.8.
 
-Problems: issue 10's five (seeds' example, 12 mixed params, half invalid,
-plateau, two-objective), issue 23's three of the kinds an outside review
-found the GA weak or strong on (a decoy plateau, knobs whose best neighbours
-fail to launch, an NK landscape), and three held out (``HELD_OUT``: a
-deceptive trap, Rastrigin, Rosenbrock), written before any change to the
-search and meant only to check one, never to tune on. ``--baseline REV`` adds
+Problems: the tuning set (problems.py: a change may be chosen on them) and
+the held-out set (held_out.py: written before a change, a claim about the
+search is made on them only); ``--set`` picks one. ``--baseline REV`` adds
 the genetic search of a git revision (its ``ciq_build/search/evolution.py``)
 as row ``ga@REV``: before and after in one run, same seeds.
 
@@ -54,15 +51,17 @@ import statistics
 import sys
 import time
 import warnings
-import zlib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import ciq_build.core.space as ss  # noqa: E402
+from bench.search_quality.held_out import HELD_OUT  # noqa: E402
+from bench.search_quality.problems import TUNING, Problem  # noqa: E402
+from bench.search_quality.stats import fisher_exact, mann_whitney  # noqa: E402
 from ciq_build.core.pareto import hypervolume_2d, non_dominated  # noqa: E402
 from ciq_build.search.evolution import INVALID_SCORE, Search, SearchConfiguration, interpret  # noqa: E402
 from ciq_build.search.strategies import SearchRequest, make_source  # noqa: E402
@@ -70,328 +69,40 @@ from ciq_build.search.strategies import SearchRequest, make_source  # noqa: E402
 Scores = tuple[float, ...] | None  # one evaluation: its scores, or None when it failed
 
 
-@dataclass(frozen=True)
-class Problem:
-    """A synthetic problem, every objective minimised.
+@dataclass
+class Run:
+    """One engine's run on one seed: every evaluation's scores in the order it asked for them, and its pick.
 
-    One objective: reaching a score <= ``target`` counts. Two objectives:
-    reaching a front whose hypervolume (up to ``reference``) is at least
-    ``target`` times the true front's counts.
+    ``pick`` is the configuration the engine reports as its best, with the score it reports for it; None
+    where that is simply the lowest score measured (every engine but ciq_build's own). It matters only
+    on a noisy problem, where a search is judged by the true score of its pick.
     """
 
-    name: str
-    space: dict[str, ss.Param]
-    objective: Callable[[dict[str, Any]], Any]
-    target: float
-    num_objectives: int = 1
-    reference: tuple[float, float] | None = None
-
-    @property
-    def short(self) -> str:
-        return self.name.split(" ")[0].rstrip("'")
-
-
-# -- problems ----------------------------------------------------------------------------
-
-
-def _seeds_example(p: dict[str, Any]) -> float:
-    return p["x"] ** 2 + p["y"]
-
-
-SEEDS_EXAMPLE = Problem(
-    "seeds' example (x**2+y, 234 configs)",
-    {"x": ss.range(1.0, 20.0, 0.5), "y": ss.choice([1, 2, 3]), "z": ss.literal("this is a constant", knockout_prob=0.5)},
-    _seeds_example,
-    2.0,
-)
-
-_OPT = [5, 27, 13, 20, 8, 3, 30, 17]
-_C1_WEIGHT = {1: 3.0, 2: 2.0, 4: 1.5, 8: 1.0, 16: 1.25}
-
-
-def _mixed12(p: dict[str, Any]) -> float:
-    # c0 moves the optimum of r0..r3 (a deceptive local optimum); c1 scales every
-    # range term; pairs (r0,r1), (r2,r3)... interact through their difference.
-    shift = 0 if p["c0"] == "b" else 4
-    targets = [t + (shift if i < 4 else 0) for i, t in enumerate(_OPT)]
-    r = [p[f"r{i}"] for i in range(8)]
-    cost = sum((r[i] - targets[i]) ** 2 for i in range(8))
-    cost += sum(2 * ((r[2 * k] - r[2 * k + 1]) - (_OPT[2 * k] - _OPT[2 * k + 1])) ** 2 for k in range(4))
-    cost *= _C1_WEIGHT[p["c1"]]
-    cost += 15 * (p["c2"] != "fast") + 10 * abs(p["c3"] - 2) + (0 if p["c0"] == "b" else 5)
-    return float(cost)
-
-
-MIXED12 = Problem(
-    "12 params mixed, narrow optimum",
-    {
-        **{f"r{i}": ss.range(0, 31) for i in range(8)},
-        "c0": ss.choice(["a", "b", "c", "d"]),
-        "c1": ss.choice([1, 2, 4, 8, 16]),
-        "c2": ss.choice(["slow", "fast", "safe"]),
-        "c3": ss.choice([1, 2, 3, 4, 5]),
-    },
-    _mixed12,
-    20.0,  # optimum 0; random search's median best at 640 evaluations is ~800
-)
-
-
-def _half_invalid(p: dict[str, Any]) -> Any:
-    a, b = p["a"], p["b"]
-    if a + b > 40:  # about half of the (a, b) square: the compiler "fails"
-        return INVALID_SCORE
-    if p.get("unroll") == 8 and a % 3 == 0:
-        raise RuntimeError("candidate crashed")  # a further slice that raises
-    cost = (a - 24) ** 2 + (b - 15) ** 2 + 3 * abs(p["c"] - 0.35) * 10
-    cost += 0 if p.get("flag") is None else 4
-    cost += {2: 3, 4: 0, 8: 1}.get(p.get("unroll", 0), 6)
-    return float(cost)
-
-
-HALF_INVALID = Problem(
-    "half invalid (optimum at the edge)",
-    {
-        "a": ss.range(0, 40),
-        "b": ss.range(0, 40),
-        "c": ss.range(0.0, 1.0, 0.05),
-        "unroll": ss.choice([2, 4, 8], knockout_prob=0.25),
-        "flag": ss.literal("-fast", knockout_prob=0.5),
-    },
-    _half_invalid,
-    2.0,
-)
-
-
-
-def _plateau(p: dict[str, Any]) -> float:
-    # Flat everywhere except a box of 11 grid points a side around a hidden optimum
-    # (about 0.17% of the space), inside which the cost falls towards it: a search
-    # learns nothing until one candidate lands in the box.
-    r = [p[f"r{i}"] for i in range(6)]
-    if any(abs(v - o) > 5 for v, o in zip(r, _PLATEAU_OPT, strict=True)):
-        return 100.0
-    cost = sum(abs(v - o) for v, o in zip(r, _PLATEAU_OPT, strict=True))
-    return float(cost + 3 * (p["mode"] != "c") + (0 if p.get("flag") is not None else 1))
-
-
-_PLATEAU_OPT = [21, 9, 14, 26, 6, 17]
-
-PLATEAU = Problem(
-    "plateau (flat but for a 0.17% basin)",
-    {
-        **{f"r{i}": ss.range(0, 31) for i in range(6)},
-        "mode": ss.choice(["a", "b", "c", "d"]),
-        "flag": ss.literal("-fast", knockout_prob=0.5),
-    },
-    _plateau,
-    2.0,
-)
-
-
-def _stable_fraction(p: dict[str, Any]) -> float:
-    """A reproducible pseudo-random number in [0, 1) for a configuration (a "compiler bug" lottery)."""
-    return zlib.crc32(repr(sorted(p.items())).encode()) / 2**32
-
-
-def _disconnected(p: dict[str, Any]) -> Any:
-    # ZDT3 on a grid (its front is five disconnected pieces), with ~30% of the
-    # candidates invalid: a region (x1, x2 both high) and a scattered 20% slice.
-    x0, rest = p["x0"], [p["x1"], p["x2"], p["x3"]]
-    if (p["x1"] > 0.6 and p["x2"] > 0.6) or _stable_fraction(p) < 0.2:
-        return INVALID_SCORE
-    g = 1 + 9 * sum(rest) / len(rest) + (0.0 if p["mode"] == "b" else 0.5)
-    h = 1 - math.sqrt(x0 / g) - (x0 / g) * math.sin(10 * math.pi * x0)
-    return (x0, g * h)
-
-
-DISCONNECTED = Problem(
-    "two-objective (ZDT3 front, ~30% invalid)",
-    {
-        "x0": ss.range(0.0, 1.0, 0.025),
-        "x1": ss.range(0.0, 1.0, 0.1),
-        "x2": ss.range(0.0, 1.0, 0.1),
-        "x3": ss.range(0.0, 1.0, 0.1),
-        "mode": ss.choice(["a", "b", "c"]),
-    },
-    _disconnected,
-    0.9,  # 90% of the true front's hypervolume
-    num_objectives=2,
-    reference=(1.1, 1.1),
-)
-
-# -- issue 23's problems: the outside review's kinds (decoy, knobs, NK) and three held out ------
-
-
-_DECOY_OPT = [7, 22, 12, 25, 16, 4]
-_DECOY_POINT = [27, 5, 28, 8, 3, 24]  # far from the basin on every axis
-
-
-def _decoy(p: dict[str, Any]) -> float:
-    # The plateau again, with a decoy: around a point far from the basin (every
-    # coordinate within 8, 2.2% of the space) a shallow slope falls to 99.5 at the
-    # point. A search finds the decoy early and it scores better than the plateau,
-    # so a rule that widens the search only while every survivor ties never fires.
-    r = [p[f"r{i}"] for i in range(6)]
-    if any(abs(v - o) > 5 for v, o in zip(r, _DECOY_OPT, strict=True)):
-        if all(abs(v - d) <= 8 for v, d in zip(r, _DECOY_POINT, strict=True)):
-            return 99.5 + sum(abs(v - d) for v, d in zip(r, _DECOY_POINT, strict=True)) / 96
-        return 100.0
-    cost = sum(abs(v - o) for v, o in zip(r, _DECOY_OPT, strict=True))
-    return float(cost + 3 * (p["mode"] != "a") + (0 if p.get("flag") is None else 1))
-
-
-DECOY = Problem(
-    "decoy plateau (0.17% basin, slope away)",
-    {
-        **{f"r{i}": ss.range(0, 31) for i in range(6)},
-        "mode": ss.choice(["a", "b", "c", "d"]),
-        "flag": ss.literal("-fast", knockout_prob=0.5),
-    },
-    _decoy,
-    50.0,  # the basin found: every point of it scores below 35, the decoy 99.5
-)
-
-_REGS = {1: 40, 2: 48, 4: 64, 8: 96, 16: 160}  # registers a thread needs at each unroll
-_UNROLL_TIME = {1: 1.0, 2: 0.86, 4: 0.76, 8: 0.70, 16: 0.69}
-_OPT_TIME = {0: 2.5, 1: 1.3, 2: 1.02, 3: 1.0}
-_CACHE_TIME = {"ca": 1.0, "cg": 0.985, "cs": 1.01, "lu": 1.02}
-
-
-def _knobs(p: dict[str, Any]) -> Any:
-    # A kernel's time under nvcc/ptxas-like knobs: unrolling needs registers, a
-    # register cap trades spills for occupancy, and a block whose registers exceed
-    # the SM's 64K fails to launch; -O0 with unroll 16 "fails to compile", and a
-    # scattered 8% of configurations hit a "compiler bug". The best configuration
-    # sits next to launch failures.
-    unroll, level = p.get("unroll", 1), p.get("O", 3)
-    if level == 0 and unroll == 16:
-        return INVALID_SCORE
-    if _stable_fraction(p) < 0.08:
-        return INVALID_SCORE
-    need = _REGS[unroll] + (32 if level == 0 else 0)
-    regs = min(need, p["maxrreg"]) if "maxrreg" in p else need
-    block = p["block"]
-    if regs * block > 65536:
-        return INVALID_SCORE  # too many resources requested for launch
-    blocks = min(32, 65536 // (regs * block), 2048 // block)
-    occupancy = blocks * block / 2048
-    efficiency = min(1.0, 0.35 + 1.3 * occupancy)
-    spill = 1 + 0.015 * max(0, need - regs) / 8
-    compute = _UNROLL_TIME[unroll] * _OPT_TIME[level]
-    if "fast_math" in p:
-        compute *= 0.93
-    else:
-        compute *= (0.98 if p.get("ftz") else 1.0) * (0.97 if p.get("prec_div") is False else 1.0)
-    tail = 1 - 0.0025 * math.log2(block // 64)  # bigger blocks: fewer tail effects
-    return compute * spill / efficiency * _CACHE_TIME[p.get("cache", "ca")] * tail
-
-
-KNOBS = Problem(
-    "knobs with failures (launch limits)",
-    {
-        "block": ss.choice([64, 128, 256, 512, 1024]),
-        "unroll": ss.choice([1, 2, 4, 8, 16], knockout_prob=0.5),
-        "maxrreg": ss.range(32, 248, 8, knockout_prob=0.5),
-        "O": ss.choice([0, 1, 2, 3], knockout_prob=0.5),
-        "fast_math": ss.literal("--use_fast_math", knockout_prob=0.5),
-        "ftz": ss.choice([True, False], knockout_prob=0.5),
-        "prec_div": ss.choice([True, False], knockout_prob=0.5),
-        "cache": ss.choice(["ca", "cg", "cs", "lu"], knockout_prob=0.5),
-    },
-    _knobs,
-    0.673,  # the best configuration: 0.672912 (enumerated: 16 tie for it), the next best 0.674611
-)
-
-_NK_N, _NK_K = 16, 3
-
-
-def _nk_tables() -> tuple[list[list[int]], list[list[float]]]:
-    rng = random.Random("search_quality:nk")
-    neighbours = [[i] + rng.sample([j for j in range(_NK_N) if j != i], _NK_K) for i in range(_NK_N)]
-    tables = [[rng.random() for _ in range(2 ** (_NK_K + 1))] for _ in range(_NK_N)]
-    return neighbours, tables
-
-
-_NK_NEIGHBOURS, _NK_TABLES = _nk_tables()
-
-
-def _nk_fitness(bits: Sequence[int]) -> float:
-    total = 0.0
-    for i in range(_NK_N):
-        index = 0
-        for j in _NK_NEIGHBOURS[i]:
-            index = 2 * index + bits[j]
-        total += _NK_TABLES[i][index]
-    return total / _NK_N
-
-
-_NK_BEST = max(_nk_fitness([(n >> i) & 1 for i in range(_NK_N)]) for n in range(2**_NK_N))
-
-
-def _nk(p: dict[str, Any]) -> float:
-    # Kauffman's NK landscape (N=16, K=3: each gene's contribution depends on 3
-    # others, a rugged landscape with many local optima), as the gap to its global
-    # optimum (found by enumerating all 65,536 configurations).
-    return _NK_BEST - _nk_fitness([p[f"b{i}"] for i in range(_NK_N)])
-
-
-NK = Problem(
-    "NK landscape (N=16, K=3), gap to optimum",
-    {f"b{i}": ss.choice([0, 1]) for i in range(_NK_N)},
-    _nk,
-    0.005,
-)
-
-
-def _trap(p: dict[str, Any]) -> float:
-    # Deceptive trap (5 blocks of 4 bits): a block costs 0 when all its bits are set,
-    # else 1 + the number set -- every slope inside a block leads away from the optimum.
-    cost = 0
-    for block in range(5):
-        ones = sum(p[f"b{4 * block + i}"] for i in range(4))
-        cost += 0 if ones == 4 else 1 + ones
-    return float(cost)
-
-
-TRAP = Problem(
-    "deceptive trap (5 blocks of 4 bits)",
-    {f"b{i}": ss.choice([0, 1]) for i in range(20)},
-    _trap,
-    2.0,  # three blocks solved, two at their deceptive attractor
-)
-
-
-def _rastrigin(p: dict[str, Any]) -> float:
-    # Rastrigin on a grid: a local optimum at every integer point, the global one at 0.
-    xs = [p[f"x{i}"] for i in range(6)]
-    return float(10 * len(xs) + sum(x * x - 10 * math.cos(2 * math.pi * x) for x in xs))
-
-
-RASTRIGIN = Problem(
-    "rugged (Rastrigin, 6 ranges of 41)",
-    {f"x{i}": ss.range(-5.0, 5.0, 0.25) for i in range(6)},
-    _rastrigin,
-    2.0,  # at most two coordinates one local optimum away
-)
-
-
-def _rosenbrock(p: dict[str, Any]) -> float:
-    # Rosenbrock's curved valley: every coordinate's best value depends on the previous one.
-    xs = [p[f"x{i}"] for i in range(5)]
-    return float(sum(100 * (b - a * a) ** 2 + (1 - a) ** 2 for a, b in zip(xs, xs[1:], strict=False)))
-
-
-ROSENBROCK = Problem(
-    "correlated (Rosenbrock, 5 ranges of 41)",
-    {f"x{i}": ss.range(-2.0, 2.0, 0.1) for i in range(5)},
-    _rosenbrock,
-    1.0,
-)
-
-
-PROBLEMS = [SEEDS_EXAMPLE, MIXED12, HALF_INVALID, PLATEAU, DISCONNECTED, DECOY, KNOBS, NK]
-# Problems the search was not tuned on (issue 23): written before the search changed, run only to check it.
-HELD_OUT = [TRAP, RASTRIGIN, ROSENBROCK]
+    scores: list[Scores]
+    pick: tuple[dict[str, Any], float] | None = None
+
+
+class Measured:
+    """A noisy problem's objective for one run: the true score times a seeded lognormal factor, recorded.
+
+    Every engine's evaluations go through it, in the order the engine asks for them, so the bench
+    knows each measured configuration and its true score.
+    """
+
+    def __init__(self, problem: Problem, seed: int) -> None:
+        self.problem = problem
+        self._rng = random.Random(f"search_quality:noise:{problem.name}:{seed}")
+        self.calls: list[tuple[dict[str, Any], Scores]] = []
+
+    def __call__(self, params: dict[str, Any]) -> Any:
+        value = self.problem.objective(params)
+        scores, _status, _ = interpret(value, 1)
+        if scores is None:
+            self.calls.append((dict(params), None))
+            return value
+        measured = scores[0] * math.exp(self._rng.gauss(0.0, self.problem.noise))
+        self.calls.append((dict(params), (measured,)))
+        return measured
 
 
 _TRUE_HV: dict[str, float] = {}
@@ -428,15 +139,20 @@ def _budget(problem: Problem, generations: int, pool: int, mo_generations: int) 
     return gens, gens * pool
 
 
-def run_ours(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
+def _our_run(results: Any) -> Run:
+    best = results.get_best_result()
+    return Run([e.scores if e.ok else None for e in results.get_results()],
+               None if best is None else (dict(best.params), best.scores[0]))
+
+
+def run_ours(problem: Problem, seed: int, generations: int, pool: int) -> Run:
     config = SearchConfiguration(generations=generations, pool_size=pool, seed=seed,
                                  num_objectives=problem.num_objectives)
     search = Search(problem.objective, problem.space, config, progress=False)
-    results = search.start()
-    return [e.scores if e.ok else None for e in results.get_results()]
+    return _our_run(search.start())
 
 
-def load_baseline(rev: str) -> Callable[..., list[Scores]]:
+def load_baseline(rev: str) -> Callable[..., Run]:
     """ciq_build's genetic search as it was at git revision ``rev`` (its evolution.py), as an engine.
 
     For a before/after comparison in one run: the module is loaded from
@@ -446,7 +162,7 @@ def load_baseline(rev: str) -> Callable[..., list[Scores]]:
     import subprocess
     import tempfile
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     text = subprocess.run(["git", "-C", str(root), "show", f"{rev}:ciq_build/search/evolution.py"],
                           check=True, capture_output=True, text=True).stdout
     with tempfile.TemporaryDirectory(prefix="ciq-baseline-") as folder:  # needed only while it loads
@@ -458,18 +174,17 @@ def load_baseline(rev: str) -> Callable[..., list[Scores]]:
         sys.modules[spec.name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
 
-    def run(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
+    def run(problem: Problem, seed: int, generations: int, pool: int) -> Run:
         config = module.SearchConfiguration(generations=generations, pool_size=pool, seed=seed,
                                             num_objectives=problem.num_objectives)
-        results = module.Search(problem.objective, problem.space, config, progress=False).start()
-        return [e.scores if e.ok else None for e in results.get_results()]
+        return _our_run(module.Search(problem.objective, problem.space, config, progress=False).start())
     return run
 
 
 RANDOM_HORIZON = 20  # random search runs this many budgets, only to locate its evaluations-to-target
 
 
-def run_random(problem: Problem, seed: int, generations: int, pool: int, horizon: int = RANDOM_HORIZON) -> list[Scores]:
+def run_random(problem: Problem, seed: int, generations: int, pool: int, horizon: int = RANDOM_HORIZON) -> Run:
     """The registered random strategy (`tune --strategy random`), for ``horizon`` budgets."""
     config = SearchConfiguration(generations=generations * horizon, pool_size=pool, seed=seed,
                                  num_objectives=problem.num_objectives)
@@ -481,15 +196,15 @@ def run_random(problem: Problem, seed: int, generations: int, pool: int, horizon
             scores = _score(problem, proposal.params)
             out.append(scores)
             source.tell(proposal, scores, None if scores is not None else "invalid")
-    return out
+    return Run(out)
 
 
 OPTUNA_STRATEGIES = ("tpe", "nsga2")  # the [optuna] extra's strategies, measured against ours when installed
 
 
-def run_strategy(name: str) -> Callable[..., list[Scores]]:
+def run_strategy(name: str) -> Callable[..., Run]:
     """A registered strategy (`tune --strategy NAME`) driven by ask/tell, as the search loop drives it."""
-    def run(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
+    def run(problem: Problem, seed: int, generations: int, pool: int) -> Run:
         config = SearchConfiguration(generations=generations, pool_size=pool, seed=seed,
                                      num_objectives=problem.num_objectives)
         names = tuple(f"score_{i + 1}" for i in range(problem.num_objectives))
@@ -500,7 +215,7 @@ def run_strategy(name: str) -> Callable[..., list[Scores]]:
                 scores = _score(problem, proposal.params)
                 out.append(scores)
                 source.tell(proposal, scores, None if scores is not None else "invalid")
-        return out
+        return Run(out)
     return run
 
 
@@ -583,9 +298,9 @@ def drive_compileiq(search: Any, problem: Problem, generations: int, budget: int
     return out
 
 
-def run_compileiq(problem: Problem, seed: int, generations: int, pool: int) -> list[Scores]:
+def run_compileiq(problem: Problem, seed: int, generations: int, pool: int) -> Run:
     search = compileiq_search(problem, seed, generations, pool)
-    return drive_compileiq(search, problem, generations, generations * pool)
+    return Run(drive_compileiq(search, problem, generations, generations * pool))
 
 
 def compileiq_available() -> str | None:
@@ -605,6 +320,11 @@ class Summary:
     hits: list[int]  # per seed: evaluations to the target (horizon + 1 if never)
     budget: int
     horizon: int
+    # A noisy problem, per seed: whether the pick's true score is on target (the hit share counts these),
+    # and the gain over the defaults (every parameter knocked out) the engine reports and the pick's true one.
+    picks_on_target: list[bool] | None = None
+    reported_gains: list[float] = field(default_factory=list)
+    true_gains: list[float] = field(default_factory=list)
 
     def best(self) -> tuple[float, float, float]:
         return _quartiles(self.bests)
@@ -618,7 +338,13 @@ class Summary:
 
     @property
     def hit_share(self) -> float:
-        return sum(h <= self.budget for h in self.hits) / len(self.hits)
+        return self.hit_count / len(self.hits)
+
+    @property
+    def hit_count(self) -> int:
+        if self.picks_on_target is not None:
+            return sum(self.picks_on_target)
+        return sum(h <= self.budget for h in self.hits)
 
 
 def _quartiles(values: list[float]) -> tuple[float, float, float]:
@@ -661,6 +387,37 @@ def summarise(problem: Problem, runs: list[list[Scores]], budget: int, horizon: 
     return Summary([b for b, _ in outcomes], [h for _, h in outcomes], budget, horizon)
 
 
+def _true_score(problem: Problem, params: dict[str, Any]) -> float:
+    scores = _score(problem, params)
+    return math.inf if scores is None else scores[0]
+
+
+def summarise_noisy(problem: Problem, runs: list[tuple[Run, Measured]], budget: int,
+                    horizon: int | None = None) -> Summary:
+    """A noisy problem's summary: each run judged by the true score of its pick.
+
+    The best is the pick's true score; evaluations-to-target count until a configuration whose true score
+    is on target was first measured (the search had it); the hit share is the share of picks on target.
+    """
+    horizon = horizon or budget
+    default = _true_score(problem, {})
+    bests, hits, on_target, reported, true = [], [], [], [], []
+    for run, measured in runs:
+        calls = measured.calls
+        hits.append(next((i + 1 for i, (params, s) in enumerate(calls[:horizon])
+                          if s is not None and _true_score(problem, params) <= problem.target), horizon + 1))
+        pick = run.pick
+        if pick is None:
+            ok = [(s[0], params) for params, s in calls[:budget] if s is not None]
+            pick = (min(ok, key=lambda item: item[0])[1], min(ok, key=lambda item: item[0])[0]) if ok else None
+        value = math.inf if pick is None else _true_score(problem, pick[0])
+        bests.append(value)
+        on_target.append(value <= problem.target)
+        reported.append(0.0 if pick is None else 1 - pick[1] / default)
+        true.append(1 - value / default if math.isfinite(value) else 0.0)
+    return Summary(bests, hits, budget, horizon, on_target, reported, true)
+
+
 def _fmt_evals(value: float, horizon: int) -> str:
     return f">{horizon}" if value > horizon else f"{value:g}"
 
@@ -683,6 +440,73 @@ def ratio_cell(ours: Summary, theirs: Summary) -> tuple[str, float, bool]:
     return f"{prefix}{ratio:.2f}", ratio, not ours.censored
 
 
+def _run_one(engine: Callable[..., Run], problem: Problem, seed: int, generations: int, pool: int,
+             times: int) -> tuple[Run, Measured | None]:
+    """One seed's run, through a Measured objective on a noisy problem."""
+    measured = Measured(problem, seed) if problem.noise else None
+    if measured is not None:
+        problem = replace(problem, objective=measured)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if engine is run_random:
+            run = run_random(problem, seed, generations, pool, times)
+        else:
+            run = engine(problem, seed, generations * times, pool)
+    return run, measured
+
+
+_WORK: list[Any] = []  # what forked workers run: (engine, problem, generations, pool, times), set before forking
+
+
+def _run_seed(seed: int) -> tuple[Run, Measured | None]:
+    engine, problem, generations, pool, times = _WORK[0]
+    return _run_one(engine, problem, seed, generations, pool, times)
+
+
+def _run_seeds(engine: Callable[..., Run], problem: Problem, seeds: range, generations: int, pool: int,
+               times: int, jobs: int) -> list[Any]:
+    """Every seed's run, in seed order; with jobs > 1 in forked worker processes (the same runs, sooner)."""
+    if jobs <= 1:
+        return [_run_one(engine, problem, seed, generations, pool, times) for seed in seeds]
+    import multiprocessing
+
+    _WORK[:] = [(engine, problem, generations, pool, times)]
+    with multiprocessing.get_context("fork").Pool(jobs) as workers:
+        return workers.map(_run_seed, seeds, chunksize=1)
+
+
+def _print_gains(problem: Problem, stats: dict[str, Summary]) -> None:
+    print(f"{'':42} {'':6} | gain over the defaults, median [p25-p75]: reported by the engine, true of its pick")
+    for name, s in stats.items():
+        reported, true = (_quartiles([100 * g for g in gains]) for gains in (s.reported_gains, s.true_gains))
+        over = _quartiles([100 * (r - g) for r, g in zip(s.reported_gains, s.true_gains, strict=True)])
+        print(f"{'':42} {'':6} | {name:9} reported {reported[1]:5.2f}% [{reported[0]:.2f}-{reported[2]:.2f}]  "
+              f"true {true[1]:5.2f}% [{true[0]:.2f}-{true[2]:.2f}]  overclaim {over[1]:5.2f}% "
+              f"[{over[0]:.2f}-{over[2]:.2f}]  true regret {100 * (s.best()[1] / problem.target * 1.005 - 1):.2f}%")
+
+
+def _print_tests(rows: list[tuple[Problem, int, dict[str, Summary]]]) -> None:
+    """ciq_build against every other engine: hit shares (Fisher's exact test), bests (Mann-Whitney), two-sided."""
+    print("\nciq_build against each engine, same seeds: hits (ours-theirs, Fisher's exact p) and best "
+          "(Mann-Whitney p; + where ours is better, - where worse)")
+    for problem, _budget, stats in rows:
+        ours = stats["ciq_build"]
+        cells = []
+        for name, theirs in stats.items():
+            if name == "ciq_build":
+                continue
+            n = len(ours.hits)
+            p_hits = fisher_exact(ours.hit_count, n, theirs.hit_count, len(theirs.hits))
+            sign = 1 if problem.num_objectives > 1 else -1  # hypervolume: higher is better
+            wins = sum((a < b) - (a > b) for a in ours.bests for b in theirs.bests)  # pairs ours scores lower
+            ours_better = -sign * wins > 0
+            same = ours.bests == theirs.bests
+            p_best = 1.0 if same else mann_whitney(ours.bests, theirs.bests)
+            mark = "=" if same or p_best >= 0.05 else ("+" if ours_better else "-")
+            cells.append(f"{name} {ours.hit_count - theirs.hit_count:+d} p={p_hits:.3g} best{mark} p={p_best:.3g}")
+        print(f"{problem.name:42} | " + "; ".join(cells))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=100)
@@ -698,8 +522,15 @@ def main(argv: list[str] | None = None) -> int:
                              "evaluations-to-target beyond the budget, as random search's 20 (default 1)")
     parser.add_argument("--no-optuna", action="store_true",
                         help="leave out Optuna's strategies (tpe, nsga2), measured when Optuna is installed")
+    parser.add_argument("--set", choices=("tuning", "held-out", "all"), default="all",
+                        help="the tuning set (problems.py), the held-out set (held_out.py) or both (default)")
     parser.add_argument("--problems", default="",
-                        help="comma-separated first words of the problems to run (default: all, held-out included)")
+                        help="comma-separated first words of the problems to run (default: all of the set)")
+    parser.add_argument("--strategies", default="",
+                        help="registered strategies (tune --strategy) to run as rows of their own beside the "
+                             "Search API's default (row ciq_build), e.g. ga")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="seeds run at once in worker processes (default 1: the machine may be shared)")
     parser.add_argument("--random-horizon", type=int, default=RANDOM_HORIZON,
                         help=f"budgets random search runs to locate its evaluations-to-target (default "
                              f"{RANDOM_HORIZON}; 1 when only its best and hit share within the budget matter)")
@@ -710,11 +541,14 @@ def main(argv: list[str] | None = None) -> int:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     mo_generations = args.mo_generations or args.generations
     wanted = {w.strip().lower() for w in args.problems.split(",") if w.strip()}
-    problems = [p for p in PROBLEMS + HELD_OUT if not wanted or p.short.lower() in wanted]
+    chosen = {"tuning": TUNING, "held-out": HELD_OUT, "all": TUNING + HELD_OUT}[args.set]
+    problems = [p for p in chosen if not wanted or p.short.lower() in wanted]
 
-    engines: dict[str, Callable[..., list[Scores]]] = {"ciq_build": run_ours}
+    engines: dict[str, Callable[..., Run]] = {"ciq_build": run_ours}
     if args.baseline:
         engines[f"ga@{args.baseline}"[:9]] = load_baseline(args.baseline)
+    for name in filter(None, (s.strip() for s in args.strategies.split(","))):
+        engines[name[:9]] = run_strategy(name)
     engines["random"] = run_random
     missing = None if not args.no_compileiq else "skipped (--no-compileiq)"
     if missing is None:
@@ -750,19 +584,19 @@ def main(argv: list[str] | None = None) -> int:
             # (measured: the first 640 of 20 and of 80 generations are the same), so a longer
             # run only adds evaluations after the budget, like random search's horizon.
             times = {"random": args.random_horizon, "compileiq": args.compileiq_horizon}.get(name, 1)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                if name == "random":
-                    runs = [run_random(problem, seed, gens, args.pool, times) for seed in seeds]
-                else:
-                    runs = [engine(problem, seed, gens * times, args.pool) for seed in seeds]
+            runs = _run_seeds(engine, problem, seeds, gens, args.pool, times, args.jobs)
             horizon = budget * times
-            stats[name] = s = summarise(problem, runs, budget, horizon)
+            if problem.noise:
+                stats[name] = s = summarise_noisy(problem, runs, budget, horizon)
+            else:
+                stats[name] = s = summarise(problem, [run.scores for run, _ in runs], budget, horizon)
             elapsed = time.perf_counter() - started
             b1, b2, b3 = (_fmt_best(problem, v) for v in s.best())
             e1, e2, e3 = (_fmt_evals(v, horizon) for v in s.evals())
             print(f"{problem.name:42} {problem.target:6g} | {name:9} {b2 + ' [' + b1 + '-' + b3 + ']':>26} "
                   f"{e2 + ' [' + e1 + '-' + e3 + ']':>26} {s.hit_share:5.0%} {elapsed:5.1f}s", flush=True)
+        if problem.noise:
+            _print_gains(problem, stats)
         rows.append((problem, budget, stats))
 
     print("\nratios of median evaluations-to-target (goals: ours/random <= 0.5, ours/compileiq <= 0.8)")
@@ -803,6 +637,7 @@ def main(argv: list[str] | None = None) -> int:
                 best = "n/a" if theirs_best == 0 else f"{ours.best()[1] / theirs_best:.2f}"
                 cells.append(f"{text:>17} {best:>16}")
             print(f"{problem.name:42} | " + " ".join(cells))
+    _print_tests(rows)
     print("\ngoal met on every problem" if all_met else "\ngoal NOT met on every problem (see verdicts)")
     return 0
 
