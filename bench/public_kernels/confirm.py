@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ciq_build.measure.bench import parse_output
-from ciq_build.project.manifest import load_manifest
+from ciq_build.testing import load_manifest, parse_output
 
 
 def configure_and_build(source: Path, build: Path, nvcc: str | None, disable: bool, benchmark: str,

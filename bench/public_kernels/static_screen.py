@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ciq_build.compiler.controls import KNOBS
+from ciq_build.testing import KNOBS
 
 
 def knob_variants() -> list[tuple[str, list[str]]]:

@@ -16,8 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ciq_build.measure.bench import BenchSpec, beats_baseline, interleaved
-from ciq_build.resources import build_tool, cmake_dir
+from ciq_build.testing import BenchSpec, beats_baseline, build_tool, cmake_dir, interleaved
 
 
 def build(source: Path, build_dir: Path, nvcc: str | None, disable: bool, target: str) -> None:

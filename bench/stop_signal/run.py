@@ -30,7 +30,7 @@ WORKERS = 3
 
 def victim(work: str, wait: str) -> None:
     """The process signalled: WORKERS threads doing `work`, the main thread waiting as `wait` says."""
-    from ciq_build.measure import proc
+    from ciq_build.testing import run_process, wait_or_stop
 
     def heard(signum: int, frame: object) -> None:
         os.write(1, b"heard\n")
@@ -41,7 +41,7 @@ def victim(work: str, wait: str) -> None:
     def worker() -> None:
         while True:
             if work == "processes":
-                proc.run(["/bin/true"], 60)
+                run_process(["/bin/true"], 60)
             else:
                 sum(range(10000))
 
@@ -56,7 +56,7 @@ def victim(work: str, wait: str) -> None:
                     if wait == "blocking":
                         forever.wait()
                     else:
-                        proc.wait_or_stop(forever.wait, "the bench")
+                        wait_or_stop(forever.wait, "the bench")
                 except KeyboardInterrupt:
                     pass
         except KeyboardInterrupt:  # a second signal as the first unwinds
