@@ -1,5 +1,6 @@
 """Every relative link in README.md and docs/ leads somewhere: to a file of the checkout and, where it
-names an anchor, to a heading of that file (GitHub's anchors). Pure text: no build, no network."""
+names an anchor, to a heading of that file (GitHub's anchors); every path of the checkout the pages
+name (a bench command, a test, a raw output) exists. Pure text: no build, no network."""
 
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ FENCE = re.compile(r"^(```|~~~)")
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"\[[^\]\n]*\]\(([^()\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
+# A path into the checkout's own folders, as the pages name them in prose, code spans and commands.
+CHECKOUT_PATH = re.compile(r"(?<![\w./<-])((?:bench|tests|docs|sample_extension|ciq_build|cmake|scripts)/[\w./+-]*[\w/])")
+# A module of the package, or a name in one, as the pages' prose names it (`ciq_build.tune.executor`).
+DOTTED_NAME = re.compile(r"(?<![\w./])ciq_build(?:\.[A-Za-z_]\w*)+")
+# Named by the pages, written by a command they show, not committed.
+WRITTEN_BY_A_COMMAND = {"bench/peers/cuda-samples/ciq/FDTD3d_kernels.json"}
+# The dated results log keeps the paths of its time; the rest says how things are now.
+CURRENT_PAGES = [page for page in PAGES if page.name != "LOG.md"]
 
 
 def _prose_lines(text: str) -> list[str]:
@@ -80,6 +89,53 @@ def broken(page: Path) -> list[str]:
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(REPO)))
 def test_every_relative_link_leads_to_a_file_and_heading_that_exist(page: Path) -> None:
     assert broken(page) == [], f"{page.relative_to(REPO)} has broken links"
+
+
+def missing_paths(text: str) -> list[str]:
+    """The checkout paths a page names that do not exist."""
+    named = {found.group(1) for found in CHECKOUT_PATH.finditer(text)}
+    return sorted(path for path in named - WRITTEN_BY_A_COMMAND if not (REPO / path).exists())
+
+
+@pytest.mark.parametrize("page", CURRENT_PAGES, ids=lambda page: str(page.relative_to(REPO)))
+def test_every_path_a_page_names_exists(page: Path) -> None:
+    assert missing_paths(page.read_text(encoding="utf-8")) == [], (
+        f"{page.relative_to(REPO)} names paths that are not in the checkout (moved? say where they are now)")
+
+
+def _names_something(dotted: str) -> bool:
+    """A module or package of the checkout, or a word of the module its last part is looked up in."""
+    parts = dotted.split(".")
+    module = REPO.joinpath(*parts)
+    if module.with_suffix(".py").exists() or (module / "__init__.py").exists():
+        return True
+    parent = REPO.joinpath(*parts[:-1])
+    return any(source.exists() and re.search(rf"\b{parts[-1]}\b", source.read_text(encoding="utf-8"))
+               for source in (parent.with_suffix(".py"), parent / "__init__.py"))
+
+
+def missing_names(text: str) -> list[str]:
+    """The package names (`ciq_build.x.y`) a page's prose names that the package does not have."""
+    named = {name for line in _prose_lines(text) for name in DOTTED_NAME.findall(line)}
+    return sorted(name for name in named if not _names_something(name))
+
+
+@pytest.mark.parametrize("page", CURRENT_PAGES, ids=lambda page: str(page.relative_to(REPO)))
+def test_every_module_a_page_names_exists(page: Path) -> None:
+    assert missing_names(page.read_text(encoding="utf-8")) == [], (
+        f"{page.relative_to(REPO)} names modules or names the package does not have (moved? say where they are now)")
+
+
+def test_the_name_check_knows_modules_names_in_them_and_code_blocks() -> None:
+    text = ("`ciq_build.tune.executor`, `ciq_build.cli.main`, `ciq_build.core.causes.Cause`, ciq_build.nowhere,\n"
+            "`ciq_build.cli.no_such_name`\n```json\n{\"engine\": \"ciq_build.ga\"}\n```\n")
+    assert missing_names(text) == ["ciq_build.cli.no_such_name", "ciq_build.nowhere"]
+
+
+def test_the_path_check_sees_prose_code_and_commands() -> None:
+    text = ("run `python bench/nowhere/run.py --seeds 3`, raw docs/results/gone.txt; "
+            "tests/test_doc_links.py is here, ciq/<target>.json and <build>/bench/x are not checkout paths")
+    assert missing_paths(text) == ["bench/nowhere/run.py", "docs/results/gone.txt"]
 
 
 def test_the_checker_finds_a_missing_file_and_a_missing_anchor(tmp_path: Path) -> None:

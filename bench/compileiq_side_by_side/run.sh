@@ -56,7 +56,7 @@ ROUNDS=${ROUNDS:-6}; MOST_GENERATIONS=${MOST_GENERATIONS:-10}; TOTAL_S=${TOTAL_S
 ARCH=sm_90
 [ "$POOL" -gt 5 ] || { echo "POOL must be at least 6 (compileiq's SearchConfiguration refuses a pool of 5 or fewer)"; exit 2; }
 export PYTHONUNBUFFERED=1
-helper=$here/bench/compileiq_side_by_side.py
+helper=$here/bench/compileiq_side_by_side/steps.py
 example=$here/.carry/compileiq_side_by_side/compileiq-example
 started=$SECONDS
 arm_a_reserve=120  # what arm B and the re-measure need after arm A in the same call
@@ -68,7 +68,7 @@ if [ "$dry" = 1 ]; then
     toolkit=$("$python" -c 'import nvidia, pathlib; print(pathlib.Path(list(nvidia.__path__)[0]) / "cu13")')
     export PATH="$toolkit/bin:$here/.venv/bin:$PATH"
     nvcc=$toolkit/bin/nvcc
-    source_cu=$here/bench/compileiq_side_by_side/reduction_dry.cu
+    source_cu=$here/bench/compileiq_side_by_side/project/reduction_dry.cu
     export CIQ_SEARCH_SPACES_DIR=${CIQ_SEARCH_SPACES_DIR:-/work/shared/search-spaces}
     echo "== DRY RUN: no GPU; the kernel is a TEST DOUBLE that sleeps (CPU figures, no GPU claim)"
 else
