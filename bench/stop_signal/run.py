@@ -24,7 +24,9 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's ciq_build, run from anywhere
 WORKERS = 3
 
 
