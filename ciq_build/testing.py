@@ -29,7 +29,10 @@ Compiler controls and ACF pools (bench/public_kernels, bench/throughput): ``Cont
 ``load_pool``, ``pool_sha256`` (an ``acf-pool:`` folder); ``atomic_write``; ``build_tool``,
 ``cmake_dir`` (the cmake and ninja ciq_build runs, and its CMake package).
 
-Processes (bench/stop_signal): ``run_process`` (``proc.run``: a process with a timeout, its tree killed
+Pins (bench/pin_readers): ``resolve_build_pin`` (the Python pin reader: the pin a build applies, as the
+CMake module's ``_ciq_resolve_pin`` decides it), ``CiqError`` (what the readers raise on a record they refuse).
+
+Processes (bench/stop_signal, bench/pin_readers): ``run_process`` (``proc.run``: a process with a timeout, its tree killed
 at the end), ``wait_or_stop`` (a wait that hears a signal within ``STOP_POLL``).
 
 The evaluation pipeline, piece by piece, for white-box experiments that time each piece
@@ -62,18 +65,14 @@ from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.params import parse_params
 from ciq_build.core.pareto import hypervolume_2d, non_dominated
 from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT, MeasureSettings, SearchSettings
-from ciq_build.measure.bench import (
-    FINAL_ALPHA,
-    INTERIM_ALPHA,
-    BenchSpec,
-    GpuSlots,
-    beats_baseline,
-    interim_look,
-    interleaved,
-    parse_output,
-)
+from ciq_build.errors import CiqError
+from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.proc import run as run_process
-from ciq_build.measure.proc import wait_or_stop
+from ciq_build.measure.protocol import parse_output
+from ciq_build.measure.stats import FINAL_ALPHA, INTERIM_ALPHA, beats_baseline, interim_look, interleaved
+from ciq_build.measure.stopping import wait_or_stop
+from ciq_build.pin.apply import resolve_build_pin
 from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.project.cmake_trees import VERBOSE_PTXAS, CandidateBuild, ScratchTree, configure_user_tree
 from ciq_build.project.manifest import Manifest, load_manifest
@@ -106,6 +105,8 @@ __all__ = [
     "Controls", "AcfRef", "KNOBS", "controls_from_candidate", "write_options_file", "find_toolchain",
     "load_toolchain", "Toolchain", "POOL_FILE", "load_pool", "pool_sha256", "atomic_write", "build_tool",
     "cmake_dir",
+    # pins
+    "resolve_build_pin", "CiqError",
     # processes
     "run_process", "wait_or_stop",
     # the evaluation pipeline, piece by piece

@@ -28,9 +28,9 @@ from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_names
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
 from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError
-from ciq_build.measure import proc
-from ciq_build.measure.bench import interleaved
+from ciq_build.measure import claim
 from ciq_build.measure.sizes import SIZE_SEPARATOR, size_ratios
+from ciq_build.measure.stats import interleaved
 from ciq_build.pin.record import check_pin_dir, record_path
 from ciq_build.pin.write import merge_architecture, write_record
 from ciq_build.project import environment
@@ -186,7 +186,7 @@ class TuneRun:
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({source})' for source, nvcc in others)}; "
                       f"to tune with one, {switch}")
         # Nothing an earlier, killed tune left running may still write the scratch trees.
-        for note in proc.claim_tree(scratch_root(self.manifest)):
+        for note in claim.claim_tree(scratch_root(self.manifest)):
             self._say(note)
         before = self.source_set.snapshot()
         # The baseline's tree and the workers' (as many as the executor uses here: on Ray one, for the
