@@ -31,14 +31,9 @@ from ciq_build.errors import BenchmarkError, BuildError, CiqError, ConfigError, 
 from ciq_build.measure import proc
 from ciq_build.measure.gpu_arch import ArchitecturePlan, plan_architectures, sm
 from ciq_build.measure.sizes import SIZE_SEPARATOR, size_ratios
-from ciq_build.pin.record import (
-    PinnedRecord,
-    check_pin_dir,
-    merge_architecture,
-    read_record,
-    record_path,
-    write_record,
-)
+from ciq_build.pin.read import read_record
+from ciq_build.pin.record import PinnedRecord, check_pin_dir, record_path
+from ciq_build.pin.write import merge_architecture, write_record
 from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
 from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree, safe_name, scratch_root, tune_name

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
-from ciq_build.pin.record import PinnedRecord, relative_change, size_ratios_text
+from ciq_build.pin.display import relative_change, size_ratios_text
+from ciq_build.pin.record import PinnedRecord
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.scores import failure_summary
 
