@@ -141,4 +141,4 @@ def plan_architectures(target: str, architectures: str, gpu: int | None, asked: 
                 f"of {target}, but the benchmark's GPU ({sm(gpu)}) runs PTX JIT-compiled for it at load: the "
                 f"figures would describe two different programs. Add {gpu} to CUDA_ARCHITECTURES (or tune "
                 f"--architecture {gpu} once it is built), or tune the benchmark's objectives alone.")
-    return ArchitecturePlan(gpu, scored, why, jit)
+    return ArchitecturePlan(gpu, scored if static else None, why, jit)

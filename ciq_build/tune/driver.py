@@ -327,7 +327,7 @@ class TuneRun:
         self.architectures = plan_architectures(self.manifest.target, self.manifest.toolchain.architectures, gpu,
                                                 self.manifest.tune_architecture, static,
                                                 self.runner.needs_benchmark)
-        self.runner.scored_architecture = self.architectures.scored if static else None
+        self.runner.scored_architecture = self.architectures.scored
         if self.architectures.jit:
             self._warn(self.architectures.jit)
         if self.architectures.describe():
