@@ -18,6 +18,8 @@ LINK = re.compile(r"\[[^\]\n]*\]\(([^()\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 # A path into the checkout's own folders, as the pages name them in prose, code spans and commands.
 CHECKOUT_PATH = re.compile(r"(?<![\w./<-])((?:bench|tests|docs|sample_extension|ciq_build|cmake|scripts)/[\w./+-]*[\w/])")
+# A module of the package, or a name in one, as the pages' prose names it (`ciq_build.tune.executor`).
+DOTTED_NAME = re.compile(r"(?<![\w./])ciq_build(?:\.[A-Za-z_]\w*)+")
 # Named by the pages, written by a command they show, not committed.
 WRITTEN_BY_A_COMMAND = {"bench/peers/cuda-samples/ciq/FDTD3d_kernels.json"}
 # The dated results log keeps the paths of its time; the rest says how things are now.
@@ -99,6 +101,35 @@ def missing_paths(text: str) -> list[str]:
 def test_every_path_a_page_names_exists(page: Path) -> None:
     assert missing_paths(page.read_text(encoding="utf-8")) == [], (
         f"{page.relative_to(REPO)} names paths that are not in the checkout (moved? say where they are now)")
+
+
+def _names_something(dotted: str) -> bool:
+    """A module or package of the checkout, or a word of the module its last part is looked up in."""
+    parts = dotted.split(".")
+    module = REPO.joinpath(*parts)
+    if module.with_suffix(".py").exists() or (module / "__init__.py").exists():
+        return True
+    parent = REPO.joinpath(*parts[:-1])
+    return any(source.exists() and re.search(rf"\b{parts[-1]}\b", source.read_text(encoding="utf-8"))
+               for source in (parent.with_suffix(".py"), parent / "__init__.py"))
+
+
+def missing_names(text: str) -> list[str]:
+    """The package names (`ciq_build.x.y`) a page's prose names that the package does not have."""
+    named = {name for line in _prose_lines(text) for name in DOTTED_NAME.findall(line)}
+    return sorted(name for name in named if not _names_something(name))
+
+
+@pytest.mark.parametrize("page", CURRENT_PAGES, ids=lambda page: str(page.relative_to(REPO)))
+def test_every_module_a_page_names_exists(page: Path) -> None:
+    assert missing_names(page.read_text(encoding="utf-8")) == [], (
+        f"{page.relative_to(REPO)} names modules or names the package does not have (moved? say where they are now)")
+
+
+def test_the_name_check_knows_modules_names_in_them_and_code_blocks() -> None:
+    text = ("`ciq_build.tune.executor`, `ciq_build.cli.main`, `ciq_build.core.causes.Cause`, ciq_build.nowhere,\n"
+            "`ciq_build.cli.no_such_name`\n```json\n{\"engine\": \"ciq_build.ga\"}\n```\n")
+    assert missing_names(text) == ["ciq_build.cli.no_such_name", "ciq_build.nowhere"]
 
 
 def test_the_path_check_sees_prose_code_and_commands() -> None:
