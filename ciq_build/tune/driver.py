@@ -57,6 +57,7 @@ from ciq_build.tune.runner import BuildRunner, Runner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.timeouts import Timeouts, for_baseline, for_candidates, for_configure
 from ciq_build.tune.tune_options import TuneOptions, TuneSettings, resolve_settings
+from ciq_build.tune.winner_check import WinnerCheck, check_winner, wants_check
 
 W = TypeVar("W")
 
@@ -446,10 +447,25 @@ class TuneRun:
             confirmation = self._minimal(confirmation, tree, minimizer)
         elif minimizer is not None:
             minimizer.cancel()
+        checked: WinnerCheck | None = None
+        if confirmation.better and self.settings.pin and wants_check(self.runner, confirmation.winner.controls):
+            checked = check_winner(self.runner, tree, confirmation.winner.controls, self.timeout, self._say)
+            if checked.failed:
+                self._warn(f"the winner's benchmark {checked.text}: nothing pinned. Keep such values out of the "
+                           "search (CONSTRAINTS, or fewer PARAMS values), or tune an objective the benchmark "
+                           "measures (its check then runs for every candidate)")
+            elif not checked.ran:
+                self._warn(f"the winner's benchmark was {checked.text}; the pin records that it was not run")
+            confirmation = dataclasses.replace(
+                confirmation, better=not checked.failed,
+                verdict=f"{confirmation.verdict}; its benchmark: {checked.text}"
+                        + ("; nothing pinned" if checked.failed else ""))
         self.meter.enter("pin")
         pinned: Path | None = None
         if confirmation.better and self.settings.pin:
-            against = {} if standing is None else {"against_old_pin": standing.text}
+            against: dict[str, Any] = {} if standing is None else {"against_old_pin": standing.text}
+            if checked is not None:
+                against["winner_check"] = checked.to_record()
             record = assemble_record(self.manifest, self.toolchain, self.objectives, confirmation, tree,
                                      source.describe(), self.evaluations, extra=against)
             pinned = record_path(self.manifest.pin_dir, self.manifest.target)
@@ -467,7 +483,7 @@ class TuneRun:
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by,
                           stopped=self._stopped_text(),
-                          next_without_pin=self._kept_text(standing) or next_without_a_pin(
+                          next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
                               self.objectives, self.settings.search, self.settings.pin, confirmation.better),
                           size_ratios=self._size_ratios(confirmation), gpu_time=gpu_time),
               file=sys.stdout)
@@ -591,3 +607,11 @@ class TuneRun:
     def _warn(self, text: str) -> None:
         """A warning about the tune's results: said even with --quiet (which only silences progress)."""
         LOG.warning("%s", text)
+
+
+def _check_failed_text(checked: WinnerCheck | None) -> str:
+    """The summary's `next:` where the winner's benchmark failed its check."""
+    if checked is None or not checked.failed:
+        return ""
+    return ("keep the values that fail the benchmark's check out of the search (CONSTRAINTS in ciq_tune_target(), "
+            "or fewer PARAMS values), or tune an objective the benchmark measures, then tune again")
