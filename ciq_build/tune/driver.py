@@ -24,6 +24,7 @@ from typing import Any, TextIO, TypeVar
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
+from ciq_build.core import pace
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_names
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
@@ -51,7 +52,7 @@ from ciq_build.tune.gpu_time import GpuMeter, MeteredSlots
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before
-from ciq_build.tune.param_probe import overridden_params
+from ciq_build.tune.param_probe import overridden_params, without_effect
 from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.runner import BuildRunner, Runner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
@@ -128,6 +129,7 @@ class TuneRun:
         self.tree_watch: TreeWatch | None = None
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
+        self.overridden: list[str] = []  # PARAMS names the source #defines again, unguarded (said after the baseline)
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
 
     # -- the run ---------------------------------------------------------------
@@ -221,7 +223,7 @@ class TuneRun:
             try:
                 baseline = self._baseline(base_tree, configured)
                 if probe is not None:
-                    probe.result()
+                    self.overridden = probe.result()
             except BaseException:
                 self._stop_ahead()
                 raise
@@ -238,8 +240,26 @@ class TuneRun:
             self.runner.remember(journaled)  # its code is shared as if measured in this run
         if self.runner.needs_benchmark:  # what a candidate's benchmark writes into the source tree is looked for
             self.tree_watch = TreeWatch(self.source_set)
+        self._reserve_for_the_end(baseline)
         self._search(source, workers, timeouts)
         return self._finish(baseline, base_tree, workers, source)
+
+    def _reserve_for_the_end(self, baseline: Evaluation) -> None:
+        """--time-limit covers the whole tune: the search's deadline leaves room for what comes after it (the
+        winner's rebuild, and its interleaved re-measure with a benchmark), estimated from the baseline's."""
+        if self.deadline is None:
+            return
+        timings = baseline.timings
+        reserve = timings.get("compile_s", 0.0)
+        if self.runner.needs_benchmark:
+            per_run = timings.get("benchmark_s", 0.0) / max(1, baseline.runs or self.settings.measure.repeats)
+            reserve += 2 * self.settings.measure.confirm_rounds * per_run
+        self.deadline -= reserve
+        left = self.deadline - time.monotonic()
+        self._say(f"{self._time_limit_text()} covers the whole tune: no candidate starts after {pace.clock(left)} "
+                  f"from now, leaving about {reserve:.0f} s for the winner's rebuild"
+                  + (" and re-measure" if self.runner.needs_benchmark else "")
+                  + " (estimated from the baseline's); candidates running then finish")
 
     def _build_ahead(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
         """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most
@@ -363,7 +383,8 @@ class TuneRun:
             expected = min(expected, search.max_evaluations)
         progress = None if self.settings.quiet else TuneProgress(expected, search.generations, self.objectives,
                                                                stream=self.out,
-                                                               measured_this_run=self.cache.measured_this_run)
+                                                               measured_this_run=self.cache.measured_this_run,
+                                                               deadline=self.deadline)
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
         phase = SearchPhase(self.manifest, self.toolchain, tuple(self.objectives), self.settings.measure.repeats,
                             self.settings.build.jobs, timeouts, self._configure_timeout(), self.settings.executor,
@@ -485,7 +506,9 @@ class TuneRun:
                           stopped=self._stopped_text(),
                           next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
                               self.objectives, self.settings.search, self.settings.pin, confirmation.better),
-                          size_ratios=self._size_ratios(confirmation), gpu_time=gpu_time),
+                          size_ratios=self._size_ratios(confirmation), gpu_time=gpu_time,
+                          idle_params=[name for name in without_effect(self.manifest.params, self.evaluations)
+                                       if name not in self.overridden]),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)

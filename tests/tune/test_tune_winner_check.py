@@ -55,3 +55,6 @@ def test_a_static_winner_that_fails_its_benchmarks_check_is_not_pinned_and_one_n
     assert check["ran"] is False and check["failed"] is False and check["says"].startswith("not run: no GPU here")
     assert "its benchmark: not run: no GPU here" in unrun.stdout and "pinned:" in unrun.stdout
     assert "the pin records that it was not run" in unrun.stderr
+    shown = subprocess.run([sys.executable, "-m", "ciq_build", "show", "checked_bench", "-B", str(build)],
+                           capture_output=True, text=True, timeout=300, cwd=source)
+    assert "benchmark   not run: no GPU here" in shown.stdout, shown.stdout + shown.stderr
