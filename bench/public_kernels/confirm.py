@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ciq_build.measure.bench import parse_output
+from ciq_build.measure.protocol import parse_output
 from ciq_build.project.manifest import load_manifest
 
 

@@ -16,7 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ciq_build.measure.bench import BenchSpec, beats_baseline, interleaved
+from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.stats import beats_baseline, interleaved
 from ciq_build.resources import build_tool, cmake_dir
 
 

@@ -85,7 +85,7 @@ from ciq_build.compiler import metrics, ptxas_path  # noqa: E402
 from ciq_build.compiler.controls import AcfRef, Controls, controls_from_candidate, write_options_file  # noqa: E402
 from ciq_build.compiler.toolchain import Toolchain, load_toolchain  # noqa: E402
 from ciq_build.core.objectives import parse_objectives
-from ciq_build.measure.bench import GpuSlots  # noqa: E402
+from ciq_build.measure.gpu_slots import GpuSlots  # noqa: E402
 from ciq_build.project import cmake_trees  # noqa: E402
 from ciq_build.project.manifest import Manifest, load_manifest  # noqa: E402
 from ciq_build.resources import cmake_dir  # noqa: E402

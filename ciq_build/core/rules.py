@@ -384,6 +384,13 @@ def json_kind(value: Any) -> str:
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
+def shown_text(text: str) -> str:
+    """A record's string as both readers show it in a message (the CMake module's _ciq_rules_shown): in
+    single quotes, each byte of its UTF-8 outside printable ASCII as '?', so that no control character of
+    an untrusted record reaches a terminal or a log, and nothing else is changed."""
+    return "'" + re.sub(rb"[^ -~]", b"?", text.encode("utf-8", "surrogatepass")).decode("ascii") + "'"
+
+
 def field_problem(rules: RuleBook, data: Any) -> tuple[str, str] | None:
     """(where, problem) for the first field that breaks the rule book's schema, or None."""
     return _check(rules, Field("", "object", "", False, True), "", data)
@@ -404,7 +411,7 @@ def _check(rules: RuleBook, field: Field, where: str, value: Any) -> tuple[str, 
             item = rules.fields[f"{field.path}.*"]
             for key, member in value.items():
                 if not rules.matches(field.pattern, key):
-                    return f"{shown}[{key!r}]", f"is not a valid key here (it must match the {field.pattern} rule)"
+                    return f"{shown}[{shown_text(key)}]", f"is not a valid key here (it must match the {field.pattern} rule)"
                 problem = _check(rules, item, f"{where}.{key}" if where else key, member)
                 if problem:
                     return problem
@@ -440,9 +447,9 @@ def _check(rules: RuleBook, field: Field, where: str, value: Any) -> tuple[str, 
         if not isinstance(value, str):
             return shown, f"must be a string, not {json_kind(value)}"
         if kind == "flag" and not rules.is_flag(value):
-            return shown, f"is {value!r}, a flag outside the allow-list"
+            return shown, f"is {shown_text(value)}, a flag outside the allow-list"
         if field.pattern and not rules.matches(field.pattern, value):
-            return shown, f"is {value!r}, which breaks the {field.pattern} rule"
+            return shown, f"is {shown_text(value)}, which breaks the {field.pattern} rule"
         return None
     if kind in ("int", "count"):
         if type(value) is not int or abs(value) >= 10**_INT_DIGITS:
