@@ -429,6 +429,11 @@ def issue21_cases() -> list[Case]:
         # A pin dir that is a symbolic link (a committed `ciq -> elsewhere`).
         Case("pin dir is a symlink", text, setup="pin-dir-symlink", expect="refused"),
         Case("pin dir is a symlink, no record in it", None, setup="pin-dir-symlink", expect="refused"),
+        Case("pin dir's parent is a symlink", text, setup="pin-parent-symlink", pin_dir_name="pins/ciq",
+             expect="refused", said="lies in "),
+        Case("pin dir's parent is a symlink, no record in it", None, setup="pin-parent-symlink",
+             pin_dir_name="pins/ciq", expect="refused", said="lies in "),
+        Case("pin dir below a real folder", text, pin_dir_name="pins/ciq", expect="applied"),
         # A content-addressed ACF name (write_record pins <target>.<sha12>.acf).
         Case("ACF under its content name", as_json(with_value("controls.acf.file", f"kern.{ACF_SHA[:12]}.acf")),
              setup=f"acf-named:kern.{ACF_SHA[:12]}.acf", expect="applied"),
