@@ -94,6 +94,7 @@ from ciq_build.search.evolution import SearchConfiguration  # noqa: E402
 from ciq_build.search.genetic import GeneticSource  # noqa: E402
 from ciq_build.search.select import build_space  # noqa: E402
 from ciq_build.tune.runner import BuildRunner  # noqa: E402
+from ciq_build.tune.timeouts import Timeouts  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = REPO_ROOT / "sample_extension"
@@ -429,7 +430,8 @@ def knob_part(args: argparse.Namespace, work: Path, manifest: Manifest, toolchai
     tree.configure(300)
     if not tree.build(Controls(), 600).ok:
         sys.exit(f"the baseline build of {TARGET} failed in {tree.root}")
-    runner = BuildRunner(manifest, toolchain, parse_objectives(list(KNOB_OBJECTIVES)), 1, 600, GpuSlots())
+    runner = BuildRunner(manifest, toolchain, parse_objectives(list(KNOB_OBJECTIVES)), 1, Timeouts(600, 600),
+                         GpuSlots())
     raw = RawCompiler(tree, work / "raw")
     # The driver measured the defaults first (the baseline, built above): so did the raw flow, untimed.
     defaults = Proposal(id=0, generation=0, params={})

@@ -62,14 +62,13 @@ class BuildRunner:
     """Builds candidates in scratch trees and measures them; owns nothing but how one evaluation goes."""
 
     def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
-                 timeout: float, slots: GpuSlots, warn: Callable[[str], None] | None = None, *,
+                 timeouts: Timeouts, slots: GpuSlots, warn: Callable[[str], None] | None = None, *,
                  build_jobs: int | None = None) -> None:
         self.manifest = manifest
         self.toolchain = toolchain
         self.objectives = list(objectives)
         self.repeats = repeats
-        self.timeout = timeout  # per compile (the target's whole rebuild)
-        self.bench_timeout = timeout  # per benchmark run
+        self.timeouts = timeouts  # per compile (the target's whole rebuild) and per benchmark run
         self.slots = slots
         self.warn = warn  # where the coarse-precision warning goes
         self._warned: set[str] = set()  # the warnings given once per tune (check_precision)
@@ -97,10 +96,17 @@ class BuildRunner:
         self.racing: RaceBoard | None = (RaceBoard(metric_key(timed), timed.direction)
                                          if timed is not None and timed.source == "benchmark" else None)
 
-    def use_timeouts(self, timeouts: Timeouts) -> None:
-        """Every build and benchmark run of this runner from here on is limited by `timeouts`."""
-        self.timeout = timeouts.compile
-        self.bench_timeout = timeouts.benchmark
+    def with_timeouts(self, timeouts: Timeouts) -> BuildRunner:
+        """This runner for the tune's next phase: limited by `timeouts` (the candidates' once the baseline is
+        measured), knowing all this one knows: the measured code, the race's incumbent, the warnings given, what
+        each tree holds, the builds ahead, and sharing its --jobs bound on compiles."""
+        twin = BuildRunner(self.manifest, self.toolchain, self.objectives, self.repeats, timeouts, self.slots,
+                           self.warn)
+        twin._warned, twin._warn_lock, twin._builds, twin._in_tree = (self._warned, self._warn_lock, self._builds,
+                                                                      self._in_tree)
+        twin.dedupe, twin.racing, twin.ahead = self.dedupe, self.racing, self.ahead
+        twin.code_context, twin.size_reference = self.code_context, self.size_reference
+        return twin
 
     @property
     def needs_benchmark(self) -> bool:
@@ -127,7 +133,7 @@ class BuildRunner:
 
     def bench_spec(self, tree: ScratchTree) -> BenchSpec:
         """The benchmark as `tree` runs it (its backend's command), timed and checked as this tune wants."""
-        spec = tree.bench_spec(self.bench_timeout, tuple(metric_key(o) for o in self.objectives
+        spec = tree.bench_spec(self.timeouts.benchmark, tuple(metric_key(o) for o in self.objectives
                                                           if o.source == "benchmark"))
         if not spec.args_sets:
             return spec
@@ -189,7 +195,7 @@ class BuildRunner:
         """A candidate's build in `worker`, at most `build_jobs` at once (builds ahead too)."""
         # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
         with self._builds if self._builds is not None else nullcontext():
-            built = worker.build(controls, self.timeout, static_only=self.static_only, benchmark=self.needs_benchmark)
+            built = worker.build(controls, self.timeouts.compile, static_only=self.static_only, benchmark=self.needs_benchmark)
         with self._warn_lock:
             if built.ok and built.objects:
                 self._in_tree[id(worker)] = (controls, built)
