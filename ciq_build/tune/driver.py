@@ -45,6 +45,7 @@ from ciq_build.project.manifest import Manifest, benchmark_sizes, for_architectu
 from ciq_build.project.sources import Snapshot, TreeWatch
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.evolution import planned_evaluations
 from ciq_build.search.select import make_candidate_source, search_kinds
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
@@ -360,10 +361,10 @@ class TuneRun:
     def _search(self, source: CandidateSource, workers: list[ScratchTree], timeouts: Timeouts) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet.
         search = self.settings.search
-        expected = search.generations * search.pool_size
-        if search.max_evaluations is not None:
-            expected = min(expected, search.max_evaluations)
-        progress = None if self.settings.quiet else TuneProgress(expected, search.generations, self.objectives,
+        budget = source.describe().get("budget", {})  # as the strategy's own options set it
+        generations = budget.get("generations", search.generations)
+        expected = planned_evaluations(generations, budget.get("pool_size", search.pool_size), search.max_evaluations)
+        progress = None if self.settings.quiet else TuneProgress(expected, generations, self.objectives,
                                                                stream=self.out,
                                                                measured_this_run=self.cache.measured_this_run)
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
