@@ -842,7 +842,7 @@ def interleaved(
 # they keep the chance of pinning a candidate no better than the defaults at about the 5% of a single look
 # (a later look is spent at no more than this), while a clear winner (0.41x and 0.87x of the defaults' time
 # on the H200) is settled in half the runs. 5 against 5 samples can reach p = 1/252 = 0.004.
-# bench/remeasure_looks.py, 2,000 trials a row, 2% noise: no better than the defaults, pinned 2.9% (6 rounds,
+# bench/interim_look/run.py, 2,000 trials a row, 2% noise: no better than the defaults, pinned 2.9% (6 rounds,
 # a look after 5) and 1.1% (10 rounds) against 2.7% and 0.9% for one look at the end; a 10% gain ends at
 # the look in 99.5-99.7%, so 0.83x and 0.50x of the runs.
 INTERIM_ALPHA = 0.005

@@ -77,7 +77,7 @@ INVALID_SCORE = "*"
 _MAX_LOCAL_STEPS = 8
 _RETRIES = 40  # breeding attempts per slot before falling back to random / enumeration
 PLATEAU_IMMIGRANTS = 0.75  # the share of children drawn at random while every survivor has the same fitness
-# A landscape is flat where most of it scores exactly alike (bench/search_quality.py's plateaus: 97.6% of
+# A landscape is flat where most of it scores exactly alike (bench/search_quality/run.py's plateaus: 97.6% of
 # random draws score 100). Selection learns nothing there, so while the best found is not clearly off that
 # level, children are drawn from the whole space in the share the landscape is flat. Measured (seeds 0-99,
 # 640 evaluations): the decoy plateau's basin found in 60/100 runs (was 32; random search 68/100; on seeds
@@ -90,7 +90,7 @@ FLAT_MARGIN = 0.01
 # The first generation bred after the random initial draw starts with untried one-step neighbours of the
 # draw's best (each ordered value one grid step up or down, each other value of a choice of at most
 # _POLL_CHOICES), in a seeded random order, up to this share of the pool: the draw's best is the one point
-# the search knows is good, and its neighbours are the cheapest test of it. Measured (bench/search_quality.py,
+# the search knows is good, and its neighbours are the cheapest test of it. Measured (bench/search_quality/run.py,
 # 100 seeds, 640 evaluations): the seeds' example in a median 34 evaluations (was 36; seeds 100-299: 34, was
 # 37), every other problem within its noise (the plateaus, knobs, NK, Rastrigin: -4 to +8 points either way
 # on seeds 0-99 and 100-199). Polled after every new best instead, it cost knobs 8 points and Rastrigin 18:
@@ -105,7 +105,7 @@ _POLL_CHOICES = 4
 #   parameter set to another of its values (knocked out or back included), the newest failures first;
 # * then, unless the landscape is flat (where a best says nothing of its neighbours), the best's untried single
 #   changes: every other value of one parameter.
-# Each group in a seeded order. Measured (bench/search_quality.py, 640 evaluations, 100 seeds on each of seeds
+# Each group in a seeded order. Measured (bench/search_quality/run.py, 640 evaluations, 100 seeds on each of seeds
 # 0-99, 100-199 and 200-299, against the search before): the knobs problem, whose best needs an unroll that fails
 # to launch unless the register cap sits at the edge of a neutral range, reached in 61, 58 and 67 runs (was 28,
 # 26, 34); the held-out Rastrigin in 93, 89, 88 (was 84, 66, 62); NK 84, 78, 81 (was 78, 74, 82); every other
@@ -142,7 +142,7 @@ class SearchConfiguration:
     generation to breed the next (elitism); by default an eighth of the pool
     with one objective and a quarter of it (at least 4) with several (NSGA-II
     ranking and crowding choose them): strong elitism measured best for budgets
-    of a few hundred evaluations (bench/search_quality.py; issue 10 measured a
+    of a few hundred evaluations (bench/search_quality/run.py; issue 10 measured a
     quarter against the whole pool with two objectives). ``mutate_rate`` is
     each gene's chance to mutate (0.1 measured better than 0.25 there).
     ``init_with_true_random_threshold`` is the fraction of the first random

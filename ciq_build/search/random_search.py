@@ -109,7 +109,7 @@ class RandomSource:
             if self.space.cardinality > _ENUMERATE_LIMIT:
                 return None
             # Listed once: enumerating the space for each draw made a 234-configuration search
-            # run to its end 10x slower than drawing (bench/search_quality.py, 100 seeds: 38 s against 3.6).
+            # run to its end 10x slower than drawing (bench/search_quality/run.py, 100 seeds: 38 s against 3.6).
             self._unseen = [g for g in map(self.space.genome_at, range(self.space.cardinality))
                             if g not in self._seen and self.space.allows(g)]
         if not self._unseen:

@@ -86,17 +86,16 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
     )
     acf_kind = next((k for k in kinds if is_acf_kind(k)), None)
     constraints = None
-    if manifest.constraints:
-        if "params" not in kinds:
-            raise ConfigError(
-                f"CONSTRAINTS of {manifest.target} relate PARAMS, which SEARCH_SPACE {kinds} does not search; "
-                "add params to SEARCH_SPACE (or --controls), or remove CONSTRAINTS")
+    if manifest.constraints and "params" in kinds:
         if acf_kind is not None and not acf_kind.startswith(POOL_PREFIX):
             raise ConfigError(
                 f"CONSTRAINTS are honoured by the ga and random strategies over knobs, params and ACF pools, "
                 f"not with the compiler search space {acf_kind}; sample an ACF pool with `python -m ciq_build "
-                "sample-acfs` and search acf-pool:<folder>, or remove CONSTRAINTS")
+                "sample-acfs` and search acf-pool:<folder>, or leave params out of this tune (their values stay "
+                "fixed), or remove CONSTRAINTS")
         constraints = parse_constraints(manifest.constraints, space)
+    # CONSTRAINTS over PARAMS this tune does not search: every candidate keeps the same values (the
+    # source's own, which the baseline builds and runs), so they rule out nothing here.
     pool = None
     acf_seeding = None
     if acf_kind is not None and acf_kind.startswith(POOL_PREFIX):

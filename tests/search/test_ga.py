@@ -38,7 +38,7 @@ def seeds_objective(params):
 
 # A flat landscape (50 almost everywhere) hiding a basin of 0.3% of the space, with a decoy: a shallow slope
 # (at most 0.5% below the flat level) over 15% of the space, far from the basin. Not one of
-# bench/search_quality.py's problems, on which the rule was measured: this one was written to check it.
+# bench/search_quality/run.py's problems, on which the rule was measured: this one was written to check it.
 _BASIN = [3, 12, 5, 10, 1]
 _DECOY = [13, 2, 14, 1, 12]
 DECOY_SPACE = {**{f"x{i}": ss.range(0, 15) for i in range(5)}, "mode": ss.choice(["a", "b"])}
@@ -376,7 +376,7 @@ def test_the_first_bred_generation_starts_with_untried_one_step_neighbours_of_th
 # A kernel whose threads each load `vector` tiles of 24 KB of shared memory: a launch fails above 96 KB unless
 # `carveout` (KB; the default when left out) limits what is kept there, at the cost of spilling the rest. The
 # best is vector 8 under a carveout of 96 KB or a little less; from vector 4, whose carveouts of 96 KB and more
-# (or none) all score alike, vector 8 alone fails to launch. Not one of bench/search_quality.py's problems, on
+# (or none) all score alike, vector 8 alone fails to launch. Not one of bench/search_quality/run.py's problems, on
 # which repairs were measured: this one was written to check them.
 TILES_SPACE = {"vector": ss.choice([1, 2, 4, 8]), "carveout": ss.range(16, 240, 16, knockout_prob=0.5),
                "stages": ss.range(1, 6), "swizzle": ss.choice(["none", "xor", "rot"], knockout_prob=0.5),
