@@ -488,7 +488,7 @@ class TuneRun:
             rounds = self.settings.measure.confirm_rounds
             self._say(f"building the pin already there, to re-measure it beside the new winner ({rounds} rounds "
                       "each, interleaved)")
-            built = base_tree.build(controls, self.timeout, benchmark=True)
+            built = base_tree.build(controls, self.runner.timeouts.compile, benchmark=True)
             if not built.ok:
                 return f"the old pin no longer builds ({built.message})"
             with self.runner.slots.slot() as env:
