@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ciq_build.measure.bench import FINAL_ALPHA, INTERIM_ALPHA, beats_baseline, interim_look  # noqa: E402
+from ciq_build.testing import FINAL_ALPHA, INTERIM_ALPHA, beats_baseline, interim_look  # noqa: E402
 
 
 def main() -> None:

@@ -28,9 +28,10 @@ from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_names
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
 from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError
-from ciq_build.measure import proc
-from ciq_build.measure.bench import interleaved
+from ciq_build.measure import claim
+from ciq_build.measure.gpu_arch import ArchitecturePlan, plan_architectures, sm
 from ciq_build.measure.sizes import SIZE_SEPARATOR, size_ratios
+from ciq_build.measure.stats import interleaved
 from ciq_build.pin.record import check_pin_dir, record_path
 from ciq_build.pin.write import merge_architecture, write_record
 from ciq_build.project import environment
@@ -131,6 +132,8 @@ class TuneRun:
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
+        # Which architecture each figure is for (ciq_build.measure.gpu_arch), once read before the baseline.
+        self.architectures = ArchitecturePlan(None, None, "", None)
 
     # -- the run ---------------------------------------------------------------
 
@@ -189,7 +192,7 @@ class TuneRun:
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({source})' for source, nvcc in others)}; "
                       f"to tune with one, {switch}")
         # Nothing an earlier, killed tune left running may still write the scratch trees.
-        for note in proc.claim_tree(scratch_root(self.manifest)):
+        for note in claim.claim_tree(scratch_root(self.manifest)):
             self._say(note)
         before = self.source_set.snapshot()
         # The baseline's tree and the workers' (as many as the executor uses here: on Ray one, for the
@@ -210,6 +213,7 @@ class TuneRun:
         self.meter.enter("baseline")
         if self.runner.needs_benchmark and self.executor.uses_driver_trees:
             self._build_ahead(source, workers)
+        self._plan_architectures()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ciq-param-probe") as beside:
             # A PARAMS name the source overrides, said early: its two builds run in the first worker's tree
             # beside the baseline's build and runs (not where the compile is timed: they would slow it).
@@ -316,6 +320,20 @@ class TuneRun:
         done = sum(1 for e in self.evaluations if not e.cached and not e.environmental)
         return environment.disk_full_error(what, scratch_root(self.manifest), self.cache.path, len(self.cache) + done)
 
+    def _plan_architectures(self) -> None:
+        """Which GPU the benchmark runs on and which architecture static objectives score, said before the
+        baseline; a static objective that would describe other code than the GPU runs is refused here."""
+        gpu = self.runner.read_gpu() if self.runner.needs_benchmark else None
+        static = [o.spec for o in self.objectives if o.source == "static"]
+        self.architectures = plan_architectures(self.manifest.target, self.manifest.toolchain.architectures, gpu,
+                                                self.manifest.tune_architecture, static,
+                                                self.runner.needs_benchmark)
+        self.runner.scored_architecture = self.architectures.scored
+        if self.architectures.jit:
+            self._warn(self.architectures.jit)
+        if self.architectures.describe():
+            self._say(f"figures: {self.architectures.describe()}")
+
     def _baseline(self, tree: ScratchTree, before: Snapshot | None = None) -> Evaluation:
         """The compiler's defaults, measured (or journaled): what every candidate is compared with."""
         proposal = Proposal(id=-1, generation=0, params={})
@@ -352,6 +370,10 @@ class TuneRun:
         assert evaluated.scores is not None
         self._say(f"baseline: {named_scores(self.objectives, evaluated.scores)} "
                   + ("(from the journal)" if evaluated.cached else f"(built and measured in {evaluated.seconds:.1f} s)"))
+        if self.runner.other_architectures:  # the static figures of what is not scored, shown once
+            self._say("not scored: " + "; ".join(
+                f"{sm(arch)} {', '.join(f'{k} {v}' for k, v in figures.items())}"
+                for arch, figures in self.runner.other_architectures.items()))
         return evaluated
 
     def _search(self, source: CandidateSource, workers: list[ScratchTree], timeouts: Timeouts) -> None:
@@ -450,7 +472,8 @@ class TuneRun:
         if confirmation.better and self.settings.pin:
             against = {} if standing is None else {"against_old_pin": standing.text}
             record = assemble_record(self.manifest, self.toolchain, self.objectives, confirmation, tree,
-                                     source.describe(), self.evaluations, extra=against)
+                                     {**source.describe(), **self.architectures.provenance()}, self.evaluations,
+                                     extra=against)
             pinned = record_path(self.manifest.pin_dir, self.manifest.target)
             acf = confirmation.winner.controls.acf
             if self.manifest.tune_architecture:  # under the target's lock, as every write of its record
@@ -468,7 +491,8 @@ class TuneRun:
                           stopped=self._stopped_text(),
                           next_without_pin=self._kept_text(standing) or next_without_a_pin(
                               self.objectives, self.settings.search, self.settings.pin, confirmation.better),
-                          size_ratios=self._size_ratios(confirmation), gpu_time=gpu_time),
+                          size_ratios=self._size_ratios(confirmation), gpu_time=gpu_time,
+                          figures=self.architectures.describe()),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)

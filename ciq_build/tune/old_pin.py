@@ -16,7 +16,7 @@ from pathlib import Path
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.objectives import Objective, metric_key, with_unit
 from ciq_build.errors import CiqError
-from ciq_build.measure.bench import FINAL_ALPHA, beats_baseline
+from ciq_build.measure.stats import FINAL_ALPHA, beats_baseline
 from ciq_build.pin.display import relative_change
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import PinnedRecord, architecture_set
