@@ -17,9 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ciq_build.errors import CiqError
-from ciq_build.measure.proc import run
-from ciq_build.pin.apply import resolve_build_pin
+from ciq_build.testing import CiqError, resolve_build_pin
+from ciq_build.testing import run_process as run
 
 Verdict = tuple[str, tuple[str, ...], str]  # status, arguments (one per options-file line), message
 
