@@ -141,6 +141,9 @@ class BuildRunner:
         """The benchmark as `tree` runs it (its backend's command), timed and checked as this tune wants."""
         spec = tree.bench_spec(self.timeouts.benchmark, tuple(metric_key(o) for o in self.objectives
                                                           if o.source == "benchmark"))
+        # A minimized reading of 0 measured nothing (a time's floor; an energy counter that did not step).
+        spec = dataclasses.replace(spec, positive=tuple(metric_key(o) for o in self.objectives
+                                                        if o.source == "benchmark" and o.direction == "min"))
         if not spec.args_sets:
             return spec
         maximized = tuple(metric_key(o) for o in self.objectives if o.direction == "max")

@@ -69,7 +69,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
                 next_without_pin: str = "", stopped: str = "",
                 size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "",
-                figures: str = "") -> str:
+                idle_params: Sequence[str] = (), figures: str = "") -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
@@ -98,6 +98,10 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
         lines.append(f"  GPU: {gpu_time}")
     elif shared:
         lines.append(f"  same machine code as an earlier candidate: {shared} (its metrics taken, not measured again)")
+    for name in idle_params:  # ciq_build.tune.param_probe.without_effect
+        lines.append(f"  PARAMS {name} changed no candidate's code: is it used in the sources? (candidates that "
+                     f"differ in {name} alone built the same machine code; a misspelt name or one the source "
+                     "never reads costs the search a dimension)")
     if stopped:
         lines.append(f"  search ended early: {stopped}")
     lines.append(f"  verdict: {verdict}")
