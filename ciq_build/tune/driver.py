@@ -491,7 +491,8 @@ class TuneRun:
             minimizer.cancel()
         checked: WinnerCheck | None = None
         if confirmation.better and self.settings.pin and wants_check(self.runner, confirmation.winner.controls):
-            checked = check_winner(self.runner, tree, confirmation.winner.controls, self.timeout, self._say)
+            checked = check_winner(self.runner, tree, confirmation.winner.controls, self.runner.timeouts.compile,
+                                   self._say)
             if checked.failed:
                 self._warn(f"the winner's benchmark {checked.text}: nothing pinned. Keep such values out of the "
                            "search (CONSTRAINTS, or fewer PARAMS values), or tune an objective the benchmark "
