@@ -12,6 +12,7 @@ from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.measure import stopping
 from ciq_build.tune import minimize
 from ciq_build.tune.minimize import Minimizer, spelled, without
+from ciq_build.tune.timeouts import Timeouts
 from ciq_build.tune.param_probe import probe_settings, redefined_macros
 
 
@@ -60,7 +61,7 @@ def test_a_build_a_stop_killed_is_not_said_to_fail_without_its_control(monkeypat
     said: list[str] = []
     controls = Controls(flags=("-Xptxas=-O1",))
     try:
-        minimizer = Minimizer(controls, [cast(Any, StoppedTree())], cast(Any, None), 1.0, said.append)
+        minimizer = Minimizer(controls, [cast(Any, StoppedTree())], cast(Any, None), Timeouts(1.0, 1.0), said.append)
         minimizer.reference((), cast(Any, StoppedTree()))
         pin = minimizer.result(())
     finally:
