@@ -22,6 +22,7 @@ Commands
                   [SEEDS <seed>...]
                   [PIN_DIR <dir>]
                   [TIMEOUT <seconds>]
+                  [DESCRIPTION <text>]
                   [ALLOW_NUMERICS])
 
 Registers ``<target>`` (a library or executable with CUDA sources) for
@@ -62,6 +63,8 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   (default ``${CMAKE_CURRENT_SOURCE_DIR}/ciq``); a plain path, no ``..``.
 ``TIMEOUT <seconds>``
   A candidate's build or benchmark limit (default 60).
+``DESCRIPTION <text>``
+  What the target is, in one line; ``python -m ciq_build show`` prints it.
 ``ALLOW_NUMERICS``
   The search may change floating-point results.
 
@@ -1041,9 +1044,9 @@ function(_ciq_check_call target)
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'. "
       "Keywords are BENCHMARK, ARGS, ARGS_SETS, SCORE, METRIC, UNIT, OBJECTIVES, PARAMS, CONSTRAINTS, "
-      "SEARCH_SPACE, SEEDS, PIN_DIR, TIMEOUT and ALLOW_NUMERICS.")
+      "SEARCH_SPACE, SEEDS, PIN_DIR, TIMEOUT, DESCRIPTION and ALLOW_NUMERICS.")
   endif()
-  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE)
+  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE DESCRIPTION)
     if(keyword IN_LIST ARG_KEYWORDS_MISSING_VALUES)
       message(FATAL_ERROR "${fn}: ${keyword} needs a value.")
     endif()
@@ -1336,7 +1339,7 @@ function(ciq_tune_target target)
     # Options
     "ALLOW_NUMERICS"       # the search may change floating-point results
     # One-value keywords
-    "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT;SCORE"
+    "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT;SCORE;DESCRIPTION"
     # Multi-value keywords
     "ARGS;ARGS_SETS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE;SEEDS")
   _ciq_check_call(${target})
@@ -1385,6 +1388,7 @@ function(ciq_tune_target target)
     _CIQ_SEARCH_SPACE "${ARG_SEARCH_SPACE}"
     _CIQ_PIN_DIR "${pin_dir}"
     _CIQ_TIMEOUT "${ARG_TIMEOUT}"
+    _CIQ_DESCRIPTION "${ARG_DESCRIPTION}"
     _CIQ_ALLOW_NUMERICS "${ARG_ALLOW_NUMERICS}"
     _CIQ_CUDA_COMPILER "${CMAKE_CUDA_COMPILER}"
     _CIQ_CUDA_COMPILER_VERSION "${CMAKE_CUDA_COMPILER_VERSION}")
@@ -1512,7 +1516,7 @@ function(_ciq_finalize_target target)
     message(FATAL_ERROR "${fn}: the build directory path contains a quote or "
       "backslash; use a plain path.")
   endif()
-  foreach(property IN ITEMS METRIC METRIC_UNIT PIN_DIR OPTIONS_FILE)
+  foreach(property IN ITEMS METRIC METRIC_UNIT PIN_DIR OPTIONS_FILE DESCRIPTION)
     if(property STREQUAL "OPTIONS_FILE")
       get_target_property(value ${target} CIQ_OPTIONS_FILE)
     else()
@@ -1545,6 +1549,7 @@ function(_ciq_finalize_target target)
     "{"
     "  \"schema\": 2,"
     "  \"target\": ${json_target},"
+    "  \"description\": ${json_DESCRIPTION},"
     "  \"source_dir\": ${json_CMAKE_SOURCE_DIR},"
     "  \"binary_dir\": ${json_CMAKE_BINARY_DIR},"
     "  \"target_source_dir\": ${json_source_dir},"
