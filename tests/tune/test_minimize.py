@@ -12,8 +12,8 @@ from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.measure import stopping
 from ciq_build.tune import minimize
 from ciq_build.tune.minimize import Minimizer, spelled, without
-from ciq_build.tune.timeouts import Timeouts
 from ciq_build.tune.param_probe import probe_settings, redefined_macros
+from ciq_build.tune.timeouts import Timeouts
 
 
 def test_each_compilers_redefinition_warning_names_the_macro() -> None:
