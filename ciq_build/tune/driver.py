@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures, sm
 from ciq_build.compiler.toolchain import Toolchain, architecture_list, other_toolkits
 from ciq_build.core import pace
 from ciq_build.core.causes import Cause
@@ -30,7 +31,6 @@ from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_na
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
 from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError
 from ciq_build.measure import claim
-from ciq_build.measure.gpu_arch import ArchitecturePlan, plan_architectures, sm
 from ciq_build.measure.sizes import SIZE_SEPARATOR, size_ratios
 from ciq_build.measure.stats import interleaved
 from ciq_build.pin.record import check_pin_dir, record_path
@@ -135,7 +135,7 @@ class TuneRun:
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
         self.overridden: list[str] = []  # PARAMS names the source #defines again, unguarded (said after the baseline)
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
-        # Which architecture each figure is for (ciq_build.measure.gpu_arch), once read before the baseline.
+        # Which architecture each figure is for (ciq_build.compiler.gpu_arch), once read before the baseline.
         self.architectures = ArchitecturePlan(None, None, "", None)
 
     # -- the run ---------------------------------------------------------------
