@@ -736,10 +736,29 @@ macro(_ciq_pin_skip summary)
   set(text "${summary}")
 endmacro()
 
+# _ciq_linked_folder(<out> <pin dir> <top>): the pin dir if it is a symbolic link,
+# else the first folder above it and below <top> that is one, else "" (pin/record.py
+# check_pin_dir: a pin dir outside <top> is checked itself only).
+function(_ciq_linked_folder out pin_dir top)
+  set(${out} "" PARENT_SCOPE)
+  set(folder "${pin_dir}")
+  while(TRUE)
+    if(IS_SYMLINK "${folder}")
+      set(${out} "${folder}" PARENT_SCOPE)
+      return()
+    endif()
+    get_filename_component(folder "${folder}" DIRECTORY)
+    string(FIND "${folder}/" "${top}/" at)
+    if(top STREQUAL "" OR folder STREQUAL top OR NOT at EQUAL 0)
+      return()
+    endif()
+  endwhile()
+endfunction()
+
 # _ciq_resolve_pin(TARGET <target> PIN_FILE <file> PIN_DIR <dir> BINARY_DIR <dir>
 #                  ALLOW_NUMERICS <bool> CUDA_VERSION <major.minor>
 #                  PTXAS_VERSION <major.minor> [ARCHITECTURES <arch>...]
-#                  [PARAMS <NAME=space>...] RESULT_PREFIX <prefix>)
+#                  [PARAMS <NAME=space>...] [TOP_DIR <dir>] RESULT_PREFIX <prefix>)
 # What a build applies to <target>, as resolve_build_pin (ciq_build/pin/apply.py)
 # decides it. PTXAS_VERSION is the building ptxas's ("" when unknown): a ptxas
 # ACF is applied only by the ptxas it was measured with. ARCHITECTURES are the
@@ -756,7 +775,7 @@ endmacro()
 #                     one's device arguments; else ""
 function(_ciq_resolve_pin)
   cmake_parse_arguments(PARSE_ARGV 0 arg ""
-    "TARGET;PIN_FILE;PIN_DIR;BINARY_DIR;ALLOW_NUMERICS;CUDA_VERSION;PTXAS_VERSION;RESULT_PREFIX"
+    "TARGET;PIN_FILE;PIN_DIR;BINARY_DIR;ALLOW_NUMERICS;CUDA_VERSION;PTXAS_VERSION;RESULT_PREFIX;TOP_DIR"
     "ARCHITECTURES;PARAMS")
   set(target "${arg_TARGET}")
   set(pin_file "${arg_PIN_FILE}")
@@ -770,14 +789,24 @@ function(_ciq_resolve_pin)
   set(depends "")
   set(acf_kind "")
   set(gencode "")
+  set(top "${arg_TOP_DIR}")
+  if(NOT DEFINED arg_TOP_DIR)
+    set(top "${CMAKE_SOURCE_DIR}")
+  endif()
+  _ciq_linked_folder(linked "${pin_dir}" "${top}")
   if(CIQ_DISABLE)
     set(status disabled)
     set(text "pins disabled (CIQ_DISABLE=ON)")
-  elseif(IS_SYMLINK "${pin_dir}")
-    # A committed `ciq -> elsewhere` (pin/record.py check_pin_dir): the pins would be
-    # read from wherever it points.
-    file(READ_SYMLINK "${pin_dir}" destination)
-    _ciq_pin_error(${target} "${pin_file}" "the pin directory ${pin_dir} is a symbolic link "
+  elseif(NOT linked STREQUAL "")
+    # A committed `ciq -> elsewhere`, or `pins -> elsewhere` with PIN_DIR pins/ciq
+    # (pin/record.py check_pin_dir): the pins would be read from wherever it points.
+    file(READ_SYMLINK "${linked}" destination)
+    if(linked STREQUAL pin_dir)
+      set(where "is a symbolic link")
+    else()
+      set(where "lies in ${linked}, a symbolic link")
+    endif()
+    _ciq_pin_error(${target} "${pin_file}" "the pin directory ${pin_dir} ${where} "
       "(to ${destination}); pins must live in a real directory of the source tree. Replace "
       "the link with a directory holding the pins.")
     return()

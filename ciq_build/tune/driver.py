@@ -163,7 +163,7 @@ class TuneRun:
         self.backend.check_tools(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
                                  needs_benchmark=self.runner.needs_benchmark)
         if self.settings.pin:  # a pin dir that is a link is refused now, not after the search
-            check_pin_dir(self.manifest.pin_dir)
+            check_pin_dir(self.manifest.pin_dir, self.manifest.source_dir)
         lock_path = tune_lock_path(self.state_dir, safe_name(self.manifest.target))
         with TargetLock(lock_path, wait=self.settings.wait):
             try:
