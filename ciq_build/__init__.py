@@ -1,6 +1,6 @@
 """ciq_build: tune the NVIDIA CUDA compiler for a project's own kernels.
 
-The public Python API (README.md, "Use it from Python"), shaped like NVIDIA
+The public Python API (docs/python-api.md), shaped like NVIDIA
 CompileIQ's so that a CompileIQ objective function runs unchanged::
 
     from ciq_build import Search, SearchConfiguration, space as ss

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ciq_build import __version__
 from ciq_build.errors import CiqError
-from ciq_build.measure import proc
+from ciq_build.measure import guard, processes, stopping
 from ciq_build.resources import cmake_dir
 from ciq_build.tune.tune_options import OUTPUT, RAY, TuneOptions, add_tune_arguments
 
@@ -202,14 +202,14 @@ _stopped_by: list[int] = []
 
 def _interrupted(signum: int, frame: object) -> None:
     # SIGINT, SIGTERM and SIGHUP (a closed terminal) end a command the same way: nothing more
-    # starts, in any thread, and the driver's killer thread kills what runs (proc.interrupt: a flag
+    # starts, in any thread, and the driver's killer thread kills what runs (stopping.interrupt: a flag
     # and an event, as this may run while the main thread holds a lock); the KeyboardInterrupt
     # unwinds the main thread, whose joins of threads then find their runs gone. The journal already
     # holds every finished evaluation, so the next `tune` resumes. A second signal while it stops
     # is ignored: it would interrupt the killing of what runs.
     if _stopped_by:
         return
-    proc.interrupt()
+    stopping.interrupt()
     _stopped_by.append(signum)
     raise KeyboardInterrupt
 
@@ -244,7 +244,7 @@ def _run(argv: Sequence[str] | None) -> int:
 
     configure_logging(-1 if args.quiet else 1 if args.verbose else 0)
     if args.command in ("tune", "verify", "sample-acfs"):
-        proc.guard_driver()  # nothing these start outlives them, even when they are SIGKILLed
+        guard.guard_driver()  # nothing these start outlives them, even when they are SIGKILLed
     try:
         if args.command == "tune":
             if (not args.target) != args.all_targets:
@@ -314,7 +314,7 @@ def _run(argv: Sequence[str] | None) -> int:
             print(f"ciq_build: {_IMPLICIT_BUILD}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
-        proc.stop_all()
+        processes.stop_all()
         stopped_by = signal.Signals(_stopped_by[0] if _stopped_by else signal.SIGINT)
         # The same command of a `tune --fresh` would start over and throw the journal away.
         again = "the same command without --fresh" if getattr(args, "fresh", False) else "the same command"

@@ -47,7 +47,7 @@ from ciq_build.core.rules import is_target_name, load_rules
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import CiqError, ConfigError, ToolchainError
 from ciq_build.measure import proc
-from ciq_build.pin.record import BuildPin, gencode_options_file, resolve_build_pin
+from ciq_build.pin.apply import BuildPin, gencode_options_file, resolve_build_pin
 from ciq_build.project.manifest import args_set_problem
 from ciq_build.state.durable import atomic_write
 

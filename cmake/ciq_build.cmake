@@ -30,7 +30,7 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
 
 ``BENCHMARK <exe-target>``
   The executable that measures a candidate (``ARGS``: its arguments); it
-  prints ``CIQ_METRIC time_ms=<value>`` lines (README: the line protocol).
+  prints ``CIQ_METRIC time_ms=<value>`` lines (docs/protocol.md: the line protocol).
   Needed by the benchmark objectives (``time``).
 ``ARGS_SETS <name:args>...``, ``SCORE <geomean|worst>``
   Several problem sizes instead of ``ARGS``, e.g. ``ARGS_SETS "small:-n 1024"
@@ -49,11 +49,11 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   Preprocessor values the search may choose (``-DNAME=VALUE``).
 ``CONSTRAINTS <expression>...``
   Expressions over the PARAMS names (``"BX*BY <= 1024"``) every
-  configuration the search proposes meets (README: ``CONSTRAINTS``).
+  configuration the search proposes meets (docs/cmake.md: ``CONSTRAINTS``).
 ``SEARCH_SPACE <space>...``
   The compiler controls the search may change.
 ``SEEDS <seed>...``
-  Known-good configurations the search evaluates first (README: ``SEEDS``):
+  Known-good configurations the search evaluates first (docs/cmake.md: ``SEEDS``):
   a pinned record, an ACF, a folder of them (relative paths from
   ``CMAKE_CURRENT_SOURCE_DIR``), or controls such as ``"-Xptxas=-O2
   -DTILE=32"``. ``tune --seed-from`` replaces them.
@@ -269,7 +269,7 @@ endfunction()
 #                    JSON <record> WHERE <name> KEYS <key>... [PARAMS <NAME=space>...]
 #                    FLAGS_VAR <out> DEFINES_VAR <out> ACF_VAR <out> ACF_KIND_VAR <out>):
 # the controls object at KEYS of the record (the top-level "controls", or an
-# entry's "per_architecture <arch> controls"), checked as ciq_build/pin/record.py
+# entry's "per_architecture <arch> controls"), checked as ciq_build/pin/read.py
 # checks each Controls against the target's PARAMS; WHERE names it in messages.
 # The outs: its flags (sorted, unique), its defines (-DNAME=VALUE, sorted by
 # name), its ACF's path (or "") and the ACF's kind.
@@ -311,7 +311,7 @@ function(_ciq_read_controls)
     string(JSON acf_name GET "${json}" ${arg_KEYS} acf file)
     string(JSON acf_sha GET "${json}" ${arg_KEYS} acf sha256)
     string(JSON acf_kind GET "${json}" ${arg_KEYS} acf compiler)
-    # One of this target's ACFs (record.py is_targets_acf): <target>.acf,
+    # One of this target's ACFs (pin/record.py is_targets_acf): <target>.acf,
     # <target>.<...>.acf or <target>-<...>.acf.
     string(LENGTH "${target}" prefix_length)
     string(LENGTH "${acf_name}" name_length)
@@ -407,7 +407,7 @@ endfunction()
 # _ciq_read_pin(TARGET <target> PIN_FILE <file> PIN_DIR <dir> ALLOW_NUMERICS <bool>
 #               [PARAMS <NAME=space>...] RESULT_PREFIX <prefix>)
 # Validates a pinned record against the rule book, in the order of
-# ciq_build/pin/record.py (read_record, then pin_arguments' checks), and sets,
+# ciq_build/pin/read.py (read_record, then pin/apply.py pin_arguments' checks), and sets,
 # in the caller:
 #   <prefix>_applied        the architectures it applies to (one spelling), or
 #                           "any" for a record that names none
@@ -494,7 +494,7 @@ function(_ciq_read_pin)
   # Per-architecture entries: each for one of the architectures the record was
   # tuned for, with one score and one spread per objective.
   _ciq_json_strings(tuned_architectures "${json}" toolchain architectures)
-  # Each must name an architecture (record.py _check_named_architectures): reduced to
+  # Each must name an architecture (pin/read.py _check_named_architectures): reduced to
   # nothing, the list would switch the architecture guard off.
   string(JSON type ERROR_VARIABLE missing TYPE "${json}" toolchain architectures)
   if(NOT missing AND tuned_architectures STREQUAL "")
@@ -567,7 +567,7 @@ function(_ciq_read_pin)
   endforeach()
   # What each architecture gets: its entry's controls, else the record's ("any":
   # a record that names no architecture). A -D reaches the host compile, which
-  # nvcc runs once for all architectures: they must agree (record.py
+  # nvcc runs once for all architectures: they must agree (pin/read.py
   # shared_defines_problem).
   set(applied "${tuned}")
   if(applied STREQUAL "")
@@ -718,7 +718,7 @@ endmacro()
 #                  ALLOW_NUMERICS <bool> CUDA_VERSION <major.minor>
 #                  PTXAS_VERSION <major.minor> [ARCHITECTURES <arch>...]
 #                  [PARAMS <NAME=space>...] RESULT_PREFIX <prefix>)
-# What a build applies to <target>, as resolve_build_pin (ciq_build/pin/record.py)
+# What a build applies to <target>, as resolve_build_pin (ciq_build/pin/apply.py)
 # decides it. PTXAS_VERSION is the building ptxas's ("" when unknown): a ptxas
 # ACF is applied only by the ptxas it was measured with. ARCHITECTURES are the
 # ones the build compiles for: a pin is applied only to the architectures it
@@ -752,7 +752,7 @@ function(_ciq_resolve_pin)
     set(status disabled)
     set(text "pins disabled (CIQ_DISABLE=ON)")
   elseif(IS_SYMLINK "${pin_dir}")
-    # A committed `ciq -> elsewhere` (record.py check_pin_dir): the pins would be
+    # A committed `ciq -> elsewhere` (pin/record.py check_pin_dir): the pins would be
     # read from wherever it points.
     file(READ_SYMLINK "${pin_dir}" destination)
     _ciq_pin_error(${target} "${pin_file}" "the pin directory ${pin_dir} is a symbolic link "
@@ -803,7 +803,7 @@ function(_ciq_resolve_pin)
         "build for ${tuned_list}.")
       _ciq_pin_skip("pin skipped (tuned for ${tuned_shown}, compiling for ${building_shown}): ${pin_file}")
     else()
-      # An nvcc ACF only for sm_100 and newer (record.py check_nvcc_acf): nvcc
+      # An nvcc ACF only for sm_100 and newer (pin/apply.py check_nvcc_acf): nvcc
       # refuses it for older architectures, its default, "all" and "native".
       foreach(arch IN LISTS record_applied)
         if(record_acf_kind_${arch} STREQUAL "nvcc")
@@ -831,7 +831,7 @@ function(_ciq_resolve_pin)
       set(status applied)
       set(acf_kind "${record_acf_kind}")
       # Each architecture's device arguments (flags, then its ACF); an entry's ACF
-      # copy is named for its architecture (record.py resolve_build_pin).
+      # copy is named for its architecture (pin/apply.py resolve_build_pin).
       set(distinct "")
       foreach(arch IN LISTS record_applied)
         set(device_${arch} "${record_flags_${arch}}")
@@ -1135,7 +1135,7 @@ endfunction()
 # _ciq_resolve_pin): the caller's <prefix>_<arch> holds each architecture's
 # device arguments. nvcc has no per-gencode option, so they go to
 # <options_file's base>.sm_<arch>.nvcc-options (gencode_options_file in
-# ciq_build/pin/record.py names them alike), and the target compiles through
+# ciq_build/pin/apply.py names them alike), and the target compiles through
 # ciq_build/compiler/gencode.py, which gives each architecture's cicc and ptxas
 # steps its own (the options file keeps what they share). <out>: the files
 # whose change must rebuild the target's objects.

@@ -39,7 +39,7 @@ def said(result: ProcResult) -> str:
 
 
 # A register-hungry kernel: how ptxas spills it under a register cap depends on the controls, an ACF's
-# included (tests/search/test_acf_pool.py, tests/test_i24_bench.py).
+# included (tests/search/test_acf_pool.py, tests/bench/test_public_kernels.py).
 SPILL_KERNEL = r"""
 __global__ void spill(const float4* __restrict__ a, float* __restrict__ out, int n, int stride) {
   int t = blockIdx.x * blockDim.x + threadIdx.x;

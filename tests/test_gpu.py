@@ -3,7 +3,7 @@
 Skipped where no GPU answers (CI); run on a GPU machine with
 `python -m pytest tests/test_gpu.py`. Uses whatever CUDA toolkit the machine
 has (the pip 13.3 one if installed, else CUDA_HOME / PATH). The Ray test needs
-Ray there: `bench/carry_ray.sh` packs it for a GPU machine that cannot install it.
+Ray there: `bench/multi_gpu/carry_ray.sh` packs it for a GPU machine that cannot install it.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _journal(build: Path, target: str) -> list[dict]:
 def test_two_targets_tuned_on_ray_share_the_real_gpu_one_benchmark_at_a_time_and_measure_as_locally(
         tmp_path: Path) -> None:
     """`tune A B --executor ray` on a local Ray cluster holding this machine's GPU: the real path of
-    tests/ray/test_ray_executor.py's test doubles (skipped without Ray: see bench/carry_ray.sh)."""
+    tests/ray/test_ray_executor.py's test doubles (skipped without Ray: see bench/multi_gpu/carry_ray.sh)."""
     ray = pytest.importorskip("ray")
     source = tmp_path / "sample"
     shutil.copytree(REPO_ROOT / "sample_extension", source, ignore=shutil.ignore_patterns("*.json", "*.acf"))

@@ -25,7 +25,7 @@ noise look like a loss. What it costs: a candidate whose median is within
 ``K * s`` of the incumbent gets all its repeats (it may win); one clearly
 behind gets 1.
 
-A benchmark that streams its repetitions' samples (CIQ_SAMPLES, ciq_build.measure.bench) is raced
+A benchmark that streams its repetitions' samples (CIQ_SAMPLES, ciq_build.measure.protocol) is raced
 sample by sample, as its stdout comes: after each new sample the same rule looks at the candidate's
 samples so far (its earlier runs' and this run's), and a candidate that is behind is killed there, in
 the middle of its process, not after it. The rule's best value is then its best sample; a run's first
@@ -60,7 +60,8 @@ from typing import Literal
 
 import numpy as np
 
-from ciq_build.measure.bench import BenchRun, BenchSpec, Measurement, run_once
+from ciq_build.measure.bench import BenchRun, BenchSpec, run_once
+from ciq_build.measure.stats import Measurement
 
 K = 3.0  # spreads behind the incumbent's median that drop a candidate
 FLOOR = 0.01  # the least spread, as a fraction of the incumbent's median

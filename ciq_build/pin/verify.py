@@ -18,7 +18,8 @@ from pathlib import Path
 from ciq_build.compiler.controls import Controls, nvcc_arguments
 from ciq_build.compiler.fingerprint import compare, object_fingerprints
 from ciq_build.errors import BuildError, RecordError
-from ciq_build.pin.record import check_toolchain, gencode_options_file, read_record
+from ciq_build.pin.apply import check_toolchain, gencode_options_file
+from ciq_build.pin.read import read_record
 from ciq_build.project.backend import BuildBackend
 from ciq_build.project.cmake_trees import existing_objects
 from ciq_build.project.preflight import check_verify

@@ -39,7 +39,7 @@ from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.core.settings import timeout_advice
 from ciq_build.errors import BuildError, ConfigError
-from ciq_build.measure import proc
+from ciq_build.measure import proc, stopping
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
@@ -381,7 +381,7 @@ def source_tree_turn(source_dir: Path, timeout: float | None) -> Iterator[None]:
         return True
 
     if timeout is None:
-        proc.wait_or_stop(taken, f"waiting for the turn of the source tree {source_dir}")
+        stopping.wait_or_stop(taken, f"waiting for the turn of the source tree {source_dir}")
     elif not taken(timeout):
         raise BuildError(f"another configure or first build of {source_dir} held its turn for {timeout:.0f} s "
                          f"(the configure timeout): is a CMake run of it hanging? ({lock.lock_file})")

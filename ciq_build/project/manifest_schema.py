@@ -25,7 +25,7 @@ from ciq_build.core.rules import load_rules
 
 SCHEMA_ID = "https://ciq-build.invalid/target-manifest.schema.json"  # a name, not a place to fetch
 MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
-METRIC_UNITS = ("s", "ms", "us", "ns")  # UNIT of ciq_tune_target() (ciq_build.measure.bench.METRIC_UNITS)
+METRIC_UNITS = ("s", "ms", "us", "ns")  # UNIT of ciq_tune_target() (ciq_build.measure.protocol.METRIC_UNITS)
 
 _TEXT = {"type": "string", "pattern": "^[^\\u0000]*$"}  # no NUL: it would cut a path or argument short
 _NONEMPTY = _TEXT | {"minLength": 1}

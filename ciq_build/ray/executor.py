@@ -44,9 +44,11 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import Objective, needs_benchmark
 from ciq_build.errors import BuildError, CiqError, ConfigError, MissingExtraError
-from ciq_build.measure import proc
-from ciq_build.measure.bench import BenchSpec, GpuSlots, Measurement
+from ciq_build.measure import claim, guard, processes, stopping
+from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.racing import Incumbent, RaceBoard
+from ciq_build.measure.stats import Measurement
 from ciq_build.project.cmake_trees import ScratchTree, safe_name, scratch_root
 from ciq_build.project.manifest import Manifest
 from ciq_build.ray.gpu_share import ShareClient
@@ -149,7 +151,7 @@ def benchmark_on_gpu(spec: BenchSpec, repeats: int,
     and the seconds the task ran (the rest of the caller's wait was Ray's scheduling and the GPU's queue).
     """
     started = time.monotonic()
-    proc.guard_driver()  # the benchmark dies with this worker, even on SIGKILL (a cancelled task)
+    guard.guard_driver()  # the benchmark dies with this worker, even on SIGKILL (a cancelled task)
     board = None
     if racing is not None:
         board = RaceBoard(racing[0], racing[1])
@@ -211,7 +213,7 @@ class EvaluationWorker:
     def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
                  timeouts: Timeouts, configure_timeout: float, root: str, upload: SourceUpload | None = None,
                  benchmark: dict[str, Any] | None = None, writes_sources: bool = False) -> None:
-        proc.guard_driver()  # the compiles and benchmarks this actor starts die with it, even on SIGKILL
+        guard.guard_driver()  # the compiles and benchmarks this actor starts die with it, even on SIGKILL
         self.upload = upload
         replayed = None
         if upload is not None:
@@ -245,7 +247,7 @@ class EvaluationWorker:
     def configure(self) -> tuple[str, str]:
         """Take the tree over from a dead predecessor, configure it if needed; where this worker runs
         (host:pid, and its Ray node)."""
-        proc.claim_tree(self.tree.root)
+        claim.claim_tree(self.tree.root)
         self.tree.configure(self.configure_timeout)
         return f"{socket.gethostname()}:{os.getpid()}", _ray().get_runtime_context().get_node_id()
 
@@ -273,10 +275,10 @@ class EvaluationWorker:
         # Nothing starts first: evaluate, seeing its build killed, would go on to its next step (a new
         # `cmake --build`), whose ninja and compiles the actor's kill would leave running a moment (seen:
         # a stopped tune's scratch tree still compiling once the driver had exited).
-        proc.stop_starting()
+        stopping.stop_starting()
         if isinstance(self.runner, GpuTaskRunner):
             self.runner.cancel()
-        proc.kill_all_running()
+        processes.kill_all_running()
 
 
 @dataclass

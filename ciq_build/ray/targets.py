@@ -6,7 +6,7 @@ share (ciq_build.ray.gpu_share) and runs each target's tune as a `tune
 options, at most `--ray-targets` at once. Processes, not threads of one
 driver, because a tune is a driver through and through: its target's lock,
 its journal, its signal handling (SIGTERM stops it as Ctrl-C does), its
-process guard (what it started dies with it, ciq_build.measure.proc), its
+process guard (what it started dies with it, ciq_build.measure.guard), its
 progress and its logger are each one per process. As a child, each target's
 tune is exactly `tune <target>`: it stops, resumes from its journal and pins
 its record exactly as one does. What it costs: one Ray connection and one
@@ -48,7 +48,7 @@ from typing import IO, Any
 
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
-from ciq_build.measure.bench import GPU_LOCK_DIR
+from ciq_build.measure.gpu_slots import GPU_LOCK_DIR
 from ciq_build.project.backend import BuildBackend
 from ciq_build.project.cmake_trees import safe_name
 from ciq_build.ray.executor import STOP_TIMEOUT, _ray, connected
@@ -172,7 +172,7 @@ class _Children:
         self.targets = targets
         self.together = together
         self.results = results
-        # Where the children's GPU slots lock (ciq_build.measure.bench.GPU_LOCK_DIR): the user's, if set
+        # Where the children's GPU slots lock (ciq_build.measure.gpu_slots.GPU_LOCK_DIR): the user's, if set
         # (tunes started apart then share it too), else one for this run.
         self.gpu_locks = Path(os.environ.get(GPU_LOCK_DIR) or results / "gpu-locks")
         self.say = say

@@ -21,9 +21,10 @@ import numpy as np
 from ciq_build.core.objectives import Objective, metric_key, parse_objective
 from ciq_build.core.pareto import non_dominated
 from ciq_build.errors import CiqError, ConfigError, ManifestError
-from ciq_build.measure.bench import beats_baseline
 from ciq_build.measure.sizes import size_ratios, sizes_of
-from ciq_build.pin.record import PinnedRecord, read_record
+from ciq_build.measure.stats import beats_baseline
+from ciq_build.pin.read import read_record
+from ciq_build.pin.record import PinnedRecord
 from ciq_build.reports.show import journal_path, pin_file_for
 from ciq_build.search.evaluation import (
     EVALUATION_KIND,

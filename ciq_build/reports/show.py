@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ciq_build.errors import CiqError, ManifestError
-from ciq_build.pin.record import format_record, read_record
+from ciq_build.pin.display import format_record
+from ciq_build.pin.read import read_record
 from ciq_build.project.backend import BuildBackend
 from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.project.cmake_trees import safe_name

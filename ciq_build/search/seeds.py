@@ -31,7 +31,7 @@ from ciq_build.compiler.acf import ACF_SUFFIX
 from ciq_build.compiler.controls import KNOB_PREFIX, PARAM_PREFIX, AcfRef, define_value, knob
 from ciq_build.core.space import Param
 from ciq_build.errors import CiqError, ConfigError
-from ciq_build.pin.record import read_record
+from ciq_build.pin.read import read_record
 from ciq_build.state.durable import sha256_file
 
 LOG = logging.getLogger("ciq_build")

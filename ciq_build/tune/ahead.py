@@ -27,7 +27,7 @@ from typing import Any
 
 from ciq_build.compiler.controls import Controls, controls_from_candidate
 from ciq_build.errors import CiqError
-from ciq_build.measure import proc
+from ciq_build.measure import stopping
 from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
@@ -109,7 +109,7 @@ class BuildsAhead:
                 self.started += 1
 
     def _run(self, tree: ScratchTree, controls: Controls) -> CandidateBuild:
-        with proc.cancellable(self._stopped):  # after `stop`, a build not started yet starts nothing
+        with stopping.cancellable(self._stopped):  # after `stop`, a build not started yet starts nothing
             return self._build(tree, controls)
 
     def take(self, tree: ScratchTree, controls: Controls) -> CandidateBuild | None:

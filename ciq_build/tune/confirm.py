@@ -23,14 +23,7 @@ from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.core.pareto import dominates
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import SearchError
-from ciq_build.measure.bench import (
-    FINAL_ALPHA,
-    INTERIM_ALPHA,
-    Measurement,
-    beats_baseline,
-    interim_look,
-    interleaved,
-)
+from ciq_build.measure.stats import FINAL_ALPHA, INTERIM_ALPHA, Measurement, beats_baseline, interim_look, interleaved
 from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache

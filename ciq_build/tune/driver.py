@@ -27,17 +27,12 @@ from ciq_build.compiler.toolchain import Toolchain, other_toolkits
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_names
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
-from ciq_build.errors import BenchmarkError, BuildError, CiqError, ConfigError, DiskFullError, NoGpuError
-from ciq_build.measure import proc
+from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError
+from ciq_build.measure import claim
 from ciq_build.measure.sizes import SIZE_SEPARATOR, size_ratios
-from ciq_build.pin.record import (
-    PinnedRecord,
-    check_pin_dir,
-    merge_architecture,
-    read_record,
-    record_path,
-    write_record,
-)
+from ciq_build.measure.stats import interleaved
+from ciq_build.pin.record import check_pin_dir, record_path
+from ciq_build.pin.write import merge_architecture, write_record
 from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
 from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree, safe_name, scratch_root, tune_name
@@ -48,13 +43,14 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import make_candidate_source, search_kinds
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
-from ciq_build.tune.assemble import assemble_record
+from ciq_build.tune.assemble import assemble_record, scored_record
 from ciq_build.tune.cache import EvaluationCache, cache_key
 from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.executor import Executor, SearchPhase, checked_executor, get_executor
 from ciq_build.tune.gpu_time import GpuMeter, MeteredSlots
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
 from ciq_build.tune.minimize import Minimizer
+from ciq_build.tune.old_pin import Standing, compare, pinned_before
 from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.runner import BuildRunner, Runner
@@ -190,7 +186,7 @@ class TuneRun:
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({source})' for source, nvcc in others)}; "
                       f"to tune with one, {switch}")
         # Nothing an earlier, killed tune left running may still write the scratch trees.
-        for note in proc.claim_tree(scratch_root(self.manifest)):
+        for note in claim.claim_tree(scratch_root(self.manifest)):
             self._say(note)
         before = self.source_set.snapshot()
         # The baseline's tree and the workers' (as many as the executor uses here: on Ray one, for the
@@ -437,6 +433,15 @@ class TuneRun:
                 minimizer.cancel()
             raise
         tree = trees["winner"]
+        standing = self._against_old_pin(confirmation, base_tree, tree)
+        if standing is not None and standing.old_better and not self.settings.force:
+            if minimizer is not None:
+                minimizer.cancel()
+            minimizer = None
+            confirmation = dataclasses.replace(
+                confirmation, better=False,
+                verdict=f"{confirmation.verdict}; the pin already there is better ({standing.text}): kept, not "
+                        "replaced (--force replaces it)")
         if confirmation.better and self.settings.pin:
             confirmation = self._minimal(confirmation, tree, minimizer)
         elif minimizer is not None:
@@ -444,16 +449,17 @@ class TuneRun:
         self.meter.enter("pin")
         pinned: Path | None = None
         if confirmation.better and self.settings.pin:
+            against = {} if standing is None else {"against_old_pin": standing.text}
             record = assemble_record(self.manifest, self.toolchain, self.objectives, confirmation, tree,
-                                     source.describe(), self.evaluations)
+                                     source.describe(), self.evaluations, extra=against)
             pinned = record_path(self.manifest.pin_dir, self.manifest.target)
             acf = confirmation.winner.controls.acf
             if self.manifest.tune_architecture:  # under the target's lock, as every write of its record
                 merge_architecture(pinned, record, self.manifest.tune_architecture)
             else:
-                replaced = _pinned_before(pinned)
+                replaced = pinned_before(pinned)
                 if replaced is not None:
-                    print(replacement_note(pinned, replaced, record), file=sys.stdout)
+                    print(replacement_note(pinned, replaced, record, standing), file=sys.stdout)
                 write_record(pinned, record, acf_source=acf.path if acf else None)
         gpu_time = self._gpu_time()
         print(run_summary(self.manifest.target, self.objectives, confirmation.baseline_scores,
@@ -461,12 +467,52 @@ class TuneRun:
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by,
                           stopped=self._stopped_text(),
-                          next_without_pin=next_without_a_pin(self.objectives, self.settings.search,
-                                                              self.settings.pin, confirmation.better),
+                          next_without_pin=self._kept_text(standing) or next_without_a_pin(
+                              self.objectives, self.settings.search, self.settings.pin, confirmation.better),
                           size_ratios=self._size_ratios(confirmation), gpu_time=gpu_time),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)
+
+    def _against_old_pin(self, confirmation: Confirmation, base_tree: ScratchTree,
+                         tree: ScratchTree) -> Standing | None:
+        """Where the pin already there stands against a winner about to replace it (ciq_build.tune.old_pin); None
+        where nothing would be replaced. A runtime is re-measured: the old pin is built in the baseline's tree and
+        run interleaved with the winner, still built in `tree`."""
+        if not (confirmation.better and self.settings.pin) or self.manifest.tune_architecture:
+            return None
+        old = pinned_before(record_path(self.manifest.pin_dir, self.manifest.target))
+        if old is None:
+            return None
+
+        def remeasure(controls: Controls) -> tuple[dict[str, list[float]], dict[str, list[float]]] | str:
+            rounds = self.settings.measure.confirm_rounds
+            self._say(f"building the pin already there, to re-measure it beside the new winner ({rounds} rounds "
+                      "each, interleaved)")
+            built = base_tree.build(controls, self.timeout, benchmark=True)
+            if not built.ok:
+                return f"the old pin no longer builds ({built.message})"
+            with self.runner.slots.slot() as env:
+                old_m, new_m = interleaved(self.runner.bench_spec(base_tree).with_env(env),
+                                           self.runner.bench_spec(tree).with_env(env), rounds)
+            failure = old_m.failure or new_m.failure
+            if failure is not None:
+                return f"re-measuring the old pin failed ({failure.cause}: {failure.message})"
+            return old_m.samples, new_m.samples
+
+        new = scored_record(self.manifest, self.toolchain, self.objectives, confirmation)
+        standing = compare(old, new, self.objectives, remeasure if self.runner.needs_benchmark else None)
+        if standing.old_better and not self.settings.force:
+            self._warn(f"the pin already there is better than this tune's winner: {standing.text}; it is kept "
+                       "(tune --force replaces it)")
+        return standing
+
+    def _kept_text(self, standing: Standing | None) -> str:
+        """The summary's `next:` where a better pin was kept."""
+        if standing is None or not standing.old_better or self.settings.force:
+            return ""
+        return (f"the pin in {record_path(self.manifest.pin_dir, self.manifest.target)} stays; to replace it with "
+                "this winner anyway, run the same command with --force")
 
     def _size_ratios(self, confirmation: Confirmation) -> dict[str, dict[str, float]]:
         """Each benchmark objective's per-size ratio, winner over defaults (ARGS_SETS; empty without)."""
@@ -545,13 +591,3 @@ class TuneRun:
     def _warn(self, text: str) -> None:
         """A warning about the tune's results: said even with --quiet (which only silences progress)."""
         LOG.warning("%s", text)
-
-
-def _pinned_before(path: Path) -> PinnedRecord | None:
-    """The record a new pin at `path` replaces, or None: none there, or one that cannot be read (said by write)."""
-    if not path.is_file():
-        return None
-    try:
-        return read_record(path)
-    except CiqError:
-        return None

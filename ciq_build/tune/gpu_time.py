@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ciq_build.measure.bench import GpuSlots
+from ciq_build.measure.gpu_slots import GpuSlots
 
 # The driver's phases, in the order a tune goes through them (the summary lists the idle time in this order).
 PHASES = ("baseline", "search", "rebuild", "re-measure", "minimize", "pin")

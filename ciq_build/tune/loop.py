@@ -28,7 +28,7 @@ from ciq_build.compiler.controls import Controls, controls_from_candidate
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective
 from ciq_build.errors import ConfigError
-from ciq_build.measure import proc
+from ciq_build.measure import processes, stopping
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.results import Results
@@ -118,7 +118,7 @@ class SearchLoop(Generic[W]):
                 # benchmark (an interrupted tune ran on for two 25 s runs), so nothing more starts in
                 # their scope. What finished is already in the journal.
                 self._cancelled.set()
-                proc.kill_all_running()
+                processes.kill_all_running()
                 cancel = getattr(self.runner, "cancel_running", None)  # a runner whose work runs elsewhere (Ray)
                 if cancel is not None:
                     cancel()
@@ -233,7 +233,7 @@ class SearchLoop(Generic[W]):
 
     def _evaluate(self, worker: W, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         """In a worker thread: the runner's evaluation, in the loop's scope (it ends when the loop does)."""
-        with proc.cancellable(self._cancelled):
+        with stopping.cancellable(self._cancelled):
             return self.runner.evaluate(worker, proposal, controls, key)
 
     def _tell(self, proposals: list[Proposal], outcomes: dict[int, Evaluation]) -> None:
@@ -246,7 +246,7 @@ class SearchLoop(Generic[W]):
 
 
 def _first_done(pending: Mapping[Future[Evaluation], object]) -> set[Future[Evaluation]]:
-    """Wait for the first of `pending` to finish, in steps of proc.STOP_POLL.
+    """Wait for the first of `pending` to finish, in steps of stopping.STOP_POLL.
 
     Not one blocking wait: the kernel may hand a SIGINT or SIGTERM to any thread of the process (a worker
     that is forking a benchmark as it comes takes it), and then nothing wakes the main thread, the only
@@ -259,7 +259,7 @@ def _first_done(pending: Mapping[Future[Evaluation], object]) -> set[Future[Eval
         done.update(wait(pending, timeout=timeout, return_when=FIRST_COMPLETED).done)
         return bool(done)
 
-    proc.wait_or_stop(attempt, "waiting for the candidates")
+    stopping.wait_or_stop(attempt, "waiting for the candidates")
     return done
 
 

@@ -27,15 +27,11 @@ from ciq_build.core.objectives import (
     only_ptxas_report,
     times_the_compile,
 )
-from ciq_build.measure.bench import (
-    BenchSpec,
-    GpuSlots,
-    Measurement,
-    coarse_precision_warning,
-    measure,
-    unmatched_metric_warning,
-)
+from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.gpu_slots import GpuSlots
+from ciq_build.measure.protocol import coarse_precision_warning, unmatched_metric_warning
 from ciq_build.measure.racing import Incumbent, RaceBoard, race
+from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
 from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
 from ciq_build.project.manifest import Manifest

@@ -7,8 +7,10 @@ from pathlib import Path
 
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
-from ciq_build.pin.record import PinnedRecord, relative_change, size_ratios_text
+from ciq_build.pin.display import relative_change, size_ratios_text
+from ciq_build.pin.record import PinnedRecord
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.tune.old_pin import Standing
 from ciq_build.tune.scores import failure_summary
 
 
@@ -106,11 +108,12 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     return "\n".join(lines)
 
 
-def replacement_note(path: Path, old: PinnedRecord, new: PinnedRecord) -> str:
+def replacement_note(path: Path, old: PinnedRecord, new: PinnedRecord, standing: Standing | None = None) -> str:
     """What pinning `new` over the record `old` at `path` replaces, old against new, for the tune's output.
 
     Each side: when it was pinned, the evaluations behind it, its scores against its own baseline, its
-    controls. A pin found with fewer evaluations than the one it replaces is said so, with the way back.
+    controls; then `standing`, the two compared (ciq_build.tune.old_pin). Where they could not be compared, a pin
+    found with fewer evaluations than the one it replaces is said so, with the way back.
     """
     lines = [f"ciq_build: replacing the pin in {path}:"]
     counts = []
@@ -129,6 +132,10 @@ def replacement_note(path: Path, old: PinnedRecord, new: PinnedRecord) -> str:
                              *([f"ACF {c.acf.path.name}"] if c.acf is not None else [])]) or "(no controls)"
         lines.append(f"  {side}: {when}{'?' if count is None else count} evaluation(s); "
                      f"{', '.join(scores) or 'no scores'}; {controls}")
+    if standing is not None:
+        lines.append(f"  old against new: {standing.text}" if standing.comparable else f"  {standing.text}")
+        if standing.comparable:
+            return "\n".join(lines)
     if counts[0] is not None and counts[1] is not None and counts[1] < counts[0]:
         lines.append(f"  the old pin stood on more evaluations ({counts[0]} against {counts[1]}): to keep it, "
                      f"restore {path} from version control (or tune with --no-pin to look without pinning)")

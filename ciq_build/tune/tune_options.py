@@ -202,6 +202,10 @@ class TuneOptions:
                        help="search and report, but write no pinned record")
     quiet: bool = option("--quiet", "-q", group=OUTPUT, switch=True, default=False,
                          help="no progress, warnings only")
+    force: bool = option("--force", group=OUTPUT, switch=True, default=False,
+                         help="pin the winner even where the pin already there is better (same objectives, toolkit "
+                              "and architectures: its figures, or its runtime re-measured beside the winner); "
+                              "without it, such a pin is kept and old against new is said")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> TuneOptions:
@@ -254,6 +258,7 @@ class TuneSettings:
     fresh: bool = False  # start the journal over instead of resuming it
     wait: bool = False  # queue behind another tune of the target instead of refusing
     quiet: bool = False  # no progress lines (warnings are still printed)
+    force: bool = False  # replace a pin that is better than the winner (ciq_build.tune.old_pin)
     executor: ExecutorSettings = ExecutorSettings()
 
     @property
@@ -280,7 +285,7 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
         measure=MeasureSettings(repeats=options.repeats, timeout=options.timeout or manifest.timeout,
                                 timeout_explicit=options.timeout is not None, gpus=tuple(options.gpus)),
         build=BuildSettings(jobs=options.jobs, cmake_args=tuple(options.cmake_args)),
-        pin=options.pin, fresh=options.fresh, wait=options.wait, quiet=options.quiet,
+        pin=options.pin, fresh=options.fresh, wait=options.wait, quiet=options.quiet, force=options.force,
         executor=ExecutorSettings(options.executor, options.ray_address, options.ray_gpu_resource,
                                   options.ray_sources, options.ray_compile_resource),
     )

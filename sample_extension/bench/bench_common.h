@@ -9,7 +9,7 @@
 //
 // With CIQ_BENCH_LOG set, each run appends one line to that file when it exits:
 //   <pid> <start_ns> <end_ns> visible=<CUDA_VISIBLE_DEVICES> bus=<PCI bus id>
-// (wall-clock ns): bench/multi_gpu.py checks from it that each run used the GPU
+// (wall-clock ns): bench/multi_gpu/steps.py checks from it that each run used the GPU
 // it was given and that no two runs overlapped on one GPU.
 #pragma once
 

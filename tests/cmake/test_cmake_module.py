@@ -619,7 +619,7 @@ def test_call_errors_name_the_function_and_say_what_to_do(tiny: Tiny, body: str,
 
 
 # Issue 22 item 4: what tune used to refuse only after a clean configure and build, configure refuses at the
-# call's line, in the README's words, with "did you mean" for a misspelt word.
+# call's line, in docs/cmake.md's words, with "did you mean" for a misspelt word.
 @pytest.mark.parametrize(
     ("call", "message"),
     [

@@ -32,7 +32,7 @@ from ciq_build.compiler import metrics, ptxas_path
 from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.compiler.toolchain import load_toolchain
 from ciq_build.core.causes import Cause
-from ciq_build.measure import proc
+from ciq_build.measure import proc, processes, stopping
 from ciq_build.project import cmake_trees
 from ciq_build.project.manifest import load_manifest
 from support import REPO_ROOT, ensure_ok, in_thread
@@ -384,12 +384,12 @@ def test_a_stop_kills_the_steps_a_driver_thread_runs_itself_and_none_starts_afte
         while not flag.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         stopped = time.monotonic()
-        proc.stop_all()
+        processes.stop_all()
         worker.join(timeout=60)
         assert time.monotonic() - stopped < 15, "the stop waited for the step"
         assert isinstance(outcome[0], ptxas_path.Unsupported), outcome  # killed: no front end
         assert not plan.entry.exists() and not list(tmp_path.glob("entry.new-*"))  # nothing half-filled is kept
-        with pytest.raises(proc.Stopped):
+        with pytest.raises(stopping.Stopped):
             ptxas_path.fill(plan, 600, start=proc.started)
     finally:
-        proc.resume_starting()  # this test process goes on after its "interrupt"
+        stopping.resume_starting()  # this test process goes on after its "interrupt"

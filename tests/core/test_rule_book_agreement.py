@@ -31,7 +31,7 @@ from ciq_build.core.params import parse_param
 from ciq_build.core.rules import RuleBook, load_rules, nearest
 from ciq_build.errors import CiqError
 from ciq_build.measure.proc import run
-from ciq_build.pin.record import resolve_build_pin
+from ciq_build.pin.apply import resolve_build_pin
 from support import REPO_ROOT, build_tool
 
 CHECK_SCRIPT = REPO_ROOT / "cmake" / "ciq_build_check_pin.cmake"

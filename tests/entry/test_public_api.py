@@ -1,6 +1,6 @@
 """The public Python API: `from ciq_build import Search, SearchConfiguration, space, tune_target`.
 
-The README's examples are read from README.md and run as they stand (so the
+The examples of docs/python-api.md are read from it and run as they stand (so the
 documentation cannot rot), a CompileIQ objective function runs unchanged, and
 `import ciq_build` stays cheap.
 """
@@ -20,11 +20,10 @@ from ciq_build.errors import ConfigError
 from support import REPO_ROOT
 
 
-def _readme_examples() -> list[str]:
-    """The Python blocks of the README's "Use it from Python" section, in order."""
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Use it from Python\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+def _documented_examples() -> list[str]:
+    """The Python blocks of docs/python-api.md (the README's "Use it from Python" links it), in order."""
+    page = (REPO_ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    return re.findall(r"```python\n(.*?)```", page, flags=re.S)
 
 
 def _run(code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -52,8 +51,8 @@ def test_the_public_names_are_the_search_engine_and_the_tune_call() -> None:
         ciq_build.Tuner  # noqa: B018
 
 
-def test_the_readmes_search_example_runs_as_written(tmp_path: Path) -> None:
-    search_example = _readme_examples()[0]
+def test_the_documented_search_example_runs_as_written(tmp_path: Path) -> None:
+    search_example = _documented_examples()[0]
     assert "Search(" in search_example and "objective_function=objective" in search_example
     result = _run(search_example, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -64,8 +63,8 @@ def test_the_readmes_search_example_runs_as_written(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # a real tune (CMake, nvcc): 77 s of the fast subset's wall, 21 s CPU, on the loaded machine
-def test_the_readmes_tune_example_runs_as_written_on_the_project_it_names(tmp_path: Path) -> None:
-    tune_example = _readme_examples()[1]
+def test_the_documented_tune_example_runs_as_written_on_the_project_it_names(tmp_path: Path) -> None:
+    tune_example = _documented_examples()[1]
     project = re.search(r'source_dir="([^"]+)"', tune_example)
     assert project is not None and (REPO_ROOT / project.group(1)).is_dir()
     shutil.copytree(REPO_ROOT / project.group(1), tmp_path / project.group(1))

@@ -23,7 +23,8 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.errors import ConfigError
-from ciq_build.measure.bench import BenchSpec, GpuSlots
+from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.proc import run
 from ciq_build.project.manifest import manifest_document
 from ciq_build.search.base import Proposal

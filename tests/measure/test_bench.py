@@ -1,4 +1,4 @@
-"""ciq_build.measure.bench with real misbehaving benchmark processes (tests/programs/)."""
+"""ciq_build.measure.bench, .protocol, .stats and .gpu_slots with real misbehaving benchmark processes (tests/programs/)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 from ciq_build.errors import BenchmarkError, CiqError, ConfigError
-from ciq_build.measure import bench, proc
-from ciq_build.measure.bench import BenchSpec, GpuSlots, beats_baseline, interleaved, measure, run_once
+from ciq_build.measure import bench, gpu_slots, proc, protocol, stats
+from ciq_build.measure.bench import BenchSpec, run_once
+from ciq_build.measure.gpu_slots import GpuSlots
+from ciq_build.measure.stats import beats_baseline, interleaved, measure
 from support import PROGRAMS, REPO_ROOT, ensure_ok
 
 FAULT_BENCH = PROGRAMS / "fault_bench.py"
@@ -260,7 +262,7 @@ def test_interleaved_ends_at_its_look_when_the_rounds_so_far_settle_it(tmp_path:
     b = fault("record", str(log), "B", "1.0")
     seen: list[tuple[int, int]] = []
 
-    def settled(ma: bench.Measurement, mb: bench.Measurement) -> bool:
+    def settled(ma: stats.Measurement, mb: stats.Measurement) -> bool:
         seen.append((len(ma.runs), len(mb.runs)))
         return True
 
@@ -274,26 +276,26 @@ def test_interleaved_ends_at_its_look_when_the_rounds_so_far_settle_it(tmp_path:
 
 def test_the_look_is_half_way_or_the_first_round_after_it_where_its_level_can_be_reached() -> None:
     # 5 a side is the least that can reach INTERIM_ALPHA (1/252); 4 a side cannot (1/70).
-    assert bench.min_p(5, 5) <= bench.INTERIM_ALPHA < bench.min_p(4, 4)
-    assert {rounds: bench.interim_look(rounds) for rounds in (3, 5, 6, 8, 9, 10, 12, 20)} == \
+    assert stats.min_p(5, 5) <= stats.INTERIM_ALPHA < stats.min_p(4, 4)
+    assert {rounds: stats.interim_look(rounds) for rounds in (3, 5, 6, 8, 9, 10, 12, 20)} == \
         {3: None, 5: None, 6: 5, 8: 5, 9: 5, 10: 5, 12: 6, 20: 10}
 
 
 @pytest.mark.parametrize("rounds", [6, 10])
 def test_the_two_looks_of_the_remeasure_pin_no_more_false_winners_and_lose_no_power(rounds: int) -> None:
-    """The re-measure before a pin looks once (bench.interim_look, bench.INTERIM_ALPHA) and at the end
-    (bench.FINAL_ALPHA): two chances to call a candidate better must not make a candidate no better than the
+    """The re-measure before a pin looks once (stats.interim_look, stats.INTERIM_ALPHA) and at the end
+    (stats.FINAL_ALPHA): two chances to call a candidate better must not make a candidate no better than the
     defaults pass more often than one look's 5%, nor miss a small real gain more often than one look; a
     clear gain ends at the look."""
     rng = random.Random(0)
-    looked = bench.interim_look(rounds)
+    looked = stats.interim_look(rounds)
     assert looked is not None
 
     def trial(effect: float) -> tuple[bool, bool, bool]:  # (two looks pin, ended at the look, one look pins)
         base = [rng.gauss(1.0, 0.02) for _ in range(rounds)]
         cand = [rng.gauss(effect, 0.02) for _ in range(rounds)]
-        early = beats_baseline(base[:looked], cand[:looked], "min", alpha=bench.INTERIM_ALPHA).better
-        final = early or beats_baseline(base, cand, "min", alpha=bench.FINAL_ALPHA).better
+        early = beats_baseline(base[:looked], cand[:looked], "min", alpha=stats.INTERIM_ALPHA).better
+        final = early or beats_baseline(base, cand, "min", alpha=stats.FINAL_ALPHA).better
         return final, early, beats_baseline(base, cand, "min").better
 
     null = [trial(1.0) for _ in range(1000)]
@@ -387,7 +389,8 @@ _SLOTTED_RUN = """
 import sys
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from ciq_build.measure.bench import BenchSpec, GpuSlots, run_once
+from ciq_build.measure.bench import BenchSpec, run_once
+from ciq_build.measure.gpu_slots import GpuSlots
 run = run_once(BenchSpec(Path(sys.executable), (sys.argv[2], "exclusive", sys.argv[3], "1.0"), 30.0), slots=GpuSlots())
 print("ok" if run.ok else run.cause)
 """
@@ -407,11 +410,11 @@ def test_tunes_sharing_a_gpu_lock_dir_never_benchmark_on_one_gpu_at_once(tmp_pat
     import os
 
     (tmp_path / "gpu").mkdir()
-    locked = _processes_benchmarking_at_once(tmp_path, {**os.environ, bench.GPU_LOCK_DIR: str(tmp_path / "locks")})
+    locked = _processes_benchmarking_at_once(tmp_path, {**os.environ, gpu_slots.GPU_LOCK_DIR: str(tmp_path / "locks")})
     assert locked == ["ok"] * 3
     # Without the shared locks the same processes do collide: the check above can fail.
     apart = _processes_benchmarking_at_once(tmp_path, {k: v for k, v in os.environ.items()
-                                                       if k != bench.GPU_LOCK_DIR})
+                                                       if k != gpu_slots.GPU_LOCK_DIR})
     assert any(result != "ok" for result in apart), apart
 
 
@@ -464,11 +467,11 @@ def test_parser_rules_for_duplicates_checks_and_the_regex() -> None:
         "CIQ_CHECK PASS",
         "elapsed 0.75 ms", "elapsed 0.5 ms",  # the regex's last match wins, over time_ms
     ])
-    parsed = bench.parse_output(text, r"elapsed ([0-9.]+) ms")
+    parsed = protocol.parse_output(text, r"elapsed ([0-9.]+) ms")
     # ... under both names: time_ms is what the tune's time objective reads.
     assert parsed.metrics == {"time_ms": 0.5, "delta": -3.0, "time": 0.5}
     assert parsed.check == "PASS" and parsed.problems == ()
-    assert bench.parse_output(text).metrics["time"] == 1.5
+    assert protocol.parse_output(text).metrics["time"] == 1.5
 
 
 @pytest.mark.parametrize(
@@ -476,7 +479,7 @@ def test_parser_rules_for_duplicates_checks_and_the_regex() -> None:
     [["CIQ_CHECK PASS", "CIQ_CHECK FAIL"], ["CIQ_CHECK FAIL", "CIQ_CHECK PASS"], ["CIQ_CHECK maybe"]],
 )
 def test_any_fail_or_unreadable_check_is_fail(lines: list[str]) -> None:
-    assert bench.parse_output("\n".join(lines)).check == "FAIL"
+    assert protocol.parse_output("\n".join(lines)).check == "FAIL"
 
 
 @pytest.mark.parametrize(
@@ -486,19 +489,19 @@ def test_any_fail_or_unreadable_check_is_fail(lines: list[str]) -> None:
 )
 def test_the_regex_value_is_converted_from_its_unit_to_ms_under_both_time_names(
         line: str, unit: str, expected: float) -> None:
-    parsed = bench.parse_output(f"warming up\n{line}\n", r"Time= *(\S+) \w+", unit)
+    parsed = protocol.parse_output(f"warming up\n{line}\n", r"Time= *(\S+) \w+", unit)
     assert parsed.metrics == {"time": expected, "time_ms": expected}  # exact: one decimal rounding
     assert parsed.printed_times["time_ms"].unit == unit and parsed.printed_times["time_ms"].line is None
 
 
 def test_the_unit_applies_to_the_regex_only_and_must_be_known() -> None:
     # The line protocol is milliseconds whatever UNIT says; a protocol benchmark parses as before.
-    assert bench.parse_output("CIQ_METRIC time_ms=1.5\nCIQ_METRIC x_s=2\n", None, "s").metrics == {
+    assert protocol.parse_output("CIQ_METRIC time_ms=1.5\nCIQ_METRIC x_s=2\n", None, "s").metrics == {
         "time_ms": 1.5, "x_s": 2.0, "time": 1.5}
-    assert bench.parse_output("CIQ_METRIC time_ms=1.5\n").printed_times["time_ms"].unit == "ms"
+    assert protocol.parse_output("CIQ_METRIC time_ms=1.5\n").printed_times["time_ms"].unit == "ms"
     for unit in ("min", "MS", "", None):
         with pytest.raises(ConfigError, match="s, ms, us, ns"):
-            bench.parse_output("Time= 1 sec", r"Time= (\S+)", unit)
+            protocol.parse_output("Time= 1 sec", r"Time= (\S+)", unit)
         with pytest.raises(ConfigError, match="set UNIT in ciq_tune_target"):
             fault("good", metric_regex=r"Time= (\S+)", metric_unit=unit)
     spec = fault("good", metric_regex=r"Time= (\S+)", metric_unit="us")
@@ -507,9 +510,9 @@ def test_the_unit_applies_to_the_regex_only_and_must_be_known() -> None:
 
 def test_huge_exponents_in_any_unit_are_bad_metrics_not_crashes() -> None:
     for text in ("Time= 1e400 sec", "Time= 1e99999999999999999999 sec", "Time= 1e" + "9" * 5000 + " sec"):
-        parsed = bench.parse_output(text, r"Time= (\S+) sec", "s")
+        parsed = protocol.parse_output(text, r"Time= (\S+) sec", "s")
         assert "time" not in parsed.metrics and "finite" in parsed.problems[0]
-    tiny = bench.parse_output("Time= 1e-99999999999 sec", r"Time= (\S+) sec", "s")  # 0 in any unit
+    tiny = protocol.parse_output("Time= 1e-99999999999 sec", r"Time= (\S+) sec", "s")  # 0 in any unit
     assert "time" not in tiny.metrics and "below 1 ns" in tiny.problems[0]
 
 
@@ -519,29 +522,30 @@ def test_huge_exponents_in_any_unit_are_bad_metrics_not_crashes() -> None:
      ("+.5", 1 / 5), ("1234567890.1234567", 0.0)],
 )
 def test_the_resolution_of_a_printed_time_is_its_last_digit_over_its_value(printed: str, resolution: float) -> None:
-    through_regex = bench.parse_output(f"Time= {printed} sec", r"Time= (\S+) sec", "s").printed_times
-    protocol = bench.parse_output(f"CIQ_METRIC time_ms={printed}\nCIQ_METRIC kernel_s={printed}").printed_times
-    for name, times in (("time_ms", through_regex), ("time_ms", protocol), ("time", protocol), ("kernel_s", protocol)):
+    through_regex = protocol.parse_output(f"Time= {printed} sec", r"Time= (\S+) sec", "s").printed_times
+    through_lines = protocol.parse_output(f"CIQ_METRIC time_ms={printed}\nCIQ_METRIC kernel_s={printed}").printed_times
+    for name, times in (("time_ms", through_regex), ("time_ms", through_lines), ("time", through_lines),
+                        ("kernel_s", through_lines)):
         assert times[name].text == printed
         assert times[name].resolution == pytest.approx(resolution)
-        assert times[name].coarse == (resolution > bench.COARSE_RESOLUTION)
+        assert times[name].coarse == (resolution > protocol.COARSE_RESOLUTION)
 
 
 def test_the_coarse_precision_warning_says_what_was_printed_and_what_to_do() -> None:
-    printed = bench.parse_output("Time= 0.00009 s", r"Time= (\S+) s", "s").printed_times["time_ms"]
+    printed = protocol.parse_output("Time= 0.00009 s", r"Time= (\S+) s", "s").printed_times["time_ms"]
     assert printed.coarse
-    text = bench.coarse_precision_warning("gemm_bench", printed, r"Time= (\S+) s")
+    text = protocol.coarse_precision_warning("gemm_bench", printed, r"Time= (\S+) s")
     assert "gemm_bench" in text and "'0.00009' s" in text and "11.11%" in text and "0.5%" in text
     assert "more significant digits" in text and "CIQ_METRIC time_ms=" in text
-    fine = bench.parse_output("Time= 2.371 msec", r"Time= (\S+) msec").printed_times["time_ms"]
+    fine = protocol.parse_output("Time= 2.371 msec", r"Time= (\S+) msec").printed_times["time_ms"]
     assert not fine.coarse  # 0.04%: candidates 1% apart are 24 steps apart
 
 
 def test_a_line_protocol_time_printed_too_coarsely_is_warned_about_too() -> None:
     # A baseline printing 'CIQ_METRIC time_ms=1' got no warning: only the METRIC regex's capture was judged.
-    printed = bench.parse_output("CIQ_METRIC time_ms=1\n").printed_times["time_ms"]
+    printed = protocol.parse_output("CIQ_METRIC time_ms=1\n").printed_times["time_ms"]
     assert printed.coarse and printed.line == "time_ms"
-    text = bench.coarse_precision_warning("gemm_bench", printed)
+    text = protocol.coarse_precision_warning("gemm_bench", printed)
     assert "'CIQ_METRIC time_ms=1'" in text and "100.00%" in text and "through METRIC" not in text
     assert "more significant digits" in text and "_us" in text
     run = run_once(fault("metric", "2"))
@@ -560,13 +564,13 @@ def test_a_metric_regex_that_matched_nothing_while_ciq_metric_gave_the_time_is_w
     regex = r"Time= ([0-9.]+) sec"
     run = run_once(fault("metric", "2.5", metric_regex=regex))
     assert run.ok and run.metrics["time_ms"] == 2.5
-    text = bench.unmatched_metric_warning("gemm_bench", run.printed_times["time_ms"], regex)
+    text = protocol.unmatched_metric_warning("gemm_bench", run.printed_times["time_ms"], regex)
     assert text is not None and text.startswith("warning: the METRIC regex 'Time= ([0-9.]+) sec' matched no line")
     assert "gemm_bench" in text and "'CIQ_METRIC time_ms=2.5'" in text and "Fix the regex" in text
     # The regex gave the time, or there is none: nothing to say.
-    matched = bench.parse_output("CIQ_METRIC time_ms=2.5\nTime= 0.002 sec\n", regex, "s").printed_times["time_ms"]
-    assert matched.line is None and bench.unmatched_metric_warning("gemm_bench", matched, regex) is None
-    assert bench.unmatched_metric_warning("gemm_bench", run.printed_times["time_ms"], None) is None
+    matched = protocol.parse_output("CIQ_METRIC time_ms=2.5\nTime= 0.002 sec\n", regex, "s").printed_times["time_ms"]
+    assert matched.line is None and protocol.unmatched_metric_warning("gemm_bench", matched, regex) is None
+    assert protocol.unmatched_metric_warning("gemm_bench", run.printed_times["time_ms"], None) is None
 
 
 def test_a_run_carries_its_printed_time_but_does_not_journal_it() -> None:
@@ -577,7 +581,7 @@ def test_a_run_carries_its_printed_time_but_does_not_journal_it() -> None:
 
 
 def test_negative_time_from_the_regex_is_bad() -> None:
-    parsed = bench.parse_output("elapsed -1 ms", r"elapsed (\S+) ms")
+    parsed = protocol.parse_output("elapsed -1 ms", r"elapsed (\S+) ms")
     assert "time" not in parsed.metrics and "negative" in parsed.problems[0]
 
 
@@ -592,18 +596,18 @@ def test_negative_time_from_the_regex_is_bad() -> None:
 )
 def test_a_time_of_zero_or_below_one_nanosecond_measures_nothing(text: str, regex: str | None, unit: str) -> None:
     # A benchmark that skipped its work for a candidate printed 0, and that candidate won and was pinned.
-    parsed = bench.parse_output(f"CIQ_METRIC time_ms=1.5\n{text}\n", regex, unit)
+    parsed = protocol.parse_output(f"CIQ_METRIC time_ms=1.5\n{text}\n", regex, unit)
     assert parsed.problems and "below 1 ns" in parsed.problems[0] and "skipped its work" in parsed.problems[0]
 
 
 def test_only_the_regex_match_that_is_used_must_be_a_plausible_time() -> None:
     """The last match wins: a 0.0 warm-up line before the real figure is fine, a 0 after it is not."""
     regex = r"iteration \d+: (\S+) ms"
-    warm_up_first = bench.parse_output("iteration 0: 0.0 ms\niteration 1: 2.5 ms\n", regex)
+    warm_up_first = protocol.parse_output("iteration 0: 0.0 ms\niteration 1: 2.5 ms\n", regex)
     assert warm_up_first.problems == () and warm_up_first.metrics["time_ms"] == 2.5
-    zero_last = bench.parse_output("iteration 0: 2.5 ms\niteration 1: 0.0 ms\n", regex)
+    zero_last = protocol.parse_output("iteration 0: 2.5 ms\niteration 1: 0.0 ms\n", regex)
     assert zero_last.problems and "below 1 ns" in zero_last.problems[0]
-    not_a_number = bench.parse_output("iteration 0: n/a ms\niteration 1: 2.5 ms\n", regex)
+    not_a_number = protocol.parse_output("iteration 0: n/a ms\niteration 1: 2.5 ms\n", regex)
     assert not_a_number.problems  # an unreadable capture is a problem wherever it is
 
 
@@ -616,7 +620,7 @@ def test_only_the_regex_match_that_is_used_must_be_a_plausible_time() -> None:
 )
 def test_a_time_of_one_nanosecond_and_a_zero_that_is_not_a_time_are_kept(
         text: str, regex: str | None, unit: str, name: str, value: float) -> None:
-    parsed = bench.parse_output(text, regex, unit)
+    parsed = protocol.parse_output(text, regex, unit)
     assert parsed.problems == () and parsed.metrics[name] == pytest.approx(value)
 
 
@@ -635,6 +639,6 @@ def test_mann_whitney_beyond_the_exact_limit_is_the_normal_approximation_of_it(m
     random = np.random.default_rng(7)
     base, cand = random.normal(1.0, 0.01, 30).tolist(), random.normal(0.995, 0.01, 30).tolist()
     exact = beats_baseline(base, cand, "min").p_value  # 60 pooled: counted exactly
-    monkeypatch.setattr(bench, "EXACT_POOLED", 10)
+    monkeypatch.setattr(stats, "EXACT_POOLED", 10)
     approximated = beats_baseline(base, cand, "min").p_value
     assert approximated != exact and approximated == pytest.approx(exact, rel=0.1, abs=1e-3)

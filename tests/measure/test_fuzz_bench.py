@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ciq_build.errors import CiqError
-from ciq_build.measure import bench, proc
+from ciq_build.measure import bench, proc, protocol, stats
 
 # Fuzzing with a thousand examples a test: seconds of CPU each, so in the whole suite, not the fast subset.
 pytestmark = pytest.mark.slow
@@ -43,10 +43,10 @@ OUTPUT = st.one_of(
 REGEXES = st.sampled_from([None, r"elapsed ([0-9.]+) ms", r"(\S+)", r"time=(.*)", r"(a)?b", r"(\d+)|(x)"])
 
 
-def check_parsed(parsed: bench.ParsedOutput) -> None:
+def check_parsed(parsed: protocol.ParsedOutput) -> None:
     for name, value in parsed.metrics.items():
         assert isinstance(value, float) and math.isfinite(value)
-        if bench.is_time_metric(name):
+        if protocol.is_time_metric(name):
             assert value >= 0
     assert parsed.check in (None, "PASS", "FAIL")
 
@@ -55,7 +55,7 @@ def check_parsed(parsed: bench.ParsedOutput) -> None:
 @given(text=OUTPUT, regex=REGEXES)
 def test_parser_never_raises_unexpectedly(text: str, regex: str | None) -> None:
     try:
-        parsed = bench.parse_output(text, regex)
+        parsed = protocol.parse_output(text, regex)
     except CiqError:
         return
     check_parsed(parsed)
@@ -73,11 +73,11 @@ def test_classification_always_gives_one_known_verdict(
 ) -> None:
     # A real ProcResult as proc.run builds it (no process needed for the parser's part).
     result = proc.ProcResult(("bench",), returncode, stdout, stderr, 0.1, timed_out=returncode is None)
-    run = bench.classify(result, bench.parse_output(stdout + "\n" + stderr), required, 1.0)
+    run = bench.classify(result, protocol.parse_output(stdout + "\n" + stderr), required, 1.0)
     if run.ok:
         assert run.cause is None and returncode == 0 and run.check != "FAIL"
         assert run.metrics and all(name in run.metrics for name in required)
-        check_parsed(bench.parse_output(stdout + "\n" + stderr))
+        check_parsed(protocol.parse_output(stdout + "\n" + stderr))
     else:
         assert run.cause in bench.CAUSES and run.message
     assert len(run.output_tail) <= 20 * 300 + 20
@@ -87,7 +87,7 @@ def test_classification_always_gives_one_known_verdict(
 @given(regex=st.text(max_size=30))
 def test_any_metric_regex_is_accepted_or_a_config_error(regex: str) -> None:
     try:
-        pattern = bench.compile_metric_regex(regex)
+        pattern = protocol.compile_metric_regex(regex)
     except CiqError:
         return
     assert pattern.groups >= 1
@@ -100,7 +100,7 @@ def test_any_metric_regex_is_accepted_or_a_config_error(regex: str) -> None:
     direction=st.sampled_from(["min", "max"]),
 )
 def test_verdict_is_total_and_p_is_a_probability(base: list[float], cand: list[float], direction: str) -> None:
-    verdict = bench.beats_baseline(base, cand, direction)  # type: ignore[arg-type]
+    verdict = stats.beats_baseline(base, cand, direction)  # type: ignore[arg-type]
     assert 0.0 <= verdict.p_value <= 1.0
     assert isinstance(verdict.better, bool) and verdict.explanation
     if verdict.better:

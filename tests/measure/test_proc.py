@@ -1,4 +1,5 @@
-"""ciq_build.measure.proc with real unruly processes (tests/programs/unruly.py).
+"""ciq_build.measure.proc, .processes, .stopping, .guard and .claim with real unruly processes
+(tests/programs/unruly.py).
 
 Each test runs the driver itself as a child process (`unruly.py drive`, which
 calls proc.run and reports its own peak memory and the time the run took), so
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.errors import BusyError
-from ciq_build.measure import bench, proc
+from ciq_build.measure import bench, claim, gpu_slots, proc, processes, protocol, stopping
 from ciq_build.measure.bench import BenchSpec, run_once
 from support import PROGRAMS, REPO_ROOT
 
@@ -183,7 +184,7 @@ def test_a_guarded_driver_reaps_and_kills_at_exit(tmp_path: Path) -> None:
     pid_file = tmp_path / "daemon.pid"
     # A daemon with its own session and no pipes: found by its mark, killed at the run's end.
     script = (
-        "import sys; from ciq_build.measure import proc; proc.guard_driver(); "
+        "import sys; from ciq_build.measure import guard, proc; guard.guard_driver(); "
         f"r = proc.run({unruly('daemon_pipe', str(pid_file), 'yes')!r}, 20); "
         "print(r.returncode, r.lingered)"
     )
@@ -206,17 +207,17 @@ def test_claim_tree_kills_what_a_dead_driver_left_in_the_tree(tmp_path: Path) ->
     grandchild = None
     try:
         grandchild = wait_for(pid_file)
-        owner = json.loads((root / proc.OWNER_FILE).read_text())
+        owner = json.loads((root / claim.OWNER_FILE).read_text())
         assert owner["pid"] == driver.pid
         driver.kill()
         driver.wait()
         time.sleep(0.3)
         assert not gone(grandchild), "the scenario needs a leftover still working in the tree"
-        done = proc.claim_tree(root)
+        done = claim.claim_tree(root)
         assert wait_gone(grandchild, 1.0)
         assert done and "killed 1 process" in done[0] and str(grandchild) in done[0]
-        assert json.loads((root / proc.OWNER_FILE).read_text())["pid"] == os.getpid()
-        assert proc.claim_tree(root) == []  # ours now: nothing to do
+        assert json.loads((root / claim.OWNER_FILE).read_text())["pid"] == os.getpid()
+        assert claim.claim_tree(root) == []  # ours now: nothing to do
     finally:
         if driver.poll() is None:
             driver.kill()
@@ -234,7 +235,7 @@ def test_claim_tree_refuses_a_tree_that_a_live_driver_or_a_stranger_uses(tmp_pat
     try:
         grandchild = wait_for(pid_file)
         with pytest.raises(BusyError, match=f"ciq_build process {driver.pid}, which is still running"):
-            proc.claim_tree(root)
+            claim.claim_tree(root)
         assert not gone(grandchild)
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
@@ -243,7 +244,7 @@ def test_claim_tree_refuses_a_tree_that_a_live_driver_or_a_stranger_uses(tmp_pat
         # A process this tool did not start (no mark) working in the tree: named, not killed.
         stranger = subprocess.Popen(["sleep", "60"], cwd=root)
         with pytest.raises(BusyError, match=rf"pid {stranger.pid} \(sleep 60\) works in it"):
-            proc.claim_tree(root)
+            claim.claim_tree(root)
         assert stranger.poll() is None
     finally:
         if driver.poll() is None:
@@ -259,7 +260,7 @@ def test_claim_tree_waits_for_a_process_that_leaves_the_tree_within_moments(tmp_
     root.mkdir()
     leaving = subprocess.Popen(["sleep", "1"], cwd=root)
     try:
-        assert proc.claim_tree(root) == []
+        assert claim.claim_tree(root) == []
         assert leaving.poll() is not None, "claimed while the process still worked in the tree"
     finally:
         leaving.kill()
@@ -292,16 +293,16 @@ def test_a_backtracking_metric_regex_fails_the_run_in_bounded_time() -> None:
 def test_the_metric_regex_has_a_time_limit_for_the_whole_output_too(monkeypatch: pytest.MonkeyPatch) -> None:
     # 1 ms for 50,000 searches (20 ns each) runs out on any machine, however fast (they took 2.4 s on a
     # busy one here); with more time than a fast machine needs, no limit would be reached.
-    monkeypatch.setattr(bench, "METRIC_REGEX_TOTAL_SECONDS", 0.001)
+    monkeypatch.setattr(protocol, "METRIC_REGEX_TOTAL_SECONDS", 0.001)
     # From iteration 1: a time of 0 is a problem of its own, listed first when the first search ends in time.
     lines = "\n".join(f"iteration {i}: {i / 10:.1f} ms" for i in range(1, 50_001))
-    parsed = bench.parse_output(lines, r"iteration \d+: ([0-9.]+) ms")
+    parsed = protocol.parse_output(lines, r"iteration \d+: ([0-9.]+) ms")
     assert [p for p in parsed.problems if "0.001 s time limit for one output" in p], parsed.problems
 
 
 def test_a_sane_metric_regex_still_reads_every_line() -> None:
     lines = "\n".join(f"iteration {i}: {i / 10:.1f} ms" for i in range(50_000))
-    parsed = bench.parse_output(lines, r"iteration \d+: ([0-9.]+) ms")
+    parsed = protocol.parse_output(lines, r"iteration \d+: ([0-9.]+) ms")
     assert parsed.metrics["time"] == pytest.approx(4999.9) and not parsed.problems
 
 
@@ -316,14 +317,14 @@ def _repeats(flag: Path, outcome: list[object]) -> None:
         for repeat in range(2):
             proc.run([PY, "-c", _BUSY, f"{flag}-{repeat}"], 300)
         outcome.append("ran both")
-    except proc.Stopped as stopped:
+    except stopping.Stopped as stopped:
         outcome.append(stopped)
 
 
 @pytest.fixture
 def stoppable():
     yield
-    proc.resume_starting()  # this test process goes on after its "interrupt"
+    stopping.resume_starting()  # this test process goes on after its "interrupt"
 
 
 def test_a_stop_kills_every_threads_run_and_starts_no_next_one(tmp_path: Path, stoppable: None) -> None:
@@ -337,27 +338,27 @@ def test_a_stop_kills_every_threads_run_and_starts_no_next_one(tmp_path: Path, s
     while not all((tmp_path / f"thread{i}-0").exists() for i in range(2)) and time.monotonic() < deadline:
         time.sleep(0.05)
     stopped = time.monotonic()
-    proc.stop_all()
+    processes.stop_all()
     for thread in threads:
         thread.join(timeout=60)
     assert time.monotonic() - stopped < 15  # the runs take 120 s each
-    assert all(isinstance(outcome[0], proc.Stopped) for outcome in outcomes), outcomes
+    assert all(isinstance(outcome[0], stopping.Stopped) for outcome in outcomes), outcomes
     assert not any((tmp_path / f"thread{i}-1").exists() for i in range(2)), "a second run was started"
-    with pytest.raises(proc.Stopped):
+    with pytest.raises(stopping.Stopped):
         proc.run([PY, "-c", "pass"], 60)
 
 
 def test_a_cancelled_scope_stops_its_threads_runs_and_gpu_waits_and_no_others(tmp_path: Path) -> None:
-    slots = bench.GpuSlots()
+    slots = gpu_slots.GpuSlots()
     cancelled = threading.Event()
     outcome: list[object] = []
 
     def wait_for_the_gpu() -> None:
-        with proc.cancellable(cancelled):
+        with stopping.cancellable(cancelled):
             try:
                 with slots.slot():
                     outcome.append("got the slot")
-            except proc.Stopped as stopped:
+            except stopping.Stopped as stopped:
                 outcome.append(stopped)
 
     with slots.slot():  # held: the thread waits
@@ -367,7 +368,7 @@ def test_a_cancelled_scope_stops_its_threads_runs_and_gpu_waits_and_no_others(tm
         cancelled.set()
         waiter.join(timeout=30)
         assert not waiter.is_alive(), "a waiter for the GPU was not woken by the cancel"
-    assert len(outcome) == 1 and isinstance(outcome[0], proc.Stopped)
-    with proc.cancellable(cancelled), pytest.raises(proc.Stopped):
+    assert len(outcome) == 1 and isinstance(outcome[0], stopping.Stopped)
+    with stopping.cancellable(cancelled), pytest.raises(stopping.Stopped):
         proc.run([PY, "-c", "pass"], 60)
     assert proc.run([PY, "-c", "pass"], 60).ok  # outside the scope, runs go on

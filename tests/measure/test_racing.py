@@ -15,7 +15,8 @@ from typing import Any
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective, parse_objectives
-from ciq_build.measure.bench import BenchSpec, GpuSlots
+from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.racing import Incumbent, RaceBoard, ahead, behind, race
 from ciq_build.project.cmake_trees import CandidateBuild
 from ciq_build.project.manifest import Benchmark, Manifest, ManifestToolchain

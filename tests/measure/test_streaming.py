@@ -12,44 +12,45 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.measure import bench, proc
-from ciq_build.measure.bench import BenchSpec, Measurement, run_once
+from ciq_build.measure import bench, proc, protocol
+from ciq_build.measure.bench import BenchSpec, run_once
 from ciq_build.measure.racing import MIN_STREAMED, Incumbent, RaceBoard, race
+from ciq_build.measure.stats import Measurement
 
 # -- reading the samples -------------------------------------------------------------------------
 
 
 def test_after_ciq_samples_every_value_is_a_sample_and_the_run_is_their_median() -> None:
     text = "CIQ_METRIC time_ms=9\nCIQ_SAMPLES\n" + "".join(f"CIQ_METRIC time_ms={t}\n" for t in (3, 1, 2, 8))
-    parsed = bench.parse_output(text + "CIQ_METRIC energy_j=4\nCIQ_CHECK PASS\n")
+    parsed = protocol.parse_output(text + "CIQ_METRIC energy_j=4\nCIQ_CHECK PASS\n")
     assert parsed.samples["time_ms"] == (3.0, 1.0, 2.0, 8.0)  # the 9 before CIQ_SAMPLES is no sample
     assert parsed.metrics["time_ms"] == parsed.metrics["time"] == 2.5
     assert parsed.samples["energy_j"] == (4.0,) and parsed.check == "PASS"
 
 
 def test_without_ciq_samples_the_last_value_wins_as_before() -> None:
-    parsed = bench.parse_output("CIQ_METRIC time_ms=3\nCIQ_METRIC time_ms=1\nCIQ_METRIC time_ms=2\n")
+    parsed = protocol.parse_output("CIQ_METRIC time_ms=3\nCIQ_METRIC time_ms=1\nCIQ_METRIC time_ms=2\n")
     assert parsed.metrics["time_ms"] == 2.0 and not parsed.samples
-    assert bench.parse_output("CIQ_SAMPLESX\nCIQ_METRIC time_ms=3\nCIQ_METRIC time_ms=1\n").samples == {}
+    assert protocol.parse_output("CIQ_SAMPLESX\nCIQ_METRIC time_ms=3\nCIQ_METRIC time_ms=1\n").samples == {}
 
 
 def test_the_metric_regex_streams_samples_too_in_its_unit_and_wins() -> None:
     text = "CIQ_SAMPLES\nTime= 0.002 s\nCIQ_METRIC time_ms=50\nTime= 0.004 s\nTime= 0.003 s\n"
-    parsed = bench.parse_output(text, r"Time= (\S+) s", "s")
+    parsed = protocol.parse_output(text, r"Time= (\S+) s", "s")
     assert parsed.samples["time_ms"] == parsed.samples["time"] == (2.0, 4.0, 3.0)
     assert parsed.metrics["time_ms"] == 3.0
 
 
 def test_a_sample_that_measured_nothing_fails_the_run_even_before_the_last() -> None:
     # Without CIQ_SAMPLES a 0.0 warm-up line before the real figure is fine; as a sample it is used.
-    assert not bench.parse_output("Time= 0.0 ms\nTime= 1.5 ms\n", r"Time= (\S+) ms").problems
-    parsed = bench.parse_output("CIQ_SAMPLES\nTime= 0.0 ms\nTime= 1.5 ms\n", r"Time= (\S+) ms")
+    assert not protocol.parse_output("Time= 0.0 ms\nTime= 1.5 ms\n", r"Time= (\S+) ms").problems
+    parsed = protocol.parse_output("CIQ_SAMPLES\nTime= 0.0 ms\nTime= 1.5 ms\n", r"Time= (\S+) ms")
     assert parsed.problems and "measures nothing" in parsed.problems[0]
 
 
 def test_a_measurement_pools_the_runs_samples() -> None:
     def run(*times: float) -> bench.BenchRun:
-        parsed = bench.parse_output("CIQ_SAMPLES\n" + "".join(f"CIQ_METRIC time_ms={t}\n" for t in times))
+        parsed = protocol.parse_output("CIQ_SAMPLES\n" + "".join(f"CIQ_METRIC time_ms={t}\n" for t in times))
         return bench.BenchRun(True, None, "", dict(parsed.metrics), None, 1.0, "", samples=dict(parsed.samples))
 
     measured = Measurement.from_runs([run(1, 2, 3), run(4, 5, 6, 7, 8, 9)])

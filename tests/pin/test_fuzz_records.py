@@ -29,14 +29,9 @@ from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.compiler.fingerprint import ObjectInfo
 from ciq_build.core.allowlist import check_define, check_flag, is_allowed, load_patterns
 from ciq_build.errors import CiqError, UnsafeFlagError
-from ciq_build.pin.record import (
-    PinnedRecord,
-    RecordObjective,
-    RecordToolchain,
-    ScoreSummary,
-    read_record,
-    write_record,
-)
+from ciq_build.pin.read import read_record
+from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
+from ciq_build.pin.write import write_record
 from ciq_build.project.manifest import Manifest, load_manifest
 
 # About 6,500 generated inputs in all: ~30 s on two idle cores.

@@ -26,7 +26,9 @@ import pytest
 from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.errors import CiqError
 from ciq_build.measure.proc import run
-from ciq_build.pin.record import PinnedRecord, RecordToolchain, resolve_build_pin, write_record
+from ciq_build.pin.apply import resolve_build_pin
+from ciq_build.pin.record import PinnedRecord, RecordToolchain
+from ciq_build.pin.write import write_record
 from support import REPO_ROOT, build_tool
 
 CHECK_SCRIPT = REPO_ROOT / "cmake" / "ciq_build_check_pin.cmake"

@@ -14,20 +14,18 @@ import pytest
 from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.compiler.fingerprint import ObjectInfo
 from ciq_build.errors import RecordError, UnsafeFlagError
+from ciq_build.pin.apply import check_architectures, check_toolchain
+from ciq_build.pin.display import format_record, relative_change
+from ciq_build.pin.read import read_record
 from ciq_build.pin.record import (
     PinnedRecord,
     RecordObjective,
     RecordToolchain,
     ScoreSummary,
     architecture_set,
-    check_architectures,
-    check_toolchain,
-    format_record,
-    read_record,
     record_path,
-    relative_change,
-    write_record,
 )
+from ciq_build.pin.write import write_record
 
 ACF_BYTES = b"0123456789abcdef" * 64  # stands in for compileiq's opaque ACF blob
 # Where write_record pins it: under its content name (issue 21: a new pin never replaces a committed ACF).

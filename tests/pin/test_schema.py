@@ -16,7 +16,7 @@ import pytest
 from test_rule_book_agreement import generated, hand_written, prepare
 
 from ciq_build.errors import CiqError
-from ciq_build.pin.record import resolve_build_pin
+from ciq_build.pin.apply import resolve_build_pin
 from ciq_build.pin.schema import record_schema
 from support import REPO_ROOT
 

@@ -101,19 +101,19 @@ def drive(timeout: str, *argv: str) -> int:
     `drive --guard ...` guards the process tree as the CLI does; `--claim DIR` claims DIR
     as a scratch tree first (and works in it); `--rlimit-as MIB` caps its address space.
     """
-    from ciq_build.measure import proc
+    from ciq_build.measure import claim, guard, proc
 
     args = [timeout, *argv]
     while args[0].startswith("--"):
         option = args.pop(0)
         if option == "--guard":
-            proc.guard_driver()
+            guard.guard_driver()
         elif option == "--rlimit-as":  # MiB of address space: a runaway buffer fails fast
             limit = int(args.pop(0)) * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         elif option == "--claim":
             root = args.pop(0)
-            proc.claim_tree(Path(root))
+            claim.claim_tree(Path(root))
             os.chdir(root)
     timeout, argv = args[0], tuple(args[1:])
     started = time.monotonic()

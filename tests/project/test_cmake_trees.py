@@ -17,7 +17,7 @@ import pytest
 import identified_compilers
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import load_toolchain
-from ciq_build.measure import proc
+from ciq_build.measure import proc, stopping
 from ciq_build.project import cmake_trees
 from ciq_build.project.manifest import load_manifest
 from support import PROJECTS, REPO_ROOT, build_tool, ensure_ok, in_thread
@@ -119,11 +119,11 @@ def test_a_wait_for_the_source_trees_turn_ends_when_the_tune_stops(tmp_path: Pat
         time.sleep(0.5)
         assert outcome == []  # the turn is held: it waits
         stopped = time.monotonic()
-        proc.stop_starting()
+        stopping.stop_starting()
         waiting.join(60)
-        assert isinstance(outcome[0], proc.Stopped), outcome
+        assert isinstance(outcome[0], stopping.Stopped), outcome
         assert time.monotonic() - stopped < 15, "the stop waited for the holder"
     finally:
-        proc.resume_starting()  # this test process goes on after its "interrupt"
+        stopping.resume_starting()  # this test process goes on after its "interrupt"
         release.set()
         holding.join()

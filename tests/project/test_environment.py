@@ -22,7 +22,8 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import DiskFullError, JournalError
 from ciq_build.measure import proc
-from ciq_build.measure.bench import BenchSpec, GpuSlots
+from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.project import environment
 from ciq_build.project.cmake_trees import CandidateBuild
 from ciq_build.project.manifest import Benchmark, Manifest, ManifestToolchain

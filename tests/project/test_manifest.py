@@ -176,13 +176,13 @@ _DELETE = object()
 
 
 def test_metric_unit_is_read_and_defaults_to_milliseconds(tmp_path):
-    from ciq_build.measure import bench
+    from ciq_build.measure import protocol
 
     for unit in ("s", "ms", "us", "ns"):
         assert read_manifest(_mutated(tmp_path, metric_regex="Time= ([0-9.]+)", metric_unit=unit)).metric_unit == unit
     # A manifest from a module before UNIT: its METRIC was milliseconds.
     assert read_manifest(_mutated(tmp_path, metric_unit=_DELETE)).metric_unit == "ms"
-    assert tuple(bench.METRIC_UNITS) == METRIC_UNITS  # one list of units, both readers
+    assert tuple(protocol.METRIC_UNITS) == METRIC_UNITS  # one list of units, both readers
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ciq_build.core.pareto import dominates
-from ciq_build.pin.record import read_record
+from ciq_build.pin.read import read_record
 from ciq_build.reports import page as report_page
 from ciq_build.reports.export import to_csv, to_json
 from ciq_build.reports.history import load_history

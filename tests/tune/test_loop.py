@@ -24,7 +24,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.params import parse_params
-from ciq_build.measure import proc
+from ciq_build.measure import stopping
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.evolution import SearchConfiguration
@@ -217,9 +217,9 @@ class LongRunner(StandInRunner):
             first = not self.signalled.is_set()
             self.signalled.set()
         if first:
-            proc.wait_or_stop(lambda timeout: slept(timeout, main_thread_waits), "the loop's wait")
+            stopping.wait_or_stop(lambda timeout: slept(timeout, main_thread_waits), "the loop's wait")
             signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
-        proc.wait_or_stop(lambda timeout: slept(timeout, lambda: time.monotonic() > end), "the benchmark")
+        stopping.wait_or_stop(lambda timeout: slept(timeout, lambda: time.monotonic() > end), "the benchmark")
         return super().evaluate(worker, proposal, controls, key)
 
 

@@ -26,7 +26,8 @@ from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.params import parse_params
 from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
-from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, write_record
+from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain
+from ciq_build.pin.write import write_record
 from ciq_build.search.acf_pool import AcfPool, make_pool_source
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.seeds import Seed, read_seeds

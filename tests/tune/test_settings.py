@@ -113,7 +113,7 @@ def test_a_childs_command_line_reads_back_as_the_options_it_was_made_from() -> N
         target="kern", build_dir=Path("/b"), source_dir=Path("/s"), generations=3, pool_size=5, mutate_rate=0.3,
         objectives=["time", "max:registers"], controls=["knobs", "params"], allow_numerics=True, pick="first",
         seed=9, jobs=3, repeats=4, timeout=12.5, max_evaluations=7, time_limit="1h30m", fresh=True,
-        seed_from=["pins/", "-Xptxas=-O2 -DTILE=32"], wait=True, pin=False, quiet=True,
+        seed_from=["pins/", "-Xptxas=-O2 -DTILE=32"], wait=True, pin=False, quiet=True, force=True,
         cmake_args=["-DX=1", "-DY=a b"], gpus=["0", "1"], executor="ray", ray_address="head:6379",
         ray_gpu_resource="H200", ray_sources="upload", ray_compile_resource="compile", architecture="90a",
         targets=("kern", "timer"), ray_targets=2, strategy="random")

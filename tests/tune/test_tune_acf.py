@@ -25,7 +25,8 @@ import pytest
 from ciq_build.compiler import metrics
 from ciq_build.compiler.controls import AcfRef
 from ciq_build.measure import proc
-from ciq_build.pin.record import read_record, write_record
+from ciq_build.pin.read import read_record
+from ciq_build.pin.write import write_record
 from support import REPO_ROOT, ensure_ok
 
 pytest.importorskip("compileiq", reason='needs NVIDIA compileiq: pip install "ciq-build[acf]"')

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.measure.bench import interim_look
+from ciq_build.measure.stats import interim_look
 from support import REPO_ROOT
 
 PROJECT = REPO_ROOT / "tests" / "projects" / "transient"

@@ -1,13 +1,13 @@
 // TEST DOUBLE for a GPU benchmark (see CMakeLists.txt): a real process whose
 // "time" is computed on the host from X, best at X == 1. MODE 1: killed by
 // SIGKILL, as the OOM killer does it (not the candidate's fault).
-// For the racing and dedupe tests and bench/racing.py, from the environment:
+// For the racing and dedupe tests and bench/racing/run.py, from the environment:
 // TIMER_RUN_LOG: a file each run appends a line to (to count benchmark runs);
 // TIMER_NOISE: relative noise of the time (Gaussian sigma, e.g. 0.02), a GPU's
 // run-to-run scatter; TIMER_SLEEP_MS: how long a run takes (default: the build's SLEEP_MS, 100);
 // TIMER_STEP: how much slower each step of X away from 1 is (default 0.25 ms);
 // TIMER_SPAN_LOG: a file each run appends "start end" to (wall-clock seconds around its sleep: when the
-// "GPU" was busy, for bench/gpu_busy.py).
+// "GPU" was busy, for bench/gpu_busy/run.py).
 // C headers only: C++ ones such as <random> cost each compile of this file ~0.8 s of CPU more (1.8 s
 // against 1.0 s; it is compiled once per candidate).
 #include <math.h>

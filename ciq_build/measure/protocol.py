@@ -1,0 +1,493 @@
+"""The benchmark's line protocol: what its output says, read by rules that never trust it.
+
+A benchmark prints any number of lines (stdout or stderr; stdout is read first)::
+
+    CIQ_METRIC <name>=<number>     e.g. CIQ_METRIC time_ms=0.532
+    CIQ_SAMPLES                    from here on, each value is one repetition's sample
+    CIQ_CHECK PASS|FAIL            its own correctness verdict
+    CIQ_ERROR no-gpu               it found no usable GPU
+
+and exits 0. Reading rules (the benchmark's output is never trusted):
+
+* The ``time`` metric (milliseconds) comes from ``time_ms``, or, when the
+  target has a METRIC regex, from the regex's first group (the regex wins),
+  converted from the target's UNIT (``s``, ``ms``, ``us`` or ``ns``; default
+  ``ms``) to milliseconds. The regex's value is then also ``time_ms``, the
+  metric the ``time`` objective reads, so a benchmark with its own output
+  format tunes ``time`` through METRIC alone.
+* A time's printed precision is judged (`PrintedTime.coarse`), the regex's
+  and a ``CIQ_METRIC`` time's alike: printed digits that resolve less than
+  ``COARSE_RESOLUTION`` (0.5%) of the value cannot tell candidates 1% apart,
+  and the tune warns about it (``time_ms=1`` is 100%).
+* A metric printed twice: the last value wins (benchmarks print running
+  results and then the final one).
+* Samples (SAMPLES): after a ``CIQ_SAMPLES`` line, every ``CIQ_METRIC`` line
+  and every METRIC regex match is one sample of its metric (one internal
+  repetition), and the run's value of a sampled metric is the median of its
+  samples; a repetition's time below the floor fails the run. The statistics
+  of a candidate (median, spread, the test before a pin) pool the samples of
+  its runs. An explicit opt-in, because printing a number several times
+  already means something else (running results, then the final one): no
+  benchmark that does not print ``CIQ_SAMPLES`` changes meaning. Racing reads
+  the samples from stdout as they come (print each line with a flush) and may
+  kill a run that is clearly behind mid-way (ciq_build.measure.racing); such a
+  run keeps the samples it gave. With ARGS_SETS each size's run is one value.
+* Every protocol value must be a finite number; a time (``time`` and names
+  ending ``_ms``, ``_us``, ``_ns``, ``_s``, and the METRIC regex's value) must
+  also be at least ``TIME_FLOOR_NS`` = 1 ns in its unit (``time_ms=0.000001``,
+  ``x_us=0.001``, ``x_ns=1``, ``x_s=1e-9``). One bad value fails the run as
+  ``bad_metric``: a NaN in the protocol means the benchmark went wrong, even if
+  the objective in use looks fine; a time of 0 or below 1 ns means it measured
+  nothing (it skipped its work for this candidate, an early return, or its
+  timer ticked below its resolution), and such a candidate would otherwise win
+  and be pinned. Why 1 ns: no timer resolves less (a host's steady clock ticks
+  in ns, CUDA events in ~0.5 us) and no kernel launch takes less (a launch is
+  microseconds, one GPU clock cycle ~0.5-1 ns).
+* ``CIQ_CHECK FAIL`` anywhere fails the run, even after a PASS; an unreadable
+  ``CIQ_CHECK`` line counts as FAIL (never pin code whose check is unknown).
+* Anything else (garbage, non-UTF-8 bytes, which arrive as U+FFFD) is ignored.
+
+How a run is started and its failure judged is ciq_build.measure.bench; the statistics over runs,
+ciq_build.measure.stats.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import regex
+
+from ciq_build.errors import ConfigError
+
+TIME = "time"  # the runtime objective, in milliseconds
+TIME_MS = "time_ms"  # the protocol's name for it, and the metric the tune reads
+
+# METRIC's UNIT -> the power of ten that turns it into milliseconds.
+METRIC_UNITS = {"s": 3, "ms": 0, "us": -3, "ns": -6}
+DEFAULT_METRIC_UNIT = "ms"
+# A printed time whose last digit is worth more than this fraction of the value
+# cannot tell candidates 1% apart (a 1% gain would be at most two steps).
+COARSE_RESOLUTION = 0.005
+
+_MAX_PROBLEMS = 5  # problems kept per run; a benchmark can print a million bad lines
+
+# A protocol keyword is the line's first word: "CIQ_METRICS" is not "CIQ_METRIC".
+_KEYWORD = re.compile(r"(CIQ_METRIC|CIQ_SAMPLES|CIQ_CHECK|CIQ_ERROR)(?=\s|$)", re.ASCII)
+_METRIC_BODY = re.compile(r"\s+([A-Za-z_][A-Za-z0-9_.\-]*)\s*=\s*(\S+)\s*", re.ASCII)
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)
+_NON_FINITE = re.compile(r"[-+]?(?:nan|inf|infinity)", re.ASCII | re.IGNORECASE)
+_CHECK_BODY = re.compile(r"\s+(PASS|FAIL)\s*", re.ASCII | re.IGNORECASE)
+_ERROR_NO_GPU = re.compile(r"\s+no-gpu\b.*", re.ASCII | re.IGNORECASE)
+_TIME_SUFFIXES = ("_ms", "_us", "_ns", "_s")
+# What the CUDA runtime and driver say when there is no usable GPU (cudaGetErrorString
+# and cudaGetErrorName of errors 35 and 100, the driver API's CUDA_ERROR_NO_DEVICE).
+# Measured here: "cudaErrorInsufficientDriver: CUDA driver version is insufficient
+# for CUDA runtime version".
+_RUNTIME_NO_GPU = re.compile(
+    r"cudaErrorInsufficientDriver|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE"
+    r"|CUDA driver version is insufficient|insufficient driver"
+    r"|no CUDA-capable device is detected|Found no NVIDIA driver",
+    re.IGNORECASE,
+)
+
+
+# The least time a run can measure (see the module docstring): below it, or 0, a run measured nothing.
+TIME_FLOOR_NS = 1.0
+
+
+def time_unit(name: str) -> str | None:
+    """The unit of the metric `name` when it is a duration (``time``: ms), else None."""
+    if name == TIME:
+        return DEFAULT_METRIC_UNIT
+    return next((suffix[1:] for suffix in _TIME_SUFFIXES if name.endswith(suffix)), None)
+
+
+def is_time_metric(name: str) -> bool:
+    """Whether `name` is a duration, which must be at least TIME_FLOOR_NS."""
+    return time_unit(name) is not None
+
+
+def time_floor(unit: str) -> float:
+    """TIME_FLOOR_NS in `unit` (one of METRIC_UNITS)."""
+    return TIME_FLOOR_NS * 10.0 ** (METRIC_UNITS["ns"] - METRIC_UNITS[unit])
+
+
+def compile_metric_regex(text: str) -> re.Pattern[str]:
+    """The target's METRIC regex, compiled; ConfigError when it cannot serve."""
+    try:
+        with warnings.catch_warnings():  # "possible nested set": a note about the future, not an error
+            warnings.simplefilter("ignore", FutureWarning)
+            pattern = re.compile(text)
+    except (re.error, OverflowError, RecursionError, ValueError) as exc:
+        raise ConfigError(f"the METRIC regex {text!r} is not a valid Python regular expression: {exc}") from None
+    if pattern.groups < 1:
+        raise ConfigError(
+            f"the METRIC regex {text!r} has no group; put the time in the first group (in UNIT, default "
+            r"milliseconds), e.g. 'elapsed: ([0-9.]+) ms'"
+        )
+    try:
+        _timed_regex(pattern.pattern, pattern.flags)  # what runs it, under a time limit
+    except (regex.error, OverflowError, RecursionError, ValueError) as exc:
+        raise ConfigError(f"the METRIC regex {text!r} cannot be run under a time limit: {exc}; "
+                          "write it in plain Python regular-expression syntax") from None
+    return pattern
+
+
+# A METRIC regex may backtrack catastrophically ('(a+)+$' on a long line): it
+# gets this many seconds per line, and in all on one run's output (the `regex`
+# package's timeout, which stops it within about twice that), then the run
+# fails. A sane regex needs ~10 us a line: 4 MiB of short lines take ~3 s.
+METRIC_REGEX_SECONDS = 1.0
+METRIC_REGEX_TOTAL_SECONDS = 10.0
+_RE_TO_REGEX_FLAGS = {re.IGNORECASE: regex.IGNORECASE, re.MULTILINE: regex.MULTILINE, re.DOTALL: regex.DOTALL,
+                      re.VERBOSE: regex.VERBOSE, re.ASCII: regex.ASCII, re.UNICODE: regex.UNICODE}
+
+
+@functools.lru_cache(maxsize=64)
+def _timed_regex(text: str, flags: int) -> regex.Pattern[str]:
+    converted = regex.VERSION0  # Python re's semantics
+    for re_flag, regex_flag in _RE_TO_REGEX_FLAGS.items():
+        if flags & re_flag:
+            converted |= regex_flag
+    return regex.compile(text, converted)
+
+
+class _RegexClock:
+    """The METRIC regex's time left for one output; once spent, the regex is not run again."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.timed = _timed_regex(pattern.pattern, pattern.flags)
+        # The time spent searching, not the wall time since it was made: a reader of a streaming run lives as
+        # long as the run.
+        self.spent = 0.0
+        self.expired: str | None = None  # why it stopped, for the run's problems
+
+    def search(self, line: str) -> regex.Match[str] | None:
+        if self.expired is not None:
+            return None
+        left = METRIC_REGEX_TOTAL_SECONDS - self.spent
+        started = time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return self.timed.search(line, timeout=min(METRIC_REGEX_SECONDS, left))
+        except TimeoutError:
+            if left > METRIC_REGEX_SECONDS:
+                limit = f"{METRIC_REGEX_SECONDS:g} s time limit on a {len(line)}-character line of the output"
+            else:
+                limit = f"{METRIC_REGEX_TOTAL_SECONDS:g} s time limit for one output"
+            self.expired = (
+                f"the METRIC regex {clip(self.pattern.pattern)!r} ran past its {limit} (catastrophic "
+                "backtracking, e.g. nested quantifiers like (a+)+): simplify it, e.g. match the words around "
+                "the number and a plain number pattern such as ([0-9.]+)"
+            )
+            return None
+        finally:
+            self.spent += time.monotonic() - started
+
+
+def check_metric_unit(unit: object) -> str:
+    """METRIC's UNIT, or ConfigError naming the units there are."""
+    if not isinstance(unit, str) or unit not in METRIC_UNITS:
+        raise ConfigError(
+            f"the METRIC unit {unit!r} is not one of {', '.join(METRIC_UNITS)} (seconds, milliseconds, "
+            "microseconds, nanoseconds); set UNIT in ciq_tune_target() to the unit the benchmark prints"
+        )
+    return unit
+
+
+@dataclass(frozen=True)
+class PrintedTime:
+    """A time as the benchmark printed it (the METRIC regex's capture, or a CIQ_METRIC time's value):
+    the text, and how finely its digits resolve the value."""
+
+    text: str  # as printed, e.g. "0.00009"
+    unit: str  # METRIC's UNIT, or the protocol name's unit
+    resolution: float  # the last printed digit's worth / the value (inf for a printed 0)
+    line: str | None = None  # the protocol line's name, e.g. "time_ms"; None: the METRIC regex's capture
+
+    @property
+    def coarse(self) -> bool:
+        return self.resolution > COARSE_RESOLUTION
+
+
+def coarse_precision_warning(benchmark: str, printed: PrintedTime, metric_regex: str | None = None) -> str:
+    """The one warning a tune gives when the benchmark prints its time too coarsely."""
+    how = f"its last digit is {printed.resolution:.2%} of the value"  # never inf: a time of 0 is bad_metric
+    if printed.line is not None:
+        via = f" as 'CIQ_METRIC {printed.line}={printed.text}'"
+        fix = f"(e.g. printf(\"CIQ_METRIC {printed.line}=%.6g\"), or a name in a smaller unit such as _us)."
+    else:
+        via = f" through METRIC {metric_regex!r}" if metric_regex else ""
+        fix = ("(e.g. printf(\"%.6g\"), or a smaller UNIT), or print 'CIQ_METRIC time_ms=<milliseconds>' "
+               "with full precision.")
+    return (
+        f"warning: the benchmark {benchmark} printed its time as {printed.text!r} {printed.unit}{via}: "
+        f"{how}, too coarse to tell candidates 1% apart (a digit must be worth at most "
+        f"{COARSE_RESOLUTION:.1%} of the value), so close candidates tie. Print more significant digits {fix}"
+    )
+
+
+def unmatched_metric_warning(benchmark: str, printed: PrintedTime, metric_regex: str | None) -> str | None:
+    """The one warning a tune gives when METRIC matched no line and the time came from a CIQ_METRIC line
+    instead (the regex wins when it matches): None when there is no regex or it gave the time."""
+    if not metric_regex or printed.line is None:
+        return None
+    return (f"warning: the METRIC regex {clip(metric_regex)!r} matched no line of the benchmark {benchmark}'s "
+            f"output; its 'CIQ_METRIC {printed.line}={printed.text}' line was used for the time instead. Fix the "
+            "regex (its first group is the time, in UNIT) or leave METRIC out of ciq_tune_target() to say so.")
+
+
+# -- parsing the output ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedOutput:
+    """What a benchmark's output says, before its exit status is considered."""
+
+    metrics: dict[str, float]
+    check: Literal["PASS", "FAIL"] | None
+    no_gpu_marker: str | None  # the CIQ_ERROR no-gpu line, if printed
+    no_gpu_runtime: str | None  # a CUDA runtime no-device line, if printed
+    problems: tuple[str, ...]  # bad metric values (first few)
+    problem_count: int
+    check_problems: tuple[str, ...]  # unreadable CIQ_CHECK lines (first few)
+    regex_matched: bool  # the METRIC regex matched at least once
+    # How each time metric was printed (the value kept: the last), the METRIC regex's under time and time_ms.
+    printed_times: Mapping[str, PrintedTime] = field(default_factory=dict)
+    metric_regex: str | None = None  # the METRIC regex, when one was given
+    # Each sampled metric's samples in the order printed (after CIQ_SAMPLES; empty without it).
+    samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+
+
+def parse_output(
+    text: str, metric_regex: str | re.Pattern[str] | None = None, metric_unit: str = DEFAULT_METRIC_UNIT
+) -> ParsedOutput:
+    """Read the protocol lines (and the METRIC regex) out of a benchmark's output.
+
+    The regex's number is in `metric_unit` and becomes ``time`` and ``time_ms``
+    in milliseconds. Never raises for any text; raises ConfigError only for an
+    unusable regex or unit.
+    """
+    reader = OutputReader(metric_regex, metric_unit)
+    for line in text.splitlines():
+        reader.feed(line)
+    return reader.parsed()
+
+
+class OutputReader:
+    """The protocol's reading rules, one line at a time: `parse_output` feeds it a finished run's output,
+    racing (ciq_build.measure.racing) a streaming run's stdout as it comes, to see its samples so far."""
+
+    def __init__(self, metric_regex: str | re.Pattern[str] | None = None,
+                 metric_unit: str = DEFAULT_METRIC_UNIT) -> None:
+        self.unit = check_metric_unit(metric_unit)
+        self.shift = METRIC_UNITS[self.unit]
+        pattern: re.Pattern[str] | None = None
+        if isinstance(metric_regex, re.Pattern):
+            pattern = compile_metric_regex(metric_regex.pattern) if metric_regex.groups < 1 else metric_regex
+        elif metric_regex:
+            pattern = compile_metric_regex(metric_regex)
+        self.pattern = pattern
+        self.clock = _RegexClock(pattern) if pattern is not None else None
+        self.metrics: dict[str, float] = {}
+        self.problems: list[str] = []
+        self.problem_count = 0
+        self.check: Literal["PASS", "FAIL"] | None = None
+        self.check_problems: list[str] = []
+        self.no_gpu_marker: str | None = None
+        self.no_gpu_runtime: str | None = None
+        self.printed_times: dict[str, PrintedTime] = {}
+        self.regex_time: float | None = None
+        self.regex_printed: PrintedTime | None = None
+        self.regex_matched = False
+        self.regex_too_small: str | None = None  # the last match's time, when it is below the floor
+        # After a CIQ_SAMPLES line: every value is one repetition's sample (SAMPLES in the module docstring).
+        self.sampling = False
+        self.samples: dict[str, list[float]] = {}
+        self.regex_samples: list[float] = []
+
+    def _problem(self, message: str) -> None:
+        self.problem_count += 1
+        if len(self.problems) < _MAX_PROBLEMS:
+            self.problems.append(message)
+
+    def feed(self, line: str) -> bool:
+        """Read one line (without its newline); True when it gave a sample."""
+        stripped = line.strip()
+        keyword = _KEYWORD.match(stripped)
+        word = keyword.group(1) if keyword else ""
+        sampled = False
+        if word == "CIQ_METRIC":
+            sampled = self._read_metric(stripped)
+        elif word == "CIQ_SAMPLES":
+            self.sampling = True
+        elif word == "CIQ_CHECK":
+            self._read_check(stripped)
+        elif word == "CIQ_ERROR" and _ERROR_NO_GPU.fullmatch(stripped, len("CIQ_ERROR")):
+            self.no_gpu_marker = clip(stripped)
+        if self.no_gpu_runtime is None and _RUNTIME_NO_GPU.search(line) is not None:
+            self.no_gpu_runtime = clip(line.strip())
+        if self.clock is not None and self._read_regex(self.clock, line):
+            sampled = True
+        return sampled
+
+    def _read_metric(self, stripped: str) -> bool:
+        """A CIQ_METRIC line; True when it gave a sample."""
+        body = _METRIC_BODY.fullmatch(stripped, len("CIQ_METRIC"))
+        if body is None:
+            self._problem(f"malformed line {clip(stripped)!r} (expected 'CIQ_METRIC name=number')")
+            return False
+        name, raw = body.group(1), body.group(2)
+        unit = time_unit(name)
+        value, why = _read_value(raw, unit)
+        if value is None:
+            self._problem(f"{name}={clip(raw)}: {why}")
+            return False
+        self.metrics[name] = value
+        if unit is not None:
+            self.printed_times[name] = PrintedTime(clip(raw.strip()), unit, _resolution(raw), name)
+        if self.sampling:
+            self.samples.setdefault(name, []).append(value)
+        return self.sampling
+
+    def _read_check(self, stripped: str) -> None:
+        """A CIQ_CHECK line: FAIL (or an unreadable one) wins over any PASS."""
+        verdict = _CHECK_BODY.fullmatch(stripped, len("CIQ_CHECK"))
+        if verdict is None:
+            self.check = "FAIL"
+            if len(self.check_problems) < _MAX_PROBLEMS:
+                self.check_problems.append(f"unreadable check line {clip(stripped)!r} (counted as FAIL)")
+        elif verdict.group(1).upper() == "FAIL":
+            self.check = "FAIL"
+        elif self.check is None:
+            self.check = "PASS"
+
+    def _read_regex(self, clock: _RegexClock, line: str) -> bool:
+        """The METRIC regex on any line; True when its match gave a sample."""
+        found = _search_time(clock, line)
+        if found is None:
+            return False
+        self.regex_matched = True
+        value, why = _read_value(found, DEFAULT_METRIC_UNIT, self.shift, self.unit)
+        if value is None and (self.sampling or _read_value(found, None, self.shift)[0] is None):
+            # Not a number at all; or a bad sample: every sample is used.
+            self._problem(f"METRIC regex captured {clip(found)!r}: {why}")
+        elif value is None:
+            # A time below the floor counts only if it is the one used (the last match): a benchmark
+            # printing each iteration's time may print a 0.0 warm-up line before its real figure.
+            self.regex_too_small = f"METRIC regex captured {clip(found)!r}: {why}"
+        else:
+            self.regex_time = value  # the last match wins, like a repeated CIQ_METRIC
+            self.regex_printed = PrintedTime(clip(found.strip()), self.unit, _resolution(found))
+            self.regex_too_small = None
+            if self.sampling:
+                self.regex_samples.append(value)
+                return True
+        return False
+
+    def time_samples(self) -> list[float]:
+        """The samples of the time so far (the METRIC regex's when it gave any: the regex wins)."""
+        return self.regex_samples or self.samples.get(TIME_MS, [])
+
+    def sample_values(self) -> dict[str, list[float]]:
+        """Every metric's samples so far, ``time`` and ``time_ms`` from the regex when it gave any."""
+        found = dict(self.samples)
+        if self.regex_samples:
+            found[TIME_MS] = self.regex_samples
+        if TIME_MS in found:
+            found[TIME] = found[TIME_MS]
+        return found
+
+    def parsed(self) -> ParsedOutput:
+        """What the lines read so far say."""
+        metrics = dict(self.metrics)
+        printed_times = dict(self.printed_times)
+        problems = list(self.problems)
+        problem_count = self.problem_count
+        for why in (self.regex_too_small, self.clock.expired if self.clock is not None else None):
+            if why is not None:
+                problem_count += 1
+                if len(problems) < _MAX_PROBLEMS:
+                    problems.append(why)
+        if TIME_MS in metrics:
+            metrics[TIME] = metrics[TIME_MS]
+            printed_times[TIME] = printed_times[TIME_MS]
+        if self.regex_time is not None and self.regex_printed is not None:
+            # The regex wins, under both names: `time_ms` is what the time objective reads.
+            metrics[TIME] = metrics[TIME_MS] = self.regex_time
+            printed_times[TIME] = printed_times[TIME_MS] = self.regex_printed
+        samples = {name: tuple(values) for name, values in self.sample_values().items()}
+        for name, values in samples.items():  # a sampled metric's value is its samples' median
+            metrics[name] = float(np.median(values))
+        return ParsedOutput(
+            metrics, self.check, self.no_gpu_marker, self.no_gpu_runtime, tuple(problems), problem_count,
+            tuple(self.check_problems), self.regex_matched, printed_times,
+            self.pattern.pattern if self.pattern is not None else None, samples,
+        )
+
+
+def _search_time(clock: _RegexClock, line: str) -> str | None:
+    match = clock.search(line)
+    if match is None:
+        return None
+    group = match.group(1)
+    return group if isinstance(group, str) else None  # a group that did not take part
+
+
+def _read_value(raw: str, unit: str | None, shift: int = 0, printed_unit: str | None = None
+                ) -> tuple[float | None, str]:
+    """The number in `raw` times 10**shift (a unit change, exact in decimal), or None and why not.
+
+    `unit`: the result's unit when it is a time (then at least TIME_FLOOR_NS), None for any other metric;
+    `printed_unit`: the unit it was printed in, for the message (default `unit`).
+    """
+    token = raw.strip()
+    if _NON_FINITE.fullmatch(token):
+        return None, "not a finite number"
+    if not _NUMBER.fullmatch(token):
+        return None, "not a number"
+    mantissa, _, exponent = token.lower().partition("e")
+    if shift and len(exponent.lstrip("+-").lstrip("0")) <= 9:  # longer: 0 or inf in any unit
+        token = f"{mantissa}e{int(exponent or 0) + shift}"  # 0.0023712 s -> 0.0023712e3 ms, rounded once
+    value = float(token)  # cannot fail after the regex; huge exponents become inf
+    if not math.isfinite(value):
+        return None, "not a finite number (out of range)"
+    if unit is not None and value < 0:
+        return None, "a time cannot be negative"
+    if unit is not None and value < time_floor(unit):
+        shown = printed_unit or unit
+        return None, (f"a time of 0 or below 1 ns ({time_floor(shown):g} {shown}) measures nothing: the benchmark "
+                      "skipped its work or its timer is too coarse; time more iterations of the work, or check it")
+    return value, ""
+
+
+def _resolution(raw: str) -> float:
+    """How much the last printed digit of the number `raw` is worth, as a fraction of its value.
+
+    The digits printed, read as one integer N (``2.371`` -> 2371, ``0.00009`` -> 9,
+    ``1.20e-3`` -> 120), make the value N steps of the last digit, whatever the
+    unit or exponent: the step is 1/N of the value (inf for a printed 0).
+    """
+    mantissa = raw.strip().lower().partition("e")[0].lstrip("+-").replace(".", "")
+    digits = mantissa.lstrip("0")
+    if not digits:
+        return math.inf
+    if len(digits) > 15:
+        return 0.0  # finer than anything measurable
+    return 1.0 / int(digits)
+
+
+def clip(text: str, limit: int = 120) -> str:
+    """`text` cut to `limit` characters (ending "..."), for messages quoting the benchmark."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+

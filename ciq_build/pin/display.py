@@ -1,0 +1,139 @@
+"""A pinned record for people: ``show``'s summary, and the one spelling of a change and a size ratio
+that the tune's summary and the report share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ciq_build.core.objectives import metric_key, parse_objective
+from ciq_build.errors import CiqError
+from ciq_build.measure.sizes import size_ratios, sizes_of
+from ciq_build.pin.record import PinnedRecord, ScoreSummary
+
+
+def _printable(text: str) -> str:
+    """`text` with control, format and surrogate characters shown as escapes: a record is
+    untrusted, and an ANSI escape in it must not repaint the terminal that shows it."""
+    return "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape", "backslashreplace").decode("ascii")
+        for ch in text
+    )
+
+
+def _measured(summary: ScoreSummary | None, i: int) -> str:
+    if summary is None:
+        return "-"
+    spread = summary.spread[i] if i < len(summary.spread) else 0.0
+    # A static metric has no spread: "± 0" would suggest a measurement that was not made.
+    return f"{summary.scores[i]:.6g}" + (f" ± {spread:.2g}" if spread else "")
+
+
+def relative_change(before: float, after: float) -> str:
+    """`after` against `before` as a signed percentage, one spelling everywhere ("-2.2%", "+0.0%")."""
+    if before == 0:
+        return "-"
+    return f"{(after / before - 1) * 100:+.1f}%"
+
+
+def size_ratios_text(ratios: Mapping[str, float]) -> str:
+    """Each problem size's ratio, winner over defaults (ARGS_SETS), one spelling everywhere:
+    "small 0.5x (-50.0%), large 1.2x (+20.0%)"."""
+    return ", ".join(f"{size} {ratio_text(ratio)}" for size, ratio in ratios.items())
+
+
+def ratio_text(ratio: float) -> str:
+    """A ratio to the defaults with its change: "0.5x (-50.0%)"."""
+    return f"{ratio:.4g}x ({relative_change(1.0, ratio)})"
+
+
+def record_size_ratios(record: PinnedRecord) -> dict[str, dict[str, float]]:
+    """Per objective measured on several sizes, each size's ratio winner / defaults, from the metrics the
+    record keeps (provenance baseline_metrics, winner_metrics); empty for one size."""
+    base, win = record.provenance.get("baseline_metrics"), record.provenance.get("winner_metrics")
+    if not isinstance(base, dict) or not isinstance(win, dict):
+        return {}
+    out = {}
+    for objective in record.objectives:
+        try:
+            metric = metric_key(parse_objective(objective.name))
+        except CiqError:
+            continue
+        order = record.provenance.get("sizes")
+        ratios = size_ratios(win, base, metric, sizes_of(win, metric, order if isinstance(order, list) else ()))
+        if ratios:
+            out[objective.name] = ratios
+    return out
+
+
+def _objective_table(record: PinnedRecord) -> list[str]:
+    """One aligned row per objective: direction and name, baseline, winner, change."""
+    rows = [("", "baseline", "winner", "change")]
+    for i, objective in enumerate(record.objectives):
+        base = record.baseline.scores[i] if record.baseline else None
+        best = record.winner.scores[i] if record.winner else None
+        change = relative_change(base, best) if base is not None and best is not None else "-"
+        rows.append((f"{objective.direction} {objective.name}", _measured(record.baseline, i),
+                     _measured(record.winner, i), change))
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    return ["   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+
+
+def format_record(record: PinnedRecord) -> str:
+    """Human-readable summary for ``python -m ciq_build show <target>``."""
+    lines = [f"target      {record.target}  (schema {record.schema})"]
+    if record.per_architecture:
+        lines.append("per arch    " + ", ".join(f"sm_{a}" for a in sorted(record.per_architecture))
+                     + " have winners of their own (below); the others take the controls here")
+    c = record.controls
+    lines.append("flags       " + (" ".join(c.flags) if c.flags else "(none)"))
+    lines.append(
+        "defines     " + (" ".join(f"-D{n}={v}" for n, v in c.defines) if c.defines else "(none)")
+    )
+    if c.acf is not None:
+        lines.append(f"acf         {Path(c.acf.path).name} ({c.acf.compiler}, sha256 {c.acf.sha256[:16]}...)")
+    else:
+        lines.append("acf         (none)")
+    t = record.toolchain
+    arches = ", ".join(t.architectures) or "?"
+    lines.append(
+        f"toolchain   CUDA {t.cuda} (nvcc {t.nvcc_version or '?'}, ptxas {t.ptxas_version or '?'}), arch {arches}"
+    )
+    p = record.provenance
+    bits = [f"engine {p['engine']}" if "engine" in p else None, f"seed {p['seed']}" if "seed" in p else None]
+    budget = p.get("budget")
+    if isinstance(budget, dict) and budget:
+        bits.append("budget " + ", ".join(f"{k}={v}" for k, v in budget.items()))
+    if "created" in p:
+        bits.append(f"created {p['created']}")
+    if "ciq_build_version" in p:
+        bits.append(f"ciq_build {p['ciq_build_version']}")
+    lines.append("provenance  " + ("; ".join(b for b in bits if b) or "(none)"))
+    if record.objectives:
+        lines.append("objectives")
+        lines.extend("  " + row for row in _objective_table(record))
+        lines.extend(f"  {name} per size (winner / defaults): {size_ratios_text(ratios)}"
+                     for name, ratios in record_size_ratios(record).items())
+    for arch, entry in sorted(record.per_architecture.items()):
+        # Each architecture's own winner (tune --architecture), applied to its own -gencode.
+        e = entry.controls
+        shown = [*e.flags, *(f"-D{n}={v}" for n, v in e.defines)]
+        if e.acf is not None:
+            shown.append(f"acf {Path(e.acf.path).name} ({e.acf.compiler}, sha256 {e.acf.sha256[:16]}...)")
+        lines.append(f"sm_{arch:<8} " + (" ".join(shown) or "(compiler defaults)"))
+        for i, objective in enumerate(record.objectives):
+            base = entry.baseline.scores[i] if entry.baseline else None
+            best = entry.winner.scores[i] if entry.winner else None
+            if base is not None and best is not None:
+                lines.append(f"  {objective.direction} {objective.name}: {_measured(entry.baseline, i)} -> "
+                             f"{_measured(entry.winner, i)} ({relative_change(base, best)})")
+    if record.objects:
+        lines.append("objects")
+        for obj, archs in sorted(record.objects.items()):
+            for arch, info in sorted(archs.items()):
+                lines.append(
+                    f"  {obj} [{arch}]  registers {info.registers}, stack {info.stack}, "
+                    f"code {info.code_sha256[:12]}"
+                )
+    return "\n".join(_printable(line) for line in lines)

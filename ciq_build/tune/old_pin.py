@@ -1,0 +1,121 @@
+"""The pin already there against the new winner: a better pin is never replaced by a worse one unasked.
+
+Two pins can be compared only when they answer the same question: the same objectives (in the same order), the
+same toolkit and the same architectures. Static figures (registers, spills, instructions) are deterministic, so
+the old record's own figures are compared, as long as the defaults still measure what they measured then (else
+the sources changed, and so did what the figures mean). Runtimes are never taken from a record: the old pin is
+built and re-measured beside the new winner, interleaved, and is better only beyond the noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ciq_build.compiler.controls import Controls
+from ciq_build.core.objectives import Objective, metric_key, with_unit
+from ciq_build.errors import CiqError
+from ciq_build.measure.stats import FINAL_ALPHA, beats_baseline
+from ciq_build.pin.display import relative_change
+from ciq_build.pin.read import read_record
+from ciq_build.pin.record import PinnedRecord, architecture_set
+
+# What re-measures the old pin beside the new winner: (old's samples, new's samples) per benchmark metric key,
+# or a sentence saying why it could not (the old pin no longer builds, or its benchmark failed).
+Remeasure = Callable[[Controls], "tuple[dict[str, list[float]], dict[str, list[float]]] | str"]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """The old pin against the new winner."""
+
+    comparable: bool
+    old_better: bool  # the old pin is better: kept unless --force
+    text: str  # old against new, in numbers; or why they cannot be compared
+
+
+def pinned_before(path: Path) -> PinnedRecord | None:
+    """The record a new pin at `path` replaces, or None: none there, or one that cannot be read (said by write)."""
+    if not path.is_file():
+        return None
+    try:
+        return read_record(path)
+    except CiqError:
+        return None
+
+
+def not_comparable(old: PinnedRecord, new: PinnedRecord) -> str | None:
+    """Why `old`'s figures cannot be compared with `new`'s, or None when they can."""
+    if [(o.name, o.direction) for o in old.objectives] != [(o.name, o.direction) for o in new.objectives]:
+        return f"the old pin was tuned for other objectives ({', '.join(o.name for o in old.objectives) or 'none'})"
+    if (old.toolchain.cuda, old.toolchain.nvcc_version) != (new.toolchain.cuda, new.toolchain.nvcc_version):
+        return f"the old pin was measured with another toolkit (CUDA {old.toolchain.nvcc_version or old.toolchain.cuda})"
+    if architecture_set(old.toolchain.architectures) != architecture_set(new.toolchain.architectures):
+        shown = ", ".join(architecture_set(old.toolchain.architectures)) or "nvcc's default"
+        return f"the old pin was tuned for other architectures ({shown})"
+    if old.winner is None or old.baseline is None or new.baseline is None:
+        return "the old pin holds no scores"
+    return None
+
+
+def compare(old: PinnedRecord, new: PinnedRecord, objectives: Sequence[Objective],
+            remeasure: Remeasure | None = None) -> Standing:
+    """Where the old pin stands against the new winner (`new`, its record as assembled).
+
+    Static objectives compare the records' figures; benchmark ones re-measure the old pin beside the winner
+    (`remeasure`; without it, or where it fails, they cannot be compared). The old pin is better when it is no
+    worse on every objective and better on one (a timed objective: beyond the noise).
+    """
+    problem = not_comparable(old, new)
+    if problem is not None:
+        return Standing(False, False, f"not compared: {problem}")
+    assert old.baseline is not None and old.winner is not None and new.baseline is not None
+    assert new.winner is not None
+    static = [i for i, o in enumerate(objectives) if o.source == "static"]
+    moved = [objectives[i].name for i in static if old.baseline.scores[i] != new.baseline.scores[i]]
+    if moved:
+        return Standing(False, False, f"not compared: the compiler's defaults measure other {', '.join(moved)} now "
+                                      "than when the old pin was made (the sources changed)")
+    timed = [i for i, o in enumerate(objectives) if o.source != "static"]
+    samples: tuple[dict[str, list[float]], dict[str, list[float]]] = ({}, {})
+    if timed:
+        if remeasure is None or any(objectives[i].source != "benchmark" for i in timed):
+            return Standing(False, False, "not compared: "
+                            + ", ".join(objectives[i].name for i in timed) + " cannot be taken from the old record")
+        measured = remeasure(old.controls)
+        if isinstance(measured, str):
+            return Standing(False, False, f"not compared: {measured}")
+        samples = measured
+    parts: list[str] = []
+    old_wins = new_wins = False
+    for i, objective in enumerate(objectives):
+        if i in static:
+            before, after = old.winner.scores[i], new.winner.scores[i]
+            sign = 1.0 if objective.direction == "min" else -1.0
+            old_wins |= sign * before < sign * after
+            new_wins |= sign * after < sign * before
+            parts.append(f"{objective.name} old {with_unit(objective, before)} against new "
+                         f"{with_unit(objective, after)} ({relative_change(before, after)})")
+            continue
+        key = metric_key(objective)
+        old_samples, new_samples = samples[0].get(key, []), samples[1].get(key, [])
+        if not old_samples or not new_samples:
+            return Standing(False, False, f"not compared: re-measuring the old pin gave no {objective.name}")
+        old_verdict = beats_baseline(new_samples, old_samples, objective.direction, alpha=FINAL_ALPHA)
+        new_verdict = beats_baseline(old_samples, new_samples, objective.direction, alpha=FINAL_ALPHA)
+        old_wins |= old_verdict.better
+        new_wins |= new_verdict.better
+        before, after = _median(old_samples), _median(new_samples)
+        parts.append(f"{objective.name} old {with_unit(objective, before)} against new {with_unit(objective, after)} "
+                     f"({relative_change(before, after)}; re-measured side by side, {len(new_samples)} runs each: "
+                     + ("the old pin is faster beyond the noise" if old_verdict.better else
+                        "the new winner is faster beyond the noise" if new_verdict.better else "within the noise")
+                     + ")")
+    return Standing(True, old_wins and not new_wins, "; ".join(parts))
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2

@@ -1,0 +1,74 @@
+"""Real tunes (CMake, Ninja, nvcc) over a pin already there: a worse winner never replaces a better pin unasked.
+
+tests/projects/shared: shared_bytes is the larger kernel's, 4 * TILE * TILE (static; TILE=8 best, 32 the default).
+tests/projects/transient `timer`: a TEST DOUBLE for a GPU benchmark whose "time" is 1 + 0.25 * |X - 1| ms
+(best at X=1, the default X=3). Each tune evaluates one seeded candidate (--seed-from, --max-evaluations 1),
+so which winner each tune finds is fixed, not left to the search.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import PROJECTS
+
+pytestmark = pytest.mark.slow
+
+
+def _tune(target: str, source: Path, build: Path, seed: str, *args: str,
+          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "ciq_build", "tune", target, "-S", str(source), "-B", str(build),
+               f"--seed-from={seed}", "--max-evaluations", "1", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source,
+                          env={**os.environ, **(env or {})})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def _pinned(source: Path, target: str) -> dict:
+    return json.loads((source / "ciq" / f"{target}.json").read_text())
+
+
+def test_a_static_winner_worse_than_the_pin_keeps_the_pin_unless_forced_and_says_old_against_new(
+        tmp_path: Path) -> None:
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(PROJECTS / "shared", source)
+    _tune("shared_kernels", source, build, "-DTILE=8")
+    assert _pinned(source, "shared_kernels")["controls"]["defines"] == {"TILE": "8"}
+    # Worse than the pin (yet better than the defaults): the pin stays, and the tune says why, in numbers.
+    worse = _tune("shared_kernels", source, build, "-DTILE=16")
+    record = _pinned(source, "shared_kernels")
+    assert record["controls"]["defines"] == {"TILE": "8"}
+    assert "replacing the pin" not in worse.stdout and "pinned:" not in worse.stdout
+    said = "shared_bytes old 256 bytes against new 1024 bytes (+300.0%)"
+    assert f"the pin already there is better ({said}): kept" in worse.stdout, worse.stdout
+    assert "run the same command with --force" in worse.stdout
+    assert said in worse.stderr  # the warning, even where the summary is not read
+    # --force replaces it anyway, old against new in numbers, and the record keeps what it was replaced against.
+    forced = _tune("shared_kernels", source, build, "-DTILE=16", "--force")
+    record = _pinned(source, "shared_kernels")
+    assert record["controls"]["defines"] == {"TILE": "16"} and "pinned:" in forced.stdout
+    assert f"old against new: {said}" in forced.stdout
+    assert record["provenance"]["against_old_pin"] == said
+
+
+def test_a_runtime_winner_is_re_measured_beside_the_pin_it_would_replace(tmp_path: Path) -> None:
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(PROJECTS / "transient", source)
+    env = {"TIMER_SLEEP_MS": "5"}
+    _tune("timer", source, build, "-DX=1", "--repeats", "3", env=env)
+    assert _pinned(source, "timer")["controls"]["defines"] == {"X": "1"}
+    # X=2 (1.25 ms) beats the defaults (X=3, 1.5 ms) but not the pin (1.0 ms), re-measured beside it.
+    worse = _tune("timer", source, build, "-DX=2", "--repeats", "3", env=env)
+    assert _pinned(source, "timer")["controls"]["defines"] == {"X": "1"}
+    assert "re-measure it beside the new winner" in worse.stderr
+    assert ("time old 1 ms against new 1.25 ms (+25.0%; re-measured side by side, 6 runs each: the old pin is "
+            "faster beyond the noise)") in worse.stdout, worse.stdout
+    assert "pinned:" not in worse.stdout
