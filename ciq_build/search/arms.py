@@ -20,20 +20,33 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ciq_build.core.causes import Cause
-from ciq_build.core.space import Genome, Param
+from ciq_build.core.space import Genome, Param, SearchSpace
 from ciq_build.errors import SearchError
 from ciq_build.search.batch import Candidate
+from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
 from ciq_build.search.operators import one_step_neighbours, single_changes
 
-if TYPE_CHECKING:
-    from ciq_build.search.portfolio import PortfolioSearch
-
 _DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
 _POLL_CHOICES = 4  # a choice of at most this many values counts each other value as one step (as the GA's poll)
+
+
+class Shared(Protocol):
+    """What an arm reads of the portfolio: the space, the budget and seed, the shared history, the best."""
+
+    space: SearchSpace
+    config: SearchConfiguration
+    seed: int
+    measured: dict[Genome, tuple[float, ...] | None]  # each configuration's first result (None: it failed)
+
+    def untried(self, genome: Genome) -> bool: ...
+
+    def centre(self) -> Genome | None: ...
+
+    def floor(self, arm: str, size: int) -> int: ...
 
 
 class Arm(Protocol):
@@ -55,7 +68,7 @@ class GeneticArm:
 
     name = "ga"
 
-    def __init__(self, portfolio: PortfolioSearch) -> None:
+    def __init__(self, portfolio: Shared) -> None:
         self.portfolio = portfolio
         # Its own stream of generations: the budget is the portfolio's to keep.
         # A generation is the GA's floor of a batch: handed out, told and bred from within one batch.
@@ -98,6 +111,10 @@ class GeneticArm:
         else:
             self.ga.immigrate(genome, scores, drawn)
 
+    def flat(self) -> bool:
+        """Whether the GA judges the landscape flat (GeneticSearch's flat share of the draws)."""
+        return self.ga.flat_share() is not None
+
     def _tell(self, candidate: Candidate, scores: tuple[float, ...] | None) -> None:
         if self._dead:
             return
@@ -115,7 +132,7 @@ class SpaceFillingArm:
 
     name = "fill"
 
-    def __init__(self, portfolio: PortfolioSearch) -> None:
+    def __init__(self, portfolio: Shared) -> None:
         self.portfolio = portfolio
         self._rng = random.Random(f"ciq_build.search.portfolio:{portfolio.seed}:fill")
 
@@ -140,7 +157,7 @@ class LocalArm:
 
     name = "local"
 
-    def __init__(self, portfolio: PortfolioSearch) -> None:
+    def __init__(self, portfolio: Shared) -> None:
         self.portfolio = portfolio
         self._centre: Genome | None = None
         self._rebuilt = 0

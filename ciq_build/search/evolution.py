@@ -275,7 +275,7 @@ class GeneticSearch(BatchSearch):
         rng = random.Random(f"ciq_build.search:{self.seed}:{self._generation}:local")
         limit = min(size, len(out) + max(1, int(size * STALL_SHARE)))
         groups: Iterable[list[Genome]] = self._repairs()
-        if self._flat_share() is None:
+        if self.flat_share() is None:
             groups = itertools.chain(groups, [[genome for _, genome in single_changes(best.genome, self.space)]])
         for group in groups:
             rng.shuffle(group)
@@ -299,7 +299,7 @@ class GeneticSearch(BatchSearch):
 
     def _exploration(self) -> float:
         """The share of children to draw from the whole space instead of breeding them."""
-        flat = self._flat_share()
+        flat = self.flat_share()
         if flat is not None:
             return flat
         # On a plateau of the survivors (every one scores the same) selection has nothing to
@@ -309,7 +309,7 @@ class GeneticSearch(BatchSearch):
             return PLATEAU_IMMIGRANTS
         return 0.0
 
-    def _flat_share(self) -> float | None:
+    def flat_share(self) -> float | None:
         """The share of random draws tied at their most common fitness, if most are and no survivor is clearly below it."""
         total = self._drawn_fitness.total()
         if not total or not self._population:

@@ -45,7 +45,7 @@ _SEEDED = -1  # the arm of generation 0 and of repeated measurements: no arm's c
 _FILL = 1  # SpaceFillingArm's index in the arms
 # The share of each batch every arm is given first, before the bandit orders the rest (GA, space-filling, local):
 # the bandit follows recent improvements, and an arm whose improvements come late must not starve before them.
-FLOORS = {"ga": 0.5, "fill": 0.125, "local": 0.125}
+FLOORS = {"ga": 0.625, "fill": 0.125, "local": 0.125}
 REPEAT_SHARE = 0.125  # at most this share of a batch measures configurations again, once scores are noisy
 FINAL_REPEAT_SHARE = 0.5  # and of the last batch
 MAX_REPEATS = 5  # measurements of one configuration at most
@@ -82,14 +82,14 @@ class PortfolioSearch(BatchSearch):
         self._front: list[tuple[tuple[float, ...], Genome]] = []  # several objectives: the non-dominated
         self.noisy: bool | None = None  # unknown until the best has been measured twice
         self._noisy_centre: Genome | None = None  # with noise: the best by the statistic, after each batch
-        self.arms: list[Arm] = [GeneticArm(self), SpaceFillingArm(self), LocalArm(self)]
+        self.ga = GeneticArm(self)
+        self.arms: list[Arm] = [self.ga, SpaceFillingArm(self), LocalArm(self)]
         self.bandit = AucBandit(len(self.arms))
         self.uses = [0] * len(self.arms)  # slots each arm was given, for the record
 
     # -- what the arms read ------------------------------------------------------------
 
-    @staticmethod
-    def floor(arm: str, size: int) -> int:
+    def floor(self, arm: str, size: int) -> int:
         """The slots of a batch of `size` that `arm` is given first, before the bandit orders the rest."""
         return int(size * FLOORS[arm])
 
@@ -98,7 +98,11 @@ class PortfolioSearch(BatchSearch):
         return genome not in self._seen and self.space.allows(genome)
 
     def centre(self) -> Genome | None:
-        """The configuration local moves start from: the best (several objectives: a front member in turn)."""
+        """The configuration local moves start from: the best (several objectives: a front member in turn); None
+        where the landscape is flat (most draws score alike and the best is not clearly below them: a best says
+        nothing of its neighbours there)."""
+        if self.ga.flat():
+            return None
         if len(self.directions) > 1:
             return self._front[self._generation % len(self._front)][1] if self._front else None
         if self.noisy:
