@@ -172,7 +172,7 @@ def baseline_module(rev: str) -> Any:
         sys.modules[spec.name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
     if not hasattr(module, "Search"):  # since the portfolio, the genetic search's own name
-        module.Search = module.GeneticSearch
+        setattr(module, "Search", module.GeneticSearch)  # noqa: B010 - a module attribute mypy cannot see
     return module
 
 
