@@ -76,7 +76,7 @@ class GeneticArm:
         config = replace(portfolio.config, generations=2**31, max_evaluations=None, time_limit=None,
                          seed=portfolio.seed, pool_size=pool)
         # No seeds of its own: generation 0 of the portfolio comes to it as immigrants, its first parents.
-        self.ga = GeneticSearch(None, portfolio.space, config)
+        self.ga = _ArmGeneticSearch(None, portfolio.space, config)
         self._queue: list[Candidate] = []
         self._mine: dict[Genome, Candidate] = {}  # handed out, waiting for the portfolio's result
         self._dead = False
@@ -125,6 +125,17 @@ class GeneticArm:
                 self.ga.tell(candidate, scores if len(scores) > 1 else scores[0])
         except SearchError:  # a generation of its own that all failed: the other arms go on
             self._dead = True
+
+
+class _ArmGeneticSearch(GeneticSearch):
+    """The GA inside the portfolio: its candidates are the portfolio's to name, so it makes neither their
+    params nor their journal keys (half a candidate's cost at 6,400 evaluations)."""
+
+    def _candidate(self, genome: Genome) -> Candidate:
+        candidate = Candidate(self._next_id, self._generation, {}, str(self._next_id), genome)
+        self._next_id += 1
+        self._issued += 1
+        return candidate
 
 
 class SpaceFillingArm:

@@ -96,6 +96,7 @@ class BatchSearch:
         self.results = Results(self.directions, objective_names=objective_names)
         self._generation = 0
         self._batch: list[Candidate] | None = None
+        self._waiting: dict[int, Candidate] = {}  # the batch's candidates not told yet, in batch order
         self._told: dict[int, Evaluation] = {}
         self._seen: set[Genome] = set()
         self._next_id = 0
@@ -122,7 +123,7 @@ class BatchSearch:
     @property
     def pending(self) -> list[Candidate]:
         """Candidates asked but not told yet."""
-        return [c for c in self._batch or () if c.id not in self._told]
+        return list(self._waiting.values())
 
     # -- ask / tell -------------------------------------------------------------------
 
@@ -134,6 +135,7 @@ class BatchSearch:
             return []
         if self._batch is None:
             self._batch = self._breed()
+            self._waiting = {c.id: c for c in self._batch}
             if not self._batch:
                 if self._generation == 0 and self.space.constrained:
                     raise self.space.nothing_allowed()
@@ -159,13 +161,12 @@ class BatchSearch:
         SearchError when the search cannot go on (every candidate failed).
         """
         cid = candidate.id if isinstance(candidate, Candidate) else candidate
-        waiting = {c.id: c for c in self.pending}
-        if cid not in waiting:
+        if cid not in self._waiting:
             raise SearchError(
                 f"candidate {cid!r} is not waiting for a score (ask() for the current generation's "
                 f"candidates; each is told once)"
             )
-        asked = waiting[cid]
+        asked = self._waiting[cid]
         if isinstance(candidate, Candidate) and candidate.key != asked.key:
             raise SearchError(f"candidate {cid} was asked with other params than the ones told")
         if cause is None:
@@ -187,8 +188,9 @@ class BatchSearch:
             seconds=float(seconds),
         )
         self._told[cid] = evaluation
+        del self._waiting[cid]
         self.results.add(evaluation)
-        if not self.pending:
+        if not self._waiting:
             self._close_batch()
         return evaluation
 

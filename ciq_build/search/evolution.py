@@ -31,6 +31,7 @@ from ciq_build.core.space import Genome, Param, SearchSpace, canonical_key
 from ciq_build.search.batch import BatchSearch, Candidate
 from ciq_build.search.configuration import INVALID_SCORE, SearchConfiguration, interpret
 from ciq_build.search.operators import (
+    Changes,
     Crossover,
     ElitistSurvival,
     GridMutation,
@@ -56,6 +57,7 @@ __all__ = [
     "Individual",
     "GeneticSearch",
     "canonical_key",
+    "single_changes",
     "interpret",
     "RandomSampler",
     "TournamentSelection",
@@ -187,9 +189,8 @@ class GeneticSearch(BatchSearch):
         if scores is None:
             self._repair_index.add(genome, None)
             return
-        params = self.space.to_params(genome)
-        incomer = Individual(Candidate(self._next_id, self._generation, params, canonical_key(params), genome),
-                             self._fitness(scores))
+        # Measured by another search: its params and key are that search's, the GA needs only the genome.
+        incomer = Individual(Candidate(self._next_id, self._generation, {}, "", genome), self._fitness(scores))
         self._next_id += 1
         if drawn:
             self._drawn_fitness[incomer.fitness] += 1
@@ -274,15 +275,15 @@ class GeneticSearch(BatchSearch):
         seeded order: the repairs, then, unless the landscape is flat, the single changes of `best`."""
         rng = random.Random(f"ciq_build.search:{self.seed}:{self._generation}:local")
         limit = min(size, len(out) + max(1, int(size * STALL_SHARE)))
-        groups: Iterable[list[Genome]] = self._repairs()
+        groups: Iterable[Changes] = self._repairs()
         if self.flat_share() is None:
-            groups = itertools.chain(groups, [[genome for _, genome in single_changes(best.genome, self.space)]])
+            groups = itertools.chain(groups, [Changes.of(best.genome, self.space)])
         for group in groups:
-            rng.shuffle(group)
+            group.shuffle(rng)
             if not self._add_untried(group, limit, out):
                 return
 
-    def _add_untried(self, genomes: list[Genome], limit: int, out: list[Genome]) -> bool:
+    def _add_untried(self, genomes: Iterable[Genome], limit: int, out: list[Genome]) -> bool:
         """Adds the untried ones of `genomes`, in their order, while `out` holds fewer than `limit`; False once
         it is full."""
         for genome in genomes:
@@ -291,11 +292,11 @@ class GeneticSearch(BatchSearch):
             self._new(genome, out)
         return True
 
-    def _repairs(self) -> Iterator[list[Genome]]:
+    def _repairs(self) -> Iterator[Changes]:
         """For each failed candidate one change away from a configuration with a best fitness, the newest first:
         the failed candidate with another parameter changed (every single change but the one that made it fail)."""
         for failed, cause in self._repair_index.repairable(self._best_fitnesses):
-            yield [genome for i, genome in single_changes(failed, self.space) if i not in cause]
+            yield Changes.of(failed, self.space, skip=cause)
 
     def _exploration(self) -> float:
         """The share of children to draw from the whole space instead of breeding them."""

@@ -6,7 +6,7 @@ Each is a small callable; pass your own to the genetic search to replace one.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -151,6 +151,35 @@ def single_changes(genome: Genome, space: SearchSpace) -> list[tuple[int, Genome
         values: list[int | None] = list(range(param.size)) + ([None] if param.can_knockout else [])
         out += [(i, genome[:i] + (value,) + genome[i + 1:]) for value in values if value != genome[i]]
     return out
+
+
+class Changes:
+    """Single changes of one genome, each made only when read: a group of local moves is shuffled whole but
+    often read only in part. `shuffle` draws from the generator exactly as shuffling the list of genomes would."""
+
+    def __init__(self, genome: Genome, moves: list[tuple[int, Gene]]) -> None:
+        self.genome, self.moves = genome, moves
+
+    @classmethod
+    def of(cls, genome: Genome, space: SearchSpace, skip: frozenset[int] | set[int] = frozenset()) -> Changes:
+        """single_changes(genome, space), but for the parameters in `skip`."""
+        moves: list[tuple[int, Gene]] = []
+        for i, param in enumerate(space.values()):
+            if i not in skip:
+                values: list[Gene] = list(range(param.size)) + ([None] if param.can_knockout else [])
+                moves += [(i, value) for value in values if value != genome[i]]
+        return cls(genome, moves)
+
+    def shuffle(self, rng: random.Random) -> None:
+        rng.shuffle(self.moves)
+
+    def __len__(self) -> int:
+        return len(self.moves)
+
+    def __iter__(self) -> Iterator[Genome]:
+        genome = self.genome
+        for i, value in self.moves:
+            yield genome[:i] + (value,) + genome[i + 1:]
 
 
 def one_step_neighbours(genome: Genome, space: SearchSpace) -> list[Genome]:

@@ -17,13 +17,19 @@ _MASK = (1 << 64) - 1
 Fitness = tuple[float, ...]
 
 
-def _number(i: int, gene: Gene) -> int:
-    return hash((i, gene, "ciq_build.repairs")) & _MASK
+_NUMBERS: dict[tuple[int, Gene], int] = {}  # (parameter, value) -> its number, made once
+
+
+def _number(key: tuple[int, Gene]) -> int:
+    number = _NUMBERS.get(key)
+    if number is None:
+        number = _NUMBERS[key] = hash((key, "ciq_build.repairs")) & _MASK
+    return number
 
 
 def _masked(genome: Genome) -> list[int]:
     """For each parameter i: the genome's hash without parameter i."""
-    numbers = [_number(i, gene) for i, gene in enumerate(genome)]
+    numbers = [_number(key) for key in enumerate(genome)]
     total = sum(numbers) & _MASK
     return [(total - n) & _MASK for n in numbers]
 

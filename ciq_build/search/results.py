@@ -42,6 +42,7 @@ class Results:
             raise ConfigError(f"{len(names)} objective names for {len(directions)} objectives")
         self.objective_names = names
         self._evaluations: list[Evaluation] = []
+        self._failures = 0  # counted as they come: a progress line reads it every batch
         for evaluation in evaluations:
             self.add(evaluation)
 
@@ -56,6 +57,7 @@ class Results:
                 f"expected {self.num_objectives} numbers"
             )
         self._evaluations.append(evaluation)
+        self._failures += not evaluation.ok
 
     def __len__(self) -> int:
         return len(self._evaluations)
@@ -69,7 +71,7 @@ class Results:
 
     @property
     def failures(self) -> int:
-        return sum(1 for e in self._evaluations if not e.ok)
+        return self._failures
 
     def get_best_result(self) -> Evaluation | None:
         """The best ok evaluation; None if there is none.
