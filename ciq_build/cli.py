@@ -268,8 +268,9 @@ def _run(argv: Sequence[str] | None) -> int:
         if args.command == "show":
             from ciq_build.reports.show import show
 
-            print(show(args.target, _backend(args), args.pin_file))
-            return 0
+            text, applies = show(args.target, _backend(args), args.pin_file)
+            print(text)
+            return 0 if applies else 1
         if args.command == "list":
             from ciq_build.reports.show import list_targets
 

@@ -227,14 +227,26 @@ endfunction()
 # process) the refusal goes to the global property _CIQ_PIN_REFUSED instead,
 # and the caller's _ciq_pin_stop() returns from the checking function.
 function(_ciq_pin_error target pin_file)
-  string(JOIN "" text ${ARGN})
+  _ciq_joined(text 2 ${ARGC})
   _ciq_pin_refuse("ciq_tune_target(${target}): refusing the pinned record ${pin_file}: ${text}")
 endfunction()
+
+# _ciq_joined(<out> <first> <count>): the caller's arguments from <first> on, joined
+# as written (ARGV<n> keeps a ';' in one, which ${ARGN} would split away).
+macro(_ciq_joined out first count)
+  set(${out} "")
+  if(${count} GREATER ${first})
+    math(EXPR _ciq_last "${count} - 1")
+    foreach(_ciq_index RANGE ${first} ${_ciq_last})
+      string(APPEND ${out} "${ARGV${_ciq_index}}")
+    endforeach()
+  endif()
+endmacro()
 
 # _ciq_pin_refuse(<message>...): refuse a pinned record with a message that
 # already names the target and the record (a CIQ_STRICT mismatch's warning).
 function(_ciq_pin_refuse)
-  string(JOIN "" text ${ARGN})
+  _ciq_joined(text 0 ${ARGC})
   if(_CIQ_CHECK_ONLY)
     set_property(GLOBAL PROPERTY _CIQ_PIN_REFUSED "${text}")
     return()
@@ -611,8 +623,11 @@ function(_ciq_read_pin)
   if(missing OR NOT ptxas MATCHES "^([0-9]+)[.]([0-9]+)")
     set(ptxas "")
   else()
-    math(EXPR major "${CMAKE_MATCH_1}")
-    math(EXPR minor "${CMAKE_MATCH_2}")
+    # major.minor without leading zeros ("13.03" is 13.3), as text: the rule
+    # book bounds each number, and math(EXPR) is never asked.
+    set(minor "${CMAKE_MATCH_2}")
+    string(REGEX REPLACE "^0+([0-9])" "\\1" major "${CMAKE_MATCH_1}")
+    string(REGEX REPLACE "^0+([0-9])" "\\1" minor "${minor}")
     set(ptxas "${major}.${minor}")
   endif()
   # The architectures it was tuned for (the rule book has checked each is a
@@ -632,7 +647,11 @@ function(_ciq_architecture_set out)
   foreach(arch IN LISTS ARGN)
     string(STRIP "${arch}" name)
     string(TOLOWER "${name}" name)
-    string(REGEX REPLACE "^(sm_|compute_|lto_)" "" name "${name}")
+    # One prefix at most: "sm_sm_90a" is "sm_90a", no architecture (REGEX
+    # REPLACE would strip a prefix again at each match).
+    if(name MATCHES "^(sm_|compute_|lto_)(.*)$")
+      set(name "${CMAKE_MATCH_2}")
+    endif()
     string(REGEX REPLACE "-.*$" "" name "${name}")
     if(NOT name STREQUAL "")
       list(APPEND names "${name}")

@@ -8,7 +8,9 @@
 #                                     image lacks (/work/.library/device/KINDS.md lists what it has), for
 #                                     Python 3.12, ~12 MB
 #   CARRY_DIR/i23/compileiq-example/  examples/compilers/nvcc_example/ of COMPILEIQ_REPO (a checkout, or a
-#                                     bare git directory: its HEAD), and the commit it came from
+#                                     bare git directory: its HEAD), and the commit it came from; none when
+#                                     COMPILEIQ_REPO is `none` (a campaign that runs compileiq through ciq_build
+#                                     alone: bench/public_kernels/tensor_cores.sh)
 #   CARRY_DIR/i23/search-spaces/      $CIQ_SEARCH_SPACES_DIR (CompileIQ's offline manifest and .bin spaces)
 #   CARRY_DIR/cuda133/ptxas-13.3.gz   the .venv's ptxas 13.3, gzipped (~16 MB), unless already there
 #                                     (shared with other GPU campaigns; written whole or not at all)
@@ -37,15 +39,16 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$pyth
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$work/i23/wheels" "${pins[@]}"
 
 mkdir -p "$work/i23/compileiq-example"
-for file in README.md optimize_reduction.py reduction.cu; do
+[ "$repo" = none ] || for file in README.md optimize_reduction.py reduction.cu; do
     if [ -d "$repo/examples" ]; then
         cp "$repo/examples/compilers/nvcc_example/$file" "$work/i23/compileiq-example/"
     else
         git --git-dir "$repo" show "HEAD:examples/compilers/nvcc_example/$file" > "$work/i23/compileiq-example/$file"
     fi
 done
-if [ -d "$repo/examples" ]; then git -C "$repo" log -1 --format='%H %cd'; else git --git-dir "$repo" log -1 --format='%H %cd'; fi \
-    > "$work/i23/compileiq-example/COMMIT" || echo unknown > "$work/i23/compileiq-example/COMMIT"
+[ "$repo" = none ] || if [ -d "$repo/examples" ]; then git -C "$repo" log -1 --format='%H %cd'; else
+    git --git-dir "$repo" log -1 --format='%H %cd'; fi > "$work/i23/compileiq-example/COMMIT" \
+    || echo unknown > "$work/i23/compileiq-example/COMMIT"
 mkdir -p "$work/i23/search-spaces"
 cp "$spaces"/manifest.json "$spaces"/*.bin "$work/i23/search-spaces/"
 rm -rf "$carry/i23" && mv "$work/i23" "$carry/i23"

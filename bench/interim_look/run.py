@@ -3,7 +3,7 @@
     python bench/interim_look/run.py [--trials 2000] [--rounds 10] [--noise 0.02] [--seed 0]
 
 ciq_build.tune.confirm re-measures the winner against the defaults, interleaved,
-`rounds` a side, and looks once (ciq_build.measure.stats.interim_look: half-way, or the first
+`rounds` a side, and looks once (ciq_build.measure.bench.interim_look: half-way, or the first
 round after it where the look's level can be reached, 5 of 6 to 9 rounds) at INTERIM_ALPHA:
 a winner already better there ends the re-measure; otherwise the end decides at
 FINAL_ALPHA. Against one look at the end at 5%, per true effect (candidate time /
@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ciq_build.measure.stats import FINAL_ALPHA, INTERIM_ALPHA, beats_baseline, interim_look  # noqa: E402
+from ciq_build.testing import FINAL_ALPHA, INTERIM_ALPHA, beats_baseline, interim_look  # noqa: E402
 
 
 def main() -> None:

@@ -27,11 +27,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ciq_build.search.acf_pool import POOL_FILE, load_pool, pool_sha256
-from ciq_build.state.durable import atomic_write
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # bench/public_kernels/static_screen.py, run as a script from anywhere
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's ciq_build (and bench/), run from anywhere
 from bench.public_kernels.static_screen import describe_cubin  # noqa: E402
+from ciq_build.testing import POOL_FILE, atomic_write, load_pool, pool_sha256  # noqa: E402
 
 
 def ptxas_variant(ptxas: str, cuobjdump: str, ptx: Path, arch: str, acf: Path | None, work: Path) -> dict:

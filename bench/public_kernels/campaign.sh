@@ -13,9 +13,9 @@
 # stays within BUDGET_S seconds: the confirmations' time (CONFIRM_S a kernel) is reserved first, and
 # the rest is shared equally by the searched arms (each `tune --time-limit`,
 # then the tune's own interleaved re-measure and pin). Everything lands in $OUT as it finishes:
-# $OUT/i24-<steps>.log (the console), $OUT/i24-<steps>.tgz (journals, pins, confirmations, SASS
+# $OUT/public_kernels-<steps>.log (the console), $OUT/public_kernels-<steps>.tgz (journals, pins, confirmations, SASS
 # diffs; rewritten after every step, so a call cut short still returns what finished) and
-# $OUT/i24-<steps>.md (the summary, bench/public_kernels/report.py).
+# $OUT/public_kernels-<steps>.md (the summary, bench/public_kernels/report.py).
 #
 # Needs .carry/cuda133/ptxas-13.3.gz (ptxas ACFs need ptxas 13.3: the machine's nvcc 13.0 runs with
 # ptxas 13.3 in place of its own, as in bench/public_kernels/cuda_samples.sh) and the screened ACF pools
@@ -42,7 +42,7 @@ budget=${1:?usage: bench/public_kernels/campaign.sh [--dry-run] BUDGET_S STEP...
 shift
 [ $# -gt 0 ] || { echo "name at least one step: sgemm, attn, reduction, confirm" >&2; exit 64; }
 steps=("$@")
-name="i24-$(IFS=-; echo "${steps[*]}")"
+name="public_kernels-$(IFS=-; echo "${steps[*]}")"
 OUT=${OUT:-/tmp/out}
 res=/tmp/$name
 rm -rf "$res" && mkdir -p "$res" "$OUT"

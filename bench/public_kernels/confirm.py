@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ciq_build.measure.protocol import parse_output
-from ciq_build.project.manifest import load_manifest
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's ciq_build (and bench/), run from anywhere
+from ciq_build.testing import load_manifest, parse_output  # noqa: E402
 
 
 def configure_and_build(source: Path, build: Path, nvcc: str | None, disable: bool, benchmark: str,

@@ -1,4 +1,4 @@
-"""The summary of an issue-24 campaign (bench/public_kernels/campaign.sh), and two questions the script asks.
+"""The summary of a public-kernels campaign (bench/public_kernels/campaign.sh), and two questions the script asks.
 
     python bench/public_kernels/report.py RESULTS               Markdown: per kernel, each arm's search and pin,
                                                      the confirmation (ratios, 95% CIs), the defaults
@@ -105,7 +105,7 @@ def describe_controls(controls: dict) -> str:
 
 
 def report(results: Path) -> str:
-    lines = [f"# Issue 24 campaign: {results.name}", ""]
+    lines = [f"# Public kernels campaign: {results.name}", ""]
     dry = (results / "DRY").is_file()  # bench/public_kernels/campaign.sh --dry-run: the TEST DOUBLE's times, no kernel's
     if dry:
         lines += ["DRY RUN: every time below is the TEST DOUBLE's (bench/multi_gpu/dry), no GPU claim; no roofline.", ""]

@@ -25,7 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ciq_build.compiler.controls import KNOBS
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's ciq_build (and bench/), run from anywhere
+from ciq_build.testing import KNOBS  # noqa: E402
 
 
 def knob_variants() -> list[tuple[str, list[str]]]:

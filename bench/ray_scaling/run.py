@@ -26,20 +26,24 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import ray
-from ciq_build.compiler.controls import Controls
-from ciq_build.core.objectives import parse_objectives
-from ciq_build.core.params import parse_params
-from ciq_build.core.settings import MeasureSettings, SearchSettings
-from ciq_build.ray.executor import RayPool, RaySlot
-from ciq_build.search.base import Proposal
-from ciq_build.search.evaluation import Evaluation
-from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.genetic import GeneticSource
-from ciq_build.state.journal import Journal
-from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.loop import SearchLoop
-from ciq_build.tune.replay import controls_id
-from ciq_build.tune.timeouts import Timeouts
+from ciq_build import SearchConfiguration
+from ciq_build.testing import (
+    Controls,
+    Evaluation,
+    EvaluationCache,
+    GeneticSource,
+    Journal,
+    MeasureSettings,
+    Proposal,
+    RayPool,
+    RaySlot,
+    SearchLoop,
+    SearchSettings,
+    Timeouts,
+    controls_id,
+    parse_objectives,
+    parse_params,
+)
 
 TIME = parse_objectives(["time"])
 LIMITS = Timeouts(MeasureSettings().timeout, MeasureSettings().timeout)  # never reached: the workers sleep

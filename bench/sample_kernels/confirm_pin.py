@@ -16,9 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ciq_build.measure.bench import BenchSpec
-from ciq_build.measure.stats import beats_baseline, interleaved
-from ciq_build.resources import build_tool, cmake_dir
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's ciq_build (and bench/), run from anywhere
+from ciq_build.testing import BenchSpec, beats_baseline, build_tool, cmake_dir, interleaved  # noqa: E402
 
 
 def build(source: Path, build_dir: Path, nvcc: str | None, disable: bool, target: str) -> None:

@@ -7,7 +7,7 @@ for its candidates, before the fix) hears of it only when the wait ends.
 This starts a victim process per case, side by side in one run: three worker
 threads that start processes back to back (proc.run, as a tune's workers
 start compiles and benchmarks) or only spin in Python, and a main thread that
-waits in one blocking wait or in stopping.wait_or_stop's STOP_POLL steps (the
+waits in one blocking wait or in proc.wait_or_stop's STOP_POLL steps (the
 loop's wait now). It sends each victim SIGUSR1 `--signals` times and counts
 the signals whose handler did not run within `--late` seconds.
 
@@ -24,13 +24,15 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's ciq_build, run from anywhere
 WORKERS = 3
 
 
 def victim(work: str, wait: str) -> None:
     """The process signalled: WORKERS threads doing `work`, the main thread waiting as `wait` says."""
-    from ciq_build.measure import proc, stopping
+    from ciq_build.testing import run_process, wait_or_stop
 
     def heard(signum: int, frame: object) -> None:
         os.write(1, b"heard\n")
@@ -41,7 +43,7 @@ def victim(work: str, wait: str) -> None:
     def worker() -> None:
         while True:
             if work == "processes":
-                proc.run(["/bin/true"], 60)
+                run_process(["/bin/true"], 60)
             else:
                 sum(range(10000))
 
@@ -56,7 +58,7 @@ def victim(work: str, wait: str) -> None:
                     if wait == "blocking":
                         forever.wait()
                     else:
-                        stopping.wait_or_stop(forever.wait, "the bench")
+                        wait_or_stop(forever.wait, "the bench")
                 except KeyboardInterrupt:
                     pass
         except KeyboardInterrupt:  # a second signal as the first unwinds

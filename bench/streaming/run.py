@@ -37,14 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ciq_build.compiler.toolchain import find_toolchain
-from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT, MeasureSettings
-from ciq_build.project.cmake_trees import configure_user_tree
-from ciq_build.tune.tune_options import TuneOptions
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # bench/racing/arms.py, run as a script from anywhere
-from bench.racing.arms import print_table  # noqa: E402
-from bench.racing.arms import run_arm as run_tune_arm  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # this checkout's ciq_build, run from anywhere
+from ciq_build.testing import MeasureSettings, TuneOptions, configure_tree, print_table, tune_arm  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECTS = {False: (ROOT / "tests" / "projects" / "stream", "stream"),
@@ -79,18 +73,16 @@ def run_arm(name: str, work: Path, options: argparse.Namespace, *, stream: bool)
     cmake_args = [f"-DSTREAM_PARAMS=X=range(1,{options.x_values + 1})"]
     if options.nvcc:
         cmake_args.append(f"-DCMAKE_CUDA_COMPILER={options.nvcc}")
-    configure_user_tree(source, build, find_toolchain(Path(options.nvcc) if options.nvcc else None), None,
-                        cmake_args, USER_CONFIGURE_TIMEOUT)
+    configure_tree(source, build, cmake_args, Path(options.nvcc) if options.nvcc else None)
     os.environ.update({"STREAM_LOG": str(log), "STREAM_SAMPLES": "1" if stream else "0",
                        "STREAM_REPS": str(options.reps), "STREAM_BASE_MS": str(options.base_ms),
                        "STREAM_STEP": str(options.step), "STREAM_NOISE": str(options.noise)})
     cpu = _children_cpu()
     started = time.monotonic()
-    arm = run_tune_arm(TuneOptions(target=target, build_dir=build, generations=options.generations,
-                                   pool_size=options.pool_size, repeats=options.repeats, seed=options.seed,
-                                   objectives=["time"], quiet=True, cmake_args=cmake_args,
-                                   **({"jobs": options.jobs} if options.jobs else {})),
-                       racing=True, dedupe=True)
+    arm = tune_arm(TuneOptions(target=target, build_dir=build, generations=options.generations,
+                               pool_size=options.pool_size, repeats=options.repeats, seed=options.seed,
+                               objectives=["time"], quiet=True, cmake_args=cmake_args,
+                               **({"jobs": options.jobs} if options.jobs else {})))
     seconds, cpu = time.monotonic() - started, _children_cpu() - cpu
     logged = len(log.read_text().splitlines()) if log.exists() else 0
     # The re-measure before the pin: whole processes, its rounds a side (ciq_build.tune.confirm), in both arms

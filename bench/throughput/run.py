@@ -39,7 +39,7 @@ seconds per evaluation and k1/k2 are costs (lower is better).
 Racing part: the runtime goal (>= 3x fewer benchmark runs for the same
 winner), bench/racing/run.py's plain and racing+dedupe arms with its defaults
 (a real tune of the `timer` test double of a GPU benchmark; its GPU
-counterpart is bench/racing/gpu.py).
+counterpart is bench/racing/run.py --gpu).
 
 Knob part: the first `--knobs` distinct candidates that ciq_build's genetic
 search proposes for `tune --controls knobs --objective registers --objective
@@ -81,19 +81,29 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.racing import run as racing  # noqa: E402
-from ciq_build.compiler import metrics, ptxas_path  # noqa: E402
-from ciq_build.compiler.controls import AcfRef, Controls, controls_from_candidate, write_options_file  # noqa: E402
-from ciq_build.compiler.toolchain import Toolchain, load_toolchain  # noqa: E402
-from ciq_build.core.objectives import parse_objectives
-from ciq_build.measure.gpu_slots import GpuSlots  # noqa: E402
-from ciq_build.project import cmake_trees  # noqa: E402
-from ciq_build.project.manifest import Manifest, load_manifest  # noqa: E402
-from ciq_build.resources import cmake_dir  # noqa: E402
-from ciq_build.search.base import Proposal  # noqa: E402
-from ciq_build.search.evolution import SearchConfiguration  # noqa: E402
-from ciq_build.search.genetic import GeneticSource  # noqa: E402
-from ciq_build.search.select import build_space  # noqa: E402
-from ciq_build.tune.runner import BuildRunner  # noqa: E402
+from ciq_build import SearchConfiguration  # noqa: E402
+from ciq_build.testing import (  # noqa: E402
+    VERBOSE_PTXAS,
+    AcfRef,
+    BuildRunner,
+    CandidateBuild,
+    Controls,
+    GeneticSource,
+    GpuSlots,
+    Manifest,
+    Proposal,
+    ScratchTree,
+    Toolchain,
+    build_space,
+    cmake_dir,
+    controls_from_candidate,
+    load_manifest,
+    load_toolchain,
+    metrics,
+    parse_objectives,
+    ptxas_path,
+    write_options_file,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = REPO_ROOT / "sample_extension"
@@ -140,17 +150,17 @@ def _user_tree(work: Path, nvcc: Path) -> tuple[Manifest, Toolchain]:
     return load_manifest(user, TARGET), load_toolchain(nvcc)
 
 
-def _scratch_tree(manifest: Manifest, toolchain: Toolchain, root: Path, fast_path: bool = True) -> cmake_trees.ScratchTree:
+def _scratch_tree(manifest: Manifest, toolchain: Toolchain, root: Path, fast_path: bool = True) -> ScratchTree:
     """A configured scratch tree with the baseline built, as the driver has it before the first candidate
     (the fast tree keeps the baseline's front end)."""
-    tree = cmake_trees.ScratchTree(manifest, root, toolchain, fast_path=fast_path)
+    tree = ScratchTree(manifest, root, toolchain, fast_path=fast_path)
     tree.configure(300)
     if not tree.build(Controls(), 600).ok:
         sys.exit(f"the baseline build of {TARGET} failed in {tree.root}")
     return tree
 
 
-def _ciq_static(build: cmake_trees.CandidateBuild) -> tuple[int, int]:
+def _ciq_static(build: CandidateBuild) -> tuple[int, int]:
     """What the driver's static metrics read from a build (registers, spill bytes)."""
     summary = metrics.summarize(metrics.parse_ptxas_verbose(build.compiler_output))
     return summary["registers"], summary["spill_bytes"]
@@ -342,7 +352,7 @@ class RawWork:
 class RawCompiler:
     """(k2): the candidate's compile as a user runs it by hand, doing only the distinct work."""
 
-    def __init__(self, tree: cmake_trees.ScratchTree, work: Path) -> None:
+    def __init__(self, tree: ScratchTree, work: Path) -> None:
         [self.argv] = tree._tuned_compiles(300)  # the build's own command, options file and all
         self.cwd = tree.build_dir
         self.nvcc = Path(self.argv[0])
@@ -363,7 +373,7 @@ class RawCompiler:
         return plan.front, step
 
     def evaluate(self, controls: Controls) -> RawWork:
-        write_options_file(self.options, controls, extra=cmake_trees.VERBOSE_PTXAS)
+        write_options_file(self.options, controls, extra=VERBOSE_PTXAS)
         front, step = self.front_end()
         kept = self.distinct.kept(front)
         if kept is None:
@@ -387,18 +397,18 @@ class RawCompiler:
         return RawWork(_raw_report(ran.stdout + ran.stderr), took, kind, ptx_used)
 
 
-class _WatchedTree(cmake_trees.ScratchTree):
+class _WatchedTree(ScratchTree):
     """The driver's scratch tree, noting each build (did it take the ptxas-only path?)."""
 
-    last: cmake_trees.CandidateBuild | None = None
+    last: CandidateBuild | None = None
 
     def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
-              benchmark: bool = True) -> cmake_trees.CandidateBuild:
+              benchmark: bool = True) -> CandidateBuild:
         self.last = super().build(controls, timeout, static_only, benchmark=benchmark)
         return self.last
 
 
-def _driver_evaluation(runner: BuildRunner, tree: cmake_trees.ScratchTree, proposal: Proposal,
+def _driver_evaluation(runner: BuildRunner, tree: ScratchTree, proposal: Proposal,
                        controls: Controls) -> tuple[tuple[float, ...], tuple[int, int], Cost]:
     """(k1): the driver's evaluation of one candidate; its scores, (registers, spill bytes) and cost."""
     evaluated, took = _timed(runner.evaluate, tree, proposal, controls, f"knob-{proposal.id}")
@@ -407,7 +417,7 @@ def _driver_evaluation(runner: BuildRunner, tree: cmake_trees.ScratchTree, propo
     return evaluated.scores, (int(evaluated.metrics["registers"]), int(evaluated.metrics["spill_bytes"])), took
 
 
-def _fixed_costs(tree: cmake_trees.ScratchTree, argv: list[str]) -> dict[str, float]:
+def _fixed_costs(tree: ScratchTree, argv: list[str]) -> dict[str, float]:
     """Median seconds of what k1 pays besides the compiler's own work."""
     def median(command: list[str], **kwargs: object) -> float:
         return statistics.median(_timed(subprocess.run, command, capture_output=True, **kwargs)[1].wall
@@ -491,7 +501,7 @@ def knob_part(args: argparse.Namespace, work: Path, manifest: Manifest, toolchai
 def racing_part() -> None:
     """The runtime goal's ratio: bench/racing/run.py's plain and racing+dedupe arms, with that bench's defaults."""
     print("racing part: benchmark runs of a runtime tune, plain against racing + dedupe (bench/racing/run.py)")
-    same = racing.compare(racing.parser().parse_args([]), (racing.ARMS[0], racing.ARMS[-1]))
+    same = racing.compare(racing.options([]), (racing.ARMS[0], racing.ARMS[-1]))
     if not same:
         raise SystemExit("racing part: the arms pinned different winners")
 

@@ -94,13 +94,12 @@ def split_architectures(architectures: str) -> list[str]:
 def arch_name(arch: str) -> str:
     """One spelling of an architecture, unchecked: "sm_90a", "90A", "90a-real" are all "90a".
 
-    Lower case, no sm_/compute_/lto_ prefix, nothing from the first '-' on. The
-    pinned record's architectures are written in it and compared in it; the
-    CMake module's _ciq_architecture_set is the same rule.
+    Lower case, without one sm_/compute_/lto_ prefix ("sm_sm_90a" keeps one, and
+    names no architecture), nothing from the first '-' on. The pinned record's
+    architectures are written in it and compared in it; the CMake module's
+    _ciq_architecture_set is the same rule.
     """
-    text = arch.strip().lower()
-    for prefix in ("sm_", "compute_", "lto_"):
-        text = text.removeprefix(prefix)
+    text = re.sub(r"^(sm_|compute_|lto_)", "", arch.strip().lower(), count=1)
     return text.split("-", 1)[0]
 
 

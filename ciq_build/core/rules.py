@@ -23,7 +23,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -384,77 +384,121 @@ def json_kind(value: Any) -> str:
             int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
+def shown_text(text: str) -> str:
+    """A record's string as both readers show it in a message (the CMake module's _ciq_rules_shown): in
+    single quotes, each byte of its UTF-8 outside printable ASCII as '?', so that no control character of
+    an untrusted record reaches a terminal or a log, and nothing else is changed."""
+    return "'" + re.sub(rb"[^ -~]", b"?", text.encode("utf-8", "surrogatepass")).decode("ascii") + "'"
+
+
 def field_problem(rules: RuleBook, data: Any) -> tuple[str, str] | None:
     """(where, problem) for the first field that breaks the rule book's schema, or None."""
     return _check(rules, Field("", "object", "", False, True), "", data)
 
 
 def _check(rules: RuleBook, field: Field, where: str, value: Any) -> tuple[str, str] | None:
+    """(where, problem) for the first part of `value` that breaks `field`'s rule, or None."""
     shown = where or "the record"
     if value is None:
         return None if field.nullable else (shown, "must not be null")
-    kind = field.kind
-    if kind in ("object", "open", "map"):
-        if not isinstance(value, dict):
-            return shown, f"must be a JSON object, not {json_kind(value)}"
-        limit_name = field.path.rsplit(".", 1)[-1]
-        if kind == "map":
-            if limit_name in rules.limits and len(value) > rules.limit(limit_name):
-                return shown, f"has {len(value)} entries, more than {rules.limit(limit_name)}"
-            item = rules.fields[f"{field.path}.*"]
-            for key, member in value.items():
-                if not rules.matches(field.pattern, key):
-                    return f"{shown}[{key!r}]", f"is not a valid key here (it must match the {field.pattern} rule)"
-                problem = _check(rules, item, f"{where}.{key}" if where else key, member)
-                if problem:
-                    return problem
-            return None
-        children = {f.path.rsplit(".", 1)[-1]: f for f in rules.children(field.path)}
-        if kind == "object":
-            unknown = sorted(set(value) - set(children))
-            if unknown:
-                return f"{where + '.' if where else ''}{unknown[0]}", "is not a field of this record schema"
-        for name, child in children.items():
-            here = f"{where}.{name}" if where else name
-            if name not in value:
-                if child.required:
-                    return here, "is missing"
-                continue
-            problem = _check(rules, child, here, value[name])
-            if problem:
-                return problem
-        return None
-    if kind == "array":
-        if not isinstance(value, list):
-            return shown, f"must be a list, not {json_kind(value)}"
-        limit_name = field.path.rsplit(".", 1)[-1]
-        if limit_name in rules.limits and len(value) > rules.limit(limit_name):
-            return shown, f"has {len(value)} items, more than {rules.limit(limit_name)}"
-        item = rules.fields[f"{field.path}[]"]
-        for i, member in enumerate(value):
-            problem = _check(rules, item, f"{where}[{i}]", member)
-            if problem:
-                return problem
-        return None
-    if kind in ("string", "flag"):
-        if not isinstance(value, str):
-            return shown, f"must be a string, not {json_kind(value)}"
-        if kind == "flag" and not rules.is_flag(value):
-            return shown, f"is {value!r}, a flag outside the allow-list"
-        if field.pattern and not rules.matches(field.pattern, value):
-            return shown, f"is {value!r}, which breaks the {field.pattern} rule"
-        return None
-    if kind in ("int", "count"):
-        if type(value) is not int or abs(value) >= 10**_INT_DIGITS:
-            return shown, f"must be a whole number of at most {_INT_DIGITS} digits, not {value!r}"
-        if kind == "count" and value < 0:
-            return shown, f"must not be negative, not {value!r}"
-        return None
-    if kind == "number":
-        if type(value) not in (int, float):
-            return shown, f"must be a number, not {json_kind(value)}"
-        return None
-    raise RuleBookError(f"field {field.path}: unknown kind {kind!r}")
+    check = _CHECKS.get(field.kind)
+    if check is None:
+        raise RuleBookError(f"field {field.path}: unknown kind {field.kind!r}")
+    return check(rules, field, where, shown, value)
+
+
+def _check_map(rules: RuleBook, field: Field, where: str, shown: str, value: Any) -> tuple[str, str] | None:
+    if not isinstance(value, dict):
+        return shown, f"must be a JSON object, not {json_kind(value)}"
+    problem = _over_limit(rules, field, shown, value, "entries")
+    if problem:
+        return problem
+    item = rules.fields[f"{field.path}.*"]
+    for key, member in value.items():
+        if not rules.matches(field.pattern, key):
+            return f"{shown}[{shown_text(key)}]", f"is not a valid key here (it must match the {field.pattern} rule)"
+        problem = _check(rules, item, f"{where}.{key}" if where else key, member)
+        if problem:
+            return problem
+    return None
+
+
+def _check_object(rules: RuleBook, field: Field, where: str, shown: str, value: Any) -> tuple[str, str] | None:
+    """An object (its fields only) or an open one (other fields allowed)."""
+    if not isinstance(value, dict):
+        return shown, f"must be a JSON object, not {json_kind(value)}"
+    children = {f.path.rsplit(".", 1)[-1]: f for f in rules.children(field.path)}
+    if field.kind == "object":
+        unknown = sorted(set(value) - set(children))
+        if unknown:
+            return f"{where + '.' if where else ''}{unknown[0]}", "is not a field of this record schema"
+    for name, child in children.items():
+        here = f"{where}.{name}" if where else name
+        if name not in value:
+            if child.required:
+                return here, "is missing"
+            continue
+        problem = _check(rules, child, here, value[name])
+        if problem:
+            return problem
+    return None
+
+
+def _check_array(rules: RuleBook, field: Field, where: str, shown: str, value: Any) -> tuple[str, str] | None:
+    if not isinstance(value, list):
+        return shown, f"must be a list, not {json_kind(value)}"
+    problem = _over_limit(rules, field, shown, value, "items")
+    if problem:
+        return problem
+    item = rules.fields[f"{field.path}[]"]
+    for i, member in enumerate(value):
+        problem = _check(rules, item, f"{where}[{i}]", member)
+        if problem:
+            return problem
+    return None
+
+
+def _over_limit(rules: RuleBook, field: Field, shown: str, value: dict[str, Any] | list[Any], what: str
+                ) -> tuple[str, str] | None:
+    """A map's or list's size against the limit named like its field, if there is one."""
+    limit_name = field.path.rsplit(".", 1)[-1]
+    if limit_name in rules.limits and len(value) > rules.limit(limit_name):
+        return shown, f"has {len(value)} {what}, more than {rules.limit(limit_name)}"
+    return None
+
+
+def _check_string(rules: RuleBook, field: Field, where: str, shown: str, value: Any) -> tuple[str, str] | None:
+    """A string, or a flag (a string on the allow-list)."""
+    if not isinstance(value, str):
+        return shown, f"must be a string, not {json_kind(value)}"
+    if field.kind == "flag" and not rules.is_flag(value):
+        return shown, f"is {shown_text(value)}, a flag outside the allow-list"
+    if field.pattern and not rules.matches(field.pattern, value):
+        return shown, f"is {shown_text(value)}, which breaks the {field.pattern} rule"
+    return None
+
+
+def _check_int(rules: RuleBook, field: Field, where: str, shown: str, value: Any) -> tuple[str, str] | None:
+    """A whole number (int), or one that is not negative (count)."""
+    if type(value) is not int or abs(value) >= 10**_INT_DIGITS:
+        return shown, f"must be a whole number of at most {_INT_DIGITS} digits, not {value!r}"
+    if field.kind == "count" and value < 0:
+        return shown, f"must not be negative, not {value!r}"
+    return None
+
+
+def _check_number(rules: RuleBook, field: Field, where: str, shown: str, value: Any) -> tuple[str, str] | None:
+    if type(value) not in (int, float):
+        return shown, f"must be a number, not {json_kind(value)}"
+    return None
+
+
+# Each field kind's check: (rules, field, where, where as shown, value) -> (where, problem) or None.
+_CHECKS: dict[str, Callable[[RuleBook, Field, str, str, Any], tuple[str, str] | None]] = {
+    "object": _check_object, "open": _check_object, "map": _check_map, "array": _check_array,
+    "string": _check_string, "flag": _check_string, "int": _check_int, "count": _check_int,
+    "number": _check_number,
+}
 
 
 # --------------------------------------------------------------------------- PARAMS domains

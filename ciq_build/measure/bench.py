@@ -74,6 +74,9 @@ class BenchSpec:
     score: str = "geomean"  # SCORE: how the sizes combine
     reference: Mapping[str, float] = field(default_factory=dict)  # the baseline's per-size medians
     maximized: tuple[str, ...] = ()  # the metrics where more is better (for SCORE worst)
+    # The metrics an objective minimizes: a reading of 0 or below measured nothing (an energy counter that
+    # did not step in a short run, as a time of 0), and fails the run as an unusable metric.
+    positive: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         path = Path(self.path)
@@ -137,7 +140,8 @@ class BenchRun:
 
 
 def classify(
-    result: proc.ProcResult, parsed: ParsedOutput, required: Sequence[str] = (), timeout: float | None = None
+    result: proc.ProcResult, parsed: ParsedOutput, required: Sequence[str] = (), timeout: float | None = None,
+    positive: Sequence[str] = (),
 ) -> BenchRun:
     """Turn a finished process and its parsed output into a BenchRun with one cause."""
     tail = _output_tail(result)
@@ -176,6 +180,12 @@ def classify(
         return failed(BAD_METRIC, f"the benchmark printed an unusable metric: {parsed.problems[0]}{more}")
     if not parsed.metrics or missing:
         return failed(NO_METRIC, f"the benchmark printed {_no_metric(result, parsed, missing)}")
+    nothing = next((name for name in positive if parsed.metrics.get(name, 1.0) <= 0), None)
+    if nothing is not None:
+        return failed(BAD_METRIC, f"the benchmark printed an unusable metric: {nothing}="
+                                  f"{parsed.metrics[nothing]:g} measures nothing for an objective to minimize (a "
+                                  "counter that did not step in a short run, e.g. NVML's energy in ~1 mJ steps): "
+                                  "measure more iterations of the work per run")
     shown = ", ".join(f"{name}={value:g}" for name, value in sorted(parsed.metrics.items()))
     if parsed.samples:
         count = max(len(values) for values in parsed.samples.values())
@@ -239,7 +249,8 @@ def run_once(spec: BenchSpec, *, slots: GpuSlots | None = None, stop_when: StopW
         result = replace(result, stdout=result.stdout[: result.stdout.rfind("\n") + 1])
     text = result.stdout + ("\n" if result.stdout and result.stderr else "") + result.stderr
     parsed = parse_output(text, spec.metric_regex, spec.metric_unit)
-    return replace(classify(result, parsed, spec.required, spec.timeout), printed_times=parsed.printed_times)
+    return replace(classify(result, parsed, spec.required, spec.timeout, spec.positive),
+                   printed_times=parsed.printed_times)
 
 
 def _watch(spec: BenchSpec, stop_when: StopWhen) -> Callable[[str], bool]:

@@ -23,7 +23,7 @@ from ciq_build.measure import processes
 from ciq_build.measure.stopping import INTERRUPT_REQUESTED
 
 _guard_lock = threading.Lock()
-_guard: dict[str, int] = {}  # pid -> this process, pipe -> the write end of the watchdog's stdin
+_guard: dict[str, object] = {}  # pid -> this process, watchdog -> its Popen, pipe -> the write end of its stdin
 
 
 def guard_driver() -> None:
@@ -51,6 +51,7 @@ def guard_driver() -> None:
                 start_new_session=True,  # Ctrl-C's SIGINT to our group must not stop it
                 env={k: v for k, v in os.environ.items() if k != processes.ENV_MARK},
             )
+            _guard["watchdog"] = watchdog  # held while it runs (a Popen collected running warns)
             processes.spare([watchdog.pid])
             _guard["pipe"] = write_end
         except OSError:
@@ -73,7 +74,7 @@ def shutdown() -> None:
     processes.kill_until_gone(lambda table: processes.marked_with(table, processes.of_driver(token))
                               | {pid for pid, info in table.items() if info.ppid == me and pid not in processes.spared()})
     pipe = _guard.pop("pipe", None)
-    if pipe is not None:
+    if isinstance(pipe, int):
         try:
             os.close(pipe)  # the watchdog sweeps once more and exits
         except OSError:

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import arch_name, major_minor
+from ciq_build.compiler.toolchain import Toolchain, arch_name, architecture_list, major_minor
 from ciq_build.core.rules import RuleBook, declared_params, load_rules, read_regular_file, value_in_domain
 from ciq_build.errors import RecordError, UnsafeFlagError
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import PinnedRecord, architecture_set, check_pin_dir, record_path
 from ciq_build.pin.write import replace_file
+from ciq_build.project.manifest import Manifest
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,27 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
     return BuildPin("applied", tuple(shared), depends,
                     f"pinned controls per architecture from {path}: {shown}"
                     + (f"; all: {' '.join(shared)}" if shared else ""), record, per_architecture=tuple(per_arch))
+
+
+def build_decision(manifest: Manifest, toolchain: Toolchain) -> tuple[bool, str]:
+    """What the target's build does with its pinned record, in the build's words (`show`, `verify`): (True,
+    what it applies or why it skips it), or (False, why it refuses the record, as the configure stops).
+
+    Decided by resolve_build_pin, as the build decides it (CIQ_STRICT and CIQ_DISABLE left at their
+    defaults); an ACF it would copy goes to a temporary folder, not the build tree.
+    """
+    with tempfile.TemporaryDirectory(prefix="ciq-decision-") as copies:
+        try:
+            pin = resolve_build_pin(manifest.target, manifest.pin_dir, params=manifest.params,
+                                    allow_numerics=manifest.allow_numerics, cuda=toolchain.major_minor,
+                                    strict=False, disabled=False, copy_dir=Path(copies),
+                                    ptxas=toolchain.ptxas_version,
+                                    architectures=architecture_list(manifest.toolchain.architectures) or None)
+        except RecordError as error:  # UnsafeFlagError is one
+            return False, f"ciq_tune_target({manifest.target}) refuses the record, and the configure stops: {error}"
+    if pin.status == "skipped":
+        return True, f"{pin.message}; {pin.warning}"
+    return True, pin.message
 
 
 def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bool, ptxas: str = "") -> str | None:

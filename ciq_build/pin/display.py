@@ -110,6 +110,11 @@ def format_record(record: PinnedRecord) -> str:
     if "ciq_build_version" in p:
         bits.append(f"ciq_build {p['ciq_build_version']}")
     lines.append("provenance  " + ("; ".join(b for b in bits if b) or "(none)"))
+    check = p.get("winner_check")
+    if isinstance(check, dict) and isinstance(check.get("says"), str):  # a static tune's PARAMS, run once or not
+        lines.append(f"benchmark   {_printable(check['says'])}")
+    if isinstance(p.get("against_old_pin"), str):
+        lines.append(f"replaced    the pin before it: {_printable(p['against_old_pin'])}")
     if record.objectives:
         lines.append("objectives")
         lines.extend("  " + row for row in _objective_table(record))

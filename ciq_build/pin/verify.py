@@ -18,7 +18,7 @@ from pathlib import Path
 from ciq_build.compiler.controls import Controls, nvcc_arguments
 from ciq_build.compiler.fingerprint import compare, object_fingerprints
 from ciq_build.errors import BuildError, RecordError
-from ciq_build.pin.apply import check_toolchain, gencode_options_file
+from ciq_build.pin.apply import build_decision, check_toolchain, gencode_options_file
 from ciq_build.pin.read import read_record
 from ciq_build.project.backend import BuildBackend
 from ciq_build.project.cmake_trees import existing_objects
@@ -44,10 +44,14 @@ def verify(target: str, backend: BuildBackend) -> VerifyReport:
         raise RecordError(f"{target} has no pinned record at {manifest.pin_file}; run `python -m ciq_build tune {target}` first")
     record = read_record(manifest.pin_file)
     check_toolchain(record, toolchain.major_minor, strict=True, ptxas=toolchain.ptxas_version)
+    applies, said = build_decision(manifest, toolchain)  # what the build would refuse, said before building
+    if not applies:
+        raise RecordError(said)
     check_verify(toolchain, target, backend.build_dir)  # before a build that could not be checked
     result = backend.build_pinned(manifest, BUILD_TIMEOUT)
     if not result.ok:
-        raise BuildError(f"building {target} failed ({result.describe()}):\n{result.output_tail()}")
+        raise BuildError(f"building {target} failed ({result.describe()}):\n"
+                         f"{without_call_stacks(result.output_tail())}")
     problems: list[str] = []
     applied = record.applied_controls()
     hint = backend.rebuild_hint(manifest)
@@ -70,6 +74,23 @@ def verify(target: str, backend: BuildBackend) -> VerifyReport:
     else:
         lines.append("  ok: the pinned controls are applied and the objects match the tuned winner")
     return VerifyReport(not problems, "\n".join(lines))
+
+
+def without_call_stacks(text: str) -> str:
+    """A build's output without CMake's "Call Stack (most recent call first):" blocks: the module's own
+    functions, which say nothing to the user that the error above them has not."""
+    kept: list[str] = []
+    stack_indent: int | None = None  # the header's indent, inside a call stack
+    for line in text.splitlines():
+        indent = len(line) - len(line.lstrip())
+        if line.strip() == "Call Stack (most recent call first):":
+            stack_indent = indent
+            continue
+        if stack_indent is not None and line.strip() and indent > stack_indent:
+            continue
+        stack_indent = None
+        kept.append(line)
+    return "\n".join(kept)
 
 
 def _check_options_file(path: Path, controls: Controls, rebuild_hint: str) -> list[str]:

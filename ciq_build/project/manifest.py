@@ -5,8 +5,16 @@
 driver everything it needs to know about the target without parsing CMake
 itself: sources, object directory, benchmark, objectives, pin location. This
 module reads it and validates every field, so that a stale or hand-edited
-manifest fails here with a message, not deep inside a tune. Its fields are
-declared once, with its JSON Schema, in ciq_build.project.manifest_schema.
+manifest fails here with a message, not deep inside a tune.
+
+Each field is declared once, on the dataclasses below (`in_json`: its JSON form and what
+it is): the reader, the document the setuptools backend writes
+(`manifest_document`) and the published JSON Schema
+(ciq_build.project.manifest_schema) are derived from that declaration. What a
+schema cannot say stays with the reader (`_check_relations`): that the target
+names its file, that every object lies under object_dir, that METRIC compiles
+with a group, that the objectives parse and that a benchmark objective has a
+benchmark.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,72 +31,174 @@ from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.rules import is_target_name, load_rules, nearest
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import ConfigError, ManifestError
-from ciq_build.project.manifest_schema import MANIFEST_SCHEMA as MANIFEST_SCHEMA  # declared with the schema
-from ciq_build.project.manifest_schema import METRIC_UNITS as METRIC_UNITS
-from ciq_build.project.manifest_schema import manifest_fields
+from ciq_build.project.json_model import (
+    ABSOLUTE,
+    ABSOLUTES,
+    BOOL,
+    NONEMPTY,
+    TEXT,
+    TEXTS,
+    Fail,
+    Form,
+    as_object,
+    document,
+    in_json,
+    nullable,
+    object_form,
+    read_object,
+    read_text,
+    read_texts,
+)
 from ciq_build.state.durable import read_json_object
+
+MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
+METRIC_UNITS = ("s", "ms", "us", "ns")  # UNIT of ciq_tune_target() (ciq_build.measure.protocol.METRIC_UNITS)
+_UNKNOWN = "is not a manifest field"
+
+
+# -- the forms of the manifest's own fields ---------------------------------------------------
+
+
+def _read_schema(fail: Fail, where: str, value: Any) -> int:
+    if type(value) is not int or value != MANIFEST_SCHEMA:
+        raise fail(where, f"is {value!r}; this ciq_build reads schema {MANIFEST_SCHEMA}: use the ciq_build "
+                          "whose CMake package configured the project")
+    return value
+
+
+def _name_schema(rule: str) -> dict[str, Any]:
+    """A string that the rule book's pattern `rule` takes."""
+    pattern = load_rules().patterns[rule]
+    return {"type": "string", "pattern": f"^(?:{pattern.regex.pattern})$", "minLength": pattern.min_length,
+            "maxLength": pattern.max_length}
+
+
+def _read_target(fail: Fail, where: str, value: Any) -> str:
+    return check_target_name(read_text(fail, where, value, empty=False))
+
+
+def _read_metric_unit(fail: Fail, where: str, value: Any) -> str:
+    unit = read_text(fail, where, value)
+    if unit not in METRIC_UNITS:
+        raise fail(where, f"is {unit!r}, not one of {', '.join(METRIC_UNITS)}; fix UNIT in ciq_tune_target()")
+    return unit
+
+
+def _read_timeout(fail: Fail, where: str, value: Any) -> float:
+    seconds = timeout_seconds(value)
+    if seconds is None:
+        raise fail(where, f"must be {TIMEOUT_RULE}, not {value!r}")
+    return seconds
+
+
+def _read_args_sets(fail: Fail, where: str, value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, list):
+        raise fail(where, "is not a list")
+    sets: list[tuple[str, tuple[str, ...]]] = []
+    for i, item in enumerate(value):
+        entry = as_object(fail, f"{where}[{i}]", item)
+        for key in ("name", "args"):
+            if key not in entry:
+                raise fail(f"{where}[{i}].{key}", "is missing")
+        name = read_text(fail, f"{where}[{i}].name", entry["name"], empty=False)
+        problem = args_set_problem(name, [known for known, _ in sets])
+        if problem:
+            raise fail(f"{where}[{i}].name", problem)
+        sets.append((name, read_texts(fail, f"{where}[{i}].args", entry["args"])))
+    return tuple(sets)
+
+
+def _read_score(fail: Fail, where: str, value: Any) -> str:
+    words = load_rules().words["score"]
+    if value not in words:
+        raise fail(where, f"is {value!r}, not one of {', '.join(words)}")
+    return str(value)
+
+
+SCHEMA = Form(lambda: {"const": MANIFEST_SCHEMA}, _read_schema)
+TARGET = Form(lambda: _name_schema("target_name"), _read_target)
+METRIC_UNIT = Form(lambda: {"enum": list(METRIC_UNITS)}, _read_metric_unit)
+TIMEOUT = Form(lambda: {"type": "number", "exclusiveMinimum": 0}, _read_timeout)
+ARGS_SETS = Form(lambda: {"type": "array", "items": {
+                     "type": "object", "properties": {"name": _name_schema("args_set_name"), "args": TEXTS.schema()},
+                     "required": ["name", "args"], "additionalProperties": False}},
+                 _read_args_sets, lambda sets: [{"name": name, "args": list(args)} for name, args in sets])
+SCORE = Form(lambda: {"enum": list(load_rules().words["score"])}, _read_score)
+
+
+# -- the declaration ----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Benchmark:
     """The executable that measures a candidate."""
 
-    target: str
-    path: Path
-    args: tuple[str, ...] = ()
-    # ARGS_SETS: several problem sizes, each (name, its arguments), scored together by `score`
-    # (ciq_build.measure.sizes); empty: the one size `args`.
-    args_sets: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    score: str = "geomean"
+    target: str = field(metadata=in_json(NONEMPTY, "BENCHMARK: the benchmark's CMake target"))
+    path: Path = field(metadata=in_json(ABSOLUTE, "the benchmark's executable ($<TARGET_FILE>)"))
+    args: tuple[str, ...] = field(default=(), metadata=in_json(TEXTS, "ARGS: its arguments"))
+    args_sets: tuple[tuple[str, tuple[str, ...]], ...] = field(default=(), metadata=in_json(
+        ARGS_SETS, "ARGS_SETS: the problem sizes scored together, each (name, its arguments), run once per "
+        "repeat (ciq_build.measure.sizes); left out or empty: one size, `args`", optional=True))
+    score: str = field(default="geomean", metadata=in_json(
+        SCORE, "SCORE: how the sizes' ratios to the defaults make one score", optional=True))
 
 
 @dataclass(frozen=True)
 class ManifestToolchain:
     """The CUDA compiler CMake configured the project with."""
 
-    cuda_compiler: Path
-    cuda_compiler_version: str
-    architectures: str  # CMAKE_CUDA_ARCHITECTURES as CMake holds it, e.g. "90a" or "80;90a"
+    cuda_compiler: Path = field(metadata=in_json(ABSOLUTE, "CMAKE_CUDA_COMPILER"))
+    cuda_compiler_version: str = field(metadata=in_json(TEXT, "CMAKE_CUDA_COMPILER_VERSION"))
+    architectures: str = field(metadata=in_json(
+        TEXT, 'CMAKE_CUDA_ARCHITECTURES as CMake holds it, e.g. "90a" or "80;90a"'))
 
 
 # Manifest.generator of a setuptools CudaExtension described as a target (ciq_build.setuptools_tune): no CMake tree.
 SETUPTOOLS_GENERATOR = "setuptools"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Manifest:
-    """Everything the driver knows about one tuned target (mirrors the JSON file)."""
+    """Everything the driver knows about one tuned target: the JSON file's fields, in its order (a field
+    marked optional may be left out by an older writer: its default is what that writer meant), then what
+    the driver adds."""
 
-    target: str
-    source_dir: Path
-    binary_dir: Path
-    target_source_dir: Path
-    target_binary_dir: Path
-    cuda_sources: tuple[Path, ...]
-    object_dir: Path
-    benchmark: Benchmark | None
-    metric_regex: str
-    objectives: tuple[str, ...]
-    params: tuple[str, ...]
-    search_space: tuple[str, ...]
-    pin_dir: Path
-    pin_file: Path
-    timeout: float
-    options_file: Path
-    generator: str
-    allow_numerics: bool
-    toolchain: ManifestToolchain
-    metric_unit: str = "ms"  # UNIT of ciq_tune_target(): what METRIC's number is in (s, ms, us, ns)
-    objects: tuple[Path, ...] = ()  # $<TARGET_OBJECTS:target>: every object file the target links
-    schema: int = MANIFEST_SCHEMA
+    schema: int = field(default=MANIFEST_SCHEMA, metadata=in_json(SCHEMA, "the manifest's format"))
+    target: str = field(metadata=in_json(TARGET, "the tuned target; the file is <target>.json"))
+    source_dir: Path = field(metadata=in_json(ABSOLUTE, "CMAKE_SOURCE_DIR"))
+    binary_dir: Path = field(metadata=in_json(ABSOLUTE, "CMAKE_BINARY_DIR"))
+    target_source_dir: Path = field(metadata=in_json(ABSOLUTE, "the target's SOURCE_DIR"))
+    target_binary_dir: Path = field(metadata=in_json(ABSOLUTE, "the target's BINARY_DIR"))
+    cuda_sources: tuple[Path, ...] = field(metadata=in_json(ABSOLUTES, "the target's CUDA sources"))
+    object_dir: Path = field(metadata=in_json(ABSOLUTE, "what object names in a pin's fingerprints are relative to"))
+    objects: tuple[Path, ...] = field(default=(), metadata=in_json(
+        ABSOLUTES, "$<TARGET_OBJECTS:target>: every object file the target links"))
+    benchmark: Benchmark | None = field(metadata=in_json(
+        nullable(object_form(Benchmark, _UNKNOWN)), "BENCHMARK and its arguments; null: static objectives only"))
+    metric_regex: str = field(metadata=in_json(TEXT, "METRIC: the regex whose first group is the time"))
+    metric_unit: str = field(default="ms", metadata=in_json(
+        METRIC_UNIT, "UNIT: what METRIC's number is in (s, ms, us, ns)", optional=True))
+    objectives: tuple[str, ...] = field(metadata=in_json(TEXTS, "OBJECTIVES; empty: the driver picks"))
+    params: tuple[str, ...] = field(metadata=in_json(TEXTS, "PARAMS: source parameters and their domains"))
+    constraints: tuple[str, ...] = field(default=(), metadata=in_json(
+        TEXTS, "CONSTRAINTS: expressions over the PARAMS names (ciq_build.core.constraints)", optional=True))
+    seeds: tuple[str, ...] = field(default=(), metadata=in_json(
+        TEXTS, "SEEDS: configurations evaluated first (ciq_build.search.seeds): records, ACFs, folders of them "
+        "(a path relative to source_dir; CMake writes them absolute) or controls lists", optional=True))
+    search_space: tuple[str, ...] = field(metadata=in_json(TEXTS, "SEARCH_SPACE"))
+    pin_dir: Path = field(metadata=in_json(ABSOLUTE, "PIN_DIR"))
+    pin_file: Path = field(metadata=in_json(ABSOLUTE, "the pinned record's file in PIN_DIR"))
+    timeout: float = field(metadata=in_json(TIMEOUT, "TIMEOUT, in seconds"))
+    options_file: Path = field(metadata=in_json(ABSOLUTE, "the nvcc options file the build reads"))
+    generator: str = field(metadata=in_json(NONEMPTY, "CMAKE_GENERATOR (or setuptools)"))
+    allow_numerics: bool = field(metadata=in_json(
+        BOOL, "ALLOW_NUMERICS: the search may change floating-point results"))
+    toolchain: ManifestToolchain = field(metadata=in_json(
+        object_form(ManifestToolchain, _UNKNOWN), "the CUDA compiler"))
     path: Path | None = None  # the manifest file it was read from
     # tune --architecture: the one architecture (arch_name spelling) this tune builds and pins an
     # entry for; toolchain.architectures is then that architecture's entry alone. "" for all.
     tune_architecture: str = ""
-    constraints: tuple[str, ...] = ()  # CONSTRAINTS: expressions over the PARAMS names (ciq_build.core.constraints)
-    # SEEDS: configurations evaluated first (ciq_build.search.seeds); a path relative to source_dir
-    # (CMake writes them absolute, from the call's folder).
-    seeds: tuple[str, ...] = ()
 
     @property
     def parsed_objectives(self) -> list[Objective]:
@@ -148,58 +258,14 @@ def list_manifests(build_dir: Path) -> list[Manifest]:
     return [read_manifest(manifest_dir(Path(build_dir)) / f"{name}.json") for name in tuned_targets(Path(build_dir))]
 
 
-class _Reader:
-    """Typed field access with error messages that name the file and the field."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, field: str, problem: str) -> ManifestError:
+def _failure(path: Path) -> Fail:
+    """A refusal naming the manifest file and the field, and what regenerates the file."""
+    def fail(field: str, problem: str) -> ManifestError:
         return ManifestError(
-            f"manifest {self.path}: field {field!r} {problem}. The CMake module writes this file; "
+            f"manifest {path}: field {field!r} {problem}. The CMake module writes this file; "
             "reconfigure the project with CMake (and the same ciq_build version) to regenerate it."
         )
-
-    def obj(self, data: Any, field: str) -> dict[str, Any]:
-        if not isinstance(data, dict):
-            raise self.fail(field, f"must be a JSON object, not {type(data).__name__}")
-        return data
-
-    def get(self, data: dict[str, Any], key: str, prefix: str = "") -> Any:
-        if key not in data:
-            raise self.fail(prefix + key, "is missing")
-        return data[key]
-
-    def str_(self, data: dict[str, Any], key: str, prefix: str = "", empty: bool = True) -> str:
-        value = self.get(data, key, prefix)
-        if not isinstance(value, str):
-            raise self.fail(prefix + key, f"must be a string, not {type(value).__name__}")
-        if not empty and not value:
-            raise self.fail(prefix + key, "must not be empty")
-        if "\x00" in value:
-            raise self.fail(prefix + key, "contains a NUL character")
-        return value
-
-    def abspath(self, data: dict[str, Any], key: str, prefix: str = "") -> Path:
-        value = self.str_(data, key, prefix, empty=False)
-        path = Path(value)
-        if not path.is_absolute():
-            raise self.fail(prefix + key, f"must be an absolute path, not {value!r}")
-        return path
-
-    def str_list(self, data: dict[str, Any], key: str, prefix: str = "") -> tuple[str, ...]:
-        value = self.get(data, key, prefix)
-        if not isinstance(value, list):
-            raise self.fail(prefix + key, f"must be a list of strings, not {type(value).__name__}")
-        for i, item in enumerate(value):
-            if not isinstance(item, str):
-                raise self.fail(f"{prefix}{key}[{i}]", f"must be a string, not {type(item).__name__}")
-            if "\x00" in item:
-                raise self.fail(f"{prefix}{key}[{i}]", "contains a NUL character")
-        return tuple(value)
-
-
-_KEYS = manifest_fields()
+    return fail
 
 
 def _load_json(path: Path) -> dict[str, Any]:
@@ -214,175 +280,47 @@ def _load_json(path: Path) -> dict[str, Any]:
 
 
 def read_manifest(path: Path) -> Manifest:
-    """Read and validate one manifest file."""
+    """Read and validate one manifest file: each field by its declaration, then what relates fields."""
     path = Path(path)
-    r = _Reader(path)
-    data = r.obj(_load_json(path), "(top level)")
-    unknown = sorted(set(data) - _KEYS)
-    if unknown:
-        raise r.fail(unknown[0], "is not a manifest field (written by a different ciq_build version?)")
-    schema = r.get(data, "schema")
-    if type(schema) is not int or schema != MANIFEST_SCHEMA:
-        raise r.fail(
-            "schema",
-            f"is {schema!r}; this ciq_build reads schema {MANIFEST_SCHEMA}: use the ciq_build "
-            "whose CMake package configured the project",
-        )
-    target = r.str_(data, "target", empty=False)
-    check_target_name(target)
-    if target != path.stem:
-        raise r.fail("target", f"is {target!r} but the file is named {path.name}")
+    fail = _failure(path)
+    data = as_object(fail, "(top level)", _load_json(path))
+    manifest = Manifest(**read_object(Manifest, fail, "", data,
+                                      f"{_UNKNOWN} (written by a different ciq_build version?)"), path=path)
+    _check_relations(manifest, fail)
+    return manifest
 
-    cuda_sources = r.str_list(data, "cuda_sources")
-    for i, source in enumerate(cuda_sources):
-        if not Path(source).is_absolute():
-            raise r.fail(f"cuda_sources[{i}]", f"must be an absolute path, not {source!r}")
 
-    benchmark = _read_benchmark(r, r.get(data, "benchmark"))
-
-    metric_regex = r.str_(data, "metric_regex")
-    if metric_regex:
+def _check_relations(manifest: Manifest, fail: Fail) -> None:
+    """What the schema cannot say: the target names its file, its objects lie under object_dir (a pin names
+    them relative to it, compiler/fingerprint.py: one outside would fail mid-tune), METRIC has a group, the
+    objectives parse and a benchmark objective has a benchmark."""
+    assert manifest.path is not None
+    if manifest.target != manifest.path.stem:
+        raise fail("target", f"is {manifest.target!r} but the file is named {manifest.path.name}")
+    for i, item in enumerate(manifest.objects):
+        if not item.is_relative_to(manifest.object_dir):
+            raise fail(f"objects[{i}]", f"is {str(item)!r}, which is not under object_dir {str(manifest.object_dir)!r}")
+    if manifest.metric_regex:
         try:
-            compiled = re.compile(metric_regex)
+            compiled = re.compile(manifest.metric_regex)
         except (re.error, RecursionError, OverflowError) as exc:
-            raise r.fail("metric_regex",
-                         f"is not a valid regular expression ({exc}); fix METRIC in ciq_tune_target()") from exc
+            raise fail("metric_regex",
+                       f"is not a valid regular expression ({exc}); fix METRIC in ciq_tune_target()") from exc
         if compiled.groups < 1:
-            raise r.fail("metric_regex", "needs a capture group around the number; fix METRIC in ciq_tune_target()")
-    # Written by every module that knows UNIT; a manifest from before it meant milliseconds.
-    metric_unit = r.str_(data, "metric_unit") if "metric_unit" in data else "ms"
-    if metric_unit not in METRIC_UNITS:
-        raise r.fail("metric_unit",
-                     f"is {metric_unit!r}, not one of {', '.join(METRIC_UNITS)}; fix UNIT in ciq_tune_target()")
-
-    objectives = r.str_list(data, "objectives")  # empty: no OBJECTIVES given, the driver's default
+            raise fail("metric_regex", "needs a capture group around the number; fix METRIC in ciq_tune_target()")
     try:
-        parsed = parse_objectives(list(objectives)) if objectives else []
+        parsed = manifest.parsed_objectives
     except ConfigError as exc:
-        raise r.fail("objectives", f"is invalid: {exc} Fix OBJECTIVES in ciq_tune_target()") from exc
-    if benchmark is None:
-        needs = [o.name for o in parsed if o.source == "benchmark"]
-        if needs:
-            raise r.fail(
-                "benchmark",
-                f"is null but objective(s) {', '.join(needs)} are read from a benchmark: give "
-                "ciq_tune_target() a BENCHMARK, or use static objectives such as registers",
-            )
-
-    timeout = r.get(data, "timeout")
-    seconds = timeout_seconds(timeout)
-    if seconds is None:
-        raise r.fail("timeout", f"must be {TIMEOUT_RULE}, not {timeout!r}")
-
-    allow_numerics = r.get(data, "allow_numerics")
-    if not isinstance(allow_numerics, bool):
-        raise r.fail("allow_numerics", f"must be true or false, not {allow_numerics!r}")
-
-    tc = r.obj(r.get(data, "toolchain"), "toolchain")
-    tc_unknown = sorted(set(tc) - {"cuda_compiler", "cuda_compiler_version", "architectures"})
-    if tc_unknown:
-        raise r.fail("toolchain." + tc_unknown[0], "is not a manifest field")
-    toolchain = ManifestToolchain(
-        cuda_compiler=r.abspath(tc, "cuda_compiler", "toolchain."),
-        cuda_compiler_version=r.str_(tc, "cuda_compiler_version", "toolchain."),
-        architectures=r.str_(tc, "architectures", "toolchain."),
-    )
-
-    return Manifest(
-        schema=schema,
-        target=target,
-        source_dir=r.abspath(data, "source_dir"),
-        binary_dir=r.abspath(data, "binary_dir"),
-        target_source_dir=r.abspath(data, "target_source_dir"),
-        target_binary_dir=r.abspath(data, "target_binary_dir"),
-        cuda_sources=tuple(Path(s) for s in cuda_sources),
-        object_dir=r.abspath(data, "object_dir"),
-        objects=_read_objects(r, data, r.abspath(data, "object_dir")),
-        benchmark=benchmark,
-        metric_regex=metric_regex,
-        metric_unit=metric_unit,
-        objectives=objectives,
-        params=r.str_list(data, "params"),
-        constraints=r.str_list(data, "constraints") if "constraints" in data else (),  # none before CONSTRAINTS
-        seeds=r.str_list(data, "seeds") if "seeds" in data else (),  # none before SEEDS
-        search_space=r.str_list(data, "search_space"),
-        pin_dir=r.abspath(data, "pin_dir"),
-        pin_file=r.abspath(data, "pin_file"),
-        timeout=seconds,
-        options_file=r.abspath(data, "options_file"),
-        generator=r.str_(data, "generator", empty=False),
-        allow_numerics=allow_numerics,
-        toolchain=toolchain,
-        path=path,
-    )
+        raise fail("objectives", f"is invalid: {exc} Fix OBJECTIVES in ciq_tune_target()") from exc
+    needs = [o.name for o in parsed if o.source == "benchmark"]
+    if manifest.benchmark is None and needs:
+        raise fail("benchmark", f"is null but objective(s) {', '.join(needs)} are read from a benchmark: give "
+                                "ciq_tune_target() a BENCHMARK, or use static objectives such as registers")
 
 
 def manifest_document(manifest: Manifest) -> dict[str, Any]:
     """`manifest` as the JSON document the CMake module writes (what read_manifest reads back)."""
-    benchmark = manifest.benchmark
-    return {
-        "schema": manifest.schema, "target": manifest.target,
-        "source_dir": str(manifest.source_dir), "binary_dir": str(manifest.binary_dir),
-        "target_source_dir": str(manifest.target_source_dir), "target_binary_dir": str(manifest.target_binary_dir),
-        "cuda_sources": [str(s) for s in manifest.cuda_sources], "object_dir": str(manifest.object_dir),
-        "objects": [str(o) for o in manifest.objects],
-        "benchmark": None if benchmark is None else {"target": benchmark.target, "path": str(benchmark.path),
-                                                     "args": list(benchmark.args),
-                                                     "args_sets": [{"name": name, "args": list(args)}
-                                                                   for name, args in benchmark.args_sets],
-                                                     "score": benchmark.score},
-        "metric_regex": manifest.metric_regex, "metric_unit": manifest.metric_unit,
-        "objectives": list(manifest.objectives), "params": list(manifest.params),
-        "constraints": list(manifest.constraints), "seeds": list(manifest.seeds),
-        "search_space": list(manifest.search_space), "pin_dir": str(manifest.pin_dir),
-        "pin_file": str(manifest.pin_file), "timeout": manifest.timeout, "options_file": str(manifest.options_file),
-        "generator": manifest.generator, "allow_numerics": manifest.allow_numerics,
-        "toolchain": {"cuda_compiler": str(manifest.toolchain.cuda_compiler),
-                      "cuda_compiler_version": manifest.toolchain.cuda_compiler_version,
-                      "architectures": manifest.toolchain.architectures},
-    }
-
-
-def _read_objects(r: _Reader, data: dict[str, Any], object_dir: Path) -> tuple[Path, ...]:
-    """$<TARGET_OBJECTS>, each under object_dir: a pin names its objects relative to it (compiler/fingerprint.py),
-    so one outside it would fail mid-tune, not here. (A schema cannot relate two fields: the reader's check.)"""
-    objects = r.str_list(data, "objects")
-    for i, item in enumerate(objects):
-        if not Path(item).is_absolute():
-            raise r.fail(f"objects[{i}]", f"is {item!r}, not an absolute path")
-        if not Path(item).is_relative_to(object_dir):
-            raise r.fail(f"objects[{i}]", f"is {item!r}, which is not under object_dir {str(object_dir)!r}")
-    return tuple(Path(item) for item in objects)
-
-
-def _read_benchmark(r: _Reader, value: Any) -> Benchmark | None:
-    if value is None:
-        return None
-    data = r.obj(value, "benchmark")
-    unknown = sorted(set(data) - {"target", "path", "args", "args_sets", "score"})
-    if unknown:
-        raise r.fail("benchmark." + unknown[0], "is not a manifest field")
-    sets: list[tuple[str, tuple[str, ...]]] = []
-    raw_sets = data.get("args_sets", [])
-    if not isinstance(raw_sets, list):
-        raise r.fail("benchmark.args_sets", "is not a list")
-    for i, item in enumerate(raw_sets):
-        entry = r.obj(item, f"benchmark.args_sets[{i}]")
-        name = r.str_(entry, "name", f"benchmark.args_sets[{i}].", empty=False)
-        problem = args_set_problem(name, [known for known, _ in sets])
-        if problem:
-            raise r.fail(f"benchmark.args_sets[{i}].name", problem)
-        sets.append((name, r.str_list(entry, "args", f"benchmark.args_sets[{i}].")))
-    score = data.get("score", "geomean")
-    if score not in load_rules().words["score"]:
-        raise r.fail("benchmark.score", f"is {score!r}, not one of {', '.join(load_rules().words['score'])}")
-    return Benchmark(
-        target=r.str_(data, "target", "benchmark.", empty=False),
-        path=r.abspath(data, "path", "benchmark."),
-        args=r.str_list(data, "args", "benchmark."),
-        args_sets=tuple(sets),
-        score=score,
-    )
+    return document(manifest)
 
 
 def benchmark_sizes(manifest: Manifest) -> list[str]:

@@ -46,6 +46,7 @@ from ciq_build.core.objectives import Objective, needs_benchmark
 from ciq_build.errors import BuildError, CiqError, ConfigError, MissingExtraError
 from ciq_build.measure import claim, guard, processes, stopping
 from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.gpu_arch import read_gpu_arch
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.racing import Incumbent, RaceBoard
 from ciq_build.measure.stats import Measurement
@@ -143,12 +144,13 @@ RacingState = tuple[str, Literal["min", "max"], Incumbent | None]  # a RaceBoard
 
 
 def benchmark_on_gpu(spec: BenchSpec, repeats: int,
-                     racing: RacingState | None) -> tuple[Measurement, bool, Incumbent | None, float]:
+                     racing: RacingState | None) -> tuple[Measurement, bool, Incumbent | None, float, int | None]:
     """The body of one benchmark task, on a worker holding a GPU (Ray set its CUDA_VISIBLE_DEVICES).
 
     The built benchmark is read at its path in the compile worker's scratch tree: a shared filesystem.
     Raced against the incumbent the compile worker knew; returns the board's incumbent after, for it to keep,
-    and the seconds the task ran (the rest of the caller's wait was Ray's scheduling and the GPU's queue).
+    and the seconds the task ran (the rest of the caller's wait was Ray's scheduling and the GPU's queue),
+    and the architecture of the GPU it ran on (read here, on the worker: ciq_build.measure.gpu_arch).
     """
     started = time.monotonic()
     guard.guard_driver()  # the benchmark dies with this worker, even on SIGKILL (a cancelled task)
@@ -158,7 +160,8 @@ def benchmark_on_gpu(spec: BenchSpec, repeats: int,
         if racing[2] is not None:
             board.offer(racing[2])
     measurement, raced = run_benchmark(spec, repeats, board)
-    return measurement, raced, board.incumbent if board is not None else None, time.monotonic() - started
+    return (measurement, raced, board.incumbent if board is not None else None, time.monotonic() - started,
+            read_gpu_arch({**os.environ, **spec.env} if spec.env else None))
 
 
 class BenchmarkLostError(CiqError):
@@ -187,7 +190,7 @@ class GpuTaskRunner(BuildRunner):
             with self._lock:
                 self._running.add(ref)
             try:
-                measurement, raced, best, ran = ray.get(ref)
+                measurement, raced, best, ran, gpu = ray.get(ref)
             except ray.exceptions.RayTaskError:
                 raise  # an error of ciq_build's in the task: said as it is
             except ray.exceptions.RayError as error:
@@ -197,7 +200,7 @@ class GpuTaskRunner(BuildRunner):
                     self._running.discard(ref)
         if board is not None and best is not None:
             board.offer(best)
-        return Benchmarked(measurement, raced, max(0.0, time.monotonic() - asked - ran))
+        return Benchmarked(measurement, raced, max(0.0, time.monotonic() - asked - ran), gpu)
 
     def cancel(self) -> None:
         """Kill the benchmark tasks running now (their worker processes, and so their benchmarks)."""
@@ -212,7 +215,8 @@ class EvaluationWorker:
 
     def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
                  timeouts: Timeouts, configure_timeout: float, root: str, upload: SourceUpload | None = None,
-                 benchmark: dict[str, Any] | None = None, writes_sources: bool = False) -> None:
+                 benchmark: dict[str, Any] | None = None, writes_sources: bool = False,
+                 scored_architecture: str | None = None) -> None:
         guard.guard_driver()  # the compiles and benchmarks this actor starts die with it, even on SIGKILL
         self.upload = upload
         replayed = None
@@ -237,6 +241,7 @@ class EvaluationWorker:
                        if benchmark is not None else BuildRunner(manifest, toolchain, objectives, repeats,
                                                                  timeouts.compile, GpuSlots()))
         self.runner.use_timeouts(timeouts)  # the driver's, derived from its baseline (ciq_build.tune.timeouts)
+        self.runner.scored_architecture = scored_architecture  # the driver's choice (ciq_build.measure.gpu_arch)
         self.configure_timeout = configure_timeout
 
     def source_hashes(self) -> tuple[str, dict[str, str]]:
@@ -431,7 +436,8 @@ class RayPool:
         # Uploading, the actor places its tree beside its copy of the sources: it gets the tree's name only.
         root = slot.root.name if self.upload is not None else str(slot.root)
         slot.actor = actor_class.remote(self.manifest, self.toolchain, self.objectives, self.repeats, self.timeouts,
-                                        self.configure_timeout, root, self.upload, self.benchmark, self.writes_sources)
+                                        self.configure_timeout, root, self.upload, self.benchmark, self.writes_sources,
+                                        self.known.scored_architecture if self.known is not None else None)
         if self.upload is not None:
             # Before the configure: nothing is built from a copy that is not the fingerprinted sources.
             copy, hashes = _result(slot.actor.source_hashes.remote())

@@ -61,11 +61,11 @@ def _pool(phase: SearchPhase) -> Iterator[Workers]:
     settings = phase.executor
     # Uploaded, the workers' copies must hold the files of the fingerprint the search measures.
     upload = plan_upload(phase.manifest, phase.snapshot) if settings.sources == "upload" else None
-    if upload is not None and upload.links_out:
+    if upload is not None and upload.left_out:
         # Ray's packer follows links: what these point to would have been shipped to every node.
-        LOG.warning("ray: left out of the upload %d link(s) that point outside the source tree %s: %s",
-                    len(upload.links_out), upload.source_dir,
-                    ", ".join(f"{link} -> {target}" for link, target in upload.links_out.items()))
+        LOG.warning("ray: left out of the upload %d path(s) of the source tree %s that are no regular file of it: %s",
+                    len(upload.left_out), upload.source_dir,
+                    ", ".join(f"{path!r} ({why})" for path, why in upload.left_out.items()))
     with RayPool(phase.manifest, phase.toolchain, phase.objectives, phase.repeats, phase.timeouts,
                  phase.configure_timeout, phase.jobs, settings.address, settings.gpu_resource, phase.say, upload,
                  settings.compile_resource, known=phase.known, writes_sources=phase.writes_sources) as pool:

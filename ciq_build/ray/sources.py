@@ -19,9 +19,13 @@ describe.
 
 Links: Ray's packer follows symbolic links, so a link in the source tree to a
 file or folder outside it would ship what it points to (a home folder, a
-key). Such links are left out of the upload, named in a warning, before
-anything is packed; a fingerprinted source reached through one is refused
-(the workers would build without it).
+key), through however many links within the tree lead to it. The tree is
+walked as the packer walks it, every link followed, and each path it would
+reach that is not a regular file or folder of the tree is left out of the
+upload (an exclude of its own, anchored at the root): a link outside, a
+loop, a dangling link, a FIFO, socket or device. They are named in a warning
+before anything is packed; a fingerprinted source reached through one is
+refused (the workers would build without it).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import dataclasses
 import hashlib
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,8 +59,9 @@ class SourceUpload:
     files: dict[str, str]  # the source fingerprint's file set, relative to source_dir: its sha256 (or MISSING)
     replayed_cache: str  # the user's cache settings as a `cmake -C` script, with the driver's paths
     excludes: tuple[str, ...]
-    # Links in the source tree that resolve outside it (relative path -> where it points): left out (in excludes).
-    links_out: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Paths the packer would reach that are no regular file or folder of the tree (relative path, as the
+    # packer reaches it through links -> why): left out (in excludes).
+    left_out: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def runtime_env(self) -> dict[str, Any]:
         """Zip and upload the source tree to the cluster (once per content: Ray names it by its hash).
@@ -105,36 +111,64 @@ def plan_upload(manifest: Manifest, snapshot: Snapshot) -> SourceUpload:
             f"--ray-sources upload ships the source tree {source_dir} only, but the target's sources include "
             f"files outside it: {', '.join(sorted(outside)[:5])}. Use --ray-sources shared (a filesystem the "
             "workers share, at the driver's paths), or move them into the source tree.")
-    build_trees, links_out = _walk(source_dir)
-    left_out = tuple("/" + glob_escape(name) for name in links_out)  # anchored at the source root, as written
+    build_trees, left_out = _walk(source_dir)
+    excluded = tuple("/" + glob_escape(name) for name in left_out)  # anchored at the source root, as reached
     return SourceUpload(source_dir, Path(os.path.abspath(manifest.binary_dir)), files,
                         initial_cache(manifest.binary_dir / "CMakeCache.txt"),
-                        (*ALWAYS_EXCLUDED, *build_trees, *left_out), links_out)
+                        (*ALWAYS_EXCLUDED, *build_trees, *excluded), left_out)
 
 
 def _walk(source_dir: Path) -> tuple[list[str], dict[str, str]]:
-    """What the upload leaves out: build trees inside the source tree (any folder holding a CMakeCache.txt) as
-    excludes, and the links that resolve outside the tree (relative path -> where each points), never followed."""
+    """What the upload leaves out, found by walking the tree as Ray's packer does (every link followed):
+    build trees inside the source tree (any folder holding a CMakeCache.txt) as excludes, and each path that
+    is no regular file or folder of the tree (relative path, as reached -> why)."""
     real_root = Path(os.path.realpath(source_dir))
-    build_trees = []
-    links_out = {}
-    for folder, dirs, names in os.walk(source_dir):  # never follows a linked folder (Ray's packer would)
-        here = Path(folder)
-        if here != source_dir and "CMakeCache.txt" in names:
-            build_trees.append("/" + glob_escape(here.relative_to(source_dir).as_posix()) + "/")
-            dirs[:] = []
-            continue
-        dirs[:] = [d for d in dirs if d not in (".git", "CMakeFiles")]
-        for name in (*dirs, *names):
-            path = here / name
-            if path.is_symlink() and not _inside(Path(os.path.realpath(path)), real_root):
-                links_out[path.relative_to(source_dir).as_posix()] = os.path.realpath(path)
-    return sorted(build_trees), dict(sorted(links_out.items()))
+    build_trees: list[str] = []
+    left_out: dict[str, str] = {}
+
+    def visit(folder: Path, within: frozenset[str]) -> None:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return  # unreadable: the packer cannot read it either
+        if folder != source_dir and "CMakeCache.txt" in names:
+            build_trees.append("/" + glob_escape(folder.relative_to(source_dir).as_posix()) + "/")
+            return
+        for name in names:
+            path = folder / name
+            if name in (".git", "CMakeFiles") and path.is_dir():
+                continue  # ALWAYS_EXCLUDED
+            relative, real = path.relative_to(source_dir).as_posix(), os.path.realpath(path)
+            why = _not_of_the_tree(path, real, real_root, within)
+            if why:
+                left_out[relative] = why
+            elif path.is_dir():
+                visit(path, within | {real})
+
+    visit(source_dir, frozenset({str(real_root)}))
+    return sorted(build_trees), dict(sorted(left_out.items()))
+
+
+def _not_of_the_tree(path: Path, real: str, real_root: Path, within: frozenset[str]) -> str:
+    """Why the packer must not take `path` (its real path `real`; `within`: the real folders it is in), or ""."""
+    if path.is_symlink() and not _inside(Path(real), real_root):
+        return f"a link to {real}, outside the tree"
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "a link to nothing" if path.is_symlink() else "unreadable"
+    if stat.S_ISDIR(mode):
+        return f"a link to {real}, a folder it is in" if real in within else ""
+    return "" if stat.S_ISREG(mode) else "not a regular file (a FIFO, socket or device)"
 
 
 def glob_escape(name: str) -> str:
-    """`name` as a gitignore pattern that matches it alone (Ray reads excludes in gitignore syntax)."""
-    return re.sub(r"([\\*?\[\]!#])", r"\\\1", name)
+    """`name` as a gitignore pattern that matches it alone (Ray reads excludes in gitignore syntax): its
+    special characters escaped, and each whitespace character it ends with as a class of its own (Ray's
+    pathspec strips a pattern's whitespace, an escaped space's too: "trail " would exclude "trail")."""
+    escaped = re.sub(r"([\\*?\[\]!#])", r"\\\1", name)
+    stripped = escaped.rstrip()
+    return stripped + "".join(f"[{space}]" for space in escaped[len(stripped):])
 
 
 # -- on the worker ---------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ciq_build.errors import CiqError, ManifestError
+from ciq_build.pin.apply import build_decision
 from ciq_build.pin.display import format_record
 from ciq_build.pin.read import read_record
 from ciq_build.project.backend import BuildBackend
@@ -19,8 +20,18 @@ def pin_file_for(target: str, build_dir: Path, source_dir: Path | None) -> Path:
     return CMakeBackend(build_dir, source_dir).pin_file(target)
 
 
-def show(target: str, backend: BuildBackend, pin_file: Path | None) -> str:
-    return format_record(read_record(require_pin(target, backend, pin_file)))
+def show(target: str, backend: BuildBackend, pin_file: Path | None) -> tuple[str, bool]:
+    """The record, in words, and what the target's build does with it (not for a --pin-file, which no build
+    reads); False where the build refuses it."""
+    text = format_record(read_record(require_pin(target, backend, pin_file)))
+    if pin_file is not None:
+        return text, True
+    try:
+        manifest = backend.manifest(target)
+        applies, said = build_decision(manifest, backend.toolchain(manifest))
+    except CiqError as error:  # no configured tree to ask, or its compiler gone: the record alone is shown
+        return f"{text}\nbuild       not checked: {error}", True
+    return f"{text}\nbuild       {said}", applies
 
 
 def require_pin(target: str, backend: BuildBackend, pin_file: Path | None = None) -> Path:

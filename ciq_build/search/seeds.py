@@ -14,12 +14,16 @@ toolkit refuses) is left out of it, so another target's pin seeds what the
 two share; a controls list is the user's own words, so one with a control
 the space cannot give is left out whole (seeding part of it would evaluate
 a configuration nobody named). A parameter that cannot be absent (PARAMS)
-and that the seed does not give takes its first value. Only a malformed
-seed (no such file, `-DNAME` without a value) is an error.
+and that the seed does not give takes its first value. A record or ACF that
+cannot be read is said and left out too: an ACF is read as the pin readers
+read one (a regular file, no link, FIFO or device, within the size limit),
+a record by the pin reader itself. Only a malformed seed (no such file,
+`-DNAME` without a value) is an error.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -29,10 +33,10 @@ from typing import Any
 
 from ciq_build.compiler.acf import ACF_SUFFIX
 from ciq_build.compiler.controls import KNOB_PREFIX, PARAM_PREFIX, AcfRef, define_value, knob
+from ciq_build.core.rules import load_rules, read_regular_file
 from ciq_build.core.space import Param
 from ciq_build.errors import CiqError, ConfigError
 from ciq_build.pin.read import read_record
-from ciq_build.state.durable import sha256_file
 
 LOG = logging.getLogger("ciq_build")
 FLAG = "--seed-from"
@@ -136,15 +140,26 @@ def _acf_found(path: Path, acfs: AcfSeeding | None) -> list[_Found]:
         LOG.warning("%s %s: this tune searches no ACFs (SEARCH_SPACE or --controls ptxas-acf[:VERSION], nvcc-acf, "
                     "or acf-pool:<folder>); left out", FLAG, path)
         return []
-    return [_Found(str(path), [], {}, AcfRef(path.absolute(), acfs.compiler, sha256_file(path)))]
+    try:
+        # As the pin readers read an ACF: a regular file (no link, FIFO or device) within the size limit.
+        data = read_regular_file(path, load_rules().limit("acf_bytes"), "the ACF")
+    except OSError as error:
+        LOG.warning("%s %s: cannot be seeded: %s; left out", FLAG, path, error.strerror or error)
+        return []
+    if not data:
+        LOG.warning("%s %s: cannot be seeded: the ACF is empty; left out", FLAG, path)
+        return []
+    return [_Found(str(path), [], {}, AcfRef(path.absolute(), acfs.compiler, hashlib.sha256(data).hexdigest()))]
 
 
 def _record_found(path: Path) -> list[_Found]:
-    """The record's controls and each architecture entry's."""
+    """The record's controls and each architecture entry's; a record that cannot be read is said and left out."""
     try:
         record = read_record(path)
     except CiqError as error:
-        raise ConfigError(f"{FLAG} {path}: not a pinned record ciq_build can read: {error}") from None
+        LOG.warning("%s %s: not a pinned record ciq_build can read (%s); left out", FLAG, path,
+                    " ".join(str(error).split()))
+        return []
     return [_Found(f"{path}{where}", list(controls.flags), dict(controls.defines), controls.acf)
             for where, controls in [("", record.controls),
                                     *((f" (architecture {arch})", e.controls)

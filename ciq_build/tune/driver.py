@@ -24,11 +24,13 @@ from typing import Any, TextIO, TypeVar
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
+from ciq_build.core import pace
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_names
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
 from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError
 from ciq_build.measure import claim
+from ciq_build.measure.gpu_arch import ArchitecturePlan, plan_architectures, sm
 from ciq_build.measure.sizes import SIZE_SEPARATOR, size_ratios
 from ciq_build.measure.stats import interleaved
 from ciq_build.pin.record import check_pin_dir, record_path
@@ -51,12 +53,13 @@ from ciq_build.tune.gpu_time import GpuMeter, MeteredSlots
 from ciq_build.tune.loop import SearchLoop, stop_on_disk_full
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before
-from ciq_build.tune.param_probe import overridden_params
+from ciq_build.tune.param_probe import overridden_params, without_effect
 from ciq_build.tune.progress import LOG, TuneProgress
 from ciq_build.tune.runner import BuildRunner, Runner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.timeouts import Timeouts, for_baseline, for_candidates, for_configure
 from ciq_build.tune.tune_options import TuneOptions, TuneSettings, resolve_settings
+from ciq_build.tune.winner_check import WinnerCheck, check_winner, wants_check
 
 W = TypeVar("W")
 
@@ -127,7 +130,10 @@ class TuneRun:
         self.tree_watch: TreeWatch | None = None
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
+        self.overridden: list[str] = []  # PARAMS names the source #defines again, unguarded (said after the baseline)
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
+        # Which architecture each figure is for (ciq_build.measure.gpu_arch), once read before the baseline.
+        self.architectures = ArchitecturePlan(None, None, "", None)
 
     # -- the run ---------------------------------------------------------------
 
@@ -208,6 +214,7 @@ class TuneRun:
         self.meter.enter("baseline")
         if self.runner.needs_benchmark and self.executor.uses_driver_trees:
             self._build_ahead(source, workers)
+        self._plan_architectures()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ciq-param-probe") as beside:
             # A PARAMS name the source overrides, said early: its two builds run in the first worker's tree
             # beside the baseline's build and runs (not where the compile is timed: they would slow it).
@@ -220,7 +227,7 @@ class TuneRun:
             try:
                 baseline = self._baseline(base_tree, configured)
                 if probe is not None:
-                    probe.result()
+                    self.overridden = probe.result()
             except BaseException:
                 self._stop_ahead()
                 raise
@@ -237,8 +244,26 @@ class TuneRun:
             self.runner.remember(journaled)  # its code is shared as if measured in this run
         if self.runner.needs_benchmark:  # what a candidate's benchmark writes into the source tree is looked for
             self.tree_watch = TreeWatch(self.source_set)
+        self._reserve_for_the_end(baseline)
         self._search(source, workers, timeouts)
         return self._finish(baseline, base_tree, workers, source)
+
+    def _reserve_for_the_end(self, baseline: Evaluation) -> None:
+        """--time-limit covers the whole tune: the search's deadline leaves room for what comes after it (the
+        winner's rebuild, and its interleaved re-measure with a benchmark), estimated from the baseline's."""
+        if self.deadline is None:
+            return
+        timings = baseline.timings
+        reserve = timings.get("compile_s", 0.0)
+        if self.runner.needs_benchmark:
+            per_run = timings.get("benchmark_s", 0.0) / max(1, baseline.runs or self.settings.measure.repeats)
+            reserve += 2 * self.settings.measure.confirm_rounds * per_run
+        self.deadline -= reserve
+        left = self.deadline - time.monotonic()
+        self._say(f"{self._time_limit_text()} covers the whole tune: no candidate starts after {pace.clock(left)} "
+                  f"from now, leaving about {reserve:.0f} s for the winner's rebuild"
+                  + (" and re-measure" if self.runner.needs_benchmark else "")
+                  + " (estimated from the baseline's); candidates running then finish")
 
     def _build_ahead(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
         """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most
@@ -316,6 +341,20 @@ class TuneRun:
         done = sum(1 for e in self.evaluations if not e.cached and not e.environmental)
         return environment.disk_full_error(what, scratch_root(self.manifest), self.cache.path, len(self.cache) + done)
 
+    def _plan_architectures(self) -> None:
+        """Which GPU the benchmark runs on and which architecture static objectives score, said before the
+        baseline; a static objective that would describe other code than the GPU runs is refused here."""
+        gpu = self.runner.read_gpu() if self.runner.needs_benchmark else None
+        static = [o.spec for o in self.objectives if o.source == "static"]
+        self.architectures = plan_architectures(self.manifest.target, self.manifest.toolchain.architectures, gpu,
+                                                self.manifest.tune_architecture, static,
+                                                self.runner.needs_benchmark)
+        self.runner.scored_architecture = self.architectures.scored
+        if self.architectures.jit:
+            self._warn(self.architectures.jit)
+        if self.architectures.describe():
+            self._say(f"figures: {self.architectures.describe()}")
+
     def _baseline(self, tree: ScratchTree, before: Snapshot | None = None) -> Evaluation:
         """The compiler's defaults, measured (or journaled): what every candidate is compared with."""
         proposal = Proposal(id=-1, generation=0, params={})
@@ -352,6 +391,10 @@ class TuneRun:
         assert evaluated.scores is not None
         self._say(f"baseline: {named_scores(self.objectives, evaluated.scores)} "
                   + ("(from the journal)" if evaluated.cached else f"(built and measured in {evaluated.seconds:.1f} s)"))
+        if self.runner.other_architectures:  # the static figures of what is not scored, shown once
+            self._say("not scored: " + "; ".join(
+                f"{sm(arch)} {', '.join(f'{k} {v}' for k, v in figures.items())}"
+                for arch, figures in self.runner.other_architectures.items()))
         return evaluated
 
     def _search(self, source: CandidateSource, workers: list[ScratchTree], timeouts: Timeouts) -> None:
@@ -362,7 +405,8 @@ class TuneRun:
             expected = min(expected, search.max_evaluations)
         progress = None if self.settings.quiet else TuneProgress(expected, search.generations, self.objectives,
                                                                stream=self.out,
-                                                               measured_this_run=self.cache.measured_this_run)
+                                                               measured_this_run=self.cache.measured_this_run,
+                                                               deadline=self.deadline)
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
         phase = SearchPhase(self.manifest, self.toolchain, tuple(self.objectives), self.settings.measure.repeats,
                             self.settings.build.jobs, timeouts, self._configure_timeout(), self.settings.executor,
@@ -446,12 +490,28 @@ class TuneRun:
             confirmation = self._minimal(confirmation, tree, minimizer)
         elif minimizer is not None:
             minimizer.cancel()
+        checked: WinnerCheck | None = None
+        if confirmation.better and self.settings.pin and wants_check(self.runner, confirmation.winner.controls):
+            checked = check_winner(self.runner, tree, confirmation.winner.controls, self.timeout, self._say)
+            if checked.failed:
+                self._warn(f"the winner's benchmark {checked.text}: nothing pinned. Keep such values out of the "
+                           "search (CONSTRAINTS, or fewer PARAMS values), or tune an objective the benchmark "
+                           "measures (its check then runs for every candidate)")
+            elif not checked.ran:
+                self._warn(f"the winner's benchmark was {checked.text}; the pin records that it was not run")
+            confirmation = dataclasses.replace(
+                confirmation, better=not checked.failed,
+                verdict=f"{confirmation.verdict}; its benchmark: {checked.text}"
+                        + ("; nothing pinned" if checked.failed else ""))
         self.meter.enter("pin")
         pinned: Path | None = None
         if confirmation.better and self.settings.pin:
-            against = {} if standing is None else {"against_old_pin": standing.text}
+            against: dict[str, Any] = {} if standing is None else {"against_old_pin": standing.text}
+            if checked is not None:
+                against["winner_check"] = checked.to_record()
             record = assemble_record(self.manifest, self.toolchain, self.objectives, confirmation, tree,
-                                     source.describe(), self.evaluations, extra=against)
+                                     {**source.describe(), **self.architectures.provenance()}, self.evaluations,
+                                     extra=against)
             pinned = record_path(self.manifest.pin_dir, self.manifest.target)
             acf = confirmation.winner.controls.acf
             if self.manifest.tune_architecture:  # under the target's lock, as every write of its record
@@ -467,9 +527,12 @@ class TuneRun:
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.backend.applied_by,
                           stopped=self._stopped_text(),
-                          next_without_pin=self._kept_text(standing) or next_without_a_pin(
+                          next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
                               self.objectives, self.settings.search, self.settings.pin, confirmation.better),
-                          size_ratios=self._size_ratios(confirmation), gpu_time=gpu_time),
+                          size_ratios=self._size_ratios(confirmation), gpu_time=gpu_time,
+                          figures=self.architectures.describe(),
+                          idle_params=[name for name in without_effect(self.manifest.params, self.evaluations)
+                                       if name not in self.overridden]),
               file=sys.stdout)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, self.evaluations,
                            confirmation.verdict)
@@ -591,3 +654,11 @@ class TuneRun:
     def _warn(self, text: str) -> None:
         """A warning about the tune's results: said even with --quiet (which only silences progress)."""
         LOG.warning("%s", text)
+
+
+def _check_failed_text(checked: WinnerCheck | None) -> str:
+    """The summary's `next:` where the winner's benchmark failed its check."""
+    if checked is None or not checked.failed:
+        return ""
+    return ("keep the values that fail the benchmark's check out of the search (CONSTRAINTS in ciq_tune_target(), "
+            "or fewer PARAMS values), or tune an objective the benchmark measures, then tune again")

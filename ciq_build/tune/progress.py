@@ -10,7 +10,8 @@ is alive and how it goes, without a terminal's redrawn line. So:
   scores), and, while a resume reads finished evaluations back from the
   journal, at most one line per `REPLAY_INTERVAL` seconds;
 * the time left is ciq_build.core.pace's rule: the evaluations still to come at
-  the pace of those this run measured (journaled ones cost nothing);
+  the pace of those this run measured (journaled ones cost nothing), and never
+  more than a --time-limit leaves the search;
 * every message goes through the `ciq_build` logger: `-q` keeps warnings only,
   `-v` adds each evaluation's controls (as an nvcc command line) and metrics.
 """
@@ -85,8 +86,10 @@ class TuneProgress:
 
     def __init__(self, expected: int | None, generations: int, objectives: Sequence[Objective] = (), *,
                  stream: TextIO | None = None, terminal: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic, measured_this_run: Set[str] = frozenset()) -> None:
+                 clock: Callable[[], float] = time.monotonic, measured_this_run: Set[str] = frozenset(),
+                 deadline: float | None = None) -> None:
         self.expected = expected  # evaluations the search will make at most (None: not known)
+        self.deadline = deadline  # on `clock`: the search ends then (--time-limit), whatever the pace says
         self.generations = generations
         self.objectives = list(objectives)
         self.stream = stream if stream is not None else sys.stderr
@@ -131,6 +134,8 @@ class TuneProgress:
         if last is not None and not last.cached:
             self._measured += 1
         left = pace.time_left(now - self._started, self._measured, evaluations, self.expected)
+        if self.deadline is not None:  # no candidate starts after it: the time left is at most what it leaves
+            left = max(0.0, min(left if left is not None else self.deadline - now, self.deadline - now))
         where = f"generation {generation + 1}/{self.generations}"  # counted from 0 by the search, from 1 here
         if self.bar is not None:
             parts = [f"about {pace.clock(left)} left"] if left is not None else []

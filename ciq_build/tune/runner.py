@@ -8,6 +8,7 @@ real runner (`BuildRunner`) builds it in a scratch tree and measures it there,
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -16,7 +17,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from ciq_build.compiler import metrics
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.compiler.toolchain import Toolchain, arch_name
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import (
     Objective,
@@ -28,6 +29,7 @@ from ciq_build.core.objectives import (
     times_the_compile,
 )
 from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.gpu_arch import GPU_ARCH_METRIC, read_gpu_arch
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.protocol import coarse_precision_warning, unmatched_metric_warning
 from ciq_build.measure.racing import Incumbent, RaceBoard, race
@@ -92,6 +94,16 @@ class BuildRunner:
         self._in_tree: dict[int, tuple[Controls, CandidateBuild]] = {}
         self.racing: RaceBoard | None = (RaceBoard(metric_key(timed), timed.direction)
                                          if timed is not None and timed.source == "benchmark" else None)
+        # The architecture whose machine code static objectives describe (ciq_build.measure.gpu_arch), set by
+        # the driver before the baseline; None: every architecture built, combined.
+        self.scored_architecture: str | None = None
+        # The first build's static figures of the architectures not scored: {arch: {metric: value}}, to show.
+        self.other_architectures: dict[str, dict[str, int]] = {}
+
+    def read_gpu(self) -> int | None:
+        """The architecture of the GPU this runner's benchmarks run on (None: no GPU answers here)."""
+        with self.slots.slot() as env:
+            return read_gpu_arch({**os.environ, **env} if env else None)
 
     def use_timeouts(self, timeouts: Timeouts) -> None:
         """Every build and benchmark run of this runner from here on is limited by `timeouts`."""
@@ -125,6 +137,9 @@ class BuildRunner:
         """The benchmark as `tree` runs it (its backend's command), timed and checked as this tune wants."""
         spec = tree.bench_spec(self.bench_timeout, tuple(metric_key(o) for o in self.objectives
                                                           if o.source == "benchmark"))
+        # A minimized reading of 0 measured nothing (a time's floor; an energy counter that did not step).
+        spec = dataclasses.replace(spec, positive=tuple(metric_key(o) for o in self.objectives
+                                                        if o.source == "benchmark" and o.direction == "min"))
         if not spec.args_sets:
             return spec
         maximized = tuple(metric_key(o) for o in self.objectives if o.direction == "max")
@@ -218,7 +233,7 @@ class BuildRunner:
             queued = time.monotonic()
             with self.slots.slot() as env:
                 running = time.monotonic()
-                measurement, raced, waited = self.run_benchmark(self.bench_spec(worker).with_env(env))
+                measurement, raced, waited, gpu = self.run_benchmark(self.bench_spec(worker).with_env(env))
                 runs = len(measurement.runs)
                 # What a runner waited for a GPU elsewhere (Ray: the fair share's grant, Ray's scheduling) is
                 # waiting too: benchmark_s is the runs alone, as locally.
@@ -230,6 +245,8 @@ class BuildRunner:
                 detail = f"{run.message}\n{run.output_tail}" if run.output_tail else run.message
                 return failed(_bench_cause(run.cause, run.message, run.output_tail), detail, values)
             values.update(measurement.metrics)
+            if gpu is not None:
+                values[GPU_ARCH_METRIC] = float(gpu)  # what the times are for: the GPU that ran them
             spread.update(measurement.iqr)
             read = {metric_key(o) for o in self.objectives if o.source == "benchmark"}
             samples = {name: values for name, values in measurement.samples.items() if name in read}
@@ -248,21 +265,36 @@ class BuildRunner:
         workers run it on a GPU worker instead.
         """
         measurement, raced = run_benchmark(spec, self.repeats, self.racing)
-        return Benchmarked(measurement, raced, 0.0)
+        return Benchmarked(measurement, raced, 0.0, read_gpu_arch({**os.environ, **spec.env} if spec.env else None))
 
     def static_metrics(self, build: CandidateBuild) -> dict[str, float]:
         """compile_seconds and the compiler's static metrics of a build (deterministic but the first)."""
         values: dict[str, float] = {"compile_seconds": build.compile_seconds}
-        usages = metrics.parse_ptxas_verbose(build.compiler_output)
+        usages = self.scored(metrics.parse_ptxas_verbose(build.compiler_output))
         if usages:
             values.update({k: float(v) for k, v in metrics.summarize(usages).items()})
             per_kernel = {o.name: o.kernels for o in self.objectives if o.kernels is not None}
             values.update({k: float(v) for k, v in metrics.kernel_values(usages, per_kernel).items()})
         counted = {metric_key(o) for o in self.objectives if isinstance(o.extractor, SassCount)}
         if counted and build.objects:
-            count = float(sum(metrics.sass_instruction_count(obj, self.toolchain) for obj in build.objects))
+            count = float(sum(n for obj in build.objects
+                              for (_, arch), n in metrics.sass_instruction_counts(obj, self.toolchain).items()
+                              if self._is_scored(arch)))
             values.update(dict.fromkeys(counted, count))
         return values
+
+    def scored(self, usages: list[metrics.KernelUsage]) -> list[metrics.KernelUsage]:
+        """The kernels of the scored architecture (all of them when none is set, or none of it was built)."""
+        kept = [usage for usage in usages if self._is_scored(usage.arch)]
+        if kept and self.scored_architecture is not None and not self.other_architectures:
+            shown = [metric_key(o) for o in self.objectives if o.source == "static"]
+            for arch in sorted({arch_name(u.arch) for u in usages} - {self.scored_architecture}):
+                figures = metrics.summarize(u for u in usages if arch_name(u.arch) == arch)
+                self.other_architectures[arch] = {k: figures[k] for k in shown if k in figures}
+        return kept or usages
+
+    def _is_scored(self, arch: str) -> bool:
+        return self.scored_architecture is None or arch_name(arch) == self.scored_architecture
 
 
 class Benchmarked(NamedTuple):
@@ -271,6 +303,7 @@ class Benchmarked(NamedTuple):
     measurement: Measurement
     raced: bool  # raced out: stopped early, behind the incumbent
     waited: float  # seconds spent waiting for a GPU before the first run, beyond the runner's own slot
+    gpu: int | None = None  # the architecture of the GPU the runs ran on (ciq_build.measure.gpu_arch)
 
 
 def run_benchmark(spec: BenchSpec, repeats: int, racing: RaceBoard | None) -> tuple[Measurement, bool]:

@@ -68,7 +68,8 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
                 *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
                 next_without_pin: str = "", stopped: str = "",
-                size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "") -> str:
+                size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "",
+                idle_params: Sequence[str] = (), figures: str = "") -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
@@ -88,6 +89,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
           for spec, ratios in (size_ratios or {}).items() if ratios),
         f"  evaluations: {len(evaluations)} ({reused}); failures: {failure_summary(evaluations)}",
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
+        *([f"  figures: {figures}"] if figures else []),
     ]
     shared = sum(1 for e in evaluations if not e.cached and e.same_code_as is not None)
     if needs_benchmark:
@@ -96,6 +98,10 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
         lines.append(f"  GPU: {gpu_time}")
     elif shared:
         lines.append(f"  same machine code as an earlier candidate: {shared} (its metrics taken, not measured again)")
+    for name in idle_params:  # ciq_build.tune.param_probe.without_effect
+        lines.append(f"  PARAMS {name} changed no candidate's code: is it used in the sources? (candidates that "
+                     f"differ in {name} alone built the same machine code; a misspelt name or one the source "
+                     "never reads costs the search a dimension)")
     if stopped:
         lines.append(f"  search ended early: {stopped}")
     lines.append(f"  verdict: {verdict}")

@@ -128,8 +128,9 @@ class TuneOptions:
                                          help="stop after this many evaluations")
     time_limit: float | str | None = option(
         "--time-limit", group=SEARCH, metavar="DURATION", check=_duration,
-        help="a wall-clock budget from the tune's start, e.g. 30m, 1h30m, 90s: then no candidate starts (those "
-             "running finish), and the best so far is re-measured and pinned")
+        help="a wall-clock budget for the whole tune from its start, e.g. 30m, 1h30m, 90s: the search stops "
+             "starting candidates early enough for the winner's rebuild and re-measure (estimated from the "
+             "baseline's; those running finish), and the best so far is re-measured and pinned")
     seed_from: list[str] = option(
         "--seed-from", group=SEARCH, repeated=True, default_factory=list, metavar="SEED",
         help="repeatable: known-good configurations evaluated first, entering the search's first generation (in "

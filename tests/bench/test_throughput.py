@@ -33,7 +33,7 @@ def test_the_raw_flow_compiles_each_front_end_once_and_then_runs_only_ptxas(tmp_
     # What ptxas alone reported is what nvcc's whole compile of that candidate reports.
     for flags, work in zip(candidates, done):
         if work.kind == "ptxas":
-            tp.write_options_file(raw.options, Controls(flags=flags), extra=tp.cmake_trees.VERBOSE_PTXAS)
+            tp.write_options_file(raw.options, Controls(flags=flags), extra=tp.VERBOSE_PTXAS)
             whole = ensure_ok(proc.run(raw.argv, 600, cwd=raw.cwd))
             assert tp._raw_report(whole.stdout + whole.stderr) == work.report, flags
     assert len({work.report for work in done}) > 1  # the candidates changed the code: not a vacuous check

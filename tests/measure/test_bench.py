@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import shutil
 import subprocess
@@ -125,6 +126,17 @@ def test_unusable_time_is_bad_metric(value: str) -> None:
     run = run_once(fault("metric", value))
     assert not run.ok and run.cause == bench.BAD_METRIC
     assert "time_ms" in run.message
+
+
+@pytest.mark.parametrize("energy", ["0", "0.000", "-0.5"])
+def test_a_reading_of_0_or_below_of_a_metric_to_minimize_is_bad_metric_as_a_zero_time(energy: str) -> None:
+    printed = f"print('CIQ_METRIC time_ms=1.5'); print('CIQ_METRIC energy_j={energy}')"
+    spec = BenchSpec(Path(sys.executable), ("-c", printed), 10, required=("time_ms", "energy_j"),
+                     positive=("time_ms", "energy_j"))
+    run = run_once(spec)
+    assert not run.ok and run.cause == bench.BAD_METRIC
+    assert f"energy_j={float(energy):g} measures nothing for an objective to minimize" in run.message
+    assert run_once(dataclasses.replace(spec, positive=("time_ms",))).ok  # maximized, or not an objective: a value
 
 
 def test_failed_check_is_check_failed_even_with_nonzero_exit() -> None:

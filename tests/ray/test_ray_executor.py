@@ -159,10 +159,57 @@ def test_links_out_of_the_source_tree_are_left_out_of_the_upload_and_a_source_th
     manifest = cast(Manifest, SimpleNamespace(source_dir=source, binary_dir=tmp_path / "build"))
     digest = b"\0" * 32
     upload = plan_upload(manifest, {source / "kern.cu": digest, source / "same.cu": digest})
-    assert upload.links_out == {"data": str(outside / "folder"), "notes.txt": str(outside / "secret.txt")}
+    assert upload.left_out == {"data": f"a link to {outside / 'folder'}, outside the tree",
+                               "notes.txt": f"a link to {outside / 'secret.txt'}, outside the tree"}
     assert {"/data", "/notes.txt"} <= set(upload.excludes) and "/same.cu" not in upload.excludes
     with pytest.raises(ConfigError, match=r"files outside it: .*notes.txt \(a link to .*secret.txt\)"):
         plan_upload(manifest, {source / "kern.cu": digest, source / "notes.txt": digest})
+
+
+def _packed(source: Path, excludes: tuple[str, ...], package: Path) -> dict[str, bytes]:
+    """What Ray's packer zips of `source` with `excludes`, as upload_working_dir_if_needed calls it."""
+    from zipfile import ZipFile
+
+    from ray._private import ray_constants
+    from ray._private.runtime_env.packaging import create_package
+
+    create_package(str(source), package, include_gitignore=True,
+                   excludes=[*ray_constants.get_runtime_env_default_excludes(), *excludes])
+    with ZipFile(package) as zipped:
+        return {name: zipped.read(name) for name in zipped.namelist() if not name.endswith("/")}
+
+
+def test_the_upload_ships_nothing_from_outside_the_tree_through_links_in_it_loops_or_odd_names(
+        tmp_path: Path) -> None:
+    source, outside = tmp_path / "src", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("SECRET")
+    (outside / "folder").mkdir()
+    (outside / "folder" / "key").write_text("SECRET")
+    source.mkdir()
+    (source / "kern.cu").write_text("kernel")
+    (source / "a").mkdir()
+    (source / "b").mkdir()
+    (source / "a" / "link_in").symlink_to("../b", target_is_directory=True)  # in the tree, to a folder...
+    (source / "b" / "rel").symlink_to(outside / "secret.txt")  # ...whose link points out
+    (source / "b" / "own.h").write_text("header")
+    (source / "chain1").symlink_to("chain2")  # a chain of links that ends outside
+    (source / "chain2").symlink_to(outside / "folder", target_is_directory=True)
+    for name in ("trail ", "two  ", "tab\t", "#hash", "!bang", "star*", "new\nline"):
+        (source / name).symlink_to(outside / "secret.txt")
+    (source / "loop").symlink_to(".", target_is_directory=True)  # Ray's packer would recurse without end
+    (source / "dangling").symlink_to(source / "nothing")
+    os.mkfifo(source / "fifo")
+    (source / "same.cu").symlink_to("kern.cu")  # within the tree: shipped as any file
+    manifest = cast(Manifest, SimpleNamespace(source_dir=source, binary_dir=tmp_path / "build"))
+    upload = plan_upload(manifest, {source / "kern.cu": b"\0" * 32})
+    shipped = _packed(source, upload.excludes, tmp_path / "package.zip")
+    assert [name for name, data in shipped.items() if b"SECRET" in data] == []
+    assert sorted(shipped) == ["a/link_in/own.h", "b/own.h", "kern.cu", "same.cu"]
+    assert sorted(upload.left_out) == ["!bang", "#hash", "a/link_in/rel", "b/rel", "chain1", "chain2", "dangling",
+                                       "fifo", "loop", "new\nline", "star*", "tab\t", "trail ", "two  "]
+    assert upload.left_out["fifo"] == "not a regular file (a FIFO, socket or device)"
+    assert upload.left_out["loop"] == f"a link to {source}, a folder it is in"
 
 
 @pytest.fixture(scope="module")
@@ -231,7 +278,7 @@ def test_uploaded_sources_build_on_the_workers_copy_and_pin_the_same_winner_as_l
     assert not (copy / "notes.txt").exists() and not (copy / "keys").exists()
     assert [p for p in copy.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()] == []
     warned = [line for line in said.splitlines() if "left out of the upload" in line]
-    assert len(warned) == 1 and "keys -> " in warned[0] and "notes.txt -> " in warned[0], said
+    assert len(warned) == 1 and "'keys' (a link to " in warned[0] and "'notes.txt' (a link to " in warned[0], said
     for slot in ("ray-0", "ray-1"):
         tree = copy.parent / f"ciq-scratch-{copy.name}" / "kern" / slot / "build"
         cache = _cache_entries(tree / "CMakeCache.txt")

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain
 from ciq_build.pin.write import write_record
 from ciq_build.search.acf_pool import AcfPool, make_pool_source
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.seeds import Seed, read_seeds
+from ciq_build.search.seeds import AcfSeeding, Seed, read_seeds
 from ciq_build.search.select import compiler_space_seeding
 from ciq_build.search.strategies import SearchRequest, make_source
 from ciq_build.state.durable import sha256_file
@@ -201,6 +202,37 @@ def test_a_folder_of_acfs_seeds_each_acf_this_toolkit_applies_and_says_which_it_
     with caplog.at_level(logging.WARNING, logger="ciq_build"):  # a tune that searches no ACFs
         assert read_seeds([str(acf_folder)], space()) == []
     assert "this tune searches no ACFs" in caplog.text
+
+
+def test_a_seed_folders_fifo_device_outside_link_and_unreadable_record_are_each_said_in_one_line_and_left_out(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    folder, outside = tmp_path / "seeds", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (folder / "good.acf").write_bytes(b"an ACF")
+    os.mkfifo(folder / "fifo.acf")  # hashed unchecked, it hung the tune
+    (folder / "zero.acf").symlink_to("/dev/zero")
+    (outside / "secret.acf").write_bytes(b"outside")
+    (folder / "outside.acf").symlink_to(outside / "secret.acf")
+    (folder / "empty.acf").write_bytes(b"")
+    (folder / "newer.json").write_text('{"schema": 99, "target": "newer"}')  # a newer ciq_build's record
+    pinned(folder, "kern", ("-Xptxas=-O2",), {})
+    seeding = AcfSeeding("ptxas", lambda refs: {})
+    found: list[list[Seed]] = []
+    with caplog.at_level(logging.WARNING, logger="ciq_build"):
+        reader = threading.Thread(target=lambda: found.append(read_seeds([str(folder)], space(), acfs=seeding)),
+                                  daemon=True)
+        reader.start()
+        reader.join(60)
+    assert found, "reading the seeds hung"
+    (seeds,) = found
+    assert [seed.acf.path.name if seed.acf else dict(seed.params) for seed in seeds] == [
+        {"knob.ptxas_opt_level": 2, "param.TILE": 16, "param.VEC": 1}, "good.acf"]
+    said = [record.getMessage() for record in caplog.records]
+    for name in ("fifo.acf", "zero.acf", "outside.acf", "empty.acf", "newer.json"):
+        lines = [line for line in said if name in line]
+        assert len(lines) == 1 and "left out" in lines[0] and "\n" not in lines[0], (name, said)
+    assert "has schema 99" in " ".join(said)
 
 
 def test_an_acf_pools_own_acfs_seed_its_choice_and_others_are_said_to_be_outside_it(

@@ -49,3 +49,20 @@ def test_a_time_limit_that_is_no_duration_is_one_line_before_anything_is_built(t
         f"ciq_build: error: --time-limit must be a duration such as 30m, 1h30m, 90s or a number of seconds "
         f"(more than zero), not {given!r}"]
     assert not (tmp_path / "build").exists()
+
+
+@pytest.mark.slow
+def test_a_time_limit_covers_the_whole_tune_and_caps_the_time_left_it_shows(tmp_path: Path) -> None:
+    # A budget of 80 evaluations that 25 s cannot hold: at the pace of the first ones, more than 25 s is left.
+    result = _tune(tmp_path, "--time-limit", "25s", "--generations", "20", "--controls", "knobs", "--no-pin")
+    assert result.returncode == 0, result.stderr
+    said = next(line for line in result.stderr.splitlines() if "covers the whole tune" in line)
+    assert said.startswith("ciq_build: --time-limit 25s covers the whole tune: no candidate starts after ")
+    assert "for the winner's rebuild (estimated from the baseline's)" in said
+    lines = [line for line in result.stderr.splitlines() if line.startswith("ciq_build: evaluation ")]
+    assert lines, result.stderr
+    for line in lines:  # what the search has left is never more than the limit leaves it
+        elapsed, left = line.rsplit("| ", 1)[1].split(" elapsed")
+        assert "left" in left, line
+        seconds = [int(m) * 60 + int(s) for m, s in (elapsed.split(":"), left.split("about ")[1].split()[0].split(":"))]
+        assert sum(seconds) <= 25, line

@@ -118,6 +118,20 @@ def test_a_candidate_whose_time_drops_to_zero_is_a_bad_metric_and_never_pinned(
         assert "through METRIC" not in warnings[0]
 
 
+def test_a_candidate_whose_energy_reads_zero_is_a_bad_metric_and_never_pinned(tmp_path: Path) -> None:
+    # X=1's energy counter reads 0 ("energy 6 -> 0 (-100.0%)" was pinned); X=2 (5 mJ) really beats X=3 (6 mJ).
+    result, source, build = _tune(tmp_path, "--cmake-arg=-DOWN_PROTOCOL=ciq", "--cmake-arg=-DOWN_ZERO_ENERGY_X=1",
+                                  "--cmake-arg=-DOWN_DIGITS=4", "--objective", "energy", "--generations", "2",
+                                  "--pool-size", "4")
+    assert result.returncode == 0, result.stderr
+    by_x = {r["controls"]["defines"].get("X"): r for r in _evaluations(build)}
+    assert not by_x["1"]["ok"] and by_x["1"]["cause"] == "bad_metric", by_x["1"]
+    assert "energy_j=0 measures nothing for an objective to minimize" in by_x["1"]["message"]
+    record = json.loads((source / "ciq" / "own_bench.json").read_text())
+    assert record["controls"]["defines"] == {"X": "2"}
+    assert record["winner"]["scores"] == pytest.approx([0.005])
+
+
 def test_a_benchmark_that_writes_into_the_source_tree_is_warned_about_once_naming_the_file(
         coarse_tune_writing_into_its_sources: tuple[subprocess.CompletedProcess[str], Path]) -> None:
     # Each candidate's run appended to a file of the source tree, unnoticed: what it writes there can change

@@ -121,6 +121,9 @@ def test_a_static_tune_takes_the_metrics_of_the_same_code_and_imports_no_engine(
         assert copy["metrics"] == earlier["metrics"]  # compile_seconds too: every objective's value is taken
     assert f"same machine code as an earlier candidate: {len(copies)}" in tuned.stdout
     assert "benchmark runs" not in tuned.stdout
+    # Y is read by no source: every pair of candidates that differ in Y alone built the same code.
+    assert "PARAMS Y changed no candidate's code: is it used in the sources?" in tuned.stdout
+    assert "PARAMS X changed" not in tuned.stdout
 
 
 def test_a_static_tune_never_links_the_benchmark(tmp_path: Path) -> None:
@@ -136,7 +139,9 @@ def test_a_static_tune_never_links_the_benchmark(tmp_path: Path) -> None:
                     'ciq_tune_target(twin BENCHMARK twin_bench OBJECTIVES registers PARAMS "X=range(0,3)" '
                     'SEARCH_SPACE params)\n')
     build = tmp_path / "build"
-    tuned = _tune("twin", source, build, "--generations", "1", "--pool-size", "3", "--objective", "registers")
+    # --no-pin: a winner about to be pinned runs its benchmark once for its check (test_tune_winner_check.py).
+    tuned = _tune("twin", source, build, "--generations", "1", "--pool-size", "3", "--objective", "registers",
+                  "--no-pin")
     assert tuned.returncode == 0, tuned.stdout + tuned.stderr
     scratch = build / "ciq" / "scratch" / "twin"
     assert list(scratch.glob("worker-*/build/libtwin.a")), "the tuned library is built in the scratch trees"

@@ -1,6 +1,6 @@
 // TEST DOUBLE for a GPU benchmark (see CMakeLists.txt): it prints its time in
 // its own format, "Time= <number> sec|msec|usec", and no CIQ_ lines at all;
-// with a third argument "ciq", as "CIQ_METRIC time_ms=<number>" instead.
+// with a third argument "ciq", as "CIQ_METRIC time_ms=<number>" and an energy_j instead.
 // Built with X == OWN_SKIP_X it "skips its work" and prints a time of 0.
 // With OWN_BENCH_WRITES set, each run appends a line to that file.
 // Usage: own_bench <s|ms|us> <decimals> [ciq].
@@ -13,6 +13,9 @@
 #endif
 #ifndef OWN_SKIP_X
 #define OWN_SKIP_X 0
+#endif
+#ifndef OWN_ZERO_ENERGY_X
+#define OWN_ZERO_ENERGY_X 0
 #endif
 
 __global__ void never_launched(float* p) { p[threadIdx.x] *= 2.0f; }
@@ -36,6 +39,8 @@ int main(int argc, char** argv) {
   std::printf("own_bench: 3 iterations\n");
   if (argc == 4) {
     std::printf("CIQ_METRIC time_ms=%.*f\n", decimals, ms);
+    // And an energy, as a counter that steps in 1 mJ reads it: 0 for X == OWN_ZERO_ENERGY_X (a run too short).
+    std::printf("CIQ_METRIC energy_j=%.3f\n", X == OWN_ZERO_ENERGY_X ? 0.0 : ms * 0.004);
   } else if (std::strcmp(argv[1], "s") == 0) {
     std::printf("Time= %.*f sec\n", decimals, ms / 1e3);
   } else if (std::strcmp(argv[1], "us") == 0) {

@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# A tensor-core kernel on the GPU (bench/peers/cuda_hgemm: mma.sync + cp.async HGEMM), tuned by arms that
+# answer whether ACF gains compose: knobs + params (GA); ptxas ACFs through the product's own search
+# (`--controls ptxas-acf:13.3`, the compileiq strategy); ACFs on top of the knobs arm's winner (staged);
+# knobs + params on top of the ACF arm's winner (staged, reverse); and all of it in one joint search with the
+# budget of the staged pair. Then the defaults and every pin are re-measured interleaved from a copy of the
+# tree at another path (bench/public_kernels/confirm.py: verify, ROUNDS rounds, bootstrap 95% CIs), cuBLAS is
+# timed on the same problem, and the best pin is explained (SASS diff, Nsight Compute).
+#
+#   bench/public_kernels/tensor_cores.sh BUDGET_S STEP...            on the GPU machine, from anywhere
+#   bench/public_kernels/tensor_cores.sh --dry-run BUDGET_S STEP...  here, no GPU: see DRY RUN below
+#
+# STEP, in the order given: knobs, acf, staged (needs a knobs pin), reverse (needs an acf pin), joint, confirm.
+# A pin needed from an earlier call is read from .carry/tc/pins/<arm>/ (the call's $OUT tgz, unpacked there).
+# Arms share what the budget leaves after CONFIRM_S (when confirm is a step) equally, ARM_S each unless set;
+# joint gets twice that (the staged pair's budget). Everything lands in $OUT as it finishes:
+# $OUT/tensor_cores-<steps>.log (the console) and $OUT/tensor_cores-<steps>.tgz (journals, pins, confirmation,
+# cuBLAS, SASS diff, ncu; rewritten after every step, so a call cut short returns what finished).
+#
+# Needs (bench/compileiq_side_by_side/carry.sh none .carry makes them): .carry/i23/wheels/ (compileiq and what it
+# needs), .carry/i23/search-spaces/, .carry/cuda133/ptxas-13.3.gz (ACFs need ptxas 13.3: the machine's nvcc 13.0
+# runs with it in place of its own), .carry/ray-site.tar.xz (compileiq imports Ray).
+#
+# DRY RUN: the real peer is configured and built with this machine's nvcc 13.3 (its benchmark says no GPU);
+# every arm then runs end to end on bench/multi_gpu/dry, the TEST DOUBLE (a real CUDA library, a host-only
+# benchmark that sleeps and prints a time made from its -D parameters; its PARAMS are X and Y), with the
+# checkout's .venv (compileiq). No figure of a dry run is a GPU claim.
+#
+# Env: ARM_S, CONFIRM_S (150), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
+# NCU (1), SIZE (8192).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+here=$PWD
+dry=0
+if [ "${1:-}" = --dry-run ]; then dry=1; shift; fi
+budget=${1:?usage: bench/public_kernels/tensor_cores.sh [--dry-run] BUDGET_S STEP...}
+shift
+[ $# -gt 0 ] || { echo "name at least one step: knobs, acf, staged, reverse, joint, confirm" >&2; exit 64; }
+steps=("$@")
+name="tensor_cores-$(IFS=-; echo "${steps[*]}")"
+OUT=${OUT:-/tmp/out}
+res=/tmp/$name
+rm -rf "$res" && mkdir -p "$res" "$OUT"
+exec > >(tee "$OUT/$name.log") 2>&1
+CONFIRM_S=${CONFIRM_S:-150}; ARM_OVERHEAD_S=${ARM_OVERHEAD_S:-30}; SEED=${SEED:-37}; JOBS=${JOBS:-8}
+POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; ROUNDS=${ROUNDS:-20}; NCU=${NCU:-1}; SIZE=${SIZE:-8192}
+export PYTHONUNBUFFERED=1
+src=bench/peers/cuda_hgemm; target=hgemm_kernels; bench=hgemm_bench; kernel=mmaAsyncStage
+args=(--size "$SIZE" --repeats 20)
+
+snapshot() {  # the results so far, in $OUT (atomically: a call cut short keeps the last whole one)
+    tar -czf "$OUT/.$name.tgz" -C "$res" . && mv -f "$OUT/.$name.tgz" "$OUT/$name.tgz"
+}
+left() { echo $(( budget - SECONDS )); }
+
+if [ "$dry" = 1 ]; then
+    python=${PYTHON:-$here/.venv/bin/python}
+    nvcc=$("$python" -c 'import nvidia.cu13, os; print(os.path.join(list(nvidia.cu13.__path__)[0], "bin", "nvcc"))')
+    cuobjdump=$(dirname "$nvcc")/cuobjdump
+    export CIQ_SEARCH_SPACES_DIR=${CIQ_SEARCH_SPACES_DIR:-/work/shared/search-spaces}
+    echo "== DRY RUN: no GPU; the TEST DOUBLE bench/multi_gpu/dry plays the kernel (CPU figures, no GPU claim)"
+    echo "TEST DOUBLE: bench/multi_gpu/dry played the kernel" > "$res/DRY"
+    b=/tmp/$name-static
+    cmake -S "$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" \
+        -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null \
+        && cmake --build "$b" --target "$bench" >/dev/null \
+        && echo "== hgemm: $bench built; it says: $("$b/$bench" "${args[@]}" 2>/dev/null | head -1)" \
+        || echo "== hgemm: the real peer did not build"
+    src=bench/multi_gpu/dry; target=dry_kernels; bench=dry_bench; kernel=dry_scale; args=()
+    extra_cmake=(-DDRY_BENCH_MS="${DRY_BENCH_MS:-50}")
+else
+    python=python3
+    for need in .carry/i23/wheels .carry/i23/search-spaces/manifest.json .carry/cuda133/ptxas-13.3.gz \
+                .carry/ray-site.tar.xz; do
+        [ -e "$need" ] || { echo "missing $need: run bench/compileiq_side_by_side/carry.sh none .carry"; exit 2; }
+    done
+    mkdir -p /tmp/site /tmp/ciq-path
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        .carry/i23/wheels/*.whl || exit 2
+    tar xJf .carry/ray-site.tar.xz -C /tmp/site || exit 2
+    ln -sfn "$here/ciq_build" /tmp/ciq-path/ciq_build
+    export PYTHONPATH=/tmp/ciq-path:/tmp/site  # only the package: the checkout's cmake/ would shadow pip's cmake
+    export CIQ_SEARCH_SPACES_DIR=$here/.carry/i23/search-spaces
+    nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.max.sm,clocks.sm,temperature.gpu,power.draw \
+        --format=csv | tee "$res/gpu.txt"
+    # nvcc 13.0 with ptxas 13.3 (nvcc.profile finds the rest relative to bin/: the other folders are links).
+    root=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
+    rm -rf /tmp/hybrid && mkdir -p /tmp/hybrid
+    for entry in "$root"/*; do [ "$(basename "$entry")" = bin ] || ln -s "$entry" /tmp/hybrid/; done
+    cp -r "$root/bin" /tmp/hybrid/bin
+    gunzip -c .carry/cuda133/ptxas-13.3.gz > /tmp/hybrid/bin/ptxas && chmod +x /tmp/hybrid/bin/ptxas
+    nvcc=/tmp/hybrid/bin/nvcc
+    cuobjdump=$(command -v cuobjdump)
+    extra_cmake=()
+fi
+trap snapshot EXIT
+{ "$nvcc" --version | tail -2; "$(dirname "$nvcc")/ptxas" --version | tail -1; } | tee "$res/nvcc.txt"
+"$python" -c 'import compileiq.ciq, ciq_build; print("compileiq and ciq_build import")' || exit 2
+
+searched=(); confirming=0
+for step in "${steps[@]}"; do
+    case $step in
+    knobs|acf|staged|reverse) searched+=("$step") ;;
+    joint) searched+=(joint joint) ;;  # twice the budget: the staged pair's
+    confirm) confirming=1 ;;
+    *) echo "unknown step '$step': knobs, acf, staged, reverse, joint or confirm" >&2; exit 64 ;;
+    esac
+done
+if [ ${#searched[@]} -gt 0 ]; then
+    ARM_S=${ARM_S:-$(( (budget - CONFIRM_S * confirming - ARM_OVERHEAD_S * ${#searched[@]}) / ${#searched[@]} ))}
+    [ "$ARM_S" -ge 20 ] || { echo "budget $budget s is too small for ${#searched[@]} arm budgets"; ARM_S=20; }
+    echo "== arms: $ARM_S s of search each (joint twice that); confirmation ~$CONFIRM_S s; budget $budget s"
+fi
+
+pin_dir() {  # arm: its pin, from this call or carried from an earlier one
+    if [ -f "$res/$1/pin.json" ]; then echo "$res/$1"; elif [ -f "$here/.carry/tc/pins/$1/pin.json" ]; then
+        mkdir -p "$res/$1" && cp -rn "$here/.carry/tc/pins/$1"/. "$res/$1/" && echo "$res/$1"; fi
+}
+flags_of() {  # arm: its pin as one CMAKE_CUDA_FLAGS value (-D params, flags, the ACF by absolute path)
+    "$python" bench/public_kernels/report.py --cmake-flags "$1" | sed 's/^-DCMAKE_CUDA_FLAGS=//'
+}
+
+arm() {  # arm name, seconds, base (a CMAKE_CUDA_FLAGS value the arm's defaults are built with), controls...
+    local a=$1 limit=$2 base=$3; shift 3
+    local work=/tmp/$name-$a
+    rm -rf "$work" && mkdir -p "$work/tree/$(dirname "$src")" "$work/tree/sample_extension"
+    cp -r "$src" "$work/tree/$src" && cp -r sample_extension/bench "$work/tree/sample_extension/"
+    rm -f "$work/tree/$src/ciq/"*.json "$work/tree/$src/ciq/"*.acf
+    local most=$(( $(left) - ARM_OVERHEAD_S - CONFIRM_S * confirming ))
+    [ "$limit" -le "$most" ] || limit=$most
+    [ "$limit" -ge 15 ] || { echo "== $a: skipped, no time left"; return; }
+    local tune=("$target" -S "$work/tree/$src" -B "$work/build" --objective time --seed "$SEED"
+                --generations 200 --pool-size "$POOL" --repeats "$REPEATS" --jobs "$JOBS" "$@"
+                --time-limit "${limit}s" --cmake-arg=-DCMAKE_CUDA_COMPILER="$nvcc")
+    [ -n "$base" ] && tune+=(--cmake-arg="-DCMAKE_CUDA_FLAGS=$base")
+    for c in "${extra_cmake[@]}"; do tune+=(--cmake-arg="$c"); done
+    echo "== $a: tune ${tune[*]}"
+    local start=$SECONDS rc
+    timeout -s INT $(( limit + 150 )) "$python" -m ciq_build tune "${tune[@]}" > "$work/tune.log" 2>&1
+    rc=$?
+    grep -E "figures|not scored|JIT|baseline:" "$work/tune.log" | head -4
+    tail -9 "$work/tune.log"
+    echo "== $a: exit $rc after $((SECONDS - start)) s (search limit $limit s)"
+    mkdir -p "$res/$a"
+    cp "$work/tune.log" "$res/$a/"
+    cp "$work/build/ciq/journal/$target.jsonl" "$res/$a/journal.jsonl" 2>/dev/null
+    cp "$work/tree/$src/ciq/$target.json" "$res/$a/pin.json" 2>/dev/null
+    cp "$work/tree/$src/ciq/"*.acf "$res/$a/" 2>/dev/null
+    echo "$base" > "$res/$a/base.txt"
+    echo "{\"arm\": \"$a\", \"limit_s\": $limit, \"wall_s\": $((SECONDS - start)), \"rc\": $rc}" > "$res/$a/arm.json"
+    "$python" bench/public_kernels/journal_summary.py "$res/$a/journal.jsonl" --top 5 > "$res/$a/summary.txt" 2>&1
+    snapshot
+}
+
+search() {  # step
+    local on
+    case $1 in
+    knobs) arm knobs "$ARM_S" "" --controls knobs --controls params ;;
+    acf) arm acf "$ARM_S" "" --controls ptxas-acf:13.3 --strategy compileiq ;;
+    staged)
+        on=$(pin_dir knobs)
+        [ -n "$on" ] || { echo "== staged: no knobs pin (this call's or .carry/tc/pins/knobs): skipped"; return; }
+        arm staged "$ARM_S" "$(flags_of "$on")" --controls ptxas-acf:13.3 --strategy compileiq ;;
+    reverse)
+        on=$(pin_dir acf)
+        [ -n "$on" ] || { echo "== reverse: no acf pin (this call's or .carry/tc/pins/acf): skipped"; return; }
+        arm reverse "$ARM_S" "$(flags_of "$on")" --controls knobs --controls params ;;
+    joint) arm joint $(( 2 * ARM_S )) "" --controls knobs --controls params --controls ptxas-acf:13.3 \
+               --strategy compileiq ;;
+    esac
+}
+
+confirm() {  # the defaults and every pin, interleaved, from a copy of the tree at another path
+    [ "$(left)" -ge $(( CONFIRM_S / 2 )) ] || { echo "== confirm: $(left) s left, not enough"; return; }
+    local arms=() best="" best_ratio=9 a d flags
+    for a in knobs acf staged reverse joint; do
+        d=$(pin_dir "$a")
+        [ -n "$d" ] || continue
+        flags=$(flags_of "$d")
+        [ -f "$d/base.txt" ] && [ -n "$(cat "$d/base.txt")" ] && flags="$(cat "$d/base.txt") $flags"
+        echo "$flags" > "$d/cmake_flags.txt"
+        arms+=("$a")
+    done
+    [ ${#arms[@]} -gt 0 ] || { echo "== confirm: no arm pinned anything"; return; }
+    # The winner: the pin whose own tune re-measured it fastest against its defaults... measured here instead:
+    # every pin is an arm of one rotation; `pinned` is the first, the others ride along (--arm NAME=FLAGS).
+    local clone=/tmp/elsewhere/$name
+    rm -rf "$clone" && mkdir -p "$clone"
+    tar --exclude=./.carry --exclude=./.git --exclude=./build --exclude=./.venv -cf - . | tar -xf - -C "$clone"
+    rm -f "$clone/$src/ciq/$target".json "$clone/$src/ciq/$target".*acf
+    mkdir -p "$clone/$src/ciq"
+    local first=${arms[0]} others=()
+    for a in "${arms[@]:1}"; do others+=(--arm "$a=-DCMAKE_CUDA_FLAGS=$(cat "$res/$a/cmake_flags.txt")"); done
+    # The first arm's pin as the pinned record (verify checks it took effect); a staged pin's base rides in its flags.
+    cp "$res/$first/pin.json" "$clone/$src/ciq/$target.json"
+    cp "$res/$first/"*.acf "$clone/$src/ciq/" 2>/dev/null
+    local base_first
+    base_first=$(cat "$res/$first/base.txt" 2>/dev/null)
+    [ "$dry" = 0 ] && ln -sfn "$clone/ciq_build" /tmp/ciq-path/ciq_build
+    echo "== confirm: defaults, ${arms[*]} ($ROUNDS interleaved rounds, $(left) s left)"
+    (cd "$clone" && "$python" bench/public_kernels/confirm.py --source "$src" --target "$target" --benchmark "$bench" \
+            --nvcc "$nvcc" --rounds "$ROUNDS" --work "/tmp/$name-confirm" --json "$res/confirm.json" \
+            "${others[@]}" -- "${args[@]}") 2>&1 | tee "$res/confirm.log" | tail -12
+    [ "$dry" = 0 ] && ln -sfn "$here/ciq_build" /tmp/ciq-path/ciq_build
+    echo "${arms[*]}" > "$res/confirmed_arms.txt"
+    [ -n "$base_first" ] && echo "== confirm: $first's pin was timed without its base ($base_first); its --arm row is not there"
+    snapshot
+    # Explain the fastest pin: SASS against the defaults, and Nsight Compute on one launch of each.
+    best=$("$python" - "$res/confirm.json" "$first" <<'PY'
+import json, statistics, sys
+data = json.load(open(sys.argv[1])); first = sys.argv[2]
+ratios = {first: data["ratio"], **{name: arm["ratio"] for name, arm in data["arms"].items()}}
+print(min(ratios, key=ratios.get))
+PY
+)
+    echo "$best" > "$res/winner.txt"
+    local w=/tmp/$name-confirm/$target
+    local winner_dir=$w-pinned
+    [ "$best" != "$first" ] && winner_dir=$w-$best
+    [ -f "$winner_dir/lib$target.a" ] || { echo "== no build of $best to explain"; return; }
+    "$python" bench/public_kernels/sass_diff.py "$w-defaults/lib$target.a" "$winner_dir/lib$target.a" \
+        --cuobjdump "$cuobjdump" --kernel "$kernel" --json "$res/sass_diff.json" 2>&1 | tee "$res/sass_diff.txt" | tail -14
+    if [ "$dry" = 0 ] && [ "$NCU" = 1 ] && command -v ncu >/dev/null; then
+        for side in defaults "$best"; do
+            local dir=$w-defaults
+            [ "$side" = defaults ] || dir=$winner_dir
+            timeout 60 ncu --clock-control none -k "regex:$kernel" -s 1 -c 1 --section SpeedOfLight \
+                --section Occupancy --section WarpStateStats --section LaunchStats \
+                "$dir/$bench" --size "$SIZE" --repeats 2 > "$res/ncu-$side.txt" 2>&1
+            echo "== ncu $side exit $?: $(grep -m1 -E 'Duration|==ERROR==' "$res/ncu-$side.txt")"
+        done
+    fi
+    snapshot
+}
+
+cublas() {  # cuBLAS on the same problem, and the defaults against it and the card's peak
+    [ "$dry" = 0 ] || return 0
+    local b=/tmp/$name-cublas
+    cmake -S "$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" -DCIQ_DISABLE=ON \
+        -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null && cmake --build "$b" >/dev/null \
+        || { echo "== cuBLAS: the peer did not build"; return; }
+    [ -x "$b/hgemm_cublas" ] || { echo "== cuBLAS: the toolkit has none (hgemm_cublas not built)"; return; }
+    for r in 1 2 3; do "$b/hgemm_cublas" "${args[@]}"; "$b/$bench" "${args[@]}"; done 2>&1 | tee "$res/cublas.txt" \
+        | grep -E "Average|FAIL"
+    snapshot
+}
+
+cublas
+for step in "${searched[@]}"; do
+    [ "$step" = joint ] && [ -d "$res/joint" ] && continue
+    search "$step"
+done
+[ "$confirming" = 1 ] && confirm
+echo "== done in $SECONDS s of $budget"

@@ -1,0 +1,144 @@
+"""Which GPU a benchmark runs on, and which of the target's architectures the tune's figures describe.
+
+The GPU is read where the benchmark runs (this machine, or a Ray GPU worker): `nvidia-smi
+--query-gpu=compute_cap` gives each GPU's compute capability ("9.0"), and the first GPU of
+CUDA_VISIBLE_DEVICES in the benchmark's environment is the one its CUDA runtime uses. Where no
+nvidia-smi answers (no GPU, no driver) the GPU is unknown and nothing is said of it.
+
+A build carries machine code (SASS) for the GPU when one of its CUDA_ARCHITECTURES is real code
+that the GPU runs: sm_XY runs on a GPU of the same major version and a minor at least Y; an
+arch-specific sm_XYa only on that very GPU; a `-virtual` entry is PTX alone. Without SASS the
+driver JIT-compiles the PTX when the program loads: the benchmark then times code ptxas built at
+load time, while static metrics (registers, spills) describe the architectures built.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ciq_build.compiler.toolchain import arch_name, split_architectures
+from ciq_build.errors import ConfigError
+from ciq_build.measure import proc
+
+# The benchmark GPU's architecture among a candidate's metrics (90 for compute capability 9.0).
+GPU_ARCH_METRIC = "gpu_sm"
+NVIDIA_SMI_TIMEOUT = 30.0
+_CAPABILITY = re.compile(r"^\s*(\d+)\.(\d+)\s*$")
+_KNOWN: dict[tuple[str, str], int | None] = {}  # (nvidia-smi, device) -> arch, for the life of the process
+
+
+def read_gpu_arch(env: Mapping[str, str] | None = None) -> int | None:
+    """The architecture (90 for compute capability 9.0) of the GPU a benchmark started with `env` uses;
+    None where nvidia-smi is missing or does not answer."""
+    environ = os.environ if env is None else env
+    tool = shutil.which("nvidia-smi", path=environ.get("PATH"))
+    if tool is None:
+        return None
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    device = visible.split(",")[0].strip() if visible else "0"
+    if (tool, device) not in _KNOWN:
+        result = proc.run([tool, "--query-gpu=compute_cap", "--format=csv,noheader", "-i", device],
+                          NVIDIA_SMI_TIMEOUT, env=dict(environ))
+        match = _CAPABILITY.match(result.stdout.splitlines()[0]) if result.ok and result.stdout.strip() else None
+        _KNOWN[(tool, device)] = int(match.group(1)) * 10 + int(match.group(2)) if match else None
+    return _KNOWN[(tool, device)]
+
+
+def runs_on(entry: str, gpu: int) -> bool:
+    """Whether the machine code of one CUDA_ARCHITECTURES entry ("90a", "80-real", "75-virtual") runs on `gpu`."""
+    text = entry.strip().lower()
+    if text in ("all", "all-major", "native"):
+        return True  # every architecture, or the build machine's own GPU: not judged here
+    if text.endswith("-virtual"):
+        return False
+    name = arch_name(text)
+    number = int(name.rstrip("abcdefghijklmnopqrstuvwxyz") or 0)
+    if name.endswith("a"):
+        return number == gpu
+    return number // 10 == gpu // 10 and number % 10 <= gpu % 10
+
+
+def has_sass_for(architectures: str, gpu: int) -> bool:
+    return any(runs_on(entry, gpu) for entry in split_architectures(architectures))
+
+
+def sm(arch: int | str) -> str:
+    return f"sm_{arch}"
+
+
+def jit_note(target: str, architectures: str, gpu: int) -> str:
+    """The one line said before a search whose benchmark GPU has no machine code in the build."""
+    built = ", ".join(sm(arch_name(e)) for e in split_architectures(architectures)) or "nvcc's default"
+    return (f"{target} is built for {built}, which has no machine code for the benchmark's GPU ({sm(gpu)}): the "
+            f"driver JIT-compiles the PTX at load, so the benchmark times code built at load time and static metrics "
+            f"describe {built}; set CUDA_ARCHITECTURES to {gpu} (or add it) to tune the code the GPU runs")
+
+
+def scored_architecture(architectures: str, gpu: int | None, asked: str | None) -> tuple[str | None, str]:
+    """(architecture whose static metrics are scored, why) of a target built for `architectures`.
+
+    The one `--architecture` names; else the benchmark GPU's, when the build has SASS for it; else the first
+    built. None for a build of one architecture or none named (its metrics are all of one).
+    """
+    names: Sequence[str] = [arch_name(e) for e in split_architectures(architectures)
+                            if e.strip().lower() not in ("all", "all-major", "native")
+                            and not e.strip().lower().endswith("-virtual")]
+    if asked:
+        return arch_name(asked), "named by --architecture"
+    if len(names) <= 1:
+        return (names[0] if names else None), "the only architecture built"
+    if gpu is not None:
+        running = [name for name in names if runs_on(name, gpu)]
+        if running:
+            return running[0], f"the benchmark GPU's ({sm(gpu)})"
+    return names[0], "the first of CUDA_ARCHITECTURES" + (
+        "" if gpu is None else f" (none runs on the benchmark GPU, {sm(gpu)})") + "; --architecture names another"
+
+
+@dataclass(frozen=True)
+class ArchitecturePlan:
+    """What a tune's figures are for: the benchmark's GPU, and the architecture static objectives score."""
+
+    gpu: int | None  # None: no GPU read (no benchmark, or none answers)
+    scored: str | None  # None: the build has one architecture's code, or none named
+    why: str
+    jit: str | None  # the line said before the search when the build has no SASS for the GPU
+
+    def describe(self) -> str:
+        """One line: which architecture each figure is for."""
+        parts = []
+        if self.gpu is not None:
+            parts.append(f"times on a GPU of {sm(self.gpu)}" + (" (JIT-compiled PTX)" if self.jit else ""))
+        if self.scored is not None:
+            parts.append(f"static metrics of the {sm(self.scored)} machine code ({self.why})")
+        return "; ".join(parts)
+
+    def provenance(self) -> dict[str, str]:
+        """The pinned record's note of it."""
+        out = {}
+        if self.gpu is not None:
+            out["benchmark_gpu"] = sm(self.gpu) + (" (JIT-compiled PTX)" if self.jit else "")
+        if self.scored is not None:
+            out["static_metrics"] = sm(self.scored)
+        return out
+
+
+def plan_architectures(target: str, architectures: str, gpu: int | None, asked: str | None,
+                       static: Sequence[str], timed: bool) -> ArchitecturePlan:
+    """The plan of a tune of `target`, or a ConfigError when a static objective (of `static`) would describe
+    other machine code than the benchmark's GPU runs (`timed`: some objective is a benchmark's)."""
+    scored, why = scored_architecture(architectures, gpu, asked)
+    jit = None
+    if gpu is not None and timed and not has_sass_for(architectures, gpu):
+        jit = jit_note(target, architectures, gpu)
+        if static:
+            raise ConfigError(
+                f"{', '.join(static)} would be read from the {sm(scored or arch_name(architectures))} machine code "
+                f"of {target}, but the benchmark's GPU ({sm(gpu)}) runs PTX JIT-compiled for it at load: the "
+                f"figures would describe two different programs. Add {gpu} to CUDA_ARCHITECTURES (or tune "
+                f"--architecture {gpu} once it is built), or tune the benchmark's objectives alone.")
+    return ArchitecturePlan(gpu, scored if static else None, why, jit)

@@ -1,0 +1,57 @@
+"""Before a static tune pins PARAMS: the winner's benchmark run once, for its own check (CIQ_CHECK).
+
+A static objective (registers, shared memory, instructions) never runs the program, yet a source parameter can
+change what a kernel computes (a tile too small for its data). Where the target has a BENCHMARK, the winner's is
+built and run once before it is pinned: a failed check (or a crash) pins nothing. Where the benchmark finds no
+GPU, the pin is written and says that its code was never run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ciq_build.compiler.controls import Controls
+from ciq_build.core.causes import Cause
+from ciq_build.measure.bench import run_once
+from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.tune.runner import BuildRunner
+
+
+@dataclass(frozen=True)
+class WinnerCheck:
+    """What the winner's one benchmark run said."""
+
+    ran: bool  # False: no GPU here (or the benchmark did not build)
+    failed: bool  # it ran and failed (its check, a crash, an exit status): nothing is pinned
+    text: str  # for the summary and the record
+
+    def to_record(self) -> dict[str, Any]:
+        return {"ran": self.ran, "failed": self.failed, "says": self.text}
+
+
+def wants_check(runner: BuildRunner, controls: Controls) -> bool:
+    """A static tune whose winner sets PARAMS, of a target with a benchmark."""
+    return runner.manifest.benchmark is not None and not runner.needs_benchmark and bool(controls.defines)
+
+
+def check_winner(runner: BuildRunner, tree: ScratchTree, controls: Controls, timeout: float,
+                 say: Callable[[str], None]) -> WinnerCheck:
+    """Build the winner's benchmark in `tree` and run it once, on a GPU slot."""
+    params = " ".join(f"-D{name}={value}" for name, value in controls.defines)
+    say(f"running the winner's benchmark once for its check: its PARAMS ({params}) may change what the kernels "
+        "compute, which the static objectives do not see")
+    built = tree.build(controls, timeout, benchmark=True)
+    if not built.ok:
+        return WinnerCheck(False, True, f"the winner's benchmark did not build: {built.message}")
+    with runner.slots.slot() as env:
+        run = run_once(runner.bench_spec(tree).with_env(env))
+    check = f"CIQ_CHECK {run.check}" if run.check else "no CIQ_CHECK printed"
+    if run.cause == Cause.NO_GPU:
+        return WinnerCheck(False, False, f"not run: no GPU here ({run.message}); its PARAMS ({params}) were "
+                                         "judged by static objectives alone: run its benchmark on a GPU")
+    # A check run reads no metric: a benchmark that printed none but passed (exit 0) passed.
+    if run.ok or run.cause == Cause.NO_METRIC:
+        return WinnerCheck(True, False, f"ran once with {params}: {check}, exit 0")
+    return WinnerCheck(True, True, f"ran once with {params} and failed: {run.message}")

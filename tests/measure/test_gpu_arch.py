@@ -1,0 +1,113 @@
+"""A tuner that knows which GPU it tunes for (ciq_build.measure.gpu_arch), without a GPU.
+
+The GPU is played by tests/programs/nvidia_smi_test_double/nvidia-smi, a TEST DOUBLE that reports the
+compute capabilities it is given; the tunes are real (CMake, nvcc, tests/projects/sizes, whose benchmark
+is itself a test double computing its "time" on the host).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ciq_build.errors import ConfigError
+from ciq_build.measure import gpu_arch
+from ciq_build.measure.gpu_arch import has_sass_for, plan_architectures, read_gpu_arch, runs_on, scored_architecture
+from support import REPO_ROOT
+
+DOUBLE = REPO_ROOT / "tests" / "programs" / "nvidia_smi_test_double"
+SIZES = REPO_ROOT / "tests" / "projects" / "sizes"
+
+
+def _gpu_env(caps: str, **extra: str) -> dict[str, str]:
+    return {**os.environ, "PATH": f"{DOUBLE}{os.pathsep}{os.environ['PATH']}", "CIQ_TEST_DOUBLE_COMPUTE_CAPS": caps,
+            **extra}
+
+
+@pytest.mark.parametrize(("entry", "gpu", "runs"), [
+    ("90a", 90, True), ("90", 90, True), ("90-real", 90, True), ("90-virtual", 90, False),
+    ("75", 90, False), ("80", 86, True), ("86", 80, False), ("90a", 100, False), ("100a", 103, False),
+    ("100f", 103, True), ("120", 120, True), ("native", 90, True), ("all", 75, True),
+])
+def test_machine_code_runs_on_the_same_major_with_an_equal_or_newer_minor(entry: str, gpu: int, runs: bool) -> None:
+    assert runs_on(entry, gpu) is runs
+
+
+def test_the_scored_architecture_is_the_one_named_else_the_gpus_else_the_first() -> None:
+    nine = "75;80;86;89;90;100;103;110;120"  # a new user's nine-architecture build
+    assert scored_architecture(nine, 90, None)[0] == "90"
+    assert scored_architecture(nine, 90, "sm_120")[0] == "120"
+    assert scored_architecture(nine, None, None) == ("75", "the first of CUDA_ARCHITECTURES; --architecture names "
+                                                           "another")
+    assert scored_architecture("75;86", 90, None)[0] == "75"  # nothing runs on it: the first, said so
+    assert "none runs on the benchmark GPU, sm_90" in scored_architecture("75;86", 90, None)[1]
+    assert scored_architecture("90a", 90, None)[0] == "90a"
+    assert scored_architecture("", 90, None)[0] is None
+    assert has_sass_for("75;90a", 90) and not has_sass_for("75", 90) and not has_sass_for("90-virtual", 90)
+
+
+def test_a_static_objective_is_refused_where_the_gpu_runs_jit_compiled_ptx() -> None:
+    plan = plan_architectures("kern", "75", 90, None, [], True)  # time alone: said, not refused
+    assert plan.jit is not None and "no machine code for the benchmark's GPU (sm_90)" in plan.jit
+    assert "CUDA_ARCHITECTURES to 90" in plan.jit
+    with pytest.raises(ConfigError, match=r"registers would be read from the sm_75 machine code of kern, but the "
+                                          r"benchmark's GPU \(sm_90\) runs PTX JIT-compiled"):
+        plan_architectures("kern", "75", 90, None, ["registers"], True)
+    assert plan_architectures("kern", "75;90", 90, None, ["registers"], True).jit is None
+    assert plan_architectures("kern", "75", None, None, ["registers"], True).jit is None  # no GPU read: nothing said
+    said = plan_architectures("kern", "75;90a", 90, None, ["registers"], True).describe()
+    assert said == "times on a GPU of sm_90; static metrics of the sm_90a machine code (the benchmark GPU's (sm_90))"
+
+
+def test_the_gpu_is_the_first_visible_device_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gpu_arch, "_KNOWN", {})
+    calls = tmp_path / "calls"
+    env = _gpu_env("9.0,8.6,12.0", CIQ_TEST_DOUBLE_CALLS=str(calls))
+    assert read_gpu_arch(env) == 90
+    assert read_gpu_arch({**env, "CUDA_VISIBLE_DEVICES": "2,0"}) == 120
+    assert read_gpu_arch({**env, "CUDA_VISIBLE_DEVICES": "1"}) == 86
+    assert read_gpu_arch(env) == 90
+    assert len(calls.read_text().splitlines()) == 3  # once per device
+    assert read_gpu_arch({**env, "CUDA_VISIBLE_DEVICES": "7"}) is None  # no such GPU: unknown
+    assert read_gpu_arch({"PATH": str(tmp_path)}) is None  # no nvidia-smi: unknown
+
+
+def _tune(tmp_path: Path, architectures: str, caps: str, *objectives: str) -> subprocess.CompletedProcess[str]:
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(SIZES, source)
+    command = [sys.executable, "-m", "ciq_build", "tune", "size_bench", "-S", str(source), "-B", str(build),
+               "--max-evaluations", "2", "--pool-size", "2", "--repeats", "1", "--controls", "params",
+               f"--cmake-arg=-DCMAKE_CUDA_ARCHITECTURES={architectures}",
+               *(f"--objective={o}" for o in objectives)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=source, env=_gpu_env(caps))
+
+
+@pytest.mark.slow
+def test_a_tune_says_before_its_search_that_the_gpu_will_run_jit_compiled_ptx(tmp_path: Path) -> None:
+    # CMake's default with CUDA 13 (75) on an H100 (9.0): the cuda-samples tune that said nothing.
+    tuned = _tune(tmp_path / "jit", "75", "9.0", "time")
+    assert tuned.returncode == 0, tuned.stderr
+    said = tuned.stderr.splitlines()
+    jit = next(i for i, line in enumerate(said) if "no machine code for the benchmark's GPU (sm_90)" in line)
+    assert jit < next(i for i, line in enumerate(said) if line.startswith("ciq_build: baseline:"))
+    assert "figures: times on a GPU of sm_90 (JIT-compiled PTX)" in tuned.stdout
+    journal = (tmp_path / "jit" / "build" / "ciq" / "journal" / "size_bench.jsonl").read_text().splitlines()
+    measured = [r for r in map(json.loads, journal) if r.get("kind") == "evaluation" and r["ok"]]
+    assert measured and all(r["metrics"]["gpu_sm"] == 90 for r in measured)  # each time says its GPU
+    refused = _tune(tmp_path / "refused", "75", "9.0", "time", "registers")
+    assert refused.returncode != 0
+    assert "registers would be read from the sm_75 machine code of size_bench" in refused.stderr
+
+
+@pytest.mark.slow
+def test_a_static_objective_scores_the_gpus_architecture_and_shows_the_others(tmp_path: Path) -> None:
+    tuned = _tune(tmp_path, "75;90a", "9.0", "time", "registers")
+    assert tuned.returncode == 0, tuned.stderr
+    assert "figures: times on a GPU of sm_90; static metrics of the sm_90a machine code" in tuned.stdout
+    assert "not scored: sm_75 registers" in tuned.stderr

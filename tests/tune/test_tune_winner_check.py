@@ -1,0 +1,60 @@
+"""Real tunes (CMake, Ninja, nvcc, the benchmark process) of a static objective whose winner sets PARAMS.
+
+tests/projects/checked: `checked_bench` is tuned for shared_bytes (TILE floats: TILE=8 best) and is its own
+BENCHMARK, a TEST DOUBLE whose check fails for TILE < 16 and which says "no GPU" when CHECKED_NO_GPU is set.
+Each tune evaluates one seeded candidate (--seed-from, --max-evaluations 1), so the winner is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support import PROJECTS
+
+pytestmark = pytest.mark.slow
+
+
+def _tune(source: Path, build: Path, seed: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "ciq_build", "tune", "checked_bench", "-S", str(source), "-B", str(build),
+               f"--seed-from={seed}", "--max-evaluations", "1"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source,
+                          env={**os.environ, **(env or {})})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_a_static_winner_that_fails_its_benchmarks_check_is_not_pinned_and_one_never_run_says_so(
+        tmp_path: Path) -> None:
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(PROJECTS / "checked", source)
+    record = source / "ciq" / "checked_bench.json"
+    # TILE=8 has the least shared memory, and a wrong result: its check runs before a pin, and fails.
+    failed = _tune(source, build, "-DTILE=8")
+    assert not record.exists() and "pinned:" not in failed.stdout
+    assert ("its benchmark: ran once with -DTILE=8 and failed: the benchmark's own check failed: it printed "
+            "CIQ_CHECK FAIL; nothing pinned") in failed.stdout, failed.stdout
+    assert "next: keep the values that fail the benchmark's check out of the search" in failed.stdout
+    # TILE=16 passes its check: pinned, and the record says the check ran.
+    passed = _tune(source, build, "-DTILE=16")
+    assert "its benchmark: ran once with -DTILE=16: CIQ_CHECK PASS, exit 0" in passed.stdout, passed.stdout
+    pinned = json.loads(record.read_text())
+    assert pinned["controls"]["defines"] == {"TILE": "16"}
+    assert pinned["provenance"]["winner_check"] == {"ran": True, "failed": False,
+                                                    "says": "ran once with -DTILE=16: CIQ_CHECK PASS, exit 0"}
+    # Where the benchmark finds no GPU, the pin is written, and it and the tune say it was never run.
+    shutil.rmtree(source / "ciq")
+    unrun = _tune(source, build, "-DTILE=16", env={"CHECKED_NO_GPU": "1"})
+    check = json.loads(record.read_text())["provenance"]["winner_check"]
+    assert check["ran"] is False and check["failed"] is False and check["says"].startswith("not run: no GPU here")
+    assert "its benchmark: not run: no GPU here" in unrun.stdout and "pinned:" in unrun.stdout
+    assert "the pin records that it was not run" in unrun.stderr
+    shown = subprocess.run([sys.executable, "-m", "ciq_build", "show", "checked_bench", "-B", str(build)],
+                           capture_output=True, text=True, timeout=300, cwd=source)
+    assert "benchmark   not run: no GPU here" in shown.stdout, shown.stdout + shown.stderr
