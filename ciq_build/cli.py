@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ciq_build import __version__
+from ciq_build.core.options import HelpFormatter
 from ciq_build.errors import CiqError
 from ciq_build.measure import guard, processes, stopping
 from ciq_build.resources import cmake_dir
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tune = commands.add_parser("tune", help="search compiler controls for a target and pin the best",
                                description="Search compiler controls for a target and pin the best.",
-                               epilog=_TUNE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                               epilog=_TUNE_EXAMPLES, formatter_class=HelpFormatter)
     groups = add_tune_arguments(tune)
     tune.add_argument("--all", action="store_true", dest="all_targets",
                       help="tune every target registered with ciq_tune_target() in the build tree, one after "

@@ -1256,7 +1256,8 @@ function(_ciq_apply_pin)
     if(NOT architectures)
       set(architectures "")
     endif()
-    set_target_properties(${target} PROPERTIES _CIQ_PIN_ARCHITECTURES "${architectures}")
+    set_target_properties(${target} PROPERTIES _CIQ_PIN_ARCHITECTURES "${architectures}"
+      _CIQ_ARCHITECTURES_READ TRUE)
     _ciq_resolve_pin(TARGET ${target} PIN_FILE "${arg_PIN_FILE}" PIN_DIR "${arg_PIN_DIR}"
       BINARY_DIR "${CMAKE_CURRENT_BINARY_DIR}/ciq" ALLOW_NUMERICS "${arg_ALLOW_NUMERICS}"
       CUDA_VERSION "${cuda_version}" PTXAS_VERSION "${ptxas_version}"
@@ -1373,6 +1374,7 @@ function(ciq_tune_target target)
     # Read by the deferred finalisation (_ciq_finalize_target).
     _CIQ_OBJECT_DEPENDS "${options_file};${depends}"
     _CIQ_BENCHMARK "${ARG_BENCHMARK}"
+    _CIQ_CALL_FILE "${CMAKE_CURRENT_LIST_FILE}"
     _CIQ_ARGS "${ARG_ARGS}"
     _CIQ_ARGS_SETS "${ARG_ARGS_SETS}"
     _CIQ_SCORE "${ARG_SCORE}"
@@ -1430,6 +1432,46 @@ function(_ciq_cuda_sources out target)
   set(${out} "${result}" PARENT_SCOPE)
 endfunction()
 
+# _ciq_call_site(<out> <target>): "<file>:<line>: " of the ciq_tune_target(<target>) call, for the
+# messages of the deferred finalisation, which CMake places at "CMakeLists.txt:DEFERRED". The file is
+# the one the call ran in; the line, that of its first "ciq_tune_target(<target>" there ("" if none).
+function(_ciq_call_site out target)
+  get_target_property(file ${target} _CIQ_CALL_FILE)
+  set(site "")
+  if(file AND EXISTS "${file}")
+    file(READ "${file}" text)
+    string(REGEX REPLACE "([][+.*()^$?|\\])" "\\\\\\1" name "${target}")
+    string(REGEX MATCH "^(.*)[Cc][Ii][Qq]_[Tt][Uu][Nn][Ee]_[Tt][Aa][Rr][Gg][Ee][Tt][ \t]*\\([ \t\r\n]*${name}[ \t\r\n)]"
+      found "${text}")
+    set(site "${file}: ")
+    if(NOT found STREQUAL "")
+      string(REGEX MATCHALL "\n" newlines "${CMAKE_MATCH_1}")
+      list(LENGTH newlines count)
+      math(EXPR line "${count} + 1")
+      set(site "${file}:${line}: ")
+    endif()
+  endif()
+  set(${out} "${site}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_executables(<out> <dir>): the executable targets of <dir> and its subdirectories (for "did you mean").
+function(_ciq_executables out dir)
+  set(found "")
+  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(candidate IN LISTS targets)
+    get_target_property(type "${candidate}" TYPE)
+    if(type STREQUAL "EXECUTABLE")
+      list(APPEND found "${candidate}")
+    endif()
+  endforeach()
+  get_property(subdirectories DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+  foreach(subdirectory IN LISTS subdirectories)
+    _ciq_executables(more "${subdirectory}")
+    list(APPEND found ${more})
+  endforeach()
+  set(${out} "${found}" PARENT_SCOPE)
+endfunction()
+
 function(_ciq_finalize_target target)
   set(fn "ciq_tune_target(${target})")
   _ciq_cuda_sources(sources ${target})
@@ -1452,11 +1494,19 @@ function(_ciq_finalize_target target)
   if(NOT checked)
     set(checked "")
   endif()
-  if(pin_status MATCHES "^(applied|skipped)$" AND NOT "${checked}" STREQUAL "${architectures}")
+  get_target_property(read ${target} _CIQ_ARCHITECTURES_READ)
+  if(read AND NOT "${checked}" STREQUAL "${architectures}")
+    # Deferred: CMake names no line of the caller, so the message names the call.
+    _ciq_call_site(site ${target})
     get_target_property(pin_file ${target} CIQ_PIN_FILE)
-    message(FATAL_ERROR "${fn}: CUDA_ARCHITECTURES changed from '${checked}' to "
-      "'${architectures}' after ciq_tune_target(), which checked the pinned record "
-      "${pin_file} against the architectures as they were. Set CUDA_ARCHITECTURES "
+    if(pin_status MATCHES "^(applied|skipped)$")
+      set(why "which checked the pinned record ${pin_file} against the architectures as they were")
+    else()
+      string(CONCAT why "which reads them there: a tune would measure '${architectures}' and pin a record "
+        "that this call then checks against '${checked}' and skips")
+    endif()
+    message(FATAL_ERROR "${site}${fn}: CUDA_ARCHITECTURES changed from '${checked}' to "
+      "'${architectures}' after ciq_tune_target(), ${why}. Set CUDA_ARCHITECTURES "
       "(or CMAKE_CUDA_ARCHITECTURES) before calling ciq_tune_target().")
   endif()
   get_target_property(object_depends ${target} _CIQ_OBJECT_DEPENDS)
@@ -1468,12 +1518,20 @@ function(_ciq_finalize_target target)
   get_target_property(benchmark ${target} _CIQ_BENCHMARK)
   if(benchmark)
     if(NOT TARGET "${benchmark}")
-      message(FATAL_ERROR "${fn}: BENCHMARK '${benchmark}' is not a target; "
+      _ciq_call_site(site ${target})
+      _ciq_executables(executables "${CMAKE_SOURCE_DIR}")
+      _ciq_rules_nearest(guess "${benchmark}" ${executables})
+      set(hint "")
+      if(NOT guess STREQUAL "")
+        set(hint " (did you mean ${guess}?)")
+      endif()
+      message(FATAL_ERROR "${site}${fn}: BENCHMARK '${benchmark}' is not a target${hint}; "
         "name the add_executable() target of your benchmark.")
     endif()
     get_target_property(benchmark_type "${benchmark}" TYPE)
     if(NOT benchmark_type STREQUAL "EXECUTABLE")
-      message(FATAL_ERROR "${fn}: BENCHMARK '${benchmark}' is a "
+      _ciq_call_site(site ${target})
+      message(FATAL_ERROR "${site}${fn}: BENCHMARK '${benchmark}' is a "
         "${benchmark_type}; it must be an executable.")
     endif()
     get_target_property(benchmark_args ${target} _CIQ_ARGS)

@@ -93,6 +93,7 @@ from ciq_build.testing import (  # noqa: E402
     Manifest,
     Proposal,
     ScratchTree,
+    Timeouts,
     Toolchain,
     build_space,
     cmake_dir,
@@ -439,7 +440,8 @@ def knob_part(args: argparse.Namespace, work: Path, manifest: Manifest, toolchai
     tree.configure(300)
     if not tree.build(Controls(), 600).ok:
         sys.exit(f"the baseline build of {TARGET} failed in {tree.root}")
-    runner = BuildRunner(manifest, toolchain, parse_objectives(list(KNOB_OBJECTIVES)), 1, 600, GpuSlots())
+    runner = BuildRunner(manifest, toolchain, parse_objectives(list(KNOB_OBJECTIVES)), 1, Timeouts(600, 600),
+                         GpuSlots())
     raw = RawCompiler(tree, work / "raw")
     # The driver measured the defaults first (the baseline, built above): so did the raw flow, untimed.
     defaults = Proposal(id=0, generation=0, params={})

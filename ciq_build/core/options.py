@@ -60,6 +60,8 @@ class Option:
     repeated: bool = False  # given once per item of a list (--objective A --objective B)
     switch: bool = False  # a flag without a value that sets the field to the opposite of its default (--no-pin)
     executor: str | None = None  # an executor's own option: refused with any other executor
+    # More help, generated from declarations elsewhere when --help is shown (HelpFormatter), not when parsing.
+    more_help: Callable[[], str] | None = None
 
     @property
     def flag(self) -> str:
@@ -104,8 +106,23 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type,
                                help=how.help)
             continue
         parsed: dict[str, Any] = {"type": how.parse} if how.parse is not None else {}
-        group.add_argument(*how.flags, dest=f.name, action="append" if how.repeated else "store",
-                           default=default, choices=how.accepted(), metavar=how.metavar, help=how.help, **parsed)
+        action = group.add_argument(*how.flags, dest=f.name, action="append" if how.repeated else "store",
+                                    default=default, choices=how.accepted(), metavar=how.metavar, help=how.help,
+                                    **parsed)
+        if how.more_help is not None:
+            setattr(action, _MORE_HELP, how.more_help)
+
+
+_MORE_HELP = "ciq_more_help"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """--help that adds an option's generated help (`Option.more_help`) to its own, asked only when shown."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = super()._get_help_string(action)
+        more = getattr(action, _MORE_HELP, None)
+        return text if more is None else f"{text} {more().replace('%', '%%')}"
 
 
 def parsed_values(cls: type, args: argparse.Namespace) -> dict[str, Any]:

@@ -104,6 +104,7 @@ class SearchSettings:
     # A registered strategy's name (ciq_build.search.strategies) or, from Python, a Strategy object;
     # None: the space's default (compileiq for a compiler ACF space, else the GA).
     strategy: object = None
+    strategy_options: tuple[str, ...] = ()  # tune --strategy-option KEY=VALUE, as given (the strategy's own)
 
 
 @dataclass(frozen=True)

@@ -236,11 +236,11 @@ class EvaluationWorker:
         # default slot is it) and runs its benchmarks itself.
         # The worker as the journal names it (RayRunner.evaluate): its slot's tree, its host:pid.
         worker = f"{Path(root).name}@{socket.gethostname()}:{os.getpid()}"
-        self.runner = (GpuTaskRunner(manifest, toolchain, objectives, repeats, timeouts.compile, GpuSlots(),
+        # `timeouts`: the driver's, derived from its baseline (ciq_build.tune.timeouts).
+        self.runner = (GpuTaskRunner(manifest, toolchain, objectives, repeats, timeouts, GpuSlots(),
                                      benchmark=benchmark, worker=worker)
                        if benchmark is not None else BuildRunner(manifest, toolchain, objectives, repeats,
-                                                                 timeouts.compile, GpuSlots()))
-        self.runner.use_timeouts(timeouts)  # the driver's, derived from its baseline (ciq_build.tune.timeouts)
+                                                                 timeouts, GpuSlots()))
         self.runner.scored_architecture = scored_architecture  # the driver's choice (ciq_build.measure.gpu_arch)
         self.configure_timeout = configure_timeout
 

@@ -67,7 +67,8 @@ from ciq_build.core.space import Literal, Param, Range, as_space
 from ciq_build.errors import ConfigError, MissingExtraError, SearchError, ToolchainError
 from ciq_build.search.base import Proposal
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.strategies import COMPILER_ACF, GRID, SearchRequest
+from ciq_build.search.strategies import COMPILER_ACF, GRID, SearchRequest, configured
+from ciq_build.search.strategy_options import strategy_option
 from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
 if TYPE_CHECKING:
@@ -397,14 +398,12 @@ class CompileIqEngine:
         """The next batch (a generation, or a refill of failed ones); [] when the search is over."""
         self._flush()
         # Failed candidates are replaced one-for-one in the same generation (refill batches);
-        # the evaluations a user asked for (generations x pool_size) bound those too.
-        budget = self.config.generations * self.config.pool_size
+        # the evaluations a user asked for (generations x pool_size, at most max_evaluations) bound those too.
+        budget = self.config.evaluations
         if self.generation >= self.config.generations or self._asked_total >= budget:
             return []
         if self.config.time_limit is not None and time.monotonic() - self._started >= self.config.time_limit:
             return []
-        if self.config.max_evaluations is not None:
-            budget = min(budget, self.config.max_evaluations)
         left = budget - self._asked_total
         if left <= 0:
             return []
@@ -638,20 +637,29 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in major_minor(version).split(".")) if major_minor(version) else (0,)
 
 
+@dataclass(frozen=True)
+class CompileIqOptions:
+    """compileiq's own options (tune --strategy-option KEY=VALUE; --generations and --pool-size too)."""
+
+    generations: int = strategy_option(4, "generations the engine breeds")
+    pool_size: int = strategy_option(8, "candidates per generation (at least 6)")
+
+
 class CompileIqStrategy:
     """`--strategy compileiq`: the default (and only strategy) for a compiler search space; grids too."""
 
     name = ENGINE_NAME
     spaces = frozenset({COMPILER_ACF, GRID})
     takes_seeds = True  # evaluated first, not told to compileiq (CompileIqEngine.__init__)
+    options = CompileIqOptions
 
     def make(self, request: SearchRequest) -> CompileIqEngine:
         """The compileiq engine for a tune, after refusing up front what the compiler would refuse."""
         if request.acf_dir is None:
             raise ConfigError("the compileiq strategy needs SearchRequest.acf_dir: a folder for its ACFs and scratch")
         if request.acf_space is None:
-            return CompileIqEngine(None, request.space, request.config, request.acf_dir, request.objective_names,
-                                   request.seeds)
+            return CompileIqEngine(None, request.space, configured(request), request.acf_dir,
+                                   request.objective_names, request.seeds)
         toolchain = request.toolchain
         parsed = parse_space_spec(request.acf_space)
         if toolchain is not None and not isinstance(parsed, Path):
@@ -667,5 +675,5 @@ class CompileIqStrategy:
             check_toolkit_accepts(identity.compiler, identity.cuda, major_minor(reader_version))
         if identity.compiler == "nvcc":
             check_nvcc_acf_architectures(request.architectures)
-        return CompileIqEngine(identity, request.space or None, request.config, request.acf_dir,
+        return CompileIqEngine(identity, request.space or None, configured(request), request.acf_dir,
                                request.objective_names, request.seeds)

@@ -30,6 +30,12 @@ def _probability(name: str, value: Any) -> float:
 
 
 
+def planned_evaluations(generations: int, pool_size: int, max_evaluations: int | None) -> int:
+    """Evaluations a search of `generations` x `pool_size` makes, at most `max_evaluations` (the loop's budget)."""
+    planned = generations * pool_size
+    return planned if max_evaluations is None else min(planned, max_evaluations)
+
+
 @dataclass(frozen=True)
 class SearchConfiguration:
     """How long and how widely to search. Validated on creation (ConfigError).
@@ -92,6 +98,11 @@ class SearchConfiguration:
                 f"({self.num_objectives}), got {kind!r}"
             )
         return kinds  # type: ignore[return-value]
+
+    @property
+    def evaluations(self) -> int:
+        """Candidates this search proposes at most: its generations' worth, fewer with max_evaluations."""
+        return planned_evaluations(self.generations, self.pool_size, self.max_evaluations)
 
     @property
     def survivors(self) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ciq_build.core.causes import Cause
@@ -11,7 +12,8 @@ from ciq_build.errors import ConfigError
 from ciq_build.search.base import Proposal
 from ciq_build.search.batch import BatchSearch, Candidate
 from ciq_build.search.evolution import GeneticSearch, SearchConfiguration
-from ciq_build.search.strategies import GRID, SearchRequest
+from ciq_build.search.strategies import GRID, SearchRequest, configured
+from ciq_build.search.strategy_options import strategy_option
 
 ENGINE_NAME = "ciq_build.ga"
 
@@ -71,13 +73,26 @@ class GeneticSource(BatchSource):
                                        objective_names=objective_names, progress=False), ENGINE_NAME)
 
 
+@dataclass(frozen=True)
+class GaOptions:
+    """The GA's own options (tune --strategy-option KEY=VALUE; --generations, --pool-size, --mutate-rate too)."""
+
+    generations: int = strategy_option(4, "generations bred")
+    pool_size: int = strategy_option(8, "candidates per generation")
+    mutate_rate: float = strategy_option(0.1, "each gene's chance to mutate")
+    cull_size: int | None = strategy_option(
+        None, "the best kept to breed the next generation; default an eighth of the pool, a quarter of it (at "
+              "least 4) with several objectives")
+
+
 class GeneticStrategy:
     """`--strategy ga`: ciq_build's genetic search."""
 
     name = "ga"
     spaces = frozenset({GRID})
     takes_seeds = True
+    options = GaOptions
 
     def make(self, request: SearchRequest) -> GeneticSource:
-        return GeneticSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
-                             request.seed_params)
+        return GeneticSource(as_space(request.space, request.allows), configured(request),
+                             list(request.objective_names), request.seed_params)

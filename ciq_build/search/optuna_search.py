@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ciq_build.core.space import Genome, Param, as_space
 from ciq_build.errors import ConfigError, SearchError
 from ciq_build.search.base import FirstBatchCheck, Proposal
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.strategies import GRID, SearchRequest
+from ciq_build.search.strategies import GRID, SearchRequest, configured
+from ciq_build.search.strategy_options import strategy_option
 
 _ASKS = 40  # trials asked per slot before the batch is left short (the sampler keeps repeating told ones)
 ABSENT = -1  # the index of "knocked out": the compiler's default for that control
@@ -83,9 +85,7 @@ class OptunaSource:
         """The current batch's proposals not told yet; a new batch once all are told; [] when over."""
         if self._pending:
             return [proposal for _, _, proposal in self._pending.values()]
-        budget = self.config.generations * self.config.pool_size
-        if self.config.max_evaluations is not None:
-            budget = min(budget, self.config.max_evaluations)
+        budget = self.config.evaluations
         if self._batch >= self.config.generations or self._issued >= budget:
             return []
         batch: set[Genome] = set()
@@ -135,19 +135,41 @@ class OptunaSource:
         }
 
 
+@dataclass(frozen=True)
+class TpeOptions:
+    """TPE's own options (tune --strategy-option KEY=VALUE); its budget is the loop's."""
+
+    pool_size: int = strategy_option(8, "trials asked at once, one batch")
+    startup_trials: int | None = strategy_option(None, "trials drawn at random before TPE models; default the pool "
+                                                       "size (the first batch, as the GA's first generation)")
+
+
+@dataclass(frozen=True)
+class Nsga2Options:
+    """NSGA-II's own options (tune --strategy-option KEY=VALUE); its budget is the loop's."""
+
+    pool_size: int = strategy_option(8, "the population, asked at once as one batch")
+
+
 class TpeStrategy:
     """`--strategy tpe`: Optuna's tree-structured Parzen estimator (one or several objectives)."""
 
     name = "tpe"
     spaces = frozenset({GRID})
     takes_seeds = True
+    options = TpeOptions
 
     def make(self, request: SearchRequest) -> OptunaSource:
+        own = request.options if isinstance(request.options, TpeOptions) else TpeOptions(request.config.pool_size)
+        if own.startup_trials is not None and own.startup_trials < 0:
+            raise ConfigError(f"--strategy-option startup_trials must be at least 0, not {own.startup_trials}")
+
         def sampler(optuna: Any, config: SearchConfiguration) -> Any:
             # the first batch is drawn at random, as the GA's first generation; then TPE models what was told
-            return optuna.samplers.TPESampler(seed=config.seed, n_startup_trials=config.pool_size)
+            startup = config.pool_size if own.startup_trials is None else own.startup_trials
+            return optuna.samplers.TPESampler(seed=config.seed, n_startup_trials=startup)
 
-        return OptunaSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
+        return OptunaSource(as_space(request.space, request.allows), configured(request), list(request.objective_names),
                             "tpe", sampler, request.seed_params)
 
 
@@ -157,10 +179,11 @@ class Nsga2Strategy:
     name = "nsga2"
     spaces = frozenset({GRID})
     takes_seeds = True
+    options = Nsga2Options
 
     def make(self, request: SearchRequest) -> OptunaSource:
         def sampler(optuna: Any, config: SearchConfiguration) -> Any:
             return optuna.samplers.NSGAIISampler(seed=config.seed, population_size=config.pool_size)
 
-        return OptunaSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
+        return OptunaSource(as_space(request.space, request.allows), configured(request), list(request.objective_names),
                             "nsga2", sampler, request.seed_params)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ciq_build.core.pareto import minimised
@@ -39,7 +40,8 @@ from ciq_build.search.batch import BatchSearch, Candidate
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.genetic import BatchSource, first_pool
 from ciq_build.search.results import noise_bound
-from ciq_build.search.strategies import GRID, SearchRequest
+from ciq_build.search.strategies import GRID, SearchRequest, configured
+from ciq_build.search.strategy_options import strategy_option
 
 _SEEDED = -1  # the arm of generation 0 and of repeated measurements: no arm's credit
 _FILL = 1  # SpaceFillingArm's index in the arms
@@ -225,10 +227,7 @@ class PortfolioSearch(BatchSearch):
             return []
         if self.noisy is None:
             return [self._best[1]] if len(self._samples.get(self._best[1], ())) == 1 else []
-        budget = self.config.generations * self.config.pool_size
-        if self.config.max_evaluations is not None:
-            budget = min(budget, self.config.max_evaluations)
-        last = self._issued + size >= budget
+        last = self._issued + size >= self.config.evaluations
         slots = max(1, int(size * (FINAL_REPEAT_SHARE if last else REPEAT_SHARE)))
         bound = self._bound()
         ranked = sorted(self._samples, key=lambda g: bound(self._samples[g]))[:_REPEAT_CANDIDATES]
@@ -249,17 +248,29 @@ class PortfolioSearch(BatchSearch):
 ENGINE_NAME = "ciq_build.portfolio"
 
 
+@dataclass(frozen=True)
+class PortfolioOptions:
+    """The portfolio's own options (tune --strategy-option KEY=VALUE; --generations, --pool-size, --mutate-rate
+    too). Its arms' shares and the bandit's C and window are constants of ciq_build.search.portfolio and
+    ciq_build.search.bandit, chosen on the tuning set."""
+
+    generations: int = strategy_option(4, "batches (generations) of the search")
+    pool_size: int = strategy_option(8, "candidates per batch, shared out among the arms")
+    mutate_rate: float = strategy_option(0.1, "each gene's chance to mutate in the GA arm")
+
+
 class PortfolioStrategy:
     """`--strategy portfolio`, the default for knobs, params and ACF pools."""
 
     name = "portfolio"
     spaces = frozenset({GRID})
     takes_seeds = True
+    options = PortfolioOptions
 
     def make(self, request: SearchRequest) -> BatchSource:
         space = as_space(request.space, request.allows)
         # A tune measures its winners again itself (the confirmation), and its journal answers a configuration
         # once: no measurements again inside the search.
-        search = PortfolioSearch(None, space, request.config, seeds=first_pool(space, request.seed_params),
+        search = PortfolioSearch(None, space, configured(request), seeds=first_pool(space, request.seed_params),
                                  objective_names=list(request.objective_names), progress=False, remeasure=False)
         return BatchSource(search, ENGINE_NAME)

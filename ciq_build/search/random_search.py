@@ -16,13 +16,15 @@ import random
 import secrets
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ciq_build.core.space import Genome, Param, as_space
 from ciq_build.errors import SearchError
 from ciq_build.search.base import FirstBatchCheck, Proposal
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.strategies import GRID, SearchRequest
+from ciq_build.search.strategies import GRID, SearchRequest, configured
+from ciq_build.search.strategy_options import strategy_option
 
 ENGINE_NAME = "ciq_build.random"
 _DRAWS = 40  # draws per slot before the unseen configurations are enumerated instead
@@ -58,9 +60,7 @@ class RandomSource:
             self._started = time.monotonic()
         if self._pending:
             return list(self._pending.values())
-        budget = self.config.generations * self.config.pool_size
-        if self.config.max_evaluations is not None:
-            budget = min(budget, self.config.max_evaluations)
+        budget = self.config.evaluations
         out_of_time = (self.config.time_limit is not None
                        and time.monotonic() - self._started >= self.config.time_limit)
         if self._exhausted or self._issued >= budget or out_of_time:
@@ -119,13 +119,21 @@ class RandomSource:
         return genome
 
 
+@dataclass(frozen=True)
+class RandomOptions:
+    """Random search's own options (tune --strategy-option KEY=VALUE); its budget is the loop's."""
+
+    pool_size: int = strategy_option(8, "candidates drawn at once, one batch")
+
+
 class RandomStrategy:
     """`--strategy random`."""
 
     name = "random"
     spaces = frozenset({GRID})
     takes_seeds = True
+    options = RandomOptions
 
     def make(self, request: SearchRequest) -> RandomSource:
-        return RandomSource(as_space(request.space, request.allows), request.config, list(request.objective_names),
+        return RandomSource(as_space(request.space, request.allows), configured(request), list(request.objective_names),
                             request.seed_params)

@@ -26,6 +26,7 @@ from ciq_build.search.base import CandidateSource
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.seeds import AcfSeeding, read_seeds
 from ciq_build.search.strategies import SearchRequest, make_source
+from ciq_build.search.strategy_options import split_pairs
 
 POOL_PREFIX = "acf-pool:"
 
@@ -110,7 +111,8 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
     allows = constraints.allows if constraints is not None else None
     request = SearchRequest(space, config, tuple(o.spec for o in objectives), toolchain=toolchain,
                             architectures=manifest.toolchain.architectures, acf_dir=acf_dir, allows=allows,
-                            seeds=tuple(read_seeds(settings.seed_from, space, allows, acf_seeding)))
+                            seeds=tuple(read_seeds(settings.seed_from, space, allows, acf_seeding)),
+                            strategy_options=split_pairs(settings.strategy_options))
     if pool is not None:
         from ciq_build.search.acf_pool import make_pool_source
 

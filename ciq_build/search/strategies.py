@@ -12,14 +12,16 @@ The registry maps each name to the module that implements it, imported only
 when that strategy is used (Kernel Tuner's lazy strategy map): naming
 ``ga`` must not import compileiq and the ~1 s of Ray it brings. Adding a
 strategy is one module with a class that has ``name``, ``spaces`` and
-``make``, and one line here.
+``make``, and one line here; its own options (``tune --strategy-option
+KEY=VALUE``) are a dataclass it names as ``options``
+(ciq_build.search.strategy_options).
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -27,6 +29,7 @@ from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.configuration import SearchConfiguration
+from ciq_build.search.strategy_options import describe, merged, options_of
 
 if TYPE_CHECKING:
     from ciq_build.compiler.toolchain import Toolchain
@@ -63,6 +66,10 @@ class SearchRequest:
     # ciq_build.search.seeds); only a strategy whose `takes_seeds` is true is given any. Over a grid a seed's
     # ACF is already a value of the space (an ACF pool's choice), so only a compiler ACF space sees `acf`.
     seeds: tuple[Seed, ...] = ()
+    # tune --strategy-option KEY=VALUE, as given: the strategy's own options over `config`'s same-named fields.
+    strategy_options: Mapping[str, str] = field(default_factory=dict)
+    # The strategy's options, merged (make_source sets them): an instance of its `options` dataclass.
+    options: Any = None
 
     @property
     def space_kind(self) -> str:
@@ -110,6 +117,20 @@ def resolve_strategy(strategy: object) -> Strategy:
     return made
 
 
+def configured(request: SearchRequest) -> SearchConfiguration:
+    """`request.config` with the strategy's options of the same name (generations, pool_size, ...) in place."""
+    if request.options is None:
+        return request.config
+    names = {f.name for f in fields(request.config)}
+    return replace(request.config, **{f.name: getattr(request.options, f.name) for f in fields(request.options)
+                                      if f.name in names})
+
+
+def strategy_options_help() -> str:
+    """Every registered strategy's options, one line each, from their declarations (tune --help)."""
+    return " | ".join(describe(name, options_of(resolve_strategy(name))) for name in strategy_names())
+
+
 def make_source(strategy: object, request: SearchRequest) -> CandidateSource:
     """The candidate source of `strategy` (None: the space's default) for `request`, if it can search that space."""
     chosen = resolve_strategy(strategy if strategy is not None else default_strategy(request))
@@ -121,4 +142,5 @@ def make_source(strategy: object, request: SearchRequest) -> CandidateSource:
         seeded = [name for name in strategy_names() if getattr(resolve_strategy(name), "takes_seeds", False)]
         raise ConfigError(f"strategy {chosen.name!r} takes no seeds (--seed-from, SEEDS); strategies that do: "
                           f"{', '.join(seeded)}")
-    return chosen.make(request)
+    options = merged(chosen.name, options_of(chosen), request.config, request.strategy_options)
+    return chosen.make(replace(request, options=options))

@@ -29,6 +29,7 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.scores import failure_summary, jsonable, objective_values
+from ciq_build.tune.timeouts import Timeouts
 from ciq_build.tune.winner import pick_winner
 
 
@@ -52,12 +53,13 @@ class Confirmer:
     """Picks the winner of a finished search and decides whether it beats the baseline."""
 
     def __init__(self, runner: BuildRunner, cache: EvaluationCache, objectives: Sequence[Objective],
-                 measure: MeasureSettings, pick: str, target: str, say: Callable[[str], None],
+                 measure: MeasureSettings, timeouts: Timeouts, pick: str, target: str, say: Callable[[str], None],
                  warn: Callable[[str], None], phase: Callable[[str], None] = lambda name: None) -> None:
         self.runner = runner
         self.cache = cache
         self.objectives = list(objectives)
         self.measure = measure
+        self.timeouts = timeouts  # the candidates': the winner's and the baseline's rebuilds are limited as theirs
         self.pick = pick
         self.target = target
         self.say = say
@@ -84,7 +86,7 @@ class Confirmer:
         # Rebuild the winner in a worker tree: its objects are pinned (resource usage, code hash).
         if prebuilt is None:
             self.say("rebuilding the winner to read its objects (what a pin records of it)")
-        built = prebuilt if prebuilt is not None else tree.build(winner.controls, self.measure.timeout,
+        built = prebuilt if prebuilt is not None else tree.build(winner.controls, self.timeouts.compile,
                                                                  benchmark=self.runner.needs_benchmark)
         if not built.ok:
             raise SearchError(f"the winning candidate no longer builds: {built.message}")
@@ -108,7 +110,7 @@ class Confirmer:
         # from the journal may never have been built there.
         if baseline.cached:
             self.say("rebuilding the baseline to re-measure it beside the winner")
-            base_build = base_tree.build(Controls(), self.measure.timeout)
+            base_build = base_tree.build(Controls(), self.timeouts.compile)
             if not base_build.ok:
                 raise SearchError(f"the baseline no longer builds: {base_build.message}")
         rounds = self.measure.confirm_rounds
@@ -162,7 +164,7 @@ class Confirmer:
         keys = self._deterministic_keys()
         if keys and baseline.cached:
             self.say("rebuilding the journal's baseline: its static metrics must be what a fresh build measures")
-            built = base_tree.build(Controls(), self.measure.timeout, benchmark=self.runner.needs_benchmark)
+            built = base_tree.build(Controls(), self.timeouts.compile, benchmark=self.runner.needs_benchmark)
             if not built.ok:
                 raise SearchError(f"the baseline no longer builds: {built.message}")
             baseline = self._remeasured(baseline, built, keys)
@@ -177,7 +179,7 @@ class Confirmer:
             if not keys or not winner.cached or id(winner) in checked:
                 break
             self.say("rebuilding the journal's winner: its static metrics must be what a fresh build measures")
-            built = tree.build(winner.controls, self.measure.timeout, benchmark=self.runner.needs_benchmark)
+            built = tree.build(winner.controls, self.timeouts.compile, benchmark=self.runner.needs_benchmark)
             if not built.ok:
                 raise SearchError(f"the winning candidate no longer builds: {built.message}")
             fresh = self._remeasured(winner, built, keys)

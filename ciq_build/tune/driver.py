@@ -41,6 +41,7 @@ from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree, safe_name
 from ciq_build.project.manifest import Manifest, benchmark_sizes, for_architecture
 from ciq_build.project.sources import Snapshot, TreeWatch
 from ciq_build.search.base import CandidateSource, Proposal
+from ciq_build.search.configuration import planned_evaluations
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import make_candidate_source, search_kinds
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
@@ -115,11 +116,13 @@ class TuneRun:
         self.out = out if out is not None else sys.stderr
         self.objectives = list(settings.objectives)
         self.executor = get_executor(settings.executor.kind)
-        self.timeout = settings.measure.timeout
         slots = MeteredSlots(settings.measure.gpus)
         self.meter: GpuMeter = slots.meter  # when benchmarks held a GPU, and the phases meanwhile
-        self.runner = BuildRunner(manifest, toolchain, self.objectives, settings.measure.repeats, self.timeout,
-                                  slots, warn=self._warn, build_jobs=settings.build.jobs)
+        # The baseline's runner (a large project's defaults may take long); the candidates' takes over once the
+        # baseline is measured, with limits derived from it (ciq_build.tune.timeouts).
+        self.runner = BuildRunner(manifest, toolchain, self.objectives, settings.measure.repeats,
+                                  for_baseline(settings.measure), slots, warn=self._warn,
+                                  build_jobs=settings.build.jobs)
         self.state_dir = manifest.binary_dir / "ciq"
         self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{tune_name(manifest)}.jsonl"),
                                      self.objectives, self._say)
@@ -209,7 +212,6 @@ class TuneRun:
         self._note_source_writes(before, configured, "configuring the scratch trees")
         self._tell_trees_of_source_writes(base_tree, *workers)
         self.sources = self.source_set.digest(configured)
-        self._use_timeouts(for_baseline(self.settings.measure))  # a large project's defaults may take long
         self.runner.code_context = self._key(Controls())
         self.meter.enter("baseline")
         if self.runner.needs_benchmark and self.executor.uses_driver_trees:
@@ -220,7 +222,8 @@ class TuneRun:
             # beside the baseline's build and runs (not where the compile is timed: they would slow it).
             probe = None
             if "params" in search_kinds(self.settings.search):
-                probe = beside.submit(overridden_params, self.manifest.params, workers[0], self.timeout,
+                probe = beside.submit(overridden_params, self.manifest.params, workers[0],
+                                      self.runner.timeouts.compile,
                                       self.manifest.target, self._warn)
                 if self.runner.measures_compile_time:
                     probe.result()
@@ -232,11 +235,11 @@ class TuneRun:
                 self._stop_ahead()
                 raise
         self._tell_trees_of_source_writes(base_tree, *workers)  # the baseline's build may have written there first
+        timeouts = for_candidates(self.settings.measure, baseline)
+        self.runner = self.runner.with_timeouts(timeouts)  # the candidates' runner, knowing what the baseline's did
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
-        timeouts = for_candidates(self.settings.measure, baseline)
-        self._use_timeouts(timeouts)
         if not self.settings.measure.timeout_explicit:
             self._say(timeouts.describe(self.settings.measure))
         self.runner.remember(baseline, incumbent=True)  # candidates race the defaults, journaled or measured now
@@ -270,7 +273,9 @@ class TuneRun:
         --jobs - 1, so the baseline's build is never kept waiting, and not in the first worker's tree, which
         the PARAMS probe builds in meanwhile."""
         jobs = self.settings.build.jobs
-        ahead = BuildsAhead(self.runner.build, jobs)
+        # Built by the runner of the phase at hand: those still building once the baseline is measured are
+        # limited as candidates.
+        ahead = BuildsAhead(lambda tree, controls: self.runner.build(tree, controls), jobs)
         self.runner.ahead = ahead
         if jobs > 1 and len(workers) > 1:
             ahead.start(guess_next(source, []), workers[1:], lambda c: not self.cache.has(self._key(c)),
@@ -284,11 +289,6 @@ class TuneRun:
 
     def _configure_timeout(self) -> float:
         return for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR)
-
-    def _use_timeouts(self, timeouts: Timeouts) -> None:
-        """Every build and run of the driver's from here on is limited by `timeouts`."""
-        self.timeout = timeouts.compile
-        self.runner.use_timeouts(timeouts)
 
     def _header(self, source: CandidateSource) -> dict[str, Any]:
         """What identifies this search in the journal."""
@@ -400,10 +400,10 @@ class TuneRun:
     def _search(self, source: CandidateSource, workers: list[ScratchTree], timeouts: Timeouts) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet.
         search = self.settings.search
-        expected = search.generations * search.pool_size
-        if search.max_evaluations is not None:
-            expected = min(expected, search.max_evaluations)
-        progress = None if self.settings.quiet else TuneProgress(expected, search.generations, self.objectives,
+        budget = source.describe().get("budget", {})  # as the strategy's own options set it
+        generations = budget.get("generations", search.generations)
+        expected = planned_evaluations(generations, budget.get("pool_size", search.pool_size), search.max_evaluations)
+        progress = None if self.settings.quiet else TuneProgress(expected, generations, self.objectives,
                                                                stream=self.out,
                                                                measured_this_run=self.cache.measured_this_run,
                                                                deadline=self.deadline)
@@ -445,8 +445,7 @@ class TuneRun:
         if not self.evaluations and self.stopped_by is not None:
             return self._nothing_evaluated(baseline)
         trees = {"winner": workers[0]}  # the winner's tree: the first worker's, or the one that holds its build
-        confirmer = Confirmer(self.runner, self.cache, self.objectives,
-                              dataclasses.replace(self.settings.measure, timeout=self.timeout),
+        confirmer = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure, self.runner.timeouts,
                               self.settings.search.pick, self.manifest.target, self._say, self._warn,
                               phase=self.meter.enter)
         minimizer: Minimizer | None = None
@@ -462,7 +461,7 @@ class TuneRun:
                 trees["winner"] = held[0]
             others = [t for t in workers if t is not trees["winner"]]
             if self.settings.pin and others and not winner.controls.is_default:
-                minimizer = Minimizer(winner.controls, others, self.toolchain, self.timeout, self._say)
+                minimizer = Minimizer(winner.controls, others, self.toolchain, self.runner.timeouts, self._say)
             return held
 
         def rebuilt(objects: tuple[Path, ...]) -> None:
@@ -492,7 +491,8 @@ class TuneRun:
             minimizer.cancel()
         checked: WinnerCheck | None = None
         if confirmation.better and self.settings.pin and wants_check(self.runner, confirmation.winner.controls):
-            checked = check_winner(self.runner, tree, confirmation.winner.controls, self.timeout, self._say)
+            checked = check_winner(self.runner, tree, confirmation.winner.controls, self.runner.timeouts.compile,
+                                   self._say)
             if checked.failed:
                 self._warn(f"the winner's benchmark {checked.text}: nothing pinned. Keep such values out of the "
                            "search (CONSTRAINTS, or fewer PARAMS values), or tune an objective the benchmark "
@@ -552,7 +552,7 @@ class TuneRun:
             rounds = self.settings.measure.confirm_rounds
             self._say(f"building the pin already there, to re-measure it beside the new winner ({rounds} rounds "
                       "each, interleaved)")
-            built = base_tree.build(controls, self.timeout, benchmark=True)
+            built = base_tree.build(controls, self.runner.timeouts.compile, benchmark=True)
             if not built.ok:
                 return f"the old pin no longer builds ({built.message})"
             with self.runner.slots.slot() as env:
@@ -607,7 +607,8 @@ class TuneRun:
         winner = confirmation.winner
         self.meter.enter("minimize")  # what of it outlasted the re-measure
         if minimizer is None:
-            minimizer = Minimizer(winner.controls, [tree], self.toolchain, self.timeout, self._say, winner_tree=tree,
+            minimizer = Minimizer(winner.controls, [tree], self.toolchain, self.runner.timeouts, self._say,
+                                  winner_tree=tree,
                                   winner_objects=confirmation.winner_objects)
         minimal = minimizer.result(confirmation.winner_objects)
         if not minimal.dropped:

@@ -106,7 +106,7 @@ class LocalExecutor:
         return jobs + benchmark_slots
 
     def workers(self, phase: SearchPhase, trees: Sequence[ScratchTree]) -> AbstractContextManager[Workers]:
-        phase.known.use_timeouts(phase.timeouts)  # the driver's runner is the workers' runner here
+        # The driver's runner is the workers' runner here: the candidates' one, limited by phase.timeouts.
         return nullcontext(Workers(phase.known, trees))
 
     def tune_targets(self, options: TuneOptions, targets: list[str],

@@ -27,6 +27,7 @@ from ciq_build.compiler.fingerprint import Fingerprints, object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.errors import SearchError
 from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.tune.timeouts import Timeouts
 
 # What one build's code is: the device fingerprints, and each object's host code hash.
 CodeIdentity = tuple[Fingerprints, dict[str, str]]
@@ -89,14 +90,14 @@ class Minimizer:
     run there, one after another (`winner_objects` read first), and the winner's build is put back at the end.
     """
 
-    def __init__(self, controls: Controls, trees: Sequence[ScratchTree], toolchain: Toolchain, timeout: float,
+    def __init__(self, controls: Controls, trees: Sequence[ScratchTree], toolchain: Toolchain, timeouts: Timeouts,
                  say: Callable[[str], None], *, winner_tree: ScratchTree | None = None,
                  winner_objects: tuple[Path, ...] = ()) -> None:
         if not trees:
             raise ValueError("the minimal pin needs at least one tree to build in")
         self.controls = controls
         self.toolchain = toolchain
-        self.timeout = timeout
+        self.timeouts = timeouts  # the candidates': each trial is a candidate's build
         self.say = say
         self.candidates = removable(controls)
         self.winner_tree = winner_tree  # set when the trials rebuild the winner's own tree
@@ -155,7 +156,7 @@ class Minimizer:
         """The code of a build of `controls` in a free tree; None when it does not build."""
         tree = self._trees.get()
         try:
-            built = tree.build(controls, self.timeout)
+            built = tree.build(controls, self.timeouts.compile)
             if not built.ok:
                 return None
             return code_identity(built.objects, tree.mirror(tree.manifest.object_dir), self.toolchain)
@@ -199,6 +200,6 @@ class Minimizer:
         """Put the winner's build back in its tree when the trials rebuilt it (a single tree)."""
         if self.winner_tree is None or not self._trials:
             return
-        rebuilt = self.winner_tree.build(self.controls, self.timeout)
+        rebuilt = self.winner_tree.build(self.controls, self.timeouts.compile)
         if not rebuilt.ok:  # built a moment ago: only the machine can make it fail now
             raise SearchError(f"the winner {nvcc_arguments(self.controls)} no longer builds: {rebuilt.message}")

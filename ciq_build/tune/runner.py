@@ -60,14 +60,13 @@ class BuildRunner:
     """Builds candidates in scratch trees and measures them; owns nothing but how one evaluation goes."""
 
     def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
-                 timeout: float, slots: GpuSlots, warn: Callable[[str], None] | None = None, *,
+                 timeouts: Timeouts, slots: GpuSlots, warn: Callable[[str], None] | None = None, *,
                  build_jobs: int | None = None) -> None:
         self.manifest = manifest
         self.toolchain = toolchain
         self.objectives = list(objectives)
         self.repeats = repeats
-        self.timeout = timeout  # per compile (the target's whole rebuild)
-        self.bench_timeout = timeout  # per benchmark run
+        self.timeouts = timeouts  # per compile (the target's whole rebuild) and per benchmark run
         self.slots = slots
         self.warn = warn  # where the coarse-precision warning goes
         self._warned: set[str] = set()  # the warnings given once per tune (check_precision)
@@ -105,10 +104,15 @@ class BuildRunner:
         with self.slots.slot() as env:
             return read_gpu_arch({**os.environ, **env} if env else None)
 
-    def use_timeouts(self, timeouts: Timeouts) -> None:
-        """Every build and benchmark run of this runner from here on is limited by `timeouts`."""
-        self.timeout = timeouts.compile
-        self.bench_timeout = timeouts.benchmark
+    def with_timeouts(self, timeouts: Timeouts) -> BuildRunner:
+        """This runner for the tune's next phase: limited by `timeouts` (the candidates' once the baseline is
+        measured), knowing all this one knows: the measured code, the race's incumbent, the warnings given, what
+        each tree holds, the builds ahead, the scored architecture, and sharing its --jobs bound on compiles."""
+        twin = BuildRunner(self.manifest, self.toolchain, self.objectives, self.repeats, timeouts, self.slots,
+                           self.warn)
+        # Everything else is this runner's own objects, shared (not copies): what either learns, both know.
+        vars(twin).update({name: value for name, value in vars(self).items() if name != "timeouts"})
+        return twin
 
     @property
     def needs_benchmark(self) -> bool:
@@ -135,7 +139,7 @@ class BuildRunner:
 
     def bench_spec(self, tree: ScratchTree) -> BenchSpec:
         """The benchmark as `tree` runs it (its backend's command), timed and checked as this tune wants."""
-        spec = tree.bench_spec(self.bench_timeout, tuple(metric_key(o) for o in self.objectives
+        spec = tree.bench_spec(self.timeouts.benchmark, tuple(metric_key(o) for o in self.objectives
                                                           if o.source == "benchmark"))
         # A minimized reading of 0 measured nothing (a time's floor; an energy counter that did not step).
         spec = dataclasses.replace(spec, positive=tuple(metric_key(o) for o in self.objectives
@@ -200,7 +204,7 @@ class BuildRunner:
         """A candidate's build in `worker`, at most `build_jobs` at once (builds ahead too)."""
         # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
         with self._builds if self._builds is not None else nullcontext():
-            built = worker.build(controls, self.timeout, static_only=self.static_only, benchmark=self.needs_benchmark)
+            built = worker.build(controls, self.timeouts.compile, static_only=self.static_only, benchmark=self.needs_benchmark)
         with self._warn_lock:
             if built.ok and built.objects:
                 self._in_tree[id(worker)] = (controls, built)

@@ -39,7 +39,7 @@ from ciq_build.core.settings import (
 from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import SETUPTOOLS_GENERATOR, Manifest
 from ciq_build.search.seeds import manifest_seeds
-from ciq_build.search.strategies import resolve_strategy, strategy_names
+from ciq_build.search.strategies import resolve_strategy, strategy_names, strategy_options_help
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
 DEFAULT_OBJECTIVES = ("spill_bytes",)
@@ -70,6 +70,14 @@ def _strategy_name(strategy: object) -> str:
         return strategy
     raise ConfigError(f"the strategy {strategy!r} is a Python object, which a tune in another process "
                       "(several targets on Ray) cannot receive: tune these targets one at a time from Python")
+
+
+def _key_value(pair: str) -> str | None:
+    return None if "=" in pair and pair.partition("=")[0].strip() else f"takes KEY=VALUE, not {pair!r}"
+
+
+def _strategy_options_help() -> str:
+    return f"Options: {strategy_options_help()}."  # imports every strategy's module: only for --help
 
 
 def _known_strategy(strategy: object) -> None:
@@ -123,6 +131,11 @@ class TuneOptions:
                             help=f"candidates per generation (default {_SEARCH.pool_size})")
     mutate_rate: float = option("--mutate-rate", group=SEARCH, parse=float, default=_SEARCH.mutate_rate,
                                 help=f"probability that a gene mutates (default {_SEARCH.mutate_rate})")
+    strategy_options: list[str] = option(
+        "--strategy-option", group=SEARCH, repeated=True, default_factory=list, metavar="KEY=VALUE",
+        check=_key_value, more_help=_strategy_options_help,
+        help="repeatable: one of the strategy's own options, over --generations, --pool-size and --mutate-rate "
+             "where it has the same name; a key the strategy does not declare is refused.")
     max_evaluations: int | None = option("--max-evaluations", group=SEARCH, parse=int,
                                          default=_SEARCH.max_evaluations,
                                          help="stop after this many evaluations")
@@ -281,7 +294,7 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
             seed_from=tuple(options.seed_from) or manifest_seeds(manifest.seeds, manifest.source_dir),
             kinds=tuple(options.controls or manifest.search_space or PLAIN_KINDS),
             allow_numerics=options.allow_numerics or manifest.allow_numerics, pick=options.pick,
-            strategy=options.strategy),
+            strategy=options.strategy, strategy_options=tuple(options.strategy_options)),
         # The manifest always has a TIMEOUT (the CMake module's default is DEFAULT_TIMEOUT).
         measure=MeasureSettings(repeats=options.repeats, timeout=options.timeout or manifest.timeout,
                                 timeout_explicit=options.timeout is not None, gpus=tuple(options.gpus)),

@@ -466,6 +466,25 @@ def test_architectures_changed_after_the_call_are_refused(tiny: Tiny) -> None:
     assert "before calling ciq_tune_target()" in said(result)
 
 
+def test_architectures_changed_after_the_call_are_refused_without_a_pin_too_at_the_calls_line(tiny: Tiny) -> None:
+    # No pin yet: a tune would measure 75 and pin a record that the call checks against 90a and skips.
+    body = DEFAULT_BODY + 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "75")\n'
+    result = tiny.configure(body=body)
+    assert not result.ok and "CUDA_ARCHITECTURES changed from '90a' to '75'" in said(result)
+    assert "a tune would measure '75' and pin a record that this call then checks against '90a'" in said(result)
+    line = HEADER.count("\n") + 1  # the call is the body's first line
+    assert f"{tiny.source / 'CMakeLists.txt'}:{line}: ciq_tune_target(kern)" in said(result)
+
+
+def test_a_misspelt_benchmark_gets_did_you_mean_and_the_calls_line(tiny: Tiny) -> None:
+    body = "\n\nciq_tune_target(kern BENCHMARK kern_bnch OBJECTIVES time)\n"
+    result = tiny.configure(body=body)
+    assert not result.ok
+    line = HEADER.count("\n") + 3
+    assert (f"{tiny.source / 'CMakeLists.txt'}:{line}: ciq_tune_target(kern): BENCHMARK 'kern_bnch' is not a "
+            "target (did you mean kern_bench?)") in said(result), said(result)
+
+
 def test_ciq_disable_builds_without_pins(tiny: Tiny) -> None:
     pin = {"kern": record(flags=["-maxrregcount=32"])}
     result = ensure_ok(tiny.configure(pins=pin, cache={"CIQ_DISABLE": "ON"}))

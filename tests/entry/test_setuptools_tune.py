@@ -38,6 +38,7 @@ from ciq_build.setuptools_tune import (
     tune_setuptools,
 )
 from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.timeouts import Timeouts
 from ciq_build.tune.tune_options import TuneOptions
 from support import PROJECTS
 
@@ -94,7 +95,7 @@ def test_a_whole_or_fractional_timeout_is_kept_as_seconds() -> None:
 def test_a_candidate_compiles_without_linking_and_a_failing_one_is_recorded(project: Path) -> None:
     toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
     manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
-    runner = BuildRunner(manifest, toolchain, manifest.parsed_objectives, 1, TIMEOUT, GpuSlots([]))
+    runner = BuildRunner(manifest, toolchain, manifest.parsed_objectives, 1, Timeouts(TIMEOUT, TIMEOUT), GpuSlots([]))
     tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
     tree.configure(0)
 

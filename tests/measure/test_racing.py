@@ -24,6 +24,7 @@ from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.dedupe import CodeDedupe, taken_from
 from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.timeouts import Timeouts
 from ciq_build.tune.winner import pick_winner
 
 # -- the rule ---------------------------------------------------------------------------------
@@ -257,7 +258,7 @@ def test_the_next_candidate_compiles_while_one_is_benchmarked_but_compiles_stay_
         def bench_spec(self, timeout: float, required: tuple[str, ...]) -> BenchSpec:
             return BenchSpec(path=script, args=tuple(()), timeout=timeout, cwd=tmp_path, required=required)
 
-    runner = BuildRunner(manifest, None, parse_objectives(["time"]), 1, 120.0, GpuSlots(),
+    runner = BuildRunner(manifest, None, parse_objectives(["time"]), 1, Timeouts(120.0, 120.0), GpuSlots(),
                          build_jobs=1)
     trees: list[Any] = [WaitingTree(), WaitingTree()]  # duck-typed scratch trees
     outcomes: list[Evaluation] = []

@@ -33,6 +33,7 @@ from ciq_build.search.evaluation import journaled_timings
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import from_journal
 from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.timeouts import Timeouts
 from support import PROGRAMS
 
 OBJECTIVES = parse_objectives(["spill_bytes"])
@@ -337,7 +338,7 @@ def test_waiting_for_the_gpu_is_timed_apart_from_compiling_and_benchmarking(tmp_
             return BenchSpec(path=bench.path, args=tuple(bench.args), timeout=timeout, cwd=tmp_path, required=required)
 
     slots = GpuSlots()
-    evaluator = BuildRunner(manifest, None, parse_objectives(["time"]), 2, 30.0, slots)
+    evaluator = BuildRunner(manifest, None, parse_objectives(["time"]), 2, Timeouts(30.0, 30.0), slots)
     held = threading.Event()
 
     def another_benchmark_holds_the_gpu() -> None:

@@ -73,7 +73,6 @@ class RecordingExecutor:
     @contextmanager
     def workers(self, phase: SearchPhase, trees: Sequence[ScratchTree]) -> Iterator[Workers]:
         self.phases.append(phase)
-        phase.known.use_timeouts(phase.timeouts)
         yield Workers(_RecordingRunner(phase.known, self.evaluated), trees[:1])
 
     def tune_targets(self, options: TuneOptions, targets: list[str],

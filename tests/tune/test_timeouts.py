@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
+import ciq_build
 from ciq_build.compiler.controls import Controls
+from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.settings import MeasureSettings, timeout_advice
+from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.timeouts import BASELINE_TIMEOUT, for_baseline, for_candidates, for_configure
+from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.timeouts import BASELINE_TIMEOUT, Timeouts, for_baseline, for_candidates, for_configure
 
 
 def _baseline(compile_s: float, benchmark_s: float) -> Evaluation:
@@ -36,3 +43,34 @@ def test_candidates_get_four_times_the_baselines_compile_and_run_with_timeout_as
 def test_a_timeout_message_names_both_knobs() -> None:
     advice = timeout_advice(60)
     assert "60 s" in advice and "TIMEOUT in ciq_tune_target()" in advice and "tune --timeout" in advice
+
+
+def test_the_candidates_runner_has_their_limits_and_knows_what_the_baselines_knew() -> None:
+    baseline = BuildRunner(None, None, parse_objectives(["time"]), 1, Timeouts(600.0, 600.0), GpuSlots(),
+                           build_jobs=2)
+    baseline.code_context, baseline.scored_architecture = "defaults", "90"
+    candidates = baseline.with_timeouts(Timeouts(648.0, 60.0))
+    assert (candidates.timeouts, baseline.timeouts) == (Timeouts(648.0, 60.0), Timeouts(600.0, 600.0))
+    assert candidates.racing is baseline.racing is not None and candidates.dedupe is baseline.dedupe is not None
+    assert (candidates.code_context, candidates.scored_architecture) == ("defaults", "90")
+    assert candidates._builds is baseline._builds and candidates._in_tree is baseline._in_tree  # one --jobs bound
+
+
+def test_no_timeout_is_assigned_after_construction_anywhere_in_the_package() -> None:
+    """A timeout travels as a value handed to a constructor, never by overwriting one (what lost the derived
+    timeouts on Ray once): no assignment to a `*timeout*` attribute outside an `__init__`."""
+    assigned = []
+    for path in (Path(ciq_build.__file__).parent).rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            if function.name == "__init__":
+                continue
+            for node in ast.walk(function):
+                targets = node.targets if isinstance(node, ast.Assign) else (
+                    [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
+                assigned += [f"{path.name}:{t.lineno} {t.attr}" for t in targets
+                             if isinstance(t, ast.Attribute) and "timeout" in t.attr]
+            assigned += [f"{path.name}:{call.lineno} replace(..., timeout=)" for call in ast.walk(function)
+                         if isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", ""))
+                         == "replace" and any("timeout" in (k.arg or "") for k in call.keywords)]
+    assert assigned == []
