@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import Toolchain, other_toolkits
+from ciq_build.compiler.toolchain import Toolchain, architecture_list, other_toolkits
 from ciq_build.core import pace
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_names
@@ -163,7 +163,7 @@ class TuneRun:
         self.backend.check_tools(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
                                  needs_benchmark=self.runner.needs_benchmark)
         if self.settings.pin:  # a pin dir that is a link is refused now, not after the search
-            check_pin_dir(self.manifest.pin_dir)
+            check_pin_dir(self.manifest.pin_dir, self.manifest.source_dir)
         lock_path = tune_lock_path(self.state_dir, safe_name(self.manifest.target))
         with TargetLock(lock_path, wait=self.settings.wait):
             try:
@@ -188,8 +188,12 @@ class TuneRun:
         self.cache.open(self._header(source), fresh=self.settings.fresh)
         self.source_set.excluded |= self.cache.source_outputs
         rule, switch = self.backend.toolkit_rule()
+        built = architecture_list(self.manifest.toolchain.architectures)
         self._say(f"tuning {self.manifest.target} with {self.toolchain.describe(rule)}; "
-                  f"objectives: {', '.join(o.spec for o in self.objectives)}")
+                  f"objectives: {', '.join(o.spec for o in self.objectives)}; "
+                  f"architectures: {', '.join(built) or 'nvcc default'}"
+                  + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster)"
+                     if len(built) > 2 else ""))
         others = other_toolkits(self.toolchain.nvcc)
         if others:  # a CMake tree kept the system's 13.0 while setuptools in the same venv took pip's 13.3
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({source})' for source, nvcc in others)}; "
