@@ -41,8 +41,8 @@ from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree, safe_name
 from ciq_build.project.manifest import Manifest, benchmark_sizes, for_architecture
 from ciq_build.project.sources import Snapshot, TreeWatch
 from ciq_build.search.base import CandidateSource, Proposal
+from ciq_build.search.configuration import planned_evaluations
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.search.evolution import planned_evaluations
 from ciq_build.search.select import make_candidate_source, search_kinds
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
