@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.gpu_arch import sm
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import named_scores, unbenchmarked_names
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
-from ciq_build.measure.gpu_arch import sm
 from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.project.sources import Snapshot
 from ciq_build.search.base import Proposal

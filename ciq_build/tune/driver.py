@@ -21,12 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TextIO, TypeVar
 
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import Toolchain, other_toolkits
+from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures
+from ciq_build.compiler.toolchain import Toolchain, architecture_list, other_toolkits
 from ciq_build.core import pace
+from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR
 from ciq_build.errors import BuildError, ConfigError, DiskFullError
 from ciq_build.measure import claim
-from ciq_build.measure.gpu_arch import ArchitecturePlan, plan_architectures
 from ciq_build.measure.sizes import SIZE_SEPARATOR
 from ciq_build.pin.record import check_pin_dir
 from ciq_build.project import environment
@@ -35,8 +36,8 @@ from ciq_build.project.cmake_trees import ScratchTree, safe_name, scratch_root, 
 from ciq_build.project.manifest import Manifest, for_architecture
 from ciq_build.project.sources import Snapshot
 from ciq_build.search.base import CandidateSource
+from ciq_build.search.configuration import planned_evaluations
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.search.evolution import planned_evaluations
 from ciq_build.search.select import make_candidate_source, search_kinds
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
@@ -114,7 +115,7 @@ class TuneRun:
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
         self.overridden: list[str] = []  # PARAMS names the source #defines again, unguarded (said after the baseline)
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
-        # Which architecture each figure is for (ciq_build.measure.gpu_arch), once read before the baseline.
+        # Which architecture each figure is for (ciq_build.compiler.gpu_arch), once read before the baseline.
         self.architectures = ArchitecturePlan(None, None, "", None)
 
     def run(self) -> TuneOutcome:
@@ -129,7 +130,7 @@ class TuneRun:
         self.backend.check_tools(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
                                  needs_benchmark=self.runner.needs_benchmark)
         if self.settings.pin:  # a pin dir that is a link is refused now, not after the search
-            check_pin_dir(self.manifest.pin_dir)
+            check_pin_dir(self.manifest.pin_dir, self.manifest.source_dir)
         with TargetLock(tune_lock_path(self.state_dir, safe_name(self.manifest.target)), wait=self.settings.wait):
             try:
                 return self._run_locked(source)
@@ -154,8 +155,7 @@ class TuneRun:
                                       self.settings.measure.repeats), fresh=self.settings.fresh)
         self.sources.journaled()
         rule, switch = self.backend.toolkit_rule()
-        self._say(f"tuning {self.manifest.target} with {self.toolchain.describe(rule)}; "
-                  f"objectives: {', '.join(o.spec for o in self.objectives)}")
+        self._say(_first_line(self.manifest, self.toolchain.describe(rule), self.objectives))
         if others := other_toolkits(self.toolchain.nvcc):  # a CMake tree kept 13.0 while setuptools took pip's 13.3
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({where})' for where, nvcc in others)}; "
                       f"to tune with one, {switch}")
@@ -329,3 +329,11 @@ class TuneRun:
         """A warning about the tune's results: said even with --quiet (which only silences progress)."""
         LOG.warning("%s", text)
 
+
+def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objective]) -> str:
+    """What a tune says first: the target, the toolchain, the objectives and the architectures each build makes."""
+    built = architecture_list(manifest.toolchain.architectures)
+    return (f"tuning {manifest.target} with {toolchain}; objectives: {', '.join(o.spec for o in objectives)}; "
+            f"architectures: {', '.join(built) or 'nvcc default'}"
+            + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster)"
+               if len(built) > 2 else ""))

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.gpu_arch import ArchitecturePlan
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import metric_key
-from ciq_build.measure.gpu_arch import ArchitecturePlan
 from ciq_build.measure.sizes import size_ratios
 from ciq_build.measure.stats import interleaved
 from ciq_build.pin.record import record_path

@@ -466,6 +466,25 @@ def test_architectures_changed_after_the_call_are_refused(tiny: Tiny) -> None:
     assert "before calling ciq_tune_target()" in said(result)
 
 
+def test_architectures_changed_after_the_call_are_refused_without_a_pin_too_at_the_calls_line(tiny: Tiny) -> None:
+    # No pin yet: a tune would measure 75 and pin a record that the call checks against 90a and skips.
+    body = DEFAULT_BODY + 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "75")\n'
+    result = tiny.configure(body=body)
+    assert not result.ok and "CUDA_ARCHITECTURES changed from '90a' to '75'" in said(result)
+    assert "a tune would measure '75' and pin a record that this call then checks against '90a'" in said(result)
+    line = HEADER.count("\n") + 1  # the call is the body's first line
+    assert f"{tiny.source / 'CMakeLists.txt'}:{line}: ciq_tune_target(kern)" in said(result)
+
+
+def test_a_misspelt_benchmark_gets_did_you_mean_and_the_calls_line(tiny: Tiny) -> None:
+    body = "\n\nciq_tune_target(kern BENCHMARK kern_bnch OBJECTIVES time)\n"
+    result = tiny.configure(body=body)
+    assert not result.ok
+    line = HEADER.count("\n") + 3
+    assert (f"{tiny.source / 'CMakeLists.txt'}:{line}: ciq_tune_target(kern): BENCHMARK 'kern_bnch' is not a "
+            "target (did you mean kern_bench?)") in said(result), said(result)
+
+
 def test_ciq_disable_builds_without_pins(tiny: Tiny) -> None:
     pin = {"kern": record(flags=["-maxrregcount=32"])}
     result = ensure_ok(tiny.configure(pins=pin, cache={"CIQ_DISABLE": "ON"}))
@@ -609,6 +628,7 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
          "UNIT 'MS' is not a unit of time; use one of s, ms, us, ns"),
         ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "t=([0-9.]+)" UNIT)\n', "UNIT needs a value"),
         ("ciq_tune_target(kern BENCHMARK kern_bench UNIT s)\n", "UNIT is the unit of METRIC's number; give METRIC"),
+        ("ciq_tune_target(kern DESCRIPTION)\n", "DESCRIPTION needs a value"),
     ],
 )
 def test_call_errors_name_the_function_and_say_what_to_do(tiny: Tiny, body: str, message: str) -> None:
@@ -682,6 +702,24 @@ def test_seeds_reach_the_manifest_their_paths_from_the_calls_folder(tiny: Tiny) 
     manifest = load_manifest(tiny.build, "kern")
     assert manifest.seeds == (str(tiny.source / "../other/ciq"), "-Xptxas=-O2 -DKTILE=4", "/abs/pin.json")
     assert_valid_manifest(json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text()))
+
+
+def test_a_description_reaches_the_manifest_and_show_prints_it(tiny: Tiny) -> None:
+    said_as = 'GEMM "tiled" for sm_90a; 50% faster'
+    body = 'ciq_tune_target(kern DESCRIPTION "GEMM \\"tiled\\" for sm_90a; 50% faster" PIN_DIR "pins dir")\n'
+    ensure_ok(tiny.configure(body=body, pins={"kern": record()}))
+    data = json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text())
+    assert data["description"] == said_as
+    assert_valid_manifest(data)
+    assert load_manifest(tiny.build, "kern").description == said_as
+    shown = run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(tiny.build)], 300)
+    lines = ensure_ok(shown).stdout.splitlines()
+    assert lines[0].startswith("target      kern") and lines[1] == f"description {said_as}", shown.stdout
+    # Without DESCRIPTION the manifest says "" and show has no such line.
+    ensure_ok(tiny.configure(body='ciq_tune_target(kern PIN_DIR "pins dir")\n', pins={"kern": record()}))
+    assert json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text())["description"] == ""
+    shown = ensure_ok(run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(tiny.build)], 300))
+    assert not any(line.startswith("description") for line in shown.stdout.splitlines()), shown.stdout
 
 
 def test_args_sets_and_score_reach_the_manifest_split_like_a_command_line(tiny: Tiny) -> None:

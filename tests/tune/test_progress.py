@@ -150,6 +150,7 @@ def test_a_tune_in_a_ci_log_says_each_evaluation(kern_project: tuple[Path, Path]
     first = said[at]  # the toolkit and the rule that chose it, said once and short
     assert "chosen by this build tree's CMAKE_CUDA_COMPILER" in first and first.count("CMAKE_CUDA_COMPILER") == 1
     assert len(first) <= 200 + len(str(find_toolchain().nvcc)), first
+    assert first.endswith("; objectives: stack_bytes; architectures: 90a"), first  # what each candidate builds
     others = other_toolkits(find_toolchain().nvcc)
     if others:  # how to choose another, on a second line of its own
         assert said[at + 1].startswith("ciq_build: other toolkits here: ") and "-DCMAKE_CUDA_COMPILER=" in said[at + 1]
