@@ -43,7 +43,7 @@ from ciq_build.project.sources import Snapshot, TreeWatch
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.evolution import planned_evaluations
-from ciq_build.search.select import make_candidate_source, search_kinds
+from ciq_build.search.select import make_candidate_source, search_kinds, space_size_text
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.assemble import assemble_record, scored_record
@@ -133,6 +133,7 @@ class TuneRun:
         self.tree_watch: TreeWatch | None = None
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
+        self.space_total: int | None = None  # the grid's configurations after CONSTRAINTS, where known
         self.overridden: list[str] = []  # PARAMS names the source #defines again, unguarded (said after the baseline)
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
         # Which architecture each figure is for (ciq_build.measure.gpu_arch), once read before the baseline.
@@ -194,6 +195,7 @@ class TuneRun:
                   f"architectures: {', '.join(built) or 'nvcc default'}"
                   + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster)"
                      if len(built) > 2 else ""))
+        self._say_space_size(source)
         others = other_toolkits(self.toolchain.nvcc)
         if others:  # a CMake tree kept the system's 13.0 while setuptools in the same venv took pip's 13.3
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({source})' for source, nvcc in others)}; "
@@ -271,6 +273,23 @@ class TuneRun:
                   f"from now, leaving about {reserve:.0f} s for the winner's rebuild"
                   + (" and re-measure" if self.runner.needs_benchmark else "")
                   + " (estimated from the baseline's); candidates running then finish")
+
+    def _say_space_size(self, source: CandidateSource) -> None:
+        """How many configurations the grid holds after CONSTRAINTS, against the budget; where the whole grid
+        fits the budget and the search samples, that --strategy exhaustive evaluates each once."""
+        text, total = space_size_text(self.settings.search, self.manifest, self.toolchain, self.objectives)
+        if not text:
+            return
+        search = self.settings.search
+        planned = source.describe().get("budget", {})  # as the strategy's own options set it
+        budget = planned_evaluations(planned.get("generations", search.generations),
+                                     planned.get("pool_size", search.pool_size), search.max_evaluations)
+        line = f"search space: {text}; budget {budget:,} evaluations"
+        self.space_total = total
+        if total is not None and total <= budget and search.strategy in (None, "ga"):
+            line += (f" (the space is smaller: --strategy exhaustive evaluates each of its {total:,} "
+                     "configurations once)")
+        self._say(line)
 
     def _build_ahead(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
         """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most
@@ -407,6 +426,8 @@ class TuneRun:
         budget = source.describe().get("budget", {})  # as the strategy's own options set it
         generations = budget.get("generations", search.generations)
         expected = planned_evaluations(generations, budget.get("pool_size", search.pool_size), search.max_evaluations)
+        if search.strategy == "exhaustive" and self.space_total is not None:
+            expected = min(expected, self.space_total)  # it evaluates each configuration once, then ends
         progress = None if self.settings.quiet else TuneProgress(expected, generations, self.objectives,
                                                                stream=self.out,
                                                                measured_this_run=self.cache.measured_this_run,
