@@ -27,9 +27,9 @@ __version__ = "0.1.0"
 
 # name -> "module:attribute", or "module" for a module itself.
 _PUBLIC = {
-    "Search": "ciq_build.search.evolution:Search",
-    "SearchConfiguration": "ciq_build.search.evolution:SearchConfiguration",
-    "INVALID_SCORE": "ciq_build.search.evolution:INVALID_SCORE",
+    "Search": "ciq_build.search.search_api:Search",
+    "SearchConfiguration": "ciq_build.search.configuration:SearchConfiguration",
+    "INVALID_SCORE": "ciq_build.search.configuration:INVALID_SCORE",
     "space": "ciq_build.core.space",
     "tune_target": "ciq_build.api:tune_target",
 }

@@ -22,6 +22,7 @@ Commands
                   [SEEDS <seed>...]
                   [PIN_DIR <dir>]
                   [TIMEOUT <seconds>]
+                  [DESCRIPTION <text>]
                   [ALLOW_NUMERICS])
 
 Registers ``<target>`` (a library or executable with CUDA sources) for
@@ -62,6 +63,8 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   (default ``${CMAKE_CURRENT_SOURCE_DIR}/ciq``); a plain path, no ``..``.
 ``TIMEOUT <seconds>``
   A candidate's build or benchmark limit (default 60).
+``DESCRIPTION <text>``
+  What the target is, in one line; ``python -m ciq_build show`` prints it.
 ``ALLOW_NUMERICS``
   The search may change floating-point results.
 
@@ -733,10 +736,29 @@ macro(_ciq_pin_skip summary)
   set(text "${summary}")
 endmacro()
 
+# _ciq_linked_folder(<out> <pin dir> <top>): the pin dir if it is a symbolic link,
+# else the first folder above it and below <top> that is one, else "" (pin/record.py
+# check_pin_dir: a pin dir outside <top> is checked itself only).
+function(_ciq_linked_folder out pin_dir top)
+  set(${out} "" PARENT_SCOPE)
+  set(folder "${pin_dir}")
+  while(TRUE)
+    if(IS_SYMLINK "${folder}")
+      set(${out} "${folder}" PARENT_SCOPE)
+      return()
+    endif()
+    get_filename_component(folder "${folder}" DIRECTORY)
+    string(FIND "${folder}/" "${top}/" at)
+    if(top STREQUAL "" OR folder STREQUAL top OR NOT at EQUAL 0)
+      return()
+    endif()
+  endwhile()
+endfunction()
+
 # _ciq_resolve_pin(TARGET <target> PIN_FILE <file> PIN_DIR <dir> BINARY_DIR <dir>
 #                  ALLOW_NUMERICS <bool> CUDA_VERSION <major.minor>
 #                  PTXAS_VERSION <major.minor> [ARCHITECTURES <arch>...]
-#                  [PARAMS <NAME=space>...] RESULT_PREFIX <prefix>)
+#                  [PARAMS <NAME=space>...] [TOP_DIR <dir>] RESULT_PREFIX <prefix>)
 # What a build applies to <target>, as resolve_build_pin (ciq_build/pin/apply.py)
 # decides it. PTXAS_VERSION is the building ptxas's ("" when unknown): a ptxas
 # ACF is applied only by the ptxas it was measured with. ARCHITECTURES are the
@@ -753,7 +775,7 @@ endmacro()
 #                     one's device arguments; else ""
 function(_ciq_resolve_pin)
   cmake_parse_arguments(PARSE_ARGV 0 arg ""
-    "TARGET;PIN_FILE;PIN_DIR;BINARY_DIR;ALLOW_NUMERICS;CUDA_VERSION;PTXAS_VERSION;RESULT_PREFIX"
+    "TARGET;PIN_FILE;PIN_DIR;BINARY_DIR;ALLOW_NUMERICS;CUDA_VERSION;PTXAS_VERSION;RESULT_PREFIX;TOP_DIR"
     "ARCHITECTURES;PARAMS")
   set(target "${arg_TARGET}")
   set(pin_file "${arg_PIN_FILE}")
@@ -767,14 +789,24 @@ function(_ciq_resolve_pin)
   set(depends "")
   set(acf_kind "")
   set(gencode "")
+  set(top "${arg_TOP_DIR}")
+  if(NOT DEFINED arg_TOP_DIR)
+    set(top "${CMAKE_SOURCE_DIR}")
+  endif()
+  _ciq_linked_folder(linked "${pin_dir}" "${top}")
   if(CIQ_DISABLE)
     set(status disabled)
     set(text "pins disabled (CIQ_DISABLE=ON)")
-  elseif(IS_SYMLINK "${pin_dir}")
-    # A committed `ciq -> elsewhere` (pin/record.py check_pin_dir): the pins would be
-    # read from wherever it points.
-    file(READ_SYMLINK "${pin_dir}" destination)
-    _ciq_pin_error(${target} "${pin_file}" "the pin directory ${pin_dir} is a symbolic link "
+  elseif(NOT linked STREQUAL "")
+    # A committed `ciq -> elsewhere`, or `pins -> elsewhere` with PIN_DIR pins/ciq
+    # (pin/record.py check_pin_dir): the pins would be read from wherever it points.
+    file(READ_SYMLINK "${linked}" destination)
+    if(linked STREQUAL pin_dir)
+      set(where "is a symbolic link")
+    else()
+      set(where "lies in ${linked}, a symbolic link")
+    endif()
+    _ciq_pin_error(${target} "${pin_file}" "the pin directory ${pin_dir} ${where} "
       "(to ${destination}); pins must live in a real directory of the source tree. Replace "
       "the link with a directory holding the pins.")
     return()
@@ -1041,9 +1073,9 @@ function(_ciq_check_call target)
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'. "
       "Keywords are BENCHMARK, ARGS, ARGS_SETS, SCORE, METRIC, UNIT, OBJECTIVES, PARAMS, CONSTRAINTS, "
-      "SEARCH_SPACE, SEEDS, PIN_DIR, TIMEOUT and ALLOW_NUMERICS.")
+      "SEARCH_SPACE, SEEDS, PIN_DIR, TIMEOUT, DESCRIPTION and ALLOW_NUMERICS.")
   endif()
-  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE)
+  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE DESCRIPTION)
     if(keyword IN_LIST ARG_KEYWORDS_MISSING_VALUES)
       message(FATAL_ERROR "${fn}: ${keyword} needs a value.")
     endif()
@@ -1337,7 +1369,7 @@ function(ciq_tune_target target)
     # Options
     "ALLOW_NUMERICS"       # the search may change floating-point results
     # One-value keywords
-    "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT;SCORE"
+    "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT;SCORE;DESCRIPTION"
     # Multi-value keywords
     "ARGS;ARGS_SETS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE;SEEDS")
   _ciq_check_call(${target})
@@ -1387,6 +1419,7 @@ function(ciq_tune_target target)
     _CIQ_SEARCH_SPACE "${ARG_SEARCH_SPACE}"
     _CIQ_PIN_DIR "${pin_dir}"
     _CIQ_TIMEOUT "${ARG_TIMEOUT}"
+    _CIQ_DESCRIPTION "${ARG_DESCRIPTION}"
     _CIQ_ALLOW_NUMERICS "${ARG_ALLOW_NUMERICS}"
     _CIQ_CUDA_COMPILER "${CMAKE_CUDA_COMPILER}"
     _CIQ_CUDA_COMPILER_VERSION "${CMAKE_CUDA_COMPILER_VERSION}")
@@ -1570,7 +1603,7 @@ function(_ciq_finalize_target target)
     message(FATAL_ERROR "${fn}: the build directory path contains a quote or "
       "backslash; use a plain path.")
   endif()
-  foreach(property IN ITEMS METRIC METRIC_UNIT PIN_DIR OPTIONS_FILE)
+  foreach(property IN ITEMS METRIC METRIC_UNIT PIN_DIR OPTIONS_FILE DESCRIPTION)
     if(property STREQUAL "OPTIONS_FILE")
       get_target_property(value ${target} CIQ_OPTIONS_FILE)
     else()
@@ -1603,6 +1636,7 @@ function(_ciq_finalize_target target)
     "{"
     "  \"schema\": 2,"
     "  \"target\": ${json_target},"
+    "  \"description\": ${json_DESCRIPTION},"
     "  \"source_dir\": ${json_CMAKE_SOURCE_DIR},"
     "  \"binary_dir\": ${json_CMAKE_BINARY_DIR},"
     "  \"target_source_dir\": ${json_source_dir},"

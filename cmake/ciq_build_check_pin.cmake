@@ -6,6 +6,7 @@
 #   <pin dir>/<target>.json  <PARAMS, "|"-separated>  <ALLOW_NUMERICS ON|OFF>
 #   <CUDA major.minor of the compiler>  <build dir for an ACF copy>
 #   <ptxas major.minor, or empty>  <the build's architectures, "|"-separated>
+#   <the project's top folder: no folder from it to the pin dir may be a link>
 # For each case it prints one line, "case <n>: <status>" (applied, none,
 # skipped, or "refused: <the error configure gives>"), then "case <n> arg: <a>"
 # per nvcc argument; for a pin applied per -gencode, then "case <n> arg: [<arch>]"
@@ -29,6 +30,7 @@ foreach(case IN LISTS cases)
   list(GET fields 4 binary_dir)
   list(GET fields 5 ptxas)
   list(GET fields 6 architectures)
+  list(GET fields 7 top)
   string(REPLACE "|" ";" params "${params}")
   string(REPLACE "|" ";" architectures "${architectures}")
   get_filename_component(pin_dir "${pin_file}" DIRECTORY)
@@ -37,7 +39,8 @@ foreach(case IN LISTS cases)
   set_property(GLOBAL PROPERTY _CIQ_PIN_REFUSED "")
   _ciq_resolve_pin(TARGET "${target}" PIN_FILE "${pin_file}" PIN_DIR "${pin_dir}"
     BINARY_DIR "${binary_dir}" ALLOW_NUMERICS "${allow_numerics}" CUDA_VERSION "${cuda}"
-    PTXAS_VERSION "${ptxas}" ARCHITECTURES ${architectures} PARAMS ${params} RESULT_PREFIX pin)
+    PTXAS_VERSION "${ptxas}" ARCHITECTURES ${architectures} PARAMS ${params} TOP_DIR "${top}"
+    RESULT_PREFIX pin)
   get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
   if(refused)
     string(REPLACE "\n" " " refused "${refused}")

@@ -131,6 +131,11 @@ def plant(case: Case, pin_dir: Path, outside: Path) -> None:
         (pin_dir / "kern.90a.acf").write_bytes(OTHER_ACF)
     elif case.setup.startswith("acf-named:"):
         acf.rename(pin_dir / case.setup.removeprefix("acf-named:"))
+    elif case.setup == "pin-parent-symlink":
+        # The pin dir's parent is a link (PIN_DIR pins/ciq with a committed `pins -> elsewhere`).
+        elsewhere = outside / "elsewhere"
+        pin_dir.parent.rename(elsewhere)
+        pin_dir.parent.symlink_to(elsewhere)
     elif case.setup == "pin-dir-symlink":
         # The pin dir's content lives elsewhere; the pin dir is a link to it.
         elsewhere = outside / "elsewhere"
@@ -168,6 +173,7 @@ class Prepared:
     case: Case
     pin_file: Path
     build_dir: Path
+    top: Path  # the project's top folder: no folder from it down to the pin dir may be a link
 
 
 def prepare(cases: list[Case], root: Path) -> list[Prepared]:
@@ -182,7 +188,7 @@ def prepare(cases: list[Case], root: Path) -> list[Prepared]:
         if case.acf is not None:
             (pin_dir / "kern.acf").write_bytes(case.acf)
         plant(case, pin_dir, top / "outside")
-        out.append(Prepared(case, pin_dir / "kern.json", top / "build"))
+        out.append(Prepared(case, pin_dir / "kern.json", top / "build", top))
     return out
 
 
@@ -191,7 +197,7 @@ def python_verdict(p: Prepared) -> tuple[str, tuple[str, ...], str]:
         pin = resolve_build_pin("kern", p.pin_file.parent, params=p.case.params,
                                 allow_numerics=p.case.allow_numerics, cuda=p.case.cuda, strict=False,
                                 disabled=False, copy_dir=p.build_dir, ptxas=p.case.ptxas,
-                                architectures=p.case.architectures)
+                                architectures=p.case.architectures, top=p.top)
     except CiqError as exc:
         return "refused", (), str(exc)
     gencode = [line for arch, args in pin.per_architecture for line in (f"[{arch}]", *(f"[{arch}] {a}" for a in args))]
@@ -221,7 +227,8 @@ def cmake_verdicts(prepared: list[Prepared], tmp: Path, cmake: str, probe: str =
         for value in (str(p.pin_file), *p.case.params, str(p.build_dir)):
             assert "\t" not in value and "|" not in value and "\n" not in value
         lines.append("\t".join([str(p.pin_file), "|".join(p.case.params), "ON" if p.case.allow_numerics else "OFF",
-                                p.case.cuda, str(p.build_dir), p.case.ptxas, "|".join(p.case.architectures)]))
+                                p.case.cuda, str(p.build_dir), p.case.ptxas, "|".join(p.case.architectures),
+                                str(p.top)]))
     cases_file = tmp / "cases.txt"
     cases_file.write_text("\n".join(lines) + "\n")
     probe_args = [f"-DCIQ_PROBE={probe}"] if probe else []

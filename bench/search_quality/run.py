@@ -63,7 +63,8 @@ from bench.search_quality.held_out import HELD_OUT  # noqa: E402
 from bench.search_quality.problems import TUNING, Problem  # noqa: E402
 from bench.search_quality.stats import fisher_exact, mann_whitney  # noqa: E402
 from ciq_build.core.pareto import hypervolume_2d, non_dominated  # noqa: E402
-from ciq_build.search.evolution import INVALID_SCORE, Search, SearchConfiguration, interpret  # noqa: E402
+from ciq_build.search.configuration import INVALID_SCORE, SearchConfiguration, interpret  # noqa: E402
+from ciq_build.search.search_api import Search  # noqa: E402
 from ciq_build.search.strategies import SearchRequest, make_source  # noqa: E402
 
 Scores = tuple[float, ...] | None  # one evaluation: its scores, or None when it failed
@@ -152,12 +153,9 @@ def run_ours(problem: Problem, seed: int, generations: int, pool: int) -> Run:
     return _our_run(search.start())
 
 
-def load_baseline(rev: str) -> Callable[..., Run]:
-    """ciq_build's genetic search as it was at git revision ``rev`` (its evolution.py), as an engine.
-
-    For a before/after comparison in one run: the module is loaded from
-    ``git show REV:ciq_build/search/evolution.py`` beside today's, sharing the rest of the package.
-    """
+def baseline_module(rev: str) -> Any:
+    """ciq_build's genetic search as it was at git revision ``rev``: its ``ciq_build/search/evolution.py``, loaded
+    from ``git show`` beside today's package (sharing the rest of it), for a before/after comparison in one run."""
     import importlib.util
     import subprocess
     import tempfile
@@ -173,6 +171,14 @@ def load_baseline(rev: str) -> Callable[..., Run]:
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
+    if not hasattr(module, "Search"):  # since the portfolio, the genetic search's own name
+        setattr(module, "Search", module.GeneticSearch)  # noqa: B010 - a module attribute mypy cannot see
+    return module
+
+
+def load_baseline(rev: str) -> Callable[..., Run]:
+    """The genetic search of git revision ``rev`` (:func:`baseline_module`) as an engine (row ``ga@REV``)."""
+    module = baseline_module(rev)
 
     def run(problem: Problem, seed: int, generations: int, pool: int) -> Run:
         config = module.SearchConfiguration(generations=generations, pool_size=pool, seed=seed,

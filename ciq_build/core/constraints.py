@@ -80,11 +80,17 @@ def syntax_problem(expression: str, names: Sequence[str], rules: RuleBook | None
     met, a character outside the language included, is the one reported. The
     CMake module's _ciq_rules_constraint_problem makes the same scan, message for message.
     """
+    rules = rules or load_rules()
+    length, max_length = len(expression.encode("utf-8", "surrogatepass")), rules.limit("constraint_length")
+    if length > max_length:
+        return f"it is {length} bytes long, more than {max_length}"
+    max_depth = rules.limit("constraint_depth")
     tokens, lexing_problem = tokenize(expression, rules)
     if not tokens and lexing_problem is None:
         return "it is empty"
     expect_operand = True
     depth = 0
+    signs = 0  # the signs and nots before the operand to come
     compared = [False]  # per parenthesis depth: a comparison since the last and/or
     for token in tokens:
         text = token.text
@@ -101,9 +107,13 @@ def syntax_problem(expression: str, names: Sequence[str], rules: RuleBook | None
                 depth += 1
                 compared.append(False)
             elif text in ("not", "-", "+"):
-                pass
+                signs += 1
             else:
                 return f"'{text}' where a number, a PARAMS name or '(' belongs"
+            if depth + signs > max_depth:
+                return f"it nests parentheses, signs and nots more than {max_depth} deep"
+            if not expect_operand or text == "(":
+                signs = 0
         else:
             if text == ")":
                 if depth == 0:

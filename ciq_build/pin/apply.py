@@ -41,7 +41,7 @@ class BuildPin:
 
 def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allow_numerics: bool,
                       cuda: str, strict: bool, disabled: bool, copy_dir: Path, ptxas: str = "",
-                      architectures: Sequence[str] | None = None) -> BuildPin:
+                      architectures: Sequence[str] | None = None, top: Path | None = None) -> BuildPin:
     """The pin a build applies, decided exactly as the CMake module's _ciq_resolve_pin.
 
     RecordError (or UnsafeFlagError) for a record the rule book refuses, and for
@@ -49,12 +49,13 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
     `ptxas` is the building ptxas's version ("" when unknown): a ptxas ACF is
     only applied by the ptxas major.minor it was measured with. `architectures`
     are the ones the build compiles for (None: not known, not checked): a pin
-    is only applied to the architectures it was tuned for.
+    is only applied to the architectures it was tuned for. `top` is the project's top folder: no folder
+    from it down to the pin dir may be a link (check_pin_dir).
     """
     path = record_path(pin_dir, target)
     if disabled:
         return BuildPin("disabled", (), (), "pins disabled (CIQ_DISABLE)")
-    check_pin_dir(Path(pin_dir))
+    check_pin_dir(Path(pin_dir), top)
     if not os.path.lexists(path):
         return BuildPin("none", (), (), f"no pinned controls ({path})")
     record = read_record(path)
@@ -109,7 +110,8 @@ def build_decision(manifest: Manifest, toolchain: Toolchain) -> tuple[bool, str]
                                     allow_numerics=manifest.allow_numerics, cuda=toolchain.major_minor,
                                     strict=False, disabled=False, copy_dir=Path(copies),
                                     ptxas=toolchain.ptxas_version,
-                                    architectures=architecture_list(manifest.toolchain.architectures) or None)
+                                    architectures=architecture_list(manifest.toolchain.architectures) or None,
+                                    top=manifest.source_dir)
         except RecordError as error:  # UnsafeFlagError is one
             return False, f"ciq_tune_target({manifest.target}) refuses the record, and the configure stops: {error}"
     if pin.status == "skipped":

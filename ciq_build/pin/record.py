@@ -110,15 +110,22 @@ def is_targets_acf(name: str, target: str) -> bool:
     return name.endswith(".acf") and (name == f"{target}.acf" or name.startswith((f"{target}.", f"{target}-")))
 
 
-def check_pin_dir(pin_dir: Path) -> None:
-    """Refuse a pin directory that is a symbolic link (a committed ``ciq -> elsewhere``): the pins
-    would be read from, and a tune would write them to, wherever it points. The CMake module's
-    _ciq_resolve_pin refuses it too."""
-    if os.path.islink(pin_dir):
-        raise RecordError(
-            f"the pin directory {pin_dir} is a symbolic link (to {os.readlink(pin_dir)}); pins must live in a "
-            "real directory of the source tree. Replace the link with a directory holding the pins."
-        )
+def check_pin_dir(pin_dir: Path, top: Path | None = None) -> None:
+    """Refuse a pin directory that is a symbolic link (a committed ``ciq -> elsewhere``), or lies in one
+    below the project's top folder `top` (``pins -> elsewhere`` with PIN_DIR pins/ciq): the pins would be
+    read from, and a tune would write them to, wherever it points. Without `top` (or for a pin dir outside
+    it) the pin dir itself is checked. The CMake module's _ciq_resolve_pin refuses the same."""
+    pin_dir = Path(os.path.abspath(pin_dir))
+    folders = [pin_dir]
+    if top is not None and Path(os.path.abspath(top)) in pin_dir.parents:
+        folders += list(pin_dir.parents)[:list(pin_dir.parents).index(Path(os.path.abspath(top)))]
+    for folder in folders:
+        if os.path.islink(folder):
+            where = "is a symbolic link" if folder == pin_dir else f"lies in {folder}, a symbolic link"
+            raise RecordError(
+                f"the pin directory {pin_dir} {where} (to {os.readlink(folder)}); pins must live in a real "
+                "directory of the source tree. Replace the link with a directory holding the pins."
+            )
 
 
 def checked_target(target: object) -> str:

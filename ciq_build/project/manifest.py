@@ -165,6 +165,8 @@ class Manifest:
 
     schema: int = field(default=MANIFEST_SCHEMA, metadata=in_json(SCHEMA, "the manifest's format"))
     target: str = field(metadata=in_json(TARGET, "the tuned target; the file is <target>.json"))
+    description: str = field(default="", metadata=in_json(
+        TEXT, "DESCRIPTION: what the target is, in one line", optional=True, shown="description"))
     source_dir: Path = field(metadata=in_json(ABSOLUTE, "CMAKE_SOURCE_DIR"))
     binary_dir: Path = field(metadata=in_json(ABSOLUTE, "CMAKE_BINARY_DIR"))
     target_source_dir: Path = field(metadata=in_json(ABSOLUTE, "the target's SOURCE_DIR"))

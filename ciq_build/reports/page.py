@@ -14,6 +14,7 @@ import base64
 import html
 import io
 import math
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -706,7 +707,11 @@ def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """`text` (a journal's or a record's: untrusted) as a Markdown table cell that shows it and nothing more:
+    HTML's & < > as entities (a job summary renders HTML), and what would make code, a link or an image, or
+    end the cell (\\ ` [ ] |), escaped; one line."""
+    text = html.escape(text, quote=False)
+    return re.sub(r"([\\`\[\]|])", r"\\\1", text).replace("\r", " ").replace("\n", " ")
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> str:
@@ -720,7 +725,7 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
 def render_markdown(history: TuneHistory) -> str:
     """The report's tables as Markdown (no plots), for a CI log or a job summary."""
     parts = [f"# ciq_build: how {history.target} was tuned", ""]
-    parts += [f"- {k}: {v}" for k, v in _facts(history)]
+    parts += [f"- {_md_cell(k)}: {_md_cell(v)}" for k, v in _facts(history)]
     parts += ["", "## Result", "", _md_table(_SUMMARY_HEAD, _summary_rows(history))]
     parts += ["", "## Convergence", "", _md_table(_generation_head(history), _generation_rows(history))]
     failures = _failure_rows(history)

@@ -11,6 +11,8 @@ from ciq_build.pin.read import read_record
 from ciq_build.project.backend import BuildBackend
 from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.project.cmake_trees import safe_name
+from ciq_build.project.json_model import json_fields
+from ciq_build.project.manifest import Manifest
 from ciq_build.state.journal import Journal
 
 
@@ -28,10 +30,20 @@ def show(target: str, backend: BuildBackend, pin_file: Path | None) -> tuple[str
         return text, True
     try:
         manifest = backend.manifest(target)
+        text = _with_shown_fields(text, manifest)
         applies, said = build_decision(manifest, backend.toolchain(manifest))
     except CiqError as error:  # no configured tree to ask, or its compiler gone: the record alone is shown
         return f"{text}\nbuild       not checked: {error}", True
     return f"{text}\nbuild       {said}", applies
+
+
+def _with_shown_fields(text: str, manifest: Manifest) -> str:
+    """`text` with the manifest's fields declared to be shown (ciq_build.project.json_model: `shown`) that have
+    a value, one line each under the target's line."""
+    target_line, *rest = text.split("\n")
+    shown = [f"{declared.shown:<11} {value}" for name, declared in json_fields(Manifest).items()
+             if declared.shown and (value := getattr(manifest, name))]
+    return "\n".join([target_line, *shown, *rest])
 
 
 def require_pin(target: str, backend: BuildBackend, pin_file: Path | None = None) -> Path:

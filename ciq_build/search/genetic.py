@@ -1,4 +1,4 @@
-"""ciq_build's own genetic search (ciq_build.search.evolution) as a source of candidates for the driver."""
+"""ciq_build's own searches (ciq_build.search.batch) as sources of candidates for the driver: the GA's strategy."""
 
 from __future__ import annotations
 
@@ -7,33 +7,35 @@ from dataclasses import dataclass
 from typing import Any
 
 from ciq_build.core.causes import Cause
-from ciq_build.core.space import Param, as_space
+from ciq_build.core.space import Param, SearchSpace, as_space
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import Proposal
-from ciq_build.search.evolution import Candidate, Search, SearchConfiguration
+from ciq_build.search.batch import BatchSearch, Candidate
+from ciq_build.search.evolution import GeneticSearch, SearchConfiguration
 from ciq_build.search.strategies import GRID, SearchRequest, configured
 from ciq_build.search.strategy_options import strategy_option
 
 ENGINE_NAME = "ciq_build.ga"
 
 
-class GeneticSource:
-    """Ask/tell over public knobs and user -D parameters, seeded with the compiler's defaults."""
+def first_pool(space: SearchSpace, seeds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """What a search of the driver's measures first: the compiler's defaults (every knob absent) where the space
+    has them -- on well-written kernels a strong optimum the search must know -- then tune --seed-from's seeds."""
+    first: list[dict[str, Any]] = []
+    try:
+        space.to_genome({})
+        first.append({})
+    except ConfigError:
+        pass  # a parameter without knockout: the driver still measures the defaults as its baseline
+    return first + [dict(s) for s in seeds]
 
-    def __init__(self, space: Mapping[str, Param], config: SearchConfiguration, objective_names: list[str],
-                 seeds: Sequence[Mapping[str, Any]] = ()):
-        self.space = as_space(space)
-        self.config = config
-        # The compiler's defaults (every knob absent) go into the first pool: on
-        # well-written kernels they are a strong optimum, and the GA must know it.
-        first: list[dict[str, Any]] = []
-        try:
-            self.space.to_genome({})
-            first.append({})
-        except ConfigError:
-            pass  # a parameter without knockout: the driver still measures the defaults as its baseline
-        first += [dict(s) for s in seeds]  # tune --seed-from: next, before anything drawn
-        self.search = Search(None, self.space, config, seeds=first, objective_names=objective_names, progress=False)
+
+class BatchSource:
+    """Ask/tell over public knobs and user -D parameters, by one of ciq_build's own searches."""
+
+    def __init__(self, search: BatchSearch, engine: str) -> None:
+        self.search, self.engine = search, engine
+        self.space, self.config = search.space, search.config
         self._asked: dict[int, Candidate] = {}
 
     # Its next batch depends only on the seed and what was told: a copy can guess it (ciq_build.tune.ahead).
@@ -53,12 +55,22 @@ class GeneticSource:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "engine": ENGINE_NAME,
+            "engine": self.engine,
             "search_space": self.space.describe(),
             "seed": self.config.seed,
             "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
                        "mutate_rate": self.config.mutate_rate, "max_evaluations": self.config.max_evaluations},
         }
+
+
+class GeneticSource(BatchSource):
+    """The GA over knobs and parameters, seeded with the compiler's defaults."""
+
+    def __init__(self, space: Mapping[str, Param], config: SearchConfiguration, objective_names: list[str],
+                 seeds: Sequence[Mapping[str, Any]] = ()):
+        grid = as_space(space)
+        super().__init__(GeneticSearch(None, grid, config, seeds=first_pool(grid, seeds),
+                                       objective_names=objective_names, progress=False), ENGINE_NAME)
 
 
 @dataclass(frozen=True)
@@ -74,7 +86,7 @@ class GaOptions:
 
 
 class GeneticStrategy:
-    """`--strategy ga`, the default for knobs, params and ACF pools."""
+    """`--strategy ga`: ciq_build's genetic search."""
 
     name = "ga"
     spaces = frozenset({GRID})
@@ -82,5 +94,5 @@ class GeneticStrategy:
     options = GaOptions
 
     def make(self, request: SearchRequest) -> GeneticSource:
-        return GeneticSource(as_space(request.space, request.allows), configured(request), list(request.objective_names),
-                             request.seed_params)
+        return GeneticSource(as_space(request.space, request.allows), configured(request),
+                             list(request.objective_names), request.seed_params)

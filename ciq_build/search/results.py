@@ -6,7 +6,9 @@ keeps on disk is its journal (ciq_build.state.journal).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 
 from ciq_build.core.causes import Cause
 from ciq_build.core.pareto import Direction, minimised, non_dominated
@@ -40,6 +42,7 @@ class Results:
             raise ConfigError(f"{len(names)} objective names for {len(directions)} objectives")
         self.objective_names = names
         self._evaluations: list[Evaluation] = []
+        self._failures = 0  # counted as they come: a progress line reads it every batch
         for evaluation in evaluations:
             self.add(evaluation)
 
@@ -54,6 +57,7 @@ class Results:
                 f"expected {self.num_objectives} numbers"
             )
         self._evaluations.append(evaluation)
+        self._failures += not evaluation.ok
 
     def __len__(self) -> int:
         return len(self._evaluations)
@@ -67,7 +71,7 @@ class Results:
 
     @property
     def failures(self) -> int:
-        return sum(1 for e in self._evaluations if not e.ok)
+        return self._failures
 
     def get_best_result(self) -> Evaluation | None:
         """The best ok evaluation; None if there is none.
@@ -75,7 +79,18 @@ class Results:
         With several objectives "best" is lexicographic in objective order (the
         first objective decides, the next breaks ties); use :meth:`pareto_front`
         for the trade-offs. Ties keep the earliest evaluation.
+
+        With one objective and a configuration measured more than once (the
+        portfolio search does where scores are noisy), configurations are
+        judged by the mean of their measurements plus its standard error, and
+        the best is its first evaluation carrying that mean as its score: one
+        lucky measurement does not lead, and the score reported is the
+        re-measured one.
         """
+        if len(self.directions) == 1:
+            repeated = self._by_configuration()
+            if any(len(scores) > 1 for _, scores in repeated.values()):
+                return self._best_of_repeats(repeated)
         best: Evaluation | None = None
         best_scores: tuple[float, ...] = ()
         for e in self._evaluations:
@@ -90,3 +105,31 @@ class Results:
         ok = [(e, e.scores) for e in self._evaluations if e.ok and e.scores is not None]
         keep = non_dominated([scores for _, scores in ok], self.directions)
         return [ok[i][0] for i in keep]
+
+    def _by_configuration(self) -> dict[str, tuple[Evaluation, list[float]]]:
+        out: dict[str, tuple[Evaluation, list[float]]] = {}
+        for e in self._evaluations:
+            if e.ok and e.scores is not None:
+                out.setdefault(e.key, (e, []))[1].append(e.scores[0])
+        return out
+
+    def _best_of_repeats(self, repeated: dict[str, tuple[Evaluation, list[float]]]) -> Evaluation:
+        sign = 1.0 if self.directions[0] == "min" else -1.0
+        spread = noise_bound([[sign * s for s in scores] for _, scores in repeated.values()])
+
+        def bound(scores: list[float]) -> float:
+            return sign * sum(scores) / len(scores) + spread / math.sqrt(len(scores))
+
+        first, scores = min(repeated.values(), key=lambda item: bound(item[1]))
+        return replace(first, scores=(sum(scores) / len(scores),))
+
+
+def noise_bound(samples: Iterable[Sequence[float]]) -> float:
+    """The pooled standard deviation of repeated measurements (0 where nothing was measured twice)."""
+    squares, freedom = 0.0, 0
+    for values in samples:
+        if len(values) > 1:
+            mean = sum(values) / len(values)
+            squares += sum((v - mean) ** 2 for v in values)
+            freedom += len(values) - 1
+    return math.sqrt(squares / freedom) if freedom else 0.0

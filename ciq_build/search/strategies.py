@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource
-from ciq_build.search.evolution import SearchConfiguration
+from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.strategy_options import describe, merged, options_of
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ GRID = "grid"  # knobs, params and ACF pools: finite grids of values (ciq_build.
 COMPILER_ACF = "compiler-acf"  # a compiler search space (ptxas-acf, nvcc-acf, a .bin): opaque, ACFs come from compileiq
 
 _STRATEGY_IMPORTS: dict[str, str] = {
+    "portfolio": "ciq_build.search.portfolio:PortfolioStrategy",
     "ga": "ciq_build.search.genetic:GeneticStrategy",
     "compileiq": "ciq_build.search.compileiq:CompileIqStrategy",
     "random": "ciq_build.search.random_search:RandomStrategy",
@@ -97,8 +98,8 @@ def strategy_names() -> tuple[str, ...]:
 
 
 def default_strategy(request: SearchRequest) -> str:
-    """What a space is searched with when no strategy is named: compileiq where only it can, else the GA."""
-    return "compileiq" if request.space_kind == COMPILER_ACF else "ga"
+    """What a space is searched with when no strategy is named: compileiq where only it can, else the portfolio."""
+    return "compileiq" if request.space_kind == COMPILER_ACF else "portfolio"
 
 
 def resolve_strategy(strategy: object) -> Strategy:

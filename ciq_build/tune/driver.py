@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures, sm
 from ciq_build.compiler.toolchain import Toolchain, architecture_list, other_toolkits
 from ciq_build.core import pace
 from ciq_build.core.causes import Cause
@@ -30,7 +31,6 @@ from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_na
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR, duration_text
 from ciq_build.errors import BenchmarkError, BuildError, ConfigError, DiskFullError, NoGpuError
 from ciq_build.measure import claim
-from ciq_build.measure.gpu_arch import ArchitecturePlan, plan_architectures, sm
 from ciq_build.measure.sizes import SIZE_SEPARATOR, size_ratios
 from ciq_build.measure.stats import interleaved
 from ciq_build.pin.record import check_pin_dir, record_path
@@ -41,8 +41,8 @@ from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree, safe_name
 from ciq_build.project.manifest import Manifest, benchmark_sizes, for_architecture
 from ciq_build.project.sources import Snapshot, TreeWatch
 from ciq_build.search.base import CandidateSource, Proposal
+from ciq_build.search.configuration import planned_evaluations
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.search.evolution import planned_evaluations
 from ciq_build.search.select import make_candidate_source, search_kinds, space_size_text
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
@@ -136,7 +136,7 @@ class TuneRun:
         self.space_total: int | None = None  # the grid's configurations after CONSTRAINTS, where known
         self.overridden: list[str] = []  # PARAMS names the source #defines again, unguarded (said after the baseline)
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
-        # Which architecture each figure is for (ciq_build.measure.gpu_arch), once read before the baseline.
+        # Which architecture each figure is for (ciq_build.compiler.gpu_arch), once read before the baseline.
         self.architectures = ArchitecturePlan(None, None, "", None)
 
     # -- the run ---------------------------------------------------------------
@@ -164,7 +164,7 @@ class TuneRun:
         self.backend.check_tools(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
                                  needs_benchmark=self.runner.needs_benchmark)
         if self.settings.pin:  # a pin dir that is a link is refused now, not after the search
-            check_pin_dir(self.manifest.pin_dir)
+            check_pin_dir(self.manifest.pin_dir, self.manifest.source_dir)
         lock_path = tune_lock_path(self.state_dir, safe_name(self.manifest.target))
         with TargetLock(lock_path, wait=self.settings.wait):
             try:
@@ -286,7 +286,7 @@ class TuneRun:
                                      planned.get("pool_size", search.pool_size), search.max_evaluations)
         line = f"search space: {text}; budget {budget:,} evaluations"
         self.space_total = total
-        if total is not None and total <= budget and search.strategy in (None, "ga"):
+        if total is not None and total <= budget and search.strategy in (None, "ga", "portfolio"):
             line += (f" (the space is smaller: --strategy exhaustive evaluates each of its {total:,} "
                      "configurations once)")
         self._say(line)

@@ -26,6 +26,7 @@ from ciq_build.compiler.controls import AcfRef, Controls, nvcc_arguments
 from ciq_build.compiler.fingerprint import Fingerprints, object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.errors import SearchError
+from ciq_build.measure.stopping import stopped
 from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.tune.timeouts import Timeouts
 
@@ -169,8 +170,8 @@ class Minimizer:
             return "cancelled"
         identity = self._build(without(self.controls, control))
         reference = self._reference.result()  # the winner's rebuild, in its own tree meanwhile
-        if reference is None:
-            return "cancelled"
+        if reference is None or self._cancelled.is_set() or stopped():
+            return "cancelled"  # a build a stop killed says nothing of the control: nothing said
         verdict = "fails" if identity is None else "same" if identity == reference else "other"
         found = {"fails": "does not build without it: kept", "same": "same code without it: dropped",
                  "other": "other code without it: kept"}[verdict]

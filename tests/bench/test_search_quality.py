@@ -14,7 +14,7 @@ from bench.search_quality import held_out as ho
 from bench.search_quality import problems as pr  # the repository root is on sys.path (pyproject.toml)
 from bench.search_quality import run as sq
 from bench.search_quality.stats import fisher_exact, mann_whitney
-from ciq_build.search.evolution import INVALID_SCORE
+from ciq_build.search.evolution import INVALID_SCORE, GeneticSearch, SearchConfiguration
 
 
 @dataclass
@@ -169,7 +169,10 @@ def test_the_baseline_engine_runs_the_genetic_search_of_a_git_revision() -> None
     import subprocess
 
     baseline = sq.load_baseline("HEAD")
-    theirs, ours = baseline(pr.SEEDS_EXAMPLE, 3, 3, 8).scores, sq.run_ours(pr.SEEDS_EXAMPLE, 3, 3, 8).scores
+    theirs = baseline(pr.SEEDS_EXAMPLE, 3, 3, 8).scores
+    config = SearchConfiguration(generations=3, pool_size=8, seed=3)
+    ours = [e.scores if e.ok else None
+            for e in GeneticSearch(pr.SEEDS_EXAMPLE.objective, pr.SEEDS_EXAMPLE.space, config).start().get_results()]
     assert len(theirs) == len(ours) == 24
     unchanged = subprocess.run(["git", "-C", str(sq.Path(sq.__file__).resolve().parents[2]), "diff", "--quiet",
                                 "HEAD", "--", "ciq_build/search/evolution.py"]).returncode == 0

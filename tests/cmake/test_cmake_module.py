@@ -628,6 +628,7 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
          "UNIT 'MS' is not a unit of time; use one of s, ms, us, ns"),
         ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "t=([0-9.]+)" UNIT)\n', "UNIT needs a value"),
         ("ciq_tune_target(kern BENCHMARK kern_bench UNIT s)\n", "UNIT is the unit of METRIC's number; give METRIC"),
+        ("ciq_tune_target(kern DESCRIPTION)\n", "DESCRIPTION needs a value"),
     ],
 )
 def test_call_errors_name_the_function_and_say_what_to_do(tiny: Tiny, body: str, message: str) -> None:
@@ -701,6 +702,24 @@ def test_seeds_reach_the_manifest_their_paths_from_the_calls_folder(tiny: Tiny) 
     manifest = load_manifest(tiny.build, "kern")
     assert manifest.seeds == (str(tiny.source / "../other/ciq"), "-Xptxas=-O2 -DKTILE=4", "/abs/pin.json")
     assert_valid_manifest(json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text()))
+
+
+def test_a_description_reaches_the_manifest_and_show_prints_it(tiny: Tiny) -> None:
+    said_as = 'GEMM "tiled" for sm_90a; 50% faster'
+    body = 'ciq_tune_target(kern DESCRIPTION "GEMM \\"tiled\\" for sm_90a; 50% faster" PIN_DIR "pins dir")\n'
+    ensure_ok(tiny.configure(body=body, pins={"kern": record()}))
+    data = json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text())
+    assert data["description"] == said_as
+    assert_valid_manifest(data)
+    assert load_manifest(tiny.build, "kern").description == said_as
+    shown = run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(tiny.build)], 300)
+    lines = ensure_ok(shown).stdout.splitlines()
+    assert lines[0].startswith("target      kern") and lines[1] == f"description {said_as}", shown.stdout
+    # Without DESCRIPTION the manifest says "" and show has no such line.
+    ensure_ok(tiny.configure(body='ciq_tune_target(kern PIN_DIR "pins dir")\n', pins={"kern": record()}))
+    assert json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text())["description"] == ""
+    shown = ensure_ok(run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(tiny.build)], 300))
+    assert not any(line.startswith("description") for line in shown.stdout.splitlines()), shown.stdout
 
 
 def test_args_sets_and_score_reach_the_manifest_split_like_a_command_line(tiny: Tiny) -> None:

@@ -74,12 +74,27 @@ def test_the_expression_language(expression: str, bx: int, by: int, expected: bo
         (["BX ** 2 > 1"], "'*' where a number, a PARAMS name or '(' belongs"),
         (["MODE == 1"], "MODE takes values that are not whole numbers"),
         ([""], "it is empty"),
+        (["+".join(["BX"] * 3000)], "it is 8999 bytes long, more than 256"),  # it crashed tune (RecursionError)
+        (["(" * 17 + "BX" + ")" * 17], "it nests parentheses, signs and nots more than 16 deep"),
+        (["not " * 17 + "BX"], "it nests parentheses, signs and nots more than 16 deep"),
     ],
 )
 def test_a_bad_constraint_is_refused_saying_what_to_fix(expressions: list[str], message: str) -> None:
     with pytest.raises(ConfigError) as error:
         parse_constraints(expressions, SPACE)
     assert message in str(error.value) and "CONSTRAINTS" in str(error.value)
+
+
+@pytest.mark.parametrize("expression", ["BX" + "+1" * 126, "(" * 16 + "BX" + ")" * 16, "-" * 16 + "BX",
+                                        "- " * 8 + "(" * 8 + "BX" + ")" * 8, " and ".join(["BX<99"] * 25)])
+def test_the_longest_and_deepest_constraints_allowed_are_evaluated(expression: str) -> None:
+    # Within the rule book's constraint_length and constraint_depth, the parser and evaluator recursion is bounded.
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(400)  # far below Python's default: the margin is real
+    try:
+        assert _allows(expression, BX=4, BY=1, MODE="fast") in (True, False)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 def _proposed(strategy: str, expression: str, space: dict, evaluations: int, seed: int) -> list[dict]:

@@ -429,6 +429,11 @@ def issue21_cases() -> list[Case]:
         # A pin dir that is a symbolic link (a committed `ciq -> elsewhere`).
         Case("pin dir is a symlink", text, setup="pin-dir-symlink", expect="refused"),
         Case("pin dir is a symlink, no record in it", None, setup="pin-dir-symlink", expect="refused"),
+        Case("pin dir's parent is a symlink", text, setup="pin-parent-symlink", pin_dir_name="pins/ciq",
+             expect="refused", said="lies in "),
+        Case("pin dir's parent is a symlink, no record in it", None, setup="pin-parent-symlink",
+             pin_dir_name="pins/ciq", expect="refused", said="lies in "),
+        Case("pin dir below a real folder", text, pin_dir_name="pins/ciq", expect="applied"),
         # A content-addressed ACF name (write_record pins <target>.<sha12>.acf).
         Case("ACF under its content name", as_json(with_value("controls.acf.file", f"kern.{ACF_SHA[:12]}.acf")),
              setup=f"acf-named:kern.{ACF_SHA[:12]}.acf", expect="applied"),
@@ -687,6 +692,10 @@ CALL_CONSTRAINTS = (
     "BX*BY<=", "(BX", "BX)", "()", "", "   ", "BX BY", "1 2", "BX (BY)", "and BX", "BX and", "BX or or BY",
     "((((BX))))", "((BX)", "BX))", "BX >= 2 and (BY <= 4 or TILE != 8) and not UNROLL_4 % 2",
     "BX\t<\t2", "3.5 > BX", "0x10 > BX", "BX !== 2", "BX <> 2", "BX =< 2", "BX!", "!BX",
+    # Too long or too deep for the parser and the evaluator, which recurse (3,000 terms crashed tune).
+    "+".join(["BX"] * 3000), "BX" + "+1" * 126, "BX" + "+1" * 127, "(" * 16 + "BX" + ")" * 16,
+    "(" * 17 + "BX" + ")" * 17, "-" * 16 + "BX", "-" * 17 + "BX", "not " * 17 + "BX", "-(" * 9 + "BX" + ")" * 9,
+    "(" * 3000 + "BX" + ")" * 3000, "- " * 8 + "(" * 8 + "BX" + ")" * 8, "- " * 9 + "(" * 8 + "BX" + ")" * 8,
 )
 CALL_OBJECTIVES = (
     "time", "max:time", "min:energy", "compile_time", "compile_seconds", "registers", "registers:heavy",

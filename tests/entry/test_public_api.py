@@ -41,7 +41,8 @@ def test_import_ciq_build_loads_nothing_until_a_name_is_used() -> None:
 
 def test_the_public_names_are_the_search_engine_and_the_tune_call() -> None:
     from ciq_build.core import space
-    from ciq_build.search.evolution import INVALID_SCORE, Search, SearchConfiguration
+    from ciq_build.search.configuration import INVALID_SCORE, SearchConfiguration
+    from ciq_build.search.search_api import Search
 
     assert (ciq_build.Search, ciq_build.SearchConfiguration, ciq_build.INVALID_SCORE, ciq_build.space) == (
         Search, SearchConfiguration, INVALID_SCORE, space)

@@ -185,6 +185,13 @@ def test_metric_unit_is_read_and_defaults_to_milliseconds(tmp_path):
     assert tuple(protocol.METRIC_UNITS) == METRIC_UNITS  # one list of units, both readers
 
 
+def test_a_description_is_read_and_a_manifest_from_before_it_has_none(tmp_path):
+    assert read_manifest(_mutated(tmp_path, description="GEMM, tiled")).description == "GEMM, tiled"
+    assert read_manifest(_mutated(tmp_path)).description == ""  # written before DESCRIPTION
+    with pytest.raises(ManifestError, match="field 'description' must be a string"):
+        read_manifest(_mutated(tmp_path, description=["GEMM"]))
+
+
 @pytest.mark.parametrize(
     "changes,field",
     [

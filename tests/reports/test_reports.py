@@ -301,7 +301,8 @@ def test_text_from_an_edited_journal_is_escaped_in_the_page(tmp_path: Path) -> N
         {"kind": "evaluation", "key": "a", "generation": 0, "ok": True, "scores": [10.0], "controls": {},
          "timings": {"compile_s": 1.0}, "seconds": 1.0, "time": "2026-01-01T00:00:01+0000"},
         {"kind": "evaluation", "key": "b", "generation": 0, "ok": False, "cause": "<script>alert(1)</script>",
-         "message": "<img src=x onerror=alert(2)>", "controls": {"flags": ["<b>"]}, "timings": {}, "seconds": 1.0,
+         "message": "<img src=x onerror=alert(2)> [a link](javascript:alert(3)) | `code`", "controls": {"flags": ["<b>"]},
+         "timings": {}, "seconds": 1.0,
          "time": "2026-01-01T00:00:02+0000"},
     ]
     journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -310,7 +311,10 @@ def test_text_from_an_edited_journal_is_escaped_in_the_page(tmp_path: Path) -> N
     assert "<script>" not in page and "<img src=x" not in page and "<b>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     markdown = report_page.render_markdown(history)
-    assert "<script>alert(1)</script>" in markdown  # Markdown is text for a log; a | would be escaped
+    # A job summary renders Markdown's HTML: a journal's text is shown, never rendered.
+    assert "<script>" not in markdown and "<img src=x" not in markdown and "<b>" not in markdown
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown
+    assert "\\[a link\\](javascript:alert(3)) \\| \\`code\\`" in markdown
 
 
 @slow

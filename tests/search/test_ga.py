@@ -18,9 +18,9 @@ from ciq_build.errors import ConfigError, SearchError
 from ciq_build.search import evolution
 from ciq_build.search.evolution import (
     INVALID_SCORE,
+    GeneticSearch,
     GridMutation,
     ProgressReporter,
-    Search,
     SearchConfiguration,
     canonical_key,
 )
@@ -60,7 +60,7 @@ def test_on_a_flat_landscape_a_decoy_does_not_stop_the_search_from_sampling_the_
     (measured: 35 and 40 runs of 100; 18 when only a tie of every survivor widened the search)."""
     budget, runs = 240, 100
     found_by_search = sum(
-        Search(decoy_objective, DECOY_SPACE, SearchConfiguration(generations=15, pool_size=16, seed=seed),
+        GeneticSearch(decoy_objective, DECOY_SPACE, SearchConfiguration(generations=15, pool_size=16, seed=seed),
                progress=False).start().get_best_result().scores[0] < 11
         for seed in range(runs))
     draws = random.Random(0)
@@ -76,7 +76,7 @@ def test_seeds_example_finds_the_optimum_for_19_of_20_seeds():
     found = 0
     for seed in range(20):
         config = SearchConfiguration(generations=15, seed=seed)
-        best = Search(seeds_objective, SEEDS_SPACE, config, progress=False).start().get_best_result()
+        best = GeneticSearch(seeds_objective, SEEDS_SPACE, config, progress=False).start().get_best_result()
         found += best.params["x"] == 1.0 and best.params["y"] == 1 and best.scores == (2.0,)
     assert found >= 19
 
@@ -98,7 +98,7 @@ def test_nsga2_reaches_95_percent_of_the_zdt1_front_hypervolume():
     ratios = []
     for seed in range(10):
         config = SearchConfiguration(generations=62, pool_size=32, num_objectives=2, seed=seed)
-        results = Search(zdt1, space, config, progress=False).start()
+        results = GeneticSearch(zdt1, space, config, progress=False).start()
         assert len(results) <= 2000
         front = [e.scores for e in results.pareto_front()]
         ratios.append(hypervolume_2d(front, reference) / hypervolume_2d(true_front, reference))
@@ -120,7 +120,7 @@ def flaky_objective(params):
 
 def test_invalid_candidates_are_recorded_and_do_not_end_the_search():
     config = SearchConfiguration(generations=10, pool_size=8, seed=1)
-    results = Search(flaky_objective, {"x": ss.range(0, 20)}, config, progress=False).start()
+    results = GeneticSearch(flaky_objective, {"x": ss.range(0, 20)}, config, progress=False).start()
     by_x = {e.params["x"]: e for e in results}
     assert len(by_x) == 21  # the whole space, each configuration once
     assert by_x[3].cause == Cause.ERROR and "RuntimeError: compiler crashed" in by_x[3].message
@@ -135,7 +135,7 @@ def test_a_generation_with_only_invalid_candidates_stops_with_a_clear_error():
     def broken(params):
         raise ValueError("no GPU")
 
-    search = Search(broken, {"x": ss.range(0, 100)}, SearchConfiguration(generations=5, pool_size=4, seed=0),
+    search = GeneticSearch(broken, {"x": ss.range(0, 100)}, SearchConfiguration(generations=5, pool_size=4, seed=0),
                     progress=False)
     with pytest.raises(SearchError, match=r"every candidate of generation 0 \(4 of 4\).*ValueError: no GPU"):
         search.start()
@@ -151,7 +151,7 @@ REPRO_SPACE = {"a": ss.range(0, 30), "b": ss.range(0.0, 1.0, 0.1), "f": ss.liter
 
 def _sequence(num_workers, seed=5, **kwargs):
     config = SearchConfiguration(generations=6, pool_size=8, seed=seed)
-    results = Search(module_objective, REPRO_SPACE, config, progress=False).start(num_workers, **kwargs)
+    results = GeneticSearch(module_objective, REPRO_SPACE, config, progress=False).start(num_workers, **kwargs)
     return [(e.id, e.generation, canonical_key(e.params), e.scores) for e in results]
 
 
@@ -167,7 +167,7 @@ def test_same_seed_same_candidates_whatever_the_number_of_workers():
 
 def test_no_configuration_is_evaluated_twice_and_small_spaces_are_exhausted():
     config = SearchConfiguration(generations=50, pool_size=8, seed=0)
-    search = Search(seeds_objective, SEEDS_SPACE, config, progress=False)
+    search = GeneticSearch(seeds_objective, SEEDS_SPACE, config, progress=False)
     results = search.start()
     keys = [canonical_key(e.params) for e in results]
     assert len(keys) == len(set(keys)) == 234
@@ -177,19 +177,19 @@ def test_no_configuration_is_evaluated_twice_and_small_spaces_are_exhausted():
 def test_seed_configurations_come_first():
     space = {"knob.maxrregcount": ss.range(32, 255, knockout_prob=0.5),
              "knob.O": ss.choice(["-O1", "-O2", "-O3"], knockout_prob=0.5)}
-    search = Search(None, space, SearchConfiguration(generations=2, pool_size=6, seed=0),
+    search = GeneticSearch(None, space, SearchConfiguration(generations=2, pool_size=6, seed=0),
                     seeds=[{}, {"knob.O": "-O2"}, {}])
     batch = search.ask()
     assert [c.params for c in batch[:2]] == [{}, {"knob.O": "-O2"}]
     assert len(batch) == 6 and batch[0].id == 0 and batch[0].generation == 0
     with pytest.raises(ConfigError, match="seed configuration 0"):
-        Search(None, space, SearchConfiguration(generations=2), seeds=[{"knob.O": "-O9"}])
+        GeneticSearch(None, space, SearchConfiguration(generations=2), seeds=[{"knob.O": "-O9"}])
 
 
 def test_ask_tell_resume_from_a_journal_recreates_the_run():
     config = SearchConfiguration(generations=6, pool_size=8, seed=11)
     # Uninterrupted reference run, driven by hand.
-    reference = Search(None, REPRO_SPACE, config)
+    reference = GeneticSearch(None, REPRO_SPACE, config)
     journal: dict[str, float] = {}
     while batch := reference.ask():
         for c in reversed(batch):  # tell order does not matter
@@ -198,7 +198,7 @@ def test_ask_tell_resume_from_a_journal_recreates_the_run():
     expected = sorted((e.id, canonical_key(e.params)) for e in reference.results)
 
     # An interrupted run: it stops half-way through generation 3.
-    first = Search(None, REPRO_SPACE, config)
+    first = GeneticSearch(None, REPRO_SPACE, config)
     partial: dict[str, float] = {}
     while (batch := first.ask()) and first.generation < 3:
         for c in batch:
@@ -209,7 +209,7 @@ def test_ask_tell_resume_from_a_journal_recreates_the_run():
         first.tell(c, partial[c.key])
 
     # Resume: same seed, answer from the journal, evaluate the rest.
-    resumed = Search(None, REPRO_SPACE, config)
+    resumed = GeneticSearch(None, REPRO_SPACE, config)
     evaluated_again = 0
     while batch := resumed.ask():
         for c in batch:
@@ -223,7 +223,7 @@ def test_ask_tell_resume_from_a_journal_recreates_the_run():
 
 
 def test_tell_refuses_candidates_that_are_not_waiting():
-    search = Search(None, REPRO_SPACE, SearchConfiguration(generations=2, pool_size=4, seed=0))
+    search = GeneticSearch(None, REPRO_SPACE, SearchConfiguration(generations=2, pool_size=4, seed=0))
     batch = search.ask()
     assert search.ask() == batch  # asking again hands out the same candidates
     search.tell(batch[0], 1.0)
@@ -238,7 +238,7 @@ def test_tell_refuses_candidates_that_are_not_waiting():
 
 def test_max_evaluations_and_maximisation():
     config = SearchConfiguration(generations=100, pool_size=8, seed=3, problem_type="max", max_evaluations=20)
-    results = Search(lambda p: -abs(p["a"] - 7), REPRO_SPACE, config, progress=False).start()
+    results = GeneticSearch(lambda p: -abs(p["a"] - 7), REPRO_SPACE, config, progress=False).start()
     assert len(results) == 20
     assert results.get_best_result().scores[0] == max(e.scores[0] for e in results)
 
@@ -252,7 +252,7 @@ def test_operators_are_replaceable():
             return super().__call__(rng, genome, space, rate)
 
     config = SearchConfiguration(generations=3, pool_size=8, seed=0)
-    Search(module_objective, REPRO_SPACE, config, mutation=CountingMutation(), progress=False).start()
+    GeneticSearch(module_objective, REPRO_SPACE, config, mutation=CountingMutation(), progress=False).start()
     assert len(calls) >= 16
 
 
@@ -282,7 +282,7 @@ def test_one_direction_per_objective():
     config = SearchConfiguration(generations=1, num_objectives=2, problem_type=("min", "max"))
     assert config.directions == ("min", "max")
     with pytest.raises(ConfigError, match="objective_function"):
-        Search(None, REPRO_SPACE, config).start()
+        GeneticSearch(None, REPRO_SPACE, config).start()
 
 
 def test_progress_line_on_a_terminal_and_silence_elsewhere(capsys):
@@ -298,7 +298,7 @@ def test_progress_line_on_a_terminal_and_silence_elsewhere(capsys):
     quiet = io.StringIO()  # not a terminal
     ProgressReporter(4, stream=quiet).update(1, evaluations=1)
     assert quiet.getvalue() == ""
-    Search(module_objective, REPRO_SPACE, SearchConfiguration(generations=2, pool_size=4, seed=0)).start()
+    GeneticSearch(module_objective, REPRO_SPACE, SearchConfiguration(generations=2, pool_size=4, seed=0)).start()
     assert capsys.readouterr().err == ""  # pytest's stderr is not a terminal
 
 
@@ -309,7 +309,7 @@ def _flat(params):
 def test_on_a_plateau_survivors_change_and_the_same_seed_keeps_the_same_candidates():
     space = {f"r{i}": ss.range(0, 31) for i in range(4)}
     config = SearchConfiguration(generations=6, pool_size=16, seed=3)
-    search = Search(_flat, space, config, progress=False)
+    search = GeneticSearch(_flat, space, config, progress=False)
     survivors = []
     while batch := search.ask():
         for candidate in batch:
@@ -318,7 +318,7 @@ def test_on_a_plateau_survivors_change_and_the_same_seed_keeps_the_same_candidat
     # Ties are broken by a seeded draw, not by id: the survivors are not the first ids forever.
     assert survivors[0] != set(range(len(survivors[0])))
     assert len({frozenset(s) for s in survivors}) > 3
-    again = Search(_flat, space, config, progress=False).start()
+    again = GeneticSearch(_flat, space, config, progress=False).start()
     assert [canonical_key(e.params) for e in again] == [canonical_key(e.params) for e in search.results]
 
 
@@ -334,7 +334,7 @@ def test_the_children_of_the_best_parents_are_built_and_measured_first():
 
     nearer = 0
     for seed in range(60):
-        search = Search(None, space, SearchConfiguration(generations=2, pool_size=16, seed=seed))
+        search = GeneticSearch(None, space, SearchConfiguration(generations=2, pool_size=16, seed=seed))
         first = search.ask()
         for candidate in first:
             search.tell(candidate, score(candidate.params))
@@ -357,7 +357,7 @@ def test_the_first_bred_generation_starts_with_untried_one_step_neighbours_of_th
         return abs(params["a"] - 7) + abs(params["b"] - 2) + (params["mode"] != "q")
 
     for seed in range(20):
-        search = Search(None, space, SearchConfiguration(generations=3, pool_size=16, seed=seed))
+        search = GeneticSearch(None, space, SearchConfiguration(generations=3, pool_size=16, seed=seed))
         first = search.ask()
         for candidate in first:
             search.tell(candidate, score(candidate.params))
@@ -406,7 +406,7 @@ def test_while_the_best_stays_the_same_failures_next_to_it_are_repaired_then_its
 
     checked = polled = 0
     for seed in range(20):
-        search = Search(None, TILES_SPACE, SearchConfiguration(generations=12, pool_size=16, seed=seed))
+        search = GeneticSearch(None, TILES_SPACE, SearchConfiguration(generations=12, pool_size=16, seed=seed))
         fitness, failed, best = {}, set(), [math.inf]
         while batch := search.ask():
             if len(best) >= 3 and best[-1] == best[-2]:
@@ -444,11 +444,11 @@ def test_repairs_reach_a_best_that_a_single_change_cannot(monkeypatch):
 
     def reached() -> int:
         return sum(
-            Search(tiles_objective, TILES_SPACE, SearchConfiguration(generations=14, pool_size=16, seed=seed),
+            GeneticSearch(tiles_objective, TILES_SPACE, SearchConfiguration(generations=14, pool_size=16, seed=seed),
                    progress=False).start().get_best_result().scores[0] <= optimum
             for seed in range(100))
 
     with_repairs = reached()
-    monkeypatch.setattr(Search, "_repairs", lambda self: iter(()))
+    monkeypatch.setattr(GeneticSearch, "_repairs", lambda self: iter(()))
     without = reached()
     assert with_repairs > 60 and with_repairs >= without + 20, (with_repairs, without)

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
 
 from ciq_build.compiler.controls import AcfRef, Controls
-from ciq_build.tune.minimize import spelled, without
+from ciq_build.measure import stopping
+from ciq_build.tune import minimize
+from ciq_build.tune.minimize import Minimizer, spelled, without
 from ciq_build.tune.param_probe import probe_settings, redefined_macros
+from ciq_build.tune.timeouts import Timeouts
 
 
 def test_each_compilers_redefinition_warning_names_the_macro() -> None:
@@ -33,3 +40,31 @@ def test_a_control_is_taken_out_alone(tmp_path: Path) -> None:
     assert without(controls, acf) == Controls(controls.flags, controls.defines, None)
     assert [spelled(c) for c in ("-maxrregcount=208", ("U", "2"), acf)] == ["-maxrregcount=208", "-DU=2",
                                                                             "the ACF w.acf"]
+
+
+def test_a_build_a_stop_killed_is_not_said_to_fail_without_its_control(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A stop during the minimal pin's rebuilds kills them: "does not build without it: kept" was said of them.
+    monkeypatch.setattr(minimize, "code_identity", lambda objects, object_dir, toolchain: ({"kern.o": "code"}, {}))
+
+    class StoppedTree:
+        """TEST DOUBLE for a scratch tree whose build a stop kills."""
+
+        manifest = SimpleNamespace(object_dir=Path("objects"))
+
+        def mirror(self, path: Path) -> Path:
+            return path
+
+        def build(self, controls: Controls, timeout: float) -> Any:
+            stopping.stop_starting()
+            return SimpleNamespace(ok=False, objects=())
+
+    said: list[str] = []
+    controls = Controls(flags=("-Xptxas=-O1",))
+    try:
+        minimizer = Minimizer(controls, [cast(Any, StoppedTree())], cast(Any, None), Timeouts(1.0, 1.0), said.append)
+        minimizer.reference((), cast(Any, StoppedTree()))
+        pin = minimizer.result(())
+    finally:
+        stopping.resume_starting()
+    assert pin.controls == controls and pin.dropped == ()
+    assert [line for line in said if "without it" in line] == [], said

@@ -104,7 +104,7 @@ def request(seeds: list[Seed], tmp_path: Path | None = None) -> SearchRequest:
     return SearchRequest(space(), config, ("registers",), seeds=tuple(seeds), acf_dir=tmp_path)
 
 
-@pytest.mark.parametrize("strategy", ["ga", "random", "tpe", "nsga2", "compileiq"])
+@pytest.mark.parametrize("strategy", ["portfolio", "ga", "random", "tpe", "nsga2", "compileiq"])
 def test_the_seeds_are_the_first_proposals_of_the_first_generation(strategy: str, tmp_path: Path) -> None:
     if strategy == "compileiq":
         pytest.importorskip("compileiq")
@@ -125,7 +125,7 @@ def test_a_strategy_that_takes_no_seeds_is_refused_naming_those_that_do() -> Non
         def make(self, request: SearchRequest) -> Any:
             raise AssertionError("not reached")
 
-    with pytest.raises(ConfigError, match="strategy 'mine' takes no seeds .* strategies that do: ga, compileiq, random, "
+    with pytest.raises(ConfigError, match="strategy 'mine' takes no seeds .* strategies that do: portfolio, ga, compileiq, random, "
                                           "tpe, nsga2"):
         make_source(Unseeded(), request([Seed({"param.TILE": 16, "param.VEC": 2})]))
 

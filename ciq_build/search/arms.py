@@ -1,0 +1,253 @@
+"""The portfolio's arms: the techniques the bandit hands evaluations to (ciq_build.search.portfolio).
+
+Each arm proposes one untried configuration at a time (None: it has none
+to offer now) and learns every evaluation of the shared history, whichever
+arm proposed it:
+
+* :class:`GeneticArm`: the genetic search (ciq_build.search.evolution), fed
+  the other arms' evaluations as immigrants of its next generation;
+* :class:`SpaceFillingArm`: uniform draws without replacement over the whole
+  space -- what finds a needle, or a basin behind a decoy;
+* :class:`LocalArm`: moves around the best configuration found -- a pattern
+  step along its last move, coordinate steps, pairs of ordered parameters
+  moved together both ways, every single change, then pairs of any two
+  parameters' one-step changes: what walks a ridge that no single change
+  climbs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import replace
+from typing import Protocol
+
+from ciq_build.core.causes import Cause
+from ciq_build.core.space import Genome, Param, SearchSpace
+from ciq_build.errors import SearchError
+from ciq_build.search.batch import Candidate
+from ciq_build.search.configuration import SearchConfiguration
+from ciq_build.search.evolution import GeneticSearch
+from ciq_build.search.operators import one_step_neighbours, single_changes
+
+_DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
+_POLL_CHOICES = 4  # a choice of at most this many values counts each other value as one step (as the GA's poll)
+
+
+class Shared(Protocol):
+    """What an arm reads of the portfolio: the space, the budget and seed, the shared history, the best."""
+
+    space: SearchSpace
+    config: SearchConfiguration
+    seed: int
+    measured: dict[Genome, tuple[float, ...] | None]  # each configuration's first result (None: it failed)
+
+    def untried(self, genome: Genome) -> bool: ...
+
+    def centre(self) -> Genome | None: ...
+
+    def floor(self, arm: str, size: int) -> int: ...
+
+
+class Arm(Protocol):
+    """What the portfolio asks of an arm."""
+
+    name: str
+
+    def propose(self) -> Genome | None:
+        """An untried configuration (PortfolioSearch.untried), or None: nothing to offer now."""
+        ...
+
+    def learn(self, genome: Genome, scores: tuple[float, ...] | None, drawn: bool) -> None:
+        """A result of the shared history (scores None: it failed); `drawn`: it was drawn from the whole space."""
+        ...
+
+
+class GeneticArm:
+    """The GA as an arm: its generations handed out a slot at a time, every other arm's result an immigrant."""
+
+    name = "ga"
+
+    def __init__(self, portfolio: Shared) -> None:
+        self.portfolio = portfolio
+        # Its own stream of generations: the budget is the portfolio's to keep.
+        # A generation is the GA's floor of a batch: handed out, told and bred from within one batch.
+        pool = max(2, portfolio.floor(self.name, portfolio.config.pool_size))
+        config = replace(portfolio.config, generations=2**31, max_evaluations=None, time_limit=None,
+                         seed=portfolio.seed, pool_size=pool)
+        # No seeds of its own: generation 0 of the portfolio comes to it as immigrants, its first parents.
+        self.ga = _ArmGeneticSearch(None, portfolio.space, config)
+        self._queue: list[Candidate] = []
+        self._mine: dict[Genome, Candidate] = {}  # handed out, waiting for the portfolio's result
+        self._dead = False
+
+    def propose(self) -> Genome | None:
+        while not self._dead:
+            if not self._queue:
+                if self.ga.pending:
+                    return None  # its generation is out: it breeds once every candidate of it is told
+                try:
+                    self._queue = list(self.ga.ask())
+                except SearchError:
+                    self._dead = True
+                if not self._queue:
+                    self._dead = True
+                    return None
+            candidate = self._queue.pop(0)
+            measured = self.portfolio.measured
+            if candidate.genome in measured:  # another arm measured it: the GA learns it without a new evaluation
+                self._tell(candidate, measured[candidate.genome])
+                continue
+            self._mine[candidate.genome] = candidate  # told when the portfolio learns its result
+            if self.portfolio.untried(candidate.genome):
+                return candidate.genome
+            # Else another arm proposed it in this batch: its result comes with theirs.
+        return None
+
+    def learn(self, genome: Genome, scores: tuple[float, ...] | None, drawn: bool) -> None:
+        candidate = self._mine.pop(genome, None)
+        if candidate is not None:
+            self._tell(candidate, scores)
+        else:
+            self.ga.immigrate(genome, scores, drawn)
+
+    def flat(self) -> bool:
+        """Whether the GA judges the landscape flat (GeneticSearch's flat share of the draws)."""
+        return self.ga.flat_share() is not None
+
+    def _tell(self, candidate: Candidate, scores: tuple[float, ...] | None) -> None:
+        if self._dead:
+            return
+        try:
+            if scores is None:
+                self.ga.tell(candidate, cause=Cause.INVALID, message="failed")
+            else:
+                self.ga.tell(candidate, scores if len(scores) > 1 else scores[0])
+        except SearchError:  # a generation of its own that all failed: the other arms go on
+            self._dead = True
+
+
+class _ArmGeneticSearch(GeneticSearch):
+    """The GA inside the portfolio: its candidates are the portfolio's to name, so it makes neither their
+    params nor their journal keys (half a candidate's cost at 6,400 evaluations)."""
+
+    def _candidate(self, genome: Genome) -> Candidate:
+        candidate = Candidate(self._next_id, self._generation, {}, str(self._next_id), genome)
+        self._next_id += 1
+        self._issued += 1
+        return candidate
+
+
+class SpaceFillingArm:
+    """Uniform draws over the whole space, never one proposed before."""
+
+    name = "fill"
+
+    def __init__(self, portfolio: Shared) -> None:
+        self.portfolio = portfolio
+        self._rng = random.Random(f"ciq_build.search.portfolio:{portfolio.seed}:fill")
+
+    def propose(self) -> Genome | None:
+        space = self.portfolio.space
+        for _ in range(space.draws(_DRAWS)):
+            genome = space.sample(self._rng, 0.0)
+            if self.portfolio.untried(genome):
+                return genome
+        return None
+
+    def learn(self, genome: Genome, scores: tuple[float, ...] | None, drawn: bool) -> None:
+        pass
+
+
+class LocalArm:
+    """Moves around the portfolio's best configuration, rebuilt whenever the best changes.
+
+    Plain lists and positions, no generator: a tune copies its source to guess the next batch
+    (ciq_build.tune.ahead), and a generator cannot be copied.
+    """
+
+    name = "local"
+
+    def __init__(self, portfolio: Shared) -> None:
+        self.portfolio = portfolio
+        self._centre: Genome | None = None
+        self._rebuilt = 0
+        self._moves: list[Genome] = []  # the next moves, in order
+        self._next = 0
+        self._pairs: list[tuple[int, int]] = []  # then any two parameters' one-step changes, a pair at a time
+        self._steps: list[list[int | None]] = []
+
+    def propose(self) -> Genome | None:
+        centre = self.portfolio.centre()
+        if centre is None:
+            return None
+        if centre != self._centre:
+            self._rebuild(centre)
+        while True:
+            while self._next < len(self._moves):
+                genome = self._moves[self._next]
+                self._next += 1
+                if self.portfolio.untried(genome):
+                    return genome
+            if not self._pairs:
+                return None
+            i, j = self._pairs.pop()
+            self._moves, self._next = [], 0
+            for a, b in itertools.product(self._steps[i], self._steps[j]):
+                moved = list(centre)
+                moved[i], moved[j] = a, b
+                self._moves.append(tuple(moved))
+
+    def learn(self, genome: Genome, scores: tuple[float, ...] | None, drawn: bool) -> None:
+        pass
+
+    def _rebuild(self, centre: Genome) -> None:
+        previous, self._centre = self._centre, centre
+        self._rebuilt += 1
+        rng = random.Random(f"ciq_build.search.portfolio:{self.portfolio.seed}:local:{self._rebuilt}")
+        space = self.portfolio.space
+        params = list(space.values())
+        ordered = [i for i, p in enumerate(params) if p.ordered and centre[i] is not None]
+        moves: list[Genome] = []
+        if previous is not None:  # a pattern step: the best's last move, once more
+            step = list(centre)
+            for i in ordered:
+                if previous[i] is not None:
+                    step[i] = min(max(2 * centre[i] - previous[i], 0), params[i].size - 1)  # type: ignore[operator]
+            if tuple(step) != centre:
+                moves.append(tuple(step))
+        near = one_step_neighbours(centre, space)
+        rng.shuffle(near)
+        moves += near
+        pairs = list(itertools.combinations(ordered, 2))
+        rng.shuffle(pairs)
+        for i, j in pairs:  # two ordered parameters a step each, both ways: along and across a ridge
+            for di, dj in ((1, -1), (-1, 1), (1, 1), (-1, -1)):
+                a, b = centre[i] + di, centre[j] + dj  # type: ignore[operator]
+                if 0 <= a < params[i].size and 0 <= b < params[j].size:
+                    moved = list(centre)
+                    moved[i], moved[j] = a, b
+                    moves.append(tuple(moved))
+        singles = [genome for _, genome in single_changes(centre, space)]
+        rng.shuffle(singles)
+        moves += singles
+        self._moves, self._next = moves, 0
+        self._steps = [_one_steps(p, centre[i]) for i, p in enumerate(params)]
+        self._pairs = [(i, j) for i, j in itertools.combinations(range(len(params)), 2)
+                       if self._steps[i] and self._steps[j]]
+        rng.shuffle(self._pairs)  # taken from the end: any two parameters, flags that only help together
+
+
+def _one_steps(param: Param, gene: int | None) -> list[int | None]:
+    """The values one step from `gene`: a grid step, another value of a small choice, knocked out, or back in
+    (at its middle value when it has many)."""
+    if gene is None:
+        return list(range(param.size)) if param.size <= _POLL_CHOICES else [param.size // 2]
+    out: list[int | None] = []
+    if param.ordered:
+        out += [v for v in (gene - 1, gene + 1) if 0 <= v < param.size]
+    elif param.size <= _POLL_CHOICES:
+        out += [v for v in range(param.size) if v != gene]
+    if param.can_knockout:
+        out.append(None)
+    return out

@@ -1,0 +1,276 @@
+"""The portfolio search (`--strategy portfolio`, the default over grids): several techniques, one history, a bandit.
+
+No single search wins on every landscape: a genetic search climbs rugged
+ones, random draws find a basin behind a decoy, local moves walk a ridge.
+The portfolio runs them side by side as arms (ciq_build.search.arms) over
+one shared history -- what one measures every other knows, and no
+configuration is measured twice -- and hands each batch's slots to the arms
+by OpenTuner's AUC bandit (ciq_build.search.bandit): to whichever has
+recently been finding improvements, while still trying the others.
+
+Generation 0 is the caller's seeds, then uniform draws. Each later batch is
+filled slot by slot: the arms in the bandit's order (a slot handed out counts
+as a use of its arm for the rest of the batch), the first that has an
+untried configuration to offer gets the slot. Everything is seeded and told
+in batch order, so the same seed and scores give the same candidates and a
+run resumed from its journal replays.
+
+Noise. A search that picks the lowest single measurement picks a lucky one.
+Where measuring one configuration again gives another score (checked once on
+the best, the first time there is one), the portfolio measures the
+configurations nearest the best again -- a share of each batch, and more of
+the last one -- and judges configurations by the mean of their measurements
+plus its standard error (a pessimistic bound: one lucky run is not enough to
+lead). :meth:`Results.get_best_result` reports the same statistic.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ciq_build.core.pareto import minimised
+from ciq_build.core.space import Genome, Param, SearchSpace, as_space
+from ciq_build.search.arms import Arm, GeneticArm, LocalArm, SpaceFillingArm
+from ciq_build.search.bandit import AucBandit
+from ciq_build.search.batch import BatchSearch, Candidate
+from ciq_build.search.configuration import SearchConfiguration
+from ciq_build.search.genetic import BatchSource, first_pool
+from ciq_build.search.results import noise_bound
+from ciq_build.search.strategies import GRID, SearchRequest, configured
+from ciq_build.search.strategy_options import strategy_option
+
+_SEEDED = -1  # the arm of generation 0 and of repeated measurements: no arm's credit
+_FILL = 1  # SpaceFillingArm's index in the arms
+# The share of each batch every arm is given first, before the bandit orders the rest (GA, space-filling, local):
+# the bandit follows recent improvements, and an arm whose improvements come late must not starve before them.
+FLOORS = {"ga": 0.625, "fill": 0.125, "local": 0.125}
+REPEAT_SHARE = 0.125  # at most this share of a batch measures configurations again, once scores are noisy
+FINAL_REPEAT_SHARE = 0.5  # and of the last batch
+MAX_REPEATS = 5  # measurements of one configuration at most
+_REPEAT_CANDIDATES = 4  # the configurations nearest the best that are measured again
+
+
+class PortfolioSearch(BatchSearch):
+    """Arms sharing one history, their slots given by an AUC bandit; noise-aware choice of the best.
+
+    ``remeasure``: whether the search may measure a configuration again to
+    learn whether, and how much, its scores are noisy (a tune re-measures its
+    winners itself and turns this off).
+    """
+
+    def __init__(
+        self,
+        objective_function: Callable[[dict[str, Any]], Any] | None,
+        search_space: Mapping[str, Param] | SearchSpace,
+        search_config: SearchConfiguration,
+        *,
+        seeds: Sequence[Mapping[str, Any]] = (),
+        objective_names: Sequence[str] | None = None,
+        progress: bool | None = None,
+        remeasure: bool = True,
+    ):
+        super().__init__(objective_function, search_space, search_config, seeds=seeds,
+                         objective_names=objective_names, progress=progress)
+        self.remeasure = remeasure and len(self.directions) == 1
+        self.measured: dict[Genome, tuple[float, ...] | None] = {}  # each configuration's first result
+        self._samples: dict[Genome, list[float]] = {}  # one objective: each measurement's fitness
+        self._arm_of: dict[int, int] = {}  # a pending candidate's arm
+        self._repeats: set[int] = set()  # pending candidates that measure a configuration again
+        self._best: tuple[tuple[float, ...], Genome] | None = None  # one objective, without noise
+        self._front: list[tuple[tuple[float, ...], Genome]] = []  # several objectives: the non-dominated
+        self.noisy: bool | None = None  # unknown until the best has been measured twice
+        self._noisy_centre: Genome | None = None  # with noise: the best by the statistic, after each batch
+        self.ga = GeneticArm(self)
+        self.arms: list[Arm] = [self.ga, SpaceFillingArm(self), LocalArm(self)]
+        self.bandit = AucBandit(len(self.arms))
+        self.uses = [0] * len(self.arms)  # slots each arm was given, for the record
+
+    # -- what the arms read ------------------------------------------------------------
+
+    def floor(self, arm: str, size: int) -> int:
+        """The slots of a batch of `size` that `arm` is given first, before the bandit orders the rest."""
+        return int(size * FLOORS[arm])
+
+    def untried(self, genome: Genome) -> bool:
+        """Never proposed, and allowed by the constraints."""
+        return genome not in self._seen and self.space.allows(genome)
+
+    def centre(self) -> Genome | None:
+        """The configuration local moves start from: the best (several objectives: a front member in turn); None
+        where the landscape is flat (most draws score alike and the best is not clearly below them: a best says
+        nothing of its neighbours there)."""
+        if self.ga.flat():
+            return None
+        if len(self.directions) > 1:
+            return self._front[self._generation % len(self._front)][1] if self._front else None
+        if self.noisy:
+            return self._noisy_centre
+        return None if self._best is None else self._best[1]
+
+    # -- batches -----------------------------------------------------------------------
+
+    def _breed(self) -> list[Candidate]:
+        size = self._batch_size()
+        if size <= 0:
+            return []
+        genomes: list[Genome] = []
+        arms: list[int] = []
+        repeats = self._to_measure_again(size) if self._generation > 0 else []
+        for genome in repeats:
+            genomes.append(genome)
+            arms.append(_SEEDED)
+        if self._generation == 0:
+            for genome in self._seed_genomes[:size]:
+                if self._new(genome, genomes):
+                    arms.append(_SEEDED)
+        rng = random.Random(f"ciq_build.search.portfolio:{self.seed}:{self._generation}")
+        tie = [rng.random() for _ in self.arms]
+        pending = [0] * len(self.arms)
+        floors = [self.floor(arm.name, size) for arm in self.arms]
+        while len(genomes) < size:
+            below = [arm for arm in range(len(self.arms)) if pending[arm] < floors[arm]]
+            if self._generation == 0:
+                order = [_FILL]
+            else:
+                order = self.bandit.order(pending, tie)
+                order = [arm for arm in order if arm in below] + [arm for arm in order if arm not in below]
+            for arm in order:
+                offered = self.arms[arm].propose()
+                if offered is not None and self._new(offered, genomes):
+                    pending[arm] += 1
+                    arms.append(_SEEDED if self._generation == 0 else arm)
+                    break
+            else:
+                unseen = self._unseen(rng)
+                if unseen is None or not self._new(unseen, genomes):
+                    break  # every configuration of the space has been proposed
+                arms.append(_SEEDED if self._generation == 0 else _FILL)
+        if len(genomes) == len(repeats):
+            return []  # nothing new to propose: only measurements again are left
+        candidates = [self._candidate(genome) for genome in genomes]
+        for index, candidate in enumerate(candidates):
+            self._arm_of[candidate.id] = arms[index]
+            if index < len(repeats):
+                self._repeats.add(candidate.id)
+            elif arms[index] >= 0:
+                self.uses[arms[index]] += 1
+        return candidates
+
+    def _unseen(self, rng: random.Random) -> Genome | None:
+        """A configuration no arm offered: drawn, or picked from those never proposed where the space is small."""
+        for _ in range(self.space.draws(40)):
+            genome = self.space.sample(rng, 0.0)
+            if self.untried(genome):
+                return genome
+        if self.space.cardinality > 200_000:
+            return None
+        unseen = [g for g in map(self.space.genome_at, range(self.space.cardinality)) if self.untried(g)]
+        return rng.choice(unseen) if unseen else None
+
+    def _learn(self, batch: list[Candidate], generation: int) -> None:
+        for candidate in batch:
+            evaluation = self._told[candidate.id]
+            fitness = minimised(evaluation.scores, self.directions) if evaluation.ok else None  # type: ignore[arg-type]
+            arm = self._arm_of.pop(candidate.id)
+            if candidate.id in self._repeats:
+                self._repeats.discard(candidate.id)
+                if fitness is not None:
+                    self._sample(candidate.genome, fitness)
+                continue
+            self.measured[candidate.genome] = evaluation.scores if evaluation.ok else None
+            improved = fitness is not None and self._improves(candidate.genome, fitness)
+            if fitness is not None and len(self.directions) == 1:
+                self._sample(candidate.genome, fitness)
+            if arm >= 0:
+                self.bandit.record(arm, improved)
+            drawn = arm in (_FILL, _SEEDED)
+            for each in self.arms:
+                each.learn(candidate.genome, self.measured[candidate.genome], drawn)
+        if self._best is None and not self._front:
+            raise self._all_invalid(batch, generation)
+        if self.noisy:
+            bound = self._bound()
+            self._noisy_centre = min(self._samples, key=lambda g: bound(self._samples[g]), default=None)
+
+    # -- the best, and noise ------------------------------------------------------------
+
+    def _improves(self, genome: Genome, fitness: tuple[float, ...]) -> bool:
+        """Whether `fitness` improves on the best found before it (and records it)."""
+        if len(self.directions) > 1:
+            if any(all(a <= b for a, b in zip(f, fitness, strict=True)) for f, _ in self._front):
+                return False
+            self._front = [(f, g) for f, g in self._front
+                           if not all(a <= b for a, b in zip(fitness, f, strict=True))] + [(fitness, genome)]
+            return True
+        if self._best is None or fitness < self._best[0]:
+            self._best = (fitness, genome)
+            return True
+        return False
+
+    def _sample(self, genome: Genome, fitness: tuple[float, ...]) -> None:
+        samples = self._samples.setdefault(genome, [])
+        samples.append(fitness[0])
+        if len(samples) == 2 and self.noisy is None:
+            self.noisy = samples[0] != samples[1]
+
+    def _bound(self) -> Callable[[list[float]], float]:
+        spread = noise_bound(list(self._samples.values()))
+        return lambda samples: sum(samples) / len(samples) + spread / math.sqrt(len(samples))
+
+    def _to_measure_again(self, size: int) -> list[Genome]:
+        """What the next batch measures again: the best once (is it noisy?), then, if so, those nearest it."""
+        if not self.remeasure or self._best is None or self.noisy is False:
+            return []
+        if self.noisy is None:
+            return [self._best[1]] if len(self._samples.get(self._best[1], ())) == 1 else []
+        last = self._issued + size >= self.config.evaluations
+        slots = max(1, int(size * (FINAL_REPEAT_SHARE if last else REPEAT_SHARE)))
+        bound = self._bound()
+        ranked = sorted(self._samples, key=lambda g: bound(self._samples[g]))[:_REPEAT_CANDIDATES]
+        out: list[Genome] = []
+        while len(out) < slots:
+            # the least measured of the nearest, the best first
+            open_ = [g for g in ranked if len(self._samples[g]) + out.count(g) < MAX_REPEATS]
+            if not open_:
+                break
+            out.append(min(open_, key=lambda g: len(self._samples[g]) + out.count(g)))
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        """How the slots went: per arm, the slots it was given."""
+        return {arm.name: uses for arm, uses in zip(self.arms, self.uses, strict=True)}
+
+
+ENGINE_NAME = "ciq_build.portfolio"
+
+
+@dataclass(frozen=True)
+class PortfolioOptions:
+    """The portfolio's own options (tune --strategy-option KEY=VALUE; --generations, --pool-size, --mutate-rate
+    too). Its arms' shares and the bandit's C and window are constants of ciq_build.search.portfolio and
+    ciq_build.search.bandit, chosen on the tuning set."""
+
+    generations: int = strategy_option(4, "batches (generations) of the search")
+    pool_size: int = strategy_option(8, "candidates per batch, shared out among the arms")
+    mutate_rate: float = strategy_option(0.1, "each gene's chance to mutate in the GA arm")
+
+
+class PortfolioStrategy:
+    """`--strategy portfolio`, the default for knobs, params and ACF pools."""
+
+    name = "portfolio"
+    spaces = frozenset({GRID})
+    takes_seeds = True
+    options = PortfolioOptions
+
+    def make(self, request: SearchRequest) -> BatchSource:
+        space = as_space(request.space, request.allows)
+        # A tune measures its winners again itself (the confirmation), and its journal answers a configuration
+        # once: no measurements again inside the search.
+        search = PortfolioSearch(None, space, configured(request), seeds=first_pool(space, request.seed_params),
+                                 objective_names=list(request.objective_names), progress=False, remeasure=False)
+        return BatchSource(search, ENGINE_NAME)
