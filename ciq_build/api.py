@@ -17,7 +17,8 @@ from typing import Any
 from ciq_build.core.options import declared_names
 from ciq_build.errors import ConfigError
 from ciq_build.project.cmake_backend import CMakeBackend
-from ciq_build.tune.driver import TuneOutcome, run_tune
+from ciq_build.tune.driver import run_tune
+from ciq_build.tune.finish import TuneOutcome
 from ciq_build.tune.tune_options import TuneOptions
 
 

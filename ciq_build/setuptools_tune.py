@@ -55,7 +55,8 @@ from ciq_build.project.manifest import (
 from ciq_build.project.preflight import check_tune
 from ciq_build.project.sources import SourceSet
 from ciq_build.setuptools_ext import CudaExtension, _explicit_nvcc, _is_cuda, _object_for, build_ext
-from ciq_build.tune.driver import TuneOutcome, run_tune
+from ciq_build.tune.driver import run_tune
+from ciq_build.tune.finish import TuneOutcome
 from ciq_build.tune.tune_options import TuneOptions
 
 # Where setuptools builds by default; ciq_build's journal, lock and scratch trees go in its ciq/ folder.

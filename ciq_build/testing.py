@@ -88,7 +88,8 @@ from ciq_build.search.strategies import SearchRequest, make_source
 from ciq_build.state.durable import atomic_write
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.driver import TuneOutcome, TuneRun
+from ciq_build.tune.driver import TuneRun
+from ciq_build.tune.finish import TuneOutcome
 from ciq_build.tune.loop import SearchLoop
 from ciq_build.tune.replay import controls_id
 from ciq_build.tune.runner import BuildRunner

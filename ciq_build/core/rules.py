@@ -174,19 +174,22 @@ def parse_rules(text: str, source: str = RULES_NAME) -> RuleBook:
         elif kind == "message" and (m := re.fullmatch(r"([a-z0-9_]+) ([^;]+)", rest)):
             messages[m.group(1)] = m.group(2)
         elif kind == "field" and (m := re.fullmatch(r"([a-z0-9_.*\[\]]+) (\S+)( required)?", rest)):
-            path, spec = m.group(1), m.group(2)
-            if _FIELD_TYPES.fullmatch(spec) is None:
-                raise RuleBookError(f"{where}: unknown field type {spec!r}")
-            nullable = spec.endswith("?")
-            base, _, pattern_name = spec.rstrip("?").partition(":")
-            if pattern_name and pattern_name not in patterns:
-                raise RuleBookError(f"{where}: field {path} names the unknown pattern {pattern_name!r}")
-            fields[path] = Field(path, base, pattern_name, nullable, m.group(3) is not None)
+            fields[m.group(1)] = _field(m.group(1), m.group(2), m.group(3) is not None, patterns, where)
         else:
             raise RuleBookError(f"{where}: cannot read the rule {line!r}")
     if schema is None:
         raise RuleBookError(f"{source}: no 'schema' line")
     return RuleBook(schema, limits, patterns, tuple(flags), tuple(numerics), tuple(conflicts), fields, words, messages)
+
+
+def _field(path: str, spec: str, required: bool, patterns: dict[str, StringRule], where: str) -> Field:
+    """A "field <path> <type>[?] [required]" line; its pattern must be declared before it."""
+    if _FIELD_TYPES.fullmatch(spec) is None:
+        raise RuleBookError(f"{where}: unknown field type {spec!r}")
+    base, _, pattern_name = spec.rstrip("?").partition(":")
+    if pattern_name and pattern_name not in patterns:
+        raise RuleBookError(f"{where}: field {path} names the unknown pattern {pattern_name!r}")
+    return Field(path, base, pattern_name, spec.endswith("?"), required)
 
 
 def load_rules(path: Path | None = None) -> RuleBook:
@@ -327,17 +330,24 @@ def syntax_problem(text: str, max_depth: int, max_members: int) -> str | None:
         return "is not JSON (a missing or extra comma, colon or value)"
     if tokens.count(":") > max_members:
         return f"has more than {max_members} object members"
+    return _nesting_problem(tokens, max_depth) or _grammar_problem(tokens, max_depth)
+
+
+def _nesting_problem(tokens: str, max_depth: int) -> str | None:
+    """syntax_problem's brackets: balanced, one object, at most `max_depth` deep."""
     skeleton = _NON_BRACKET.sub("", tokens)
     for _ in range(max_depth):
         if skeleton == "{}":
-            break
+            return None
         reduced = _BRACKET_PAIR.sub("", skeleton)
         if reduced == skeleton or reduced == "":
             return "is not one JSON object (unbalanced brackets, or several values)"
         skeleton = reduced
-    else:
-        return f"nests objects and arrays more than {max_depth} deep"
-    # The grammar, one nesting level per round: values V, members P.
+    return f"nests objects and arrays more than {max_depth} deep"
+
+
+def _grammar_problem(tokens: str, max_depth: int) -> str | None:
+    """syntax_problem's grammar, one nesting level per round: values V, members P."""
     tokens = re.sub(r"[SNL]", "V", tokens)
     for _ in range(2 * max_depth + 2):
         if tokens == "V":

@@ -41,12 +41,12 @@ from types import TracebackType
 from typing import Any, Literal, Self
 
 from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.gpu_arch import read_gpu_arch
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import Objective, needs_benchmark
 from ciq_build.errors import BuildError, CiqError, ConfigError, MissingExtraError
 from ciq_build.measure import claim, guard, processes, stopping
 from ciq_build.measure.bench import BenchSpec
-from ciq_build.measure.gpu_arch import read_gpu_arch
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.racing import Incumbent, RaceBoard
 from ciq_build.measure.stats import Measurement
@@ -150,7 +150,7 @@ def benchmark_on_gpu(spec: BenchSpec, repeats: int,
     The built benchmark is read at its path in the compile worker's scratch tree: a shared filesystem.
     Raced against the incumbent the compile worker knew; returns the board's incumbent after, for it to keep,
     and the seconds the task ran (the rest of the caller's wait was Ray's scheduling and the GPU's queue),
-    and the architecture of the GPU it ran on (read here, on the worker: ciq_build.measure.gpu_arch).
+    and the architecture of the GPU it ran on (read here, on the worker: ciq_build.compiler.gpu_arch).
     """
     started = time.monotonic()
     guard.guard_driver()  # the benchmark dies with this worker, even on SIGKILL (a cancelled task)
@@ -241,7 +241,7 @@ class EvaluationWorker:
                                      benchmark=benchmark, worker=worker)
                        if benchmark is not None else BuildRunner(manifest, toolchain, objectives, repeats,
                                                                  timeouts, GpuSlots()))
-        self.runner.scored_architecture = scored_architecture  # the driver's choice (ciq_build.measure.gpu_arch)
+        self.runner.scored_architecture = scored_architecture  # the driver's choice (ciq_build.compiler.gpu_arch)
         self.configure_timeout = configure_timeout
 
     def source_hashes(self) -> tuple[str, dict[str, str]]:

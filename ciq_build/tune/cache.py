@@ -23,7 +23,7 @@ from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective
 from ciq_build.errors import DiskFullError
 from ciq_build.project import environment
-from ciq_build.project.manifest import Manifest
+from ciq_build.project.manifest import Manifest, benchmark_sizes
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import EVALUATION_KIND, JOURNALED_ID, Evaluation
 from ciq_build.state.journal import KEPT_BACKUPS, Journal
@@ -190,3 +190,13 @@ class EvaluationCache:
     def record_gpu_time(self, figures: dict[str, Any]) -> None:
         """Journal where this tune's GPU time went, from the first benchmark to the pin (ciq_build.tune.gpu_time)."""
         self.journal.append({"kind": GPU_TIME_KIND, **figures, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+
+def search_header(manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective],
+                  described: dict[str, Any], repeats: int) -> dict[str, Any]:
+    """What identifies a search in the journal: its target, toolchain, objectives, source, repeats, sizes and
+    architecture."""
+    return {"target": manifest.target, "toolchain": toolchain.version, "objectives": [o.spec for o in objectives],
+            "search": described, "repeats": repeats,
+            **({"sizes": sizes} if (sizes := benchmark_sizes(manifest)) else {}),
+            **({"architecture": manifest.tune_architecture} if manifest.tune_architecture else {})}

@@ -27,6 +27,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 from ciq_build.compiler.controls import Controls, controls_from_candidate
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective
+from ciq_build.core.settings import SearchSettings, duration_text
 from ciq_build.errors import ConfigError
 from ciq_build.measure import processes, stopping
 from ciq_build.search.base import CandidateSource, Proposal
@@ -278,3 +279,17 @@ def stop_on_disk_full(disk_full: Callable[[str], BaseException]) -> Callable[[Ev
             return disk_full(f"building or measuring candidate {evaluated.proposal.id}")
         return None
     return stop
+
+
+def time_limit_text(search: SearchSettings) -> str:
+    """The --time-limit as the user would write it again ("" without one)."""
+    return "" if search.time_limit is None else f"--time-limit {duration_text(search.time_limit)}"
+
+
+def stopped_text(stopped_by: str | None, search: SearchSettings, evaluations: int) -> str:
+    """The summary's word on a budget that ended the search early (SearchLoop.stopped_by); "" when none did."""
+    if stopped_by == "time_limit":
+        return f"by the time limit ({time_limit_text(search)}), after {evaluations} evaluation(s)"
+    if stopped_by == "max_evaluations":
+        return f"by --max-evaluations {search.max_evaluations}"
+    return ""

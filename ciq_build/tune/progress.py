@@ -22,7 +22,8 @@ import logging
 import shlex
 import sys
 import time
-from collections.abc import Callable, Sequence, Set
+from collections.abc import Callable, Iterator, Sequence, Set
+from contextlib import contextmanager
 from typing import Any, TextIO
 
 from ciq_build.compiler.controls import nvcc_arguments
@@ -31,6 +32,25 @@ from ciq_build.core.objectives import Objective, named_scores
 from ciq_build.search.evaluation import Evaluation
 
 LOG = logging.getLogger("ciq_build")
+
+
+@contextmanager
+def said_to(out: TextIO, quiet: bool) -> Iterator[None]:
+    """What a tune says goes to `out` meanwhile, as the CLI says it (warnings only when `quiet`), unless the CLI
+    already says it: a tune called as a library."""
+    if LOG.handlers:  # the CLI's
+        yield
+        return
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("ciq_build: %(message)s"))
+    LOG.addHandler(handler)
+    level = LOG.level
+    LOG.setLevel(logging.WARNING if quiet else logging.INFO)
+    try:
+        yield
+    finally:
+        LOG.removeHandler(handler)
+        LOG.setLevel(level)
 REPLAY_INTERVAL = 10.0  # seconds between lines while journaled evaluations are read back
 
 

@@ -17,6 +17,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from ciq_build.compiler import metrics
 from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.gpu_arch import GPU_ARCH_METRIC, read_gpu_arch
 from ciq_build.compiler.toolchain import Toolchain, arch_name
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import (
@@ -29,7 +30,6 @@ from ciq_build.core.objectives import (
     times_the_compile,
 )
 from ciq_build.measure.bench import BenchSpec
-from ciq_build.measure.gpu_arch import GPU_ARCH_METRIC, read_gpu_arch
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.protocol import coarse_precision_warning, unmatched_metric_warning
 from ciq_build.measure.racing import Incumbent, RaceBoard, race
@@ -93,7 +93,7 @@ class BuildRunner:
         self._in_tree: dict[int, tuple[Controls, CandidateBuild]] = {}
         self.racing: RaceBoard | None = (RaceBoard(metric_key(timed), timed.direction)
                                          if timed is not None and timed.source == "benchmark" else None)
-        # The architecture whose machine code static objectives describe (ciq_build.measure.gpu_arch), set by
+        # The architecture whose machine code static objectives describe (ciq_build.compiler.gpu_arch), set by
         # the driver before the baseline; None: every architecture built, combined.
         self.scored_architecture: str | None = None
         # The first build's static figures of the architectures not scored: {arch: {metric: value}}, to show.
@@ -307,7 +307,7 @@ class Benchmarked(NamedTuple):
     measurement: Measurement
     raced: bool  # raced out: stopped early, behind the incumbent
     waited: float  # seconds spent waiting for a GPU before the first run, beyond the runner's own slot
-    gpu: int | None = None  # the architecture of the GPU the runs ran on (ciq_build.measure.gpu_arch)
+    gpu: int | None = None  # the architecture of the GPU the runs ran on (ciq_build.compiler.gpu_arch)
 
 
 def run_benchmark(spec: BenchSpec, repeats: int, racing: RaceBoard | None) -> tuple[Measurement, bool]:

@@ -56,3 +56,13 @@ def for_candidates(measure: MeasureSettings, baseline: Evaluation) -> Timeouts:
     run_s = baseline.timings.get("benchmark_s", 0.0) / runs
     return Timeouts(round(max(measure.timeout, CANDIDATE_FACTOR * compile_s), 1),
                     round(max(measure.timeout, CANDIDATE_FACTOR * run_s), 1))
+
+
+def end_reserve(measure: MeasureSettings, baseline: Evaluation, benchmarked: bool) -> float:
+    """Seconds a --time-limit keeps for what follows the search (the winner's rebuild, and with a benchmark its
+    interleaved re-measure), estimated from the baseline's."""
+    reserve = baseline.timings.get("compile_s", 0.0)
+    if benchmarked:
+        per_run = baseline.timings.get("benchmark_s", 0.0) / max(1, baseline.runs or measure.repeats)
+        reserve += 2 * measure.confirm_rounds * per_run
+    return reserve

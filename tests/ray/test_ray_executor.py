@@ -33,8 +33,9 @@ from ciq_build.project.manifest import Manifest
 from ciq_build.ray.executor import RayPool, actor_resources, benchmark_resources
 from ciq_build.ray.plugin import RayExecutor
 from ciq_build.ray.sources import MISSING, SourceUpload, check_copy, plan_upload, remapped_cache
-from ciq_build.tune.driver import TuneOutcome, run_tune
+from ciq_build.tune.driver import run_tune
 from ciq_build.tune.executor import Executor, checked_executor, get_executor
+from ciq_build.tune.finish import TuneOutcome
 from ciq_build.tune.timeouts import Timeouts
 from ciq_build.tune.tune_options import TuneOptions
 from support import REPO_ROOT

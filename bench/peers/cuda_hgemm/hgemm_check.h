@@ -40,10 +40,10 @@ inline int check(const std::vector<half>& A, const std::vector<half>& B, const s
     }
     const double rel = std::sqrt(err2 / ref2);
     if (nan || !(rel < 2e-2)) {
-        std::printf("CIQ_CHECK FAIL (relative error %.3g on 1024 sampled entries, %d NaN)\n", rel, nan);
+        std::printf("relative error %.3g on 1024 sampled entries, %d NaN\nCIQ_CHECK FAIL\n", rel, nan);
         return 1;
     }
-    std::printf("CIQ_CHECK PASS (relative error %.3g on 1024 sampled entries)\n", rel);
+    std::printf("relative error %.3g on 1024 sampled entries\nCIQ_CHECK PASS\n", rel);
     return 0;
 }
 

@@ -1,4 +1,4 @@
-"""A tuner that knows which GPU it tunes for (ciq_build.measure.gpu_arch), without a GPU.
+"""A tuner that knows which GPU it tunes for (ciq_build.compiler.gpu_arch), without a GPU.
 
 The GPU is played by tests/programs/nvidia_smi_test_double/nvidia-smi, a TEST DOUBLE that reports the
 compute capabilities it is given; the tunes are real (CMake, nvcc, tests/projects/sizes, whose benchmark
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.compiler import gpu_arch
+from ciq_build.compiler.gpu_arch import has_sass_for, plan_architectures, read_gpu_arch, runs_on, scored_architecture
 from ciq_build.errors import ConfigError
-from ciq_build.measure import gpu_arch
-from ciq_build.measure.gpu_arch import has_sass_for, plan_architectures, read_gpu_arch, runs_on, scored_architecture
 from support import REPO_ROOT
 
 DOUBLE = REPO_ROOT / "tests" / "programs" / "nvidia_smi_test_double"

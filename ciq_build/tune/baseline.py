@@ -1,0 +1,61 @@
+"""The baseline: the compiler's defaults, measured (or journaled), what every candidate is compared with."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.gpu_arch import sm
+from ciq_build.core.causes import Cause
+from ciq_build.core.objectives import named_scores, unbenchmarked_names
+from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
+from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.project.sources import Snapshot
+from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
+from ciq_build.tune.cache import EvaluationCache
+from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.source_watch import SourceWatch
+
+
+def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: ScratchTree, target: str,
+                     key_of: Callable[[Controls], str], sources: SourceWatch, before: Snapshot,
+                     disk_full: Callable[[str], DiskFullError], say: Callable[[str], None]) -> Evaluation:
+    """The baseline of `target`, built and measured in `tree` unless journaled ok; a CiqError where nothing can be
+    compared with it. What its build writes into the source tree (since `before`) is left out of the fingerprint."""
+    proposal = Proposal(id=-1, generation=0, params={})
+    controls = Controls()
+    evaluated = cache.lookup(proposal, controls, key_of(controls))
+    if evaluated is None or not evaluated.ok:  # a failed baseline is always tried again
+        say("building and measuring the baseline (the compiler's defaults)")
+        evaluated = runner.evaluate(tree, proposal, controls, key_of(controls))
+        built = sources.snapshot()
+        if sources.note(before, built, "building the baseline"):
+            sources.fingerprint(built)
+            evaluated.key = key_of(controls)
+        if evaluated.cause == Cause.DISK_FULL:
+            cache.record_environmental(evaluated)
+            raise disk_full("building the baseline")
+        if evaluated.environmental:
+            cache.record(evaluated)
+            raise BuildError(
+                f"the baseline of {target} (no compiler controls) failed for a reason outside "
+                f"the candidate ({evaluated.cause}): {evaluated.message}\nNothing was cached; run the same "
+                "command again once the machine is fine (memory, other processes, the build tool).")
+        if evaluated.cause == Cause.NO_GPU:
+            raise NoGpuError(
+                f"the benchmark of {target} found no usable GPU, so runtime objectives cannot be "
+                f"measured here. Tune one measured without a GPU instead: --objective, one of {unbenchmarked_names()}."
+                f"\n{evaluated.message}")
+        cache.record(evaluated, reuse=True)
+    if not evaluated.ok:
+        raise BenchmarkError(
+            f"the baseline of {target} (no compiler controls) failed: {evaluated.cause}: "
+            f"{evaluated.message}\nFix the build or benchmark first; nothing can be compared to a failing baseline.")
+    assert evaluated.scores is not None
+    say(f"baseline: {named_scores(runner.objectives, evaluated.scores)} "
+        + ("(from the journal)" if evaluated.cached else f"(built and measured in {evaluated.seconds:.1f} s)"))
+    if runner.other_architectures:  # the static figures of what is not scored, shown once
+        say("not scored: " + "; ".join(f"{sm(arch)} {', '.join(f'{k} {v}' for k, v in figures.items())}"
+                                       for arch, figures in runner.other_architectures.items()))
+    return evaluated

@@ -1,0 +1,318 @@
+"""After the search: confirm the winner, keep only the controls that change its code, pin it, say what came of it.
+
+Three steps, in this order, each its own method of `Finish`: `confirm` (the
+winner re-measured against the baseline, ciq_build.tune.confirm, with the
+minimal pin's rebuilds started beside it, and against a pin already there,
+ciq_build.tune.old_pin), `minimize` (its no-op controls dropped,
+ciq_build.tune.minimize, then its benchmark's own check,
+ciq_build.tune.winner_check) and `pin` (the record assembled and written,
+ciq_build.tune.assemble); `summarize` prints the summary.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.gpu_arch import ArchitecturePlan
+from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.objectives import metric_key
+from ciq_build.measure.sizes import size_ratios
+from ciq_build.measure.stats import interleaved
+from ciq_build.pin.record import record_path
+from ciq_build.pin.write import merge_architecture, write_record
+from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
+from ciq_build.project.manifest import Manifest, benchmark_sizes
+from ciq_build.search.evaluation import Evaluation
+from ciq_build.tune.assemble import assemble_record, scored_record
+from ciq_build.tune.cache import EvaluationCache
+from ciq_build.tune.confirm import Confirmation, Confirmer
+from ciq_build.tune.gpu_time import GpuMeter
+from ciq_build.tune.minimize import Minimizer
+from ciq_build.tune.old_pin import Standing, compare, pinned_before
+from ciq_build.tune.param_probe import without_effect
+from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
+from ciq_build.tune.tune_options import TuneSettings
+from ciq_build.tune.winner_check import WinnerCheck, check_winner, wants_check
+
+
+@dataclass
+class TuneOutcome:
+    ok: bool
+    pinned: Path | None
+    baseline: Evaluation
+    winner: Evaluation | None
+    evaluations: list[Evaluation]
+    message: str
+
+
+@dataclass
+class Searched:
+    """What the search left for the steps after it."""
+
+    baseline: Evaluation
+    evaluations: list[Evaluation]
+    base_tree: ScratchTree
+    workers: list[ScratchTree]
+    described: dict[str, Any]  # the candidate source's provenance (CandidateSource.describe)
+    stopped: str  # the summary's word on a budget that ended the search early; "" when it ran to its end
+    overridden: Sequence[str] = ()  # PARAMS names the source #defines again (said after the baseline)
+
+
+@dataclass
+class Finish:
+    """The steps after the search of one tune, with what they need of it."""
+
+    settings: TuneSettings
+    manifest: Manifest
+    toolchain: Toolchain
+    runner: BuildRunner  # the candidates' (its limits, its slots, the builds each tree holds)
+    cache: EvaluationCache
+    meter: GpuMeter
+    architectures: ArchitecturePlan
+    applied_by: str  # what applies the pin (BuildBackend.applied_by)
+    metered: bool  # this process's slots held every benchmark: the summary says where the GPU's time went
+    say: Callable[[str], None]
+    warn: Callable[[str], None]
+
+    def run(self, searched: Searched) -> TuneOutcome:
+        if not searched.evaluations and searched.stopped:
+            return self._nothing_evaluated(searched)
+        confirmation, tree, minimizer, standing = self.confirm(searched)
+        confirmation, checked = self.minimize(confirmation, tree, minimizer)
+        self.meter.enter("pin")
+        pinned = self.pin(confirmation, tree, standing, checked, searched) if confirmation.better else None
+        self.summarize(searched, confirmation, pinned, standing, checked)
+        return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, searched.evaluations,
+                           confirmation.verdict)
+
+    @property
+    def pinning(self) -> bool:
+        return self.settings.pin
+
+    # -- confirm ---------------------------------------------------------------------
+
+    def confirm(self, searched: Searched) -> tuple[Confirmation, ScratchTree, Minimizer | None, Standing | None]:
+        """The winner re-measured against the baseline (and a pin already there): the verdict, the tree that
+        holds its build, and the minimal pin's rebuilds started beside the re-measure (None: none started)."""
+        workers = searched.workers
+        trees = {"winner": workers[0]}  # the winner's tree: the first worker's, or the one that holds its build
+        confirmer = Confirmer(self.runner, self.cache, list(self.settings.objectives), self.settings.measure,
+                              self.runner.timeouts, self.settings.search.pick, self.manifest.target, self.say,
+                              self.warn, phase=self.meter.enter)
+        minimizer: Minimizer | None = None
+
+        def picked(winner: Evaluation) -> tuple[ScratchTree, CandidateBuild] | None:
+            # A tree the search left holding the winner's build is re-measured as it is. The minimal pin's
+            # rebuilds start now, in the other workers' trees, while the winner is (re)built and re-measured:
+            # decided by machine code, they need no benchmark and the GPU waits for none.
+            nonlocal minimizer
+            held = next(((t, b) for t in workers if (b := self.runner.holding(t, winner.controls)) is not None),
+                        None)
+            if held is not None:
+                trees["winner"] = held[0]
+            others = [t for t in workers if t is not trees["winner"]]
+            if self.pinning and others and not winner.controls.is_default:
+                minimizer = Minimizer(winner.controls, others, self.toolchain, self.runner.timeouts, self.say)
+            return held
+
+        def rebuilt(objects: tuple[Path, ...]) -> None:
+            if minimizer is not None:
+                minimizer.reference(objects, trees["winner"])
+
+        try:
+            confirmation = confirmer.confirm(searched.baseline, searched.evaluations, searched.base_tree,
+                                             trees["winner"], picked=picked, rebuilt=rebuilt)
+        except BaseException:
+            if minimizer is not None:
+                minimizer.cancel()
+            raise
+        tree = trees["winner"]
+        standing = self._against_old_pin(confirmation, searched.base_tree, tree)
+        if standing is not None and standing.old_better and not self.settings.force:
+            confirmation = dataclasses.replace(
+                confirmation, better=False,
+                verdict=f"{confirmation.verdict}; the pin already there is better ({standing.text}): kept, not "
+                        "replaced (--force replaces it)")
+        if minimizer is not None and not (confirmation.better and self.pinning):
+            minimizer.cancel()
+            minimizer = None
+        return confirmation, tree, minimizer, standing
+
+    def _against_old_pin(self, confirmation: Confirmation, base_tree: ScratchTree,
+                         tree: ScratchTree) -> Standing | None:
+        """Where the pin already there stands against a winner about to replace it (ciq_build.tune.old_pin); None
+        where nothing would be replaced. A runtime is re-measured: the old pin is built in the baseline's tree and
+        run interleaved with the winner, still built in `tree`."""
+        if not (confirmation.better and self.pinning) or self.manifest.tune_architecture:
+            return None
+        old = pinned_before(record_path(self.manifest.pin_dir, self.manifest.target))
+        if old is None:
+            return None
+
+        def remeasure(controls: Controls) -> tuple[dict[str, list[float]], dict[str, list[float]]] | str:
+            rounds = self.settings.measure.confirm_rounds
+            self.say(f"building the pin already there, to re-measure it beside the new winner ({rounds} rounds "
+                     "each, interleaved)")
+            built = base_tree.build(controls, self.runner.timeouts.compile, benchmark=True)
+            if not built.ok:
+                return f"the old pin no longer builds ({built.message})"
+            with self.runner.slots.slot() as env:
+                old_m, new_m = interleaved(self.runner.bench_spec(base_tree).with_env(env),
+                                           self.runner.bench_spec(tree).with_env(env), rounds)
+            failure = old_m.failure or new_m.failure
+            if failure is not None:
+                return f"re-measuring the old pin failed ({failure.cause}: {failure.message})"
+            return old_m.samples, new_m.samples
+
+        objectives = list(self.settings.objectives)
+        new = scored_record(self.manifest, self.toolchain, objectives, confirmation)
+        standing = compare(old, new, objectives, remeasure if self.runner.needs_benchmark else None)
+        if standing.old_better and not self.settings.force:
+            self.warn(f"the pin already there is better than this tune's winner: {standing.text}; it is kept "
+                      "(tune --force replaces it)")
+        return standing
+
+    # -- minimize --------------------------------------------------------------------
+
+    def minimize(self, confirmation: Confirmation, tree: ScratchTree,
+                 minimizer: Minimizer | None) -> tuple[Confirmation, WinnerCheck | None]:
+        """A winner to pin with its no-op controls dropped (ciq_build.tune.minimize), then its benchmark's own
+        check run on it (ciq_build.tune.winner_check); as it was when nothing is to be pinned."""
+        if not (confirmation.better and self.pinning):
+            return confirmation, None
+        confirmation = self._minimal(confirmation, tree, minimizer)
+        if not (confirmation.better and wants_check(self.runner, confirmation.winner.controls)):
+            return confirmation, None
+        checked = check_winner(self.runner, tree, confirmation.winner.controls, self.runner.timeouts.compile,
+                               self.say)
+        if checked.failed:
+            self.warn(f"the winner's benchmark {checked.text}: nothing pinned. Keep such values out of the "
+                      "search (CONSTRAINTS, or fewer PARAMS values), or tune an objective the benchmark "
+                      "measures (its check then runs for every candidate)")
+        elif not checked.ran:
+            self.warn(f"the winner's benchmark was {checked.text}; the pin records that it was not run")
+        return dataclasses.replace(confirmation, better=not checked.failed,
+                                   verdict=f"{confirmation.verdict}; its benchmark: {checked.text}"
+                                           + ("; nothing pinned" if checked.failed else "")), checked
+
+    def _minimal(self, confirmation: Confirmation, tree: ScratchTree, minimizer: Minimizer | None) -> Confirmation:
+        """The confirmation with the winner's no-op controls dropped.
+
+        `minimizer`: the rebuilds started beside the re-measure in the other workers' trees; None with a single
+        worker tree, whose rebuilds start now, in `tree`, one after another.
+        """
+        winner = confirmation.winner
+        self.meter.enter("minimize")  # what of it outlasted the re-measure
+        if minimizer is None:
+            minimizer = Minimizer(winner.controls, [tree], self.toolchain, self.runner.timeouts, self.say,
+                                  winner_tree=tree, winner_objects=confirmation.winner_objects)
+        minimal = minimizer.result(confirmation.winner_objects)
+        if not minimal.dropped:
+            return confirmation
+        self.say(minimal.describe())
+        verdict = f"{confirmation.verdict}; {minimal.describe()}"
+        if minimal.controls.is_default:
+            verdict += "; the winner's code is the compiler's default code: nothing pinned"
+        return dataclasses.replace(confirmation, winner=dataclasses.replace(winner, controls=minimal.controls),
+                                   winner_objects=minimal.objects, verdict=verdict, dropped=minimal.dropped,
+                                   better=not minimal.controls.is_default)
+
+    # -- pin -------------------------------------------------------------------------
+
+    def pin(self, confirmation: Confirmation, tree: ScratchTree, standing: Standing | None,
+            checked: WinnerCheck | None, searched: Searched) -> Path | None:
+        """The winner's record written (or its architecture's entry merged in); where, or None with --no-pin."""
+        if not self.pinning:
+            return None
+        against: dict[str, Any] = {} if standing is None else {"against_old_pin": standing.text}
+        if checked is not None:
+            against["winner_check"] = checked.to_record()
+        record = assemble_record(self.manifest, self.toolchain, list(self.settings.objectives), confirmation, tree,
+                                 {**searched.described, **self.architectures.provenance()}, searched.evaluations,
+                                 extra=against)
+        pinned = record_path(self.manifest.pin_dir, self.manifest.target)
+        acf = confirmation.winner.controls.acf
+        if self.manifest.tune_architecture:  # under the target's lock, as every write of its record
+            merge_architecture(pinned, record, self.manifest.tune_architecture)
+        else:
+            replaced = pinned_before(pinned)
+            if replaced is not None:
+                print(replacement_note(pinned, replaced, record, standing), file=sys.stdout)
+            write_record(pinned, record, acf_source=acf.path if acf else None)
+        return pinned
+
+    # -- say what came of it ---------------------------------------------------------
+
+    def summarize(self, searched: Searched, confirmation: Confirmation, pinned: Path | None,
+                  standing: Standing | None, checked: WinnerCheck | None) -> None:
+        objectives = list(self.settings.objectives)
+        print(run_summary(self.manifest.target, objectives, confirmation.baseline_scores,
+                          confirmation.winner_scores, searched.evaluations, self.runner.needs_benchmark,
+                          confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
+                          repeats=self.settings.measure.repeats, applied_by=self.applied_by,
+                          stopped=searched.stopped,
+                          next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
+                              objectives, self.settings.search, self.pinning, confirmation.better),
+                          size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
+                          figures=self.architectures.describe(),
+                          idle_params=[name for name in without_effect(self.manifest.params, searched.evaluations)
+                                       if name not in searched.overridden]),
+              file=sys.stdout)
+
+    def _kept_text(self, standing: Standing | None) -> str:
+        """The summary's `next:` where a better pin was kept."""
+        if standing is None or not standing.old_better or self.settings.force:
+            return ""
+        return (f"the pin in {record_path(self.manifest.pin_dir, self.manifest.target)} stays; to replace it with "
+                "this winner anyway, run the same command with --force")
+
+    def _size_ratios(self, confirmation: Confirmation) -> dict[str, dict[str, float]]:
+        """Each benchmark objective's per-size ratio, winner over defaults (ARGS_SETS; empty without)."""
+        names = benchmark_sizes(self.manifest)
+        if not names:
+            return {}
+        return {o.spec: size_ratios(confirmation.winner.metrics, confirmation.baseline.metrics, metric_key(o), names)
+                for o in self.settings.objectives if o.source == "benchmark"}
+
+    def _nothing_evaluated(self, searched: Searched) -> TuneOutcome:
+        """A budget spent before any candidate (a --time-limit the baseline used up): nothing to confirm or pin."""
+        baseline = searched.baseline
+        assert baseline.scores is not None
+        verdict = "the search ended before any candidate was evaluated; nothing pinned"
+        objectives = list(self.settings.objectives)
+        print(run_summary(self.manifest.target, objectives, baseline.scores, baseline.scores, [],
+                          self.runner.needs_benchmark, verdict, None, self.cache.path, self.cache.measured_this_run,
+                          repeats=self.settings.measure.repeats, applied_by=self.applied_by,
+                          stopped=searched.stopped,
+                          next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
+                                                              better=False)),
+              file=sys.stdout)
+        return TuneOutcome(True, None, baseline, None, [], verdict)
+
+    def _gpu_time(self) -> str:
+        """Where the GPU's time went from the first benchmark to now (the pin), journaled; the summary's line.
+
+        Only where this process's slots held every benchmark (local worker trees; Ray's run elsewhere).
+        """
+        if not self.runner.needs_benchmark or not self.metered:
+            return ""
+        figures = self.meter.result(self.runner.slots.count)
+        if figures is None:
+            return ""
+        self.cache.record_gpu_time(figures.to_journal())
+        return figures.describe()
+
+
+def _check_failed_text(checked: WinnerCheck | None) -> str:
+    """The summary's `next:` where the winner's benchmark failed its check."""
+    if checked is None or not checked.failed:
+        return ""
+    return ("keep the values that fail the benchmark's check out of the search (CONSTRAINTS in ciq_tune_target(), "
+            "or fewer PARAMS values), or tune an objective the benchmark measures, then tune again")
