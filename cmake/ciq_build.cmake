@@ -949,6 +949,10 @@ function(_ciq_pin_arguments)
       set(shown "compiler defaults")
     endif()
     set(text "pinned controls from ${arg_PIN_FILE}: ${shown}")
+    if("${${in}_architectures}" STREQUAL "")
+      _ciq_rules_message(anywhere any_architecture)
+      string(APPEND text " (${anywhere})")
+    endif()
   else()
     # Per -gencode: the shared -D parameters in the options file, each
     # architecture's own arguments through the gencode launcher.

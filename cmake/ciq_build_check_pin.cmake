@@ -6,9 +6,9 @@
 #   <pin dir>/<target>.json  <PARAMS, "|"-separated>  <ALLOW_NUMERICS ON|OFF>
 #   <CUDA major.minor of the compiler>  <build dir for an ACF copy>
 #   <ptxas major.minor, or empty>  <the build's architectures, "|"-separated>
-#   <the project's top folder: no folder from it to the pin dir may be a link>
-# For each case it prints one line, "case <n>: <status>" (applied, none,
-# skipped, or "refused: <the error configure gives>"), then "case <n> arg: <a>"
+#   [<the project's top folder: no folder from it to the pin dir may be a link>]
+# For each case it prints one line, "case <n>: <status>: <the status line>" (applied,
+# none, skipped, or "refused: <the error configure gives>"), then "case <n> arg: <a>"
 # per nvcc argument; for a pin applied per -gencode, then "case <n> arg: [<arch>]"
 # and "case <n> arg: [<arch>] <a>" per architecture and argument. The rule-book agreement test drives the CMake module
 # through this script, many records per process.
@@ -30,7 +30,11 @@ foreach(case IN LISTS cases)
   list(GET fields 4 binary_dir)
   list(GET fields 5 ptxas)
   list(GET fields 6 architectures)
-  list(GET fields 7 top)
+  set(top "")
+  list(LENGTH fields count)
+  if(count GREATER 7)
+    list(GET fields 7 top)
+  endif()
   string(REPLACE "|" ";" params "${params}")
   string(REPLACE "|" ";" architectures "${architectures}")
   get_filename_component(pin_dir "${pin_file}" DIRECTORY)
@@ -46,7 +50,8 @@ foreach(case IN LISTS cases)
     string(REPLACE "\n" " " refused "${refused}")
     message("case ${number}: refused: ${refused}")
   else()
-    message("case ${number}: ${pin_status}")
+    string(REPLACE "\n" " " said "${pin_message}")
+    message("case ${number}: ${pin_status}: ${said}")
     foreach(arg IN LISTS pin_args)
       message("case ${number} arg: ${arg}")
     endforeach()

@@ -89,7 +89,9 @@ def resolve_build_pin(target: str, pin_dir: Path, *, params: Sequence[str], allo
         # One set of controls for every architecture: plain nvcc with the options file, as before.
         arguments = _with_defines(per_arch[0][1], applied[0][1])
         shown = " ".join(arguments) or "compiler defaults"
-        return BuildPin("applied", tuple(arguments), depends, f"pinned controls from {path}: {shown}", record)
+        anywhere = "" if record.toolchain.architectures else f" ({rules.message('any_architecture')})"
+        return BuildPin("applied", tuple(arguments), depends, f"pinned controls from {path}: {shown}{anywhere}",
+                        record)
     shared = define_arguments(applied[0][1])  # equal across the entries (shared_defines_problem)
     shown = "; ".join(f"sm_{arch}: {' '.join(args) or 'compiler defaults'}" for arch, args in per_arch)
     return BuildPin("applied", tuple(shared), depends,

@@ -73,6 +73,10 @@ def test_every_canonical_flag_is_allowed(patterns):
 _ALPHABET = st.characters(codec="utf-8") | st.sampled_from(list(" \t\n\r\x00,;=/\\\"'-.0123456789$`\uff1d\u2010"))
 
 
+# The rule book's version: numbers of at most 6 digits joined by dots, or nothing.
+_VERSION = r"([0-9]{1,6}([.][0-9]{1,6}){0,3})?"
+
+
 @st.composite
 def near_flags(draw) -> str:
     base = draw(st.sampled_from(sorted(_CANONICAL)))
@@ -356,8 +360,8 @@ def generated_records(draw) -> PinnedRecord:
         target=draw(st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,12}", fullmatch=True)),
         controls=controls,
         toolchain=RecordToolchain(f"{draw(st.integers(11, 20))}.{draw(st.integers(0, 9))}",
-                                  draw(st.from_regex(r"[A-Za-z0-9_.+ ()/:,-]{0,10}", fullmatch=True)),
-                                  draw(st.from_regex(r"[A-Za-z0-9_.+ ()/:,-]{0,10}", fullmatch=True)),
+                                  draw(st.from_regex(_VERSION, fullmatch=True)),
+                                  draw(st.from_regex(_VERSION, fullmatch=True)),
                                   tuple(draw(st.lists(st.sampled_from(["80", "90a", "100a", "120f"]), max_size=3)))),
         provenance=draw(st.dictionaries(_record_text.filter(
             lambda k: k not in ("engine", "seed", "created", "ciq_build_version", "budget")), record_json_values,
