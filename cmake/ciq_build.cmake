@@ -419,6 +419,232 @@ function(_ciq_read_controls)
   set(${arg_ACF_KIND_VAR} "${acf_kind}" PARENT_SCOPE)
 endfunction()
 
+# _ciq_read_record_json(TARGET <target> PIN_FILE <file> JSON_VAR <out>): the
+# record's text, through the rule book's three layers (a regular file within its
+# size limit, the strict JSON subset, each field), its schema and its target
+# checked (pin/read.py read_record's first steps).
+function(_ciq_read_record_json)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;JSON_VAR" "")
+  set(target "${arg_TARGET}")
+  set(pin_file "${arg_PIN_FILE}")
+  set(fix "Restore it from version control, or retune with `python -m ciq_build tune ${target}`.")
+  _ciq_rules_read_file(json problem "${pin_file}" record_bytes)
+  if(problem STREQUAL "")
+    _ciq_rules_syntax(problem "${json}")
+    if(NOT problem STREQUAL "")
+      set(problem "it ${problem}")
+    endif()
+  endif()
+  if(NOT problem STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "${problem}. ${fix}")
+    return()
+  endif()
+  get_property(rules_schema GLOBAL PROPERTY _CIQ_RULES_SCHEMA)
+  string(JSON schema_type ERROR_VARIABLE error TYPE "${json}" schema)
+  if(schema_type STREQUAL "NUMBER")
+    string(JSON schema GET "${json}" schema)
+    if(schema MATCHES "^-?[0-9]+$" AND NOT schema STREQUAL rules_schema)
+      _ciq_pin_error(${target} "${pin_file}" "schema is ${schema}, this ciq_build "
+        "reads schema ${rules_schema}. Upgrade ciq_build, or retune with "
+        "`python -m ciq_build tune ${target}`.")
+      return()
+    endif()
+  endif()
+  _ciq_rules_fields(where problem "${json}")
+  if(NOT problem STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "${where} ${problem}. ${fix}")
+    return()
+  endif()
+  string(JSON record_target GET "${json}" target)
+  if(NOT record_target STREQUAL target)
+    _ciq_pin_error(${target} "${pin_file}" "its \"target\" is '${record_target}', "
+      "not '${target}'. Was it copied from another target? Retune this one.")
+    return()
+  endif()
+  set(${arg_JSON_VAR} "${json}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_check_summary(TARGET <target> PIN_FILE <file> JSON <record> WHERE <name>
+#                    OBJECTIVES <count> KEYS <key>...): the summary (baseline or
+# winner) at KEYS, if any, has one score and one spread per objective.
+function(_ciq_check_summary)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;JSON;WHERE;OBJECTIVES" "KEYS")
+  string(JSON type ERROR_VARIABLE missing TYPE "${arg_JSON}" ${arg_KEYS})
+  if(missing OR NOT type STREQUAL "OBJECT")
+    return()
+  endif()
+  string(JSON scores LENGTH "${arg_JSON}" ${arg_KEYS} scores)
+  string(JSON spread LENGTH "${arg_JSON}" ${arg_KEYS} spread)
+  if(NOT scores EQUAL arg_OBJECTIVES OR NOT spread EQUAL arg_OBJECTIVES)
+    _ciq_pin_error(${arg_TARGET} "${arg_PIN_FILE}" "${arg_WHERE} needs one score and one "
+      "spread per objective (${arg_OBJECTIVES}), has ${scores} and ${spread}. Restore it from "
+      "version control, or retune with `python -m ciq_build tune ${arg_TARGET}`.")
+  endif()
+endfunction()
+
+# _ciq_read_objectives(TARGET <target> PIN_FILE <file> JSON <record> COUNT_VAR <out>):
+# the record's objectives, each named once, and its summaries' lengths; <out>: how many.
+function(_ciq_read_objectives)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;JSON;COUNT_VAR" "")
+  set(count 0)
+  string(JSON type ERROR_VARIABLE missing TYPE "${arg_JSON}" objectives)
+  if(NOT missing)
+    string(JSON count LENGTH "${arg_JSON}" objectives)
+  endif()
+  set(names "")
+  if(count GREATER 0)
+    math(EXPR last "${count} - 1")
+    foreach(index RANGE ${last})
+      string(JSON name GET "${arg_JSON}" objectives ${index} name)
+      if(name IN_LIST names)
+        _ciq_pin_error(${arg_TARGET} "${arg_PIN_FILE}" "objectives name '${name}' twice. Restore it "
+          "from version control, or retune with `python -m ciq_build tune ${arg_TARGET}`.")
+        return()
+      endif()
+      list(APPEND names "${name}")
+    endforeach()
+  endif()
+  foreach(summary IN ITEMS baseline winner)
+    _ciq_check_summary(TARGET ${arg_TARGET} PIN_FILE "${arg_PIN_FILE}" JSON "${arg_JSON}" WHERE ${summary}
+      OBJECTIVES ${count} KEYS ${summary})
+    _ciq_pin_stop()
+  endforeach()
+  set(${arg_COUNT_VAR} "${count}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_read_architectures(TARGET <target> PIN_FILE <file> JSON <record> OBJECTIVES <count>
+#                         WRITTEN_VAR <out> TUNED_VAR <out> ENTRIES_VAR <out>): the
+# record's toolchain.architectures as written and in one spelling, each naming an
+# architecture (pin/read.py _check_named_architectures: reduced to nothing, the list
+# would switch the architecture guard off), and its per_architecture entries, each
+# for one of them, with one score and one spread per objective.
+function(_ciq_read_architectures)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;JSON;OBJECTIVES;WRITTEN_VAR;TUNED_VAR;ENTRIES_VAR" "")
+  set(target "${arg_TARGET}")
+  set(json "${arg_JSON}")
+  set(fix "Restore it from version control, or retune with `python -m ciq_build tune ${target}`.")
+  _ciq_json_strings(written "${json}" toolchain architectures)
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" toolchain architectures)
+  if(NOT missing AND written STREQUAL "")
+    _ciq_pin_error(${target} "${arg_PIN_FILE}" "toolchain.architectures is empty; list the "
+      "architectures the record was tuned for (e.g. [\"90a\"]), or leave the field out for "
+      "nvcc's default. ${fix}")
+    return()
+  endif()
+  set(index 0)
+  foreach(arch IN LISTS written)
+    _ciq_architecture_set(name "${arch}")
+    _ciq_rules_matches(ok tuned_arch "${name}")
+    if(NOT ok)
+      _ciq_pin_error(${target} "${arg_PIN_FILE}" "toolchain.architectures[${index}] is '${arch}', "
+        "which names no CUDA architecture (e.g. 90a, sm_100a, 120, native). ${fix}")
+      return()
+    endif()
+    math(EXPR index "${index} + 1")
+  endforeach()
+  _ciq_architecture_set(tuned ${written})
+  set(entries "")
+  string(JSON type ERROR_VARIABLE missing TYPE "${json}" per_architecture)
+  if(NOT missing AND type STREQUAL "OBJECT")
+    string(JSON count LENGTH "${json}" per_architecture)
+    set(keys "")
+    if(count GREATER 0)
+      math(EXPR last "${count} - 1")
+      foreach(index RANGE ${last})
+        string(JSON arch MEMBER "${json}" per_architecture ${index})
+        list(APPEND keys "${arch}")
+      endforeach()
+    endif()
+    foreach(arch IN LISTS keys)
+      if(NOT arch IN_LIST tuned)
+        list(JOIN tuned ", " shown)
+        if(shown STREQUAL "")
+          set(shown none)
+        endif()
+        _ciq_pin_error(${target} "${arg_PIN_FILE}" "per_architecture.${arch} is an entry for "
+          "${arch}, which toolchain.architectures does not name (${shown}); add ${arch} "
+          "there, or remove the entry. ${fix}")
+        return()
+      endif()
+      list(APPEND entries "${arch}")
+      foreach(summary IN ITEMS baseline winner)
+        _ciq_check_summary(TARGET ${target} PIN_FILE "${arg_PIN_FILE}" JSON "${json}"
+          WHERE "per_architecture.${arch}.${summary}" OBJECTIVES ${arg_OBJECTIVES}
+          KEYS per_architecture ${arch} ${summary})
+        _ciq_pin_stop()
+      endforeach()
+    endforeach()
+  endif()
+  set(${arg_WRITTEN_VAR} "${written}" PARENT_SCOPE)
+  set(${arg_TUNED_VAR} "${tuned}" PARENT_SCOPE)
+  set(${arg_ENTRIES_VAR} "${entries}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_read_applied(TARGET <target> PIN_FILE <file> PIN_DIR <dir> ALLOW_NUMERICS <bool>
+#                   JSON <record> TUNED <arch>... ENTRIES <arch>... [PARAMS <NAME=space>...]
+#                   RESULT_PREFIX <prefix>): the controls each architecture gets, its
+# entry's, else the record's ("any": a record that names no architecture), each
+# checked (_ciq_read_controls); their -D parameters must agree, since a -D reaches
+# the host compile, which nvcc runs once for all architectures (pin/read.py
+# shared_defines_problem). Sets <prefix>_applied, <prefix>_defines, <prefix>_acf
+# (every ACF), <prefix>_acf_kind (ptxas when any is) and, per applied architecture,
+# <prefix>_flags_<arch>, <prefix>_acf_<arch>, <prefix>_acf_kind_<arch>.
+function(_ciq_read_applied)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;PIN_DIR;ALLOW_NUMERICS;JSON;RESULT_PREFIX"
+    "TUNED;ENTRIES;PARAMS")
+  set(out "${arg_RESULT_PREFIX}")
+  set(all_acfs "")
+  foreach(arch IN ITEMS any ${arg_ENTRIES})
+    set(where controls)
+    set(keys controls)
+    if(NOT arch STREQUAL "any")
+      set(where "per_architecture.${arch}.controls")
+      set(keys per_architecture ${arch} controls)
+    endif()
+    _ciq_read_controls(TARGET ${arg_TARGET} PIN_FILE "${arg_PIN_FILE}" PIN_DIR "${arg_PIN_DIR}"
+      ALLOW_NUMERICS "${arg_ALLOW_NUMERICS}" JSON "${arg_JSON}" WHERE "${where}" KEYS ${keys}
+      PARAMS ${arg_PARAMS}
+      FLAGS_VAR flags_${arch} DEFINES_VAR defines_${arch} ACF_VAR acf_${arch} ACF_KIND_VAR kind_${arch})
+    _ciq_pin_stop()
+    list(APPEND all_acfs "${acf_${arch}}")
+  endforeach()
+  set(applied "${arg_TUNED}")
+  if(applied STREQUAL "")
+    set(applied any)
+  endif()
+  set(first "")
+  set(acf_kind "")
+  foreach(arch IN LISTS applied)
+    set(where_${arch} "per_architecture.${arch}.controls")
+    if(NOT arch IN_LIST arg_ENTRIES)
+      set(where_${arch} "controls")
+      foreach(what IN ITEMS flags defines acf kind)
+        set(${what}_${arch} "${${what}_any}")
+      endforeach()
+    endif()
+    if(first STREQUAL "")
+      set(first "${arch}")
+    elseif(NOT "${defines_${arch}}" STREQUAL "${defines_${first}}")
+      _ciq_pin_error(${arg_TARGET} "${arg_PIN_FILE}" "${where_${arch}}.defines differ from "
+        "${where_${first}}.defines: a -D parameter reaches the host compile, which nvcc "
+        "runs once for every architecture. Give every architecture the same PARAMS values "
+        "(tune each with --architecture and the same values), or tune all architectures "
+        "together. Restore it from version control, or retune with `python -m ciq_build tune ${arg_TARGET}`.")
+      return()
+    endif()
+    if(acf_kind STREQUAL "" OR kind_${arch} STREQUAL "ptxas")
+      set(acf_kind "${kind_${arch}}")
+    endif()
+    set(${out}_flags_${arch} "${flags_${arch}}" PARENT_SCOPE)
+    set(${out}_acf_${arch} "${acf_${arch}}" PARENT_SCOPE)
+    set(${out}_acf_kind_${arch} "${kind_${arch}}" PARENT_SCOPE)
+  endforeach()
+  set(${out}_applied "${applied}" PARENT_SCOPE)
+  set(${out}_defines "${defines_${first}}" PARENT_SCOPE)
+  set(${out}_acf "${all_acfs}" PARENT_SCOPE)
+  set(${out}_acf_kind "${acf_kind}" PARENT_SCOPE)
+endfunction()
+
 # _ciq_read_pin(TARGET <target> PIN_FILE <file> PIN_DIR <dir> ALLOW_NUMERICS <bool>
 #               [PARAMS <NAME=space>...] RESULT_PREFIX <prefix>)
 # Validates a pinned record against the rule book, in the order of
@@ -438,189 +664,26 @@ endfunction()
 #   <prefix>_ptxas          its ptxas major.minor, or ""
 function(_ciq_read_pin)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;PIN_DIR;ALLOW_NUMERICS;RESULT_PREFIX" "PARAMS")
-  set(target "${arg_TARGET}")
-  set(pin_file "${arg_PIN_FILE}")
   set(out "${arg_RESULT_PREFIX}")
-  set(fix "Restore it from version control, or retune with `python -m ciq_build tune ${target}`.")
-  _ciq_rules_read_file(json problem "${pin_file}" record_bytes)
-  if(NOT problem STREQUAL "")
-    _ciq_pin_error(${target} "${pin_file}" "${problem}. ${fix}")
-    _ciq_pin_stop()
-  endif()
-  _ciq_rules_syntax(problem "${json}")
-  if(NOT problem STREQUAL "")
-    _ciq_pin_error(${target} "${pin_file}" "it ${problem}. ${fix}")
-    _ciq_pin_stop()
-  endif()
-  get_property(rules_schema GLOBAL PROPERTY _CIQ_RULES_SCHEMA)
-  string(JSON schema_type ERROR_VARIABLE error TYPE "${json}" schema)
-  if(schema_type STREQUAL "NUMBER")
-    string(JSON schema GET "${json}" schema)
-    if(schema MATCHES "^-?[0-9]+$" AND NOT schema STREQUAL rules_schema)
-      _ciq_pin_error(${target} "${pin_file}" "schema is ${schema}, this ciq_build "
-        "reads schema ${rules_schema}. Upgrade ciq_build, or retune with "
-        "`python -m ciq_build tune ${target}`.")
-      _ciq_pin_stop()
-    endif()
-  endif()
-  _ciq_rules_fields(where problem "${json}")
-  if(NOT problem STREQUAL "")
-    _ciq_pin_error(${target} "${pin_file}" "${where} ${problem}. ${fix}")
-    _ciq_pin_stop()
-  endif()
-  string(JSON record_target GET "${json}" target)
-  if(NOT record_target STREQUAL target)
-    _ciq_pin_error(${target} "${pin_file}" "its \"target\" is '${record_target}', "
-      "not '${target}'. Was it copied from another target? Retune this one.")
-    _ciq_pin_stop()
-  endif()
-
-  # Objectives: each once, and one score and one spread per objective.
-  set(objective_count 0)
-  string(JSON type ERROR_VARIABLE missing TYPE "${json}" objectives)
-  if(NOT missing)
-    string(JSON objective_count LENGTH "${json}" objectives)
-    set(names "")
-    if(objective_count GREATER 0)
-      math(EXPR last "${objective_count} - 1")
-      foreach(index RANGE ${last})
-        string(JSON name GET "${json}" objectives ${index} name)
-        if(name IN_LIST names)
-          _ciq_pin_error(${target} "${pin_file}" "objectives name '${name}' twice. ${fix}")
-          _ciq_pin_stop()
-        endif()
-        list(APPEND names "${name}")
-      endforeach()
-    endif()
-  endif()
-  foreach(summary IN ITEMS baseline winner)
-    string(JSON type ERROR_VARIABLE missing TYPE "${json}" ${summary})
-    if(NOT missing AND type STREQUAL "OBJECT")
-      string(JSON scores LENGTH "${json}" ${summary} scores)
-      string(JSON spread LENGTH "${json}" ${summary} spread)
-      if(NOT scores EQUAL objective_count OR NOT spread EQUAL objective_count)
-        _ciq_pin_error(${target} "${pin_file}" "${summary} needs one score and one "
-          "spread per objective (${objective_count}), has ${scores} and ${spread}. ${fix}")
-        _ciq_pin_stop()
-      endif()
-    endif()
+  set(given TARGET ${arg_TARGET} PIN_FILE "${arg_PIN_FILE}")
+  _ciq_read_record_json(${given} JSON_VAR json)
+  _ciq_pin_stop()
+  _ciq_read_objectives(${given} JSON "${json}" COUNT_VAR objectives)
+  _ciq_pin_stop()
+  _ciq_read_architectures(${given} JSON "${json}" OBJECTIVES ${objectives}
+    WRITTEN_VAR written TUNED_VAR tuned ENTRIES_VAR entries)
+  _ciq_pin_stop()
+  _ciq_read_applied(${given} PIN_DIR "${arg_PIN_DIR}" ALLOW_NUMERICS "${arg_ALLOW_NUMERICS}" JSON "${json}"
+    TUNED ${tuned} ENTRIES ${entries} PARAMS ${arg_PARAMS} RESULT_PREFIX record)
+  _ciq_pin_stop()
+  foreach(arch IN LISTS record_applied)
+    foreach(what IN ITEMS flags acf acf_kind)
+      set(${out}_${what}_${arch} "${record_${what}_${arch}}" PARENT_SCOPE)
+    endforeach()
   endforeach()
-
-  # Per-architecture entries: each for one of the architectures the record was
-  # tuned for, with one score and one spread per objective.
-  _ciq_json_strings(tuned_architectures "${json}" toolchain architectures)
-  # Each must name an architecture (pin/read.py _check_named_architectures): reduced to
-  # nothing, the list would switch the architecture guard off.
-  string(JSON type ERROR_VARIABLE missing TYPE "${json}" toolchain architectures)
-  if(NOT missing AND tuned_architectures STREQUAL "")
-    _ciq_pin_error(${target} "${pin_file}" "toolchain.architectures is empty; list the "
-      "architectures the record was tuned for (e.g. [\"90a\"]), or leave the field out for "
-      "nvcc's default. ${fix}")
-    _ciq_pin_stop()
-  endif()
-  set(index 0)
-  foreach(arch IN LISTS tuned_architectures)
-    _ciq_architecture_set(name "${arch}")
-    _ciq_rules_matches(ok tuned_arch "${name}")
-    if(NOT ok)
-      _ciq_pin_error(${target} "${pin_file}" "toolchain.architectures[${index}] is '${arch}', "
-        "which names no CUDA architecture (e.g. 90a, sm_100a, 120, native). ${fix}")
-      _ciq_pin_stop()
-    endif()
-    math(EXPR index "${index} + 1")
+  foreach(what IN ITEMS applied defines acf acf_kind)
+    set(${out}_${what} "${record_${what}}" PARENT_SCOPE)
   endforeach()
-  _ciq_architecture_set(tuned ${tuned_architectures})
-  set(entries "")
-  string(JSON type ERROR_VARIABLE missing TYPE "${json}" per_architecture)
-  if(NOT missing AND type STREQUAL "OBJECT")
-    string(JSON count LENGTH "${json}" per_architecture)
-    if(count GREATER 0)
-      math(EXPR last "${count} - 1")
-      foreach(index RANGE ${last})
-        string(JSON arch MEMBER "${json}" per_architecture ${index})
-        if(NOT arch IN_LIST tuned)
-          list(JOIN tuned ", " shown)
-          _ciq_pin_error(${target} "${pin_file}" "per_architecture.${arch} is an entry for "
-            "${arch}, which toolchain.architectures does not name (${shown}); add ${arch} "
-            "there, or remove the entry. ${fix}")
-          _ciq_pin_stop()
-        endif()
-        list(APPEND entries "${arch}")
-        foreach(summary IN ITEMS baseline winner)
-          string(JSON type ERROR_VARIABLE missing TYPE "${json}" per_architecture ${arch} ${summary})
-          if(NOT missing AND type STREQUAL "OBJECT")
-            string(JSON scores LENGTH "${json}" per_architecture ${arch} ${summary} scores)
-            string(JSON spread LENGTH "${json}" per_architecture ${arch} ${summary} spread)
-            if(NOT scores EQUAL objective_count OR NOT spread EQUAL objective_count)
-              _ciq_pin_error(${target} "${pin_file}" "per_architecture.${arch}.${summary} needs "
-                "one score and one spread per objective (${objective_count}), has ${scores} and "
-                "${spread}. ${fix}")
-              _ciq_pin_stop()
-            endif()
-          endif()
-        endforeach()
-      endforeach()
-    endif()
-  endif()
-
-  # The controls: the record's, then each entry's.
-  set(all_acfs "")
-  foreach(arch IN ITEMS any ${entries})
-    if(arch STREQUAL "any")
-      set(where controls)
-      set(keys controls)
-    else()
-      set(where "per_architecture.${arch}.controls")
-      set(keys per_architecture ${arch} controls)
-    endif()
-    _ciq_read_controls(TARGET ${target} PIN_FILE "${pin_file}" PIN_DIR "${arg_PIN_DIR}"
-      ALLOW_NUMERICS "${arg_ALLOW_NUMERICS}" JSON "${json}" WHERE "${where}" KEYS ${keys}
-      PARAMS ${arg_PARAMS}
-      FLAGS_VAR flags_${arch} DEFINES_VAR defines_${arch} ACF_VAR acf_${arch} ACF_KIND_VAR kind_${arch})
-    _ciq_pin_stop()
-    list(APPEND all_acfs "${acf_${arch}}")
-  endforeach()
-  # What each architecture gets: its entry's controls, else the record's ("any":
-  # a record that names no architecture). A -D reaches the host compile, which
-  # nvcc runs once for all architectures: they must agree (pin/read.py
-  # shared_defines_problem).
-  set(applied "${tuned}")
-  if(applied STREQUAL "")
-    set(applied any)
-  endif()
-  set(first "")
-  set(acf_kind "")
-  foreach(arch IN LISTS applied)
-    if(arch IN_LIST entries)
-      set(where_${arch} "per_architecture.${arch}.controls")
-    else()
-      set(where_${arch} "controls")
-      set(flags_${arch} "${flags_any}")
-      set(defines_${arch} "${defines_any}")
-      set(acf_${arch} "${acf_any}")
-      set(kind_${arch} "${kind_any}")
-    endif()
-    if(first STREQUAL "")
-      set(first "${arch}")
-    elseif(NOT "${defines_${arch}}" STREQUAL "${defines_${first}}")
-      _ciq_pin_error(${target} "${pin_file}" "${where_${arch}}.defines differ from "
-        "${where_${first}}.defines: a -D parameter reaches the host compile, which nvcc "
-        "runs once for every architecture. Give every architecture the same PARAMS values "
-        "(tune each with --architecture and the same values), or tune all architectures "
-        "together. ${fix}")
-      _ciq_pin_stop()
-    endif()
-    if(acf_kind STREQUAL "" OR kind_${arch} STREQUAL "ptxas")
-      set(acf_kind "${kind_${arch}}")
-    endif()
-    set(${out}_flags_${arch} "${flags_${arch}}" PARENT_SCOPE)
-    set(${out}_acf_${arch} "${acf_${arch}}" PARENT_SCOPE)
-    set(${out}_acf_kind_${arch} "${kind_${arch}}" PARENT_SCOPE)
-  endforeach()
-  set(${out}_applied "${applied}" PARENT_SCOPE)
-  set(${out}_entries "${entries}" PARENT_SCOPE)
-  set(${out}_defines "${defines_${first}}" PARENT_SCOPE)
-  set(acf_path "${all_acfs}")
   string(JSON cuda GET "${json}" toolchain cuda)
   string(JSON ptxas ERROR_VARIABLE missing GET "${json}" toolchain ptxas_version)
   if(missing OR NOT ptxas MATCHES "^([0-9]+)[.]([0-9]+)")
@@ -633,12 +696,9 @@ function(_ciq_read_pin)
     string(REGEX REPLACE "^0+([0-9])" "\\1" minor "${minor}")
     set(ptxas "${major}.${minor}")
   endif()
-  # The architectures it was tuned for (the rule book has checked each is a
-  # plain string, at most `limit architectures` of them).
-  set(${out}_architectures "${tuned_architectures}" PARENT_SCOPE)
+  set(${out}_entries "${entries}" PARENT_SCOPE)
+  set(${out}_architectures "${written}" PARENT_SCOPE)
   set(${out}_ptxas "${ptxas}" PARENT_SCOPE)
-  set(${out}_acf "${acf_path}" PARENT_SCOPE)
-  set(${out}_acf_kind "${acf_kind}" PARENT_SCOPE)
   set(${out}_cuda "${cuda}" PARENT_SCOPE)
 endfunction()
 
@@ -721,20 +781,165 @@ function(_ciq_acf_argument out target pin_file acf_path acf_kind binary_dir)
   endif()
 endfunction()
 
-# _ciq_pin_skip(<summary>): inside _ciq_resolve_pin, a pin that does not fit
-# this build: an error under CIQ_STRICT, else the caller's `warning` is said
-# and the pin skipped (status skipped, <summary> as the status line). A macro,
-# so that under CIQ_STRICT it returns from _ciq_resolve_pin.
-macro(_ciq_pin_skip summary)
+# _ciq_pin_skip(): inside _ciq_resolve_pin, a pin that does not fit this build
+# (the variables `warning`, what to say, and `summary`, the status line): an
+# error under CIQ_STRICT, else the warning is said and the pin skipped. A macro,
+# so that under CIQ_STRICT it returns from _ciq_resolve_pin; it takes no
+# argument, since a macro's arguments are evaluated again where they are used.
+macro(_ciq_pin_skip)
   if(CIQ_STRICT)
     # The warning names the target and the record already: refused as it is.
-    _ciq_pin_refuse(${warning} " (CIQ_STRICT=ON makes this an error.)")
+    _ciq_pin_refuse("${warning}" " (CIQ_STRICT=ON makes this an error.)")
     _ciq_pin_stop()
   endif()
-  message(WARNING ${warning} " The pin is skipped for this build.")
+  message(WARNING "${warning} The pin is skipped for this build.")
   set(status skipped)
   set(text "${summary}")
 endmacro()
+
+# _ciq_pin_misfit(TARGET <target> PIN_FILE <file> RECORD <prefix> CUDA_VERSION <v>
+#                 PTXAS_VERSION <v> [ARCHITECTURES <arch>...] WARNING_VAR <out>
+#                 SUMMARY_VAR <out>): why the record read into <prefix>_* does not
+# fit this build, as a warning and a status line ("" when it fits): another CUDA,
+# another ptxas for a ptxas ACF, other architectures (pin/apply.py check_toolchain,
+# check_architectures).
+function(_ciq_pin_misfit)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;RECORD;CUDA_VERSION;PTXAS_VERSION;WARNING_VAR;SUMMARY_VAR"
+    "ARCHITECTURES")
+  set(target "${arg_TARGET}")
+  set(pin_file "${arg_PIN_FILE}")
+  set(cuda "${${arg_RECORD}_cuda}")
+  set(ptxas "${${arg_RECORD}_ptxas}")
+  set(warning "")
+  set(summary "")
+  _ciq_architecture_set(tuned ${${arg_RECORD}_architectures})
+  _ciq_architecture_set(building ${arg_ARCHITECTURES})
+  if(NOT cuda STREQUAL arg_CUDA_VERSION)
+    set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} was tuned with CUDA ${cuda}, but "
+      "this build compiles with CUDA ${arg_CUDA_VERSION} (${CMAKE_CUDA_COMPILER}). Build with CUDA ${cuda} "
+      "(-DCMAKE_CUDA_COMPILER=...), or retune with `python -m ciq_build tune ${target}`.")
+    set(summary "pin skipped (tuned with CUDA ${cuda}, compiling with ${arg_CUDA_VERSION}): ${pin_file}")
+  elseif(${arg_RECORD}_acf_kind STREQUAL "ptxas" AND NOT ptxas STREQUAL ""
+      AND NOT arg_PTXAS_VERSION STREQUAL "" AND NOT ptxas STREQUAL arg_PTXAS_VERSION)
+    set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} carries a ptxas ACF measured "
+      "with ptxas ${ptxas}, but this toolkit's ptxas is ${arg_PTXAS_VERSION}, which cannot read it. Build "
+      "with a ptxas ${ptxas} toolkit, or retune with `python -m ciq_build tune ${target}`.")
+    set(summary "pin skipped (measured with ptxas ${ptxas}, compiling with ${arg_PTXAS_VERSION}): ${pin_file}")
+  elseif(NOT tuned STREQUAL "" AND NOT tuned STREQUAL building)
+    _ciq_shown_architectures(tuned_shown ${tuned})
+    _ciq_shown_architectures(building_shown ${building})
+    list(JOIN tuned ", " tuned_list)
+    set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} was tuned for ${tuned_shown}, "
+      "but this build compiles for ${building_shown}. Retune for these architectures (`python -m "
+      "ciq_build tune ${target}`), or build for ${tuned_list}.")
+    set(summary "pin skipped (tuned for ${tuned_shown}, compiling for ${building_shown}): ${pin_file}")
+  endif()
+  string(JOIN "" warning ${warning})
+  set(${arg_WARNING_VAR} "${warning}" PARENT_SCOPE)
+  set(${arg_SUMMARY_VAR} "${summary}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_check_nvcc_acf(TARGET <target> PIN_FILE <file> KINDS <kind>... [ARCHITECTURES <arch>...]):
+# refuse an nvcc ACF (one of the applied architectures' ACF KINDS) on a build for an
+# architecture below sm_100, its default, "all" or "native", which nvcc would refuse
+# mid-build (pin/apply.py check_nvcc_acf).
+function(_ciq_check_nvcc_acf)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE" "KINDS;ARCHITECTURES")
+  if(NOT "nvcc" IN_LIST arg_KINDS)
+    return()
+  endif()
+  set(too_old "")
+  foreach(building_arch IN LISTS arg_ARCHITECTURES)
+    _ciq_architecture_set(name "${building_arch}")
+    _ciq_rules_matches(ok nvcc_acf_arch "${name}")
+    if(NOT ok)
+      list(APPEND too_old "${building_arch}")
+    endif()
+  endforeach()
+  if("${arg_ARCHITECTURES}" STREQUAL "")
+    set(too_old "nvcc's default architecture")
+  endif()
+  if(NOT too_old STREQUAL "")
+    list(JOIN too_old ", " too_old)
+    _ciq_pin_error(${arg_TARGET} "${arg_PIN_FILE}" "it carries an nvcc ACF, which nvcc applies only for "
+      "sm_100 and newer, but this build compiles for ${too_old}. Build for sm_100 and newer only, or "
+      "retune and use the ptxas search space (a ptxas ACF works for every architecture).")
+  endif()
+endfunction()
+
+# _ciq_pin_arguments(TARGET <target> PIN_FILE <file> BINARY_DIR <dir> RECORD <prefix>
+#                    RESULT_PREFIX <prefix>): what a build applies of the record read
+# into <prefix>_*: each architecture's device arguments (its flags, then its ACF;
+# an entry's ACF copy is named for its architecture: pin/apply.py resolve_build_pin),
+# as one options file when they are the same for all, else per -gencode. Sets
+# <prefix>_args, <prefix>_depends (the ACF copies), <prefix>_gencode (and
+# <prefix>_gencode_<arch>, "" for one set) and <prefix>_message.
+function(_ciq_pin_arguments)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;BINARY_DIR;RECORD;RESULT_PREFIX" "")
+  set(in "${arg_RECORD}")
+  set(out "${arg_RESULT_PREFIX}")
+  set(distinct "")
+  set(depends "")
+  foreach(arch IN LISTS ${in}_applied)
+    set(device_${arch} "${${in}_flags_${arch}}")
+    if(NOT ${in}_acf_${arch} STREQUAL "")
+      set(copy_name "${arg_TARGET}")
+      if(arch IN_LIST ${in}_entries)
+        set(copy_name "${arg_TARGET}.${arch}")
+      endif()
+      _ciq_acf_argument(acf_arg ${copy_name} "${arg_PIN_FILE}" "${${in}_acf_${arch}}"
+        "${${in}_acf_kind_${arch}}" "${arg_BINARY_DIR}")
+      _ciq_pin_stop()
+      list(APPEND device_${arch} "${acf_arg}")
+      if(NOT acf_arg MATCHES "=${${in}_acf_${arch}}$")
+        list(APPEND depends "${arg_BINARY_DIR}/${copy_name}.acf")
+      endif()
+    endif()
+    string(REPLACE ";" "\n" key "${device_${arch}}")
+    list(APPEND distinct "[${key}]")
+  endforeach()
+  list(REMOVE_DUPLICATES distinct)
+  list(LENGTH distinct distinct_count)
+  list(GET ${in}_applied 0 first)
+  set(gencode "")
+  if(distinct_count EQUAL 1)
+    # One set of controls for every architecture: plain nvcc, as before.
+    set(args ${${in}_flags_${first}} ${${in}_defines})
+    if(NOT ${in}_acf_${first} STREQUAL "")
+      list(GET device_${first} -1 acf_arg)
+      list(APPEND args "${acf_arg}")
+    endif()
+    list(JOIN args " " shown)
+    if(shown STREQUAL "")
+      set(shown "compiler defaults")
+    endif()
+    set(text "pinned controls from ${arg_PIN_FILE}: ${shown}")
+  else()
+    # Per -gencode: the shared -D parameters in the options file, each
+    # architecture's own arguments through the gencode launcher.
+    set(args "${${in}_defines}")
+    set(gencode "${${in}_applied}")
+    set(shown "")
+    foreach(arch IN LISTS gencode)
+      list(JOIN device_${arch} " " one)
+      if(one STREQUAL "")
+        set(one "compiler defaults")
+      endif()
+      list(APPEND shown "sm_${arch}: ${one}")
+      set(${out}_gencode_${arch} "${device_${arch}}" PARENT_SCOPE)
+    endforeach()
+    list(JOIN shown "; " shown)
+    list(JOIN args " " all)
+    if(NOT all STREQUAL "")
+      string(APPEND shown "; all: ${all}")
+    endif()
+    set(text "pinned controls per architecture from ${arg_PIN_FILE}: ${shown}")
+  endif()
+  set(${out}_args "${args}" PARENT_SCOPE)
+  set(${out}_depends "${depends}" PARENT_SCOPE)
+  set(${out}_gencode "${gencode}" PARENT_SCOPE)
+  set(${out}_message "${text}" PARENT_SCOPE)
+endfunction()
 
 # _ciq_linked_folder(<out> <pin dir> <top>): the pin dir if it is a symbolic link,
 # else the first folder above it and below <top> that is one, else "" (pin/record.py
@@ -764,7 +969,8 @@ endfunction()
 # ACF is applied only by the ptxas it was measured with. ARCHITECTURES are the
 # ones the build compiles for: a pin is applied only to the architectures it
 # was tuned for. BINARY_DIR holds the copies of ACFs whose path nvcc cannot
-# pass. Sets, in the caller:
+# pass. TOP_DIR (CMAKE_SOURCE_DIR by default): no folder from it down to the pin
+# dir may be a symbolic link. Sets, in the caller:
 #   <prefix>_status   applied | none | disabled | skipped
 #   <prefix>_args     the options file's arguments
 #   <prefix>_depends  the files whose change must rebuild the objects
@@ -780,15 +986,10 @@ function(_ciq_resolve_pin)
   set(target "${arg_TARGET}")
   set(pin_file "${arg_PIN_FILE}")
   set(pin_dir "${arg_PIN_DIR}")
-  set(binary_dir "${arg_BINARY_DIR}")
-  set(cuda_version "${arg_CUDA_VERSION}")
-  set(ptxas_version "${arg_PTXAS_VERSION}")
-  set(architectures "${arg_ARCHITECTURES}")
-  set(status "")
-  set(args "")
-  set(depends "")
-  set(acf_kind "")
-  set(gencode "")
+  set(out "${arg_RESULT_PREFIX}")
+  foreach(what IN ITEMS args depends acf_kind gencode)
+    set(pin_${what} "")
+  endforeach()
   set(top "${arg_TOP_DIR}")
   if(NOT DEFINED arg_TOP_DIR)
     set(top "${CMAKE_SOURCE_DIR}")
@@ -801,14 +1002,12 @@ function(_ciq_resolve_pin)
     # A committed `ciq -> elsewhere`, or `pins -> elsewhere` with PIN_DIR pins/ciq
     # (pin/record.py check_pin_dir): the pins would be read from wherever it points.
     file(READ_SYMLINK "${linked}" destination)
-    if(linked STREQUAL pin_dir)
-      set(where "is a symbolic link")
-    else()
+    set(where "is a symbolic link")
+    if(NOT linked STREQUAL pin_dir)
       set(where "lies in ${linked}, a symbolic link")
     endif()
-    _ciq_pin_error(${target} "${pin_file}" "the pin directory ${pin_dir} ${where} "
-      "(to ${destination}); pins must live in a real directory of the source tree. Replace "
-      "the link with a directory holding the pins.")
+    _ciq_pin_error(${target} "${pin_file}" "the pin directory ${pin_dir} ${where} (to ${destination}); pins "
+      "must live in a real directory of the source tree. Replace the link with a directory holding the pins.")
     return()
   elseif(NOT EXISTS "${pin_file}" AND NOT IS_SYMLINK "${pin_file}")
     set(status none)
@@ -816,143 +1015,38 @@ function(_ciq_resolve_pin)
   else()
     _ciq_read_pin(TARGET ${target} PIN_FILE "${pin_file}" PIN_DIR "${pin_dir}"
       ALLOW_NUMERICS "${arg_ALLOW_NUMERICS}" PARAMS ${arg_PARAMS} RESULT_PREFIX record)
-    get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
-    if(refused)
-      return()
-    endif()
-    set(depends "${pin_file}" ${record_acf})
-    set(ptxas_mismatch FALSE)
-    if(record_acf_kind STREQUAL "ptxas" AND NOT record_ptxas STREQUAL ""
-        AND NOT ptxas_version STREQUAL "" AND NOT record_ptxas STREQUAL ptxas_version)
-      set(ptxas_mismatch TRUE)
-    endif()
-    if(record_cuda STREQUAL cuda_version AND ptxas_mismatch)
-      set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} carries "
-        "a ptxas ACF measured with ptxas ${record_ptxas}, but this toolkit's ptxas "
-        "is ${ptxas_version}, which cannot read it. Build with a ptxas ${record_ptxas} "
-        "toolkit, or retune with `python -m ciq_build tune ${target}`.")
-      _ciq_pin_skip("pin skipped (measured with ptxas ${record_ptxas}, compiling with ${ptxas_version}): ${pin_file}")
-    elseif(NOT record_cuda STREQUAL cuda_version)
-      set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} was "
-        "tuned with CUDA ${record_cuda}, but this build compiles with CUDA "
-        "${cuda_version} (${CMAKE_CUDA_COMPILER}). Build with CUDA ${record_cuda} "
-        "(-DCMAKE_CUDA_COMPILER=...), or retune with `python -m ciq_build tune ${target}`.")
-      _ciq_pin_skip("pin skipped (tuned with CUDA ${record_cuda}, compiling with ${cuda_version}): ${pin_file}")
+    _ciq_pin_stop()
+    _ciq_pin_misfit(TARGET ${target} PIN_FILE "${pin_file}" RECORD record CUDA_VERSION "${arg_CUDA_VERSION}"
+      PTXAS_VERSION "${arg_PTXAS_VERSION}" ARCHITECTURES ${arg_ARCHITECTURES}
+      WARNING_VAR warning SUMMARY_VAR summary)
+    if(NOT warning STREQUAL "")
+      _ciq_pin_skip()
+      set(pin_depends "${pin_file}" ${record_acf})
     else()
-      _ciq_architecture_set(tuned ${record_architectures})
-      _ciq_architecture_set(building ${architectures})
-      _ciq_shown_architectures(tuned_shown ${tuned})
-      _ciq_shown_architectures(building_shown ${building})
-    endif()
-    if(status STREQUAL "skipped")
-      # the toolkit does not fit: said above
-    elseif(NOT tuned STREQUAL "" AND NOT tuned STREQUAL building)
-      list(JOIN tuned ", " tuned_list)
-      set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} was "
-        "tuned for ${tuned_shown}, but this build compiles for ${building_shown}. "
-        "Retune for these architectures (`python -m ciq_build tune ${target}`), or "
-        "build for ${tuned_list}.")
-      _ciq_pin_skip("pin skipped (tuned for ${tuned_shown}, compiling for ${building_shown}): ${pin_file}")
-    else()
-      # An nvcc ACF only for sm_100 and newer (pin/apply.py check_nvcc_acf): nvcc
-      # refuses it for older architectures, its default, "all" and "native".
+      set(kinds "")
       foreach(arch IN LISTS record_applied)
-        if(record_acf_kind_${arch} STREQUAL "nvcc")
-          set(too_old "")
-          foreach(building_arch IN LISTS architectures)
-            _ciq_architecture_set(name "${building_arch}")
-            _ciq_rules_matches(ok nvcc_acf_arch "${name}")
-            if(NOT ok)
-              list(APPEND too_old "${building_arch}")
-            endif()
-          endforeach()
-          if(architectures STREQUAL "")
-            set(too_old "nvcc's default architecture")
-          endif()
-          if(NOT too_old STREQUAL "")
-            list(JOIN too_old ", " too_old)
-            _ciq_pin_error(${target} "${pin_file}" "it carries an nvcc ACF, which nvcc applies "
-              "only for sm_100 and newer, but this build compiles for ${too_old}. Build for "
-              "sm_100 and newer only, or retune and use the ptxas search space (a ptxas ACF works "
-              "for every architecture).")
-            return()
-          endif()
-        endif()
+        list(APPEND kinds "${record_acf_kind_${arch}}")
       endforeach()
+      _ciq_check_nvcc_acf(TARGET ${target} PIN_FILE "${pin_file}" KINDS ${kinds} ARCHITECTURES ${arg_ARCHITECTURES})
+      _ciq_pin_stop()
+      _ciq_pin_arguments(TARGET ${target} PIN_FILE "${pin_file}" BINARY_DIR "${arg_BINARY_DIR}" RECORD record
+        RESULT_PREFIX pin)
+      _ciq_pin_stop()
       set(status applied)
-      set(acf_kind "${record_acf_kind}")
-      # Each architecture's device arguments (flags, then its ACF); an entry's ACF
-      # copy is named for its architecture (pin/apply.py resolve_build_pin).
-      set(distinct "")
-      foreach(arch IN LISTS record_applied)
-        set(device_${arch} "${record_flags_${arch}}")
-        if(NOT record_acf_${arch} STREQUAL "")
-          set(copy_name "${target}")
-          if(arch IN_LIST record_entries)
-            set(copy_name "${target}.${arch}")
-          endif()
-          _ciq_acf_argument(acf_arg ${copy_name} "${pin_file}" "${record_acf_${arch}}"
-            "${record_acf_kind_${arch}}" "${binary_dir}")
-          get_property(refused GLOBAL PROPERTY _CIQ_PIN_REFUSED)
-          if(refused)
-            return()
-          endif()
-          list(APPEND device_${arch} "${acf_arg}")
-          if(NOT acf_arg MATCHES "=${record_acf_${arch}}$")
-            list(APPEND depends "${binary_dir}/${copy_name}.acf")
-          endif()
-        endif()
-        string(REPLACE ";" "\n" key "${device_${arch}}")
-        list(APPEND distinct "[${key}]")
+      set(text "${pin_message}")
+      set(pin_acf_kind "${record_acf_kind}")
+      set(pin_depends "${pin_file}" ${record_acf} ${pin_depends})
+      list(REMOVE_DUPLICATES pin_depends)
+      foreach(arch IN LISTS pin_gencode)
+        set(${out}_gencode_${arch} "${pin_gencode_${arch}}" PARENT_SCOPE)
       endforeach()
-      list(REMOVE_DUPLICATES distinct)
-      list(REMOVE_DUPLICATES depends)
-      list(LENGTH distinct distinct_count)
-      list(GET record_applied 0 first)
-      set(gencode "")
-      if(distinct_count EQUAL 1)
-        # One set of controls for every architecture: plain nvcc, as before.
-        set(args ${record_flags_${first}} ${record_defines})
-        if(NOT record_acf_${first} STREQUAL "")
-          list(GET device_${first} -1 acf_arg)
-          list(APPEND args "${acf_arg}")
-        endif()
-        list(JOIN args " " shown)
-        if(shown STREQUAL "")
-          set(shown "compiler defaults")
-        endif()
-      else()
-        # Per -gencode: the shared -D parameters in the options file, each
-        # architecture's own arguments through the gencode launcher.
-        set(args "${record_defines}")
-        set(gencode "${record_applied}")
-        set(shown "")
-        foreach(arch IN LISTS gencode)
-          list(JOIN device_${arch} " " one)
-          if(one STREQUAL "")
-            set(one "compiler defaults")
-          endif()
-          list(APPEND shown "sm_${arch}: ${one}")
-          set(${arg_RESULT_PREFIX}_gencode_${arch} "${device_${arch}}" PARENT_SCOPE)
-        endforeach()
-        list(JOIN shown "; " shown)
-        list(JOIN args " " all)
-        if(NOT all STREQUAL "")
-          string(APPEND shown "; all: ${all}")
-        endif()
-        set(text "pinned controls per architecture from ${pin_file}: ${shown}")
-      endif()
-      if(gencode STREQUAL "")
-        set(text "pinned controls from ${pin_file}: ${shown}")
-      endif()
     endif()
   endif()
-  set(${arg_RESULT_PREFIX}_status "${status}" PARENT_SCOPE)
-  set(${arg_RESULT_PREFIX}_args "${args}" PARENT_SCOPE)
-  set(${arg_RESULT_PREFIX}_depends "${depends}" PARENT_SCOPE)
-  set(${arg_RESULT_PREFIX}_acf_kind "${acf_kind}" PARENT_SCOPE)
-  set(${arg_RESULT_PREFIX}_message "${text}" PARENT_SCOPE)
-  set(${arg_RESULT_PREFIX}_gencode "${gencode}" PARENT_SCOPE)
+  set(${out}_status "${status}" PARENT_SCOPE)
+  set(${out}_message "${text}" PARENT_SCOPE)
+  foreach(what IN ITEMS args depends acf_kind gencode)
+    set(${out}_${what} "${pin_${what}}" PARENT_SCOPE)
+  endforeach()
 endfunction()
 
 # ---------------------------------------------------------------------------

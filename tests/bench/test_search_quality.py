@@ -267,3 +267,12 @@ def test_the_tests_p_values() -> None:
     assert fisher_exact(5, 10, 5, 10) == 1.0
     assert mann_whitney([1.0] * 5, [1.0] * 5) == 1.0
     assert mann_whitney(list(range(20)), [x + 100 for x in range(20)]) < 1e-6
+
+
+def test_the_overhead_bench_prints_a_figure_per_strategy(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.search_quality import overhead
+
+    assert overhead.main(["--evaluations", "64", "--seeds", "1", "--strategies", "portfolio,ga"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("search overhead per candidate on acf52") and len(lines) == 3
+    assert lines[1].startswith("portfolio") and lines[2].startswith("ga") and "ms a candidate" in lines[2]
