@@ -505,7 +505,13 @@ def plot_parallel(pyplot: Any, history: TuneHistory) -> Any:
     for k in sorted(range(len(scored)), key=lambda k: better_up[k]):  # the best drawn last, on top
         ax.plot(range(len(columns)), [column[k] for column in columns], color=colors(better_up[k]), alpha=0.6,
                 linewidth=1)
-    ax.set_xticks(range(len(columns)), ticks, fontsize="small")
+    # Side by side, labels wider than an axis's share overlap (long knob names, many axes): then each stands
+    # upright on one line, as wide as a line is high.
+    if len(columns) > 8 or max(len(line) for tick in ticks for line in tick.split("\n")) > 16:
+        ax.set_xticks(range(len(columns)), [tick.replace("\n", ": ") for tick in ticks], fontsize="small",
+                      rotation=90)
+    else:
+        ax.set_xticks(range(len(columns)), ticks, fontsize="small")
     ax.set_yticks([0, 1], ["least", "greatest"])
     ax.set_title(f"Every candidate across the controls, coloured by {objective.spec} (yellow: better)")
     return figure
