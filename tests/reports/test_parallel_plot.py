@@ -21,7 +21,7 @@ def test_the_parallel_coordinates_labels_do_not_overlap(count: int) -> None:
     scored = [SimpleNamespace(params={name: (k + j) % 4 for j, name in enumerate(names)}, scores=(float(k),))
               for k in range(6)]
     history = SimpleNamespace(parameters=lambda: names, objectives=parse_objectives(["registers"]), scored=scored)
-    figure = plot_parallel(pyplot, history)
+    figure = plot_parallel(pyplot, history)  # type: ignore[arg-type]  # what the plot reads of a TuneHistory
     figure.canvas.draw()
     renderer = figure.canvas.get_renderer()
     boxes = [label.get_window_extent(renderer) for label in figure.axes[0].get_xticklabels()]
