@@ -129,6 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
                                "a text cell starting like a formula (=, +, -, @, tab, CR: every flag) or with ' "
                                "gets one ' in front (drop it for the value; --json keeps every value exact)")
     export_format.add_argument("--json", metavar="FILE", help="write JSON to FILE (- for stdout)")
+    export_format.add_argument("--optuna", metavar="FILE",
+                               help="write one search (the latest, or --search N) as an Optuna journal storage "
+                                    "FILE: optuna-dashboard FILE, or optuna.storages.JournalStorage (the [optuna] "
+                                    "extra)")
+    export_format.add_argument("--kernel-tuner", metavar="FILE",
+                               help="write one search (the latest, or --search N) as a Kernel Tuner cache file "
+                                    "(- for stdout)")
     export.add_argument("--search", type=_search_number, default=None, metavar="N",
                         help="only the evaluations search N journaled (1 the oldest; default: every search's, each "
                              "row with its search and its scores named by that search's objectives)")
@@ -297,7 +304,7 @@ def _run(argv: Sequence[str] | None) -> int:
             from ciq_build.reports.export import export
 
             print(export(args.target, args.build_dir, args.source_dir, csv_file=args.csv, json_file=args.json,
-                         search=args.search), end="")
+                         search=args.search, optuna_file=args.optuna, kernel_tuner_file=args.kernel_tuner), end="")
             return 0
         if args.command == "verify":
             from ciq_build.pin.verify import verify

@@ -280,45 +280,18 @@ function(_ciq_option_name out flag)
   set(${out} "${prefix}${name}" PARENT_SCOPE)
 endfunction()
 
-# _ciq_read_controls(TARGET <target> PIN_FILE <file> PIN_DIR <dir> ALLOW_NUMERICS <bool>
-#                    JSON <record> WHERE <name> KEYS <key>... [PARAMS <NAME=space>...]
-#                    FLAGS_VAR <out> DEFINES_VAR <out> ACF_VAR <out> ACF_KIND_VAR <out>):
-# the controls object at KEYS of the record (the top-level "controls", or an
-# entry's "per_architecture <arch> controls"), checked as ciq_build/pin/read.py
-# checks each Controls against the target's PARAMS; WHERE names it in messages.
-# The outs: its flags (sorted, unique), its defines (-DNAME=VALUE, sorted by
-# name), its ACF's path (or "") and the ACF's kind.
-function(_ciq_read_controls)
-  cmake_parse_arguments(PARSE_ARGV 0 arg ""
-    "TARGET;PIN_FILE;PIN_DIR;ALLOW_NUMERICS;JSON;WHERE;FLAGS_VAR;DEFINES_VAR;ACF_VAR;ACF_KIND_VAR" "KEYS;PARAMS")
+# _ciq_read_acf(TARGET <target> PIN_FILE <file> PIN_DIR <dir> JSON <record> WHERE <name>
+#               KEYS <key>... PATH_VAR <out> KIND_VAR <out>): the Advanced Controls File
+# of the controls at KEYS, if any: one of this target's, a regular file inside the
+# pin dir with the sha256 it was measured with (pin/read.py _read_acf). The outs:
+# its path and kind ("" for none).
+function(_ciq_read_acf)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;PIN_DIR;JSON;WHERE;PATH_VAR;KIND_VAR" "KEYS")
   set(target "${arg_TARGET}")
   set(pin_file "${arg_PIN_FILE}")
   set(json "${arg_JSON}")
   set(where "${arg_WHERE}")
   set(fix "Restore it from version control, or retune with `python -m ciq_build tune ${target}`.")
-  # Flags: the rule book checked each; here, how they combine.
-  _ciq_json_strings(flags "${json}" ${arg_KEYS} flags)
-  list(REMOVE_DUPLICATES flags)
-  list(SORT flags)
-  set(options "")
-  foreach(flag IN LISTS flags)
-    _ciq_option_name(option "${flag}")
-    if(option IN_LIST options)
-      _ciq_pin_error(${target} "${pin_file}" "two flags set the compiler option "
-        "${option}; keep one of them. ${fix}")
-      _ciq_pin_stop()
-    endif()
-    list(APPEND options "${option}")
-  endforeach()
-  _ciq_rules_conflicts(conflict "${flags}")
-  if(NOT conflict STREQUAL "")
-    _ciq_pin_error(${target} "${pin_file}" "ptxas refuses the flags ${conflict} "
-      "together; keep one of them. ${fix}")
-    _ciq_pin_stop()
-  endif()
-
-  # The Advanced Controls File: a regular file inside the pin dir, with the
-  # sha256 it was measured with.
   set(acf_path "")
   set(acf_kind "")
   string(JSON type ERROR_VARIABLE missing TYPE "${json}" ${arg_KEYS} acf)
@@ -362,16 +335,20 @@ function(_ciq_read_controls)
     endif()
   endif()
 
-  # What this target allows: numerics flags, and -D of its own PARAMS only.
-  foreach(flag IN LISTS flags)
-    _ciq_rules_is_numerics(numerics "${flag}")
-    if(numerics AND NOT arg_ALLOW_NUMERICS)
-      _ciq_pin_error(${target} "${pin_file}" "flag '${flag}' changes floating-point "
-        "results, and ciq_tune_target(${target}) does not say ALLOW_NUMERICS. "
-        "Add ALLOW_NUMERICS, or retune without numerics flags.")
-      _ciq_pin_stop()
-    endif()
-  endforeach()
+  set(${arg_PATH_VAR} "${acf_path}" PARENT_SCOPE)
+  set(${arg_KIND_VAR} "${acf_kind}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_read_defines(TARGET <target> PIN_FILE <file> JSON <record> WHERE <name> KEYS <key>...
+#                   [PARAMS <NAME=space>...] DEFINES_VAR <out>): the -D parameters of the
+# controls at KEYS, each a PARAMS name of the target with a value in its domain
+# (pin/apply.py check_defines); <out>: -DNAME=VALUE, sorted by name.
+function(_ciq_read_defines)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;PIN_FILE;JSON;WHERE;DEFINES_VAR" "KEYS;PARAMS")
+  set(target "${arg_TARGET}")
+  set(pin_file "${arg_PIN_FILE}")
+  set(json "${arg_JSON}")
+  set(where "${arg_WHERE}")
   set(declared "")
   foreach(spec IN LISTS arg_PARAMS)
     if(spec MATCHES "^[ \t\n]*([A-Za-z_][A-Za-z0-9_]*)[ \t\n]*=(.*)$")
@@ -412,6 +389,64 @@ function(_ciq_read_controls)
       endforeach()
     endif()
   endif()
+
+  set(${arg_DEFINES_VAR} "${defines}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_read_controls(TARGET <target> PIN_FILE <file> PIN_DIR <dir> ALLOW_NUMERICS <bool>
+#                    JSON <record> WHERE <name> KEYS <key>... [PARAMS <NAME=space>...]
+#                    FLAGS_VAR <out> DEFINES_VAR <out> ACF_VAR <out> ACF_KIND_VAR <out>):
+# the controls object at KEYS of the record (the top-level "controls", or an
+# entry's "per_architecture <arch> controls"), checked as ciq_build/pin/read.py
+# checks each Controls against the target's PARAMS; WHERE names it in messages.
+# The outs: its flags (sorted, unique), its defines (-DNAME=VALUE, sorted by
+# name), its ACF's path (or "") and the ACF's kind.
+function(_ciq_read_controls)
+  cmake_parse_arguments(PARSE_ARGV 0 arg ""
+    "TARGET;PIN_FILE;PIN_DIR;ALLOW_NUMERICS;JSON;WHERE;FLAGS_VAR;DEFINES_VAR;ACF_VAR;ACF_KIND_VAR" "KEYS;PARAMS")
+  set(target "${arg_TARGET}")
+  set(pin_file "${arg_PIN_FILE}")
+  set(json "${arg_JSON}")
+  set(where "${arg_WHERE}")
+  set(fix "Restore it from version control, or retune with `python -m ciq_build tune ${target}`.")
+  # Flags: the rule book checked each; here, how they combine.
+  _ciq_json_strings(flags "${json}" ${arg_KEYS} flags)
+  list(REMOVE_DUPLICATES flags)
+  list(SORT flags)
+  set(options "")
+  foreach(flag IN LISTS flags)
+    _ciq_option_name(option "${flag}")
+    if(option IN_LIST options)
+      _ciq_pin_error(${target} "${pin_file}" "two flags set the compiler option "
+        "${option}; keep one of them. ${fix}")
+      _ciq_pin_stop()
+    endif()
+    list(APPEND options "${option}")
+  endforeach()
+  _ciq_rules_conflicts(conflict "${flags}")
+  if(NOT conflict STREQUAL "")
+    _ciq_pin_error(${target} "${pin_file}" "ptxas refuses the flags ${conflict} "
+      "together; keep one of them. ${fix}")
+    _ciq_pin_stop()
+  endif()
+
+  _ciq_read_acf(TARGET ${target} PIN_FILE "${pin_file}" PIN_DIR "${arg_PIN_DIR}" JSON "${json}"
+    WHERE "${where}" KEYS ${arg_KEYS} PATH_VAR acf_path KIND_VAR acf_kind)
+  _ciq_pin_stop()
+
+  # What this target allows: numerics flags, and -D of its own PARAMS only.
+  foreach(flag IN LISTS flags)
+    _ciq_rules_is_numerics(numerics "${flag}")
+    if(numerics AND NOT arg_ALLOW_NUMERICS)
+      _ciq_pin_error(${target} "${pin_file}" "flag '${flag}' changes floating-point "
+        "results, and ciq_tune_target(${target}) does not say ALLOW_NUMERICS. "
+        "Add ALLOW_NUMERICS, or retune without numerics flags.")
+      _ciq_pin_stop()
+    endif()
+  endforeach()
+  _ciq_read_defines(TARGET ${target} PIN_FILE "${pin_file}" JSON "${json}" WHERE "${where}" KEYS ${arg_KEYS}
+    PARAMS ${arg_PARAMS} DEFINES_VAR defines)
+  _ciq_pin_stop()
 
   set(${arg_FLAGS_VAR} "${flags}" PARENT_SCOPE)
   set(${arg_DEFINES_VAR} "${defines}" PARENT_SCOPE)

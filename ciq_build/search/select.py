@@ -19,7 +19,7 @@ from ciq_build.core.objectives import Objective, times_the_compile
 from ciq_build.core.params import parse_params
 from ciq_build.core.rules import load_rules, nearest
 from ciq_build.core.settings import SearchSettings
-from ciq_build.core.space import Param
+from ciq_build.core.space import Param, as_space
 from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import Manifest
 from ciq_build.search.base import CandidateSource
@@ -146,3 +146,43 @@ def _first_arch(architectures: str) -> str | None:
     """The first named architecture, for probing knobs ("all" and "native" name none)."""
     return next((arch for arch in architecture_list(architectures) if arch not in ("all", "native")), None)
 
+
+
+# Spaces up to this many configurations have their CONSTRAINTS counted exactly when the size is said.
+_COUNT_LIMIT = 200_000
+
+
+def space_size_text(settings: SearchSettings, manifest: Manifest, toolchain: Toolchain,
+                    objectives: list[Objective]) -> tuple[str, int | None]:
+    """How big the searched grid is, said at a tune's start: "3 of 12 PARAMS combinations (CONSTRAINTS) x 2,048
+    knob settings = 6,144 configurations", and that number (None where not known: an ACF pool); ("", None) for
+    a compiler ACF space (sampled, never enumerated)."""
+    kinds = search_kinds(settings)
+    if any(is_acf_kind(k) and not k.startswith(POOL_PREFIX) for k in kinds):
+        return "", None
+    space = build_space(kinds, manifest, toolchain, settings.allow_numerics, objectives)
+    params = {name: p for name, p in space.items() if name.startswith("param.")}
+    knobs = {name: p for name, p in space.items() if name.startswith("knob.")}
+    parts: list[str] = []
+    total = 1
+    if params:
+        every = as_space(params).cardinality
+        count, said = every, f"{every:,} PARAMS combinations"
+        constraints = parse_constraints(manifest.constraints, space) if manifest.constraints else None
+        if constraints is not None and every <= _COUNT_LIMIT:
+            allowed = as_space(params, constraints.allows)
+            count = sum(1 for i in range(every) if allowed.allows(allowed.genome_at(i)))
+            said = f"{count:,} of {every:,} PARAMS combinations (CONSTRAINTS)"
+        parts.append(said)
+        total *= count
+    if knobs:
+        count = as_space(knobs).cardinality
+        parts.append(f"{count:,} knob settings")
+        total *= count
+    if any(k.startswith(POOL_PREFIX) for k in kinds):
+        parts.append("an ACF pool's ACFs")
+    if not parts:
+        return "", None
+    pooled = any(k.startswith(POOL_PREFIX) for k in kinds)
+    text = " x ".join(parts) + (f" = {total:,} configurations" if len(parts) > 1 and not pooled else "")
+    return text, None if pooled else total

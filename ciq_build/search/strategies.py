@@ -44,6 +44,7 @@ _STRATEGY_IMPORTS: dict[str, str] = {
     "ga": "ciq_build.search.genetic:GeneticStrategy",
     "compileiq": "ciq_build.search.compileiq:CompileIqStrategy",
     "random": "ciq_build.search.random_search:RandomStrategy",
+    "exhaustive": "ciq_build.search.exhaustive:ExhaustiveStrategy",
     "tpe": "ciq_build.search.optuna_search:TpeStrategy",  # the [optuna] extra
     "nsga2": "ciq_build.search.optuna_search:Nsga2Strategy",  # the [optuna] extra
 }

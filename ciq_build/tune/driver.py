@@ -38,7 +38,7 @@ from ciq_build.project.sources import Snapshot
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.configuration import planned_evaluations
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.search.select import make_candidate_source, search_kinds
+from ciq_build.search.select import make_candidate_source, search_kinds, space_size_text
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.baseline import measure_baseline
@@ -113,6 +113,7 @@ class TuneRun:
         self.sources = SourceWatch(backend.source_set(manifest), self.cache, self._say, self._warn)
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
+        self.space_total: int | None = None  # the grid's configurations after CONSTRAINTS, where known
         self.overridden: list[str] = []  # PARAMS names the source #defines again, unguarded (said after the baseline)
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
         # Which architecture each figure is for (ciq_build.compiler.gpu_arch), once read before the baseline.
@@ -156,6 +157,7 @@ class TuneRun:
         self.sources.journaled()
         rule, switch = self.backend.toolkit_rule()
         self._say(_first_line(self.manifest, self.toolchain.describe(rule), self.objectives))
+        self._say_space_size(source)
         if others := other_toolkits(self.toolchain.nvcc):  # a CMake tree kept 13.0 while setuptools took pip's 13.3
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({where})' for where, nvcc in others)}; "
                       f"to tune with one, {switch}")
@@ -239,6 +241,23 @@ class TuneRun:
                   "winner's rebuild" + (" and re-measure" if self.runner.needs_benchmark else "")
                   + " (estimated from the baseline's); candidates running then finish")
 
+    def _say_space_size(self, source: CandidateSource) -> None:
+        """How many configurations the grid holds after CONSTRAINTS, against the budget; where the whole grid
+        fits the budget and the search samples, that --strategy exhaustive evaluates each once."""
+        text, total = space_size_text(self.settings.search, self.manifest, self.toolchain, self.objectives)
+        if not text:
+            return
+        search = self.settings.search
+        planned = source.describe().get("budget", {})  # as the strategy's own options set it
+        budget = planned_evaluations(planned.get("generations", search.generations),
+                                     planned.get("pool_size", search.pool_size), search.max_evaluations)
+        line = f"search space: {text}; budget {budget:,} evaluations"
+        self.space_total = total
+        if total is not None and total <= budget and search.strategy in (None, "ga", "portfolio"):
+            line += (f" (the space is smaller: --strategy exhaustive evaluates each of its {total:,} "
+                     "configurations once)")
+        self._say(line)
+
     def _build_ahead(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
         """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most
         --jobs - 1, so the baseline's build is never kept waiting, and not in the first worker's tree, which
@@ -285,6 +304,8 @@ class TuneRun:
         budget = source.describe().get("budget", {})  # as the strategy's own options set it
         generations = budget.get("generations", search.generations)
         expected = planned_evaluations(generations, budget.get("pool_size", search.pool_size), search.max_evaluations)
+        if search.strategy == "exhaustive" and self.space_total is not None:
+            expected = min(expected, self.space_total)  # it evaluates each configuration once, then ends
         progress = None if self.settings.quiet else TuneProgress(expected, generations, self.objectives,
                                                                stream=self.out,
                                                                measured_this_run=self.cache.measured_this_run,

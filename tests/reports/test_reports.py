@@ -699,3 +699,37 @@ def test_a_search_with_other_objectives_never_labels_an_older_searchs_scores_wit
                                                                    every_search=True)), newline="")))
     assert [(r["search"], r["score.time"], r["score.registers"]) for r in exported] == [("1", "1.5", "8.0"),
                                                                                         ("1", "1.0", "12.0")]
+
+
+@slow
+def test_export_writes_an_optuna_journal_storage_optuna_reads_and_a_kernel_tuner_cache(tuned: dict,
+                                                                                       tmp_path: Path) -> None:
+    optuna = pytest.importorskip("optuna")
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    history = load_history("timer", tuned["build"], tuned["source"])
+    journal = tmp_path / "timer.optuna.log"
+    done = _ciq("export", "timer", "-B", str(tuned["build"]), "--optuna", str(journal), cwd=tuned["root"])
+    assert done.returncode == 0 and f"optuna-dashboard {journal}" in done.stdout, done.stdout + done.stderr
+    study = optuna.load_study(study_name="timer", storage=JournalStorage(JournalFileBackend(str(journal))))
+    assert [d.name for d in study.directions] == ["MINIMIZE", "MINIMIZE"]  # time, registers
+    assert len(study.trials) == len(history.evaluations)
+    by_key = {t.user_attrs["key"]: t for t in study.trials}
+    for entry in history.evaluations:
+        trial = by_key[entry.key]
+        if entry.ok:
+            assert trial.state.name == "COMPLETE" and trial.values == list(entry.scores), entry
+        else:
+            assert trial.state.name == "FAIL" and trial.user_attrs["cause"] == entry.cause
+        assert trial.params == entry.params
+    assert any(t.state.name == "FAIL" for t in study.trials)  # MODE=1 candidates, killed
+    cache = json.loads(_ciq("export", "timer", "-B", str(tuned["build"]), "--kernel-tuner", "-",
+                            cwd=tuned["root"]).stdout)
+    assert cache["kernel_name"] == "timer" and cache["objective"] == "time"
+    assert cache["tune_params_keys"] == ["param.MODE", "param.X"]
+    configurations = [e for e in history.evaluations if not e.is_baseline]
+    assert len(cache["cache"]) == len({(e.params.get("param.MODE"), e.params.get("param.X")) for e in configurations})
+    for entry in configurations:
+        row = cache["cache"][f"{entry.params['param.MODE']},{entry.params['param.X']}"]
+        assert row["time"] == (entry.scores[0] if entry.ok else "RuntimeFailedConfig")
