@@ -125,8 +125,8 @@ def test_a_strategy_that_takes_no_seeds_is_refused_naming_those_that_do() -> Non
         def make(self, request: SearchRequest) -> Any:
             raise AssertionError("not reached")
 
-    with pytest.raises(ConfigError, match="strategy 'mine' takes no seeds .* strategies that do: portfolio, ga, compileiq, random, exhaustive, "
-                                          "tpe, nsga2"):
+    with pytest.raises(ConfigError, match="strategy 'mine' takes no seeds .* strategies that do: portfolio, ga, compileiq, random, "
+                                          "exhaustive, tpe, nsga2"):
         make_source(Unseeded(), request([Seed({"param.TILE": 16, "param.VEC": 2})]))
 
 
