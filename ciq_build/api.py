@@ -16,6 +16,7 @@ from typing import Any
 
 from ciq_build.core.options import declared_names
 from ciq_build.errors import ConfigError
+from ciq_build.project.backend import BuildBackend
 from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.tune.driver import run_tune
 from ciq_build.tune.finish import TuneOutcome
@@ -23,15 +24,19 @@ from ciq_build.tune.tune_options import TuneOptions
 
 
 def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str | Path | None = None,
-                objectives: Sequence[str] | None = None, **options: Any) -> TuneOutcome:
-    """Tune one target of a CMake build tree (configured first from `source_dir` when it has no cache yet)."""
+                objectives: Sequence[str] | None = None, backend: BuildBackend | None = None,
+                **options: Any) -> TuneOutcome:
+    """Tune one target of a project: by default of a CMake build tree (configured first from `source_dir` when it
+    has no cache yet); `backend`: the project's own build backend (ciq_build.project.backend, e.g. a setuptools
+    project's), whose build tree is then the tune's."""
     known = declared_names(TuneOptions)  # every option `tune` declares; the tree and targets are the arguments
     unknown = sorted(set(options) - known)
     if unknown:
         raise ConfigError(f"tune_target() takes no option {', '.join(unknown)}; its options are "
                           f"{', '.join(sorted(known))} (as `python -m ciq_build tune --help` describes them)")
     tune = TuneOptions(
-        target=target, build_dir=Path(build_dir).resolve(),
+        target=target, build_dir=backend.build_dir if backend is not None else Path(build_dir).resolve(),
         source_dir=Path(source_dir).resolve() if source_dir is not None else None,
         objectives=list(objectives) if objectives is not None else None, **options)
-    return run_tune(tune, CMakeBackend(tune.build_dir, tune.source_dir, tuple(tune.cmake_args)))
+    return run_tune(tune, backend if backend is not None else CMakeBackend(tune.build_dir, tune.source_dir,
+                                                                           tuple(tune.cmake_args)))

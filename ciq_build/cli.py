@@ -11,7 +11,7 @@ import dataclasses
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -253,69 +253,11 @@ def _run(argv: Sequence[str] | None) -> int:
     configure_logging(-1 if args.quiet else 1 if args.verbose else 0)
     if args.command in ("tune", "verify", "sample-acfs"):
         guard.guard_driver()  # nothing these start outlives them, even when they are SIGKILLed
+    command = _COMMANDS.get(args.command)
+    if command is None:
+        parser.error(f"unknown command {args.command}")
     try:
-        if args.command == "tune":
-            if (not args.target) != args.all_targets:
-                print(f"ciq_build: error: {_TUNE_WHAT}", file=sys.stderr)
-                return 2
-            backend = _backend(args)
-            # The project's own build dir: a setuptools project keeps its state in <project>/build.
-            options = dataclasses.replace(TuneOptions.from_args(args), build_dir=backend.build_dir)
-            if args.ray_child_result is not None:
-                from ciq_build.ray.targets import run_child
-
-                return run_child(options, backend, args.ray_child_result)
-            if args.all_targets or len(args.target) > 1:
-                from ciq_build.tune.all_targets import run_tune_all
-
-                return run_tune_all(options, backend).exit_code
-            from ciq_build.tune.driver import run_tune
-
-            outcome = run_tune(options, backend)
-            return 0 if outcome.ok else 1
-        if args.command == "show":
-            from ciq_build.reports.show import show
-
-            text, applies = show(args.target, _backend(args), args.pin_file)
-            print(text)
-            return 0 if applies else 1
-        if args.command == "list":
-            from ciq_build.reports.show import list_targets
-
-            print(list_targets(_backend(args)))
-            return 0
-        if args.command == "sample-acfs":
-            from ciq_build.search.acf_pool import sample_pool
-
-            print(sample_pool(args.space, args.count, args.out, args.seed))
-            return 0
-        if args.command == "report":
-            from ciq_build.reports.page import report
-
-            if args.watch:
-                from ciq_build.reports.page import watch
-
-                print(watch(args.target, args.build_dir, args.source_dir, _say_now, args.format, args.output,
-                            args.search), end="")
-                return 0
-            print(report(args.target, args.build_dir, args.source_dir, args.format, args.output, args.search), end="")
-            return 0
-        if args.command == "export":
-            from ciq_build.reports.export import export
-
-            print(export(args.target, args.build_dir, args.source_dir, csv_file=args.csv, json_file=args.json,
-                         search=args.search, optuna_file=args.optuna, kernel_tuner_file=args.kernel_tuner), end="")
-            return 0
-        if args.command == "verify":
-            from ciq_build.pin.verify import verify
-            from ciq_build.reports.show import require_pin
-
-            backend = _backend(args)
-            backend.check_buildable()  # before its manifest, whose paths may be another tree's
-            require_pin(args.target, backend)  # why there is none, as show says it
-            verified = verify(args.target, backend)
-            print(verified.text)
-            return 0 if verified.ok else 1
+        return command(args)
     except CiqError as error:
         print(f"ciq_build: error: {error}", file=sys.stderr)
         if build_dir_implicit and not (args.build_dir / "CMakeCache.txt").is_file() and not _setuptools_project(
@@ -330,5 +272,83 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"ciq_build: stopped by {stopped_by.name}; the journal keeps every finished evaluation: run "
               f"{again} to resume", file=sys.stderr)
         return 128 + stopped_by
-    parser.error(f"unknown command {args.command}")
-    return 2
+
+
+def _tune(args: argparse.Namespace) -> int:
+    if (not args.target) != args.all_targets:
+        print(f"ciq_build: error: {_TUNE_WHAT}", file=sys.stderr)
+        return 2
+    backend = _backend(args)
+    # The project's own build dir: a setuptools project keeps its state in <project>/build.
+    options = dataclasses.replace(TuneOptions.from_args(args), build_dir=backend.build_dir)
+    if args.ray_child_result is not None:
+        from ciq_build.ray.targets import run_child
+
+        return run_child(options, backend, args.ray_child_result)
+    if args.all_targets or len(args.target) > 1:
+        from ciq_build.tune.all_targets import run_tune_all
+
+        return run_tune_all(options, backend).exit_code
+    from ciq_build.tune.driver import run_tune
+
+    return 0 if run_tune(options, backend).ok else 1
+
+
+def _show(args: argparse.Namespace) -> int:
+    from ciq_build.reports.show import show
+
+    text, applies = show(args.target, _backend(args), args.pin_file)
+    print(text)
+    return 0 if applies else 1
+
+
+def _list(args: argparse.Namespace) -> int:
+    from ciq_build.reports.show import list_targets
+
+    print(list_targets(_backend(args)))
+    return 0
+
+
+def _sample_acfs(args: argparse.Namespace) -> int:
+    from ciq_build.search.acf_pool import sample_pool
+
+    print(sample_pool(args.space, args.count, args.out, args.seed))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from ciq_build.reports.page import report, watch
+
+    if args.watch:
+        print(watch(args.target, args.build_dir, args.source_dir, _say_now, args.format, args.output, args.search),
+              end="")
+        return 0
+    print(report(args.target, args.build_dir, args.source_dir, args.format, args.output, args.search), end="")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from ciq_build.reports.export import export
+
+    print(export(args.target, args.build_dir, args.source_dir, csv_file=args.csv, json_file=args.json,
+                 search=args.search, optuna_file=args.optuna, kernel_tuner_file=args.kernel_tuner), end="")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from ciq_build.pin.verify import verify
+    from ciq_build.reports.show import require_pin
+
+    backend = _backend(args)
+    backend.check_buildable()  # before its manifest, whose paths may be another tree's
+    require_pin(args.target, backend)  # why there is none, as show says it
+    verified = verify(args.target, backend)
+    print(verified.text)
+    return 0 if verified.ok else 1
+
+
+# Each command's body, by name: what `_run` calls once the command line is read.
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "tune": _tune, "show": _show, "list": _list, "sample-acfs": _sample_acfs, "report": _report,
+    "export": _export, "verify": _verify,
+}

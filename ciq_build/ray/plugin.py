@@ -19,13 +19,13 @@ from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.ray.executor import RayPool, actor_resources, connected
 from ciq_build.ray.sources import plan_upload
 from ciq_build.ray.targets import tune_together
-from ciq_build.tune.executor import SearchPhase, Workers
+from ciq_build.tune.executor import Executor, SearchPhase, Workers
 from ciq_build.tune.progress import LOG
 from ciq_build.tune.target_result import TargetResult
 from ciq_build.tune.tune_options import TuneOptions, TuneSettings
 
 
-class RayExecutor:
+class RayExecutor(Executor):
     """Candidates evaluated by actors on a Ray cluster, one per --jobs slot, each keeping its scratch tree."""
 
     name = "ray"

@@ -505,7 +505,13 @@ def plot_parallel(pyplot: Any, history: TuneHistory) -> Any:
     for k in sorted(range(len(scored)), key=lambda k: better_up[k]):  # the best drawn last, on top
         ax.plot(range(len(columns)), [column[k] for column in columns], color=colors(better_up[k]), alpha=0.6,
                 linewidth=1)
-    ax.set_xticks(range(len(columns)), ticks, fontsize="small")
+    # Side by side, labels wider than an axis's share overlap (long knob names, many axes): then each stands
+    # upright on one line, as wide as a line is high.
+    if len(columns) > 8 or max(len(line) for tick in ticks for line in tick.split("\n")) > 16:
+        ax.set_xticks(range(len(columns)), [tick.replace("\n", ": ") for tick in ticks], fontsize="small",
+                      rotation=90)
+    else:
+        ax.set_xticks(range(len(columns)), ticks, fontsize="small")
     ax.set_yticks([0, 1], ["least", "greatest"])
     ax.set_title(f"Every candidate across the controls, coloured by {objective.spec} (yellow: better)")
     return figure
@@ -637,6 +643,21 @@ def _html_table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def running_text(history: TuneHistory, refresh_s: int) -> str:
+    """What a watched page says of the tune that is running: its search, how far it is, its best so far."""
+    this_search = [e for e in history.evaluations if e.search == history.search and not e.is_baseline]
+    text = (f"A tune of {history.target} is running (search {history.search} of its journal): "
+            f"{len(this_search)} evaluation(s) so far")
+    if this_search and math.isfinite(this_search[-1].elapsed_s):
+        text += f", the last {this_search[-1].elapsed_s:.0f} s after the first"
+    best = history.best_so_far(0)
+    if best and math.isfinite(best[-1][1]):
+        text += f"; best {history.objectives[0].spec} so far {_value(best[-1][1])}"
+    text += (f". This page reloads every {refresh_s} s; the pinned record it shows is the one before this tune, "
+             "until the tune pins its winner.")
+    return text
+
+
 def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
     """The page; `refresh_s`: it reloads itself that often (report --watch, while the tune runs)."""
     plots = _plots(history)
@@ -658,6 +679,8 @@ def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
     ]
+    if refresh_s:  # report --watch while a tune runs: say so, and what the page holds of it so far
+        parts.append(f'<p class="note" id="running">{html.escape(running_text(history, refresh_s))}</p>')
     if plots is None:
         parts.append(f'<p class="note" id="no-plots">No plots: {html.escape(PLOTS_HINT)}, '
                      "then run the same <code>report</code> command again.</p>")

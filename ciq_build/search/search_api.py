@@ -12,7 +12,7 @@ from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
 from ciq_build.search.portfolio import PortfolioSearch
 
-STRATEGIES = ("portfolio", "ga")
+STRATEGIES = ("ga", "portfolio")
 
 
 def Search(  # noqa: N802 - CompileIQ's name for it
@@ -26,11 +26,11 @@ def Search(  # noqa: N802 - CompileIQ's name for it
     progress: bool | None = None,
     **operators: Any,
 ) -> BatchSearch:
-    """A search of `search_space` for `objective_function`, by `strategy`: "portfolio" (the default: several
-    techniques sharing one history under a bandit, ciq_build.search.portfolio) or "ga" (the genetic search alone,
-    ciq_build.search.evolution). The GA's operators (sampler, selection, crossover, mutation, survival) may be
-    given by keyword; they choose the GA."""
-    chosen = strategy if strategy is not None else ("ga" if operators else "portfolio")
+    """A search of `search_space` for `objective_function`, by `strategy`: "ga" (the default: the genetic search,
+    ciq_build.search.evolution) or "portfolio" (several techniques sharing one history under a bandit,
+    ciq_build.search.portfolio; the default is the GA's, as in tune: ciq_build.search.strategies.default_strategy
+    says why). The GA's operators (sampler, selection, crossover, mutation, survival) may be given by keyword."""
+    chosen = strategy if strategy is not None else "ga"
     common: dict[str, Any] = {"seeds": seeds, "objective_names": objective_names, "progress": progress}
     if chosen == "ga":
         return GeneticSearch(objective_function, search_space, search_config, **common, **operators)

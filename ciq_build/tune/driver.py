@@ -36,7 +36,6 @@ from ciq_build.project.cmake_trees import ScratchTree, safe_name, scratch_root, 
 from ciq_build.project.manifest import Manifest, for_architecture
 from ciq_build.project.sources import Snapshot
 from ciq_build.search.base import CandidateSource
-from ciq_build.search.configuration import planned_evaluations
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import make_candidate_source, search_kinds, space_size_text
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
@@ -46,7 +45,15 @@ from ciq_build.tune.cache import EvaluationCache, cache_key, search_header
 from ciq_build.tune.executor import Executor, SearchPhase, checked_executor, get_executor
 from ciq_build.tune.finish import Finish, Searched, TuneOutcome
 from ciq_build.tune.gpu_time import GpuMeter, MeteredSlots
-from ciq_build.tune.loop import SearchLoop, stop_on_disk_full, stopped_text, time_limit_text
+from ciq_build.tune.loop import (
+    SearchLoop,
+    planned_budget,
+    space_line,
+    stop_on_disk_full,
+    stopped_text,
+    time_limit_ended,
+    time_limit_text,
+)
 from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner
@@ -242,21 +249,11 @@ class TuneRun:
                   + " (estimated from the baseline's); candidates running then finish")
 
     def _say_space_size(self, source: CandidateSource) -> None:
-        """How many configurations the grid holds after CONSTRAINTS, against the budget; where the whole grid
-        fits the budget and the search samples, that --strategy exhaustive evaluates each once."""
-        text, total = space_size_text(self.settings.search, self.manifest, self.toolchain, self.objectives)
-        if not text:
-            return
-        search = self.settings.search
-        planned = source.describe().get("budget", {})  # as the strategy's own options set it
-        budget = planned_evaluations(planned.get("generations", search.generations),
-                                     planned.get("pool_size", search.pool_size), search.max_evaluations)
-        line = f"search space: {text}; budget {budget:,} evaluations"
-        self.space_total = total
-        if total is not None and total <= budget and search.strategy in (None, "ga", "portfolio"):
-            line += (f" (the space is smaller: --strategy exhaustive evaluates each of its {total:,} "
-                     "configurations once)")
-        self._say(line)
+        """How many configurations the grid holds after CONSTRAINTS, against the budget."""
+        text, self.space_total = space_size_text(self.settings.search, self.manifest, self.toolchain, self.objectives)
+        if text:
+            budget, _ = planned_budget(source.describe(), self.settings.search)
+            self._say(space_line(text, self.space_total, budget, self.settings.search.strategy))
 
     def _build_ahead(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
         """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most
@@ -300,16 +297,10 @@ class TuneRun:
 
     def _search(self, source: CandidateSource, workers: list[ScratchTree], timeouts: Timeouts) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet.
-        search = self.settings.search
-        budget = source.describe().get("budget", {})  # as the strategy's own options set it
-        generations = budget.get("generations", search.generations)
-        expected = planned_evaluations(generations, budget.get("pool_size", search.pool_size), search.max_evaluations)
-        if search.strategy == "exhaustive" and self.space_total is not None:
-            expected = min(expected, self.space_total)  # it evaluates each configuration once, then ends
-        progress = None if self.settings.quiet else TuneProgress(expected, generations, self.objectives,
-                                                               stream=self.out,
-                                                               measured_this_run=self.cache.measured_this_run,
-                                                               deadline=self.deadline)
+        expected, generations = planned_budget(source.describe(), self.settings.search, self.space_total)
+        progress = None if self.settings.quiet else TuneProgress(
+            expected, generations, self.objectives, stream=self.out, measured_this_run=self.cache.measured_this_run,
+            deadline=self.deadline)
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
         phase = SearchPhase(self.manifest, self.toolchain, tuple(self.objectives), self.settings.measure.repeats,
                             self.settings.build.jobs, timeouts,
@@ -324,9 +315,7 @@ class TuneRun:
             self._stop_ahead()  # what the guesses still build ends before the winner's rebuild
         self.stopped_by = loop.stopped_by
         if self.stopped_by == "time_limit":
-            then = "; the best so far is re-measured and pinned" if self.evaluations else ""
-            self._say(f"the time limit ({time_limit_text(self.settings.search)}) ended the search after "
-                      f"{len(self.evaluations)} evaluation(s){then}")
+            self._say(time_limit_ended(self.settings.search, len(self.evaluations)))
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
               progress: TuneProgress | None) -> SearchLoop[W]:

@@ -22,7 +22,7 @@ import importlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import Objective
@@ -64,54 +64,48 @@ class Workers:
     slots: Sequence[Any]
 
 
-class Executor(Protocol):
-    """Where a tune's candidates are evaluated. The driver keeps the search, the journal, the baseline and the pin."""
+class Executor:
+    """Where a tune's candidates are evaluated. The driver keeps the search, the journal, the baseline and the pin.
+
+    Each hook has the local default (Optuna's BaseSampler, Kernel Tuner's Runner): an executor writes only
+    what it changes, beside its `name`.
+    """
 
     name: str  # what --executor says
     # True: its workers are the scratch trees the driver made (so any build of the target works); False: it
     # makes trees of its own, CMake ones (ciq_build.ray's actors configure theirs on the workers).
-    uses_driver_trees: bool
+    uses_driver_trees = True
 
     def validate(self, options: TuneOptions) -> None:
-        """Refuse options this executor cannot honour, before anything is configured."""
+        """Refuse options this executor cannot honour, before anything is configured (by default, none: --jobs
+        and --gpus are the driver's own, checked by TuneOptions.validate)."""
 
     def check(self, settings: TuneSettings) -> None:
         """Refuse resolved settings this executor cannot honour (the objectives known), before the baseline."""
 
     def local_trees(self, jobs: int, benchmark_slots: int) -> int:
-        """How many scratch trees the driver makes besides the baseline's (at least 1: confirmation, minimal pin)."""
+        """How many scratch trees the driver makes besides the baseline's (at least 1: confirmation, minimal pin).
 
-    def workers(self, phase: SearchPhase, trees: Sequence[ScratchTree]) -> AbstractContextManager[Workers]:
-        """The search's runner and workers, started on entry and stopped on exit; `trees`: the driver's."""
-
-    def tune_targets(self, options: TuneOptions, targets: list[str],
-                     one_after_another: Callable[[], list[TargetResult]]) -> list[TargetResult]:
-        """`tune --all` (or several targets): what each came to; `one_after_another` tunes them here, in turn."""
-
-
-class LocalExecutor:
-    """`--executor local` (the default): worker threads on this machine, one per scratch tree of the driver's."""
-
-    name = "local"
-    uses_driver_trees = True
-
-    def validate(self, options: TuneOptions) -> None:
-        pass  # --jobs and --gpus are the driver's own, checked by TuneOptions.validate
-
-    def check(self, settings: TuneSettings) -> None:
-        pass
-
-    def local_trees(self, jobs: int, benchmark_slots: int) -> int:
-        # A worker more per GPU than --jobs: the next candidates compile while the GPUs benchmark.
+        By default a worker more per GPU than --jobs: the next candidates compile while the GPUs benchmark."""
         return jobs + benchmark_slots
 
     def workers(self, phase: SearchPhase, trees: Sequence[ScratchTree]) -> AbstractContextManager[Workers]:
-        # The driver's runner is the workers' runner here: the candidates' one, limited by phase.timeouts.
+        """The search's runner and workers, started on entry and stopped on exit; `trees`: the driver's.
+
+        By default the driver's runner (the candidates' one, limited by phase.timeouts) over its trees."""
         return nullcontext(Workers(phase.known, trees))
 
     def tune_targets(self, options: TuneOptions, targets: list[str],
                      one_after_another: Callable[[], list[TargetResult]]) -> list[TargetResult]:
+        """`tune --all` (or several targets): what each came to; `one_after_another` tunes them here, in turn
+        (the default)."""
         return one_after_another()
+
+
+class LocalExecutor(Executor):
+    """`--executor local` (the default): worker threads on this machine, one per scratch tree of the driver's."""
+
+    name = "local"
 
 
 # Built in, by name: `module:attribute` (a class, made with no arguments), imported when first asked for.

@@ -31,6 +31,7 @@ from ciq_build.core.settings import SearchSettings, duration_text
 from ciq_build.errors import ConfigError
 from ciq_build.measure import processes, stopping
 from ciq_build.search.base import CandidateSource, Proposal
+from ciq_build.search.configuration import planned_evaluations
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.results import Results
 from ciq_build.tune.ahead import BuildsAhead, guess_next
@@ -286,6 +287,12 @@ def time_limit_text(search: SearchSettings) -> str:
     return "" if search.time_limit is None else f"--time-limit {duration_text(search.time_limit)}"
 
 
+def time_limit_ended(search: SearchSettings, evaluations: int) -> str:
+    """What a tune says when its --time-limit ended the search."""
+    then = "; the best so far is re-measured and pinned" if evaluations else ""
+    return f"the time limit ({time_limit_text(search)}) ended the search after {evaluations} evaluation(s){then}"
+
+
 def stopped_text(stopped_by: str | None, search: SearchSettings, evaluations: int) -> str:
     """The summary's word on a budget that ended the search early (SearchLoop.stopped_by); "" when none did."""
     if stopped_by == "time_limit":
@@ -293,3 +300,24 @@ def stopped_text(stopped_by: str | None, search: SearchSettings, evaluations: in
     if stopped_by == "max_evaluations":
         return f"by --max-evaluations {search.max_evaluations}"
     return ""
+
+
+def planned_budget(described: Mapping[str, Any], search: SearchSettings,
+                   space_total: int | None = None) -> tuple[int, int]:
+    """(evaluations, generations) a search plans, as its strategy's own options set them (its describe()'s
+    budget), at most --max-evaluations; --strategy exhaustive at most the grid's `space_total` (each once)."""
+    planned = described.get("budget", {})
+    generations = planned.get("generations", search.generations)
+    evaluations = planned_evaluations(generations, planned.get("pool_size", search.pool_size), search.max_evaluations)
+    if search.strategy == "exhaustive" and space_total is not None:
+        evaluations = min(evaluations, space_total)
+    return evaluations, generations
+
+
+def space_line(text: str, total: int | None, budget: int, strategy: object) -> str:
+    """The tune's line on its grid's size against the budget; where the whole grid fits the budget and the
+    search samples, that --strategy exhaustive evaluates each configuration once."""
+    line = f"search space: {text}; budget {budget:,} evaluations"
+    if total is not None and total <= budget and strategy in (None, "ga", "portfolio"):
+        line += f" (the space is smaller: --strategy exhaustive evaluates each of its {total:,} configurations once)"
+    return line

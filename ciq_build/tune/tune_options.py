@@ -123,7 +123,7 @@ class TuneOptions:
     strategy: object = option(
         "--strategy", group=SEARCH, choices=strategy_names, show=_strategy_name, check=_known_strategy,
         help=f"how to search: {', '.join(strategy_names())} (ciq_build.search.strategies); default: compileiq for "
-             "a compiler ACF space (only it can sample one), else portfolio")
+             "a compiler ACF space (only it can sample one), else ga")
     generations: int = option("--generations", group=SEARCH, parse=int, default=_SEARCH.generations,
                               check=at_least(1),
                               help=f"generations of the genetic search (default {_SEARCH.generations})")

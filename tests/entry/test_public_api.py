@@ -102,3 +102,20 @@ def test_a_compileiq_objective_function_runs_unchanged() -> None:
 def test_tune_target_refuses_an_unknown_option_naming_the_ones_it_takes() -> None:
     with pytest.raises(ConfigError, match=r"tune_target\(\) takes no option generation; its options are .*generations"):
         ciq_build.tune_target("kern", build_dir="build", generation=3)
+
+
+def test_tune_target_tunes_with_the_backend_it_is_given(tmp_path: Path) -> None:
+    """`backend=`: the project's own build backend (a setuptools project's, a test's) prepares and builds it,
+    in its own build tree."""
+
+    class Prepared(Exception):
+        pass
+
+    class Backend:
+        kind, remote_builds, build_dir = "mine", True, tmp_path / "mine"
+
+        def prepare(self) -> None:
+            raise Prepared(str(self.build_dir))
+
+    with pytest.raises(Prepared, match="mine"):
+        ciq_build.tune_target("kern", backend=Backend(), generations=1)

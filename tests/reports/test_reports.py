@@ -733,3 +733,16 @@ def test_export_writes_an_optuna_journal_storage_optuna_reads_and_a_kernel_tuner
     for entry in configurations:
         row = cache["cache"][f"{entry.params['param.MODE']},{entry.params['param.X']}"]
         assert row["time"] == (entry.scores[0] if entry.ok else "RuntimeFailedConfig")
+
+
+@slow
+def test_a_watched_page_says_a_tune_is_running_how_far_and_its_best_so_far(tuned: dict) -> None:
+    history = load_history("timer", tuned["build"], tuned["source"])
+    page = report_page.render_html(history, refresh_s=5)
+    running = page.split('id="running">', 1)[1].split("</p>", 1)[0]
+    count = sum(1 for e in history.evaluations if e.search == history.search and not e.is_baseline)
+    best = history.best_so_far(0)[-1][1]
+    assert running.startswith(f"A tune of timer is running (search {history.search} of its journal): {count} "
+                              "evaluation(s) so far"), running
+    assert f"best time so far {best:.6g}" in running and "reloads every 5 s" in running
+    assert 'id="running"' not in report_page.render_html(history)  # a finished tune's page says nothing of it

@@ -60,11 +60,11 @@ def test_the_same_seed_gives_the_same_candidates_and_no_configuration_is_measure
     assert other != runs[0]
 
 
-def test_the_public_search_is_the_portfolio_unless_told_otherwise() -> None:
+def test_the_public_search_is_the_ga_unless_told_portfolio() -> None:
     config = SearchConfiguration(generations=2, pool_size=4, seed=1)
-    assert isinstance(ciq_build.Search(ridge, RIDGE_SPACE, config), PortfolioSearch)
-    assert isinstance(ciq_build.Search(ridge, RIDGE_SPACE, config, strategy="ga"), GeneticSearch)
-    with pytest.raises(ConfigError, match="unknown strategy 'annealing' for Search: use one of portfolio, ga"):
+    assert isinstance(ciq_build.Search(ridge, RIDGE_SPACE, config), GeneticSearch)
+    assert isinstance(ciq_build.Search(ridge, RIDGE_SPACE, config, strategy="portfolio"), PortfolioSearch)
+    with pytest.raises(ConfigError, match="unknown strategy 'annealing' for Search: use one of ga, portfolio"):
         ciq_build.Search(ridge, RIDGE_SPACE, config, strategy="annealing")
 
 

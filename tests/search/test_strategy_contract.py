@@ -385,7 +385,7 @@ def test_a_tunes_strategy_setting_picks_the_source_and_the_space_is_checked_agai
     def source(**settings: Any) -> CandidateSource:
         return make_candidate_source(SearchSettings(**settings), manifest, find_toolchain(), objectives, tmp_path)
 
-    assert source(kinds=("params",)).describe()["engine"] == "ciq_build.portfolio"  # the space's default
+    assert source(kinds=("params",)).describe()["engine"] == "ciq_build.ga"  # the space's default
     grid = [name for name in strategy_names() if GRID in resolve_strategy(name).spaces
             and (name != "compileiq" or _compileiq_available() is None)]
     engines = {source(kinds=("params",), strategy=name).describe()["engine"] for name in grid}

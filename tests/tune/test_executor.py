@@ -33,7 +33,7 @@ from ciq_build.tune.executor import (
 )
 from ciq_build.tune.runner import Runner
 from ciq_build.tune.target_result import TargetResult
-from ciq_build.tune.tune_options import TuneOptions, TuneSettings
+from ciq_build.tune.tune_options import TuneOptions
 from support import REPO_ROOT
 
 PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
@@ -49,11 +49,11 @@ class _RecordingRunner:
         return self.runner.evaluate(worker, proposal, controls, key)
 
 
-class RecordingExecutor:
-    """TEST DOUBLE of an executor: one candidate at a time, on the driver's first tree; records what it is handed."""
+class RecordingExecutor(Executor):
+    """TEST DOUBLE of an executor: one candidate at a time, on the driver's first tree; records what it is handed.
+    Only what it changes is written: the rest is the base class's local default (no check of the settings)."""
 
     name = "recording"
-    uses_driver_trees = True
 
     def __init__(self) -> None:
         self.phases: list[SearchPhase] = []
@@ -63,9 +63,6 @@ class RecordingExecutor:
     def validate(self, options: TuneOptions) -> None:
         if options.jobs != 1:
             raise ConfigError("--executor recording evaluates one candidate at a time: leave out --jobs")
-
-    def check(self, settings: TuneSettings) -> None:
-        pass
 
     def local_trees(self, jobs: int, benchmark_slots: int) -> int:
         return 1
@@ -86,8 +83,7 @@ def recording(monkeypatch: pytest.MonkeyPatch) -> RecordingExecutor:
     """The double, registered for one test (the registry as it was afterwards)."""
     monkeypatch.setattr(registry, "_REGISTERED", dict(registry._REGISTERED))
     executor = RecordingExecutor()
-    checked: Executor = executor  # mypy: the double is an Executor
-    register_executor(checked)
+    register_executor(executor)
     return executor
 
 

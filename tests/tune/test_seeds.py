@@ -126,7 +126,7 @@ def test_a_strategy_that_takes_no_seeds_is_refused_naming_those_that_do() -> Non
             raise AssertionError("not reached")
 
     with pytest.raises(ConfigError, match="strategy 'mine' takes no seeds .* strategies that do: portfolio, ga, compileiq, random, "
-                                          "tpe, nsga2"):
+                                          "exhaustive, tpe, nsga2"):
         make_source(Unseeded(), request([Seed({"param.TILE": 16, "param.VEC": 2})]))
 
 
