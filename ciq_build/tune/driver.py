@@ -164,10 +164,10 @@ class TuneRun:
         self.sources.journaled()
         rule, switch = self.backend.toolkit_rule()
         self._say(_first_line(self.manifest, self.toolchain.describe(rule), self.objectives))
-        self._say_space_size(source)
         if others := other_toolkits(self.toolchain.nvcc):  # a CMake tree kept 13.0 while setuptools took pip's 13.3
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({where})' for where, nvcc in others)}; "
                       f"to tune with one, {switch}")
+        self._say_space_size(source)
         for note in claim.claim_tree(scratch_root(self.manifest)):  # nothing a killed tune left may still write
             self._say(note)
         base_tree, workers, configured = self._trees()
