@@ -31,7 +31,9 @@ class ExhaustiveSource:
     """Every allowed configuration of a grid, once, in a fixed order (the seeds first)."""
 
     def __init__(self, space: SearchSpace, config: SearchConfiguration, objective_names: list[str],
-                 seeds: Sequence[Mapping[str, Any]] = ()):
+                 seeds: Sequence[Mapping[str, Any]] = (), instead_of: tuple[str, int] | None = None):
+        """`instead_of`: (the strategy it stands in for, the grid's allowed configurations) where the default
+        strategy chose it, the grid fitting the budget (ciq_build.search.strategies.make_source)."""
         if space.cardinality > LIMIT:
             raise ConfigError(f"--strategy exhaustive lists every configuration, and this space has "
                               f"{space.cardinality:,} (more than {LIMIT:,}): narrow PARAMS or CONSTRAINTS, search "
@@ -39,6 +41,7 @@ class ExhaustiveSource:
         self.space = space
         self.config = config
         self.objective_names = list(objective_names)
+        self.instead_of = instead_of
         self._seeds = [space.to_genome(s) for s in seeds]  # listed first, then the grid in its fixed order
         self._ordinal = 0  # how far through the grid (state a copy keeps: ciq_build.tune.ahead)
         self.seed = config.seed if config.seed is not None else secrets.randbits(63)
@@ -96,7 +99,9 @@ class ExhaustiveSource:
     def describe(self) -> dict[str, Any]:
         return {"engine": ENGINE_NAME, "search_space": self.space.describe(), "seed": self.config.seed,
                 "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
-                           "max_evaluations": self.config.max_evaluations}}
+                           "max_evaluations": self.config.max_evaluations},
+                **({"instead_of": {"strategy": self.instead_of[0], "configurations": self.instead_of[1]}}
+                   if self.instead_of is not None else {})}
 
 
 @dataclass(frozen=True)
