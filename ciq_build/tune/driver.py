@@ -96,7 +96,6 @@ def tune_configured(options: TuneOptions, backend: BuildBackend) -> TuneOutcome:
 
     if not options.stages:
         return tune(options, None)
-    options.validate()
     return tune_in_stages(options, tune, lambda text: None if options.quiet else LOG.info("%s", text))
 
 
