@@ -34,22 +34,10 @@
 # JOBS (6: candidates compiled at once; each is one more scratch tree configured, one after another, inside
 # the time limit), POOL (12), REPEATS (3), ROUNDS (30), NCU (1: try Nsight Compute on the winners).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-here=$PWD
-dry=0
-if [ "${1:-}" = --dry-run ]; then dry=1; shift; fi
-budget=${1:?usage: bench/public_kernels/campaign.sh [--dry-run] BUDGET_S STEP...}
-shift
-[ $# -gt 0 ] || { echo "name at least one step: sgemm, attn, reduction, confirm" >&2; exit 64; }
-steps=("$@")
-name="public_kernels-$(IFS=-; echo "${steps[*]}")"
-OUT=${OUT:-/tmp/out}
-res=/tmp/$name
-rm -rf "$res" && mkdir -p "$res" "$OUT"
-exec > >(tee "$OUT/$name.log") 2>&1
+. "$(dirname "$0")/campaign_call.sh"
+start_call public_kernels "sgemm, attn, reduction, confirm" "$@"
 CONFIRM_S=${CONFIRM_S:-95}; ARM_OVERHEAD_S=${ARM_OVERHEAD_S:-25}; SEED=${SEED:-24}; JOBS=${JOBS:-6}
 POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; ROUNDS=${ROUNDS:-30}; NCU=${NCU:-1}
-export PYTHONUNBUFFERED=1
 
 # kernel -> peer folder, target, benchmark, benchmark arguments (the registered ARGS), kernel regex
 declare -A SRC=([sgemm]=bench/peers/sgemm [attn]=bench/peers/flash-attention-minimal
@@ -64,7 +52,6 @@ snapshot() {  # the results so far, in $OUT (atomically: a call cut short keeps 
     tar -czf "$OUT/.$name.tgz" -C "$res" . && mv -f "$OUT/.$name.tgz" "$OUT/$name.tgz"
     "$python" bench/public_kernels/report.py "$res" > "$OUT/.$name.md" 2>&1 && mv -f "$OUT/.$name.md" "$OUT/$name.md"
 }
-left() { echo $(( budget - SECONDS )); }
 
 if [ "$dry" = 1 ]; then
     python=${PYTHON:-$here/.venv/bin/python}
@@ -91,13 +78,7 @@ else
     export PYTHONPATH=/tmp/ciq-path  # only the package: the checkout's cmake/ would shadow pip's cmake
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,temperature.gpu,power.draw --format=csv \
         | tee "$res/gpu.txt"
-    # nvcc 13.0 with ptxas 13.3 (nvcc.profile finds the rest relative to bin/: the other folders are links).
-    root=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
-    rm -rf /tmp/hybrid && mkdir -p /tmp/hybrid
-    for entry in "$root"/*; do [ "$(basename "$entry")" = bin ] || ln -s "$entry" /tmp/hybrid/; done
-    cp -r "$root/bin" /tmp/hybrid/bin
-    gunzip -c .carry/cuda133/ptxas-13.3.gz > /tmp/hybrid/bin/ptxas && chmod +x /tmp/hybrid/bin/ptxas
-    nvcc=/tmp/hybrid/bin/nvcc
+    hybrid_nvcc
     cuobjdump=$(command -v cuobjdump)
     pool_of() { echo "$here/.carry/i24/pool-$1"; }
     extra_cmake=()

@@ -29,29 +29,16 @@
 # Env: ARM_S, CONFIRM_S (150), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
 # NCU (1), SIZE (8192).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-here=$PWD
-dry=0
-if [ "${1:-}" = --dry-run ]; then dry=1; shift; fi
-budget=${1:?usage: bench/public_kernels/tensor_cores.sh [--dry-run] BUDGET_S STEP...}
-shift
-[ $# -gt 0 ] || { echo "name at least one step: knobs, acf, staged, reverse, joint, confirm" >&2; exit 64; }
-steps=("$@")
-name="tensor_cores-$(IFS=-; echo "${steps[*]}")"
-OUT=${OUT:-/tmp/out}
-res=/tmp/$name
-rm -rf "$res" && mkdir -p "$res" "$OUT"
-exec > >(tee "$OUT/$name.log") 2>&1
+. "$(dirname "$0")/campaign_call.sh"
+start_call tensor_cores "knobs, acf, staged, reverse, joint, confirm" "$@"
 CONFIRM_S=${CONFIRM_S:-150}; ARM_OVERHEAD_S=${ARM_OVERHEAD_S:-30}; SEED=${SEED:-37}; JOBS=${JOBS:-8}
 POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; ROUNDS=${ROUNDS:-20}; NCU=${NCU:-1}; SIZE=${SIZE:-8192}
-export PYTHONUNBUFFERED=1
 src=bench/peers/cuda_hgemm; target=hgemm_kernels; bench=hgemm_bench; kernel=mmaAsyncStage
 args=(--size "$SIZE" --repeats 20)
 
 snapshot() {  # the results so far, in $OUT (atomically: a call cut short keeps the last whole one)
     tar -czf "$OUT/.$name.tgz" -C "$res" . && mv -f "$OUT/.$name.tgz" "$OUT/$name.tgz"
 }
-left() { echo $(( budget - SECONDS )); }
 
 if [ "$dry" = 1 ]; then
     python=${PYTHON:-$here/.venv/bin/python}
@@ -83,13 +70,7 @@ else
     export CIQ_SEARCH_SPACES_DIR=$here/.carry/i23/search-spaces
     nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.max.sm,clocks.sm,temperature.gpu,power.draw \
         --format=csv | tee "$res/gpu.txt"
-    # nvcc 13.0 with ptxas 13.3 (nvcc.profile finds the rest relative to bin/: the other folders are links).
-    root=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
-    rm -rf /tmp/hybrid && mkdir -p /tmp/hybrid
-    for entry in "$root"/*; do [ "$(basename "$entry")" = bin ] || ln -s "$entry" /tmp/hybrid/; done
-    cp -r "$root/bin" /tmp/hybrid/bin
-    gunzip -c .carry/cuda133/ptxas-13.3.gz > /tmp/hybrid/bin/ptxas && chmod +x /tmp/hybrid/bin/ptxas
-    nvcc=/tmp/hybrid/bin/nvcc
+    hybrid_nvcc
     cuobjdump=$(command -v cuobjdump)
     extra_cmake=()
 fi

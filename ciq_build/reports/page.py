@@ -146,8 +146,10 @@ _SUMMARY_HEAD = ["objective", "better", "baseline", "best seen", "change", "pinn
 
 
 def _generation_rows(history: TuneHistory) -> list[list[str]]:
-    """Per generation: evaluations, failures, best-so-far on each objective at its end, and when it ended."""
+    """Per generation: evaluations, failures, best-so-far on each objective at its end, when it ended, how long
+    it took, and what its evaluations spent compiling, benchmarking and waiting for a GPU."""
     rows = []
+    several_runs = len(history.runs) > 1
     for generation in history.generations:
         members = [e for e in history.evaluations if e.generation == generation]
         last = max(e.index for e in members)
@@ -155,14 +157,29 @@ def _generation_rows(history: TuneHistory) -> list[list[str]]:
         for i in range(len(history.objectives)):
             upto = [best for e, best in history.best_so_far(i) if e.index <= last]
             row.append(_value(upto[-1]) if upto else "-")
-        ended = max((e.elapsed_s for e in members if not math.isnan(e.elapsed_s)), default=math.nan)
-        row.append("-" if math.isnan(ended) else _seconds(ended))
+        run = max(e.run for e in members)  # a generation a resume finished: its time in the run that did
+        timed = [e for e in members if e.run == run and not math.isnan(e.elapsed_s)]
+        ended = max((e.elapsed_s for e in timed), default=math.nan)
+        began = min((e.elapsed_s - e.seconds for e in timed), default=math.nan)
+        row.append("-" if math.isnan(ended) else (f"run {run}, " if several_runs else "") + _seconds(ended))
+        row.append("-" if math.isnan(ended) else _seconds(max(0.0, ended - began)))
+        row += [_seconds(sum(e.timings.get(name, 0.0) for e in members)) for name in TIMING_NAMES]
         rows.append(row)
     return rows
 
 
 def _generation_head(history: TuneHistory) -> list[str]:
-    return ["generation", "evaluations", "failed", *(f"best {o.spec}" for o in history.objectives), "wall time"]
+    return ["generation", "evaluations", "failed", *(f"best {o.spec}" for o in history.objectives), "ended at",
+            "its wall time", *(_TIMING_LABELS[name] for name in TIMING_NAMES)]
+
+
+GENERATION_NOTE = ("Ended at: seconds from the start of its run's first evaluation (the baseline's) to the end of "
+                   "its last (a resumed tune is a run of its own, counted from 0 again). Its wall time: from the "
+                   "start of its first evaluation to the end of its last. Compiling, benchmarking and waiting for "
+                   "a GPU: summed over its evaluations, so candidates built or run side by side (--jobs, several "
+                   "GPUs) can add up to more than its wall time; what they leave of it went to neither: the "
+                   "search choosing candidates, the journal, and workers idle while the slowest candidate of the "
+                   "generation finished.")
 
 
 def _front_rows(history: TuneHistory) -> list[list[str]]:
@@ -232,7 +249,25 @@ _IMPORTANCE_HEAD = ["objective", "parameter", "variance explained", "values it t
 IMPORTANCE_NOTE = ("The share of an objective's variance a parameter explains on its own (eta squared: the "
                    "variance of the mean score per value of the parameter, over the total variance). 100%: its "
                    "value alone fixes the score; 0%: the score does not move with it. It sees no interaction "
-                   "between parameters, and with few evaluations per value it overstates.")
+                   "between parameters (the pairs below do), and with few evaluations per value it overstates.")
+
+
+def _interaction_rows(history: TuneHistory) -> list[list[str]]:
+    """Per objective, the pairs of search parameters that explain most beyond each one alone."""
+    rows = []
+    for i, objective in enumerate(history.objectives):
+        rows += [[objective.spec, f"{r.first} x {r.second}", f"{r.explained * 100:.0f}%", str(r.cells),
+                  f"{r.per_cell:.1f}"] for r in history.interactions(i)]
+    return rows
+
+
+_INTERACTION_HEAD = ["objective", "pair", "variance explained together, beyond each alone", "value pairs it took",
+                     "evaluations per value pair"]
+INTERACTION_NOTE = ("A pair's share beyond its parameters' own (a two-way ANOVA's interaction: eta squared of the "
+                    "evaluations grouped by both values, minus each parameter's): a pair where the best value of "
+                    "one depends on the other. With about one evaluation per value pair, each pair's mean is one "
+                    "score and the share overstates; a search samples unevenly, too: read it as where to look, "
+                    "not as a measurement.")
 
 
 def _size_head(history: TuneHistory) -> list[str]:
@@ -316,6 +351,12 @@ def _facts(history: TuneHistory) -> list[tuple[str, str]]:
              ("evaluations", f"{len(history.evaluations)} ({len(history.scored)} scored, "
                              f"{len(history.evaluations) - len(history.scored)} failed)"),
              ("failures", ", ".join(f"{cause} {n}" for cause, n in history.failures.items()) or "none")]
+    if len(history.runs) > 1:
+        started = [f"run {r}" + (f" began {history.run_starts[r]}" if history.run_starts.get(r) else "")
+                   for r in history.runs]
+        facts.append(("runs", f"{len(history.runs)} runs of tune journaled these evaluations ({', '.join(started)}); "
+                              "wall times count from each run's own first evaluation, and the convergence plot "
+                              "draws each run apart"))
     if len(history.searches) > 1:
         reused = sum(1 for e in history.evaluations if e.search != history.search)
         facts.append(("search", f"{history.search} of {len(history.searches)} in this journal (--search N shows "
@@ -366,26 +407,36 @@ def _generation_starts(history: TuneHistory) -> list[tuple[int, float]]:
 
 
 def plot_convergence(pyplot: Any, history: TuneHistory) -> Any:
+    """Best so far per objective against the evaluations (all runs, in order) and against wall time, where each
+    run of tune (a resume is one) is a series of its own from its own start: never one axis across days."""
     n = len(history.objectives)
     figure, axes = pyplot.subplots(n, 2, layout="constrained", figsize=(10, 3 * n), squeeze=False)
     base = history.baseline
+    runs = history.runs
+    colors = ("tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:olive", "tab:cyan")
     for i, objective in enumerate(history.objectives):
         series = history.best_so_far(i)
-        x_axes: tuple[tuple[Callable[[Any], float], str], ...] = (
-            (lambda e: e.index, "evaluation"), (lambda e: e.elapsed_s, "wall time (s)"))
-        for column, (x_of, label) in enumerate(x_axes):
+        for column in (0, 1):
             ax = axes[i][column]
-            xs = [x_of(e) for e, _ in series]
-            ax.scatter(xs, [e.scores[i] for e, _ in series], s=12, alpha=0.35, color="tab:gray",  # type: ignore[index]
-                       label="candidates")
-            ax.step(xs, [best for _, best in series], where="post", color="tab:blue", label="best so far")
+            for k, run in enumerate(runs if column == 1 else [None]):
+                part = [(e, best) for e, best in series if run is None or e.run == run]
+                xs = [e.index if column == 0 else e.elapsed_s for e, _ in part]
+                named = f"run {run}" if run is not None and len(runs) > 1 else ""
+                ax.scatter(xs, [e.scores[i] for e, _ in part], s=12, alpha=0.35,  # type: ignore[index]
+                           color=colors[k % len(colors)] if named else "tab:gray",
+                           label=f"candidates, {named}" if named else "candidates")
+                ax.step(xs, [best for _, best in part], where="post", color=colors[k % len(colors)],
+                        label=f"best so far, {named}" if named else "best so far")
             if base is not None and base.scores is not None:
                 ax.axhline(base.scores[i], color="tab:red", linestyle="--", linewidth=1, label="baseline")
-            for index, start in _generation_starts(history):
-                ax.axvline(index if column == 0 else start, color="black", linestyle=":", linewidth=0.7)
+            if column == 0 or len(runs) == 1:  # a generation's start is a time in one run only
+                for index, start in _generation_starts(history):
+                    ax.axvline(index if column == 0 else start, color="black", linestyle=":", linewidth=0.7)
+            label = "evaluation" if column == 0 else ("wall time (s)" if len(runs) == 1 else
+                                                      "wall time from each run's start (s)")
             ax.set_xlabel(label + ("; dotted: a new generation" if i == n - 1 else ""))
             ax.set_ylabel(f"{objective.spec} ({objective.direction})")
-            if i == 0 and column == 0:
+            if i == 0 and (column == 0 or len(runs) > 1):
                 ax.legend(fontsize="small")
     figure.suptitle("Convergence: best so far per objective")
     return figure
@@ -688,7 +739,8 @@ def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
                                      for k, v in _facts(history)) + "</table>")
     parts += ["<h2>Result</h2>", _html_table(_SUMMARY_HEAD, _summary_rows(history))]
     parts += ["<h2>Convergence</h2>", plot("convergence"),
-              _html_table(_generation_head(history), _generation_rows(history))]
+              _html_table(_generation_head(history), _generation_rows(history)),
+              f"<p>{html.escape(GENERATION_NOTE)}</p>"]
     parts += ["<h2>Every candidate against the baseline</h2>", plot("candidates")]
     failures = _failure_rows(history)
     parts.append(_html_table(["failed because", "count", "last line of the first one's message"], failures)
@@ -704,8 +756,12 @@ def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
     importance = _importance_rows(history)
     if importance:
         parts += ["<h2>Which controls moved the objectives</h2>", plot("importance"),
-                  _html_table(_IMPORTANCE_HEAD, importance), f"<p>{html.escape(IMPORTANCE_NOTE)}</p>",
-                  plot("parallel")]
+                  _html_table(_IMPORTANCE_HEAD, importance), f"<p>{html.escape(IMPORTANCE_NOTE)}</p>"]
+        interactions = _interaction_rows(history)
+        if interactions:
+            parts += ["<h3>Pairs that moved them together</h3>", _html_table(_INTERACTION_HEAD, interactions),
+                      f"<p>{html.escape(INTERACTION_NOTE)}</p>"]
+        parts.append(plot("parallel"))
     parts.append("<h2>The winner re-measured against the baseline</h2>")
     measured = history.remeasure()
     if measured is None:
@@ -750,7 +806,8 @@ def render_markdown(history: TuneHistory) -> str:
     parts = [f"# ciq_build: how {history.target} was tuned", ""]
     parts += [f"- {_md_cell(k)}: {_md_cell(v)}" for k, v in _facts(history)]
     parts += ["", "## Result", "", _md_table(_SUMMARY_HEAD, _summary_rows(history))]
-    parts += ["", "## Convergence", "", _md_table(_generation_head(history), _generation_rows(history))]
+    parts += ["", "## Convergence", "", _md_table(_generation_head(history), _generation_rows(history)), "",
+              GENERATION_NOTE]
     failures = _failure_rows(history)
     parts += ["", "## Failures", "",
               _md_table(["failed because", "count", "last line of the first one's message"], failures)
@@ -766,6 +823,10 @@ def render_markdown(history: TuneHistory) -> str:
     if importance:
         parts += ["", "## Which controls moved the objectives", "", _md_table(_IMPORTANCE_HEAD, importance), "",
                   IMPORTANCE_NOTE]
+        interactions = _interaction_rows(history)
+        if interactions:
+            parts += ["", "### Pairs that moved them together", "", _md_table(_INTERACTION_HEAD, interactions), "",
+                      INTERACTION_NOTE]
     measured = history.remeasure()
     if measured is not None:
         parts += ["", "## The winner re-measured against the baseline", "",

@@ -25,7 +25,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
@@ -55,6 +55,15 @@ class Candidate:
     params: dict[str, Any]
     key: str
     genome: Genome = field(repr=False)
+
+
+class SearchOptions(TypedDict, total=False):
+    """BatchSearch's keyword options, which every batch search takes and passes on unchanged (its subclasses'
+    ``**options``): ``seeds``, ``objective_names`` and ``progress``, as BatchSearch describes them."""
+
+    seeds: Sequence[Mapping[str, Any]]
+    objective_names: Sequence[str] | None
+    progress: bool | None
 
 
 class BatchSearch:

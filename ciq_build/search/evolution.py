@@ -24,11 +24,11 @@ import itertools
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from ciq_build.core.pareto import minimised, non_dominated_sort
 from ciq_build.core.space import Genome, Param, SearchSpace, canonical_key
-from ciq_build.search.batch import BatchSearch, Candidate
+from ciq_build.search.batch import BatchSearch, Candidate, SearchOptions
 from ciq_build.search.configuration import INVALID_SCORE, SearchConfiguration, interpret
 from ciq_build.search.operators import (
     Changes,
@@ -128,17 +128,14 @@ class GeneticSearch(BatchSearch):
         search_space: Mapping[str, Param] | SearchSpace,
         search_config: SearchConfiguration,
         *,
-        seeds: Sequence[Mapping[str, Any]] = (),
         sampler: Sampler | None = None,
         selection: Selection | None = None,
         crossover: Crossover | None = None,
         mutation: Mutation | None = None,
         survival: Survival | None = None,
-        objective_names: Sequence[str] | None = None,
-        progress: bool | None = None,
+        **options: Unpack[SearchOptions],
     ):
-        super().__init__(objective_function, search_space, search_config, seeds=seeds,
-                         objective_names=objective_names, progress=progress)
+        super().__init__(objective_function, search_space, search_config, **options)
         self.sampler: Sampler = sampler or RandomSampler()
         self.selection: Selection = selection or TournamentSelection()
         self.crossover: Crossover = crossover or UniformCrossover()

@@ -5,6 +5,8 @@ configurations it has seen and may miss one it has not; this lists the grid in a
 stride through it: which part a budget smaller than the grid sees is the seed's), the seeds (tune --seed-from)
 first, and proposes each configuration the CONSTRAINTS allow exactly once, ``pool_size``
 at a time, until the grid or the budget (--max-evaluations, generations x pool size, --time-limit) ends.
+Where no strategy is named and the grid, after CONSTRAINTS, fits the GA's budget, the default lists it
+instead of the GA (`listed_instead`), and says so.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ class ExhaustiveSource:
     """Every allowed configuration of a grid, once, in a fixed order (the seeds first)."""
 
     def __init__(self, space: SearchSpace, config: SearchConfiguration, objective_names: list[str],
-                 seeds: Sequence[Mapping[str, Any]] = ()):
+                 seeds: Sequence[Mapping[str, Any]] = (), instead_of: tuple[str, int] | None = None):
+        """`instead_of`: (the strategy it stands in for, the grid's allowed configurations) where the default
+        strategy chose it, the grid fitting the budget (ciq_build.search.strategies.make_source)."""
         if space.cardinality > LIMIT:
             raise ConfigError(f"--strategy exhaustive lists every configuration, and this space has "
                               f"{space.cardinality:,} (more than {LIMIT:,}): narrow PARAMS or CONSTRAINTS, search "
@@ -39,6 +43,7 @@ class ExhaustiveSource:
         self.space = space
         self.config = config
         self.objective_names = list(objective_names)
+        self.instead_of = instead_of
         self._seeds = [space.to_genome(s) for s in seeds]  # listed first, then the grid in its fixed order
         self._ordinal = 0  # how far through the grid (state a copy keeps: ciq_build.tune.ahead)
         self.seed = config.seed if config.seed is not None else secrets.randbits(63)
@@ -96,7 +101,9 @@ class ExhaustiveSource:
     def describe(self) -> dict[str, Any]:
         return {"engine": ENGINE_NAME, "search_space": self.space.describe(), "seed": self.config.seed,
                 "budget": {"generations": self.config.generations, "pool_size": self.config.pool_size,
-                           "max_evaluations": self.config.max_evaluations}}
+                           "max_evaluations": self.config.max_evaluations},
+                **({"instead_of": {"strategy": self.instead_of[0], "configurations": self.instead_of[1]}}
+                   if self.instead_of is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -117,3 +124,36 @@ class ExhaustiveStrategy:
     def make(self, request: SearchRequest) -> ExhaustiveSource:
         return ExhaustiveSource(as_space(request.space, request.allows), configured(request),
                                 list(request.objective_names), request.seed_params)
+
+
+ENUMERATION_LIMIT = 200_000  # a grid larger than this is never counted (after CONSTRAINTS) to be listed instead
+
+
+def listed_instead(strategy: str, request: SearchRequest, budget: SearchConfiguration) -> ExhaustiveSource | None:
+    """The listing of `request`'s grid in place of `strategy` (the default, which would sample it), where the
+    grid, after CONSTRAINTS, holds no more configurations than `budget` evaluates: sampling would propose some
+    twice and might miss one. None where it holds more, or is no grid."""
+    count = fits_the_budget(request, budget.evaluations)
+    if count is None:
+        return None
+    return ExhaustiveSource(as_space(request.space, request.allows), budget, list(request.objective_names),
+                            request.seed_params, instead_of=(strategy, count))
+
+
+def fits_the_budget(request: SearchRequest, budget: int) -> int | None:
+    """How many configurations of `request`'s grid its CONSTRAINTS allow, where no more than `budget`; None where
+    more, or not a grid."""
+    if request.space_kind != GRID or not request.space:
+        return None
+    grid = as_space(request.space, request.allows)
+    if grid.cardinality > ENUMERATION_LIMIT:
+        return None
+    if not grid.constrained:
+        return grid.cardinality if grid.cardinality <= budget else None
+    count = 0
+    for ordinal in range(grid.cardinality):
+        if grid.allows(grid.genome_at(ordinal)):
+            count += 1
+            if count > budget:
+                return None
+    return count

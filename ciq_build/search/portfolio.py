@@ -28,15 +28,15 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from ciq_build.core.pareto import minimised
 from ciq_build.core.space import Genome, Param, SearchSpace, as_space
 from ciq_build.search.arms import Arm, GeneticArm, LocalArm, SpaceFillingArm
 from ciq_build.search.bandit import AucBandit
-from ciq_build.search.batch import BatchSearch, Candidate
+from ciq_build.search.batch import BatchSearch, Candidate, SearchOptions
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.genetic import BatchSource, first_pool
 from ciq_build.search.results import noise_bound
@@ -83,13 +83,10 @@ class PortfolioSearch(BatchSearch):
         search_space: Mapping[str, Param] | SearchSpace,
         search_config: SearchConfiguration,
         *,
-        seeds: Sequence[Mapping[str, Any]] = (),
-        objective_names: Sequence[str] | None = None,
-        progress: bool | None = None,
         remeasure: bool = True,
+        **options: Unpack[SearchOptions],
     ):
-        super().__init__(objective_function, search_space, search_config, seeds=seeds,
-                         objective_names=objective_names, progress=progress)
+        super().__init__(objective_function, search_space, search_config, **options)
         self.remeasure = remeasure and len(self.directions) == 1
         self.measured: dict[Genome, tuple[float, ...] | None] = {}  # each configuration's first result
         self._samples: dict[Genome, list[float]] = {}  # one objective: each measurement's fitness

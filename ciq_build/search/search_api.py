@@ -7,7 +7,7 @@ from typing import Any
 
 from ciq_build.core.space import Param, SearchSpace
 from ciq_build.errors import ConfigError
-from ciq_build.search.batch import BatchSearch
+from ciq_build.search.batch import BatchSearch, SearchOptions
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
 from ciq_build.search.portfolio import PortfolioSearch
@@ -31,7 +31,7 @@ def Search(  # noqa: N802 - CompileIQ's name for it
     ciq_build.search.portfolio; the default is the GA's, as in tune: ciq_build.search.strategies.default_strategy
     says why). The GA's operators (sampler, selection, crossover, mutation, survival) may be given by keyword."""
     chosen = strategy if strategy is not None else "ga"
-    common: dict[str, Any] = {"seeds": seeds, "objective_names": objective_names, "progress": progress}
+    common: SearchOptions = {"seeds": seeds, "objective_names": objective_names, "progress": progress}
     if chosen == "ga":
         return GeneticSearch(objective_function, search_space, search_config, **common, **operators)
     if chosen == "portfolio" and not operators:

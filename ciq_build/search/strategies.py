@@ -98,7 +98,9 @@ def strategy_names() -> tuple[str, ...]:
 
 
 def default_strategy(request: SearchRequest) -> str:
-    """What a space is searched with when no strategy is named: compileiq where only it can, else the GA.
+    """What a space is searched with when no strategy is named: compileiq where only it can, else the GA (which
+    `make_source` turns into a listing of the grid where the grid, after CONSTRAINTS, fits the GA's budget:
+    ciq_build.search.exhaustive.listed_instead).
 
     Not the portfolio: on bench/search_quality's tuning set it lost to the GA alone on NK, Rastrigin and 12 mixed
     (p < 0.005), and on the held-out decoys it is still behind random search (docs/RESULTS.md), so it is offered
@@ -148,4 +150,12 @@ def make_source(strategy: object, request: SearchRequest) -> CandidateSource:
         raise ConfigError(f"strategy {chosen.name!r} takes no seeds (--seed-from, SEEDS); strategies that do: "
                           f"{', '.join(seeded)}")
     options = merged(chosen.name, options_of(chosen), request.config, request.strategy_options)
+    if strategy is None and chosen.name == "ga":
+        # A grid the GA's budget covers is listed instead, each configuration once (imported as the registry
+        # imports a strategy: by name, when used).
+        exhaustive = importlib.import_module(_STRATEGY_IMPORTS["exhaustive"].partition(":")[0])
+        listed: CandidateSource | None = exhaustive.listed_instead(
+            "ga", request, configured(replace(request, options=options)))
+        if listed is not None:
+            return listed
     return chosen.make(replace(request, options=options))

@@ -252,8 +252,9 @@ class TuneRun:
         """How many configurations the grid holds after CONSTRAINTS, against the budget."""
         text, self.space_total = space_size_text(self.settings.search, self.manifest, self.toolchain, self.objectives)
         if text:
-            budget, _ = planned_budget(source.describe(), self.settings.search)
-            self._say(space_line(text, self.space_total, budget, self.settings.search.strategy))
+            described = source.describe()
+            budget, _ = planned_budget(described, self.settings.search)
+            self._say(space_line(text, self.space_total, budget, self.settings.search.strategy, described))
 
     def _build_ahead(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
         """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most

@@ -33,6 +33,7 @@ from ciq_build.measure import processes, stopping
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.configuration import planned_evaluations
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.exhaustive import ENGINE_NAME as EXHAUSTIVE_ENGINE
 from ciq_build.search.results import Results
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.cache import EvaluationCache
@@ -305,19 +306,25 @@ def stopped_text(stopped_by: str | None, search: SearchSettings, evaluations: in
 def planned_budget(described: Mapping[str, Any], search: SearchSettings,
                    space_total: int | None = None) -> tuple[int, int]:
     """(evaluations, generations) a search plans, as its strategy's own options set them (its describe()'s
-    budget), at most --max-evaluations; --strategy exhaustive at most the grid's `space_total` (each once)."""
+    budget), at most --max-evaluations; a listing of the grid (exhaustive) at most the grid's `space_total`."""
     planned = described.get("budget", {})
     generations = planned.get("generations", search.generations)
     evaluations = planned_evaluations(generations, planned.get("pool_size", search.pool_size), search.max_evaluations)
-    if search.strategy == "exhaustive" and space_total is not None:
+    if described.get("engine") == EXHAUSTIVE_ENGINE and space_total is not None:
         evaluations = min(evaluations, space_total)
     return evaluations, generations
 
 
-def space_line(text: str, total: int | None, budget: int, strategy: object) -> str:
-    """The tune's line on its grid's size against the budget; where the whole grid fits the budget and the
-    search samples, that --strategy exhaustive evaluates each configuration once."""
+def space_line(text: str, total: int | None, budget: int, strategy: object,
+               described: Mapping[str, Any] | None = None) -> str:
+    """The tune's line on its grid's size against the budget: where the whole grid fits the budget, that each
+    configuration is evaluated once (the default strategy chose so), or that --strategy exhaustive would."""
     line = f"search space: {text}; budget {budget:,} evaluations"
-    if total is not None and total <= budget and strategy in (None, "ga", "portfolio"):
+    chosen = (described or {}).get("instead_of")
+    if isinstance(chosen, dict):
+        return line + (f": the space fits the budget, so each of its {chosen.get('configurations', total):,} "
+                       "configurations is evaluated once (exhaustive) instead of sampled by the GA "
+                       "(--strategy ga samples it anyway)")
+    if total is not None and total <= budget and strategy in ("ga", "portfolio"):
         line += f" (the space is smaller: --strategy exhaustive evaluates each of its {total:,} configurations once)"
     return line

@@ -281,8 +281,10 @@ class TuneSettings:
 
 
 def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
-    """The command line over the manifest over the defaults, checked against each other."""
-    options.validate()
+    """The command line over the manifest over the defaults, checked against each other.
+
+    The options on their own were checked once already, before anything was configured
+    (ciq_build.tune.executor.checked_executor; a Ray child's are its parent's)."""
     objectives = tuple(parse_objectives(list(options.objectives or manifest.objectives or DEFAULT_OBJECTIVES)))
     settings = TuneSettings(
         target=manifest.target, build_dir=options.build_dir, source_dir=options.source_dir,

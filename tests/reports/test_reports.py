@@ -13,6 +13,7 @@ installs both where it can).
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import math
@@ -673,6 +674,61 @@ def test_parameter_importance_is_the_share_of_variance_each_parameter_explains(t
     assert ranked[0].explained > 0.95 and ranked[1].explained < 0.05
     assert (ranked[0].values, ranked[0].evaluations) == (2, 12)
     assert f"| registers | a | {ranked[0].explained * 100:.0f}% | 2 | 12 |" in report_page.render_markdown(history)
+
+
+def test_a_pair_whose_values_matter_only_together_shows_as_an_interaction_with_its_caution(tmp_path: Path) -> None:
+    # The score is high where a and b differ (an XOR): each alone explains nothing, the pair everything;
+    # c is noise. Two evaluations per value pair, so the page says 2.0 per pair.
+    records: list[dict] = [{"key": f"k{i}", "generation": 0, "ok": True, "controls": {},
+                            "params": {"a": a, "b": b, "c": i % 3}, "scores": [10.0 if a != b else 1.0]}
+                           for i, (a, b) in enumerate((a, b) for a in (0, 1) for b in (0, 1) for _ in range(2))]
+    history = _edited_history(tmp_path, records, ["registers"])
+    assert all(r.explained < 1e-9 for r in history.importance(0) if r.parameter in ("a", "b"))
+    (pair, *others) = history.interactions(0)
+    assert (pair.first, pair.second, pair.cells, pair.evaluations, pair.per_cell) == ("a", "b", 4, 8, 2.0)
+    assert pair.explained == pytest.approx(1.0)
+    assert all(o.explained < pair.explained for o in others)
+    markdown = report_page.render_markdown(history)
+    assert "### Pairs that moved them together" in markdown
+    assert "| registers | a x b | 100% | 4 | 2.0 |" in markdown
+    assert "overstates" in markdown.split("### Pairs that moved them together", 1)[1]
+    page = report_page.render_html(history)
+    assert "<td>a x b</td><td>100%</td>" in page and html.escape(report_page.INTERACTION_NOTE) in page
+
+
+def test_each_run_of_tune_keeps_its_own_wall_time_and_each_generation_says_where_its_time_went(
+        tmp_path: Path) -> None:
+    # One search, tuned, then resumed a day later: the resume's evaluations count from its own start,
+    # not from the first run's (its generation would have "ended" 86,400 s in).
+    def evaluation(key: str, generation: int, when: str, params: dict) -> dict:
+        return {"kind": "evaluation", "key": key, "generation": generation, "ok": True, "controls": {},
+                "params": params, "scores": [1.0 + len(key)], "seconds": 4.0, "time": when,
+                "timings": {"compile_s": 3.0, "benchmark_s": 0.5, "wait_s": 0.25}}
+
+    lines = [{"kind": "header", "objectives": ["registers"]},
+             {"kind": "run", "time": "2026-12-01T10:00:00+0000"},
+             evaluation("base", 0, "2026-12-01T10:00:10+0000", {}),
+             evaluation("x1", 0, "2026-12-01T10:00:14+0000", {"X": 1}),
+             {"kind": "run", "time": "2026-12-02T10:00:00+0000"},
+             evaluation("x22", 1, "2026-12-02T10:00:08+0000", {"X": 2}),
+             evaluation("x333", 1, "2026-12-02T10:00:09+0000", {"X": 3})]
+    journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
+    journal.parent.mkdir(parents=True)
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    history = load_history("kern", tmp_path / "build")
+    assert [(e.run, e.elapsed_s) for e in history.evaluations] == [(1, 4.0), (1, 8.0), (2, 4.0), (2, 5.0)]
+    assert history.runs == [1, 2] and history.run_starts[2] == "2026-12-02T10:00:00+0000"
+    rows = report_page._generation_rows(history)
+    head = report_page._generation_head(history)
+    assert head[-5:] == ["ended at", "its wall time", "compiling", "benchmarking", "waiting for a GPU"]
+    assert rows[1][-5:] == ["run 2, 5.0 s", "5.0 s", "6.0 s", "1.0 s", "0.5 s"]
+    markdown = report_page.render_markdown(history)
+    assert "- runs: 2 runs of tune journaled these evaluations (run 1 began 2026-12-01T10:00:00+0000" in markdown
+    assert report_page.GENERATION_NOTE in markdown
+    # An older journal (no run lines): each header began a run.
+    old = [line for line in lines if line["kind"] != "run"]
+    journal.write_text("".join(json.dumps(line) + "\n" for line in old))
+    assert load_history("kern", tmp_path / "build").runs == [1]
 
 
 def test_a_search_with_other_objectives_never_labels_an_older_searchs_scores_with_its_names(tmp_path: Path) -> None:

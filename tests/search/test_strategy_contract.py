@@ -42,6 +42,7 @@ from ciq_build.search.strategies import (
     resolve_strategy,
     strategy_names,
 )
+from ciq_build.tune.loop import space_line
 from support import REPO_ROOT
 
 PARAMS = ["TILE=8,16,32,64", "UNROLL=1,2,4,8"]
@@ -385,7 +386,20 @@ def test_a_tunes_strategy_setting_picks_the_source_and_the_space_is_checked_agai
     def source(**settings: Any) -> CandidateSource:
         return make_candidate_source(SearchSettings(**settings), manifest, find_toolchain(), objectives, tmp_path)
 
-    assert source(kinds=("params",)).describe()["engine"] == "ciq_build.ga"  # the space's default
+    # The space's default: the GA, unless the grid fits its budget (16 configurations, 4 x 8 = 32 evaluations):
+    # then each configuration once, in a listing that says it stands in for the GA.
+    listed = source(kinds=("params",))
+    assert listed.describe()["engine"] == "ciq_build.exhaustive"
+    assert listed.describe()["instead_of"] == {"strategy": "ga", "configurations": 16}
+    proposed = [p.params for batch in drive(listed, _scored) for p in batch]
+    assert len(proposed) == 16 and {tuple(sorted(p.items())) for p in proposed} == {
+        (("param.TILE", t), ("param.UNROLL", u)) for t in (8, 16, 32, 64) for u in (1, 2, 4, 8)}
+    assert source(kinds=("params",), generations=1).describe()["engine"] == "ciq_build.ga"  # 8 < 16: sampled
+    assert source(kinds=("params",), strategy="ga").describe()["engine"] == "ciq_build.ga"  # named: as named
+    said = space_line("16 PARAMS combinations", 16, 32, None, listed.describe())
+    assert said == ("search space: 16 PARAMS combinations; budget 32 evaluations: the space fits the budget, so "
+                    "each of its 16 configurations is evaluated once (exhaustive) instead of sampled by the GA "
+                    "(--strategy ga samples it anyway)")
     grid = [name for name in strategy_names() if GRID in resolve_strategy(name).spaces
             and (name != "compileiq" or _compileiq_available() is None)]
     engines = {source(kinds=("params",), strategy=name).describe()["engine"] for name in grid}
