@@ -19,16 +19,11 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from ciq_build.core.space import as_space
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource
-from ciq_build.search.strategy import COMPILER_ACF, GRID, SearchRequest, Strategy, configured
+from ciq_build.search.strategy import COMPILER_ACF, SearchRequest, Strategy, configured
 from ciq_build.search.strategy_options import describe, merged, options_of
-
-if TYPE_CHECKING:
-    pass
 
 _STRATEGY_IMPORTS: dict[str, str] = {
     "portfolio": "ciq_build.search.portfolio:PortfolioStrategy",
@@ -48,7 +43,8 @@ def strategy_names() -> tuple[str, ...]:
 
 def default_strategy(request: SearchRequest) -> str:
     """What a space is searched with when no strategy is named: compileiq where only it can, else the GA (which
-    `make_source` turns into a listing of the grid where the grid, after CONSTRAINTS, fits the GA's budget).
+    `make_source` turns into a listing of the grid where the grid, after CONSTRAINTS, fits the GA's budget:
+    ciq_build.search.exhaustive.listed_instead).
 
     Not the portfolio: on bench/search_quality's tuning set it lost to the GA alone on NK, Rastrigin and 12 mixed
     (p < 0.005), and on the held-out decoys it is still behind random search (docs/RESULTS.md), so it is offered
@@ -90,33 +86,11 @@ def make_source(strategy: object, request: SearchRequest) -> CandidateSource:
                           f"{', '.join(seeded)}")
     options = merged(chosen.name, options_of(chosen), request.config, request.strategy_options)
     if strategy is None and chosen.name == "ga":
-        budget = configured(replace(request, options=options))
-        count = fits_the_budget(request, budget.evaluations)
-        if count is not None:  # sampling would propose some twice and might miss one: list each once
-            from ciq_build.search.exhaustive import ExhaustiveSource
-
-            return ExhaustiveSource(as_space(request.space, request.allows), budget, list(request.objective_names),
-                                    request.seed_params, instead_of=("ga", count))
+        # A grid the GA's budget covers is listed instead, each configuration once (imported as the registry
+        # imports a strategy: by name, when used).
+        exhaustive = importlib.import_module(_STRATEGY_IMPORTS["exhaustive"].partition(":")[0])
+        listed: CandidateSource | None = exhaustive.listed_instead(
+            "ga", request, configured(replace(request, options=options)))
+        if listed is not None:
+            return listed
     return chosen.make(replace(request, options=options))
-
-
-ENUMERATION_LIMIT = 200_000  # a grid larger than this is never counted (after CONSTRAINTS) to be enumerated
-
-
-def fits_the_budget(request: SearchRequest, budget: int) -> int | None:
-    """How many configurations of `request`'s grid its CONSTRAINTS allow, where no more than `budget` (the
-    default strategy then lists each once instead of sampling); None where more, or not a grid."""
-    if request.space_kind != GRID or not request.space:
-        return None
-    grid = as_space(request.space, request.allows)
-    if grid.cardinality > ENUMERATION_LIMIT:
-        return None
-    if not grid.constrained:
-        return grid.cardinality if grid.cardinality <= budget else None
-    count = 0
-    for ordinal in range(grid.cardinality):
-        if grid.allows(grid.genome_at(ordinal)):
-            count += 1
-            if count > budget:
-                return None
-    return count
