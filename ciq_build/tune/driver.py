@@ -37,6 +37,7 @@ from ciq_build.project.manifest import Manifest, for_architecture
 from ciq_build.project.sources import Snapshot
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.on_top import on_top_of
 from ciq_build.search.select import make_candidate_source, search_kinds, space_size_text
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.state.live import LiveStatus, live_status_path
@@ -59,6 +60,7 @@ from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner
 from ciq_build.tune.source_watch import SourceWatch
+from ciq_build.tune.stages import tune_in_stages
 from ciq_build.tune.timeouts import Timeouts, end_reserve, for_baseline, for_candidates, for_configure
 from ciq_build.tune.tune_options import TuneOptions, TuneSettings, resolve_settings
 
@@ -83,11 +85,19 @@ def check_options(options: TuneOptions, backend: BuildBackend) -> Executor:
 
 
 def tune_configured(options: TuneOptions, backend: BuildBackend) -> TuneOutcome:
-    """Tune `options.target` of a project `backend.prepare()` has prepared: read it, resolve, tune."""
+    """Tune `options.target` of a project `backend.prepare()` has prepared: read it, resolve, tune (stage by
+    stage with --stage: ciq_build.tune.stages)."""
     manifest = backend.manifest(options.target)
     if options.architecture:
         manifest = for_architecture(manifest, options.architecture)
-    return TuneRun(resolve_settings(options, manifest), manifest, backend.toolchain(manifest), backend).run()
+    toolchain = backend.toolchain(manifest)
+
+    def tune(stage: TuneOptions, on_top: Controls | None) -> TuneOutcome:
+        return TuneRun(resolve_settings(stage, manifest), manifest, toolchain, backend, on_top_of=on_top).run()
+
+    if not options.stages:
+        return tune(options, None)
+    return tune_in_stages(options, tune, lambda text: None if options.quiet else LOG.info("%s", text))
 
 
 class TuneRun:
@@ -99,8 +109,9 @@ class TuneRun:
     """
 
     def __init__(self, settings: TuneSettings, manifest: Manifest, toolchain: Toolchain, backend: BuildBackend,
-                 out: TextIO | None = None) -> None:
+                 out: TextIO | None = None, on_top_of: Controls | None = None) -> None:
         self.settings = settings
+        self.on_top_of = on_top_of  # what the search goes on top of (a staged tune's best so far); None: the defaults
         self.backend = backend
         self.manifest = manifest
         self.toolchain = toolchain
@@ -134,8 +145,9 @@ class TuneRun:
 
     def _run(self) -> TuneOutcome:
         self.executor.check(self.settings)  # what the executor refuses for these objectives, before anything runs
-        source = make_candidate_source(self.settings.search, self.manifest, self.toolchain, self.objectives,
-                                       self.state_dir / "acf" / safe_name(self.manifest.target))
+        source = on_top_of(make_candidate_source(self.settings.search, self.manifest, self.toolchain,
+                                                 self.objectives, self.state_dir / "acf" / safe_name(self.manifest.target)),
+                           self.on_top_of)
         # Every tool the run will need, before anything is built (the search space is refused first).
         self.backend.check_tools(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
                                  needs_benchmark=self.runner.needs_benchmark)
