@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ciq_build import __version__
 from ciq_build.core.options import HelpFormatter
 from ciq_build.errors import CiqError
 from ciq_build.measure import guard, processes, stopping
 from ciq_build.resources import cmake_dir
 from ciq_build.tune.tune_options import OUTPUT, RAY, TuneOptions, add_tune_arguments
+from ciq_build.version import __version__
 
 if TYPE_CHECKING:
     from ciq_build.project.backend import BuildBackend

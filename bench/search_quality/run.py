@@ -65,7 +65,8 @@ from bench.search_quality.stats import fisher_exact, mann_whitney  # noqa: E402
 from ciq_build.core.pareto import hypervolume_2d, non_dominated  # noqa: E402
 from ciq_build.search.configuration import INVALID_SCORE, SearchConfiguration, interpret  # noqa: E402
 from ciq_build.search.search_api import Search  # noqa: E402
-from ciq_build.search.strategies import SearchRequest, make_source  # noqa: E402
+from ciq_build.search.strategies import make_source  # noqa: E402
+from ciq_build.search.strategy import SearchRequest  # noqa: E402
 
 Scores = tuple[float, ...] | None  # one evaluation: its scores, or None when it failed
 

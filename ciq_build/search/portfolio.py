@@ -42,7 +42,7 @@ from ciq_build.search.batch import BatchSearch, Candidate, SearchOptions
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.genetic import BatchSource, first_pool
 from ciq_build.search.results import noise_bound
-from ciq_build.search.strategies import GRID, SearchRequest, configured
+from ciq_build.search.strategy import GRID, SearchRequest, configured
 from ciq_build.search.strategy_options import strategy_option
 
 _SEEDED = -1  # the arm of generation 0 and of repeated measurements: no arm's credit

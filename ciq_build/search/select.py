@@ -25,7 +25,8 @@ from ciq_build.project.manifest import Manifest
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.seeds import AcfSeeding, read_seeds
-from ciq_build.search.strategies import SearchRequest, make_source
+from ciq_build.search.strategies import make_source
+from ciq_build.search.strategy import SearchRequest
 from ciq_build.search.strategy_options import split_pairs
 
 POOL_PREFIX = "acf-pool:"

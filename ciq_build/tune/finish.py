@@ -50,6 +50,7 @@ class TuneOutcome:
     winner: Evaluation | None
     evaluations: list[Evaluation]
     message: str
+    better: bool = False  # the winner beat the defaults, beyond the noise (and any better pin already there)
 
 
 @dataclass
@@ -90,7 +91,7 @@ class Finish:
         pinned = self.pin(confirmation, tree, standing, checked, searched) if confirmation.better else None
         self.summarize(searched, confirmation, pinned, standing, checked)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, searched.evaluations,
-                           confirmation.verdict)
+                           confirmation.verdict, confirmation.better)
 
     @property
     def pinning(self) -> bool:

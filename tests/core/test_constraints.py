@@ -26,7 +26,8 @@ from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.select import make_candidate_source
-from ciq_build.search.strategies import SearchRequest, make_source
+from ciq_build.search.strategies import make_source
+from ciq_build.search.strategy import SearchRequest
 from support import REPO_ROOT
 
 REPO = REPO_ROOT
