@@ -114,6 +114,8 @@ class TuneProgress:
         self.deadline = deadline  # on `clock`: the search ends then (--time-limit), whatever the pace says
         self.live = live
         self.quiet = quiet
+        if live is not None:  # the search begins: how many it plans, before the first finishes
+            live.searched(0, expected, "", None)
         self.generations = generations
         self.objectives = list(objectives)
         self.stream = stream if stream is not None else sys.stderr

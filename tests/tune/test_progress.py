@@ -80,6 +80,7 @@ def test_a_watcher_reads_the_phase_the_evaluations_the_best_and_the_time_left_ev
     now = [0.0]
     progress = TuneProgress(8, 2, parse_objectives(["time"]), stream=io.StringIO(), terminal=False,
                             clock=lambda: now[0], live=live, quiet=True)
+    assert (read_live_status(status)["evaluations"], read_live_status(status)["expected"]) == (0, 8)  # planned
     now[0], wall[0] = 10.0, 1010.0
     progress.update(0, evaluations=2, failures=0, best=(4.25,), last=evaluated(1, scores=(4.25,)))
     said = read_live_status(status)
