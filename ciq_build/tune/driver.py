@@ -213,7 +213,7 @@ class TuneRun:
         self._search(source, workers, timeouts)
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
-                        self._warn)
+                        self._warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default)
         return finish.run(Searched(baseline, self.evaluations, base_tree, workers, source.describe(),
                                    stopped_text(self.stopped_by, self.settings.search, len(self.evaluations)), self.overridden))
 
