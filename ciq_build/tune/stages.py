@@ -35,7 +35,7 @@ def tune_in_stages(options: TuneOptions, run_stage: RunStage, say: Callable[[str
     whose winner is the pin at the end (the last stage's when none beat the defaults)."""
     stages = [stage_kinds(text) for text in options.stages]
     for kinds in stages:  # a misspelt later stage is refused before the first one runs
-        search_kinds(replace(SearchSettings(), kinds=kinds))
+        search_kinds(replace(SearchSettings(), controls=kinds))
     deadline = None if options.time_limit is None else time.monotonic() + duration_seconds(options.time_limit)
     evaluations_left = options.max_evaluations
     best: Controls | None = None

@@ -188,7 +188,7 @@ def test_a_tune_applies_constraints_or_says_why_it_cannot(tmp_path: Path) -> Non
     objectives = parse_objectives(["spill_bytes"])
 
     def source(*kinds: str, strategy: str | None = None) -> CandidateSource:
-        return make_candidate_source(SearchSettings(kinds=kinds, strategy=strategy, seed=1), manifest,
+        return make_candidate_source(SearchSettings(controls=kinds, strategy=strategy, seed=1), manifest,
                                      find_toolchain(), objectives, tmp_path)
 
     for strategy in ("ga", "random"):
