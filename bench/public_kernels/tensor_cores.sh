@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A tensor-core kernel on the GPU (bench/peers/cuda_hgemm: mma.sync + cp.async HGEMM), tuned by arms that
+# A tensor-core kernel on the GPU (bench/peers/cuda_hgemm: mma.sync + cp.async HGEMM; with PEER=attention
+# bench/peers/flashinfer: FlashInfer's FA2 attention prefill, mma.sync + cp.async), tuned by arms that
 # answer whether ACF gains compose: knobs + params (GA); ptxas ACFs through the product's own search
 # (`--controls ptxas-acf:13.3`, the compileiq strategy); the product's staged search, ACFs on top of the best
 # knobs + params (`tune --stage knobs,params --stage ptxas-acf:13.3`: staged) and the reverse (reverse); and all
@@ -28,16 +29,23 @@
 # checkout's .venv (compileiq). No figure of a dry run is a GPU claim.
 #
 # Env: ARM_S, CONFIRM_S (150), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
-# NCU (1), SIZE (8192), CUBLAS (1: time cuBLAS first), SEED_FROM (known-good configurations every arm evaluates
+# NCU (1), PEER (hgemm, or attention: bench/peers/flashinfer's FA2 prefill, no cuBLAS), SIZE (8192: the HGEMM's),
+# SEQ (8192: the attention's sequence, 32 heads of 128), CUBLAS (1: time cuBLAS first, the HGEMM's), SEED_FROM (known-good configurations every arm evaluates
 # first, `tune --seed-from` values separated by ';', a path relative to the checkout's root; a seed that does
 # not fit an arm's or a stage's space is skipped there).
 set -uo pipefail
 . "$(dirname "$0")/campaign_call.sh"
-start_call tensor_cores "knobs, acf, staged, reverse, joint, confirm" "$@"
+start_call "tensor_cores${PEER:+-$PEER}" "knobs, acf, staged, reverse, joint, confirm" "$@"
 CONFIRM_S=${CONFIRM_S:-150}; ARM_OVERHEAD_S=${ARM_OVERHEAD_S:-30}; SEED=${SEED:-37}; JOBS=${JOBS:-8}
-POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; ROUNDS=${ROUNDS:-20}; NCU=${NCU:-1}; SIZE=${SIZE:-8192}
-src=bench/peers/cuda_hgemm; target=hgemm_kernels; bench=hgemm_bench; kernel=mmaAsyncStage
-args=(--size "$SIZE" --repeats 20)
+POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; ROUNDS=${ROUNDS:-20}; NCU=${NCU:-1}; SIZE=${SIZE:-8192}; SEQ=${SEQ:-8192}
+case ${PEER:-hgemm} in
+hgemm) src=bench/peers/cuda_hgemm; target=hgemm_kernels; bench=hgemm_bench; kernel=mmaAsyncStage
+       args=(--size "$SIZE" --repeats 20); ncu_args=(--size "$SIZE" --repeats 2) ;;
+attention) src=bench/peers/flashinfer; target=attention_kernels; bench=attention_bench
+           kernel=SinglePrefillWithKVCacheKernel; args=(--seq "$SEQ" --heads 32 --repeats 20)
+           ncu_args=(--seq "$SEQ" --heads 32 --repeats 2) ;;
+*) echo "PEER is hgemm or attention, not '$PEER'" >&2; exit 64 ;;
+esac
 
 snapshot() {  # the results so far, in $OUT (atomically: a call cut short keeps the last whole one)
     tar -czf "$OUT/.$name.tgz" -C "$res" . && mv -f "$OUT/.$name.tgz" "$OUT/$name.tgz"
@@ -54,8 +62,8 @@ if [ "$dry" = 1 ]; then
     cmake -S "$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" \
         -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null \
         && cmake --build "$b" --target "$bench" >/dev/null \
-        && echo "== hgemm: $bench built; it says: $("$b/$bench" "${args[@]}" 2>/dev/null | head -1)" \
-        || echo "== hgemm: the real peer did not build"
+        && echo "== $target: $bench built; it says: $("$b/$bench" "${args[@]}" 2>/dev/null | head -1)" \
+        || echo "== $target: the real peer did not build"
     src=bench/multi_gpu/dry; target=dry_kernels; bench=dry_bench; kernel=dry_scale; args=()
     extra_cmake=(-DDRY_BENCH_MS="${DRY_BENCH_MS:-50}")
 else
@@ -205,7 +213,7 @@ PY
             [ "$side" = defaults ] || dir=$winner_dir
             timeout 60 ncu --clock-control none -k "regex:$kernel" -s 1 -c 1 --section SpeedOfLight \
                 --section Occupancy --section WarpStateStats --section LaunchStats \
-                "$dir/$bench" --size "$SIZE" --repeats 2 > "$res/ncu-$side.txt" 2>&1
+                "$dir/$bench" "${ncu_args[@]}" > "$res/ncu-$side.txt" 2>&1
             echo "== ncu $side exit $?: $(grep -m1 -E 'Duration|==ERROR==' "$res/ncu-$side.txt")"
         done
     fi
@@ -213,7 +221,7 @@ PY
 }
 
 cublas() {  # cuBLAS on the same problem, and the defaults against it and the card's peak
-    [ "$dry" = 0 ] && [ "${CUBLAS:-1}" = 1 ] || return 0
+    [ "$dry" = 0 ] && [ "${CUBLAS:-1}" = 1 ] && [ "$target" = hgemm_kernels ] || return 0
     local b=/tmp/$name-cublas
     cmake -S "$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" -DCIQ_DISABLE=ON \
         -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null && cmake --build "$b" >/dev/null \

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ciq_build.core.pace import clock
 from ciq_build.errors import ManifestError
 from ciq_build.pin.display import ratio_text
 from ciq_build.project.cmake_trees import safe_name
@@ -29,22 +30,25 @@ from ciq_build.reports.history import JournalEntry, TuneHistory, load_history
 from ciq_build.reports.show import journal_path
 from ciq_build.search.evaluation import TIMING_NAMES
 from ciq_build.state.journal import TargetLock, tune_lock_path
+from ciq_build.state.live import live_status_path, read_live_status
 
 PLOTS_HINT = 'plots need matplotlib: pip install "ciq-build[report]"'
 _TIMING_LABELS = {"compile_s": "compiling", "benchmark_s": "benchmarking", "wait_s": "waiting for a GPU"}
 
 
 def report(target: str, build_dir: Path, source_dir: Path | None, fmt: str = "html",
-           output: str | None = None, search: int | None = None, refresh_s: int | None = None) -> str:
+           output: str | None = None, search: int | None = None, refresh_s: int | None = None,
+           live: dict[str, Any] | None = None) -> str:
     """Write `target`'s report; returns the page itself for stdout ("-"), else a line saying where it is.
 
-    `search`: which of the journal's searches (None: the latest); `refresh_s`: the page reloads itself that often.
+    `search`: which of the journal's searches (None: the latest); `refresh_s`: the page reloads itself that often;
+    `live`: what the running tune last said of itself (ciq_build.state.live), for the page's running line.
     """
     history = load_history(target, build_dir, source_dir, search=search)
     if fmt == "markdown":
-        return write_text(render_markdown(history), output or "-", f"the report of {target}")
+        return write_text(render_markdown(history, refresh_s, live), output or "-", f"the report of {target}")
     destination = output or str(history.journal_path.parent.parent / "report" / f"{safe_name(target)}.html")
-    done = write_text(render_html(history, refresh_s), destination, f"the report of {target}")
+    done = write_text(render_html(history, refresh_s, live), destination, f"the report of {target}")
     if destination != "-" and _pyplot() is None:
         done += f"ciq_build: the page has tables only; {PLOTS_HINT}\n"
     return done
@@ -62,23 +66,27 @@ def watch(target: str, build_dir: Path, source_dir: Path | None, say: Callable[[
     """
     journal = journal_path(build_dir, target)
     lock = TargetLock(tune_lock_path(Path(build_dir) / "ciq", safe_name(target)), wait=False)
-    seen: tuple[int, int] | None = None
-    waiting_said = False
+    status = live_status_path(lock.path)
+    seen: tuple[tuple[int, int] | None, tuple[int, int] | None] | None = None
+    waiting_said = ""
     try:
         while True:
             running = lock.held()
-            stamp = _file_stamp(journal)
+            stamp = (_file_stamp(journal), _file_stamp(status))  # an evaluation journaled, or a phase entered
             if stamp != seen or not running:
                 seen = stamp
+                live = read_live_status(status) if running else None
                 try:
                     say(report(target, build_dir, source_dir, fmt, output, search,
-                               WATCH_SECONDS if running else None))
+                               WATCH_SECONDS if running else None, live))
                 except ManifestError:
                     if not running:
                         raise
-                    if not waiting_said:
-                        say(f"ciq_build: waiting for the first evaluation of {target} in {journal}\n")
-                        waiting_said = True
+                    phase = str((live or {}).get("phase") or "")
+                    if phase != waiting_said:
+                        say(f"ciq_build: waiting for the first evaluation of {target} in {journal}"
+                            + (f" (the tune is in its {phase} phase)" if phase else "") + "\n")
+                        waiting_said = phase or "said"
             if not running:
                 return f"ciq_build: no tune of {target} is running (any more): the report above is final\n"
             time.sleep(WATCH_SECONDS)  # polling a file: the tune may run in another process, on another host
@@ -694,23 +702,48 @@ def _html_table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def running_text(history: TuneHistory, refresh_s: int) -> str:
-    """What a watched page says of the tune that is running: its search, how far it is, its best so far."""
-    this_search = [e for e in history.evaluations if e.search == history.search and not e.is_baseline]
-    text = (f"A tune of {history.target} is running (search {history.search} of its journal): "
-            f"{len(this_search)} evaluation(s) so far")
-    if this_search and math.isfinite(this_search[-1].elapsed_s):
-        text += f", the last {this_search[-1].elapsed_s:.0f} s after the first"
+PHASE_WORDS = {"preparing": "preparing (configuring its scratch trees)", "baseline": "baseline (the defaults)",
+               "search": "search", "rebuild": "rebuild (the winner's build)",
+               "re-measure": "re-measure (the winner against the baseline, interleaved)",
+               "minimize": "minimize (dropping the controls that change nothing)", "pin": "pin",
+               "ended": "ended (its lock about to be released)"}
+
+
+def running_text(history: TuneHistory, refresh_s: int, live: dict[str, Any] | None = None,
+                 now: Callable[[], float] = time.time) -> str:
+    """What a watched page says of the tune that is running: its phase, how far it is, its best so far, the
+    time left (`live`: what the tune last said of itself, ciq_build.state.live; else the journal alone)."""
+    last_run = max(history.runs, default=1)
+    this_run = [e for e in history.evaluations if e.run == last_run and not e.is_baseline]
+    text = f"A tune of {history.target} is running (search {history.search} of its journal"
+    text += f", run {last_run})" if len(history.runs) > 1 else ")"
+    live = live or {}
+    phase = live.get("phase")
+    if isinstance(phase, str) and phase:
+        text += f"; phase: {PHASE_WORDS.get(phase, phase)}"
+    evaluations, expected = live.get("evaluations"), live.get("expected")
+    if isinstance(evaluations, int) and isinstance(expected, int) and expected > 0:
+        text += f"; {evaluations} of {expected} evaluations"
+    else:
+        text += f"; {len(this_run)} evaluation(s) so far in this run"
+    if this_run and math.isfinite(this_run[-1].elapsed_s):
+        text += f", the last {this_run[-1].elapsed_s:.0f} s after the run's first"
     best = history.best_so_far(0)
-    if best and math.isfinite(best[-1][1]):
+    if isinstance(live.get("best"), str) and live["best"] not in ("", "-"):
+        text += f"; best so far {live['best']}"
+    elif best and math.isfinite(best[-1][1]):
         text += f"; best {history.objectives[0].spec} so far {_value(best[-1][1])}"
+    left, updated = live.get("left_s"), live.get("updated")
+    if phase == "search" and isinstance(left, (int, float)) and isinstance(updated, (int, float)):
+        text += f"; about {clock(max(0.0, left - (now() - updated)))} of the search left"
     text += (f". This page reloads every {refresh_s} s; the pinned record it shows is the one before this tune, "
              "until the tune pins its winner.")
     return text
 
 
-def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
-    """The page; `refresh_s`: it reloads itself that often (report --watch, while the tune runs)."""
+def render_html(history: TuneHistory, refresh_s: int | None = None, live: dict[str, Any] | None = None) -> str:
+    """The page; `refresh_s`: it reloads itself that often (report --watch, while the tune runs), saying what the
+    running tune last said of itself (`live`)."""
     plots = _plots(history)
 
     def plot(section: str) -> str:
@@ -731,7 +764,7 @@ def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
         f"<h1>{html.escape(title)}</h1>",
     ]
     if refresh_s:  # report --watch while a tune runs: say so, and what the page holds of it so far
-        parts.append(f'<p class="note" id="running">{html.escape(running_text(history, refresh_s))}</p>')
+        parts.append(f'<p class="note" id="running">{html.escape(running_text(history, refresh_s, live))}</p>')
     if plots is None:
         parts.append(f'<p class="note" id="no-plots">No plots: {html.escape(PLOTS_HINT)}, '
                      "then run the same <code>report</code> command again.</p>")
@@ -801,9 +834,12 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(history: TuneHistory) -> str:
-    """The report's tables as Markdown (no plots), for a CI log or a job summary."""
+def render_markdown(history: TuneHistory, refresh_s: int | None = None, live: dict[str, Any] | None = None) -> str:
+    """The report's tables as Markdown (no plots), for a CI log or a job summary; with `refresh_s` (report
+    --watch while a tune runs), what the running tune last said of itself (`live`) first."""
     parts = [f"# ciq_build: how {history.target} was tuned", ""]
+    if refresh_s:
+        parts += [f"> {_md_cell(running_text(history, refresh_s, live))}", ""]
     parts += [f"- {_md_cell(k)}: {_md_cell(v)}" for k, v in _facts(history)]
     parts += ["", "## Result", "", _md_table(_SUMMARY_HEAD, _summary_rows(history))]
     parts += ["", "## Convergence", "", _md_table(_generation_head(history), _generation_rows(history)), "",

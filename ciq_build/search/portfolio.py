@@ -1,19 +1,21 @@
-"""The portfolio search (`--strategy portfolio`, the default over grids): several techniques, one history, a bandit.
+"""The portfolio search (`--strategy portfolio`): several techniques, one history, a bandit.
 
 No single search wins on every landscape: a genetic search climbs rugged
 ones, random draws find a basin behind a decoy, local moves walk a ridge.
 The portfolio runs them side by side as arms (ciq_build.search.arms) over
 one shared history -- what one measures every other knows, and no
-configuration is measured twice -- and hands each batch's slots to the arms
-by OpenTuner's AUC bandit (ciq_build.search.bandit): to whichever has
-recently been finding improvements, while still trying the others.
+configuration is measured twice -- and hands each batch's slots to the arms:
+first each arm's floor (most of a batch to the GA), then, slot by slot, to
+whichever OpenTuner's AUC bandit (ciq_build.search.bandit) ranks first --
+the arm that has recently been finding improvements -- among those with an
+untried configuration to offer. On a plateau whose best has stopped
+improving (a decoy, perhaps), the space-filling arm's floor becomes most of
+the batch: it restarts the search away from what it has found.
 
-Generation 0 is the caller's seeds, then uniform draws. Each later batch is
-filled slot by slot: the arms in the bandit's order (a slot handed out counts
-as a use of its arm for the rest of the batch), the first that has an
-untried configuration to offer gets the slot. Everything is seeded and told
-in batch order, so the same seed and scores give the same candidates and a
-run resumed from its journal replays.
+Generation 0 is the caller's seeds, then uniform draws. A slot handed out
+counts as a use of its arm for the rest of the batch. Everything is seeded
+and told in batch order, so the same seed and scores give the same
+candidates and a run resumed from its journal replays.
 
 Noise. A search that picks the lowest single measurement picks a lucky one.
 Where measuring one configuration again gives another score (checked once on

@@ -173,7 +173,8 @@ def space_size_text(settings: SearchSettings, manifest: Manifest, toolchain: Too
         if constraints is not None and every <= _COUNT_LIMIT:
             allowed = as_space(params, constraints.allows)
             count = sum(1 for i in range(every) if allowed.allows(allowed.genome_at(i)))
-            said = f"{count:,} of {every:,} PARAMS combinations (CONSTRAINTS)"
+            said = (f"{count:,} of {every:,} PARAMS combinations (CONSTRAINTS)" if count < every else
+                    f"{every:,} PARAMS combinations (CONSTRAINTS rule out none of them)")
         parts.append(said)
         total *= count
     if knobs:

@@ -40,6 +40,7 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.on_top import on_top_of
 from ciq_build.search.select import make_candidate_source, search_kinds, space_size_text
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
+from ciq_build.state.live import LiveStatus, live_status_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.baseline import measure_baseline
 from ciq_build.tune.cache import EvaluationCache, cache_key, search_header
@@ -137,6 +138,7 @@ class TuneRun:
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
         # Which architecture each figure is for (ciq_build.compiler.gpu_arch), once read before the baseline.
         self.architectures = ArchitecturePlan(None, None, "", None)
+        self.live: LiveStatus | None = None  # what report --watch reads, once the lock is held
 
     def run(self) -> TuneOutcome:
         with said_to(self.out, self.settings.quiet):  # called as a library: what the tune says goes to `out`
@@ -152,7 +154,10 @@ class TuneRun:
                                  needs_benchmark=self.runner.needs_benchmark)
         if self.settings.pin:  # a pin dir that is a link is refused now, not after the search
             check_pin_dir(self.manifest.pin_dir, self.manifest.source_dir)
-        with TargetLock(tune_lock_path(self.state_dir, safe_name(self.manifest.target)), wait=self.settings.wait):
+        with TargetLock(tune_lock_path(self.state_dir, safe_name(self.manifest.target)), wait=self.settings.wait) as lock:
+            # What report --watch says of this tune: each phase the meter marks, each evaluation the progress tells.
+            live = self.live = LiveStatus(live_status_path(lock.path), self.manifest.target)
+            self.meter.listeners.append(live.phase)
             try:
                 return self._run_locked(source)
             except DiskFullError as error:
@@ -167,6 +172,8 @@ class TuneRun:
                 if not environment.says_disk_full(str(error)):
                     raise
                 raise self._disk_full("configuring the scratch trees") from None
+            finally:
+                live.end()
 
     def _run_locked(self, source: CandidateSource) -> TuneOutcome:
         limit = self.settings.search.time_limit
@@ -207,7 +214,7 @@ class TuneRun:
         self._search(source, workers, timeouts)
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
-                        self._warn)
+                        self._warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default)
         return finish.run(Searched(baseline, self.evaluations, base_tree, workers, source.describe(),
                                    stopped_text(self.stopped_by, self.settings.search, len(self.evaluations)), self.overridden))
 
@@ -310,11 +317,12 @@ class TuneRun:
             self._say(f"figures: {self.architectures.describe()}")
 
     def _search(self, source: CandidateSource, workers: list[ScratchTree], timeouts: Timeouts) -> None:
-        # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet.
+        # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
+        # file is told all the same).
         expected, generations = planned_budget(source.describe(), self.settings.search, self.space_total)
-        progress = None if self.settings.quiet else TuneProgress(
-            expected, generations, self.objectives, stream=self.out, measured_this_run=self.cache.measured_this_run,
-            deadline=self.deadline)
+        progress = TuneProgress(expected, generations, self.objectives, stream=self.out,
+                                measured_this_run=self.cache.measured_this_run, deadline=self.deadline,
+                                live=self.live, quiet=self.settings.quiet)
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
         phase = SearchPhase(self.manifest, self.toolchain, tuple(self.objectives), self.settings.measure.repeats,
                             self.settings.build.jobs, timeouts,

@@ -5,8 +5,9 @@ best configuration the stages before it validated: the winner of the latest stag
 defaults beyond the noise, and any better pin already there (ciq_build.tune.old_pin); the defaults until one
 has. So `--stage knobs,params --stage ptxas-acf:13.3` searches ACFs on top of the best knobs and PARAMS, and
 the reverse order the other way round. Every stage has its own search in the journal (resumed like any other),
-its re-measure and its pin, which replaces the one before only when better: the pin at the end is the best
-validated of all stages. --time-limit and --max-evaluations cover the whole staged tune: each stage gets an
+its re-measure and its pin, which replaces the one before only when better than it (a tie keeps the pin,
+whose controls the later winner holds and more: ciq_build.tune.finish's tie_keeps_pin): the pin at the end is
+the best validated of all stages. --time-limit and --max-evaluations cover the whole staged tune: each stage gets an
 equal share of what the stages before it left.
 """
 

@@ -298,3 +298,19 @@ def test_issue_38_tuning_variants_are_what_their_targets_say() -> None:
     alone = {k: v for k, v in best.items() if k != "g23"}
     neither = {k: v for k, v in alone.items() if k != "g11"}
     assert pr.ACF44.objective(alone) > pr.ACF44.objective(neither) > pr.ACF44.objective(best)
+
+
+def test_row_ciq_build_runs_the_strategy_ours_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ciq_build.search.portfolio import PortfolioSearch
+
+    config = SearchConfiguration(generations=3, pool_size=8, seed=3)
+    problem = pr.SEEDS_EXAMPLE
+
+    def scores(search: Any) -> list[Any]:
+        return [e.scores if e.ok else None for e in search.start().get_results()]
+
+    assert sq.run_ours(problem, 3, 3, 8).scores == scores(GeneticSearch(problem.objective, problem.space, config))
+    monkeypatch.setattr(sq, "OURS", ["portfolio"])
+    portfolio = scores(PortfolioSearch(problem.objective, problem.space, config, progress=False))
+    assert sq.run_ours(problem, 3, 3, 8).scores == portfolio != scores(GeneticSearch(problem.objective, problem.space,
+                                                                                      config))

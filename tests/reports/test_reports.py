@@ -34,6 +34,7 @@ from ciq_build.pin.read import read_record
 from ciq_build.reports import page as report_page
 from ciq_build.reports.export import to_csv, to_json
 from ciq_build.reports.history import load_history
+from ciq_build.state.live import read_live_status
 from support import REPO_ROOT
 
 PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
@@ -705,13 +706,13 @@ def test_each_run_of_tune_keeps_its_own_wall_time_and_each_generation_says_where
                 "params": params, "scores": [1.0 + len(key)], "seconds": 4.0, "time": when,
                 "timings": {"compile_s": 3.0, "benchmark_s": 0.5, "wait_s": 0.25}}
 
-    lines = [{"kind": "header", "objectives": ["registers"]},
-             {"kind": "run", "time": "2026-12-01T10:00:00+0000"},
-             evaluation("base", 0, "2026-12-01T10:00:10+0000", {}),
-             evaluation("x1", 0, "2026-12-01T10:00:14+0000", {"X": 1}),
-             {"kind": "run", "time": "2026-12-02T10:00:00+0000"},
-             evaluation("x22", 1, "2026-12-02T10:00:08+0000", {"X": 2}),
-             evaluation("x333", 1, "2026-12-02T10:00:09+0000", {"X": 3})]
+    lines: list[dict] = [{"kind": "header", "objectives": ["registers"]},
+                         {"kind": "run", "time": "2026-12-01T10:00:00+0000"},
+                         evaluation("base", 0, "2026-12-01T10:00:10+0000", {}),
+                         evaluation("x1", 0, "2026-12-01T10:00:14+0000", {"X": 1}),
+                         {"kind": "run", "time": "2026-12-02T10:00:00+0000"},
+                         evaluation("x22", 1, "2026-12-02T10:00:08+0000", {"X": 2}),
+                         evaluation("x333", 1, "2026-12-02T10:00:09+0000", {"X": 3})]
     journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
     journal.parent.mkdir(parents=True)
     journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -792,13 +793,31 @@ def test_export_writes_an_optuna_journal_storage_optuna_reads_and_a_kernel_tuner
 
 
 @slow
-def test_a_watched_page_says_a_tune_is_running_how_far_and_its_best_so_far(tuned: dict) -> None:
+def test_a_watched_page_says_what_the_tune_is_doing_how_far_its_best_so_far_and_the_time_left(tuned: dict) -> None:
     history = load_history("timer", tuned["build"], tuned["source"])
-    page = report_page.render_html(history, refresh_s=5)
-    running = page.split('id="running">', 1)[1].split("</p>", 1)[0]
-    count = sum(1 for e in history.evaluations if e.search == history.search and not e.is_baseline)
+    # The fixture's tune left what it last said of itself beside its lock: every phase it went through, in order.
+    said = read_live_status(tuned["build"] / "ciq" / "locks" / "timer.lock.live")
+    assert said is not None and said["target"] == "timer" and said["phase"] == "ended", said
+    phases = [name for name, _ in said["phases"]]
+    assert phases[:3] == ["preparing", "baseline", "search"] and phases[-2:] == ["pin", "ended"], phases
+    assert "re-measure" in phases  # a timed winner, re-measured before it was pinned
+    assert said["evaluations"] == said["expected"] == 8  # two generations of 4
+    # While it ran: the search's phase, evaluations, best and time left, as of when it was written.
+    live = {"phase": "search", "evaluations": 5, "expected": 8, "best": "time 1.1 ms, registers 8",
+            "left_s": 50.0, "updated": 1000.0}
+    running = report_page.running_text(history, 5, live, now=lambda: 1010.0)
+    assert running.startswith(f"A tune of timer is running (search {history.search} of its journal); phase: "
+                              "search; 5 of 8 evaluations"), running
+    assert "best so far time 1.1 ms, registers 8; about 0:40 of the search left" in running
+    assert "reloads every 5 s" in running
+    remeasuring = report_page.running_text(history, 5, {**live, "phase": "re-measure", "left_s": None})
+    assert "phase: re-measure (the winner against the baseline, interleaved)" in remeasuring
+    assert "left" not in remeasuring.split(". This page")[0]
+    # Without the tune's word (an older tune), the journal alone: this run's evaluations and best so far.
+    count = sum(1 for e in history.evaluations if e.run == max(history.runs) and not e.is_baseline)
     best = history.best_so_far(0)[-1][1]
-    assert running.startswith(f"A tune of timer is running (search {history.search} of its journal): {count} "
-                              "evaluation(s) so far"), running
-    assert f"best time so far {best:.6g}" in running and "reloads every 5 s" in running
+    page = report_page.render_html(history, refresh_s=5)
+    alone = page.split('id="running">', 1)[1].split("</p>", 1)[0]
+    assert f"{count} evaluation(s) so far in this run" in alone and f"best time so far {best:.6g}" in alone
     assert 'id="running"' not in report_page.render_html(history)  # a finished tune's page says nothing of it
+    assert "> A tune of timer is running" in report_page.render_markdown(history, 5, live)

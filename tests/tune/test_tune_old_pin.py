@@ -46,6 +46,8 @@ def test_a_static_winner_worse_than_the_pin_keeps_the_pin_unless_forced_and_says
                    "--max-evaluations", "3")
     assert "stage 2 of 2: knobs, on top of the best so far (-DTILE=8); 2 evaluation(s)" in staged.stderr
     assert "staged tune: the best validated configuration is -DTILE=8" in staged.stderr, staged.stderr
+    # The knob changed nothing that counts: a tie keeps the first stage's pin, with fewer controls.
+    assert "the pin already there is as good (shared_bytes old 256 bytes against new 256 bytes" in staged.stdout
     lines = [json.loads(line) for line in (build / "ciq" / "journal" / "shared_kernels.jsonl").read_text().splitlines()]
     on_top = [line["search"]["on_top_of"] for line in lines if "on_top_of" in line.get("search", {})]
     assert on_top == [{"flags": [], "defines": {"TILE": "8"}, "acf": None}]
