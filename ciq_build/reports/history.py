@@ -25,7 +25,7 @@ from ciq_build.measure.sizes import size_ratios, sizes_of
 from ciq_build.measure.stats import beats_baseline
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import PinnedRecord
-from ciq_build.reports.show import journal_path, pin_file_for
+from ciq_build.reports.show import chosen_journal, pin_file_for, target_journals
 from ciq_build.search.evaluation import (
     EVALUATION_KIND,
     TIMING_NAMES,
@@ -140,6 +140,7 @@ class TuneHistory:
     search: int = 1  # the search shown (its objectives are `objectives`)
     from_record: bool = False  # no journal: what the pinned record holds (its baseline and winner) is all there is
     run_starts: dict[int, str] = field(default_factory=dict)  # run number -> when it began, as journaled ("": unknown)
+    other_journals: list[Path] = field(default_factory=list)  # the target's other tunes' (other architectures)
 
     @property
     def runs(self) -> list[int]:
@@ -378,7 +379,8 @@ def _iqr(values: tuple[float, ...]) -> float:
 
 
 def load_history(target: str, build_dir: Path, source_dir: Path | None = None, pin_file: Path | None = None,
-                 *, search: int | None = None, every_search: bool = False, command: str = "report") -> TuneHistory:
+                 *, search: int | None = None, every_search: bool = False, command: str = "report",
+                 architecture: str | None = None) -> TuneHistory:
     """The history of `target`'s tunes in `build_dir`, as one search saw it; ManifestError when never tuned there.
 
     A journal holds one search per header (a tune whose settings, objectives among them, differed from the
@@ -388,7 +390,7 @@ def load_history(target: str, build_dir: Path, source_dir: Path | None = None, p
     search that journaled it, each scored as its own search was. With no journal but a pinned record, the
     record's baseline and winner are the history (`from_record`).
     """
-    path = journal_path(build_dir, target)
+    path = chosen_journal(build_dir, target, architecture)  # a tune --architecture ARCH journals apart
     journal = Journal(path)
     records = journal.records()
     if pin_file is None:
@@ -419,7 +421,8 @@ def load_history(target: str, build_dir: Path, source_dir: Path | None = None, p
     entries = _evaluations(tagged, searches, None if every_search else shown, run_of)
     return TuneHistory(target=target, journal_path=path, objectives=list(searches[shown - 1].objectives),
                        evaluations=entries, record=record, record_path=pin_file if record is not None else None,
-                       skipped_lines=list(journal.skipped), searches=searches, search=shown, run_starts=run_starts)
+                       skipped_lines=list(journal.skipped), searches=searches, search=shown, run_starts=run_starts,
+                       other_journals=[p for p in target_journals(build_dir, target) if p != path])
 
 
 def _runs(records: list[dict[str, Any]]) -> tuple[dict[int, int], dict[int, str]]:

@@ -27,7 +27,7 @@ from ciq_build.pin.display import ratio_text
 from ciq_build.project.cmake_trees import safe_name
 from ciq_build.reports.export import write_text
 from ciq_build.reports.history import JournalEntry, TuneHistory, load_history
-from ciq_build.reports.show import journal_path
+from ciq_build.reports.show import chosen_journal
 from ciq_build.search.evaluation import TIMING_NAMES
 from ciq_build.state.journal import TargetLock, tune_lock_path
 from ciq_build.state.live import live_status_path, read_live_status
@@ -38,16 +38,17 @@ _TIMING_LABELS = {"compile_s": "compiling", "benchmark_s": "benchmarking", "wait
 
 def report(target: str, build_dir: Path, source_dir: Path | None, fmt: str = "html",
            output: str | None = None, search: int | None = None, refresh_s: int | None = None,
-           live: dict[str, Any] | None = None) -> str:
+           live: dict[str, Any] | None = None, architecture: str | None = None) -> str:
     """Write `target`'s report; returns the page itself for stdout ("-"), else a line saying where it is.
 
     `search`: which of the journal's searches (None: the latest); `refresh_s`: the page reloads itself that often;
-    `live`: what the running tune last said of itself (ciq_build.state.live), for the page's running line.
+    `live`: what the running tune last said of itself (ciq_build.state.live), for the page's running line;
+    `architecture`: the tune --architecture ARCH's journal ("all": every architecture's; None: the latest written).
     """
-    history = load_history(target, build_dir, source_dir, search=search)
+    history = load_history(target, build_dir, source_dir, search=search, architecture=architecture)
     if fmt == "markdown":
         return write_text(render_markdown(history, refresh_s, live), output or "-", f"the report of {target}")
-    destination = output or str(history.journal_path.parent.parent / "report" / f"{safe_name(target)}.html")
+    destination = output or str(history.journal_path.parent.parent / "report" / f"{history.journal_path.stem}.html")
     done = write_text(render_html(history, refresh_s, live), destination, f"the report of {target}")
     if destination != "-" and _pyplot() is None:
         done += f"ciq_build: the page has tables only; {PLOTS_HINT}\n"
@@ -58,13 +59,12 @@ WATCH_SECONDS = 3  # how often --watch looks at the journal, and how often the p
 
 
 def watch(target: str, build_dir: Path, source_dir: Path | None, say: Callable[[str], None], fmt: str = "html",
-          output: str | None = None, search: int | None = None) -> str:
+          output: str | None = None, search: int | None = None, architecture: str | None = None) -> str:
     """`report --watch`: write the report again each time the journal grows, while a tune of `target` runs.
 
     The page reloads itself meanwhile (a meta refresh: no script); once no tune holds the target's lock,
     the report is written a last time, without the reload, and this returns. Ctrl-C stops watching.
     """
-    journal = journal_path(build_dir, target)
     lock = TargetLock(tune_lock_path(Path(build_dir) / "ciq", safe_name(target)), wait=False)
     status = live_status_path(lock.path)
     seen: tuple[tuple[int, int] | None, tuple[int, int] | None] | None = None
@@ -72,13 +72,14 @@ def watch(target: str, build_dir: Path, source_dir: Path | None, say: Callable[[
     try:
         while True:
             running = lock.held()
+            journal = chosen_journal(build_dir, target, architecture)  # the running tune's: it journals its start
             stamp = (_file_stamp(journal), _file_stamp(status))  # an evaluation journaled, or a phase entered
             if stamp != seen or not running:
                 seen = stamp
                 live = read_live_status(status) if running else None
                 try:
                     say(report(target, build_dir, source_dir, fmt, output, search,
-                               WATCH_SECONDS if running else None, live))
+                               WATCH_SECONDS if running else None, live, architecture))
                 except ManifestError:
                     if not running:
                         raise
@@ -354,6 +355,9 @@ def _facts(history: TuneHistory) -> list[tuple[str, str]]:
         pinned = str(history.record_path)
     journal = str(history.journal_path) + (" (gone: this is what the pinned record holds, its baseline and "
                                            "winner)" if history.from_record else "")
+    if history.other_journals:
+        journal += (f" (the latest written; this target's other tunes: "
+                    f"{', '.join(_journal_choice(p) for p in history.other_journals)})")
     facts = [("journal", journal),
              ("pinned record", pinned),
              ("evaluations", f"{len(history.evaluations)} ({len(history.scored)} scored, "
@@ -381,6 +385,12 @@ def _facts(history: TuneHistory) -> list[tuple[str, str]]:
     if history.skipped_lines:
         facts.append(("journal lines skipped", ", ".join(f"{n} ({why})" for n, why in history.skipped_lines)))
     return facts
+
+
+def _journal_choice(path: Path) -> str:
+    """Another journal of the target, and the --architecture that reports it."""
+    architecture = path.name.removesuffix(".jsonl").rpartition(".sm_")[2] if ".sm_" in path.name else "all"
+    return f"{path.name}: --architecture {architecture}"
 
 
 # -- plots --------------------------------------------------------------------------

@@ -43,6 +43,7 @@ from ciq_build.core.settings import (
 from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import SETUPTOOLS_GENERATOR, Manifest
 from ciq_build.search.seeds import manifest_seeds
+from ciq_build.search.select import search_kinds
 from ciq_build.search.strategies import resolve_strategy, strategy_names, strategy_options_help
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
@@ -71,8 +72,14 @@ def stage_kinds(text: str) -> tuple[str, ...]:
 
 
 def _stage(text: str) -> str | None:
-    return None if stage_kinds(text) else ("names what the stage searches, --controls' words comma-separated (e.g. "
-                                           f"knobs,params or ptxas-acf:13.3), not {text!r}")
+    kinds = stage_kinds(text)
+    if not kinds:
+        return f"names what the stage searches, --controls' words comma-separated (e.g. knobs,params), not {text!r}"
+    try:
+        search_kinds(SearchSettings(controls=kinds))  # a misspelt later stage is refused before the first one runs
+    except ConfigError as error:
+        return f"{text!r}: {error}"
+    return None
 
 
 def _key_value(pair: str) -> str | None:

@@ -732,6 +732,29 @@ def test_each_run_of_tune_keeps_its_own_wall_time_and_each_generation_says_where
     assert load_history("kern", tmp_path / "build").runs == [1]
 
 
+def test_report_reads_the_journal_of_the_tune_that_ran_last_and_names_the_other_architectures(
+        tmp_path: Path) -> None:
+    # A newcomer tuned cuda-samples' transpose for all 9 architectures, stopped, and tuned --architecture 90:
+    # report (and --watch) read the all-architecture journal, the other tune's.
+    folder = tmp_path / "build" / "ciq" / "journal"
+    folder.mkdir(parents=True)
+    for name, registers in (("kern.jsonl", 24.0), ("kern.sm_90.jsonl", 18.0)):
+        lines = [{"kind": "header", "objectives": ["registers"]},
+                 {"kind": "evaluation", "key": "base", "ok": True, "scores": [registers], "controls": {}}]
+        (folder / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    os.utime(folder / "kern.jsonl", (1_000_000, 1_000_000))  # the all-architecture tune ran first
+    latest = load_history("kern", tmp_path / "build")
+    assert latest.journal_path.name == "kern.sm_90.jsonl" and latest.evaluations[0].scores == (18.0,)
+    said = dict(report_page._facts(latest))["journal"]
+    assert said.endswith("(the latest written; this target's other tunes: kern.jsonl: --architecture all)"), said
+    every = load_history("kern", tmp_path / "build", architecture="all")
+    assert every.journal_path.name == "kern.jsonl" and every.evaluations[0].scores == (24.0,)
+    assert load_history("kern", tmp_path / "build", architecture="sm_90").journal_path == latest.journal_path
+    done = _ciq("export", "kern", "-B", str(tmp_path / "build"), "--architecture", "all", "--csv", "-",
+                cwd=tmp_path)
+    assert done.returncode == 0 and ",24.0" in done.stdout, done.stdout + done.stderr
+
+
 def test_a_search_with_other_objectives_never_labels_an_older_searchs_scores_with_its_names(tmp_path: Path) -> None:
     # The cheap twin of the two real tunes above: the second search reused every evaluation of the first.
     journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
