@@ -298,7 +298,7 @@ class SetuptoolsBackend:
 
     kind = "setuptools"
     applied_by = "the next `pip install .` (or `setup.py build_ext`)"
-    remote_builds = False  # Ray's actors make CMake scratch trees (ciq_build.tune.ray_executor), not extension folders
+    remote_builds = False  # Ray's actors make CMake scratch trees (ciq_build.ray.executor), not extension folders
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "project", Path(self.project).absolute())
