@@ -695,6 +695,10 @@ def test_a_pair_whose_values_matter_only_together_shows_as_an_interaction_with_i
     assert "overstates" in markdown.split("### Pairs that moved them together", 1)[1]
     page = report_page.render_html(history)
     assert "<td>a x b</td><td>100%</td>" in page and html.escape(report_page.INTERACTION_NOTE) in page
+    # One evaluation per value pair: every pair's mean is one score, and no share is claimed.
+    alone = _edited_history(tmp_path, records[::2], ["registers"])
+    assert alone.interactions(0) == []
+    assert report_page.NO_INTERACTION_NOTE in report_page.render_markdown(alone)
 
 
 def test_each_run_of_tune_keeps_its_own_wall_time_and_each_generation_says_where_its_time_went(
