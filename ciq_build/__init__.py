@@ -14,8 +14,9 @@ CompileIQ's so that a CompileIQ objective function runs unchanged::
 and the library call of ``python -m ciq_build tune``: ``tune_target(...)``.
 
 Each name is imported on first use (PEP 562): ``import ciq_build`` stays as
-cheap as reading ``__version__``, which the CLI, the CMake module and
-setuptools builds do.
+cheap as reading ``__version__`` (ciq_build.version), which the CLI, the
+CMake module and setuptools builds do. The package's own modules import
+ciq_build.version, not this registry, which names the modules above them.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from ciq_build.version import __version__
 
 # name -> "module:attribute", or "module" for a module itself.
 _PUBLIC = {

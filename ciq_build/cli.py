@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ciq_build import __version__
 from ciq_build.core.options import HelpFormatter
 from ciq_build.errors import CiqError
 from ciq_build.measure import guard, processes, stopping
 from ciq_build.resources import cmake_dir
 from ciq_build.tune.tune_options import OUTPUT, RAY, TuneOptions, add_tune_arguments
+from ciq_build.version import __version__
 
 if TYPE_CHECKING:
     from ciq_build.project.backend import BuildBackend
@@ -56,6 +56,12 @@ def _add_tree_options(parser: argparse.ArgumentParser) -> None:
                         help=f"the project's CMake build tree (default: ./{IMPLICIT_BUILD_DIR})")
     parser.add_argument("--source-dir", "-S", type=Path, default=None,
                         help="the project's source tree; configures --build-dir first when it is not configured yet")
+
+
+def _add_journal_choice(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--architecture", default=None, metavar="ARCH",
+                        help="the journal of tune --architecture ARCH (each architecture's tune keeps its own; all: "
+                             "the tune of every CUDA_ARCHITECTURES); default: the one a tune wrote last")
 
 
 def _add_project_options(parser: argparse.ArgumentParser) -> None:
@@ -118,12 +124,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--search", type=_search_number, default=None, metavar="N",
                         help="which search of the journal to report (1 the oldest; default: the latest): a tune "
                              "with other objectives or settings starts a new one, each reported in its own objectives")
+    _add_journal_choice(report)
     report.add_argument("--watch", action="store_true",
                         help="while a tune of the target runs, write the report again as its journal grows (the "
                              "page reloads itself); ends with a final report when the tune ends, or on Ctrl-C")
     export = commands.add_parser("export", help="one row per evaluation of a target's tune, as CSV or JSON")
     export.add_argument("target", help=_TARGET_HELP)
     _add_tree_options(export)
+    _add_journal_choice(export)
     export_format = export.add_mutually_exclusive_group(required=True)
     export_format.add_argument("--csv", metavar="FILE", help="write CSV to FILE (- for stdout), safe for spreadsheets: "
                                "a text cell starting like a formula (=, +, -, @, tab, CR: every flag) or with ' "
@@ -320,10 +328,11 @@ def _report(args: argparse.Namespace) -> int:
     from ciq_build.reports.page import report, watch
 
     if args.watch:
-        print(watch(args.target, args.build_dir, args.source_dir, _say_now, args.format, args.output, args.search),
-              end="")
+        print(watch(args.target, args.build_dir, args.source_dir, _say_now, args.format, args.output, args.search,
+                    args.architecture), end="")
         return 0
-    print(report(args.target, args.build_dir, args.source_dir, args.format, args.output, args.search), end="")
+    print(report(args.target, args.build_dir, args.source_dir, args.format, args.output, args.search,
+                 architecture=args.architecture), end="")
     return 0
 
 
@@ -331,7 +340,8 @@ def _export(args: argparse.Namespace) -> int:
     from ciq_build.reports.export import export
 
     print(export(args.target, args.build_dir, args.source_dir, csv_file=args.csv, json_file=args.json,
-                 search=args.search, optuna_file=args.optuna, kernel_tuner_file=args.kernel_tuner), end="")
+                 search=args.search, optuna_file=args.optuna, kernel_tuner_file=args.kernel_tuner,
+                 architecture=args.architecture), end="")
     return 0
 
 

@@ -85,7 +85,8 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.evolution import interpret
 from ciq_build.search.genetic import GeneticSource
 from ciq_build.search.select import build_space
-from ciq_build.search.strategies import SearchRequest, make_source
+from ciq_build.search.strategies import make_source
+from ciq_build.search.strategy import SearchRequest
 from ciq_build.state.durable import atomic_write
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import EvaluationCache

@@ -1,13 +1,13 @@
 # Version check for find_package(ciq_build <version> CONFIG).
 #
-# The version is read from the Python package's __init__.py so that it has a
-# single source: ../__init__.py in an installed wheel (ciq_build/cmake/),
-# ../ciq_build/__init__.py in a source checkout (cmake/).
+# The version is read from the Python package's version.py so that it has a
+# single source: ../version.py in an installed wheel (ciq_build/cmake/),
+# ../ciq_build/version.py in a source checkout (cmake/).
 
 set(PACKAGE_VERSION "")
 foreach(_ciq_init IN ITEMS
-    "${CMAKE_CURRENT_LIST_DIR}/../__init__.py"
-    "${CMAKE_CURRENT_LIST_DIR}/../ciq_build/__init__.py")
+    "${CMAKE_CURRENT_LIST_DIR}/../version.py"
+    "${CMAKE_CURRENT_LIST_DIR}/../ciq_build/version.py")
   if(EXISTS "${_ciq_init}")
     file(STRINGS "${_ciq_init}" _ciq_line REGEX "^__version__ *= *\"[^\"]+\"")
     if(_ciq_line MATCHES "\"([^\"]+)\"")

@@ -16,8 +16,8 @@
 # wall B/A (a cost: lower is better) and each winner's time against the defaults with a 95% CI.
 #
 #   bench/compileiq_side_by_side/run.sh            on the GPU machine, from the checkout's root, with the carry:
-#       .carry/i23/wheels/ (compileiq and what it needs that the machine lacks), .carry/i23/compileiq-example/
-#       (CompileIQ's three files), .carry/i23/search-spaces/ (CompileIQ's offline search spaces),
+#       .carry/compileiq/wheels/ (compileiq and what it needs that the machine lacks), .carry/compileiq/compileiq-example/
+#       (CompileIQ's three files), .carry/compileiq/search-spaces/ (CompileIQ's offline search spaces),
 #       .carry/cuda133/ptxas-13.3.gz (ptxas 13.3: ACFs need it; the machine's nvcc is 13.0), .carry/ray-site.tar.xz
 #       (compileiq imports Ray); bench/compileiq_side_by_side/carry.sh makes them
 #   bench/compileiq_side_by_side/run.sh --dry-run  on a machine without a GPU: the checkout's .venv (CUDA 13.3,
@@ -30,7 +30,7 @@
 # TOTAL_S (540: arm B is cut, and the re-measure shortened, to end the call by then), N (67108864),
 # PHASE (both; or "a" then "b": two device calls, so each arm may have most of a call's 600 s. "a" runs the
 # probe and arm A and ends there, its tgz the hand-over; "b" takes that tgz (ARM_A_TGZ, default
-# .carry/i23/arm-a.tgz, carried), runs arm B with the same budget, the re-measure and the report.)
+# .carry/compileiq/arm-a.tgz, carried), runs arm B with the same budget, the re-measure and the report.)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 here=$PWD
@@ -38,7 +38,7 @@ dry=0
 [ "${1:-}" = --dry-run ] && dry=1
 PHASE=${PHASE:-both}
 case "$PHASE" in both|a|b) ;; *) echo "PHASE must be both, a or b (got $PHASE)"; exit 2;; esac
-ARM_A_TGZ=${ARM_A_TGZ:-$here/.carry/i23/arm-a.tgz}
+ARM_A_TGZ=${ARM_A_TGZ:-$here/.carry/compileiq/arm-a.tgz}
 [ "$PHASE" = b ] && [ ! -f "$ARM_A_TGZ" ] && { echo "PHASE=b needs phase a's tgz at $ARM_A_TGZ (ARM_A_TGZ)"; exit 2; }
 OUT=${OUT:-/tmp/out}
 res=/tmp/res-compileiq-sbs
@@ -57,7 +57,7 @@ ARCH=sm_90
 [ "$POOL" -gt 5 ] || { echo "POOL must be at least 6 (compileiq's SearchConfiguration refuses a pool of 5 or fewer)"; exit 2; }
 export PYTHONUNBUFFERED=1
 helper=$here/bench/compileiq_side_by_side/steps.py
-example=$here/.carry/i23/compileiq-example
+example=$here/.carry/compileiq/compileiq-example
 started=$SECONDS
 arm_a_reserve=120  # what arm B and the re-measure need after arm A in the same call
 [ "$PHASE" = a ] && arm_a_reserve=10
@@ -74,13 +74,13 @@ if [ "$dry" = 1 ]; then
 else
     python=python3
     for need in "$example/optimize_reduction.py" "$example/reduction.cu" .carry/cuda133/ptxas-13.3.gz \
-                .carry/ray-site.tar.xz .carry/i23/search-spaces/manifest.json; do
-        [ -e "$need" ] || { echo "missing $need: run bench/compileiq_side_by_side/carry.sh and carry .carry/i23," \
+                .carry/ray-site.tar.xz .carry/compileiq/search-spaces/manifest.json; do
+        [ -e "$need" ] || { echo "missing $need: run bench/compileiq_side_by_side/carry.sh and carry .carry/compileiq," \
                                  ".carry/cuda133/ptxas-13.3.gz and .carry/ray-site.tar.xz"; exit 2; }
     done
     mkdir -p /tmp/site /tmp/ciq-path
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        .carry/i23/wheels/*.whl || exit 2
+        .carry/compileiq/wheels/*.whl || exit 2
     tar xJf .carry/ray-site.tar.xz -C /tmp/site || exit 2
     ln -sfn "$here/ciq_build" /tmp/ciq-path/ciq_build
     export PYTHONPATH=/tmp/ciq-path:/tmp/site  # only the package: the checkout's cmake/ would shadow pip's cmake
@@ -93,7 +93,7 @@ else
     export PATH=/tmp/hybrid/bin:$PATH
     nvcc=/tmp/hybrid/bin/nvcc
     source_cu=$example/reduction.cu
-    export CIQ_SEARCH_SPACES_DIR=$here/.carry/i23/search-spaces
+    export CIQ_SEARCH_SPACES_DIR=$here/.carry/compileiq/search-spaces
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,temperature.gpu --format=csv | tee "$res/gpu.txt"
 fi
 { "$nvcc" --version | tail -2; ptxas --version | tail -1; } | tee "$res/toolkit.txt"

@@ -9,7 +9,7 @@
 #
 # STEP, in the order given: a kernel to search (sgemm, attn, reduction), or `confirm` (reproduce and
 # explain the winner of each kernel not yet confirmed in this call: searched earlier in it, or with
-# pins carried in .carry/i24/pins/<kernel>/, as a first call's $OUT tgz unpacks). The whole command
+# pins carried in .carry/public-kernels/pins/<kernel>/, as a first call's $OUT tgz unpacks). The whole command
 # stays within BUDGET_S seconds: the confirmations' time (CONFIRM_S a kernel) is reserved first, and
 # the rest is shared equally by the searched arms (each `tune --time-limit`,
 # then the tune's own interleaved re-measure and pin). Everything lands in $OUT as it finishes:
@@ -19,14 +19,14 @@
 #
 # Needs .carry/cuda133/ptxas-13.3.gz (ptxas ACFs need ptxas 13.3: the machine's nvcc 13.0 runs with
 # ptxas 13.3 in place of its own, as in bench/public_kernels/cuda_samples.sh) and the screened ACF pools
-# .carry/i24/pool-<kernel>/ (bench/public_kernels/prepare.sh makes both here).
+# .carry/public-kernels/pool-<kernel>/ (bench/public_kernels/prepare.sh makes both here).
 #
 # DRY RUN (--dry-run, on a machine without a GPU): every kernel is played by bench/multi_gpu/dry, the
 # TEST DOUBLE (a real CUDA library that nvcc compiles, a host-only benchmark that sleeps and prints a
 # time made from its -D parameters), with this machine's nvcc 13.3 and an unscreened pool
 # (DRY_POOL). So every step runs end to end (arms, pins, the copy at another path, verify,
 # interleaved rounds, SASS diff, report); the real peers are only configured and built (their
-# benchmarks say no GPU). The pools are .carry/i24/pool-<kernel> (bench/public_kernels/prepare.sh) unless DRY_POOL
+# benchmarks say no GPU). The pools are .carry/public-kernels/pool-<kernel> (bench/public_kernels/prepare.sh) unless DRY_POOL
 # names one. No figure of a dry run is a GPU claim.
 #
 # Env: CONFIRM_S (95), ARM_OVERHEAD_S (25: a tune's re-measure and minimal pin after its --time-limit, which
@@ -70,7 +70,7 @@ if [ "$dry" = 1 ]; then
     for k in sgemm attn reduction; do
         SRC[$k]=bench/multi_gpu/dry; TARGET[$k]=dry_kernels; BENCH[$k]=dry_bench; ARGS[$k]=""; KERNEL[$k]=dry_scale
     done
-    pool_of() { echo "${DRY_POOL:-$here/.carry/i24/pool-$1}"; }  # a pool screened on the real kernel: it still loads
+    pool_of() { echo "${DRY_POOL:-$here/.carry/public-kernels/pool-$1}"; }  # a pool screened on the real kernel: it still loads
     extra_cmake=(-DDRY_BENCH_MS="${DRY_BENCH_MS:-50}")
 else
     python=python3
@@ -80,7 +80,7 @@ else
         | tee "$res/gpu.txt"
     hybrid_nvcc
     cuobjdump=$(command -v cuobjdump)
-    pool_of() { echo "$here/.carry/i24/pool-$1"; }
+    pool_of() { echo "$here/.carry/public-kernels/pool-$1"; }
     extra_cmake=()
 fi
 trap snapshot EXIT
@@ -97,7 +97,7 @@ done
 # Kernels to confirm: searched here, or with a pin carried from an earlier call.
 to_confirm=()
 for k in "${confirms[@]}"; do
-    if [[ " ${searched[*]} " == *" $k "* ]] || [ -d ".carry/i24/pins/$k" ]; then
+    if [[ " ${searched[*]} " == *" $k "* ]] || [ -d ".carry/public-kernels/pins/$k" ]; then
         to_confirm+=("$k")
     fi
 done
@@ -152,7 +152,7 @@ search() {  # kernel: the three arms, the same search budget each
 
 confirm() {  # kernel: the winner from a copy of the tree at another path, against the defaults and the other arms
     local k=$1 pins=$res/$k t=${TARGET[$k]}
-    [ -d "$pins" ] || { pins=$here/.carry/i24/pins/$k; mkdir -p "$res/$k" && cp -r "$pins"/. "$res/$k/"; }
+    [ -d "$pins" ] || { pins=$here/.carry/public-kernels/pins/$k; mkdir -p "$res/$k" && cp -r "$pins"/. "$res/$k/"; }
     if [ "$(left)" -lt $(( CONFIRM_S / 2 )) ]; then
         echo "== $k: not confirmed, $(left) s left of the budget (a confirmation takes ~$CONFIRM_S s)"; return
     fi
@@ -202,7 +202,7 @@ for step in "${steps[@]}"; do
     for k in "${to_confirm[@]}"; do
         # Each kernel once, when its pins are here: searched earlier in this call, or carried.
         [[ "$done_confirms" == *" $k "* ]] && continue
-        [ -d "$res/$k" ] || [ -d ".carry/i24/pins/$k" ] || continue
+        [ -d "$res/$k" ] || [ -d ".carry/public-kernels/pins/$k" ] || continue
         confirm "$k"
         done_confirms+="$k "
         pending=$(( pending - 1 ))

@@ -5,14 +5,14 @@
 #
 #   CARRY/cuda133/ptxas-13.3.gz   pip's ptxas 13.3 (ptxas ACFs need it; the GPU machine's nvcc is 13.0),
 #                                 shared with other campaigns; written once, atomically
-#   CARRY/i24/pool-raw/           COUNT (400) ptxas ACFs sampled from the CUDA 13.3 space, seed SEED (24)
-#   CARRY/i24/pool-<kernel>/      that pool screened on each kernel (bench/public_kernels/acf_screen.py: one ACF per
+#   CARRY/public-kernels/pool-raw/           COUNT (400) ptxas ACFs sampled from the CUDA 13.3 space, seed SEED (24)
+#   CARRY/public-kernels/pool-<kernel>/      that pool screened on each kernel (bench/public_kernels/acf_screen.py: one ACF per
 #                                 distinct SASS, no more spills than the defaults): sgemm and attn on the
 #                                 first SCREEN (160) ACFs; reduction (213 kernels in one file, ptxas takes
 #                                 seconds an ACF) on the first SCREEN_REDUCTION (60)
-#   CARRY/i24/screen-<kernel>.json the screens' per-ACF reports
+#   CARRY/public-kernels/screen-<kernel>.json the screens' per-ACF reports
 #
-# Only the screened pools travel (carry .carry/cuda133 and .carry/i24, ~17 MB together); pool-raw
+# Only the screened pools travel (carry .carry/cuda133 and .carry/public-kernels, ~17 MB together); pool-raw
 # stays here. The device sends the lead checkout's tree: copy CARRY into its .carry/ if it is elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,21 +30,21 @@ if [ ! -f "$carry/cuda133/ptxas-13.3.gz" ]; then
     chmod 755 "$tmp"
     mv -T "$tmp" "$carry/cuda133" 2>/dev/null || rm -rf "$tmp"  # another helper made it first: keep theirs
 fi
-mkdir -p "$carry/i24"
-[ -f "$carry/i24/pool-raw/pool.json" ] || "$python" -m ciq_build sample-acfs --space ptxas-acf:13.3 \
-    --count "$COUNT" --seed "$SEED" --out "$carry/i24/pool-raw"
+mkdir -p "$carry/public-kernels"
+[ -f "$carry/public-kernels/pool-raw/pool.json" ] || "$python" -m ciq_build sample-acfs --space ptxas-acf:13.3 \
+    --count "$COUNT" --seed "$SEED" --out "$carry/public-kernels/pool-raw"
 
 screen() {  # kernel, source, first N, includes...
     local k=$1 src=$2 first=$3; shift 3
     local inc=()
     for i in "$@"; do inc+=(-I "$i"); done
-    "$python" bench/public_kernels/acf_screen.py --source "$src" "${inc[@]}" --pool "$carry/i24/pool-raw" --first "$first" \
-        --out "$carry/i24/pool-$k" --nvcc "$bin/nvcc" --cuobjdump "$bin/cuobjdump" --jobs 2 \
-        --json "$carry/i24/screen-$k.json"
+    "$python" bench/public_kernels/acf_screen.py --source "$src" "${inc[@]}" --pool "$carry/public-kernels/pool-raw" --first "$first" \
+        --out "$carry/public-kernels/pool-$k" --nvcc "$bin/nvcc" --cuobjdump "$bin/cuobjdump" --jobs 2 \
+        --json "$carry/public-kernels/screen-$k.json"
 }
 screen attn bench/peers/flash-attention-minimal/attn_launch.cu "$SCREEN" bench/peers/flash-attention-minimal
 screen sgemm bench/peers/sgemm/sgemm_launch.cu "$SCREEN" bench/peers/sgemm bench/peers/sgemm/upstream \
     bench/peers/sgemm/shim
 screen reduction bench/peers/cuda-samples/upstream/reduction/reduction_kernel.cu "$SCREEN_REDUCTION" \
     bench/peers/cuda-samples/upstream/reduction
-du -sh "$carry/cuda133" "$carry/i24"/pool-{sgemm,attn,reduction}
+du -sh "$carry/cuda133" "$carry/public-kernels"/pool-{sgemm,attn,reduction}

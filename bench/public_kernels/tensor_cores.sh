@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# A tensor-core kernel on the GPU (bench/peers/cuda_hgemm: mma.sync + cp.async HGEMM), tuned by arms that
+# A tensor-core kernel on the GPU (bench/peers/cuda_hgemm: mma.sync + cp.async HGEMM; with PEER=attention
+# bench/peers/flashinfer: FlashInfer's FA2 attention prefill, mma.sync + cp.async), tuned by arms that
 # answer whether ACF gains compose: knobs + params (GA); ptxas ACFs through the product's own search
-# (`--controls ptxas-acf:13.3`, the compileiq strategy); ACFs on top of the knobs arm's winner (staged);
-# knobs + params on top of the ACF arm's winner (staged, reverse); and all of it in one joint search with the
-# budget of the staged pair. Then the defaults and every pin are re-measured interleaved from a copy of the
-# tree at another path (bench/public_kernels/confirm.py: verify, ROUNDS rounds, bootstrap 95% CIs), cuBLAS is
-# timed on the same problem, and the best pin is explained (SASS diff, Nsight Compute).
+# (`--controls ptxas-acf:13.3`, the compileiq strategy); the product's staged search, ACFs on top of the best
+# knobs + params (`tune --stage knobs,params --stage ptxas-acf:13.3`: staged) and the reverse (reverse); and all
+# of it in one joint search with the staged search's budget. Then the defaults and every pin are re-measured
+# interleaved from a copy of the tree at another path (bench/public_kernels/confirm.py: verify, ROUNDS rounds,
+# bootstrap 95% CIs), cuBLAS is timed on the same problem, and the best pin is explained (SASS diff, Nsight
+# Compute).
 #
 #   bench/public_kernels/tensor_cores.sh BUDGET_S STEP...            on the GPU machine, from anywhere
 #   bench/public_kernels/tensor_cores.sh --dry-run BUDGET_S STEP...  here, no GPU: see DRY RUN below
 #
-# STEP, in the order given: knobs, acf, staged (needs a knobs pin), reverse (needs an acf pin), joint, confirm.
-# A pin needed from an earlier call is read from .carry/tc/pins/<arm>/ (the call's $OUT tgz, unpacked there).
-# Arms share what the budget leaves after CONFIRM_S (when confirm is a step) equally, ARM_S each unless set;
-# joint gets twice that (the staged pair's budget). Everything lands in $OUT as it finishes:
+# STEP, in the order given: knobs, acf, staged, reverse, joint, confirm. confirm also takes the pins of earlier
+# calls from .carry/tensor-cores/pins/<arm>/ (a call's $OUT tgz, unpacked there). Arms share what the budget
+# leaves after CONFIRM_S (when confirm is a step) equally, ARM_S each unless set; staged, reverse and joint get
+# twice that (the two stages' budget, shared out by the tune). Everything lands in $OUT as it finishes:
 # $OUT/tensor_cores-<steps>.log (the console) and $OUT/tensor_cores-<steps>.tgz (journals, pins, confirmation,
 # cuBLAS, SASS diff, ncu; rewritten after every step, so a call cut short returns what finished).
 #
-# Needs (bench/compileiq_side_by_side/carry.sh none .carry makes them): .carry/i23/wheels/ (compileiq and what it
-# needs), .carry/i23/search-spaces/, .carry/cuda133/ptxas-13.3.gz (ACFs need ptxas 13.3: the machine's nvcc 13.0
+# Needs (bench/compileiq_side_by_side/carry.sh none .carry makes them): .carry/compileiq/wheels/ (compileiq and what it
+# needs), .carry/compileiq/search-spaces/, .carry/cuda133/ptxas-13.3.gz (ACFs need ptxas 13.3: the machine's nvcc 13.0
 # runs with it in place of its own), .carry/ray-site.tar.xz (compileiq imports Ray).
 #
 # DRY RUN: the real peer is configured and built with this machine's nvcc 13.3 (its benchmark says no GPU);
@@ -27,14 +29,23 @@
 # checkout's .venv (compileiq). No figure of a dry run is a GPU claim.
 #
 # Env: ARM_S, CONFIRM_S (150), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
-# NCU (1), SIZE (8192).
+# NCU (1), PEER (hgemm, or attention: bench/peers/flashinfer's FA2 prefill, no cuBLAS), SIZE (8192: the HGEMM's),
+# SEQ (8192: the attention's sequence, 32 heads of 128), CUBLAS (1: time cuBLAS first, the HGEMM's), SEED_FROM (known-good configurations every arm evaluates
+# first, `tune --seed-from` values separated by ';', a path relative to the checkout's root; a seed that does
+# not fit an arm's or a stage's space is skipped there).
 set -uo pipefail
 . "$(dirname "$0")/campaign_call.sh"
-start_call tensor_cores "knobs, acf, staged, reverse, joint, confirm" "$@"
+start_call "tensor_cores${PEER:+-$PEER}" "knobs, acf, staged, reverse, joint, confirm" "$@"
 CONFIRM_S=${CONFIRM_S:-150}; ARM_OVERHEAD_S=${ARM_OVERHEAD_S:-30}; SEED=${SEED:-37}; JOBS=${JOBS:-8}
-POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; ROUNDS=${ROUNDS:-20}; NCU=${NCU:-1}; SIZE=${SIZE:-8192}
-src=bench/peers/cuda_hgemm; target=hgemm_kernels; bench=hgemm_bench; kernel=mmaAsyncStage
-args=(--size "$SIZE" --repeats 20)
+POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; ROUNDS=${ROUNDS:-20}; NCU=${NCU:-1}; SIZE=${SIZE:-8192}; SEQ=${SEQ:-8192}
+case ${PEER:-hgemm} in
+hgemm) src=bench/peers/cuda_hgemm; target=hgemm_kernels; bench=hgemm_bench; kernel=mmaAsyncStage
+       args=(--size "$SIZE" --repeats 20); ncu_args=(--size "$SIZE" --repeats 2) ;;
+attention) src=bench/peers/flashinfer; target=attention_kernels; bench=attention_bench
+           kernel=SinglePrefillWithKVCacheKernel; args=(--seq "$SEQ" --heads 32 --repeats 20)
+           ncu_args=(--seq "$SEQ" --heads 32 --repeats 2) ;;
+*) echo "PEER is hgemm or attention, not '$PEER'" >&2; exit 64 ;;
+esac
 
 snapshot() {  # the results so far, in $OUT (atomically: a call cut short keeps the last whole one)
     tar -czf "$OUT/.$name.tgz" -C "$res" . && mv -f "$OUT/.$name.tgz" "$OUT/$name.tgz"
@@ -51,23 +62,23 @@ if [ "$dry" = 1 ]; then
     cmake -S "$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" \
         -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null \
         && cmake --build "$b" --target "$bench" >/dev/null \
-        && echo "== hgemm: $bench built; it says: $("$b/$bench" "${args[@]}" 2>/dev/null | head -1)" \
-        || echo "== hgemm: the real peer did not build"
+        && echo "== $target: $bench built; it says: $("$b/$bench" "${args[@]}" 2>/dev/null | head -1)" \
+        || echo "== $target: the real peer did not build"
     src=bench/multi_gpu/dry; target=dry_kernels; bench=dry_bench; kernel=dry_scale; args=()
     extra_cmake=(-DDRY_BENCH_MS="${DRY_BENCH_MS:-50}")
 else
     python=python3
-    for need in .carry/i23/wheels .carry/i23/search-spaces/manifest.json .carry/cuda133/ptxas-13.3.gz \
+    for need in .carry/compileiq/wheels .carry/compileiq/search-spaces/manifest.json .carry/cuda133/ptxas-13.3.gz \
                 .carry/ray-site.tar.xz; do
         [ -e "$need" ] || { echo "missing $need: run bench/compileiq_side_by_side/carry.sh none .carry"; exit 2; }
     done
     mkdir -p /tmp/site /tmp/ciq-path
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-        .carry/i23/wheels/*.whl || exit 2
+        .carry/compileiq/wheels/*.whl || exit 2
     tar xJf .carry/ray-site.tar.xz -C /tmp/site || exit 2
     ln -sfn "$here/ciq_build" /tmp/ciq-path/ciq_build
     export PYTHONPATH=/tmp/ciq-path:/tmp/site  # only the package: the checkout's cmake/ would shadow pip's cmake
-    export CIQ_SEARCH_SPACES_DIR=$here/.carry/i23/search-spaces
+    export CIQ_SEARCH_SPACES_DIR=$here/.carry/compileiq/search-spaces
     nvidia-smi --query-gpu=name,driver_version,compute_cap,clocks.max.sm,clocks.sm,temperature.gpu,power.draw \
         --format=csv | tee "$res/gpu.txt"
     hybrid_nvcc
@@ -81,8 +92,9 @@ trap snapshot EXIT
 searched=(); confirming=0
 for step in "${steps[@]}"; do
     case $step in
-    knobs|acf|staged|reverse) searched+=("$step") ;;
-    joint) searched+=(joint joint) ;;  # twice the budget: the staged pair's
+    knobs|acf) searched+=("$step") ;;
+    staged|reverse|joint) searched+=("$step" "$step") ;;  # twice the budget: two stages'
+
     confirm) confirming=1 ;;
     *) echo "unknown step '$step': knobs, acf, staged, reverse, joint or confirm" >&2; exit 64 ;;
     esac
@@ -90,19 +102,27 @@ done
 if [ ${#searched[@]} -gt 0 ]; then
     ARM_S=${ARM_S:-$(( (budget - CONFIRM_S * confirming - ARM_OVERHEAD_S * ${#searched[@]}) / ${#searched[@]} ))}
     [ "$ARM_S" -ge 20 ] || { echo "budget $budget s is too small for ${#searched[@]} arm budgets"; ARM_S=20; }
-    echo "== arms: $ARM_S s of search each (joint twice that); confirmation ~$CONFIRM_S s; budget $budget s"
+    echo "== arms: $ARM_S s of search each (staged, reverse, joint twice that); confirmation ~$CONFIRM_S s; budget $budget s"
 fi
 
-pin_dir() {  # arm: its pin, from this call or carried from an earlier one
-    if [ -f "$res/$1/pin.json" ]; then echo "$res/$1"; elif [ -f "$here/.carry/tc/pins/$1/pin.json" ]; then
-        mkdir -p "$res/$1" && cp -rn "$here/.carry/tc/pins/$1"/. "$res/$1/" && echo "$res/$1"; fi
+pin_dir() {  # arm: its pin, from this call or carried from an earlier one (of the real kernel: not in a dry run)
+    if [ -f "$res/$1/pin.json" ]; then echo "$res/$1"
+    elif [ "$dry" = 0 ] && [ -f "$here/.carry/tensor-cores/pins/$1/pin.json" ]; then
+        mkdir -p "$res/$1" && cp -rn "$here/.carry/tensor-cores/pins/$1"/. "$res/$1/" && echo "$res/$1"; fi
 }
 flags_of() {  # arm: its pin as one CMAKE_CUDA_FLAGS value (-D params, flags, the ACF by absolute path)
     "$python" bench/public_kernels/report.py --cmake-flags "$1" | sed 's/^-DCMAKE_CUDA_FLAGS=//'
 }
 
-arm() {  # arm name, seconds, base (a CMAKE_CUDA_FLAGS value the arm's defaults are built with), controls...
-    local a=$1 limit=$2 base=$3; shift 3
+seeds=()
+IFS=';' read -r -a seed_list <<< "${SEED_FROM:-}"
+for seed in "${seed_list[@]}"; do
+    [ -e "$here/$seed" ] && seed=$here/$seed
+    [ -n "$seed" ] && seeds+=(--seed-from="$seed")
+done
+
+arm() {  # arm name, seconds, what it searches (tune options)...
+    local a=$1 limit=$2; shift 2
     local work=/tmp/$name-$a
     rm -rf "$work" && mkdir -p "$work/tree/$(dirname "$src")" "$work/tree/sample_extension"
     cp -r "$src" "$work/tree/$src" && cp -r sample_extension/bench "$work/tree/sample_extension/"
@@ -112,14 +132,13 @@ arm() {  # arm name, seconds, base (a CMAKE_CUDA_FLAGS value the arm's defaults 
     [ "$limit" -ge 15 ] || { echo "== $a: skipped, no time left"; return; }
     local tune=("$target" -S "$work/tree/$src" -B "$work/build" --objective time --seed "$SEED"
                 --generations 200 --pool-size "$POOL" --repeats "$REPEATS" --jobs "$JOBS" "$@"
-                --time-limit "${limit}s" --cmake-arg=-DCMAKE_CUDA_COMPILER="$nvcc")
-    [ -n "$base" ] && tune+=(--cmake-arg="-DCMAKE_CUDA_FLAGS=$base")
+                "${seeds[@]}" --time-limit "${limit}s" --cmake-arg=-DCMAKE_CUDA_COMPILER="$nvcc")
     for c in "${extra_cmake[@]}"; do tune+=(--cmake-arg="$c"); done
     echo "== $a: tune ${tune[*]}"
     local start=$SECONDS rc
     timeout -s INT $(( limit + 150 )) "$python" -m ciq_build tune "${tune[@]}" > "$work/tune.log" 2>&1
     rc=$?
-    grep -E "figures|not scored|JIT|baseline:" "$work/tune.log" | head -4
+    grep -E "figures|not scored|JIT|baseline:|^ciq_build: stage|^ciq_build: staged|verdict:" "$work/tune.log" | head -12
     tail -9 "$work/tune.log"
     echo "== $a: exit $rc after $((SECONDS - start)) s (search limit $limit s)"
     mkdir -p "$res/$a"
@@ -127,26 +146,18 @@ arm() {  # arm name, seconds, base (a CMAKE_CUDA_FLAGS value the arm's defaults 
     cp "$work/build/ciq/journal/$target.jsonl" "$res/$a/journal.jsonl" 2>/dev/null
     cp "$work/tree/$src/ciq/$target.json" "$res/$a/pin.json" 2>/dev/null
     cp "$work/tree/$src/ciq/"*.acf "$res/$a/" 2>/dev/null
-    echo "$base" > "$res/$a/base.txt"
     echo "{\"arm\": \"$a\", \"limit_s\": $limit, \"wall_s\": $((SECONDS - start)), \"rc\": $rc}" > "$res/$a/arm.json"
     "$python" bench/public_kernels/journal_summary.py "$res/$a/journal.jsonl" --top 5 > "$res/$a/summary.txt" 2>&1
     snapshot
 }
 
-search() {  # step
-    local on
+search() {  # step (the strategy: each space's default, compileiq for the ACF space)
     case $1 in
-    knobs) arm knobs "$ARM_S" "" --controls knobs --controls params ;;
-    acf) arm acf "$ARM_S" "" --controls ptxas-acf:13.3 --strategy compileiq ;;
-    staged)
-        on=$(pin_dir knobs)
-        [ -n "$on" ] || { echo "== staged: no knobs pin (this call's or .carry/tc/pins/knobs): skipped"; return; }
-        arm staged "$ARM_S" "$(flags_of "$on")" --controls ptxas-acf:13.3 --strategy compileiq ;;
-    reverse)
-        on=$(pin_dir acf)
-        [ -n "$on" ] || { echo "== reverse: no acf pin (this call's or .carry/tc/pins/acf): skipped"; return; }
-        arm reverse "$ARM_S" "$(flags_of "$on")" --controls knobs --controls params ;;
-    joint) arm joint $(( 2 * ARM_S )) "" --controls knobs --controls params --controls ptxas-acf:13.3 \
+    knobs) arm knobs "$ARM_S" --controls knobs --controls params ;;
+    acf) arm acf "$ARM_S" --controls ptxas-acf:13.3 ;;
+    staged) arm staged $(( 2 * ARM_S )) --stage knobs,params --stage ptxas-acf:13.3 ;;
+    reverse) arm reverse $(( 2 * ARM_S )) --stage ptxas-acf:13.3 --stage knobs,params ;;
+    joint) arm joint $(( 2 * ARM_S )) --controls knobs --controls params --controls ptxas-acf:13.3 \
                --strategy compileiq ;;
     esac
 }
@@ -157,9 +168,7 @@ confirm() {  # the defaults and every pin, interleaved, from a copy of the tree 
     for a in knobs acf staged reverse joint; do
         d=$(pin_dir "$a")
         [ -n "$d" ] || continue
-        flags=$(flags_of "$d")
-        [ -f "$d/base.txt" ] && [ -n "$(cat "$d/base.txt")" ] && flags="$(cat "$d/base.txt") $flags"
-        echo "$flags" > "$d/cmake_flags.txt"
+        flags_of "$d" > "$d/cmake_flags.txt"
         arms+=("$a")
     done
     [ ${#arms[@]} -gt 0 ] || { echo "== confirm: no arm pinned anything"; return; }
@@ -172,11 +181,9 @@ confirm() {  # the defaults and every pin, interleaved, from a copy of the tree 
     mkdir -p "$clone/$src/ciq"
     local first=${arms[0]} others=()
     for a in "${arms[@]:1}"; do others+=(--arm "$a=-DCMAKE_CUDA_FLAGS=$(cat "$res/$a/cmake_flags.txt")"); done
-    # The first arm's pin as the pinned record (verify checks it took effect); a staged pin's base rides in its flags.
+    # The first arm's pin as the pinned record (verify checks it took effect).
     cp "$res/$first/pin.json" "$clone/$src/ciq/$target.json"
     cp "$res/$first/"*.acf "$clone/$src/ciq/" 2>/dev/null
-    local base_first
-    base_first=$(cat "$res/$first/base.txt" 2>/dev/null)
     [ "$dry" = 0 ] && ln -sfn "$clone/ciq_build" /tmp/ciq-path/ciq_build
     echo "== confirm: defaults, ${arms[*]} ($ROUNDS interleaved rounds, $(left) s left)"
     (cd "$clone" && "$python" bench/public_kernels/confirm.py --source "$src" --target "$target" --benchmark "$bench" \
@@ -184,7 +191,6 @@ confirm() {  # the defaults and every pin, interleaved, from a copy of the tree 
             "${others[@]}" -- "${args[@]}") 2>&1 | tee "$res/confirm.log" | tail -12
     [ "$dry" = 0 ] && ln -sfn "$here/ciq_build" /tmp/ciq-path/ciq_build
     echo "${arms[*]}" > "$res/confirmed_arms.txt"
-    [ -n "$base_first" ] && echo "== confirm: $first's pin was timed without its base ($base_first); its --arm row is not there"
     snapshot
     # Explain the fastest pin: SASS against the defaults, and Nsight Compute on one launch of each.
     best=$("$python" - "$res/confirm.json" "$first" <<'PY'
@@ -207,7 +213,7 @@ PY
             [ "$side" = defaults ] || dir=$winner_dir
             timeout 60 ncu --clock-control none -k "regex:$kernel" -s 1 -c 1 --section SpeedOfLight \
                 --section Occupancy --section WarpStateStats --section LaunchStats \
-                "$dir/$bench" --size "$SIZE" --repeats 2 > "$res/ncu-$side.txt" 2>&1
+                "$dir/$bench" "${ncu_args[@]}" > "$res/ncu-$side.txt" 2>&1
             echo "== ncu $side exit $?: $(grep -m1 -E 'Duration|==ERROR==' "$res/ncu-$side.txt")"
         done
     fi
@@ -215,7 +221,7 @@ PY
 }
 
 cublas() {  # cuBLAS on the same problem, and the defaults against it and the card's peak
-    [ "$dry" = 0 ] || return 0
+    [ "$dry" = 0 ] && [ "${CUBLAS:-1}" = 1 ] && [ "$target" = hgemm_kernels ] || return 0
     local b=/tmp/$name-cublas
     cmake -S "$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" -DCIQ_DISABLE=ON \
         -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null && cmake --build "$b" >/dev/null \
@@ -228,7 +234,7 @@ cublas() {  # cuBLAS on the same problem, and the defaults against it and the ca
 
 cublas
 for step in "${searched[@]}"; do
-    [ "$step" = joint ] && [ -d "$res/joint" ] && continue
+    [ -d "$res/$step" ] && continue  # staged, reverse and joint: listed twice, for their budget
     search "$step"
 done
 [ "$confirming" = 1 ] && confirm

@@ -5,7 +5,11 @@ two-objective), issue 23's three of the kinds an outside review found the GA
 weak or strong on (a decoy plateau, knobs whose best neighbours fail to
 launch, an NK landscape), and three that issue 23 held out (a deceptive trap,
 Rastrigin, Rosenbrock): measured on since, they are tuning problems now.
-Problems a claim is made on are in held_out.py.
+Then issue 38's kinds, written as variants of their own (other shapes, seeds
+and depths than held_out.py's, so a change can be chosen on them without
+looking at the held-out set): a decoy 5% deep, a knob space with 2% timing
+noise, a 44-parameter ACF-like space. Problems a claim is made on are in
+held_out.py.
 """
 
 from __future__ import annotations
@@ -343,4 +347,110 @@ ROSENBROCK = Problem(
 )
 
 
-TUNING = [SEEDS_EXAMPLE, MIXED12, HALF_INVALID, PLATEAU, DISCONNECTED, DECOY, KNOBS, NK, TRAP, RASTRIGIN, ROSENBROCK]
+# -- issue 38's kinds as tuning variants: other shapes, constants and depths than held_out.py's --------------
+
+
+_DEEP_OPT = [4, 19, 23, 10, 15, 7]
+_DEEP_POINT = [24, 3, 6, 25, 1, 22]  # far from the basin on every axis
+
+
+def _deep_decoy(p: dict[str, Any]) -> float:
+    # A plateau at 100 with a basin of every coordinate within 4 of a hidden optimum ((9/28)**6 = 0.11% of
+    # the space) and, far from it, a decoy whose slope falls to 95 at its point (5% deep: a best that is
+    # clearly better than the plateau, so no rule for flat landscapes fires).
+    r = [p[f"r{i}"] for i in range(6)]
+    if all(abs(v - o) <= 4 for v, o in zip(r, _DEEP_OPT, strict=True)):
+        cost = sum(abs(v - o) for v, o in zip(r, _DEEP_OPT, strict=True))
+        return float(cost + 2 * (p["mode"] != "b") + (0 if p.get("flag") is not None else 1))
+    distance = [abs(v - d) for v, d in zip(r, _DEEP_POINT, strict=True)]
+    if max(distance) <= 8:
+        return 100.0 - 5.0 * (1 - sum(distance) / 48)
+    return 100.0
+
+
+DEEP_DECOY = Problem(
+    "decoy5 (plateau, 5%-deep decoy)",
+    {
+        **{f"r{i}": ss.range(0, 27) for i in range(6)},
+        "mode": ss.choice(["a", "b", "c"]),
+        "flag": ss.literal("-unsafe", knockout_prob=0.5),
+    },
+    _deep_decoy,
+    40.0,  # the basin found: every point of it scores at most 6 * 4 + 3 = 27, the decoy 95
+)
+
+_JITTER_BLOCK = {32: 1.02, 64: 1.006, 128: 1.0, 256: 0.992, 512: 0.997}  # absent: 128
+_JITTER_VECTOR = {1: 1.0, 2: 0.991, 4: 0.995}  # absent: 1
+_JITTER_LEVEL = {0: 1.08, 1: 1.01, 2: 1.0, 3: 1.001}  # absent: 2
+_JITTER_SCHED = {"static": 1.0, "dynamic": 0.995, "guided": 1.003}  # absent: static
+
+
+def jittery_knobs_time(p: dict[str, Any]) -> float:
+    """The true time of a configuration (defaults 1.0): effects of 0.3-1%, within the 2% noise of each other."""
+    time = _JITTER_BLOCK[p.get("block", 128)] * _JITTER_VECTOR[p.get("vector", 1)] * _JITTER_LEVEL[p.get("O", 2)]
+    time *= _JITTER_SCHED[p.get("sched", "static")]
+    time *= 1.0 if "maxrreg" not in p else 1.0 + 0.00002 * (p["maxrreg"] - 72) ** 2 - 0.004
+    time *= 0.994 if "lto" in p else 1.0
+    time *= 0.997 if p.get("inline") is True else 1.002 if p.get("inline") is False else 1.0
+    return time
+
+
+JITTERY_KNOBS = Problem(
+    "jittery knobs (2% noise, optimum -3.4%)",
+    {
+        "block": ss.choice([32, 64, 128, 256, 512], knockout_prob=0.5),
+        "vector": ss.choice([1, 2, 4], knockout_prob=0.5),
+        "O": ss.choice([0, 1, 2, 3], knockout_prob=0.5),
+        "sched": ss.choice(["static", "dynamic", "guided"], knockout_prob=0.5),
+        "maxrreg": ss.range(40, 120, 8, knockout_prob=0.5),
+        "lto": ss.literal("-dlto", knockout_prob=0.5),
+        "inline": ss.choice([True, False], knockout_prob=0.5),
+    },
+    jittery_knobs_time,
+    0.992 * 0.991 * 0.995 * 0.996 * 0.994 * 0.997 * 1.005,  # the pick's true time within 0.5% of the optimum
+    noise=0.02,
+)
+
+
+def _acf44(p: dict[str, Any]) -> Any:
+    # 26 flags, 12 small choices and 6 ranges; 8 matter, 2 of them through a pair (one deceptive: either
+    # flag alone is worse) and one range only helps with a choice. Failures: two flags together, a
+    # range too low with a flag the best needs, and a scattered 4% "compiler bug".
+    if "g2" in p and "g19" in p:
+        return INVALID_SCORE
+    if "g7" in p and p.get("s3", 15) < 3:
+        return INVALID_SCORE
+    if _stable_fraction(p) < 0.04:
+        return INVALID_SCORE
+    time = 0.97 if "g7" in p else 1.0
+    time *= {"p": 1.0, "q": 0.965, "r": 1.03}[p.get("k5", "p")]
+    s0 = p.get("s0")
+    time *= 1.0 if s0 is None else 0.955 + 0.002 * (s0 - 9) ** 2
+    pair = ("g11" in p) + ("g23" in p)
+    time *= {0: 1.0, 1: 1.025, 2: 0.95}[pair]
+    if p.get("k8") == 1:
+        time *= 0.96 if p.get("s4", 0) <= 4 else 1.015
+    time *= 0.98 if "g0" in p else 1.0
+    return time
+
+
+def _acf44_space() -> dict[str, ss.Param]:
+    space: dict[str, ss.Param] = {f"g{i}": ss.literal(f"--opt-{i}", knockout_prob=0.5) for i in range(26)}
+    for i in range(12):
+        values: list[Any] = ["p", "q", "r"] if i == 5 else [0, 1, 2, 3] if i == 8 else ["u", "v"]
+        space[f"k{i}"] = ss.choice(values, knockout_prob=0.5)
+    space.update({f"s{i}": ss.range(0, 15, knockout_prob=0.5) for i in range(6)})
+    return space
+
+
+ACF44_OPTIMUM = 0.97 * 0.965 * 0.955 * 0.95 * 0.96 * 0.98
+
+ACF44 = Problem(
+    "acf44 (ACF-like, 8 of 44 matter, 2 pairs)",
+    _acf44_space(),
+    _acf44,
+    ACF44_OPTIMUM * 1.01,  # within 1% of the optimum
+)
+
+TUNING = [SEEDS_EXAMPLE, MIXED12, HALF_INVALID, PLATEAU, DISCONNECTED, DECOY, KNOBS, NK, TRAP, RASTRIGIN, ROSENBROCK,
+          DEEP_DECOY, JITTERY_KNOBS, ACF44]

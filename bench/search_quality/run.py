@@ -65,7 +65,8 @@ from bench.search_quality.stats import fisher_exact, mann_whitney  # noqa: E402
 from ciq_build.core.pareto import hypervolume_2d, non_dominated  # noqa: E402
 from ciq_build.search.configuration import INVALID_SCORE, SearchConfiguration, interpret  # noqa: E402
 from ciq_build.search.search_api import Search  # noqa: E402
-from ciq_build.search.strategies import SearchRequest, make_source  # noqa: E402
+from ciq_build.search.strategies import make_source  # noqa: E402
+from ciq_build.search.strategy import SearchRequest  # noqa: E402
 
 Scores = tuple[float, ...] | None  # one evaluation: its scores, or None when it failed
 
@@ -146,10 +147,13 @@ def _our_run(results: Any) -> Run:
                None if best is None else (dict(best.params), best.scores[0]))
 
 
+OURS: list[str | None] = [None]  # the strategy row ciq_build asks the Search API for (None: its default), --ours
+
+
 def run_ours(problem: Problem, seed: int, generations: int, pool: int) -> Run:
     config = SearchConfiguration(generations=generations, pool_size=pool, seed=seed,
                                  num_objectives=problem.num_objectives)
-    search = Search(problem.objective, problem.space, config, progress=False)
+    search = Search(problem.objective, problem.space, config, strategy=OURS[0], progress=False)
     return _our_run(search.start())
 
 
@@ -535,6 +539,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategies", default="",
                         help="registered strategies (tune --strategy) to run as rows of their own beside the "
                              "Search API's default (row ciq_build), e.g. ga")
+    parser.add_argument("--ours", default=None, metavar="STRATEGY",
+                        help="the strategy of row ciq_build, through the Search API (default: the API's default)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="seeds run at once in worker processes (default 1: the machine may be shared)")
     parser.add_argument("--random-horizon", type=int, default=RANDOM_HORIZON,
@@ -544,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also run the genetic search as it was at git revision REV (row ga@REV): "
                              "before and after in one run")
     args = parser.parse_args(argv)
+    OURS[0] = args.ours
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     mo_generations = args.mo_generations or args.generations
     wanted = {w.strip().lower() for w in args.problems.split(",") if w.strip()}

@@ -147,6 +147,16 @@ class Controls:
         """No change at all: the compiler's defaults (what the baseline measures)."""
         return not self.flags and not self.defines and self.acf is None
 
+    def over(self, base: Controls) -> Controls:
+        """These controls on top of `base` (a staged search's best so far): `base`'s flags for the compiler options
+        these leave unset, its defines for the names these leave unset, its ACF where these have none."""
+        if base.is_default:
+            return self
+        mine = {_option_name(flag) for flag in self.flags}
+        flags = self.flags + tuple(flag for flag in base.flags if _option_name(flag) not in mine)
+        defines = {**dict(base.defines), **dict(self.defines)}
+        return Controls(flags=flags, defines=tuple(defines.items()), acf=self.acf or base.acf)
+
 
 def _acf_argument(acf: AcfRef) -> str:
     """The nvcc argument applying `acf`; its path is one the rule book calls shell-plain.

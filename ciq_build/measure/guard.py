@@ -18,7 +18,6 @@ import sys
 import threading
 from pathlib import Path
 
-import ciq_build
 from ciq_build.measure import processes
 from ciq_build.measure.stopping import INTERRUPT_REQUESTED
 
@@ -41,7 +40,7 @@ def guard_driver() -> None:
         processes.become_subreaper()
         token = processes.driver_token()
         read_end, write_end = os.pipe()  # the write end is ours alone (not inherited)
-        package_parent = str(Path(ciq_build.__file__).resolve().parent.parent)  # where `import ciq_build` finds it
+        package_parent = str(Path(__file__).resolve().parents[2])  # where `import ciq_build` finds it
         try:
             watchdog = subprocess.Popen(
                 [sys.executable, "-S", "-c",

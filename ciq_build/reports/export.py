@@ -36,12 +36,12 @@ from ciq_build.search.evaluation import TIMING_NAMES
 
 def export(target: str, build_dir: Path, source_dir: Path | None, *, csv_file: str | None = None,
            json_file: str | None = None, search: int | None = None, optuna_file: str | None = None,
-           kernel_tuner_file: str | None = None) -> str:
+           kernel_tuner_file: str | None = None, architecture: str | None = None) -> str:
     """Write `target`'s evaluations to `csv_file` or `json_file` ("-": stdout), or one search's to an Optuna
     journal storage or a Kernel Tuner cache file (ciq_build.reports.interop); returns what to print after.
 
     Every journaled evaluation, each scored in the objectives of the search that journaled it (its
-    ``search`` column); `search` keeps one search's only.
+    ``search`` column); `search` keeps one search's only; `architecture`: which tune's journal (as report's).
     """
     given = [f for f in (csv_file, json_file, optuna_file, kernel_tuner_file) if f is not None]
     if len(given) != 1:
@@ -50,14 +50,16 @@ def export(target: str, build_dir: Path, source_dir: Path | None, *, csv_file: s
     if optuna_file is not None or kernel_tuner_file is not None:
         from ciq_build.reports.interop import kernel_tuner_cache, write_optuna_journal
 
-        shown = load_history(target, build_dir, source_dir, search=search, command="export")
+        shown = load_history(target, build_dir, source_dir, search=search, command="export",
+                             architecture=architecture)
         if optuna_file is not None:
             count = write_optuna_journal(shown, Path(optuna_file))
             return (f"ciq_build: wrote {count} trial(s) of {target} (search {shown.search}) to {optuna_file}, "
                     f"an Optuna journal storage: optuna-dashboard {optuna_file}\n")
         assert kernel_tuner_file is not None
         return write_text(kernel_tuner_cache(shown), kernel_tuner_file, f"the Kernel Tuner cache of {target}")
-    history = load_history(target, build_dir, source_dir, search=search, every_search=True, command="export")
+    history = load_history(target, build_dir, source_dir, search=search, every_search=True, command="export",
+                           architecture=architecture)
     if search is not None:
         history.evaluations = [e for e in history.evaluations if e.search == search]
     text, destination = (to_csv(history), csv_file) if csv_file is not None else (to_json(history), json_file)

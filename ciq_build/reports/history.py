@@ -25,7 +25,7 @@ from ciq_build.measure.sizes import size_ratios, sizes_of
 from ciq_build.measure.stats import beats_baseline
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import PinnedRecord
-from ciq_build.reports.show import journal_path, pin_file_for
+from ciq_build.reports.show import chosen_journal, pin_file_for, target_journals
 from ciq_build.search.evaluation import (
     EVALUATION_KIND,
     TIMING_NAMES,
@@ -33,7 +33,7 @@ from ciq_build.search.evaluation import (
     journaled_numbers,
     journaled_timings,
 )
-from ciq_build.state.journal import HEADER_KIND, Journal
+from ciq_build.state.journal import HEADER_KIND, RUN_KIND, Journal
 
 
 @dataclass(frozen=True)
@@ -62,12 +62,13 @@ class JournalEntry:
     timings: dict[str, float]
     seconds: float  # the whole evaluation's wall time
     finished: str  # the journal's timestamp, as written
-    elapsed_s: float  # seconds from the start of the first evaluation to the end of this one
+    elapsed_s: float  # seconds from the start of its run's first evaluation to the end of this one
     worker: str = ""  # where it ran when not on this machine (a Ray slot and its host:pid)
     runs: int = 0  # benchmark runs it made (fewer when racing stopped it)
     raced: bool = False  # stopped early by racing: measured, never pinned over a full measurement
     same_code_as: str = ""  # the key of the earlier evaluation whose machine code, so measurement, it took
     search: int = 1  # the search (1-based, in journal order) that journaled it
+    run: int = 1  # the `tune` run (1-based, in journal order) that journaled it; `elapsed_s` counts from its start
 
     @property
     def is_baseline(self) -> bool:
@@ -101,6 +102,22 @@ class Importance:
 
 
 @dataclass(frozen=True)
+class Interaction:
+    """Two search parameters' joint share of an objective's variance beyond each one's own (TuneHistory.interactions)."""
+
+    first: str
+    second: str
+    explained: float  # eta^2 of the pair's cells minus both parameters' own eta^2, at least 0
+    cells: int  # distinct value pairs among the scored evaluations
+    evaluations: int  # scored evaluations it stands on
+
+    @property
+    def per_cell(self) -> float:
+        """Evaluations per cell: with about one, every cell's mean is its one score and the share overstates."""
+        return self.evaluations / self.cells if self.cells else 0.0
+
+
+@dataclass(frozen=True)
 class SearchInfo:
     """One search in a journal: what one header started (a tune whose settings differed from the last one's)."""
 
@@ -122,6 +139,13 @@ class TuneHistory:
     searches: list[SearchInfo] = field(default_factory=list)
     search: int = 1  # the search shown (its objectives are `objectives`)
     from_record: bool = False  # no journal: what the pinned record holds (its baseline and winner) is all there is
+    run_starts: dict[int, str] = field(default_factory=dict)  # run number -> when it began, as journaled ("": unknown)
+    other_journals: list[Path] = field(default_factory=list)  # the target's other tunes' (other architectures)
+
+    @property
+    def runs(self) -> list[int]:
+        """The runs of `tune` that journaled the evaluations shown, in order (a resume is a run of its own)."""
+        return sorted({e.run for e in self.evaluations})
 
     def objectives_of(self, evaluation: JournalEntry) -> tuple[Objective, ...]:
         """The objectives `evaluation`'s scores are in: the shown search's, or (export) its own search's."""
@@ -218,27 +242,49 @@ class TuneHistory:
         """The search parameters the scored evaluations set, by name."""
         return sorted({name for e in self.scored for name in e.params})
 
+    def _scored_points(self, objective: int) -> list[tuple[dict[str, Any], float]]:
+        """(search parameters, score) of each scored evaluation with a finite score on `objective`."""
+        return [(e.params, e.scores[objective]) for e in self.scored  # type: ignore[index]
+                if math.isfinite(e.scores[objective])]  # type: ignore[index]
+
     def importance(self, objective: int = 0) -> list[Importance]:
         """How much of `objective`'s variance each search parameter explains on its own, most first.
 
         The estimator is the correlation ratio eta^2 over the scored evaluations: group them by the
         parameter's value (unset is a value of its own), and divide the variance of the group means
         (weighted by group size) by the total variance. 1: the parameter's value alone fixes the
-        score; 0: the score does not move with it. A one-parameter view (no interactions), and with
-        few evaluations per value it overstates: `values` and `evaluations` say what it stands on.
+        score; 0: the score does not move with it. A one-parameter view (`interactions` sees pairs), and
+        with few evaluations per value it overstates: `values` and `evaluations` say what it stands on.
         """
-        points = [(e.params, e.scores[objective]) for e in self.scored  # type: ignore[index]
-                  if math.isfinite(e.scores[objective])]  # type: ignore[index]
-        scores = np.array([score for _, score in points], dtype=float)
-        total = float(((scores - scores.mean()) ** 2).sum()) if len(points) else 0.0
+        points = self._scored_points(objective)
         result = []
         for name in self.parameters():
-            groups: dict[str, list[float]] = {}
-            for params, score in points:
-                groups.setdefault(repr(params.get(name)), []).append(score)
-            between = sum(len(g) * (float(np.mean(g)) - float(scores.mean())) ** 2 for g in groups.values())
-            result.append(Importance(name, between / total if total > 0 else 0.0, len(groups), len(points)))
+            explained, groups = _eta_squared(points, (name,))
+            result.append(Importance(name, explained, groups, len(points)))
         return sorted(result, key=lambda i: (-i.explained, i.parameter))
+
+    def interactions(self, objective: int = 0, top: int = 5) -> list[Interaction]:
+        """The `top` pairs of search parameters whose values together explain most of `objective`'s variance
+        beyond what each explains alone (a two-way ANOVA's interaction share), most first; none above 0 left out.
+
+        Per pair: eta^2 of its cells (the evaluations grouped by both values) minus each parameter's own
+        eta^2, at least 0. A pair whose best value of one depends on the other (a tile size that pays only
+        with a wide unroll) shows here while each alone explains little. The cells are many and the
+        evaluations few: with about one evaluation per cell, each cell's mean is its score and the share
+        overstates (`per_cell` says what it stands on). Unbalanced cells (a search samples unevenly) blur
+        it further: a hint where to look, not a measurement.
+        """
+        points = self._scored_points(objective)
+        own = {name: _eta_squared(points, (name,))[0] for name in self.parameters()}
+        found = []
+        names = self.parameters()
+        for i, first in enumerate(names):
+            for second in names[i + 1:]:
+                together, cells = _eta_squared(points, (first, second))
+                beyond = together - own[first] - own[second]
+                if beyond > 1e-9:
+                    found.append(Interaction(first, second, beyond, cells, len(points)))
+        return sorted(found, key=lambda i: (-i.explained, i.first, i.second))[:top]
 
     # -- several problem sizes (ARGS_SETS) ------------------------------------------
 
@@ -304,6 +350,21 @@ class TuneHistory:
                          baseline_iqr=_iqr(base), winner_iqr=_iqr(win))
 
 
+def _eta_squared(points: list[tuple[dict[str, Any], float]], names: tuple[str, ...]) -> tuple[float, int]:
+    """(eta^2, groups): the share of the scores' variance the group means explain, the evaluations grouped by
+    the values of `names` (unset is a value of its own); 0 where the scores do not vary."""
+    scores = np.array([score for _, score in points], dtype=float)
+    groups: dict[tuple[str, ...], list[float]] = {}
+    for params, score in points:
+        groups.setdefault(tuple(repr(params.get(name)) for name in names), []).append(score)
+    if not len(points):
+        return 0.0, 0
+    mean = float(scores.mean())
+    total = float(((scores - mean) ** 2).sum())
+    between = sum(len(g) * (float(np.mean(g)) - mean) ** 2 for g in groups.values())
+    return (between / total if total > 0 else 0.0), len(groups)
+
+
 def _median(values: tuple[float, ...]) -> float:
     return float(np.median(values))
 
@@ -318,7 +379,8 @@ def _iqr(values: tuple[float, ...]) -> float:
 
 
 def load_history(target: str, build_dir: Path, source_dir: Path | None = None, pin_file: Path | None = None,
-                 *, search: int | None = None, every_search: bool = False, command: str = "report") -> TuneHistory:
+                 *, search: int | None = None, every_search: bool = False, command: str = "report",
+                 architecture: str | None = None) -> TuneHistory:
     """The history of `target`'s tunes in `build_dir`, as one search saw it; ManifestError when never tuned there.
 
     A journal holds one search per header (a tune whose settings, objectives among them, differed from the
@@ -328,7 +390,7 @@ def load_history(target: str, build_dir: Path, source_dir: Path | None = None, p
     search that journaled it, each scored as its own search was. With no journal but a pinned record, the
     record's baseline and winner are the history (`from_record`).
     """
-    path = journal_path(build_dir, target)
+    path = chosen_journal(build_dir, target, architecture)  # a tune --architecture ARCH journals apart
     journal = Journal(path)
     records = journal.records()
     if pin_file is None:
@@ -355,10 +417,34 @@ def load_history(target: str, build_dir: Path, source_dir: Path | None = None, p
                           f"1..{len(searches)} (the latest, {len(searches)}, when --search is left out)")
     tagged = [(number, line) for number, (_, evaluations) in enumerate(segments, start=1) for line in evaluations
               if every_search or number <= shown]
-    entries = _evaluations(tagged, searches, None if every_search else shown)
+    run_of, run_starts = _runs(records)
+    entries = _evaluations(tagged, searches, None if every_search else shown, run_of)
     return TuneHistory(target=target, journal_path=path, objectives=list(searches[shown - 1].objectives),
                        evaluations=entries, record=record, record_path=pin_file if record is not None else None,
-                       skipped_lines=list(journal.skipped), searches=searches, search=shown)
+                       skipped_lines=list(journal.skipped), searches=searches, search=shown, run_starts=run_starts,
+                       other_journals=[p for p in target_journals(build_dir, target) if p != path])
+
+
+def _runs(records: list[dict[str, Any]]) -> tuple[dict[int, int], dict[int, str]]:
+    """Which `tune` run journaled each evaluation line (by the line's id), and when each run began.
+
+    A run opens the journal with a run line, after a header where its settings are new; a header with no run
+    line after it (journals older than run lines) begins a run too. Lines before either are run 1's."""
+    run_of: dict[int, int] = {}
+    starts: dict[int, str] = {}
+    run = 0
+    for i, line in enumerate(records):
+        kind = line.get("kind")
+        dates_the_header = kind == RUN_KIND and i > 0 and records[i - 1].get("kind") == HEADER_KIND
+        if kind == HEADER_KIND or (kind == RUN_KIND and not dates_the_header):
+            run += 1
+            starts[run] = ""
+        if kind == RUN_KIND and isinstance(line.get("time"), str):
+            starts[max(run, 1)] = line["time"]
+        elif kind == EVALUATION_KIND:
+            run_of[id(line)] = max(run, 1)
+            starts.setdefault(max(run, 1), "")
+    return run_of, starts
 
 
 def _searches(records: list[dict[str, Any]]) -> list[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
@@ -412,14 +498,15 @@ def _objectives(header: dict[str, Any] | None, record: PinnedRecord | None,
 
 
 def _evaluations(tagged: list[tuple[int, dict[str, Any]]], searches: list[SearchInfo],
-                 shown: int | None) -> list[JournalEntry]:
+                 shown: int | None, run_of: dict[int, int]) -> list[JournalEntry]:
     """One entry per key (per search and key with `shown` None): a key journaled again replaces the earlier one.
 
     Scores are as journaled by the search shown (or, `shown` None, by each line's own search); an earlier
     search's evaluation is scored in the shown search's objectives from its metrics, and left out where
-    they lack one (the tune would measure it again).
+    they lack one (the tune would measure it again). Wall time counts from the start of each run's first
+    evaluation (`run_of`: the run of each line, by id): a resume days later starts at 0 again.
     """
-    by_key: dict[Any, tuple[int, dict[str, Any]]] = {}
+    by_key: dict[Any, tuple[int, int, dict[str, Any]]] = {}  # identity -> (search, run, the line)
     order: list[Any] = []
     for position, (number, record) in enumerate(tagged):
         journaled = record.get("key")
@@ -427,13 +514,17 @@ def _evaluations(tagged: list[tuple[int, dict[str, Any]]], searches: list[Search
         identity = key if shown is not None else (number, key)
         if identity not in by_key:
             order.append(identity)
-        by_key[identity] = (number, {**record, "key": key})
-    finished = [_timestamp(r.get("time")) for _, r in tagged]
-    starts = [t - _number(r.get("seconds")) for t, (_, r) in zip(finished, tagged) if t is not None]
-    origin = min(starts) if starts else None
+        by_key[identity] = (number, run_of.get(id(record), 1), {**record, "key": key})
+    origins: dict[int, float] = {}  # run -> the start of its first evaluation
+    for _, line in tagged:
+        when = _timestamp(line.get("time"))
+        if when is not None:
+            run = run_of.get(id(line), 1)
+            origins[run] = min(origins.get(run, math.inf), when - _number(line.get("seconds")))
     result: list[JournalEntry] = []
     for identity in order:
-        number, record = by_key[identity]
+        number, run, record = by_key[identity]
+        origin = origins.get(run)
         objectives = searches[(shown or number) - 1].objectives
         scores = record.get("scores")
         if shown is not None and number != shown and record.get("ok") is True:
@@ -469,6 +560,7 @@ def _evaluations(tagged: list[tuple[int, dict[str, Any]]], searches: list[Search
             raced=record.get("raced") is True,
             same_code_as=str(record.get("same_code_as") or ""),
             search=number,
+            run=run,
         ))
     return result
 

@@ -21,30 +21,35 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ciq_build.core.pace import clock
 from ciq_build.errors import ManifestError
 from ciq_build.pin.display import ratio_text
 from ciq_build.project.worker import safe_name
 from ciq_build.reports.export import write_text
 from ciq_build.reports.history import JournalEntry, TuneHistory, load_history
-from ciq_build.reports.show import journal_path
+from ciq_build.reports.show import chosen_journal
 from ciq_build.search.evaluation import TIMING_NAMES
 from ciq_build.state.journal import TargetLock, tune_lock_path
+from ciq_build.state.live import live_status_path, read_live_status
 
 PLOTS_HINT = 'plots need matplotlib: pip install "ciq-build[report]"'
 _TIMING_LABELS = {"compile_s": "compiling", "benchmark_s": "benchmarking", "wait_s": "waiting for a GPU"}
 
 
 def report(target: str, build_dir: Path, source_dir: Path | None, fmt: str = "html",
-           output: str | None = None, search: int | None = None, refresh_s: int | None = None) -> str:
+           output: str | None = None, search: int | None = None, refresh_s: int | None = None,
+           live: dict[str, Any] | None = None, architecture: str | None = None) -> str:
     """Write `target`'s report; returns the page itself for stdout ("-"), else a line saying where it is.
 
-    `search`: which of the journal's searches (None: the latest); `refresh_s`: the page reloads itself that often.
+    `search`: which of the journal's searches (None: the latest); `refresh_s`: the page reloads itself that often;
+    `live`: what the running tune last said of itself (ciq_build.state.live), for the page's running line;
+    `architecture`: the tune --architecture ARCH's journal ("all": every architecture's; None: the latest written).
     """
-    history = load_history(target, build_dir, source_dir, search=search)
+    history = load_history(target, build_dir, source_dir, search=search, architecture=architecture)
     if fmt == "markdown":
-        return write_text(render_markdown(history), output or "-", f"the report of {target}")
-    destination = output or str(history.journal_path.parent.parent / "report" / f"{safe_name(target)}.html")
-    done = write_text(render_html(history, refresh_s), destination, f"the report of {target}")
+        return write_text(render_markdown(history, refresh_s, live), output or "-", f"the report of {target}")
+    destination = output or str(history.journal_path.parent.parent / "report" / f"{history.journal_path.stem}.html")
+    done = write_text(render_html(history, refresh_s, live), destination, f"the report of {target}")
     if destination != "-" and _pyplot() is None:
         done += f"ciq_build: the page has tables only; {PLOTS_HINT}\n"
     return done
@@ -54,31 +59,35 @@ WATCH_SECONDS = 3  # how often --watch looks at the journal, and how often the p
 
 
 def watch(target: str, build_dir: Path, source_dir: Path | None, say: Callable[[str], None], fmt: str = "html",
-          output: str | None = None, search: int | None = None) -> str:
+          output: str | None = None, search: int | None = None, architecture: str | None = None) -> str:
     """`report --watch`: write the report again each time the journal grows, while a tune of `target` runs.
 
     The page reloads itself meanwhile (a meta refresh: no script); once no tune holds the target's lock,
     the report is written a last time, without the reload, and this returns. Ctrl-C stops watching.
     """
-    journal = journal_path(build_dir, target)
     lock = TargetLock(tune_lock_path(Path(build_dir) / "ciq", safe_name(target)), wait=False)
-    seen: tuple[int, int] | None = None
-    waiting_said = False
+    status = live_status_path(lock.path)
+    seen: tuple[tuple[int, int] | None, tuple[int, int] | None] | None = None
+    waiting_said = ""
     try:
         while True:
             running = lock.held()
-            stamp = _file_stamp(journal)
+            journal = chosen_journal(build_dir, target, architecture)  # the running tune's: it journals its start
+            stamp = (_file_stamp(journal), _file_stamp(status))  # an evaluation journaled, or a phase entered
             if stamp != seen or not running:
                 seen = stamp
+                live = read_live_status(status) if running else None
                 try:
                     say(report(target, build_dir, source_dir, fmt, output, search,
-                               WATCH_SECONDS if running else None))
+                               WATCH_SECONDS if running else None, live, architecture))
                 except ManifestError:
                     if not running:
                         raise
-                    if not waiting_said:
-                        say(f"ciq_build: waiting for the first evaluation of {target} in {journal}\n")
-                        waiting_said = True
+                    phase = str((live or {}).get("phase") or "")
+                    if phase != waiting_said:
+                        say(f"ciq_build: waiting for the first evaluation of {target} in {journal}"
+                            + (f" (the tune is in its {phase} phase)" if phase else "") + "\n")
+                        waiting_said = phase or "said"
             if not running:
                 return f"ciq_build: no tune of {target} is running (any more): the report above is final\n"
             time.sleep(WATCH_SECONDS)  # polling a file: the tune may run in another process, on another host
@@ -146,8 +155,10 @@ _SUMMARY_HEAD = ["objective", "better", "baseline", "best seen", "change", "pinn
 
 
 def _generation_rows(history: TuneHistory) -> list[list[str]]:
-    """Per generation: evaluations, failures, best-so-far on each objective at its end, and when it ended."""
+    """Per generation: evaluations, failures, best-so-far on each objective at its end, when it ended, how long
+    it took, and what its evaluations spent compiling, benchmarking and waiting for a GPU."""
     rows = []
+    several_runs = len(history.runs) > 1
     for generation in history.generations:
         members = [e for e in history.evaluations if e.generation == generation]
         last = max(e.index for e in members)
@@ -155,14 +166,29 @@ def _generation_rows(history: TuneHistory) -> list[list[str]]:
         for i in range(len(history.objectives)):
             upto = [best for e, best in history.best_so_far(i) if e.index <= last]
             row.append(_value(upto[-1]) if upto else "-")
-        ended = max((e.elapsed_s for e in members if not math.isnan(e.elapsed_s)), default=math.nan)
-        row.append("-" if math.isnan(ended) else _seconds(ended))
+        run = max(e.run for e in members)  # a generation a resume finished: its time in the run that did
+        timed = [e for e in members if e.run == run and not math.isnan(e.elapsed_s)]
+        ended = max((e.elapsed_s for e in timed), default=math.nan)
+        began = min((e.elapsed_s - e.seconds for e in timed), default=math.nan)
+        row.append("-" if math.isnan(ended) else (f"run {run}, " if several_runs else "") + _seconds(ended))
+        row.append("-" if math.isnan(ended) else _seconds(max(0.0, ended - began)))
+        row += [_seconds(sum(e.timings.get(name, 0.0) for e in members)) for name in TIMING_NAMES]
         rows.append(row)
     return rows
 
 
 def _generation_head(history: TuneHistory) -> list[str]:
-    return ["generation", "evaluations", "failed", *(f"best {o.spec}" for o in history.objectives), "wall time"]
+    return ["generation", "evaluations", "failed", *(f"best {o.spec}" for o in history.objectives), "ended at",
+            "its wall time", *(_TIMING_LABELS[name] for name in TIMING_NAMES)]
+
+
+GENERATION_NOTE = ("Ended at: seconds from the start of its run's first evaluation (the baseline's) to the end of "
+                   "its last (a resumed tune is a run of its own, counted from 0 again). Its wall time: from the "
+                   "start of its first evaluation to the end of its last. Compiling, benchmarking and waiting for "
+                   "a GPU: summed over its evaluations, so candidates built or run side by side (--jobs, several "
+                   "GPUs) can add up to more than its wall time; what they leave of it went to neither: the "
+                   "search choosing candidates, the journal, and workers idle while the slowest candidate of the "
+                   "generation finished.")
 
 
 def _front_rows(history: TuneHistory) -> list[list[str]]:
@@ -232,7 +258,25 @@ _IMPORTANCE_HEAD = ["objective", "parameter", "variance explained", "values it t
 IMPORTANCE_NOTE = ("The share of an objective's variance a parameter explains on its own (eta squared: the "
                    "variance of the mean score per value of the parameter, over the total variance). 100%: its "
                    "value alone fixes the score; 0%: the score does not move with it. It sees no interaction "
-                   "between parameters, and with few evaluations per value it overstates.")
+                   "between parameters (the pairs below do), and with few evaluations per value it overstates.")
+
+
+def _interaction_rows(history: TuneHistory) -> list[list[str]]:
+    """Per objective, the pairs of search parameters that explain most beyond each one alone."""
+    rows = []
+    for i, objective in enumerate(history.objectives):
+        rows += [[objective.spec, f"{r.first} x {r.second}", f"{r.explained * 100:.0f}%", str(r.cells),
+                  f"{r.per_cell:.1f}"] for r in history.interactions(i)]
+    return rows
+
+
+_INTERACTION_HEAD = ["objective", "pair", "variance explained together, beyond each alone", "value pairs it took",
+                     "evaluations per value pair"]
+INTERACTION_NOTE = ("A pair's share beyond its parameters' own (a two-way ANOVA's interaction: eta squared of the "
+                    "evaluations grouped by both values, minus each parameter's): a pair where the best value of "
+                    "one depends on the other. With about one evaluation per value pair, each pair's mean is one "
+                    "score and the share overstates; a search samples unevenly, too: read it as where to look, "
+                    "not as a measurement.")
 
 
 def _size_head(history: TuneHistory) -> list[str]:
@@ -311,11 +355,20 @@ def _facts(history: TuneHistory) -> list[tuple[str, str]]:
         pinned = str(history.record_path)
     journal = str(history.journal_path) + (" (gone: this is what the pinned record holds, its baseline and "
                                            "winner)" if history.from_record else "")
+    if history.other_journals:
+        journal += (f" (the latest written; this target's other tunes: "
+                    f"{', '.join(_journal_choice(p) for p in history.other_journals)})")
     facts = [("journal", journal),
              ("pinned record", pinned),
              ("evaluations", f"{len(history.evaluations)} ({len(history.scored)} scored, "
                              f"{len(history.evaluations) - len(history.scored)} failed)"),
              ("failures", ", ".join(f"{cause} {n}" for cause, n in history.failures.items()) or "none")]
+    if len(history.runs) > 1:
+        started = [f"run {r}" + (f" began {history.run_starts[r]}" if history.run_starts.get(r) else "")
+                   for r in history.runs]
+        facts.append(("runs", f"{len(history.runs)} runs of tune journaled these evaluations ({', '.join(started)}); "
+                              "wall times count from each run's own first evaluation, and the convergence plot "
+                              "draws each run apart"))
     if len(history.searches) > 1:
         reused = sum(1 for e in history.evaluations if e.search != history.search)
         facts.append(("search", f"{history.search} of {len(history.searches)} in this journal (--search N shows "
@@ -332,6 +385,12 @@ def _facts(history: TuneHistory) -> list[tuple[str, str]]:
     if history.skipped_lines:
         facts.append(("journal lines skipped", ", ".join(f"{n} ({why})" for n, why in history.skipped_lines)))
     return facts
+
+
+def _journal_choice(path: Path) -> str:
+    """Another journal of the target, and the --architecture that reports it."""
+    architecture = path.name.removesuffix(".jsonl").rpartition(".sm_")[2] if ".sm_" in path.name else "all"
+    return f"{path.name}: --architecture {architecture}"
 
 
 # -- plots --------------------------------------------------------------------------
@@ -366,26 +425,36 @@ def _generation_starts(history: TuneHistory) -> list[tuple[int, float]]:
 
 
 def plot_convergence(pyplot: Any, history: TuneHistory) -> Any:
+    """Best so far per objective against the evaluations (all runs, in order) and against wall time, where each
+    run of tune (a resume is one) is a series of its own from its own start: never one axis across days."""
     n = len(history.objectives)
     figure, axes = pyplot.subplots(n, 2, layout="constrained", figsize=(10, 3 * n), squeeze=False)
     base = history.baseline
+    runs = history.runs
+    colors = ("tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:olive", "tab:cyan")
     for i, objective in enumerate(history.objectives):
         series = history.best_so_far(i)
-        x_axes: tuple[tuple[Callable[[Any], float], str], ...] = (
-            (lambda e: e.index, "evaluation"), (lambda e: e.elapsed_s, "wall time (s)"))
-        for column, (x_of, label) in enumerate(x_axes):
+        for column in (0, 1):
             ax = axes[i][column]
-            xs = [x_of(e) for e, _ in series]
-            ax.scatter(xs, [e.scores[i] for e, _ in series], s=12, alpha=0.35, color="tab:gray",  # type: ignore[index]
-                       label="candidates")
-            ax.step(xs, [best for _, best in series], where="post", color="tab:blue", label="best so far")
+            for k, run in enumerate(runs if column == 1 else [None]):
+                part = [(e, best) for e, best in series if run is None or e.run == run]
+                xs = [e.index if column == 0 else e.elapsed_s for e, _ in part]
+                named = f"run {run}" if run is not None and len(runs) > 1 else ""
+                ax.scatter(xs, [e.scores[i] for e, _ in part], s=12, alpha=0.35,  # type: ignore[index]
+                           color=colors[k % len(colors)] if named else "tab:gray",
+                           label=f"candidates, {named}" if named else "candidates")
+                ax.step(xs, [best for _, best in part], where="post", color=colors[k % len(colors)],
+                        label=f"best so far, {named}" if named else "best so far")
             if base is not None and base.scores is not None:
                 ax.axhline(base.scores[i], color="tab:red", linestyle="--", linewidth=1, label="baseline")
-            for index, start in _generation_starts(history):
-                ax.axvline(index if column == 0 else start, color="black", linestyle=":", linewidth=0.7)
+            if column == 0 or len(runs) == 1:  # a generation's start is a time in one run only
+                for index, start in _generation_starts(history):
+                    ax.axvline(index if column == 0 else start, color="black", linestyle=":", linewidth=0.7)
+            label = "evaluation" if column == 0 else ("wall time (s)" if len(runs) == 1 else
+                                                      "wall time from each run's start (s)")
             ax.set_xlabel(label + ("; dotted: a new generation" if i == n - 1 else ""))
             ax.set_ylabel(f"{objective.spec} ({objective.direction})")
-            if i == 0 and column == 0:
+            if i == 0 and (column == 0 or len(runs) > 1):
                 ax.legend(fontsize="small")
     figure.suptitle("Convergence: best so far per objective")
     return figure
@@ -643,23 +712,48 @@ def _html_table(head: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def running_text(history: TuneHistory, refresh_s: int) -> str:
-    """What a watched page says of the tune that is running: its search, how far it is, its best so far."""
-    this_search = [e for e in history.evaluations if e.search == history.search and not e.is_baseline]
-    text = (f"A tune of {history.target} is running (search {history.search} of its journal): "
-            f"{len(this_search)} evaluation(s) so far")
-    if this_search and math.isfinite(this_search[-1].elapsed_s):
-        text += f", the last {this_search[-1].elapsed_s:.0f} s after the first"
+PHASE_WORDS = {"preparing": "preparing (configuring its scratch trees)", "baseline": "baseline (the defaults)",
+               "search": "search", "rebuild": "rebuild (the winner's build)",
+               "re-measure": "re-measure (the winner against the baseline, interleaved)",
+               "minimize": "minimize (dropping the controls that change nothing)", "pin": "pin",
+               "ended": "ended (its lock about to be released)"}
+
+
+def running_text(history: TuneHistory, refresh_s: int, live: dict[str, Any] | None = None,
+                 now: Callable[[], float] = time.time) -> str:
+    """What a watched page says of the tune that is running: its phase, how far it is, its best so far, the
+    time left (`live`: what the tune last said of itself, ciq_build.state.live; else the journal alone)."""
+    last_run = max(history.runs, default=1)
+    this_run = [e for e in history.evaluations if e.run == last_run and not e.is_baseline]
+    text = f"A tune of {history.target} is running (search {history.search} of its journal"
+    text += f", run {last_run})" if len(history.runs) > 1 else ")"
+    live = live or {}
+    phase = live.get("phase")
+    if isinstance(phase, str) and phase:
+        text += f"; phase: {PHASE_WORDS.get(phase, phase)}"
+    evaluations, expected = live.get("evaluations"), live.get("expected")
+    if isinstance(evaluations, int) and isinstance(expected, int) and expected > 0:
+        text += f"; {evaluations} of {expected} evaluations"
+    else:
+        text += f"; {len(this_run)} evaluation(s) so far in this run"
+    if this_run and math.isfinite(this_run[-1].elapsed_s):
+        text += f", the last {this_run[-1].elapsed_s:.0f} s after the run's first"
     best = history.best_so_far(0)
-    if best and math.isfinite(best[-1][1]):
+    if isinstance(live.get("best"), str) and live["best"] not in ("", "-"):
+        text += f"; best so far {live['best']}"
+    elif best and math.isfinite(best[-1][1]):
         text += f"; best {history.objectives[0].spec} so far {_value(best[-1][1])}"
+    left, updated = live.get("left_s"), live.get("updated")
+    if phase == "search" and isinstance(left, (int, float)) and isinstance(updated, (int, float)):
+        text += f"; about {clock(max(0.0, left - (now() - updated)))} of the search left"
     text += (f". This page reloads every {refresh_s} s; the pinned record it shows is the one before this tune, "
              "until the tune pins its winner.")
     return text
 
 
-def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
-    """The page; `refresh_s`: it reloads itself that often (report --watch, while the tune runs)."""
+def render_html(history: TuneHistory, refresh_s: int | None = None, live: dict[str, Any] | None = None) -> str:
+    """The page; `refresh_s`: it reloads itself that often (report --watch, while the tune runs), saying what the
+    running tune last said of itself (`live`)."""
     plots = _plots(history)
 
     def plot(section: str) -> str:
@@ -680,7 +774,7 @@ def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
         f"<h1>{html.escape(title)}</h1>",
     ]
     if refresh_s:  # report --watch while a tune runs: say so, and what the page holds of it so far
-        parts.append(f'<p class="note" id="running">{html.escape(running_text(history, refresh_s))}</p>')
+        parts.append(f'<p class="note" id="running">{html.escape(running_text(history, refresh_s, live))}</p>')
     if plots is None:
         parts.append(f'<p class="note" id="no-plots">No plots: {html.escape(PLOTS_HINT)}, '
                      "then run the same <code>report</code> command again.</p>")
@@ -688,7 +782,8 @@ def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
                                      for k, v in _facts(history)) + "</table>")
     parts += ["<h2>Result</h2>", _html_table(_SUMMARY_HEAD, _summary_rows(history))]
     parts += ["<h2>Convergence</h2>", plot("convergence"),
-              _html_table(_generation_head(history), _generation_rows(history))]
+              _html_table(_generation_head(history), _generation_rows(history)),
+              f"<p>{html.escape(GENERATION_NOTE)}</p>"]
     parts += ["<h2>Every candidate against the baseline</h2>", plot("candidates")]
     failures = _failure_rows(history)
     parts.append(_html_table(["failed because", "count", "last line of the first one's message"], failures)
@@ -704,8 +799,12 @@ def render_html(history: TuneHistory, refresh_s: int | None = None) -> str:
     importance = _importance_rows(history)
     if importance:
         parts += ["<h2>Which controls moved the objectives</h2>", plot("importance"),
-                  _html_table(_IMPORTANCE_HEAD, importance), f"<p>{html.escape(IMPORTANCE_NOTE)}</p>",
-                  plot("parallel")]
+                  _html_table(_IMPORTANCE_HEAD, importance), f"<p>{html.escape(IMPORTANCE_NOTE)}</p>"]
+        interactions = _interaction_rows(history)
+        if interactions:
+            parts += ["<h3>Pairs that moved them together</h3>", _html_table(_INTERACTION_HEAD, interactions),
+                      f"<p>{html.escape(INTERACTION_NOTE)}</p>"]
+        parts.append(plot("parallel"))
     parts.append("<h2>The winner re-measured against the baseline</h2>")
     measured = history.remeasure()
     if measured is None:
@@ -745,12 +844,16 @@ def _md_table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def render_markdown(history: TuneHistory) -> str:
-    """The report's tables as Markdown (no plots), for a CI log or a job summary."""
+def render_markdown(history: TuneHistory, refresh_s: int | None = None, live: dict[str, Any] | None = None) -> str:
+    """The report's tables as Markdown (no plots), for a CI log or a job summary; with `refresh_s` (report
+    --watch while a tune runs), what the running tune last said of itself (`live`) first."""
     parts = [f"# ciq_build: how {history.target} was tuned", ""]
+    if refresh_s:
+        parts += [f"> {_md_cell(running_text(history, refresh_s, live))}", ""]
     parts += [f"- {_md_cell(k)}: {_md_cell(v)}" for k, v in _facts(history)]
     parts += ["", "## Result", "", _md_table(_SUMMARY_HEAD, _summary_rows(history))]
-    parts += ["", "## Convergence", "", _md_table(_generation_head(history), _generation_rows(history))]
+    parts += ["", "## Convergence", "", _md_table(_generation_head(history), _generation_rows(history)), "",
+              GENERATION_NOTE]
     failures = _failure_rows(history)
     parts += ["", "## Failures", "",
               _md_table(["failed because", "count", "last line of the first one's message"], failures)
@@ -766,6 +869,10 @@ def render_markdown(history: TuneHistory) -> str:
     if importance:
         parts += ["", "## Which controls moved the objectives", "", _md_table(_IMPORTANCE_HEAD, importance), "",
                   IMPORTANCE_NOTE]
+        interactions = _interaction_rows(history)
+        if interactions:
+            parts += ["", "### Pairs that moved them together", "", _md_table(_INTERACTION_HEAD, interactions), "",
+                      INTERACTION_NOTE]
     measured = history.remeasure()
     if measured is not None:
         parts += ["", "## The winner re-measured against the baseline", "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ciq_build.errors import CiqError, ManifestError
@@ -65,13 +66,34 @@ def require_pin(target: str, backend: BuildBackend, pin_file: Path | None = None
     return pin_file
 
 
-def journal_path(build_dir: Path, target: str) -> Path:
-    """Where `tune` journals a target's evaluations: the build tree's own ciq/, beside its manifests.
+def journal_path(build_dir: Path, target: str, architecture: str | None = None) -> Path:
+    """Where `tune` journals a target's evaluations: the build tree's own ciq/, beside its manifests; a tune
+    --architecture ARCH its own (cmake_trees.tune_name), "all" naming the tune of every CUDA_ARCHITECTURES.
 
     Never through the manifest's absolute binary_dir: in a copy of a build tree that still names the
     original, whose journal report and export would then read (and whose folder the page went into).
     """
-    return Path(build_dir) / "ciq" / "journal" / f"{safe_name(target)}.jsonl"
+    suffix = f".sm_{architecture.removeprefix('sm_')}" if architecture not in (None, "all") else ""
+    return Path(build_dir) / "ciq" / "journal" / f"{safe_name(target)}{suffix}.jsonl"
+
+
+def target_journals(build_dir: Path, target: str) -> list[Path]:
+    """The journals of `target`'s tunes in `build_dir` (every architecture's own, and all architectures'),
+    the most recently written first."""
+    folder = Path(build_dir) / "ciq" / "journal"
+    name = safe_name(target)
+    found = [p for p in folder.glob(f"{name}*.jsonl")
+             if p.name == f"{name}.jsonl" or re.fullmatch(rf"{re.escape(name)}\.sm_\w+\.jsonl", p.name)]
+    return sorted(found, key=lambda p: (-p.stat().st_mtime_ns, p.name))
+
+
+def chosen_journal(build_dir: Path, target: str, architecture: str | None) -> Path:
+    """The journal `report` and `export` read: --architecture's, else the one a tune wrote last (the one a
+    running tune writes: it journals its start at once)."""
+    if architecture is not None:
+        return journal_path(build_dir, target, architecture)
+    journals = target_journals(build_dir, target)
+    return journals[0] if journals else journal_path(build_dir, target)
 
 
 def _evaluations(build_dir: Path, target: str) -> int:

@@ -38,7 +38,8 @@ from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.seeds import AcfSeeding, Seed
-from ciq_build.search.strategies import SearchRequest, make_source
+from ciq_build.search.strategies import make_source
+from ciq_build.search.strategy import SearchRequest
 from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 
 POOL_FILE = "pool.json"

@@ -27,7 +27,7 @@ from ciq_build.core.space import Genome, Param, SearchSpace
 from ciq_build.errors import SearchError
 from ciq_build.search.batch import Candidate
 from ciq_build.search.configuration import SearchConfiguration
-from ciq_build.search.evolution import GeneticSearch
+from ciq_build.search.evolution import FLAT_SHARE, GeneticSearch
 from ciq_build.search.operators import one_step_neighbours, single_changes
 
 _DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
@@ -114,6 +114,10 @@ class GeneticArm:
     def flat(self) -> bool:
         """Whether the GA judges the landscape flat (GeneticSearch's flat share of the draws)."""
         return self.ga.flat_share() is not None
+
+    def plateau(self) -> bool:
+        """Whether most draws from the whole space score exactly alike, however far below them the best is."""
+        return self.ga.tied_share() > FLAT_SHARE
 
     def _tell(self, candidate: Candidate, scores: tuple[float, ...] | None) -> None:
         if self._dead:

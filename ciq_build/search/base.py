@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ciq_build.compiler.controls import AcfRef
-from ciq_build.errors import SearchError
+from ciq_build.compiler.controls import AcfRef, Controls, controls_from_candidate
+from ciq_build.errors import ConfigError, RecordError, SearchError
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,21 @@ class Proposal:
     params: dict[str, Any]
     acf: AcfRef | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # What the search's parameters go on top of: a staged tune's best so far (ciq_build.search.on_top); None: the
+    # compiler's defaults.
+    on_top_of: Controls | None = None
+
+    def controls(self) -> Controls:
+        """What this candidate compiles with: its parameters and ACF as controls, over `on_top_of`.
+
+        Unknown names and unusable values or combinations raise ConfigError (a bad candidate)."""
+        own = controls_from_candidate(self.params, self.acf)
+        if self.on_top_of is None:
+            return own
+        try:
+            return own.over(self.on_top_of)
+        except RecordError as exc:
+            raise ConfigError(f"candidate {dict(self.params)!r} on top of the best so far: {exc}") from exc
 
 
 class CandidateSource(Protocol):

@@ -67,7 +67,7 @@ from ciq_build.core.space import Literal, Param, Range, as_space
 from ciq_build.errors import ConfigError, MissingExtraError, SearchError, ToolchainError
 from ciq_build.search.base import Proposal
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.strategies import COMPILER_ACF, GRID, SearchRequest, configured
+from ciq_build.search.strategy import COMPILER_ACF, GRID, SearchRequest, configured
 from ciq_build.search.strategy_options import strategy_option
 from ciq_build.state.durable import atomic_write, read_json_object, sha256_file
 

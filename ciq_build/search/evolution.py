@@ -307,18 +307,20 @@ class GeneticSearch(BatchSearch):
             return PLATEAU_IMMIGRANTS
         return 0.0
 
+    def tied_share(self) -> float:
+        """The share of random draws tied at their most common fitness (0 before any draw)."""
+        total = self._drawn_fitness.total()
+        return self._drawn_fitness.most_common(1)[0][1] / total if total else 0.0
+
     def flat_share(self) -> float | None:
         """The share of random draws tied at their most common fitness, if most are and no survivor is clearly below it."""
-        total = self._drawn_fitness.total()
-        if not total or not self._population:
+        if not self._population or self.tied_share() <= FLAT_SHARE:
             return None
-        level, count = self._drawn_fitness.most_common(1)[0]
-        if count / total <= FLAT_SHARE:
-            return None
+        level = self._drawn_fitness.most_common(1)[0][0]
         for k, flat in enumerate(level):
             if flat - min(ind.fitness[k] for ind in self._population) > FLAT_MARGIN * abs(flat):
                 return None
-        return count / total
+        return self.tied_share()
 
     @staticmethod
     def _most_promising_first(genomes: list[Genome], promise: dict[int, tuple[int, int, int]]) -> list[Genome]:

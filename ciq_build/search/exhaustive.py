@@ -5,6 +5,8 @@ configurations it has seen and may miss one it has not; this lists the grid in a
 stride through it: which part a budget smaller than the grid sees is the seed's), the seeds (tune --seed-from)
 first, and proposes each configuration the CONSTRAINTS allow exactly once, ``pool_size``
 at a time, until the grid or the budget (--max-evaluations, generations x pool size, --time-limit) ends.
+Where no strategy is named and the grid, after CONSTRAINTS, fits the GA's budget, the default lists it
+instead of the GA (`listed_instead`), and says so.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from ciq_build.core.space import Genome, SearchSpace, as_space
 from ciq_build.errors import ConfigError, SearchError
 from ciq_build.search.base import FirstBatchCheck, Proposal
 from ciq_build.search.configuration import SearchConfiguration
-from ciq_build.search.strategies import GRID, SearchRequest, configured
+from ciq_build.search.strategy import GRID, SearchRequest, configured
 from ciq_build.search.strategy_options import strategy_option
 
 ENGINE_NAME = "ciq_build.exhaustive"
@@ -122,3 +124,36 @@ class ExhaustiveStrategy:
     def make(self, request: SearchRequest) -> ExhaustiveSource:
         return ExhaustiveSource(as_space(request.space, request.allows), configured(request),
                                 list(request.objective_names), request.seed_params)
+
+
+ENUMERATION_LIMIT = 200_000  # a grid larger than this is never counted (after CONSTRAINTS) to be listed instead
+
+
+def listed_instead(strategy: str, request: SearchRequest, budget: SearchConfiguration) -> ExhaustiveSource | None:
+    """The listing of `request`'s grid in place of `strategy` (the default, which would sample it), where the
+    grid, after CONSTRAINTS, holds no more configurations than `budget` evaluates: sampling would propose some
+    twice and might miss one. None where it holds more, or is no grid."""
+    count = fits_the_budget(request, budget.evaluations)
+    if count is None:
+        return None
+    return ExhaustiveSource(as_space(request.space, request.allows), budget, list(request.objective_names),
+                            request.seed_params, instead_of=(strategy, count))
+
+
+def fits_the_budget(request: SearchRequest, budget: int) -> int | None:
+    """How many configurations of `request`'s grid its CONSTRAINTS allow, where no more than `budget`; None where
+    more, or not a grid."""
+    if request.space_kind != GRID or not request.space:
+        return None
+    grid = as_space(request.space, request.allows)
+    if grid.cardinality > ENUMERATION_LIMIT:
+        return None
+    if not grid.constrained:
+        return grid.cardinality if grid.cardinality <= budget else None
+    count = 0
+    for ordinal in range(grid.cardinality):
+        if grid.allows(grid.genome_at(ordinal)):
+            count += 1
+            if count > budget:
+                return None
+    return count

@@ -12,7 +12,7 @@ from ciq_build.errors import ConfigError
 from ciq_build.search.base import Proposal
 from ciq_build.search.batch import BatchSearch, Candidate
 from ciq_build.search.evolution import GeneticSearch, SearchConfiguration
-from ciq_build.search.strategies import GRID, SearchRequest, configured
+from ciq_build.search.strategy import GRID, SearchRequest, configured
 from ciq_build.search.strategy_options import strategy_option
 
 ENGINE_NAME = "ciq_build.ga"

@@ -28,7 +28,7 @@ from ciq_build.core.space import Genome, Param, as_space
 from ciq_build.errors import ConfigError, SearchError
 from ciq_build.search.base import FirstBatchCheck, Proposal
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.strategies import GRID, SearchRequest, configured
+from ciq_build.search.strategy import GRID, SearchRequest, configured
 from ciq_build.search.strategy_options import strategy_option
 
 _ASKS = 40  # trials asked per slot before the batch is left short (the sampler keeps repeating told ones)

@@ -23,7 +23,7 @@ from ciq_build.core.space import Genome, Param, as_space
 from ciq_build.errors import SearchError
 from ciq_build.search.base import FirstBatchCheck, Proposal
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.strategies import GRID, SearchRequest, configured
+from ciq_build.search.strategy import GRID, SearchRequest, configured
 from ciq_build.search.strategy_options import strategy_option
 
 ENGINE_NAME = "ciq_build.random"

@@ -25,7 +25,8 @@ from ciq_build.project.manifest import Manifest
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.seeds import AcfSeeding, read_seeds
-from ciq_build.search.strategies import SearchRequest, make_source
+from ciq_build.search.strategies import make_source
+from ciq_build.search.strategy import SearchRequest
 from ciq_build.search.strategy_options import split_pairs
 
 POOL_PREFIX = "acf-pool:"
@@ -172,7 +173,8 @@ def space_size_text(settings: SearchSettings, manifest: Manifest, toolchain: Too
         if constraints is not None and every <= _COUNT_LIMIT:
             allowed = as_space(params, constraints.allows)
             count = sum(1 for i in range(every) if allowed.allows(allowed.genome_at(i)))
-            said = f"{count:,} of {every:,} PARAMS combinations (CONSTRAINTS)"
+            said = (f"{count:,} of {every:,} PARAMS combinations (CONSTRAINTS)" if count < every else
+                    f"{every:,} PARAMS combinations (CONSTRAINTS rule out none of them)")
         parts.append(said)
         total *= count
     if knobs:

@@ -1,18 +1,16 @@
-"""Search strategies: which engine proposes the candidates, chosen apart from the space it searches.
+"""The strategy registry: which engine proposes the candidates, chosen by name apart from the space it searches.
 
-A strategy (``tune --strategy NAME``, or an object from Python) turns a
-:class:`SearchRequest` -- the parameters to search, the compiler's ACF space
-if any, the budget and the objectives -- into a candidate source
-(:class:`ciq_build.search.base.CandidateSource`). The space says *what* may
-be searched; the strategy *how*. Each strategy says which kinds of space it
-can search (``spaces``), and a tune that asks for another is refused with the
-strategies that can.
+What a strategy is (`SearchRequest`, `Strategy`) is ciq_build.search.strategy's;
+here, which strategies there are, the default for a space, and the candidate
+source of the one chosen: a tune that asks a strategy for a space it cannot
+search is refused with the strategies that can.
 
 The registry maps each name to the module that implements it, imported only
 when that strategy is used (Kernel Tuner's lazy strategy map): naming
 ``ga`` must not import compileiq and the ~1 s of Ray it brings. Adding a
 strategy is one module with a class that has ``name``, ``spaces`` and
-``make``, and one line here; its own options (``tune --strategy-option
+``make`` (importing ciq_build.search.strategy, never this registry), and one
+line here; its own options (``tune --strategy-option
 KEY=VALUE``) are a dataclass it names as ``options``
 (ciq_build.search.strategy_options).
 """
@@ -20,24 +18,12 @@ KEY=VALUE``) are a dataclass it names as ``options``
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from dataclasses import replace
 
-from ciq_build.core.space import Param, as_space
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource
-from ciq_build.search.configuration import SearchConfiguration
+from ciq_build.search.strategy import COMPILER_ACF, SearchRequest, Strategy, configured
 from ciq_build.search.strategy_options import describe, merged, options_of
-
-if TYPE_CHECKING:
-    from ciq_build.compiler.toolchain import Toolchain
-    from ciq_build.search.seeds import Seed
-
-# The kinds of space a strategy may support.
-GRID = "grid"  # knobs, params and ACF pools: finite grids of values (ciq_build.core.space)
-COMPILER_ACF = "compiler-acf"  # a compiler search space (ptxas-acf, nvcc-acf, a .bin): opaque, ACFs come from compileiq
 
 _STRATEGY_IMPORTS: dict[str, str] = {
     "portfolio": "ciq_build.search.portfolio:PortfolioStrategy",
@@ -50,48 +36,6 @@ _STRATEGY_IMPORTS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class SearchRequest:
-    """What a strategy is asked to search, and with which budget."""
-
-    space: Mapping[str, Param]  # knob.*, param.* (and an ACF pool's choice): may be empty with a compiler ACF space
-    config: SearchConfiguration  # budget, directions, seed
-    objective_names: tuple[str, ...]
-    acf_space: str | None = None  # a compiler search space (ptxas-acf[:VER[:VARIANT]], nvcc-acf..., a .bin)
-    acf_dir: Path | None = None  # where a strategy that writes ACFs puts them
-    toolchain: Toolchain | None = None  # the compiler the ACFs must suit (None: not checked)
-    architectures: str = ""  # the target's CUDA_ARCHITECTURES, for the checks an nvcc ACF needs
-    # The target's CONSTRAINTS (ciq_build.core.constraints): a configuration it refuses is never proposed.
-    allows: Callable[[Mapping[str, Any]], bool] | None = None
-    # Configurations to evaluate first, entering the first generation (tune --seed-from, SEEDS;
-    # ciq_build.search.seeds); only a strategy whose `takes_seeds` is true is given any. Over a grid a seed's
-    # ACF is already a value of the space (an ACF pool's choice), so only a compiler ACF space sees `acf`.
-    seeds: tuple[Seed, ...] = ()
-    # tune --strategy-option KEY=VALUE, as given: the strategy's own options over `config`'s same-named fields.
-    strategy_options: Mapping[str, str] = field(default_factory=dict)
-    # The strategy's options, merged (make_source sets them): an instance of its `options` dataclass.
-    options: Any = None
-
-    @property
-    def space_kind(self) -> str:
-        return GRID if self.acf_space is None else COMPILER_ACF
-
-    @property
-    def seed_params(self) -> tuple[Mapping[str, Any], ...]:
-        """The seeds as values of `space`, for a strategy over a grid."""
-        return tuple(seed.params for seed in self.seeds)
-
-
-@runtime_checkable
-class Strategy(Protocol):
-    """A way of searching: a name for the journal, the kinds of space it can search, and its candidate source."""
-
-    name: str
-    spaces: frozenset[str]  # GRID and/or COMPILER_ACF
-
-    def make(self, request: SearchRequest) -> CandidateSource: ...
-
-
 def strategy_names() -> tuple[str, ...]:
     """The registered strategies, as `tune --strategy` accepts them."""
     return tuple(_STRATEGY_IMPORTS)
@@ -99,11 +43,12 @@ def strategy_names() -> tuple[str, ...]:
 
 def default_strategy(request: SearchRequest) -> str:
     """What a space is searched with when no strategy is named: compileiq where only it can, else the GA (which
-    `make_source` turns into a listing of the grid where the grid, after CONSTRAINTS, fits the GA's budget).
+    `make_source` turns into a listing of the grid where the grid, after CONSTRAINTS, fits the GA's budget:
+    ciq_build.search.exhaustive.listed_instead).
 
-    Not the portfolio: on bench/search_quality's tuning set it lost to the GA alone on NK, Rastrigin and 12 mixed
-    (p < 0.005), and on the held-out decoys it is still behind random search (docs/RESULTS.md), so it is offered
-    by name until it costs nothing against the GA."""
+    Not the portfolio: on bench/search_quality's held-out decoys it is still behind random search (p < 0.05), and
+    on the tuning set behind the GA alone on NK and the plain plateau (docs/RESULTS.md), so it is offered by name
+    until it loses to neither."""
     return "compileiq" if request.space_kind == COMPILER_ACF else "ga"
 
 
@@ -121,15 +66,6 @@ def resolve_strategy(strategy: object) -> Strategy:
     module, _, attribute = target.partition(":")
     made: Strategy = getattr(importlib.import_module(module), attribute)()
     return made
-
-
-def configured(request: SearchRequest) -> SearchConfiguration:
-    """`request.config` with the strategy's options of the same name (generations, pool_size, ...) in place."""
-    if request.options is None:
-        return request.config
-    names = {f.name for f in fields(request.config)}
-    return replace(request.config, **{f.name: getattr(request.options, f.name) for f in fields(request.options)
-                                      if f.name in names})
 
 
 def strategy_options_help() -> str:
@@ -150,33 +86,11 @@ def make_source(strategy: object, request: SearchRequest) -> CandidateSource:
                           f"{', '.join(seeded)}")
     options = merged(chosen.name, options_of(chosen), request.config, request.strategy_options)
     if strategy is None and chosen.name == "ga":
-        budget = configured(replace(request, options=options))
-        count = fits_the_budget(request, budget.evaluations)
-        if count is not None:  # sampling would propose some twice and might miss one: list each once
-            from ciq_build.search.exhaustive import ExhaustiveSource
-
-            return ExhaustiveSource(as_space(request.space, request.allows), budget, list(request.objective_names),
-                                    request.seed_params, instead_of=("ga", count))
+        # A grid the GA's budget covers is listed instead, each configuration once (imported as the registry
+        # imports a strategy: by name, when used).
+        exhaustive = importlib.import_module(_STRATEGY_IMPORTS["exhaustive"].partition(":")[0])
+        listed: CandidateSource | None = exhaustive.listed_instead(
+            "ga", request, configured(replace(request, options=options)))
+        if listed is not None:
+            return listed
     return chosen.make(replace(request, options=options))
-
-
-ENUMERATION_LIMIT = 200_000  # a grid larger than this is never counted (after CONSTRAINTS) to be enumerated
-
-
-def fits_the_budget(request: SearchRequest, budget: int) -> int | None:
-    """How many configurations of `request`'s grid its CONSTRAINTS allow, where no more than `budget` (the
-    default strategy then lists each once instead of sampling); None where more, or not a grid."""
-    if request.space_kind != GRID or not request.space:
-        return None
-    grid = as_space(request.space, request.allows)
-    if grid.cardinality > ENUMERATION_LIMIT:
-        return None
-    if not grid.constrained:
-        return grid.cardinality if grid.cardinality <= budget else None
-    count = 0
-    for ordinal in range(grid.cardinality):
-        if grid.allows(grid.genome_at(ordinal)):
-            count += 1
-            if count > budget:
-                return None
-    return count

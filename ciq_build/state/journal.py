@@ -57,6 +57,7 @@ from ciq_build.errors import BusyError, DiskFullError, JournalError
 from ciq_build.state.durable import atomic_write, fsync_dir, read_json_object
 
 HEADER_KIND = "header"
+RUN_KIND = "run"  # a record each `tune` run appends when it opens the journal: where one run's evaluations begin
 KEPT_BACKUPS = 3  # journals moved aside by --fresh that are kept: the newest ones
 # What follows the journal's name in a backup's: the UTC time it was moved aside, and a counter
 # for a second one within that second.

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from ciq_build.compiler.controls import Controls, controls_from_candidate
+from ciq_build.compiler.controls import Controls
 from ciq_build.errors import CiqError
 from ciq_build.measure import stopping
 from ciq_build.project.worker import CandidateBuild, WorkerTree
@@ -89,7 +89,7 @@ class BuildsAhead:
         guessed: list[Controls] = []
         for proposal in proposals:
             try:
-                guessed.append(controls_from_candidate(proposal.params, proposal.acf))
+                guessed.append(proposal.controls())
             except CiqError:
                 continue  # the loop fails it without a build
         with self._lock:

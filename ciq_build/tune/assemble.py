@@ -7,7 +7,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ciq_build import __version__
 from ciq_build.compiler.fingerprint import object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain, architecture_list
 from ciq_build.core.objectives import Objective, metric_key
@@ -17,6 +16,7 @@ from ciq_build.project.worker import WorkerTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.confirm import Confirmation
 from ciq_build.tune.scores import failure_counts, jsonable
+from ciq_build.version import __version__
 
 
 def scored_record(manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective],

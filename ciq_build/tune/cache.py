@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -26,7 +27,7 @@ from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest, benchmark_sizes
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import EVALUATION_KIND, JOURNALED_ID, Evaluation
-from ciq_build.state.journal import KEPT_BACKUPS, Journal
+from ciq_build.state.journal import KEPT_BACKUPS, RUN_KIND, Journal
 from ciq_build.tune.scores import objective_values
 
 # A journal record naming files the build writes into the source tree (ciq_build.project.sources).
@@ -125,6 +126,8 @@ class EvaluationCache:
     def open(self, header: dict[str, Any], *, fresh: bool = False) -> None:
         """Read what the journal holds for this target (after its header for this search is written)."""
         start = self.journal.begin(header, fresh=fresh)
+        # Where this run's evaluations begin: a report keeps each run's wall time apart (a resume is another run).
+        self.journal.append({"kind": RUN_KIND, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "pid": os.getpid()})
         if start.backup is not None:
             kept = f"; only the newest {KEPT_BACKUPS} such backups are kept" if start.pruned else ""
             removed = f" (removed the older {', '.join(p.name for p in start.pruned)})" if start.pruned else ""

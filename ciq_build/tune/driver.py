@@ -37,8 +37,10 @@ from ciq_build.project.sources import Snapshot
 from ciq_build.project.worker import WorkerTree, safe_name, scratch_root, tune_name
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.on_top import on_top_of
 from ciq_build.search.select import make_candidate_source, search_kinds, space_size_text
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
+from ciq_build.state.live import LiveStatus, live_status_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.baseline import measure_baseline
 from ciq_build.tune.cache import EvaluationCache, cache_key, search_header
@@ -58,6 +60,7 @@ from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner
 from ciq_build.tune.source_watch import SourceWatch
+from ciq_build.tune.stages import tune_in_stages
 from ciq_build.tune.timeouts import Timeouts, end_reserve, for_baseline, for_candidates, for_configure
 from ciq_build.tune.tune_options import TuneOptions, TuneSettings, resolve_settings
 
@@ -82,11 +85,19 @@ def check_options(options: TuneOptions, backend: BuildBackend) -> Executor:
 
 
 def tune_configured(options: TuneOptions, backend: BuildBackend) -> TuneOutcome:
-    """Tune `options.target` of a project `backend.prepare()` has prepared: read it, resolve, tune."""
+    """Tune `options.target` of a project `backend.prepare()` has prepared: read it, resolve, tune (stage by
+    stage with --stage: ciq_build.tune.stages)."""
     manifest = backend.manifest(options.target)
     if options.architecture:
         manifest = for_architecture(manifest, options.architecture)
-    return TuneRun(resolve_settings(options, manifest), manifest, backend.toolchain(manifest), backend).run()
+    toolchain = backend.toolchain(manifest)
+
+    def tune(stage: TuneOptions, on_top: Controls | None) -> TuneOutcome:
+        return TuneRun(resolve_settings(stage, manifest), manifest, toolchain, backend, on_top_of=on_top).run()
+
+    if not options.stages:
+        return tune(options, None)
+    return tune_in_stages(options, tune, lambda text: None if options.quiet else LOG.info("%s", text))
 
 
 class TuneRun:
@@ -98,8 +109,9 @@ class TuneRun:
     """
 
     def __init__(self, settings: TuneSettings, manifest: Manifest, toolchain: Toolchain, backend: BuildBackend,
-                 out: TextIO | None = None) -> None:
+                 out: TextIO | None = None, on_top_of: Controls | None = None) -> None:
         self.settings = settings
+        self.on_top_of = on_top_of  # what the search goes on top of (a staged tune's best so far); None: the defaults
         self.backend = backend
         self.manifest = manifest
         self.toolchain = toolchain
@@ -125,6 +137,7 @@ class TuneRun:
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
         # Which architecture each figure is for (ciq_build.compiler.gpu_arch), once read before the baseline.
         self.architectures = ArchitecturePlan(None, None, "", None)
+        self.live: LiveStatus | None = None  # what report --watch reads, once the lock is held
 
     def run(self) -> TuneOutcome:
         with said_to(self.out, self.settings.quiet):  # called as a library: what the tune says goes to `out`
@@ -132,14 +145,18 @@ class TuneRun:
 
     def _run(self) -> TuneOutcome:
         self.executor.check(self.settings)  # what the executor refuses for these objectives, before anything runs
-        source = make_candidate_source(self.settings.search, self.manifest, self.toolchain, self.objectives,
-                                       self.state_dir / "acf" / safe_name(self.manifest.target))
+        source = on_top_of(make_candidate_source(self.settings.search, self.manifest, self.toolchain,
+                                                 self.objectives, self.state_dir / "acf" / safe_name(self.manifest.target)),
+                           self.on_top_of)
         # Every tool the run will need, before anything is built (the search space is refused first).
         self.backend.check_tools(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
                                  needs_benchmark=self.runner.needs_benchmark)
         if self.settings.pin:  # a pin dir that is a link is refused now, not after the search
             check_pin_dir(self.manifest.pin_dir, self.manifest.source_dir)
-        with TargetLock(tune_lock_path(self.state_dir, safe_name(self.manifest.target)), wait=self.settings.wait):
+        with TargetLock(tune_lock_path(self.state_dir, safe_name(self.manifest.target)), wait=self.settings.wait) as lock:
+            # What report --watch says of this tune: each phase the meter marks, each evaluation the progress tells.
+            live = self.live = LiveStatus(live_status_path(lock.path), self.manifest.target)
+            self.meter.listeners.append(live.phase)
             try:
                 return self._run_locked(source)
             except DiskFullError as error:
@@ -154,6 +171,8 @@ class TuneRun:
                 if not environment.says_disk_full(str(error)):
                     raise
                 raise self._disk_full("configuring the scratch trees") from None
+            finally:
+                live.end()
 
     def _run_locked(self, source: CandidateSource) -> TuneOutcome:
         limit = self.settings.search.time_limit
@@ -194,7 +213,7 @@ class TuneRun:
         self._search(source, workers, timeouts)
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
-                        self._warn)
+                        self._warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default)
         return finish.run(Searched(baseline, self.evaluations, base_tree, workers, source.describe(),
                                    stopped_text(self.stopped_by, self.settings.search, len(self.evaluations)), self.overridden))
 
@@ -297,11 +316,12 @@ class TuneRun:
             self._say(f"figures: {self.architectures.describe()}")
 
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts) -> None:
-        # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet.
+        # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
+        # file is told all the same).
         expected, generations = planned_budget(source.describe(), self.settings.search, self.space_total)
-        progress = None if self.settings.quiet else TuneProgress(
-            expected, generations, self.objectives, stream=self.out, measured_this_run=self.cache.measured_this_run,
-            deadline=self.deadline)
+        progress = TuneProgress(expected, generations, self.objectives, stream=self.out,
+                                measured_this_run=self.cache.measured_this_run, deadline=self.deadline,
+                                live=self.live, quiet=self.settings.quiet)
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
         phase = SearchPhase(self.backend, self.manifest, self.toolchain, tuple(self.objectives),
                             self.settings.measure.repeats, self.settings.build.jobs, timeouts,

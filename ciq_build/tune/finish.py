@@ -50,6 +50,7 @@ class TuneOutcome:
     winner: Evaluation | None
     evaluations: list[Evaluation]
     message: str
+    better: bool = False  # the winner beat the defaults, beyond the noise (and any better pin already there)
 
 
 @dataclass
@@ -80,6 +81,9 @@ class Finish:
     metered: bool  # this process's slots held every benchmark: the summary says where the GPU's time went
     say: Callable[[str], None]
     warn: Callable[[str], None]
+    # A staged tune's later stage (ciq_build.tune.stages): its winner holds the pin's controls and more, so it
+    # replaces a comparable pin only when better than it; a tie keeps the pin, with fewer controls.
+    tie_keeps_pin: bool = False
 
     def run(self, searched: Searched) -> TuneOutcome:
         if not searched.evaluations and searched.stopped:
@@ -90,7 +94,7 @@ class Finish:
         pinned = self.pin(confirmation, tree, standing, checked, searched) if confirmation.better else None
         self.summarize(searched, confirmation, pinned, standing, checked)
         return TuneOutcome(True, pinned, confirmation.baseline, confirmation.winner, searched.evaluations,
-                           confirmation.verdict)
+                           confirmation.verdict, confirmation.better)
 
     @property
     def pinning(self) -> bool:
@@ -135,11 +139,12 @@ class Finish:
             raise
         tree = trees["winner"]
         standing = self._against_old_pin(confirmation, searched.base_tree, tree)
-        if standing is not None and standing.old_better and not self.settings.force:
+        if standing is not None and standing.keeps_old(self.tie_keeps_pin) and not self.settings.force:
             confirmation = dataclasses.replace(
                 confirmation, better=False,
-                verdict=f"{confirmation.verdict}; the pin already there is better ({standing.text}): kept, not "
-                        "replaced (--force replaces it)")
+                verdict=f"{confirmation.verdict}; the pin already there is "
+                        f"{'better' if standing.old_better else 'as good'} ({standing.text}): kept, not replaced "
+                        "(--force replaces it)")
         if minimizer is not None and not (confirmation.better and self.pinning):
             minimizer.cancel()
             minimizer = None
@@ -268,7 +273,7 @@ class Finish:
 
     def _kept_text(self, standing: Standing | None) -> str:
         """The summary's `next:` where a better pin was kept."""
-        if standing is None or not standing.old_better or self.settings.force:
+        if standing is None or not standing.keeps_old(self.tie_keeps_pin) or self.settings.force:
             return ""
         return (f"the pin in {record_path(self.manifest.pin_dir, self.manifest.target)} stays; to replace it with "
                 "this winner anyway, run the same command with --force")

@@ -37,6 +37,7 @@ class GpuMeter:
         self._lock = threading.Lock()
         self.holds: list[tuple[float, float]] = []  # (start, end) of each slot held
         self.marks: list[tuple[str, float]] = []  # (phase, start): each phase ends where the next starts
+        self.listeners: list[Callable[[str], None]] = []  # told each phase entered (the watched status file)
 
     def enter(self, phase: str) -> None:
         """From now on the tune is in `phase` (one of PHASES)."""
@@ -44,6 +45,8 @@ class GpuMeter:
             raise ValueError(f"unknown phase {phase!r}")
         with self._lock:
             self.marks.append((phase, self.clock()))
+        for listener in self.listeners:
+            listener(phase)
 
     @contextmanager
     def holding(self) -> Iterator[None]:

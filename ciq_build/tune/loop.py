@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from ciq_build.compiler.controls import Controls, controls_from_candidate
+from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import SearchSettings, duration_text
@@ -142,7 +142,7 @@ class SearchLoop(Generic[W]):
             while queue and free:
                 proposal = queue.pop(0)
                 try:
-                    controls = controls_from_candidate(proposal.params, proposal.acf)
+                    controls = proposal.controls()
                 except ConfigError as error:
                     outcomes[proposal.id] = Evaluation("", proposal, Controls(), False, Cause.INVALID_CONTROLS,
                                                        str(error), {}, {}, None, 0.0)

@@ -33,6 +33,11 @@ class Standing:
     comparable: bool
     old_better: bool  # the old pin is better: kept unless --force
     text: str  # old against new, in numbers; or why they cannot be compared
+    new_better: bool = False  # the new winner is better (a tie is neither): what a staged tune's later stage needs
+
+    def keeps_old(self, tie_keeps: bool) -> bool:
+        """Whether the old pin stays: it is better, or (`tie_keeps`) the winner is no better than it."""
+        return self.old_better or (tie_keeps and self.comparable and not self.new_better)
 
 
 def pinned_before(path: Path) -> PinnedRecord | None:
@@ -112,7 +117,7 @@ def compare(old: PinnedRecord, new: PinnedRecord, objectives: Sequence[Objective
                      + ("the old pin is faster beyond the noise" if old_verdict.better else
                         "the new winner is faster beyond the noise" if new_verdict.better else "within the noise")
                      + ")")
-    return Standing(True, old_wins and not new_wins, "; ".join(parts))
+    return Standing(True, old_wins and not new_wins, "; ".join(parts), new_better=new_wins and not old_wins)
 
 
 def _median(values: Sequence[float]) -> float:

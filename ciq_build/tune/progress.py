@@ -30,6 +30,7 @@ from ciq_build.compiler.controls import nvcc_arguments
 from ciq_build.core import pace
 from ciq_build.core.objectives import Objective, named_scores
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.state.live import LiveStatus
 
 LOG = logging.getLogger("ciq_build")
 
@@ -107,9 +108,14 @@ class TuneProgress:
     def __init__(self, expected: int | None, generations: int, objectives: Sequence[Objective] = (), *,
                  stream: TextIO | None = None, terminal: bool | None = None,
                  clock: Callable[[], float] = time.monotonic, measured_this_run: Set[str] = frozenset(),
-                 deadline: float | None = None) -> None:
+                 deadline: float | None = None, live: LiveStatus | None = None, quiet: bool = False) -> None:
+        """`live`: where a watcher reads the same figures (report --watch); `quiet`: told them only, no line or bar."""
         self.expected = expected  # evaluations the search will make at most (None: not known)
         self.deadline = deadline  # on `clock`: the search ends then (--time-limit), whatever the pace says
+        self.live = live
+        self.quiet = quiet
+        if live is not None:  # the search begins: how many it plans, before the first finishes
+            live.searched(0, expected, "", None)
         self.generations = generations
         self.objectives = list(objectives)
         self.stream = stream if stream is not None else sys.stderr
@@ -126,7 +132,7 @@ class TuneProgress:
         self._last_replay_line = -REPLAY_INTERVAL
         self.bar: Any = None
         self._said_above: list[tuple[logging.Handler, logging.Handler]] = []
-        if terminal and LOG.isEnabledFor(logging.INFO):
+        if terminal and not quiet and LOG.isEnabledFor(logging.INFO):
             try:
                 from tqdm import tqdm
             except ImportError:  # tqdm missing: plain lines on the terminal too
@@ -156,6 +162,10 @@ class TuneProgress:
         left = pace.time_left(now - self._started, self._measured, evaluations, self.expected)
         if self.deadline is not None:  # no candidate starts after it: the time left is at most what it leaves
             left = max(0.0, min(left if left is not None else self.deadline - now, self.deadline - now))
+        if self.live is not None:
+            self.live.searched(evaluations, self.expected, self._scores(best), left)
+        if self.quiet:
+            return
         where = f"generation {generation + 1}/{self.generations}"  # counted from 0 by the search, from 1 here
         if self.bar is not None:
             parts = [f"about {pace.clock(left)} left"] if left is not None else []

@@ -72,6 +72,16 @@ def _strategy_name(strategy: object) -> str:
                       "(several targets on Ray) cannot receive: tune these targets one at a time from Python")
 
 
+def stage_kinds(text: str) -> tuple[str, ...]:
+    """What one --stage searches: --controls' words, comma-separated ("knobs,params")."""
+    return tuple(kind.strip() for kind in text.split(",") if kind.strip())
+
+
+def _stage(text: str) -> str | None:
+    return None if stage_kinds(text) else ("names what the stage searches, --controls' words comma-separated (e.g. "
+                                           f"knobs,params or ptxas-acf:13.3), not {text!r}")
+
+
 def _key_value(pair: str) -> str | None:
     return None if "=" in pair and pair.partition("=")[0].strip() else f"takes KEY=VALUE, not {pair!r}"
 
@@ -119,6 +129,14 @@ class TuneOptions:
         help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], a .bin search "
              "space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); default: the target's SEARCH_SPACE "
              "(knobs + params)")
+    stages: list[str] = option(
+        "--stage", group=SEARCH, repeated=True, default_factory=list, metavar="KINDS", check=_stage,
+        help="repeatable, in place of --controls: a staged search (ciq_build.tune.stages), each stage searching "
+             "KINDS (--controls' words, comma-separated) on top of the best configuration the stages before it "
+             "validated, e.g. --stage knobs,params --stage ptxas-acf:13.3 (ACFs on top of the best knobs and "
+             "PARAMS); each stage is a whole tune (its search in the journal, re-measure and pin, which replaces "
+             "the one before only when better); --time-limit and --max-evaluations are shared out among the "
+             "stages")
     # A registered name (ciq_build.search.strategies), or from Python a Strategy object; None: the space's default.
     strategy: object = option(
         "--strategy", group=SEARCH, choices=strategy_names, show=_strategy_name, check=_known_strategy,
@@ -244,6 +262,8 @@ class TuneOptions:
         """Refuse what no manifest can make right, before anything is configured or read."""
         for problem in problems(self):  # what an executor refuses besides is its own (Executor.validate)
             raise ConfigError(problem)
+        if self.stages and self.controls:
+            raise ConfigError("--stage names what each stage searches, in place of --controls: leave out --controls")
 
 
 def add_tune_arguments(parser: argparse.ArgumentParser,
@@ -281,8 +301,10 @@ class TuneSettings:
 
 
 def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
-    """The command line over the manifest over the defaults, checked against each other."""
-    options.validate()
+    """The command line over the manifest over the defaults, checked against each other.
+
+    The options on their own were checked once already, before anything was configured
+    (ciq_build.tune.executor.checked_executor; a Ray child's are its parent's)."""
     objectives = tuple(parse_objectives(list(options.objectives or manifest.objectives or DEFAULT_OBJECTIVES)))
     settings = TuneSettings(
         target=manifest.target, build_dir=options.build_dir, source_dir=options.source_dir,

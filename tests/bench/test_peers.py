@@ -24,7 +24,7 @@ def _manifest(peer: Path) -> list[tuple[str, str, str]]:
 
 
 def test_the_peers_are_found():
-    assert {p.name for p in ALL_PEERS} >= {"cuda-samples", "sgemm", "flash-attention-minimal"}
+    assert {p.name for p in ALL_PEERS} >= {"cuda-samples", "sgemm", "flash-attention-minimal", "cuda_hgemm", "flashinfer"}
 
 
 @pytest.mark.parametrize("peer", ALL_PEERS, ids=lambda p: p.name)

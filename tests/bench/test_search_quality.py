@@ -276,3 +276,41 @@ def test_the_overhead_bench_prints_a_figure_per_strategy(capsys: pytest.CaptureF
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("search overhead per candidate on acf52") and len(lines) == 3
     assert lines[1].startswith("portfolio") and lines[2].startswith("ga") and "ms a candidate" in lines[2]
+
+
+def test_issue_38_tuning_variants_are_what_their_targets_say() -> None:
+    # the 5%-deep decoy: its point scores 95, off target; the basin's farthest reach is on target
+    point = {f"r{i}": v for i, v in enumerate(pr._DEEP_POINT)} | {"mode": "a"}
+    assert pr.DEEP_DECOY.objective(point) == pytest.approx(95.0) and pr.DEEP_DECOY.objective(point) > 40.0
+    edge = {f"r{i}": v for i, v in enumerate(pr._DEEP_OPT)} | {"mode": "a", "r0": pr._DEEP_OPT[0] + 4}
+    assert pr.DEEP_DECOY.objective(edge) <= pr.DEEP_DECOY.target
+    assert pr.DEEP_DECOY.objective(edge | {"r0": pr._DEEP_OPT[0] + 5}) == 100.0
+    # the jittery knobs: defaults 1.0, the optimum 3.45% better (enumerated), the target 0.5% above it
+    ranked = _enumerated(pr.JITTERY_KNOBS)
+    assert pr.JITTERY_KNOBS.objective({}) == 1.0 and 1 - ranked[0][0] == pytest.approx(0.0345, abs=1e-4)
+    assert pr.JITTERY_KNOBS.target == pytest.approx(ranked[0][0] * 1.005) and pr.JITTERY_KNOBS.noise == 0.02
+    # the 44-parameter ACF-like space: its optimum on target, the deceptive pair worse one flag at a time
+    assert len(pr.ACF44.space) == 44
+    best = {"g7": "--opt-7", "k5": "q", "s0": 9, "g11": "--opt-11", "g23": "--opt-23", "k8": 1, "s4": 4,
+            "g0": "--opt-0", "s3": 5}
+    assert pr._stable_fraction(best) >= 0.04 and pr.ACF44.objective(best) == pytest.approx(pr.ACF44_OPTIMUM)
+    assert pr.ACF44.objective(best | {"g2": "--opt-2", "g19": "--opt-19"}) == INVALID_SCORE
+    alone = {k: v for k, v in best.items() if k != "g23"}
+    neither = {k: v for k, v in alone.items() if k != "g11"}
+    assert pr.ACF44.objective(alone) > pr.ACF44.objective(neither) > pr.ACF44.objective(best)
+
+
+def test_row_ciq_build_runs_the_strategy_ours_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ciq_build.search.portfolio import PortfolioSearch
+
+    config = SearchConfiguration(generations=3, pool_size=8, seed=3)
+    problem = pr.SEEDS_EXAMPLE
+
+    def scores(search: Any) -> list[Any]:
+        return [e.scores if e.ok else None for e in search.start().get_results()]
+
+    assert sq.run_ours(problem, 3, 3, 8).scores == scores(GeneticSearch(problem.objective, problem.space, config))
+    monkeypatch.setattr(sq, "OURS", ["portfolio"])
+    portfolio = scores(PortfolioSearch(problem.objective, problem.space, config, progress=False))
+    assert sq.run_ours(problem, 3, 3, 8).scores == portfolio != scores(GeneticSearch(problem.objective, problem.space,
+                                                                                      config))

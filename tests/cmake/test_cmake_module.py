@@ -755,7 +755,7 @@ def test_unix_makefiles_with_a_build_dir_path_with_spaces(tmp_path: Path, cmake_
 
 
 def test_config_version_file_accepts_this_version_and_refuses_a_newer_one(tmp_path: Path, cmake_bin: str) -> None:
-    init = (REPO_ROOT / "ciq_build" / "__init__.py").read_text()
+    init = (REPO_ROOT / "ciq_build" / "version.py").read_text()
     version = re.search(r'__version__ = "([^"]+)"', init)
     assert version is not None
     script = tmp_path / "check.cmake"

@@ -109,6 +109,19 @@ def test_a_define_given_twice_is_refused() -> None:
         Controls(defines=(("TILE", "32"), ("TILE", "64")))
 
 
+def test_controls_over_a_base_keep_what_they_leave_unset_and_replace_what_they_set(tmp_path: Path) -> None:
+    acf = tmp_path / "base.acf"
+    acf.write_bytes(b"acf")
+    base = Controls(flags=("-maxrregcount=128", "-Xptxas=--def-load-cache=cg"), defines={"TILE": "8", "B": "1"},  # type: ignore[arg-type]
+                    acf=AcfRef.from_file(acf, "ptxas"))
+    on_top = Controls(flags=("-Xptxas=--def-load-cache=cs", "-Xptxas=-O2"), defines={"TILE": "16"}).over(base)  # type: ignore[arg-type]
+    assert on_top.flags == ("-Xptxas=--def-load-cache=cs", "-Xptxas=-O2", "-maxrregcount=128")
+    assert on_top.defines == (("B", "1"), ("TILE", "16")) and on_top.acf == base.acf
+    assert Controls().over(base) == base and base.over(Controls()) == base
+    with pytest.raises(RecordError, match="Conflicting|refuses"):  # ptxas refuses the pair: a bad candidate
+        Controls(flags=("--Ofast-compile=max",)).over(Controls(flags=("-Xptxas=-O2",)))
+
+
 def test_nvcc_arguments_order_and_acf_spelling(tmp_path: Path) -> None:
     acf_file = tmp_path / "gemm.acf"
     acf_file.write_bytes(b"acf")

@@ -25,8 +25,9 @@ from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.select import make_candidate_source
-from ciq_build.search.strategies import SearchRequest, make_source
+from ciq_build.search.select import make_candidate_source, space_size_text
+from ciq_build.search.strategies import make_source
+from ciq_build.search.strategy import SearchRequest
 from support import REPO_ROOT
 
 REPO = REPO_ROOT
@@ -174,6 +175,23 @@ def _walk(node: object) -> list[tuple[str, object]]:
     if isinstance(node, list):
         return [pair for item in node for pair in _walk(item)]
     return []
+
+
+def test_the_spaces_size_says_what_constraints_ruled_out_and_when_they_ruled_out_none(tmp_path: Path) -> None:
+    # "6 of 6 PARAMS combinations (CONSTRAINTS)" read as if they had cut something (cuda-samples' transpose).
+    def said(constraint: str) -> tuple[str, int | None]:
+        manifest = Manifest(
+            target="kern", source_dir=tmp_path, binary_dir=tmp_path, target_source_dir=tmp_path,
+            target_binary_dir=tmp_path, cuda_sources=(), object_dir=tmp_path, benchmark=None, metric_regex="",
+            objectives=(), params=("BX=choice(1,2,4,8)", "BY=choice(1,2,4,8)"), constraints=(constraint,),
+            search_space=(), pin_dir=tmp_path, pin_file=tmp_path / "kern.json", timeout=60.0,
+            options_file=tmp_path / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
+            toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+        return space_size_text(SearchSettings(kinds=("params",)), manifest, find_toolchain(),
+                               parse_objectives(["registers"]))
+
+    assert said("BX*BY == 8") == ("4 of 16 PARAMS combinations (CONSTRAINTS)", 4)
+    assert said("BX*BY <= 64") == ("16 PARAMS combinations (CONSTRAINTS rule out none of them)", 16)
 
 
 def test_a_tune_applies_constraints_or_says_why_it_cannot(tmp_path: Path) -> None:

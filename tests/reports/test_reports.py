@@ -13,6 +13,7 @@ installs both where it can).
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import math
@@ -33,6 +34,7 @@ from ciq_build.pin.read import read_record
 from ciq_build.reports import page as report_page
 from ciq_build.reports.export import to_csv, to_json
 from ciq_build.reports.history import load_history
+from ciq_build.state.live import read_live_status
 from support import REPO_ROOT
 
 PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
@@ -675,6 +677,84 @@ def test_parameter_importance_is_the_share_of_variance_each_parameter_explains(t
     assert f"| registers | a | {ranked[0].explained * 100:.0f}% | 2 | 12 |" in report_page.render_markdown(history)
 
 
+def test_a_pair_whose_values_matter_only_together_shows_as_an_interaction_with_its_caution(tmp_path: Path) -> None:
+    # The score is high where a and b differ (an XOR): each alone explains nothing, the pair everything;
+    # c is noise. Two evaluations per value pair, so the page says 2.0 per pair.
+    records: list[dict] = [{"key": f"k{i}", "generation": 0, "ok": True, "controls": {},
+                            "params": {"a": a, "b": b, "c": i % 3}, "scores": [10.0 if a != b else 1.0]}
+                           for i, (a, b) in enumerate((a, b) for a in (0, 1) for b in (0, 1) for _ in range(2))]
+    history = _edited_history(tmp_path, records, ["registers"])
+    assert all(r.explained < 1e-9 for r in history.importance(0) if r.parameter in ("a", "b"))
+    (pair, *others) = history.interactions(0)
+    assert (pair.first, pair.second, pair.cells, pair.evaluations, pair.per_cell) == ("a", "b", 4, 8, 2.0)
+    assert pair.explained == pytest.approx(1.0)
+    assert all(o.explained < pair.explained for o in others)
+    markdown = report_page.render_markdown(history)
+    assert "### Pairs that moved them together" in markdown
+    assert "| registers | a x b | 100% | 4 | 2.0 |" in markdown
+    assert "overstates" in markdown.split("### Pairs that moved them together", 1)[1]
+    page = report_page.render_html(history)
+    assert "<td>a x b</td><td>100%</td>" in page and html.escape(report_page.INTERACTION_NOTE) in page
+
+
+def test_each_run_of_tune_keeps_its_own_wall_time_and_each_generation_says_where_its_time_went(
+        tmp_path: Path) -> None:
+    # One search, tuned, then resumed a day later: the resume's evaluations count from its own start,
+    # not from the first run's (its generation would have "ended" 86,400 s in).
+    def evaluation(key: str, generation: int, when: str, params: dict) -> dict:
+        return {"kind": "evaluation", "key": key, "generation": generation, "ok": True, "controls": {},
+                "params": params, "scores": [1.0 + len(key)], "seconds": 4.0, "time": when,
+                "timings": {"compile_s": 3.0, "benchmark_s": 0.5, "wait_s": 0.25}}
+
+    lines: list[dict] = [{"kind": "header", "objectives": ["registers"]},
+                         {"kind": "run", "time": "2026-12-01T10:00:00+0000"},
+                         evaluation("base", 0, "2026-12-01T10:00:10+0000", {}),
+                         evaluation("x1", 0, "2026-12-01T10:00:14+0000", {"X": 1}),
+                         {"kind": "run", "time": "2026-12-02T10:00:00+0000"},
+                         evaluation("x22", 1, "2026-12-02T10:00:08+0000", {"X": 2}),
+                         evaluation("x333", 1, "2026-12-02T10:00:09+0000", {"X": 3})]
+    journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
+    journal.parent.mkdir(parents=True)
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    history = load_history("kern", tmp_path / "build")
+    assert [(e.run, e.elapsed_s) for e in history.evaluations] == [(1, 4.0), (1, 8.0), (2, 4.0), (2, 5.0)]
+    assert history.runs == [1, 2] and history.run_starts[2] == "2026-12-02T10:00:00+0000"
+    rows = report_page._generation_rows(history)
+    head = report_page._generation_head(history)
+    assert head[-5:] == ["ended at", "its wall time", "compiling", "benchmarking", "waiting for a GPU"]
+    assert rows[1][-5:] == ["run 2, 5.0 s", "5.0 s", "6.0 s", "1.0 s", "0.5 s"]
+    markdown = report_page.render_markdown(history)
+    assert "- runs: 2 runs of tune journaled these evaluations (run 1 began 2026-12-01T10:00:00+0000" in markdown
+    assert report_page.GENERATION_NOTE in markdown
+    # An older journal (no run lines): each header began a run.
+    old = [line for line in lines if line["kind"] != "run"]
+    journal.write_text("".join(json.dumps(line) + "\n" for line in old))
+    assert load_history("kern", tmp_path / "build").runs == [1]
+
+
+def test_report_reads_the_journal_of_the_tune_that_ran_last_and_names_the_other_architectures(
+        tmp_path: Path) -> None:
+    # A newcomer tuned cuda-samples' transpose for all 9 architectures, stopped, and tuned --architecture 90:
+    # report (and --watch) read the all-architecture journal, the other tune's.
+    folder = tmp_path / "build" / "ciq" / "journal"
+    folder.mkdir(parents=True)
+    for name, registers in (("kern.jsonl", 24.0), ("kern.sm_90.jsonl", 18.0)):
+        lines = [{"kind": "header", "objectives": ["registers"]},
+                 {"kind": "evaluation", "key": "base", "ok": True, "scores": [registers], "controls": {}}]
+        (folder / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    os.utime(folder / "kern.jsonl", (1_000_000, 1_000_000))  # the all-architecture tune ran first
+    latest = load_history("kern", tmp_path / "build")
+    assert latest.journal_path.name == "kern.sm_90.jsonl" and latest.evaluations[0].scores == (18.0,)
+    said = dict(report_page._facts(latest))["journal"]
+    assert said.endswith("(the latest written; this target's other tunes: kern.jsonl: --architecture all)"), said
+    every = load_history("kern", tmp_path / "build", architecture="all")
+    assert every.journal_path.name == "kern.jsonl" and every.evaluations[0].scores == (24.0,)
+    assert load_history("kern", tmp_path / "build", architecture="sm_90").journal_path == latest.journal_path
+    done = _ciq("export", "kern", "-B", str(tmp_path / "build"), "--architecture", "all", "--csv", "-",
+                cwd=tmp_path)
+    assert done.returncode == 0 and ",24.0" in done.stdout, done.stdout + done.stderr
+
+
 def test_a_search_with_other_objectives_never_labels_an_older_searchs_scores_with_its_names(tmp_path: Path) -> None:
     # The cheap twin of the two real tunes above: the second search reused every evaluation of the first.
     journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
@@ -736,13 +816,31 @@ def test_export_writes_an_optuna_journal_storage_optuna_reads_and_a_kernel_tuner
 
 
 @slow
-def test_a_watched_page_says_a_tune_is_running_how_far_and_its_best_so_far(tuned: dict) -> None:
+def test_a_watched_page_says_what_the_tune_is_doing_how_far_its_best_so_far_and_the_time_left(tuned: dict) -> None:
     history = load_history("timer", tuned["build"], tuned["source"])
-    page = report_page.render_html(history, refresh_s=5)
-    running = page.split('id="running">', 1)[1].split("</p>", 1)[0]
-    count = sum(1 for e in history.evaluations if e.search == history.search and not e.is_baseline)
+    # The fixture's tune left what it last said of itself beside its lock: every phase it went through, in order.
+    said = read_live_status(tuned["build"] / "ciq" / "locks" / "timer.lock.live")
+    assert said is not None and said["target"] == "timer" and said["phase"] == "ended", said
+    phases = [name for name, _ in said["phases"]]
+    assert phases[:3] == ["preparing", "baseline", "search"] and phases[-2:] == ["pin", "ended"], phases
+    assert "re-measure" in phases  # a timed winner, re-measured before it was pinned
+    assert said["evaluations"] == said["expected"] == 8  # two generations of 4
+    # While it ran: the search's phase, evaluations, best and time left, as of when it was written.
+    live = {"phase": "search", "evaluations": 5, "expected": 8, "best": "time 1.1 ms, registers 8",
+            "left_s": 50.0, "updated": 1000.0}
+    running = report_page.running_text(history, 5, live, now=lambda: 1010.0)
+    assert running.startswith(f"A tune of timer is running (search {history.search} of its journal); phase: "
+                              "search; 5 of 8 evaluations"), running
+    assert "best so far time 1.1 ms, registers 8; about 0:40 of the search left" in running
+    assert "reloads every 5 s" in running
+    remeasuring = report_page.running_text(history, 5, {**live, "phase": "re-measure", "left_s": None})
+    assert "phase: re-measure (the winner against the baseline, interleaved)" in remeasuring
+    assert "left" not in remeasuring.split(". This page")[0]
+    # Without the tune's word (an older tune), the journal alone: this run's evaluations and best so far.
+    count = sum(1 for e in history.evaluations if e.run == max(history.runs) and not e.is_baseline)
     best = history.best_so_far(0)[-1][1]
-    assert running.startswith(f"A tune of timer is running (search {history.search} of its journal): {count} "
-                              "evaluation(s) so far"), running
-    assert f"best time so far {best:.6g}" in running and "reloads every 5 s" in running
+    page = report_page.render_html(history, refresh_s=5)
+    alone = page.split('id="running">', 1)[1].split("</p>", 1)[0]
+    assert f"{count} evaluation(s) so far in this run" in alone and f"best time so far {best:.6g}" in alone
     assert 'id="running"' not in report_page.render_html(history)  # a finished tune's page says nothing of it
+    assert "> A tune of timer is running" in report_page.render_markdown(history, 5, live)

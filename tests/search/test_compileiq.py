@@ -24,7 +24,7 @@ from ciq_build.errors import ConfigError, MissingExtraError, ToolchainError
 from ciq_build.measure.proc import run
 from ciq_build.search.compileiq import CompileIqEngine, resolve_space
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.strategies import SearchRequest
+from ciq_build.search.strategy import SearchRequest
 
 
 def _have_compileiq() -> bool:

@@ -11,7 +11,8 @@ import pytest
 from ciq_build.core.params import parse_params
 from ciq_build.errors import ConfigError
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.strategies import SearchRequest, make_source
+from ciq_build.search.strategies import make_source
+from ciq_build.search.strategy import SearchRequest
 
 
 def request() -> SearchRequest:

@@ -130,3 +130,23 @@ def test_the_repair_index_finds_what_comparing_every_pair_finds() -> None:
                         expected.append((f, cause))
                 assert index.repairable(best) == expected
     assert expected and all(single_changes(f, space) for f, _ in expected)
+
+
+def test_on_a_stalled_plateau_the_space_filling_arm_gets_most_of_the_batch() -> None:
+    # Flat at 100 but for a 2%-deep decoy slope (x, y within 6 of (4, 4)): once the decoy's bottom stops
+    # improving, the batches go mostly to uniform draws; on a landscape with no plateau, no more than they leave.
+    space = {"x": ss.range(0, 63), "y": ss.range(0, 63), "z": ss.range(0, 63)}
+
+    def decoy(p: dict[str, Any]) -> float:
+        distance = abs(p["x"] - 4) + abs(p["y"] - 4)
+        return 98.0 + distance / 6 if distance <= 12 else 100.0
+
+    config = SearchConfiguration(generations=12, pool_size=32, seed=1)
+    plateau = PortfolioSearch(decoy, space, config, progress=False)
+    plateau.start()
+    assert plateau.ga.plateau() and plateau.describe()["fill"] >= 150  # of 352 after generation 0
+    rugged = PortfolioSearch(lambda p: float((p["x"] * 7 + p["y"] * 13 + p["z"]) % 101), space, config,
+                             progress=False)
+    rugged.start()
+    # its floor (2 a batch) and the slots other arms leave
+    assert not rugged.ga.plateau() and rugged.describe()["fill"] < 75

@@ -10,7 +10,8 @@ from ciq_build.core.params import parse_params
 from ciq_build.core.space import Genome, SearchSpace, as_space
 from ciq_build.search.base import Proposal
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.strategies import SearchRequest, make_source
+from ciq_build.search.strategies import make_source
+from ciq_build.search.strategy import SearchRequest
 
 SPACE = parse_params(["TILE=8,16,32,64", "UNROLL=1,2,4,8"])  # 16 configurations
 

@@ -34,14 +34,8 @@ from ciq_build.search.acf_pool import POOL_FILE, POOL_PARAM, POOL_SCHEMA, AcfPoo
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.select import make_candidate_source
-from ciq_build.search.strategies import (
-    COMPILER_ACF,
-    GRID,
-    SearchRequest,
-    make_source,
-    resolve_strategy,
-    strategy_names,
-)
+from ciq_build.search.strategies import make_source, resolve_strategy, strategy_names
+from ciq_build.search.strategy import COMPILER_ACF, GRID, SearchRequest
 from ciq_build.tune.loop import space_line
 from support import REPO_ROOT
 

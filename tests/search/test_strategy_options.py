@@ -14,7 +14,8 @@ from ciq_build.core.params import parse_params
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evolution import SearchConfiguration
-from ciq_build.search.strategies import SearchRequest, make_source, resolve_strategy
+from ciq_build.search.strategies import make_source, resolve_strategy
+from ciq_build.search.strategy import SearchRequest
 from ciq_build.search.strategy_options import options_of
 from ciq_build.tune.tune_options import TuneOptions
 

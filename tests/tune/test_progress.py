@@ -23,6 +23,8 @@ from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT
 from ciq_build.project.cmake_trees import configure_user_tree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.state.live import LiveStatus, read_live_status
+from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.progress import REPLAY_INTERVAL, TuneProgress, configure_logging, reset_logging
 from support import REPO_ROOT
 
@@ -62,6 +64,35 @@ def test_without_a_terminal_each_evaluation_is_one_plain_line(log: io.StringIO) 
         "registers 41 | 1 failed | 1:05 elapsed, about 3:15 left",
     ]
     assert "\r" not in log.getvalue()
+
+
+def test_a_watcher_reads_the_phase_the_evaluations_the_best_and_the_time_left_even_when_quiet(
+        log: io.StringIO, tmp_path: Path) -> None:
+    # report --watch said a tune was running, never which phase, how far, or how long it had left.
+    status = tmp_path / "locks" / "kern.lock.live"
+    wall = [1000.0]
+    live = LiveStatus(status, "kern", clock=lambda: wall[0])
+    meter = GpuMeter()
+    meter.listeners.append(live.phase)
+    assert read_live_status(status)["phase"] == "preparing"
+    meter.enter("baseline")
+    meter.enter("search")
+    now = [0.0]
+    progress = TuneProgress(8, 2, parse_objectives(["time"]), stream=io.StringIO(), terminal=False,
+                            clock=lambda: now[0], live=live, quiet=True)
+    assert (read_live_status(status)["evaluations"], read_live_status(status)["expected"]) == (0, 8)  # planned
+    now[0], wall[0] = 10.0, 1010.0
+    progress.update(0, evaluations=2, failures=0, best=(4.25,), last=evaluated(1, scores=(4.25,)))
+    said = read_live_status(status)
+    assert {k: said[k] for k in ("target", "phase", "evaluations", "expected", "best", "left_s", "updated")} == {
+        "target": "kern", "phase": "search", "evaluations": 2, "expected": 8, "best": "time 4.25 ms",
+        "left_s": 60.0, "updated": 1010.0}  # 6 more at the pace of the one measured in 10 s
+    assert log.getvalue() == ""  # quiet: the watcher is told, the log is not
+    meter.enter("re-measure")
+    live.end()
+    said = read_live_status(status)
+    assert [name for name, _ in said["phases"]] == ["preparing", "baseline", "search", "re-measure", "ended"]
+    assert said["left_s"] is None  # the search's time left means nothing after it
 
 
 def test_the_time_left_is_paced_by_the_evaluations_this_run_measured() -> None:
@@ -111,6 +142,7 @@ def test_on_a_terminal_it_is_a_bar_not_lines(log: io.StringIO) -> None:
     assert "best registers 40" in drawn and "left" in drawn
 
 
+# A budget of 6 over kern's 5 configurations (X=range(0,4)): the default lists each once, so 5 are planned.
 SMALL_TUNE = ["--generations", "2", "--pool-size", "3", "--no-pin"]
 
 
@@ -143,7 +175,7 @@ def test_a_tune_in_a_ci_log_says_each_evaluation(kern_project: tuple[Path, Path]
     assert [int(line.split()[2].split("/")[0]) for line in lines] == list(range(1, len(lines) + 1))
     assert len(lines) >= len(journaled(build)) - 1
     for line in lines:  # percent done, time left, the objective named with its unit
-        assert "/6 (" in line and "%), generation " in line and " elapsed, about " in line and " left" in line
+        assert "/5 (" in line and "%), generation " in line and " elapsed, about " in line and " left" in line
         assert "best stack_bytes " in line and " bytes" in line
     assert any(": ok, stack_bytes " in line for line in lines)
     at = next(index for index, line in enumerate(said) if line.startswith("ciq_build: tuning kern with CUDA "))
@@ -203,14 +235,14 @@ def test_on_a_terminal_the_bar_moves_at_each_evaluation_and_stays(kern_project: 
     os.close(master)
     assert tune.wait() == 0
     written = b"".join(chunks).decode()
-    drawn = [int(n) for n in re.findall(r"\| (\d+)/6 evaluations", written)]
+    drawn = [int(n) for n in re.findall(r"\| (\d+)/5 evaluations", written)]
     finished = len(journaled(build)) - 1  # the baseline is not one of the search's
     # A draw at each evaluation as it finishes, not only at a generation's end (3 at a time).
     assert sorted(set(drawn)) == list(range(0, max(drawn) + 1)) and max(drawn) >= finished >= 3
     assert "about " in written and "best stack_bytes " in written and " bytes" in written
     # The final state stays on screen after the search (the summary follows it).
     bars = [line for line in screen(written) if " evaluations [" in line]
-    assert bars and f"| {max(drawn)}/6 evaluations" in bars[-1], bars
+    assert bars and f"| {max(drawn)}/5 evaluations" in bars[-1], bars
 
 
 def test_the_cli_handler_writes_to_the_stderr_of_the_moment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,7 +33,8 @@ from ciq_build.search.acf_pool import AcfPool, make_pool_source
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.seeds import AcfSeeding, Seed, read_seeds
 from ciq_build.search.select import compiler_space_seeding
-from ciq_build.search.strategies import SearchRequest, make_source
+from ciq_build.search.strategies import make_source
+from ciq_build.search.strategy import SearchRequest
 from ciq_build.state.durable import sha256_file
 from support import REPO_ROOT
 

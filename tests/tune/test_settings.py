@@ -16,6 +16,7 @@ from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import Benchmark, Manifest, ManifestToolchain
 from ciq_build.resources import cmake_dir
 from ciq_build.search.strategies import strategy_names
+from ciq_build.tune.executor import checked_executor
 from ciq_build.tune.tune_options import (
     EXECUTION,
     OUTPUT,
@@ -78,9 +79,9 @@ def test_a_timed_objective_without_a_benchmark_is_refused_when_resolving(tmp_pat
 @pytest.mark.parametrize("argv, message", [(("-j", "0"), "--jobs"), (("--repeats", "0"), "--repeats"),
                                            (("--pool-size", "1"), "--pool-size"), (("--timeout", "0"), "--timeout"),
                                            (("--timeout", "inf"), "--timeout"), (("--timeout", "nan"), "--timeout")])
-def test_impossible_command_lines_are_refused(tmp_path: Path, argv: tuple[str, ...], message: str) -> None:
+def test_impossible_command_lines_are_refused(argv: tuple[str, ...], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        resolve_settings(_options(*argv), _manifest(tmp_path))
+        checked_executor(_options(*argv))  # the one check of the options, before anything is configured
 
 
 def test_the_strategy_comes_from_the_command_line_and_an_unknown_one_is_refused_naming_them(
@@ -93,7 +94,7 @@ def test_the_strategy_comes_from_the_command_line_and_an_unknown_one_is_refused_
         _options("--strategy", "annealing")
     assert f"invalid choice: 'annealing' (choose from {', '.join(map(repr, strategy_names()))})" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="unknown strategy 'annealing': use one of"):
-        resolve_settings(dataclasses.replace(_options(), strategy="annealing"), _manifest(tmp_path))
+        checked_executor(dataclasses.replace(_options(), strategy="annealing"))
 
 
 def test_time_limit_and_seeds_resolve_and_reach_a_child_tune_through_argv(tmp_path: Path) -> None:
@@ -116,7 +117,8 @@ def test_a_childs_command_line_reads_back_as_the_options_it_was_made_from() -> N
         seed_from=["pins/", "-Xptxas=-O2 -DTILE=32"], wait=True, pin=False, quiet=True, force=True,
         cmake_args=["-DX=1", "-DY=a b"], gpus=["0", "1"], executor="ray", ray_address="head:6379",
         ray_gpu_resource="H200", ray_sources="upload", ray_compile_resource="compile", architecture="90a",
-        targets=("kern", "timer"), ray_targets=2, strategy="random", strategy_options=["pool_size=6", "x=a b"])
+        targets=("kern", "timer"), ray_targets=2, strategy="random", strategy_options=["pool_size=6", "x=a b"],
+        stages=["knobs,params", "ptxas-acf:13.3"])
     defaults = TuneOptions(target="", build_dir=Path("build"))
     unchanged = [f.name for f in dataclasses.fields(TuneOptions) if getattr(options, f.name) == getattr(defaults, f.name)]
     assert unchanged == [], f"give {unchanged} a value other than the default here, so that argv() is tested on it"

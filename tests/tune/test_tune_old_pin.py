@@ -40,7 +40,20 @@ def test_a_static_winner_worse_than_the_pin_keeps_the_pin_unless_forced_and_says
         tmp_path: Path) -> None:
     source, build = tmp_path / "src", tmp_path / "build"
     shutil.copytree(PROJECTS / "shared", source)
-    _tune("shared_kernels", source, build, "-DTILE=8")
+    # Staged (ciq_build.tune.stages): PARAMS first (one evaluation: the seed, TILE=8), then knobs on top of that
+    # winner (two: the first stage's winner itself, from the journal, and one knob). What the first found stays.
+    staged = _tune("shared_kernels", source, build, "-DTILE=8", "--stage", "params", "--stage", "knobs",
+                   "--max-evaluations", "3")
+    assert "stage 2 of 2: knobs, on top of the best so far (-DTILE=8); 2 evaluation(s)" in staged.stderr
+    assert "staged tune: the best validated configuration is -DTILE=8" in staged.stderr, staged.stderr
+    # The knob changed nothing that counts: a tie keeps the first stage's pin, with fewer controls.
+    assert "the pin already there is as good (shared_bytes old 256 bytes against new 256 bytes" in staged.stdout
+    lines = [json.loads(line) for line in (build / "ciq" / "journal" / "shared_kernels.jsonl").read_text().splitlines()]
+    on_top = [line["search"]["on_top_of"] for line in lines if "on_top_of" in line.get("search", {})]
+    assert on_top == [{"flags": [], "defines": {"TILE": "8"}, "acf": None}]
+    knob_stage = lines[[i for i, line in enumerate(lines) if "on_top_of" in line.get("search", {})][0]:]
+    evaluated = [line["controls"] for line in knob_stage if line.get("kind") == "evaluation"]
+    assert evaluated and all(c["defines"] == {"TILE": "8"} and c["flags"] for c in evaluated), evaluated
     assert _pinned(source, "shared_kernels")["controls"]["defines"] == {"TILE": "8"}
     # Worse than the pin (yet better than the defaults): the pin stays, and the tune says why, in numbers.
     worse = _tune("shared_kernels", source, build, "-DTILE=16")

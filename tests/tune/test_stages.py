@@ -1,0 +1,63 @@
+"""A staged tune's order of business (ciq_build.tune.stages), each stage's tune played by a function.
+
+What a stage goes on top of, how the budgets are shared out, which outcome stands at the end. A real staged
+tune (CMake, nvcc, the journal, the pin) runs in tests/tune/test_tune_old_pin.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ciq_build.compiler.controls import Controls
+from ciq_build.errors import ConfigError
+from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
+from ciq_build.tune.finish import TuneOutcome
+from ciq_build.tune.stages import tune_in_stages
+from ciq_build.tune.tune_options import TuneOptions
+
+
+def _evaluation(controls: Controls) -> Evaluation:
+    return Evaluation("", Proposal(0, 0, {}), controls, True, None, "", {}, {}, (1.0,), 0.0)
+
+
+def _outcome(winner: Controls, better: bool, evaluated: int) -> TuneOutcome:
+    return TuneOutcome(True, None, _evaluation(Controls()), _evaluation(winner),
+                       [_evaluation(winner)] * evaluated, "verdict", better)
+
+
+def test_each_stage_goes_on_top_of_the_latest_winner_that_beat_the_defaults() -> None:
+    knobs = Controls(flags=("-maxrregcount=64",), defines={"TILE": "8"})  # type: ignore[arg-type]
+    acf_stage = Controls(flags=("-maxrregcount=64",), defines={"TILE": "16"})  # type: ignore[arg-type]
+    results = iter([_outcome(knobs, True, 3), _outcome(acf_stage, False, 2), _outcome(Controls(), False, 1)])
+    ran: list[tuple[list[str] | None, Controls | None, int | None]] = []
+    said: list[str] = []
+
+    def stage(options: TuneOptions, on_top: Controls | None) -> TuneOutcome:
+        assert not options.stages
+        ran.append((options.controls, on_top, options.max_evaluations))
+        return next(results)
+
+    options = TuneOptions(target="t", build_dir=Path("b"), stages=["knobs,params", "ptxas-acf:13.3", "params"],
+                          max_evaluations=10)
+    outcome = tune_in_stages(options, stage, said.append)
+    # 10 shared out: 3 (of 10 over 3 stages), then 3 (of 7 over 2), then 5 (of 5 over 1).
+    assert ran == [(["knobs", "params"], None, 3), (["ptxas-acf:13.3"], knobs, 3), (["params"], knobs, 5)]
+    assert outcome.winner is not None and outcome.winner.controls == knobs  # the stage whose winner stands
+    assert said[1] == ("stage 2 of 3: ptxas-acf:13.3, on top of the best so far (-maxrregcount=64 -DTILE=8); "
+                       "3 evaluation(s)")
+    assert said[-1] == "staged tune: the best validated configuration is -maxrregcount=64 -DTILE=8"
+
+
+def test_a_misspelt_later_stage_or_stages_with_controls_are_refused_before_anything_runs() -> None:
+    def stage(options: TuneOptions, on_top: Controls | None) -> TuneOutcome:
+        raise AssertionError("no stage may run")
+
+    with pytest.raises(ConfigError, match="unknown search space 'knob'"):
+        tune_in_stages(TuneOptions(target="t", build_dir=Path("b"), stages=["params", "knob"]), stage, print)
+    with pytest.raises(ConfigError, match="in place of --controls"):
+        TuneOptions(target="t", build_dir=Path("b"), stages=["params"], controls=["knobs"]).validate()
+    with pytest.raises(ConfigError, match="--stage names what the stage searches"):
+        TuneOptions(target="t", build_dir=Path("b"), stages=[" , "]).validate()
