@@ -44,7 +44,8 @@ from ciq_build.state.live import LiveStatus, live_status_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.baseline import measure_baseline
 from ciq_build.tune.cache import EvaluationCache, cache_key, search_header
-from ciq_build.tune.executor import Executor, SearchPhase, checked_executor, get_executor
+from ciq_build.tune.executor import Executor, SearchPhase
+from ciq_build.tune.executors import checked_executor, get_executor
 from ciq_build.tune.finish import Finish, Searched, TuneOutcome
 from ciq_build.tune.gpu_time import GpuMeter, MeteredSlots
 from ciq_build.tune.loop import (
@@ -117,7 +118,7 @@ class TuneRun:
         self.toolchain = toolchain
         self.out = out if out is not None else sys.stderr
         self.objectives = list(settings.objectives)
-        self.executor = get_executor(settings.executor.kind)
+        self.executor = get_executor(settings.executor)
         slots = MeteredSlots(settings.measure.gpus)
         self.meter: GpuMeter = slots.meter  # when benchmarks held a GPU, and the phases meanwhile
         # The baseline's runner (a large project's defaults may take long); the candidates' takes over once the
@@ -325,7 +326,8 @@ class TuneRun:
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
         phase = SearchPhase(self.backend, self.manifest, self.toolchain, tuple(self.objectives),
                             self.settings.measure.repeats, self.settings.build.jobs, timeouts,
-                            for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR), self.settings.executor,
+                            for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR),
+                            self.settings.executor_options,
                             self.sources.snapshot(), self.sources.writes_sources, self.runner, self._say)
         self.meter.enter("search")
         try:

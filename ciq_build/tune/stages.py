@@ -18,9 +18,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ciq_build.compiler.controls import Controls, nvcc_arguments
-from ciq_build.core.settings import SearchSettings, duration_seconds
+from ciq_build.core.settings import duration_seconds
 from ciq_build.errors import ConfigError
-from ciq_build.search.select import search_kinds
 from ciq_build.tune.finish import TuneOutcome
 from ciq_build.tune.tune_options import TuneOptions, stage_kinds
 
@@ -34,9 +33,7 @@ _LEAST_STAGE_S = 1.0
 def tune_in_stages(options: TuneOptions, run_stage: RunStage, say: Callable[[str], None]) -> TuneOutcome:
     """Each of `options.stages` tuned by `run_stage` in turn, on top of the best so far; the outcome of the stage
     whose winner is the pin at the end (the last stage's when none beat the defaults)."""
-    stages = [stage_kinds(text) for text in options.stages]
-    for kinds in stages:  # a misspelt later stage is refused before the first one runs
-        search_kinds(replace(SearchSettings(), kinds=kinds))
+    stages = [stage_kinds(text) for text in options.stages]  # checked with the options (TuneOptions.validate)
     deadline = None if options.time_limit is None else time.monotonic() + duration_seconds(options.time_limit)
     evaluations_left = options.max_evaluations
     best: Controls | None = None

@@ -50,9 +50,9 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
     if not pin and better:
         return "run the same command without --no-pin to pin the winner"
     others = [kind.name for kind in KINDS if kind.name not in {o.name.partition(":")[0] for o in objectives}]
-    kinds = set(search.kinds)
+    kinds = set(search.controls)
     wider = (f"--controls {' --controls '.join(sorted({'knobs', 'params'} - kinds))} beside "
-             f"{', '.join(search.kinds)}, " if not {"knobs", "params"} <= kinds else "")
+             f"{', '.join(search.controls)}, " if not {"knobs", "params"} <= kinds else "")
     budget = f"{search.generations} generations of {search.pool_size}"
     if search.max_evaluations is not None:
         budget += f", at most {search.max_evaluations} evaluations"

@@ -1,4 +1,5 @@
-"""The executor seam (ciq_build.tune.executor): a new executor is one registration, with no change to ciq_build.
+"""The executor seam (ciq_build.tune.executor, ciq_build.tune.executors): a new executor is one registration, with
+no change to ciq_build.
 
 `RecordingExecutor` is a TEST DOUBLE of an executor, registered from this
 test only: it evaluates one candidate at a time on one of the driver's scratch
@@ -22,15 +23,9 @@ from ciq_build.errors import ConfigError
 from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune import executor as registry
-from ciq_build.tune.executor import (
-    Executor,
-    SearchPhase,
-    Workers,
-    executor_names,
-    get_executor,
-    register_executor,
-)
+from ciq_build.tune import executors as registry
+from ciq_build.tune.executor import Executor, SearchPhase, Workers
+from ciq_build.tune.executors import executor_names, get_executor, register_executor
 from ciq_build.tune.runner import Runner
 from ciq_build.tune.target_result import TargetResult
 from ciq_build.tune.tune_options import TuneOptions

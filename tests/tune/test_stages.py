@@ -51,12 +51,9 @@ def test_each_stage_goes_on_top_of_the_latest_winner_that_beat_the_defaults() ->
     assert said[-1] == "staged tune: the best validated configuration is -maxrregcount=64 -DTILE=8"
 
 
-def test_a_misspelt_later_stage_or_stages_with_controls_are_refused_before_anything_runs() -> None:
-    def stage(options: TuneOptions, on_top: Controls | None) -> TuneOutcome:
-        raise AssertionError("no stage may run")
-
-    with pytest.raises(ConfigError, match="unknown search space 'knob'"):
-        tune_in_stages(TuneOptions(target="t", build_dir=Path("b"), stages=["params", "knob"]), stage, print)
+def test_a_misspelt_later_stage_or_stages_with_controls_are_refused_with_the_options() -> None:
+    with pytest.raises(ConfigError, match="--stage 'knob': unknown search space 'knob' \\(did you mean knobs\\?\\)"):
+        TuneOptions(target="t", build_dir=Path("b"), stages=["params", "knob"]).validate()
     with pytest.raises(ConfigError, match="in place of --controls"):
         TuneOptions(target="t", build_dir=Path("b"), stages=["params"], controls=["knobs"]).validate()
     with pytest.raises(ConfigError, match="--stage names what the stage searches"):
