@@ -26,7 +26,7 @@ from ciq_build.compiler.toolchain import Toolchain, architecture_list, other_too
 from ciq_build.core import pace
 from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR
-from ciq_build.errors import BuildError, ConfigError, DiskFullError
+from ciq_build.errors import BuildError, CiqError, ConfigError, DiskFullError
 from ciq_build.measure import claim
 from ciq_build.measure.sizes import SIZE_SEPARATOR
 from ciq_build.pin.record import check_pin_dir
@@ -214,7 +214,8 @@ class TuneRun:
         self._search(source, workers, timeouts)
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
-                        self._warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default)
+                        self._warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default,
+                        built_architectures=self._built_architectures())
         return finish.run(Searched(baseline, self.evaluations, base_tree, workers, source.describe(),
                                    stopped_text(self.stopped_by, self.settings.search, len(self.evaluations)), self.overridden))
 
@@ -295,6 +296,15 @@ class TuneRun:
             ahead.stop()
             self.builds_ahead = ahead.describe()
 
+    def _built_architectures(self) -> str:
+        """What the target's build compiles for, where this tune was narrowed to one architecture ("" else)."""
+        if not self.manifest.tune_architecture:
+            return ""
+        try:
+            return self.backend.manifest(self.manifest.target).toolchain.architectures
+        except CiqError:
+            return ""  # the build's manifest unreadable now: the summary says nothing of it
+
     def _key(self, controls: Controls) -> str:
         return cache_key(self.manifest, self.toolchain, controls, self.sources.digest)
 
@@ -368,5 +378,6 @@ def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objecti
     built = architecture_list(manifest.toolchain.architectures)
     return (f"tuning {manifest.target} with {toolchain}; objectives: {', '.join(o.spec for o in objectives)}; "
             f"architectures: {', '.join(built) or 'nvcc default'}"
-            + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster)"
+            + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster; the build "
+               "applies such pins once each of its architectures has one)"
                if len(built) > 2 else ""))

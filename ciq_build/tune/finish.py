@@ -20,11 +20,12 @@ from typing import Any
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan
-from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.compiler.toolchain import Toolchain, architecture_list, architecture_order
 from ciq_build.core.objectives import metric_key
 from ciq_build.measure.sizes import size_ratios
 from ciq_build.measure.stats import interleaved
-from ciq_build.pin.record import record_path
+from ciq_build.pin.read import read_record
+from ciq_build.pin.record import architecture_set, record_path
 from ciq_build.pin.write import merge_architecture, write_record
 from ciq_build.project.manifest import Manifest, benchmark_sizes
 from ciq_build.project.worker import CandidateBuild, WorkerTree
@@ -84,6 +85,9 @@ class Finish:
     # A staged tune's later stage (ciq_build.tune.stages): its winner holds the pin's controls and more, so it
     # replaces a comparable pin only when better than it; a tie keeps the pin, with fewer controls.
     tie_keeps_pin: bool = False
+    # The architectures the target's build compiles for, where this tune was narrowed to one (--architecture):
+    # the pin applies only once it holds an entry for each, which the summary's next: says.
+    built_architectures: str = ""
 
     def run(self, searched: Searched) -> TuneOutcome:
         if not searched.evaluations and searched.stopped:
@@ -262,7 +266,7 @@ class Finish:
                           confirmation.winner_scores, searched.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
-                          stopped=searched.stopped,
+                          stopped=searched.stopped, next_with_pin=self._skipped_text(pinned),
                           next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
                               objectives, self.settings.search, self.pinning, confirmation.better),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
@@ -270,6 +274,23 @@ class Finish:
                           idle_params=[name for name in without_effect(self.manifest.params, searched.evaluations)
                                        if name not in searched.overridden]),
               file=sys.stdout)
+
+    def _skipped_text(self, pinned: Path | None) -> str:
+        """The summary's `next:` where the build will skip the pin just written: a tune --architecture ARCH whose
+        record lacks other architectures the build compiles for ("" where the build applies it)."""
+        if pinned is None or not self.built_architectures:
+            return ""
+        record = read_record(pinned)
+        built = architecture_set(architecture_list(self.built_architectures))
+        tuned = architecture_set(record.toolchain.architectures)
+        if not tuned or tuned == built:
+            return ""
+        missing = sorted(set(built) - set(tuned), key=architecture_order)
+        return (f"commit {pinned.parent}; {self.applied_by} skips this pin until it holds every architecture the "
+                f"build compiles for: it has {', '.join(sorted(tuned, key=architecture_order))}, the build also "
+                f"compiles for {', '.join(missing)}. Tune --architecture for each (each adds its entry), tune "
+                f"without --architecture, or build {self.manifest.target} for "
+                f"{', '.join(sorted(tuned, key=architecture_order))} only")
 
     def _kept_text(self, standing: Standing | None) -> str:
         """The summary's `next:` where a better pin was kept."""
