@@ -24,7 +24,7 @@ from typing import Any
 from ciq_build.core.pace import clock
 from ciq_build.errors import ManifestError
 from ciq_build.pin.display import ratio_text
-from ciq_build.project.cmake_trees import safe_name
+from ciq_build.project.worker import safe_name
 from ciq_build.reports.export import write_text
 from ciq_build.reports.history import MIN_PER_CELL, JournalEntry, TuneHistory, load_history
 from ciq_build.reports.show import chosen_journal

@@ -11,9 +11,9 @@ from ciq_build.pin.display import format_record
 from ciq_build.pin.read import read_record
 from ciq_build.project.backend import BuildBackend
 from ciq_build.project.cmake_backend import CMakeBackend
-from ciq_build.project.cmake_trees import safe_name
 from ciq_build.project.json_model import json_fields
 from ciq_build.project.manifest import Manifest
+from ciq_build.project.worker import safe_name
 from ciq_build.state.journal import Journal
 
 

@@ -32,9 +32,9 @@ from ciq_build.measure.sizes import SIZE_SEPARATOR
 from ciq_build.pin.record import check_pin_dir
 from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
-from ciq_build.project.cmake_trees import ScratchTree, safe_name, scratch_root, tune_name
 from ciq_build.project.manifest import Manifest, for_architecture
 from ciq_build.project.sources import Snapshot
+from ciq_build.project.worker import WorkerTree, safe_name, scratch_root, tune_name
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.on_top import on_top_of
@@ -219,7 +219,7 @@ class TuneRun:
         return finish.run(Searched(baseline, self.evaluations, base_tree, workers, source.describe(),
                                    stopped_text(self.stopped_by, self.settings.search, len(self.evaluations)), self.overridden))
 
-    def _trees(self) -> tuple[ScratchTree, list[ScratchTree], Snapshot]:
+    def _trees(self) -> tuple[WorkerTree, list[WorkerTree], Snapshot]:
         """The baseline's tree and the workers' (as many as the executor uses here: on Ray one, for the
         confirmation, since the actors keep their own), configured; the sources as configuring left them."""
         before = self.sources.snapshot()
@@ -238,7 +238,7 @@ class TuneRun:
         self.sources.fingerprint(configured)
         return base_tree, workers, configured
 
-    def _baseline(self, base_tree: ScratchTree, probe_tree: ScratchTree, configured: Snapshot) -> Evaluation:
+    def _baseline(self, base_tree: WorkerTree, probe_tree: WorkerTree, configured: Snapshot) -> Evaluation:
         """The baseline, with a PARAMS name the source overrides said early: the probe's two builds run in
         `probe_tree` beside the baseline's build and runs (not where the compile is timed: they would slow it)."""
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ciq-param-probe") as beside:
@@ -277,7 +277,7 @@ class TuneRun:
             budget, _ = planned_budget(described, self.settings.search)
             self._say(space_line(text, self.space_total, budget, self.settings.search.strategy, described))
 
-    def _build_ahead(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
+    def _build_ahead(self, source: CandidateSource, workers: list[WorkerTree]) -> None:
         """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most
         --jobs - 1, so the baseline's build is never kept waiting, and not in the first worker's tree, which
         the PARAMS probe builds in meanwhile."""
@@ -326,7 +326,7 @@ class TuneRun:
         if self.architectures.describe():
             self._say(f"figures: {self.architectures.describe()}")
 
-    def _search(self, source: CandidateSource, workers: list[ScratchTree], timeouts: Timeouts) -> None:
+    def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
         # file is told all the same).
         expected, generations = planned_budget(source.describe(), self.settings.search, self.space_total)
@@ -334,9 +334,10 @@ class TuneRun:
                                 measured_this_run=self.cache.measured_this_run, deadline=self.deadline,
                                 live=self.live, quiet=self.settings.quiet)
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
-        phase = SearchPhase(self.manifest, self.toolchain, tuple(self.objectives), self.settings.measure.repeats,
-                            self.settings.build.jobs, timeouts,
-                            for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR), self.settings.executor_options,
+        phase = SearchPhase(self.backend, self.manifest, self.toolchain, tuple(self.objectives),
+                            self.settings.measure.repeats, self.settings.build.jobs, timeouts,
+                            for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR),
+                            self.settings.executor_options,
                             self.sources.snapshot(), self.sources.writes_sources, self.runner, self._say)
         self.meter.enter("search")
         try:

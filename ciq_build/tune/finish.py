@@ -27,8 +27,8 @@ from ciq_build.measure.stats import interleaved
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import architecture_set, record_path
 from ciq_build.pin.write import merge_architecture, write_record
-from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
 from ciq_build.project.manifest import Manifest, benchmark_sizes
+from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.assemble import assemble_record, scored_record
 from ciq_build.tune.cache import EvaluationCache
@@ -60,8 +60,8 @@ class Searched:
 
     baseline: Evaluation
     evaluations: list[Evaluation]
-    base_tree: ScratchTree
-    workers: list[ScratchTree]
+    base_tree: WorkerTree
+    workers: list[WorkerTree]
     described: dict[str, Any]  # the candidate source's provenance (CandidateSource.describe)
     stopped: str  # the summary's word on a budget that ended the search early; "" when it ran to its end
     overridden: Sequence[str] = ()  # PARAMS names the source #defines again (said after the baseline)
@@ -106,7 +106,7 @@ class Finish:
 
     # -- confirm ---------------------------------------------------------------------
 
-    def confirm(self, searched: Searched) -> tuple[Confirmation, ScratchTree, Minimizer | None, Standing | None]:
+    def confirm(self, searched: Searched) -> tuple[Confirmation, WorkerTree, Minimizer | None, Standing | None]:
         """The winner re-measured against the baseline (and a pin already there): the verdict, the tree that
         holds its build, and the minimal pin's rebuilds started beside the re-measure (None: none started)."""
         workers = searched.workers
@@ -116,7 +116,7 @@ class Finish:
                               self.warn, phase=self.meter.enter)
         minimizer: Minimizer | None = None
 
-        def picked(winner: Evaluation) -> tuple[ScratchTree, CandidateBuild] | None:
+        def picked(winner: Evaluation) -> tuple[WorkerTree, CandidateBuild] | None:
             # A tree the search left holding the winner's build is re-measured as it is. The minimal pin's
             # rebuilds start now, in the other workers' trees, while the winner is (re)built and re-measured:
             # decided by machine code, they need no benchmark and the GPU waits for none.
@@ -154,8 +154,8 @@ class Finish:
             minimizer = None
         return confirmation, tree, minimizer, standing
 
-    def _against_old_pin(self, confirmation: Confirmation, base_tree: ScratchTree,
-                         tree: ScratchTree) -> Standing | None:
+    def _against_old_pin(self, confirmation: Confirmation, base_tree: WorkerTree,
+                         tree: WorkerTree) -> Standing | None:
         """Where the pin already there stands against a winner about to replace it (ciq_build.tune.old_pin); None
         where nothing would be replaced. A runtime is re-measured: the old pin is built in the baseline's tree and
         run interleaved with the winner, still built in `tree`."""
@@ -190,7 +190,7 @@ class Finish:
 
     # -- minimize --------------------------------------------------------------------
 
-    def minimize(self, confirmation: Confirmation, tree: ScratchTree,
+    def minimize(self, confirmation: Confirmation, tree: WorkerTree,
                  minimizer: Minimizer | None) -> tuple[Confirmation, WinnerCheck | None]:
         """A winner to pin with its no-op controls dropped (ciq_build.tune.minimize), then its benchmark's own
         check run on it (ciq_build.tune.winner_check); as it was when nothing is to be pinned."""
@@ -211,7 +211,7 @@ class Finish:
                                    verdict=f"{confirmation.verdict}; its benchmark: {checked.text}"
                                            + ("; nothing pinned" if checked.failed else "")), checked
 
-    def _minimal(self, confirmation: Confirmation, tree: ScratchTree, minimizer: Minimizer | None) -> Confirmation:
+    def _minimal(self, confirmation: Confirmation, tree: WorkerTree, minimizer: Minimizer | None) -> Confirmation:
         """The confirmation with the winner's no-op controls dropped.
 
         `minimizer`: the rebuilds started beside the re-measure in the other workers' trees; None with a single
@@ -235,7 +235,7 @@ class Finish:
 
     # -- pin -------------------------------------------------------------------------
 
-    def pin(self, confirmation: Confirmation, tree: ScratchTree, standing: Standing | None,
+    def pin(self, confirmation: Confirmation, tree: WorkerTree, standing: Standing | None,
             checked: WinnerCheck | None, searched: Searched) -> Path | None:
         """The winner's record written (or its architecture's entry merged in); where, or None with --no-pin."""
         if not self.pinning:

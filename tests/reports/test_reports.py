@@ -612,7 +612,7 @@ def test_the_pareto_table_shows_the_minimized_pin(tuned: dict) -> None:
 @slow
 def test_report_watch_writes_the_page_again_as_the_journal_grows_and_ends_with_the_tune(
         retuned: dict, tmp_path: Path) -> None:
-    from ciq_build.project.cmake_trees import safe_name
+    from ciq_build.project.worker import safe_name
     from ciq_build.state.journal import TargetLock, tune_lock_path
 
     build = tmp_path / "build"
