@@ -26,9 +26,10 @@ from ciq_build.tune.finish import TuneOutcome
 def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str | Path | None = None,
                 objectives: Sequence[str] | None = None, backend: BuildBackend | None = None,
                 **options: Any) -> TuneOutcome:
-    """Tune one target of a project: by default of a CMake build tree (configured first from `source_dir` when it
-    has no cache yet); `backend`: the project's own build backend (ciq_build.project.backend, e.g. a setuptools
-    project's), whose build tree is then the tune's."""
+    """Tune one target of a project: by default of a CMake build tree (`CMakeBackend`, configured first from
+    `source_dir` when it has no cache yet); `backend`: the project's own build backend (ciq_build.project.backend),
+    e.g. ``SetuptoolsBackend(project)`` (ciq_build.project.setuptools_backend) for a setup.py's CudaExtension,
+    whose build tree is then the tune's."""
     known = keyword_names()  # every option `tune` and its executors declare; the tree and targets are the arguments
     unknown = sorted(set(options) - known)
     if unknown:

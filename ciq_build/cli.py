@@ -176,7 +176,7 @@ def _setuptools_project(setuptools: Path | None, source_dir: Path | None) -> Pat
     """The setuptools project a command is pointed at: --setuptools, or a -S folder with a setup.py and no
     CMakeLists.txt.
 
-    Decided here, so that a CMake project never imports setuptools (ciq_build.setuptools_tune does).
+    Decided here, so that a CMake project never imports setuptools (ciq_build.project.setuptools_backend does).
     """
     if setuptools is not None:
         return Path(setuptools).resolve()
@@ -189,7 +189,7 @@ def _backend(args: argparse.Namespace) -> BuildBackend:
     """The project the command is pointed at, as the build backend every command below works through."""
     project = _setuptools_project(args.setuptools, args.source_dir)
     if project is not None:
-        from ciq_build.setuptools_tune import SetuptoolsBackend
+        from ciq_build.project.setuptools_backend import SetuptoolsBackend
 
         return SetuptoolsBackend(project)
     from ciq_build.project.cmake_backend import CMakeBackend

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
 from ciq_build.errors import ConfigError
-from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.project.worker import WorkerTree
 from ciq_build.ray.executor import RayPool, actor_resources, connected
 from ciq_build.ray.options import ray_options
 from ciq_build.ray.sources import plan_upload
@@ -30,7 +30,7 @@ class RayExecutor(Executor):
     """Candidates evaluated by actors on a Ray cluster, one per --jobs slot, each keeping its scratch tree."""
 
     name = "ray"
-    uses_driver_trees = False  # its actors configure CMake scratch trees of their own
+    uses_driver_trees = False  # its actors configure trees of their own, the backend's (BuildBackend.make_tree)
 
     def validate(self, options: TuneOptions) -> None:
         # --ray-sources' choices and --ray-targets' least are their declarations' (ciq_build.ray.options).
@@ -45,7 +45,7 @@ class RayExecutor(Executor):
     def local_trees(self, jobs: int, benchmark_slots: int) -> int:
         return 1  # the confirmation's and the minimal pin's: the candidates build in the actors' trees
 
-    def workers(self, phase: SearchPhase, trees: Sequence[ScratchTree]) -> AbstractContextManager[Workers]:
+    def workers(self, phase: SearchPhase, trees: Sequence[WorkerTree]) -> AbstractContextManager[Workers]:
         return _pool(phase)
 
     def tune_targets(self, options: TuneOptions, targets: list[str],
@@ -69,7 +69,7 @@ def _pool(phase: SearchPhase) -> Iterator[Workers]:
         LOG.warning("ray: left out of the upload %d path(s) of the source tree %s that are no regular file of it: %s",
                     len(upload.left_out), upload.source_dir,
                     ", ".join(f"{path!r} ({why})" for path, why in upload.left_out.items()))
-    with RayPool(phase.manifest, phase.toolchain, phase.objectives, phase.repeats, phase.timeouts,
+    with RayPool(phase.backend, phase.manifest, phase.toolchain, phase.objectives, phase.repeats, phase.timeouts,
                  phase.configure_timeout, phase.jobs, own.ray_address, own.ray_gpu_resource, phase.say, upload,
                  own.ray_compile_resource, known=phase.known, writes_sources=phase.writes_sources) as pool:
         yield Workers(pool.runner, pool.slots)

@@ -49,7 +49,7 @@ from typing import IO, Any
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.gpu_slots import GPU_LOCK_DIR
-from ciq_build.project.cmake_trees import safe_name
+from ciq_build.project.worker import safe_name
 from ciq_build.ray.executor import STOP_TIMEOUT, _ray, connected
 from ciq_build.ray.gpu_share import NAMESPACE, SHARE_NAME, GpuShare, TargetShare, share_table
 from ciq_build.ray.options import ray_options

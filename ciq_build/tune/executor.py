@@ -21,9 +21,10 @@ from typing import Any
 
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import Objective
-from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.project.backend import BuildBackend
 from ciq_build.project.manifest import Manifest
 from ciq_build.project.sources import Snapshot
+from ciq_build.project.worker import WorkerTree
 from ciq_build.tune.runner import BuildRunner, Runner
 from ciq_build.tune.target_result import TargetResult
 from ciq_build.tune.timeouts import Timeouts
@@ -34,6 +35,7 @@ from ciq_build.tune.tune_options import TuneOptions, TuneSettings
 class SearchPhase:
     """What an executor's workers need for the search, fixed once the baseline is measured."""
 
+    backend: BuildBackend  # the project's: what makes a worker's tree (BuildBackend.make_tree)
     manifest: Manifest
     toolchain: Toolchain
     objectives: tuple[Objective, ...]
@@ -43,7 +45,7 @@ class SearchPhase:
     configure_timeout: float  # a worker's scratch tree configure
     executor_options: Any  # the executor's own options, as given (TuneSettings.executor_options; None: defaults)
     snapshot: Snapshot  # the fingerprinted source files as the driver hashed them (what the search measures)
-    writes_sources: bool  # the project writes into its source tree (ScratchTree.writes_sources)
+    writes_sources: bool  # the project writes into its source tree (WorkerTree.writes_sources)
     # The driver's runner: what the tune knows so far (the race's incumbent, measured code), shared with the
     # workers as a local worker thread shares it. The one mutable part, and only the driver writes it.
     known: BuildRunner
@@ -66,8 +68,9 @@ class Executor:
     """
 
     name: str  # what --executor says
-    # True: its workers are the scratch trees the driver made (so any build of the target works); False: it
-    # makes trees of its own, CMake ones (ciq_build.ray's actors configure theirs on the workers).
+    # True: its workers are the trees the driver made (so any build of the target works); False: it makes
+    # trees of its own, asking phase.backend for them (ciq_build.ray's actors configure theirs on the workers),
+    # and is refused for a backend whose candidates cannot be built elsewhere (BuildBackend.remote_builds).
     uses_driver_trees = True
 
     def validate(self, options: TuneOptions) -> None:
@@ -83,7 +86,7 @@ class Executor:
         By default a worker more per GPU than --jobs: the next candidates compile while the GPUs benchmark."""
         return jobs + benchmark_slots
 
-    def workers(self, phase: SearchPhase, trees: Sequence[ScratchTree]) -> AbstractContextManager[Workers]:
+    def workers(self, phase: SearchPhase, trees: Sequence[WorkerTree]) -> AbstractContextManager[Workers]:
         """The search's runner and workers, started on entry and stopped on exit; `trees`: the driver's.
 
         By default the driver's runner (the candidates' one, limited by phase.timeouts) over its trees."""

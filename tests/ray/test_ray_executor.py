@@ -97,7 +97,7 @@ def test_static_objectives_ask_for_a_cpu_and_runtime_ones_for_a_gpu_of_the_named
 
 
 def test_a_cluster_without_the_gpu_kind_is_refused_with_what_to_start() -> None:
-    pool = RayPool(None, None, parse_objectives(["time"]), 1, Timeouts(60, 60), 300, 2, gpu_resource="H100")
+    pool = RayPool(None, None, None, parse_objectives(["time"]), 1, Timeouts(60, 60), 300, 2, gpu_resource="H100")
     with pytest.raises(ConfigError, match=r"0 H100.*--resources='\{\"H100\""):
         pool._check_cluster({"CPU": 16.0, "GPU": 8.0, "H200": 8.0})
     pool._check_cluster({"CPU": 16.0, "GPU": 8.0, "H100": 8.0})

@@ -20,7 +20,7 @@ import pytest
 from ciq_build.cli import main
 from ciq_build.compiler.controls import Controls
 from ciq_build.errors import ConfigError
-from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune import executors as registry
@@ -35,11 +35,11 @@ PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
 
 
 class _RecordingRunner:
-    def __init__(self, runner: Runner[ScratchTree], evaluated: list[int]) -> None:
+    def __init__(self, runner: Runner[WorkerTree], evaluated: list[int]) -> None:
         self.runner = runner
         self.evaluated = evaluated
 
-    def evaluate(self, worker: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
+    def evaluate(self, worker: WorkerTree, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         self.evaluated.append(proposal.id)
         return self.runner.evaluate(worker, proposal, controls, key)
 
@@ -63,7 +63,7 @@ class RecordingExecutor(Executor):
         return 1
 
     @contextmanager
-    def workers(self, phase: SearchPhase, trees: Sequence[ScratchTree]) -> Iterator[Workers]:
+    def workers(self, phase: SearchPhase, trees: Sequence[WorkerTree]) -> Iterator[Workers]:
         self.phases.append(phase)
         yield Workers(_RecordingRunner(phase.known, self.evaluated), trees[:1])
 
