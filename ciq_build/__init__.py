@@ -14,8 +14,8 @@ CompileIQ's so that a CompileIQ objective function runs unchanged::
 and the library call of ``python -m ciq_build tune``: ``tune_target(...)``.
 
 Each name is imported on first use (PEP 562): ``import ciq_build`` stays as
-cheap as reading ``__version__`` (ciq_build.version), which the CLI, the
-CMake module and setuptools builds do. The package's own modules import
+cheap as it is, and ``__version__`` (ciq_build.version) as cheap as the
+CMake module and setuptools builds need it. The package's own modules import
 ciq_build.version, not this registry, which names the modules above them.
 """
 
@@ -24,10 +24,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ciq_build.version import __version__
-
 # name -> "module:attribute", or "module" for a module itself.
 _PUBLIC = {
+    "__version__": "ciq_build.version:__version__",
     "Search": "ciq_build.search.search_api:Search",
     "SearchConfiguration": "ciq_build.search.configuration:SearchConfiguration",
     "INVALID_SCORE": "ciq_build.search.configuration:INVALID_SCORE",
@@ -35,7 +34,7 @@ _PUBLIC = {
     "tune_target": "ciq_build.api:tune_target",
 }
 
-__all__ = ["__version__", *_PUBLIC]
+__all__ = [*_PUBLIC]
 
 
 def __getattr__(name: str) -> Any:

@@ -2,7 +2,8 @@
 
 It is the command line's tune, with Python values instead of flags: every
 option `tune` declares in ``TuneOptions`` (generations=, pool_size=, seed=, controls=[...],
-max_evaluations=, jobs=, pin=, quiet=, ...) is a keyword, and a strategy may
+max_evaluations=, jobs=, pin=, quiet=, ...) and each executor in its own (ray_address=, ...:
+ciq_build.tune.executors) is a keyword, and a strategy may
 be a ``Strategy`` object of the caller's own (ciq_build.search.strategies).
 Errors a user can meet are raised as ``CiqError`` (the command line turns
 them into its exit codes); the outcome is returned, not an exit status.
@@ -14,29 +15,29 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ciq_build.core.options import declared_names
 from ciq_build.errors import ConfigError
 from ciq_build.project.backend import BuildBackend
 from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.tune.driver import run_tune
+from ciq_build.tune.executors import keyword_names, tune_options
 from ciq_build.tune.finish import TuneOutcome
-from ciq_build.tune.tune_options import TuneOptions
 
 
 def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str | Path | None = None,
                 objectives: Sequence[str] | None = None, backend: BuildBackend | None = None,
                 **options: Any) -> TuneOutcome:
-    """Tune one target of a project: by default of a CMake build tree (configured first from `source_dir` when it
-    has no cache yet); `backend`: the project's own build backend (ciq_build.project.backend, e.g. a setuptools
-    project's), whose build tree is then the tune's."""
-    known = declared_names(TuneOptions)  # every option `tune` declares; the tree and targets are the arguments
+    """Tune one target of a project: by default of a CMake build tree (`CMakeBackend`, configured first from
+    `source_dir` when it has no cache yet); `backend`: the project's own build backend (ciq_build.project.backend),
+    e.g. ``SetuptoolsBackend(project)`` (ciq_build.project.setuptools_backend) for a setup.py's CudaExtension,
+    whose build tree is then the tune's."""
+    known = keyword_names()  # every option `tune` and its executors declare; the tree and targets are the arguments
     unknown = sorted(set(options) - known)
     if unknown:
         raise ConfigError(f"tune_target() takes no option {', '.join(unknown)}; its options are "
                           f"{', '.join(sorted(known))} (as `python -m ciq_build tune --help` describes them)")
-    tune = TuneOptions(
-        target=target, build_dir=backend.build_dir if backend is not None else Path(build_dir).resolve(),
+    tune = tune_options(
+        options, target=target, build_dir=backend.build_dir if backend is not None else Path(build_dir).resolve(),
         source_dir=Path(source_dir).resolve() if source_dir is not None else None,
-        objectives=list(objectives) if objectives is not None else None, **options)
+        objectives=list(objectives) if objectives is not None else None)
     return run_tune(tune, backend if backend is not None else CMakeBackend(tune.build_dir, tune.source_dir,
                                                                            tuple(tune.cmake_args)))

@@ -19,7 +19,8 @@ from ciq_build.core.options import HelpFormatter
 from ciq_build.errors import CiqError
 from ciq_build.measure import guard, processes, stopping
 from ciq_build.resources import cmake_dir
-from ciq_build.tune.tune_options import OUTPUT, RAY, TuneOptions, add_tune_arguments
+from ciq_build.tune.executors import add_arguments, read_tune_options
+from ciq_build.tune.tune_options import EXECUTION, OUTPUT
 from ciq_build.version import __version__
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune = commands.add_parser("tune", help="search compiler controls for a target and pin the best",
                                description="Search compiler controls for a target and pin the best.",
                                epilog=_TUNE_EXAMPLES, formatter_class=HelpFormatter)
-    groups = add_tune_arguments(tune)
+    groups = add_arguments(tune)  # tune's own options and each executor's (ciq_build.tune.executors)
     tune.add_argument("--all", action="store_true", dest="all_targets",
                       help="tune every target registered with ciq_tune_target() in the build tree, one after "
                            "another (with --executor ray: at the same time, sharing the cluster), with the same "
@@ -95,10 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_project_options(tune)
     groups[OUTPUT].add_argument("--verbose", "-v", action="store_true",
                                 help="also each evaluation's controls and metrics")
-    # A target's own tune started by a tune of several (ciq_build.ray.targets): the build tree is
-    # prepared, and what the tune came to is written to this file. How this process reports, not what
-    # it tunes: so no option of TuneOptions, and hidden.
-    groups[RAY].add_argument("--ray-child-result", type=Path, default=None, help=argparse.SUPPRESS)
+    # A target's own tune started by a tune of several (an executor's tune_targets: ciq_build.ray.targets): the
+    # build tree is prepared, and what the tune came to is written to this file
+    # (ciq_build.tune.target_result.write_result). How this process reports, not what it tunes: so no option of
+    # TuneOptions, and hidden.
+    groups[EXECUTION].add_argument("--result-file", type=Path, default=None, help=argparse.SUPPRESS)
 
     show = commands.add_parser("show", help="print a target's pinned record")
     show.add_argument("target", help=_TARGET_HELP)
@@ -174,7 +176,7 @@ def _setuptools_project(setuptools: Path | None, source_dir: Path | None) -> Pat
     """The setuptools project a command is pointed at: --setuptools, or a -S folder with a setup.py and no
     CMakeLists.txt.
 
-    Decided here, so that a CMake project never imports setuptools (ciq_build.setuptools_tune does).
+    Decided here, so that a CMake project never imports setuptools (ciq_build.project.setuptools_backend does).
     """
     if setuptools is not None:
         return Path(setuptools).resolve()
@@ -187,7 +189,7 @@ def _backend(args: argparse.Namespace) -> BuildBackend:
     """The project the command is pointed at, as the build backend every command below works through."""
     project = _setuptools_project(args.setuptools, args.source_dir)
     if project is not None:
-        from ciq_build.setuptools_tune import SetuptoolsBackend
+        from ciq_build.project.setuptools_backend import SetuptoolsBackend
 
         return SetuptoolsBackend(project)
     from ciq_build.project.cmake_backend import CMakeBackend
@@ -288,11 +290,14 @@ def _tune(args: argparse.Namespace) -> int:
         return 2
     backend = _backend(args)
     # The project's own build dir: a setuptools project keeps its state in <project>/build.
-    options = dataclasses.replace(TuneOptions.from_args(args), build_dir=backend.build_dir)
-    if args.ray_child_result is not None:
-        from ciq_build.ray.targets import run_child
+    options = dataclasses.replace(read_tune_options(args), build_dir=backend.build_dir)
+    if args.result_file is not None:  # its options are the parent's, checked there
+        from ciq_build.tune.all_targets import tune_one
+        from ciq_build.tune.target_result import write_result
 
-        return run_child(options, backend, args.ray_child_result)
+        result = tune_one(options, backend)
+        write_result(result, args.result_file)
+        return result.exit_code
     if args.all_targets or len(args.target) > 1:
         from ciq_build.tune.all_targets import run_tune_all
 

@@ -39,22 +39,15 @@ from setuptools.errors import CompileError, SetupError
 
 from ciq_build.compiler import gencode
 from ciq_build.compiler.controls import options_file_line
-from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain, split_arch, split_architectures
-from ciq_build.core.constraints import parse_constraints
-from ciq_build.core.objectives import parse_objectives
-from ciq_build.core.params import parse_params
-from ciq_build.core.rules import is_target_name, load_rules
-from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
-from ciq_build.errors import CiqError, ConfigError, ToolchainError
+from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain
+from ciq_build.core.rules import load_rules
+from ciq_build.errors import CiqError, ToolchainError
 from ciq_build.measure import proc
 from ciq_build.pin.apply import BuildPin, gencode_options_file, resolve_build_pin
-from ciq_build.project.manifest import args_set_problem
+from ciq_build.project.cuda_extension import CudaExtension, explicit_nvcc, gencode_flag, is_cuda_source, object_for
 from ciq_build.state.durable import atomic_write
 
 __all__ = ["BuildPin", "CudaExtension", "build_ext", "cudart_static", "resolve_pin"]
-
-# Seconds one nvcc compile of one .cu file may take before it is killed.
-DEFAULT_NVCC_TIMEOUT = 1800.0
 
 _TRUE = ("1", "on", "true", "yes")
 
@@ -83,156 +76,6 @@ def _say(text: str) -> None:
     # stderr, not warnings.warn: a build message must never become an exception
     # in a caller that turns warnings into errors.
     print(f"ciq_build: {text}", file=sys.stderr, flush=True)
-
-
-class CudaExtension(Extension):
-    """A setuptools Extension whose ``.cu`` sources are compiled by nvcc with a tuned target's pin.
-
-    `ciq_target` names the pinned record ``<pin_dir>/<ciq_target>.json``; a
-    relative `pin_dir` is taken from the directory setup.py runs in (as
-    setuptools takes `sources`). `cuda_architectures` uses CMake's spelling
-    ("90a" = SASS + PTX, "90a-real", "90a-virtual"); empty means nvcc's
-    default. `nvcc_flags` are your own extra nvcc arguments (not checked: they
-    come from setup.py, not from a pin). `allow_numerics` lets a pin carry
-    flags that change floating-point results (CMake's ALLOW_NUMERICS).
-    `params` are the target's source parameters, as in ciq_tune_target(PARAMS
-    ...): a pin may define only these names, with values from their domains.
-    Headers the .cu files include belong in `depends`, so that editing them
-    recompiles. `ciq_benchmark` (a command line, e.g. ``[sys.executable,
-    "bench.py"]``, run from the project), `ciq_benchmark_args_sets` (several
-    problem sizes: ``{"small": ["-n", "1024"], ...}``, each size's arguments
-    after ciq_benchmark's) and `ciq_score` ("geomean" or "worst"),
-    `ciq_objectives`, `ciq_search_space`, `ciq_constraints`, `ciq_seeds` and
-    `ciq_timeout` are read only by ``python -m ciq_build tune <ciq_target>
-    --setuptools .`` (ciq_build.setuptools_tune), as ciq_tune_target()'s
-    BENCHMARK/ARGS, ARGS_SETS, SCORE, OBJECTIVES, SEARCH_SPACE, CONSTRAINTS,
-    SEEDS and TIMEOUT.
-    """
-
-    def __init__(
-        self,
-        name: str,
-        sources: Sequence[str | os.PathLike[str]],
-        *args: Any,
-        ciq_target: str,
-        pin_dir: str | os.PathLike[str] = "ciq",
-        cuda_architectures: Iterable[str] = (),
-        nvcc_flags: Iterable[str] = (),
-        allow_numerics: bool = False,
-        params: Iterable[str] = (),
-        nvcc_timeout: float = DEFAULT_NVCC_TIMEOUT,
-        ciq_benchmark: Sequence[str] | None = None,
-        ciq_objectives: Iterable[str] = (),
-        ciq_search_space: Iterable[str] = (),
-        ciq_constraints: Iterable[str] = (),
-        ciq_seeds: Iterable[str] = (),
-        ciq_benchmark_args_sets: Mapping[str, Sequence[str]] | None = None,
-        ciq_score: str = "geomean",
-        ciq_timeout: float = 60.0,
-        **kwargs: Any,
-    ) -> None:
-        if not is_target_name(ciq_target):
-            raise ConfigError(
-                f"CudaExtension({name!r}): ciq_target {ciq_target!r} must be a plain target name "
-                "(letters, digits, _ . + -), which names the pinned record <pin_dir>/<ciq_target>.json."
-            )
-        if isinstance(cuda_architectures, str):
-            cuda_architectures = split_architectures(cuda_architectures)
-        architectures = tuple(str(a) for a in cuda_architectures)
-        for arch in architectures:
-            _gencode(arch)  # refuse a misspelt architecture when setup.py is read, not mid-build
-        if isinstance(nvcc_flags, str):
-            raise ConfigError(
-                f"CudaExtension({name!r}): nvcc_flags is a list of arguments, not the string {nvcc_flags!r}"
-            )
-        nvcc_seconds = _timeout(name, "nvcc_timeout", nvcc_timeout)
-        super().__init__(name, [os.fspath(s) for s in sources], *args, **kwargs)
-        if not any(_is_cuda(s) for s in self.sources):
-            raise ConfigError(f"CudaExtension({name!r}) has no .cu source; list the kernels' .cu files in sources.")
-        self.ciq_target = ciq_target
-        self.pin_dir = os.fspath(pin_dir)
-        self.cuda_architectures = architectures
-        self.nvcc_flags = tuple(str(f) for f in nvcc_flags)
-        self.allow_numerics = bool(allow_numerics)
-        if isinstance(params, str):
-            raise ConfigError(f"CudaExtension({name!r}): params is a list of PARAMS entries, not the string {params!r}")
-        self.params = tuple(str(p) for p in params)
-        self.nvcc_timeout = nvcc_seconds
-        # What `python -m ciq_build tune <ciq_target> --setuptools .` needs (ciq_build.setuptools_tune),
-        # as ciq_tune_target()'s BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE and TIMEOUT; the build ignores them.
-        for what, value in (("ciq_benchmark", ciq_benchmark), ("ciq_objectives", ciq_objectives),
-                            ("ciq_search_space", ciq_search_space), ("ciq_constraints", ciq_constraints),
-                            ("ciq_seeds", ciq_seeds)):
-            if isinstance(value, str):
-                raise ConfigError(f"CudaExtension({name!r}): {what} is a list of strings, not the string {value!r}")
-        if ciq_benchmark is not None and not ciq_benchmark:
-            raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark is a command line, e.g. "
-                              '[sys.executable, "bench.py"]; leave it out for static objectives only')
-        ciq_seconds = _timeout(name, "ciq_timeout", ciq_timeout)
-        self.ciq_benchmark = None if ciq_benchmark is None else tuple(str(a) for a in ciq_benchmark)
-        self.ciq_objectives = tuple(str(o) for o in ciq_objectives)
-        self.ciq_search_space = tuple(str(s) for s in ciq_search_space)
-        self.ciq_constraints = tuple(str(c) for c in ciq_constraints)
-        self.ciq_seeds = tuple(str(s) for s in ciq_seeds)  # SEEDS: paths relative to the project
-        self.ciq_benchmark_args_sets = _args_sets(name, ciq_benchmark_args_sets, ciq_benchmark)
-        if ciq_score not in load_rules().words["score"]:
-            raise ConfigError(f"CudaExtension({name!r}): ciq_score {ciq_score!r} is not one of "
-                              f"{', '.join(load_rules().words['score'])} (how the sizes' ratios make one score)")
-        self.ciq_score = ciq_score
-        # What configure checks in a ciq_tune_target() call, checked when setup.py is read, not first at tune.
-        try:
-            parse_constraints(self.ciq_constraints, parse_params(self.params))
-            if self.ciq_objectives:
-                parse_objectives(list(self.ciq_objectives))
-        except ConfigError as error:
-            raise ConfigError(f"CudaExtension({name!r}): {error}") from None
-        self.ciq_timeout = ciq_seconds
-
-
-def _args_sets(name: str, sets: Mapping[str, Sequence[str]] | None,
-               benchmark: Sequence[str] | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """ciq_benchmark_args_sets as ARGS_SETS: each size's name and the arguments it adds to ciq_benchmark."""
-    if sets is None:
-        return ()
-    if not isinstance(sets, Mapping) or not sets:
-        raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark_args_sets maps each size's name to the "
-                          "arguments it adds to ciq_benchmark, e.g. {\"small\": [\"-n\", \"1024\"], \"large\": "
-                          "[\"-n\", \"65536\"]}")
-    if benchmark is None:
-        raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark_args_sets are arguments of ciq_benchmark; "
-                          "give ciq_benchmark too")
-    out: list[tuple[str, tuple[str, ...]]] = []
-    for size, args in sets.items():
-        problem = args_set_problem(str(size), [known for known, _ in out])
-        if problem:
-            raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark_args_sets: {problem}")
-        if isinstance(args, str) or not isinstance(args, Sequence):
-            raise ConfigError(f"CudaExtension({name!r}): ciq_benchmark_args_sets[{size!r}] is a list of "
-                              f"arguments, not {args!r}")
-        out.append((str(size), tuple(str(a) for a in args)))
-    return tuple(out)
-
-
-def _timeout(name: str, what: str, value: object) -> float:
-    """An extension's timeout argument in seconds, by the rule every timeout follows (BenchSpec's)."""
-    seconds = timeout_seconds(value)
-    if seconds is None:
-        raise ConfigError(f"CudaExtension({name!r}): {what} must be {TIMEOUT_RULE}, not {value!r}")
-    return seconds
-
-
-def _is_cuda(source: str | os.PathLike[str]) -> bool:
-    return os.fspath(source).endswith(".cu")
-
-
-def _gencode(arch: str) -> str:
-    """nvcc's -gencode for one CMake-style architecture ("90a", "90a-real", "sm_100a")."""
-    try:
-        number, suffix = split_arch(arch)
-    except ToolchainError as exc:
-        raise ConfigError(f"cuda_architectures: {exc}") from None
-    codes = {"-real": f"sm_{number}", "-virtual": f"compute_{number}"}.get(suffix, f"[compute_{number},sm_{number}]")
-    return f"-gencode=arch=compute_{number},code={codes}"
 
 
 # ---------------------------------------------------------------- the pin
@@ -295,13 +138,6 @@ def _write_options_if_changed(path: Path, arguments: Sequence[str]) -> None:
 # ---------------------------------------------------------------- toolkit
 
 
-def _explicit_nvcc(env: Mapping[str, str]) -> Path | None:
-    for variable in ("CIQ_NVCC", "CUDACXX"):
-        if env.get(variable):
-            return Path(env[variable])
-    return None
-
-
 def _toolkit_roots(toolchain: Toolchain) -> list[Path]:
     # nvcc may be a wrapper (/usr/local/bin/nvcc); ptxas always sits in the real bin/.
     roots = [
@@ -338,15 +174,6 @@ def _toolkit_include(toolchain: Toolchain) -> list[str]:
 # ---------------------------------------------------------------- the command
 
 
-def _object_for(source: str, build_temp: Path) -> Path:
-    """<build_temp>/<source path without its anchor>.o; ".cu.o" keeps kern.cu and kern.cpp apart."""
-    relative = Path(source)
-    if relative.is_absolute():
-        relative = relative.relative_to(relative.anchor)
-    parts = [p for p in relative.parts if p not in ("..", ".")]
-    return build_temp.joinpath(*parts).with_name(relative.name + ".o")
-
-
 def _stale(obj: Path, inputs: Iterable[Path]) -> bool:
     try:
         built = obj.stat().st_mtime_ns
@@ -364,12 +191,16 @@ def _stale(obj: Path, inputs: Iterable[Path]) -> bool:
 class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for the command
     """setuptools' build_ext, compiling a CudaExtension's .cu files with nvcc and the target's pin."""
 
+    # A tune's candidate build (build_candidate): this options file in place of the pin's, as CMake's
+    # CIQ_TUNE_OPTIONS_FILE, and nvcc's output echoed (the static metrics are read from it).
+    candidate_options: Path | None = None
+
     def build_extension(self, ext: Extension) -> None:
         if not isinstance(ext, CudaExtension):
             super().build_extension(ext)
             return
         try:
-            host_ext = self._build_cuda_objects(ext)
+            host_ext = self.build_cuda_objects(ext)
         except CiqError as exc:
             raise SetupError(f"{ext.name}: {exc}") from exc
         super().build_extension(host_ext)
@@ -377,22 +208,22 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
     def _toolchain(self) -> Toolchain:
         found = getattr(self, "_ciq_toolchain", None)
         if found is None:
-            found = find_toolchain(_explicit_nvcc(os.environ))
+            found = find_toolchain(explicit_nvcc(os.environ))
             self._ciq_toolchain = found
         return found
 
-    def _build_cuda_objects(self, ext: CudaExtension) -> Extension:
+    def build_cuda_objects(self, ext: CudaExtension) -> Extension:
         """Compile `ext`'s .cu files; return a copy of `ext` for setuptools that links them in."""
         toolchain = self._toolchain()
         build_temp = Path(self.build_temp).absolute()
         options, pin_depends, launcher = self._options_file(ext, toolchain, build_temp)
 
-        cuda_sources = [os.fspath(s) for s in ext.sources if _is_cuda(s)]
+        cuda_sources = [os.fspath(s) for s in ext.sources if is_cuda_source(s)]
         # The record and its ACF: same path, new content must recompile.
         depends = [options, *pin_depends, *(Path(d) for d in ext.depends)]
         objects = []
         for source in cuda_sources:
-            obj = _object_for(source, build_temp)
+            obj = object_for(source, build_temp)
             command = [*launcher, *self._nvcc_command(ext, toolchain, source, obj, options)]
             objects.append(obj)
             # The command itself (nvcc, version, architectures, flags) is part of what the object depends on.
@@ -417,7 +248,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
             atomic_write(stamp, signature)
 
         host_ext = copy.copy(ext)
-        host_ext.sources = [s for s in ext.sources if not _is_cuda(s)]
+        host_ext.sources = [s for s in ext.sources if not is_cuda_source(s)]
         # Objects in `depends`: a recompiled kernel relinks the module even when no host source changed.
         host_ext.depends = [*ext.depends, *cuda_sources, *(str(o) for o in objects)]
         host_ext.extra_objects = [*ext.extra_objects, *(str(o) for o in objects), str(cudart_static(toolchain))]
@@ -430,8 +261,11 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         """The options file the .cu compiles read (written from the pin), the files they depend on,
         and the launcher to put before nvcc (empty unless the pin's architectures differ).
 
-        A tune (ciq_build.setuptools_tune) hands its candidate's file instead, as CIQ_TUNE_OPTIONS_FILE does in CMake.
+        A tune's candidate build hands its own file instead (`candidate_options`), as CIQ_TUNE_OPTIONS_FILE
+        does in CMake: one candidate's controls for every architecture, so no launcher.
         """
+        if self.candidate_options is not None:
+            return self.candidate_options, [], []
         pin_dir = Path(ext.pin_dir).absolute()
         decision = resolve_pin(
             ext.ciq_target, pin_dir, toolchain, ext.cuda_architectures, params=ext.params,
@@ -455,7 +289,10 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         return options, depends, launcher
 
     def _run_nvcc(self, command: list[str], timeout: float) -> proc.ProcResult:
-        return proc.run(command, timeout)
+        result = proc.run(command, timeout)
+        if self.candidate_options is not None:
+            sys.stdout.write(result.stdout + result.stderr)  # a tune reads the static metrics from this
+        return result
 
     def _nvcc_command(
         self, ext: CudaExtension, toolchain: Toolchain, source: str, obj: Path, options: Path
@@ -464,7 +301,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         host = os.environ.get("CUDAHOSTCXX")
         if host:
             command += ["-ccbin", host]
-        command += [_gencode(arch) for arch in ext.cuda_architectures]
+        command += [gencode_flag(arch) for arch in ext.cuda_architectures]
         for name, value in ext.define_macros:
             command.append(f"-D{name}" if value is None else f"-D{name}={value}")
         command += [f"-U{name}" for name in ext.undef_macros]
@@ -473,3 +310,33 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         # Last, so that a pinned -D or flag wins over the same one given above.
         command.append(f"--options-file={options}")
         return command
+
+
+def build_candidate(argv: Sequence[str] | None = None) -> None:
+    """A tune's build of one candidate, in a child process of its worker tree (ciq_build.project.setuptools_backend's
+    `ExtensionTree.build`): `project target options build_temp build_lib link|compile`, build_ext on the
+    extension with the candidate's options file, linked into build_lib (or only compiled)."""
+    from setuptools import Distribution
+
+    from ciq_build.project.setuptools_backend import capture_setup, find_extension
+
+    project, target, options, build_temp, build_lib, mode = argv if argv is not None else sys.argv[1:]
+    kwargs = capture_setup(Path(project))
+    ext = find_extension(kwargs, Path(project) / "setup.py", target)
+    # The project's Python packages too: the benchmark imports the extension as part of its package.
+    packaging = {k: kwargs[k] for k in ("packages", "py_modules", "package_dir") if kwargs.get(k)}
+    dist = Distribution({"name": "ciq-tune", **packaging, "ext_modules": [ext]})
+    dist.script_name = "setup.py"  # build_py finds packages relative to it (we run from the project)
+    cmd = build_ext(dist)
+    cmd.build_temp, cmd.build_lib, cmd.force = build_temp, build_lib, True
+    cmd.candidate_options = Path(options)
+    cmd.ensure_finalized()
+    if mode == "compile":
+        cmd.build_cuda_objects(ext)
+        return
+    if packaging:
+        py = dist.get_command_obj("build_py")
+        py.build_lib = build_lib
+        py.ensure_finalized()
+        py.run()
+    cmd.run()  # sets up the host compiler, then build_extension(ext): nvcc's objects linked into the module

@@ -74,8 +74,9 @@ from ciq_build.measure.stats import FINAL_ALPHA, INTERIM_ALPHA, beats_baseline, 
 from ciq_build.measure.stopping import wait_or_stop
 from ciq_build.pin.apply import resolve_build_pin
 from ciq_build.project.cmake_backend import CMakeBackend
-from ciq_build.project.cmake_trees import VERBOSE_PTXAS, CandidateBuild, ScratchTree, configure_user_tree
+from ciq_build.project.cmake_trees import ScratchTree, configure_user_tree
 from ciq_build.project.manifest import Manifest, load_manifest
+from ciq_build.project.worker import VERBOSE_PTXAS, CandidateBuild
 from ciq_build.ray.executor import RayPool, RaySlot
 from ciq_build.resources import build_tool, cmake_dir
 from ciq_build.search.acf_pool import POOL_FILE, load_pool, pool_sha256

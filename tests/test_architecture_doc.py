@@ -2,7 +2,10 @@
 
 The layout block of the doc is the one source: a line per package, `<layer> <package> <modules>`, the
 modules of a package in an order where each imports only those before it. Every import counts, the
-deferred ones inside functions too (a deferred import steps around a layer or a cycle just as well).
+deferred ones inside functions too (a deferred import steps around a layer or a cycle just as well),
+and so does a module named as a string, `"ciq_build.x.y:attribute"` or `"ciq_build.x.y"`, which is
+imported when asked (a registry's entries, a `Lookup`): only the registries the doc lists may name
+modules so, above their layer, and counting those names there is no cycle either.
 """
 
 from __future__ import annotations
@@ -63,6 +66,32 @@ def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
     return {target for target in out if target in modules}
 
 
+_NAMED = re.compile(r"(ciq_build\.[\w.]+)(?::\w+)?")  # a module, or an attribute of one, named as a string
+
+
+def _strings_naming(path: Path) -> set[str]:
+    """What `path`'s strings name as `ciq_build.<module>:attribute` or `ciq_build.<module>` (not all are modules:
+    a logger's or an engine's name reads the same)."""
+    return {match.group(1) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and (match := _NAMED.fullmatch(node.value))}
+
+
+def _named(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The ciq_build modules `path` names as strings, to import when asked."""
+    return _strings_naming(path) & set(modules)
+
+
+def _registries() -> set[str]:
+    """The modules the doc lists as registries: the only ones that may name modules as strings."""
+    paragraph = next(p for p in DOC.split("\n\n") if p.startswith("Registries"))
+    return {_module_of(path) for path in re.findall(r"`(ciq_build/[\w/]+\.py)`", paragraph)}
+
+
+def _module_of(path: str) -> str:
+    return path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+
+
 def _package(module: str) -> str:
     parts = module.split(".")
     return parts[1] if len(parts) > 2 else module
@@ -94,9 +123,19 @@ def test_imports_only_point_down_the_layers_and_back_in_their_package() -> None:
     assert not wrong, "\n".join(wrong)
 
 
-def test_no_import_cycle_between_modules_deferred_imports_included() -> None:
+def test_only_the_registries_name_modules_as_strings() -> None:
+    modules, registries = _modules(), _registries()
+    assert registries and registries <= set(modules), f"the doc's registries are no modules: {registries - set(modules)}"
+    naming = {name: sorted(named) for name, path in modules.items() if (named := _named(path, modules) - {name})}
+    assert not {name for name in naming if name not in registries}, \
+        f"only the registries ({sorted(registries)}) may name modules as strings: {naming}"
+    unknown = {name: sorted(_strings_naming(modules[name]) - set(modules)) for name in registries}
+    assert not any(unknown.values()), f"registries naming modules that do not exist: {unknown}"
+
+
+def test_no_import_cycle_between_modules_deferred_imports_and_named_modules_included() -> None:
     modules = _modules()
-    graph = {name: _imports(path, modules) - {name} for name, path in modules.items()}
+    graph = {name: (_imports(path, modules) | _named(path, modules)) - {name} for name, path in modules.items()}
     try:
         tuple(TopologicalSorter(graph).static_order())
     except CycleError as cycle:

@@ -135,7 +135,8 @@ def one_gpu_busy(split: int, compile_s: float, benchmark_s: float, folder: Path,
     """(evaluations per minute, the GPU's busy fraction) on one GPU; `split` compile actors, or 0: one actor
     holding the GPU."""
     OneGpuPool.compile_s, OneGpuPool.benchmark_s, OneGpuPool.split = compile_s, benchmark_s, bool(split)
-    with OneGpuPool(None, None, TIME, MeasureSettings().repeats, LIMITS, LIMITS.compile, max(split, 1), say=lambda text: None) as pool:
+    with OneGpuPool(None, None, None, TIME, MeasureSettings().repeats, LIMITS, LIMITS.compile, max(split, 1),
+                    say=lambda text: None) as pool:
         # Generations of 32: a generation's end drains the GPU's queue (one generation is in flight), and 32
         # candidates keep that a small part of the run, as a real tune's pool does.
         seconds, done = loop_seconds(pool.runner, pool.slots, folder, f"one-gpu-{split}", 32, generations)
@@ -172,7 +173,8 @@ def loop_seconds(runner: Any, workers: list[Any], folder: Path, name: str, pool_
 def ray_rate(workers: int, compile_s: float, benchmark_s: float, folder: Path, pool_size: int,
              generations: int) -> tuple[float, int]:
     SleepPool.compile_s, SleepPool.benchmark_s = compile_s, benchmark_s
-    with SleepPool(None, None, TIME, MeasureSettings().repeats, LIMITS, LIMITS.compile, workers, say=lambda text: None) as pool:
+    with SleepPool(None, None, None, TIME, MeasureSettings().repeats, LIMITS, LIMITS.compile, workers,
+                   say=lambda text: None) as pool:
         return loop_seconds(pool.runner, pool.slots, folder, f"ray-{workers}-{compile_s}", pool_size, generations)
 
 

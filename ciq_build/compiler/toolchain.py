@@ -103,6 +103,12 @@ def arch_name(arch: str) -> str:
     return text.split("-", 1)[0]
 
 
+def architecture_order(name: str) -> tuple[int, str]:
+    """A sort key for architecture names as a person reads them: by number, then suffix (75, 90, 90a, 100)."""
+    digits = re.match(r"\d+", name)
+    return (int(digits.group()) if digits else 1 << 30, name)
+
+
 def architecture_list(architectures: str) -> list[str]:
     """CMAKE_CUDA_ARCHITECTURES ("90a;100-real") as a list of arch names ("90a", "100"), unchecked."""
     return [arch_name(item) for item in split_architectures(architectures)]

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,20 +29,6 @@ def word(value: object) -> str:
 
 
 @dataclass(frozen=True)
-class Lookup:
-    """Choices kept by a module above the declaring one (a registry), named `module:attribute` and imported when
-    asked, as the registries themselves name what they load (ciq_build.tune.executor, ciq_build.search.strategies):
-    the attribute is the choices, or a function that returns them."""
-
-    reference: str
-
-    def __call__(self) -> Sequence[str]:
-        module, _, attribute = self.reference.partition(":")
-        found = getattr(importlib.import_module(module), attribute)
-        return tuple(found() if callable(found) else found)
-
-
-@dataclass(frozen=True)
 class Option:
     """How one field is given on the command line, shown in --help and checked."""
 
@@ -51,15 +36,15 @@ class Option:
     help: str
     group: str  # the --help section it is listed in
     metavar: str | None = None
-    # The accepted words, or a function (a registry's, or a `Lookup` of one) that returns them: asked when the
-    # parser is built and when a value is checked, so what is registered later counts.
+    # The accepted words, or a function (a registry's) that returns them: asked when the parser is built and
+    # when a value is checked, so what is registered later counts. Choices kept above the declaring module (a
+    # registry that names what it loads) are handed to `add_arguments` by the registry itself.
     choices: Sequence[str] | Callable[[], Sequence[str]] | None = None
     parse: Callable[[str], Any] | None = None  # one word to the value (argparse's type=); None: the word itself
     show: Callable[[Any], str] = word  # the value to the word `parse` reads back
     check: Check | None = None  # replaces the choices' check when given (a value that is not a word)
     repeated: bool = False  # given once per item of a list (--objective A --objective B)
     switch: bool = False  # a flag without a value that sets the field to the opposite of its default (--no-pin)
-    executor: str | None = None  # an executor's own option: refused with any other executor
     # More help, generated from declarations elsewhere when --help is shown (HelpFormatter), not when parsing.
     more_help: Callable[[], str] | None = None
 
@@ -95,10 +80,13 @@ def _default(f: dataclasses.Field[Any]) -> Any:
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls: type,
-                  groups: dict[str, argparse._ArgumentGroup]) -> None:
-    """The argparse arguments of `cls`'s declared fields, each in its group (made here when `groups` lacks it)."""
+def add_arguments(parser: argparse.ArgumentParser, cls: type, groups: dict[str, argparse._ArgumentGroup],
+                  choices: Mapping[str, Callable[[], Sequence[str]]] | None = None) -> None:
+    """The argparse arguments of `cls`'s declared fields, each in its group (made here when `groups` lacks it);
+    `choices`: by field name, the accepted words a registry above the declaring module keeps (--executor's)."""
     for f, how in declared(cls):
+        if choices and f.name in choices:
+            how = dataclasses.replace(how, choices=choices[f.name])
         group = groups.get(how.group) or groups.setdefault(how.group, parser.add_argument_group(how.group))
         default = _default(f)
         if how.switch:
@@ -130,13 +118,23 @@ def parsed_values(cls: type, args: argparse.Namespace) -> dict[str, Any]:
     return {f.name: getattr(args, f.name) for f, _ in declared(cls)}
 
 
+def changed(options: object) -> Iterator[tuple[dataclasses.Field[Any], Option]]:
+    """The declared fields of `options` whose value is not their default: what was given."""
+    return ((f, how) for f, how in declared(type(options)) if getattr(options, f.name) != _default(f))
+
+
+def given(options: object) -> dict[str, Any]:
+    """`options`' declared values by field name, as a source of settings (ciq_build.core.settings.merged): a
+    switch only where it was turned (left at its default, it says nothing), None and empty lists as they are."""
+    turned = {f.name for f, _ in changed(options)}
+    return {f.name: getattr(options, f.name) for f, how in declared(type(options)) if not how.switch or f.name in turned}
+
+
 def command_line(options: object) -> list[str]:
     """The arguments that give `options`' declared fields again: those not at their default, as `--flag=word`."""
     words: list[str] = []
-    for f, how in declared(type(options)):
+    for f, how in changed(options):
         value = getattr(options, f.name)
-        if value == _default(f):
-            continue
         if how.switch:
             words.append(how.flag)
         elif how.repeated:
@@ -148,23 +146,17 @@ def command_line(options: object) -> list[str]:
 
 def problems(options: object) -> Iterator[str]:
     """What is wrong with `options`' declared values, one message each, naming the flag: each value on its own
-    (its check, or its choices), then an executor's own option given with another executor."""
-    foreign: dict[str, list[str]] = {}
-    executor = getattr(options, "executor", None)
+    (its check, or its choices)."""
     for f, how in declared(type(options)):
         value = getattr(options, f.name)
         if value is None or how.switch:
             continue  # not given: the manifest or a default decides
-        if how.executor is not None and how.executor != executor and value != _default(f):
-            foreign.setdefault(how.executor, []).append(how.flag)
         accepted = how.accepted()
         for item in value if how.repeated else (value,):
             problem = how.check(item) if how.check is not None else (
                 f"must be one of {', '.join(accepted)}, not {item!r}" if accepted and item not in accepted else None)
             if problem:
                 yield f"{how.flag} {problem}"
-    for owner, flags in foreign.items():
-        yield f"{', '.join(flags)} need{'s' if len(flags) == 1 else ''} --executor {owner}"
 
 
 def at_least(least: int) -> Check:

@@ -2,16 +2,21 @@
 
 Each value comes from the command line, else the target's ``ciq_tune_target()``
 (its manifest), else the default written here; ``ciq_build.tune.tune_options``
-does that resolution, once, and every layer below reads these objects
+does that resolution, once, with `merged` (each field by its name from the
+first source that gives it), and every layer below reads these objects
 instead of choosing between sources itself. They live in ``core`` so the
 search layer can take its part (``SearchSettings``) without knowing the driver.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ciq_build.errors import ConfigError
 
@@ -98,7 +103,7 @@ class SearchSettings:
     # tune --seed-from: pinned records, folders of them, or controls lists (ciq_build.search.seeds),
     # evaluated first and entering the search's first generation.
     seed_from: tuple[str, ...] = ()
-    kinds: tuple[str, ...] = PLAIN_KINDS  # knobs, params, an ACF space, acf-pool:<dir>
+    controls: tuple[str, ...] = PLAIN_KINDS  # what is searched: knobs, params, an ACF space, acf-pool:<dir>
     allow_numerics: bool = False  # also search flags that change floating-point results
     pick: str = "knee"  # which Pareto point to pin: knee or first
     # A registered strategy's name (ciq_build.search.strategies) or, from Python, a Strategy object;
@@ -128,3 +133,34 @@ class BuildSettings:
 
     jobs: int = 1  # candidates built in parallel (one scratch tree each)
     cmake_args: tuple[str, ...] = ()  # for configuring a new build tree (tune --source-dir)
+
+
+S = TypeVar("S")
+
+
+def _gives(value: Any) -> bool:
+    """Whether a source's value counts: None and an empty list or tuple say nothing (the next source decides)."""
+    return value is not None and not (isinstance(value, (list, tuple)) and not value)
+
+
+def first_given(name: str, *sources: Mapping[str, Any], default: Any = None) -> Any:
+    """What the first of `sources` that gives `name` gives (None and an empty list or tuple give nothing), else
+    `default`."""
+    return next((source[name] for source in sources if _gives(source.get(name))), default)
+
+
+def merged(cls: type[S], *sources: Mapping[str, Any]) -> S:
+    """Settings `cls` (a dataclass), each field from the first of `sources` that gives it, by the field's name,
+    else its default; a field that is itself a settings dataclass is merged the same way, from the same sources
+    (scikit-build-core's SourceChain). Lists become tuples (the settings are frozen)."""
+    hints = typing.get_type_hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        kind = hints[f.name]
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            values[f.name] = merged(kind, *sources)
+            continue
+        value = first_given(f.name, *sources)
+        if value is not None:
+            values[f.name] = tuple(value) if isinstance(value, list) else value
+    return cls(**values)

@@ -21,8 +21,8 @@ from ciq_build.errors import BuildError, RecordError
 from ciq_build.pin.apply import build_decision, check_toolchain, gencode_options_file
 from ciq_build.pin.read import read_record
 from ciq_build.project.backend import BuildBackend
-from ciq_build.project.cmake_trees import existing_objects
 from ciq_build.project.preflight import check_verify
+from ciq_build.project.worker import existing_objects
 from ciq_build.state.durable import sha256_file
 
 LOG = logging.getLogger("ciq_build")  # the CLI's handler: -v shows its debug lines

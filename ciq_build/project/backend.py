@@ -4,11 +4,14 @@ The tune itself (search, journal, lock, baseline, confirmation, minimal pin,
 record) is the same for every kind of project (ciq_build.tune.driver), as are
 `verify`'s checks, `list` and `show`. What differs is asked of a backend: where
 its targets and their manifests come from, which tools it needs, its scratch
-trees (each one's configure, build and benchmark command), the files its source
-fingerprint covers, and the build that applies a pin. CMake implements it in
-ciq_build.project.cmake_backend, setuptools in ciq_build.setuptools_tune; the
-command line picks one, and everything below it receives it (composition, as
-scikit-build-core's setuptools command holds its CMake builder).
+trees (each a `WorkerTree`: its configure, build and benchmark command, on this
+machine or a Ray worker), the files its source fingerprint covers, and the
+build that applies a pin. CMake implements it in
+ciq_build.project.cmake_backend, setuptools in
+ciq_build.project.setuptools_backend; neither uses the other's classes. The
+command line (or `tune_target(backend=...)`) picks one, and everything below
+it receives it (composition, as scikit-build-core's setuptools command holds
+its CMake builder).
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from typing import Protocol
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import Objective
 from ciq_build.measure.proc import ProcResult
-from ciq_build.project.cmake_trees import ScratchTree, scratch_root
 from ciq_build.project.manifest import Manifest
 from ciq_build.project.sources import SourceSet
+from ciq_build.project.worker import WorkerTree, scratch_root
 
 
 class BuildBackend(Protocol):
@@ -44,7 +47,8 @@ class BuildBackend(Protocol):
 
     @property
     def remote_builds(self) -> bool:
-        """Whether workers elsewhere (a Ray cluster's actors) can build its candidates."""
+        """Whether workers elsewhere (a Ray cluster's actors, each asking `make_tree` for its tree) can build
+        its candidates."""
         ...
 
     def prepare(self) -> None:
@@ -81,8 +85,12 @@ class BuildBackend(Protocol):
         """Every tool a tune of `manifest`'s target will run, checked before anything is built."""
         ...
 
-    def make_tree(self, manifest: Manifest, root: Path, toolchain: Toolchain, *, fast_path: bool) -> ScratchTree:
-        """One worker's scratch tree under `root`: its configure, its build of a candidate, its benchmark command."""
+    def make_tree(self, manifest: Manifest, root: Path, toolchain: Toolchain, *, fast_path: bool,
+                  replayed_cache: str | None = None) -> WorkerTree:
+        """One worker's tree under `root` (ciq_build.project.worker): its configure, its build of a candidate, its
+        benchmark command. `fast_path`: compiles may take the ptxas-only path where the backend has one;
+        `replayed_cache`: the user's build settings, given where the tree is made away from the user's build
+        tree (a Ray worker building from an uploaded copy of the sources: ciq_build.ray.sources)."""
         ...
 
     def source_set(self, manifest: Manifest) -> SourceSet:
@@ -104,7 +112,7 @@ class BuildBackend(Protocol):
 
 
 def make_trees(backend: BuildBackend, manifest: Manifest, toolchain: Toolchain, count: int, timeout: float, *,
-               fast_path: bool) -> list[ScratchTree]:
+               fast_path: bool) -> list[WorkerTree]:
     """`count` workers' scratch trees, configured; `fast_path=False` where compile time is measured (the
     ptxas-only path would time only ptxas and after)."""
     trees = [backend.make_tree(manifest, scratch_root(manifest) / f"worker-{index}", toolchain, fast_path=fast_path)

@@ -28,7 +28,7 @@ class CMakeBackend:
 
     kind = "CMake"
     applied_by = "a plain `cmake --build`"
-    remote_builds = True  # a Ray actor configures its own scratch tree from the manifest (ciq_build.tune.ray_executor)
+    remote_builds = True  # a Ray actor configures its own scratch tree from the manifest (ciq_build.ray.executor)
 
     def prepare(self) -> None:
         """Configure the build tree (with `source_dir`, when it has no cache yet), else refresh it."""
@@ -68,8 +68,10 @@ class CMakeBackend:
                     needs_benchmark: bool) -> None:
         check_tune(manifest, toolchain, pin=pin, objectives=objectives, needs_benchmark=needs_benchmark)
 
-    def make_tree(self, manifest: Manifest, root: Path, toolchain: Toolchain, *, fast_path: bool) -> ScratchTree:
-        return ScratchTree(manifest, root, toolchain, fast_path)
+    def make_tree(self, manifest: Manifest, root: Path, toolchain: Toolchain, *, fast_path: bool,
+                  replayed_cache: str | None = None) -> ScratchTree:
+        """A scratch build tree: a CMake binary dir configured from the user's cache (or `replayed_cache`)."""
+        return ScratchTree(manifest, root, toolchain, fast_path, replayed_cache=replayed_cache)
 
     def source_set(self, manifest: Manifest) -> SourceSet:
         return SourceSet(manifest)

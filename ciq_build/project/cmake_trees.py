@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +44,15 @@ from ciq_build.measure.bench import BenchSpec
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
 from ciq_build.project.tree_cache import cache_value, tree_tool
+from ciq_build.project.worker import (
+    COMPILER_OUTPUT_BYTES,
+    VERBOSE_PTXAS,
+    CandidateBuild,
+    compile_verdict,
+    existing_objects,
+    failed_build,
+    options_file,
+)
 from ciq_build.resources import build_tool, cmake_dir
 
 # Cache entries of the user's tree that the scratch tree must not inherit:
@@ -54,29 +63,9 @@ _CACHE_SKIP = re.compile(
 )
 _CACHE_LINE = re.compile(r"^([A-Za-z0-9_.+-]+):(BOOL|STRING|PATH|FILEPATH|UNINITIALIZED)=(.*)$")
 
-# Reading -Xptxas -v output does not change the generated code (only the PTX
-# section's recorded ptxas options), so what is measured is what ships.
-VERBOSE_PTXAS = ("-Xptxas=-v",)
-# The compile log is kept whole up to this (the static metrics are parsed from it).
-COMPILER_OUTPUT_BYTES = 64 * 1024 * 1024
-
-
-@dataclass(frozen=True)
-class CandidateBuild:
-    """The outcome of rebuilding the tuned target with one candidate's controls."""
-
-    ok: bool
-    cause: Cause | None  # compile_failed / compile_timeout, or an environmental cause (ciq_build.project.environment)
-    message: str
-    compile_seconds: float
-    compiler_output: str
-    objects: tuple[Path, ...] = ()
-    benchmark: Path | None = None
-
-
 @dataclass
 class ScratchTree:
-    """One worker's private build tree of the user's project."""
+    """One worker's private build tree of the user's project: a `WorkerTree` (ciq_build.project.worker)."""
 
     manifest: Manifest
     root: Path
@@ -96,7 +85,7 @@ class ScratchTree:
 
     def __post_init__(self) -> None:
         self.build_dir = self.root / "build"
-        self.options_file = self.root / f"{safe_name(self.manifest.target)}.nvcc-options"
+        self.options_file = options_file(self.root, self.manifest)
         self.front_end_cache = front_ends_folder(self.root)
 
     # -- paths inside the scratch tree that mirror the user's tree ------------
@@ -116,6 +105,10 @@ class ScratchTree:
     def benchmark_path(self) -> Path | None:
         bench = self.manifest.benchmark
         return self.mirror(bench.path) if bench is not None else None
+
+    @property
+    def object_dir(self) -> Path:
+        return self.mirror(self.manifest.object_dir)
 
     def object_files(self) -> tuple[Path, ...]:
         return existing_objects(self.mirror(path) for path in self.manifest.objects)
@@ -199,7 +192,8 @@ class ScratchTree:
                 compile_step = proc.run(self._build_args(self.manifest.target), timeout,
                                         max_output=COMPILER_OUTPUT_BYTES)
         self._built = True
-        compiled = self.compile_verdict("compile", compile_step, witness, timeout)
+        compiled = compile_verdict("compile", compile_step, witness, timeout, self.root, self.object_files(),
+                                   self.benchmark_path)
         bench = self.manifest.benchmark
         if not compiled.ok or not benchmark or bench is None or bench.target == self.manifest.target:
             return compiled
@@ -207,31 +201,9 @@ class ScratchTree:
             link_step = proc.run(self._build_args(bench.target), timeout)
         if not link_step.ok:
             # The candidate's compile time and report stay those of its compile; the link's log says why.
-            return self._failed("benchmark build", link_step, witness, timeout, compiled.compile_seconds,
+            return failed_build("benchmark build", link_step, witness, timeout, self.root, compiled.compile_seconds,
                                 compiled.compiler_output)
         return compiled
-
-    def compile_verdict(self, what: str, step: proc.ProcResult, witness: environment.CompileWitness,
-                        timeout: float) -> CandidateBuild:
-        """What a finished compile step (`what`: "compile", "build_ext") made of the candidate: built, or failed
-        and why (the candidate's own failure, or the machine's: see _failure_cause)."""
-        output = step.stdout + step.stderr
-        if step.ok and step.truncated:
-            # The static metrics are read from this log: a cut one would score the kernels it lost as 0.
-            return CandidateBuild(False, Cause.COMPILE_FAILED,
-                                  f"{what} printed more than ciq_build keeps ({step.truncation}); "
-                                  "its resource usage cannot be read from a cut log", step.seconds, output)
-        if not step.ok:
-            return self._failed(what, step, witness, timeout, step.seconds, output)
-        return CandidateBuild(True, None, "", step.seconds, output, self.object_files(), self.benchmark_path)
-
-    def _failed(self, what: str, step: proc.ProcResult, witness: environment.CompileWitness, timeout: float,
-                compile_seconds: float, compiler_output: str) -> CandidateBuild:
-        """A failed step's CandidateBuild: its cause, and its log's tail with timeout advice where it hung."""
-        cause = self._failure_cause(step, step.stdout + step.stderr, witness)
-        advice = f" ({timeout_advice(timeout)})" if step.timed_out else ""
-        return CandidateBuild(False, cause, f"{what} {step.describe()}{advice}:\n{step.output_tail()}",
-                              compile_seconds, compiler_output)
 
     def _ptxas_only(self, timeout: float) -> CandidateBuild | None:
         """ptxas alone on every compile's PTX, the front end run first (and kept) where it is new;
@@ -280,20 +252,6 @@ class ScratchTree:
             self._compiles = (stamp, ptxas_path.compile_commands(listed.stdout, self.options_file))
         return self._compiles[1]
 
-    def _failure_cause(self, step: proc.ProcResult, output: str, witness: environment.CompileWitness) -> Cause:
-        """The candidate's own failure (compile_failed/compile_timeout) or the machine's (not cached)."""
-        if environment.says_disk_full(output):
-            return environment.DISK_FULL
-        if step.timed_out:
-            return Cause.COMPILE_TIMEOUT if witness.hang_was_the_candidates() else environment.BUILD_TOOL_TIMEOUT
-        if environment.foreign_signal(step.signal) or environment.says_killed(output):
-            return environment.COMPILE_KILLED
-        # nvcc does not always say why a write failed ("Failed to preprocess host
-        # compiler properties" with a full TMPDIR): look at the disks themselves.
-        if environment.full_file_systems([self.root, environment.compiler_temp_dir()]):
-            return environment.DISK_FULL
-        return Cause.COMPILE_FAILED
-
     def _build_args(self, target: str) -> list[str]:
         return [tree_tool(self.build_dir, "cmake"), "--build", str(self.build_dir), "--target", target]
 
@@ -302,18 +260,6 @@ def front_ends_folder(tree_root: Path) -> Path:
     """The ptxas-only path's cache of a scratch tree: one for all the trees beside it (a tune's baseline
     tree and its workers'), so that each front-end configuration is compiled once per tune, not per tree."""
     return tree_root.parent / "front-ends"
-
-
-def scratch_root(manifest: Manifest) -> Path:
-    """Where the scratch trees of one target live (inside the user's build dir, apart from it)."""
-    return manifest.binary_dir / "ciq" / "scratch" / tune_name(manifest)
-
-
-def tune_name(manifest: Manifest) -> str:
-    """What names one tune's scratch trees and journal: the target, and the architecture of a tune
-    --architecture (each architecture's tune resumes its own journal, in its own trees)."""
-    suffix = f".sm_{manifest.tune_architecture}" if manifest.tune_architecture else ""
-    return safe_name(manifest.target) + suffix
 
 
 # What CMake found out about the compilers and the system, per CMake version (CMakeFiles/<version>/):
@@ -349,10 +295,6 @@ def seed_compilers(user_tree: Path, scratch_build: Path, nvcc: Path) -> bool:
     except OSError:
         return False  # a file gone or unreadable: CMake finds the compilers itself
     return bool(versions)
-
-
-def remove_scratch_trees(manifest: Manifest) -> None:
-    shutil.rmtree(scratch_root(manifest), ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -477,13 +419,3 @@ def initial_cache(cache_file: Path) -> str:
 
 def cmake_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-
-
-def existing_objects(paths: Iterable[Path]) -> tuple[Path, ...]:
-    """The object files of a target's manifest that a build produced, in the manifest's order."""
-    return tuple(path for path in paths if path.is_file())
-
-
-def safe_name(name: str) -> str:
-    """A file-system-safe rendering of a target name (names may hold spaces or punctuation)."""
-    return re.sub(r"[^A-Za-z0-9_.+-]", "_", name)

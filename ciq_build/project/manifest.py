@@ -153,7 +153,8 @@ class ManifestToolchain:
         TEXT, 'CMAKE_CUDA_ARCHITECTURES as CMake holds it, e.g. "90a" or "80;90a"'))
 
 
-# Manifest.generator of a setuptools CudaExtension described as a target (ciq_build.setuptools_tune): no CMake tree.
+# Manifest.generator of a setuptools CudaExtension described as a target (ciq_build.project.setuptools_backend):
+# no CMake tree.
 SETUPTOOLS_GENERATOR = "setuptools"
 
 

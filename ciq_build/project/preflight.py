@@ -45,7 +45,7 @@ def missing_tools(manifest: Manifest, toolchain: Toolchain, *, pin: bool, object
                   cmake: bool = True) -> list[Missing]:
     """What a tune of `manifest`'s target with these settings needs and does not find, in the order it needs it.
 
-    `cmake=False`: a target that CMake does not build (a setuptools extension, ciq_build.setuptools_tune).
+    `cmake=False`: a target that CMake does not build (a setuptools extension, ciq_build.project.setuptools_backend).
     """
     needed = tools_needed(objectives)
     missing: list[Missing] = []

@@ -64,6 +64,9 @@ class SourceSet:
 
     manifest: Manifest
     excluded: set[Path] = field(default_factory=set)  # build-written files seen so far
+    # Files of these suffixes anywhere in the project's source tree count too (a setuptools project's .py
+    # files: its setup.py makes the nvcc command, its benchmark script measures; CMake's graph covers both).
+    project_suffixes: frozenset[str] = frozenset()
     _graph: tuple[frozenset[Path], frozenset[Path]] | None = field(default=None, init=False, repr=False)
     _hashes: dict[Path, tuple[int, int, bytes]] = field(default_factory=dict, init=False, repr=False)
 
@@ -90,6 +93,9 @@ class SourceSet:
                 if Path(name).suffix in SOURCE_SUFFIXES and not name.startswith("."):
                     files.add(here / name)
         files |= {p for p in inputs if not any(_inside(p, s) for s in skip)}
+        if self.project_suffixes:
+            for here, names in self._folders(Path(os.path.abspath(manifest.source_dir))):
+                files |= {here / n for n in names if Path(n).suffix in self.project_suffixes and not n.startswith(".")}
         return {p for p in files if p not in outputs and p not in self.excluded}
 
     def _folders(self, root: Path) -> Iterator[tuple[Path, list[str]]]:

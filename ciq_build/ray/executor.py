@@ -50,8 +50,9 @@ from ciq_build.measure.bench import BenchSpec
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.racing import Incumbent, RaceBoard
 from ciq_build.measure.stats import Measurement
-from ciq_build.project.cmake_trees import ScratchTree, safe_name, scratch_root
+from ciq_build.project.backend import BuildBackend
 from ciq_build.project.manifest import Manifest
+from ciq_build.project.worker import safe_name, scratch_root
 from ciq_build.ray.gpu_share import ShareClient
 from ciq_build.ray.sources import SourceUpload, check_copy, file_hashes, remapped_cache, worker_manifest
 from ciq_build.search.base import Proposal
@@ -211,9 +212,11 @@ class GpuTaskRunner(BuildRunner):
 
 
 class EvaluationWorker:
-    """The body of one Ray actor: a scratch tree of its own, configured once, and the real runner."""
+    """The body of one Ray actor: a tree of its own (the backend's `make_tree`), configured once, and the real
+    runner."""
 
-    def __init__(self, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective], repeats: int,
+    def __init__(self, backend: BuildBackend, manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective],
+                 repeats: int,
                  timeouts: Timeouts, configure_timeout: float, root: str, upload: SourceUpload | None = None,
                  benchmark: dict[str, Any] | None = None, writes_sources: bool = False,
                  scored_architecture: str | None = None) -> None:
@@ -228,9 +231,10 @@ class EvaluationWorker:
             manifest = worker_manifest(manifest, self.copy)
             root = str(self.copy.parent / f"ciq-scratch-{self.copy.name}" / safe_name(manifest.target) / root)
             replayed = remapped_cache(upload, self.copy, Path(root) / "build")
-        # Without the ptxas-only launcher: a Ray worker's environment is not the driver's shell.
-        self.tree = ScratchTree(manifest, Path(root), toolchain, False, replayed_cache=replayed,
-                                writes_sources=writes_sources)
+        # The project's own kind of tree, asked of its backend; without the ptxas-only launcher: a Ray
+        # worker's environment is not the driver's shell.
+        self.tree = backend.make_tree(manifest, Path(root), toolchain, fast_path=False, replayed_cache=replayed)
+        self.tree.writes_sources = writes_sources
         # `benchmark`: what a benchmark task asks Ray for; each runs as a task of its own, on a GPU, while this
         # actor holds CPUs only. None: this actor holds a GPU (Ray set its CUDA_VISIBLE_DEVICES, so the
         # default slot is it) and runs its benchmarks itself.
@@ -326,6 +330,7 @@ class RayPool:
     follows them (a runtime target's benchmarks ask for GPUs of its kind, a static target's for none).
     """
 
+    backend: BuildBackend  # the project's: each actor asks it for its tree
     manifest: Manifest
     toolchain: Toolchain
     objectives: Sequence[Objective]
@@ -435,8 +440,9 @@ class RayPool:
                                                             **options)
         # Uploading, the actor places its tree beside its copy of the sources: it gets the tree's name only.
         root = slot.root.name if self.upload is not None else str(slot.root)
-        slot.actor = actor_class.remote(self.manifest, self.toolchain, self.objectives, self.repeats, self.timeouts,
-                                        self.configure_timeout, root, self.upload, self.benchmark, self.writes_sources,
+        slot.actor = actor_class.remote(self.backend, self.manifest, self.toolchain, self.objectives, self.repeats,
+                                        self.timeouts, self.configure_timeout, root, self.upload, self.benchmark,
+                                        self.writes_sources,
                                         self.known.scored_architecture if self.known is not None else None)
         if self.upload is not None:
             # Before the configure: nothing is built from a copy that is not the fingerprinted sources.

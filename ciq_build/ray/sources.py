@@ -44,7 +44,6 @@ from ciq_build.project.cmake_trees import cmake_escape, initial_cache
 from ciq_build.project.manifest import Manifest
 from ciq_build.project.sources import _MISSING, Snapshot, _inside
 
-SOURCE_MODES = ("shared", "upload")
 MISSING = "missing"  # the hash of a file that is not there (a deleted source counts as a difference)
 # Folders never uploaded, wherever they are (gitignore syntax, as Ray's `excludes` reads it).
 ALWAYS_EXCLUDED = (".git/", "CMakeFiles/")

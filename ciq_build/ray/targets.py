@@ -49,13 +49,12 @@ from typing import IO, Any
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.gpu_slots import GPU_LOCK_DIR
-from ciq_build.project.backend import BuildBackend
-from ciq_build.project.cmake_trees import safe_name
+from ciq_build.project.worker import safe_name
 from ciq_build.ray.executor import STOP_TIMEOUT, _ray, connected
 from ciq_build.ray.gpu_share import NAMESPACE, SHARE_NAME, GpuShare, TargetShare, share_table
-from ciq_build.tune.all_targets import tune_one
+from ciq_build.ray.options import ray_options
 from ciq_build.tune.progress import LOG
-from ciq_build.tune.target_result import TargetResult, not_run, stops_the_rest
+from ciq_build.tune.target_result import TargetResult, not_run, read_result, stops_the_rest
 from ciq_build.tune.tune_options import TuneOptions
 
 POLL_INTERVAL = 0.2  # seconds between looks at the children
@@ -104,14 +103,15 @@ def gpu_capacity(resources: dict[str, float], gpu_resource: str | None) -> int:
 def tune_together(options: TuneOptions, targets: list[str]) -> list[TargetResult]:
     """Tune `targets` at once, each in a `tune` process of its own, sharing one cluster; what each came to."""
     ray = _ray()
+    own = ray_options(options.executor_options)
     say = (lambda text: None) if options.quiet else (lambda text: LOG.info("%s", text))
-    with connected(options.ray_address, say):
+    with connected(own.ray_address, say):
         resources = ray.cluster_resources()
-        plan = plan_slots(len(targets), options.jobs, options.ray_targets,
-                          compile_cpus(resources, options.ray_compile_resource))
+        plan = plan_slots(len(targets), options.jobs, own.ray_targets,
+                          compile_cpus(resources, own.ray_compile_resource))
         if plan.note:
             LOG.warning("%s", plan.note)
-        capacity = gpu_capacity(resources, options.ray_gpu_resource)
+        capacity = gpu_capacity(resources, own.ray_gpu_resource)
         # A share for the targets' benchmarks (a static target never asks). get_if_exists: another tune of
         # several on this cluster already has one, and its targets and ours share the GPUs.
         token = uuid.uuid4().hex
@@ -120,8 +120,9 @@ def tune_together(options: TuneOptions, targets: list[str]) -> list[TargetResult
         creator, since = ray.get(share.joined.remote()) if share is not None else ("", 0.0)  # up before any child looks
         # The address given (a ray:// client address is reachable from here; the cluster's own may not be),
         # else the one of the cluster found or started here.
-        address = options.ray_address or ray.get_runtime_context().gcs_address
-        child_options = dataclasses.replace(options, jobs=plan.jobs, ray_targets=None, targets=(), ray_address=address)
+        address = own.ray_address or ray.get_runtime_context().gcs_address
+        child_options = dataclasses.replace(options, jobs=plan.jobs, targets=(), executor_options=dataclasses.replace(
+            own, ray_targets=None, ray_address=address))
         try:
             with tempfile.TemporaryDirectory(prefix="ciq-targets-") as results:
                 return _Children(child_options, targets, plan.together, Path(results), say).run()
@@ -131,13 +132,6 @@ def tune_together(options: TuneOptions, targets: list[str]) -> list[TargetResult
                 if creator == token:  # ours: end it now, not when Ray notices we are gone (ciq_build.ray.gpu_share)
                     with contextlib.suppress(ray.exceptions.RayError):
                         ray.kill(share, no_restart=True)
-
-
-def run_child(options: TuneOptions, backend: BuildBackend, result_file: Path) -> int:
-    """A target's own tune, started by `tune_together`: tune it, write what it came to for the parent."""
-    result = tune_one(options, backend)
-    result_file.write_text(json.dumps(dataclasses.asdict(result)), encoding="utf-8")
-    return result.exit_code
 
 
 def _report_share(share: Any, capacity: int, since: float, log_file: Path) -> None:
@@ -204,7 +198,7 @@ class _Children:
         command = [sys.executable, "-m", "ciq_build", "tune",
                    *dataclasses.replace(self.options, target=target).argv(),
                    *(["--verbose"] if LOG.isEnabledFor(logging.DEBUG) else []),
-                   f"--ray-child-result={result_file}"]
+                   f"--result-file={result_file}"]
         env = {**proc.marked_env(f"tune-{safe_name(target)}"), "PYTHONUNBUFFERED": "1",  # lines as they come
                # The targets' own measurements on this machine (baselines, re-measures): one per GPU at a time.
                GPU_LOCK_DIR: str(self.gpu_locks)}
@@ -230,7 +224,7 @@ class _Children:
         for relay in child.relays:
             relay.join(timeout=5)
         try:
-            return TargetResult(**json.loads(child.result_file.read_text(encoding="utf-8")))
+            return read_result(child.result_file)
         except (OSError, ValueError, TypeError):
             code = child.process.returncode
             return TargetResult(child.target, "failed", f"its tune process ended with exit code {code} before "

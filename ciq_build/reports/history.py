@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ciq_build.compiler.controls import Controls
 from ciq_build.core.objectives import Objective, metric_key, parse_objective
 from ciq_build.core.pareto import non_dominated
 from ciq_build.errors import CiqError, ConfigError, ManifestError
@@ -101,6 +102,11 @@ class Importance:
     evaluations: int  # scored evaluations it stands on
 
 
+# An interaction share stands on at least this many evaluations per value pair: with one, each pair's mean is a
+# single score and the share is mostly noise (a GA's 13 evaluations over 7 knobs gave pairs "58%" on 1.3 each).
+MIN_PER_CELL = 2.0
+
+
 @dataclass(frozen=True)
 class Interaction:
     """Two search parameters' joint share of an objective's variance beyond each one's own (TuneHistory.interactions)."""
@@ -125,6 +131,7 @@ class SearchInfo:
     objectives: tuple[Objective, ...]
     journaled: int  # evaluations its own lines hold
     sizes: tuple[str, ...] = ()  # its benchmark's problem sizes (ARGS_SETS), in their order
+    architecture: str = ""  # the one architecture it tuned (tune --architecture), "" for all the build's
 
 
 @dataclass
@@ -160,6 +167,24 @@ class TuneHistory:
         return next((e for e in reversed(self.evaluations) if e.is_baseline and e.ok), None)
 
     @property
+    def pinned_controls(self) -> Controls | None:
+        """The controls the record pins for what the shown search tuned: its architecture's entry (tune
+        --architecture), else the record's own; None without a record."""
+        if self.record is None:
+            return None
+        architecture = self.searches[self.search - 1].architecture if self.searches else ""
+        return self.record.controls_for(architecture) if architecture else self.record.controls
+
+    @property
+    def pinned_provenance(self) -> dict[str, Any]:
+        """The provenance of `pinned_controls`: its architecture's entry's, else the record's."""
+        if self.record is None:
+            return {}
+        architecture = self.searches[self.search - 1].architecture if self.searches else ""
+        entry = self.record.per_architecture.get(architecture) if architecture else None
+        return entry.provenance if entry is not None else self.record.provenance
+
+    @property
     def winner(self) -> JournalEntry | None:
         """The pinned record's controls among the evaluations (None without a record).
 
@@ -170,15 +195,16 @@ class TuneHistory:
         if [(o.name, o.direction) for o in self.record.objectives] != [(o.name, o.direction)
                                                                        for o in self.objectives]:
             return None  # pinned by a search with other objectives: not this one's winner
-        controls = self.record.controls
+        controls = self.pinned_controls
+        assert controls is not None
         acf_name = Path(controls.acf.path).name if controls.acf is not None else None
         wanted = (tuple(controls.flags), tuple(controls.defines), acf_name)
         for evaluation in reversed(self.evaluations):
             acf = Path(evaluation.acf).name if evaluation.acf else None
             if evaluation.ok and (evaluation.flags, tuple(sorted(evaluation.defines.items())), acf) == wanted:
                 return evaluation
-        searched = self.record.provenance.get("winner_params")
-        if not self.record.provenance.get("dropped_controls") or not isinstance(searched, dict):
+        searched = self.pinned_provenance.get("winner_params")
+        if not self.pinned_provenance.get("dropped_controls") or not isinstance(searched, dict):
             return None
         for evaluation in reversed(self.evaluations):
             acf = Path(evaluation.acf).name if evaluation.acf else None
@@ -263,7 +289,7 @@ class TuneHistory:
             result.append(Importance(name, explained, groups, len(points)))
         return sorted(result, key=lambda i: (-i.explained, i.parameter))
 
-    def interactions(self, objective: int = 0, top: int = 5) -> list[Interaction]:
+    def interactions(self, objective: int = 0, top: int = 5, min_per_cell: float = MIN_PER_CELL) -> list[Interaction]:
         """The `top` pairs of search parameters whose values together explain most of `objective`'s variance
         beyond what each explains alone (a two-way ANOVA's interaction share), most first; none above 0 left out.
 
@@ -271,8 +297,9 @@ class TuneHistory:
         eta^2, at least 0. A pair whose best value of one depends on the other (a tile size that pays only
         with a wide unroll) shows here while each alone explains little. The cells are many and the
         evaluations few: with about one evaluation per cell, each cell's mean is its score and the share
-        overstates (`per_cell` says what it stands on). Unbalanced cells (a search samples unevenly) blur
-        it further: a hint where to look, not a measurement.
+        overstates (`per_cell` says what it stands on), so a pair with fewer than `min_per_cell` evaluations
+        per value pair is left out. Unbalanced cells (a search samples unevenly) blur it further: a hint where
+        to look, not a measurement.
         """
         points = self._scored_points(objective)
         own = {name: _eta_squared(points, (name,))[0] for name in self.parameters()}
@@ -282,7 +309,7 @@ class TuneHistory:
             for second in names[i + 1:]:
                 together, cells = _eta_squared(points, (first, second))
                 beyond = together - own[first] - own[second]
-                if beyond > 1e-9:
+                if beyond > 1e-9 and len(points) >= min_per_cell * cells:
                     found.append(Interaction(first, second, beyond, cells, len(points)))
         return sorted(found, key=lambda i: (-i.explained, i.first, i.second))[:top]
 
@@ -409,7 +436,8 @@ def load_history(target: str, build_dir: Path, source_dir: Path | None = None, p
             f"found. Run `python -m ciq_build tune {target} -B {build_dir}` first (the {command} reads what it "
             "journals).")
     searches = [SearchInfo(number, tuple(_objectives(header, record, evaluations)), len(evaluations),
-                           tuple(str(s) for s in _list((header or {}).get("sizes"))))
+                           tuple(str(s) for s in _list((header or {}).get("sizes"))),
+                           str((header or {}).get("architecture") or ""))
                 for number, (header, evaluations) in enumerate(segments, start=1)]
     shown = len(searches) if search is None else search
     if not 1 <= shown <= len(searches):

@@ -24,9 +24,9 @@ from typing import Any
 from ciq_build.core.pace import clock
 from ciq_build.errors import ManifestError
 from ciq_build.pin.display import ratio_text
-from ciq_build.project.cmake_trees import safe_name
+from ciq_build.project.worker import safe_name
 from ciq_build.reports.export import write_text
-from ciq_build.reports.history import JournalEntry, TuneHistory, load_history
+from ciq_build.reports.history import MIN_PER_CELL, JournalEntry, TuneHistory, load_history
 from ciq_build.reports.show import chosen_journal
 from ciq_build.search.evaluation import TIMING_NAMES
 from ciq_build.state.journal import TargetLock, tune_lock_path
@@ -208,8 +208,8 @@ def _front_rows(history: TuneHistory) -> list[list[str]]:
 
 def _pinned_text(history: TuneHistory) -> str:
     """The record's controls, as the build applies them."""
-    assert history.record is not None
-    c = history.record.controls
+    c = history.pinned_controls
+    assert c is not None
     parts = [*c.flags, *(f"-D{k}={v}" for k, v in c.defines)]
     if c.acf is not None:
         parts.append(f"ACF {c.acf.path.name}")
@@ -232,14 +232,13 @@ _REMEASURE_HEAD = ["side", "samples", "median", "IQR", "min", "max"]
 
 
 def _controls_rows(history: TuneHistory) -> list[list[str]]:
-    record = history.record
-    if record is None:
+    c = history.pinned_controls  # an architecture's own entry where the search tuned one (tune --architecture)
+    if c is None:
         return []
-    c = record.controls
     rows = [["flag", flag] for flag in c.flags] + [["define", f"-D{n}={v}"] for n, v in c.defines]
     if c.acf is not None:
         rows.append(["ACF", f"{c.acf.path.name} ({c.acf.compiler}, sha256 {c.acf.sha256[:16]}...)"])
-    params = record.provenance.get("winner_params")
+    params = history.pinned_provenance.get("winner_params")
     if isinstance(params, dict):
         rows += [["parameter", f"{k} = {v}"] for k, v in sorted(params.items())]
     return rows or [["(none)", "the compiler's defaults"]]
@@ -274,9 +273,17 @@ _INTERACTION_HEAD = ["objective", "pair", "variance explained together, beyond e
                      "evaluations per value pair"]
 INTERACTION_NOTE = ("A pair's share beyond its parameters' own (a two-way ANOVA's interaction: eta squared of the "
                     "evaluations grouped by both values, minus each parameter's): a pair where the best value of "
-                    "one depends on the other. With about one evaluation per value pair, each pair's mean is one "
-                    "score and the share overstates; a search samples unevenly, too: read it as where to look, "
-                    "not as a measurement.")
+                    "one depends on the other. With few evaluations per value pair, each pair's mean is one or two "
+                    f"scores and the share overstates, so pairs with fewer than {MIN_PER_CELL:g} are left out; a "
+                    "search samples unevenly, too: read it as where to look, not as a measurement.")
+NO_INTERACTION_NOTE = (f"No pair of search parameters has {MIN_PER_CELL:g} or more evaluations per value pair: too few "
+                       "to tell how they move the objectives together (more evaluations, or fewer values, would).")
+
+
+def _interaction_text(history: TuneHistory) -> tuple[list[list[str]], str]:
+    """The pairs' rows and the note under them; no rows and a note saying why where no pair stands on enough."""
+    rows = _interaction_rows(history)
+    return rows, INTERACTION_NOTE if rows else NO_INTERACTION_NOTE
 
 
 def _size_head(history: TuneHistory) -> list[str]:
@@ -800,10 +807,10 @@ def render_html(history: TuneHistory, refresh_s: int | None = None, live: dict[s
     if importance:
         parts += ["<h2>Which controls moved the objectives</h2>", plot("importance"),
                   _html_table(_IMPORTANCE_HEAD, importance), f"<p>{html.escape(IMPORTANCE_NOTE)}</p>"]
-        interactions = _interaction_rows(history)
-        if interactions:
+        if len(history.parameters()) >= 2:
+            interactions, note = _interaction_text(history)
             parts += ["<h3>Pairs that moved them together</h3>", _html_table(_INTERACTION_HEAD, interactions),
-                      f"<p>{html.escape(INTERACTION_NOTE)}</p>"]
+                      f"<p>{html.escape(note)}</p>"]
         parts.append(plot("parallel"))
     parts.append("<h2>The winner re-measured against the baseline</h2>")
     measured = history.remeasure()
@@ -869,10 +876,10 @@ def render_markdown(history: TuneHistory, refresh_s: int | None = None, live: di
     if importance:
         parts += ["", "## Which controls moved the objectives", "", _md_table(_IMPORTANCE_HEAD, importance), "",
                   IMPORTANCE_NOTE]
-        interactions = _interaction_rows(history)
-        if interactions:
+        if len(history.parameters()) >= 2:
+            interactions, note = _interaction_text(history)
             parts += ["", "### Pairs that moved them together", "", _md_table(_INTERACTION_HEAD, interactions), "",
-                      INTERACTION_NOTE]
+                      note]
     measured = history.remeasure()
     if measured is not None:
         parts += ["", "## The winner re-measured against the baseline", "",

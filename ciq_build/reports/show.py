@@ -11,9 +11,9 @@ from ciq_build.pin.display import format_record
 from ciq_build.pin.read import read_record
 from ciq_build.project.backend import BuildBackend
 from ciq_build.project.cmake_backend import CMakeBackend
-from ciq_build.project.cmake_trees import safe_name
 from ciq_build.project.json_model import json_fields
 from ciq_build.project.manifest import Manifest
+from ciq_build.project.worker import safe_name
 from ciq_build.state.journal import Journal
 
 
@@ -54,11 +54,12 @@ def require_pin(target: str, backend: BuildBackend, pin_file: Path | None = None
     if pin_file is None:
         pin_file = backend.pin_file(target)
     if not pin_file.is_file():
-        tried = _evaluations(build_dir, target)
+        journal = chosen_journal(build_dir, target, None)  # the latest tune's, --architecture ARCH's too
+        tried = _evaluations(journal)
         if tried:
             raise ManifestError(
                 f"{target} has no pinned record at {pin_file}, though a tune ran ({tried} evaluation(s) in "
-                f"{journal_path(build_dir, target)}): it pinned nothing (no candidate beat the defaults beyond "
+                f"{journal}): it pinned nothing (no candidate beat the defaults beyond "
                 f"the noise, or --no-pin), so the build uses the compiler's defaults. `python -m ciq_build report "
                 f"{target} -B {build_dir}` shows what it measured.")
         raise ManifestError(f"{target} has no pinned record at {pin_file}; run `python -m ciq_build tune {target} "
@@ -96,8 +97,7 @@ def chosen_journal(build_dir: Path, target: str, architecture: str | None) -> Pa
     return journals[0] if journals else journal_path(build_dir, target)
 
 
-def _evaluations(build_dir: Path, target: str) -> int:
-    path = journal_path(build_dir, target)
+def _evaluations(path: Path) -> int:
     if not path.is_file():
         return 0
     try:

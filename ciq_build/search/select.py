@@ -38,7 +38,7 @@ def is_acf_kind(kind: str) -> bool:
 
 def search_kinds(settings: SearchSettings) -> list[str]:
     """The resolved SEARCH_SPACE / --controls, checked: known kinds, at most one ACF space."""
-    kinds = list(settings.kinds)
+    kinds = list(settings.controls)
     rules = load_rules()
     for kind in kinds:
         if not rules.matches("search_space", kind):

@@ -28,7 +28,7 @@ from typing import Any
 from ciq_build.compiler.controls import Controls
 from ciq_build.errors import CiqError
 from ciq_build.measure import stopping
-from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
+from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 
@@ -56,7 +56,7 @@ class BuildsAhead:
     `take` is the runner's: the build ahead of the candidate it evaluates in that tree, if any.
     """
 
-    def __init__(self, build: Callable[[ScratchTree, Controls], CandidateBuild], jobs: int) -> None:
+    def __init__(self, build: Callable[[WorkerTree, Controls], CandidateBuild], jobs: int) -> None:
         self._build = build
         self._pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="ciq-ahead")
         self._lock = threading.Lock()
@@ -70,19 +70,19 @@ class BuildsAhead:
         with self._lock:
             return next((tree for tree, (held, _) in self._held.items() if held == controls), None)
 
-    def held(self, tree: ScratchTree) -> Controls | None:
+    def held(self, tree: WorkerTree) -> Controls | None:
         """The controls `tree` builds or holds ahead, or None."""
         with self._lock:
             held = self._held.get(id(tree))
         return None if held is None else held[0]
 
-    def busy(self, tree: ScratchTree) -> bool:
+    def busy(self, tree: WorkerTree) -> bool:
         """Whether a build ahead is running in `tree` (handing it another candidate waits for it)."""
         with self._lock:
             held = self._held.get(id(tree))
         return held is not None and not held[1].done()
 
-    def start(self, proposals: Iterable[Proposal], trees: Sequence[ScratchTree], wanted: Callable[[Controls], bool],
+    def start(self, proposals: Iterable[Proposal], trees: Sequence[WorkerTree], wanted: Callable[[Controls], bool],
               limit: int | None = None) -> None:
         """Build ahead each of `proposals` that is `wanted` and not held yet, in `trees` that are neither
         building ahead nor holding a build of one of `proposals`; at most `limit` new builds."""
@@ -108,11 +108,11 @@ class BuildsAhead:
                 count += 1
                 self.started += 1
 
-    def _run(self, tree: ScratchTree, controls: Controls) -> CandidateBuild:
+    def _run(self, tree: WorkerTree, controls: Controls) -> CandidateBuild:
         with stopping.cancellable(self._stopped):  # after `stop`, a build not started yet starts nothing
             return self._build(tree, controls)
 
-    def take(self, tree: ScratchTree, controls: Controls) -> CandidateBuild | None:
+    def take(self, tree: WorkerTree, controls: Controls) -> CandidateBuild | None:
         """The build of `controls` made ahead in `tree` (waited for), or None: build it now. Any other build
         ahead there is waited for and forgotten, since the tree is rebuilt next."""
         with self._lock:

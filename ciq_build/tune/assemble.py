@@ -11,8 +11,8 @@ from ciq_build.compiler.fingerprint import object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain, architecture_list
 from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
-from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.project.manifest import Manifest, benchmark_sizes
+from ciq_build.project.worker import WorkerTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.confirm import Confirmation
 from ciq_build.tune.scores import failure_counts, jsonable
@@ -41,7 +41,7 @@ def scored_record(manifest: Manifest, toolchain: Toolchain, objectives: Sequence
 
 
 def assemble_record(manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective],
-                    confirmation: Confirmation, tree: ScratchTree, search: Mapping[str, Any],
+                    confirmation: Confirmation, tree: WorkerTree, search: Mapping[str, Any],
                     evaluations: Sequence[Evaluation], extra: Mapping[str, Any] | None = None) -> PinnedRecord:
     """The record that pins `confirmation.winner`; `tree` is where its objects were rebuilt, `search` the
     candidate source's description (its provenance); `extra`: more provenance (how it stood against the pin it
@@ -57,5 +57,5 @@ def assemble_record(manifest: Manifest, toolchain: Toolchain, objectives: Sequen
                     **({"sizes": sizes} if (sizes := benchmark_sizes(manifest)) else {}),
                     **({"dropped_controls": list(confirmation.dropped)} if confirmation.dropped else {}),
                     **(extra or {})},
-        objects=object_fingerprints(confirmation.winner_objects, tree.mirror(manifest.object_dir), toolchain),
+        objects=object_fingerprints(confirmation.winner_objects, tree.object_dir, toolchain),
     )

@@ -9,8 +9,8 @@ from ciq_build.compiler.gpu_arch import sm
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import named_scores, unbenchmarked_names
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
-from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.project.sources import Snapshot
+from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
@@ -18,7 +18,7 @@ from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.source_watch import SourceWatch
 
 
-def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: ScratchTree, target: str,
+def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTree, target: str,
                      key_of: Callable[[Controls], str], sources: SourceWatch, before: Snapshot,
                      disk_full: Callable[[str], DiskFullError], say: Callable[[str], None]) -> Evaluation:
     """The baseline of `target`, built and measured in `tree` unless journaled ok; a CiqError where nothing can be

@@ -24,7 +24,7 @@ from ciq_build.core.pareto import dominates
 from ciq_build.core.settings import MeasureSettings
 from ciq_build.errors import SearchError
 from ciq_build.measure.stats import FINAL_ALPHA, INTERIM_ALPHA, Measurement, beats_baseline, interim_look, interleaved
-from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
+from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import BuildRunner
@@ -66,9 +66,9 @@ class Confirmer:
         self.warn = warn
         self.phase = phase  # told when the winner's rebuild and the re-measure start (ciq_build.tune.gpu_time)
 
-    def confirm(self, baseline: Evaluation, evaluations: list[Evaluation], base_tree: ScratchTree,
-                tree: ScratchTree, *,
-                picked: Callable[[Evaluation], tuple[ScratchTree, CandidateBuild] | None] | None = None,
+    def confirm(self, baseline: Evaluation, evaluations: list[Evaluation], base_tree: WorkerTree,
+                tree: WorkerTree, *,
+                picked: Callable[[Evaluation], tuple[WorkerTree, CandidateBuild] | None] | None = None,
                 rebuilt: Callable[[tuple[Path, ...]], None] | None = None) -> Confirmation:
         """The winner of `evaluations` (a corrected journaled score is replaced in the list) and its verdict.
 
@@ -102,7 +102,7 @@ class Confirmer:
             return Confirmation(baseline, winner, better, text, baseline.scores, winner.scores, {}, built.objects)
         return self._remeasure(baseline, winner, base_tree, tree, built.objects)
 
-    def _remeasure(self, baseline: Evaluation, winner: Evaluation, base_tree: ScratchTree, tree: ScratchTree,
+    def _remeasure(self, baseline: Evaluation, winner: Evaluation, base_tree: WorkerTree, tree: WorkerTree,
                    objects: tuple[Path, ...]) -> Confirmation:
         """Baseline and winner measured side by side, interleaved; better only beyond the noise."""
         assert winner.scores is not None and baseline.scores is not None
@@ -153,8 +153,8 @@ class Confirmer:
     def _deterministic_keys(self) -> list[str]:
         return [metric_key(o) for o in self.objectives if o.source == "static"]
 
-    def _trusted_winner(self, baseline: Evaluation, evaluations: list[Evaluation], base_tree: ScratchTree,
-                        tree: ScratchTree) -> tuple[Evaluation, Evaluation, CandidateBuild | None]:
+    def _trusted_winner(self, baseline: Evaluation, evaluations: list[Evaluation], base_tree: WorkerTree,
+                        tree: WorkerTree) -> tuple[Evaluation, Evaluation, CandidateBuild | None]:
         """The baseline and winner, with every journaled static score re-measured from a fresh build.
 
         A journaled value that a fresh build does not reproduce is replaced by the

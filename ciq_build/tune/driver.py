@@ -26,15 +26,15 @@ from ciq_build.compiler.toolchain import Toolchain, architecture_list, other_too
 from ciq_build.core import pace
 from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR
-from ciq_build.errors import BuildError, ConfigError, DiskFullError
+from ciq_build.errors import BuildError, CiqError, ConfigError, DiskFullError
 from ciq_build.measure import claim
 from ciq_build.measure.sizes import SIZE_SEPARATOR
 from ciq_build.pin.record import check_pin_dir
 from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
-from ciq_build.project.cmake_trees import ScratchTree, safe_name, scratch_root, tune_name
 from ciq_build.project.manifest import Manifest, for_architecture
 from ciq_build.project.sources import Snapshot
+from ciq_build.project.worker import WorkerTree, safe_name, scratch_root, tune_name
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.on_top import on_top_of
@@ -44,7 +44,8 @@ from ciq_build.state.live import LiveStatus, live_status_path
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.baseline import measure_baseline
 from ciq_build.tune.cache import EvaluationCache, cache_key, search_header
-from ciq_build.tune.executor import Executor, SearchPhase, checked_executor, get_executor
+from ciq_build.tune.executor import Executor, SearchPhase
+from ciq_build.tune.executors import checked_executor, get_executor
 from ciq_build.tune.finish import Finish, Searched, TuneOutcome
 from ciq_build.tune.gpu_time import GpuMeter, MeteredSlots
 from ciq_build.tune.loop import (
@@ -117,7 +118,7 @@ class TuneRun:
         self.toolchain = toolchain
         self.out = out if out is not None else sys.stderr
         self.objectives = list(settings.objectives)
-        self.executor = get_executor(settings.executor.kind)
+        self.executor = get_executor(settings.executor)
         slots = MeteredSlots(settings.measure.gpus)
         self.meter: GpuMeter = slots.meter  # when benchmarks held a GPU, and the phases meanwhile
         # The baseline's runner (a large project's defaults may take long); the candidates' takes over once the
@@ -213,11 +214,12 @@ class TuneRun:
         self._search(source, workers, timeouts)
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
-                        self._warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default)
+                        self._warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default,
+                        built_architectures=self._built_architectures())
         return finish.run(Searched(baseline, self.evaluations, base_tree, workers, source.describe(),
                                    stopped_text(self.stopped_by, self.settings.search, len(self.evaluations)), self.overridden))
 
-    def _trees(self) -> tuple[ScratchTree, list[ScratchTree], Snapshot]:
+    def _trees(self) -> tuple[WorkerTree, list[WorkerTree], Snapshot]:
         """The baseline's tree and the workers' (as many as the executor uses here: on Ray one, for the
         confirmation, since the actors keep their own), configured; the sources as configuring left them."""
         before = self.sources.snapshot()
@@ -236,7 +238,7 @@ class TuneRun:
         self.sources.fingerprint(configured)
         return base_tree, workers, configured
 
-    def _baseline(self, base_tree: ScratchTree, probe_tree: ScratchTree, configured: Snapshot) -> Evaluation:
+    def _baseline(self, base_tree: WorkerTree, probe_tree: WorkerTree, configured: Snapshot) -> Evaluation:
         """The baseline, with a PARAMS name the source overrides said early: the probe's two builds run in
         `probe_tree` beside the baseline's build and runs (not where the compile is timed: they would slow it)."""
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ciq-param-probe") as beside:
@@ -275,7 +277,7 @@ class TuneRun:
             budget, _ = planned_budget(described, self.settings.search)
             self._say(space_line(text, self.space_total, budget, self.settings.search.strategy, described))
 
-    def _build_ahead(self, source: CandidateSource, workers: list[ScratchTree]) -> None:
+    def _build_ahead(self, source: CandidateSource, workers: list[WorkerTree]) -> None:
         """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most
         --jobs - 1, so the baseline's build is never kept waiting, and not in the first worker's tree, which
         the PARAMS probe builds in meanwhile."""
@@ -293,6 +295,15 @@ class TuneRun:
         if ahead is not None:
             ahead.stop()
             self.builds_ahead = ahead.describe()
+
+    def _built_architectures(self) -> str:
+        """What the target's build compiles for, where this tune was narrowed to one architecture ("" else)."""
+        if not self.manifest.tune_architecture:
+            return ""
+        try:
+            return self.backend.manifest(self.manifest.target).toolchain.architectures
+        except CiqError:
+            return ""  # the build's manifest unreadable now: the summary says nothing of it
 
     def _key(self, controls: Controls) -> str:
         return cache_key(self.manifest, self.toolchain, controls, self.sources.digest)
@@ -315,7 +326,7 @@ class TuneRun:
         if self.architectures.describe():
             self._say(f"figures: {self.architectures.describe()}")
 
-    def _search(self, source: CandidateSource, workers: list[ScratchTree], timeouts: Timeouts) -> None:
+    def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
         # file is told all the same).
         expected, generations = planned_budget(source.describe(), self.settings.search, self.space_total)
@@ -323,14 +334,15 @@ class TuneRun:
                                 measured_this_run=self.cache.measured_this_run, deadline=self.deadline,
                                 live=self.live, quiet=self.settings.quiet)
         # Every value the executor's workers need, fixed now: the candidates' timeouts are the baseline's.
-        phase = SearchPhase(self.manifest, self.toolchain, tuple(self.objectives), self.settings.measure.repeats,
-                            self.settings.build.jobs, timeouts,
-                            for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR), self.settings.executor,
+        phase = SearchPhase(self.backend, self.manifest, self.toolchain, tuple(self.objectives),
+                            self.settings.measure.repeats, self.settings.build.jobs, timeouts,
+                            for_configure(self.settings.measure, CONFIGURE_TIMEOUT_FACTOR),
+                            self.settings.executor_options,
                             self.sources.snapshot(), self.sources.writes_sources, self.runner, self._say)
         self.meter.enter("search")
         try:
             with self.executor.workers(phase, workers) as evaluating:
-                loop = self._loop(source, evaluating.runner, evaluating.slots, progress)
+                loop = self._loop(source, evaluating.runner, evaluating.slots, progress, expected)
                 loop.run()
         finally:
             self._stop_ahead()  # what the guesses still build ends before the winner's rebuild
@@ -339,7 +351,7 @@ class TuneRun:
             self._say(time_limit_ended(self.settings.search, len(self.evaluations)))
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
-              progress: TuneProgress | None) -> SearchLoop[W]:
+              progress: TuneProgress | None, planned: int) -> SearchLoop[W]:
         disk_full = stop_on_disk_full(self._disk_full)
 
         def after_candidate(evaluated: Evaluation) -> BaseException | None:
@@ -347,7 +359,8 @@ class TuneRun:
             return disk_full(evaluated)
 
         loop = SearchLoop(source, runner, workers, self.cache, self._key, self.objectives,
-                          budget=self.settings.search.max_evaluations, deadline=self.deadline, progress=progress,
+                          planned=planned, budget=self.settings.search.max_evaluations, deadline=self.deadline,
+                          progress=progress,
                           stop_for=after_candidate, ahead=self.runner.ahead if self.executor.uses_driver_trees else None)
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
         return loop
@@ -366,5 +379,6 @@ def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objecti
     built = architecture_list(manifest.toolchain.architectures)
     return (f"tuning {manifest.target} with {toolchain}; objectives: {', '.join(o.spec for o in objectives)}; "
             f"architectures: {', '.join(built) or 'nvcc default'}"
-            + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster)"
+            + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster; the build "
+               "applies such pins once each of its architectures has one)"
                if len(built) > 2 else ""))

@@ -20,14 +20,15 @@ from typing import Any
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan
-from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.compiler.toolchain import Toolchain, architecture_list, architecture_order
 from ciq_build.core.objectives import metric_key
 from ciq_build.measure.sizes import size_ratios
 from ciq_build.measure.stats import interleaved
-from ciq_build.pin.record import record_path
+from ciq_build.pin.read import read_record
+from ciq_build.pin.record import architecture_set, record_path
 from ciq_build.pin.write import merge_architecture, write_record
-from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
 from ciq_build.project.manifest import Manifest, benchmark_sizes
+from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.assemble import assemble_record, scored_record
 from ciq_build.tune.cache import EvaluationCache
@@ -59,8 +60,8 @@ class Searched:
 
     baseline: Evaluation
     evaluations: list[Evaluation]
-    base_tree: ScratchTree
-    workers: list[ScratchTree]
+    base_tree: WorkerTree
+    workers: list[WorkerTree]
     described: dict[str, Any]  # the candidate source's provenance (CandidateSource.describe)
     stopped: str  # the summary's word on a budget that ended the search early; "" when it ran to its end
     overridden: Sequence[str] = ()  # PARAMS names the source #defines again (said after the baseline)
@@ -84,6 +85,9 @@ class Finish:
     # A staged tune's later stage (ciq_build.tune.stages): its winner holds the pin's controls and more, so it
     # replaces a comparable pin only when better than it; a tie keeps the pin, with fewer controls.
     tie_keeps_pin: bool = False
+    # The architectures the target's build compiles for, where this tune was narrowed to one (--architecture):
+    # the pin applies only once it holds an entry for each, which the summary's next: says.
+    built_architectures: str = ""
 
     def run(self, searched: Searched) -> TuneOutcome:
         if not searched.evaluations and searched.stopped:
@@ -102,7 +106,7 @@ class Finish:
 
     # -- confirm ---------------------------------------------------------------------
 
-    def confirm(self, searched: Searched) -> tuple[Confirmation, ScratchTree, Minimizer | None, Standing | None]:
+    def confirm(self, searched: Searched) -> tuple[Confirmation, WorkerTree, Minimizer | None, Standing | None]:
         """The winner re-measured against the baseline (and a pin already there): the verdict, the tree that
         holds its build, and the minimal pin's rebuilds started beside the re-measure (None: none started)."""
         workers = searched.workers
@@ -112,7 +116,7 @@ class Finish:
                               self.warn, phase=self.meter.enter)
         minimizer: Minimizer | None = None
 
-        def picked(winner: Evaluation) -> tuple[ScratchTree, CandidateBuild] | None:
+        def picked(winner: Evaluation) -> tuple[WorkerTree, CandidateBuild] | None:
             # A tree the search left holding the winner's build is re-measured as it is. The minimal pin's
             # rebuilds start now, in the other workers' trees, while the winner is (re)built and re-measured:
             # decided by machine code, they need no benchmark and the GPU waits for none.
@@ -150,8 +154,8 @@ class Finish:
             minimizer = None
         return confirmation, tree, minimizer, standing
 
-    def _against_old_pin(self, confirmation: Confirmation, base_tree: ScratchTree,
-                         tree: ScratchTree) -> Standing | None:
+    def _against_old_pin(self, confirmation: Confirmation, base_tree: WorkerTree,
+                         tree: WorkerTree) -> Standing | None:
         """Where the pin already there stands against a winner about to replace it (ciq_build.tune.old_pin); None
         where nothing would be replaced. A runtime is re-measured: the old pin is built in the baseline's tree and
         run interleaved with the winner, still built in `tree`."""
@@ -186,7 +190,7 @@ class Finish:
 
     # -- minimize --------------------------------------------------------------------
 
-    def minimize(self, confirmation: Confirmation, tree: ScratchTree,
+    def minimize(self, confirmation: Confirmation, tree: WorkerTree,
                  minimizer: Minimizer | None) -> tuple[Confirmation, WinnerCheck | None]:
         """A winner to pin with its no-op controls dropped (ciq_build.tune.minimize), then its benchmark's own
         check run on it (ciq_build.tune.winner_check); as it was when nothing is to be pinned."""
@@ -207,7 +211,7 @@ class Finish:
                                    verdict=f"{confirmation.verdict}; its benchmark: {checked.text}"
                                            + ("; nothing pinned" if checked.failed else "")), checked
 
-    def _minimal(self, confirmation: Confirmation, tree: ScratchTree, minimizer: Minimizer | None) -> Confirmation:
+    def _minimal(self, confirmation: Confirmation, tree: WorkerTree, minimizer: Minimizer | None) -> Confirmation:
         """The confirmation with the winner's no-op controls dropped.
 
         `minimizer`: the rebuilds started beside the re-measure in the other workers' trees; None with a single
@@ -231,7 +235,7 @@ class Finish:
 
     # -- pin -------------------------------------------------------------------------
 
-    def pin(self, confirmation: Confirmation, tree: ScratchTree, standing: Standing | None,
+    def pin(self, confirmation: Confirmation, tree: WorkerTree, standing: Standing | None,
             checked: WinnerCheck | None, searched: Searched) -> Path | None:
         """The winner's record written (or its architecture's entry merged in); where, or None with --no-pin."""
         if not self.pinning:
@@ -262,7 +266,7 @@ class Finish:
                           confirmation.winner_scores, searched.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
-                          stopped=searched.stopped,
+                          stopped=searched.stopped, next_with_pin=self._skipped_text(pinned),
                           next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
                               objectives, self.settings.search, self.pinning, confirmation.better),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
@@ -270,6 +274,23 @@ class Finish:
                           idle_params=[name for name in without_effect(self.manifest.params, searched.evaluations)
                                        if name not in searched.overridden]),
               file=sys.stdout)
+
+    def _skipped_text(self, pinned: Path | None) -> str:
+        """The summary's `next:` where the build will skip the pin just written: a tune --architecture ARCH whose
+        record lacks other architectures the build compiles for ("" where the build applies it)."""
+        if pinned is None or not self.built_architectures:
+            return ""
+        record = read_record(pinned)
+        built = architecture_set(architecture_list(self.built_architectures))
+        tuned = architecture_set(record.toolchain.architectures)
+        if not tuned or tuned == built:
+            return ""
+        missing = sorted(set(built) - set(tuned), key=architecture_order)
+        return (f"commit {pinned.parent}; {self.applied_by} skips this pin until it holds every architecture the "
+                f"build compiles for: it has {', '.join(sorted(tuned, key=architecture_order))}, the build also "
+                f"compiles for {', '.join(missing)}. Tune --architecture for each (each adds its entry), tune "
+                f"without --architecture, or build {self.manifest.target} for "
+                f"{', '.join(sorted(tuned, key=architecture_order))} only")
 
     def _kept_text(self, standing: Standing | None) -> str:
         """The summary's `next:` where a better pin was kept."""

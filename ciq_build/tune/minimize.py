@@ -27,7 +27,7 @@ from ciq_build.compiler.fingerprint import Fingerprints, object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.errors import SearchError
 from ciq_build.measure.stopping import stopped
-from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.project.worker import WorkerTree
 from ciq_build.tune.timeouts import Timeouts
 
 # What one build's code is: the device fingerprints, and each object's host code hash.
@@ -91,8 +91,8 @@ class Minimizer:
     run there, one after another (`winner_objects` read first), and the winner's build is put back at the end.
     """
 
-    def __init__(self, controls: Controls, trees: Sequence[ScratchTree], toolchain: Toolchain, timeouts: Timeouts,
-                 say: Callable[[str], None], *, winner_tree: ScratchTree | None = None,
+    def __init__(self, controls: Controls, trees: Sequence[WorkerTree], toolchain: Toolchain, timeouts: Timeouts,
+                 say: Callable[[str], None], *, winner_tree: WorkerTree | None = None,
                  winner_objects: tuple[Path, ...] = ()) -> None:
         if not trees:
             raise ValueError("the minimal pin needs at least one tree to build in")
@@ -102,7 +102,7 @@ class Minimizer:
         self.say = say
         self.candidates = removable(controls)
         self.winner_tree = winner_tree  # set when the trials rebuild the winner's own tree
-        self._trees: queue.Queue[ScratchTree] = queue.Queue()
+        self._trees: queue.Queue[WorkerTree] = queue.Queue()
         for tree in trees:
             self._trees.put(tree)
         self._reference: Future[CodeIdentity | None] = Future()
@@ -121,9 +121,9 @@ class Minimizer:
             self._trials = [self._pool.submit(self._trial, control) for control in self.candidates]
             self._decision = self._pool.submit(self._decide)
 
-    def reference(self, objects: tuple[Path, ...], tree: ScratchTree) -> None:
+    def reference(self, objects: tuple[Path, ...], tree: WorkerTree) -> None:
         """The winner's build, `objects` in `tree`: what each build without a control is compared with."""
-        identity = code_identity(objects, tree.mirror(tree.manifest.object_dir), self.toolchain)
+        identity = code_identity(objects, tree.object_dir, self.toolchain)
         self._reference.set_result(identity if identity[0] else None)
 
     def cancel(self) -> None:
@@ -160,7 +160,7 @@ class Minimizer:
             built = tree.build(controls, self.timeouts.compile)
             if not built.ok:
                 return None
-            return code_identity(built.objects, tree.mirror(tree.manifest.object_dir), self.toolchain)
+            return code_identity(built.objects, tree.object_dir, self.toolchain)
         finally:
             self._trees.put(tree)
 

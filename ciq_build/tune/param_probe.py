@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 
 from ciq_build.compiler.controls import Controls, define_value
 from ciq_build.core.params import PARAM_PREFIX, parse_params
-from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.project.worker import WorkerTree
 from ciq_build.search.evaluation import Evaluation
 
 # gcc/cpp ('warning: "TILE" redefined'), EDG/cudafe ('incompatible redefinition of macro "TILE"'),
@@ -46,7 +46,7 @@ def probe_settings(specs: Iterable[str]) -> list[Controls]:
     return probes
 
 
-def overridden_params(specs: tuple[str, ...], tree: ScratchTree, timeout: float, target: str,
+def overridden_params(specs: tuple[str, ...], tree: WorkerTree, timeout: float, target: str,
                       warn: Callable[[str], None]) -> list[str]:
     """The PARAMS names the source redefines (warned about, each with the fix); builds in `tree`."""
     if not specs:

@@ -35,8 +35,8 @@ from ciq_build.measure.protocol import coarse_precision_warning, unmatched_metri
 from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
-from ciq_build.project.cmake_trees import CandidateBuild, ScratchTree
 from ciq_build.project.manifest import Manifest
+from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.ahead import BuildsAhead
@@ -137,7 +137,7 @@ class BuildRunner:
         if racing.metric in evaluated.metrics:
             racing.offer(Incumbent(evaluated.metrics[racing.metric], evaluated.spread.get(racing.metric, 0.0)))
 
-    def bench_spec(self, tree: ScratchTree) -> BenchSpec:
+    def bench_spec(self, tree: WorkerTree) -> BenchSpec:
         """The benchmark as `tree` runs it (its backend's command), timed and checked as this tune wants."""
         spec = tree.bench_spec(self.timeouts.benchmark, tuple(metric_key(o) for o in self.objectives
                                                           if o.source == "benchmark"))
@@ -174,7 +174,7 @@ class BuildRunner:
             self._warned.add(what)
         self.warn(text)
 
-    def evaluate(self, worker: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
+    def evaluate(self, worker: WorkerTree, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         started = time.monotonic()
         timings: dict[str, float] = {}
 
@@ -200,7 +200,7 @@ class BuildRunner:
             lambda earlier: taken_from(earlier, Evaluation(key, proposal, controls, True, None, "", {}, {}, None,
                                                            time.monotonic() - started, timings=_rounded(timings))))
 
-    def build(self, worker: ScratchTree, controls: Controls) -> CandidateBuild:
+    def build(self, worker: WorkerTree, controls: Controls) -> CandidateBuild:
         """A candidate's build in `worker`, at most `build_jobs` at once (builds ahead too)."""
         # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
         with self._builds if self._builds is not None else nullcontext():
@@ -212,7 +212,7 @@ class BuildRunner:
                 self._in_tree.pop(id(worker), None)
         return built
 
-    def holding(self, worker: ScratchTree, controls: Controls) -> CandidateBuild | None:
+    def holding(self, worker: WorkerTree, controls: Controls) -> CandidateBuild | None:
         """The build of `controls` that `worker` still holds from this runner's last build there, or None.
 
         Only the runner's builds are known: ask before anything else builds in `worker` (the search's trees,
@@ -222,7 +222,7 @@ class BuildRunner:
             held = self._in_tree.get(id(worker))
         return held[1] if held is not None and held[0] == controls else None
 
-    def _measured(self, worker: ScratchTree, build: CandidateBuild, proposal: Proposal, controls: Controls,
+    def _measured(self, worker: WorkerTree, build: CandidateBuild, proposal: Proposal, controls: Controls,
                   key: str, started: float, timings: dict[str, float]) -> Evaluation:
         """A built candidate's static metrics and benchmark runs, scored."""
         def failed(cause: Cause, message: str, values: dict[str, float] | None = None) -> Evaluation:

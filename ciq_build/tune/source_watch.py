@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.project.sources import Snapshot, SourceSet, TreeWatch
+from ciq_build.project.worker import WorkerTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
 
@@ -51,7 +51,7 @@ class SourceWatch:
                  "(declare such files as OUTPUT or BYPRODUCTS of their command to say so up front)")
         return True
 
-    def tell(self, *trees: ScratchTree) -> None:
+    def tell(self, *trees: WorkerTree) -> None:
         """Tell the trees whether the project writes into its source tree (seen in this tune or journaled)."""
         for tree in trees:
             tree.writes_sources = self.writes_sources

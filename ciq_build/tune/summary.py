@@ -50,9 +50,9 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
     if not pin and better:
         return "run the same command without --no-pin to pin the winner"
     others = [kind.name for kind in KINDS if kind.name not in {o.name.partition(":")[0] for o in objectives}]
-    kinds = set(search.kinds)
+    kinds = set(search.controls)
     wider = (f"--controls {' --controls '.join(sorted({'knobs', 'params'} - kinds))} beside "
-             f"{', '.join(search.kinds)}, " if not {"knobs", "params"} <= kinds else "")
+             f"{', '.join(search.controls)}, " if not {"knobs", "params"} <= kinds else "")
     budget = f"{search.generations} generations of {search.pool_size}"
     if search.max_evaluations is not None:
         budget += f", at most {search.max_evaluations} evaluations"
@@ -67,7 +67,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 winner_scores: tuple[float, ...], evaluations: Sequence[Evaluation], needs_benchmark: bool,
                 verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
                 *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
-                next_without_pin: str = "", stopped: str = "",
+                next_without_pin: str = "", next_with_pin: str = "", stopped: str = "",
                 size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "",
                 idle_params: Sequence[str] = (), figures: str = "") -> str:
     rows = [("objective", "baseline", "best", "change")]
@@ -107,7 +107,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     lines.append(f"  verdict: {verdict}")
     if pinned is not None:
         lines.append(f"  pinned: {pinned}")
-        lines.append(f"  next: commit {pinned.parent}, then {applied_by} applies it")
+        lines.append(f"  next: {next_with_pin or f'commit {pinned.parent}, then {applied_by} applies it'}")
     elif next_without_pin:
         lines.append(f"  next: {next_without_pin}")
     lines.append(f"  journal: {journal}")

@@ -1,8 +1,12 @@
-"""What one target's tune came to in a tune of several (`tune --all`, `tune A B`), whichever executor ran it."""
+"""What one target's tune came to in a tune of several (`tune --all`, `tune A B`), whichever executor ran it, and
+how a target's own `tune` process hands it to the tune that started it."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from ciq_build.errors import DiskFullError
@@ -28,3 +32,13 @@ def stops_the_rest(results: list[TargetResult]) -> bool:
 
 def not_run(target: str) -> TargetResult:
     return TargetResult(target, "not run", "the disk is full (above)", DiskFullError.exit_code)
+
+
+def write_result(result: TargetResult, path: Path) -> None:
+    """What a target's own tune came to, for the tune of several that started it (`tune --result-file`)."""
+    path.write_text(json.dumps(dataclasses.asdict(result)), encoding="utf-8")
+
+
+def read_result(path: Path) -> TargetResult:
+    """What `write_result` wrote (OSError, ValueError or TypeError where nothing whole was written)."""
+    return TargetResult(**json.loads(path.read_text(encoding="utf-8")))

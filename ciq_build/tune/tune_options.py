@@ -8,8 +8,10 @@ other part of the driver reads the frozen `TuneSettings` it returns.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ciq_build.core.objectives import (
     Objective,
@@ -19,21 +21,23 @@ from ciq_build.core.objectives import (
     unbenchmarked_names,
 )
 from ciq_build.core.options import (
-    Lookup,
     add_arguments,
     at_least,
     command_line,
+    declared,
+    given,
     option,
     parsed_values,
     problems,
 )
 from ciq_build.core.settings import (
-    PLAIN_KINDS,
     TIMEOUT_RULE,
     BuildSettings,
     MeasureSettings,
     SearchSettings,
     duration_seconds,
+    first_given,
+    merged,
     timeout_seconds,
 )
 from ciq_build.errors import ConfigError
@@ -48,17 +52,6 @@ DEFAULT_OBJECTIVES = ("spill_bytes",)
 _SEARCH = SearchSettings()
 _MEASURE = MeasureSettings()
 _BUILD = BuildSettings()
-
-
-@dataclass(frozen=True)
-class ExecutorSettings:
-    """Where candidates are evaluated: an executor's name (ciq_build.tune.executor), and the Ray executor's options."""
-
-    kind: str = "local"
-    address: str | None = None  # the Ray cluster (ray.init(address=)); None: as ray.init() finds one
-    gpu_resource: str | None = None  # a custom resource naming the GPU kind, asked for per benchmark slot
-    sources: str = "shared"  # how the sources reach the workers: one of ciq_build.ray.sources.SOURCE_MODES
-    compile_resource: str | None = None  # a custom resource of the nodes meant for compiles (CPU-only ones)
 
 
 def _comma_list(text: str) -> list[str]:
@@ -83,7 +76,7 @@ def _stage(text: str) -> str | None:
     if not kinds:
         return f"names what the stage searches, --controls' words comma-separated (e.g. knobs,params), not {text!r}"
     try:
-        search_kinds(SearchSettings(kinds=kinds))  # a misspelt later stage is refused before the first one runs
+        search_kinds(SearchSettings(controls=kinds))  # a misspelt later stage is refused before the first one runs
     except ConfigError as error:
         return f"{text!r}: {error}"
     return None
@@ -109,8 +102,9 @@ def _duration(limit: float | str) -> None:
     duration_seconds(limit)  # 30m, 1h30m, 90s or seconds: anything else is refused with the forms it takes
 
 
-# The sections of `tune --help`, in this order (an option's `group`).
-SEARCH, EXECUTION, RAY, OUTPUT = "search", "execution", "Ray", "output"
+# The sections of `tune --help`, in this order (an option's `group`); an executor's own options' sections come
+# between execution and output (ciq_build.tune.executors).
+SEARCH, EXECUTION, OUTPUT = "search", "execution", "output"
 
 
 @dataclass
@@ -120,13 +114,17 @@ class TuneOptions:
     Each option is declared once, as a field made by `option` (ciq_build.core.options): its flag, help, group,
     choices and check. The `tune` arguments, `from_args`, `argv`, `validate` and the keywords of
     `ciq_build.tune_target` are built from these declarations. The fields without one are set by the command
-    itself: the positional targets and the build tree.
+    itself: the positional targets and the build tree, and the executor's own options, which that executor
+    declares (ciq_build.tune.executors names them, e.g. ciq_build.ray.options).
     """
 
     target: str  # "" for tune --all or several targets: each is tuned with these options (ciq_build.tune.all_targets)
     build_dir: Path
     source_dir: Path | None = None
     targets: tuple[str, ...] = ()  # tune A B C: the targets named, when more than one (tune --all: none)
+    # The options the executor declares itself, as an instance of its dataclass (--executor ray: RayOptions);
+    # None: its defaults.
+    executor_options: Any = None
     # -- search --
     objectives: list[str] | None = option(
         "--objective", group=SEARCH, repeated=True, metavar="NAME",
@@ -201,12 +199,12 @@ class TuneOptions:
         "--timeout", group=EXECUTION, parse=float, check=_timeout,
         help=f"seconds before a compile or benchmark run is killed, used as given (default: the target's TIMEOUT, "
              f"{_MEASURE.timeout:g} unless set, or 4x the baseline's when more; the baseline itself gets at least 600)")
-    # The registry's names, looked up when asked (it is above this module, and one registered from Python counts).
-    executor: str = option("--executor", group=EXECUTION, choices=Lookup("ciq_build.tune.executor:executor_names"),
-                           default="local",
+    # Its choices are the executor registry's names, which the registry (above this module) hands the parser and
+    # checks itself (ciq_build.tune.executors).
+    executor: str = option("--executor", group=EXECUTION, default="local",
                            help="where candidates are evaluated: local (this machine, default) or ray (one actor per "
                                 "--jobs slot on a Ray cluster; needs ciq-build[ray] on the workers), or one "
-                                "registered from Python (ciq_build.tune.executor.register_executor)")
+                                "registered from Python (ciq_build.tune.executors.register_executor)")
     cmake_args: list[str] = option("--cmake-arg", group=EXECUTION, repeated=True, default_factory=list,
                                    metavar="ARG",
                                    help="extra argument for configuring a new build dir (with --source-dir)")
@@ -214,28 +212,6 @@ class TuneOptions:
                          help="start over instead of resuming the journal")
     wait: bool = option("--wait", group=EXECUTION, switch=True, default=False,
                         help="wait for another tune of the same target to finish")
-    # -- Ray: the ray executor's own options, refused with another executor --
-    ray_address: str | None = option(
-        "--ray-address", group=RAY, executor="ray", metavar="ADDR",
-        help="the Ray cluster to use (default, as ray.init finds it: $RAY_ADDRESS, else one `ray start` started on "
-             "this machine, else a new one here)")
-    ray_gpu_resource: str | None = option(
-        "--ray-gpu-resource", group=RAY, executor="ray", metavar="NAME",
-        help="a custom resource naming the GPU kind each benchmark slot needs, e.g. H200")
-    ray_compile_resource: str | None = option(
-        "--ray-compile-resource", group=RAY, executor="ray", metavar="NAME",
-        help="a custom resource of the nodes meant for compiles (e.g. CPU-only nodes started with ray start "
-             "--resources='{\"compile\": 16}'); each compile worker asks for one")
-    ray_sources: str = option(
-        "--ray-sources", group=RAY, executor="ray", choices=Lookup("ciq_build.ray.sources:SOURCE_MODES"),
-        default="shared",
-        help="how the sources reach Ray workers: shared (a filesystem they share, at the driver's paths; default) "
-             "or upload (shipped through Ray's working_dir, build trees and .git left out; each worker checks its "
-             "copy against the driver's source fingerprint)")
-    ray_targets: int | None = option(
-        "--ray-targets", group=RAY, executor="ray", parse=int, check=at_least(1), metavar="N",
-        help="with several targets (--all, or several named): how many tune at once on the cluster, sharing its "
-             "GPUs fairly (default: all of them)")
     # -- output --
     pin: bool = option("--no-pin", group=OUTPUT, switch=True, default=True,
                        help="search and report, but write no pinned record")
@@ -247,13 +223,14 @@ class TuneOptions:
                               "without it, such a pin is kept and old against new is said")
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> TuneOptions:
-        """The options a parser made by `add_tune_arguments` read."""
+    def from_args(cls, args: argparse.Namespace, executor_options: object = None) -> TuneOptions:
+        """The options a parser made by `add_tune_arguments` read; `executor_options`: those of the executor's own
+        declaration it read (ciq_build.tune.executors.read_tune_options)."""
         return cls(target=args.target[0] if len(args.target) == 1 else "",
                    targets=tuple(dict.fromkeys(args.target)) if len(args.target) > 1 else (),
                    build_dir=args.build_dir.resolve(),
                    source_dir=args.source_dir.resolve() if args.source_dir else None,
-                   **parsed_values(cls, args))
+                   executor_options=executor_options, **parsed_values(cls, args))
 
     def argv(self) -> list[str]:
         """The `tune` command line of these options (its arguments after `tune`): what from_args reads back.
@@ -263,24 +240,32 @@ class TuneOptions:
         args = [*(self.targets or ([self.target] if self.target else [])), "-B", str(self.build_dir)]
         if self.source_dir is not None:
             args += ["-S", str(self.source_dir)]
-        return args + command_line(self)
+        own = command_line(self.executor_options) if self.executor_options is not None else []
+        return args + command_line(self) + own
 
     def validate(self) -> None:
-        """Refuse what no manifest can make right, before anything is configured or read."""
-        for problem in problems(self):  # what an executor refuses besides is its own (Executor.validate)
+        """Refuse what no manifest can make right in the options `tune` declares (the executor's name and its own
+        options are the registry's to check: ciq_build.tune.executors.checked_executor, which calls this)."""
+        for problem in problems(self):
             raise ConfigError(problem)
         if self.stages and self.controls:
             raise ConfigError("--stage names what each stage searches, in place of --controls: leave out --controls")
 
 
-def add_tune_arguments(parser: argparse.ArgumentParser,
-                       options: type[TuneOptions] = TuneOptions) -> dict[str, argparse._ArgumentGroup]:
-    """`tune`'s positional targets and its declared options, in their --help groups (returned, by name)."""
+def add_tune_arguments(parser: argparse.ArgumentParser, options: type[TuneOptions] = TuneOptions,
+                       more: Sequence[type] = (), choices: Mapping[str, Callable[[], Sequence[str]]] | None = None
+                       ) -> dict[str, argparse._ArgumentGroup]:
+    """`tune`'s positional targets and its declared options, in their --help groups (returned, by name); `more`:
+    other declarations (an executor's own options), their groups between execution and output; `choices`: by
+    field name, those a registry keeps (add_arguments)."""
     parser.add_argument("target", nargs="*", default=[],
                         help="a CMake target registered with ciq_tune_target(); several are tuned as --all tunes its "
                              "targets")
-    groups = {name: parser.add_argument_group(f"{name} options") for name in (SEARCH, EXECUTION, RAY, OUTPUT)}
-    add_arguments(parser, options, groups)
+    theirs = [how.group for declaration in more for _, how in declared(declaration)]
+    names = dict.fromkeys([SEARCH, EXECUTION, *theirs, OUTPUT])
+    groups = {name: parser.add_argument_group(f"{name} options") for name in names}
+    for declaration in (options, *more):
+        add_arguments(parser, declaration, groups, choices)
     return groups
 
 
@@ -290,17 +275,18 @@ class TuneSettings:
 
     target: str
     build_dir: Path
-    source_dir: Path | None
     objectives: tuple[Objective, ...]
     search: SearchSettings
     measure: MeasureSettings
     build: BuildSettings
+    source_dir: Path | None = None  # the project's sources, where given (tune -S)
     pin: bool = True  # write the winner's record (tune --no-pin: search and report only)
     fresh: bool = False  # start the journal over instead of resuming it
     wait: bool = False  # queue behind another tune of the target instead of refusing
     quiet: bool = False  # no progress lines (warnings are still printed)
     force: bool = False  # replace a pin that is better than the winner (ciq_build.tune.old_pin)
-    executor: ExecutorSettings = ExecutorSettings()
+    executor: str = "local"  # where candidates are evaluated: an executor's name (ciq_build.tune.executors)
+    executor_options: Any = None  # its own options, as given (TuneOptions.executor_options)
 
     @property
     def needs_benchmark(self) -> bool:
@@ -311,27 +297,19 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
     """The command line over the manifest over the defaults, checked against each other.
 
     The options on their own were checked once already, before anything was configured
-    (ciq_build.tune.executor.checked_executor; a Ray child's are its parent's)."""
-    objectives = tuple(parse_objectives(list(options.objectives or manifest.objectives or DEFAULT_OBJECTIVES)))
-    settings = TuneSettings(
-        target=manifest.target, build_dir=options.build_dir, source_dir=options.source_dir,
-        objectives=objectives,
-        search=SearchSettings(
-            generations=options.generations, pool_size=options.pool_size, mutate_rate=options.mutate_rate,
-            seed=options.seed, max_evaluations=options.max_evaluations,
-            time_limit=None if options.time_limit is None else duration_seconds(options.time_limit),
-            seed_from=tuple(options.seed_from) or manifest_seeds(manifest.seeds, manifest.source_dir),
-            kinds=tuple(options.controls or manifest.search_space or PLAIN_KINDS),
-            allow_numerics=options.allow_numerics or manifest.allow_numerics, pick=options.pick,
-            strategy=options.strategy, strategy_options=tuple(options.strategy_options)),
-        # The manifest always has a TIMEOUT (the CMake module's default is DEFAULT_TIMEOUT).
-        measure=MeasureSettings(repeats=options.repeats, timeout=options.timeout or manifest.timeout,
-                                timeout_explicit=options.timeout is not None, gpus=tuple(options.gpus)),
-        build=BuildSettings(jobs=options.jobs, cmake_args=tuple(options.cmake_args)),
-        pin=options.pin, fresh=options.fresh, wait=options.wait, quiet=options.quiet, force=options.force,
-        executor=ExecutorSettings(options.executor, options.ray_address, options.ray_gpu_resource,
-                                  options.ray_sources, options.ray_compile_resource),
-    )
+    (ciq_build.tune.executors.checked_executor; a Ray child's are its parent's)."""
+    # Each field by its name (ciq_build.core.settings.merged): what the command line gave, else the target's
+    # ciq_tune_target(), else the default. Only the values below are not the sources' own as they stand.
+    typed = {**given(options), "timeout_explicit": options.timeout is not None,
+                    "time_limit": None if options.time_limit is None else duration_seconds(options.time_limit)}
+    # The manifest always has a TIMEOUT (the CMake module's default is DEFAULT_TIMEOUT).
+    target = {"objectives": manifest.objectives, "controls": manifest.search_space, "timeout": manifest.timeout,
+              "seed_from": manifest_seeds(manifest.seeds, manifest.source_dir),
+              "allow_numerics": manifest.allow_numerics}
+    objectives = tuple(parse_objectives(list(first_given("objectives", typed, target, default=DEFAULT_OBJECTIVES))))
+    resolved = {"target": manifest.target, "build_dir": options.build_dir, "source_dir": options.source_dir,
+                "objectives": objectives, "executor_options": options.executor_options}
+    settings = merged(TuneSettings, resolved, typed, target)
     if settings.needs_benchmark and manifest.benchmark is None:
         registered = (f'CudaExtension(ciq_target="{manifest.target}") gives none: add ciq_benchmark=[sys.executable, '
                       '"bench.py"]' if manifest.generator == SETUPTOOLS_GENERATOR else
@@ -341,3 +319,4 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
             f"benchmark, and {registered}, "
             f"or tune an objective measured without one (--objective, one of {unbenchmarked_names()})")
     return settings
+

@@ -15,7 +15,7 @@ from typing import Any
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.measure.bench import run_once
-from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.project.worker import WorkerTree
 from ciq_build.tune.runner import BuildRunner
 
 
@@ -36,7 +36,7 @@ def wants_check(runner: BuildRunner, controls: Controls) -> bool:
     return runner.manifest.benchmark is not None and not runner.needs_benchmark and bool(controls.defines)
 
 
-def check_winner(runner: BuildRunner, tree: ScratchTree, controls: Controls, timeout: float,
+def check_winner(runner: BuildRunner, tree: WorkerTree, controls: Controls, timeout: float,
                  say: Callable[[str], None]) -> WinnerCheck:
     """Build the winner's benchmark in `tree` and run it once, on a GPU slot."""
     params = " ".join(f"-D{name}={value}" for name, value in controls.defines)

@@ -22,8 +22,8 @@ from test_manifest_schema import assert_valid_manifest
 
 from ciq_build.core.objectives import unknown_objective
 from ciq_build.measure.proc import ProcResult, run
-from ciq_build.project.cmake_trees import existing_objects
 from ciq_build.project.manifest import load_manifest
+from ciq_build.project.worker import existing_objects
 from ciq_build.state.journal import Journal
 from support import REPO_ROOT, build_tool, ensure_ok, said
 

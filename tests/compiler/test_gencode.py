@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.measure import proc
+from ciq_build.reports.history import load_history
 from support import REPO_ROOT, ensure_ok
 
 PROJECT = REPO_ROOT / "tests" / "projects" / "gencode"
@@ -117,8 +118,19 @@ def test_each_architecture_is_tuned_on_its_own_and_merged_into_one_record_that_v
     record = json.loads((source / "ciq" / "gencode_kernels.json").read_text())
     assert record["toolchain"]["architectures"] == ["80"] and list(record["per_architecture"]) == ["80"]
     assert list(record["objects"]["kern.cu.o"]) == ["80"]  # the scratch tree built sm_80 alone
+    # The build compiles for 90a too: it skips this pin until sm_90a has its entry, and the summary says so
+    # (it said "a plain `cmake --build` applies it" to a newcomer who had tuned one of cuda-samples' 9).
+    assert ("next: commit " + str(source / "ciq") + "; a plain `cmake --build` skips this pin until it holds every "
+            "architecture the build compiles for: it has 80, the build also compiles for 90a. Tune --architecture "
+            "for each") in first.stdout, first.stdout
+    # The report shows sm_80's own winner as the pinned one (it showed the record's top-level controls, the
+    # compiler's defaults, so "pinned winner" was the baseline's score).
+    history = load_history("gencode_kernels", build, source)
+    assert history.winner is not None and not history.winner.is_baseline
+    assert list(history.winner.scores or ()) == record["per_architecture"]["80"]["winner"]["scores"]
     second = tune("90a")
     assert second.returncode == 0, second.stderr
+    assert "then a plain `cmake --build` applies it" in second.stdout, second.stdout
     record = json.loads((source / "ciq" / "gencode_kernels.json").read_text())
     assert record["toolchain"]["architectures"] == ["80", "90a"]
     assert sorted(record["per_architecture"]) == ["80", "90a"]  # sm_80's entry is still there

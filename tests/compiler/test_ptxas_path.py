@@ -35,6 +35,7 @@ from ciq_build.core.causes import Cause
 from ciq_build.measure import proc, processes, stopping
 from ciq_build.project import cmake_trees
 from ciq_build.project.manifest import load_manifest
+from ciq_build.project.worker import CandidateBuild
 from support import REPO_ROOT, ensure_ok, in_thread
 
 pytestmark = pytest.mark.slow
@@ -221,7 +222,7 @@ def test_another_scratch_tree_of_the_tune_builds_from_the_kept_front_end_what_nv
                              for p in built.objects)
 
 
-def _build_into(built: list[cmake_trees.CandidateBuild | None], i: int, tree: cmake_trees.ScratchTree,
+def _build_into(built: list[CandidateBuild | None], i: int, tree: cmake_trees.ScratchTree,
                 controls: Controls) -> None:
     built[i] = tree.build(controls, 300)
 
@@ -240,7 +241,7 @@ def test_trees_compiling_one_front_end_at_once_with_other_ptxas_controls_each_ge
     kept = {f.name: f.stat().st_mtime_ns for f in entry.iterdir() if f.name != "front.json"}
     runs = [(spill, Controls()), (other, Controls(flags=("-Xptxas=-O1",)))]  # ptxas alone differs
     for _ in range(3):
-        built: list[cmake_trees.CandidateBuild | None] = [None, None]
+        built: list[CandidateBuild | None] = [None, None]
         threads = [threading.Thread(target=_build_into, args=(built, i, *runs[i])) for i in range(2)]
         for thread in threads:
             thread.start()

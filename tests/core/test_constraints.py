@@ -107,8 +107,8 @@ def _proposed(strategy: str, expression: str, space: dict, evaluations: int, see
                                                                   allows=constraints.allows))
     proposed: list[dict] = []
     rng = random.Random(seed)
-    while batch := source.ask():
-        for proposal in batch:
+    while len(proposed) < evaluations and (batch := source.ask()):  # random search ends at the loop's budget
+        for proposal in batch[:evaluations - len(proposed)]:
             proposed.append(proposal.params)
             source.tell(proposal, (rng.random(),))
     return proposed
@@ -187,7 +187,7 @@ def test_the_spaces_size_says_what_constraints_ruled_out_and_when_they_ruled_out
             search_space=(), pin_dir=tmp_path, pin_file=tmp_path / "kern.json", timeout=60.0,
             options_file=tmp_path / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
             toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
-        return space_size_text(SearchSettings(kinds=("params",)), manifest, find_toolchain(),
+        return space_size_text(SearchSettings(controls=("params",)), manifest, find_toolchain(),
                                parse_objectives(["registers"]))
 
     assert said("BX*BY == 8") == ("4 of 16 PARAMS combinations (CONSTRAINTS)", 4)
@@ -205,7 +205,7 @@ def test_a_tune_applies_constraints_or_says_why_it_cannot(tmp_path: Path) -> Non
     objectives = parse_objectives(["spill_bytes"])
 
     def source(*kinds: str, strategy: str | None = None) -> CandidateSource:
-        return make_candidate_source(SearchSettings(kinds=kinds, strategy=strategy, seed=1), manifest,
+        return make_candidate_source(SearchSettings(controls=kinds, strategy=strategy, seed=1), manifest,
                                      find_toolchain(), objectives, tmp_path)
 
     for strategy in ("ga", "random"):

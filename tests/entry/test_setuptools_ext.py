@@ -25,7 +25,8 @@ import pytest
 from ciq_build.core.objectives import unknown_objective
 from ciq_build.errors import ConfigError
 from ciq_build.measure.proc import ProcResult, run
-from ciq_build.setuptools_ext import CudaExtension, _gencode
+from ciq_build.project.cuda_extension import gencode_flag
+from ciq_build.setuptools_ext import CudaExtension
 from support import PROJECTS
 
 PROJECT = PROJECTS / "setuptools_ext"
@@ -222,9 +223,9 @@ def test_cuda_extension_refuses_what_would_fail_mid_build() -> None:
 
 
 def test_architectures_follow_cmake_spelling() -> None:
-    assert _gencode("90a") == "-gencode=arch=compute_90a,code=[compute_90a,sm_90a]"
-    assert _gencode("100a-real") == "-gencode=arch=compute_100a,code=sm_100a"
-    assert _gencode("sm_80-virtual") == "-gencode=arch=compute_80,code=compute_80"
+    assert gencode_flag("90a") == "-gencode=arch=compute_90a,code=[compute_90a,sm_90a]"
+    assert gencode_flag("100a-real") == "-gencode=arch=compute_100a,code=sm_100a"
+    assert gencode_flag("sm_80-virtual") == "-gencode=arch=compute_80,code=compute_80"
 
 
 def _cubins(project: Path, cuda133_bin: Path, into: Path) -> dict[str, bytes]:

@@ -1,4 +1,5 @@
-"""`tune <ciq_target> --setuptools <project>` with real setuptools, nvcc 13.3 and gcc (ciq_build.setuptools_tune).
+"""`tune <ciq_target> --setuptools <project>` with real setuptools, nvcc 13.3 and gcc
+(ciq_build.project.setuptools_backend).
 
 tests/projects/setuptools_tune: one CudaExtension (a .cu kernel library and a
 C++ Python module) whose CIQ_TILE source parameter is 64 by default (32
@@ -27,16 +28,16 @@ from ciq_build.measure.bench import BenchSpec
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.proc import run
 from ciq_build.project.manifest import manifest_document
-from ciq_build.search.base import Proposal
-from ciq_build.setuptools_ext import CudaExtension
-from ciq_build.setuptools_tune import (
+from ciq_build.project.setuptools_backend import (
     ExtensionTree,
-    PythonSourceSet,
+    SetuptoolsBackend,
     capture_setup,
     extension_manifest,
     load_extension,
-    tune_setuptools,
 )
+from ciq_build.search.base import Proposal
+from ciq_build.setuptools_ext import CudaExtension
+from ciq_build.tune.driver import run_tune
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.timeouts import Timeouts
 from ciq_build.tune.tune_options import TuneOptions
@@ -142,7 +143,7 @@ def test_tune_pins_the_winner_and_the_next_plain_build_applies_it(project: Path)
 def test_runtime_objective_runs_the_benchmark_on_each_candidates_module(project: Path) -> None:
     options = TuneOptions(target="kern", build_dir=project / "build", objectives=["metric:tile"],
                           controls=["params"], generations=1, pool_size=3, seed=2, repeats=1, pin=False, quiet=True)
-    outcome = tune_setuptools(options, project)
+    outcome = run_tune(options, SetuptoolsBackend(project))
     assert outcome.ok and outcome.winner is not None
     # tile is what the module imported by bench.py was compiled with: the worker's lib/, not an installed copy.
     assert outcome.baseline.metrics["tile"] == 64
@@ -249,7 +250,7 @@ def test_a_runtime_objective_without_ciq_benchmark_says_what_to_add(project: Pat
     setup_py.write_text(setup_py.read_text().replace('ciq_benchmark=[sys.executable, "bench.py"],', ""))
     options = TuneOptions(target="kern", build_dir=project / "build", objectives=["time"])
     with pytest.raises(ConfigError, match=r'CudaExtension\(ciq_target="kern"\) gives none: add ciq_benchmark='):
-        tune_setuptools(options, project)
+        run_tune(options, SetuptoolsBackend(project))
     assert not (project / "build").exists()  # refused before anything was built
 
 
@@ -269,7 +270,8 @@ def test_the_benchmark_program_is_found_on_path_or_in_the_project(project: Path)
 
 def test_the_source_fingerprint_covers_setup_py_and_the_benchmark(project: Path) -> None:
     toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
-    sources = PythonSourceSet(extension_manifest(project, load_extension(project, "kern"), toolchain))
+    backend = SetuptoolsBackend(project)
+    sources = backend.source_set(extension_manifest(project, load_extension(project, "kern"), toolchain))
     files = sources.candidates()
     assert {project / "setup.py", project / "bench.py", project / "pkg" / "kern.cu"} <= files
     before = sources.digest()
@@ -301,7 +303,7 @@ def test_ciq_benchmark_args_sets_are_scored_together_as_cmakes_args_sets(project
     (project / "setup.py").write_text(setup.replace('ciq_benchmark=[sys.executable, "bench.py"],', sized))
     options = TuneOptions(target="kern", build_dir=project / "build", objectives=["time"], controls=["params"],
                           generations=1, pool_size=3, seed=2, repeats=1, pin=False, quiet=True)
-    outcome = tune_setuptools(options, project)
+    outcome = run_tune(options, SetuptoolsBackend(project))
     assert outcome.ok and outcome.winner is not None
     assert outcome.baseline.metrics["time_ms@small"] == outcome.baseline.metrics["time_ms@large"] == 1.0
     tile = int(outcome.winner.controls.defines[0][1]) if outcome.winner.controls.defines else 64

@@ -18,8 +18,8 @@ from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.racing import Incumbent, RaceBoard, ahead, behind, race
-from ciq_build.project.cmake_trees import CandidateBuild
 from ciq_build.project.manifest import Benchmark, Manifest, ManifestToolchain
+from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.dedupe import CodeDedupe, taken_from

@@ -25,9 +25,9 @@ from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.project import environment
-from ciq_build.project.cmake_trees import CandidateBuild
 from ciq_build.project.manifest import Benchmark, Manifest, ManifestToolchain
 from ciq_build.project.sources import SourceSet
+from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import journaled_timings
 from ciq_build.state.journal import Journal

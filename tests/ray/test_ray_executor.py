@@ -31,10 +31,12 @@ from ciq_build.errors import ConfigError
 from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.project.manifest import Manifest
 from ciq_build.ray.executor import RayPool, actor_resources, benchmark_resources
+from ciq_build.ray.options import RayOptions
 from ciq_build.ray.plugin import RayExecutor
 from ciq_build.ray.sources import MISSING, SourceUpload, check_copy, plan_upload, remapped_cache
 from ciq_build.tune.driver import run_tune
-from ciq_build.tune.executor import Executor, checked_executor, get_executor
+from ciq_build.tune.executor import Executor
+from ciq_build.tune.executors import checked_executor, get_executor, read_tune_options
 from ciq_build.tune.finish import TuneOutcome
 from ciq_build.tune.timeouts import Timeouts
 from ciq_build.tune.tune_options import TuneOptions
@@ -60,7 +62,7 @@ def cluster() -> Iterator[None]:
 
 
 def _tune(target: str, source: Path, build: Path, *args: str) -> TuneOutcome:
-    options = TuneOptions.from_args(build_parser().parse_args(
+    options = read_tune_options(build_parser().parse_args(
         ["tune", target, "-S", str(source), "-B", str(build), *args]))
     return run_tune(options, CMakeBackend(options.build_dir, options.source_dir, tuple(options.cmake_args)))
 
@@ -95,7 +97,7 @@ def test_static_objectives_ask_for_a_cpu_and_runtime_ones_for_a_gpu_of_the_named
 
 
 def test_a_cluster_without_the_gpu_kind_is_refused_with_what_to_start() -> None:
-    pool = RayPool(None, None, parse_objectives(["time"]), 1, Timeouts(60, 60), 300, 2, gpu_resource="H100")
+    pool = RayPool(None, None, None, parse_objectives(["time"]), 1, Timeouts(60, 60), 300, 2, gpu_resource="H100")
     with pytest.raises(ConfigError, match=r"0 H100.*--resources='\{\"H100\""):
         pool._check_cluster({"CPU": 16.0, "GPU": 8.0, "H200": 8.0})
     pool._check_cluster({"CPU": 16.0, "GPU": 8.0, "H100": 8.0})
@@ -103,17 +105,20 @@ def test_a_cluster_without_the_gpu_kind_is_refused_with_what_to_start() -> None:
 
 def test_ray_options_need_the_ray_executor() -> None:
     with pytest.raises(ConfigError, match="^--ray-address needs --executor ray$"):
-        TuneOptions("kern", Path("build"), ray_address="ray://head:10001").validate()
+        checked_executor(TuneOptions("kern", Path("build"), executor_options=RayOptions(ray_address="ray://head:10001")))
     with pytest.raises(ConfigError, match="^--ray-address, --ray-sources need --executor ray$"):
-        TuneOptions("kern", Path("build"), ray_address="ray://head:10001", ray_sources="upload").validate()
+        checked_executor(read_tune_options(build_parser().parse_args(  # as typed
+            ["tune", "kern", "--ray-address=ray://head:10001", "--ray-sources=upload"])))
     with pytest.raises(ConfigError, match="--ray-targets needs --executor ray"):
-        TuneOptions("", Path("build"), targets=("kern", "timer"), ray_targets=2).validate()
+        checked_executor(TuneOptions("", Path("build"), targets=("kern", "timer"),
+                                     executor_options=RayOptions(ray_targets=2)))
     with pytest.raises(ConfigError, match="at least 1"):
-        checked_executor(TuneOptions("", Path("build"), executor="ray", ray_targets=0))
+        checked_executor(TuneOptions("", Path("build"), executor="ray", executor_options=RayOptions(ray_targets=0)))
     with pytest.raises(ConfigError, match="Ray assigns each worker its GPU"):
         checked_executor(TuneOptions("kern", Path("build"), executor="ray", gpus=["0"]))
     with pytest.raises(ConfigError, match="--ray-sources must be one of shared, upload"):
-        checked_executor(TuneOptions("kern", Path("build"), executor="ray", ray_sources="rsync"))
+        checked_executor(TuneOptions("kern", Path("build"), executor="ray",
+                                     executor_options=RayOptions(ray_sources="rsync")))
     with pytest.raises(ConfigError, match="--executor must be one of local, ray"):
         checked_executor(TuneOptions("kern", Path("build"), executor="slurm"))
     ray_executor: Executor = get_executor("ray")  # mypy: the Ray executor is an Executor

@@ -612,7 +612,7 @@ def test_the_pareto_table_shows_the_minimized_pin(tuned: dict) -> None:
 @slow
 def test_report_watch_writes_the_page_again_as_the_journal_grows_and_ends_with_the_tune(
         retuned: dict, tmp_path: Path) -> None:
-    from ciq_build.project.cmake_trees import safe_name
+    from ciq_build.project.worker import safe_name
     from ciq_build.state.journal import TargetLock, tune_lock_path
 
     build = tmp_path / "build"
@@ -695,6 +695,10 @@ def test_a_pair_whose_values_matter_only_together_shows_as_an_interaction_with_i
     assert "overstates" in markdown.split("### Pairs that moved them together", 1)[1]
     page = report_page.render_html(history)
     assert "<td>a x b</td><td>100%</td>" in page and html.escape(report_page.INTERACTION_NOTE) in page
+    # One evaluation per value pair: every pair's mean is one score, and no share is claimed.
+    alone = _edited_history(tmp_path, records[::2], ["registers"])
+    assert alone.interactions(0) == []
+    assert report_page.NO_INTERACTION_NOTE in report_page.render_markdown(alone)
 
 
 def test_each_run_of_tune_keeps_its_own_wall_time_and_each_generation_says_where_its_time_went(

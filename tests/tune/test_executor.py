@@ -1,4 +1,5 @@
-"""The executor seam (ciq_build.tune.executor): a new executor is one registration, with no change to ciq_build.
+"""The executor seam (ciq_build.tune.executor, ciq_build.tune.executors): a new executor is one registration, with
+no change to ciq_build.
 
 `RecordingExecutor` is a TEST DOUBLE of an executor, registered from this
 test only: it evaluates one candidate at a time on one of the driver's scratch
@@ -19,18 +20,12 @@ import pytest
 from ciq_build.cli import main
 from ciq_build.compiler.controls import Controls
 from ciq_build.errors import ConfigError
-from ciq_build.project.cmake_trees import ScratchTree
+from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune import executor as registry
-from ciq_build.tune.executor import (
-    Executor,
-    SearchPhase,
-    Workers,
-    executor_names,
-    get_executor,
-    register_executor,
-)
+from ciq_build.tune import executors as registry
+from ciq_build.tune.executor import Executor, SearchPhase, Workers
+from ciq_build.tune.executors import executor_names, get_executor, register_executor
 from ciq_build.tune.runner import Runner
 from ciq_build.tune.target_result import TargetResult
 from ciq_build.tune.tune_options import TuneOptions
@@ -40,11 +35,11 @@ PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
 
 
 class _RecordingRunner:
-    def __init__(self, runner: Runner[ScratchTree], evaluated: list[int]) -> None:
+    def __init__(self, runner: Runner[WorkerTree], evaluated: list[int]) -> None:
         self.runner = runner
         self.evaluated = evaluated
 
-    def evaluate(self, worker: ScratchTree, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
+    def evaluate(self, worker: WorkerTree, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         self.evaluated.append(proposal.id)
         return self.runner.evaluate(worker, proposal, controls, key)
 
@@ -68,7 +63,7 @@ class RecordingExecutor(Executor):
         return 1
 
     @contextmanager
-    def workers(self, phase: SearchPhase, trees: Sequence[ScratchTree]) -> Iterator[Workers]:
+    def workers(self, phase: SearchPhase, trees: Sequence[WorkerTree]) -> Iterator[Workers]:
         self.phases.append(phase)
         yield Workers(_RecordingRunner(phase.known, self.evaluated), trees[:1])
 

@@ -14,13 +14,13 @@ from ciq_build.core.options import declared, declared_names, option
 from ciq_build.core.settings import DEFAULT_TIMEOUT, MeasureSettings, SearchSettings
 from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import Benchmark, Manifest, ManifestToolchain
+from ciq_build.ray.options import RAY, RayOptions
 from ciq_build.resources import cmake_dir
 from ciq_build.search.strategies import strategy_names
-from ciq_build.tune.executor import checked_executor
+from ciq_build.tune.executors import checked_executor, read_tune_options
 from ciq_build.tune.tune_options import (
     EXECUTION,
     OUTPUT,
-    RAY,
     SEARCH,
     TuneOptions,
     add_tune_arguments,
@@ -41,7 +41,7 @@ def _manifest(tmp_path: Path, **changes: object) -> Manifest:
 
 
 def _options(*argv: str) -> TuneOptions:
-    return TuneOptions.from_args(build_parser().parse_args(["tune", "kern", *argv]))
+    return read_tune_options(build_parser().parse_args(["tune", "kern", *argv]))
 
 
 def test_the_cmake_modules_timeout_default_is_the_drivers() -> None:
@@ -61,10 +61,10 @@ def test_the_command_line_wins_over_the_target_and_the_target_over_the_defaults(
     manifest = _manifest(tmp_path, objectives=("registers",), search_space=("params",), allow_numerics=True)
     from_target = resolve_settings(_options(), manifest)
     assert [o.spec for o in from_target.objectives] == ["registers"]
-    assert from_target.search.kinds == ("params",) and from_target.search.allow_numerics
+    assert from_target.search.controls == ("params",) and from_target.search.allow_numerics
     given = resolve_settings(_options("--objective", "max:stack_bytes", "--controls", "knobs", "--timeout", "7",
                                       "--gpus", "0,1", "--seed", "3", "-j", "2", "--no-pin"), manifest)
-    assert [o.spec for o in given.objectives] == ["max:stack_bytes"] and given.search.kinds == ("knobs",)
+    assert [o.spec for o in given.objectives] == ["max:stack_bytes"] and given.search.controls == ("knobs",)
     assert given.measure.timeout == 7.0 and given.measure.gpus == ("0", "1") and given.search.seed == 3
     assert given.build.jobs == 2 and not given.pin
 
@@ -89,7 +89,7 @@ def test_the_strategy_comes_from_the_command_line_and_an_unknown_one_is_refused_
     assert resolve_settings(_options(), _manifest(tmp_path)).search.strategy is None  # the space's default
     given = _options("--strategy", "ga")
     assert resolve_settings(given, _manifest(tmp_path)).search.strategy == "ga"
-    assert TuneOptions.from_args(build_parser().parse_args(["tune", *given.argv()])).strategy == "ga"
+    assert read_tune_options(build_parser().parse_args(["tune", *given.argv()])).strategy == "ga"
     with pytest.raises(SystemExit):
         _options("--strategy", "annealing")
     assert f"invalid choice: 'annealing' (choose from {', '.join(map(repr, strategy_names()))})" in capsys.readouterr().err
@@ -101,7 +101,7 @@ def test_time_limit_and_seeds_resolve_and_reach_a_child_tune_through_argv(tmp_pa
     given = _options("--time-limit", "1h30m", "--seed-from", "pins/", "--seed-from=-Xptxas=-O2 -DTILE=32")
     search = resolve_settings(given, _manifest(tmp_path)).search
     assert search.time_limit == 5400 and search.seed_from == ("pins/", "-Xptxas=-O2 -DTILE=32")
-    again = TuneOptions.from_args(build_parser().parse_args(["tune", *given.argv()]))  # tune --all on Ray
+    again = read_tune_options(build_parser().parse_args(["tune", *given.argv()]))  # tune --all on Ray
     assert (again.time_limit, again.seed_from) == ("1h30m", ["pins/", "-Xptxas=-O2 -DTILE=32"])
     assert resolve_settings(_options(), _manifest(tmp_path)).search.time_limit is None
 
@@ -115,19 +115,22 @@ def test_a_childs_command_line_reads_back_as_the_options_it_was_made_from() -> N
         objectives=["time", "max:registers"], controls=["knobs", "params"], allow_numerics=True, pick="first",
         seed=9, jobs=3, repeats=4, timeout=12.5, max_evaluations=7, time_limit="1h30m", fresh=True,
         seed_from=["pins/", "-Xptxas=-O2 -DTILE=32"], wait=True, pin=False, quiet=True, force=True,
-        cmake_args=["-DX=1", "-DY=a b"], gpus=["0", "1"], executor="ray", ray_address="head:6379",
-        ray_gpu_resource="H200", ray_sources="upload", ray_compile_resource="compile", architecture="90a",
-        targets=("kern", "timer"), ray_targets=2, strategy="random", strategy_options=["pool_size=6", "x=a b"],
-        stages=["knobs,params", "ptxas-acf:13.3"])
+        cmake_args=["-DX=1", "-DY=a b"], gpus=["0", "1"], executor="ray", architecture="90a",
+        targets=("kern", "timer"), strategy="random", strategy_options=["pool_size=6", "x=a b"],
+        stages=["knobs,params", "ptxas-acf:13.3"],
+        executor_options=RayOptions(ray_address="head:6379", ray_gpu_resource="H200", ray_sources="upload",
+                                    ray_compile_resource="compile", ray_targets=2))
     defaults = TuneOptions(target="", build_dir=Path("build"))
     unchanged = [f.name for f in dataclasses.fields(TuneOptions) if getattr(options, f.name) == getattr(defaults, f.name)]
+    unchanged += [f.name for f in dataclasses.fields(RayOptions)  # the executor's own options (ciq_build.ray.options)
+                  if getattr(options.executor_options, f.name) == getattr(RayOptions(), f.name)]
     assert unchanged == [], f"give {unchanged} a value other than the default here, so that argv() is tested on it"
-    parsed = TuneOptions.from_args(build_parser().parse_args(["tune", *options.argv()]))
+    parsed = read_tune_options(build_parser().parse_args(["tune", *options.argv()]))
     assert parsed == dataclasses.replace(options, target="")  # several targets: `target` is each one's, later
     one = dataclasses.replace(options, targets=())
-    assert TuneOptions.from_args(build_parser().parse_args(["tune", *one.argv()])) == one
+    assert read_tune_options(build_parser().parse_args(["tune", *one.argv()])) == one
     plain = TuneOptions(target="kern", build_dir=Path("/b"))
-    assert TuneOptions.from_args(build_parser().parse_args(["tune", *plain.argv()])) == plain
+    assert read_tune_options(build_parser().parse_args(["tune", *plain.argv()])) == plain
     assert plain.argv() == ["kern", "-B", "/b"]  # only what differs from the defaults is written
 
 
@@ -177,9 +180,10 @@ def _tune_help() -> str:
 def test_tune_help_lists_each_declared_option_in_its_group_and_ends_with_examples() -> None:
     text = _tune_help()
     sections = {name: text.split(f"\n{name} options:\n")[1].split("\n\n")[0] for name in (SEARCH, EXECUTION, RAY, OUTPUT)}
-    for _, how in declared(TuneOptions):
+    for _, how in [*declared(TuneOptions), *declared(RayOptions)]:  # Ray's declared in ciq_build.ray.options
         assert how.flag in sections[how.group], f"{how.flag} should be listed under `{how.group} options:`"
-    assert "--verbose" in sections[OUTPUT]
+    assert "--verbose" in sections[OUTPUT] and "--executor {local,ray}" in sections[EXECUTION]
+    assert text.index(f"\n{EXECUTION} options:") < text.index(f"\n{RAY} options:") < text.index(f"\n{OUTPUT} options:")
     examples = text.split("\nexamples:\n")[1]
     assert "tune kern -B build" in examples and "tune --all" in examples
 

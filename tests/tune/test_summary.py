@@ -51,7 +51,7 @@ def test_the_table_shows_each_objectives_unit() -> None:
 
 def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
     objectives = parse_objectives(["registers"])
-    search = SearchSettings(generations=2, pool_size=4, kinds=("params",))
+    search = SearchSettings(generations=2, pool_size=4, controls=("params",))
     hint = next_without_a_pin(objectives, search, pin=True, better=False)
     text = run_summary("kern", objectives, (40.0,), (40.0,), [evaluated("a")], False, "no better", None,
                        Path("journal.jsonl"), {"a"}, next_without_pin=hint)

@@ -11,10 +11,11 @@ driver's search, journal, lock, resume, confirmation, minimal pin and record
 are the CMake path's own (ciq_build.tune.driver).
 
 Per candidate, a worker (`ExtensionTree`, a folder under
-``<project>/build/ciq/scratch/<target>/``) runs ciq_build's own `build_ext`
-in a child process: the same nvcc command line as ``pip install .``, with the
-candidate's options file in place of the pin's, and links the extension into
-the worker's ``lib/``. The benchmark runs from the project directory with that
+``<project>/build/ciq/scratch/<target>/``: a `WorkerTree` of its own,
+ciq_build.project.worker) runs ciq_build's own `build_ext` in a child process
+(ciq_build.setuptools_ext.build_candidate): the same nvcc command line as
+``pip install .``, with the candidate's options file in place of the pin's,
+and links the extension into the worker's ``lib/``. The benchmark runs from the project directory with that
 ``lib/`` first on PYTHONPATH. Static objectives compile without linking. The
 winner is pinned to ``<pin_dir>/<ciq_target>.json``, which the next ordinary
 build applies.
@@ -31,7 +32,7 @@ import shlex
 import shutil
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -42,9 +43,8 @@ from ciq_build.core.objectives import Objective
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec
-from ciq_build.pin.record import record_path
 from ciq_build.project import environment
-from ciq_build.project.cmake_trees import COMPILER_OUTPUT_BYTES, VERBOSE_PTXAS, CandidateBuild, ScratchTree
+from ciq_build.project.cuda_extension import CudaExtension, explicit_nvcc, is_cuda_source, object_for
 from ciq_build.project.manifest import (
     SETUPTOOLS_GENERATOR,
     Benchmark,
@@ -54,10 +54,14 @@ from ciq_build.project.manifest import (
 )
 from ciq_build.project.preflight import check_tune
 from ciq_build.project.sources import SourceSet
-from ciq_build.setuptools_ext import CudaExtension, _explicit_nvcc, _is_cuda, _object_for, build_ext
-from ciq_build.tune.driver import run_tune
-from ciq_build.tune.finish import TuneOutcome
-from ciq_build.tune.tune_options import TuneOptions
+from ciq_build.project.worker import (
+    COMPILER_OUTPUT_BYTES,
+    VERBOSE_PTXAS,
+    CandidateBuild,
+    compile_verdict,
+    existing_objects,
+    options_file,
+)
 
 # Where setuptools builds by default; ciq_build's journal, lock and scratch trees go in its ciq/ folder.
 BUILD_FOLDER = "build"
@@ -74,7 +78,7 @@ class _Captured(Exception):
 
 def load_extension(project: Path, target: str) -> CudaExtension:
     """The CudaExtension(ciq_target=`target`) of `project`'s setup.py, read without building anything."""
-    return _extension(capture_setup(project), Path(project) / "setup.py", target)
+    return find_extension(capture_setup(project), Path(project) / "setup.py", target)
 
 
 def capture_setup(project: Path) -> dict[str, Any]:
@@ -111,7 +115,8 @@ def capture_setup(project: Path) -> dict[str, Any]:
     return kwargs
 
 
-def _extension(kwargs: dict[str, Any], setup_py: Path, target: str) -> CudaExtension:
+def find_extension(kwargs: dict[str, Any], setup_py: Path, target: str) -> CudaExtension:
+    """The CudaExtension(ciq_target=`target`) among the arguments `setup_py` gave setup() (capture_setup)."""
     found = [e for e in kwargs.get("ext_modules") or () if isinstance(e, CudaExtension)]
     for ext in found:
         if ext.ciq_target == target:
@@ -126,7 +131,7 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
     project = Path(project).absolute()
     binary = project / BUILD_FOLDER
     object_dir = build_temp(project)
-    cuda_sources = [os.fspath(s) for s in ext.sources if _is_cuda(s)]
+    cuda_sources = [os.fspath(s) for s in ext.sources if is_cuda_source(s)]
     pin_dir = (project / ext.pin_dir).absolute()
     bench = None
     if ext.ciq_benchmark is not None:
@@ -140,13 +145,18 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
         target_binary_dir=binary, cuda_sources=tuple(project / s for s in cuda_sources), object_dir=object_dir,
         benchmark=bench, metric_regex="", objectives=ext.ciq_objectives, params=ext.params,
         search_space=ext.ciq_search_space, constraints=ext.ciq_constraints, seeds=ext.ciq_seeds, pin_dir=pin_dir,
-        pin_file=record_path(pin_dir, ext.ciq_target),
+        pin_file=_record(pin_dir, ext.ciq_target),
         timeout=ext.ciq_timeout, options_file=object_dir / f"{ext.ciq_target}.nvcc-options",
         generator=SETUPTOOLS_GENERATOR,
         allow_numerics=ext.allow_numerics,
         toolchain=ManifestToolchain(toolchain.nvcc, toolchain.version, ";".join(ext.cuda_architectures)),
-        objects=tuple(_object_for(s, object_dir) for s in cuda_sources),
+        objects=tuple(object_for(s, object_dir) for s in cuda_sources),
     )
+
+
+def _record(pin_dir: Path, target: str) -> Path:
+    """The pinned record's file: <pin_dir>/<target>.json, as the CMake module names it."""
+    return pin_dir / f"{check_target_name(target, ConfigError)}.json"
 
 
 def build_temp(project: Path) -> Path:
@@ -177,25 +187,45 @@ def _program(project: Path, program: str, target: str) -> Path:
     return Path(found)
 
 
-class ExtensionTree(ScratchTree):
-    """One worker's folder: the extension's objects (as build_temp lays them out) and linked module (``lib/``)."""
+@dataclass
+class ExtensionTree:
+    """One worker's folder: the extension's objects (as build_temp lays them out) and linked module (``lib/``).
 
-    def configure(self, timeout: float) -> None:
-        self.build_dir.mkdir(parents=True, exist_ok=True)
+    A `WorkerTree`: build_ext compiles the candidate into it, in a child process, and its benchmark runs from
+    the project with its ``lib/`` first on PYTHONPATH.
+    """
+
+    manifest: Manifest
+    root: Path
+    toolchain: Toolchain
+    writes_sources: bool = False  # nothing of a build_ext run waits on it: each worker builds on its own
+    options_file: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.options_file = options_file(self.root, self.manifest)
+
+    @property
+    def build_dir(self) -> Path:
+        return self.root / "build"
+
+    @property
+    def object_dir(self) -> Path:
+        """The objects folder, wherever setup.cfg may have put the plain build's build_temp."""
+        return self.build_dir / OBJECT_FOLDER
 
     @property
     def lib_dir(self) -> Path:
         return self.build_dir / LIB_FOLDER
 
     def mirror(self, user_path: Path) -> Path:
-        """Where a file of the plain build's build_temp (an object) lives in this worker: its objects folder,
-        wherever setup.cfg may have put build_temp."""
-        return self.build_dir / OBJECT_FOLDER / Path(user_path).relative_to(self.manifest.object_dir)
+        """Where a file of the plain build's build_temp (an object) lives in this worker."""
+        return self.object_dir / Path(user_path).relative_to(self.manifest.object_dir)
 
-    @property
-    def benchmark_path(self) -> Path | None:
-        bench = self.manifest.benchmark
-        return Path(bench.path) if bench is not None else None  # a command, run from the project
+    def object_files(self) -> tuple[Path, ...]:
+        return existing_objects(self.mirror(path) for path in self.manifest.objects)
+
+    def configure(self, timeout: float) -> None:
+        self.build_dir.mkdir(parents=True, exist_ok=True)
 
     def bench_spec(self, timeout: float, required: tuple[str, ...]) -> BenchSpec:
         """The benchmark command, run from the project, importing the extension from this worker's lib/."""
@@ -210,56 +240,17 @@ class ExtensionTree(ScratchTree):
         """build_ext on the extension with `controls`; linked unless `static_only` (or no benchmark is wanted)."""
         write_options_file(self.options_file, controls, extra=VERBOSE_PTXAS)
         link = benchmark and not static_only
-        command = [sys.executable, "-c", "from ciq_build.setuptools_tune import _build_main; _build_main()",
+        command = [sys.executable, "-c", "from ciq_build.setuptools_ext import build_candidate; build_candidate()",
                    str(self.manifest.source_dir), self.manifest.target, str(self.options_file),
-                   str(self.mirror(self.manifest.object_dir)), str(self.lib_dir), "link" if link else "compile"]
+                   str(self.object_dir), str(self.lib_dir), "link" if link else "compile"]
         env = {**os.environ, "CIQ_NVCC": str(self.toolchain.nvcc)}
         # The witness sees nvcc by the options file on its command line, as in a CMake scratch tree.
         with environment.CompileWitness(self.options_file, timeout) as witness:
             step = proc.run(command, timeout, cwd=self.manifest.source_dir, env=env,
                             max_output=COMPILER_OUTPUT_BYTES)
-        return self.compile_verdict("build_ext", step, witness, timeout)
-
-
-class _CandidateBuildExt(build_ext):
-    """build_ext with a candidate's options file instead of the pin's, echoing nvcc's output (ptxas -v)."""
-
-    candidate_options: Path
-
-    def _options_file(self, ext: CudaExtension, toolchain: Toolchain,
-                      build_temp: Path) -> tuple[Path, list[Path], list[str]]:
-        return self.candidate_options, [], []  # one candidate's controls for every architecture: no launcher
-
-    def _run_nvcc(self, command: list[str], timeout: float) -> proc.ProcResult:
-        result = proc.run(command, timeout)
-        sys.stdout.write(result.stdout + result.stderr)  # the static metrics are read from this
-        return result
-
-
-def _build_main(argv: Sequence[str] | None = None) -> None:
-    """The child process of `ExtensionTree.build`: project target options build_temp build_lib link|compile."""
-    from setuptools import Distribution
-
-    project, target, options, build_temp, build_lib, mode = argv if argv is not None else sys.argv[1:]
-    kwargs = capture_setup(Path(project))
-    ext = _extension(kwargs, Path(project) / "setup.py", target)
-    # The project's Python packages too: the benchmark imports the extension as part of its package.
-    packaging = {k: kwargs[k] for k in ("packages", "py_modules", "package_dir") if kwargs.get(k)}
-    dist = Distribution({"name": "ciq-tune", **packaging, "ext_modules": [ext]})
-    dist.script_name = "setup.py"  # build_py finds packages relative to it (we run from the project)
-    cmd = _CandidateBuildExt(dist)
-    cmd.build_temp, cmd.build_lib, cmd.force = build_temp, build_lib, True
-    cmd.candidate_options = Path(options)
-    cmd.ensure_finalized()
-    if mode == "compile":
-        cmd._build_cuda_objects(ext)
-        return
-    if packaging:
-        py = dist.get_command_obj("build_py")
-        py.build_lib = build_lib
-        py.ensure_finalized()
-        py.run()
-    cmd.run()  # sets up the host compiler, then build_extension(ext): nvcc's objects linked into the module
+        bench = self.manifest.benchmark
+        return compile_verdict("build_ext", step, witness, timeout, self.root, self.object_files(),
+                               Path(bench.path) if bench is not None else None)  # a command, run from the project
 
 
 def benchmark_env(lib: Path, project: Path, args: Sequence[str]) -> dict[str, str]:
@@ -274,20 +265,6 @@ def benchmark_env(lib: Path, project: Path, args: Sequence[str]) -> dict[str, st
     return {"PYTHONPATH": os.pathsep.join(dict.fromkeys(path)), "PYTHONSAFEPATH": "1"}
 
 
-class PythonSourceSet(SourceSet):
-    """The sources' fingerprint, with the project's Python files: setup.py makes the nvcc command, bench.py
-    measures, and a change to either must not reuse journaled measurements (CMake's graph covers both)."""
-
-    def candidates(self) -> set[Path]:
-        files = super().candidates()
-        skip = self._skip_dirs()
-        for folder, dirs, names in os.walk(self.manifest.source_dir):
-            here = Path(folder)
-            dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__" and here / d not in skip]
-            files |= {here / n for n in names if n.endswith(".py") and not n.startswith(".")}
-        return files - self.excluded
-
-
 @dataclass(frozen=True)
 class SetuptoolsBackend:
     """The setuptools project `project` as a `BuildBackend`: its targets are the CudaExtension(ciq_target=...)
@@ -298,7 +275,9 @@ class SetuptoolsBackend:
 
     kind = "setuptools"
     applied_by = "the next `pip install .` (or `setup.py build_ext`)"
-    remote_builds = False  # Ray's actors make CMake scratch trees (ciq_build.tune.ray_executor), not extension folders
+    # Ray's actors would ask make_tree for extension folders, but its uploaded sources replay a CMake cache
+    # (ciq_build.ray.sources), and a build_ext tune has not run on Ray: the local executor only.
+    remote_builds = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "project", Path(self.project).absolute())
@@ -309,7 +288,7 @@ class SetuptoolsBackend:
 
     @functools.cached_property
     def _toolchain(self) -> Toolchain:
-        return find_toolchain(_explicit_nvcc(os.environ))  # as build_ext finds it
+        return find_toolchain(explicit_nvcc(os.environ))  # as build_ext finds it
 
     def prepare(self) -> None:
         """Nothing to configure: setup.py is read for each target."""
@@ -331,7 +310,7 @@ class SetuptoolsBackend:
 
     def pin_file(self, target: str) -> Path:
         check_target_name(target, ConfigError)
-        return record_path((self.project / load_extension(self.project, target).pin_dir).absolute(), target)
+        return _record((self.project / load_extension(self.project, target).pin_dir).absolute(), target)
 
     def toolchain(self, manifest: Manifest) -> Toolchain:
         return self._toolchain
@@ -340,18 +319,22 @@ class SetuptoolsBackend:
                     needs_benchmark: bool) -> None:
         check_tune(manifest, toolchain, pin=pin, objectives=objectives, needs_benchmark=needs_benchmark, cmake=False)
 
-    def make_tree(self, manifest: Manifest, root: Path, toolchain: Toolchain, *, fast_path: bool) -> ScratchTree:
-        return ExtensionTree(manifest, root, toolchain, fast_path=False)  # build_ext runs nvcc whole
+    def make_tree(self, manifest: Manifest, root: Path, toolchain: Toolchain, *, fast_path: bool,
+                  replayed_cache: str | None = None) -> ExtensionTree:
+        """An extension folder: build_ext runs nvcc whole (no ptxas-only path), with nothing to replay."""
+        return ExtensionTree(manifest, root, toolchain)
 
     def source_set(self, manifest: Manifest) -> SourceSet:
-        return PythonSourceSet(manifest)
+        """The sources' fingerprint, with the project's Python files: setup.py makes the nvcc command, bench.py
+        measures, and a change to either must not reuse journaled measurements (CMake's graph covers both)."""
+        return SourceSet(manifest, project_suffixes=frozenset({".py"}))
 
     def build_pinned(self, manifest: Manifest, timeout: float) -> proc.ProcResult:
         return proc.run(self._plain_build, timeout, cwd=self.project,
                         env={**os.environ, "CIQ_NVCC": str(self._toolchain.nvcc)})
 
     def toolkit_rule(self) -> tuple[str, str]:
-        if _explicit_nvcc(os.environ) is not None:
+        if explicit_nvcc(os.environ) is not None:
             return "chosen by $CIQ_NVCC (else $CUDACXX)", "set CIQ_NVCC=<its nvcc>"
         return ("chosen as the first of: the PyPI toolkit, $CUDA_HOME, $CUDA_PATH, PATH", "set CIQ_NVCC=<its nvcc>")
 
@@ -363,8 +346,3 @@ class SetuptoolsBackend:
     def _plain_build(self) -> list[str]:
         """The build a user runs, whose build_temp is the manifest's object folder."""
         return [sys.executable, "setup.py", "build_ext"]
-
-
-def tune_setuptools(options: TuneOptions, project: Path) -> TuneOutcome:
-    """`python -m ciq_build tune <ciq_target> --setuptools <project>`."""
-    return run_tune(options, SetuptoolsBackend(project))
