@@ -200,13 +200,7 @@ def run_random(problem: Problem, seed: int, generations: int, pool: int, horizon
                                  num_objectives=problem.num_objectives)
     names = tuple(f"score_{i + 1}" for i in range(problem.num_objectives))
     source = make_source("random", SearchRequest(problem.space, config, names))
-    out: list[Scores] = []
-    while batch := source.ask():
-        for proposal in batch:
-            scores = _score(problem, proposal.params)
-            out.append(scores)
-            source.tell(proposal, scores, None if scores is not None else "invalid")
-    return Run(out)
+    return _until(source, problem, generations * horizon * pool)
 
 
 OPTUNA_STRATEGIES = ("tpe", "nsga2")  # the [optuna] extra's strategies, measured against ours when installed
@@ -218,15 +212,20 @@ def run_strategy(name: str) -> Callable[..., Run]:
         config = SearchConfiguration(generations=generations, pool_size=pool, seed=seed,
                                      num_objectives=problem.num_objectives)
         names = tuple(f"score_{i + 1}" for i in range(problem.num_objectives))
-        source = make_source(name, SearchRequest(problem.space, config, names))
-        out: list[Scores] = []
-        while batch := source.ask():
-            for proposal in batch:
-                scores = _score(problem, proposal.params)
-                out.append(scores)
-                source.tell(proposal, scores, None if scores is not None else "invalid")
-        return Run(out)
+        return _until(make_source(name, SearchRequest(problem.space, config, names)), problem, generations * pool)
     return run
+
+
+def _until(source: Any, problem: Problem, budget: int) -> Run:
+    """Ask and tell as the search loop does, until the source ends or `budget` evaluations are made (the loop's
+    plan: random search and Optuna's samplers end only there)."""
+    out: list[Scores] = []
+    while len(out) < budget and (batch := source.ask()):
+        for proposal in batch[:budget - len(out)]:
+            scores = _score(problem, proposal.params)
+            out.append(scores)
+            source.tell(proposal, scores, None if scores is not None else "invalid")
+    return Run(out)
 
 
 def _compileiq_space(space: dict[str, ss.Param]) -> dict[str, Any]:

@@ -170,6 +170,11 @@ class AcfPoolSource:
         """A copy guesses the next batch when the inner source's does (ciq_build.tune.ahead)."""
         return bool(getattr(self.inner, "proposes_ahead", False))
 
+    @property
+    def ended_by_the_loop(self) -> bool:
+        """Whether the search loop's plan ends it (CandidateSource): as it ends `inner`."""
+        return bool(getattr(self.inner, "ended_by_the_loop", False))
+
     def ask(self) -> list[Proposal]:
         proposals = []
         for proposal in self.inner.ask():

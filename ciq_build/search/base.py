@@ -40,7 +40,11 @@ class Proposal:
 
 
 class CandidateSource(Protocol):
-    """An ask/tell optimiser. `ask()` returns [] when the search is over."""
+    """An ask/tell optimiser. `ask()` returns [] when the search is over.
+
+    A source may end by itself, at its own plan (the GA's generations, a grid listed to its end), or say
+    `ended_by_the_loop = True` (random search, Optuna's samplers): it proposes until the search loop's plan
+    ends it (ciq_build.tune.loop), as Optuna's `optimize(n_trials=)` ends a study."""
 
     def ask(self) -> list[Proposal]: ...
 

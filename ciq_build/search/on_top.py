@@ -36,6 +36,11 @@ class OnTopOf:
         """Whether its next batch may be guessed ahead (ciq_build.tune.ahead): as `inner`'s may."""
         return bool(getattr(self.inner, "proposes_ahead", False))
 
+    @property
+    def ended_by_the_loop(self) -> bool:
+        """Whether the search loop's plan ends it (CandidateSource): as it ends `inner`."""
+        return bool(getattr(self.inner, "ended_by_the_loop", False))
+
     def ask(self) -> list[Proposal]:
         proposals = self.inner.ask()
         self._asked.update((proposal.id, proposal) for proposal in proposals)

@@ -1,9 +1,10 @@
 """Optuna's samplers as strategies (`--strategy tpe`, `--strategy nsga2`; the `[optuna]` extra).
 
 Optuna's ask-and-tell interface drives one in-memory study per tune: each
-batch is ``pool_size`` trials asked from the sampler, ``generations``
-batches in all (fewer with ``max_evaluations`` or ``--time-limit``, which
-the search loop counts). Each parameter of the grid is one integer
+batch is ``pool_size`` trials asked from the sampler, until the search loop
+stops asking: how many trials is the loop's budget, not the sampler's (the
+planned evaluations, ``--max-evaluations``, ``--time-limit``: Optuna's
+``optimize(n_trials=, timeout=)``). Each parameter of the grid is one integer
 distribution over its value indices, with -1 for "absent" where it may be
 knocked out, so an ordered grid (a range of register caps) stays ordered
 for the sampler. The compiler's defaults and ``--seed-from`` seeds are
@@ -48,6 +49,8 @@ def _optuna() -> Any:
 class OptunaSource:
     """Batches of trials from one Optuna sampler over knobs, params and ACF pools."""
 
+    ended_by_the_loop = True  # how many trials is the loop's plan, as optimize(n_trials=) (CandidateSource)
+
     def __init__(self, space: Mapping[str, Param], config: SearchConfiguration, objective_names: list[str],
                  sampler_name: str, make_sampler: Callable[[Any, SearchConfiguration], Any],
                  seeds: Sequence[Mapping[str, Any]] = ()):
@@ -82,14 +85,12 @@ class OptunaSource:
         self._first_batch = FirstBatchCheck(self.sampler_name)
 
     def ask(self) -> list[Proposal]:
-        """The current batch's proposals not told yet; a new batch once all are told; [] when over."""
+        """The current batch's proposals not told yet; a new batch once all are told; [] once the sampler finds
+        nothing new (the loop stops asking when its budget is spent)."""
         if self._pending:
             return [proposal for _, _, proposal in self._pending.values()]
-        budget = self.config.evaluations
-        if self._batch >= self.config.generations or self._issued >= budget:
-            return []
         batch: set[Genome] = set()
-        for _ in range(min(self.config.pool_size, budget - self._issued)):
+        for _ in range(self.config.pool_size):
             for _ in range(_ASKS):
                 trial = self.study.ask(self.distributions)
                 genome = tuple(None if trial.params[n] == ABSENT else trial.params[n] for n in self.space)

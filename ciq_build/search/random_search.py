@@ -2,8 +2,10 @@
 
 Each batch is ``pool_size`` configurations drawn from the whole grid (every
 value of a parameter equally likely, absent with its ``knockout_prob``),
-never one drawn before; ``generations`` batches in all, fewer with
-``max_evaluations`` or ``time_limit``. Nothing told changes what is drawn: a
+never one drawn before, until the grid is drawn to its end: how many it draws
+is the search loop's budget, not its own (ciq_build.tune.loop: the planned
+evaluations, ``--max-evaluations``, ``--time-limit``; Optuna's
+``optimize(n_trials=, timeout=)``). Nothing told changes what is drawn: a
 batch comes from an RNG seeded by (seed, batch) alone, so the same seed gives
 the same candidates, and a resume that replays its journal gets them again.
 A space smaller than the budget is enumerated to its end rather than
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import random
 import secrets
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,25 +50,20 @@ class RandomSource:
         self._issued = 0
         self._exhausted = False
         self._first_batch = FirstBatchCheck("random")
-        self._started: float | None = None
 
     # Its next batch depends only on the seed and what was told: a copy can guess it (ciq_build.tune.ahead).
     proposes_ahead = True
+    ended_by_the_loop = True  # how many it draws is the loop's plan (CandidateSource)
 
     def ask(self) -> list[Proposal]:
-        """The current batch's proposals not told yet; a new batch once all are told; [] when over."""
-        if self._started is None:
-            self._started = time.monotonic()
+        """The current batch's proposals not told yet; a new batch once all are told; [] once the grid is drawn
+        to its end (the loop stops asking when its budget is spent)."""
         if self._pending:
             return list(self._pending.values())
-        budget = self.config.evaluations
-        out_of_time = (self.config.time_limit is not None
-                       and time.monotonic() - self._started >= self.config.time_limit)
-        if self._exhausted or self._issued >= budget or out_of_time:
+        if self._exhausted:
             return []
         rng = random.Random(f"ciq_build.search.random:{self.seed}:{self._batch}")
-        genomes = [g for g in (self._draw(rng) for _ in range(min(self.config.pool_size, budget - self._issued)))
-                   if g is not None]
+        genomes = [g for g in (self._draw(rng) for _ in range(self.config.pool_size)) if g is not None]
         self._exhausted = not genomes
         if self._exhausted and self._issued == 0 and self.space.constrained:
             raise self.space.nothing_allowed()

@@ -342,7 +342,7 @@ class TuneRun:
         self.meter.enter("search")
         try:
             with self.executor.workers(phase, workers) as evaluating:
-                loop = self._loop(source, evaluating.runner, evaluating.slots, progress)
+                loop = self._loop(source, evaluating.runner, evaluating.slots, progress, expected)
                 loop.run()
         finally:
             self._stop_ahead()  # what the guesses still build ends before the winner's rebuild
@@ -351,7 +351,7 @@ class TuneRun:
             self._say(time_limit_ended(self.settings.search, len(self.evaluations)))
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
-              progress: TuneProgress | None) -> SearchLoop[W]:
+              progress: TuneProgress | None, planned: int) -> SearchLoop[W]:
         disk_full = stop_on_disk_full(self._disk_full)
 
         def after_candidate(evaluated: Evaluation) -> BaseException | None:
@@ -359,7 +359,8 @@ class TuneRun:
             return disk_full(evaluated)
 
         loop = SearchLoop(source, runner, workers, self.cache, self._key, self.objectives,
-                          budget=self.settings.search.max_evaluations, deadline=self.deadline, progress=progress,
+                          planned=planned, budget=self.settings.search.max_evaluations, deadline=self.deadline,
+                          progress=progress,
                           stop_for=after_candidate, ahead=self.runner.ahead if self.executor.uses_driver_trees else None)
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
         return loop

@@ -4,7 +4,12 @@ Every finished evaluation is journaled before the source hears of it, so a
 stopped tune resumes by replaying the journal into a source with the same
 seed; proposals are told in the order they were asked, whatever order they
 finish in, so the next batch depends only on the seed and the scores told.
-The budgets are counted here and only here: the evaluation budget
+The budgets are counted here and only here (Optuna's ``optimize(n_trials=,
+timeout=)``): the search's plan, for a source that never ends by itself
+(random search, an Optuna sampler: ``ended_by_the_loop``): its strategy's
+generations of its pool, at most ``--max-evaluations`` (`planned_budget`),
+journaled evaluations counted, so a resumed search plans as many as one run
+through; the evaluation budget
 (``--max-evaluations``: evaluations run by this process count, journaled ones
 are free) and the wall-clock one (``--time-limit``: a deadline on the
 clock, after which no candidate starts; those running finish, within their
@@ -63,7 +68,7 @@ class SearchLoop(Generic[W]):
 
     def __init__(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W], cache: EvaluationCache,
                  key_of: Callable[[Controls], str], objectives: Sequence[Objective], *,
-                 budget: int | None = None, deadline: float | None = None,
+                 planned: int | None = None, budget: int | None = None, deadline: float | None = None,
                  clock: Callable[[], float] = time.monotonic, progress: Progress | None = None,
                  stop_for: Callable[[Evaluation], BaseException | None] | None = None,
                  ahead: BuildsAhead | None = None) -> None:
@@ -75,6 +80,9 @@ class SearchLoop(Generic[W]):
         self.cache = cache
         self.key_of = key_of
         self.objectives = list(objectives)
+        # Proposals in all, journaled ones included: the search's plan, which ends a source that does not end by
+        # itself (CandidateSource.ended_by_the_loop); one that does ends at its own.
+        self.planned = planned if getattr(source, "ended_by_the_loop", False) else None
         self.budget = budget
         self.deadline = deadline  # on `clock`: no candidate starts after it
         self.clock = clock
@@ -84,6 +92,7 @@ class SearchLoop(Generic[W]):
         self.ahead = ahead
         self.evaluations: list[Evaluation] = []  # told, in order
         self.asked = 0  # ask() calls that returned proposals
+        self.proposed = 0  # proposals evaluated or taken from the journal: what the plan counts
         self.spent = 0  # evaluations this process made (not from the journal): what the budget counts
         self.stopped_by: str | None = None  # the budget that ended the search; None: the source ended it
         self._cancelled = threading.Event()  # set when the loop ends early: its workers start nothing more
@@ -96,6 +105,11 @@ class SearchLoop(Generic[W]):
     def budget_left(self) -> bool:
         return self.budget is None or self.spent < self.budget
 
+    @property
+    def plan_left(self) -> bool:
+        """Whether the search's plan has proposals to come: when it has none, the search has run its course."""
+        return self.planned is None or self.proposed < self.planned
+
     def _spent(self) -> str | None:
         """The budget spent now, if any ("max_evaluations", "time_limit"), remembered as what stopped the search."""
         if not self.budget_left:
@@ -107,7 +121,7 @@ class SearchLoop(Generic[W]):
     def run(self) -> list[Evaluation]:
         with ThreadPoolExecutor(max_workers=len(self.workers), thread_name_prefix="ciq-candidate") as pool:
             try:
-                while not self._spent():
+                while not self._spent() and self.plan_left:
                     proposals = self.source.ask()
                     if not proposals:
                         break
@@ -140,7 +154,11 @@ class SearchLoop(Generic[W]):
         queue = list(proposals)
         while queue or pending:
             while queue and free:
+                if not self.plan_left:  # the plan ends inside this batch: the rest are never evaluated
+                    queue.clear()
+                    break
                 proposal = queue.pop(0)
+                self.proposed += 1
                 try:
                     controls = proposal.controls()
                 except ConfigError as error:
@@ -157,10 +175,12 @@ class SearchLoop(Generic[W]):
                     continue
                 if self._spent():
                     queue.clear()
+                    self.proposed -= 1  # cut by a budget: never evaluated
                     break
                 worker = self._worker_for(free, controls, others_busy=bool(pending))
                 if worker is None:  # only the best candidate's tree is free: wait for another
                     queue.insert(0, proposal)
+                    self.proposed -= 1
                     break
                 self.spent += 1
                 pending[pool.submit(self._evaluate, worker, proposal, controls, key)] = worker
@@ -206,9 +226,11 @@ class SearchLoop(Generic[W]):
     def _build_ahead(self, proposals: list[Proposal], outcomes: dict[int, Evaluation], free: list[W]) -> None:
         """Build the next batch as a copy of the source guesses it, in the free trees (ciq_build.tune.ahead)."""
         assert self.ahead is not None
-        if not self.budget_left or (self.deadline is not None and self.clock() >= self.deadline):
+        if not (self.budget_left and self.plan_left) or (self.deadline is not None and self.clock() >= self.deadline):
             return
         guess = guess_next(self.source, [(p, outcomes.get(p.id)) for p in proposals])
+        if self.planned is not None:  # what the plan will evaluate of it, no more
+            guess = guess[:self.planned - self.proposed]
         kept = self._kept(free)
         trees = [t for t in cast(list[Any], free) if t is not kept]
         if guess and trees:

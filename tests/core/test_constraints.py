@@ -107,8 +107,8 @@ def _proposed(strategy: str, expression: str, space: dict, evaluations: int, see
                                                                   allows=constraints.allows))
     proposed: list[dict] = []
     rng = random.Random(seed)
-    while batch := source.ask():
-        for proposal in batch:
+    while len(proposed) < evaluations and (batch := source.ask()):  # random search ends at the loop's budget
+        for proposal in batch[:evaluations - len(proposed)]:
             proposed.append(proposal.params)
             source.tell(proposal, (rng.random(),))
     return proposed

@@ -17,6 +17,7 @@ SPACE = parse_params(["TILE=8,16,32,64", "UNROLL=1,2,4,8"])  # 16 configurations
 
 
 def _run(seed: int, generations: int, pool_size: int, score: float | None) -> list[dict[str, object]]:
+    """What random search draws, to its end: its budget is the search loop's (ciq_build.tune.loop), not its own."""
     config = SearchConfiguration(generations=generations, pool_size=pool_size, seed=seed)
     source = make_source("random", SearchRequest(SPACE, config, ("time",)))
     proposals: list[Proposal] = []
@@ -42,7 +43,8 @@ def test_each_value_of_a_parameter_is_drawn_about_equally_often() -> None:
     config = SearchConfiguration(generations=50, pool_size=40, seed=11)
     source = make_source("random", SearchRequest(big, config, ("time",)))
     counts: Counter[int] = Counter()
-    while batch := source.ask():
+    for _ in range(50):  # the loop's budget: 50 batches of 40
+        batch = source.ask()
         for proposal in batch:
             counts[proposal.params["param.A"]] += 1
             source.tell(proposal, (0.0,))

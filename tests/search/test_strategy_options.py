@@ -51,8 +51,8 @@ def test_the_flags_are_the_defaults_and_an_option_replaces_its_namesake() -> Non
     assert _batches(make_source("ga", _request())) == [4, 4, 4]  # --generations 3 --pool-size 4
     assert _batches(make_source("ga", _request(generations="2", pool_size="5"))) == [5, 5]
     assert make_source("ga", _request(mutate_rate="0.5")).describe()["budget"]["mutate_rate"] == 0.5
-    # Random search's batch is its own option: --generations (3) batches of it.
-    assert _batches(make_source("random", _request(pool_size="5"))) == [5, 5, 5]
+    # Random search's batch is its own option; how many it draws is the loop's budget: here, the grid's 16.
+    assert _batches(make_source("random", _request(pool_size="5"))) == [5, 5, 5, 1]
 
 
 def test_tpe_takes_its_startup_trials() -> None:

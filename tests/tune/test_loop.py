@@ -25,7 +25,7 @@ from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.params import parse_params
 from ciq_build.measure import stopping
-from ciq_build.search.base import Proposal
+from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.genetic import GeneticSource
@@ -472,3 +472,33 @@ def test_progress_hears_the_best_so_far_as_scores(tmp_path: Path) -> None:
     assert heard[-1] == best_so_far(found, TIME)
     told_best = [b[0] for b in heard if b is not None]
     assert told_best == sorted(told_best, reverse=True)  # never worse than before (time: lower is better)
+
+
+# -- the plan is the loop's: a source that never ends by itself (random search, Optuna's samplers) ends here ---
+
+
+def test_random_search_runs_until_the_loops_plan_and_a_resumed_search_plans_as_many(tmp_path: Path) -> None:
+    from ciq_build.search.strategies import make_source
+    from ciq_build.search.strategy import SearchRequest
+
+    def random_search() -> CandidateSource:
+        config = SearchConfiguration(generations=1, pool_size=4, seed=2)  # its own end would have been 4
+        return make_source("random", SearchRequest(parse_params(SPACE), config, ("time",)))
+
+    endless = random_search()
+    drawn = 0
+    while batch := endless.ask():  # no budget of its own: the 48 configurations, drawn to the end
+        drawn += len(batch)
+        for proposal in batch:
+            endless.tell(proposal, (1.0,))
+    assert drawn == 48
+    path = tmp_path / "random.jsonl"
+    runner = StandInRunner(TIME)
+    first = SearchLoop(random_search(), runner, ["w0", "w1"], opened_cache(path, TIME), controls_id, TIME, planned=10)
+    assert len(first.run()) == 10 and runner.calls == 10 and first.stopped_by is None  # the plan ends inside a batch
+    again = StandInRunner(TIME)
+    resumed = SearchLoop(random_search(), again, ["w0"], opened_cache(path, TIME), controls_id, TIME, planned=10)
+    assert len(resumed.run()) == 10 and again.calls == 0  # the journaled ten count: nothing more to evaluate
+    capped = SearchLoop(random_search(), StandInRunner(TIME), ["w0"], opened_cache(tmp_path / "capped.jsonl", TIME),
+                        controls_id, TIME, planned=10, budget=6)
+    assert len(capped.run()) == 6 and capped.stopped_by == "max_evaluations"
