@@ -68,7 +68,7 @@ TOGETHER = frozenset({
     "test_progress.py",
     "test_ptxas_path.py", "test_ray_executor.py", "test_reports.py", "test_rule_book_agreement.py",
     "test_sample_extension.py", "test_seeds.py", "test_toolchain.py", "test_tune_acf.py", "test_tune_metric.py",
-    "test_tune_sample.py",
+    "test_tune_sample.py", "test_tune_sizes.py",
 })
 _SHARED_SCOPES = ("class", "module", "package")
 

@@ -218,32 +218,6 @@ def test_the_upload_ships_nothing_from_outside_the_tree_through_links_in_it_loop
     assert upload.left_out["loop"] == f"a link to {source}, a folder it is in"
 
 
-@pytest.fixture(scope="module")
-def local_kern(tmp_path_factory: pytest.TempPathFactory) -> TuneOutcome:
-    """kern tuned by the local executor with KERN: what a Ray tune of the same seed must equal (tuned once
-    for the tests that compare; where the sources are, or a cache entry naming a file, changes nothing)."""
-    root = tmp_path_factory.mktemp("local-kern")
-    source = root / "transient src"
-    shutil.copytree(PROJECT, source)
-    return _tune("kern", source, root / "build", "--jobs", "2", *KERN)
-
-
-@pytest.mark.slow
-def test_ray_evaluates_the_same_candidates_and_pins_the_same_winner_as_local(tmp_path: Path, cluster: None,
-                                                                            local_kern: TuneOutcome) -> None:
-    source = tmp_path / "transient src"
-    shutil.copytree(PROJECT, source)
-    local = local_kern
-    on_ray = _tune("kern", source, tmp_path / "ray", "--jobs", "2", "--executor", "ray", *KERN)
-    assert local.ok and on_ray.ok
-    assert _params(on_ray) == _params(local) and len(_params(local)) >= 4
-    assert local.winner is not None and on_ray.winner is not None
-    assert on_ray.winner.proposal.params == local.winner.proposal.params == {"param.X": 0}
-    pinned = [json.loads(p.read_text()) for p in (local.pinned, on_ray.pinned) if p is not None]
-    assert len(pinned) == 2 and pinned[0]["controls"] == pinned[1]["controls"]
-    assert pinned[0]["winner"] == pinned[1]["winner"]
-
-
 def _cache_entries(cache: Path) -> dict[str, str]:
     entries = {}
     for line in cache.read_text().splitlines():
@@ -254,13 +228,18 @@ def _cache_entries(cache: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_uploaded_sources_build_on_the_workers_copy_and_pin_the_same_winner_as_local(
-        tmp_path: Path, cluster: None, local_kern: TuneOutcome, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ray_evaluates_the_same_candidates_as_local_builds_an_upload_of_the_sources_and_pins_the_same_record(
+        tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
+    # One Ray tune for both: the same search as the local executor's (seed, candidates, winner, record),
+    # and sources uploaded to each worker (a Ray tune of each cost 33 s of the suite's CPU).
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
+    # Where the sources are, or a cache entry naming a file, changes nothing of the search.
+    local_source = tmp_path / "local src"
+    shutil.copytree(PROJECT, local_source)
+    local = _tune("kern", local_source, tmp_path / "local", "--jobs", "2", *KERN)
     # A path into the source tree among the user's CMake arguments: remapped into each worker's copy.
     data = f"--cmake-arg=-DCIQ_TEST_DATA={source}/kern.h"
-    local = local_kern
     # The build tree inside the source tree, as is common: it must not be uploaded.
     build = source / "build-ray"
     # Links out of the source tree, to a file and a folder: what they point to must not reach the cluster.
@@ -277,6 +256,9 @@ def test_uploaded_sources_build_on_the_workers_copy_and_pin_the_same_winner_as_l
     assert _params(on_ray) == _params(local) and len(_params(local)) >= 4
     assert local.winner is not None and on_ray.winner is not None
     assert on_ray.winner.proposal.params == local.winner.proposal.params == {"param.X": 0}
+    pinned = [json.loads(p.read_text()) for p in (local.pinned, on_ray.pinned) if p is not None]
+    assert len(pinned) == 2 and pinned[0]["controls"] == pinned[1]["controls"]
+    assert pinned[0]["winner"] == pinned[1]["winner"]
     # Each actor checked its copy against the fingerprint before configuring, and built from the copy.
     copy = Path(said.split("checked on each worker; scratch trees beside each copy (first: ")[1].split(")")[0])
     assert copy != source and copy.is_dir() and not (copy / "build-ray").exists(), said
@@ -599,7 +581,8 @@ def test_targets_tuned_together_share_the_gpu_fairly_stop_together_and_resume_fr
                if "worker" in r}
     assert {g["worker"].split("@")[0] for g in grants} <= workers == {"ray-0", "ray-1"}
     # Same seed, same candidates as a local tune: each target is tuned by a plain `tune` process, whose
-    # equality with the local executor test_ray_evaluates_the_same_candidates_and_pins_the_same_winner_as_local
+    # equality with the local executor
+    # test_ray_evaluates_the_same_candidates_as_local_builds_an_upload_of_the_sources_and_pins_the_same_record
     # shows; tuning them one after another locally here as well cost 50 s of the suite.
 
 

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,20 @@ def _tune(tmp_path: Path, score: str) -> tuple[subprocess.CompletedProcess[str],
                           env=dict(os.environ)), source, build
 
 
+@pytest.fixture(scope="module")
+def tunes(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], tuple[subprocess.CompletedProcess[str], Path, Path]]:
+    """The tune of each SCORE, run once for the tests that read it (the report page's test reads the
+    geometric mean's: a tune of its own cost 8 s of CPU). Nothing here writes into the trees but reports."""
+    done: dict[str, tuple[subprocess.CompletedProcess[str], Path, Path]] = {}
+
+    def tuned(score: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+        if score not in done:
+            done[score] = _tune(tmp_path_factory.mktemp(f"sizes-{score or 'mean'}"), score)
+        return done[score]
+
+    return tuned
+
+
 def _evaluations(build: Path) -> list[dict]:
     lines = (build / "ciq" / "journal" / "size_bench.jsonl").read_text().splitlines()
     return [r for r in map(json.loads, filter(str.strip, lines)) if r.get("kind") == "evaluation"]
@@ -52,8 +67,9 @@ def _evaluations(build: Path) -> list[dict]:
      ("worst", "2", 0.9)],  # the worst ratio: X=1's is 1.2 (it loses on the large size), X=2's 0.9
 )
 def test_sizes_are_scored_together_and_the_pin_is_the_scores_choice(
-        tmp_path: Path, score: str, pinned: str, winner_score: float) -> None:
-    result, source, build = _tune(tmp_path, score)
+        tunes: Callable[[str], tuple[subprocess.CompletedProcess[str], Path, Path]], score: str, pinned: str,
+        winner_score: float) -> None:
+    result, source, build = tunes(score)
     assert result.returncode == 0, result.stderr
     by_x = {r["controls"]["defines"].get("X", "3"): r for r in _evaluations(build) if r["ok"]}
     # Each size is run and journaled under its own name; the candidates' scores are the combined ratio.
@@ -94,9 +110,10 @@ def _ciq(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           cwd=cwd)
 
 
-def test_the_report_page_shows_each_size_in_a_real_browser(tmp_path: Path) -> None:
+def test_the_report_page_shows_each_size_in_a_real_browser(
+        tmp_path: Path, tunes: Callable[[str], tuple[subprocess.CompletedProcess[str], Path, Path]]) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (the [test] extra)")
-    result, source, build = _tune(tmp_path, "")
+    result, source, build = tunes("")
     assert result.returncode == 0, result.stderr
     page_file = tmp_path / "report.html"
     done = _ciq("report", "size_bench", "-B", str(build), "-o", str(page_file), cwd=source)
