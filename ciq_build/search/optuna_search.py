@@ -91,21 +91,28 @@ class OptunaSource:
             return [proposal for _, _, proposal in self._pending.values()]
         batch: set[Genome] = set()
         for _ in range(self.config.pool_size):
-            for _ in range(_ASKS):
-                trial = self.study.ask(self.distributions)
-                genome = tuple(None if trial.params[n] == ABSENT else trial.params[n] for n in self.space)
-                if genome in self._told:  # seen: the sampler hears its score again, the loop nothing
-                    self._tell_study(trial, self._told[genome])
-                elif genome in batch or not self.space.allows(genome):
-                    self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
-                else:
-                    batch.add(genome)
-                    proposal = Proposal(id=self._issued, generation=self._batch, params=self.space.to_params(genome))
-                    self._pending[proposal.id] = (trial, genome, proposal)
-                    self._issued += 1
-                    break
+            if not self._ask_one(batch):  # nothing new in _ASKS trials: the grid is (nearly) all told, the batch
+                break  # ends here (no budget of its own ends the asking)
         self._batch += 1
         return [proposal for _, _, proposal in self._pending.values()]
+
+    def _ask_one(self, batch: set[Genome]) -> bool:
+        """One new configuration asked of the sampler into `batch` (and pending); False when `_ASKS` trials gave
+        none (each told at once: a repeat its score again, a refused or duplicate one as failed)."""
+        for _ in range(_ASKS):
+            trial = self.study.ask(self.distributions)
+            genome = tuple(None if trial.params[n] == ABSENT else trial.params[n] for n in self.space)
+            if genome in self._told:  # seen: the sampler hears its score again, the loop nothing
+                self._tell_study(trial, self._told[genome])
+            elif genome in batch or not self.space.allows(genome):
+                self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+            else:
+                batch.add(genome)
+                proposal = Proposal(id=self._issued, generation=self._batch, params=self.space.to_params(genome))
+                self._pending[proposal.id] = (trial, genome, proposal)
+                self._issued += 1
+                return True
+        return False
 
     def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
         entry = self._pending.pop(proposal.id, None)

@@ -40,7 +40,7 @@ from ciq_build.tune.param_probe import without_effect
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
-from ciq_build.tune.winner_check import WinnerCheck, check_winner, wants_check
+from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
 
 
 @dataclass
@@ -197,6 +197,9 @@ class Finish:
         if not (confirmation.better and self.pinning):
             return confirmation, None
         confirmation = self._minimal(confirmation, tree, minimizer)
+        if confirmation.better and (never := unchecked(self.runner, confirmation.winner.controls)) is not None:
+            self.warn(f"the winner was {never.text}; the pin records that it was not run")
+            return confirmation, never
         if not (confirmation.better and wants_check(self.runner, confirmation.winner.controls)):
             return confirmation, None
         checked = check_winner(self.runner, tree, confirmation.winner.controls, self.runner.timeouts.compile,

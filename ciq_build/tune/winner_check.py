@@ -3,7 +3,8 @@
 A static objective (registers, shared memory, instructions) never runs the program, yet a source parameter can
 change what a kernel computes (a tile too small for its data). Where the target has a BENCHMARK, the winner's is
 built and run once before it is pinned: a failed check (or a crash) pins nothing. Where the benchmark finds no
-GPU, the pin is written and says that its code was never run.
+GPU, the pin is written and says that its code was never run; where the target has no BENCHMARK, too
+(`unchecked`: nothing could run it).
 """
 
 from __future__ import annotations
@@ -34,6 +35,18 @@ class WinnerCheck:
 def wants_check(runner: BuildRunner, controls: Controls) -> bool:
     """A static tune whose winner sets PARAMS, of a target with a benchmark."""
     return runner.manifest.benchmark is not None and not runner.needs_benchmark and bool(controls.defines)
+
+
+def unchecked(runner: BuildRunner, controls: Controls) -> WinnerCheck | None:
+    """What a static tune's winner that sets PARAMS says of its code where the target has no BENCHMARK to run
+    it: that nothing ran it (None where it sets no PARAMS, or a benchmark runs it)."""
+    if runner.manifest.benchmark is not None or runner.needs_benchmark or not controls.defines:
+        return None
+    params = " ".join(f"-D{name}={value}" for name, value in controls.defines)
+    return WinnerCheck(False, False, f"not run: {runner.manifest.target} has no BENCHMARK; its PARAMS ({params}) "
+                                     "were judged by static objectives alone, and may change what the kernels "
+                                     "compute: run the program with them before relying on the pin (a BENCHMARK "
+                                     "that prints CIQ_CHECK is run once before pinning)")
 
 
 def check_winner(runner: BuildRunner, tree: WorkerTree, controls: Controls, timeout: float,

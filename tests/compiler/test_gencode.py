@@ -118,6 +118,9 @@ def test_each_architecture_is_tuned_on_its_own_and_merged_into_one_record_that_v
     record = json.loads((source / "ciq" / "gencode_kernels.json").read_text())
     assert record["toolchain"]["architectures"] == ["80"] and list(record["per_architecture"]) == ["80"]
     assert list(record["objects"]["kern.cu.o"]) == ["80"]  # the scratch tree built sm_80 alone
+    # -DSCALE=1 was judged on registers alone and nothing ran it (no BENCHMARK): said, and kept in the record.
+    assert "the winner was not run: gencode_kernels has no BENCHMARK; its PARAMS (-DSCALE=1)" in first.stderr
+    assert '"ran": false' in json.dumps(record) and "has no BENCHMARK" in json.dumps(record)
     # The build compiles for 90a too: it skips this pin until sm_90a has its entry, and the summary says so
     # (it said "a plain `cmake --build` applies it" to a newcomer who had tuned one of cuda-samples' 9).
     assert ("next: commit " + str(source / "ciq") + "; a plain `cmake --build` skips this pin until it holds every "

@@ -36,7 +36,7 @@ from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.select import make_candidate_source
 from ciq_build.search.strategies import make_source, resolve_strategy, strategy_names
 from ciq_build.search.strategy import COMPILER_ACF, GRID, SearchRequest
-from ciq_build.tune.loop import space_line
+from ciq_build.tune.loop import planned_budget, space_line
 from support import REPO_ROOT
 
 PARAMS = ["TILE=8,16,32,64", "UNROLL=1,2,4,8"]
@@ -195,13 +195,20 @@ def score(proposal: Proposal) -> tuple[float, ...]:
 
 
 def drive(source: CandidateSource, tell: Callable[[Proposal], tuple[tuple[float, ...] | None, str | None]],
-          rounds: int = 50) -> Iterator[list[Proposal]]:
-    """Ask and tell until the source says it is over (bounded: a source that never ends fails)."""
+          rounds: int = 50, plan: bool = True, order: Callable[[list[Proposal]], list[Proposal]] = list
+          ) -> Iterator[list[Proposal]]:
+    """Ask and tell until the source says it is over, or, for one the search loop ends (random search, Optuna's:
+    `ended_by_the_loop`), until the loop's plan is proposed, as the loop does (`plan=False`: to the source's own
+    end); bounded: a source that never ends fails."""
+    left = (planned_budget(source.describe(), SearchSettings())[0]
+            if plan and getattr(source, "ended_by_the_loop", False) else None)
     for _ in range(rounds):
-        batch = source.ask()
+        batch = source.ask()[:left]
         if not batch:
             return
-        for proposal in batch:
+        if left is not None:
+            left -= len(batch)
+        for proposal in order(batch):
             source.tell(proposal, *tell(proposal))
         yield batch
     pytest.fail(f"the source still proposed candidates after {rounds} batches")
@@ -265,12 +272,7 @@ def test_a_resume_that_replays_the_journal_carries_on_as_the_uninterrupted_searc
 def test_the_order_of_tells_within_a_batch_does_not_change_what_comes_next(kind: Kind, tmp_path: Path) -> None:
     def run(folder: str, order: Callable[[list[Proposal]], list[Proposal]]) -> list[Any]:
         source = kind.make(tmp_path / folder, _config(), ["time"])
-        seen = []
-        while batch := source.ask():
-            seen += [kind.identity(p) for p in batch]
-            for proposal in order(batch):
-                source.tell(proposal, score(proposal))
-        return seen
+        return [kind.identity(p) for batch in drive(source, _scored, order=order) for p in batch]
 
     assert run("reversed", lambda batch: batch[::-1]) == run("in-order", list)
 
@@ -293,7 +295,7 @@ def test_the_budget_bounds_the_proposals_and_an_ended_search_stays_ended(kind: K
     if getattr(endless, "ended_by_the_loop", False):  # random search, Optuna's: the loop's plan ends them
         assert kind.strategy in ("random", "tpe", "nsga2")  # (tests/tune/test_loop.py), not their own
         proposed = 0
-        for batch in drive(endless, _scored):  # a batch past what it would have stopped at is enough
+        for batch in drive(endless, _scored, plan=False):  # a batch past what it would have stopped at is enough
             proposed += len(batch)
             if proposed > 1 * 6:
                 return
