@@ -1,6 +1,6 @@
 """What a tune did, read back from its journal and its pinned record.
 
-The data behind `report` and `export` (rendering lives in page.py and
+The data behind `report` and `export` (rendering lives in page.py, plots.py and
 export.py): every evaluation in the order it finished, the baseline, the
 pinned winner, best-so-far per objective, the Pareto front, failures by
 cause, where the time went, and the winner's re-measure against the baseline.

@@ -10,13 +10,10 @@ record is escaped (both are files anyone could have edited).
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import math
 import re
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,13 +24,13 @@ from ciq_build.pin.display import ratio_text
 from ciq_build.project.worker import safe_name
 from ciq_build.reports.export import write_text
 from ciq_build.reports.history import MIN_PER_CELL, JournalEntry, TuneHistory, load_history
+from ciq_build.reports.plots import TIMING_LABELS, embedded_plots, load_pyplot
 from ciq_build.reports.show import chosen_journal
 from ciq_build.search.evaluation import TIMING_NAMES
 from ciq_build.state.journal import TargetLock, tune_lock_path
 from ciq_build.state.live import live_status_path, read_live_status
 
 PLOTS_HINT = 'plots need matplotlib: pip install "ciq-build[report]"'
-_TIMING_LABELS = {"compile_s": "compiling", "benchmark_s": "benchmarking", "wait_s": "waiting for a GPU"}
 
 
 def report(target: str, build_dir: Path, source_dir: Path | None, fmt: str = "html",
@@ -50,7 +47,7 @@ def report(target: str, build_dir: Path, source_dir: Path | None, fmt: str = "ht
         return write_text(render_markdown(history, refresh_s, live), output or "-", f"the report of {target}")
     destination = output or str(history.journal_path.parent.parent / "report" / f"{history.journal_path.stem}.html")
     done = write_text(render_html(history, refresh_s, live), destination, f"the report of {target}")
-    if destination != "-" and _pyplot() is None:
+    if destination != "-" and load_pyplot() is None:
         done += f"ciq_build: the page has tables only; {PLOTS_HINT}\n"
     return done
 
@@ -179,7 +176,7 @@ def _generation_rows(history: TuneHistory) -> list[list[str]]:
 
 def _generation_head(history: TuneHistory) -> list[str]:
     return ["generation", "evaluations", "failed", *(f"best {o.spec}" for o in history.objectives), "ended at",
-            "its wall time", *(_TIMING_LABELS[name] for name in TIMING_NAMES)]
+            "its wall time", *(TIMING_LABELS[name] for name in TIMING_NAMES)]
 
 
 GENERATION_NOTE = ("Ended at: seconds from the start of its run's first evaluation (the baseline's) to the end of "
@@ -312,7 +309,7 @@ def _time_rows(history: TuneHistory) -> list[list[str]]:
     spent = history.time_spent()
     total = sum(spent.values())
     wall = sum(e.seconds for e in history.evaluations)
-    rows = [[_TIMING_LABELS[name], _seconds(spent[name]), f"{spent[name] / total * 100:.0f}%" if total else "-"]
+    rows = [[TIMING_LABELS[name], _seconds(spent[name]), f"{spent[name] / total * 100:.0f}%" if total else "-"]
             for name in TIMING_NAMES]
     rows.append(["evaluations' wall time (all parts, candidates in parallel counted each)", _seconds(wall), ""])
     return rows
@@ -400,304 +397,6 @@ def _journal_choice(path: Path) -> str:
     return f"{path.name}: --architecture {architecture}"
 
 
-# -- plots --------------------------------------------------------------------------
-
-
-def _pyplot() -> Any | None:
-    """matplotlib's pyplot on the file-only Agg backend, or None when matplotlib is not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=True)
-        import matplotlib.pyplot as pyplot
-    except ImportError:
-        return None
-    return pyplot
-
-
-def _png(pyplot: Any, figure: Any) -> str:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
-    pyplot.close(figure)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _generation_starts(history: TuneHistory) -> list[tuple[int, float]]:
-    """(evaluation index, elapsed seconds) where each generation after the first begins."""
-    starts = []
-    for generation in history.generations[1:]:
-        first = min((e for e in history.evaluations if e.generation == generation), key=lambda e: e.index)
-        starts.append((first.index, first.elapsed_s - first.seconds))
-    return starts
-
-
-def plot_convergence(pyplot: Any, history: TuneHistory) -> Any:
-    """Best so far per objective against the evaluations (all runs, in order) and against wall time, where each
-    run of tune (a resume is one) is a series of its own from its own start: never one axis across days."""
-    n = len(history.objectives)
-    figure, axes = pyplot.subplots(n, 2, layout="constrained", figsize=(10, 3 * n), squeeze=False)
-    base = history.baseline
-    runs = history.runs
-    colors = ("tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:olive", "tab:cyan")
-    for i, objective in enumerate(history.objectives):
-        series = history.best_so_far(i)
-        for column in (0, 1):
-            ax = axes[i][column]
-            for k, run in enumerate(runs if column == 1 else [None]):
-                part = [(e, best) for e, best in series if run is None or e.run == run]
-                xs = [e.index if column == 0 else e.elapsed_s for e, _ in part]
-                named = f"run {run}" if run is not None and len(runs) > 1 else ""
-                ax.scatter(xs, [e.scores[i] for e, _ in part], s=12, alpha=0.35,  # type: ignore[index]
-                           color=colors[k % len(colors)] if named else "tab:gray",
-                           label=f"candidates, {named}" if named else "candidates")
-                ax.step(xs, [best for _, best in part], where="post", color=colors[k % len(colors)],
-                        label=f"best so far, {named}" if named else "best so far")
-            if base is not None and base.scores is not None:
-                ax.axhline(base.scores[i], color="tab:red", linestyle="--", linewidth=1, label="baseline")
-            if column == 0 or len(runs) == 1:  # a generation's start is a time in one run only
-                for index, start in _generation_starts(history):
-                    ax.axvline(index if column == 0 else start, color="black", linestyle=":", linewidth=0.7)
-            label = "evaluation" if column == 0 else ("wall time (s)" if len(runs) == 1 else
-                                                      "wall time from each run's start (s)")
-            ax.set_xlabel(label + ("; dotted: a new generation" if i == n - 1 else ""))
-            ax.set_ylabel(f"{objective.spec} ({objective.direction})")
-            if i == 0 and (column == 0 or len(runs) > 1):
-                ax.legend(fontsize="small")
-    figure.suptitle("Convergence: best so far per objective")
-    return figure
-
-
-def plot_candidates(pyplot: Any, history: TuneHistory) -> Any:
-    """A strip plot per objective: each candidate's change against the baseline; failures counted beside it."""
-    n = len(history.objectives)
-    figure, axes = pyplot.subplots(1, n, layout="constrained", figsize=(4 * n + 1, 4), squeeze=False)
-    base, winner = history.baseline, history.winner
-    for i, objective in enumerate(history.objectives):
-        ax = axes[0][i]
-        relative = [(e, history.relative(e, i)) for e in history.scored]
-        as_percent = all(r is not None for _, r in relative)
-        ys = []
-        for e, r in relative:
-            if as_percent:
-                ys.append((r - 1) * 100)  # type: ignore[operator]
-            else:
-                reference = base.scores[i] if base is not None and base.scores else 0.0
-                ys.append(e.scores[i] - reference)  # type: ignore[index]
-        # x: the generation it was proposed in (deterministic jitter within it), so a search that
-        # improves shows its candidates moving towards "better" from left to right.
-        xs = [e.generation + ((e.index * 0.618) % 1 - 0.5) * 0.5 for e, _ in relative]
-        ax.scatter(xs, ys, s=18, alpha=0.6, color="tab:blue", label="candidate")
-        if winner is not None:
-            at = [k for k, (e, _) in enumerate(relative) if e.key == winner.key]
-            ax.scatter([xs[k] for k in at], [ys[k] for k in at], s=160, marker="*", color="tab:orange",
-                       label="pinned", zorder=3)
-        ax.axhline(0, color="tab:red", linestyle="--", linewidth=1, label="baseline")
-        generations = history.generations
-        ax.set_xlim(min(generations, default=0) - 0.6, max(generations, default=0) + 0.6)
-        ax.set_xticks(generations)
-        ax.set_xlabel("generation")
-        ax.set_ylabel(("change vs baseline (%)" if as_percent else "difference from baseline")
-                      + f"; {objective.direction} is better")
-        ax.set_title(objective.spec)
-        if i == 0:
-            ax.legend(fontsize="small")
-    failures = ", ".join(f"{cause} {count}" for cause, count in history.failures.items()) or "none"
-    figure.suptitle(f"Every candidate against the baseline ({len(history.scored)} scored; failed: {failures})")
-    return figure
-
-
-def plot_pareto(pyplot: Any, history: TuneHistory) -> Any:
-    first, second = history.objectives[0], history.objectives[1]
-    figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 4.5))
-    scored = history.scored
-    ax.scatter([e.scores[0] for e in scored], [e.scores[1] for e in scored], s=16, alpha=0.4,  # type: ignore[index]
-               color="tab:gray", label="candidates")
-    front = history.pareto_front()
-    ax.step([e.scores[0] for e in front], [e.scores[1] for e in front], where="post",  # type: ignore[index]
-            color="tab:blue", marker="o", label="Pareto front")
-    for e, marker, color, label in ((history.baseline, "X", "tab:red", "baseline"),
-                                    (history.winner, "*", "tab:orange", "pinned")):
-        if e is not None and e.scores is not None:
-            ax.scatter([e.scores[0]], [e.scores[1]], s=180, marker=marker, color=color, label=label, zorder=3)
-    ax.set_xlabel(f"{first.spec} ({first.direction})")
-    ax.set_ylabel(f"{second.spec} ({second.direction})")
-    ax.legend(fontsize="small")
-    ax.set_title("Pareto front of the first two objectives")
-    return figure
-
-
-def plot_importance(pyplot: Any, history: TuneHistory) -> Any:
-    """Per objective, the share of its variance each search parameter explains (TuneHistory.importance)."""
-    n = len(history.objectives)
-    figure, axes = pyplot.subplots(1, n, layout="constrained", figsize=(4 * n + 1, 0.35 * len(history.parameters())
-                                                                         + 1.8), squeeze=False)
-    for i, objective in enumerate(history.objectives):
-        ax = axes[0][i]
-        ranked = history.importance(i)[::-1]  # barh draws bottom-up: the most important on top
-        ax.barh([r.parameter for r in ranked], [r.explained for r in ranked], color="tab:blue")
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("share of the variance explained (eta squared)")
-        ax.set_title(objective.spec)
-    figure.suptitle("Which controls moved the objective")
-    return figure
-
-
-def plot_parallel(pyplot: Any, history: TuneHistory) -> Any:
-    """Parallel coordinates: one line per scored candidate across its search parameters, coloured by objective 1.
-
-    Each axis spans what the parameter took: numbers from their least to their greatest value, other values
-    (and unset) in sorted order; the last axis is the first objective, better at the top.
-    """
-    parameters = history.parameters()
-    objective = history.objectives[0]
-    scored = [e for e in history.scored if math.isfinite(e.scores[0])]  # type: ignore[index]
-    if not scored:
-        figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 1.5))
-        ax.set_axis_off()
-        ax.set_title(f"No candidate has a finite {objective.spec}: nothing to draw across the controls")
-        return figure
-    columns = []
-    ticks = []
-    for name in parameters:
-        values = [e.params.get(name) for e in scored]
-        numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
-        if numeric:
-            low, high = min(values), max(values)  # type: ignore[type-var]
-            columns.append([(v - low) / (high - low) if high > low else 0.5 for v in values])  # type: ignore[operator]
-            ticks.append(f"{name}\n{low:g}..{high:g}")
-        else:
-            levels = sorted({repr(v) for v in values})
-            columns.append([levels.index(repr(v)) / max(len(levels) - 1, 1) for v in values])
-            ticks.append(f"{name}\n{len(levels)} values")
-    scores = [e.scores[0] for e in scored]  # type: ignore[index]
-    low, high = min(scores, default=0.0), max(scores, default=0.0)
-    better_up = [(high - v) / (high - low) if high > low else 0.5 for v in scores]
-    if objective.direction == "max":
-        better_up = [1 - v for v in better_up]
-    columns.append(better_up)
-    ticks.append(f"{objective.spec}\n{objective.direction} is up")
-    figure, ax = pyplot.subplots(layout="constrained", figsize=(max(6, 1.4 * len(columns)), 4.5))
-    colors = pyplot.get_cmap("viridis")
-    for k in sorted(range(len(scored)), key=lambda k: better_up[k]):  # the best drawn last, on top
-        ax.plot(range(len(columns)), [column[k] for column in columns], color=colors(better_up[k]), alpha=0.6,
-                linewidth=1)
-    # Side by side, labels wider than an axis's share overlap (long knob names, many axes): then each stands
-    # upright on one line, as wide as a line is high.
-    if len(columns) > 8 or max(len(line) for tick in ticks for line in tick.split("\n")) > 16:
-        ax.set_xticks(range(len(columns)), [tick.replace("\n", ": ") for tick in ticks], fontsize="small",
-                      rotation=90)
-    else:
-        ax.set_xticks(range(len(columns)), ticks, fontsize="small")
-    ax.set_yticks([0, 1], ["least", "greatest"])
-    ax.set_title(f"Every candidate across the controls, coloured by {objective.spec} (yellow: better)")
-    return figure
-
-
-def plot_sizes(pyplot: Any, history: TuneHistory) -> Any:
-    """Per objective measured on several sizes: every scored candidate's ratio to the defaults on each size
-    (a dot), the pinned winner's and the other listed candidates' (TuneHistory.size_candidates) joined."""
-    sizes = history.sizes()
-    figure, axes = pyplot.subplots(1, len(sizes), layout="constrained", figsize=(5 * len(sizes) + 1, 4.2),
-                                   squeeze=False)
-    listed = history.size_candidates()
-    for column, (spec, names) in enumerate(sizes.items()):
-        ax = axes[0][column]
-        for e in history.scored:
-            ratios = history.size_ratios(e).get(spec, {})
-            xs = [k + ((e.index * 0.618) % 1 - 0.5) * 0.3 for k, size in enumerate(names) if size in ratios]
-            ax.scatter(xs, [ratios[size] for size in names if size in ratios], s=12, alpha=0.35, color="tab:gray")
-        for e, role in reversed(listed):  # the pinned winner drawn last, on top
-            ratios = history.size_ratios(e).get(spec, {})
-            at = [k for k, size in enumerate(names) if size in ratios]
-            pinned = role == "pinned"
-            ax.plot(at, [ratios[names[k]] for k in at], marker="*" if pinned else "o",
-                    markersize=14 if pinned else 5, linewidth=2 if pinned else 1, alpha=1 if pinned else 0.7,
-                    color="tab:orange" if pinned else None, label=f"#{e.index} ({role})", zorder=3 if pinned else 2)
-        ax.axhline(1, color="tab:red", linestyle="--", linewidth=1, label="defaults")
-        ax.set_xticks(range(len(names)), names)
-        ax.set_xlim(-0.5, len(names) - 0.5)
-        ax.set_xlabel("problem size (ARGS_SETS)")
-        ax.set_ylabel(f"{spec}: ratio to the defaults on the same size")
-        ax.set_title(spec)
-        ax.legend(fontsize="x-small")
-    figure.suptitle("Each problem size: grey, every candidate; joined, the pinned winner and the best")
-    return figure
-
-
-def plot_remeasure(pyplot: Any, history: TuneHistory) -> Any | None:
-    measured = history.remeasure()
-    if measured is None:
-        return None
-    figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 4))
-    ax.boxplot([measured.baseline, measured.winner], widths=0.4)
-    ax.set_xticks([1, 2], ["baseline", "winner"])
-    for position, samples in ((1, measured.baseline), (2, measured.winner)):
-        ax.scatter([position + ((k * 0.618) % 1 - 0.5) * 0.2 for k in range(len(samples))], samples, s=14,
-                   alpha=0.7, color="tab:blue", zorder=3)
-    ax.set_ylabel(measured.metric)
-    ax.set_title(f"Re-measured, interleaved: p = {measured.p_value:.3g} (one-sided Mann-Whitney U)")
-    return figure
-
-
-def plot_time(pyplot: Any, history: TuneHistory) -> Any:
-    generations = history.generations
-    figure, ax = pyplot.subplots(layout="constrained", figsize=(7, 0.5 * len(generations) + 1.5))
-    left = [0.0] * len(generations)
-    for name, color in zip(TIMING_NAMES, ("tab:blue", "tab:green", "tab:gray")):
-        widths = [sum(e.timings.get(name, 0.0) for e in history.evaluations if e.generation == g)
-                  for g in generations]
-        ax.barh([str(g) for g in generations], widths, left=left, color=color, label=_TIMING_LABELS[name])
-        left = [a + b for a, b in zip(left, widths)]
-    ax.set_xlabel("seconds (summed over the generation's evaluations)")
-    ax.set_ylabel("generation")
-    ax.legend(fontsize="small")
-    ax.set_title("Where the time went")
-    return figure
-
-
-def _plots(history: TuneHistory) -> dict[str, tuple[str, str]] | None:
-    """section -> (alt text, base64 PNG); None without matplotlib."""
-    pyplot = _pyplot()
-    if pyplot is None:
-        return None
-    before = set(pyplot.get_fignums())
-    try:
-        with warnings.catch_warnings():
-            # matplotlib's remarks on odd data (identical axis limits, a layout it could not fit) say
-            # nothing to the reader of a report, and must not stop it being drawn.
-            warnings.simplefilter("ignore")
-            return _draw_plots(pyplot, history)
-    finally:
-        # A figure left open by a plot that failed would stay for the life of the process (pyplot keeps
-        # every figure until it is closed): a library caller drawing many reports would pile them up.
-        for number in set(pyplot.get_fignums()) - before:
-            pyplot.close(number)
-
-
-def _draw_plots(pyplot: Any, history: TuneHistory) -> dict[str, tuple[str, str]]:
-    plots = {}
-    if history.scored and history.objectives:  # scores are drawn per objective: none named, none drawn
-        plots["convergence"] = ("convergence: best so far against evaluations and wall time",
-                                _png(pyplot, plot_convergence(pyplot, history)))
-        plots["candidates"] = ("every candidate's score relative to the baseline",
-                               _png(pyplot, plot_candidates(pyplot, history)))
-        if len(history.objectives) >= 2:
-            plots["pareto"] = ("Pareto front", _png(pyplot, plot_pareto(pyplot, history)))
-        if history.sizes():
-            plots["sizes"] = ("each problem size: every candidate's ratio to the defaults on it",
-                              _png(pyplot, plot_sizes(pyplot, history)))
-        if history.parameters():
-            plots["importance"] = ("which controls moved each objective: the share of its variance each explains",
-                                   _png(pyplot, plot_importance(pyplot, history)))
-            plots["parallel"] = ("parallel coordinates: every candidate across its controls",
-                                 _png(pyplot, plot_parallel(pyplot, history)))
-    remeasure = plot_remeasure(pyplot, history)
-    if remeasure is not None:
-        plots["remeasure"] = ("the winner re-measured against the baseline", _png(pyplot, remeasure))
-    plots["time"] = ("time spent compiling, benchmarking and waiting", _png(pyplot, plot_time(pyplot, history)))
-    return plots
-
-
 # -- HTML ---------------------------------------------------------------------------
 
 _STYLE = """
@@ -761,7 +460,7 @@ def running_text(history: TuneHistory, refresh_s: int, live: dict[str, Any] | No
 def render_html(history: TuneHistory, refresh_s: int | None = None, live: dict[str, Any] | None = None) -> str:
     """The page; `refresh_s`: it reloads itself that often (report --watch, while the tune runs), saying what the
     running tune last said of itself (`live`)."""
-    plots = _plots(history)
+    plots = embedded_plots(history)
 
     def plot(section: str) -> str:
         if plots is None or section not in plots:

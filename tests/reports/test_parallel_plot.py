@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from ciq_build.core.objectives import parse_objectives
-from ciq_build.reports.page import plot_parallel
+from ciq_build.reports.plots import plot_parallel
 
 
 @pytest.mark.parametrize("count", [3, 12])

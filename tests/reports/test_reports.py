@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 from ciq_build.core.pareto import dominates
 from ciq_build.pin.read import read_record
 from ciq_build.reports import page as report_page
+from ciq_build.reports import plots as report_plots
 from ciq_build.reports.export import to_csv, to_json
 from ciq_build.reports.history import load_history
 from ciq_build.state.live import read_live_status
@@ -436,7 +437,7 @@ def test_a_plot_that_fails_or_warns_leaves_no_figure_open(tmp_path: Path, monkey
         warnings.warn("a remark of matplotlib's", UserWarning, stacklevel=1)
         return figure
 
-    monkeypatch.setattr(report_page, "plot_time", warning_plot)
+    monkeypatch.setattr(report_plots, "plot_time", warning_plot)
     assert 'id="plot-time"' in report_page.render_html(history)
     assert set(pyplot.get_fignums()) == open_before
 
@@ -444,7 +445,7 @@ def test_a_plot_that_fails_or_warns_leaves_no_figure_open(tmp_path: Path, monkey
         pyplot.subplots()
         raise ValueError("a plot that failed")
 
-    monkeypatch.setattr(report_page, "plot_time", failing_plot)
+    monkeypatch.setattr(report_plots, "plot_time", failing_plot)
     with pytest.raises(ValueError, match="a plot that failed"):
         report_page.render_html(history)
     assert set(pyplot.get_fignums()) == open_before
