@@ -49,10 +49,7 @@ def test_a_build_a_stop_killed_is_not_said_to_fail_without_its_control(monkeypat
     class StoppedTree:
         """TEST DOUBLE for a scratch tree whose build a stop kills."""
 
-        manifest = SimpleNamespace(object_dir=Path("objects"))
-
-        def mirror(self, path: Path) -> Path:
-            return path
+        object_dir = Path("objects")
 
         def build(self, controls: Controls, timeout: float) -> Any:
             stopping.stop_starting()
