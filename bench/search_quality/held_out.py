@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import ciq_build.core.space as ss
 from bench.search_quality.problems import Problem, _stable_fraction
-from ciq_build.search.evolution import INVALID_SCORE
+from ciq_build import INVALID_SCORE
+from ciq_build import space as ss
 
 # -- a plateau with a decoy 2% / 10% below it ----------------------------------------------
 

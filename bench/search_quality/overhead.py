@@ -24,8 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.search_quality.held_out import ACF_LIKE  # noqa: E402
 from bench.search_quality.run import baseline_module  # noqa: E402
-from ciq_build.search.configuration import SearchConfiguration  # noqa: E402
-from ciq_build.search.search_api import Search  # noqa: E402
+from ciq_build import Search, SearchConfiguration  # noqa: E402
 
 
 class Timed:

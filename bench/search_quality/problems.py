@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import ciq_build.core.space as ss
-from ciq_build.search.evolution import INVALID_SCORE
+from ciq_build import INVALID_SCORE
+from ciq_build import space as ss
 
 
 @dataclass(frozen=True)

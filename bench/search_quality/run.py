@@ -58,15 +58,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import ciq_build.core.space as ss  # noqa: E402
 from bench.search_quality.held_out import HELD_OUT  # noqa: E402
 from bench.search_quality.problems import TUNING, Problem  # noqa: E402
 from bench.search_quality.stats import fisher_exact, mann_whitney  # noqa: E402
-from ciq_build.core.pareto import hypervolume_2d, non_dominated  # noqa: E402
-from ciq_build.search.configuration import INVALID_SCORE, SearchConfiguration, interpret  # noqa: E402
-from ciq_build.search.search_api import Search  # noqa: E402
-from ciq_build.search.strategies import make_source  # noqa: E402
-from ciq_build.search.strategy import SearchRequest  # noqa: E402
+from ciq_build import INVALID_SCORE, Search, SearchConfiguration  # noqa: E402
+from ciq_build import space as ss  # noqa: E402
+from ciq_build.testing import (  # noqa: E402
+    SearchRequest,
+    hypervolume_2d,
+    interpret,
+    make_source,
+    non_dominated,
+)
 
 Scores = tuple[float, ...] | None  # one evaluation: its scores, or None when it failed
 
