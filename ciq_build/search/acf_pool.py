@@ -55,7 +55,8 @@ def pool_sha256(entries: list[dict[str, Any]]) -> str:
 
 def sample_pool(space_spec: str, count: int, out_dir: Path, seed: int | None = 0) -> Path:
     """Draw `count` ACFs from a compiler search space with compileiq; write them and pool.json to out_dir."""
-    from ciq_build.search.compileiq import CompileIqEngine, resolve_space
+    from ciq_build.search.compileiq import CompileIqEngine
+    from ciq_build.search.compileiq_spaces import resolve_space
 
     if count < 1:
         raise ConfigError("--count must be at least 1")

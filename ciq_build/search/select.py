@@ -129,7 +129,7 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
 
 def compiler_space_seeding(acf_kind: str, toolchain: Toolchain, architectures: str) -> AcfSeeding:
     """Seeds' ACFs over a compiler search space: of its compiler, and applied by this toolkit (tried on it)."""
-    from ciq_build.search.compileiq import space_compiler
+    from ciq_build.search.compileiq_spaces import space_compiler
 
     compiler = space_compiler(acf_kind)
     # nvcc ACFs apply from sm_100 on (compiler/acf.py); a ptxas ACF's acceptance does not depend on the arch.

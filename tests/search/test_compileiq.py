@@ -19,17 +19,19 @@ import pytest
 
 import ciq_build.core.space as ss
 import ciq_build.search.compileiq as compileiq_engine
+import ciq_build.search.compileiq_spaces as compileiq_spaces
 from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts
 from ciq_build.errors import ConfigError, MissingExtraError, ToolchainError
 from ciq_build.measure.proc import run
-from ciq_build.search.compileiq import CompileIqEngine, resolve_space
+from ciq_build.search.compileiq import CompileIqEngine
+from ciq_build.search.compileiq_spaces import resolve_space
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.strategy import SearchRequest
 
 
 def _have_compileiq() -> bool:
     try:
-        compileiq_engine.load_compileiq()
+        compileiq_spaces.load_compileiq()
     except MissingExtraError:
         return False
     return True
@@ -149,7 +151,7 @@ def test_resolve_space_refuses_unknown_specs(spec: str) -> None:
 def test_missing_compileiq_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "compileiq", None)  # what an environment without the extra looks like
     with pytest.raises(MissingExtraError, match=re.escape('pip install "ciq-build[acf]"')):
-        compileiq_engine.load_compileiq()
+        compileiq_spaces.load_compileiq()
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -367,7 +369,7 @@ def test_an_acf_space_for_a_toolkit_without_spaces_is_refused_before_any_network
     toolchain = toolchains.find_toolchain(system_nvcc, explicit_from="the test")
     if toolchains.major_minor(toolchain.version) >= "13.3":
         pytest.skip("the system nvcc has ACF search spaces: nothing to refuse")
-    monkeypatch.delenv(compileiq_engine.SPACES_DIR_ENV, raising=False)
+    monkeypatch.delenv(compileiq_spaces.SPACES_DIR_ENV, raising=False)
     asked: list[object] = []
     from compileiq.search_spaces import resolver
 

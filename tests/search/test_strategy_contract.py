@@ -90,7 +90,7 @@ def _compileiq_available() -> str | None:
     if not (_spaces_dir() / "ptxas13.3.bin").is_file():
         return f"needs the CUDA 13.3 search spaces (set CIQ_SEARCH_SPACES_DIR; looked in {_spaces_dir()})"
     try:
-        from ciq_build.search.compileiq import load_compileiq
+        from ciq_build.search.compileiq_spaces import load_compileiq
 
         load_compileiq()
     except (ImportError, MissingExtraError):
