@@ -23,8 +23,9 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
+from ciq_build.compiler.architectures import arch_generation, split_architectures
 from ciq_build.compiler.controls import ACF_COMPILERS, AcfRef
-from ciq_build.compiler.toolchain import arch_generation, major_minor, split_architectures
+from ciq_build.compiler.toolchain import major_minor
 from ciq_build.errors import ConfigError, ToolchainError
 from ciq_build.state.durable import atomic_write, sha256_file
 

@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ciq_build.compiler.toolchain import arch_name, split_architectures
+from ciq_build.compiler.architectures import arch_name, split_architectures
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 

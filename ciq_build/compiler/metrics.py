@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ciq_build.compiler.toolchain import Toolchain, arch_number
+from ciq_build.compiler.architectures import arch_number
+from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import KINDS, PtxasReport
 from ciq_build.errors import ToolchainError
 from ciq_build.measure import proc

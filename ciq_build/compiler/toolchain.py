@@ -33,6 +33,7 @@ from importlib import util as importlib_util
 from pathlib import Path
 from typing import Any
 
+from ciq_build.compiler.architectures import arch_generation, arch_number
 from ciq_build.errors import ToolchainError
 from ciq_build.measure import proc
 from ciq_build.state.durable import atomic_write, read_json_object
@@ -84,65 +85,6 @@ def major_minor(version: str) -> str:
     """ "13.3.73" -> "13.3", canonical ("13.03" is 13.3); "" when `version` does not start with major.minor."""
     match = _MAJOR_MINOR.match(str(version).strip())
     return f"{int(match.group(1))}.{int(match.group(2))}" if match else ""
-
-
-def split_architectures(architectures: str) -> list[str]:
-    """The items of CMAKE_CUDA_ARCHITECTURES ("80;90a-real", "80,90", "80 90"), as written."""
-    return [item for item in re.split(r"[;,\s]+", architectures) if item]
-
-
-def arch_name(arch: str) -> str:
-    """One spelling of an architecture, unchecked: "sm_90a", "90A", "90a-real" are all "90a".
-
-    Lower case, without one sm_/compute_/lto_ prefix ("sm_sm_90a" keeps one, and
-    names no architecture), nothing from the first '-' on. The pinned record's
-    architectures are written in it and compared in it; the CMake module's
-    _ciq_architecture_set is the same rule.
-    """
-    text = re.sub(r"^(sm_|compute_|lto_)", "", arch.strip().lower(), count=1)
-    return text.split("-", 1)[0]
-
-
-def architecture_order(name: str) -> tuple[int, str]:
-    """A sort key for architecture names as a person reads them: by number, then suffix (75, 90, 90a, 100)."""
-    digits = re.match(r"\d+", name)
-    return (int(digits.group()) if digits else 1 << 30, name)
-
-
-def architecture_list(architectures: str) -> list[str]:
-    """CMAKE_CUDA_ARCHITECTURES ("90a;100-real") as a list of arch names ("90a", "100"), unchecked."""
-    return [arch_name(item) for item in split_architectures(architectures)]
-
-
-def split_arch(arch: str) -> tuple[str, str]:
-    """("90a", "-real") for "90a-real", ("90a", "") for "sm_90a": the CMake-style architecture and its tail.
-
-    Accepts "sm_", "compute_" and "lto_" prefixes and the "-real"/"-virtual"
-    tails; anything else is a ToolchainError.
-    """
-    text = arch.strip().lower()
-    for prefix in ("sm_", "compute_", "lto_"):
-        if text.startswith(prefix):
-            text = text[len(prefix):]
-    tail = ""
-    for suffix in ("-real", "-virtual"):
-        if text.endswith(suffix):
-            text, tail = text[: -len(suffix)], suffix
-    if not re.fullmatch(r"[0-9]+[a-z]?", text):
-        raise ToolchainError(
-            f"{arch!r} is not a CUDA architecture; use the CMAKE_CUDA_ARCHITECTURES form, e.g. 90a or 100."
-        )
-    return text, tail
-
-
-def arch_number(arch: str) -> str:
-    """The CMake-style architecture ("90a") of "sm_90a", "compute_90", "90a-real", ..."""
-    return split_arch(arch)[0]
-
-
-def arch_generation(arch: str) -> int:
-    """The SM generation (90) of "90a", "sm_90a", "compute_90", ...: its number without the letter."""
-    return int(arch_number(arch).rstrip("abcdefghijklmnopqrstuvwxyz"))
 
 
 def default_cache_dir(env: Mapping[str, str] | None = None) -> Path:

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ciq_build.compiler.architectures import arch_name, architecture_list
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import Toolchain, arch_name, architecture_list, major_minor
+from ciq_build.compiler.toolchain import Toolchain, major_minor
 from ciq_build.core.rules import RuleBook, declared_params, load_rules, read_regular_file, value_in_domain
 from ciq_build.errors import RecordError, UnsafeFlagError
 from ciq_build.pin.read import read_record

@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ciq_build.compiler.architectures import arch_name
 from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.compiler.fingerprint import ObjectInfo
-from ciq_build.compiler.toolchain import arch_name
 from ciq_build.core.allowlist import check_flag
 from ciq_build.core.rules import RuleBook, field_problem, load_rules, parse_strict, read_regular_file
 from ciq_build.errors import CiqError, RecordError, UnsafeFlagError

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ciq_build.compiler.architectures import arch_name
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.fingerprint import ObjectInfo
-from ciq_build.compiler.toolchain import arch_name
 from ciq_build.core.rules import is_target_name
 from ciq_build.errors import RecordError
 
@@ -138,5 +138,5 @@ def checked_target(target: object) -> str:
 
 
 def architecture_set(architectures: Iterable[str]) -> tuple[str, ...]:
-    """Architectures in one spelling (compiler.toolchain.arch_name), sorted and unique."""
+    """Architectures in one spelling (compiler.architectures.arch_name), sorted and unique."""
     return tuple(sorted({name for name in map(arch_name, architectures) if name}))

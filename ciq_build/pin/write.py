@@ -17,8 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ciq_build.compiler.architectures import arch_name
 from ciq_build.compiler.controls import AcfRef, Controls, controls_to_json
-from ciq_build.compiler.toolchain import arch_name, major_minor
+from ciq_build.compiler.toolchain import major_minor
 from ciq_build.core.rules import load_rules, parse_strict, read_regular_file
 from ciq_build.errors import RecordError
 from ciq_build.pin.read import parse_record_bytes, read_record, validate_document

@@ -18,7 +18,7 @@ from typing import Any
 
 from setuptools import Extension
 
-from ciq_build.compiler.toolchain import split_arch, split_architectures
+from ciq_build.compiler.architectures import split_arch, split_architectures
 from ciq_build.core.constraints import parse_constraints
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.params import parse_params

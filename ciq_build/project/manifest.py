@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ciq_build.compiler.toolchain import arch_name, split_architectures
+from ciq_build.compiler.architectures import arch_name, split_architectures
 from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.rules import is_target_name, load_rules, nearest
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds

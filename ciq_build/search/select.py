@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.controls import AcfRef, knob_space
-from ciq_build.compiler.toolchain import Toolchain, acf_refusals, architecture_list
+from ciq_build.compiler.toolchain import Toolchain, acf_refusals
 from ciq_build.core.constraints import parse_constraints
 from ciq_build.core.objectives import Objective, times_the_compile
 from ciq_build.core.params import parse_params

@@ -7,8 +7,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.fingerprint import object_fingerprints
-from ciq_build.compiler.toolchain import Toolchain, architecture_list
+from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
 from ciq_build.project.manifest import Manifest, benchmark_sizes

@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TextIO, TypeVar
 
+from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures
-from ciq_build.compiler.toolchain import Toolchain, architecture_list, other_toolkits
+from ciq_build.compiler.toolchain import Toolchain, other_toolkits
 from ciq_build.core import pace
 from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ciq_build.compiler.architectures import architecture_list, architecture_order
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan
-from ciq_build.compiler.toolchain import Toolchain, architecture_list, architecture_order
+from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import metric_key
 from ciq_build.measure.sizes import size_ratios
 from ciq_build.measure.stats import interleaved

@@ -16,9 +16,10 @@ from contextlib import nullcontext
 from typing import NamedTuple, Protocol, TypeVar
 
 from ciq_build.compiler import metrics
+from ciq_build.compiler.architectures import arch_name
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import GPU_ARCH_METRIC, read_gpu_arch
-from ciq_build.compiler.toolchain import Toolchain, arch_name
+from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import (
     Objective,

@@ -12,14 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.compiler.toolchain import (
-    Toolchain,
-    arch_number,
-    find_toolchain,
-    load_toolchain,
-    major_minor,
-    parse_version,
-)
+from ciq_build.compiler.architectures import arch_number
+from ciq_build.compiler.toolchain import Toolchain, find_toolchain, load_toolchain, major_minor, parse_version
 from ciq_build.errors import ToolchainError
 
 NVCC_133_VERSION_TEXT = """nvcc: NVIDIA (R) Cuda compiler driver
