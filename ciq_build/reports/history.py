@@ -26,6 +26,13 @@ from ciq_build.measure.sizes import size_ratios, sizes_of
 from ciq_build.measure.stats import beats_baseline
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import PinnedRecord
+from ciq_build.reports.importance import (
+    MIN_PER_CELL,
+    Importance,
+    Interaction,
+    parameter_importance,
+    parameter_interactions,
+)
 from ciq_build.reports.show import chosen_journal, pin_file_for, target_journals
 from ciq_build.search.evaluation import (
     EVALUATION_KIND,
@@ -90,37 +97,6 @@ class Remeasure:
     winner_median: float
     baseline_iqr: float
     winner_iqr: float
-
-
-@dataclass(frozen=True)
-class Importance:
-    """One search parameter's share of an objective's variance (TuneHistory.importance)."""
-
-    parameter: str
-    explained: float  # eta^2, 0..1
-    values: int  # distinct values it took among the scored evaluations
-    evaluations: int  # scored evaluations it stands on
-
-
-# An interaction share stands on at least this many evaluations per value pair: with one, each pair's mean is a
-# single score and the share is mostly noise (a GA's 13 evaluations over 7 knobs gave pairs "58%" on 1.3 each).
-MIN_PER_CELL = 2.0
-
-
-@dataclass(frozen=True)
-class Interaction:
-    """Two search parameters' joint share of an objective's variance beyond each one's own (TuneHistory.interactions)."""
-
-    first: str
-    second: str
-    explained: float  # eta^2 of the pair's cells minus both parameters' own eta^2, at least 0
-    cells: int  # distinct value pairs among the scored evaluations
-    evaluations: int  # scored evaluations it stands on
-
-    @property
-    def per_cell(self) -> float:
-        """Evaluations per cell: with about one, every cell's mean is its one score and the share overstates."""
-        return self.evaluations / self.cells if self.cells else 0.0
 
 
 @dataclass(frozen=True)
@@ -274,44 +250,14 @@ class TuneHistory:
                 if math.isfinite(e.scores[objective])]  # type: ignore[index]
 
     def importance(self, objective: int = 0) -> list[Importance]:
-        """How much of `objective`'s variance each search parameter explains on its own, most first.
-
-        The estimator is the correlation ratio eta^2 over the scored evaluations: group them by the
-        parameter's value (unset is a value of its own), and divide the variance of the group means
-        (weighted by group size) by the total variance. 1: the parameter's value alone fixes the
-        score; 0: the score does not move with it. A one-parameter view (`interactions` sees pairs), and
-        with few evaluations per value it overstates: `values` and `evaluations` say what it stands on.
-        """
-        points = self._scored_points(objective)
-        result = []
-        for name in self.parameters():
-            explained, groups = _eta_squared(points, (name,))
-            result.append(Importance(name, explained, groups, len(points)))
-        return sorted(result, key=lambda i: (-i.explained, i.parameter))
+        """How much of `objective`'s variance each search parameter explains on its own, most first
+        (reports.importance.parameter_importance)."""
+        return parameter_importance(self._scored_points(objective), self.parameters())
 
     def interactions(self, objective: int = 0, top: int = 5, min_per_cell: float = MIN_PER_CELL) -> list[Interaction]:
         """The `top` pairs of search parameters whose values together explain most of `objective`'s variance
-        beyond what each explains alone (a two-way ANOVA's interaction share), most first; none above 0 left out.
-
-        Per pair: eta^2 of its cells (the evaluations grouped by both values) minus each parameter's own
-        eta^2, at least 0. A pair whose best value of one depends on the other (a tile size that pays only
-        with a wide unroll) shows here while each alone explains little. The cells are many and the
-        evaluations few: with about one evaluation per cell, each cell's mean is its score and the share
-        overstates (`per_cell` says what it stands on), so a pair with fewer than `min_per_cell` evaluations
-        per value pair is left out. Unbalanced cells (a search samples unevenly) blur it further: a hint where
-        to look, not a measurement.
-        """
-        points = self._scored_points(objective)
-        own = {name: _eta_squared(points, (name,))[0] for name in self.parameters()}
-        found = []
-        names = self.parameters()
-        for i, first in enumerate(names):
-            for second in names[i + 1:]:
-                together, cells = _eta_squared(points, (first, second))
-                beyond = together - own[first] - own[second]
-                if beyond > 1e-9 and len(points) >= min_per_cell * cells:
-                    found.append(Interaction(first, second, beyond, cells, len(points)))
-        return sorted(found, key=lambda i: (-i.explained, i.first, i.second))[:top]
+        beyond each alone, most first (reports.importance.parameter_interactions)."""
+        return parameter_interactions(self._scored_points(objective), self.parameters(), top, min_per_cell)
 
     # -- several problem sizes (ARGS_SETS) ------------------------------------------
 
@@ -375,21 +321,6 @@ class TuneHistory:
         return Remeasure(metric=metric, baseline=base, winner=win, verdict=str(samples.get("verdict", "")),
                          p_value=verdict.p_value, baseline_median=_median(base), winner_median=_median(win),
                          baseline_iqr=_iqr(base), winner_iqr=_iqr(win))
-
-
-def _eta_squared(points: list[tuple[dict[str, Any], float]], names: tuple[str, ...]) -> tuple[float, int]:
-    """(eta^2, groups): the share of the scores' variance the group means explain, the evaluations grouped by
-    the values of `names` (unset is a value of its own); 0 where the scores do not vary."""
-    scores = np.array([score for _, score in points], dtype=float)
-    groups: dict[tuple[str, ...], list[float]] = {}
-    for params, score in points:
-        groups.setdefault(tuple(repr(params.get(name)) for name in names), []).append(score)
-    if not len(points):
-        return 0.0, 0
-    mean = float(scores.mean())
-    total = float(((scores - mean) ** 2).sum())
-    between = sum(len(g) * (float(np.mean(g)) - mean) ** 2 for g in groups.values())
-    return (between / total if total > 0 else 0.0), len(groups)
 
 
 def _median(values: tuple[float, ...]) -> float:

@@ -23,7 +23,8 @@ from ciq_build.errors import ManifestError
 from ciq_build.pin.display import ratio_text
 from ciq_build.project.worker import safe_name
 from ciq_build.reports.export import write_text
-from ciq_build.reports.history import MIN_PER_CELL, JournalEntry, TuneHistory, load_history
+from ciq_build.reports.history import JournalEntry, TuneHistory, load_history
+from ciq_build.reports.importance import MIN_PER_CELL
 from ciq_build.reports.plots import TIMING_LABELS, embedded_plots, load_pyplot
 from ciq_build.reports.show import chosen_journal
 from ciq_build.search.evaluation import TIMING_NAMES
