@@ -138,3 +138,14 @@ class BuildsAhead:
 
     def describe(self) -> dict[str, Any]:
         return {"started": self.started, "used": self.used}
+
+
+def start_builds_ahead(build: Callable[[WorkerTree, Controls], CandidateBuild], source: CandidateSource,
+                       workers: Sequence[WorkerTree], jobs: int, is_new: Callable[[Controls], bool]) -> BuildsAhead:
+    """The first batch's builds, started beside the baseline's build and runs: at most `jobs` - 1, so the
+    baseline's build is never kept waiting, and not in the first worker's tree, which the PARAMS probe builds
+    in meanwhile."""
+    ahead = BuildsAhead(build, jobs)
+    if jobs > 1 and len(workers) > 1:
+        ahead.start(guess_next(source, []), workers[1:], is_new, limit=jobs - 1)
+    return ahead

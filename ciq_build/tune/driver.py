@@ -24,7 +24,6 @@ from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
-from ciq_build.core import pace
 from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR
 from ciq_build.errors import BuildError, CiqError, ConfigError, DiskFullError
@@ -42,7 +41,7 @@ from ciq_build.search.on_top import on_top_of
 from ciq_build.search.select import make_candidate_source, search_kinds, space_size_text
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.state.live import LiveStatus, live_status_path
-from ciq_build.tune.ahead import BuildsAhead, guess_next
+from ciq_build.tune.ahead import start_builds_ahead
 from ciq_build.tune.baseline import measure_baseline
 from ciq_build.tune.cache import EvaluationCache, cache_key, search_header
 from ciq_build.tune.executor import Executor, SearchPhase
@@ -51,12 +50,12 @@ from ciq_build.tune.finish import Finish, Searched, TuneOutcome
 from ciq_build.tune.gpu_time import GpuMeter, MeteredSlots
 from ciq_build.tune.loop import (
     SearchLoop,
+    end_reserve_line,
     planned_budget,
     space_line,
     stop_on_disk_full,
     stopped_text,
     time_limit_ended,
-    time_limit_text,
 )
 from ciq_build.tune.param_probe import overridden_params
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
@@ -195,7 +194,11 @@ class TuneRun:
         self.runner.code_context = self._key(Controls())
         self.meter.enter("baseline")
         if self.runner.needs_benchmark and self.executor.uses_driver_trees:
-            self._build_ahead(source, workers)
+            # Built by the runner of the phase at hand: those still building once the baseline is measured are
+            # limited as candidates.
+            self.runner.ahead = start_builds_ahead(lambda tree, controls: self.runner.build(tree, controls), source,
+                                                   workers, self.settings.build.jobs,
+                                                   lambda c: not self.cache.has(self._key(c)))
         self._plan_architectures()
         baseline = self._baseline(base_tree, workers[0], configured)
         self.sources.tell(base_tree, *workers)  # the baseline's build may have written there first
@@ -216,7 +219,7 @@ class TuneRun:
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
                         self._warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default,
-                        built_architectures=self._built_architectures())
+                        built_architectures=built_architectures(self.manifest, self.backend))
         return finish.run(Searched(baseline, self.evaluations, base_tree, workers, source.describe(),
                                    stopped_text(self.stopped_by, self.settings.search, len(self.evaluations)), self.overridden))
 
@@ -265,10 +268,8 @@ class TuneRun:
             return
         reserve = end_reserve(self.settings.measure, baseline, self.runner.needs_benchmark)
         self.deadline -= reserve
-        self._say(f"{time_limit_text(self.settings.search)} covers the whole tune: no candidate starts after "
-                  f"{pace.clock(self.deadline - time.monotonic())} from now, leaving about {reserve:.0f} s for the "
-                  "winner's rebuild" + (" and re-measure" if self.runner.needs_benchmark else "")
-                  + " (estimated from the baseline's); candidates running then finish")
+        self._say(end_reserve_line(self.settings.search, self.deadline - time.monotonic(), reserve,
+                                   self.runner.needs_benchmark))
 
     def _say_space_size(self, source: CandidateSource) -> None:
         """How many configurations the grid holds after CONSTRAINTS, against the budget."""
@@ -278,33 +279,11 @@ class TuneRun:
             budget, _ = planned_budget(described, self.settings.search)
             self._say(space_line(text, self.space_total, budget, self.settings.search.strategy, described))
 
-    def _build_ahead(self, source: CandidateSource, workers: list[WorkerTree]) -> None:
-        """The first batch's builds start beside the baseline's build and runs (ciq_build.tune.ahead): at most
-        --jobs - 1, so the baseline's build is never kept waiting, and not in the first worker's tree, which
-        the PARAMS probe builds in meanwhile."""
-        jobs = self.settings.build.jobs
-        # Built by the runner of the phase at hand: those still building once the baseline is measured are
-        # limited as candidates.
-        ahead = BuildsAhead(lambda tree, controls: self.runner.build(tree, controls), jobs)
-        self.runner.ahead = ahead
-        if jobs > 1 and len(workers) > 1:
-            ahead.start(guess_next(source, []), workers[1:], lambda c: not self.cache.has(self._key(c)),
-                        limit=jobs - 1)
-
     def _stop_ahead(self) -> None:
         ahead, self.runner.ahead = self.runner.ahead, None
         if ahead is not None:
             ahead.stop()
             self.builds_ahead = ahead.describe()
-
-    def _built_architectures(self) -> str:
-        """What the target's build compiles for, where this tune was narrowed to one architecture ("" else)."""
-        if not self.manifest.tune_architecture:
-            return ""
-        try:
-            return self.backend.manifest(self.manifest.target).toolchain.architectures
-        except CiqError:
-            return ""  # the build's manifest unreadable now: the summary says nothing of it
 
     def _key(self, controls: Controls) -> str:
         return cache_key(self.manifest, self.toolchain, controls, self.sources.digest)
@@ -361,8 +340,8 @@ class TuneRun:
 
         loop = SearchLoop(source, runner, workers, self.cache, self._key, self.objectives,
                           planned=planned, budget=self.settings.search.max_evaluations, deadline=self.deadline,
-                          progress=progress,
-                          stop_for=after_candidate, ahead=self.runner.ahead if self.executor.uses_driver_trees else None)
+                          progress=progress, stop_for=after_candidate,
+                          ahead=self.runner.ahead if self.executor.uses_driver_trees else None)
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
         return loop
 
@@ -370,8 +349,7 @@ class TuneRun:
         if not self.settings.quiet:
             LOG.info("%s", text)
 
-    def _warn(self, text: str) -> None:
-        """A warning about the tune's results: said even with --quiet (which only silences progress)."""
+    def _warn(self, text: str) -> None:  # about the tune's results: said even with --quiet (it silences progress)
         LOG.warning("%s", text)
 
 
@@ -383,3 +361,13 @@ def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objecti
             + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster; the build "
                "applies such pins once each of its architectures has one)"
                if len(built) > 2 else ""))
+
+
+def built_architectures(manifest: Manifest, backend: BuildBackend) -> str:
+    """What the target's build compiles for, where this tune was narrowed to one architecture ("" else)."""
+    if not manifest.tune_architecture:
+        return ""
+    try:
+        return backend.manifest(manifest.target).toolchain.architectures
+    except CiqError:
+        return ""  # the build's manifest unreadable now: the summary says nothing of it

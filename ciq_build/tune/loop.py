@@ -30,6 +30,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from ciq_build.compiler.controls import Controls
+from ciq_build.core import pace
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import SearchSettings, duration_text
@@ -308,6 +309,13 @@ def stop_on_disk_full(disk_full: Callable[[str], BaseException]) -> Callable[[Ev
 def time_limit_text(search: SearchSettings) -> str:
     """The --time-limit as the user would write it again ("" without one)."""
     return "" if search.time_limit is None else f"--time-limit {duration_text(search.time_limit)}"
+
+
+def end_reserve_line(search: SearchSettings, left_s: float, reserve_s: float, benchmarked: bool) -> str:
+    """What a tune says when its --time-limit keeps `reserve_s` for what follows the search."""
+    return (f"{time_limit_text(search)} covers the whole tune: no candidate starts after {pace.clock(left_s)} "
+            f"from now, leaving about {reserve_s:.0f} s for the winner's rebuild"
+            + (" and re-measure" if benchmarked else "") + " (estimated from the baseline's); candidates running then finish")
 
 
 def time_limit_ended(search: SearchSettings, evaluations: int) -> str:
