@@ -35,7 +35,7 @@ from ciq_build.compiler.toolchain import Toolchain, major_minor
 from ciq_build.core.rules import load_rules
 from ciq_build.core.space import Param
 from ciq_build.errors import ConfigError
-from ciq_build.search.base import CandidateSource, Proposal
+from ciq_build.search.base import CandidateSource, Proposal, WrappedSource
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.seeds import AcfSeeding, Seed
 from ciq_build.search.strategies import make_source
@@ -158,37 +158,18 @@ def make_pool_source(strategy: object, request: SearchRequest, pool: AcfPool) ->
     return AcfPoolSource(pool, inner)
 
 
-class AcfPoolSource:
+class AcfPoolSource(WrappedSource):
     """Any strategy's source over the pool's choice, its proposals carrying the chosen ACF."""
 
     def __init__(self, pool: AcfPool, inner: CandidateSource):
+        super().__init__(inner)
         self.pool = pool
-        self.inner = inner
-        self._asked: dict[int, Proposal] = {}
 
-    @property
-    def proposes_ahead(self) -> bool:
-        """A copy guesses the next batch when the inner source's does (ciq_build.tune.ahead)."""
-        return bool(getattr(self.inner, "proposes_ahead", False))
-
-    @property
-    def ended_by_the_loop(self) -> bool:
-        """Whether the search loop's plan ends it (CandidateSource): as it ends `inner`."""
-        return bool(getattr(self.inner, "ended_by_the_loop", False))
-
-    def ask(self) -> list[Proposal]:
-        proposals = []
-        for proposal in self.inner.ask():
-            params = dict(proposal.params)
-            name = params.pop(POOL_PARAM, None)
-            mapped = replace(proposal, params=params, acf=self.pool.refs[name] if name is not None else None,
-                             extra={**proposal.extra, POOL_PARAM: name})
-            self._asked[proposal.id] = proposal
-            proposals.append(mapped)
-        return proposals
-
-    def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
-        self.inner.tell(self._asked.pop(proposal.id), scores, reason)
+    def _wrap(self, proposal: Proposal) -> Proposal:
+        params = dict(proposal.params)
+        name = params.pop(POOL_PARAM, None)
+        return replace(proposal, params=params, acf=self.pool.refs[name] if name is not None else None,
+                       extra={**proposal.extra, POOL_PARAM: name})
 
     def describe(self) -> dict[str, Any]:
         described = self.inner.describe()

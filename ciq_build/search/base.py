@@ -55,6 +55,36 @@ class CandidateSource(Protocol):
         ...
 
 
+class WrappedSource:
+    """A source that hands on `inner`'s proposals, each changed by `_wrap`, and tells `inner` of each as `inner`
+    proposed it: what a wrapper adds (an ACF of a pool, a base to build on) never reaches the inner search."""
+
+    def __init__(self, inner: CandidateSource) -> None:
+        self.inner = inner
+        self._asked: dict[int, Proposal] = {}  # the inner source's own proposal of each id, as it is told back
+
+    @property
+    def proposes_ahead(self) -> bool:
+        """Whether its next batch may be guessed ahead (ciq_build.tune.ahead): as `inner`'s may."""
+        return bool(getattr(self.inner, "proposes_ahead", False))
+
+    @property
+    def ended_by_the_loop(self) -> bool:
+        """Whether the search loop's plan ends it (CandidateSource): as it ends `inner`."""
+        return bool(getattr(self.inner, "ended_by_the_loop", False))
+
+    def _wrap(self, proposal: Proposal) -> Proposal:
+        raise NotImplementedError
+
+    def ask(self) -> list[Proposal]:
+        proposals = self.inner.ask()
+        self._asked.update((proposal.id, proposal) for proposal in proposals)
+        return [self._wrap(proposal) for proposal in proposals]
+
+    def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
+        self.inner.tell(self._asked.pop(proposal.id, proposal), scores, reason)
+
+
 class FirstBatchCheck:
     """Ends a search whose whole first batch failed: more draws would only fail the same way.
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ciq_build.compiler.controls import Controls
-from ciq_build.search.base import CandidateSource, Proposal
+from ciq_build.search.base import CandidateSource, Proposal, WrappedSource
 
 
 def describe_base(base: Controls) -> dict[str, Any]:
@@ -23,31 +23,15 @@ def describe_base(base: Controls) -> dict[str, Any]:
             "acf": base.acf.sha256 if base.acf is not None else None}
 
 
-class OnTopOf:
+class OnTopOf(WrappedSource):
     """`inner`'s search, each proposal on top of `base`."""
 
     def __init__(self, inner: CandidateSource, base: Controls) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.base = base
-        self._asked: dict[int, Proposal] = {}  # the inner source's own proposal of each id, as it is told back
 
-    @property
-    def proposes_ahead(self) -> bool:
-        """Whether its next batch may be guessed ahead (ciq_build.tune.ahead): as `inner`'s may."""
-        return bool(getattr(self.inner, "proposes_ahead", False))
-
-    @property
-    def ended_by_the_loop(self) -> bool:
-        """Whether the search loop's plan ends it (CandidateSource): as it ends `inner`."""
-        return bool(getattr(self.inner, "ended_by_the_loop", False))
-
-    def ask(self) -> list[Proposal]:
-        proposals = self.inner.ask()
-        self._asked.update((proposal.id, proposal) for proposal in proposals)
-        return [replace(proposal, on_top_of=self.base) for proposal in proposals]
-
-    def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
-        self.inner.tell(self._asked.pop(proposal.id, proposal), scores, reason)
+    def _wrap(self, proposal: Proposal) -> Proposal:
+        return replace(proposal, on_top_of=self.base)
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "on_top_of": describe_base(self.base)}
