@@ -44,6 +44,13 @@ class GpuSlots:
         return max(1, len(self.devices))
 
     @contextmanager
+    def query(self) -> Iterator[dict[str, str]]:
+        """A slot for a question to the GPU (which architecture it is), not a benchmark: held as `slot` holds
+        one, and never counted by a subclass that meters the benchmarks' holds (ciq_build.tune.gpu_time)."""
+        with GpuSlots.slot(self) as env:
+            yield env
+
+    @contextmanager
     def slot(self) -> Iterator[dict[str, str]]:
         """Block until a GPU is free (in this process, and in the others sharing GPU_LOCK_DIR's locks);
         yield the environment that pins a run to it."""

@@ -102,7 +102,7 @@ class BuildRunner:
 
     def read_gpu(self) -> int | None:
         """The architecture of the GPU this runner's benchmarks run on (None: no GPU answers here)."""
-        with self.slots.slot() as env:
+        with self.slots.query() as env:  # not a benchmark: the GPU-busy figure starts at the baseline's run
             return read_gpu_arch({**os.environ, **env} if env else None)
 
     def with_timeouts(self, timeouts: Timeouts) -> BuildRunner:

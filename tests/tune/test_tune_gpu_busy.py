@@ -77,9 +77,9 @@ def test_where_compiles_keep_up_a_benchmark_holds_the_gpu_most_of_the_time_and_t
     span = pinned_at - runs[0][0]
     # A slot is held a little longer than the sleep (the process starts and exits inside it).
     assert slept <= figures["busy_s"] <= slept + len(runs) * 1.0 + 0.5
-    # The figure's span is the benchmarks' one: what lies between the pin's last mark and its file being written
-    # (a rename, a few reads) stretches with the machine's load, so the slack is a share of the span, not seconds.
-    assert abs(figures["wall_s"] - span) <= max(2.0, 0.1 * span), (figures["wall_s"], span)
+    # From the first benchmark run, not from the question which GPU it is (asked in a slot before the baseline's
+    # build, which the figure counted as a benchmark's hold once: 3.5 s more than the benchmarks' span).
+    assert abs(figures["wall_s"] - span) <= 2.0, (figures["wall_s"], span)
     assert sum(p["wall_s"] for p in figures["phases"].values()) == pytest.approx(figures["wall_s"], abs=0.05)
     # The goal: the GPU did not wait for compiles, the winner's rebuild or the minimal pin.
     assert slept / span >= 0.85, (line, compile_s, sleep_ms)
