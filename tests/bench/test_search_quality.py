@@ -11,6 +11,7 @@ import pytest
 
 import ciq_build.core.space as ss
 from bench.search_quality import held_out as ho
+from bench.search_quality import held_out_2 as h2
 from bench.search_quality import problems as pr  # the repository root is on sys.path (pyproject.toml)
 from bench.search_quality import run as sq
 from bench.search_quality.stats import fisher_exact, mann_whitney
@@ -129,7 +130,7 @@ def test_the_bench_prints_the_table_for_every_problem(capsys: pytest.CaptureFixt
     # CI-sized: 2 seeds, 3 generations of 8; the 100-seed run is for bench/ by hand.
     assert sq.main(["--seeds", "2", "--generations", "3", "--pool", "8", "--no-compileiq"]) == 0
     out = capsys.readouterr().out
-    for problem in pr.TUNING + ho.HELD_OUT:
+    for problem in pr.TUNING + ho.HELD_OUT + h2.HELD_OUT_2:
         # ciq_build, random, tpe and nsga2 rows, the ratio row, the row against Optuna's samplers and the tests' row
         assert out.count(problem.name) == 7
     assert "true regret" in out  # the noisy problem's gains
