@@ -58,8 +58,9 @@ if [ "$dry" = 1 ]; then
     export CIQ_SEARCH_SPACES_DIR=${CIQ_SEARCH_SPACES_DIR:-/work/shared/search-spaces}
     echo "== DRY RUN: no GPU; the TEST DOUBLE bench/multi_gpu/dry plays the kernel (CPU figures, no GPU claim)"
     echo "TEST DOUBLE: bench/multi_gpu/dry played the kernel" > "$res/DRY"
-    b=/tmp/$name-static
-    cmake -S "$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" \
+    b=/tmp/$name-static  # from a copy as the arms make it: what the peer includes from outside it must come along
+    peer_tree "$src" "$b-tree"
+    cmake -S "$b-tree/$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" \
         -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null \
         && cmake --build "$b" --target "$bench" >/dev/null \
         && echo "== $target: $bench built; it says: $("$b/$bench" "${args[@]}" 2>/dev/null | head -1)" \
@@ -124,9 +125,7 @@ done
 arm() {  # arm name, seconds, what it searches (tune options)...
     local a=$1 limit=$2; shift 2
     local work=/tmp/$name-$a
-    rm -rf "$work" && mkdir -p "$work/tree/$(dirname "$src")" "$work/tree/sample_extension"
-    cp -r "$src" "$work/tree/$src" && cp -r sample_extension/bench "$work/tree/sample_extension/"
-    rm -f "$work/tree/$src/ciq/"*.json "$work/tree/$src/ciq/"*.acf
+    rm -rf "$work" && peer_tree "$src" "$work/tree"
     local most=$(( $(left) - ARM_OVERHEAD_S - CONFIRM_S * confirming ))
     [ "$limit" -le "$most" ] || limit=$most
     [ "$limit" -ge 15 ] || { echo "== $a: skipped, no time left"; return; }
