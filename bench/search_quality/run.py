@@ -195,6 +195,47 @@ def load_baseline(rev: str) -> Callable[..., Run]:
     return run
 
 
+class OursAt:
+    """Row ``ciq_build`` as it was at git revision ``rev`` (row ``ours@REV``): that revision's ``ciq_build`` package
+    (``git archive``) with today's bench beside it, run in a subprocess per problem -- the search as a whole,
+    portfolio included, where ``--baseline`` swaps in the GA's module alone -- for before and after in one run."""
+
+    def __init__(self, rev: str, strategy: str | None) -> None:
+        import shutil
+        import subprocess
+        import tempfile
+
+        self.rev, self.strategy = rev, strategy
+        root = Path(__file__).resolve().parents[2]
+        self.folder = Path(tempfile.mkdtemp(prefix="ciq-ours-at-"))
+        archive = subprocess.run(["git", "-C", str(root), "archive", rev, "ciq_build"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(self.folder)], input=archive, check=True)
+        shutil.copytree(Path(__file__).resolve().parent, self.folder / "bench" / "search_quality",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+
+    def run_seeds(self, problem: Problem, seeds: range, generations: int, pool: int, jobs: int) -> list[Any]:
+        import os
+        import pickle
+        import subprocess
+
+        out = self.folder / "runs.pickle"
+        command = [sys.executable, str(self.folder / "bench" / "search_quality" / "run.py"), "--set", "all",
+                   "--problems", problem.short, "--seeds", str(len(seeds)), "--first-seed", str(seeds.start),
+                   "--generations", str(generations), "--pool", str(pool), "--jobs", str(jobs),
+                   "--runs-to", str(out)] + (["--ours", self.strategy] if self.strategy else [])
+        env = dict(os.environ, PYTHONPATH=str(self.folder))
+        subprocess.run(command, check=True, env=env, cwd=self.folder)
+        runs = []
+        for seed, (scores, pick, calls) in zip(seeds, pickle.loads(out.read_bytes()), strict=True):
+            measured = None
+            if calls is not None:
+                measured = Measured(problem, seed)
+                measured.calls = calls
+            runs.append((Run(scores, pick), measured))
+        return runs
+
+
 RANDOM_HORIZON = 20  # random search runs this many budgets, only to locate its evaluations-to-target
 
 
@@ -479,6 +520,8 @@ def _run_seed(seed: int) -> tuple[Run, Measured | None]:
 def _run_seeds(engine: Callable[..., Run], problem: Problem, seeds: range, generations: int, pool: int,
                times: int, jobs: int) -> list[Any]:
     """Every seed's run, in seed order; with jobs > 1 in forked worker processes (the same runs, sooner)."""
+    if isinstance(engine, OursAt):
+        return engine.run_seeds(problem, seeds, generations, pool, jobs)
     if jobs <= 1:
         return [_run_one(engine, problem, seed, generations, pool, times) for seed in seeds]
     import multiprocessing
@@ -553,6 +596,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", metavar="REV", default=None,
                         help="also run the genetic search as it was at git revision REV (row ga@REV): "
                              "before and after in one run")
+    parser.add_argument("--ours-at", metavar="REV", default=None,
+                        help="also run row ciq_build as it was at git revision REV (row ours@REV: that revision's "
+                             "ciq_build package, the same --ours strategy): before and after in one run")
+    parser.add_argument("--runs-to", metavar="FILE", default=None, help=argparse.SUPPRESS)  # OursAt's subprocess
     args = parser.parse_args(argv)
     OURS[0] = args.ours
     seeds = range(args.first_seed, args.first_seed + args.seeds)
@@ -561,8 +608,18 @@ def main(argv: list[str] | None = None) -> int:
     chosen = {"tuning": TUNING, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
               "all": TUNING + HELD_OUT + HELD_OUT_2}[args.set]
     problems = [p for p in chosen if not wanted or p.short.lower() in wanted]
+    if args.runs_to:  # row ciq_build's runs of the one problem asked, for OursAt
+        import pickle
+
+        (problem,) = problems
+        runs = _run_seeds(run_ours, problem, seeds, args.generations, args.pool, 1, args.jobs)
+        plain = [(run.scores, run.pick, None if measured is None else measured.calls) for run, measured in runs]
+        Path(args.runs_to).write_bytes(pickle.dumps(plain))
+        return 0
 
     engines: dict[str, Callable[..., Run]] = {"ciq_build": run_ours}
+    if args.ours_at:
+        engines[f"ours@{args.ours_at}"[:9]] = OursAt(args.ours_at, args.ours)  # type: ignore[assignment]
     if args.baseline:
         engines[f"ga@{args.baseline}"[:9]] = load_baseline(args.baseline)
     for name in filter(None, (s.strip() for s in args.strategies.split(","))):
