@@ -311,32 +311,3 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         command.append(f"--options-file={options}")
         return command
 
-
-def build_candidate(argv: Sequence[str] | None = None) -> None:
-    """A tune's build of one candidate, in a child process of its worker tree (ciq_build.project.setuptools_backend's
-    `ExtensionTree.build`): `project target options build_temp build_lib link|compile`, build_ext on the
-    extension with the candidate's options file, linked into build_lib (or only compiled)."""
-    from setuptools import Distribution
-
-    from ciq_build.project.setuptools_backend import capture_setup, find_extension
-
-    project, target, options, build_temp, build_lib, mode = argv if argv is not None else sys.argv[1:]
-    kwargs = capture_setup(Path(project))
-    ext = find_extension(kwargs, Path(project) / "setup.py", target)
-    # The project's Python packages too: the benchmark imports the extension as part of its package.
-    packaging = {k: kwargs[k] for k in ("packages", "py_modules", "package_dir") if kwargs.get(k)}
-    dist = Distribution({"name": "ciq-tune", **packaging, "ext_modules": [ext]})
-    dist.script_name = "setup.py"  # build_py finds packages relative to it (we run from the project)
-    cmd = build_ext(dist)
-    cmd.build_temp, cmd.build_lib, cmd.force = build_temp, build_lib, True
-    cmd.candidate_options = Path(options)
-    cmd.ensure_finalized()
-    if mode == "compile":
-        cmd.build_cuda_objects(ext)
-        return
-    if packaging:
-        py = dist.get_command_obj("build_py")
-        py.build_lib = build_lib
-        py.ensure_finalized()
-        py.run()
-    cmd.run()  # sets up the host compiler, then build_extension(ext): nvcc's objects linked into the module

@@ -738,8 +738,9 @@ function(_ciq_read_pin)
 endfunction()
 
 # _ciq_architecture_set(<out> <arch>...): CUDA architectures in one spelling,
-# sorted and unique ("sm_90a", "90a-real", "90A" are all "90a"); the same rule
-# as arch_name in ciq_build/compiler/toolchain.py.
+# unique ("sm_90a", "90a-real", "90A" are all "90a") and sorted by number as a
+# person reads them (75, 90, 90a, 100); the same rules as arch_name and
+# architecture_order in ciq_build/compiler/architectures.py.
 function(_ciq_architecture_set out)
   set(names "")
   foreach(arch IN LISTS ARGN)
@@ -756,7 +757,7 @@ function(_ciq_architecture_set out)
     endif()
   endforeach()
   list(REMOVE_DUPLICATES names)
-  list(SORT names)
+  list(SORT names COMPARE NATURAL)
   set(${out} "${names}" PARENT_SCOPE)
 endfunction()
 

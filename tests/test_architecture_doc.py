@@ -4,7 +4,8 @@ The layout block of the doc is the one source: a line per package, `<layer> <pac
 modules of a package in an order where each imports only those before it. Every import counts, the
 deferred ones inside functions too (a deferred import steps around a layer or a cycle just as well),
 and so does a module named as a string, `"ciq_build.x.y:attribute"` or `"ciq_build.x.y"`, which is
-imported when asked (a registry's entries, a `Lookup`): only the registries the doc lists may name
+imported when asked (a registry's entries, a `Lookup`), or imported by code handed to another Python process
+(`python -c "from ciq_build.x.y import f; f()"`): only the registries the doc lists may name
 modules so, above their layer, and counting those names there is no cycle either.
 """
 
@@ -67,14 +68,30 @@ def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
 
 
 _NAMED = re.compile(r"(ciq_build\.[\w.]+)(?::\w+)?")  # a module, or an attribute of one, named as a string
+# Python code handed to another process (`python -c "from ciq_build.x import f; f()"`) imports there.
+_IMPORTED_IN_CODE = re.compile(r"\b(?:from\s+(ciq_build(?:\.\w+)+)\s+import\b|import\s+(ciq_build(?:\.\w+)+))")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring constants in `tree` (their examples name modules, but import nothing)."""
+    return {id(body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and (body := node.body) and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)}
 
 
 def _strings_naming(path: Path) -> set[str]:
     """What `path`'s strings name as `ciq_build.<module>:attribute` or `ciq_build.<module>` (not all are modules:
-    a logger's or an engine's name reads the same)."""
-    return {match.group(1) for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and (match := _NAMED.fullmatch(node.value))}
+    a logger's or an engine's name reads the same), or import in code for another Python process."""
+    tree = ast.parse(path.read_text())
+    docstrings = _docstrings(tree)
+    named = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docstrings:
+            continue
+        if match := _NAMED.fullmatch(node.value):
+            named.add(match.group(1))
+        named |= {m.group(1) or m.group(2) for m in _IMPORTED_IN_CODE.finditer(node.value)}
+    return named
 
 
 def _named(path: Path, modules: dict[str, Path]) -> set[str]:

@@ -60,8 +60,9 @@ if [ "$dry" = 1 ]; then
     echo "== DRY RUN: no GPU; the TEST DOUBLE bench/multi_gpu/dry plays every kernel (CPU figures, no GPU claim)"
     echo "TEST DOUBLE: bench/multi_gpu/dry played every kernel" > "$res/DRY"  # the report says so
     for k in sgemm attn reduction; do  # the real peers: configured and built with this nvcc
-        b=/tmp/$name-static-$k
-        cmake -S "${SRC[$k]}" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" \
+        b=/tmp/$name-static-$k  # from a copy as the arms make it (what the peer includes must come along)
+        peer_tree "${SRC[$k]}" "$b-tree"
+        cmake -S "$b-tree/${SRC[$k]}" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" \
             -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null \
             && cmake --build "$b" --target "${BENCH[$k]}" >/dev/null \
             && echo "== $k: ${BENCH[$k]} built; it says: $("$b/${BENCH[$k]}" ${ARGS[$k]} 2>/dev/null | head -1)" \
@@ -115,9 +116,7 @@ arm() {  # kernel, arm name, controls...
     local work=/tmp/$name-$k-$a
     # A tree of its own (the peer and the shared benchmark header, at the same relative paths), so that
     # each arm pins into its own ciq/ and the committed pins play no part.
-    rm -rf "$work" && mkdir -p "$work/tree/$(dirname "${SRC[$k]}")" "$work/tree/sample_extension"
-    cp -r "${SRC[$k]}" "$work/tree/${SRC[$k]}" && cp -r sample_extension/bench "$work/tree/sample_extension/"
-    rm -f "$work/tree/${SRC[$k]}/ciq/"*.json "$work/tree/${SRC[$k]}/ciq/"*.acf
+    rm -rf "$work" && peer_tree "${SRC[$k]}" "$work/tree"
     local limit=$ARM_S
     if [ $(( $(left) - limit - ARM_OVERHEAD_S - CONFIRM_S * pending )) -lt 0 ]; then
         limit=$(( $(left) - ARM_OVERHEAD_S - CONFIRM_S * pending ))

@@ -13,7 +13,7 @@
 #   bench/public_kernels/tensor_cores.sh --dry-run BUDGET_S STEP...  here, no GPU: see DRY RUN below
 #
 # STEP, in the order given: knobs, acf, staged, reverse, joint, confirm. confirm also takes the pins of earlier
-# calls from .carry/tensor-cores/pins/<arm>/ (a call's $OUT tgz, unpacked there). Arms share what the budget
+# calls from .carry/tensor-cores/pins/<target>/<arm>/ (a call's $OUT tgz, unpacked there). Arms share what the budget
 # leaves after CONFIRM_S (when confirm is a step) equally, ARM_S each unless set; staged, reverse and joint get
 # twice that (the two stages' budget, shared out by the tune). Everything lands in $OUT as it finishes:
 # $OUT/tensor_cores-<steps>.log (the console) and $OUT/tensor_cores-<steps>.tgz (journals, pins, confirmation,
@@ -30,7 +30,7 @@
 #
 # Env: ARM_S, CONFIRM_S (150), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
 # NCU (1), PEER (hgemm, or attention: bench/peers/flashinfer's FA2 prefill, no cuBLAS), SIZE (8192: the HGEMM's),
-# SEQ (8192: the attention's sequence, 32 heads of 128), CUBLAS (1: time cuBLAS first, the HGEMM's), SEED_FROM (known-good configurations every arm evaluates
+# SEQ (8192: the attention's sequence, 32 heads of 128), LIMITS (1: first time the defaults against the card: cuBLAS on the HGEMM's problem, the attention's TFLOP/s), SEED_FROM (known-good configurations every arm evaluates
 # first, `tune --seed-from` values separated by ';', a path relative to the checkout's root; a seed that does
 # not fit an arm's or a stage's space is skipped there).
 set -uo pipefail
@@ -58,8 +58,9 @@ if [ "$dry" = 1 ]; then
     export CIQ_SEARCH_SPACES_DIR=${CIQ_SEARCH_SPACES_DIR:-/work/shared/search-spaces}
     echo "== DRY RUN: no GPU; the TEST DOUBLE bench/multi_gpu/dry plays the kernel (CPU figures, no GPU claim)"
     echo "TEST DOUBLE: bench/multi_gpu/dry played the kernel" > "$res/DRY"
-    b=/tmp/$name-static
-    cmake -S "$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" \
+    b=/tmp/$name-static  # from a copy as the arms make it: what the peer includes from outside it must come along
+    peer_tree "$src" "$b-tree"
+    cmake -S "$b-tree/$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" \
         -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null \
         && cmake --build "$b" --target "$bench" >/dev/null \
         && echo "== $target: $bench built; it says: $("$b/$bench" "${args[@]}" 2>/dev/null | head -1)" \
@@ -107,8 +108,8 @@ fi
 
 pin_dir() {  # arm: its pin, from this call or carried from an earlier one (of the real kernel: not in a dry run)
     if [ -f "$res/$1/pin.json" ]; then echo "$res/$1"
-    elif [ "$dry" = 0 ] && [ -f "$here/.carry/tensor-cores/pins/$1/pin.json" ]; then
-        mkdir -p "$res/$1" && cp -rn "$here/.carry/tensor-cores/pins/$1"/. "$res/$1/" && echo "$res/$1"; fi
+    elif [ "$dry" = 0 ] && [ -f "$here/.carry/tensor-cores/pins/$target/$1/pin.json" ]; then
+        mkdir -p "$res/$1" && cp -r "$here/.carry/tensor-cores/pins/$target/$1"/. "$res/$1/" && echo "$res/$1"; fi
 }
 flags_of() {  # arm: its pin as one CMAKE_CUDA_FLAGS value (-D params, flags, the ACF by absolute path)
     "$python" bench/public_kernels/report.py --cmake-flags "$1" | sed 's/^-DCMAKE_CUDA_FLAGS=//'
@@ -124,9 +125,7 @@ done
 arm() {  # arm name, seconds, what it searches (tune options)...
     local a=$1 limit=$2; shift 2
     local work=/tmp/$name-$a
-    rm -rf "$work" && mkdir -p "$work/tree/$(dirname "$src")" "$work/tree/sample_extension"
-    cp -r "$src" "$work/tree/$src" && cp -r sample_extension/bench "$work/tree/sample_extension/"
-    rm -f "$work/tree/$src/ciq/"*.json "$work/tree/$src/ciq/"*.acf
+    rm -rf "$work" && peer_tree "$src" "$work/tree"
     local most=$(( $(left) - ARM_OVERHEAD_S - CONFIRM_S * confirming ))
     [ "$limit" -le "$most" ] || limit=$most
     [ "$limit" -ge 15 ] || { echo "== $a: skipped, no time left"; return; }
@@ -220,19 +219,23 @@ PY
     snapshot
 }
 
-cublas() {  # cuBLAS on the same problem, and the defaults against it and the card's peak
-    [ "$dry" = 0 ] && [ "${CUBLAS:-1}" = 1 ] && [ "$target" = hgemm_kernels ] || return 0
-    local b=/tmp/$name-cublas
+limits() {  # the defaults against the card: cuBLAS on the HGEMM's problem, the attention's own TFLOP/s
+    [ "$dry" = 0 ] && [ "${LIMITS:-1}" = 1 ] || return 0
+    local b=/tmp/$name-defaults
     cmake -S "$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" -DCIQ_DISABLE=ON \
         -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null && cmake --build "$b" >/dev/null \
-        || { echo "== cuBLAS: the peer did not build"; return; }
-    [ -x "$b/hgemm_cublas" ] || { echo "== cuBLAS: the toolkit has none (hgemm_cublas not built)"; return; }
-    for r in 1 2 3; do "$b/hgemm_cublas" "${args[@]}"; "$b/$bench" "${args[@]}"; done 2>&1 | tee "$res/cublas.txt" \
-        | grep -E "Average|FAIL"
+        || { echo "== limits: the peer did not build"; return; }
+    if [ "$target" = hgemm_kernels ]; then
+        [ -x "$b/hgemm_cublas" ] || { echo "== cuBLAS: the toolkit has none (hgemm_cublas not built)"; return; }
+        for r in 1 2 3; do "$b/hgemm_cublas" "${args[@]}"; "$b/$bench" "${args[@]}"; done 2>&1 \
+            | tee "$res/cublas.txt" | grep -E "Average|FAIL"
+    else  # the bar is a share of the card's dense FP16 tensor peak (989 TFLOP/s on the H100 SXM and the H200)
+        for r in 1 2 3; do "$b/$bench" "${args[@]}"; done 2>&1 | tee "$res/defaults.txt" | grep -E "TFLOP|FAIL"
+    fi
     snapshot
 }
 
-cublas
+limits
 for step in "${searched[@]}"; do
     [ -d "$res/$step" ] && continue  # staged, reverse and joint: listed twice, for their budget
     search "$step"

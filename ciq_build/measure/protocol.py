@@ -60,12 +60,12 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
-
-import numpy as np
-import regex
+from typing import TYPE_CHECKING, Literal
 
 from ciq_build.errors import ConfigError
+
+if TYPE_CHECKING:
+    import regex
 
 TIME = "time"  # the runtime objective, in milliseconds
 TIME_MS = "time_ms"  # the protocol's name for it, and the metric the tune reads
@@ -133,6 +133,8 @@ def compile_metric_regex(text: str) -> re.Pattern[str]:
             f"the METRIC regex {text!r} has no group; put the time in the first group (in UNIT, default "
             r"milliseconds), e.g. 'elapsed: ([0-9.]+) ms'"
         )
+    import regex  # deferred, as in _timed_regex
+
     try:
         _timed_regex(pattern.pattern, pattern.flags)  # what runs it, under a time limit
     except (regex.error, OverflowError, RecursionError, ValueError) as exc:
@@ -147,17 +149,26 @@ def compile_metric_regex(text: str) -> re.Pattern[str]:
 # fails. A sane regex needs ~10 us a line: 4 MiB of short lines take ~3 s.
 METRIC_REGEX_SECONDS = 1.0
 METRIC_REGEX_TOTAL_SECONDS = 10.0
-_RE_TO_REGEX_FLAGS = {re.IGNORECASE: regex.IGNORECASE, re.MULTILINE: regex.MULTILINE, re.DOTALL: regex.DOTALL,
-                      re.VERBOSE: regex.VERBOSE, re.ASCII: regex.ASCII, re.UNICODE: regex.UNICODE}
+_RE_TO_REGEX_FLAGS = {re.IGNORECASE: "IGNORECASE", re.MULTILINE: "MULTILINE", re.DOTALL: "DOTALL",
+                      re.VERBOSE: "VERBOSE", re.ASCII: "ASCII", re.UNICODE: "UNICODE"}  # re's flag: regex's name
 
 
 @functools.lru_cache(maxsize=64)
 def _timed_regex(text: str, flags: int) -> regex.Pattern[str]:
+    # Imported here, once a METRIC regex is compiled: ~70 ms that no other command needs to pay.
+    import regex
+
     converted = regex.VERSION0  # Python re's semantics
     for re_flag, regex_flag in _RE_TO_REGEX_FLAGS.items():
         if flags & re_flag:
-            converted |= regex_flag
+            converted |= getattr(regex, regex_flag)
     return regex.compile(text, converted)
+
+
+def _median(values: tuple[float, ...]) -> float:
+    import numpy as np  # deferred: ~130 ms at import, paid only where a metric is sampled
+
+    return float(np.median(values))
 
 
 class _RegexClock:
@@ -428,7 +439,7 @@ class OutputReader:
             printed_times[TIME] = printed_times[TIME_MS] = self.regex_printed
         samples = {name: tuple(values) for name, values in self.sample_values().items()}
         for name, values in samples.items():  # a sampled metric's value is its samples' median
-            metrics[name] = float(np.median(values))
+            metrics[name] = _median(values)
         return ParsedOutput(
             metrics, self.check, self.no_gpu_marker, self.no_gpu_runtime, tuple(problems), problem_count,
             tuple(self.check_problems), self.regex_matched, printed_times,

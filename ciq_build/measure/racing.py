@@ -58,8 +58,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
-
 from ciq_build.measure.bench import BenchRun, BenchSpec, run_once
 from ciq_build.measure.stats import Measurement
 
@@ -77,6 +75,8 @@ class Incumbent:
 
     @classmethod
     def from_samples(cls, samples: Sequence[float]) -> Incumbent:
+        import numpy as np  # deferred, as in measure/stats.py
+
         values = np.asarray(samples, dtype=float)
         q25, q75 = np.percentile(values, [25, 75])
         return cls(float(np.median(values)), float(q75 - q25))
@@ -102,6 +102,8 @@ def ahead(incumbent: Incumbent, samples: Sequence[float], direction: Literal["mi
     module docstring): its pessimistic quartile beats the incumbent's median by the margin."""
     if not samples:
         return False
+    import numpy as np
+
     if direction == "min":
         return float(np.percentile(samples, 75)) < incumbent.median - incumbent.margin(k, floor)
     return float(np.percentile(samples, 25)) > incumbent.median + incumbent.margin(k, floor)

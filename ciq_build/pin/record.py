@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ciq_build.compiler.architectures import arch_name
+from ciq_build.compiler.architectures import arch_name, architecture_order
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.fingerprint import ObjectInfo
 from ciq_build.core.rules import is_target_name
@@ -138,5 +138,6 @@ def checked_target(target: object) -> str:
 
 
 def architecture_set(architectures: Iterable[str]) -> tuple[str, ...]:
-    """Architectures in one spelling (compiler.architectures.arch_name), sorted and unique."""
-    return tuple(sorted({name for name in map(arch_name, architectures) if name}))
+    """Architectures in one spelling (compiler.architectures.arch_name), unique, sorted by number as a person
+    reads them (75 before 100; the CMake module's _ciq_architecture_set sorts the same)."""
+    return tuple(sorted({name for name in map(arch_name, architectures) if name}, key=architecture_order))

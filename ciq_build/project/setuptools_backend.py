@@ -12,8 +12,8 @@ are the CMake path's own (ciq_build.tune.driver).
 
 Per candidate, a worker (`ExtensionTree`, a folder under
 ``<project>/build/ciq/scratch/<target>/``: a `WorkerTree` of its own,
-ciq_build.project.worker) runs ciq_build's own `build_ext` in a child process
-(ciq_build.setuptools_ext.build_candidate): the same nvcc command line as
+ciq_build.project.worker) runs the project's own `build_ext` (setup.py's cmdclass: ciq_build's) in a child
+process (`build_candidate`): the same nvcc command line as
 ``pip install .``, with the candidate's options file in place of the pin's,
 and links the extension into the worker's ``lib/``. The benchmark runs from the project directory with that
 ``lib/`` first on PYTHONPATH. Static objectives compile without linking. The
@@ -77,8 +77,12 @@ class _Captured(Exception):
 
 
 def load_extension(project: Path, target: str) -> CudaExtension:
-    """The CudaExtension(ciq_target=`target`) of `project`'s setup.py, read without building anything."""
-    return find_extension(capture_setup(project), Path(project) / "setup.py", target)
+    """The CudaExtension(ciq_target=`target`) of `project`'s setup.py, read without building anything; refused
+    unless setup.py builds it with ciq_build's build_ext (`build_command`)."""
+    kwargs, setup_py = capture_setup(project), Path(project) / "setup.py"
+    ext = find_extension(kwargs, setup_py, target)
+    build_command(kwargs, setup_py, target)
+    return ext
 
 
 def capture_setup(project: Path) -> dict[str, Any]:
@@ -124,6 +128,50 @@ def find_extension(kwargs: dict[str, Any], setup_py: Path, target: str) -> CudaE
     names = ", ".join(sorted(e.ciq_target for e in found)) or "none"
     raise ConfigError(f"{setup_py} has no CudaExtension(ciq_target={target!r}) (its CudaExtension targets: "
                       f"{names}); pass one of those, or add ciq_target={target!r} to the extension")
+
+
+def build_command(kwargs: dict[str, Any], setup_py: Path, target: str) -> Any:
+    """The build_ext command `setup_py` gives setup() (its cmdclass): ciq_build.setuptools_ext.build_ext or a
+    subclass, which compiles the .cu files with the pin, and each tune candidate as `pip install .` would.
+
+    Taken from setup.py, not imported here by name: the setuptools hooks are the front end, above this backend.
+    """
+    command = (kwargs.get("cmdclass") or {}).get("build_ext")
+    if not hasattr(command, "candidate_options"):  # ciq_build's build_ext's mark (or a subclass's)
+        raise ConfigError(
+            f"{setup_py}: setup()'s cmdclass has no build_ext from ciq_build, so a plain build compiles no .cu file "
+            f"of {target!r} with its pin, and a tune cannot build its candidates: give setup() "
+            "cmdclass={\"build_ext\": build_ext}, build_ext being ciq_build.setuptools_ext.build_ext")
+    return command
+
+
+def build_candidate(argv: Sequence[str] | None = None) -> None:
+    """A tune's build of one candidate, in a child process of its worker tree (`ExtensionTree.build`):
+    `project target options build_temp build_lib link|compile`, the project's build_ext on the extension with
+    the candidate's options file, linked into build_lib (or only compiled)."""
+    from setuptools import Distribution
+
+    project, target, options, build_temp, build_lib, mode = argv if argv is not None else sys.argv[1:]
+    setup_py = Path(project) / "setup.py"
+    kwargs = capture_setup(Path(project))
+    ext = find_extension(kwargs, setup_py, target)
+    # The project's Python packages too: the benchmark imports the extension as part of its package.
+    packaging = {k: kwargs[k] for k in ("packages", "py_modules", "package_dir") if kwargs.get(k)}
+    dist = Distribution({"name": "ciq-tune", **packaging, "ext_modules": [ext]})
+    dist.script_name = "setup.py"  # build_py finds packages relative to it (we run from the project)
+    cmd = build_command(kwargs, setup_py, target)(dist)
+    cmd.build_temp, cmd.build_lib, cmd.force = build_temp, build_lib, True
+    cmd.candidate_options = Path(options)
+    cmd.ensure_finalized()
+    if mode == "compile":
+        cmd.build_cuda_objects(ext)
+        return
+    if packaging:
+        py = dist.get_command_obj("build_py")
+        py.build_lib = build_lib
+        py.ensure_finalized()
+        py.run()
+    cmd.run()  # sets up the host compiler, then build_extension(ext): nvcc's objects linked into the module
 
 
 def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) -> Manifest:
@@ -240,7 +288,7 @@ class ExtensionTree:
         """build_ext on the extension with `controls`; linked unless `static_only` (or no benchmark is wanted)."""
         write_options_file(self.options_file, controls, extra=VERBOSE_PTXAS)
         link = benchmark and not static_only
-        command = [sys.executable, "-c", "from ciq_build.setuptools_ext import build_candidate; build_candidate()",
+        command = [sys.executable, "-c", "from ciq_build.project.setuptools_backend import build_candidate; build_candidate()",
                    str(self.manifest.source_dir), self.manifest.target, str(self.options_file),
                    str(self.object_dir), str(self.lib_dir), "link" if link else "compile"]
         env = {**os.environ, "CIQ_NVCC": str(self.toolchain.nvcc)}

@@ -82,7 +82,13 @@ class WrappedSource:
         return [self._wrap(proposal) for proposal in proposals]
 
     def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
-        self.inner.tell(self._asked.pop(proposal.id, proposal), scores, reason)
+        # Refused, not passed on: `inner` may still know the id (told twice) and would take the changed proposal
+        # as its own. The loop tells each asked candidate once; a copy guessing ahead (ciq_build.tune.ahead)
+        # tells its own copy of `_asked`.
+        asked = self._asked.pop(proposal.id, None)
+        if asked is None:
+            raise SearchError(f"candidate {proposal.id} was not asked, or was told already")
+        self.inner.tell(asked, scores, reason)
 
 
 class FirstBatchCheck:

@@ -1,11 +1,13 @@
 """What a running tune says of itself to whoever watches it (`report --watch`): one small JSON file beside its lock.
 
 The tune rewrites it, atomically, at each phase it enters (preparing, baseline, search, rebuild, re-measure,
-minimize, pin, then ended) and after each evaluation of the search: how many so far and how many planned, the
+minimize, pin, then ended) and as the search's evaluations end: how many so far and how many planned, the
 best so far in words, and the time left as the tune's own progress line estimates it, each with when it was
-written. A reader believes it only while the tune's lock is held (`TargetLock.held`): a killed tune leaves the
-file saying what it was doing when it died. Writing it never stops a tune: a file that cannot be written is
-left as it was.
+written. The search's first report is written at once, later ones at most once every WRITE_EVERY_S seconds
+(each write is a new file, synced and renamed over the old one; a static search can end several evaluations a
+second), and the next phase writes the last of them. A reader believes it only while the tune's lock is held
+(`TargetLock.held`): a killed tune leaves the file saying what it was doing when it died. Writing it never
+stops a tune: a file that cannot be written is left as it was.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from ciq_build.state.durable import atomic_write, read_json_object
 
 ENDED = "ended"  # the phase a tune's file says once the tune is over (pinned, or not)
+WRITE_EVERY_S = 1.0  # the search's reports, at most this often (report --watch reloads every 5 s)
 
 
 def live_status_path(lock_path: Path) -> Path:
@@ -35,6 +38,7 @@ class LiveStatus:
         self.clock = clock
         self.state: dict[str, Any] = {"target": target, "phase": "preparing", "phases": [["preparing", clock()]],
                                       "evaluations": 0, "expected": None, "best": "", "left_s": None}
+        self._searched_written = False  # whether this phase's search reports were written yet
         self._write()
 
     def phase(self, name: str) -> None:
@@ -43,13 +47,17 @@ class LiveStatus:
         self.state["phases"].append([name, self.clock()])
         if name != "search":
             self.state["left_s"] = None
+        self._searched_written = False
         self._write()
 
     def searched(self, evaluations: int, expected: int | None, best: str, left_s: float | None) -> None:
         """An evaluation of the search finished: how many so far, of how many, the best so far, the time left."""
         self.state.update(evaluations=evaluations, expected=expected, best=best,
                           left_s=round(left_s, 1) if left_s is not None and math.isfinite(left_s) else None)
-        self._write()
+        since = self.clock() - self.state["updated"]
+        if not self._searched_written or not 0 <= since < WRITE_EVERY_S:  # a clock set back: written
+            self._searched_written = True
+            self._write()
 
     def end(self) -> None:
         self.phase(ENDED)

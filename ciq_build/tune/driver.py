@@ -57,7 +57,7 @@ from ciq_build.tune.loop import (
     stopped_text,
     time_limit_ended,
 )
-from ciq_build.tune.param_probe import overridden_params
+from ciq_build.tune.param_probe import overridden_params, warn_unguarded
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner
 from ciq_build.tune.source_watch import SourceWatch
@@ -134,7 +134,7 @@ class TuneRun:
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
         self.space_total: int | None = None  # the grid's configurations after CONSTRAINTS, where known
-        self.overridden: list[str] = []  # PARAMS names the source #defines again, unguarded (said after the baseline)
+        self.overridden: list[str] = []  # PARAMS names the source #defines again, unguarded (said before the baseline)
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
         # Which architecture each figure is for (ciq_build.compiler.gpu_arch), once read before the baseline.
         self.architectures = ArchitecturePlan(None, None, "", None)
@@ -248,8 +248,10 @@ class TuneRun:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ciq-param-probe") as beside:
             probe = None
             if "params" in search_kinds(self.settings.search):
+                said = warn_unguarded(self.manifest.params, self.manifest.cuda_sources, self.manifest.target,
+                                      self._warn)
                 probe = beside.submit(overridden_params, self.manifest.params, probe_tree,
-                                      self.runner.timeouts.compile, self.manifest.target, self._warn)
+                                      self.runner.timeouts.compile, self.manifest.target, self._warn, said)
                 if self.runner.measures_compile_time:
                     probe.result()
             try:
@@ -301,8 +303,9 @@ class TuneRun:
                                                 self.manifest.tune_architecture, static,
                                                 self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
-        if self.architectures.jit:
-            self._warn(self.architectures.jit)
+        for note in (self.architectures.native, self.architectures.jit):
+            if note:
+                self._warn(note)
         if self.architectures.describe():
             self._say(f"figures: {self.architectures.describe()}")
 

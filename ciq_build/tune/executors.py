@@ -19,12 +19,14 @@ import argparse
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ciq_build.core.options import changed, declared_names, parsed_values, problems
 from ciq_build.errors import ConfigError
-from ciq_build.tune.executor import Executor
 from ciq_build.tune.tune_options import TuneOptions, add_tune_arguments
+
+if TYPE_CHECKING:  # the contract (and the build machinery under it) is imported with an executor, not for --help
+    from ciq_build.tune.executor import Executor
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,7 @@ class Searched:
     workers: list[WorkerTree]
     described: dict[str, Any]  # the candidate source's provenance (CandidateSource.describe)
     stopped: str  # the summary's word on a budget that ended the search early; "" when it ran to its end
-    overridden: Sequence[str] = ()  # PARAMS names the source #defines again (said after the baseline)
+    overridden: Sequence[str] = ()  # PARAMS names the source #defines again (said before the baseline)
 
 
 @dataclass

@@ -4,17 +4,23 @@ source never reads: `without_effect`).
 
 Such a name costs the whole search a dimension and yields the same code for
 every value. The preprocessor says so ("warning: "TILE" redefined"), but in the
-middle of a build log nobody reads it; so beside the baseline (in a worker's
-tree, while the baseline builds and runs) the target is built once with every
-parameter at its first value and once at its last (one
-value may be the source's own, which draws no warning), and each name the
-compiler reports as redefined is warned about with the fix.
+middle of a build log nobody reads it. So first, before anything is built, the
+target's CUDA sources and the headers they include by quotes are read for a
+`#define` of a PARAMS name outside any `#if`/`#ifdef`/`#ifndef` naming it
+(`unguarded_defines`: milliseconds, so the warning comes before the baseline's
+build, which may take minutes); then, beside the baseline (in a worker's tree,
+while the baseline builds and runs), the target is built once with every
+parameter at its first value and once at its last (one value may be the
+source's own, which draws no warning), and each name the compiler reports as
+redefined (a #define the reading cannot see: a header found through -I, a
+generated one) is warned about too. Each name once, with the fix.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 from ciq_build.compiler.controls import Controls, define_value
 from ciq_build.core.params import PARAM_PREFIX, parse_params
@@ -46,9 +52,70 @@ def probe_settings(specs: Iterable[str]) -> list[Controls]:
     return probes
 
 
+_DIRECTIVE = re.compile(r"^\s*#\s*(\w+)(.*)$")
+_QUOTED_INCLUDE = re.compile(r'^\s*"([^"]+)"')
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+
+
+def unguarded_defines(specs: Sequence[str], sources: Iterable[Path]) -> dict[str, str]:
+    """Each PARAMS name that `sources`, or a header they include by quotes, #defines outside any conditional
+    naming it (`#ifndef NAME`, `#if !defined(NAME)`, ...), with where: {"UNROLL": "kern.cu:6"}. Read as text,
+    without the compiler: a #define it cannot see (a header found through -I) is the probe builds' to find."""
+    names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
+    found: dict[str, str] = {}
+    pending, seen = [Path(s) for s in sources], set()
+    while pending:
+        path = pending.pop(0)
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        # Comments out, line numbers kept; continued lines are rare in the directives that matter here.
+        text = _BLOCK_COMMENT.sub(lambda m: "\n" * m.group().count("\n"), text)
+        open_conditions: list[str] = []
+        for number, line in enumerate(text.splitlines(), 1):
+            directive = _DIRECTIVE.match(line.split("//", 1)[0])
+            if directive is None:
+                continue
+            word, rest = directive.groups()
+            if word in ("if", "ifdef", "ifndef"):
+                open_conditions.append(rest)
+            elif word in ("elif", "else") and open_conditions:
+                open_conditions[-1] += " " + rest
+            elif word == "endif" and open_conditions:
+                open_conditions.pop()
+            elif word == "include" and (quoted := _QUOTED_INCLUDE.match(rest)):
+                pending.append(path.parent / quoted.group(1))
+            elif word == "define" and (name := rest.split("(", 1)[0].split()[:1]) and name[0] in names:
+                guarded = any(re.search(rf"\b{name[0]}\b", condition) for condition in open_conditions)
+                if not guarded:
+                    found.setdefault(name[0], f"{path.name}:{number}")
+    return found
+
+
+def overridden_warning(name: str, target: str, evidence: str) -> str:
+    """The one warning for a PARAMS name the source overrides, `evidence` saying how it was seen."""
+    return (f"PARAMS {name} of {target} does nothing: the source #defines {name} itself ({evidence}), so the "
+            f"compiler overrides every -D{name}=... and every value yields the same code. Guard the #define with "
+            f"#ifndef {name} ... #endif, or drop {name} from PARAMS.")
+
+
+def warn_unguarded(specs: Sequence[str], sources: Iterable[Path], target: str,
+                   warn: Callable[[str], None]) -> list[str]:
+    """The PARAMS names `unguarded_defines` finds, each warned about with the fix, before anything is built."""
+    found = unguarded_defines(specs, sources)
+    for name, where in sorted(found.items()):
+        warn(overridden_warning(name, target, f"{where}, outside any #ifndef {name}"))
+    return sorted(found)
+
+
 def overridden_params(specs: tuple[str, ...], tree: WorkerTree, timeout: float, target: str,
-                      warn: Callable[[str], None]) -> list[str]:
-    """The PARAMS names the source redefines (warned about, each with the fix); builds in `tree`."""
+                      warn: Callable[[str], None], said: Iterable[str] = ()) -> list[str]:
+    """The PARAMS names the source redefines (warned about, each with the fix, but for those already `said`);
+    builds in `tree`."""
     if not specs:
         return []
     names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
@@ -56,11 +123,9 @@ def overridden_params(specs: tuple[str, ...], tree: WorkerTree, timeout: float, 
     for controls in probe_settings(specs):
         built = tree.build(controls, timeout, benchmark=False)  # whole: the preprocessor must run; no link
         found |= redefined_macros(built.compiler_output) & names
-    for name in sorted(found):
-        warn(f"PARAMS {name} of {target} does nothing: the source #defines {name} itself, so the compiler "
-             f"overrides every -D{name}=... (its log says \"{name}\" redefined) and every value yields the same "
-             f"code. Guard the #define with #ifndef {name} ... #endif, or drop {name} from PARAMS.")
-    return sorted(found)
+    for name in sorted(found - set(said)):
+        warn(overridden_warning(name, target, f'the compiler\'s log says "{name}" redefined'))
+    return sorted(found | set(said))
 
 
 def without_effect(specs: Iterable[str], evaluations: Iterable[Evaluation]) -> list[str]:

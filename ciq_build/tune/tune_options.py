@@ -42,8 +42,6 @@ from ciq_build.core.settings import (
 )
 from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import SETUPTOOLS_GENERATOR, Manifest
-from ciq_build.search.seeds import manifest_seeds
-from ciq_build.search.select import search_kinds
 from ciq_build.search.strategies import resolve_strategy, strategy_names, strategy_options_help
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
@@ -75,6 +73,8 @@ def _stage(text: str) -> str | None:
     kinds = stage_kinds(text)
     if not kinds:
         return f"names what the stage searches, --controls' words comma-separated (e.g. knobs,params), not {text!r}"
+    from ciq_build.search.select import search_kinds  # the search's machinery: for a --stage only, not --help
+
     try:
         search_kinds(SearchSettings(controls=kinds))  # a misspelt later stage is refused before the first one runs
     except ConfigError as error:
@@ -300,6 +300,8 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
     (ciq_build.tune.executors.checked_executor; a Ray child's are its parent's)."""
     # Each field by its name (ciq_build.core.settings.merged): what the command line gave, else the target's
     # ciq_tune_target(), else the default. Only the values below are not the sources' own as they stand.
+    from ciq_build.search.seeds import manifest_seeds  # the search's machinery: for a tune only, not --help
+
     typed = {**given(options), "timeout_explicit": options.timeout is not None,
                     "time_limit": None if options.time_limit is None else duration_seconds(options.time_limit)}
     # The manifest always has a TIMEOUT (the CMake module's default is DEFAULT_TIMEOUT).

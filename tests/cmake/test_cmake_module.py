@@ -445,10 +445,12 @@ def test_toolkit_mismatch_warns_and_skips_or_fails_when_strict(tiny: Tiny) -> No
 
 
 def test_a_pin_tuned_for_other_architectures_is_skipped_or_fails_when_strict(tiny: Tiny) -> None:
-    pin = {"kern": record(flags=["-maxrregcount=32"], architectures=["75"])}
+    pin = {"kern": record(flags=["-maxrregcount=32"], architectures=["100", "75"])}
     result = ensure_ok(tiny.configure(pins=pin))  # the project builds for 90a
-    assert "CMake Warning" in said(result) and "was tuned for 75, but this build compiles for 90a" in said(result)
-    assert "ciq_build: kern: pin skipped (tuned for 75, compiling for 90a)" in said(result)
+    # Architectures by number, as a person reads them (as text, 100 came before 75).
+    assert "CMake Warning" in said(result) and "was tuned for 75, 100, but this build compiles for 90a" in said(result)
+    assert "or build for 75, 100." in said(result)
+    assert "ciq_build: kern: pin skipped (tuned for 75, 100, compiling for 90a)" in said(result)
     assert tiny.options_file().read_text() == ""
 
     strict = tiny.configure(pins=pin, cache={"CIQ_STRICT": "ON"})

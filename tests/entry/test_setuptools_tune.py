@@ -68,6 +68,13 @@ def test_load_extension_reads_setup_py_without_building(project: Path) -> None:
         load_extension(project, "gemm")
     with pytest.raises(ConfigError, match="there is no setup.py"):
         load_extension(project / "pkg", "kern")
+    # Each candidate is built by setup.py's own build_ext (the backend never imports the setuptools hooks):
+    # a setup.py that builds with setuptools' plain build_ext is refused before anything is built.
+    setup_py = project / "setup.py"
+    setup_py.write_text(setup_py.read_text().replace('cmdclass={"build_ext": build_ext},', ""))
+    with pytest.raises(ConfigError, match=r"setup\(\)'s cmdclass has no build_ext from ciq_build, so a plain build "
+                                          r"compiles no \.cu file of 'kern' with its pin"):
+        load_extension(project, "kern")
 
 
 def test_ciq_benchmark_must_be_a_command_list() -> None:

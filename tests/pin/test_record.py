@@ -406,6 +406,7 @@ def test_a_record_naming_no_architectures_fits_any_build(tmp_path):
     record = replace(make_record(), toolchain=RecordToolchain(cuda="13.3", architectures=()))
     assert check_architectures(record, ("75",), strict=True) is None
     assert architecture_set(["sm_80", "90a-real", "compute_80", "90a"]) == ("80", "90a")
+    assert architecture_set(["100", "90a", "75", "90"]) == ("75", "90", "90a", "100")  # by number, not as text
 
 
 def test_matching_toolchain_passes(pinned):

@@ -17,12 +17,13 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import find_toolchain, major_minor
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.params import parse_params
@@ -33,6 +34,7 @@ from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.search.acf_pool import POOL_FILE, POOL_PARAM, POOL_SCHEMA, AcfPool, make_pool_source, pool_sha256
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evolution import SearchConfiguration
+from ciq_build.search.on_top import on_top_of
 from ciq_build.search.select import make_candidate_source
 from ciq_build.search.strategies import make_source, resolve_strategy, strategy_names
 from ciq_build.search.strategy import COMPILER_ACF, GRID, SearchRequest
@@ -324,6 +326,20 @@ def test_describe_is_json_provenance_naming_the_engine_and_seed(kind: Kind, tmp_
     described = kind.make(tmp_path, _config(seed=11), ["time"]).describe()
     assert json.loads(json.dumps(described)) == described
     assert isinstance(described["engine"], str) and described["seed"] == 11
+
+
+def test_a_wrapper_refuses_a_tell_of_a_candidate_it_never_handed_out_or_told_already(tmp_path: Path) -> None:
+    # A pool's source and a stage's (search.base.WrappedSource): passed on, a second tell would reach the inner
+    # search with the changed proposal, and an unknown id would fail there as a bare KeyError.
+    wrappers = [_pool("ga", tmp_path, _config(), ["time"]),
+                on_top_of(_params("ga", tmp_path, _config(), ["time"]), Controls(flags=("-maxrregcount=64",)))]
+    for source in wrappers:
+        first = source.ask()[0]
+        with pytest.raises(SearchError, match="^candidate 999 was not asked, or was told already$"):
+            source.tell(replace(first, id=999), score(first))
+        source.tell(first, score(first))
+        with pytest.raises(SearchError, match=f"^candidate {first.id} was not asked, or was told already$"):
+            source.tell(first, score(first))
 
 
 # -- choosing a strategy ------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.measure import stopping
 from ciq_build.tune import minimize
 from ciq_build.tune.minimize import Minimizer, spelled, without
-from ciq_build.tune.param_probe import probe_settings, redefined_macros
+from ciq_build.tune.param_probe import probe_settings, redefined_macros, unguarded_defines, warn_unguarded
 from ciq_build.tune.timeouts import Timeouts
 
 
@@ -23,6 +23,26 @@ def test_each_compilers_redefinition_warning_names_the_macro() -> None:
            'ptxas info    : Used 10 registers, used 0 barriers\n')
     assert redefined_macros(log) == {"UNROLL", "TILE", "DEPTH"}
     assert redefined_macros("ptxas info    : Compiling entry function '_Z4tinyPfPKf' for 'sm_90a'") == set()
+
+
+def test_an_unguarded_define_of_a_param_is_found_in_the_sources_and_their_quoted_headers_before_any_build(
+        tmp_path: Path) -> None:
+    (tmp_path / "tile.h").write_text('#pragma once\n#ifndef TILE_H\n#define TILE_H\n#define TILE 16\n#endif\n')
+    (tmp_path / "kern.cu").write_text(
+        '#include "tile.h"\n#include <cuda.h>\n'
+        "#ifndef X\n#define X 3\n#endif\n"              # guarded: a -DX wins
+        "#if !defined(DEPTH)\n#define DEPTH 2\n#endif\n"  # guarded another way
+        "/* #define WIDTH 1 */\n// #define WIDTH 2\n"    # commented out
+        "#define UNROLL(n) n\n"                          # a function-like macro of a PARAMS name overrides too
+        "#  define OTHER 1\n")                           # not a PARAMS name
+    specs = ["X=0,1", "DEPTH=1,2", "WIDTH=1,2", "UNROLL=1,2", "TILE=8,16"]
+    assert unguarded_defines(specs, [tmp_path / "kern.cu", tmp_path / "missing.cu"]) == {
+        "UNROLL": "kern.cu:11", "TILE": "tile.h:4"}
+    said: list[str] = []
+    assert warn_unguarded(specs, [tmp_path / "kern.cu"], "kern", said.append) == ["TILE", "UNROLL"]
+    assert said[0] == ("PARAMS TILE of kern does nothing: the source #defines TILE itself (tile.h:4, outside any "
+                       "#ifndef TILE), so the compiler overrides every -DTILE=... and every value yields the same "
+                       "code. Guard the #define with #ifndef TILE ... #endif, or drop TILE from PARAMS.")
 
 
 def test_the_probes_set_every_param_to_its_first_then_its_last_value() -> None:

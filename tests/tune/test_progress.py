@@ -88,7 +88,11 @@ def test_a_watcher_reads_the_phase_the_evaluations_the_best_and_the_time_left_ev
         "target": "kern", "phase": "search", "evaluations": 2, "expected": 8, "best": "time 4.25 ms",
         "left_s": 60.0, "updated": 1010.0}  # 6 more at the pace of the one measured in 10 s
     assert log.getvalue() == ""  # quiet: the watcher is told, the log is not
+    now[0], wall[0] = 10.5, 1010.5
+    progress.update(0, evaluations=3, failures=0, best=(4.0,), last=evaluated(2, scores=(4.0,)))
+    assert read_live_status(status)["evaluations"] == 2  # within WRITE_EVERY_S of the last write: not yet
     meter.enter("re-measure")
+    assert (read_live_status(status)["evaluations"], read_live_status(status)["best"]) == (3, "time 4 ms")  # now
     live.end()
     said = read_live_status(status)
     assert [name for name, _ in said["phases"]] == ["preparing", "baseline", "search", "re-measure", "ended"]

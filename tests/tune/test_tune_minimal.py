@@ -42,11 +42,13 @@ def _journal_winner_controls(build: Path, defines: dict[str, str]) -> list[dict[
 def test_the_pin_drops_every_control_that_leaves_the_code_the_same_and_verify_passes(tmp_path: Path) -> None:
     result, source, build = _tune(tmp_path, "--controls", "knobs", "--controls", "params")
     assert result.returncode == 0, result.stderr
-    # Beside the baseline, a PARAMS name the source #defines again unguarded is warned about, once, with the
+    # Before the baseline, a PARAMS name the source #defines again unguarded is warned about, once, with the
     # fix (UNROLL only: X is guarded with #ifndef). Asserted on this tune: a tune of its own cost 7.5 s of CPU.
-    warnings = [line for line in result.stderr.splitlines() if "does nothing" in line]
+    lines = result.stderr.splitlines()
+    warnings = [line for line in lines if "does nothing" in line]
     assert len(warnings) == 1, result.stderr
-    assert "PARAMS UNROLL of noop_kernels" in warnings[0] and "#ifndef UNROLL" in warnings[0]
+    assert "PARAMS UNROLL of noop_kernels" in warnings[0] and "(kern.cu:6, outside any #ifndef UNROLL)" in warnings[0]
+    assert lines.index(warnings[0]) < next(i for i, line in enumerate(lines) if line.startswith("ciq_build: baseline:"))
     record = json.loads((source / "ciq" / "noop_kernels.json").read_text())
     # X matters (fewer registers at 0); UNROLL is overridden by the source, so -DUNROLL is dropped.
     assert record["controls"]["defines"] == {"X": "0"}
