@@ -8,7 +8,8 @@ Rastrigin, Rosenbrock): measured on since, they are tuning problems now.
 Then issue 38's kinds, written as variants of their own (other shapes, seeds
 and depths than held_out.py's, so a change can be chosen on them without
 looking at the held-out set): a decoy 5% deep, a knob space with 2% timing
-noise, a 44-parameter ACF-like space. Problems a claim is made on are in
+noise, a 44-parameter ACF-like space; and, written with held_out_2.py, a
+decoy 7% deep on a rippled plateau. Problems a claim is made on are in
 held_out.py.
 """
 
@@ -379,6 +380,35 @@ DEEP_DECOY = Problem(
     40.0,  # the basin found: every point of it scores at most 6 * 4 + 3 = 27, the decoy 95
 )
 
+_RIPPLED_OPT = [17, 2, 9, 20, 12]
+_RIPPLED_POINT = [3, 18, 21, 4, 1]  # far from the basin on every axis
+
+
+def _rippled_decoy(p: dict[str, Any]) -> float:
+    # A plateau at 100 rippled by up to 0.02% (no two draws tie exactly, as no two measurements do) with a basin
+    # of every coordinate within 3 of a hidden optimum (about 0.2% of the space) and, far from it, a decoy whose
+    # slope (every coordinate within 6 of its point) falls to 93 (7% deep).
+    r = [p[f"r{i}"] for i in range(5)]
+    if all(abs(v - o) <= 3 for v, o in zip(r, _RIPPLED_OPT, strict=True)):
+        cost = sum(abs(v - o) for v, o in zip(r, _RIPPLED_OPT, strict=True))
+        return float(cost + 2 * (p["mode"] != "c") + (0 if p.get("flag") is not None else 1))
+    distance = [abs(v - d) for v, d in zip(r, _RIPPLED_POINT, strict=True)]
+    if max(distance) <= 6:
+        return 100.0 - 7.0 * (1 - sum(distance) / 30)
+    return 100.0 + 0.02 * _stable_fraction(p)
+
+
+RIPPLED_DECOY = Problem(
+    "decoy7r (rippled plateau, 7%-deep decoy)",
+    {
+        **{f"r{i}": ss.range(0, 21) for i in range(5)},
+        "mode": ss.choice(["a", "b", "c", "d"]),
+        "flag": ss.literal("-ffast", knockout_prob=0.5),
+    },
+    _rippled_decoy,
+    40.0,  # the basin found: every point of it scores at most 5 * 3 + 3 = 18, the decoy 93
+)
+
 _JITTER_BLOCK = {32: 1.02, 64: 1.006, 128: 1.0, 256: 0.992, 512: 0.997}  # absent: 128
 _JITTER_VECTOR = {1: 1.0, 2: 0.991, 4: 0.995}  # absent: 1
 _JITTER_LEVEL = {0: 1.08, 1: 1.01, 2: 1.0, 3: 1.001}  # absent: 2
@@ -453,4 +483,4 @@ ACF44 = Problem(
 )
 
 TUNING = [SEEDS_EXAMPLE, MIXED12, HALF_INVALID, PLATEAU, DISCONNECTED, DECOY, KNOBS, NK, TRAP, RASTRIGIN, ROSENBROCK,
-          DEEP_DECOY, JITTERY_KNOBS, ACF44]
+          DEEP_DECOY, JITTERY_KNOBS, ACF44, RIPPLED_DECOY]

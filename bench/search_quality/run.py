@@ -22,8 +22,8 @@ others' (lower is better; "<=" marks a ratio against a censored median, i.e.
 an upper bound). Goals (issue 10): ours/random <= 0.5 and ours/compileiq <= 0.8.
 
 Problems: the tuning set (problems.py: a change may be chosen on them) and
-the held-out set (held_out.py: written before a change, a claim about the
-search is made on them only); ``--set`` picks one. ``--baseline REV`` adds
+the held-out sets (held_out.py, held_out_2.py: each written before a change,
+a claim about the search is made on them only); ``--set`` picks one. ``--baseline REV`` adds
 the genetic search of a git revision (its ``ciq_build/search/evolution.py``)
 as row ``ga@REV``: before and after in one run, same seeds.
 
@@ -59,6 +59,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.search_quality.held_out import HELD_OUT  # noqa: E402
+from bench.search_quality.held_out_2 import HELD_OUT_2  # noqa: E402
 from bench.search_quality.problems import TUNING, Problem  # noqa: E402
 from bench.search_quality.stats import fisher_exact, mann_whitney  # noqa: E402
 from ciq_build import INVALID_SCORE, Search, SearchConfiguration  # noqa: E402
@@ -192,6 +193,47 @@ def load_baseline(rev: str) -> Callable[..., Run]:
                                             num_objectives=problem.num_objectives)
         return _our_run(module.Search(problem.objective, problem.space, config, progress=False).start())
     return run
+
+
+class OursAt:
+    """Row ``ciq_build`` as it was at git revision ``rev`` (row ``ours@REV``): that revision's ``ciq_build`` package
+    (``git archive``) with today's bench beside it, run in a subprocess per problem -- the search as a whole,
+    portfolio included, where ``--baseline`` swaps in the GA's module alone -- for before and after in one run."""
+
+    def __init__(self, rev: str, strategy: str | None) -> None:
+        import shutil
+        import subprocess
+        import tempfile
+
+        self.rev, self.strategy = rev, strategy
+        root = Path(__file__).resolve().parents[2]
+        self.folder = Path(tempfile.mkdtemp(prefix="ciq-ours-at-"))
+        archive = subprocess.run(["git", "-C", str(root), "archive", rev, "ciq_build"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(self.folder)], input=archive, check=True)
+        shutil.copytree(Path(__file__).resolve().parent, self.folder / "bench" / "search_quality",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+
+    def run_seeds(self, problem: Problem, seeds: range, generations: int, pool: int, jobs: int) -> list[Any]:
+        import os
+        import pickle
+        import subprocess
+
+        out = self.folder / "runs.pickle"
+        command = [sys.executable, str(self.folder / "bench" / "search_quality" / "run.py"), "--set", "all",
+                   "--problems", problem.short, "--seeds", str(len(seeds)), "--first-seed", str(seeds.start),
+                   "--generations", str(generations), "--pool", str(pool), "--jobs", str(jobs),
+                   "--runs-to", str(out)] + (["--ours", self.strategy] if self.strategy else [])
+        env = dict(os.environ, PYTHONPATH=str(self.folder))
+        subprocess.run(command, check=True, env=env, cwd=self.folder)
+        runs = []
+        for seed, (scores, pick, calls) in zip(seeds, pickle.loads(out.read_bytes()), strict=True):
+            measured = None
+            if calls is not None:
+                measured = Measured(problem, seed)
+                measured.calls = calls
+            runs.append((Run(scores, pick), measured))
+        return runs
 
 
 RANDOM_HORIZON = 20  # random search runs this many budgets, only to locate its evaluations-to-target
@@ -478,6 +520,8 @@ def _run_seed(seed: int) -> tuple[Run, Measured | None]:
 def _run_seeds(engine: Callable[..., Run], problem: Problem, seeds: range, generations: int, pool: int,
                times: int, jobs: int) -> list[Any]:
     """Every seed's run, in seed order; with jobs > 1 in forked worker processes (the same runs, sooner)."""
+    if isinstance(engine, OursAt):
+        return engine.run_seeds(problem, seeds, generations, pool, jobs)
     if jobs <= 1:
         return [_run_one(engine, problem, seed, generations, pool, times) for seed in seeds]
     import multiprocessing
@@ -534,8 +578,9 @@ def main(argv: list[str] | None = None) -> int:
                              "evaluations-to-target beyond the budget, as random search's 20 (default 1)")
     parser.add_argument("--no-optuna", action="store_true",
                         help="leave out Optuna's strategies (tpe, nsga2), measured when Optuna is installed")
-    parser.add_argument("--set", choices=("tuning", "held-out", "all"), default="all",
-                        help="the tuning set (problems.py), the held-out set (held_out.py) or both (default)")
+    parser.add_argument("--set", choices=("tuning", "held-out", "held-out-2", "all"), default="all",
+                        help="the tuning set (problems.py), the first held-out set (held_out.py), the second "
+                             "(held_out_2.py) or all three (default)")
     parser.add_argument("--problems", default="",
                         help="comma-separated first words of the problems to run (default: all of the set)")
     parser.add_argument("--strategies", default="",
@@ -551,15 +596,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", metavar="REV", default=None,
                         help="also run the genetic search as it was at git revision REV (row ga@REV): "
                              "before and after in one run")
+    parser.add_argument("--ours-at", metavar="REV", default=None,
+                        help="also run row ciq_build as it was at git revision REV (row ours@REV: that revision's "
+                             "ciq_build package, the same --ours strategy): before and after in one run")
+    parser.add_argument("--runs-to", metavar="FILE", default=None, help=argparse.SUPPRESS)  # OursAt's subprocess
     args = parser.parse_args(argv)
     OURS[0] = args.ours
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     mo_generations = args.mo_generations or args.generations
     wanted = {w.strip().lower() for w in args.problems.split(",") if w.strip()}
-    chosen = {"tuning": TUNING, "held-out": HELD_OUT, "all": TUNING + HELD_OUT}[args.set]
+    chosen = {"tuning": TUNING, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2,
+              "all": TUNING + HELD_OUT + HELD_OUT_2}[args.set]
     problems = [p for p in chosen if not wanted or p.short.lower() in wanted]
+    if args.runs_to:  # row ciq_build's runs of the one problem asked, for OursAt
+        import pickle
+
+        (problem,) = problems
+        runs = _run_seeds(run_ours, problem, seeds, args.generations, args.pool, 1, args.jobs)
+        plain = [(run.scores, run.pick, None if measured is None else measured.calls) for run, measured in runs]
+        Path(args.runs_to).write_bytes(pickle.dumps(plain))
+        return 0
 
     engines: dict[str, Callable[..., Run]] = {"ciq_build": run_ours}
+    if args.ours_at:
+        engines[f"ours@{args.ours_at}"[:9]] = OursAt(args.ours_at, args.ours)  # type: ignore[assignment]
     if args.baseline:
         engines[f"ga@{args.baseline}"[:9]] = load_baseline(args.baseline)
     for name in filter(None, (s.strip() for s in args.strategies.split(","))):

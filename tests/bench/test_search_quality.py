@@ -127,7 +127,10 @@ def test_hypervolume_outcome_counts_the_evaluation_that_reaches_the_target() -> 
 @pytest.mark.slow
 def test_the_bench_prints_the_table_for_every_problem(capsys: pytest.CaptureFixture[str]) -> None:
     # CI-sized: 2 seeds, 3 generations of 8; the 100-seed run is for bench/ by hand.
-    assert sq.main(["--seeds", "2", "--generations", "3", "--pool", "8", "--no-compileiq"]) == 0
+    # The tuning and first held-out sets (held_out_2.py's problems are checked one by one in their own tests: the
+    # suite's time is the limit).
+    problems = ",".join(problem.short for problem in pr.TUNING + ho.HELD_OUT)
+    assert sq.main(["--seeds", "2", "--generations", "3", "--pool", "8", "--no-compileiq", "--problems", problems]) == 0
     out = capsys.readouterr().out
     for problem in pr.TUNING + ho.HELD_OUT:
         # ciq_build, random, tpe and nsga2 rows, the ratio row, the row against Optuna's samplers and the tests' row
@@ -314,3 +317,16 @@ def test_row_ciq_build_runs_the_strategy_ours_names(monkeypatch: pytest.MonkeyPa
     portfolio = scores(PortfolioSearch(problem.objective, problem.space, config, progress=False))
     assert sq.run_ours(problem, 3, 3, 8).scores == portfolio != scores(GeneticSearch(problem.objective, problem.space,
                                                                                       config))
+
+
+def test_row_ours_at_a_revision_runs_that_revision_s_package_beside_today_s_bench() -> None:
+    # HEAD's ciq_build in a subprocess: where the working copy's search is HEAD's, the same evaluations.
+    import subprocess
+
+    theirs = sq.OursAt("HEAD", None).run_seeds(pr.SEEDS_EXAMPLE, range(3, 5), 2, 4, 1)
+    ours = [sq.run_ours(pr.SEEDS_EXAMPLE, seed, 2, 4) for seed in (3, 4)]
+    assert [len(run.scores) for run, _ in theirs] == [8, 8]
+    unchanged = subprocess.run(["git", "-C", str(sq.Path(sq.__file__).resolve().parents[2]), "diff", "--quiet",
+                                "HEAD", "--", "ciq_build"]).returncode == 0
+    if unchanged:
+        assert [run.scores for run, _ in theirs] == [run.scores for run in ours]
