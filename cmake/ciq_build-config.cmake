@@ -1,7 +1,7 @@
 # find_package(ciq_build CONFIG) entry point.
 #
 # Found through scikit-build-core's `cmake.root` entry point when a project is
-# built with pip, or with -Dciq_build_DIR=$(python -m ciq_build --cmake-dir)
+# built with pip, or with -Dciq_build_DIR="$(python -m ciq_build --cmake-dir)"
 # for plain CMake builds. It provides one public function,
 # ciq_tune_target(), defined in ciq_build.cmake beside this file.
 

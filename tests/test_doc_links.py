@@ -151,3 +151,15 @@ def test_the_readme_and_results_stay_short() -> None:
     for name in ("README.md", "docs/RESULTS.md"):
         count = len((REPO / name).read_text(encoding="utf-8").splitlines())
         assert count <= 300, f"{name} has {count} lines; reference text belongs on a page under docs/"
+
+
+def test_every_shown_command_quotes_the_cmake_dir_it_substitutes() -> None:
+    # Unquoted, `-Dciq_build_DIR=$(python -m ciq_build --cmake-dir)` splits an install path with a space
+    # (a venv under "/tmp/new user") into two arguments, and CMake ignores the second: find_package fails.
+    shown = [REPO / "README.md", REPO / "sample_extension" / "README.md", *PAGES,
+             *(path for path in (REPO / "bench" / "peers").glob("*/CMakeLists.txt")),
+             *(REPO / "ciq_build").rglob("*.py"), *(REPO / "cmake").glob("*.cmake")]
+    unquoted = [f"{path.relative_to(REPO)}:{number}" for path in dict.fromkeys(shown)
+                for number, line in enumerate(path.read_text().splitlines(), 1)
+                if re.search(r"=\$\(python -m ciq_build --cmake-dir\)", line)]
+    assert not unquoted, f'write -Dciq_build_DIR="$(python -m ciq_build --cmake-dir)" at {unquoted}'

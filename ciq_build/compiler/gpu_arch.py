@@ -107,6 +107,7 @@ class ArchitecturePlan:
     scored: str | None  # None: the build has one architecture's code, or none named
     why: str
     jit: str | None  # the line said before the search when the build has no SASS for the GPU
+    native: str | None = None  # the line said before the baseline when the build names "native"
 
     def describe(self) -> str:
         """One line: which architecture each figure is for."""
@@ -127,6 +128,18 @@ class ArchitecturePlan:
         return out
 
 
+def native_note(target: str, architectures: str, gpu: int | None) -> str | None:
+    """The one line said before a tune of a target built for "native", or None: nvcc builds for the GPU of
+    whichever machine runs it (none: nvcc's default), so the figures describe this machine's only, and a pin
+    tuned for "native" fits, by name, a build for any GPU."""
+    if not any(entry.strip().lower() == "native" for entry in split_architectures(architectures)):
+        return None
+    here = f"here {sm(gpu)}" if gpu is not None else "nvcc's default architecture on a machine without one"
+    return (f"{target} is built for CUDA_ARCHITECTURES native, the GPU of whichever machine builds it ({here}): "
+            f"the figures describe this machine's code, but the pin, tuned for \"native\", is applied by a build on "
+            f"any GPU. Set CUDA_ARCHITECTURES to the architectures you run on (e.g. 90a) to tune and pin those")
+
+
 def plan_architectures(target: str, architectures: str, gpu: int | None, asked: str | None,
                        static: Sequence[str], timed: bool) -> ArchitecturePlan:
     """The plan of a tune of `target`, or a ConfigError when a static objective (of `static`) would describe
@@ -141,4 +154,4 @@ def plan_architectures(target: str, architectures: str, gpu: int | None, asked: 
                 f"of {target}, but the benchmark's GPU ({sm(gpu)}) runs PTX JIT-compiled for it at load: the "
                 f"figures would describe two different programs. Add {gpu} to CUDA_ARCHITECTURES (or tune "
                 f"--architecture {gpu} once it is built), or tune the benchmark's objectives alone.")
-    return ArchitecturePlan(gpu, scored if static else None, why, jit)
+    return ArchitecturePlan(gpu, scored if static else None, why, jit, native_note(target, architectures, gpu))

@@ -248,7 +248,7 @@ def _not_tuned_here(build_dir: Path, target: str) -> str:
     if not others and not (build_dir / "CMakeCache.txt").is_file():
         return (f"{build_dir} is not a configured CMake build tree (no CMakeCache.txt): pass your project's build "
                 f"folder with -B <build dir>, or configure it first (cmake -S <src> -B {build_dir} "
-                "-Dciq_build_DIR=$(python -m ciq_build --cmake-dir))")
+                "-Dciq_build_DIR=\"$(python -m ciq_build --cmake-dir)\")")
     guess = nearest(target, others)
     hint = f" (did you mean {guess}?)" if guess else ""
     tuned = f"its tuned targets: {', '.join(others)}" if others else "it has no tuned targets"

@@ -303,8 +303,9 @@ class TuneRun:
                                                 self.manifest.tune_architecture, static,
                                                 self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
-        if self.architectures.jit:
-            self._warn(self.architectures.jit)
+        for note in (self.architectures.native, self.architectures.jit):
+            if note:
+                self._warn(note)
         if self.architectures.describe():
             self._say(f"figures: {self.architectures.describe()}")
 

@@ -65,6 +65,19 @@ def test_a_static_objective_is_refused_where_the_gpu_runs_jit_compiled_ptx() -> 
     assert said == "times on a GPU of sm_90; static metrics of the sm_90a machine code (the benchmark GPU's (sm_90))"
 
 
+def test_a_build_for_native_is_said_to_pin_what_any_gpu_applies() -> None:
+    # A newcomer's static tune of a project built for "native" on a machine without a GPU measured nvcc's default
+    # architecture and pinned a record "tuned for native", which a build on any GPU applies, without a word.
+    assert plan_architectures("kern", "90a;100", None, None, ["registers"], False).native is None
+    alone = plan_architectures("gemm", "native", None, None, ["registers"], False).native
+    assert alone == ("gemm is built for CUDA_ARCHITECTURES native, the GPU of whichever machine builds it (nvcc's "
+                     "default architecture on a machine without one): the figures describe this machine's code, but "
+                     "the pin, tuned for \"native\", is applied by a build on any GPU. Set CUDA_ARCHITECTURES to the "
+                     "architectures you run on (e.g. 90a) to tune and pin those")
+    among = plan_architectures("gemm", "90a;NATIVE", 90, None, [], True).native
+    assert among is not None and "(here sm_90)" in among
+
+
 def test_the_gpu_is_the_first_visible_device_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gpu_arch, "_KNOWN", {})
     calls = tmp_path / "calls"
