@@ -216,7 +216,7 @@ class LocalArm:
         slope of separate parameters, their sum is the next step -- a batch's worth of single steps in one."""
         merged = list(centre)
         changed: set[int] = set()
-        for _, genome, old in sorted(self._better):
+        for _, genome, old in sorted(self._better, key=lambda better: better[0]):  # ties: in the order measured
             for i, (a, b) in enumerate(zip(genome, old, strict=True)):
                 if a != b and centre[i] == b and i not in changed:
                     merged[i] = a

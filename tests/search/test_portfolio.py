@@ -11,6 +11,7 @@ import pytest
 import ciq_build
 import ciq_build.core.space as ss
 from ciq_build.errors import ConfigError
+from ciq_build.search.arms import LocalArm
 from ciq_build.search.bandit import AucBandit
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
@@ -153,3 +154,15 @@ def test_on_a_stalled_plateau_the_space_filling_arm_gets_most_of_the_batch() -> 
     rugged.start()
     # its floor (2 a batch) and the slots other arms leave
     assert not rugged.plateau() and rugged.describe()["fill"] < 75
+
+
+def test_local_moves_merge_every_improvement_even_ties_where_a_parameter_is_knocked_out() -> None:
+    # Two moves around the old best improved on it by the same amount; one holds None (knocked out) where the
+    # other holds a value: merged in the order measured, never compared (that raised a TypeError).
+    space = {"x": ss.range(0, 15), "cache": ss.choice(["ca", "cg"], knockout_prob=0.5),
+             "unroll": ss.choice([1, 2], knockout_prob=0.5)}
+    local = LocalArm(PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
+                                     progress=False))
+    old, new = (3, 0, 0), (4, 0, 0)  # the best moved x up a step
+    local._better = [((1.0,), (4, 0, 0), old), ((0.5,), (3, None, 1), old), ((0.5,), (3, 1, None), old)]
+    assert local._merged(new) == (4, None, 1)  # every improving change at once, the first of a tie first
