@@ -66,16 +66,17 @@ _FILL = 1  # SpaceFillingArm's index in the arms
 # 12 mixed 75%, Rastrigin 98%, trap 38/35%, knobs 70/52%, acf44 82/82%. At pool 32 these floors fill the
 # batch: the bandit orders the slots an arm leaves (the GA's generation out, no best for local moves yet).
 FLOORS = {"ga": 0.875, "fill": 0.0625, "local": 0.0625}
-# On a plateau (most uniform draws score exactly alike, however far below them the best is) whose best did not
-# improve in the last batch, the best may be a decoy -- a slope that leads nowhere while the basin lies elsewhere
-# -- and the space-filling arm, the one that finds basins, is given most of the batch. Chosen on the tuning set
-# (seeds 0-39): the 5%-deep decoy's basin found in 62% of runs (42% without; random search 50%), the 0.5% one
-# 60% (62%; random 68%), the plain plateau 45% (48%). Restarting on every plateau batch, improving or not, found
-# the 5% decoy's basin in 78% but stopped descents in the plain plateau's basin (20%).
+# On a plateau (PLATEAU_*, below), the best may be a decoy -- a slope that leads nowhere while the basin lies
+# elsewhere -- and only draws find the basin: the space-filling arm keeps most of each batch while the best still
+# improves by more than the plateau's ripple (PLATEAU_FLOORS), and all but a sliver once it has not for a batch
+# (RESTART_FLOORS); local moves, which merge every improvement, descend what was found meanwhile, a slope in a
+# few batches, where the GA's generations would take many. Chosen on the tuning set (seeds 0-99, 640
+# evaluations; random search's basin found in brackets): with 3/4 to draws while improving the plain plateau's
+# descent failed (22% on target, the GA alone 57%), with 1/2 and the GA at 1/4 the 7%-deep rippled decoy's basin
+# was found in 54% (71%); with these, plateau 53%, decoy7r 54-65% (71%; 65% at seeds 0-39), decoy5 75% (50%),
+# the 0.5% decoy 52-64% (68%). A ripple-sized improvement (a rippled plateau's draws) is no improvement here.
 RESTART_FLOORS = {"ga": 0.0625, "fill": 0.875, "local": 0.0625}
 STALL_BATCHES = 1  # batches without a new best before a plateau counts as stalled
-# On a plateau whose best is still improving, the space-filling arm keeps this much of each batch: a decoy's
-# slope improves too, batch after batch, and a basin behind it is found only by draws.
 PLATEAU_FLOORS = {"ga": 0.0625, "fill": 0.5625, "local": 0.375}
 # A plateau: more than half of the draws from the whole space score within this fraction of their median (no
 # measurement ties exactly; a ripple far below any noise worth tuning for is still flat).
@@ -329,7 +330,7 @@ class PortfolioOptions:
 
 
 class PortfolioStrategy:
-    """`--strategy portfolio`, the default for knobs, params and ACF pools."""
+    """`--strategy portfolio`, for knobs, params and ACF pools (not the default: strategies.default_strategy says why)."""
 
     name = "portfolio"
     spaces = frozenset({GRID})

@@ -46,9 +46,9 @@ def default_strategy(request: SearchRequest) -> str:
     `make_source` turns into a listing of the grid where the grid, after CONSTRAINTS, fits the GA's budget:
     ciq_build.search.exhaustive.listed_instead).
 
-    Not the portfolio: on bench/search_quality's held-out decoys it is still behind random search (p < 0.05), and
-    on the tuning set behind the GA alone on NK and the plain plateau (docs/RESULTS.md), so it is offered by name
-    until it loses to neither."""
+    Not the portfolio: on bench/search_quality's second held-out set it is still behind random search on one
+    decoy (a 9%-deep one on a rippled plateau, p < 0.001) and 13 points behind the GA on the 58-parameter ACF-like
+    space (docs/RESULTS.md section 6), so it is offered by name until it loses to neither."""
     return "compileiq" if request.space_kind == COMPILER_ACF else "ga"
 
 
