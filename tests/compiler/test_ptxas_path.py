@@ -303,6 +303,18 @@ def test_a_static_evaluation_keeps_a_new_front_end_at_once_and_gives_nvcc_its_ob
     assert gemm.build(capped, 300, static_only=True).ok and ptxas_path.ready(plan)
 
 
+def test_a_static_evaluation_says_the_front_ends_warnings_as_a_whole_build_does(tmp_path: Path,
+                                                                              cuda133_bin: Path) -> None:
+    # The PARAMS probe reads "redefined" from them (ciq_build.tune.param_probe), through ptxas alone: noop's
+    # kern.cu #defines UNROLL unguarded. The first build runs the front end, the second reads it kept.
+    shutil.copytree(REPO_ROOT / "tests" / "projects" / "noop", tmp_path / "src")
+    tree = _scratch_tree(tmp_path, tmp_path / "src", "noop_kernels", cuda133_bin / "nvcc")
+    for _ in range(2):
+        static = tree.build(Controls(defines=(("UNROLL", "2"),)), 300, static_only=True)
+        assert static.ok and static.objects == ()  # ptxas alone: no object
+        assert '"UNROLL" redefined' in static.compiler_output and "Used " in static.compiler_output
+
+
 def test_a_static_evaluation_whose_front_end_runs_past_the_timeout_is_the_candidates_timeout(
         gemm: cmake_trees.ScratchTree) -> None:
     assert gemm.build(Controls(), 300).ok
