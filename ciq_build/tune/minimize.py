@@ -92,11 +92,14 @@ class Minimizer:
     """
 
     def __init__(self, controls: Controls, trees: Sequence[WorkerTree], toolchain: Toolchain, timeouts: Timeouts,
-                 say: Callable[[str], None], *, winner_tree: WorkerTree | None = None,
+                 say: Callable[[str], None], *, benchmark: bool, winner_tree: WorkerTree | None = None,
                  winner_objects: tuple[Path, ...] = ()) -> None:
         if not trees:
             raise ValueError("the minimal pin needs at least one tree to build in")
         self.controls = controls
+        # Whether each build links the benchmark too, as the search's did: a static tune never built it, so a
+        # benchmark that does not build must not read as "does not build without" each control.
+        self.benchmark = benchmark
         self.toolchain = toolchain
         self.timeouts = timeouts  # the candidates': each trial is a candidate's build
         self.say = say
@@ -157,7 +160,7 @@ class Minimizer:
         """The code of a build of `controls` in a free tree; None when it does not build."""
         tree = self._trees.get()
         try:
-            built = tree.build(controls, self.timeouts.compile)
+            built = tree.build(controls, self.timeouts.compile, benchmark=self.benchmark)
             if not built.ok:
                 return None
             return code_identity(built.objects, tree.object_dir, self.toolchain)
@@ -201,6 +204,6 @@ class Minimizer:
         """Put the winner's build back in its tree when the trials rebuilt it (a single tree)."""
         if self.winner_tree is None or not self._trials:
             return
-        rebuilt = self.winner_tree.build(self.controls, self.timeouts.compile)
+        rebuilt = self.winner_tree.build(self.controls, self.timeouts.compile, benchmark=self.benchmark)
         if not rebuilt.ok:  # built a moment ago: only the machine can make it fail now
             raise SearchError(f"the winner {nvcc_arguments(self.controls)} no longer builds: {rebuilt.message}")
