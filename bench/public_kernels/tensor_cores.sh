@@ -13,7 +13,7 @@
 #   bench/public_kernels/tensor_cores.sh --dry-run BUDGET_S STEP...  here, no GPU: see DRY RUN below
 #
 # STEP, in the order given: knobs, acf, staged, reverse, joint, confirm. confirm also takes the pins of earlier
-# calls from .carry/tensor-cores/pins/<arm>/ (a call's $OUT tgz, unpacked there). Arms share what the budget
+# calls from .carry/tensor-cores/pins/<target>/<arm>/ (a call's $OUT tgz, unpacked there). Arms share what the budget
 # leaves after CONFIRM_S (when confirm is a step) equally, ARM_S each unless set; staged, reverse and joint get
 # twice that (the two stages' budget, shared out by the tune). Everything lands in $OUT as it finishes:
 # $OUT/tensor_cores-<steps>.log (the console) and $OUT/tensor_cores-<steps>.tgz (journals, pins, confirmation,
@@ -108,8 +108,8 @@ fi
 
 pin_dir() {  # arm: its pin, from this call or carried from an earlier one (of the real kernel: not in a dry run)
     if [ -f "$res/$1/pin.json" ]; then echo "$res/$1"
-    elif [ "$dry" = 0 ] && [ -f "$here/.carry/tensor-cores/pins/$1/pin.json" ]; then
-        mkdir -p "$res/$1" && cp -rn "$here/.carry/tensor-cores/pins/$1"/. "$res/$1/" && echo "$res/$1"; fi
+    elif [ "$dry" = 0 ] && [ -f "$here/.carry/tensor-cores/pins/$target/$1/pin.json" ]; then
+        mkdir -p "$res/$1" && cp -r "$here/.carry/tensor-cores/pins/$target/$1"/. "$res/$1/" && echo "$res/$1"; fi
 }
 flags_of() {  # arm: its pin as one CMAKE_CUDA_FLAGS value (-D params, flags, the ACF by absolute path)
     "$python" bench/public_kernels/report.py --cmake-flags "$1" | sed 's/^-DCMAKE_CUDA_FLAGS=//'

@@ -1,7 +1,7 @@
 """Evaluation cost of a static tune: ptxas ACF candidates, then knob candidates, each against its limit.
 
-    python bench/throughput/run.py [--count 24] [--knobs 24] [--parts acf,knobs,racing] [--acfs POOL_DIR]
-                               [--nvcc PATH] [--keep DIR]
+    python bench/throughput/run.py [--count 24] [--knobs 24] [--parts acf,knobs,racing,fixed] [--acfs POOL_DIR]
+                               [--nvcc PATH] [--keep DIR] [--baseline REV] [--rounds 3]
 
 Both parts run on the sample's gemm_kernels (sm_90a) with the CUDA 13.3 nvcc,
 every flow of a candidate side by side with the others (so a loaded machine
@@ -59,11 +59,23 @@ from the driver's cache and costs nothing in either flow), each evaluated
 Printed: per-evaluation seconds of both, k1/k2 against the goal 1.05, and
 k1's time split by the path it took, with the fixed costs it pays (nvcc
 --dryrun, a CMake/Ninja build that has nothing to do, the launcher's start).
+
+Fixed part (`--parts fixed`, not in the default parts): what a whole static
+tune costs outside its candidates, this checkout against `--baseline REV`
+(its ciq_build/ and cmake/ exported by git archive), side by side: `python -m
+ciq_build tune shared_kernels` of tests/projects/shared (3 PARAMS values,
+each evaluated once; the PARAMS probe beside the baseline, the winner's
+rebuild, the minimal pin, the pin), in a fresh copy configured beforehand
+(untimed) with the arm's CMake module, `--rounds` times each, the arms
+alternating. Printed: CPU seconds of the tune's process and its children
+(getrusage), wall seconds, and each phase's wall seconds from the tune's live
+status file; both arms must pin the same controls.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import resource
@@ -80,6 +92,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from bench.gpu_busy.run import export_revision, package_path  # noqa: E402
 from bench.racing import run as racing  # noqa: E402
 from ciq_build import SearchConfiguration  # noqa: E402
 from ciq_build.testing import (  # noqa: E402
@@ -508,6 +521,54 @@ def racing_part() -> None:
         raise SystemExit("racing part: the arms pinned different winners")
 
 
+FIXED_PROJECT = REPO_ROOT / "tests" / "projects" / "shared"
+FIXED_TARGET = "shared_kernels"
+
+
+def _fixed_tune(checkout: Path, path: Path, nvcc: Path, work: Path) -> tuple[Cost, dict[str, float], str]:
+    """One whole tune of FIXED_PROJECT with `checkout`'s package (found through `path`): its cost, each phase's
+    wall seconds, and the controls it pinned."""
+    source, build = work / "src", work / "build"
+    shutil.copytree(FIXED_PROJECT, source)
+    subprocess.run(["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja", f"-DCMAKE_CUDA_COMPILER={nvcc}",
+                    f"-Dciq_build_DIR={checkout / 'cmake'}"], check=True, capture_output=True)
+    env = {**os.environ, "PYTHONPATH": str(path)}
+    done, cost = _timed(subprocess.run, [sys.executable, "-m", "ciq_build", "tune", FIXED_TARGET, "-B", str(build)],
+                        capture_output=True, text=True, cwd=work, env=env)
+    if done.returncode != 0:
+        sys.exit(f"the tune with {checkout} failed:\n{done.stderr[-3000:]}")
+    live = json.loads((build / "ciq" / "locks" / f"{FIXED_TARGET}.lock.live").read_text())
+    starts = live["phases"]
+    phases = {name: later - start for (name, start), (_, later) in zip(starts, starts[1:])}
+    pinned = json.loads((source / "ciq" / f"{FIXED_TARGET}.json").read_text())["controls"]
+    return cost, phases, json.dumps(pinned, sort_keys=True)
+
+
+def fixed_part(args: argparse.Namespace, work: Path, nvcc: Path) -> None:
+    """A whole static tune's cost, this checkout against --baseline, side by side (see the docstring)."""
+    checkouts = {"before": export_revision(args.baseline, work / "fixed-before"), "now": REPO_ROOT}
+    paths = {arm: package_path(checkout, work / f"fixed-path-{arm}") for arm, checkout in checkouts.items()}
+    runs: dict[str, list[tuple[Cost, dict[str, float], str]]] = {"before": [], "now": []}
+    print(f"fixed part: a whole static tune of {FIXED_TARGET} (tests/projects/shared), before = {args.baseline}, "
+          f"now = this checkout, {args.rounds} rounds, alternating")
+    for round_ in range(args.rounds):
+        for arm in (("before", "now") if round_ % 2 == 0 else ("now", "before")):
+            runs[arm].append(_fixed_tune(checkouts[arm], paths[arm], nvcc, work / f"fixed-{arm}-{round_}"))
+            cost = runs[arm][-1][0]
+            print(f"  round {round_ + 1} {arm:6s} CPU {cost.cpu:6.2f} s  wall {cost.wall:6.2f} s", flush=True)
+    if {r[2] for r in runs["before"]} != {r[2] for r in runs["now"]}:
+        sys.exit(f"the arms pinned other controls: {runs}")
+    names = list(dict.fromkeys(name for arm in runs.values() for r in arm for name in r[1]))
+    rows = [("CPU s (tune + children)", [statistics.mean(r[0].cpu for r in runs[a]) for a in ("before", "now")]),
+            ("wall s", [statistics.mean(r[0].wall for r in runs[a]) for a in ("before", "now")])]
+    rows += [(f"  phase {name} (wall s)", [statistics.mean(r[1].get(name, 0.0) for r in runs[a])
+                                           for a in ("before", "now")]) for name in names]
+    print(f"{'mean of ' + str(args.rounds):32s} {'before':>8s} {'now':>8s} {'now/before':>10s}")
+    for name, (before, now) in rows:
+        print(f"{name:32s} {before:8.2f} {now:8.2f} {now / before if before else float('nan'):10.2f}")
+    print(f"pinned (both arms): {runs['now'][0][2]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=24, help="ptxas ACFs (ACF part)")
@@ -518,14 +579,20 @@ def main() -> None:
     parser.add_argument("--acfs", help="a pool folder of ptxas ACFs (default: sample --count with compileiq)")
     parser.add_argument("--nvcc", help="nvcc 13.3 (default: the pip toolkit)")
     parser.add_argument("--keep", help="work folder to keep (default: a temporary one)")
+    parser.add_argument("--baseline", default="main", help="the git revision the fixed part compares with")
+    parser.add_argument("--rounds", type=int, default=3, help="tunes per arm (fixed part)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
-    if not parts or parts - {"acf", "knobs", "racing"}:
-        parser.error("--parts takes acf, knobs and racing, comma-separated")
+    if not parts or parts - {"acf", "knobs", "racing", "fixed"}:
+        parser.error("--parts takes acf, knobs, racing and fixed, comma-separated")
     nvcc = Path(args.nvcc) if args.nvcc else _default_nvcc()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ciq-throughput-"))
     work.mkdir(parents=True, exist_ok=True)
-    manifest, toolchain = _user_tree(work, nvcc)
+    if "fixed" in parts:
+        fixed_part(args, work, nvcc)
+        print()
+    if parts & {"acf", "knobs"}:
+        manifest, toolchain = _user_tree(work, nvcc)
     if "acf" in parts:
         acf_part(args, work, manifest, toolchain, nvcc)
         print()

@@ -453,6 +453,15 @@ def back_end(p: Plan, timeout: float | None = None, capture: bool = False) -> su
     return result
 
 
+def front_end_log(p: Plan) -> str:
+    """What the kept front end printed when it ran (its warnings: a compile from the entry says them again, as
+    nvcc whole would each time); "" for an entry kept by an earlier ciq_build, without the log."""
+    try:
+        return (p.entry / _LOG).read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
 def ptxas_only(p: Plan, timeout: float | None = None, start: Start = _started) -> subprocess.CompletedProcess[str]:
     """Only the ptxas steps (its -v report is all a static objective reads); no object is written."""
     with _own_folder(p) as placed:
@@ -514,11 +523,8 @@ def main(args: list[str]) -> int:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             print(f"ciq_build: the front end is not kept for the ptxas-only path ({reason})", file=sys.stderr)
             os.execvp(argv[0], argv)
-    try:
-        sys.stderr.write((p.entry / _LOG).read_text(encoding="utf-8"))
-        sys.stderr.flush()
-    except OSError:
-        pass  # an entry kept by an earlier ciq_build, without the log: its compile says what the back end says
+    sys.stderr.write(front_end_log(p))
+    sys.stderr.flush()
     try:
         result = back_end(p)
     except OSError:

@@ -20,6 +20,7 @@ keyed by the nvcc path, version and mtime, so a second probe costs a file read.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -202,7 +203,25 @@ def _candidates(
         yield "PATH", Path(on_path)
 
 
+def _file_state(tool: Path) -> tuple[str, int, int, int]:
+    """What the answers of a tool are kept under in this process: its path, and its file's inode, mtime and size
+    (a toolkit installed over it is asked again)."""
+    try:
+        stat = tool.stat()
+    except OSError as error:
+        raise ToolchainError(f"{tool} cannot be run: {error}. {_HOW_TO_FIX}") from None
+    return str(tool), stat.st_ino, stat.st_mtime_ns, stat.st_size
+
+
 def _query_version(tool: Path) -> str:
+    return _version_of(_file_state(tool))
+
+
+@functools.lru_cache(maxsize=32)
+def _version_of(state: tuple[str, int, int, int]) -> str:
+    """`tool --version`, asked once a process per state of the tool's file (a tune, `tune --all`'s every target
+    and a test session load one toolchain many times). A failure is not kept."""
+    tool = state[0]
     result = proc.run([tool, "--version"], QUERY_TIMEOUT)
     if not result.ok:
         raise ToolchainError(
@@ -212,9 +231,15 @@ def _query_version(tool: Path) -> str:
 
 
 def _real_bin_dir(nvcc: Path) -> Path | None:
-    """The directory nvcc really runs from (nvcc may be a wrapper script, as /usr/local/bin/nvcc)."""
+    return _real_bin_dir_of(_file_state(nvcc))
+
+
+@functools.lru_cache(maxsize=32)
+def _real_bin_dir_of(state: tuple[str, int, int, int]) -> Path | None:
+    """The directory nvcc really runs from (nvcc may be a wrapper script, as /usr/local/bin/nvcc); asked once a
+    process per state of its file, as _version_of."""
     # -dryrun never reads the input, so a name that does not exist is fine.
-    result = proc.run([nvcc, "-dryrun", "-cubin", "ciq-build-nonexistent.cu"], QUERY_TIMEOUT)
+    result = proc.run([state[0], "-dryrun", "-cubin", "ciq-build-nonexistent.cu"], QUERY_TIMEOUT)
     match = re.search(r"^#\$ _HERE_=(.+)$", result.stdout + result.stderr, re.M)
     return Path(match.group(1).strip()) if match else None
 

@@ -234,8 +234,9 @@ class ScratchTree:
                 return None
             if ran.returncode != 0:
                 return None  # the full build says why (and tells the candidate's failure from the machine's)
-            # The progress line a build tool prints, so each report is read as that object's.
-            output.append(f"Building CUDA object {p.output} (ptxas only)\n{ran.stdout}")
+            # The progress line a build tool prints, so each report is read as that object's; then what the
+            # launcher's compile of it prints: the front end's warnings (a -D redefined), then ptxas's report.
+            output.append(f"Building CUDA object {p.output} (ptxas only)\n{ptxas_path.front_end_log(p)}{ran.stdout}")
         return CandidateBuild(True, None, "", time.monotonic() - started, "".join(output))
 
     def _tuned_compiles(self, timeout: float) -> list[list[str]]:

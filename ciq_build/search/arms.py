@@ -8,8 +8,9 @@ arm proposed it:
   the other arms' evaluations as immigrants of its next generation;
 * :class:`SpaceFillingArm`: uniform draws without replacement over the whole
   space -- what finds a needle, or a basin behind a decoy;
-* :class:`LocalArm`: moves around the best configuration found -- a pattern
-  step along its last move, coordinate steps, pairs of ordered parameters
+* :class:`LocalArm`: moves around the best configuration found -- every
+  move that improved on the last best merged into one, pattern steps along
+  its last move, coordinate steps, pairs of ordered parameters
   moved together both ways, every single change, then pairs of any two
   parameters' one-step changes: what walks a ridge that no single change
   climbs.
@@ -23,14 +24,16 @@ from dataclasses import replace
 from typing import Protocol
 
 from ciq_build.core.causes import Cause
+from ciq_build.core.pareto import Direction, minimised
 from ciq_build.core.space import Genome, Param, SearchSpace
 from ciq_build.errors import SearchError
 from ciq_build.search.batch import Candidate
 from ciq_build.search.configuration import SearchConfiguration
-from ciq_build.search.evolution import FLAT_SHARE, GeneticSearch
+from ciq_build.search.evolution import GeneticSearch
 from ciq_build.search.operators import one_step_neighbours, single_changes
 
 _DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
+_PATTERN_TIMES = (1, 2, 3)  # the pattern steps along the best's last move: once, twice, three times its length
 _POLL_CHOICES = 4  # a choice of at most this many values counts each other value as one step (as the GA's poll)
 
 
@@ -40,6 +43,7 @@ class Shared(Protocol):
     space: SearchSpace
     config: SearchConfiguration
     seed: int
+    directions: tuple[Direction, ...]
     measured: dict[Genome, tuple[float, ...] | None]  # each configuration's first result (None: it failed)
 
     def untried(self, genome: Genome) -> bool: ...
@@ -111,14 +115,6 @@ class GeneticArm:
         else:
             self.ga.immigrate(genome, scores, drawn)
 
-    def flat(self) -> bool:
-        """Whether the GA judges the landscape flat (GeneticSearch's flat share of the draws)."""
-        return self.ga.flat_share() is not None
-
-    def plateau(self) -> bool:
-        """Whether most draws from the whole space score exactly alike, however far below them the best is."""
-        return self.ga.tied_share() > FLAT_SHARE
-
     def _tell(self, candidate: Candidate, scores: tuple[float, ...] | None) -> None:
         if self._dead:
             return
@@ -180,6 +176,8 @@ class LocalArm:
         self._next = 0
         self._pairs: list[tuple[int, int]] = []  # then any two parameters' one-step changes, a pair at a time
         self._steps: list[list[int | None]] = []
+        self._around: dict[Genome, Genome] = {}  # the moves proposed around the current centre: the centre
+        self._better: list[tuple[tuple[float, ...], Genome, Genome]] = []  # those that improved on it, and it
 
     def propose(self) -> Genome | None:
         centre = self.portfolio.centre()
@@ -192,6 +190,7 @@ class LocalArm:
                 genome = self._moves[self._next]
                 self._next += 1
                 if self.portfolio.untried(genome):
+                    self._around[genome] = centre
                     return genome
             if not self._pairs:
                 return None
@@ -203,23 +202,47 @@ class LocalArm:
                 self._moves.append(tuple(moved))
 
     def learn(self, genome: Genome, scores: tuple[float, ...] | None, drawn: bool) -> None:
-        pass
+        centre = self._around.pop(genome, None)
+        directions = self.portfolio.directions
+        if centre is None or scores is None or len(directions) > 1:
+            return
+        before = self.portfolio.measured.get(centre)
+        if before is not None and minimised(scores, directions) < minimised(before, directions):
+            self._better.append((minimised(scores, directions), genome, centre))
+
+    def _merged(self, centre: Genome) -> Genome | None:
+        """Every change that improved on the last centre, applied to the new one at once (the best's first where
+        two change one parameter): a batch proposes its moves around one centre, so where several improve, on a
+        slope of separate parameters, their sum is the next step -- a batch's worth of single steps in one."""
+        merged = list(centre)
+        changed: set[int] = set()
+        for _, genome, old in sorted(self._better):
+            for i, (a, b) in enumerate(zip(genome, old, strict=True)):
+                if a != b and centre[i] == b and i not in changed:
+                    merged[i] = a
+                    changed.add(i)
+        self._better.clear()
+        self._around.clear()
+        return tuple(merged) if changed else None
 
     def _rebuild(self, centre: Genome) -> None:
+        merged = self._merged(centre)
         previous, self._centre = self._centre, centre
         self._rebuilt += 1
         rng = random.Random(f"ciq_build.search.portfolio:{self.portfolio.seed}:local:{self._rebuilt}")
         space = self.portfolio.space
         params = list(space.values())
         ordered = [i for i, p in enumerate(params) if p.ordered and centre[i] is not None]
-        moves: list[Genome] = []
-        if previous is not None:  # a pattern step: the best's last move, once more
-            step = list(centre)
-            for i in ordered:
-                if previous[i] is not None:
-                    step[i] = min(max(2 * centre[i] - previous[i], 0), params[i].size - 1)  # type: ignore[operator]
-            if tuple(step) != centre:
-                moves.append(tuple(step))
+        moves: list[Genome] = [] if merged is None else [merged]
+        if previous is not None:  # pattern steps: the best's last move once, twice and three times more
+            for times in _PATTERN_TIMES:
+                step = list(centre)
+                for i in ordered:
+                    if previous[i] is not None:
+                        moved = centre[i] + times * (centre[i] - previous[i])  # type: ignore[operator]
+                        step[i] = min(max(moved, 0), params[i].size - 1)
+                if tuple(step) != centre and tuple(step) not in moves:
+                    moves.append(tuple(step))
         near = one_step_neighbours(centre, space)
         rng.shuffle(near)
         moves += near

@@ -8,9 +8,16 @@ configuration is measured twice -- and hands each batch's slots to the arms:
 first each arm's floor (most of a batch to the GA), then, slot by slot, to
 whichever OpenTuner's AUC bandit (ciq_build.search.bandit) ranks first --
 the arm that has recently been finding improvements -- among those with an
-untried configuration to offer. On a plateau whose best has stopped
-improving (a decoy, perhaps), the space-filling arm's floor becomes most of
-the batch: it restarts the search away from what it has found.
+untried configuration to offer.
+
+A plateau (most draws from the whole space score alike, within a ripple far
+below any noise worth tuning for) changes the shares: what the best has
+found may be a decoy -- a slope that leads nowhere while a basin lies
+elsewhere -- and only draws find the basin, so the space-filling arm keeps
+most of each batch, and all but a sliver of it once the best stops improving
+by more than the ripple. Local moves, not the GA, descend what the best
+found meanwhile: they merge every move that improved on the last best, and
+extrapolate the best's last move, so a slope is walked in a few batches.
 
 Generation 0 is the caller's seeds, then uniform draws. A slot handed out
 counts as a use of its arm for the rest of the batch. Everything is seeded
@@ -21,13 +28,17 @@ Noise. A search that picks the lowest single measurement picks a lucky one.
 Where measuring one configuration again gives another score (checked once on
 the best, the first time there is one), the portfolio measures the
 configurations nearest the best again -- a share of each batch, and more of
-the last one -- and judges configurations by the mean of their measurements
+the last two -- and judges configurations by the mean of their measurements
 plus its standard error (a pessimistic bound: one lucky run is not enough to
-lead). :meth:`Results.get_best_result` reports the same statistic.
+lead). Even so the measurements a pick was chosen by favour it (the winner's
+curse), so the pick is chosen before the last batch, which measures it
+afresh, and :meth:`Results.get_best_result` reports the mean of those fresh
+measurements alone (Results.confirm).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from collections.abc import Callable, Mapping
@@ -35,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 from ciq_build.core.pareto import minimised
-from ciq_build.core.space import Genome, Param, SearchSpace, as_space
+from ciq_build.core.space import Genome, Param, SearchSpace, as_space, canonical_key
 from ciq_build.search.arms import Arm, GeneticArm, LocalArm, SpaceFillingArm
 from ciq_build.search.bandit import AucBandit
 from ciq_build.search.batch import BatchSearch, Candidate, SearchOptions
@@ -61,12 +72,20 @@ FLOORS = {"ga": 0.875, "fill": 0.0625, "local": 0.0625}
 # (seeds 0-39): the 5%-deep decoy's basin found in 62% of runs (42% without; random search 50%), the 0.5% one
 # 60% (62%; random 68%), the plain plateau 45% (48%). Restarting on every plateau batch, improving or not, found
 # the 5% decoy's basin in 78% but stopped descents in the plain plateau's basin (20%).
-RESTART_FLOORS = {"ga": 0.125, "fill": 0.75, "local": 0.125}
+RESTART_FLOORS = {"ga": 0.0625, "fill": 0.875, "local": 0.0625}
 STALL_BATCHES = 1  # batches without a new best before a plateau counts as stalled
+# On a plateau whose best is still improving, the space-filling arm keeps this much of each batch: a decoy's
+# slope improves too, batch after batch, and a basin behind it is found only by draws.
+PLATEAU_FLOORS = {"ga": 0.0625, "fill": 0.5625, "local": 0.375}
+# A plateau: more than half of the draws from the whole space score within this fraction of their median (no
+# measurement ties exactly; a ripple far below any noise worth tuning for is still flat).
+PLATEAU_TOLERANCE = 1e-3
+PLATEAU_SHARE = 0.5
 # Noise: chosen on the tuning set's jittery knobs (2% noise, seeds 0-39): the pick's true regret 1.07% with these
 # (GA alone 1.43%, the portfolio with 1/8, 1/2, 4 and 5: 1.53%); 12 candidates, 12 repeats, 3/8: 1.04%.
 REPEAT_SHARE = 0.25  # at most this share of a batch measures configurations again, once scores are noisy
-FINAL_REPEAT_SHARE = 0.75  # and of the last batch
+FINAL_REPEAT_SHARE = 0.75  # and of the last two batches
+CONFIRM_SHARE = 0.25  # of the last batch: fresh measurements of the pick, the score reported for it
 MAX_REPEATS = 8  # measurements of one configuration at most
 _REPEAT_CANDIDATES = 8  # the configurations nearest the best that are measured again
 
@@ -98,8 +117,10 @@ class PortfolioSearch(BatchSearch):
         self._front: list[tuple[tuple[float, ...], Genome]] = []  # several objectives: the non-dominated
         self.noisy: bool | None = None  # unknown until the best has been measured twice
         self._noisy_centre: Genome | None = None  # with noise: the best by the statistic, after each batch
-        self._improved_at = 0  # the last batch that improved on the best
-        self._restarting = False  # this batch: a stalled plateau, the space-filling arm first
+        self._improved_at = 0  # the last batch that improved on the best by more than a plateau's ripple
+        self._floors = FLOORS  # this batch's: FLOORS, or a plateau's (PLATEAU_FLOORS, RESTART_FLOORS when stalled)
+        self._drawn: list[float] = []  # one objective: the fitness of every draw from the whole space, sorted
+        self._pick: Genome | None = None  # with noise: the best, chosen before the last batch measures it afresh
         self.ga = GeneticArm(self)
         self.arms: list[Arm] = [self.ga, SpaceFillingArm(self), LocalArm(self)]
         self.bandit = AucBandit(len(self.arms))
@@ -109,7 +130,7 @@ class PortfolioSearch(BatchSearch):
 
     def floor(self, arm: str, size: int) -> int:
         """The slots of a batch of `size` that `arm` is given first, before the bandit orders the rest."""
-        return int(size * (RESTART_FLOORS if self._restarting else FLOORS)[arm])
+        return int(size * self._floors[arm])
 
     def untried(self, genome: Genome) -> bool:
         """Never proposed, and allowed by the constraints."""
@@ -119,7 +140,7 @@ class PortfolioSearch(BatchSearch):
         """The configuration local moves start from: the best (several objectives: a front member in turn); None
         where the landscape is flat (most draws score alike and the best is not clearly below them: a best says
         nothing of its neighbours there)."""
-        if self.ga.flat():
+        if self._on_the_plateau():
             return None
         if len(self.directions) > 1:
             return self._front[self._generation % len(self._front)][1] if self._front else None
@@ -143,8 +164,9 @@ class PortfolioSearch(BatchSearch):
             for genome in self._seed_genomes[:size]:
                 if self._new(genome, genomes):
                     arms.append(_SEEDED)
-        self._restarting = (self._generation - self._improved_at > STALL_BATCHES and len(self.directions) == 1
-                            and self.ga.plateau())
+        self._floors = FLOORS
+        if len(self.directions) == 1 and self.plateau():
+            self._floors = RESTART_FLOORS if self._generation - self._improved_at > STALL_BATCHES else PLATEAU_FLOORS
         rng = random.Random(f"ciq_build.search.portfolio:{self.seed}:{self._generation}")
         tie = [rng.random() for _ in self.arms]
         pending = [0] * len(self.arms)
@@ -200,14 +222,17 @@ class PortfolioSearch(BatchSearch):
                     self._sample(candidate.genome, fitness)
                 continue
             self.measured[candidate.genome] = evaluation.scores if evaluation.ok else None
+            before = self._best[0][0] if self._best is not None else math.inf
             improved = fitness is not None and self._improves(candidate.genome, fitness)
-            if improved:
+            if improved and fitness is not None and before - fitness[0] > PLATEAU_TOLERANCE * abs(before):
                 self._improved_at = generation
             if fitness is not None and len(self.directions) == 1:
                 self._sample(candidate.genome, fitness)
             if arm >= 0:
                 self.bandit.record(arm, improved)
             drawn = arm in (_FILL, _SEEDED)
+            if drawn and fitness is not None and len(self.directions) == 1:
+                bisect.insort(self._drawn, fitness[0])
             for each in self.arms:
                 each.learn(candidate.genome, self.measured[candidate.genome], drawn)
         if self._best is None and not self._front:
@@ -215,6 +240,24 @@ class PortfolioSearch(BatchSearch):
         if self.noisy:
             bound = self._bound()
             self._noisy_centre = min(self._samples, key=lambda g: bound(self._samples[g]), default=None)
+
+    def plateau(self) -> bool:
+        """Whether most draws from the whole space score alike (within PLATEAU_TOLERANCE of their median), however
+        far below them the best is: a landscape where only draws find what the best does not lead to."""
+        drawn = self._drawn  # sorted
+        if len(drawn) < 8:
+            return False
+        level = drawn[len(drawn) // 2]
+        margin = PLATEAU_TOLERANCE * abs(level)
+        near = bisect.bisect_right(drawn, level + margin) - bisect.bisect_left(drawn, level - margin)
+        return near > PLATEAU_SHARE * len(drawn)
+
+    def _on_the_plateau(self) -> bool:
+        """Whether the landscape is a plateau and the best is no better than it (one objective)."""
+        if len(self.directions) > 1 or self._best is None or not self.plateau():
+            return False
+        level = self._drawn[len(self._drawn) // 2]
+        return level - self._best[0][0] <= PLATEAU_TOLERANCE * abs(level)
 
     # -- the best, and noise ------------------------------------------------------------
 
@@ -247,14 +290,20 @@ class PortfolioSearch(BatchSearch):
             return []
         if self.noisy is None:
             return [self._best[1]] if len(self._samples.get(self._best[1], ())) == 1 else []
-        last = self._issued + size >= self.config.evaluations
-        slots = max(1, int(size * (FINAL_REPEAT_SHARE if last else REPEAT_SHARE)))
+        out: list[Genome] = []
+        if self._pick is None and self._issued + size >= self.config.evaluations and self._noisy_centre is not None:
+            # The last batch: the pick is chosen now and measured afresh; the score reported is of these alone.
+            self._pick = self._noisy_centre
+            self.results.confirm(canonical_key(self.space.to_params(self._pick)))
+            out += [self._pick] * max(1, int(size * CONFIRM_SHARE))
+        late = self._issued + 2 * size >= self.config.evaluations
+        slots = max(1, int(size * (FINAL_REPEAT_SHARE if late else REPEAT_SHARE))) - len(out)
         bound = self._bound()
         ranked = sorted(self._samples, key=lambda g: bound(self._samples[g]))[:_REPEAT_CANDIDATES]
-        out: list[Genome] = []
-        while len(out) < slots:
+        confirming = len(out)
+        while len(out) - confirming < slots:
             # the least measured of the nearest, the best first
-            open_ = [g for g in ranked if len(self._samples[g]) + out.count(g) < MAX_REPEATS]
+            open_ = [g for g in ranked if g != self._pick and len(self._samples[g]) + out.count(g) < MAX_REPEATS]
             if not open_:
                 break
             out.append(min(open_, key=lambda g: len(self._samples[g]) + out.count(g)))

@@ -43,6 +43,7 @@ class Results:
         self.objective_names = names
         self._evaluations: list[Evaluation] = []
         self._failures = 0  # counted as they come: a progress line reads it every batch
+        self._confirmed: tuple[str, int] | None = None  # the search's pick and where its fresh measurements start
         for evaluation in evaluations:
             self.add(evaluation)
 
@@ -85,8 +86,17 @@ class Results:
         judged by the mean of their measurements plus its standard error, and
         the best is its first evaluation carrying that mean as its score: one
         lucky measurement does not lead, and the score reported is the
-        re-measured one.
+        re-measured one. Where the search confirmed its pick (:meth:`confirm`),
+        the best is that pick and its score the mean of the measurements taken
+        after it was chosen: the measurements it was chosen by favour it
+        (the winner's curse), fresh ones do not.
         """
+        if self._confirmed is not None:
+            key, since = self._confirmed
+            fresh = [e.scores[0] for e in self._evaluations[since:] if e.ok and e.scores is not None and e.key == key]
+            if fresh:
+                first = next(e for e in self._evaluations if e.ok and e.key == key)
+                return replace(first, scores=(sum(fresh) / len(fresh),))
         if len(self.directions) == 1:
             repeated = self._by_configuration()
             if any(len(scores) > 1 for _, scores in repeated.values()):
@@ -99,6 +109,11 @@ class Results:
             if best is None or minimised(e.scores, self.directions) < minimised(best_scores, self.directions):
                 best, best_scores = e, e.scores
         return best
+
+    def confirm(self, key: str) -> None:
+        """The configuration `key` is the search's pick (one objective): from now on it is the best, scored by the
+        mean of the measurements told after this call (until there are some, the best is chosen as usual)."""
+        self._confirmed = (key, len(self._evaluations))
 
     def pareto_front(self) -> list[Evaluation]:
         """The ok evaluations that no other ok evaluation dominates, under each objective's direction."""

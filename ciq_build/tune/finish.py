@@ -94,7 +94,7 @@ class Finish:
         if not searched.evaluations and searched.stopped:
             return self._nothing_evaluated(searched)
         confirmation, tree, minimizer, standing = self.confirm(searched)
-        confirmation, checked = self.minimize(confirmation, tree, minimizer)
+        confirmation, checked = self.minimize(confirmation, tree, minimizer, searched.base_tree)
         self.meter.enter("pin")
         pinned = self.pin(confirmation, tree, standing, checked, searched) if confirmation.better else None
         self.summarize(searched, confirmation, pinned, standing, checked)
@@ -192,13 +192,14 @@ class Finish:
 
     # -- minimize --------------------------------------------------------------------
 
-    def minimize(self, confirmation: Confirmation, tree: WorkerTree,
-                 minimizer: Minimizer | None) -> tuple[Confirmation, WinnerCheck | None]:
+    def minimize(self, confirmation: Confirmation, tree: WorkerTree, minimizer: Minimizer | None,
+                 base_tree: WorkerTree) -> tuple[Confirmation, WinnerCheck | None]:
         """A winner to pin with its no-op controls dropped (ciq_build.tune.minimize), then its benchmark's own
-        check run on it (ciq_build.tune.winner_check); as it was when nothing is to be pinned."""
+        check run on it (ciq_build.tune.winner_check); as it was when nothing is to be pinned. `base_tree`: the
+        baseline's, free once the winner is confirmed."""
         if not (confirmation.better and self.pinning):
             return confirmation, None
-        confirmation = self._minimal(confirmation, tree, minimizer)
+        confirmation = self._minimal(confirmation, tree, minimizer, base_tree)
         if confirmation.better and (never := unchecked(self.runner, confirmation.winner.controls)) is not None:
             self.warn(f"the winner was {never.text}; the pin records that it was not run")
             return confirmation, never
@@ -216,18 +217,21 @@ class Finish:
                                    verdict=f"{confirmation.verdict}; its benchmark: {checked.text}"
                                            + ("; nothing pinned" if checked.failed else "")), checked
 
-    def _minimal(self, confirmation: Confirmation, tree: WorkerTree, minimizer: Minimizer | None) -> Confirmation:
+    def _minimal(self, confirmation: Confirmation, tree: WorkerTree, minimizer: Minimizer | None,
+                 base_tree: WorkerTree) -> Confirmation:
         """The confirmation with the winner's no-op controls dropped.
 
         `minimizer`: the rebuilds started beside the re-measure in the other workers' trees; None with a single
-        worker tree, whose rebuilds start now, in `tree`, one after another.
+        worker tree, `tree`: the rebuilds start now, one after another, in `base_tree` (nothing reads the
+        baseline's build after the re-measure), so that `tree` keeps the winner's build the pin reads (they ran
+        in `tree` before, and the winner was rebuilt after them: a whole build more per tune).
         """
         winner = confirmation.winner
         self.meter.enter("minimize")  # what of it outlasted the re-measure
         if minimizer is None:
-            minimizer = Minimizer(winner.controls, [tree], self.toolchain, self.runner.timeouts, self.say,
-                                  benchmark=self.runner.needs_benchmark, winner_tree=tree,
-                                  winner_objects=confirmation.winner_objects)
+            minimizer = Minimizer(winner.controls, [base_tree], self.toolchain, self.runner.timeouts, self.say,
+                                  benchmark=self.runner.needs_benchmark)
+            minimizer.reference(confirmation.winner_objects, tree)
         minimal = minimizer.result(confirmation.winner_objects)
         if not minimal.dropped:
             return confirmation

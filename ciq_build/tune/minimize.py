@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ciq_build.compiler import metrics
-from ciq_build.compiler.controls import AcfRef, Controls, nvcc_arguments
+from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.compiler.fingerprint import Fingerprints, object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain
-from ciq_build.errors import SearchError
 from ciq_build.measure.stopping import stopped
 from ciq_build.project.worker import WorkerTree
 from ciq_build.tune.timeouts import Timeouts
@@ -87,13 +86,11 @@ class Minimizer:
     compare with, and `result` waits for the verdict. The controls each found a
     no-op alone are then dropped together when that build is the same code too;
     when it is not (two controls that stand in for each other), one at a time, in
-    order, as before. With a single tree that is the winner's own, the builds
-    run there, one after another (`winner_objects` read first), and the winner's build is put back at the end.
+    order, as before.
     """
 
     def __init__(self, controls: Controls, trees: Sequence[WorkerTree], toolchain: Toolchain, timeouts: Timeouts,
-                 say: Callable[[str], None], *, benchmark: bool, winner_tree: WorkerTree | None = None,
-                 winner_objects: tuple[Path, ...] = ()) -> None:
+                 say: Callable[[str], None], *, benchmark: bool) -> None:
         if not trees:
             raise ValueError("the minimal pin needs at least one tree to build in")
         self.controls = controls
@@ -104,7 +101,6 @@ class Minimizer:
         self.timeouts = timeouts  # the candidates': each trial is a candidate's build
         self.say = say
         self.candidates = removable(controls)
-        self.winner_tree = winner_tree  # set when the trials rebuild the winner's own tree
         self._trees: queue.Queue[WorkerTree] = queue.Queue()
         for tree in trees:
             self._trees.put(tree)
@@ -113,8 +109,6 @@ class Minimizer:
         self._told = 0  # trials said so far, for their numbering in the order they end
         self._lock = threading.Lock()
         # A thread per trial and one for the decision; the trees bound how many build at once.
-        if winner_tree is not None and self.candidates:  # its build is compared before the trials overwrite it
-            self.reference(winner_objects, winner_tree)
         self._pool = ThreadPoolExecutor(max_workers=len(self.candidates) + 1, thread_name_prefix="ciq-minimize")
         self._trials: list[Future[str]] = []
         self._decision: Future[Controls] | None = None
@@ -146,7 +140,6 @@ class Minimizer:
             return MinimalPin(current, objects, dropped)
         finally:
             self._pool.shutdown(wait=True)
-            self._restore()
 
     def _decide(self) -> Controls:
         """In the background, once every trial has ended: the controls the pin keeps."""
@@ -200,10 +193,3 @@ class Minimizer:
                 current = trial
         return current
 
-    def _restore(self) -> None:
-        """Put the winner's build back in its tree when the trials rebuilt it (a single tree)."""
-        if self.winner_tree is None or not self._trials:
-            return
-        rebuilt = self.winner_tree.build(self.controls, self.timeouts.compile, benchmark=self.benchmark)
-        if not rebuilt.ok:  # built a moment ago: only the machine can make it fail now
-            raise SearchError(f"the winner {nvcc_arguments(self.controls)} no longer builds: {rebuilt.message}")

@@ -121,7 +121,9 @@ def overridden_params(specs: tuple[str, ...], tree: WorkerTree, timeout: float, 
     names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
     found: set[str] = set()
     for controls in probe_settings(specs):
-        built = tree.build(controls, timeout, benchmark=False)  # whole: the preprocessor must run; no link
+        # The preprocessor's warnings are all it reads: the front end alone where the tree can (kept for the
+        # search, which evaluates these values too), without the host compile and the archive of a whole build.
+        built = tree.build(controls, timeout, static_only=True)
         found |= redefined_macros(built.compiler_output) & names
     for name in sorted(found - set(said)):
         warn(overridden_warning(name, target, f'the compiler\'s log says "{name}" redefined'))

@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 from test_manifest_schema import assert_valid_manifest
 
+from ciq_build.compiler.toolchain import load_toolchain
 from ciq_build.core.objectives import unknown_objective
 from ciq_build.measure.proc import ProcResult, run
+from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.project.manifest import load_manifest
 from ciq_build.project.worker import existing_objects
 from ciq_build.state.journal import Journal
@@ -733,6 +735,12 @@ def test_args_sets_and_score_reach_the_manifest_split_like_a_command_line(tiny: 
     assert bench.args_sets == (("small", ("-n", "1024", "--label", "a b")), ("large.2", ("-n", "65536")),
                                ("none", ()))
     assert bench.score == "worst"
+    # ...and from there each candidate's benchmark, run in a scratch tree: each SCORE's rule is tested where it
+    # is decided (tests/measure/test_sizes.py), a tune of several sizes in tests/tune/test_tune_sizes.py.
+    tree = ScratchTree(load_manifest(tiny.build, "kern"), tiny.build / "scratch", load_toolchain(tiny.cuda_bin / "nvcc"))
+    spec = tree.bench_spec(60, ())
+    assert (spec.score, spec.args_sets) == ("worst", bench.args_sets)
+    assert spec.path == tree.build_dir / "kern_bench"
     ensure_ok(tiny.configure(body='ciq_tune_target(kern BENCHMARK kern_bench ARGS_SETS "a:-n 1" "b:-n 2")\n'))
     assert load_manifest(tiny.build, "kern").benchmark.score == "geomean"
 

@@ -136,6 +136,27 @@ def test_a_file_that_is_not_nvcc_is_refused(tmp_path: Path) -> None:
         load_toolchain(fake)
 
 
+def test_a_process_asks_a_tool_its_version_once_until_the_file_changes(tmp_path: Path) -> None:
+    # Every tune loads its toolchain (tune --all: one a target; a test session: hundreds): nvcc --version and
+    # ptxas --version are asked once per process and state of the file. Test doubles that count the asking.
+    bin_dir, asked = tmp_path / "bin", tmp_path / "asked"
+    bin_dir.mkdir()
+
+    def tool(name: str, release: str) -> None:
+        text = NVCC_133_VERSION_TEXT.replace("13.3", release)
+        (bin_dir / name).write_text(f"#!/bin/sh\necho {name} >> {asked}\ncat <<'EOF'\n{text}EOF\n")
+        (bin_dir / name).chmod(0o755)
+
+    for name in ("nvcc", "ptxas", "cuobjdump", "nvdisasm"):
+        tool(name, "13.3")
+    assert load_toolchain(bin_dir / "nvcc").version == load_toolchain(bin_dir / "nvcc").version == "13.3.73"
+    assert asked.read_text().split() == ["nvcc", "ptxas"]
+    os.unlink(bin_dir / "nvcc")  # another toolkit installed over it: a new file
+    tool("nvcc", "13.4")
+    assert load_toolchain(bin_dir / "nvcc").version == "13.4.73"
+    assert asked.read_text().split() == ["nvcc", "ptxas", "nvcc"]
+
+
 # ---------------------------------------------------------------- capabilities
 
 

@@ -98,7 +98,10 @@ def test_with_noisy_scores_the_best_is_judged_by_its_measurements_again_not_by_o
     best = results.get_best_result()
     assert best is not None and best.scores is not None
     samples = [e.scores[0] for e in results if e.ok and e.key == best.key and e.scores]
-    assert len(samples) >= 3 and best.scores[0] == pytest.approx(sum(samples) / len(samples))
+    # reported: the mean of the measurements of the last batch, taken after the pick was chosen (not those it was
+    # chosen by: they favour it)
+    fresh = [e.scores[0] for e in results if e.ok and e.key == best.key and e.scores and e.proposal.generation == 9]
+    assert len(samples) > len(fresh) >= 4 and best.scores[0] == pytest.approx(sum(fresh) / len(fresh))
     lowest = min(e.scores[0] for e in results if e.ok and e.scores)
     assert best.scores[0] > lowest  # not the luckiest single measurement
 
@@ -139,14 +142,14 @@ def test_on_a_stalled_plateau_the_space_filling_arm_gets_most_of_the_batch() -> 
 
     def decoy(p: dict[str, Any]) -> float:
         distance = abs(p["x"] - 4) + abs(p["y"] - 4)
-        return 98.0 + distance / 6 if distance <= 12 else 100.0
+        return 98.0 + distance / 6 if distance <= 12 else 100.0 + 0.01 * ((p["z"] * 37) % 10) / 10  # a ripple
 
     config = SearchConfiguration(generations=12, pool_size=32, seed=1)
     plateau = PortfolioSearch(decoy, space, config, progress=False)
     plateau.start()
-    assert plateau.ga.plateau() and plateau.describe()["fill"] >= 150  # of 352 after generation 0
+    assert plateau.plateau() and plateau.describe()["fill"] >= 150  # of 352 after generation 0
     rugged = PortfolioSearch(lambda p: float((p["x"] * 7 + p["y"] * 13 + p["z"]) % 101), space, config,
                              progress=False)
     rugged.start()
     # its floor (2 a batch) and the slots other arms leave
-    assert not rugged.ga.plateau() and rugged.describe()["fill"] < 75
+    assert not rugged.plateau() and rugged.describe()["fill"] < 75

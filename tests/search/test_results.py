@@ -27,6 +27,17 @@ def test_best_follows_the_direction_and_skips_failures():
     assert Results(["min"], rows).failures == 2
 
 
+def test_a_confirmed_pick_is_the_best_scored_by_its_measurements_after_the_pick():
+    rows = [_ev(0, (3.0,)), _ev(1, (1.0,)), _ev(2, (2.0,))]
+    results = Results(["min"], rows)
+    results.confirm("k2")
+    assert results.get_best_result().id == 1  # nothing measured since: chosen as usual
+    for score in (2.5, 3.5):
+        results.add(_ev(2, (score,)))
+    best = results.get_best_result()
+    assert best.id == 2 and best.scores == (3.0,)  # the mean of 2.5 and 3.5; the 2.0 it was picked by left out
+
+
 def test_pareto_front_under_mixed_directions():
     # objective 1 minimised, objective 2 maximised
     rows = [_ev(0, (1.0, 1.0)), _ev(1, (2.0, 3.0)), _ev(2, (2.0, 2.0)), _ev(3, (3.0, 3.0)), _ev(4, (1.0, 1.0)),

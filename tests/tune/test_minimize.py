@@ -106,7 +106,8 @@ def test_a_static_tunes_minimal_pin_builds_the_target_alone_as_its_search_did(mo
     said: list[str] = []
     tree = cast(Any, NoBenchmarkBuilds())
     minimizer = Minimizer(Controls(flags=("-Xptxas=-O1",)), [tree], cast(Any, None), Timeouts(1.0, 1.0), said.append,
-                          benchmark=False, winner_tree=tree, winner_objects=(Path("objects/kern.o"),))
+                          benchmark=False)
+    minimizer.reference((Path("objects/kern.o"),), tree)
     pin = minimizer.result((Path("objects/kern.o"),))
     assert pin.controls == Controls() and pin.dropped == ("-Xptxas=-O1",)
     assert said[-1] == "minimizing the pin, 1/1: -Xptxas=-O1: same code without it: dropped", said

@@ -213,63 +213,54 @@ def test_a_build_that_writes_into_the_source_tree_keeps_the_journal_reusable_and
     assert "0 from the journal" in edited.stdout  # a real header changed: everything measured again
 
 
-def test_journaled_static_scores_are_remeasured_before_pinning(tmp_path: Path) -> None:
+def test_a_tune_that_pinned_nothing_an_edited_journal_and_an_edited_cmakelists_are_each_seen(tmp_path: Path) -> None:
+    # One tree, one tune after another (each step was a configure and a tune of its own: ~70 s on two loaded
+    # cores). Two candidates (the default seed's, the same every run) are all this needs: a winner that beats
+    # the defaults, and a loser whose score the journal's edit below makes the best.
     source = _project(tmp_path)
     build = tmp_path / "build"
-    # Two candidates (the default seed's, the same every run) are all this needs: a winner that beats the
-    # defaults, and a loser whose score the edit below makes the best (4 candidates cost 7.5 s more of CPU).
     args = ["--generations", "1", "--pool-size", "2"]
-    first = _tune("kern", source, build, *args)
-    assert first.returncode == 0, first.stderr
-    pin = source / "ciq" / "kern.json"
-    honest = json.loads(pin.read_text())
-    best = honest["winner"]["scores"][0]
 
-    # Edit the journal: a losing candidate now claims no stack at all.
-    journal = build / "ciq" / "journal" / "kern.jsonl"
-    records = _records(build, "kern")
-    loser = max((r for r in records if r.get("kind") == "evaluation" and r["ok"] and r["params"]),
-                key=lambda r: r["metrics"]["stack_bytes"])
-    assert loser["metrics"]["stack_bytes"] > best
-    loser["metrics"]["stack_bytes"] = 0.0
-    loser["scores"] = [0.0]
-    journal.write_text("".join(json.dumps(r) + "\n" for r in records))
-    pin.unlink()
-
-    resumed = _tune("kern", source, build, *args)
-    assert resumed.returncode == 0, resumed.stderr
-    assert "is not what a fresh build measures" in resumed.stderr and "stale or was edited" in resumed.stderr
-    assert "(0 run, " in resumed.stdout
-    pinned = json.loads(pin.read_text())
-    assert pinned["winner"]["scores"] == [best]  # the true winner, at its measured score
-    assert pinned["controls"] == honest["controls"]
-    # The journal now says what the fresh build measured, for the next resume.
-    corrected = [r for r in _evaluations(build, "kern") if r["key"] == loser["key"]]
-    assert corrected[-1]["metrics"]["stack_bytes"] > best
-
-
-def test_show_after_a_tune_that_pinned_nothing_says_so_and_tune_sees_a_cmakelists_edit_made_since(
-        tmp_path: Path) -> None:
-    # One tune for both (each was a configure and a tune of its own: ~70 s on two loaded cores).
-    source = _project(tmp_path)
-    build = tmp_path / "build"
-    args = ["--generations", "1", "--pool-size", "2", "--no-pin"]
-    first = _tune("kern", source, build, *args)
+    # 1. A tune that pinned nothing: show says so.
+    first = _tune("kern", source, build, *args, "--no-pin")
     assert first.returncode == 0 and "stack_bytes" in first.stdout, first.stderr
     show = subprocess.run([sys.executable, "-m", "ciq_build", "show", "kern", "-B", str(build)],
                           capture_output=True, text=True, timeout=60, cwd=source)
     assert show.returncode == 2
     assert "a tune ran" in show.stderr and "pinned nothing" in show.stderr and "report kern" in show.stderr
 
+    # 2. Journaled static scores are measured again before a pin: a losing candidate now claims no stack at all.
+    journal = build / "ciq" / "journal" / "kern.jsonl"
+    records = _records(build, "kern")
+    measured = [r for r in records if r.get("kind") == "evaluation" and r["ok"] and r["params"]]
+    honest = min(measured, key=lambda r: r["metrics"]["stack_bytes"])
+    best = honest["metrics"]["stack_bytes"]
+    loser = max(measured, key=lambda r: r["metrics"]["stack_bytes"])
+    assert loser["metrics"]["stack_bytes"] > best
+    loser["metrics"]["stack_bytes"] = 0.0
+    loser["scores"] = [0.0]
+    journal.write_text("".join(json.dumps(r) + "\n" for r in records))
+    resumed = _tune("kern", source, build, *args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "is not what a fresh build measures" in resumed.stderr and "stale or was edited" in resumed.stderr
+    assert "(0 run, " in resumed.stdout
+    pinned = json.loads((source / "ciq" / "kern.json").read_text())
+    assert pinned["winner"]["scores"] == [best]  # the true winner, at its measured score
+    assert pinned["controls"]["defines"] == honest["controls"]["defines"]
+    # The journal now says what the fresh build measured, for the next resume.
+    corrected = [r for r in _evaluations(build, "kern") if r["key"] == loser["key"]]
+    assert corrected[-1]["metrics"]["stack_bytes"] > best
+
+    # 3. An edit of CMakeLists.txt made since, with no cmake run in between (as a user would do it): seen.
     cmakelists = source / "CMakeLists.txt"
     cmakelists.write_text(cmakelists.read_text().replace("OBJECTIVES stack_bytes", "OBJECTIVES registers", 1))
-    edited = _tune("kern", source, build, *args)  # no cmake run in between, as a user would do it
+    edited = _tune("kern", source, build, *args, "--no-pin")
     assert edited.returncode == 0, edited.stderr
     # The summary's table rows are the objectives tuned (its `next:` hint may name stack_bytes as another to try).
     rows = re.findall(r"^  (\w+) +\S+ +\S+ +\S+ *$", edited.stdout, re.M)
     assert "registers" in rows and "stack_bytes" not in rows, edited.stdout
 
     cmakelists.write_text(cmakelists.read_text() + "\nmessage(FATAL_ERROR \"a broken edit\")\n")
-    broken = _tune("kern", source, build, *args)
+    broken = _tune("kern", source, build, *args, "--no-pin")
     assert broken.returncode == 2 and "a broken edit" in broken.stderr and "Fix the CMake error" in broken.stderr
     assert "Traceback" not in broken.stderr
