@@ -376,6 +376,7 @@ def test_a_stopped_driver_and_a_worker_killed_mid_evaluation_lose_nothing_and_co
     assert first.ok and first.winner is not None and first.winner.proposal.params == {"param.X": 0}
     assert said.count("was lost while evaluating candidate") == 1, said
     assert "1 worker(s) lost mid-evaluation" in said
+    assert "each asking for 1 CPU; scratch trees in" in said  # a static objective: a CPU, no benchmark
     # The lost evaluation ran again: never a failure, and journaled once (no double count).
     journaled = _evaluations(build, "kern")
     assert all(r["ok"] for r in journaled), [r for r in journaled if not r["ok"]]
@@ -446,28 +447,6 @@ def test_actors_take_the_measurement_of_machine_code_the_tune_has_measured_alrea
     assert all(measured.count(code) <= 2 for code in measured), on_ray
 
 
-@pytest.mark.slow
-def test_all_targets_connect_once_and_each_tunes_in_a_process_with_actors_of_its_own(tmp_path: Path, cluster: None) -> None:
-    source = tmp_path / "transient src"
-    shutil.copytree(PROJECT, source)
-    command = [sys.executable, "-m", "ciq_build", "tune", "--all", "-S", str(source), "-B", str(tmp_path / "build"),
-               "--executor", "ray", "--ray-address", ray.get_runtime_context().gcs_address, "--jobs", "1",
-               "--generations", "1", "--pool-size", "2", "--repeats", "1", "--cmake-arg=-DTIMER_SLEEP_MS=10", "--no-pin",
-               "--cmake-arg=-DTIMER_PARAMS=X=range(0,3)", "--cmake-arg=-DKERN_PARAMS=X=range(0,3)"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
-    assert result.returncode == 0, result.stdout + result.stderr
-    # The parent connects once, and each target's tune (its output prefixed with the target) once.
-    lines = result.stderr.splitlines()
-    assert sum(line.startswith("ciq_build: ray: connected to the cluster at") for line in lines) == 1, result.stderr
-    for target in ("kern ", "timer"):
-        assert sum(line.startswith(f"[{target}] ciq_build: ray: connected") for line in lines) == 1, result.stderr
-    # kern (static) and timer (time): a pool each, asking for what its own objectives need.
-    # kern's actor holds a CPU and no benchmark is run; timer's holds a CPU too, its benchmarks a GPU each.
-    assert result.stderr.count("each asking for 1 CPU; scratch trees in") == 1, result.stderr
-    assert "each asking for 1 CPU; benchmarks as tasks asking for 0 CPU + 1 GPU, one per GPU" in result.stderr, result.stderr
-    assert "tune --all: 2 target(s), 0 failed" in result.stdout, result.stdout
-
-
 # -- several targets tuned together on one cluster ------------------------------------------------------
 
 # timer's benchmark sleeps 200 ms a run, slow_timer's (the same program) 600 ms: 3x longer. 8 candidates each:
@@ -535,6 +514,17 @@ def test_targets_tuned_together_share_the_gpu_fairly_stop_together_and_resume_fr
         resumed = [line for line in summary if "from the journal" in line]
         assert resumed and int(resumed[0].split(" run, ")[1].split()[0]) >= 1, summary
     assert "tune --all: 2 target(s), 0 failed" in result.stdout
+    # The parent connects once, and each target's tune (its output prefixed with the target) once, with a pool
+    # of its own asking for what its objectives need: a CPU for each compile actor, a GPU for each benchmark.
+    # (A `tune --all` of its own, kern and timer, cost a tune of two targets more; a static target's pool is
+    # the stopped driver's test's, each objective's resources test_static_objectives_ask_for_a_cpu_...'s.)
+    lines = result.stderr.splitlines()
+    assert sum(line.startswith("ciq_build: ray: connected to the cluster at") for line in lines) == 1, result.stderr
+    for target in ("timer", "slow_timer"):
+        prefix = f"[{target.ljust(10)}] ciq_build: ray: "
+        assert sum(line.startswith(prefix + "connected") for line in lines) == 1, result.stderr
+        assert any(line.startswith(prefix) and "benchmarks as tasks asking for 0 CPU + 1 GPU, one per GPU" in line
+                   for line in lines), result.stderr
 
     # 3. The share's log: never more grants than GPUs, none leaked, and every grant made while another target
     #    waited went to the target that had used the fewest GPU-seconds (ties: the one waiting longest). So
