@@ -74,17 +74,43 @@ def test_a_build_a_stop_killed_is_not_said_to_fail_without_its_control(monkeypat
 
         object_dir = Path("objects")
 
-        def build(self, controls: Controls, timeout: float) -> Any:
+        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> Any:
             stopping.stop_starting()
             return SimpleNamespace(ok=False, objects=())
 
     said: list[str] = []
     controls = Controls(flags=("-Xptxas=-O1",))
     try:
-        minimizer = Minimizer(controls, [cast(Any, StoppedTree())], cast(Any, None), Timeouts(1.0, 1.0), said.append)
+        minimizer = Minimizer(controls, [cast(Any, StoppedTree())], cast(Any, None), Timeouts(1.0, 1.0), said.append,
+                              benchmark=False)
         minimizer.reference((), cast(Any, StoppedTree()))
         pin = minimizer.result(())
     finally:
         stopping.resume_starting()
     assert pin.controls == controls and pin.dropped == ()
     assert [line for line in said if "without it" in line] == [], said
+
+
+def test_a_static_tunes_minimal_pin_builds_the_target_alone_as_its_search_did(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A newcomer's static tune of a library whose benchmark does not build with CUDA 13 (leimao's GEMM profiler):
+    # the minimization linked the benchmark, said "does not build without it: kept" of every control and then
+    # failed the tune with "the winner no longer builds".
+    monkeypatch.setattr(minimize, "code_identity", lambda objects, object_dir, toolchain: ({"kern.o": "code"}, {}))
+
+    class NoBenchmarkBuilds:
+        """TEST DOUBLE for a worker tree whose target builds, the same code whatever the flag, and whose benchmark
+        does not."""
+
+        object_dir = Path("objects")
+
+        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> Any:
+            return SimpleNamespace(ok=not benchmark, objects=(Path("objects/kern.o"),))
+
+    said: list[str] = []
+    tree = cast(Any, NoBenchmarkBuilds())
+    minimizer = Minimizer(Controls(flags=("-Xptxas=-O1",)), [tree], cast(Any, None), Timeouts(1.0, 1.0), said.append,
+                          benchmark=False)
+    minimizer.reference((Path("objects/kern.o"),), tree)
+    pin = minimizer.result((Path("objects/kern.o"),))
+    assert pin.controls == Controls() and pin.dropped == ("-Xptxas=-O1",)
+    assert said[-1] == "minimizing the pin, 1/1: -Xptxas=-O1: same code without it: dropped", said
