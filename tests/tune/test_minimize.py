@@ -10,9 +10,10 @@ import pytest
 
 from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.measure import stopping
+from ciq_build.project.param_defines import guarded_defaults, unguarded_defines
 from ciq_build.tune import minimize
 from ciq_build.tune.minimize import Minimizer, spelled, without
-from ciq_build.tune.param_probe import probe_settings, redefined_macros, unguarded_defines, warn_unguarded
+from ciq_build.tune.param_probe import probe_settings, redefined_macros, warn_unguarded
 from ciq_build.tune.timeouts import Timeouts
 
 
@@ -25,7 +26,7 @@ def test_each_compilers_redefinition_warning_names_the_macro() -> None:
     assert redefined_macros("ptxas info    : Compiling entry function '_Z4tinyPfPKf' for 'sm_90a'") == set()
 
 
-def test_an_unguarded_define_of_a_param_is_found_in_the_sources_and_their_quoted_headers_before_any_build(
+def test_a_params_unguarded_define_and_its_guarded_default_are_read_from_the_sources_and_quoted_headers(
         tmp_path: Path) -> None:
     (tmp_path / "tile.h").write_text('#pragma once\n#ifndef TILE_H\n#define TILE_H\n#define TILE 16\n#endif\n')
     (tmp_path / "kern.cu").write_text(
@@ -38,6 +39,8 @@ def test_an_unguarded_define_of_a_param_is_found_in_the_sources_and_their_quoted
     specs = ["X=0,1", "DEPTH=1,2", "WIDTH=1,2", "UNROLL=1,2", "TILE=8,16"]
     assert unguarded_defines(specs, [tmp_path / "kern.cu", tmp_path / "missing.cu"]) == {
         "UNROLL": "kern.cu:11", "TILE": "tile.h:4"}
+    # the guarded ones are the source's defaults: what a build without -D compiles (a seed keeps them)
+    assert guarded_defaults(specs, [tmp_path / "kern.cu"]) == {"X": "3", "DEPTH": "2"}
     said: list[str] = []
     assert warn_unguarded(specs, [tmp_path / "kern.cu"], "kern", said.append) == ["TILE", "UNROLL"]
     assert said[0] == ("PARAMS TILE of kern does nothing: the source #defines TILE itself (tile.h:4, outside any "
