@@ -14,7 +14,10 @@ toolkit refuses) is left out of it, so another target's pin seeds what the
 two share; a controls list is the user's own words, so one with a control
 the space cannot give is left out whole (seeding part of it would evaluate
 a configuration nobody named). A parameter that cannot be absent (PARAMS)
-and that the seed does not give takes its first value. A record or ACF that
+and that the seed does not give keeps the source's own value where the
+target's sources #define it under a guard and the space holds that value
+(`source_defaults`: an ACF pinned on the defaults seeds the defaults' code
+with that ACF), else takes its first value, said. A record or ACF that
 cannot be read is said and left out too: an ACF is read as the pin readers
 read one (a regular file, no link, FIFO or device, within the size limit),
 a record by the pin reader itself. Only a malformed seed (no such file,
@@ -72,9 +75,10 @@ class _Found:
 
 def read_seeds(specs: Sequence[str], space: Mapping[str, Param],
                allows: Callable[[Mapping[str, Any]], bool] | None = None,
-               acfs: AcfSeeding | None = None) -> list[Seed]:
+               acfs: AcfSeeding | None = None, source_defaults: Mapping[str, str] | None = None) -> list[Seed]:
     """The configurations `specs` name, as Seeds of `space`, in order, each once; the defaults left out, and
-    what does not fit (see the module's note) or the target's CONSTRAINTS (`allows`) refuse, with a warning."""
+    what does not fit (see the module's note) or the target's CONSTRAINTS (`allows`) refuse, with a warning.
+    `source_defaults`: the -D text of each PARAMS name the sources give a guarded default ({"TILE": "32"})."""
     found = [item for spec in specs for item in _found(spec, acfs)]
     refused = _acf_refusals(found, acfs)
     seeds: list[Seed] = []
@@ -85,7 +89,7 @@ def read_seeds(specs: Sequence[str], space: Mapping[str, Param],
                         refused[acf.path], "seeding with its flags and -D values only"
                         if item.flags or item.defines else "left out")
             acf = None
-        params = _as_params(item, space)
+        params = _as_params(item, space, source_defaults or {})
         if params is None or (not params and acf is None):
             continue
         seed = Seed(params, acf, item.origin)
@@ -205,7 +209,7 @@ def _command_line(spec: str) -> tuple[list[str], dict[str, str]]:
     return flags, defines
 
 
-def _as_params(item: _Found, space: Mapping[str, Param]) -> dict[str, Any] | None:
+def _as_params(item: _Found, space: Mapping[str, Param], source_defaults: Mapping[str, str]) -> dict[str, Any] | None:
     """The seed's flags and -D values as the space's knob.* and param.* values (None: a controls list that
     does not fit, left out whole); what it cannot give said."""
     by_flag = {knob(name).flag(value): (name, value) for name, param in space.items()
@@ -234,11 +238,21 @@ def _as_params(item: _Found, space: Mapping[str, Param]) -> dict[str, Any] | Non
                     if item.strict else "left out of the seed")
         if item.strict:
             return None
-    # A parameter that cannot be absent (PARAMS) and that the seed does not give takes its first value,
-    # so a seed from another target still fits this space.
-    filled = {name: param.values()[0] for name, param in space.items() if not param.can_knockout and name not in params}
-    if filled and (params or item.acf is not None):
-        LOG.info("%s %s gives no %s: %s taken (the first value of each)", FLAG, item.origin,
-                 ", ".join(n.removeprefix(PARAM_PREFIX) for n in filled),
-                 ", ".join(f"{n.removeprefix(PARAM_PREFIX)}={v}" for n, v in filled.items()))
+    # A parameter that cannot be absent (PARAMS) and that the seed does not give: the source's own value where
+    # the space has it (the code the seed was made on, when it is a pin of the defaults), else the first value.
+    filled: dict[str, Any] = {}
+    guessed: list[str] = []
+    for name, param in space.items():
+        if param.can_knockout or name in params:
+            continue
+        own = source_defaults.get(name.removeprefix(PARAM_PREFIX))
+        value = next((v for v in param.values() if own is not None and define_value(v) == own), None)
+        if value is None:
+            value = param.values()[0]
+            guessed.append(f"{name.removeprefix(PARAM_PREFIX)}={value}")
+        filled[name] = value
+    if guessed and (params or item.acf is not None):
+        LOG.warning("%s %s gives no %s and the sources give no guarded default the search has: %s taken (the first "
+                    "value of each); to seed the defaults' value, name it (-DNAME=VALUE in a controls list)", FLAG,
+                    item.origin, "value for " + ", ".join(g.split("=")[0] for g in guessed), ", ".join(guessed))
     return {**params, **filled}

@@ -23,6 +23,7 @@ from ciq_build.core.settings import SearchSettings
 from ciq_build.core.space import Param, as_space
 from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import Manifest
+from ciq_build.project.param_defines import guarded_defaults
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.seeds import AcfSeeding, read_seeds
@@ -111,9 +112,10 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
     elif acf_kind is not None and settings.seed_from:
         acf_seeding = compiler_space_seeding(acf_kind, toolchain, manifest.toolchain.architectures)
     allows = constraints.allows if constraints is not None else None
+    defaults = guarded_defaults(manifest.params, manifest.cuda_sources) if settings.seed_from else {}
     request = SearchRequest(space, config, tuple(o.spec for o in objectives), toolchain=toolchain,
                             architectures=manifest.toolchain.architectures, acf_dir=acf_dir, allows=allows,
-                            seeds=tuple(read_seeds(settings.seed_from, space, allows, acf_seeding)),
+                            seeds=tuple(read_seeds(settings.seed_from, space, allows, acf_seeding, defaults)),
                             strategy_options=split_pairs(settings.strategy_options))
     if pool is not None:
         from ciq_build.search.acf_pool import make_pool_source

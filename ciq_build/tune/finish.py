@@ -128,7 +128,8 @@ class Finish:
                 trees["winner"] = held[0]
             others = [t for t in workers if t is not trees["winner"]]
             if self.pinning and others and not winner.controls.is_default:
-                minimizer = Minimizer(winner.controls, others, self.toolchain, self.runner.timeouts, self.say)
+                minimizer = Minimizer(winner.controls, others, self.toolchain, self.runner.timeouts, self.say,
+                                      benchmark=self.runner.needs_benchmark)
             return held
 
         def rebuilt(objects: tuple[Path, ...]) -> None:
@@ -228,7 +229,8 @@ class Finish:
         winner = confirmation.winner
         self.meter.enter("minimize")  # what of it outlasted the re-measure
         if minimizer is None:
-            minimizer = Minimizer(winner.controls, [base_tree], self.toolchain, self.runner.timeouts, self.say)
+            minimizer = Minimizer(winner.controls, [base_tree], self.toolchain, self.runner.timeouts, self.say,
+                                  benchmark=self.runner.needs_benchmark)
             minimizer.reference(confirmation.winner_objects, tree)
         minimal = minimizer.result(confirmation.winner_objects)
         if not minimal.dropped:

@@ -90,10 +90,13 @@ class Minimizer:
     """
 
     def __init__(self, controls: Controls, trees: Sequence[WorkerTree], toolchain: Toolchain, timeouts: Timeouts,
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], *, benchmark: bool) -> None:
         if not trees:
             raise ValueError("the minimal pin needs at least one tree to build in")
         self.controls = controls
+        # Whether each build links the benchmark too, as the search's did: a static tune never built it, so a
+        # benchmark that does not build must not read as "does not build without" each control.
+        self.benchmark = benchmark
         self.toolchain = toolchain
         self.timeouts = timeouts  # the candidates': each trial is a candidate's build
         self.say = say
@@ -150,7 +153,7 @@ class Minimizer:
         """The code of a build of `controls` in a free tree; None when it does not build."""
         tree = self._trees.get()
         try:
-            built = tree.build(controls, self.timeouts.compile)
+            built = tree.build(controls, self.timeouts.compile, benchmark=self.benchmark)
             if not built.ok:
                 return None
             return code_identity(built.objects, tree.object_dir, self.toolchain)

@@ -7,7 +7,7 @@ every value. The preprocessor says so ("warning: "TILE" redefined"), but in the
 middle of a build log nobody reads it. So first, before anything is built, the
 target's CUDA sources and the headers they include by quotes are read for a
 `#define` of a PARAMS name outside any `#if`/`#ifdef`/`#ifndef` naming it
-(`unguarded_defines`: milliseconds, so the warning comes before the baseline's
+(`ciq_build.project.param_defines.unguarded_defines`: milliseconds, so the warning comes before the baseline's
 build, which may take minutes); then, beside the baseline (in a worker's tree,
 while the baseline builds and runs), the target is built once with every
 parameter at its first value and once at its last (one value may be the
@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ciq_build.compiler.controls import Controls, define_value
 from ciq_build.core.params import PARAM_PREFIX, parse_params
+from ciq_build.project.param_defines import unguarded_defines
 from ciq_build.project.worker import WorkerTree
 from ciq_build.search.evaluation import Evaluation
 
@@ -50,50 +51,6 @@ def probe_settings(specs: Iterable[str]) -> list[Controls]:
     if last != first:
         probes.append(Controls(defines=tuple(last.items())))
     return probes
-
-
-_DIRECTIVE = re.compile(r"^\s*#\s*(\w+)(.*)$")
-_QUOTED_INCLUDE = re.compile(r'^\s*"([^"]+)"')
-_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
-
-
-def unguarded_defines(specs: Sequence[str], sources: Iterable[Path]) -> dict[str, str]:
-    """Each PARAMS name that `sources`, or a header they include by quotes, #defines outside any conditional
-    naming it (`#ifndef NAME`, `#if !defined(NAME)`, ...), with where: {"UNROLL": "kern.cu:6"}. Read as text,
-    without the compiler: a #define it cannot see (a header found through -I) is the probe builds' to find."""
-    names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
-    found: dict[str, str] = {}
-    pending, seen = [Path(s) for s in sources], set()
-    while pending:
-        path = pending.pop(0)
-        if path in seen or not path.is_file():
-            continue
-        seen.add(path)
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        # Comments out, line numbers kept; continued lines are rare in the directives that matter here.
-        text = _BLOCK_COMMENT.sub(lambda m: "\n" * m.group().count("\n"), text)
-        open_conditions: list[str] = []
-        for number, line in enumerate(text.splitlines(), 1):
-            directive = _DIRECTIVE.match(line.split("//", 1)[0])
-            if directive is None:
-                continue
-            word, rest = directive.groups()
-            if word in ("if", "ifdef", "ifndef"):
-                open_conditions.append(rest)
-            elif word in ("elif", "else") and open_conditions:
-                open_conditions[-1] += " " + rest
-            elif word == "endif" and open_conditions:
-                open_conditions.pop()
-            elif word == "include" and (quoted := _QUOTED_INCLUDE.match(rest)):
-                pending.append(path.parent / quoted.group(1))
-            elif word == "define" and (name := rest.split("(", 1)[0].split()[:1]) and name[0] in names:
-                guarded = any(re.search(rf"\b{name[0]}\b", condition) for condition in open_conditions)
-                if not guarded:
-                    found.setdefault(name[0], f"{path.name}:{number}")
-    return found
 
 
 def overridden_warning(name: str, target: str, evidence: str) -> str:

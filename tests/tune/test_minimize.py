@@ -10,9 +10,10 @@ import pytest
 
 from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.measure import stopping
+from ciq_build.project.param_defines import guarded_defaults, unguarded_defines
 from ciq_build.tune import minimize
 from ciq_build.tune.minimize import Minimizer, spelled, without
-from ciq_build.tune.param_probe import probe_settings, redefined_macros, unguarded_defines, warn_unguarded
+from ciq_build.tune.param_probe import probe_settings, redefined_macros, warn_unguarded
 from ciq_build.tune.timeouts import Timeouts
 
 
@@ -25,7 +26,7 @@ def test_each_compilers_redefinition_warning_names_the_macro() -> None:
     assert redefined_macros("ptxas info    : Compiling entry function '_Z4tinyPfPKf' for 'sm_90a'") == set()
 
 
-def test_an_unguarded_define_of_a_param_is_found_in_the_sources_and_their_quoted_headers_before_any_build(
+def test_a_params_unguarded_define_and_its_guarded_default_are_read_from_the_sources_and_quoted_headers(
         tmp_path: Path) -> None:
     (tmp_path / "tile.h").write_text('#pragma once\n#ifndef TILE_H\n#define TILE_H\n#define TILE 16\n#endif\n')
     (tmp_path / "kern.cu").write_text(
@@ -38,6 +39,8 @@ def test_an_unguarded_define_of_a_param_is_found_in_the_sources_and_their_quoted
     specs = ["X=0,1", "DEPTH=1,2", "WIDTH=1,2", "UNROLL=1,2", "TILE=8,16"]
     assert unguarded_defines(specs, [tmp_path / "kern.cu", tmp_path / "missing.cu"]) == {
         "UNROLL": "kern.cu:11", "TILE": "tile.h:4"}
+    # the guarded ones are the source's defaults: what a build without -D compiles (a seed keeps them)
+    assert guarded_defaults(specs, [tmp_path / "kern.cu"]) == {"X": "3", "DEPTH": "2"}
     said: list[str] = []
     assert warn_unguarded(specs, [tmp_path / "kern.cu"], "kern", said.append) == ["TILE", "UNROLL"]
     assert said[0] == ("PARAMS TILE of kern does nothing: the source #defines TILE itself (tile.h:4, outside any "
@@ -71,17 +74,43 @@ def test_a_build_a_stop_killed_is_not_said_to_fail_without_its_control(monkeypat
 
         object_dir = Path("objects")
 
-        def build(self, controls: Controls, timeout: float) -> Any:
+        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> Any:
             stopping.stop_starting()
             return SimpleNamespace(ok=False, objects=())
 
     said: list[str] = []
     controls = Controls(flags=("-Xptxas=-O1",))
     try:
-        minimizer = Minimizer(controls, [cast(Any, StoppedTree())], cast(Any, None), Timeouts(1.0, 1.0), said.append)
+        minimizer = Minimizer(controls, [cast(Any, StoppedTree())], cast(Any, None), Timeouts(1.0, 1.0), said.append,
+                              benchmark=False)
         minimizer.reference((), cast(Any, StoppedTree()))
         pin = minimizer.result(())
     finally:
         stopping.resume_starting()
     assert pin.controls == controls and pin.dropped == ()
     assert [line for line in said if "without it" in line] == [], said
+
+
+def test_a_static_tunes_minimal_pin_builds_the_target_alone_as_its_search_did(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A newcomer's static tune of a library whose benchmark does not build with CUDA 13 (leimao's GEMM profiler):
+    # the minimization linked the benchmark, said "does not build without it: kept" of every control and then
+    # failed the tune with "the winner no longer builds".
+    monkeypatch.setattr(minimize, "code_identity", lambda objects, object_dir, toolchain: ({"kern.o": "code"}, {}))
+
+    class NoBenchmarkBuilds:
+        """TEST DOUBLE for a worker tree whose target builds, the same code whatever the flag, and whose benchmark
+        does not."""
+
+        object_dir = Path("objects")
+
+        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> Any:
+            return SimpleNamespace(ok=not benchmark, objects=(Path("objects/kern.o"),))
+
+    said: list[str] = []
+    tree = cast(Any, NoBenchmarkBuilds())
+    minimizer = Minimizer(Controls(flags=("-Xptxas=-O1",)), [tree], cast(Any, None), Timeouts(1.0, 1.0), said.append,
+                          benchmark=False)
+    minimizer.reference((Path("objects/kern.o"),), tree)
+    pin = minimizer.result((Path("objects/kern.o"),))
+    assert pin.controls == Controls() and pin.dropped == ("-Xptxas=-O1",)
+    assert said[-1] == "minimizing the pin, 1/1: -Xptxas=-O1: same code without it: dropped", said

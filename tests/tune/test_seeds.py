@@ -67,6 +67,17 @@ def test_a_controls_list_becomes_the_spaces_knob_and_param_values() -> None:
                      {"param.TILE": 16, "param.VEC": 4}]
 
 
+def test_a_param_the_seed_does_not_name_keeps_the_sources_default_where_the_space_has_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # An ACF or flags pinned on the defaults must be seeded on the defaults' code (TILE 32 here, the source's
+    # #ifndef default), not on the first value of each PARAMS: on the GPU that turned a 0.96x ACF into 1.64x.
+    with caplog.at_level(logging.WARNING, logger="ciq_build"):
+        seeds = read_seeds(["-maxrregcount=64"], space(), source_defaults={"TILE": "32", "VEC": "8"})
+    assert params_of(seeds) == [{"knob.maxrregcount": 64, "param.TILE": 32, "param.VEC": 1}]
+    assert ("gives no value for VEC and the sources give no guarded default the search has: VEC=1 taken"
+            in caplog.text)  # VEC=8 is not among the searched values: the first, said
+
+
 @pytest.mark.parametrize(("given", "said"), [
     ("-DTILE", "'-DTILE' needs a value: -DTILE=VALUE"),
     ("no/such/pin.json", "--seed-from no/such/pin.json: no such file or folder"),

@@ -94,30 +94,22 @@ def test_a_printed_time_too_coarse_to_tell_candidates_apart_is_warned_about_once
     assert "more significant digits" in warning and "CIQ_METRIC time_ms=" in warning
 
 
-@pytest.mark.parametrize(
-    ("protocol", "decimals", "coarse"),
-    [("metric", 7, None),  # "Time= 0.0000000 sec" through METRIC
-     ("ciq", 0, "'2' ms")],  # "CIQ_METRIC time_ms=0"; the baseline's "2" is also too coarse to compare
-)
-def test_a_candidate_whose_time_drops_to_zero_is_a_bad_metric_and_never_pinned(
-        tmp_path: Path, protocol: str, decimals: int, coarse: str | None) -> None:
+def test_a_candidate_whose_time_drops_to_zero_is_a_bad_metric_and_never_pinned(tmp_path: Path) -> None:
     # X=1 skips its work and prints 0: once pinned as the best ("-100%"); X=2 (1.25 ms) really beats X=3 (1.5).
-    result, source, build = _tune(tmp_path, f"--cmake-arg=-DOWN_PROTOCOL={protocol}", "--cmake-arg=-DOWN_SKIP_X=1",
-                                  f"--cmake-arg=-DOWN_DIGITS={decimals}", "--generations", "2", "--pool-size", "4")
+    # Through METRIC ("Time= 0.0000000 sec"); a zero through CIQ_METRIC lines, and its coarse-time warning, are
+    # the protocol's rules (tests/measure/test_bench.py), and the energy test below tunes through those lines:
+    # a second tune here (~15 s of CPU) checked nothing more.
+    result, source, build = _tune(tmp_path, "--cmake-arg=-DOWN_PROTOCOL=metric", "--cmake-arg=-DOWN_SKIP_X=1",
+                                  "--cmake-arg=-DOWN_DIGITS=7", "--generations", "2", "--pool-size", "4")
     assert result.returncode == 0, result.stderr
     by_x = {r["controls"]["defines"].get("X"): r for r in _evaluations(build)}
     skipped = by_x["1"]
     assert not skipped["ok"] and skipped["cause"] == "bad_metric", skipped
     assert "below 1 ns" in skipped["message"]
-    assert by_x["2"]["ok"] and by_x["2"]["scores"] == pytest.approx([1.25 if decimals else 1.0])
+    assert by_x["2"]["ok"] and by_x["2"]["scores"] == pytest.approx([1.25])
     record = json.loads((source / "ciq" / "own_bench.json").read_text())
     assert record["controls"]["defines"] == {"X": "2"}
-    warnings = [line for line in result.stderr.splitlines() if "too coarse" in line]
-    if coarse is None:
-        assert not warnings, result.stderr
-    else:
-        assert len(warnings) == 1 and coarse in warnings[0] and "CIQ_METRIC time_ms" in warnings[0], result.stderr
-        assert "through METRIC" not in warnings[0]
+    assert not [line for line in result.stderr.splitlines() if "too coarse" in line], result.stderr
 
 
 def test_a_candidate_whose_energy_reads_zero_is_a_bad_metric_and_never_pinned(tmp_path: Path) -> None:

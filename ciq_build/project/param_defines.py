@@ -1,0 +1,80 @@
+"""What a target's CUDA sources #define for its PARAMS names, read as text without the compiler.
+
+Two readings of the same directives: a `#define NAME` outside any conditional
+naming NAME overrides every -DNAME=... the search passes (`unguarded_defines`:
+the tune warns before it builds anything); one inside such a conditional
+(`#ifndef NAME` / `#define NAME 3`) is the value a build without -DNAME
+compiles, the source's default (`guarded_defaults`: a `--seed-from` seed that
+does not name NAME keeps it). Sources and the headers they include by quotes are
+read; a #define this cannot see (a header found through -I, a generated one) is
+absent from both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+from ciq_build.core.params import PARAM_PREFIX, parse_params
+
+_DIRECTIVE = re.compile(r"^\s*#\s*(\w+)(.*)$")
+_QUOTED_INCLUDE = re.compile(r'^\s*"([^"]+)"')
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+
+
+def unguarded_defines(specs: Sequence[str], sources: Iterable[Path]) -> dict[str, str]:
+    """Each PARAMS name that `sources`, or a header they include by quotes, #defines outside any conditional
+    naming it (`#ifndef NAME`, `#if !defined(NAME)`, ...), with where: {"UNROLL": "kern.cu:6"}."""
+    found: dict[str, str] = {}
+    for name, _value, guarded, where in _param_defines(specs, sources):
+        if not guarded:
+            found.setdefault(name, where)
+    return found
+
+
+def guarded_defaults(specs: Sequence[str], sources: Iterable[Path]) -> dict[str, str]:
+    """The value each PARAMS name is #defined to inside a conditional naming it, the first such #define read:
+    {"TILE": "32"}: what the compiler's defaults build, since the search's -DTILE=... is absent there."""
+    found: dict[str, str] = {}
+    for name, value, guarded, _where in _param_defines(specs, sources):
+        if guarded and value:
+            found.setdefault(name, value)
+    return found
+
+
+def _param_defines(specs: Sequence[str], sources: Iterable[Path]) -> Iterator[tuple[str, str, bool, str]]:
+    """Every #define of a PARAMS name: (name, its value as written, "" for a function-like one, whether a
+    conditional naming it is open, "file:line"), in the order read."""
+    names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
+    pending, seen = [Path(s) for s in sources], set()
+    while pending:
+        path = pending.pop(0)
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        # Comments out, line numbers kept; continued lines are rare in the directives that matter here.
+        text = _BLOCK_COMMENT.sub(lambda m: "\n" * m.group().count("\n"), text)
+        open_conditions: list[str] = []
+        for number, line in enumerate(text.splitlines(), 1):
+            directive = _DIRECTIVE.match(line.split("//", 1)[0])
+            if directive is None:
+                continue
+            word, rest = directive.groups()
+            if word in ("if", "ifdef", "ifndef"):
+                open_conditions.append(rest)
+            elif word in ("elif", "else") and open_conditions:
+                open_conditions[-1] += " " + rest
+            elif word == "endif" and open_conditions:
+                open_conditions.pop()
+            elif word == "include" and (quoted := _QUOTED_INCLUDE.match(rest)):
+                pending.append(path.parent / quoted.group(1))
+            elif word == "define" and (head := rest.split("(", 1)[0].split()[:1]) and head[0] in names:
+                name, body = head[0], rest.lstrip()[len(head[0]):]
+                value = "" if body.startswith("(") else body.strip()  # NAME(x) overrides, but has no value
+                guarded = any(re.search(rf"\b{name}\b", condition) for condition in open_conditions)
+                yield name, value, guarded, f"{path.name}:{number}"
