@@ -178,7 +178,8 @@ class ScratchTree:
         `static_only`: the caller reads only the compiler's report
         (compiler_output), neither objects nor the benchmark; when every
         compile's front end is kept, only ptxas runs and the result has no
-        objects and no benchmark.
+        objects and no benchmark; else the target alone is built, never the
+        benchmark (as the setuptools backend does).
         """
         write_options_file(self.options_file, controls, extra=VERBOSE_PTXAS)
         if static_only and self.fast_path:
@@ -195,7 +196,7 @@ class ScratchTree:
         compiled = compile_verdict("compile", compile_step, witness, timeout, self.root, self.object_files(),
                                    self.benchmark_path)
         bench = self.manifest.benchmark
-        if not compiled.ok or not benchmark or bench is None or bench.target == self.manifest.target:
+        if not compiled.ok or not benchmark or static_only or bench is None or bench.target == self.manifest.target:
             return compiled
         with environment.CompileWitness(self.options_file, timeout) as witness:
             link_step = proc.run(self._build_args(bench.target), timeout)
