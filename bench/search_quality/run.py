@@ -111,6 +111,11 @@ class Measured:
         self.calls.append((dict(params), (measured,)))
         return measured
 
+    def __getstate__(self) -> dict[str, Any]:
+        # What a forked worker sends back is what was measured: a problem's objective may be a closure (held_out_3's
+        # noisy decoy), which does not pickle.
+        return {"calls": self.calls}
+
 
 _TRUE_HV: dict[str, float] = {}
 
