@@ -396,52 +396,47 @@ def test_a_stopped_driver_and_a_worker_killed_mid_evaluation_lose_nothing_and_co
 
 
 @pytest.mark.slow
-def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_of_the_named_kind(
+def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_and_actors_take_the_code_measured_already(
         tmp_path: Path, cluster: None, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "transient src"
     shutil.copytree(PROJECT, source)
-    # The defaults (X=3) time 1.5; X=4 and 5 are behind them, X=0..2 ahead.
+    # The defaults (X=3) time 1.5; X=4 and 5 are behind them, X=0..2 ahead. Y is a parameter the source never
+    # reads: candidates that differ in Y alone build the same code, and X=3 builds the defaults' code. With
+    # seed 3 the search tries X=3 (the defaults' code), X=0 twice (Y=0, Y=1) and X=4, 5 (behind).
     # --no-pin: what is asserted is the search and the winner, not the record (a pin's minimal rebuilds and
-    # the winner's benchmark check, twice, cost CPU for nothing here).
+    # the winner's benchmark check, twice, cost CPU for nothing here). Runs of 10 ms: the times raced on are
+    # computed from X, not from how long a run sleeps.
     search = ["--generations", "2", "--pool-size", "3", "--repeats", "3", "--seed", "3", "--no-pin",
-              "--cmake-arg=-DTIMER_PARAMS=X=range(0,6)"]
+              "--cmake-arg=-DTIMER_PARAMS=X=range(0,5);Y=range(0,1)", "--cmake-arg=-DTIMER_SLEEP_MS=10"]
     local = _tune("timer", source, tmp_path / "local", "--jobs", "2", *search)
     # Each compile notes the GPUs it could see: Ray sets CUDA_VISIBLE_DEVICES in a worker holding one.
     compiles = tmp_path / "compiles.txt"
     launcher = f"--cmake-arg=-DCMAKE_CUDA_COMPILER_LAUNCHER={sys.executable};{GPU_LAUNCHER};{compiles}"
-    outcome = _tune("timer", source, tmp_path / "build", "--jobs", "2", "--executor", "ray",
+    build = tmp_path / "build"
+    outcome = _tune("timer", source, build, "--jobs", "2", "--executor", "ray",
                     "--ray-gpu-resource", "H200", "--ray-compile-resource", "compile", launcher, *search)
     said = capsys.readouterr().err
     # Compile actors hold CPUs (and the compile nodes' resource) only; each benchmark is a task on a GPU.
     assert "each asking for 1 CPU + 1 compile; benchmarks as tasks asking for 0 CPU + 1 GPU + 1 H200" in said, said
-    assert outcome.ok and outcome.winner is not None and outcome.winner.proposal.params == {"param.X": 1}
+    assert outcome.ok and outcome.winner is not None and outcome.winner.proposal.params["param.X"] == 1
     assert local.winner is not None and _params(outcome) == _params(local)  # the same seed, the same search
     notes = compiles.read_text().splitlines()
     assert notes and [n for n in notes if n != "<unset>"] == [], notes  # no compile held a GPU
     # The actors race against what the driver knows (the defaults before any candidate): every candidate
     # behind them stops after its first run, on Ray as locally, though no actor measured the defaults itself.
-    for build in (tmp_path / "local", tmp_path / "build"):
-        candidates = [r for r in _evaluations(build, "timer") if r["params"]]
+    for tuned in (tmp_path / "local", build):
+        candidates = [r for r in _evaluations(tuned, "timer") if r["params"]]
         behind = [r for r in candidates if r["ok"] and r["metrics"]["time_ms"] > 1.5]
-        assert behind and all(r["raced"] and r["runs"] == 1 for r in behind), (build.name, candidates)
-
-
-@pytest.mark.slow
-def test_actors_take_the_measurement_of_machine_code_the_tune_has_measured_already(tmp_path: Path,
-                                                                                   cluster: None) -> None:
-    source = tmp_path / "transient src"
-    shutil.copytree(PROJECT, source)
-    build = tmp_path / "build"
-    # Y is a parameter the source never reads: candidates that differ in Y alone build the same code.
-    search = ["--jobs", "2", "--pool-size", "4", "--repeats", "2", "--seed", "2", "--cmake-arg=-DTIMER_SLEEP_MS=10",
-              "--no-pin", "--cmake-arg=-DTIMER_PARAMS=X=range(0,2);Y=range(0,16)"]  # the journal is what is read
-    _tune("timer", source, build, "--generations", "1", *search)  # locally: the journal holds some codes
-    journaled = {r["code"] for r in _evaluations(build, "timer") if r["ok"] and not r.get("same_code_as")}
-    _tune("timer", source, build, "--generations", "2", "--executor", "ray", *search)  # resumed on Ray
-    on_ray = [r for r in _evaluations(build, "timer") if r.get("worker")]
-    # Every code the journal had is shared, never measured again by an actor (told by the driver: no actor
-    # measured it itself); code first seen on Ray is measured at most once per actor.
-    again = [r for r in on_ray if r["code"] in journaled]
+        assert behind and all(r["raced"] and r["runs"] == 1 for r in behind), (tuned.name, candidates)
+    # Actors take the measurement of machine code the tune has measured already: the defaults' code, which the
+    # driver measured, is shared with the candidate that builds it, never measured again by an actor (told by
+    # the driver: no actor measured it itself). A resumed tune's journaled codes are told the same way (the
+    # driver remembers the baseline and the journal's evaluations alike). Code first seen on Ray is measured
+    # at most once per actor.
+    journaled = _evaluations(build, "timer")
+    defaults = next(r for r in journaled if not r["params"])
+    on_ray = [r for r in journaled if r.get("worker")]
+    again = [r for r in on_ray if r["code"] == defaults["code"]]
     assert again and all(r["same_code_as"] and r["runs"] == 0 for r in again), on_ray
     measured = [r["code"] for r in on_ray if not r.get("same_code_as")]
     assert all(measured.count(code) <= 2 for code in measured), on_ray

@@ -41,9 +41,9 @@ from support import REPO_ROOT
 PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
 
 
-def _ciq(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _ciq(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "ciq_build", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=600, env={**os.environ})
+                          timeout=600, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -55,10 +55,12 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> dict:
     build = root / "build"
     # Two generations of 4 (each candidate a compile; 6 a generation cost 4 more): with the default seed,
     # 8 candidates, 3 of them MODE=1 (killed) and a winner X=2, so the tests below still have failures,
-    # a remeasured winner and two generations to check (a search that tries no MODE=1 fails them).
+    # a remeasured winner and two generations to check (a search that tries no MODE=1 fails them). Runs of
+    # 20 ms (TIMER_SLEEP_MS; the default 100 ms slept ~3 s of ~40 runs): the times are computed from X.
     tune = _ciq("tune", "timer", "-S", str(source), "-B", str(build), "--objective", "time",
                 "--objective", "registers", "--generations", "2", "--pool-size", "4", "--repeats", "3",
-                "--cmake-arg=-DTIMER_PARAMS=MODE=choice(0,1);X=range(0,6)", cwd=source)
+                "--cmake-arg=-DTIMER_PARAMS=MODE=choice(0,1);X=range(0,6)", cwd=source,
+                env={"TIMER_SLEEP_MS": "20"})
     assert tune.returncode == 0, tune.stdout + tune.stderr
     assert "pinned:" in tune.stdout, tune.stdout
     journal = build / "ciq" / "journal" / "timer.jsonl"
@@ -124,7 +126,7 @@ def test_time_spent_and_the_remeasure_come_from_the_journal_and_the_record(tuned
     spent = history.time_spent()
     for name in ("compile_s", "benchmark_s", "wait_s"):
         assert spent[name] == pytest.approx(sum(r["timings"].get(name, 0.0) for r in tuned["journal"]))
-    assert spent["compile_s"] > 0 and spent["benchmark_s"] >= 0.08 * len(history.scored)  # the double sleeps 0.1 s
+    assert spent["compile_s"] > 0 and spent["benchmark_s"] >= 0.016 * len(history.scored)  # the double sleeps 20 ms
     measured = history.remeasure()
     assert measured is not None and measured.metric == "time_ms"
     samples = tuned["record"].provenance["remeasured"]

@@ -277,9 +277,15 @@ def test_a_search_with_several_candidates_in_flight_stops_at_once_and_resumes(tm
     assert finished >= 1  # the baseline at least
 
     flag.unlink()
-    resumed = Tune(tmp_path, *args, busy_compiles=step == "compile")  # the same command
+    # Resumed with a budget of one evaluation (the journal's header names the budget: "another search",
+    # whose measurements are reused): every evaluation the stop journaled is taken from the journal, one
+    # candidate more is evaluated, and the tune ends well. (The same command ran the rest of the search, up to
+    # 6 candidates more, which showed nothing more: a killed tune resumed to its end with the same command is
+    # tests/tune/test_tune_faults.py's.)
+    resumed = Tune(tmp_path, *args, "--max-evaluations", "1", busy_compiles=step == "compile")
     assert resumed.finish() == 0, resumed.output()
     assert resumed.said(f"resuming: {finished} finished evaluation(s)"), resumed.output()
+    assert len(_evaluations(resumed)) == finished + 1, resumed.output()  # nothing journaled twice
 
 
 @pytest.mark.parametrize(("step", "signum", "to_a_thread"), [
