@@ -136,14 +136,17 @@ def test_the_repair_index_finds_what_comparing_every_pair_finds() -> None:
     assert expected and all(single_changes(f, space) for f, _ in expected)
 
 
-def test_on_a_stalled_plateau_the_space_filling_arm_gets_most_of_the_batch() -> None:
-    # Flat at 100 but for a 2%-deep decoy slope (x, y within 6 of (4, 4)): once the decoy's bottom stops
-    # improving, the batches go mostly to uniform draws; on a landscape with no plateau, no more than they leave.
+@pytest.mark.parametrize("shape", ["ripple", "tilt"])
+def test_on_a_stalled_plateau_the_space_filling_arm_gets_most_of_the_batch(shape: str) -> None:
+    # At 100 but for a 2%-deep decoy slope (x, y within 6 of (4, 4)), the plateau rippled by 0.01% or tilted by 1%
+    # (not flat within any fixed tolerance, but narrow next to the decoy): the batches go mostly to uniform draws;
+    # on a landscape with no plateau, no more than they leave.
     space = {"x": ss.range(0, 63), "y": ss.range(0, 63), "z": ss.range(0, 63)}
 
     def decoy(p: dict[str, Any]) -> float:
         distance = abs(p["x"] - 4) + abs(p["y"] - 4)
-        return 98.0 + distance / 6 if distance <= 12 else 100.0 + 0.01 * ((p["z"] * 37) % 10) / 10  # a ripple
+        level = 0.01 * ((p["z"] * 37) % 10) / 10 if shape == "ripple" else p["z"] / 63
+        return 98.0 + distance / 6 if distance <= 12 else 100.0 + level
 
     config = SearchConfiguration(generations=12, pool_size=32, seed=1)
     plateau = PortfolioSearch(decoy, space, config, progress=False)
@@ -166,3 +169,15 @@ def test_local_moves_merge_every_improvement_even_ties_where_a_parameter_is_knoc
     old, new = (3, 0, 0), (4, 0, 0)  # the best moved x up a step
     local._better = [((1.0,), (4, 0, 0), old), ((0.5,), (3, None, 1), old), ((0.5,), (3, 1, None), old)]
     assert local._merged(new) == (4, None, 1)  # every improving change at once, the first of a tie first
+
+
+def test_a_gently_tilted_plateau_is_one_before_any_draw_lands_below_it() -> None:
+    # A plateau tilted by 1% over seven parameters: more than half of its draws within 0.1% of their median, none
+    # below them yet (the decoy is rare), so the draws' shape alone cannot tell it from a slope; it is flat.
+    search = PortfolioSearch(lambda p: 0.0, {"x": ss.range(0, 3)}, SearchConfiguration(generations=1, pool_size=4),
+                             progress=False)
+    rng = random.Random(0)
+    search._drawn = sorted(100 + sum(rng.randrange(13) for _ in range(7)) / 84 for _ in range(64))
+    assert search.plateau()
+    search._drawn = sorted(100 + 5 * rng.random() for _ in range(64))  # spread evenly: a slope, not a plateau
+    assert not search.plateau()

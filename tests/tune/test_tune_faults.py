@@ -138,10 +138,11 @@ def test_runtime_winner_is_remeasured_pinned_and_applied_by_the_plain_build(tmp_
 
 def test_a_killed_tune_resumes_without_repeating_any_finished_evaluation(tmp_path: Path) -> None:
     source = _project(tmp_path)
-    # Two generations of 3 (each candidate a compile): the kill comes after the baseline and the first
+    # Two generations of 2 (each candidate a compile): the kill comes after the baseline and the first
     # generation, with the second's compiles in flight, so the resume replays a whole generation and
-    # must carry on within one; each candidate more a generation costs 3 compiles more.
-    args = ["--generations", "2", "--pool-size", "3", "--repeats", "1", "--no-pin", "--seed", "7",
+    # must carry on within one; each candidate more a generation costs 3 compiles more (generations of 3
+    # cost ~3 s of CPU more and showed nothing more).
+    args = ["--generations", "2", "--pool-size", "2", "--repeats", "1", "--no-pin", "--seed", "7",
             "--cmake-arg=-DFAULTY_PARAMS=X=range(0,40)"]
 
     reference_build = tmp_path / "reference"
@@ -155,13 +156,13 @@ def test_a_killed_tune_resumes_without_repeating_any_finished_evaluation(tmp_pat
     journal = build / "ciq" / "journal" / "fake_bench.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
-        if journal.is_file() and len(_evaluations(build)) >= 4:
+        if journal.is_file() and len(_evaluations(build)) >= 3:
             break
         time.sleep(0.2)
     os.killpg(victim.pid, signal.SIGKILL)  # the baseline and the first generation done: the second's compiles in flight
     victim.wait()
     before = [r["key"] for r in _evaluations(build)]
-    assert 4 <= len(before) < len(uninterrupted)
+    assert 3 <= len(before) < len(uninterrupted)
 
     resumed = _tune(source, build, *args)
     assert resumed.returncode == 0, resumed.stderr
