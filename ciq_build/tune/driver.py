@@ -344,7 +344,8 @@ class TuneRun:
         loop = SearchLoop(source, runner, workers, self.cache, self._key, self.objectives,
                           planned=planned, budget=self.settings.search.max_evaluations, deadline=self.deadline,
                           progress=progress, stop_for=after_candidate,
-                          ahead=self.runner.ahead if self.executor.uses_driver_trees else None)
+                          ahead=self.runner.ahead if self.executor.uses_driver_trees else None,
+                          pick=self.settings.search.pick)
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
         return loop
 
