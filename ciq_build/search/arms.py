@@ -11,9 +11,11 @@ arm proposed it:
 * :class:`LocalArm`: moves around the best configuration found -- every
   move that improved on the last best merged into one, pattern steps along
   its last move, coordinate steps, pairs of ordered parameters
-  moved together both ways, every single change, then pairs of any two
-  parameters' one-step changes: what walks a ridge that no single change
-  climbs.
+  moved together both ways, every single change, triples of ordered
+  parameters moved together, then pairs of any two parameters' one-step
+  changes: what walks a ridge or a valley that no single change climbs; a
+  move that failed is tried next with one other parameter a step as well
+  (around a limit the best sits against).
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ from ciq_build.search.operators import one_step_neighbours, single_changes
 
 _DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
 _PATTERN_TIMES = (1, 2, 3)  # the pattern steps along the best's last move: once, twice, three times its length
-_POLL_CHOICES = 4  # a choice of at most this many values counts each other value as one step (as the GA's poll)
+_POLL_CHOICES = 4
+_MAX_TRIPLES = 56  # triples of ordered parameters moved together (every triple of up to 8)  # a choice of at most this many values counts each other value as one step (as the GA's poll)
 
 
 class Shared(Protocol):
@@ -204,11 +207,28 @@ class LocalArm:
     def learn(self, genome: Genome, scores: tuple[float, ...] | None, drawn: bool) -> None:
         centre = self._around.pop(genome, None)
         directions = self.portfolio.directions
+        if centre is not None and scores is None and centre == self._centre:
+            self._step_around(genome)
         if centre is None or scores is None or len(directions) > 1:
             return
         before = self.portfolio.measured.get(centre)
         if before is not None and minimised(scores, directions) < minimised(before, directions):
             self._better.append((minimised(scores, directions), genome, centre))
+
+    def _step_around(self, failed: Genome) -> None:
+        """A move from the centre that failed, with one other parameter a step as well, next: where the best sits
+        against a limit (its neighbours fail), the way on is a change that fails alone and one that makes room."""
+        assert self._centre is not None
+        changed = [i for i, (a, b) in enumerate(zip(failed, self._centre, strict=True)) if a != b]
+        around: list[Genome] = []
+        for j, steps in enumerate(self._steps):
+            if j in changed:
+                continue
+            for value in steps:
+                moved = list(failed)
+                moved[j] = value
+                around.append(tuple(moved))
+        self._moves[self._next:self._next] = around
 
     def _merged(self, centre: Genome) -> Genome | None:
         """Every change that improved on the last centre, applied to the new one at once (the best's first where
@@ -258,6 +278,15 @@ class LocalArm:
         singles = [genome for _, genome in single_changes(centre, space)]
         rng.shuffle(singles)
         moves += singles
+        triples = list(itertools.combinations(ordered, 3))[:_MAX_TRIPLES]
+        rng.shuffle(triples)
+        for triple in triples:  # three ordered parameters a step each, every sign: down a valley no pair walks
+            for signs in itertools.product((1, -1), repeat=3):
+                moved = list(centre)
+                for i, sign in zip(triple, signs, strict=True):
+                    moved[i] = centre[i] + sign  # type: ignore[operator]
+                if all(0 <= moved[i] < params[i].size for i in triple):  # type: ignore[operator]
+                    moves.append(tuple(moved))
         self._moves, self._next = moves, 0
         self._steps = [_one_steps(p, centre[i]) for i, p in enumerate(params)]
         self._pairs = [(i, j) for i, j in itertools.combinations(range(len(params)), 2)
