@@ -13,9 +13,7 @@ arm proposed it:
   its last move, coordinate steps, pairs of ordered parameters
   moved together both ways, every single change, triples of ordered
   parameters moved together, then pairs of any two parameters' one-step
-  changes: what walks a ridge or a valley that no single change climbs; a
-  move that failed is tried next with one other parameter a step as well
-  (around a limit the best sits against).
+  changes: what walks a ridge or a valley that no single change climbs.
 """
 
 from __future__ import annotations
@@ -207,28 +205,11 @@ class LocalArm:
     def learn(self, genome: Genome, scores: tuple[float, ...] | None, drawn: bool) -> None:
         centre = self._around.pop(genome, None)
         directions = self.portfolio.directions
-        if centre is not None and scores is None and centre == self._centre:
-            self._step_around(genome)
         if centre is None or scores is None or len(directions) > 1:
             return
         before = self.portfolio.measured.get(centre)
         if before is not None and minimised(scores, directions) < minimised(before, directions):
             self._better.append((minimised(scores, directions), genome, centre))
-
-    def _step_around(self, failed: Genome) -> None:
-        """A move from the centre that failed, with one other parameter a step as well, next: where the best sits
-        against a limit (its neighbours fail), the way on is a change that fails alone and one that makes room."""
-        assert self._centre is not None
-        changed = [i for i, (a, b) in enumerate(zip(failed, self._centre, strict=True)) if a != b]
-        around: list[Genome] = []
-        for j, steps in enumerate(self._steps):
-            if j in changed:
-                continue
-            for value in steps:
-                moved = list(failed)
-                moved[j] = value
-                around.append(tuple(moved))
-        self._moves[self._next:self._next] = around
 
     def _merged(self, centre: Genome) -> Genome | None:
         """Every change that improved on the last centre, applied to the new one at once (the best's first where

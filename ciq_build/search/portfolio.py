@@ -68,7 +68,8 @@ _FILL = 1  # SpaceFillingArm's index in the arms
 # of 32 and the bandit had nothing to give: the local arm's 2 slots a batch never reached its triples of ordinals
 # (held-out-3's three-ordinal valley 18/30 seeds); at 3/4, the bandit giving the last 1/8 to whichever arm is
 # finding improvements: the valley 30/30, the tuning set's 12 mixed 17/20 (13/20), NK, knobs and held-out-2's
-# rippled decoy unchanged, acf46 14/20 (13/20), the failure-walled best 17/30 (18/30).
+# rippled decoy unchanged, acf46 14/20 (13/20), the failure-walled best 26/40. (Trying a failed local move next with
+# one other parameter a step as well cost the walled best 17/30 and the tuning set's knobs 20/40 against 25/40.)
 FLOORS = {"ga": 0.75, "fill": 0.0625, "local": 0.0625}
 # On a plateau (plateau(), below), the best may be a decoy -- a slope that leads nowhere while the basin lies
 # elsewhere -- and only draws find the basin, so the space-filling arm keeps most of each batch whatever the best
