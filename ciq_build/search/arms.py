@@ -34,8 +34,10 @@ from ciq_build.search.operators import one_step_neighbours, single_changes
 
 _DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
 _PATTERN_TIMES = (1, 2, 3)  # the pattern steps along the best's last move: once, twice, three times its length
-_POLL_CHOICES = 4
-_MAX_TRIPLES = 56  # triples of ordered parameters moved together (every triple of up to 8)  # a choice of at most this many values counts each other value as one step (as the GA's poll)
+_POLL_CHOICES = 4  # a choice of at most this many values counts each other value as one step (as the GA's poll)
+# Triples of ordered parameters moved together, every sign (8 moves each): every triple of up to 8 ordered parameters,
+# the first 56 of more (a move list linear in the space, not cubic, on a 48-parameter space).
+_MAX_TRIPLES = 56
 
 
 class Shared(Protocol):

@@ -181,3 +181,15 @@ def test_a_gently_tilted_plateau_is_one_before_any_draw_lands_below_it() -> None
     assert search.plateau()
     search._drawn = sorted(100 + 5 * rng.random() for _ in range(64))  # spread evenly: a slope, not a plateau
     assert not search.plateau()
+
+
+def test_local_moves_include_three_ordered_parameters_moved_together_every_way() -> None:
+    # A valley that only the three moved together go down (r1 up with r0, r2 down): no pair or single change
+    # of its points improves, so the local arm's moves hold every triple of ordered parameters, every sign.
+    space = {"r0": ss.range(0, 9), "r1": ss.range(0, 9), "r2": ss.range(0, 9), "mode": ss.choice(["a", "b"])}
+    local = LocalArm(PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
+                                     progress=False))
+    local._rebuild((4, 4, 4, 0))
+    triples = {move for move in local._moves
+               if move[3] == 0 and all(abs(move[i] - 4) == 1 for i in range(3))}  # type: ignore[operator]
+    assert len(triples) == 8 and (5, 5, 3, 0) in triples
