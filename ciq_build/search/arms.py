@@ -268,7 +268,7 @@ class LocalArm:
                 moved = list(centre)
                 for i, sign in zip(triple, signs, strict=True):
                     moved[i] = centre[i] + sign  # type: ignore[operator]
-                if all(0 <= moved[i] < params[i].size for i in triple):  # type: ignore[operator]
+                if all(0 <= moved[i] < params[i].size for i in triple):
                     moves.append(tuple(moved))
         self._moves, self._next = moves, 0
         self._steps = [_one_steps(p, centre[i]) for i, p in enumerate(params)]

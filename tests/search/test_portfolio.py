@@ -191,5 +191,5 @@ def test_local_moves_include_three_ordered_parameters_moved_together_every_way()
                                      progress=False))
     local._rebuild((4, 4, 4, 0))
     triples = {move for move in local._moves
-               if move[3] == 0 and all(abs(move[i] - 4) == 1 for i in range(3))}  # type: ignore[operator]
+               if move[3] == 0 and all(abs(move[i] - 4) == 1 for i in range(3))}
     assert len(triples) == 8 and (5, 5, 3, 0) in triples
