@@ -66,6 +66,7 @@ from bench.search_quality.problems import TUNING, Problem  # noqa: E402
 from bench.search_quality.stats import fisher_exact, mann_whitney  # noqa: E402
 from ciq_build import INVALID_SCORE, Search, SearchConfiguration  # noqa: E402
 from ciq_build import space as ss  # noqa: E402
+from ciq_build.errors import SearchError  # noqa: E402
 from ciq_build.testing import (  # noqa: E402
     SearchRequest,
     hypervolume_2d,
@@ -270,13 +271,18 @@ def run_strategy(name: str) -> Callable[..., Run]:
 
 def _until(source: Any, problem: Problem, budget: int) -> Run:
     """Ask and tell as the search loop does, until the source ends or `budget` evaluations are made (the loop's
-    plan: random search and Optuna's samplers end only there)."""
+    plan: random search and Optuna's samplers end only there). A search that gives up -- the GA, where every
+    candidate of a generation failed (held_out_4's walled4: 82% of its space fails) -- ends its run there, as a
+    tune would stop: the rest of its budget is not spent."""
     out: list[Scores] = []
     while len(out) < budget and (batch := source.ask()):
         for proposal in batch[:budget - len(out)]:
             scores = _score(problem, proposal.params)
             out.append(scores)
-            source.tell(proposal, scores, None if scores is not None else "invalid")
+            try:
+                source.tell(proposal, scores, None if scores is not None else "invalid")
+            except SearchError:
+                return Run(out)
     return Run(out)
 
 
