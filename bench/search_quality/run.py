@@ -66,8 +66,8 @@ from bench.search_quality.problems import TUNING, Problem  # noqa: E402
 from bench.search_quality.stats import fisher_exact, mann_whitney  # noqa: E402
 from ciq_build import INVALID_SCORE, Search, SearchConfiguration  # noqa: E402
 from ciq_build import space as ss  # noqa: E402
-from ciq_build.errors import SearchError  # noqa: E402
 from ciq_build.testing import (  # noqa: E402
+    CiqError,
     SearchRequest,
     hypervolume_2d,
     interpret,
@@ -281,7 +281,7 @@ def _until(source: Any, problem: Problem, budget: int) -> Run:
             out.append(scores)
             try:
                 source.tell(proposal, scores, None if scores is not None else "invalid")
-            except SearchError:
+            except CiqError:  # the GA's SearchError
                 return Run(out)
     return Run(out)
 
