@@ -303,11 +303,7 @@ class TuneRun:
                                                 self.manifest.tune_architecture, static,
                                                 self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
-        for note in (self.architectures.native, self.architectures.jit):
-            if note:
-                self._warn(note)
-        if self.architectures.describe():
-            self._say(f"figures: {self.architectures.describe()}")
+        self.architectures.say(self._warn, self._say)
 
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
@@ -344,7 +340,8 @@ class TuneRun:
         loop = SearchLoop(source, runner, workers, self.cache, self._key, self.objectives,
                           planned=planned, budget=self.settings.search.max_evaluations, deadline=self.deadline,
                           progress=progress, stop_for=after_candidate,
-                          ahead=self.runner.ahead if self.executor.uses_driver_trees else None)
+                          ahead=self.runner.ahead if self.executor.uses_driver_trees else None,
+                          pick=self.settings.search.pick)
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
         return loop
 

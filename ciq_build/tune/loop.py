@@ -33,6 +33,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core import pace
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import Objective
+from ciq_build.core.pareto import Direction, dominates
 from ciq_build.core.settings import SearchSettings, duration_text
 from ciq_build.errors import ConfigError
 from ciq_build.measure import processes, stopping
@@ -40,10 +41,10 @@ from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.configuration import planned_evaluations
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.exhaustive import ENGINE_NAME as EXHAUSTIVE_ENGINE
-from ciq_build.search.results import Results
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import Runner
+from ciq_build.tune.winner import pick_from_front
 
 W = TypeVar("W")
 
@@ -72,7 +73,7 @@ class SearchLoop(Generic[W]):
                  planned: int | None = None, budget: int | None = None, deadline: float | None = None,
                  clock: Callable[[], float] = time.monotonic, progress: Progress | None = None,
                  stop_for: Callable[[Evaluation], BaseException | None] | None = None,
-                 ahead: BuildsAhead | None = None) -> None:
+                 ahead: BuildsAhead | None = None, pick: str = "first") -> None:
         if not workers:
             raise ValueError("the search loop needs at least one worker")
         self.source = source
@@ -100,7 +101,9 @@ class SearchLoop(Generic[W]):
         # What progress is told, per finished evaluation (in the order they finish, not the order told).
         self._finished = 0
         self._failed = 0
-        self._best: Evaluation | None = None
+        self._front: list[Evaluation] = []  # the Pareto front of the finished evaluations
+        self._best: Evaluation | None = None  # the point of it the pin's rule takes (`pick`: tune --pick)
+        self._pick = pick
 
     @property
     def budget_left(self) -> bool:
@@ -250,9 +253,9 @@ class SearchLoop(Generic[W]):
         self._finished += 1
         self._failed += 0 if evaluated.ok else 1
         if evaluated.ok and evaluated.scores is not None:
-            # The best is an order (first objective, ties by the next): the best of the old best and the new one.
-            candidates = [evaluated] if self._best is None else [self._best, evaluated]
-            self._best = Results([o.direction for o in self.objectives], candidates).get_best_result()
+            directions = [o.direction for o in self.objectives]
+            self._front = on_front(self._front, evaluated, directions)
+            self._best = pick_from_front(self._front, directions, self._pick)
         if self.progress is not None:
             self.progress.update(evaluated.proposal.generation, evaluations=self._finished, failures=self._failed,
                                  best=None if self._best is None else self._best.scores, last=evaluated)
@@ -289,12 +292,27 @@ def _first_done(pending: Mapping[Future[Evaluation], object]) -> set[Future[Eval
     return done
 
 
-def best_so_far(evaluations: Sequence[Evaluation], objectives: Sequence[Objective]) -> tuple[float, ...] | None:
-    """The progress line's best: Results' best, on the first objective with ties broken by the next (0 spills
-    at 56 registers before 0 spills at 127)."""
-    scored = [e for e in evaluations if e.ok and e.scores is not None]  # Results refuses an ok one without scores
-    best = Results([o.direction for o in objectives], scored).get_best_result()
-    return None if best is None else best.scores
+def best_so_far(evaluations: Sequence[Evaluation], objectives: Sequence[Objective],
+                pick: str = "first") -> tuple[float, ...] | None:
+    """The progress line's best: the point the pin's rule (`pick`, ciq_build.tune.winner) takes from the Pareto
+    front of `evaluations`, so that with several objectives the line shows what the tune would pin (the knee, by
+    default), not the best on the first objective alone; with `first`, the first objective's best with ties
+    broken by the next (0 spills at 56 registers before 0 spills at 127)."""
+    directions = [o.direction for o in objectives]
+    front: list[Evaluation] = []
+    for evaluated in evaluations:
+        front = on_front(front, evaluated, directions)
+    return pick_from_front(front, directions, pick).scores if front else None
+
+
+def on_front(front: list[Evaluation], evaluated: Evaluation, directions: Sequence[Direction]) -> list[Evaluation]:
+    """`front` with `evaluated` on it, if no point there dominates or equals it (a tie stays with the first)."""
+    scores = evaluated.scores
+    if not evaluated.ok or scores is None:
+        return front
+    if any(f.scores == scores or dominates(cast(tuple[float, ...], f.scores), scores, directions) for f in front):
+        return front
+    return [f for f in front if not dominates(scores, cast(tuple[float, ...], f.scores), directions)] + [evaluated]
 
 
 def stop_on_disk_full(disk_full: Callable[[str], BaseException]) -> Callable[[Evaluation], BaseException | None]:

@@ -1,13 +1,18 @@
-"""A staged tune (`tune --stage KINDS --stage KINDS ...`): one search after another, each on top of the best so far.
+"""A staged tune (`tune --stage KINDS --stage KINDS ...`): one search after another, the pin the best of them.
 
-Each stage is a whole tune of its own controls (what --controls would name), with everything else fixed at the
+Each stage is a whole tune of its own controls (what --controls would name). With `--stage-from defaults` (the
+default) everything else stays at the compiler's defaults: the stages are separate searches, one after another,
+whose winners meet in the pin's side-by-side re-measure. With `--stage-from best` everything else is fixed at the
 best configuration the stages before it validated: the winner of the latest stage that beat the compiler's
 defaults beyond the noise, and any better pin already there (ciq_build.tune.old_pin); the defaults until one
-has. So `--stage knobs,params --stage ptxas-acf:13.3` searches ACFs on top of the best knobs and PARAMS, and
-the reverse order the other way round. Every stage has its own search in the journal (resumed like any other),
-its re-measure and its pin, which replaces the one before only when better than it (a tie keeps the pin,
-whose controls the later winner holds and more: ciq_build.tune.finish's tie_keeps_pin): the pin at the end is
-the best validated of all stages. --time-limit and --max-evaluations cover the whole staged tune: each stage gets an
+has. So `--stage knobs,params --stage ptxas-acf:13.3 --stage-from best` searches ACFs on top of the best knobs
+and PARAMS. Searching from the defaults is the default because that is what the GPU measurements say: on four
+kernels (two GEMMs, two attentions) the gains of knobs, PARAMS and ACFs never composed, and on the SGEMM the ACFs
+searched on top of the best tile found nothing while an ACF on the default tile beat that tile. Every stage has
+its own search in the journal (resumed like any other), its re-measure and its pin, which replaces the one before
+unless that one is better beyond the noise, re-measured side by side (with `--stage-from best` a tie keeps the
+pin too, whose controls the later winner holds and more: ciq_build.tune.finish's tie_keeps_pin): the pin at the
+end is the best validated of all stages. --time-limit and --max-evaluations cover the whole staged tune: each stage gets an
 equal share of what the stages before it left.
 """
 
@@ -31,8 +36,8 @@ _LEAST_STAGE_S = 1.0
 
 
 def tune_in_stages(options: TuneOptions, run_stage: RunStage, say: Callable[[str], None]) -> TuneOutcome:
-    """Each of `options.stages` tuned by `run_stage` in turn, on top of the best so far; the outcome of the stage
-    whose winner is the pin at the end (the last stage's when none beat the defaults)."""
+    """Each of `options.stages` tuned by `run_stage` in turn, from what `options.stage_from` says; the outcome of
+    the stage whose winner is the pin at the end (the last stage's when none beat the defaults)."""
     stages = [stage_kinds(text) for text in options.stages]  # checked with the options (TuneOptions.validate)
     deadline = None if options.time_limit is None else time.monotonic() + duration_seconds(options.time_limit)
     evaluations_left = options.max_evaluations
@@ -46,13 +51,14 @@ def tune_in_stages(options: TuneOptions, run_stage: RunStage, say: Callable[[str
             say(f"stage {index + 1} of {len(stages)} ({', '.join(kinds)}) and after: not run, the budget is spent")
             break
         seconds, evaluations = share
+        base = best if options.stage_from == "best" else None
         say(f"stage {index + 1} of {len(stages)}: {', '.join(kinds)}, on top of "
-            + (f"the best so far ({_shown(best)})" if best is not None else "the compiler's defaults")
+            + (f"the best so far ({_shown(base)})" if base is not None else "the compiler's defaults")
             + (f"; {seconds:.0f} s of the time limit" if seconds is not None else "")
             + (f"; {evaluations} evaluation(s)" if evaluations is not None else ""))
         stage_options = replace(options, controls=list(kinds), stages=[],
                                 time_limit=None if seconds is None else round(seconds), max_evaluations=evaluations)
-        outcome = run_stage(stage_options, best)
+        outcome = run_stage(stage_options, base)
         if outcome.better and outcome.winner is not None:
             best, kept = outcome.winner.controls, outcome
         if evaluations_left is not None:  # as the search counts them: those from the journal too (a resume shares alike)

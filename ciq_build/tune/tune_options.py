@@ -137,11 +137,17 @@ class TuneOptions:
     stages: list[str] = option(
         "--stage", group=SEARCH, repeated=True, default_factory=list, metavar="KINDS", check=_stage,
         help="repeatable, in place of --controls: a staged search (ciq_build.tune.stages), each stage searching "
-             "KINDS (--controls' words, comma-separated) on top of the best configuration the stages before it "
-             "validated, e.g. --stage knobs,params --stage ptxas-acf:13.3 (ACFs on top of the best knobs and "
-             "PARAMS); each stage is a whole tune (its search in the journal, re-measure and pin, which replaces "
-             "the one before only when better); --time-limit and --max-evaluations are shared out among the "
+             "KINDS (--controls' words, comma-separated) from what --stage-from says, e.g. --stage knobs,params "
+             "--stage ptxas-acf:13.3; each stage is a whole tune (its search in the journal, re-measure and pin, "
+             "which replaces the one before unless that one is better); --time-limit and --max-evaluations are shared out among the "
              "stages")
+    stage_from: str = option(
+        "--stage-from", group=SEARCH, choices=("defaults", "best"), default="defaults",
+        help="what each --stage searches from: defaults (the compiler's, every stage; the pin at the end the best "
+             "of the stages' winners, each re-measured beside the pin before it) or best (the best configuration "
+             "the stages before it validated). Default defaults: on the four GPU kernels measured the gains of "
+             "knobs, PARAMS and ACFs never composed, and ACFs searched on top of an SGEMM's best tile lost the "
+             "larger gain an ACF gave on its default tile (docs/RESULTS.md)")
     # A registered name (ciq_build.search.strategies), or from Python a Strategy object; None: the space's default.
     strategy: object = option(
         "--strategy", group=SEARCH, choices=strategy_names, show=_strategy_name, check=_known_strategy,
@@ -250,6 +256,9 @@ class TuneOptions:
             raise ConfigError(problem)
         if self.stages and self.controls:
             raise ConfigError("--stage names what each stage searches, in place of --controls: leave out --controls")
+        if self.stage_from != "defaults" and not self.stages:
+            raise ConfigError(f"--stage-from {self.stage_from} says where each --stage searches from: name the stages "
+                              "(--stage KINDS, repeated) or leave out --stage-from")
 
 
 def add_tune_arguments(parser: argparse.ArgumentParser, options: type[TuneOptions] = TuneOptions,

@@ -169,3 +169,15 @@ def test_local_moves_merge_every_improvement_even_ties_where_a_parameter_is_knoc
     old, new = (3, 0, 0), (4, 0, 0)  # the best moved x up a step
     local._better = [((1.0,), (4, 0, 0), old), ((0.5,), (3, None, 1), old), ((0.5,), (3, 1, None), old)]
     assert local._merged(new) == (4, None, 1)  # every improving change at once, the first of a tie first
+
+
+def test_a_gently_tilted_plateau_is_one_before_any_draw_lands_below_it() -> None:
+    # A plateau tilted by 1% over seven parameters: more than half of its draws within 0.1% of their median, none
+    # below them yet (the decoy is rare), so the draws' shape alone cannot tell it from a slope; it is flat.
+    search = PortfolioSearch(lambda p: 0.0, {"x": ss.range(0, 3)}, SearchConfiguration(generations=1, pool_size=4),
+                             progress=False)
+    rng = random.Random(0)
+    search._drawn = sorted(100 + sum(rng.randrange(13) for _ in range(7)) / 84 for _ in range(64))
+    assert search.plateau()
+    search._drawn = sorted(100 + 5 * rng.random() for _ in range(64))  # spread evenly: a slope, not a plateau
+    assert not search.plateau()

@@ -117,7 +117,7 @@ def test_a_childs_command_line_reads_back_as_the_options_it_was_made_from() -> N
         seed_from=["pins/", "-Xptxas=-O2 -DTILE=32"], wait=True, pin=False, quiet=True, force=True,
         cmake_args=["-DX=1", "-DY=a b"], gpus=["0", "1"], executor="ray", architecture="90a",
         targets=("kern", "timer"), strategy="random", strategy_options=["pool_size=6", "x=a b"],
-        stages=["knobs,params", "ptxas-acf:13.3"],
+        stages=["knobs,params", "ptxas-acf:13.3"], stage_from="best",
         executor_options=RayOptions(ray_address="head:6379", ray_gpu_resource="H200", ray_sources="upload",
                                     ray_compile_resource="compile", ray_targets=2))
     defaults = TuneOptions(target="", build_dir=Path("build"))

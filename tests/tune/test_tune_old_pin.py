@@ -43,7 +43,7 @@ def test_a_static_winner_worse_than_the_pin_keeps_the_pin_unless_forced_and_says
     # Staged (ciq_build.tune.stages): PARAMS first (one evaluation: the seed, TILE=8), then knobs on top of that
     # winner (two: the first stage's winner itself, from the journal, and one knob). What the first found stays.
     staged = _tune("shared_kernels", source, build, "-DTILE=8", "--stage", "params", "--stage", "knobs",
-                   "--max-evaluations", "3")
+                   "--stage-from", "best", "--max-evaluations", "3")
     assert "stage 2 of 2: knobs, on top of the best so far (-DTILE=8); 2 evaluation(s)" in staged.stderr
     assert "staged tune: the best validated configuration is -DTILE=8" in staged.stderr, staged.stderr
     # The knob changed nothing that counts: a tie keeps the first stage's pin, with fewer controls.
