@@ -170,3 +170,13 @@ def test_the_wheel_ships_every_sub_package() -> None:
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     folders = {"ciq_build." + p.parent.name for p in PACKAGE.glob("*/__init__.py")} | {"ciq_build"}
     assert folders - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+
+def test_no_room_grows_past_its_size() -> None:
+    """The consolidation's limits: no module over 600 lines (split one by job when it would be), and TuneRun,
+    the tune's composition root, at most 250 (a step that grows goes into a module of its own)."""
+    big = {str(p.relative_to(REPO)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 600}
+    assert big == {}, "split these by job"
+    driver = ast.parse((PACKAGE / "tune" / "driver.py").read_text())
+    (tune_run,) = [n for n in driver.body if isinstance(n, ast.ClassDef) and n.name == "TuneRun"]
+    assert tune_run.end_lineno is not None and tune_run.end_lineno - tune_run.lineno + 1 <= 250

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import ciq_build.core.space as ss
+from ciq_build.compiler.probe import probe_capabilities
 from ciq_build.compiler.toolchain import Toolchain, default_cache_dir
 from ciq_build.core.allowlist import ALLOWLIST_NAME, check_define, check_flag
 from ciq_build.core.rules import RuleBook, load_rules, read_regular_file
@@ -389,8 +390,8 @@ def knob_space(
     """
     knobs = [k for k in KNOBS if allow_numerics or not k.numerics]
     probes = {k.name: [k.template.format(v) if not k.is_switch else k.template for v in k.probe_values()] for k in knobs}
-    capabilities = toolchain.capabilities(
-        [flag for flags in probes.values() for flag in flags], arch=arch, cache_dir=cache_dir
+    capabilities = probe_capabilities(
+        toolchain, [flag for flags in probes.values() for flag in flags], arch=arch, cache_dir=cache_dir
     )
     space: dict[str, ss.Param] = {}
     for k in knobs:

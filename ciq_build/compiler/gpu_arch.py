@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ciq_build.compiler.architectures import arch_name, split_architectures
@@ -117,6 +117,15 @@ class ArchitecturePlan:
         if self.scored is not None:
             parts.append(f"static metrics of the {sm(self.scored)} machine code ({self.why})")
         return "; ".join(parts)
+
+    def say(self, warn: Callable[[str], None], say: Callable[[str], None]) -> None:
+        """What a tune says of it before the baseline: the warnings (a "native" build, JIT-compiled PTX), then
+        which architecture each figure is for."""
+        for note in (self.native, self.jit):
+            if note:
+                warn(note)
+        if self.describe():
+            say(f"figures: {self.describe()}")
 
     def provenance(self) -> dict[str, str]:
         """The pinned record's note of it."""

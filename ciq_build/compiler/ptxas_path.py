@@ -96,8 +96,11 @@ _DEPS = "deps.d"  # the dependency file the build tool reads (-MF), where the co
 # said again by every compile from the entry, so a compile's log is the same whether its front end ran or was kept.
 _LOG = "front-end.log"
 _ENTRY_NAME = re.compile(r"^[0-9a-f]{24}$")  # an entry's folder (others in the cache are being written or removed)
-# A file name a make-style dependency file can hold without escapes this module does not write.
-_DEPENDENCY_NAME = re.compile(r"^[^\s#$:\\]+$")
+# A file name a make-style dependency file can hold: its spaces escaped ("\ ", as nvcc writes them and Ninja and
+# Make read them); the other characters such a file gives a meaning (# $ : \ and other whitespace) would need
+# escapes this module does not write. The target is written as given (as nvcc writes -MT's): no space in it.
+_DEPENDENCY_NAME = re.compile(r"^(?:[^\s#$:\\]| )+$")
+_DEPENDENCY_TARGET = re.compile(r"^[^\s#$:\\]+$")
 # A line marker of the host preprocessor: # <line> "<file name, \\ and \" escaped>" [flags]
 _LINE_MARKER = re.compile(rb'^# [0-9]+ "((?:[^"\\]|\\.)*)"', re.MULTILINE)
 
@@ -364,10 +367,12 @@ def fill(p: Plan, timeout: float | None = None, start: Start = _started) -> None
 
 def _write_dependency_file(path: Path, target: str, names: list[str]) -> None:
     """A make-style dependency file (what nvcc -MF writes): `target` depends on `names`."""
-    unwritable = [name for name in [target, *names] if not _DEPENDENCY_NAME.match(name)]
+    unwritable = [target] if not _DEPENDENCY_TARGET.match(target) else []
+    unwritable += [name for name in names if not _DEPENDENCY_NAME.match(name)]
     if unwritable:
         raise Unsupported(f"{unwritable[0]!r} would need escapes in the build tool's dependency file")
-    path.write_text(f"{target} : " + " \\\n    ".join(names) + "\n", encoding="utf-8")
+    escaped = [name.replace(" ", "\\ ") for name in names]
+    path.write_text(f"{target} : " + " \\\n    ".join(escaped) + "\n", encoding="utf-8")
 
 
 def _publish(new: Path, p: Plan) -> None:

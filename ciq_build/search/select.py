@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.controls import AcfRef, knob_space
-from ciq_build.compiler.toolchain import Toolchain, acf_refusals
+from ciq_build.compiler.probe import acf_refusals
+from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.constraints import parse_constraints
 from ciq_build.core.objectives import Objective, times_the_compile
 from ciq_build.core.params import parse_params

@@ -303,11 +303,7 @@ class TuneRun:
                                                 self.manifest.tune_architecture, static,
                                                 self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
-        for note in (self.architectures.native, self.architectures.jit):
-            if note:
-                self._warn(note)
-        if self.architectures.describe():
-            self._say(f"figures: {self.architectures.describe()}")
+        self.architectures.say(self._warn, self._say)
 
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status

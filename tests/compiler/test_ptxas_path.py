@@ -268,6 +268,19 @@ def test_trees_compiling_one_front_end_at_once_with_other_ptxas_controls_each_ge
         assert {f.name: f.stat().st_mtime_ns for f in entry.iterdir() if f.name != "front.json"} == kept
 
 
+def test_a_dependency_file_names_files_under_a_folder_with_a_space_as_nvcc_writes_them(tmp_path: Path) -> None:
+    # Each space escaped (nvcc writes "/my\ src/kern.cu"; Ninja and Make read it so), read back as the same files;
+    # a name that would need an escape the fast path does not write sends its compile to nvcc whole.
+    names = [f"{tmp_path}/my src/kern.cu", f"{tmp_path}/my src/two words.h", "/usr/include/stdio.h"]
+    depfile = tmp_path / "deps.d"
+    ptxas_path._write_dependency_file(depfile, "CMakeFiles/kern.dir/kern.cu.o", names)
+    assert depfile.read_text().startswith(f"CMakeFiles/kern.dir/kern.cu.o : {tmp_path}/my\\ src/kern.cu \\\n")
+    assert ptxas_path._dependencies(depfile) == names
+    for target, name in (("kern .o", names[0]), ("kern.o", "/a#b.h"), ("kern.o", "/a\tb.h"), ("kern.o", "/a\\b.h")):
+        with pytest.raises(ptxas_path.Unsupported, match="would need escapes"):
+            ptxas_path._write_dependency_file(depfile, target, [name])
+
+
 def test_a_static_evaluation_keeps_a_new_front_end_at_once_and_gives_nvcc_its_objects_after(
         gemm: cmake_trees.ScratchTree) -> None:
     assert gemm.build(Controls(), 300).ok

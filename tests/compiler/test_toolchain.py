@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.compiler.architectures import arch_number
+from ciq_build.compiler.probe import probe_capabilities
 from ciq_build.compiler.toolchain import Toolchain, find_toolchain, load_toolchain, major_minor, parse_version
 from ciq_build.errors import ToolchainError
 
@@ -164,8 +165,8 @@ def test_a_process_asks_a_tool_its_version_once_until_the_file_changes(tmp_path:
 def test_probe_measures_the_apply_controls_options(
     pip_toolchain: Toolchain, system_toolchain: Toolchain, probe_cache: Path
 ) -> None:
-    new = pip_toolchain.capabilities(cache_dir=probe_cache)
-    old = system_toolchain.capabilities(cache_dir=probe_cache)
+    new = probe_capabilities(pip_toolchain, cache_dir=probe_cache)
+    old = probe_capabilities(system_toolchain, cache_dir=probe_cache)
     # Measured: nvcc 13.3 knows --apply-controls; nvcc 13.0 says "Unknown option".
     assert new.nvcc_apply_controls is True
     assert old.nvcc_apply_controls is False
@@ -175,7 +176,7 @@ def test_probe_measures_the_apply_controls_options(
 
 
 def test_probe_lists_the_supported_architectures(pip_toolchain: Toolchain, probe_cache: Path) -> None:
-    caps = pip_toolchain.capabilities(cache_dir=probe_cache)
+    caps = probe_capabilities(pip_toolchain, cache_dir=probe_cache)
     assert {"80", "90", "100"} <= set(caps.gpu_codes)
     assert {"80", "90", "100"} <= set(caps.gpu_archs)
     assert caps.supports_arch("sm_90a") and caps.supports_arch("90")
@@ -196,7 +197,7 @@ def test_probe_tells_accepted_options_from_refused_ones(pip_toolchain: Toolchain
         "-Xptxas=--def-load-cache=zz",  # ptxas error
         "--no-such-option",
     ]
-    caps = pip_toolchain.capabilities(options, arch="90a", cache_dir=probe_cache)
+    caps = probe_capabilities(pip_toolchain, options, arch="90a", cache_dir=probe_cache)
     assert caps.probe_arch == "90a"
     assert {o for o in options if caps.accepts(o)} == set(options[:4])
     assert not caps.accepts("-Xptxas=-O1")  # never probed counts as refused
@@ -204,7 +205,7 @@ def test_probe_tells_accepted_options_from_refused_ones(pip_toolchain: Toolchain
 
 @pytest.mark.slow
 def test_probe_results_are_cached_per_toolchain(pip_toolchain: Toolchain, tmp_path: Path) -> None:
-    pip_toolchain.capabilities(["-Xptxas=-O1"], arch="90a", cache_dir=tmp_path)
+    probe_capabilities(pip_toolchain, ["-Xptxas=-O1"], arch="90a", cache_dir=tmp_path)
     files = list(tmp_path.glob("toolchain-*.json"))
     assert len(files) == 1
     data = json.loads(files[0].read_text())
@@ -213,17 +214,17 @@ def test_probe_results_are_cached_per_toolchain(pip_toolchain: Toolchain, tmp_pa
     # returned although nvcc would refuse the option.
     data["options"]["90a"]["--planted-option"] = True
     files[0].write_text(json.dumps(data))
-    assert pip_toolchain.capabilities(["--planted-option"], arch="90a", cache_dir=tmp_path).accepts(
+    assert probe_capabilities(pip_toolchain, ["--planted-option"], arch="90a", cache_dir=tmp_path).accepts(
         "--planted-option"
     )
 
 
 @pytest.mark.slow
 def test_a_damaged_cache_is_probed_again(pip_toolchain: Toolchain, tmp_path: Path) -> None:
-    pip_toolchain.capabilities(cache_dir=tmp_path)
+    probe_capabilities(pip_toolchain, cache_dir=tmp_path)
     (cache_file,) = tmp_path.glob("toolchain-*.json")
     cache_file.write_text("{ not json")
-    caps = pip_toolchain.capabilities(["-Xptxas=-O3"], arch="90a", cache_dir=tmp_path)
+    caps = probe_capabilities(pip_toolchain, ["-Xptxas=-O3"], arch="90a", cache_dir=tmp_path)
     assert caps.accepts("-Xptxas=-O3") and caps.nvcc_apply_controls
     assert json.loads(cache_file.read_text())["schema"] == 1
 
@@ -231,8 +232,8 @@ def test_a_damaged_cache_is_probed_again(pip_toolchain: Toolchain, tmp_path: Pat
 def test_two_toolchains_never_share_a_cache_entry(
     pip_toolchain: Toolchain, system_toolchain: Toolchain, probe_cache: Path
 ) -> None:
-    pip_toolchain.capabilities(cache_dir=probe_cache)
-    system_toolchain.capabilities(cache_dir=probe_cache)
+    probe_capabilities(pip_toolchain, cache_dir=probe_cache)
+    probe_capabilities(system_toolchain, cache_dir=probe_cache)
     versions = sorted(json.loads(p.read_text())["version"] for p in probe_cache.glob("toolchain-*.json"))
     assert versions == sorted([pip_toolchain.version, system_toolchain.version])
 
