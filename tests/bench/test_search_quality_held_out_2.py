@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+import landscapes
 import pytest
 
-import ciq_build.core.space as ss
 from bench.search_quality import held_out_2 as h2
 from bench.search_quality.problems import _stable_fraction
 from ciq_build import INVALID_SCORE
-
-
-def _ranked(problem: Any) -> list[tuple[float, dict[str, Any]]]:
-    space = ss.SearchSpace(problem.space)
-    scored = ((problem.objective(params), params)
-              for params in (space.to_params(space.genome_at(i)) for i in range(space.cardinality)))
-    return sorted(((v, p) for v, p in scored if v != INVALID_SCORE), key=lambda item: item[0])
 
 
 def test_the_decoys_are_3_6_and_9_percent_deep_and_their_basins_on_target() -> None:
@@ -36,7 +27,7 @@ def test_the_decoys_are_3_6_and_9_percent_deep_and_their_basins_on_target() -> N
 
 
 def test_ridge3_optimum_is_off_single_changes_with_no_failure_next_to_it() -> None:
-    ranked = _ranked(h2.RIDGE_3)
+    ranked = landscapes.ranked(h2.RIDGE_3)
     best_value, best = ranked[0]
     assert best_value <= h2.RIDGE_3.target < ranked[1][0]
     assert (best["tile_x"], best["tile_y"], best["tile_z"]) == (16.0, 8.0, 4.0)
@@ -50,7 +41,7 @@ def test_ridge3_optimum_is_off_single_changes_with_no_failure_next_to_it() -> No
 
 
 def test_noisy2_optimum_interaction_and_noise() -> None:
-    ranked = _ranked(h2.NOISY_KNOBS_2)
+    ranked = landscapes.ranked(h2.NOISY_KNOBS_2)
     assert h2.NOISY_KNOBS_2.objective({}) == 1.0 and 1 - ranked[0][0] == pytest.approx(0.0452, abs=1e-4)
     assert h2.NOISY_KNOBS_2.target == pytest.approx(ranked[0][0] * 1.005) and h2.NOISY_KNOBS_2.noise == 0.012
     assert h2.NOISY_KNOBS_2.objective({"unroll": 4, "maxrreg": 100}) > 1.0 > h2.NOISY_KNOBS_2.objective({"unroll": 4})

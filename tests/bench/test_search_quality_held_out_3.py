@@ -2,32 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+import landscapes
 import pytest
 
-import ciq_build.core.space as ss
 from bench.search_quality import held_out_3 as h3
 from bench.search_quality.problems import _stable_fraction
 from ciq_build import INVALID_SCORE
-
-
-def _ranked(problem: Any) -> list[tuple[float, dict[str, Any]]]:
-    space = ss.SearchSpace(problem.space)
-    scored = ((problem.objective(params), params)
-              for params in (space.to_params(space.genome_at(i)) for i in range(space.cardinality)))
-    return sorted(((v, p) for v, p in scored if v != INVALID_SCORE), key=lambda item: item[0])
-
-
-def _single_changes(problem: Any, best: dict[str, Any]) -> list[Any]:
-    """The scores of every configuration one parameter away from ``best``."""
-    out = []
-    for name, param in problem.space.items():
-        for value in list(param.values()) + ([None] if param.can_knockout else []):
-            if value != best.get(name):
-                out.append(problem.objective({k: v for k, v in best.items() if k != name}
-                                             | ({} if value is None else {name: value})))
-    return out
 
 
 def test_the_decoys_are_2_6_and_10_percent_deep_on_plateaus_that_are_not_flat() -> None:
@@ -51,11 +31,11 @@ def test_the_decoys_are_2_6_and_10_percent_deep_on_plateaus_that_are_not_flat() 
 
 
 def test_regcap_optimum_is_off_single_changes_with_no_failure_next_to_it() -> None:
-    ranked = _ranked(h3.REGCAP)
+    ranked = landscapes.ranked(h3.REGCAP)
     best_value, best = ranked[0]
     assert best_value == pytest.approx(h3.REGCAP_OPTIMUM) and best_value <= h3.REGCAP.target < ranked[1][0]
     assert (best["unroll"], best["maxrreg"]) == (10, 104) == (10, h3.regs_needed(10))
-    assert all(h3.REGCAP.target < v != INVALID_SCORE for v in _single_changes(h3.REGCAP, best))
+    assert all(h3.REGCAP.target < v != INVALID_SCORE for v in landscapes.single_changes(h3.REGCAP, best))
     # a step down the ridge: unroll and cap together gain 2%, either alone loses
     ridge = best | {"unroll": 6, "maxrreg": h3.regs_needed(6)}
     both = h3.REGCAP.objective(ridge | {"unroll": 7, "maxrreg": h3.regs_needed(7)})
@@ -65,7 +45,7 @@ def test_regcap_optimum_is_off_single_changes_with_no_failure_next_to_it() -> No
 
 
 def test_noisy3_optimum_interactions_and_noise() -> None:
-    ranked = _ranked(h3.NOISY_KNOBS_3)
+    ranked = landscapes.ranked(h3.NOISY_KNOBS_3)
     assert h3.NOISY_KNOBS_3.objective({}) == 1.0 and 1 - ranked[0][0] == pytest.approx(0.0403, abs=1e-4)
     assert h3.NOISY_KNOBS_3.target == pytest.approx(ranked[0][0] * 1.005) and h3.NOISY_KNOBS_3.noise == 0.015
     assert h3.NOISY_KNOBS_3.objective({"vector": 4}) > 1.0 > h3.NOISY_KNOBS_3.objective({"vector": 4,
@@ -99,10 +79,10 @@ def test_the_valley_moves_only_with_three_ordinals_together() -> None:
 
 
 def test_walled_best_is_surrounded_by_failures() -> None:
-    ranked = _ranked(h3.WALLED)
+    ranked = landscapes.ranked(h3.WALLED)
     assert ranked[0][0] == pytest.approx(h3.WALLED_OPTIMUM) and len(ranked) / 32768 < 0.3
     best = {"m": 6, "n": 4, "stages": 6, "vector": 4, "split": 2}
     assert h3.WALLED.objective(best) == pytest.approx(h3.WALLED_OPTIMUM)
-    changes = _single_changes(h3.WALLED, best)
+    changes = landscapes.single_changes(h3.WALLED, best)
     assert sum(v == INVALID_SCORE for v in changes) >= len(changes) // 2
     assert sum(v <= h3.WALLED.target for v, _ in ranked) == 8  # of 32,768: the best, its transpose, 6 near them

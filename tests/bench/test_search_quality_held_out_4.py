@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+import landscapes
 import pytest
 
 import ciq_build.core.space as ss
 from bench.search_quality import held_out_4 as h4
 from ciq_build import INVALID_SCORE
-
-
-def _single_changes(problem: Any, best: dict[str, Any]) -> list[Any]:
-    """The scores of every configuration one parameter away from ``best``."""
-    out = []
-    for name, param in problem.space.items():
-        for value in list(param.values()) + ([None] if param.can_knockout else []):
-            if value != best.get(name):
-                out.append(problem.objective({k: v for k, v in best.items() if k != name}
-                                             | ({} if value is None else {name: value})))
-    return out
 
 
 def test_the_decoys_are_3_4_and_8_percent_deep_on_a_bowl_terraces_and_failures() -> None:
@@ -41,7 +29,7 @@ def test_the_decoys_are_3_4_and_8_percent_deep_on_a_bowl_terraces_and_failures()
 def test_walled4_best_has_most_single_changes_failing() -> None:
     best = {"bx": 5, "by": 4, "items": 6, "regs": 96, "order": "tile"}
     assert h4.WALLED_4.objective(best) == pytest.approx(h4.WALLED_4_OPTIMUM)
-    changes = _single_changes(h4.WALLED_4, best)
+    changes = landscapes.single_changes(h4.WALLED_4, best)
     assert sum(v == INVALID_SCORE for v in changes) == 26 and len(changes) == 38
     assert all(v >= h4.WALLED_4_OPTIMUM for v in changes if v != INVALID_SCORE)
 
@@ -55,7 +43,7 @@ def test_valley4_and_ridge4_optima_are_off_every_single_change() -> None:
                ({"r0": 11}, {"r0": 11, "r1": 13}, {"r0": 11, "r2": 8}, {"r1": 13, "r2": 8}))
     ridge = {"warps": 8, "items": 6, "layout": "aosoa", "cache": "cg", "fast_math": "--use_fast_math"}
     assert h4.RIDGE_4.objective(ridge) == pytest.approx(h4.RIDGE_4_OPTIMUM)
-    changes = _single_changes(h4.RIDGE_4, ridge)
+    changes = landscapes.single_changes(h4.RIDGE_4, ridge)
     assert INVALID_SCORE not in changes and min(changes) > h4.RIDGE_4.target
     assert h4.RIDGE_4.objective(ridge | {"warps": 6, "items": 8}) < h4.RIDGE_4.objective(ridge | {"items": 8})
 
