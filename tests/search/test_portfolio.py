@@ -171,7 +171,7 @@ def test_local_moves_merge_every_improvement_even_ties_where_a_parameter_is_knoc
     assert local._merged(new) == (4, None, 1)  # every improving change at once, the first of a tie first
 
 
-def test_a_gently_tilted_plateau_is_one_before_any_draw_lands_below_it() -> None:
+def test_a_gently_tilted_or_terraced_plateau_is_one_before_any_draw_lands_below_it() -> None:
     # A plateau tilted by 1% over seven parameters: more than half of its draws within 0.1% of their median, none
     # below them yet (the decoy is rare), so the draws' shape alone cannot tell it from a slope; it is flat.
     search = PortfolioSearch(lambda p: 0.0, {"x": ss.range(0, 3)}, SearchConfiguration(generations=1, pool_size=4),
@@ -180,6 +180,12 @@ def test_a_gently_tilted_plateau_is_one_before_any_draw_lands_below_it() -> None
     search._drawn = sorted(100 + sum(rng.randrange(13) for _ in range(7)) / 84 for _ in range(64))
     assert search.plateau()
     search._drawn = sorted(100 + 5 * rng.random() for _ in range(64))  # spread evenly: a slope, not a plateau
+    assert not search.plateau()
+    # Terraces of 0.2% steps (two parameters of 20 values, a step every 5), none below them: fewer than half on the
+    # median's step, the middle half two steps apart, the lowest draw as far below; the middle half is within 0.5%.
+    search._drawn = sorted(100 + 0.2 * (rng.randrange(20) // 5 + rng.randrange(20) // 5) for _ in range(64))
+    assert search.plateau()
+    search._drawn = sorted(100 + 2 * rng.random() for _ in range(64))  # knobs of 1-2% effects: no plateau
     assert not search.plateau()
 
 
