@@ -241,18 +241,18 @@ def _as_params(item: _Found, space: Mapping[str, Param], source_defaults: Mappin
     # A parameter that cannot be absent (PARAMS) and that the seed does not give: the source's own value where
     # the space has it (the code the seed was made on, when it is a pin of the defaults), else the first value.
     filled: dict[str, Any] = {}
-    guessed: list[str] = []
+    guessed: dict[str, Any] = {}  # by PARAMS name: the first value, taken for want of the source's own
     for name, param in space.items():
         if param.can_knockout or name in params:
             continue
         own = source_defaults.get(name.removeprefix(PARAM_PREFIX))
         value = next((v for v in param.values() if own is not None and define_value(v) == own), None)
         if value is None:
-            value = param.values()[0]
-            guessed.append(f"{name.removeprefix(PARAM_PREFIX)}={value}")
+            value = guessed[name.removeprefix(PARAM_PREFIX)] = param.values()[0]
         filled[name] = value
     if guessed and (params or item.acf is not None):
         LOG.warning("%s %s gives no %s and the sources give no guarded default the search has: %s taken (the first "
                     "value of each); to seed the defaults' value, name it (-DNAME=VALUE in a controls list)", FLAG,
-                    item.origin, "value for " + ", ".join(g.split("=")[0] for g in guessed), ", ".join(guessed))
+                    item.origin, "value for " + ", ".join(guessed),
+                    ", ".join(f"{name}={value}" for name, value in guessed.items()))
     return {**params, **filled}
