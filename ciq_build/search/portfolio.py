@@ -270,11 +270,14 @@ class PortfolioSearch(BatchSearch):
         drawn = self._drawn  # sorted
         if len(drawn) < PLATEAU_DRAWS:
             return False
-        level = drawn[len(drawn) // 2]
+        level = self._median()
         margin = MIN_SPREAD * abs(level)
         flat = bisect.bisect_right(drawn, level + margin) - bisect.bisect_left(drawn, level - margin) > len(drawn) / 2
         narrow = self._quartiles_apart() <= max(PLATEAU_SPREAD * (level - drawn[0]), FLAT_SPREAD * abs(level))
         return flat or narrow
+
+    def _median(self) -> float:
+        return self._drawn[len(self._drawn) // 2]
 
     def _quartiles_apart(self) -> float:
         drawn = self._drawn
@@ -285,13 +288,13 @@ class PortfolioSearch(BatchSearch):
         no further below the median, or an improvement no larger, is what draws from the plateau give anyway."""
         if len(self._drawn) < PLATEAU_DRAWS:
             return 0.0
-        return max(self._quartiles_apart(), MIN_SPREAD * abs(self._drawn[len(self._drawn) // 2]))
+        return max(self._quartiles_apart(), MIN_SPREAD * abs(self._median()))
 
     def _on_the_plateau(self) -> bool:
         """Whether the landscape is a plateau and the best is no better than it (one objective)."""
         if len(self.directions) > 1 or self._best is None or not self.plateau():
             return False
-        return self._drawn[len(self._drawn) // 2] - self._best[0][0] <= self.plateau_spread()
+        return self._median() - self._best[0][0] <= self.plateau_spread()
 
     # -- the best, and noise ------------------------------------------------------------
 
