@@ -11,13 +11,15 @@ arm proposed it:
 * :class:`LocalArm`: moves around the best configuration found -- every
   move that improved on the last best merged into one, pattern steps along
   its last move, coordinate steps, pairs of ordered parameters
-  moved together both ways, every single change, triples of ordered
+  moved together both ways, pairs of ordered numbers moved so that their
+  product stays, every single change, triples of ordered
   parameters moved together, then pairs of any two parameters' one-step
   changes: what walks a ridge or a valley that no single change climbs.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import random
 from dataclasses import replace
@@ -38,6 +40,8 @@ _POLL_CHOICES = 4  # a choice of at most this many values counts each other valu
 # Triples of ordered parameters moved together, every sign (8 moves each): every triple of up to 8 ordered parameters,
 # the first 56 of more (a move list linear in the space, not cubic, on a 48-parameter space).
 _MAX_TRIPLES = 56
+# Product moves for at most this many ordered numeric parameters (every ordered pair of them, each value of one).
+_MAX_PRODUCT_PARAMS = 8
 
 
 class Shared(Protocol):
@@ -181,6 +185,7 @@ class LocalArm:
         self._steps: list[list[int | None]] = []
         self._around: dict[Genome, Genome] = {}  # the moves proposed around the current centre: the centre
         self._better: list[tuple[tuple[float, ...], Genome, Genome]] = []  # those that improved on it, and it
+        self._numeric = _numeric(list(portfolio.space.values()))  # the parameters product moves move
 
     def propose(self) -> Genome | None:
         centre = self.portfolio.centre()
@@ -258,6 +263,9 @@ class LocalArm:
                     moved = list(centre)
                     moved[i], moved[j] = a, b
                     moves.append(tuple(moved))
+        for products in _product_moves(centre, self._numeric):
+            rng.shuffle(products)
+            moves += products
         singles = [genome for _, genome in single_changes(centre, space)]
         rng.shuffle(singles)
         moves += singles
@@ -275,6 +283,61 @@ class LocalArm:
         self._pairs = [(i, j) for i, j in itertools.combinations(range(len(params)), 2)
                        if self._steps[i] and self._steps[j]]
         rng.shuffle(self._pairs)  # taken from the end: any two parameters, flags that only help together
+
+
+def _product_moves(centre: Genome, numeric: list[tuple[int, list[float]]]) -> tuple[list[Genome], list[Genome]]:
+    """Ordered numeric parameters moved together so that their products stay as they are: (1) two of them, one to
+    each of its other values, the other to the value that keeps their product nearest; (2) one to each of its other
+    values, every other rescaled at once to keep its product with it. Where what matters is a product (tile sides,
+    warps times items), the best along the ridge is reached from anywhere on it in one move, however far: one-step
+    pairs walk it only where a step of one is a step of the other; where one parameter's products with several
+    others bind (warps times stages, warps times unroll: two resource limits), no pair keeps both."""
+    pairs: dict[Genome, None] = {}  # in order, once
+    for (i, ivalues), (j, jvalues) in itertools.permutations(numeric, 2):
+        a, b = centre[i], centre[j]
+        if a is None or b is None:
+            continue
+        product = ivalues[a] * jvalues[b]
+        for other, value in enumerate(jvalues):
+            nearest = _nearest(ivalues, product / value)
+            if other != b and nearest != a:
+                moved = list(centre)
+                moved[i], moved[j] = nearest, other
+                pairs[tuple(moved)] = None
+    rescaled: dict[Genome, None] = {}
+    for i, ivalues in numeric:
+        a = centre[i]
+        others = [(j, jvalues, jvalues[b]) for j, jvalues in numeric if j != i and (b := centre[j]) is not None]
+        if a is None or len(others) < 2:
+            continue  # with one other, a pair move
+        for other, value in enumerate(ivalues):
+            if other != a:
+                moved = list(centre)
+                moved[i] = other
+                for j, jvalues, jvalue in others:
+                    moved[j] = _nearest(jvalues, ivalues[a] * jvalue / value)
+                rescaled[tuple(moved)] = None
+    return list(pairs), [move for move in rescaled if move not in pairs]
+
+
+def _nearest(values: list[float], wanted: float) -> int:
+    """The index of the value nearest `wanted` in ascending `values`."""
+    index = bisect.bisect_left(values, wanted)
+    if index == len(values) or (index > 0 and wanted - values[index - 1] <= values[index] - wanted):
+        return index - 1
+    return index
+
+
+def _numeric(params: list[Param]) -> list[tuple[int, list[float]]]:
+    """The ordered parameters whose values are positive numbers, ascending (a product of two means something), with
+    their values: the first _MAX_PRODUCT_PARAMS of them."""
+    out: list[tuple[int, list[float]]] = []
+    for i, param in enumerate(params):
+        values = param.values() if param.ordered else []
+        if values and all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in values) \
+                and all(a < b for a, b in itertools.pairwise(values)):
+            out.append((i, values))
+    return out[:_MAX_PRODUCT_PARAMS]
 
 
 def _one_steps(param: Param, gene: int | None) -> list[int | None]:

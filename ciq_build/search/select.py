@@ -56,12 +56,22 @@ def search_kinds(settings: SearchSettings) -> list[str]:
     return kinds
 
 
-# Knobs that trade generated-code quality for compile time: searched only when
-# compile time is an objective, or a static objective (registers, say) would
-# "win" with code nobody wants to ship. ptxas -O0..2 is such a knob (its only
-# other value is the default -O3): a registers tune of cuda-samples' matrixMul
-# pinned -Xptxas=-O0 for 32 -> 29 registers before it was listed here.
+# Knobs that trade generated-code quality for compile time. A static objective (registers, say) would "win"
+# with code nobody wants to ship (a registers tune of cuda-samples' matrixMul pinned -Xptxas=-O0 for 32 -> 29
+# registers before these were listed here), so they are searched only where their trade is measured: when
+# compile time is an objective, and ptxas -O also when every objective is read from a benchmark run, where the
+# running code judges it: under a register cap a lower level can be the faster code (it schedules fewer values
+# live at once, so the cap spills less: an mma.sync HGEMM spills at -maxrregcount=128 with -O3, not with -O2).
 COMPILE_TIME_KNOBS = ("knob.fast_compile", "knob.ptxas_opt_level")
+MEASURED_ON_THE_RUN = ("knob.ptxas_opt_level",)
+
+
+def _compile_time_knobs_left_out(objectives: list[Objective]) -> tuple[str, ...]:
+    if times_the_compile(objectives):
+        return ()
+    if objectives and all(o.source == "benchmark" for o in objectives):
+        return tuple(name for name in COMPILE_TIME_KNOBS if name not in MEASURED_ON_THE_RUN)
+    return COMPILE_TIME_KNOBS
 
 
 def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allow_numerics: bool,
@@ -70,8 +80,8 @@ def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allo
     if "knobs" in kinds:
         arch = _first_arch(manifest.toolchain.architectures)
         knobs = knob_space(toolchain, allow_numerics, arch=arch)
-        if not times_the_compile(objectives):
-            knobs = {name: param for name, param in knobs.items() if name not in COMPILE_TIME_KNOBS}
+        left_out = _compile_time_knobs_left_out(objectives)
+        knobs = {name: param for name, param in knobs.items() if name not in left_out}
         space.update(knobs)
     if "params" in kinds:
         space.update(parse_params(manifest.params))

@@ -199,3 +199,23 @@ def test_local_moves_include_three_ordered_parameters_moved_together_every_way()
     triples = {move for move in local._moves
                if move[3] == 0 and all(abs(move[i] - 4) == 1 for i in range(3))}
     assert len(triples) == 8 and (5, 5, 3, 0) in triples
+
+
+def test_local_moves_keep_the_products_of_ordered_parameters_however_far_one_moves() -> None:
+    # Where a product matters (tile sides: 2 x 12 = 4 x 6 = 24), the best along it is one move away from anywhere on
+    # it: one parameter to another value, the other to the value that keeps the product nearest. No one-step pair
+    # makes that move; ranges holding zero or negative values (no product to keep) get none.
+    space = {"tm": ss.range(1, 16), "tn": ss.range(1, 16), "k": ss.range(0, 9), "mode": ss.choice(["a", "b"])}
+    local = LocalArm(PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
+                                     progress=False))
+    local._rebuild((1, 11, 4, 0))  # tm 2, tn 12, k 4
+    moves = set(local._moves)
+    assert (3, 5, 4, 0) in moves and (7, 2, 4, 0) in moves  # tm 4 x tn 6, tm 8 x tn 3: both 24
+    assert not any(abs(m[2] - 4) > 1 and m[:2] != (1, 11) for m in moves)  # k (0 to 9) is in no product move
+    # Where one parameter's products with several others matter (warps x stages, warps x unroll: two resource
+    # limits), it moves with every other rescaled at once: warps 4 -> 8 halves both stages and unroll.
+    space = {"warps": ss.range(1, 16), "stages": ss.range(1, 12), "unroll": ss.range(1, 12)}
+    local = LocalArm(PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
+                                     progress=False))
+    local._rebuild((3, 5, 5))  # warps 4, stages 6, unroll 6
+    assert (7, 2, 2) in local._moves  # warps 8, stages 3, unroll 3
