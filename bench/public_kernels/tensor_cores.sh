@@ -28,7 +28,7 @@
 # benchmark that sleeps and prints a time made from its -D parameters; its PARAMS are X and Y), with the
 # checkout's .venv (compileiq). No figure of a dry run is a GPU claim.
 #
-# Env: ARM_S, CONFIRM_S (150), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
+# Env: ARM_S, CONFIRM_S (150), STRATEGY (the knobs arm's `tune --strategy`; unset: the space's default), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
 # NCU (1), PEER (hgemm, or attention: bench/peers/flashinfer's FA2 prefill, no cuBLAS; sgemm and attn-fp32, the FP32
 # peers of campaign.sh, bench/peers/sgemm and bench/peers/flash-attention-minimal: the same arms on every kernel), SIZE (8192: the HGEMM's),
 # SEQ (8192: the attention's sequence, 32 heads of 128), LIMITS (1: first time the defaults against the card: cuBLAS on the HGEMM's problem, the attention's TFLOP/s), SEED_FROM (known-good configurations every arm evaluates
@@ -158,7 +158,7 @@ arm() {  # arm name, seconds, what it searches (tune options)...
 
 search() {  # step (the strategy: each space's default, compileiq for the ACF space)
     case $1 in
-    knobs) arm knobs "$ARM_S" --controls knobs --controls params ;;
+    knobs) arm knobs "$ARM_S" --controls knobs --controls params ${STRATEGY:+--strategy "$STRATEGY"} ;;
     acf) arm acf "$ARM_S" --controls ptxas-acf:13.3 ;;
     staged) arm staged $(( 2 * ARM_S )) --stage knobs,params --stage ptxas-acf:13.3 --stage-from best ;;
     reverse) arm reverse $(( 2 * ARM_S )) --stage ptxas-acf:13.3 --stage knobs,params --stage-from best ;;
