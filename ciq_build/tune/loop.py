@@ -101,9 +101,7 @@ class SearchLoop(Generic[W]):
         # What progress is told, per finished evaluation (in the order they finish, not the order told).
         self._finished = 0
         self._failed = 0
-        self._front: list[Evaluation] = []  # the Pareto front of the finished evaluations
-        self._best: Evaluation | None = None  # the point of it the pin's rule takes (`pick`: tune --pick)
-        self._pick = pick
+        self._best = RunningBest(objectives, pick)
 
     @property
     def budget_left(self) -> bool:
@@ -243,7 +241,7 @@ class SearchLoop(Generic[W]):
     def _kept(self, free: list[W]) -> W | None:
         """The free tree that holds the best candidate's build so far (the runner knows), or None."""
         holding = getattr(self.runner, "holding", None)
-        best = self._best
+        best = self._best.point
         if holding is None or best is None:
             return None
         return next((t for t in free if holding(t, best.controls) is not None), None)
@@ -252,13 +250,10 @@ class SearchLoop(Generic[W]):
         """Progress hears of each evaluation as it finishes: a generation of slow builds is minutes of them."""
         self._finished += 1
         self._failed += 0 if evaluated.ok else 1
-        if evaluated.ok and evaluated.scores is not None:
-            directions = [o.direction for o in self.objectives]
-            self._front = on_front(self._front, evaluated, directions)
-            self._best = pick_from_front(self._front, directions, self._pick)
+        self._best.add(evaluated)
         if self.progress is not None:
             self.progress.update(evaluated.proposal.generation, evaluations=self._finished, failures=self._failed,
-                                 best=None if self._best is None else self._best.scores, last=evaluated)
+                                 best=self._best.scores, last=evaluated)
 
     def _evaluate(self, worker: W, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         """In a worker thread: the runner's evaluation, in the loop's scope (it ends when the loop does)."""
@@ -292,17 +287,26 @@ def _first_done(pending: Mapping[Future[Evaluation], object]) -> set[Future[Eval
     return done
 
 
-def best_so_far(evaluations: Sequence[Evaluation], objectives: Sequence[Objective],
-                pick: str = "first") -> tuple[float, ...] | None:
-    """The progress line's best: the point the pin's rule (`pick`, ciq_build.tune.winner) takes from the Pareto
-    front of `evaluations`, so that with several objectives the line shows what the tune would pin (the knee, by
-    default), not the best on the first objective alone; with `first`, the first objective's best with ties
-    broken by the next (0 spills at 56 registers before 0 spills at 127)."""
-    directions = [o.direction for o in objectives]
-    front: list[Evaluation] = []
-    for evaluated in evaluations:
-        front = on_front(front, evaluated, directions)
-    return pick_from_front(front, directions, pick).scores if front else None
+class RunningBest:
+    """The progress line's best, kept as evaluations finish: the point the pin's rule (`pick`,
+    ciq_build.tune.winner) takes from the Pareto front so far, so that with several objectives the line shows
+    what the tune would pin (the knee, by default), not the best on the first objective alone; with `first`,
+    the first objective's best with ties broken by the next (0 spills at 56 registers before 0 at 127)."""
+
+    def __init__(self, objectives: Sequence[Objective], pick: str = "first") -> None:
+        self.directions = [o.direction for o in objectives]
+        self.pick = pick
+        self.front: list[Evaluation] = []  # the Pareto front of the evaluations added
+        self.point: Evaluation | None = None  # the point of it the pin's rule takes
+
+    def add(self, evaluated: Evaluation) -> None:
+        if evaluated.ok and evaluated.scores is not None:
+            self.front = on_front(self.front, evaluated, self.directions)
+            self.point = pick_from_front(self.front, self.directions, self.pick)
+
+    @property
+    def scores(self) -> tuple[float, ...] | None:
+        return None if self.point is None else self.point.scores
 
 
 def on_front(front: list[Evaluation], evaluated: Evaluation, directions: Sequence[Direction]) -> list[Evaluation]:

@@ -26,7 +26,7 @@ from ciq_build.compiler.controls import Controls, nvcc_arguments
 from ciq_build.core.settings import duration_seconds
 from ciq_build.errors import ConfigError
 from ciq_build.tune.finish import TuneOutcome
-from ciq_build.tune.tune_options import TuneOptions, stage_kinds
+from ciq_build.tune.tune_options import STAGE_FROM_BEST, TuneOptions, stage_kinds
 
 # One stage's tune: the options of that stage alone, and what it goes on top of (None: the compiler's defaults).
 RunStage = Callable[[TuneOptions, "Controls | None"], TuneOutcome]
@@ -51,7 +51,7 @@ def tune_in_stages(options: TuneOptions, run_stage: RunStage, say: Callable[[str
             say(f"stage {index + 1} of {len(stages)} ({', '.join(kinds)}) and after: not run, the budget is spent")
             break
         seconds, evaluations = share
-        base = best if options.stage_from == "best" else None
+        base = best if options.stage_from == STAGE_FROM_BEST else None
         say(f"stage {index + 1} of {len(stages)}: {', '.join(kinds)}, on top of "
             + (f"the best so far ({_shown(base)})" if base is not None else "the compiler's defaults")
             + (f"; {seconds:.0f} s of the time limit" if seconds is not None else "")

@@ -46,6 +46,8 @@ from ciq_build.search.strategies import resolve_strategy, strategy_names, strate
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
 DEFAULT_OBJECTIVES = ("spill_bytes",)
+# Where each --stage searches from: the compiler's defaults, or the best configuration the stages before it validated.
+STAGE_FROM_DEFAULTS, STAGE_FROM_BEST = "defaults", "best"
 
 _SEARCH = SearchSettings()
 _MEASURE = MeasureSettings()
@@ -142,7 +144,7 @@ class TuneOptions:
              "which replaces the one before unless that one is better); --time-limit and --max-evaluations are shared out among the "
              "stages")
     stage_from: str = option(
-        "--stage-from", group=SEARCH, choices=("defaults", "best"), default="defaults",
+        "--stage-from", group=SEARCH, choices=(STAGE_FROM_DEFAULTS, STAGE_FROM_BEST), default=STAGE_FROM_DEFAULTS,
         help="what each --stage searches from: defaults (the compiler's, every stage; the pin at the end the best "
              "of the stages' winners, each re-measured beside the pin before it) or best (the best configuration "
              "the stages before it validated). Default defaults: on the four GPU kernels measured the gains of "
@@ -256,7 +258,7 @@ class TuneOptions:
             raise ConfigError(problem)
         if self.stages and self.controls:
             raise ConfigError("--stage names what each stage searches, in place of --controls: leave out --controls")
-        if self.stage_from != "defaults" and not self.stages:
+        if self.stage_from != STAGE_FROM_DEFAULTS and not self.stages:
             raise ConfigError(f"--stage-from {self.stage_from} says where each --stage searches from: name the stages "
                               "(--stage KINDS, repeated) or leave out --stage-from")
 

@@ -31,7 +31,7 @@ from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.genetic import GeneticSource
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.loop import SearchLoop, best_so_far
+from ciq_build.tune.loop import RunningBest, SearchLoop
 from ciq_build.tune.replay import NotInJournal, ReplayRunner, controls_id
 from ciq_build.tune.scores import objective_values
 from ciq_build.tune.winner import pick_from_front, pick_winner
@@ -302,6 +302,13 @@ def test_ties_go_to_the_first_evaluated() -> None:
     assert pick_from_front([a, b, c], directions, "knee") is b
     baseline = _point(-1, 3.0)
     assert pick_winner([c, b, a], baseline, TIME, "knee") is c
+
+
+def best_so_far(found: list[Evaluation], objectives: list[Objective], pick: str = "first") -> tuple[float, ...] | None:
+    running = RunningBest(objectives, pick)
+    for evaluated in found:
+        running.add(evaluated)
+    return running.scores
 
 
 def test_the_progress_lines_best_breaks_ties_on_the_first_objective_by_the_next() -> None:
