@@ -46,10 +46,10 @@ def default_strategy(request: SearchRequest) -> str:
     `make_source` turns into a listing of the grid where the grid, after CONSTRAINTS, fits the GA's budget:
     ciq_build.search.exhaustive.listed_instead).
 
-    Not the portfolio: on bench/search_quality's second held-out set it is still behind random search on a 9%-deep
-    decoy on a rippled plateau (p = 0.011), and on the fifth its median is behind compileiq's where the best is
-    walled by failures and compileiq reaches the ACF-like space's target more often (86% against 71%, p = 0.015;
-    docs/RESULTS.md section 6), so it is offered by name until it loses to none."""
+    Not the portfolio: on bench/search_quality's sixth held-out set it is behind random search on an 8%-deep decoy
+    on a noisy plateau rising towards the basin (30% against 53%, p = 0.0015) and behind compileiq's median where a
+    register cap, block size and unroll meet occupancy steps (MW p = 0.0001), and compileiq and the GA reach the
+    ACF-like space's target more often (docs/RESULTS.md section 6), so it is offered by name until it loses to none."""
     return "compileiq" if request.space_kind == COMPILER_ACF else "ga"
 
 
