@@ -226,6 +226,12 @@ def needs_benchmark(objectives: Iterable[Objective]) -> bool:
     return any(o.source == "benchmark" for o in objectives)
 
 
+def only_benchmark(objectives: Iterable[Objective]) -> bool:
+    """Every objective (one at least) is read from a benchmark run: the running code judges each candidate."""
+    objectives = list(objectives)
+    return bool(objectives) and all(o.source == "benchmark" for o in objectives)
+
+
 def only_ptxas_report(objectives: Iterable[Objective]) -> bool:
     """Every objective is in ptxas's report: no object, no benchmark link is needed."""
     return all(isinstance(o.extractor, PtxasReport) for o in objectives)

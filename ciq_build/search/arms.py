@@ -269,7 +269,7 @@ class LocalArm:
         singles = [genome for _, genome in single_changes(centre, space)]
         rng.shuffle(singles)
         moves += singles
-        triples = list(itertools.combinations(ordered, 3))[:_MAX_TRIPLES]
+        triples = list(itertools.islice(itertools.combinations(ordered, 3), _MAX_TRIPLES))
         rng.shuffle(triples)
         for triple in triples:  # three ordered parameters a step each, every sign: down a valley no pair walks
             for signs in itertools.product((1, -1), repeat=3):

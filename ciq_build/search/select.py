@@ -17,7 +17,7 @@ from ciq_build.compiler.controls import AcfRef, knob_space
 from ciq_build.compiler.probe import acf_refusals
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.constraints import parse_constraints
-from ciq_build.core.objectives import Objective, times_the_compile
+from ciq_build.core.objectives import Objective, only_benchmark, times_the_compile
 from ciq_build.core.params import parse_params
 from ciq_build.core.rules import load_rules, nearest
 from ciq_build.core.settings import SearchSettings
@@ -69,7 +69,7 @@ MEASURED_ON_THE_RUN = ("knob.ptxas_opt_level",)
 def _compile_time_knobs_left_out(objectives: list[Objective]) -> tuple[str, ...]:
     if times_the_compile(objectives):
         return ()
-    if objectives and all(o.source == "benchmark" for o in objectives):
+    if only_benchmark(objectives):
         return tuple(name for name in COMPILE_TIME_KNOBS if name not in MEASURED_ON_THE_RUN)
     return COMPILE_TIME_KNOBS
 
