@@ -14,7 +14,16 @@ arm proposed it:
   moved together both ways, pairs of ordered numbers moved so that their
   product stays, every single change, triples of ordered
   parameters moved together, then pairs of any two parameters' one-step
-  changes: what walks a ridge or a valley that no single change climbs.
+  changes: what walks a ridge or a valley that no single change climbs;
+* :class:`~ciq_build.search.diverse.DiverseArm` (its own module): a population
+  search that converges slowly on purpose -- what makes the move of two or
+  three flags that is a loss flag by flag.
+
+Every arm but the space-filling one proposes only what the portfolio finds
+promising: untried, and without a pair of values known to fail
+(ciq_build.search.failing_pairs). Draws from the whole space are exempt: a
+pair is known to fail by inference, and only a configuration proposed without
+it can refute it.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol
 
@@ -32,6 +42,7 @@ from ciq_build.errors import SearchError
 from ciq_build.search.batch import Candidate
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
+from ciq_build.search.failing_pairs import FailingPairs
 from ciq_build.search.operators import one_step_neighbours, single_changes
 
 _DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
@@ -52,8 +63,11 @@ class Shared(Protocol):
     seed: int
     directions: tuple[Direction, ...]
     measured: dict[Genome, tuple[float, ...] | None]  # each configuration's first result (None: it failed)
+    failing: FailingPairs  # the pairs of values known to fail
 
     def untried(self, genome: Genome) -> bool: ...
+
+    def promising(self, genome: Genome) -> bool: ...
 
     def centre(self) -> Genome | None: ...
 
@@ -88,6 +102,7 @@ class GeneticArm:
                          seed=portfolio.seed, pool_size=pool)
         # No seeds of its own: generation 0 of the portfolio comes to it as immigrants, its first parents.
         self.ga = _ArmGeneticSearch(None, portfolio.space, config)
+        self.ga.refuses = portfolio.failing.carries
         self._queue: list[Candidate] = []
         self._mine: dict[Genome, Candidate] = {}  # handed out, waiting for the portfolio's result
         self._dead = False
@@ -136,7 +151,15 @@ class GeneticArm:
 
 class _ArmGeneticSearch(GeneticSearch):
     """The GA inside the portfolio: its candidates are the portfolio's to name, so it makes neither their
-    params nor their journal keys (half a candidate's cost at 6,400 evaluations)."""
+    params nor their journal keys (half a candidate's cost at 6,400 evaluations); and it breeds, repairs and
+    polls only what the portfolio finds promising (a child carrying a failing pair is bred again)."""
+
+    refuses: Callable[[Genome], bool] = staticmethod(lambda genome: False)  # the portfolio's failing pairs
+
+    def _new(self, genome: Genome, out: list[Genome]) -> bool:
+        if genome not in self._seen and self.refuses(genome):
+            return False  # not marked seen: a pair found to work after all lets it be bred later
+        return super()._new(genome, out)
 
     def _candidate(self, genome: Genome) -> Candidate:
         candidate = Candidate(self._next_id, self._generation, {}, str(self._next_id), genome)
@@ -197,7 +220,7 @@ class LocalArm:
             while self._next < len(self._moves):
                 genome = self._moves[self._next]
                 self._next += 1
-                if self.portfolio.untried(genome):
+                if self.portfolio.promising(genome):
                     self._around[genome] = centre
                     return genome
             if not self._pairs:

@@ -52,6 +52,8 @@ from ciq_build.search.arms import Arm, GeneticArm, LocalArm, SpaceFillingArm
 from ciq_build.search.bandit import AucBandit
 from ciq_build.search.batch import BatchSearch, Candidate, SearchOptions
 from ciq_build.search.configuration import SearchConfiguration
+from ciq_build.search.diverse import DiverseArm
+from ciq_build.search.failing_pairs import FailingPairs
 from ciq_build.search.genetic import BatchSource, first_pool
 from ciq_build.search.results import noise_bound
 from ciq_build.search.strategy import GRID, SearchRequest, configured
@@ -70,7 +72,7 @@ _FILL = 1  # SpaceFillingArm's index in the arms
 # finding improvements: the valley 30/30, the tuning set's 12 mixed 17/20 (13/20), NK, knobs and held-out-2's
 # rippled decoy unchanged, acf46 14/20 (13/20), the failure-walled best 26/40. (Trying a failed local move next with
 # one other parameter a step as well cost the walled best 17/30 and the tuning set's knobs 20/40 against 25/40.)
-FLOORS = {"ga": 0.75, "fill": 0.0625, "local": 0.0625}
+FLOORS = {"ga": 0.75, "fill": 0.0625, "local": 0.0625, "diverse": 0.0}
 # On a plateau (plateau(), below), the best may be a decoy -- a slope that leads nowhere while the basin lies
 # elsewhere -- and only draws find the basin, so the space-filling arm keeps most of each batch whatever the best
 # does: a basin behind a decoy is found by as many draws as random search makes, or nearly (the second held-out
@@ -82,8 +84,8 @@ FLOORS = {"ga": 0.75, "fill": 0.0625, "local": 0.0625}
 # (seeds 0-59, 640 evaluations, basin found or on target): local moves at 1/4 while improving: held-out-2's decoy9
 # 42%, the tuning set's plateau (a basin to descend) 40%; at 3/8: 38%, 50%; at 3/16: 42%, 32%; before this change
 # (9/16 draws while improving, a fixed 0.1% tolerance): decoy9 35%, plateau 52% (seeds 0-39).
-PLATEAU_FLOORS = {"ga": 0.0, "fill": 0.75, "local": 0.25}
-RESTART_FLOORS = {"ga": 0.0, "fill": 0.9375, "local": 0.0625}
+PLATEAU_FLOORS = {"ga": 0.0, "fill": 0.75, "local": 0.25, "diverse": 0.0}
+RESTART_FLOORS = {"ga": 0.0, "fill": 0.9375, "local": 0.0625, "diverse": 0.0}
 STALL_BATCHES = 1  # batches without a new best before a plateau counts as stalled
 # A plateau: the middle half of the draws from the whole space spans at most this share of the distance from their
 # median down to the lowest draw. Draws from a landscape with no plateau spread as widely as a normal or uniform
@@ -142,8 +144,9 @@ class PortfolioSearch(BatchSearch):
         self._floors = FLOORS  # this batch's: FLOORS, or a plateau's (PLATEAU_FLOORS, RESTART_FLOORS when stalled)
         self._drawn: list[float] = []  # one objective: the fitness of every draw from the whole space, sorted
         self._pick: Genome | None = None  # with noise: the best, chosen before the last batch measures it afresh
+        self.failing = FailingPairs()  # pairs of values known to fail: what no arm but the draws proposes
         self.ga = GeneticArm(self)
-        self.arms: list[Arm] = [self.ga, SpaceFillingArm(self), LocalArm(self)]
+        self.arms: list[Arm] = [self.ga, SpaceFillingArm(self), LocalArm(self), DiverseArm(self)]
         self.bandit = AucBandit(len(self.arms))
         self.uses = [0] * len(self.arms)  # slots each arm was given, for the record
 
@@ -156,6 +159,10 @@ class PortfolioSearch(BatchSearch):
     def untried(self, genome: Genome) -> bool:
         """Never proposed, and allowed by the constraints."""
         return genome not in self._seen and self.space.allows(genome)
+
+    def promising(self, genome: Genome) -> bool:
+        """Untried, and carrying no pair of values known to fail."""
+        return self.untried(genome) and not self.failing.carries(genome)
 
     def centre(self) -> Genome | None:
         """The configuration local moves start from: the best (several objectives: a front member in turn); None
@@ -243,8 +250,11 @@ class PortfolioSearch(BatchSearch):
                     self._sample(candidate.genome, fitness)
                 continue
             self.measured[candidate.genome] = evaluation.scores if evaluation.ok else None
+            self.failing.add(candidate.genome, evaluation.ok)
             before = self._best[0][0] if self._best is not None else math.inf
             improved = fitness is not None and self._improves(candidate.genome, fitness)
+            if improved:
+                self.failing.best(candidate.genome)
             if improved and fitness is not None and before - fitness[0] > self.plateau_spread():
                 self._improved_at = generation
             if fitness is not None and len(self.directions) == 1:
