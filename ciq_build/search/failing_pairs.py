@@ -1,18 +1,19 @@
-"""Pairs of parameter values that make a configuration fail, learned next to the best, in linear time.
+"""Pairs of parameter values that make a configuration fail, learned near the best, in linear time.
 
 On a compiler's flag space most failures are combinations: a flag that crashes with another, a flag with a
 range set too high. A search that keeps the best configuration's values re-proposes the combination over and
 over (16-45% of the late evaluations on bench/search_quality's ACF-like spaces failed so). This index learns
 such a pair and answers whether a genome carries one, so that the proposals can skip it.
 
-How a pair is learned, assuming a failure is caused by one pair of values: a configuration F that fails one
-change away from the best B -- parameter i set to F[i] = a -- fails by (i, a) together with one value B[j]
-that F shares with B (a "suspect", its partners J: every j but i to start with). A configuration X that works
-and has X[i] = a cannot carry the culprit, so every j where X[j] = B[j] leaves J. Once at most MAX_PARTNERS
-partners are left, each pair (i = a, j = B[j]) is known to fail; a configuration that works with both values
-refutes a pair, and J running empty drops the suspect (F failed by more than a pair, or by itself). A pair
-known to fail is never proposed, so only configurations proposed without this index (draws from the whole
-space) can refute it.
+How a pair is learned, assuming a failure is caused by one pair of values: a configuration F that fails a
+few changes away from the best B (parameters D, at most MAX_APART) fails by a pair of its values of which at
+least one is a change -- (i, F[i]) with i in D, and (j, F[j]) any other (a "suspect", its partners: every j
+but i, for each i in D to start with), since every pair of B's values works. A configuration X that works
+cannot carry the culprit, so each pair of F's values that X carries leaves the partners. Once at most
+MAX_PARTNERS are left, each is named, and known to fail once SUPPORT failures have named it; a configuration
+that works with both values refutes a pair, and the partners running out drop the suspect (F failed by more
+than a pair, or by itself). A pair known to fail is never proposed, so only configurations proposed without
+this index (draws from the whole space) can refute it.
 
 Linear: a failure is compared with the best alone (and a new best with the last _EVIDENCE failures), a result
 that works is read against the suspects and pairs of its own values (one dictionary look-up a parameter), and
@@ -25,7 +26,12 @@ from collections import deque
 
 from ciq_build.core.space import Gene, Genome
 
-MAX_PARTNERS = 2  # a suspect names its pairs once this few partners are left
+MAX_PARTNERS = 2  # a suspect names its pairs once this few are left
+MAX_APART = 3  # failures this many changes from the best, at most, are read
+# A pair is known to fail once this many failures have named it: a failure of its own (a configuration that
+# crashes the compiler whatever the pairs) narrows to a pair by chance on its way to none, and once known to fail
+# a pair is not proposed again to be refuted; a pair that fails is re-proposed, and named again.
+SUPPORT = 2
 _EVIDENCE = 512  # failures, and configurations that work, kept to be read against a new best or a new suspect
 _SUSPECTS = 8  # suspects kept per value, the newest: a value that fails with many needs no more
 
@@ -33,20 +39,28 @@ Value = tuple[int, Gene]  # (parameter, value)
 
 
 class _Suspect:
-    """A failure one change from the best: the value changed, the best, and the partners left."""
+    """A failure a few changes from the best, and for each value changed, the partners left."""
 
-    __slots__ = ("value", "best", "partners")
+    __slots__ = ("failed", "partners")
 
-    def __init__(self, value: Value, best: Genome, partners: list[int]) -> None:
-        self.value, self.best, self.partners = value, best, partners
+    def __init__(self, failed: Genome, apart: list[int]) -> None:
+        self.failed = failed
+        self.partners = {i: [j for j in range(len(failed)) if j != i] for i in apart}
 
-    def pairs(self) -> list[tuple[Value, Value]]:
-        return [(self.value, (j, self.best[j])) for j in self.partners]
+    def size(self) -> int:
+        """The partners left (a pair of two changed values counted twice)."""
+        return sum(len(partners) for partners in self.partners.values())
+
+    def pairs(self) -> set[tuple[Value, Value]]:
+        failed = self.failed
+        return {_pair((i, failed[i]), (j, failed[j])) for i, partners in self.partners.items() for j in partners}
 
     def narrow(self, works: Genome) -> None:
-        """`works` has the suspect's value and works: no value it shares with the best is the culprit."""
-        best = self.best
-        self.partners = [j for j in self.partners if works[j] != best[j]]
+        """`works` works: no pair of the failure's values that it carries is the culprit."""
+        failed = self.failed
+        for i, partners in self.partners.items():
+            if works[i] == failed[i]:
+                self.partners[i] = [j for j in partners if works[j] != failed[j]]
 
 
 class FailingPairs:
@@ -57,6 +71,7 @@ class FailingPairs:
         self._failed: deque[Genome] = deque(maxlen=_EVIDENCE)
         self._worked: deque[Genome] = deque(maxlen=_EVIDENCE)
         self._suspects: dict[Value, list[_Suspect]] = {}
+        self._named: dict[Value, dict[Value, int]] = {}  # both ways: a value -> the values named with it, how often
         self._failing: dict[Value, set[Value]] = {}  # both ways: a value -> the values it fails with
 
     def carries(self, genome: Genome) -> bool:
@@ -84,9 +99,9 @@ class FailingPairs:
             self._read(genome)
             return
         self._worked.append(genome)
-        failing, suspects = self._failing, self._suspects
-        for value in [v for v in enumerate(genome) if v in failing or v in suspects]:
-            for refuted in [(j, b) for j, b in failing.get(value, ()) if genome[j] == b]:  # it works with both
+        named, suspects = self._named, self._suspects
+        for value in [v for v in enumerate(genome) if v in named or v in suspects]:
+            for refuted in [(j, b) for j, b in named.get(value, ()) if genome[j] == b]:  # it works with both
                 self._unmark(value, refuted)
             if value in suspects:
                 left = [s for s in suspects[value] if self._narrowed(s, genome)]
@@ -101,40 +116,51 @@ class FailingPairs:
         if best is None:
             return
         apart = [i for i, (x, y) in enumerate(zip(failed, best, strict=True)) if x != y]
-        if len(apart) != 1:
+        if not 0 < len(apart) <= MAX_APART:
             return
-        i = apart[0]
-        value = (i, failed[i])
-        suspect = _Suspect(value, best, [j for j in range(len(best)) if j != i])
+        suspect = _Suspect(failed, apart)
         for works in reversed(self._worked):
-            if works[i] == value[1]:
-                suspect.narrow(works)
-                if not suspect.partners:
-                    return  # more than a pair, or a failure of its own: nothing to learn
-        if len(suspect.partners) <= MAX_PARTNERS:
+            suspect.narrow(works)
+        if not suspect.size():
+            return  # more than a pair, or a failure of its own: nothing to learn
+        if suspect.size() <= MAX_PARTNERS:
             for a, b in suspect.pairs():
                 self._mark(a, b)
-        suspects = self._suspects.setdefault(value, [])
-        suspects.append(suspect)
-        del suspects[:-_SUSPECTS]
+        for i in apart:
+            suspects = self._suspects.setdefault((i, failed[i]), [])
+            suspects.append(suspect)
+            del suspects[:-_SUSPECTS]
 
     def _narrowed(self, suspect: _Suspect, works: Genome) -> bool:
-        """Narrows `suspect` by `works` (which has its value, works, and whose pairs are already unmarked): names
-        the suspect's pairs once few partners are left; False once none is."""
-        before = len(suspect.partners)
+        """Narrows `suspect` by `works` (which works, and whose pairs are already unmarked): names the suspect's
+        pairs once few are left; False once none is."""
+        before = suspect.size()
         suspect.narrow(works)
-        if len(suspect.partners) <= MAX_PARTNERS < before:
+        if suspect.size() <= MAX_PARTNERS < before:
             for a, b in suspect.pairs():
                 self._mark(a, b)
-        return bool(suspect.partners)
+        return suspect.size() > 0
 
     def _mark(self, a: Value, b: Value) -> None:
-        self._failing.setdefault(a, set()).add(b)
-        self._failing.setdefault(b, set()).add(a)
+        """One more failure named the pair: known to fail once SUPPORT have."""
+        named = self._named.setdefault(a, {})
+        named[b] = named.get(b, 0) + 1
+        self._named.setdefault(b, {})[a] = named[b]
+        if named[b] >= SUPPORT:
+            self._failing.setdefault(a, set()).add(b)
+            self._failing.setdefault(b, set()).add(a)
 
     def _unmark(self, a: Value, b: Value) -> None:
-        self._failing[a].discard(b)
-        self._failing[b].discard(a)
-        for value in (a, b):
-            if not self._failing[value]:
-                del self._failing[value]
+        for x, y in ((a, b), (b, a)):
+            del self._named[x][y]
+            if not self._named[x]:
+                del self._named[x]
+            failing = self._failing.get(x)
+            if failing is not None:
+                failing.discard(y)
+                if not failing:
+                    del self._failing[x]
+
+
+def _pair(a: Value, b: Value) -> tuple[Value, Value]:
+    return (a, b) if a[0] < b[0] else (b, a)
