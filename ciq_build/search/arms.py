@@ -20,8 +20,8 @@ arm proposed it:
   three flags that is a loss flag by flag.
 
 Every arm but the space-filling one proposes only what the portfolio finds
-promising: untried, and without a pair of values known to fail
-(ciq_build.search.failing_pairs). Draws from the whole space are exempt: a
+promising: untried, and, in a flag space, without a pair of values known to
+fail (ciq_build.search.failing_pairs). Draws from the whole space are exempt: a
 pair is known to fail by inference, and only a configuration proposed without
 it can refute it.
 """
@@ -42,7 +42,6 @@ from ciq_build.errors import SearchError
 from ciq_build.search.batch import Candidate
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
-from ciq_build.search.failing_pairs import FailingPairs
 from ciq_build.search.operators import one_step_neighbours, single_changes
 
 _DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
@@ -63,9 +62,10 @@ class Shared(Protocol):
     seed: int
     directions: tuple[Direction, ...]
     measured: dict[Genome, tuple[float, ...] | None]  # each configuration's first result (None: it failed)
-    failing: FailingPairs  # the pairs of values known to fail
 
     def untried(self, genome: Genome) -> bool: ...
+
+    def known_to_fail(self, genome: Genome) -> bool: ...
 
     def promising(self, genome: Genome) -> bool: ...
 
@@ -102,7 +102,7 @@ class GeneticArm:
                          seed=portfolio.seed, pool_size=pool)
         # No seeds of its own: generation 0 of the portfolio comes to it as immigrants, its first parents.
         self.ga = _ArmGeneticSearch(None, portfolio.space, config)
-        self.ga.refuses = portfolio.failing.carries
+        self.ga.refuses = portfolio.known_to_fail
         self._queue: list[Candidate] = []
         self._mine: dict[Genome, Candidate] = {}  # handed out, waiting for the portfolio's result
         self._dead = False
@@ -154,7 +154,7 @@ class _ArmGeneticSearch(GeneticSearch):
     params nor their journal keys (half a candidate's cost at 6,400 evaluations); and it breeds, repairs and
     polls only what the portfolio finds promising (a child carrying a failing pair is bred again)."""
 
-    refuses: Callable[[Genome], bool] = staticmethod(lambda genome: False)  # the portfolio's failing pairs
+    refuses: Callable[[Genome], bool] = staticmethod(lambda genome: False)  # the portfolio's known_to_fail
 
     def _new(self, genome: Genome, out: list[Genome]) -> bool:
         if genome not in self._seen and self.refuses(genome):

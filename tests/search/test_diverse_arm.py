@@ -8,7 +8,7 @@ from typing import Any
 import ciq_build.core.space as ss
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.diverse import POPULATION, DiverseArm
-from ciq_build.search.portfolio import _FILL, _SEEDED, PortfolioSearch
+from ciq_build.search.portfolio import _FILL, _SEEDED, PortfolioSearch, flag_space
 
 SPACE = {f"f{i}": ss.literal(f"--f{i}", knockout_prob=0.5) for i in range(20)}
 SPACE.update({f"r{i}": ss.range(0, 15, knockout_prob=0.5) for i in range(4)})
@@ -55,3 +55,13 @@ def test_its_population_is_the_best_of_its_own_children_and_of_the_draws_never_t
     assert search.uses[mine] > 0 and others > 0
     best = sorted(own_or_drawn, key=lambda g: own_or_drawn[g])[:POPULATION]
     assert sorted(arm.population, key=lambda g: own_or_drawn[g]) == best
+
+
+def test_a_flag_space_gives_the_diverse_arm_a_quarter_and_any_other_space_gives_the_ga_its_three_quarters() -> None:
+    config = SearchConfiguration(generations=2, pool_size=32, seed=0)
+    numeric = {"x": ss.range(0, 63), "y": ss.range(0, 63), "fast": ss.literal("-fast", knockout_prob=0.5)}
+    assert flag_space(ss.SearchSpace(SPACE)) and not flag_space(ss.SearchSpace(numeric))
+    flags_search = PortfolioSearch(flags, SPACE, config, progress=False)
+    numeric_search = PortfolioSearch(lambda p: float(p["x"]), numeric, config, progress=False)
+    assert (flags_search.floor("diverse", 32), flags_search.floor("ga", 32)) == (8, 16)
+    assert (numeric_search.floor("diverse", 32), numeric_search.floor("ga", 32)) == (0, 24)
