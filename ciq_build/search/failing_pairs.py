@@ -41,15 +41,12 @@ Value = tuple[int, Gene]  # (parameter, value)
 class _Suspect:
     """A failure a few changes from the best, and for each value changed, the partners left."""
 
-    __slots__ = ("failed", "partners")
+    __slots__ = ("failed", "partners", "size")
 
     def __init__(self, failed: Genome, apart: list[int]) -> None:
         self.failed = failed
         self.partners = {i: [j for j in range(len(failed)) if j != i] for i in apart}
-
-    def size(self) -> int:
-        """The partners left (a pair of two changed values counted twice)."""
-        return sum(len(partners) for partners in self.partners.values())
+        self.size = len(apart) * (len(failed) - 1)  # the partners left (two changed values' pair counted twice)
 
     def pairs(self) -> set[tuple[Value, Value]]:
         failed = self.failed
@@ -60,7 +57,9 @@ class _Suspect:
         failed = self.failed
         for i, partners in self.partners.items():
             if works[i] == failed[i]:
-                self.partners[i] = [j for j in partners if works[j] != failed[j]]
+                left = [j for j in partners if works[j] != failed[j]]
+                self.size -= len(partners) - len(left)
+                self.partners[i] = left
 
 
 class FailingPairs:
@@ -77,6 +76,8 @@ class FailingPairs:
     def carries(self, genome: Genome) -> bool:
         """Whether `genome` holds both values of a pair known to fail."""
         failing = self._failing
+        if len(failing) < len(genome):  # the fewer look-ups: the values known to fail with some other, or the genome's
+            return any(genome[i] == a and any(genome[j] == b for j, b in partners) for (i, a), partners in failing.items())
         return any(genome[j] == b for value in enumerate(genome) if (partners := failing.get(value))
                    for j, b in partners)
 
@@ -100,11 +101,18 @@ class FailingPairs:
             return
         self._worked.append(genome)
         named, suspects = self._named, self._suspects
-        for value in [v for v in enumerate(genome) if v in named or v in suspects]:
+        values = [v for v in enumerate(genome) if v in named or v in suspects]
+        hit: dict[int, _Suspect] = {}  # a suspect of several of the genome's values is narrowed once
+        for value in values:
             for refuted in [(j, b) for j, b in named.get(value, ()) if genome[j] == b]:  # it works with both
                 self._unmark(value, refuted)
+            for suspect in suspects.get(value, ()):
+                hit[id(suspect)] = suspect
+        for suspect in hit.values():
+            self._narrow(suspect, genome)
+        for value in values:
             if value in suspects:
-                left = [s for s in suspects[value] if self._narrowed(s, genome)]
+                left = [s for s in suspects[value] if s.size]
                 if left:
                     suspects[value] = left
                 else:
@@ -121,9 +129,9 @@ class FailingPairs:
         suspect = _Suspect(failed, apart)
         for works in reversed(self._worked):
             suspect.narrow(works)
-        if not suspect.size():
+        if not suspect.size:
             return  # more than a pair, or a failure of its own: nothing to learn
-        if suspect.size() <= MAX_PARTNERS:
+        if suspect.size <= MAX_PARTNERS:
             for a, b in suspect.pairs():
                 self._mark(a, b)
         for i in apart:
@@ -131,15 +139,14 @@ class FailingPairs:
             suspects.append(suspect)
             del suspects[:-_SUSPECTS]
 
-    def _narrowed(self, suspect: _Suspect, works: Genome) -> bool:
-        """Narrows `suspect` by `works` (which works, and whose pairs are already unmarked): names the suspect's
-        pairs once few are left; False once none is."""
-        before = suspect.size()
+    def _narrow(self, suspect: _Suspect, works: Genome) -> None:
+        """Narrows `suspect` by `works` (which works, and whose pairs are already unmarked), and names the suspect's
+        pairs once few are left."""
+        before = suspect.size
         suspect.narrow(works)
-        if suspect.size() <= MAX_PARTNERS < before:
+        if 0 < suspect.size <= MAX_PARTNERS < before:
             for a, b in suspect.pairs():
                 self._mark(a, b)
-        return suspect.size() > 0
 
     def _mark(self, a: Value, b: Value) -> None:
         """One more failure named the pair: known to fail once SUPPORT have."""
