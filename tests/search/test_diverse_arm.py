@@ -10,7 +10,7 @@ from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.diverse import POPULATION, DiverseArm
 from ciq_build.search.portfolio import _FILL, _SEEDED, PortfolioSearch, flag_space
 
-SPACE = {f"f{i}": ss.literal(f"--f{i}", knockout_prob=0.5) for i in range(20)}
+SPACE: dict[str, ss.Param] = {f"f{i}": ss.literal(f"--f{i}", knockout_prob=0.5) for i in range(20)}
 SPACE.update({f"r{i}": ss.range(0, 15, knockout_prob=0.5) for i in range(4)})
 
 

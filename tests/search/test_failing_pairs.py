@@ -10,12 +10,12 @@ from ciq_build.search.configuration import INVALID_SCORE, SearchConfiguration
 from ciq_build.search.failing_pairs import FailingPairs
 from ciq_build.search.portfolio import _FILL, _SEEDED, PortfolioSearch
 
-FLAGS = {f"f{i}": ss.literal(f"--f{i}", knockout_prob=0.5) for i in range(12)}
+FLAGS: dict[str, ss.Param] = {f"f{i}": ss.literal(f"--f{i}", knockout_prob=0.5) for i in range(12)}
 FLAGS["unroll"] = ss.range(1, 8, knockout_prob=0.5)
 CRASHES = {("f2", "f7"), ("f4", "f9")}  # two flags that crash together
 
 
-def crashing(p: dict[str, Any]) -> float:
+def crashing(p: dict[str, Any]) -> Any:
     if any(a in p and b in p for a, b in CRASHES) or ("f5" in p and p.get("unroll", 1) >= 6):
         return INVALID_SCORE
     return 1.0 - 0.01 * len(p) - 0.002 * p.get("unroll", 0)
