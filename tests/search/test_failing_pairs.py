@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 from typing import Any
 
@@ -50,11 +51,18 @@ def test_the_index_learns_the_failing_pairs_and_keeps_none_that_a_working_config
 
 
 def test_no_arm_but_the_draws_proposes_a_pair_known_to_fail_and_the_same_seed_replays() -> None:
+    # Same seed, same tells: the same candidates (what a resume replaying its journal relies on), and a copy guesses
+    # the next batch (what a tune's build-ahead does: ciq_build.tune.ahead).
     def run(seed: int) -> list[Any]:
         search = PortfolioSearch(None, FLAGS, SearchConfiguration(generations=12, pool_size=16, seed=seed),
                                  progress=False, remeasure=False)
         asked = []
-        while batch := search.ask():
+        while True:
+            guess = [c.genome for c in copy.deepcopy(search).ask()]
+            batch = search.ask()
+            assert [c.genome for c in batch] == guess
+            if not batch:
+                break
             known = search.failing
             for candidate in batch:
                 if search._arm_of[candidate.id] not in (_FILL, _SEEDED):
