@@ -418,7 +418,8 @@ class PortfolioOptions:
 
 
 class PortfolioStrategy:
-    """`--strategy portfolio`, for knobs, params and ACF pools (not the default: strategies.default_strategy says why)."""
+    """`--strategy portfolio`, for knobs, params and ACF pools: the default there (strategies.default_strategy says
+    why)."""
 
     name = "portfolio"
     spaces = frozenset({GRID})

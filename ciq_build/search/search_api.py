@@ -11,8 +11,9 @@ from ciq_build.search.batch import BatchSearch, SearchOptions
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
 from ciq_build.search.portfolio import PortfolioSearch
+from ciq_build.search.strategies import GRID_DEFAULT
 
-STRATEGIES = ("ga", "portfolio")
+STRATEGIES = ("portfolio", "ga")
 
 
 def Search(  # noqa: N802 - CompileIQ's name for it
@@ -26,11 +27,12 @@ def Search(  # noqa: N802 - CompileIQ's name for it
     progress: bool | None = None,
     **operators: Any,
 ) -> BatchSearch:
-    """A search of `search_space` for `objective_function`, by `strategy`: "ga" (the default: the genetic search,
-    ciq_build.search.evolution) or "portfolio" (several techniques sharing one history under a bandit,
-    ciq_build.search.portfolio; the default is the GA's, as in tune: ciq_build.search.strategies.default_strategy
-    says why). The GA's operators (sampler, selection, crossover, mutation, survival) may be given by keyword."""
-    chosen = strategy if strategy is not None else "ga"
+    """A search of `search_space` for `objective_function`, by `strategy`: "portfolio" (the default, as in tune:
+    several techniques sharing one history under a bandit, ciq_build.search.portfolio;
+    ciq_build.search.strategies.default_strategy says why) or "ga" (the genetic search, ciq_build.search.evolution).
+    The GA's operators (sampler, selection, crossover, mutation, survival) may be given by keyword, with
+    strategy="ga"."""
+    chosen = strategy if strategy is not None else GRID_DEFAULT
     common: SearchOptions = {"seeds": seeds, "objective_names": objective_names, "progress": progress}
     if chosen == "ga":
         return GeneticSearch(objective_function, search_space, search_config, **common, **operators)

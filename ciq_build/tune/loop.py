@@ -374,9 +374,10 @@ def space_line(text: str, total: int | None, budget: int, strategy: object,
     line = f"search space: {text}; budget {budget:,} evaluations"
     chosen = (described or {}).get("instead_of")
     if isinstance(chosen, dict):
+        name = chosen.get("strategy", "portfolio")
         return line + (f": the space fits the budget, so each of its {chosen.get('configurations', total):,} "
-                       "configurations is evaluated once (exhaustive) instead of sampled by the GA "
-                       "(--strategy ga samples it anyway)")
+                       f"configurations is evaluated once (exhaustive) instead of sampled by the {name} "
+                       f"(--strategy {name} samples it anyway)")
     if total is not None and total <= budget and strategy in ("ga", "portfolio"):
         line += f" (the space is smaller: --strategy exhaustive evaluates each of its {total:,} configurations once)"
     return line

@@ -312,11 +312,11 @@ def test_row_ciq_build_runs_the_strategy_ours_names(monkeypatch: pytest.MonkeyPa
     def scores(search: Any) -> list[Any]:
         return [e.scores if e.ok else None for e in search.start().get_results()]
 
-    assert sq.run_ours(problem, 3, 3, 8).scores == scores(GeneticSearch(problem.objective, problem.space, config))
-    monkeypatch.setattr(sq, "OURS", ["portfolio"])
     portfolio = scores(PortfolioSearch(problem.objective, problem.space, config, progress=False))
-    assert sq.run_ours(problem, 3, 3, 8).scores == portfolio != scores(GeneticSearch(problem.objective, problem.space,
-                                                                                      config))
+    assert sq.run_ours(problem, 3, 3, 8).scores == portfolio  # the Search API's default
+    monkeypatch.setattr(sq, "OURS", ["ga"])
+    ga = scores(GeneticSearch(problem.objective, problem.space, config))
+    assert sq.run_ours(problem, 3, 3, 8).scores == ga != portfolio
 
 
 def test_row_ours_at_a_revision_runs_that_revision_s_package_beside_today_s_bench() -> None:

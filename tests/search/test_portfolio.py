@@ -15,7 +15,7 @@ from ciq_build.search.arms import LocalArm
 from ciq_build.search.bandit import AucBandit
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
-from ciq_build.search.operators import single_changes
+from ciq_build.search.operators import TournamentSelection, single_changes
 from ciq_build.search.portfolio import PortfolioSearch
 from ciq_build.search.repairs import RepairIndex
 
@@ -61,12 +61,14 @@ def test_the_same_seed_gives_the_same_candidates_and_no_configuration_is_measure
     assert other != runs[0]
 
 
-def test_the_public_search_is_the_ga_unless_told_portfolio() -> None:
+def test_the_public_search_is_the_portfolio_unless_told_ga() -> None:
     config = SearchConfiguration(generations=2, pool_size=4, seed=1)
-    assert isinstance(ciq_build.Search(ridge, RIDGE_SPACE, config), GeneticSearch)
-    assert isinstance(ciq_build.Search(ridge, RIDGE_SPACE, config, strategy="portfolio"), PortfolioSearch)
-    with pytest.raises(ConfigError, match="unknown strategy 'annealing' for Search: use one of ga, portfolio"):
+    assert isinstance(ciq_build.Search(ridge, RIDGE_SPACE, config), PortfolioSearch)
+    assert isinstance(ciq_build.Search(ridge, RIDGE_SPACE, config, strategy="ga"), GeneticSearch)
+    with pytest.raises(ConfigError, match="unknown strategy 'annealing' for Search: use one of portfolio, ga"):
         ciq_build.Search(ridge, RIDGE_SPACE, config, strategy="annealing")
+    with pytest.raises(ConfigError, match=r"the portfolio takes no operators \(selection\): they are the GA's"):
+        ciq_build.Search(ridge, RIDGE_SPACE, config, selection=TournamentSelection(3))
 
 
 def test_the_portfolio_walks_a_ridge_that_no_single_change_climbs() -> None:

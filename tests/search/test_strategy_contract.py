@@ -407,20 +407,20 @@ def test_a_tunes_strategy_setting_picks_the_source_and_the_space_is_checked_agai
     def source(**settings: Any) -> CandidateSource:
         return make_candidate_source(SearchSettings(**settings), manifest, find_toolchain(), objectives, tmp_path)
 
-    # The space's default: the GA, unless the grid fits its budget (16 configurations, 4 x 8 = 32 evaluations):
-    # then each configuration once, in a listing that says it stands in for the GA.
+    # The space's default: the portfolio, unless the grid fits its budget (16 configurations, 4 x 8 = 32
+    # evaluations): then each configuration once, in a listing that says it stands in for the portfolio.
     listed = source(controls=("params",))
     assert listed.describe()["engine"] == "ciq_build.exhaustive"
-    assert listed.describe()["instead_of"] == {"strategy": "ga", "configurations": 16}
+    assert listed.describe()["instead_of"] == {"strategy": "portfolio", "configurations": 16}
     proposed = [p.params for batch in drive(listed, _scored) for p in batch]
     assert len(proposed) == 16 and {tuple(sorted(p.items())) for p in proposed} == {
         (("param.TILE", t), ("param.UNROLL", u)) for t in (8, 16, 32, 64) for u in (1, 2, 4, 8)}
-    assert source(controls=("params",), generations=1).describe()["engine"] == "ciq_build.ga"  # 8 < 16: sampled
+    assert source(controls=("params",), generations=1).describe()["engine"] == "ciq_build.portfolio"  # 8 < 16
     assert source(controls=("params",), strategy="ga").describe()["engine"] == "ciq_build.ga"  # named: as named
     said = space_line("16 PARAMS combinations", 16, 32, None, listed.describe())
     assert said == ("search space: 16 PARAMS combinations; budget 32 evaluations: the space fits the budget, so "
-                    "each of its 16 configurations is evaluated once (exhaustive) instead of sampled by the GA "
-                    "(--strategy ga samples it anyway)")
+                    "each of its 16 configurations is evaluated once (exhaustive) instead of sampled by the portfolio "
+                    "(--strategy portfolio samples it anyway)")
     grid = [name for name in strategy_names() if GRID in resolve_strategy(name).spaces
             and (name != "compileiq" or _compileiq_available() is None)]
     engines = {source(controls=("params",), strategy=name).describe()["engine"] for name in grid}

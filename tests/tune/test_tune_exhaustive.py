@@ -28,12 +28,12 @@ def test_a_space_within_the_budget_is_listed_each_allowed_configuration_once_and
     cmakelists.write_text(cmakelists.read_text().replace('SEARCH_SPACE params', 'CONSTRAINTS "TILE >= 16"\n  '
                                                                                  'SEARCH_SPACE params'))
     done = subprocess.run([sys.executable, "-m", "ciq_build", "tune", "shared_kernels", "-S", str(source), "-B",
-                           str(build), "--no-pin"],  # the default strategy (the GA's budget: 32)
+                           str(build), "--no-pin"],  # the default strategy (the portfolio's budget: 32)
                           capture_output=True, text=True, timeout=600, cwd=source)
     assert done.returncode == 0, done.stdout + done.stderr
     assert ("ciq_build: search space: 2 of 3 PARAMS combinations (CONSTRAINTS); budget 32 evaluations: the space "
             "fits the budget, so each of its 2 configurations is evaluated once (exhaustive) instead of sampled by "
-            "the GA (--strategy ga samples it anyway)\n") in done.stderr
+            "the portfolio (--strategy portfolio samples it anyway)\n") in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.startswith("ciq_build: evaluation ")]
     assert [line.split()[2] for line in lines] == ["1/2", "2/2"], lines  # the grid, not the budget, is the end
     journal = (build / "ciq" / "journal" / "shared_kernels.jsonl").read_text().splitlines()

@@ -29,7 +29,8 @@ def _tune(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str],
     source, build = tmp_path / "src", tmp_path / "build"
     shutil.copytree(NOOP, source)
     command = [sys.executable, "-m", "ciq_build", "tune", "noop_kernels", "-S", str(source), "-B", str(build),
-               "--generations", "2", "--pool-size", "4", *args]
+               "--generations", "2", "--pool-size", "4", "--strategy", "ga", *args]  # 8 evaluations: the search
+    # whose default seed finds X = 0 (the pin's assertions are about minimizing it, not about the search)
     return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source), source, build
 
 
