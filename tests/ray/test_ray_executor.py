@@ -402,11 +402,12 @@ def test_a_runtime_objective_is_measured_on_workers_holding_a_gpu_and_actors_tak
     shutil.copytree(PROJECT, source)
     # The defaults (X=3) time 1.5; X=4 and 5 are behind them, X=0..2 ahead. Y is a parameter the source never
     # reads: candidates that differ in Y alone build the same code, and X=3 builds the defaults' code. With
-    # seed 3 the search tries X=3 (the defaults' code), X=0 twice (Y=0, Y=1) and X=4, 5 (behind).
+    # seed 3 the search (the GA, named: the candidates described are its) tries X=3 (the defaults' code), X=0 twice
+    # (Y=0, Y=1) and X=4, 5 (behind).
     # --no-pin: what is asserted is the search and the winner, not the record (a pin's minimal rebuilds and
     # the winner's benchmark check, twice, cost CPU for nothing here). Runs of 10 ms: the times raced on are
     # computed from X, not from how long a run sleeps.
-    search = ["--generations", "2", "--pool-size", "3", "--repeats", "3", "--seed", "3", "--no-pin",
+    search = ["--generations", "2", "--pool-size", "3", "--repeats", "3", "--seed", "3", "--no-pin", "--strategy", "ga",
               "--cmake-arg=-DTIMER_PARAMS=X=range(0,5);Y=range(0,1)", "--cmake-arg=-DTIMER_SLEEP_MS=10"]
     local = _tune("timer", source, tmp_path / "local", "--jobs", "2", *search)
     # Each compile notes the GPUs it could see: Ray sets CUDA_VISIBLE_DEVICES in a worker holding one.
