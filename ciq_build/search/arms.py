@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Protocol
 
@@ -42,7 +42,7 @@ from ciq_build.errors import SearchError
 from ciq_build.search.batch import Candidate
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
-from ciq_build.search.operators import one_step_neighbours, single_changes
+from ciq_build.search.operators import Changes, one_step_neighbours, single_changes
 
 _DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
 _PATTERN_TIMES = (1, 2, 3)  # the pattern steps along the best's last move: once, twice, three times its length
@@ -66,6 +66,8 @@ class Shared(Protocol):
     def untried(self, genome: Genome) -> bool: ...
 
     def known_to_fail(self, genome: Genome) -> bool: ...
+
+    def to_change(self, genome: Genome) -> frozenset[int] | None: ...
 
     def promising(self, genome: Genome) -> bool: ...
 
@@ -102,7 +104,7 @@ class GeneticArm:
                          seed=portfolio.seed, pool_size=pool)
         # No seeds of its own: generation 0 of the portfolio comes to it as immigrants, its first parents.
         self.ga = _ArmGeneticSearch(None, portfolio.space, config)
-        self.ga.refuses = portfolio.known_to_fail
+        self.ga.refuses, self.ga.to_change = portfolio.known_to_fail, portfolio.to_change
         self._queue: list[Candidate] = []
         self._mine: dict[Genome, Candidate] = {}  # handed out, waiting for the portfolio's result
         self._dead = False
@@ -155,11 +157,20 @@ class _ArmGeneticSearch(GeneticSearch):
     polls only what the portfolio finds promising (a child carrying a failing pair is bred again)."""
 
     refuses: Callable[[Genome], bool] = staticmethod(lambda genome: False)  # the portfolio's known_to_fail
+    to_change: Callable[[Genome], frozenset[int] | None] = staticmethod(lambda genome: None)  # and its to_change
 
     def _new(self, genome: Genome, out: list[Genome]) -> bool:
         if genome not in self._seen and self.refuses(genome):
             return False  # not marked seen: a pair found to work after all lets it be bred later
         return super()._new(genome, out)
+
+    def _repairs(self) -> Iterator[Changes]:
+        # A failure that carries a pair known to fail is repaired only by a change of the pair: the others are
+        # refused one by one anyway (same candidates; at 6,400 evaluations on a flag space they were most of
+        # the search's time).
+        for group in super()._repairs():
+            group.only = self.to_change(group.genome)
+            yield group
 
     def _candidate(self, genome: Genome) -> Candidate:
         candidate = Candidate(self._next_id, self._generation, {}, str(self._next_id), genome)

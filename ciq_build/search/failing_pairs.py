@@ -81,6 +81,14 @@ class FailingPairs:
         return any(genome[j] == b for value in enumerate(genome) if (partners := failing.get(value))
                    for j, b in partners)
 
+    def to_change(self, genome: Genome) -> frozenset[int] | None:
+        """The parameters of which a single change of `genome` must change one to carry no pair known to fail:
+        None where `genome` carries none (any change may do), else those that every pair it carries names."""
+        failing = self._failing
+        carried = [frozenset((i, j)) for i, a in enumerate(genome) if (partners := failing.get((i, a)))
+                   for j, b in partners if genome[j] == b]
+        return frozenset.intersection(*carried) if carried else None
+
     def pairs(self) -> set[tuple[Value, Value]]:
         """The pairs known to fail, each once (the lower value first)."""
         return {(a, b) for a, partners in self._failing.items() for b in partners if a < b}

@@ -159,6 +159,8 @@ class Changes:
 
     def __init__(self, genome: Genome, moves: list[tuple[int, Gene]]) -> None:
         self.genome, self.moves = genome, moves
+        self.only: frozenset[int] | None = None  # where set, only the changes of these parameters are read
+
 
     @classmethod
     def of(cls, genome: Genome, space: SearchSpace, skip: frozenset[int] | set[int] = frozenset()) -> Changes:
@@ -177,9 +179,10 @@ class Changes:
         return len(self.moves)
 
     def __iter__(self) -> Iterator[Genome]:
-        genome = self.genome
+        genome, only = self.genome, self.only
         for i, value in self.moves:
-            yield genome[:i] + (value,) + genome[i + 1:]
+            if only is None or i in only:
+                yield genome[:i] + (value,) + genome[i + 1:]
 
 
 def one_step_neighbours(genome: Genome, space: SearchSpace) -> list[Genome]:

@@ -189,6 +189,10 @@ class PortfolioSearch(BatchSearch):
         """In a flag space: whether `genome` carries a pair of values known to fail."""
         return self.flags and self.failing.carries(genome)
 
+    def to_change(self, genome: Genome) -> frozenset[int] | None:
+        """The parameters a single change of `genome` must touch to carry no pair known to fail (None: any)."""
+        return self.failing.to_change(genome) if self.flags else None
+
     def promising(self, genome: Genome) -> bool:
         """Untried, and not known to fail."""
         return self.untried(genome) and not self.known_to_fail(genome)
