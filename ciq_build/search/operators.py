@@ -161,7 +161,6 @@ class Changes:
         self.genome, self.moves = genome, moves
         self.only: frozenset[int] | None = None  # where set, only the changes of these parameters are read
 
-
     @classmethod
     def of(cls, genome: Genome, space: SearchSpace, skip: frozenset[int] | set[int] = frozenset()) -> Changes:
         """single_changes(genome, space), but for the parameters in `skip`."""

@@ -41,6 +41,7 @@ from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.configuration import planned_evaluations
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.exhaustive import ENGINE_NAME as EXHAUSTIVE_ENGINE
+from ciq_build.search.strategies import GRID_DEFAULT
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import Runner
@@ -374,7 +375,7 @@ def space_line(text: str, total: int | None, budget: int, strategy: object,
     line = f"search space: {text}; budget {budget:,} evaluations"
     chosen = (described or {}).get("instead_of")
     if isinstance(chosen, dict):
-        name = chosen.get("strategy", "portfolio")
+        name = chosen.get("strategy", GRID_DEFAULT)
         return line + (f": the space fits the budget, so each of its {chosen.get('configurations', total):,} "
                        f"configurations is evaluated once (exhaustive) instead of sampled by the {name} "
                        f"(--strategy {name} samples it anyway)")
