@@ -161,6 +161,17 @@ print(" ".join(c["flags"] + [f"-D{k}={v}" for k, v in c["defines"].items()]))' "
     cp "$pin" "$res/FDTD3d_kernels-default.json" || exit 1
     ARM[FDTD3d_kernels]="ga=-DCMAKE_CUDA_FLAGS=$ga_controls"
     TARGETS=FDTD3d_kernels confirm_pins
+    w=/tmp/ciq-confirm-ci/FDTD3d_kernels  # confirm.py's builds: -defaults, -pinned, -ga
+    for side in pinned ga; do  # what each winner changed in the machine code
+        python3 bench/public_kernels/sass_diff.py "$w-defaults/libFDTD3d_kernels.a" "$w-$side/libFDTD3d_kernels.a" \
+            --kernel FiniteDifferences > "$res/sass_diff-$side.txt" 2>&1; head -12 "$res/sass_diff-$side.txt"
+    done
+    for side in defaults pinned ga; do  # and in the counters
+        timeout 90 ncu --clock-control none -k regex:FiniteDifferences -s 1 -c 1 --section SpeedOfLight \
+            --section Occupancy --section WarpStateStats --section LaunchStats "$w-$side/FDTD3d_bench" --dim 376 \
+            --repeats 2 > "$res/ncu-$side.txt" 2>&1
+        echo "== ncu $side exit $?: $(grep -m1 -E 'Duration|==ERROR==' "$res/ncu-$side.txt")"
+    done
     ;;
 confirm)
     confirm_pins
