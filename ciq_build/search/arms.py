@@ -15,6 +15,10 @@ arm proposed it:
   product stays, every single change, triples of ordered
   parameters moved together, then pairs of any two parameters' one-step
   changes: what walks a ridge or a valley that no single change climbs;
+  and from each of its single changes that lost a little (NEAR_LOSS), walks
+  along every ordered parameter by doubling steps while they stay near the
+  best: a pair of which one moves far across a plateau, that no single change
+  and no step of two makes;
 * :class:`~ciq_build.search.diverse.DiverseArm` (its own module): a population
   search that converges slowly on purpose -- what makes the move of two or
   three flags that is a loss flag by flag.
@@ -29,6 +33,7 @@ it can refute it.
 from __future__ import annotations
 
 import bisect
+import heapq
 import itertools
 import random
 from collections.abc import Callable, Iterator
@@ -52,6 +57,9 @@ _POLL_CHOICES = 4  # a choice of at most this many values counts each other valu
 _MAX_TRIPLES = 56
 # Product moves for at most this many ordered numeric parameters (every ordered pair of them, each value of one).
 _MAX_PRODUCT_PARAMS = 8
+# Walks from the best's single changes that lost at most this share of its score, for as long as they stay within it
+# (LocalArm._walk).
+NEAR_LOSS = 0.02
 
 
 class Shared(Protocol):
@@ -220,6 +228,12 @@ class LocalArm:
         self._around: dict[Genome, Genome] = {}  # the moves proposed around the current centre: the centre
         self._better: list[tuple[tuple[float, ...], Genome, Genome]] = []  # those that improved on it, and it
         self._numeric = _numeric(list(portfolio.space.values()))  # the parameters product moves move
+        # Walks (LocalArm._walk): their next moves, before the centre's other moves, those from the best start
+        # first (then in the order found); and those proposed, waiting for their result.
+        self._ready: list[tuple[float, int, Genome, Walk]] = []
+        self._walking: dict[Genome, tuple[float, Walk]] = {}
+        self._walks = 0
+        self._origins: set[Genome] = set()  # the single changes walked from, around the current centre
 
     def propose(self) -> Genome | None:
         centre = self.portfolio.centre()
@@ -228,12 +242,23 @@ class LocalArm:
         if centre != self._centre:
             self._rebuild(centre)
         while True:
+            while self._ready:
+                start, _, genome, walk = heapq.heappop(self._ready)
+                if self.portfolio.promising(genome):
+                    self._around[genome] = centre
+                    self._walking[genome] = (start, walk)
+                    return genome
+                if genome in self.portfolio.measured:  # another arm measured it: walk on from its result
+                    self._walked(start, walk, genome, self.portfolio.measured[genome], centre)
             while self._next < len(self._moves):
                 genome = self._moves[self._next]
                 self._next += 1
                 if self.portfolio.promising(genome):
                     self._around[genome] = centre
                     return genome
+                measured = self.portfolio.measured.get(genome)
+                if measured is not None:  # another arm measured it: a single change near the best is walked from
+                    self._near_best(genome, measured, centre)
             if not self._pairs:
                 return None
             i, j = self._pairs.pop()
@@ -246,11 +271,69 @@ class LocalArm:
     def learn(self, genome: Genome, scores: tuple[float, ...] | None, drawn: bool) -> None:
         centre = self._around.pop(genome, None)
         directions = self.portfolio.directions
-        if centre is None or scores is None or len(directions) > 1:
+        if centre is None or len(directions) > 1:
             return
+        walk = self._walking.pop(genome, None)
+        if walk is not None:
+            self._walked(*walk, genome, scores, centre)
         before = self.portfolio.measured.get(centre)
-        if before is not None and minimised(scores, directions) < minimised(before, directions):
+        if scores is None or before is None:
+            return
+        if minimised(scores, directions) < minimised(before, directions):
             self._better.append((minimised(scores, directions), genome, centre))
+        elif walk is None:
+            self._near_best(genome, scores, centre)
+
+    def _near_best(self, genome: Genome, scores: tuple[float, ...], centre: Genome) -> None:
+        """Walks (LocalArm._walk) from `genome` along every ordered parameter where it is a single change of the
+        centre that lost a little (no more than NEAR_LOSS) -- one objective."""
+        before = self.portfolio.measured.get(centre)
+        if before is None or centre != self._centre or len(self.portfolio.directions) > 1:
+            return
+        fitness, was = minimised(scores, self.portfolio.directions)[0], minimised(before, self.portfolio.directions)[0]
+        if was < fitness <= _near(was) and genome not in self._origins \
+                and sum(a != b for a, b in zip(genome, centre, strict=True)) == 1:
+            self._origins.add(genome)
+            for i, param in enumerate(self.portfolio.space.values()):
+                if param.ordered and param.size > 1:
+                    self._walk(fitness, genome, i)
+
+    def _walk(self, start: float, origin: Genome, i: int) -> None:
+        """Walks from `origin` (a single change of the centre that lost a little; its score `start`) along ordered
+        parameter `i` alone, both ways (knocked out: from its middle value): 1, 2, 4, 8... grid steps, then the end of
+        its grid, each step proposed once the last is known to have stayed within NEAR_LOSS of the best; where one
+        loses more, the distance between it and the last that stayed is halved until they are a step apart. A pattern
+        search's line across a plateau -- values where a step changes nothing, or loses a little, before the value
+        that pays, often the last before a cliff -- in log-many moves however far that value lies: the pair move no
+        search made on held-out-7's HGEMM knobs (-O lowered one notch, a loss alone, then the register cap 15 steps
+        down to the occupancy step, the last value before the spills)."""
+        if origin[i] is None:
+            self._next_step(start, (origin, i, 0, 0, 0))
+        else:
+            for direction in (-1, 1):
+                self._next_step(start, (origin, i, direction, 0, 0))
+
+    def _next_step(self, start: float, walk: Walk) -> None:
+        move = _step(walk, self.portfolio.space)
+        if move is not None:
+            self._walks += 1
+            heapq.heappush(self._ready, (start, self._walks, move, walk))
+
+    def _walked(self, start: float, walk: Walk, genome: Genome, scores: tuple[float, ...] | None,
+                centre: Genome) -> None:
+        """A walk's step measured: further while it stays near the best, back halfway where it did not."""
+        before = self.portfolio.measured.get(centre)
+        if before is None or centre != self._centre:
+            return
+        directions = self.portfolio.directions
+        stayed = scores is not None and minimised(scores, directions)[0] <= _near(minimised(before, directions)[0])
+        origin, i, direction, near, far = walk
+        if direction == 0:  # brought back at its middle value: on from there, both ways
+            if stayed:
+                self._walk(start, genome, i)
+            return
+        tried = abs(genome[i] - origin[i])  # type: ignore[operator]
+        self._next_step(start, (origin, i, direction, tried, far) if stayed else (origin, i, direction, near, tried))
 
     def _merged(self, centre: Genome) -> Genome | None:
         """Every change that improved on the last centre, applied to the new one at once (the best's first where
@@ -265,6 +348,9 @@ class LocalArm:
                     changed.add(i)
         self._better.clear()
         self._around.clear()
+        self._ready.clear()
+        self._walking.clear()
+        self._origins.clear()
         return tuple(merged) if changed else None
 
     def _rebuild(self, centre: Genome) -> None:
@@ -317,6 +403,35 @@ class LocalArm:
         self._pairs = [(i, j) for i, j in itertools.combinations(range(len(params)), 2)
                        if self._steps[i] and self._steps[j]]
         rng.shuffle(self._pairs)  # taken from the end: any two parameters, flags that only help together
+
+
+# A walk: its origin, its parameter, its direction (0: to the middle value), the furthest distance known to stay
+# near the best, the nearest known not to (0: none yet).
+Walk = tuple[Genome, int, int, int, int]
+
+
+def _near(fitness: float) -> float:
+    """The worst score still near a best of `fitness` (minimised): NEAR_LOSS of it."""
+    return fitness + NEAR_LOSS * abs(fitness)
+
+
+def _step(walk: Walk, space: SearchSpace) -> Genome | None:
+    """A walk's next move (None: it is over): its origin with the parameter at its middle value (direction 0), or
+    moved twice the distance that stayed near (at most to the grid's end), or, once a distance did not, halfway
+    between the two."""
+    origin, i, direction, near, far = walk
+    size = space[space.names[i]].size
+    gene = origin[i]
+    if direction == 0 or gene is None:
+        return origin[:i] + (size // 2,) + origin[i + 1:]
+    room = gene if direction < 0 else size - 1 - gene  # steps to the grid's end
+    if far:
+        distance = (near + far) // 2 if far - near > 1 else 0
+    else:
+        distance = min(max(1, 2 * near), room) if near < room else 0
+    if not distance:
+        return None
+    return origin[:i] + (gene + direction * distance,) + origin[i + 1:]
 
 
 def _product_moves(centre: Genome, numeric: list[tuple[int, list[float]]]) -> tuple[list[Genome], list[Genome]]:

@@ -11,7 +11,7 @@ import pytest
 import ciq_build
 import ciq_build.core.space as ss
 from ciq_build.errors import ConfigError
-from ciq_build.search.arms import LocalArm
+from ciq_build.search.arms import NEAR_LOSS, LocalArm, ladder_moves
 from ciq_build.search.bandit import AucBandit
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
@@ -201,6 +201,43 @@ def test_local_moves_include_three_ordered_parameters_moved_together_every_way()
     triples = {move for move in local._moves
                if move[3] == 0 and all(abs(move[i] - 4) == 1 for i in range(3))}
     assert len(triples) == 8 and (5, 5, 3, 0) in triples
+
+
+def test_a_ladder_moves_each_ordered_parameter_alone_by_doubling_steps_and_to_its_ends_nearest_first() -> None:
+    space = ss.SearchSpace({"cap": ss.range(0, 40, knockout_prob=0.5), "grain": ss.log_sampling(1, 64, 7),
+                            "mode": ss.choice(["a", "b"])})
+    moves = ladder_moves((40, 2, 0), space)
+    assert [m[0] for m in moves if m[1:] == (2, 0)] == [39, 38, 36, 32, 24, 8, 0]  # down the cap by 1, 2, 4 ... 32
+    assert [m[1] for m in moves if m[0] == 40] == [1, 3, 0, 4, 6]  # the grain (an ordered choice) both ways
+    assert moves[:2] == [(39, 2, 0), (40, 1, 0)] and all(m[2] == 0 for m in moves)  # nearest first; no choice moves
+    assert [m[0] for m in ladder_moves((None, 2, 0), space) if m[1] == 2][:3] == [20, 19, 21]  # out: the middle
+
+
+def test_a_single_change_that_lost_a_little_starts_ladders_a_pair_one_far_across_a_plateau() -> None:
+    # Held-out-7's HGEMM kind: lowering the level loses a little alone, the cap is a plateau from 40 down to 25 and
+    # pays at 24 only with the level lowered. Once that single change is measured, the local arm's next moves are
+    # ladders from it: the cap far down with the level lowered, a pair no step and no single change of the best makes.
+    space = {"level": ss.choice([0, 1, 2, 3]), "cap": ss.range(0, 40), "mode": ss.choice(["a", "b"])}
+    search = PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
+                             progress=False)
+    centre, lowered, tied, far = (3, 40, 0), (2, 40, 0), (3, 40, 1), (3, 39, 0)
+    search._best, search.measured[centre] = ((1.0,), centre), (1.0,)
+    local = LocalArm(search)
+    scores = {lowered: 1 + NEAR_LOSS / 3, tied: 1.0, far: 1 + 2 * NEAR_LOSS}  # a little, nothing, too much
+    measured = []
+    while lowered not in measured:  # the one-step moves around the best, each measured
+        move = local.propose()
+        assert move is not None and move[:2] != (2, 24)
+        search.measured[move] = (scores.get(move, 3.0),)
+        local.learn(move, search.measured[move], False)
+        measured.append(move)
+    following = [local.propose() for _ in range(8)]
+    assert following[:2] == [(2, 39, 0), (2, 38, 0)] and (2, 24, 0) in following  # 16 steps down, lowered
+    for move in (tied, far):  # a tie or a larger loss starts none
+        if move not in measured:
+            local._around[move] = centre
+            local.learn(move, (scores[move],), False)
+    assert not local._near
 
 
 def test_local_moves_keep_the_products_of_ordered_parameters_however_far_one_moves() -> None:
