@@ -10,8 +10,9 @@ import pytest
 
 import ciq_build
 import ciq_build.core.space as ss
+from ciq_build.core.space import Genome
 from ciq_build.errors import ConfigError
-from ciq_build.search.arms import NEAR_LOSS, LocalArm, ladder_moves
+from ciq_build.search.arms import NEAR_LOSS, LocalArm, _step
 from ciq_build.search.bandit import AucBandit
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
@@ -203,41 +204,46 @@ def test_local_moves_include_three_ordered_parameters_moved_together_every_way()
     assert len(triples) == 8 and (5, 5, 3, 0) in triples
 
 
-def test_a_ladder_moves_each_ordered_parameter_alone_by_doubling_steps_and_to_its_ends_nearest_first() -> None:
-    space = ss.SearchSpace({"cap": ss.range(0, 40, knockout_prob=0.5), "grain": ss.log_sampling(1, 64, 7),
-                            "mode": ss.choice(["a", "b"])})
-    moves = ladder_moves((40, 2, 0), space)
-    assert [m[0] for m in moves if m[1:] == (2, 0)] == [39, 38, 36, 32, 24, 8, 0]  # down the cap by 1, 2, 4 ... 32
-    assert [m[1] for m in moves if m[0] == 40] == [1, 3, 0, 4, 6]  # the grain (an ordered choice) both ways
-    assert moves[:2] == [(39, 2, 0), (40, 1, 0)] and all(m[2] == 0 for m in moves)  # nearest first; no choice moves
-    assert [m[0] for m in ladder_moves((None, 2, 0), space) if m[1] == 2][:3] == [20, 19, 21]  # out: the middle
+def test_a_walk_doubles_its_steps_to_the_grids_end_and_halves_back_between_a_step_that_stayed_and_one_that_lost() -> None:
+    space = ss.SearchSpace({"cap": ss.range(0, 40, knockout_prob=0.5), "mode": ss.choice(["a", "b"])})
+    origin = (40, 1)
+    down = [_step((origin, 0, -1, near, 0), space) for near in (0, 1, 2, 4, 8, 16, 32, 40)]
+    assert [None if m is None else m[0] for m in down] == [39, 38, 36, 32, 24, 8, 0, None]  # 1, 2, 4 ... the end
+    assert _step((origin, 0, 1, 0, 0), space) is None  # at the end already
+    assert _step((origin, 0, -1, 16, 32), space) == (16, 1) and _step((origin, 0, -1, 16, 17), space) is None
+    assert _step(((None, 1), 0, 0, 0, 0), space) == (20, 1)  # knocked out: back at the middle value first
 
 
-def test_a_single_change_that_lost_a_little_starts_ladders_a_pair_one_far_across_a_plateau() -> None:
-    # Held-out-7's HGEMM kind: lowering the level loses a little alone, the cap is a plateau from 40 down to 25 and
-    # pays at 24 only with the level lowered. Once that single change is measured, the local arm's next moves are
-    # ladders from it: the cap far down with the level lowered, a pair no step and no single change of the best makes.
+def test_a_single_change_that_lost_a_little_is_walked_from_far_across_a_plateau_to_the_pair_that_pays() -> None:
+    # Held-out-7's HGEMM kind: lowering the level loses a little alone; with it lowered the cap is a plateau from 40
+    # down to 25 and pays at 24, below which it spills (as it does below 30 at the best's level). Once that single
+    # change is measured, the local arm walks from it: the cap 16 steps down with the level lowered, a pair no step
+    # and no single change of the best makes.
     space = {"level": ss.choice([0, 1, 2, 3]), "cap": ss.range(0, 40), "mode": ss.choice(["a", "b"])}
+
+    def score(genome: Genome) -> float:
+        level, cap = genome[0], genome[1]
+        assert cap is not None
+        if level == 3:
+            return 1.0 if cap >= 30 else 3.0
+        if level == 2:
+            return 1 + NEAR_LOSS / 4 if cap >= 25 else 0.9 if cap == 24 else 3.0
+        return 1.5
+
     search = PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
                              progress=False)
-    centre, lowered, tied, far = (3, 40, 0), (2, 40, 0), (3, 40, 1), (3, 39, 0)
+    centre = (3, 40, 0)
     search._best, search.measured[centre] = ((1.0,), centre), (1.0,)
     local = LocalArm(search)
-    scores = {lowered: 1 + NEAR_LOSS / 3, tied: 1.0, far: 1 + 2 * NEAR_LOSS}  # a little, nothing, too much
-    measured = []
-    while lowered not in measured:  # the one-step moves around the best, each measured
+    proposed: list[Genome] = []
+    while (2, 24, 0) not in proposed and len(proposed) < 30:
         move = local.propose()
-        assert move is not None and move[:2] != (2, 24)
-        search.measured[move] = (scores.get(move, 3.0),)
+        assert move is not None
+        search.measured[move] = (score(move),)
         local.learn(move, search.measured[move], False)
-        measured.append(move)
-    following = [local.propose() for _ in range(8)]
-    assert following[:2] == [(2, 39, 0), (2, 38, 0)] and (2, 24, 0) in following  # 16 steps down, lowered
-    for move in (tied, far):  # a tie or a larger loss starts none
-        if move not in measured:
-            local._around[move] = centre
-            local.learn(move, (scores[move],), False)
-    assert not local._near
+        proposed.append(move)
+    assert (2, 24, 0) in proposed  # after the one-step moves: 40 -> 39, 38, 36, 32, 24 with the level lowered
+    assert not any(move[0] == 3 and move[1] < 29 for move in proposed)  # no walk from the best's own spills
 
 
 def test_local_moves_keep_the_products_of_ordered_parameters_however_far_one_moves() -> None:
