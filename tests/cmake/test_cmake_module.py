@@ -101,6 +101,13 @@ add_library(kern_alias ALIAS kern)
 DEFAULT_BODY = ('ciq_tune_target(kern BENCHMARK kern_bench ARGS --n 4 OBJECTIVES time PIN_DIR "pins dir" '
                 'PARAMS "KTILE=range(1,64)")\n')
 
+# The legacy FindCUDA module (removed by policy CMP0146), pointed at the toolkit the tiny project compiles with.
+FIND_CUDA = """cmake_policy(SET CMP0146 OLD)
+cmake_path(GET CMAKE_CUDA_COMPILER PARENT_PATH cuda_bin)
+cmake_path(GET cuda_bin PARENT_PATH CUDA_TOOLKIT_ROOT_DIR)
+find_package(CUDA REQUIRED)
+"""
+
 CACHE_DEFAULTS = {"CIQ_DISABLE": "OFF", "CIQ_STRICT": "OFF", "CIQ_TUNE_TARGET": "", "CIQ_TUNE_OPTIONS_FILE": ""}
 
 
@@ -619,6 +626,10 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
         ("ciq_tune_target(kern BENCHMARK kern_bench ITERATIONS 3)\n", "unknown arguments 'ITERATIONS;3'"),
         ("ciq_tune_target(nosuch)\n", "there is no target 'nosuch'"),
         ("ciq_tune_target(hostonly OBJECTIVES spill_bytes)\n", "'hostonly' has no CUDA sources"),
+        # FindCUDA's cuda_add_library() compiles other.cu by a custom command, which no pin's flag reaches.
+        (FIND_CUDA + "cuda_add_library(legacy STATIC other.cu)\nciq_tune_target(legacy OBJECTIVES registers)\n",
+         "'legacy' has no CUDA sources that CMake compiles: FindCUDA's cuda_add_library() or "
+         "cuda_add_executable() compiles other.cu"),
         ("ciq_tune_target(kern_alias)\n", "pass the real target 'kern'"),
         ("ciq_tune_target(kern BENCHMARK other)\n", "it must be an executable"),
         ("ciq_tune_target(kern BENCHMARK nosuch_bench)\n", "BENCHMARK 'nosuch_bench' is not a target"),
