@@ -10,6 +10,9 @@
 #   bench/public_kernels/cuda_samples.sh fdtd      second peer (cuda-samples FDTD3d): baseline, the static screen's
 #                                   prediction (-maxrregcount 56/64 against the defaults, 5 runs each),
 #                                   then tune FDTD3d_kernels (knobs + params)
+#   bench/public_kernels/cuda_samples.sh readme    the README's first command (FDTD3d, static) as the README gives it
+#                                   (the default search) and with --strategy ga, then confirm (below) the
+#                                   default's pin with the GA's winner as a third arm
 #   bench/public_kernels/cuda_samples.sh confirm   copy the tree to another path, rebuild defaults and pins,
 #                                   verify, 30+ interleaved rounds each (bench/public_kernels/confirm.py)
 #
@@ -86,6 +89,25 @@ tune() {  # target: search for TUNE_S seconds, then finish (re-measure, pin) fro
     cp "${SRC[$t]}/ciq/$t.json" "${SRC[$t]}/ciq/"*.acf "$res/" 2>/dev/null
 }
 
+confirm_pins() {  # TARGETS' pins, from a copy of the tree at another path
+    # A copy of the tree (pins and .acf files as committed here) at another path, no build
+    # leftovers. Not `git clone`: the .git that travels to the device machine is not this
+    # checkout's current history (on 2026-12-03 its HEAD was b3d9a0d, without the new pins).
+    clone=/tmp/elsewhere/ciq-clean-clone
+    rm -rf "$clone" && mkdir -p "$clone"
+    tar --exclude=./.carry --exclude=./.git --exclude=./build -cf - . | tar -xf - -C "$clone" \
+        && echo "copy of the working tree at $clone"
+    use_package "$clone"
+    cd "$clone" || exit 1
+    for t in ${TARGETS:-stencil_kernels convolutionSeparable_kernels FDTD3d_kernels}; do
+        [ -f "${SRC[$t]}/ciq/$t.json" ] || { echo "== $t: no pin to confirm"; continue; }
+        python3 bench/public_kernels/confirm.py --source "${SRC[$t]}" --target "$t" --benchmark "${BENCH[$t]}" \
+            --nvcc /tmp/hybrid/bin/nvcc --rounds "$ROUNDS" --json "$res/confirm-$t.json" \
+            ${ARM[$t]:+--arm "${ARM[$t]}"} -- ${ARGS[$t]} \
+            2>&1 | tee "$res/confirm-$t.log" | tail -12
+    done
+}
+
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,temperature.gpu,power.draw --format=csv | tee "$res/gpu.txt"
 hybrid_toolkit
 case $mode in
@@ -125,22 +147,33 @@ peeracf)  # evidence only: ptxas ACFs alone on the peer for TUNE_S seconds, noth
         --cmake-arg=-DCMAKE_CUDA_COMPILER=/tmp/hybrid/bin/nvcc 2>&1 | tail -5
     cp /tmp/acf-peer/ciq/journal/convolutionSeparable_kernels.jsonl "$res/acf-only.jsonl"
     ;;
-confirm)
-    # A copy of the tree (pins and .acf files as committed here) at another path, no build
-    # leftovers. Not `git clone`: the .git that travels to the device machine is not this
-    # checkout's current history (on 2026-12-03 its HEAD was b3d9a0d, without the new pins).
-    clone=/tmp/elsewhere/ciq-clean-clone
-    rm -rf "$clone" && mkdir -p "$clone"
-    tar --exclude=./.carry --exclude=./.git --exclude=./build -cf - . | tar -xf - -C "$clone" \
-        && echo "copy of the working tree at $clone"
-    use_package "$clone"
-    cd "$clone" || exit 1
-    for t in ${TARGETS:-stencil_kernels convolutionSeparable_kernels FDTD3d_kernels}; do
-        [ -f "${SRC[$t]}/ciq/$t.json" ] || { echo "== $t: no pin to confirm"; continue; }
-        python3 bench/public_kernels/confirm.py --source "${SRC[$t]}" --target "$t" --benchmark "${BENCH[$t]}" \
-            --nvcc /tmp/hybrid/bin/nvcc --rounds "$ROUNDS" --json "$res/confirm-$t.json" \
-            ${ARM[$t]:+--arm "${ARM[$t]}"} -- ${ARGS[$t]} \
-            2>&1 | tee "$res/confirm-$t.log" | tail -12
+readme)
+    use_package "$PWD"
+    # The README's command, with ptxas 13.3 as the README's PyPI toolkit has (this machine's nvcc is 13.0)
+    first=(tune FDTD3d_kernels -S bench/peers/cuda-samples --objective spill_bytes --objective registers
+           --generations 3 --pool-size 8 --cmake-arg=-DCMAKE_CUDA_COMPILER=/tmp/hybrid/bin/nvcc)
+    pin=bench/peers/cuda-samples/ciq/FDTD3d_kernels.json
+    python3 -m ciq_build "${first[@]}" -B /tmp/readme-ga --strategy ga 2>&1 | tee "$res/tune-ga.log" | tail -12
+    cp "$pin" "$res/FDTD3d_kernels-ga.json" || exit 1
+    ga_controls=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["controls"]
+print(" ".join(c["flags"] + [f"-D{k}={v}" for k, v in c["defines"].items()]))' "$pin")
+    python3 -m ciq_build "${first[@]}" -B /tmp/readme-default 2>&1 | tee "$res/tune-default.log" | tail -12
+    cp "$pin" "$res/FDTD3d_kernels-default.json" || exit 1
+    ARM[FDTD3d_kernels]="ga=-DCMAKE_CUDA_FLAGS=$ga_controls"
+    TARGETS=FDTD3d_kernels confirm_pins
+    w=/tmp/ciq-confirm-ci/FDTD3d_kernels  # confirm.py's builds: -defaults, -pinned, -ga
+    for side in pinned ga; do  # what each winner changed in the machine code
+        python3 bench/public_kernels/sass_diff.py "$w-defaults/libFDTD3d_kernels.a" "$w-$side/libFDTD3d_kernels.a" \
+            --kernel FiniteDifferences > "$res/sass_diff-$side.txt" 2>&1; head -12 "$res/sass_diff-$side.txt"
     done
+    for side in defaults pinned ga; do  # and in the counters
+        timeout 90 ncu --clock-control none -k regex:FiniteDifferences -s 1 -c 1 --section SpeedOfLight \
+            --section Occupancy --section WarpStateStats --section LaunchStats "$w-$side/FDTD3d_bench" --dim 376 \
+            --repeats 2 > "$res/ncu-$side.txt" 2>&1
+        echo "== ncu $side exit $?: $(grep -m1 -E 'Duration|==ERROR==' "$res/ncu-$side.txt")"
+    done
+    ;;
+confirm)
+    confirm_pins
     ;;
 esac

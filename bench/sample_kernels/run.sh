@@ -26,6 +26,7 @@ tune() {  # target, build dir, extra args...
         --generations "$GENS" --pool-size "$POOL" --repeats "$REPEATS" --jobs 4 "$@" \
         --cmake-arg=-DSAMPLE_EXTENSION_PYTHON=OFF 2>&1 | tee "$out/tune-$target-$mode.log"
     cp sample_extension/ciq/"$target".json "$out/$target-$mode.json" 2>/dev/null
+    cp sample_extension/ciq/"$target".acf "$out/$target-$mode.acf" 2>/dev/null  # the pin's ACF, named in the record
     cp "$build"/ciq/journal/"$target".jsonl "$out/$target-$mode.jsonl" 2>/dev/null
     rm -f sample_extension/ciq/"$target".json sample_extension/ciq/"$target".acf
 }
