@@ -1490,6 +1490,7 @@ function(_ciq_register)
   if(NOT checked)
     set_property(GLOBAL PROPERTY _CIQ_BUILD_CHECK_DEFERRED TRUE)
     cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _ciq_check_tune_target)
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _ciq_check_findcuda_toolkit)
   endif()
 endfunction()
 
@@ -1857,6 +1858,29 @@ function(_ciq_check_tune_target)
         "(registered: ${registered}).")
     endif()
   endif()
+endfunction()
+
+# _ciq_check_findcuda_toolkit(): the legacy FindCUDA module (find_package(CUDA)) looks for a toolkit of
+# its own (nvcc on PATH, /usr/local/cuda), not CMAKE_CUDA_COMPILER's; one of another release puts that
+# release's headers (CUDA_INCLUDE_DIRS) before nvcc's own, which breaks nvcc's compiles with errors that
+# do not name the cause. Warned once a configure, where FindCUDA ran in it (its commands exist). Its
+# version is the cached one: with CUDA a language, FindCUDA sets the variable CUDA_VERSION to the compiler's.
+function(_ciq_check_findcuda_toolkit)
+  set(found "$CACHE{CUDA_VERSION}")
+  if(NOT COMMAND cuda_add_executable OR found STREQUAL "" OR "${CMAKE_CUDA_COMPILER_VERSION}" STREQUAL "")
+    return()
+  endif()
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" compiler_release "${CMAKE_CUDA_COMPILER_VERSION}")
+  if(found VERSION_EQUAL compiler_release)
+    return()
+  endif()
+  cmake_path(GET CMAKE_CUDA_COMPILER PARENT_PATH compiler_bin)
+  cmake_path(GET compiler_bin PARENT_PATH compiler_root)
+  message(WARNING "ciq_build: find_package(CUDA) found CUDA ${found} ($CACHE{CUDA_TOOLKIT_ROOT_DIR}), "
+    "but CMAKE_CUDA_COMPILER is nvcc ${CMAKE_CUDA_COMPILER_VERSION} (${CMAKE_CUDA_COMPILER}): FindCUDA's "
+    "CUDA_INCLUDE_DIRS and CUDA_LIBRARIES are another release's, whose headers break nvcc's compiles "
+    "(e.g. \"'__cudaLaunch' was not declared\"). Configure with "
+    "-DCUDA_TOOLKIT_ROOT_DIR=\"${compiler_root}\" as well.")
 endfunction()
 
 cmake_policy(POP)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from test_manifest_schema import assert_valid_manifest
 
-from ciq_build.compiler.toolchain import load_toolchain
+from ciq_build.compiler.toolchain import _real_bin_dir, load_toolchain
 from ciq_build.core.objectives import unknown_objective
 from ciq_build.measure.proc import ProcResult, run
 from ciq_build.project.cmake_trees import ScratchTree
@@ -651,6 +651,20 @@ def test_call_errors_name_the_function_and_say_what_to_do(tiny: Tiny, body: str,
     assert not result.ok
     assert "ciq_tune_target(" in said(result)
     assert message in said(result)
+
+
+def test_a_findcuda_toolkit_of_another_release_than_the_cuda_compiler_is_warned(tiny: Tiny,
+                                                                              system_nvcc: Path) -> None:
+    """find_package(CUDA) finding the system's toolkit while CMake compiles with the pip one's nvcc."""
+    body = "cmake_policy(SET CMP0146 OLD)\nfind_package(CUDA REQUIRED)\nciq_tune_target(kern OBJECTIVES registers)\n"
+    system_bin = _real_bin_dir(system_nvcc)  # /usr/local/bin/nvcc may be a wrapper script
+    assert system_bin is not None
+    other = said(ensure_ok(tiny.configure(body=body, cache={"CUDA_TOOLKIT_ROOT_DIR": str(system_bin.parent)})))
+    assert "find_package(CUDA) found CUDA" in other and "but CMAKE_CUDA_COMPILER is nvcc 13.3" in other
+    assert f'Configure with -DCUDA_TOOLKIT_ROOT_DIR="{tiny.cuda_bin.parent}" as well' in other
+    # Once FindCUDA finds the compiler's own toolkit, nothing is said.
+    same = said(ensure_ok(tiny.configure(body=body, cache={"CUDA_TOOLKIT_ROOT_DIR": str(tiny.cuda_bin.parent)})))
+    assert "find_package(CUDA) found" not in same
 
 
 # Issue 22 item 4: what tune used to refuse only after a clean configure and build, configure refuses at the
