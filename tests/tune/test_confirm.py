@@ -35,7 +35,7 @@ class CountingTree:
 
 
 def trusted_winner(cache: EvaluationCache, baseline: Evaluation, said: list[str]) -> CountingTree:
-    """Confirm the defaults proposed again by the search, as the loop took them from `cache`."""
+    """Confirm the defaults proposed again by the search, as the loop took them from `cache`; the builds asked."""
     again = cache.lookup(Proposal(0, 1, {}), Controls(), baseline.key)
     assert again is not None and again.cached
     runner: Any = SimpleNamespace(needs_benchmark=False, static_metrics=lambda built: dict(METRICS))
@@ -64,3 +64,10 @@ def test_a_winner_measured_earlier_in_this_run_is_not_rebuilt_as_a_journaled_one
     later = EvaluationCache(journal, OBJECTIVES, said.append)
     later.open(header)
     assert trusted_winner(later, baseline, said).builds == [Controls()] and any(REBUILDING in line for line in said)
+    # Where the baseline came from that journal too, its rebuild checks the defaults once, not twice.
+    said.clear()
+    journaled = later.lookup(Proposal(-1, 0, {}), Controls(), baseline.key)
+    assert journaled is not None and journaled.cached
+    assert trusted_winner(later, journaled, said).builds == [Controls()]
+    assert any("rebuilding the journal's baseline" in line for line in said)
+    assert not any(REBUILDING in line for line in said)
