@@ -1490,6 +1490,7 @@ function(_ciq_register)
   if(NOT checked)
     set_property(GLOBAL PROPERTY _CIQ_BUILD_CHECK_DEFERRED TRUE)
     cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _ciq_check_tune_target)
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _ciq_check_findcuda_toolkit)
   endif()
 endfunction()
 
@@ -1564,15 +1565,42 @@ endfunction()
 # Deferred steps (end of the top-level CMakeLists.txt)
 # ---------------------------------------------------------------------------
 
-# _ciq_cuda_sources(<out> <target>): absolute paths of the target's CUDA sources.
+# _ciq_findcuda_compiled(<out> <target>): the names of the .cu files that the legacy FindCUDA module's
+# cuda_add_executable() / cuda_add_library() compile for <target> by custom commands (each one linked as
+# the object <target>_generated_<name>.o), outside CMake's CUDA language, where no pinned flag reaches.
+function(_ciq_findcuda_compiled out target)
+  get_target_property(sources ${target} SOURCES)
+  set(prefix "${target}_generated_")
+  string(LENGTH "${prefix}" prefix_length)
+  set(result "")
+  foreach(source IN LISTS sources)
+    get_filename_component(name "${source}" NAME)
+    string(SUBSTRING "${name}" 0 ${prefix_length} start)
+    if(start STREQUAL prefix AND name MATCHES "\\.cu\\.(o|obj)$")
+      string(SUBSTRING "${name}" ${prefix_length} -1 compiled)
+      string(REGEX REPLACE "\\.(o|obj)$" "" compiled "${compiled}")
+      list(APPEND result "${compiled}")
+    endif()
+  endforeach()
+  set(${out} "${result}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_cuda_sources(<out> <target>): absolute paths of the target's CUDA sources: those CMake compiles as
+# CUDA (not a HEADER_FILE_ONLY one, nor one FindCUDA compiles by its own command).
 function(_ciq_cuda_sources out target)
   get_target_property(sources ${target} SOURCES)
   get_target_property(source_dir ${target} SOURCE_DIR)
   get_target_property(binary_dir ${target} BINARY_DIR)
+  _ciq_findcuda_compiled(findcuda ${target})
   set(result "")
   foreach(source IN LISTS sources)
     if(source MATCHES "\\$<")
       continue()  # $<TARGET_OBJECTS:...> and other generator expressions
+    endif()
+    get_property(header_only SOURCE "${source}" TARGET_DIRECTORY ${target} PROPERTY HEADER_FILE_ONLY)
+    get_filename_component(name "${source}" NAME)
+    if(header_only OR name IN_LIST findcuda)
+      continue()
     endif()
     get_property(language SOURCE "${source}" TARGET_DIRECTORY ${target} PROPERTY LANGUAGE)
     if(language STREQUAL "")
@@ -1642,7 +1670,16 @@ endfunction()
 function(_ciq_finalize_target target)
   set(fn "ciq_tune_target(${target})")
   _ciq_cuda_sources(sources ${target})
-  if(sources STREQUAL "")
+  _ciq_findcuda_compiled(findcuda ${target})
+  if(sources STREQUAL "" AND NOT findcuda STREQUAL "")
+    list(JOIN findcuda ", " named)
+    _ciq_call_site(site ${target})
+    message(FATAL_ERROR "${site}${fn}: '${target}' has no CUDA sources that CMake compiles: FindCUDA's "
+      "cuda_add_library() or cuda_add_executable() compiles ${named} by a command of its own, which "
+      "no pinned flag reaches. Build the target with CMake's CUDA language instead: CUDA in project(... "
+      "LANGUAGES CXX CUDA) or enable_language(CUDA), and add_library() or add_executable() for the "
+      "target, with its nvcc flags in target_compile_options() (docs/cmake.md).")
+  elseif(sources STREQUAL "")
     message(FATAL_ERROR "${fn}: '${target}' has no CUDA sources (.cu files or "
       "sources with LANGUAGE CUDA); tune the target that compiles your kernels.")
   endif()
@@ -1821,6 +1858,29 @@ function(_ciq_check_tune_target)
         "(registered: ${registered}).")
     endif()
   endif()
+endfunction()
+
+# _ciq_check_findcuda_toolkit(): the legacy FindCUDA module (find_package(CUDA)) looks for a toolkit of
+# its own (nvcc on PATH, /usr/local/cuda), not CMAKE_CUDA_COMPILER's; one of another release puts that
+# release's headers (CUDA_INCLUDE_DIRS) before nvcc's own, which breaks nvcc's compiles with errors that
+# do not name the cause. Warned once a configure, where FindCUDA ran in it (its commands exist). Its
+# version is the cached one: with CUDA a language, FindCUDA sets the variable CUDA_VERSION to the compiler's.
+function(_ciq_check_findcuda_toolkit)
+  set(found "$CACHE{CUDA_VERSION}")
+  if(NOT COMMAND cuda_add_executable OR found STREQUAL "" OR "${CMAKE_CUDA_COMPILER_VERSION}" STREQUAL "")
+    return()
+  endif()
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" compiler_release "${CMAKE_CUDA_COMPILER_VERSION}")
+  if(found VERSION_EQUAL compiler_release)
+    return()
+  endif()
+  cmake_path(GET CMAKE_CUDA_COMPILER PARENT_PATH compiler_bin)
+  cmake_path(GET compiler_bin PARENT_PATH compiler_root)
+  message(WARNING "ciq_build: find_package(CUDA) found CUDA ${found} ($CACHE{CUDA_TOOLKIT_ROOT_DIR}), "
+    "but CMAKE_CUDA_COMPILER is nvcc ${CMAKE_CUDA_COMPILER_VERSION} (${CMAKE_CUDA_COMPILER}): FindCUDA's "
+    "CUDA_INCLUDE_DIRS and CUDA_LIBRARIES are another release's, whose headers break nvcc's compiles "
+    "(e.g. \"'__cudaLaunch' was not declared\"). Configure with "
+    "-DCUDA_TOOLKIT_ROOT_DIR=\"${compiler_root}\" as well.")
 endfunction()
 
 cmake_policy(POP)

@@ -26,9 +26,12 @@ tune() {  # target, build dir, extra args...
         --generations "$GENS" --pool-size "$POOL" --repeats "$REPEATS" --jobs 4 "$@" \
         --cmake-arg=-DSAMPLE_EXTENSION_PYTHON=OFF 2>&1 | tee "$out/tune-$target-$mode.log"
     cp sample_extension/ciq/"$target".json "$out/$target-$mode.json" 2>/dev/null
-    cp sample_extension/ciq/"$target".acf "$out/$target-$mode.acf" 2>/dev/null  # the pin's ACF, named in the record
+    local acf  # the pin's ACF, under the name its record gives (gemm_kernels.<sha256 prefix>.acf)
+    acf=$(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["controls"].get("acf"); print(a["file"] if a else "")' \
+          sample_extension/ciq/"$target".json 2>/dev/null)
+    [ -n "$acf" ] && cp sample_extension/ciq/"$acf" "$out/"
     cp "$build"/ciq/journal/"$target".jsonl "$out/$target-$mode.jsonl" 2>/dev/null
-    rm -f sample_extension/ciq/"$target".json sample_extension/ciq/"$target".acf
+    rm -f sample_extension/ciq/"$target".json sample_extension/ciq/"$target".*acf
 }
 
 hybrid_toolkit() {
@@ -60,10 +63,10 @@ acf)
     ;;
 confirm)
     hybrid_toolkit
-    cp .carry/pin/gemm_kernels.json .carry/pin/gemm_kernels.acf sample_extension/ciq/
+    cp .carry/pin/gemm_kernels.json .carry/pin/*.acf sample_extension/ciq/  # the record and the ACF it names
     python3 bench/sample_kernels/confirm_pin.py --source sample_extension --target gemm_kernels --benchmark gemm_bench \
         --nvcc /tmp/hybrid/bin/nvcc --rounds "${ROUNDS:-30}" -- --m 2048 --n 2048 --k 2048 --repeats 20 \
         2>&1 | tee "$out/confirm-gemm_kernels.log"
-    rm -f sample_extension/ciq/gemm_kernels.json sample_extension/ciq/gemm_kernels.acf
+    rm -f sample_extension/ciq/gemm_kernels.json sample_extension/ciq/gemm_kernels.*acf
     ;;
 esac

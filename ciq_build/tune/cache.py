@@ -149,11 +149,24 @@ class EvaluationCache:
         for line, reason in self.journal.skipped:
             self.say(f"journal line {line} skipped ({reason})")
         if self.entries:
-            self.say(f"resuming: {len(self.entries)} finished evaluation(s) in {self.journal.path}")
+            self.say(self._resuming())
         retried -= set(self.entries)
         if retried:
             self.say(f"{len(retried)} evaluation(s) that failed for environmental reasons (full disk, killed, "
                      "hung build tool) are run again")
+
+    def _resuming(self) -> str:
+        """What the journal holds to resume from: how many evaluations measured today's objectives (a search
+        of other objectives may have measured none of them, and those are measured again)."""
+        usable, held = len(self.journaled(self.objectives)), len(self.entries)
+        if usable == held:
+            return f"resuming: {held} finished evaluation(s) in {self.journal.path}"
+        names = ", ".join(o.spec for o in self.objectives)
+        if usable == 0:
+            return (f"the journal's {held} finished evaluation(s) measured none of this tune's objectives ({names}): "
+                    f"nothing to resume from {self.journal.path}")
+        return (f"resuming: {usable} finished evaluation(s) in {self.journal.path} ({held - usable} more measured "
+                f"none of this tune's objectives, {names}: measured again where proposed)")
 
     def lookup(self, proposal: Proposal, controls: Controls, key: str) -> Evaluation | None:
         """The journaled evaluation of `key` to reuse for `proposal`, or None: evaluate it."""

@@ -155,19 +155,22 @@ class Confirmer:
 
     def _trusted_winner(self, baseline: Evaluation, evaluations: list[Evaluation], base_tree: WorkerTree,
                         tree: WorkerTree) -> tuple[Evaluation, Evaluation, CandidateBuild | None]:
-        """The baseline and winner, with every journaled static score re-measured from a fresh build.
+        """The baseline and winner, with every static score read from the journal of an earlier run re-measured
+        from a fresh build.
 
         A journaled value that a fresh build does not reproduce is replaced by the
         fresh one (and journaled), and the winner is picked again. Returns the
         winner's build when it is the last one made in `tree`.
         """
         keys = self._deterministic_keys()
-        if keys and baseline.cached:
+        measured = set(self.cache.measured_this_run)  # what this run built and measured itself: trusted
+        if keys and baseline.cached and baseline.key not in measured:
             self.say("rebuilding the journal's baseline: its static metrics must be what a fresh build measures")
             built = base_tree.build(Controls(), self.timeouts.compile, benchmark=self.runner.needs_benchmark)
             if not built.ok:
                 raise SearchError(f"the baseline no longer builds: {built.message}")
             baseline = self._remeasured(baseline, built, keys)
+            measured.add(baseline.key)
         checked: set[int] = set()
         last: tuple[Evaluation, CandidateBuild] | None = None
         while True:
@@ -176,7 +179,8 @@ class Confirmer:
                 raise SearchError(
                     f"no candidate of {self.target} could be evaluated ({failure_summary(evaluations)}); "
                     "see the journal for each failure")
-            if not keys or not winner.cached or id(winner) in checked:
+            # A winner this run built and measured itself (a repeat of one, the defaults again) needs no second build.
+            if not keys or not winner.cached or winner.key in measured or id(winner) in checked:
                 break
             self.say("rebuilding the journal's winner: its static metrics must be what a fresh build measures")
             built = tree.build(winner.controls, self.timeouts.compile, benchmark=self.runner.needs_benchmark)

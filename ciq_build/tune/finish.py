@@ -278,7 +278,8 @@ class Finish:
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
                           stopped=searched.stopped, next_with_pin=self._skipped_text(pinned),
                           next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
-                              objectives, self.settings.search, self.pinning, confirmation.better),
+                              objectives, self.settings.search, self.pinning, confirmation.better,
+                              confirmation.baseline_scores),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(),
                           idle_params=[name for name in without_effect(self.manifest.params, searched.evaluations)
@@ -328,7 +329,7 @@ class Finish:
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
                           stopped=searched.stopped,
                           next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
-                                                              better=False)),
+                                                              better=False, baseline_scores=baseline.scores)),
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from test_manifest_schema import assert_valid_manifest
 
-from ciq_build.compiler.toolchain import load_toolchain
+from ciq_build.compiler.toolchain import _real_bin_dir, load_toolchain
 from ciq_build.core.objectives import unknown_objective
 from ciq_build.measure.proc import ProcResult, run
 from ciq_build.project.cmake_trees import ScratchTree
@@ -100,6 +100,13 @@ add_library(kern_alias ALIAS kern)
 
 DEFAULT_BODY = ('ciq_tune_target(kern BENCHMARK kern_bench ARGS --n 4 OBJECTIVES time PIN_DIR "pins dir" '
                 'PARAMS "KTILE=range(1,64)")\n')
+
+# The legacy FindCUDA module (removed by policy CMP0146), pointed at the toolkit the tiny project compiles with.
+FIND_CUDA = """cmake_policy(SET CMP0146 OLD)
+cmake_path(GET CMAKE_CUDA_COMPILER PARENT_PATH cuda_bin)
+cmake_path(GET cuda_bin PARENT_PATH CUDA_TOOLKIT_ROOT_DIR)
+find_package(CUDA REQUIRED)
+"""
 
 CACHE_DEFAULTS = {"CIQ_DISABLE": "OFF", "CIQ_STRICT": "OFF", "CIQ_TUNE_TARGET": "", "CIQ_TUNE_OPTIONS_FILE": ""}
 
@@ -619,6 +626,10 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
         ("ciq_tune_target(kern BENCHMARK kern_bench ITERATIONS 3)\n", "unknown arguments 'ITERATIONS;3'"),
         ("ciq_tune_target(nosuch)\n", "there is no target 'nosuch'"),
         ("ciq_tune_target(hostonly OBJECTIVES spill_bytes)\n", "'hostonly' has no CUDA sources"),
+        # FindCUDA's cuda_add_library() compiles other.cu by a custom command, which no pin's flag reaches.
+        (FIND_CUDA + "cuda_add_library(legacy STATIC other.cu)\nciq_tune_target(legacy OBJECTIVES registers)\n",
+         "'legacy' has no CUDA sources that CMake compiles: FindCUDA's cuda_add_library() or "
+         "cuda_add_executable() compiles other.cu"),
         ("ciq_tune_target(kern_alias)\n", "pass the real target 'kern'"),
         ("ciq_tune_target(kern BENCHMARK other)\n", "it must be an executable"),
         ("ciq_tune_target(kern BENCHMARK nosuch_bench)\n", "BENCHMARK 'nosuch_bench' is not a target"),
@@ -640,6 +651,20 @@ def test_call_errors_name_the_function_and_say_what_to_do(tiny: Tiny, body: str,
     assert not result.ok
     assert "ciq_tune_target(" in said(result)
     assert message in said(result)
+
+
+def test_a_findcuda_toolkit_of_another_release_than_the_cuda_compiler_is_warned(tiny: Tiny,
+                                                                              system_nvcc: Path) -> None:
+    """find_package(CUDA) finding the system's toolkit while CMake compiles with the pip one's nvcc."""
+    body = "cmake_policy(SET CMP0146 OLD)\nfind_package(CUDA REQUIRED)\nciq_tune_target(kern OBJECTIVES registers)\n"
+    system_bin = _real_bin_dir(system_nvcc)  # /usr/local/bin/nvcc may be a wrapper script
+    assert system_bin is not None
+    other = said(ensure_ok(tiny.configure(body=body, cache={"CUDA_TOOLKIT_ROOT_DIR": str(system_bin.parent)})))
+    assert "find_package(CUDA) found CUDA" in other and "but CMAKE_CUDA_COMPILER is nvcc 13.3" in other
+    assert f'Configure with -DCUDA_TOOLKIT_ROOT_DIR="{tiny.cuda_bin.parent}" as well' in other
+    # Once FindCUDA finds the compiler's own toolkit, nothing is said.
+    same = said(ensure_ok(tiny.configure(body=body, cache={"CUDA_TOOLKIT_ROOT_DIR": str(tiny.cuda_bin.parent)})))
+    assert "find_package(CUDA) found" not in same
 
 
 # Issue 22 item 4: what tune used to refuse only after a clean configure and build, configure refuses at the

@@ -353,6 +353,29 @@ def test_several_objectives_pin_a_pareto_point_that_beats_the_baseline_by_the_pi
     assert pick_from_front(ends, ["max", "min"], "first") is ends[2]
 
 
+def test_resuming_counts_only_the_journaled_evaluations_that_measured_todays_objectives(tmp_path: Path) -> None:
+    # A static tune after a search of other objectives said "resuming: 49 finished evaluation(s)" and then
+    # measured every candidate again: none of the 49 had measured its objective.
+    recorded = record(tmp_path)  # time_ms, registers and gflops of every candidate, its failures too
+    held = len(evaluation_lines(recorded))
+    failed = sum(1 for line in evaluation_lines(recorded) if not line["ok"])
+    assert 0 < failed < held
+    said: list[str] = []
+    opened_cache(recorded, parse_objectives(["registers"]), said)
+    assert said[-1] == f"resuming: {held} finished evaluation(s) in {recorded}"
+    said.clear()
+    opened_cache(recorded, parse_objectives(["sass_instructions", "registers"]), said)
+    assert said[-1] == (f"resuming: {failed} finished evaluation(s) in {recorded} ({held - failed} more measured none "
+                        "of this tune's objectives, sass_instructions, registers: measured again where proposed)")
+    # Without its failures (which are reused whatever the objectives), nothing there measured stack_bytes.
+    kept = [line for line in recorded.read_text().splitlines(keepends=True) if '"ok": false' not in line]
+    recorded.write_text("".join(kept))
+    said.clear()
+    opened_cache(recorded, parse_objectives(["stack_bytes"]), said)
+    assert said[-1] == (f"the journal's {held - failed} finished evaluation(s) measured none of this tune's "
+                        f"objectives (stack_bytes): nothing to resume from {recorded}")
+
+
 # -- failure causes in the journal -----------------------------------------------------------
 
 

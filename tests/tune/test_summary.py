@@ -40,6 +40,25 @@ def test_changes_are_spelt_one_way() -> None:
     assert row.split()[-1] == "-"  # no change to speak of from zero
 
 
+def test_where_few_register_caps_lie_below_the_defaults_next_names_one_to_seed() -> None:
+    # cuda_reduction_sum's kernel: 40 registers by default, and of the cap's grid (32..248 by 8) only 32 below
+    # it, which a 24-candidate search never drew; seeded, it pinned 40 -> 32 registers with no spills.
+    objectives = parse_objectives(["spill_bytes", "registers"])
+    knobs = SearchSettings(generations=3, pool_size=8, controls=("knobs",))
+    said = next_without_a_pin(objectives, knobs, pin=True, better=False, baseline_scores=(0.0, 40.0))
+    assert ("; the register cap's grid (-maxrregcount 32..248 by 8) holds 1 value(s) below the defaults' 40 "
+            "registers, which the search seldom draws: seed one, --seed-from='-maxrregcount=32'; --fresh") in said
+    assert "--seed-from='-maxrregcount=40'" in next_without_a_pin(objectives, knobs, True, False, (0.0, 48.0))
+    # Not where the grid holds enough caps below, nothing lies below, no knob is searched or registers is no goal.
+    for quiet in (next_without_a_pin(objectives, knobs, True, False, (0.0, 80.0)),
+                  next_without_a_pin(objectives, knobs, True, False, (0.0, 32.0)),
+                  next_without_a_pin(objectives, SearchSettings(controls=("params",)), True, False, (0.0, 40.0)),
+                  next_without_a_pin(parse_objectives(["spill_bytes", "max:registers"]), knobs, True, False,
+                                     (0.0, 40.0)),
+                  next_without_a_pin(parse_objectives(["spill_bytes"]), knobs, True, False, (40.0,))):
+        assert "maxrregcount" not in quiet
+
+
 def test_the_table_shows_each_objectives_unit() -> None:
     text = run_summary("kern", parse_objectives(["time", "spill_bytes", "registers"]), (4.25, 16.0, 40.0),
                        (3.5, 0.0, 32.0), [evaluated("a")], True, "better", None, Path("journal.jsonl"), {"a"})

@@ -1,0 +1,73 @@
+"""Before a pin, which winners' static scores a fresh build must reproduce: the journal's of an earlier run, not
+what this run measured itself (ciq_build.tune.confirm)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from ciq_build.compiler.controls import Controls
+from ciq_build.core.objectives import parse_objectives
+from ciq_build.core.settings import MeasureSettings
+from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
+from ciq_build.state.journal import Journal
+from ciq_build.tune.cache import EvaluationCache
+from ciq_build.tune.confirm import Confirmer
+from ciq_build.tune.timeouts import Timeouts
+
+OBJECTIVES = parse_objectives(["spill_bytes", "registers"])
+METRICS = {"spill_bytes": 0.0, "registers": 40.0}
+REBUILDING = "rebuilding the journal's winner"
+
+
+class CountingTree:
+    """TEST DOUBLE for a worker tree: counts the builds it is asked for, each of which reproduces METRICS."""
+
+    def __init__(self) -> None:
+        self.builds: list[Controls] = []
+
+    def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
+              benchmark: bool = True) -> Any:
+        self.builds.append(controls)
+        return SimpleNamespace(ok=True, message="")
+
+
+def trusted_winner(cache: EvaluationCache, baseline: Evaluation, said: list[str]) -> CountingTree:
+    """Confirm the defaults proposed again by the search, as the loop took them from `cache`; the builds asked."""
+    again = cache.lookup(Proposal(0, 1, {}), Controls(), baseline.key)
+    assert again is not None and again.cached
+    runner: Any = SimpleNamespace(needs_benchmark=False, static_metrics=lambda built: dict(METRICS))
+    confirmer = Confirmer(runner, cache, OBJECTIVES, MeasureSettings(), Timeouts(60.0, 60.0), "knee", "kern",
+                          said.append, said.append)
+    tree = CountingTree()
+    tree_arg: Any = tree
+    _, winner, _ = confirmer._trusted_winner(baseline, [again], tree_arg, tree_arg)
+    assert winner.metrics == METRICS
+    return tree
+
+
+def test_a_winner_measured_earlier_in_this_run_is_not_rebuilt_as_a_journaled_one(tmp_path: Path) -> None:
+    # A first static tune whose search proposed the defaults again said "rebuilding the journal's winner" and
+    # rebuilt them, though this run had just built and measured them as its baseline.
+    journal = Journal(tmp_path / "kern.jsonl")
+    header = {"target": "kern", "objectives": [o.spec for o in OBJECTIVES]}
+    said: list[str] = []
+    cache = EvaluationCache(journal, OBJECTIVES, said.append)
+    cache.open(header)
+    baseline = Evaluation("defaults", Proposal(-1, 0, {}), Controls(), True, None, "", dict(METRICS), {},
+                          (0.0, 40.0), 3.9)
+    cache.record(baseline, reuse=True)  # as the baseline's measurement is (ciq_build.tune.baseline)
+    assert trusted_winner(cache, baseline, said).builds == [] and not any(REBUILDING in line for line in said)
+    # The same winner read back from the journal by a later run is rebuilt: the journal may be stale.
+    later = EvaluationCache(journal, OBJECTIVES, said.append)
+    later.open(header)
+    assert trusted_winner(later, baseline, said).builds == [Controls()] and any(REBUILDING in line for line in said)
+    # Where the baseline came from that journal too, its rebuild checks the defaults once, not twice.
+    said.clear()
+    journaled = later.lookup(Proposal(-1, 0, {}), Controls(), baseline.key)
+    assert journaled is not None and journaled.cached
+    assert trusted_winner(later, journaled, said).builds == [Controls()]
+    assert any("rebuilding the journal's baseline" in line for line in said)
+    assert not any(REBUILDING in line for line in said)
