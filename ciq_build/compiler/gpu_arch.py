@@ -78,11 +78,12 @@ def jit_note(target: str, architectures: str, gpu: int) -> str:
             f"describe {built}; set CUDA_ARCHITECTURES to {gpu} (or add it) to tune the code the GPU runs")
 
 
-def scored_architecture(architectures: str, gpu: int | None, asked: str | None) -> tuple[str | None, str]:
+def scored_architecture(architectures: str, gpu: int | None, asked: str | None,
+                        gpu_is: str = "the benchmark GPU") -> tuple[str | None, str]:
     """(architecture whose static metrics are scored, why) of a target built for `architectures`.
 
-    The one `--architecture` names; else the benchmark GPU's, when the build has SASS for it; else the first
-    built. None for a build of one architecture or none named (its metrics are all of one).
+    The one `--architecture` names; else the GPU's (`gpu_is` says which GPU that is), when the build has SASS
+    for it; else the first built. None for a build of one architecture or none named (its metrics are all of one).
     """
     names: Sequence[str] = [arch_name(e) for e in split_architectures(architectures)
                             if e.strip().lower() not in ("all", "all-major", "native")
@@ -94,9 +95,9 @@ def scored_architecture(architectures: str, gpu: int | None, asked: str | None) 
     if gpu is not None:
         running = [name for name in names if runs_on(name, gpu)]
         if running:
-            return running[0], f"the benchmark GPU's ({sm(gpu)})"
+            return running[0], f"{gpu_is}'s ({sm(gpu)})"
     return names[0], "the first of CUDA_ARCHITECTURES" + (
-        "" if gpu is None else f" (none runs on the benchmark GPU, {sm(gpu)})") + "; --architecture names another"
+        "" if gpu is None else f" (none runs on {gpu_is}, {sm(gpu)})") + "; --architecture names another"
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,11 @@ def native_note(target: str, architectures: str, gpu: int | None) -> str | None:
 def plan_architectures(target: str, architectures: str, gpu: int | None, asked: str | None,
                        static: Sequence[str], timed: bool) -> ArchitecturePlan:
     """The plan of a tune of `target`, or a ConfigError when a static objective (of `static`) would describe
-    other machine code than the benchmark's GPU runs (`timed`: some objective is a benchmark's)."""
-    scored, why = scored_architecture(architectures, gpu, asked)
+    other machine code than the benchmark's GPU runs (`timed`: some objective is a benchmark's). Without one,
+    `gpu` is this machine's GPU (None: none here): a tune of static objectives alone scores its architecture too,
+    since the code a user tunes on a machine with a GPU is the code that GPU runs."""
+    scored, why = scored_architecture(architectures, gpu, asked,
+                                      "the benchmark GPU" if timed else "this machine's GPU")
     jit = None
     if gpu is not None and timed and not has_sass_for(architectures, gpu):
         jit = jit_note(target, architectures, gpu)
@@ -163,4 +167,6 @@ def plan_architectures(target: str, architectures: str, gpu: int | None, asked: 
                 f"of {target}, but the benchmark's GPU ({sm(gpu)}) runs PTX JIT-compiled for it at load: the "
                 f"figures would describe two different programs. Add {gpu} to CUDA_ARCHITECTURES (or tune "
                 f"--architecture {gpu} once it is built), or tune the benchmark's objectives alone.")
-    return ArchitecturePlan(gpu, scored if static else None, why, jit, native_note(target, architectures, gpu))
+    # The plan's GPU is the one the times are of: none without a benchmark.
+    return ArchitecturePlan(gpu if timed else None, scored if static else None, why, jit,
+                            native_note(target, architectures, gpu))

@@ -22,7 +22,7 @@ from typing import TextIO, TypeVar
 
 from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures
+from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures, read_gpu_arch
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
 from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR
@@ -295,9 +295,11 @@ class TuneRun:
         return environment.disk_full_error(what, scratch_root(self.manifest), self.cache.path, len(self.cache) + done)
 
     def _plan_architectures(self) -> None:
-        """Which GPU the benchmark runs on and which architecture static objectives score, said before the
-        baseline; a static objective that would describe other code than the GPU runs is refused here."""
-        gpu = self.runner.read_gpu() if self.runner.needs_benchmark else None
+        """Which GPU the benchmark runs on (without a benchmark: this machine's, if any) and which architecture
+        static objectives score, said before the baseline; a static objective that would describe other code
+        than the GPU runs is refused here."""
+        # Without a benchmark no GPU slot is taken (a question, not a run, should not wait for another tune's).
+        gpu = self.runner.read_gpu() if self.runner.needs_benchmark else read_gpu_arch()
         static = [o.spec for o in self.objectives if o.source == "static"]
         self.architectures = plan_architectures(self.manifest.target, self.manifest.toolchain.architectures, gpu,
                                                 self.manifest.tune_architecture, static,
