@@ -295,10 +295,8 @@ class TuneRun:
         return environment.disk_full_error(what, scratch_root(self.manifest), self.cache.path, len(self.cache) + done)
 
     def _plan_architectures(self) -> None:
-        """Which GPU the benchmark runs on (without a benchmark: this machine's, if any) and which architecture
-        static objectives score, said before the baseline; a static objective that would describe other code
-        than the GPU runs is refused here."""
-        # Without a benchmark no GPU slot is taken (a question, not a run, should not wait for another tune's).
+        """Which GPU the benchmark runs on (without one: this machine's, read without taking a benchmark's slot)
+        and which architecture static objectives score, said before the baseline; one describing other code is refused."""
         gpu = self.runner.read_gpu() if self.runner.needs_benchmark else read_gpu_arch()
         static = [o.spec for o in self.objectives if o.source == "static"]
         self.architectures = plan_architectures(self.manifest.target, self.manifest.toolchain.architectures, gpu,
