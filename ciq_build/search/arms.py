@@ -92,7 +92,6 @@ class Shared(Protocol):
     def floor(self, arm: str, size: int) -> int: ...
 
 
-
 class Arm(Protocol):
     """What the portfolio asks of an arm."""
 
