@@ -87,6 +87,14 @@ def _step_arch(step: str) -> str | None:
     return None
 
 
+def _difference(before: str, after: str, most: int = 4) -> str:
+    """What `after` says that `before` does not, and the reverse, a few words each: why two steps differ."""
+    words_before, words_after = shlex.split(before), shlex.split(after)
+    added = [w for w in words_after if w not in words_before][:most]
+    removed = [w for w in words_before if w not in words_after][:most]
+    return f"adds {added or 'nothing'}, drops {removed or 'nothing'}"
+
+
 def plan(argv: list[str], architectures: dict[str, Path], cwd: Path) -> tuple[dict[str, str], list[str]]:
     """The steps of one compile with each architecture's own cicc and ptxas (see the module's docstring)."""
     env, shared = dryrun(argv, cwd)
@@ -108,8 +116,9 @@ def plan(argv: list[str], architectures: dict[str, Path], cwd: Path) -> tuple[di
                 # (Another architecture's cicc or ptxas changes too: its own plan decides it.)
                 raise Refused(
                     f"the controls for sm_{arch} ({options}) change a step that every architecture shares "
-                    f"({_tool(after)}), so they cannot be applied to sm_{arch} alone. Pin the same such controls "
-                    "for every architecture (tune them together), or build this target for one architecture")
+                    f"({_tool(after)}: {_difference(before, after)}), so they cannot be applied to sm_{arch} "
+                    "alone. Pin the same such controls for every architecture (tune them together), or build "
+                    "this target for one architecture")
         if own == 0:
             raise Refused(f"this compile has no cicc or ptxas step for sm_{arch}: is {arch} one of its "
                           "CUDA_ARCHITECTURES? Reconfigure (the pin was resolved for other architectures)")

@@ -159,3 +159,13 @@ def test_each_architecture_is_tuned_on_its_own_and_merged_into_one_record_that_v
                           capture_output=True, text=True, timeout=60, cwd=source)
     assert show.returncode == 0, show.stderr
     assert "sm_80" in show.stdout and "sm_90a" in show.stdout and "-DSCALE=1" in show.stdout, show.stdout
+
+
+def test_a_refused_shared_step_names_the_words_that_differ() -> None:
+    # When one architecture's controls reach a step all architectures share, the refusal says how the step
+    # changed, so a user (or a flaky run) can see which word did it.
+    from ciq_build.compiler.gencode import _difference
+    before = "gcc -E -x c++ -DCUDA_DOUBLE_MATH_FUNCTIONS k.cu -o /tmp/tmpxft_00001a2b_00000000-5_k.cpp4.ii"
+    after = "gcc -E -x c++ -DCUDA_DOUBLE_MATH_FUNCTIONS -DSCALE=3 k.cu -o /tmp/tmpxft_00001a2b_00000000-5_k.cpp4.ii"
+    assert _difference(before, after) == "adds ['-DSCALE=3'], drops nothing"
+    assert _difference(after, before) == "adds nothing, drops ['-DSCALE=3']"

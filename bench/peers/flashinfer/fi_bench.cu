@@ -1,6 +1,6 @@
 // Benchmark of upstream's FA2 prefill kernel (fi_launch.cu): Q, K, V random in [-2, 2) (made on the GPU from
 // a hash of each element's index, so a run's set-up is milliseconds), O checked on 128 sampled (query, head)
-// rows against a double-precision softmax(Q K^T / sqrt(128)) V on the CPU, then timed: the median of `repeats`
+// rows against a double-precision softmax(Q K^T / sqrt(head dimension)) V on the CPU, then timed: the median of `repeats`
 // launches (cudaEvents, after warm-ups), in the ciq_build line protocol (sample_extension/bench/bench_common.h).
 //   fi_bench [--seq 8192] [--heads 32] [--repeats 20]
 // FP16 inputs, P rounded to FP16 before the P V product, FP32 accumulation: the sampled rows' relative error

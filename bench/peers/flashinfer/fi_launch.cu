@@ -4,7 +4,7 @@
 // Upstream's dispatcher picks the query tile and the KV tile (NUM_MMA_KV, in 16-key steps) at run time from
 // the problem and the card's shared memory; here they are -D parameters, searched by ciq_build:
 //   FI_CTA_TILE_Q  query rows per block: 64 or 128 (upstream's choice for long sequences: 128)
-//   FI_NUM_MMA_KV  16-key steps per KV tile: 1, 2 or 4 (upstream's on an H100 or H200 with CTA_TILE_Q 128: 4)
+//   FI_NUM_MMA_KV  16-key steps per KV tile: 1, 2, 4 or 8 (upstream's on an H100 or H200 with CTA_TILE_Q 128: 4)
 #include "fi_launch.h"
 
 #include <cmath>
