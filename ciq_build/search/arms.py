@@ -15,11 +15,10 @@ arm proposed it:
   product stays, every single change, triples of ordered
   parameters moved together, then pairs of any two parameters' one-step
   changes: what walks a ridge or a valley that no single change climbs;
-  and, taking turns with its single changes and what follows, walks from each
-  change of one of its choices or flags that lost a little (NEAR_LOSS) along
-  every ordered parameter, by doubling steps while they stay near the best: a
-  pair of which one moves far across a plateau, that no single change and no
-  step of two makes (none where scores are noisy);
+  and, taking turns with its moves, walks from its changes of one choice or
+  flag along every ordered parameter, from those whose change interacts with
+  the others, the most first (ciq_build.search.walks): a pair of which one
+  moves far across a plateau, that no single change and no step of two makes;
 * :class:`~ciq_build.search.diverse.DiverseArm` (its own module): a population
   search that converges slowly on purpose -- what makes the move of two or
   three flags that is a loss flag by flag.
@@ -34,7 +33,6 @@ it can refute it.
 from __future__ import annotations
 
 import bisect
-import heapq
 import itertools
 import random
 from collections.abc import Callable, Iterator
@@ -42,13 +40,14 @@ from dataclasses import replace
 from typing import Protocol
 
 from ciq_build.core.causes import Cause
-from ciq_build.core.pareto import Direction, minimised
+from ciq_build.core.pareto import minimised
 from ciq_build.core.space import Genome, Param, SearchSpace
 from ciq_build.errors import SearchError
 from ciq_build.search.batch import Candidate
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
 from ciq_build.search.operators import Changes, one_step_neighbours, single_changes
+from ciq_build.search.walks import History, Walks
 
 _DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
 _PATTERN_TIMES = (1, 2, 3)  # the pattern steps along the best's last move: once, twice, three times its length
@@ -58,34 +57,21 @@ _POLL_CHOICES = 4  # a choice of at most this many values counts each other valu
 _MAX_TRIPLES = 56
 # Product moves for at most this many ordered numeric parameters (every ordered pair of them, each value of one).
 _MAX_PRODUCT_PARAMS = 8
-# Walks from the best's changes of one choice or flag that lost at most this share of its score, for as long as they
-# stay within it (LocalArm._walk). Chosen on held-out-7's HGEMM knobs (the -O level lowered loses 0.6% alone) and the
-# tuning set: at 0.5% no walk starts there (24/100 seeds on target), at 1% and 2% 92% and 90% (walks first, before any
-# other move). Walks start once the centre's steps, pairs and product moves are out and then take turns with its
-# other moves, and start from no change of an ordered parameter: first in line and from any change they cost ordinal
-# valleys and ridges their pair and triple moves (held-out-3's valley3 25/40 against 40/40, held-out-5's ridge5 33/40
-# against 40/40); as kept, 100 seeds: hgemm7 88% (26% without), ridge5 98% (98%), valley4 96% (100%), valley3 98%
-# (100%), the tuning set's knobs 63% (70%; seeds 100-299: 132/200 against 134/200).
-NEAR_LOSS = 0.02
 
 
-class Shared(Protocol):
-    """What an arm reads of the portfolio: the space, the budget and seed, the shared history, the best."""
+class Shared(History, Protocol):
+    """What an arm reads of the portfolio: the space, the budget and seed, the shared history (walks.History), the
+    best."""
 
     space: SearchSpace
     config: SearchConfiguration
     seed: int
-    directions: tuple[Direction, ...]
-    measured: dict[Genome, tuple[float, ...] | None]  # each configuration's first result (None: it failed)
-    noisy: bool | None  # whether measuring a configuration again gives another score (None: not known yet)
 
     def untried(self, genome: Genome) -> bool: ...
 
     def known_to_fail(self, genome: Genome) -> bool: ...
 
     def to_change(self, genome: Genome) -> frozenset[int] | None: ...
-
-    def promising(self, genome: Genome) -> bool: ...
 
     def centre(self) -> Genome | None: ...
 
@@ -237,13 +223,9 @@ class LocalArm:
         self._better: list[tuple[tuple[float, ...], Genome, Genome]] = []  # those that improved on it, and it
         self._params = list(portfolio.space.values())
         self._numeric = _numeric(self._params)  # the parameters product moves move
-        # Walks (LocalArm._walk): their next moves, before the centre's other moves, those from the origin that lost
-        # least first (then in the order found); and those proposed, waiting for their result.
-        self._ready: list[tuple[float, int, Genome, Walk]] = []
-        self._walking: dict[Genome, tuple[float, Walk]] = {}
-        self._walks = 0
-        self._origins: set[Genome] = set()  # the single changes walked from, around the current centre
-        # Walks start once the centre's moves before its single changes are out, then take turns with the rest.
+        self.walks = Walks(portfolio, portfolio.space)  # from the centre's changes of a choice or flag
+        # Walks take turns with the centre's moves once those before its single changes are out, or from the first
+        # once an origin is known to interact (Walks.urgent).
         self._walks_from = 0  # where in the centre's moves that is
         self._walks_open = False
         self._walk_turn = True
@@ -256,9 +238,10 @@ class LocalArm:
             self._rebuild(centre)
         while True:
             self._walks_open = self._walks_open or self._next >= self._walks_from
-            if self._walks_open and (self._walk_turn or self._next >= len(self._moves)):
-                genome = self._walk_move(centre)
+            if (self._walks_open or self.walks.urgent) and (self._walk_turn or self._next >= len(self._moves)):
+                genome = self.walks.propose()
                 if genome is not None:
+                    self._around[genome] = centre
                     self._walk_turn = False
                     return genome
             while self._next < len(self._moves):
@@ -269,9 +252,9 @@ class LocalArm:
                     self._walk_turn = True
                     return genome
                 measured = self.portfolio.measured.get(genome)
-                if measured is not None:  # another arm measured it: a single change near the best is walked from
-                    self._near_best(genome, measured, centre)
-            if self._ready:
+                if measured is not None and centre == self._centre:  # another arm measured it: walked from
+                    self.walks.admit(genome, measured)
+            if self.walks.pending:
                 continue  # the centre's moves are out: the walks' turn
             if not self._pairs:
                 return None
@@ -283,89 +266,19 @@ class LocalArm:
                 self._moves.append(tuple(moved))
 
     def learn(self, genome: Genome, scores: tuple[float, ...] | None, drawn: bool) -> None:
+        self.walks.heard()
         centre = self._around.pop(genome, None)
         directions = self.portfolio.directions
         if centre is None or len(directions) > 1:
             return
-        walk = self._walking.pop(genome, None)
-        if walk is not None:
-            self._walked(*walk, genome, scores, centre)
+        walk = centre == self._centre and self.walks.learned(genome, scores)
         before = self.portfolio.measured.get(centre)
         if scores is None or before is None:
             return
         if minimised(scores, directions) < minimised(before, directions):
             self._better.append((minimised(scores, directions), genome, centre))
-        elif walk is None:
-            self._near_best(genome, scores, centre)
-
-    def _walk_move(self, centre: Genome) -> Genome | None:
-        """The next walk's next move that is untried (None: none left now)."""
-        while self._ready:
-            start, _, genome, walk = heapq.heappop(self._ready)
-            if self.portfolio.promising(genome):
-                self._around[genome] = centre
-                self._walking[genome] = (start, walk)
-                return genome
-            if genome in self.portfolio.measured:  # another arm measured it: walk on from its result
-                self._walked(start, walk, genome, self.portfolio.measured[genome], centre)
-        return None
-
-    def _near_best(self, genome: Genome, scores: tuple[float, ...], centre: Genome) -> None:
-        """Walks (LocalArm._walk) from `genome` along every ordered parameter where it is a change of one choice or
-        flag of the centre that lost a little (no more than NEAR_LOSS) -- one objective. Not from a change of an
-        ordered parameter: those are moved with others already (pairs, products, triples), and walks from them took
-        those moves' slots on valleys of three ordinals (held-out-3's valley3: 25/40 seeds on target against 40/40)."""
-        before = self.portfolio.measured.get(centre)
-        if before is None or centre != self._centre or len(self.portfolio.directions) > 1:
-            return
-        if self.portfolio.noisy:
-            return  # a loss of a little cannot be told from noise
-        fitness, was = minimised(scores, self.portfolio.directions)[0], minimised(before, self.portfolio.directions)[0]
-        if not was < fitness <= _near(was) or genome in self._origins:
-            return
-        changed = [i for i, (a, b) in enumerate(zip(genome, centre, strict=True)) if a != b]
-        if len(changed) == 1 and not self._params[changed[0]].ordered:
-            self._origins.add(genome)
-            for i, param in enumerate(self._params):
-                if param.ordered and param.size > 1:
-                    self._walk(fitness, genome, i)
-
-    def _walk(self, start: float, origin: Genome, i: int) -> None:
-        """Walks from `origin` (a change of the centre that lost a little; its score `start`) along ordered
-        parameter `i` alone, both ways (knocked out: from its middle value): 1, 2, 4, 8... grid steps, then the end of
-        its grid, each step proposed once the last is known to have stayed within NEAR_LOSS of the best; where one
-        loses more, the distance between it and the last that stayed is halved until they are a step apart. A pattern
-        search's line across a plateau -- values where a step changes nothing, or loses a little, before the value
-        that pays, often the last before a cliff -- in log-many moves however far that value lies: the pair move no
-        search made on held-out-7's HGEMM knobs (-O lowered one notch, a loss alone, then the register cap 15 steps
-        down to the occupancy step, the last value before the spills)."""
-        if origin[i] is None:
-            self._next_step(start, (origin, i, 0, 0, 0))
-        else:
-            for direction in (-1, 1):
-                self._next_step(start, (origin, i, direction, 0, 0))
-
-    def _next_step(self, start: float, walk: Walk) -> None:
-        move = _step(walk, self.portfolio.space)
-        if move is not None:
-            self._walks += 1
-            heapq.heappush(self._ready, (start, self._walks, move, walk))
-
-    def _walked(self, start: float, walk: Walk, genome: Genome, scores: tuple[float, ...] | None,
-                centre: Genome) -> None:
-        """A walk's step measured: further while it stays near the best, back halfway where it did not."""
-        before = self.portfolio.measured.get(centre)
-        if before is None or centre != self._centre:
-            return
-        directions = self.portfolio.directions
-        stayed = scores is not None and minimised(scores, directions)[0] <= _near(minimised(before, directions)[0])
-        origin, i, direction, near, far = walk
-        if direction == 0:  # brought back at its middle value: on from there, both ways
-            if stayed:
-                self._walk(start, genome, i)
-            return
-        tried = abs(genome[i] - origin[i])  # type: ignore[operator]
-        self._next_step(start, (origin, i, direction, tried, far) if stayed else (origin, i, direction, near, tried))
+        elif not walk and centre == self._centre:
+            self.walks.admit(genome, scores)
 
     def _merged(self, centre: Genome) -> Genome | None:
         """Every change that improved on the last centre, applied to the new one at once (the best's first where
@@ -380,14 +293,12 @@ class LocalArm:
                     changed.add(i)
         self._better.clear()
         self._around.clear()
-        self._ready.clear()
-        self._walking.clear()
-        self._origins.clear()
         return tuple(merged) if changed else None
 
     def _rebuild(self, centre: Genome) -> None:
         merged = self._merged(centre)
         previous, self._centre = self._centre, centre
+        self.walks.reset(centre)
         self._rebuilt += 1
         rng = random.Random(f"ciq_build.search.portfolio:{self.portfolio.seed}:local:{self._rebuilt}")
         space = self.portfolio.space
@@ -436,35 +347,6 @@ class LocalArm:
         self._pairs = [(i, j) for i, j in itertools.combinations(range(len(params)), 2)
                        if self._steps[i] and self._steps[j]]
         rng.shuffle(self._pairs)  # taken from the end: any two parameters, flags that only help together
-
-
-# A walk: its origin, its parameter, its direction (0: to the middle value), the furthest distance known to stay
-# near the best, the nearest known not to (0: none yet).
-Walk = tuple[Genome, int, int, int, int]
-
-
-def _near(fitness: float) -> float:
-    """The worst score still near a best of `fitness` (minimised): NEAR_LOSS of it."""
-    return fitness + NEAR_LOSS * abs(fitness)
-
-
-def _step(walk: Walk, space: SearchSpace) -> Genome | None:
-    """A walk's next move (None: it is over): its origin with the parameter at its middle value (direction 0), or
-    moved twice the distance that stayed near (at most to the grid's end), or, once a distance did not, halfway
-    between the two."""
-    origin, i, direction, near, far = walk
-    size = space[space.names[i]].size
-    gene = origin[i]
-    if direction == 0 or gene is None:
-        return origin[:i] + (size // 2,) + origin[i + 1:]
-    room = gene if direction < 0 else size - 1 - gene  # steps to the grid's end
-    if far:
-        distance = (near + far) // 2 if far - near > 1 else 0
-    else:
-        distance = min(max(1, 2 * near), room) if near < room else 0
-    if not distance:
-        return None
-    return origin[:i] + (gene + direction * distance,) + origin[i + 1:]
 
 
 def _product_moves(centre: Genome, numeric: list[tuple[int, list[float]]]) -> tuple[list[Genome], list[Genome]]:

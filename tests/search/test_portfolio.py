@@ -12,13 +12,14 @@ import ciq_build
 import ciq_build.core.space as ss
 from ciq_build.core.space import Genome
 from ciq_build.errors import ConfigError
-from ciq_build.search.arms import NEAR_LOSS, LocalArm, _step
+from ciq_build.search.arms import LocalArm
 from ciq_build.search.bandit import AucBandit
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
 from ciq_build.search.operators import TournamentSelection, single_changes
 from ciq_build.search.portfolio import PortfolioSearch
 from ciq_build.search.repairs import RepairIndex
+from ciq_build.search.walks import NEAR_LOSS, Walks, walk_step
 
 RIDGE_SPACE = {
     "x": ss.range(0, 63),
@@ -207,28 +208,27 @@ def test_local_moves_include_three_ordered_parameters_moved_together_every_way()
 def test_a_walk_doubles_its_steps_to_the_grids_end_and_halves_back_between_a_step_that_stayed_and_one_that_lost() -> None:
     space = ss.SearchSpace({"cap": ss.range(0, 40, knockout_prob=0.5), "mode": ss.choice(["a", "b"])})
     origin = (40, 1)
-    down = [_step((origin, 0, -1, near, 0), space) for near in (0, 1, 2, 4, 8, 16, 32, 40)]
+    down = [walk_step((origin, 0, -1, near, 0), space) for near in (0, 1, 2, 4, 8, 16, 32, 40)]
     assert [None if m is None else m[0] for m in down] == [39, 38, 36, 32, 24, 8, 0, None]  # 1, 2, 4 ... the end
-    assert _step((origin, 0, 1, 0, 0), space) is None  # at the end already
-    assert _step((origin, 0, -1, 16, 32), space) == (16, 1) and _step((origin, 0, -1, 16, 17), space) is None
-    assert _step(((None, 1), 0, 0, 0, 0), space) == (20, 1)  # knocked out: back at the middle value first
+    assert walk_step((origin, 0, 1, 0, 0), space) is None  # at the end already
+    assert walk_step((origin, 0, -1, 16, 32), space) == (16, 1) and walk_step((origin, 0, -1, 16, 17), space) is None
+    assert walk_step(((None, 1), 0, 0, 0, 0), space) == (20, 1)  # knocked out: back at the middle value first
 
 
-def test_a_single_change_that_lost_a_little_is_walked_from_far_across_a_plateau_to_the_pair_that_pays() -> None:
-    # Held-out-7's HGEMM kind: lowering the level loses a little alone; with it lowered the cap is a plateau from 40
-    # down to 25 and pays at 24, below which it spills (as it does below 30 at the best's level). Once that single
-    # change is measured, the local arm walks from it: the cap 16 steps down with the level lowered, a pair no step
-    # and no single change of the best makes.
+def test_a_single_change_that_lost_is_walked_from_far_across_a_plateau_to_the_pair_that_pays() -> None:
+    # Held-out-7's HGEMM kind: lowering the level loses alone; with it lowered the cap is a plateau from 40 down to
+    # 25 and pays at 24, below which it spills (as it does below 30 at the best's level). Once that single change is
+    # measured, the local arm walks from it: the cap 16 steps down with the level lowered, a pair no step and no
+    # single change of the best makes. Levels 0 and 1 lose more, the same everywhere (their cap lines the best's):
+    # origins too, probed but not walked.
     space = {"level": ss.choice([0, 1, 2, 3]), "cap": ss.range(0, 40), "mode": ss.choice(["a", "b"])}
 
     def score(genome: Genome) -> float:
         level, cap = genome[0], genome[1]
         assert cap is not None
-        if level == 3:
-            return 1.0 if cap >= 30 else 3.0
         if level == 2:
             return 1 + NEAR_LOSS / 4 if cap >= 25 else 0.9 if cap == 24 else 3.0
-        return 1.5
+        return (1.0 if cap >= 30 else 3.0) * (1.0 if level == 3 else 1.5)
 
     search = PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
                              progress=False)
@@ -236,21 +236,60 @@ def test_a_single_change_that_lost_a_little_is_walked_from_far_across_a_plateau_
     search._best, search.measured[centre] = ((1.0,), centre), (1.0,)
     local = LocalArm(search)
     proposed: list[Genome] = []
-    while (2, 24, 0) not in proposed and len(proposed) < 30:
+    while (2, 24, 0) not in proposed and len(proposed) < 40:
         move = local.propose()
         assert move is not None
         search.measured[move] = (score(move),)
         local.learn(move, search.measured[move], False)
         proposed.append(move)
-    assert (2, 24, 0) in proposed  # after the one-step moves: 40 -> 39, 38, 36, 32, 24 with the level lowered
-    # walked from that change alone: not from a tie (mode b), a change of an ordered parameter, or a larger loss
-    assert local._origins == {lowered} and len(proposed) <= 20
-    search.noisy = True  # where scores are noisy, a loss of a little cannot be told from noise: no walk
+    assert (2, 24, 0) in proposed
+    # walked from the changes of the level alone: not from a tie (mode b) or a change of an ordered parameter
+    assert set(local.walks._origins) <= {lowered, (1, 40, 0), (0, 40, 0)} and lowered in local.walks._origins
+    search.noisy = True  # where scores are noisy, a loss cannot be told from noise: no walk
     quiet = LocalArm(search)
     quiet._rebuild(centre)
     quiet._around[lowered] = centre
     quiet.learn(lowered, search.measured[lowered], False)
-    assert not quiet._origins and not quiet._ready
+    assert not quiet.walks._origins and not quiet.walks.pending
+
+
+def test_walks_start_from_the_change_that_interacts_however_much_it_lost_and_never_from_one_that_does_not() -> None:
+    # At the best (algorithm a, width 40) narrower widths lose 2x from 29 down. Algorithm b loses 0.5% and its width
+    # line is the best's (no interaction); c loses 4% -- twice the loss the walks once admitted -- but its width
+    # line is flat down to 8 and pays at 7: at the best's worst width (20) it does 1.04 where the best does 2.0.
+    # Each change is probed there once, the least loss first; then c's walk reaches width 7, and b is not walked.
+    space = ss.SearchSpace({"algo": ss.choice(["a", "b", "c"]), "width": ss.range(0, 40)})
+
+    def score(genome: Genome) -> float:
+        algo, width = genome
+        assert width is not None
+        if algo == 2:
+            return 1.04 if width >= 8 else 0.95 if width == 7 else 3.0
+        return (1.0 if width >= 30 else 2.0) * (1.0 if algo == 0 else 1.005)
+
+    search = PortfolioSearch(lambda p: 0.0, dict(space), SearchConfiguration(generations=2, pool_size=4, seed=0),
+                             progress=False)
+    centre = (0, 40)
+    for genome in (centre, (0, 39), (0, 20), (1, 40), (2, 40)):
+        search.measured[genome] = (score(genome),)
+    walks = Walks(search, space)
+    walks.reset(centre)
+    walks.admit((1, 40), search.measured[(1, 40)])
+    walks.admit((2, 40), search.measured[(2, 40)])
+    proposed: list[Genome] = []
+    while (2, 7) not in proposed and len(proposed) < 20:
+        move = walks.propose()
+        assert move is not None
+        search.measured[move] = (score(move),)
+        walks.learned(move, search.measured[move])
+        proposed.append(move)
+    assert proposed[:2] == [(1, 20), (2, 20)]  # the probes: b's (1.005 x the best's 2.0), c's (1.04)
+    assert proposed[-1] == (2, 7) and all(move[0] == 2 for move in proposed[2:])
+    assert walks._origins[(2, 40)].interacts() > 0.9 and walks._origins[(1, 40)].interacts() == 0
+    while (move := walks.propose()) is not None:  # c's walks out: b's is not walked (the best's line, shifted)
+        assert move[0] == 2
+        search.measured[move] = (score(move),)
+        walks.learned(move, search.measured[move])
 
 
 def test_local_moves_keep_the_products_of_ordered_parameters_however_far_one_moves() -> None:
