@@ -325,7 +325,8 @@ class Knob:
 KNOBS: tuple[Knob, ...] = (
     Knob(
         "maxrregcount", "-maxrregcount={}", grid=(32, 248, 8),
-        help="cap on registers per thread (absent: no cap); fewer registers, more occupancy, maybe spills",
+        help="cap on registers per thread (absent: no cap), searched below the baseline's registers "
+             "(register_caps); fewer registers, more occupancy, maybe spills",
     ),
     Knob(
         "register_usage_level", "-Xptxas=--register-usage-level={}", grid=(0, 10, 1),
