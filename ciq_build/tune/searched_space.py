@@ -9,7 +9,10 @@ holds, so a resumed search gets the same space and proposes the same candidates.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,9 +53,11 @@ class SearchedSpace:
         return fits_register_cap(self.settings)
 
     def source(self, registers: int | None = None) -> CandidateSource:
-        """The candidates' source, the register cap fitted to the baseline's `registers` where known."""
-        made = make_candidate_source(self.settings, self.manifest, self.toolchain, self.objectives, self.acf_dir,
-                                     registers)
+        """The candidates' source, the register cap fitted to the baseline's `registers` where known. The first
+        of two (`fitting`) warns of nothing (a seed that does not fit, say): the second says it, once."""
+        with _warnings_left_out() if self.fitting and registers is None else nullcontext():
+            made = make_candidate_source(self.settings, self.manifest, self.toolchain, self.objectives,
+                                         self.acf_dir, registers)
         return on_top_of(made, self.on_top)
 
     def described(self, source: CandidateSource) -> dict[str, Any]:
@@ -76,3 +81,19 @@ class SearchedSpace:
             described = source.describe()
             budget, _ = planned_budget(described, self.settings)
             say(space_line(text, self.total, budget, self.settings.strategy, described))
+
+
+@contextmanager
+def _warnings_left_out() -> Iterator[None]:
+    """ciq_build's warnings from this thread left unsaid meanwhile (errors still raise)."""
+    me = threading.get_ident()
+
+    def said(record: logging.LogRecord) -> bool:
+        return record.thread != me or record.levelno != logging.WARNING
+
+    log = logging.getLogger("ciq_build")
+    log.addFilter(said)
+    try:
+        yield
+    finally:
+        log.removeFilter(said)

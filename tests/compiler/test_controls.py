@@ -490,12 +490,11 @@ def test_code_quality_knobs_only_where_their_trade_is_measured(
 
 @pytest.mark.parametrize(("registers", "caps"), [
     # cuda_reduction_sum's kernel: of the old grid (32..248 by 8) one value lay below its 40 registers, which a
-    # 24-candidate search never drew; every cap at or above them is the same code.
-    (40, (32, 36)),
-    # A 168-register HGEMM: steps of 8 (registers are allocated 8 per thread), from half its registers.
+    # 24-candidate search never drew; every cap at or above them is the same code. Now it is the knob's one value.
+    (40, (32,)),
+    # A 168-register HGEMM: steps of 8 (registers are allocated 8 a thread), from half its registers.
     (168, (80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160)),
-    (64, (32, 36, 40, 44, 48, 52, 56, 60)),
-    (33, (32,)),
+    (80, (40, 48, 56, 64, 72)), (33, (32,)),
     # 26 registers: no cap below them can raise occupancy (32 a thread fill the largest SM), so none.
     (26, ()), (32, ()),
 ])
