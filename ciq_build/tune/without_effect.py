@@ -69,11 +69,13 @@ def knobs_without_effect(evaluations: Sequence[Evaluation]) -> list[Knob]:
     return [knob for knob in KNOBS if knob.name in found]
 
 
-# Why a knob changed nothing, where there is a likely reason. Measured with nvcc 13.0: a kernel that declares
-# __launch_bounds__ keeps its registers under -maxrregcount=24 (64 registers), one beside it without them gets 24.
+# Why a knob changed nothing, where there is a likely reason. Measured with nvcc 13.0 and 13.3: a kernel that
+# declares __launch_bounds__ keeps its registers under -maxrregcount=24 or 32 (64 registers; its code may still
+# differ a little), one beside it without them gets 24; FlashInfer's kernels built the same code at every cap.
 _LIKELY_REASONS = {
-    "maxrregcount": "its kernels likely declare __launch_bounds__, which govern their registers (nvcc ignores "
-                    "-maxrregcount for a kernel that declares them); tune the bounds instead, as PARAMS",
+    "maxrregcount": "its kernels likely declare __launch_bounds__, which govern their registers (a kernel that "
+                    "declares them keeps its registers whatever -maxrregcount says); tune the bounds instead, as "
+                    "PARAMS",
 }
 
 
