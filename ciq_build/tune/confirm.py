@@ -176,7 +176,12 @@ class Confirmer:
             built = base_tree.build(Controls(), self.timeouts.compile, benchmark=self.runner.needs_benchmark)
             if not built.ok:
                 raise SearchError(f"the baseline no longer builds: {built.message}")
-            baseline = self._remeasured(baseline, built, keys)
+            fresh = self._remeasured(baseline, built, keys)
+            if fresh is not baseline:  # the defaults proposed again hold the journal's wrong figures too
+                evaluations[:] = [dataclasses.replace(e, metrics=fresh.metrics, scores=fresh.scores, ok=fresh.ok,
+                                                      cause=fresh.cause) if e.key == baseline.key else e
+                                  for e in evaluations]
+            baseline = fresh
             measured.add(baseline.key)
         checked: set[int] = set()
         last: tuple[Evaluation, CandidateBuild] | None = None

@@ -34,9 +34,9 @@ class CountingTree:
         return SimpleNamespace(ok=True, message="", objects=())
 
 
-def static_confirmer(cache: EvaluationCache, said: list[str]) -> Confirmer:
-    """A Confirmer of a static tune whose every build reproduces METRICS."""
-    runner: Any = SimpleNamespace(needs_benchmark=False, static_metrics=lambda built: dict(METRICS))
+def static_confirmer(cache: EvaluationCache, said: list[str], fresh: dict[str, float] = METRICS) -> Confirmer:
+    """A Confirmer of a static tune whose every build measures `fresh` (METRICS: what the journal holds)."""
+    runner: Any = SimpleNamespace(needs_benchmark=False, static_metrics=lambda built: dict(fresh))
     return Confirmer(runner, cache, OBJECTIVES, MeasureSettings(), Timeouts(60.0, 60.0), "knee", "kern",
                      said.append, said.append)
 
@@ -96,3 +96,28 @@ def test_a_static_winner_that_does_not_beat_the_defaults_is_not_rebuilt_for_a_pi
         baseline, [baseline, worse], tree_arg, tree_arg, picked=lambda winner: picked.append(winner))
     assert not confirmation.better and "nothing pinned" in confirmation.verdict
     assert tree.builds == [] and picked == [] and not any("rebuilding" in line for line in said)
+
+
+def test_the_defaults_proposed_again_take_the_fresh_figures_of_a_journaled_baseline_a_build_corrects(
+        tmp_path: Path) -> None:
+    # simpleGEMM: a journal of sm_75 figures under sm_90's key (a stale scratch tree). The baseline's rebuild
+    # corrected 56 to 222 registers, but the defaults proposed again kept the journal's 56, "beat" the corrected
+    # baseline without a rebuild (their key was the baseline's, now trusted) and an empty pin claimed 222 -> 56.
+    journal = Journal(tmp_path / "kern.jsonl")
+    header = {"target": "kern", "objectives": [o.spec for o in OBJECTIVES]}
+    said: list[str] = []
+    first = EvaluationCache(journal, OBJECTIVES, said.append)
+    first.open(header)
+    first.record(Evaluation("defaults", Proposal(-1, 0, {}), Controls(), True, None, "", dict(METRICS), {},
+                            (0.0, 40.0), 3.9), reuse=True)
+    later = EvaluationCache(journal, OBJECTIVES, said.append)
+    later.open(header)
+    baseline = later.lookup(Proposal(-1, 0, {}), Controls(), "defaults")
+    again = later.lookup(Proposal(0, 1, {}), Controls(), "defaults")
+    assert baseline is not None and again is not None and baseline.cached and again.cached
+    tree = CountingTree()
+    tree_arg: Any = tree
+    fresh = {"spill_bytes": 0.0, "registers": 222.0}
+    confirmation = static_confirmer(later, said, fresh).confirm(baseline, [again], tree_arg, tree_arg)
+    assert confirmation.baseline.metrics["registers"] == 222.0
+    assert not confirmation.better and confirmation.winner.metrics["registers"] == 222.0, confirmation.verdict
