@@ -42,6 +42,7 @@ __all__ = [
     "knob_space",
     "nvcc_arguments",
     "options_file_line",
+    "register_caps",
     "write_options_file",
 ]
 
@@ -86,7 +87,7 @@ class AcfRef:
         return cls(path=path, compiler=compiler, sha256=digest)
 
 
-def _option_name(flag: str) -> str:
+def option_name(flag: str) -> str:
     """What two flags must not both set: "-maxrregcount", "-Xptxas=-O", "-Xptxas=--def-load-cache"."""
     prefix = ""
     if flag.startswith("-Xptxas="):
@@ -116,7 +117,7 @@ class Controls:
             check_flag(flag)
         seen: dict[str, str] = {}
         for flag in flags:
-            name = _option_name(flag)
+            name = option_name(flag)
             if name in seen:
                 raise RecordError(
                     f"the flags {seen[name]!r} and {flag!r} set the same compiler option; keep one of them."
@@ -153,8 +154,8 @@ class Controls:
         these leave unset, its defines for the names these leave unset, its ACF where these have none."""
         if base.is_default:
             return self
-        mine = {_option_name(flag) for flag in self.flags}
-        flags = self.flags + tuple(flag for flag in base.flags if _option_name(flag) not in mine)
+        mine = {option_name(flag) for flag in self.flags}
+        flags = self.flags + tuple(flag for flag in base.flags if option_name(flag) not in mine)
         defines = {**dict(base.defines), **dict(self.defines)}
         return Controls(flags=flags, defines=tuple(defines.items()), acf=self.acf or base.acf)
 
@@ -306,6 +307,11 @@ class Knob:
             ) from exc
         return flag
 
+    @property
+    def option(self) -> str:
+        """The compiler option it sets, as two flags setting the same one share it: "-maxrregcount", "-Xptxas=-O"."""
+        return option_name(self.template.replace("{}", "0"))
+
     def param(self, values: tuple[str | int | bool, ...] | None = None) -> ss.Param:
         """The search parameter for this knob, over `values` (default: the whole domain)."""
         if self.is_switch:
@@ -319,7 +325,8 @@ class Knob:
 KNOBS: tuple[Knob, ...] = (
     Knob(
         "maxrregcount", "-maxrregcount={}", grid=(32, 248, 8),
-        help="cap on registers per thread (absent: no cap); fewer registers, more occupancy, maybe spills",
+        help="cap on registers per thread (absent: no cap), searched below the baseline's registers "
+             "(register_caps); fewer registers, more occupancy, maybe spills",
     ),
     Knob(
         "register_usage_level", "-Xptxas=--register-usage-level={}", grid=(0, 10, 1),
@@ -354,6 +361,27 @@ KNOBS: tuple[Knob, ...] = (
 )
 
 _KNOBS_BY_NAME: dict[str, Knob] = {knob.name: knob for knob in KNOBS}
+
+# The register cap's values are fitted to the kernels (`register_caps`): the catalogue's grid above is what the
+# compiler is probed with, and what is searched where no register count is known.
+# Registers are allocated per warp in blocks of 256, 8 a thread: a cap between two multiples of 8 allocates what
+# the multiple above it does, so it cannot raise occupancy over that, only hold ptxas tighter (with steps of 4, a
+# static `registers` tune of FDTD3d pinned -maxrregcount=44: 80 -> 44 registers, allocated as 48). So steps of 8.
+# 65,536 registers per SM and 2,048 threads (sm_80, sm_90, sm_100; others run fewer) make 32 registers a
+# thread's share at the most threads any SM holds: a lower cap cannot raise occupancy, it only spills. Nor is a
+# cap under half of a kernel's registers searched: it spills at least half the values live at its peak.
+REGISTER_CAP_FLOOR = 32
+REGISTER_ALLOCATION_UNIT = 8
+
+
+def register_caps(registers: int) -> tuple[int, ...]:
+    """The -maxrregcount values worth searching where the defaults' kernels use at most `registers` registers
+    per thread: only caps below it (a cap at or above what a kernel uses leaves its code as it is), by 8, from
+    32 or half of `registers`; () where none is left. Deterministic: a resumed search, its baseline journaled,
+    gets the same values."""
+    unit = REGISTER_ALLOCATION_UNIT
+    floor = max(REGISTER_CAP_FLOOR, registers // 2 // unit * unit)
+    return tuple(range(floor, registers, unit))
 
 
 def knob(name: str) -> Knob:

@@ -24,6 +24,7 @@ class Cause(StrEnum):
     NO_METRIC = "no_metric"
     BAD_METRIC = "bad_metric"
     CHECK_FAILED = "check_failed"
+    CUDA_ERROR = "cuda_error"  # it printed the CUDA runtime's words for a kernel that failed to launch or faulted
     NO_GPU = "no_gpu"
     # the machine's (environmental: never cached)
     DISK_FULL = "disk_full"

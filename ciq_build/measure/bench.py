@@ -45,8 +45,9 @@ BENCH_EXIT = Cause.BENCH_EXIT
 NO_METRIC = Cause.NO_METRIC
 BAD_METRIC = Cause.BAD_METRIC
 CHECK_FAILED = Cause.CHECK_FAILED
+CUDA_ERROR = Cause.CUDA_ERROR
 NO_GPU = Cause.NO_GPU
-CAUSES = (BENCH_TIMEOUT, BENCH_SIGNAL, BENCH_EXIT, NO_METRIC, BAD_METRIC, CHECK_FAILED, NO_GPU)
+CAUSES = (BENCH_TIMEOUT, BENCH_SIGNAL, BENCH_EXIT, NO_METRIC, BAD_METRIC, CHECK_FAILED, CUDA_ERROR, NO_GPU)
 
 _TAIL_LINES = 20
 _TAIL_LINE_CHARS = 300
@@ -173,6 +174,11 @@ def classify(
         # and "the check failed" is what the user needs to hear.
         detail = f" ({parsed.check_problems[0]})" if parsed.check_problems else ""
         return failed(CHECK_FAILED, f"the benchmark's own check failed: it printed CIQ_CHECK FAIL{detail}")
+    if parsed.kernel_fault is not None:
+        # Before the exit status and the metrics: a benchmark whose error check prints and goes on exits 0 with a
+        # time that measured no work (a kernel that never launched is the fastest candidate of all).
+        return failed(CUDA_ERROR, f"the benchmark printed a CUDA error, {parsed.kernel_fault!r}: a kernel failed "
+                                  "to launch or faulted, so the time it printed measures no work")
     if result.returncode != 0 and not result.stopped:
         return failed(BENCH_EXIT, f"the benchmark {result.describe()}")
     if parsed.problems:

@@ -45,6 +45,11 @@ and exits 0. Reading rules (the benchmark's output is never trusted):
   microseconds, one GPU clock cycle ~0.5-1 ns).
 * ``CIQ_CHECK FAIL`` anywhere fails the run, even after a PASS; an unreadable
   ``CIQ_CHECK`` line counts as FAIL (never pin code whose check is unknown).
+* The CUDA runtime's words for a kernel that failed to launch or faulted ("an
+  illegal memory access was encountered", "too many resources requested for
+  launch", ``cudaErrorLaunchFailure``, ...) anywhere fail the run as
+  ``cuda_error``, whatever its exit status and time: a benchmark whose error
+  check prints and goes on prints a time that measured no work.
 * Anything else (garbage, non-UTF-8 bytes, which arrive as U+FFFD) is ignored.
 
 How a run is started and its failure judged is ciq_build.measure.bench; the statistics over runs,
@@ -96,6 +101,24 @@ _RUNTIME_NO_GPU = re.compile(
     r"|CUDA driver version is insufficient|insufficient driver"
     r"|no CUDA-capable device is detected|Found no NVIDIA driver",
     re.IGNORECASE,
+)
+# What the CUDA runtime and driver say when a kernel failed to launch or faulted (cudaGetErrorString and
+# cudaGetErrorName of errors 9, 98, 209, 700-702, 710, 714-719; the driver API's names): the code a compiler
+# control made may cause any of them. A benchmark that only prints the error and goes on (a CUDA_CHECK that
+# does not exit) then prints a time that measured no work, which would win and be pinned. The texts are
+# libcudart 13.3's.
+_RUNTIME_KERNEL_FAULT = re.compile(
+    r"an illegal memory access was encountered|too many resources requested for launch"
+    r"|the launch timed out and was terminated|device-side assert triggered|hardware stack error"
+    r"|an illegal instruction was encountered|misaligned address|invalid program counter"
+    r"|unspecified launch failure|operation not supported on global/shared address space"
+    r"|no kernel image is available for execution on the device|invalid device function"
+    r"|invalid configuration argument"
+    r"|cudaError(?:IllegalAddress|LaunchOutOfResources|LaunchTimeout|Assert|HardwareStackError|IllegalInstruction"
+    r"|MisalignedAddress|InvalidAddressSpace|InvalidPc|LaunchFailure|NoKernelImageForDevice|InvalidDeviceFunction"
+    r"|InvalidConfiguration)\b"
+    r"|CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_OUT_OF_RESOURCES|LAUNCH_TIMEOUT|ASSERT|HARDWARE_STACK_ERROR"
+    r"|ILLEGAL_INSTRUCTION|MISALIGNED_ADDRESS|INVALID_ADDRESS_SPACE|INVALID_PC|LAUNCH_FAILED|NO_BINARY_FOR_GPU)\b",
 )
 
 
@@ -278,6 +301,7 @@ class ParsedOutput:
     metric_regex: str | None = None  # the METRIC regex, when one was given
     # Each sampled metric's samples in the order printed (after CIQ_SAMPLES; empty without it).
     samples: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    kernel_fault: str | None = None  # the first line with a CUDA runtime kernel-failure text, if printed
 
 
 def parse_output(
@@ -317,6 +341,7 @@ class OutputReader:
         self.check_problems: list[str] = []
         self.no_gpu_marker: str | None = None
         self.no_gpu_runtime: str | None = None
+        self.kernel_fault: str | None = None
         self.printed_times: dict[str, PrintedTime] = {}
         self.regex_time: float | None = None
         self.regex_printed: PrintedTime | None = None
@@ -348,6 +373,8 @@ class OutputReader:
             self.no_gpu_marker = clip(stripped)
         if self.no_gpu_runtime is None and _RUNTIME_NO_GPU.search(line) is not None:
             self.no_gpu_runtime = clip(line.strip())
+        if self.kernel_fault is None and _RUNTIME_KERNEL_FAULT.search(line) is not None:
+            self.kernel_fault = clip(line.strip())
         if self.clock is not None and self._read_regex(self.clock, line):
             sampled = True
         return sampled
@@ -443,7 +470,7 @@ class OutputReader:
         return ParsedOutput(
             metrics, self.check, self.no_gpu_marker, self.no_gpu_runtime, tuple(problems), problem_count,
             tuple(self.check_problems), self.regex_matched, printed_times,
-            self.pattern.pattern if self.pattern is not None else None, samples,
+            self.pattern.pattern if self.pattern is not None else None, samples, self.kernel_fault,
         )
 
 

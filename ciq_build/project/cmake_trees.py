@@ -139,6 +139,7 @@ class ScratchTree:
         configured = cache_file.is_file() and generated
         current = cache_value(cache_file, "CMAKE_CUDA_COMPILER_LAUNCHER") or ""
         if configured and (current == launcher if launcher else "ptxas_path" not in current):
+            self._regenerate(timeout)
             return
         init_cache = self.root / "ciq-init-cache.cmake"
         init_cache.write_text(replayed, encoding="utf-8")
@@ -169,6 +170,23 @@ class ScratchTree:
                 f"configuring the scratch tree {self.build_dir} failed ({result.describe()}{advice}):\n"
                 f"{result.output_tail()}\nDoes `cmake -S {self.manifest.source_dir}` configure on its own?"
             )
+
+    def _regenerate(self, timeout: float) -> None:
+        """A reused tree's Ninja files brought up to date with the project's CMake files, as any build of it does
+        first: the ptxas-only path reads the compile commands from build.ninja without building, so an edit of
+        a CMakeLists.txt since (CUDA_ARCHITECTURES native -> 90, seen) would go unseen, and a static tune would
+        measure the old build's code under the new architectures' name. Makefiles: the fast path reads none."""
+        if not (self.build_dir / "build.ninja").is_file():
+            return
+        with source_tree_turn(self.manifest.source_dir, timeout):
+            result = proc.run([tree_tool(self.build_dir, "ninja"), "-C", str(self.build_dir), "build.ninja"],
+                              timeout)
+        if not result.ok:
+            advice = f"; {timeout_advice(timeout)}" if result.timed_out else ""
+            raise BuildError(
+                f"regenerating the scratch tree {self.build_dir} after a change of the project's CMake files "
+                f"failed ({result.describe()}{advice}):\n{result.output_tail()}\n"
+                f"Does `cmake -S {self.manifest.source_dir}` configure on its own?")
 
     def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
               benchmark: bool = True) -> CandidateBuild:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import ciq_build.core.space as ss
 from ciq_build.compiler.architectures import architecture_list
-from ciq_build.compiler.controls import AcfRef, knob_space
+from ciq_build.compiler.controls import KNOB_PREFIX, REGISTER_CAP_FLOOR, AcfRef, knob, knob_space, register_caps
 from ciq_build.compiler.probe import acf_refusals
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.constraints import parse_constraints
@@ -74,25 +75,65 @@ def _compile_time_knobs_left_out(objectives: list[Objective]) -> tuple[str, ...]
     return COMPILE_TIME_KNOBS
 
 
+REGISTER_CAP = KNOB_PREFIX + "maxrregcount"
+# What the journal's header says of a search whose register cap is fitted to the baseline's registers: the values
+# follow from the baseline, which the journal holds, so a resumed search gets the same ones.
+REGISTER_CAP_RULE = "below the baseline's registers (ciq_build.compiler.controls.register_caps)"
+
+
+def fits_register_cap(settings: SearchSettings) -> bool:
+    """Whether the tune's space is made again once the baseline's registers are known: it searches the knobs."""
+    return "knobs" in search_kinds(settings)
+
+
+def fit_register_cap(knobs: dict[str, Param], registers: int | None) -> dict[str, Param]:
+    """`knobs` with the register cap's values fitted to the defaults' `registers` (the most of any kernel on
+    the scored architecture): left out where no cap lies below it; the catalogue's grid where it is not known."""
+    if registers is None or REGISTER_CAP not in knobs:
+        return knobs
+    caps = register_caps(registers)
+    fitted = {name: param for name, param in knobs.items() if name != REGISTER_CAP}
+    if caps:
+        cap = knob(REGISTER_CAP)
+        fitted[REGISTER_CAP] = replace(ss.choice(caps, knockout_prob=cap.knockout_prob), is_ordered=True)
+    return fitted
+
+
+def register_cap_line(registers: int | None) -> str:
+    """The tune's line, before the search, on the register cap's values for the defaults' `registers`."""
+    if registers is None:
+        start, end, step = knob(REGISTER_CAP).grid or (0, 0, 0)
+        return (f"register cap: ptxas reported no registers for the defaults, so -maxrregcount takes the whole grid "
+                f"{start}..{end} by {step}")
+    caps = register_caps(registers)
+    if not caps:
+        return (f"register cap: left out of the search: the defaults' kernels use at most {registers} registers, "
+                f"and a cap below {REGISTER_CAP_FLOOR} cannot raise occupancy (it only spills)")
+    return (f"register cap: -maxrregcount {', '.join(map(str, caps))} (below the defaults' {registers} registers; "
+            "a cap at or above what a kernel uses leaves its code as it is)")
+
+
 def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allow_numerics: bool,
-                objectives: list[Objective]) -> dict[str, Param]:
+                objectives: list[Objective], registers: int | None = None) -> dict[str, Param]:
+    """The searched space; with the baseline's `registers`, the register cap fitted to them (`fit_register_cap`)."""
     space: dict[str, Param] = {}
     if "knobs" in kinds:
         arch = _first_arch(manifest.toolchain.architectures)
         knobs = knob_space(toolchain, allow_numerics, arch=arch)
         left_out = _compile_time_knobs_left_out(objectives)
         knobs = {name: param for name, param in knobs.items() if name not in left_out}
-        space.update(knobs)
+        space.update(fit_register_cap(knobs, registers))
     if "params" in kinds:
         space.update(parse_params(manifest.params))
     return space
 
 
 def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchain: Toolchain,
-                          objectives: list[Objective], acf_dir: Path) -> CandidateSource:
-    """The source of `settings.strategy` (else the space's default) over the target's space."""
+                          objectives: list[Objective], acf_dir: Path, registers: int | None = None) -> CandidateSource:
+    """The source of `settings.strategy` (else the space's default) over the target's space (the register cap
+    fitted to the baseline's `registers` where given)."""
     kinds = search_kinds(settings)
-    space = build_space(kinds, manifest, toolchain, settings.allow_numerics, objectives)
+    space = build_space(kinds, manifest, toolchain, settings.allow_numerics, objectives, registers)
     config = SearchConfiguration(
         generations=settings.generations, pool_size=settings.pool_size, mutate_rate=settings.mutate_rate,
         problem_type=[o.direction for o in objectives], num_objectives=len(objectives), seed=settings.seed,
@@ -168,14 +209,14 @@ _COUNT_LIMIT = 200_000
 
 
 def space_size_text(settings: SearchSettings, manifest: Manifest, toolchain: Toolchain,
-                    objectives: list[Objective]) -> tuple[str, int | None]:
+                    objectives: list[Objective], registers: int | None = None) -> tuple[str, int | None]:
     """How big the searched grid is, said at a tune's start: "3 of 12 PARAMS combinations (CONSTRAINTS) x 2,048
     knob settings = 6,144 configurations", and that number (None where not known: an ACF pool); ("", None) for
     a compiler ACF space (sampled, never enumerated)."""
     kinds = search_kinds(settings)
     if any(is_acf_kind(k) and not k.startswith(POOL_PREFIX) for k in kinds):
         return "", None
-    space = build_space(kinds, manifest, toolchain, settings.allow_numerics, objectives)
+    space = build_space(kinds, manifest, toolchain, settings.allow_numerics, objectives, registers)
     params = {name: p for name, p in space.items() if name.startswith("param.")}
     knobs = {name: p for name, p in space.items() if name.startswith("knob.")}
     parts: list[str] = []

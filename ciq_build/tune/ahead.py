@@ -140,12 +140,12 @@ class BuildsAhead:
         return {"started": self.started, "used": self.used}
 
 
-def start_builds_ahead(build: Callable[[WorkerTree, Controls], CandidateBuild], source: CandidateSource,
+def start_builds_ahead(build: Callable[[WorkerTree, Controls], CandidateBuild], source: CandidateSource | None,
                        workers: Sequence[WorkerTree], jobs: int, is_new: Callable[[Controls], bool]) -> BuildsAhead:
     """The first batch's builds, started beside the baseline's build and runs: at most `jobs` - 1, so the
     baseline's build is never kept waiting, and not in the first worker's tree, which the PARAMS probe builds
-    in meanwhile."""
+    in meanwhile; none without a `source` (one made again once the baseline is measured)."""
     ahead = BuildsAhead(build, jobs)
-    if jobs > 1 and len(workers) > 1:
+    if source is not None and jobs > 1 and len(workers) > 1:
         ahead.start(guess_next(source, []), workers[1:], is_new, limit=jobs - 1)
     return ahead

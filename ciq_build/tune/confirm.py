@@ -78,6 +78,9 @@ class Confirmer:
         """
         baseline, winner, prebuilt = self._trusted_winner(baseline, evaluations, base_tree, tree)
         assert winner.scores is not None and baseline.scores is not None
+        static = None if self.runner.needs_benchmark else self._static_verdict(baseline, winner)
+        if static is not None and not static.better:
+            return static  # nothing to pin: the winner's objects are never read, so it is not rebuilt for them
         held = picked(winner) if picked is not None else None
         if prebuilt is None and held is not None:
             tree, prebuilt = held
@@ -92,15 +95,19 @@ class Confirmer:
             raise SearchError(f"the winning candidate no longer builds: {built.message}")
         if rebuilt is not None:
             rebuilt(built.objects)
-        if not self.runner.needs_benchmark:
-            # Static metrics are deterministic: better means no worse on any
-            # objective and better on one (the winner dominates the defaults).
-            better = dominates(winner.scores, baseline.scores, [o.direction for o in self.objectives])
-            text = ", ".join(f"{o.spec}: {b:g} -> {w:g}"
-                             for o, b, w in zip(self.objectives, baseline.scores, winner.scores))
-            text += "" if better else " (does not beat the compiler's defaults on every objective; nothing pinned)"
-            return Confirmation(baseline, winner, better, text, baseline.scores, winner.scores, {}, built.objects)
+        if static is not None:
+            return dataclasses.replace(static, winner_objects=built.objects)
         return self._remeasure(baseline, winner, base_tree, tree, built.objects)
+
+    def _static_verdict(self, baseline: Evaluation, winner: Evaluation) -> Confirmation:
+        """Static metrics are deterministic: better means no worse on any objective and better on one (the
+        winner dominates the compiler's defaults)."""
+        assert winner.scores is not None and baseline.scores is not None
+        better = dominates(winner.scores, baseline.scores, [o.direction for o in self.objectives])
+        text = ", ".join(f"{o.spec}: {b:g} -> {w:g}"
+                         for o, b, w in zip(self.objectives, baseline.scores, winner.scores))
+        text += "" if better else " (does not beat the compiler's defaults on every objective; nothing pinned)"
+        return Confirmation(baseline, winner, better, text, baseline.scores, winner.scores)
 
     def _remeasure(self, baseline: Evaluation, winner: Evaluation, base_tree: WorkerTree, tree: WorkerTree,
                    objects: tuple[Path, ...]) -> Confirmation:
@@ -169,7 +176,12 @@ class Confirmer:
             built = base_tree.build(Controls(), self.timeouts.compile, benchmark=self.runner.needs_benchmark)
             if not built.ok:
                 raise SearchError(f"the baseline no longer builds: {built.message}")
-            baseline = self._remeasured(baseline, built, keys)
+            fresh = self._remeasured(baseline, built, keys)
+            if fresh is not baseline:  # the defaults proposed again hold the journal's wrong figures too
+                evaluations[:] = [dataclasses.replace(e, metrics=fresh.metrics, scores=fresh.scores, ok=fresh.ok,
+                                                      cause=fresh.cause) if e.key == baseline.key else e
+                                  for e in evaluations]
+            baseline = fresh
             measured.add(baseline.key)
         checked: set[int] = set()
         last: tuple[Evaluation, CandidateBuild] | None = None

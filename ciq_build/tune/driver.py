@@ -37,8 +37,7 @@ from ciq_build.project.sources import Snapshot
 from ciq_build.project.worker import WorkerTree, safe_name, scratch_root, tune_name
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.search.on_top import on_top_of
-from ciq_build.search.select import make_candidate_source, search_kinds, space_size_text
+from ciq_build.search.select import search_kinds
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.state.live import LiveStatus, live_status_path
 from ciq_build.tune.ahead import start_builds_ahead
@@ -52,7 +51,6 @@ from ciq_build.tune.loop import (
     SearchLoop,
     end_reserve_line,
     planned_budget,
-    space_line,
     stop_on_disk_full,
     stopped_text,
     time_limit_ended,
@@ -60,6 +58,7 @@ from ciq_build.tune.loop import (
 from ciq_build.tune.param_probe import overridden_params, warn_unguarded
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner
+from ciq_build.tune.searched_space import SearchedSpace
 from ciq_build.tune.source_watch import SourceWatch
 from ciq_build.tune.stages import tune_in_stages
 from ciq_build.tune.timeouts import Timeouts, end_reserve, for_baseline, for_candidates, for_configure
@@ -133,7 +132,8 @@ class TuneRun:
         self.sources = SourceWatch(backend.source_set(manifest), self.cache, self._say, self._warn)
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
-        self.space_total: int | None = None  # the grid's configurations after CONSTRAINTS, where known
+        self.space = SearchedSpace(settings.search, manifest, toolchain, self.objectives,
+                                   self.state_dir / "acf" / safe_name(manifest.target), on_top_of)
         self.overridden: list[str] = []  # PARAMS names the source #defines again, unguarded (said before the baseline)
         self.builds_ahead: dict[str, int] = {}  # builds started ahead and used (ciq_build.tune.ahead), once stopped
         # Which architecture each figure is for (ciq_build.compiler.gpu_arch), once read before the baseline.
@@ -146,9 +146,7 @@ class TuneRun:
 
     def _run(self) -> TuneOutcome:
         self.executor.check(self.settings)  # what the executor refuses for these objectives, before anything runs
-        source = on_top_of(make_candidate_source(self.settings.search, self.manifest, self.toolchain,
-                                                 self.objectives, self.state_dir / "acf" / safe_name(self.manifest.target)),
-                           self.on_top_of)
+        source = self.space.source()  # the register cap's values fitted once the baseline is measured
         # Every tool the run will need, before anything is built (the search space is refused first).
         self.backend.check_tools(self.manifest, self.toolchain, pin=self.settings.pin, objectives=self.objectives,
                                  needs_benchmark=self.runner.needs_benchmark)
@@ -179,7 +177,8 @@ class TuneRun:
         limit = self.settings.search.time_limit
         if limit is not None:  # waiting for the lock (--wait) is not this tune's time
             self.deadline = time.monotonic() + limit
-        self.cache.open(search_header(self.manifest, self.toolchain, self.objectives, source.describe(),
+        fitting = self.space.fitting
+        self.cache.open(search_header(self.manifest, self.toolchain, self.objectives, self.space.described(source),
                                       self.settings.measure.repeats), fresh=self.settings.fresh)
         self.sources.journaled()
         rule, switch = self.backend.toolkit_rule()
@@ -187,7 +186,8 @@ class TuneRun:
         if others := other_toolkits(self.toolchain.nvcc):  # a CMake tree kept 13.0 while setuptools took pip's 13.3
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({where})' for where, nvcc in others)}; "
                       f"to tune with one, {switch}")
-        self._say_space_size(source)
+        if not fitting:  # else said once the register cap is fitted
+            self.space.say_size(source, self._say)
         for note in claim.claim_tree(scratch_root(self.manifest)):  # nothing a killed tune left may still write
             self._say(note)
         base_tree, workers, configured = self._trees()
@@ -196,8 +196,9 @@ class TuneRun:
         if self.runner.needs_benchmark and self.executor.uses_driver_trees:
             # Built by the runner of the phase at hand: those still building once the baseline is measured are
             # limited as candidates.
-            self.runner.ahead = start_builds_ahead(lambda tree, controls: self.runner.build(tree, controls), source,
-                                                   workers, self.settings.build.jobs,
+            # None guessed beside the baseline where the register cap is fitted after it: they would be other candidates.
+            self.runner.ahead = start_builds_ahead(lambda tree, controls: self.runner.build(tree, controls),
+                                                   None if fitting else source, workers, self.settings.build.jobs,
                                                    lambda c: not self.cache.has(self._key(c)))
         self._plan_architectures()
         baseline = self._baseline(base_tree, workers[0], configured)
@@ -214,6 +215,8 @@ class TuneRun:
             self.runner.remember(journaled)  # its code is shared as if measured in this run
         if self.runner.needs_benchmark:  # what a candidate's benchmark writes into the source tree is looked for
             self.sources.watch_candidates()
+        if fitting:
+            source = self.space.fitted(baseline, self._say)
         self._reserve_for_the_end(baseline)
         self._search(source, workers, timeouts)
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
@@ -273,14 +276,6 @@ class TuneRun:
         self._say(end_reserve_line(self.settings.search, self.deadline - time.monotonic(), reserve,
                                    self.runner.needs_benchmark))
 
-    def _say_space_size(self, source: CandidateSource) -> None:
-        """How many configurations the grid holds after CONSTRAINTS, against the budget."""
-        text, self.space_total = space_size_text(self.settings.search, self.manifest, self.toolchain, self.objectives)
-        if text:
-            described = source.describe()
-            budget, _ = planned_budget(described, self.settings.search)
-            self._say(space_line(text, self.space_total, budget, self.settings.search.strategy, described))
-
     def _stop_ahead(self) -> None:
         ahead, self.runner.ahead = self.runner.ahead, None
         if ahead is not None:
@@ -308,7 +303,7 @@ class TuneRun:
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
         # file is told all the same).
-        expected, generations = planned_budget(source.describe(), self.settings.search, self.space_total)
+        expected, generations = planned_budget(source.describe(), self.settings.search, self.space.total)
         progress = TuneProgress(expected, generations, self.objectives, stream=self.out,
                                 measured_this_run=self.cache.measured_this_run, deadline=self.deadline,
                                 live=self.live, quiet=self.settings.quiet)

@@ -37,11 +37,11 @@ from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before
-from ciq_build.tune.param_probe import without_effect
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
+from ciq_build.tune.without_effect import knobs_without_effect, params_without_effect, without_effect_lines
 
 
 @dataclass
@@ -278,12 +278,13 @@ class Finish:
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
                           stopped=searched.stopped, next_with_pin=self._skipped_text(pinned),
                           next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
-                              objectives, self.settings.search, self.pinning, confirmation.better,
-                              confirmation.baseline_scores),
+                              objectives, self.settings.search, self.pinning, confirmation.better),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(),
-                          idle_params=[name for name in without_effect(self.manifest.params, searched.evaluations)
-                                       if name not in searched.overridden]),
+                          without_effect=without_effect_lines(
+                              [name for name in params_without_effect(self.manifest.params, searched.evaluations)
+                               if name not in searched.overridden],
+                              knobs_without_effect([searched.baseline, *searched.evaluations]))),
               file=sys.stdout)
 
     def _skipped_text(self, pinned: Path | None) -> str:
@@ -329,7 +330,7 @@ class Finish:
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
                           stopped=searched.stopped,
                           next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
-                                                              better=False, baseline_scores=baseline.scores)),
+                                                              better=False)),
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 

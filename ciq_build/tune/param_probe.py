@@ -1,6 +1,5 @@
-"""Parameters that do nothing: a PARAMS name the source #defines again, unguarded, so every -D is overridden;
-and, after the search, one whose values never changed a candidate's machine code (a misspelt name, or one the
-source never reads: `without_effect`).
+"""Parameters that do nothing: a PARAMS name the source #defines again, unguarded, so every -D is overridden
+(after the search, one whose values never changed a candidate's machine code is ciq_build.tune.without_effect's).
 
 Such a name costs the whole search a dimension and yields the same code for
 every value. The preprocessor says so ("warning: "TILE" redefined"), but in the
@@ -26,7 +25,6 @@ from ciq_build.compiler.controls import Controls, define_value
 from ciq_build.core.params import PARAM_PREFIX, parse_params
 from ciq_build.project.param_defines import unguarded_defines
 from ciq_build.project.worker import WorkerTree
-from ciq_build.search.evaluation import Evaluation
 
 # gcc/cpp ('warning: "TILE" redefined'), EDG/cudafe ('incompatible redefinition of macro "TILE"'),
 # clang ("'TILE' macro redefined").
@@ -85,26 +83,3 @@ def overridden_params(specs: tuple[str, ...], tree: WorkerTree, timeout: float, 
     for name in sorted(found - set(said)):
         warn(overridden_warning(name, target, f'the compiler\'s log says "{name}" redefined'))
     return sorted(found | set(said))
-
-
-def without_effect(specs: Iterable[str], evaluations: Iterable[Evaluation]) -> list[str]:
-    """The PARAMS names whose values changed no candidate's machine code, as far as the search shows.
-
-    Needs the candidates' code keys (ciq_build.tune.dedupe: computed with a benchmark or sass_instructions).
-    A name is reported when some candidates differ in it alone (everything else the same) and, wherever they
-    do, their code is the same; never where no two candidates tell.
-    """
-    coded = [e for e in evaluations if e.ok and e.code is not None]
-    found = []
-    for name in sorted(name[len(PARAM_PREFIX):] for name in parse_params(specs)):
-        codes: dict[tuple[object, ...], dict[str | None, set[str]]] = {}
-        for e in coded:
-            defines = dict(e.controls.defines)
-            acf = e.controls.acf.sha256 if e.controls.acf else None
-            rest = (e.controls.flags, acf, tuple(sorted((n, v) for n, v in defines.items() if n != name)))
-            assert e.code is not None
-            codes.setdefault(rest, {}).setdefault(defines.get(name), set()).add(e.code)
-        told = [by_value for by_value in codes.values() if len(by_value) > 1]
-        if told and all(len(set().union(*by_value.values())) == 1 for by_value in told):
-            found.append(name)
-    return found

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 
-from ciq_build.compiler.controls import knob
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
 from ciq_build.pin.display import relative_change, size_ratios_text
@@ -46,33 +45,7 @@ def runs_summary(evaluations: Sequence[Evaluation], repeats: int) -> str:
     return text
 
 
-# A register cap the search seldom draws: the grid's values below the defaults' registers, when there are this
-# few. The cap is one knob among several, absent from half the candidates: with one useful value of 28 a
-# 24-candidate search of cuda_reduction_sum's 40-register kernel drew none
-# (docs/results/newcomer-trial-cuda-reduction-sum.md).
-FEW_REGISTER_CAPS = 2
-
-
-def register_cap_hint(objectives: Sequence[Objective], search: SearchSettings,
-                      baseline_scores: Sequence[float]) -> str:
-    """The register cap to seed (--seed-from) where fewer registers is an objective, knobs are searched and the
-    cap's grid holds few values below the defaults' registers ("" otherwise)."""
-    registers = next((score for o, score in zip(objectives, baseline_scores, strict=False)
-                      if o.name.partition(":")[0] == "registers" and o.direction == "min"), None)
-    cap = knob("maxrregcount")
-    if registers is None or "knobs" not in search.controls or cap.grid is None:
-        return ""
-    start, end, step = cap.grid
-    below = list(range(start, int(registers), step))
-    if not below or len(below) > FEW_REGISTER_CAPS:
-        return ""
-    return (f"; the register cap's grid (-maxrregcount {start}..{end} by {step}) holds {len(below)} value(s) below "
-            f"the defaults' {registers:g} registers, which the search seldom draws: seed one, "
-            f"--seed-from='-maxrregcount={below[-1]}'")
-
-
-def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool,
-                       baseline_scores: Sequence[float] = ()) -> str:
+def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool) -> str:
     """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line."""
     if not pin and better:
         return "run the same command without --no-pin to pin the winner"
@@ -88,7 +61,7 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
     return (f"nothing beat the compiler's defaults here; try other objectives (--objective, one of "
             f"{', '.join(others)}), a wider search ({wider}more PARAMS values in ciq_tune_target()) or a bigger "
             f"budget (--generations, --pool-size, --max-evaluations, --time-limit; this tune: {budget})"
-            f"{register_cap_hint(objectives, search, baseline_scores)}; --fresh starts over")
+            "; --fresh starts over")
 
 
 def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: tuple[float, ...],
@@ -97,7 +70,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
                 next_without_pin: str = "", next_with_pin: str = "", stopped: str = "",
                 size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "",
-                idle_params: Sequence[str] = (), figures: str = "") -> str:
+                without_effect: Sequence[str] = (), figures: str = "") -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
@@ -126,10 +99,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
         lines.append(f"  GPU: {gpu_time}")
     elif shared:
         lines.append(f"  same machine code as an earlier candidate: {shared} (its metrics taken, not measured again)")
-    for name in idle_params:  # ciq_build.tune.param_probe.without_effect
-        lines.append(f"  PARAMS {name} changed no candidate's code: is it used in the sources? (candidates that "
-                     f"differ in {name} alone built the same machine code; a misspelt name or one the source "
-                     "never reads costs the search a dimension)")
+    lines += [f"  {line}" for line in without_effect]  # ciq_build.tune.without_effect.without_effect_lines
     if stopped:
         lines.append(f"  search ended early: {stopped}")
     lines.append(f"  verdict: {verdict}")

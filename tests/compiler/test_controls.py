@@ -23,6 +23,7 @@ from ciq_build.compiler.controls import (
     knob_space,
     nvcc_arguments,
     options_file_line,
+    register_caps,
     write_options_file,
 )
 from ciq_build.compiler.toolchain import Toolchain, default_cache_dir, find_toolchain
@@ -485,3 +486,36 @@ def test_code_quality_knobs_only_where_their_trade_is_measured(
     assert set(COMPILE_TIME_KNOBS) == {"knob.fast_compile", "knob.ptxas_opt_level"}
     assert {name for name in COMPILE_TIME_KNOBS if name in space} == offered
     assert "knob.maxrregcount" in space
+
+
+@pytest.mark.parametrize(("registers", "caps"), [
+    # cuda_reduction_sum's kernel: of the old grid (32..248 by 8) one value lay below its 40 registers, which a
+    # 24-candidate search never drew; every cap at or above them is the same code. Now it is the knob's one value.
+    (40, (32,)),
+    # A 168-register HGEMM: steps of 8 (registers are allocated 8 a thread), from half its registers.
+    (168, (80, 88, 96, 104, 112, 120, 128, 136, 144, 152, 160)),
+    (80, (40, 48, 56, 64, 72)), (33, (32,)),
+    # 26 registers: no cap below them can raise occupancy (32 a thread fill the largest SM), so none.
+    (26, ()), (32, ()),
+])
+def test_the_register_caps_lie_below_the_kernels_registers(toolchain: Toolchain, registers: int,
+                                                           caps: tuple[int, ...]) -> None:
+    from types import SimpleNamespace
+
+    from ciq_build.core.objectives import parse_objectives
+    from ciq_build.search.select import build_space, register_cap_line
+
+    assert register_caps(registers) == caps
+    manifest = SimpleNamespace(toolchain=SimpleNamespace(architectures="90a"), params=[])
+    space = build_space(["knobs"], manifest, toolchain, False, parse_objectives(["registers"]),  # type: ignore[arg-type]
+                        registers=registers)
+    line = register_cap_line(registers)
+    if caps:
+        assert space["knob.maxrregcount"].values() == list(caps) and space["knob.maxrregcount"].can_knockout
+        assert f"-maxrregcount {', '.join(map(str, caps))} (below the defaults' {registers} registers" in line
+    else:  # left out, and said
+        assert "knob.maxrregcount" not in space and "knob.register_usage_level" in space
+        assert line.startswith(f"register cap: left out of the search: the defaults' kernels use at most {registers}")
+    # Registers unknown (no ptxas report): the catalogue's grid.
+    whole = build_space(["knobs"], manifest, toolchain, False, parse_objectives(["registers"]))  # type: ignore[arg-type]
+    assert whole["knob.maxrregcount"].values() == list(range(32, 249, 8))

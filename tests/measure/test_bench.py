@@ -198,6 +198,21 @@ def test_runtime_no_gpu_text_in_a_successful_run_is_not_no_gpu() -> None:
     assert run.ok
 
 
+@pytest.mark.parametrize("error", ["an illegal memory access was encountered",
+                                   "too many resources requested for launch", "cudaErrorLaunchFailure"])
+def test_a_cuda_error_the_benchmark_printed_and_went_on_from_is_cuda_error(error: str) -> None:
+    # Its CUDA_CHECK printed and went on: exit 0 and a time, which measured no work and would win.
+    run = run_once(fault("kernel_fault", error, metric_regex=r"Time elapse: ([0-9.]+) *ms"))
+    assert not run.ok and run.cause == bench.CUDA_ERROR
+    assert f"printed a CUDA error, 'GPUassert: {error} gemm.cuh 120'" in run.message
+
+
+def test_words_of_the_cuda_error_texts_in_other_lines_are_no_cuda_error() -> None:
+    run = run_once(fault("good", "1.0", "an illegal memory access was avoided by padding",
+                         "cudaErrorLaunchFailureCount=0"))
+    assert run.ok, run.message
+
+
 def test_missing_benchmark_is_a_setup_error(tmp_path: Path) -> None:
     with pytest.raises(BenchmarkError, match="does not exist or is not executable"):
         run_once(BenchSpec(tmp_path / "nope", (), 1.0))

@@ -127,6 +127,13 @@ def cuda_text() -> int:
     return 1
 
 
+def kernel_fault(error: str = "an illegal memory access was encountered") -> int:
+    # A CUDA_CHECK that prints and goes on (simpleGEMM's gpuAssert): the kernel failed, the time is printed anyway.
+    print(f"GPUassert: {error} gemm.cuh 120")
+    print("Time elapse: 0.5ms")
+    return 0
+
+
 def stderr_metric() -> int:
     print("CIQ_METRIC time_ms=6.0", file=sys.stderr)
     return 0
@@ -165,7 +172,7 @@ MODES: dict[str, Callable[..., Any]] = {
     "good": good, "hang": hang, "hang_child": hang_child, "daemon_child": daemon_child,
     "segv": segv, "garbage": garbage, "huge": huge, "metric": metric, "check_fail": check_fail,
     "exit": exit_code, "no_metric": no_metric, "no_gpu": no_gpu, "cuda_text": cuda_text,
-    "stderr_metric": stderr_metric, "record": record, "exclusive": exclusive,
+    "kernel_fault": kernel_fault,    "stderr_metric": stderr_metric, "record": record, "exclusive": exclusive,
 }
 
 if __name__ == "__main__":

@@ -56,6 +56,19 @@ def test_a_scratch_tree_reads_the_users_compilers_instead_of_identifying_them_an
     built = tree.build(Controls(), 600, static_only=False, benchmark=False)
     assert built.ok, built.message
     assert built.objects and all(o.stat().st_size > 0 for o in built.objects)
+    assert "for 'sm_90a'" in tree.build(Controls(), 600, static_only=True).compiler_output
+    # The project's CMakeLists.txt edited, the user's tree reconfigured, a later tune: its reused scratch tree
+    # builds what the project says now (the ptxas-only path read the old build.ninja: sm_90a code measured and
+    # reported as sm_80's, as simpleGEMM's CUDA_ARCHITECTURES native -> 90 was).
+    source = tree.manifest.source_dir / "CMakeLists.txt"
+    source.write_text(source.read_text().replace(
+        "add_library(noop_kernels STATIC kern.cu)",
+        "add_library(noop_kernels STATIC kern.cu)\nset_property(TARGET noop_kernels PROPERTY CUDA_ARCHITECTURES 80)"))
+    ensure_ok(proc.run([build_tool("cmake"), str(user)], 600))
+    later = cmake_trees.ScratchTree(load_manifest(user, "noop_kernels"), tmp_path / "scratch", load_toolchain(nvcc))
+    later.configure(600)
+    report = later.build(Controls(), 600, static_only=True).compiler_output
+    assert "for 'sm_80'" in report and "sm_90a" not in report, report
 
 
 def test_a_scratch_tree_is_configured_and_built_by_the_tools_that_made_the_users_tree(

@@ -31,16 +31,21 @@ class CountingTree:
     def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
               benchmark: bool = True) -> Any:
         self.builds.append(controls)
-        return SimpleNamespace(ok=True, message="")
+        return SimpleNamespace(ok=True, message="", objects=())
+
+
+def static_confirmer(cache: EvaluationCache, said: list[str], fresh: dict[str, float] = METRICS) -> Confirmer:
+    """A Confirmer of a static tune whose every build measures `fresh` (METRICS: what the journal holds)."""
+    runner: Any = SimpleNamespace(needs_benchmark=False, static_metrics=lambda built: dict(fresh))
+    return Confirmer(runner, cache, OBJECTIVES, MeasureSettings(), Timeouts(60.0, 60.0), "knee", "kern",
+                     said.append, said.append)
 
 
 def trusted_winner(cache: EvaluationCache, baseline: Evaluation, said: list[str]) -> CountingTree:
     """Confirm the defaults proposed again by the search, as the loop took them from `cache`; the builds asked."""
     again = cache.lookup(Proposal(0, 1, {}), Controls(), baseline.key)
     assert again is not None and again.cached
-    runner: Any = SimpleNamespace(needs_benchmark=False, static_metrics=lambda built: dict(METRICS))
-    confirmer = Confirmer(runner, cache, OBJECTIVES, MeasureSettings(), Timeouts(60.0, 60.0), "knee", "kern",
-                          said.append, said.append)
+    confirmer = static_confirmer(cache, said)
     tree = CountingTree()
     tree_arg: Any = tree
     _, winner, _ = confirmer._trusted_winner(baseline, [again], tree_arg, tree_arg)
@@ -71,3 +76,48 @@ def test_a_winner_measured_earlier_in_this_run_is_not_rebuilt_as_a_journaled_one
     assert trusted_winner(later, journaled, said).builds == [Controls()]
     assert any("rebuilding the journal's baseline" in line for line in said)
     assert not any(REBUILDING in line for line in said)
+
+
+def test_a_static_winner_that_does_not_beat_the_defaults_is_not_rebuilt_for_a_pin(tmp_path: Path) -> None:
+    # simpleGEMM's static tune: nothing beat the defaults, yet the winner was rebuilt "to read its objects (what
+    # a pin records of it)", a whole compile of the target for a pin never written.
+    said: list[str] = []
+    cache = EvaluationCache(Journal(tmp_path / "kern.jsonl"), OBJECTIVES, said.append)
+    cache.open({"target": "kern", "objectives": [o.spec for o in OBJECTIVES]})
+    baseline = Evaluation("defaults", Proposal(-1, 0, {}), Controls(), True, None, "", dict(METRICS), {},
+                          (0.0, 40.0), 3.9)
+    cache.record(baseline, reuse=True)
+    worse = Evaluation("capped", Proposal(0, 1, {}), Controls(flags=("-maxrregcount=32",)), True, None, "",
+                       {"spill_bytes": 64.0, "registers": 32.0}, {}, (64.0, 32.0), 4.0)
+    tree = CountingTree()
+    tree_arg: Any = tree
+    picked: list[Evaluation] = []
+    confirmation = static_confirmer(cache, said).confirm(
+        baseline, [baseline, worse], tree_arg, tree_arg, picked=lambda winner: picked.append(winner))
+    assert not confirmation.better and "nothing pinned" in confirmation.verdict
+    assert tree.builds == [] and picked == [] and not any("rebuilding" in line for line in said)
+
+
+def test_the_defaults_proposed_again_take_the_fresh_figures_of_a_journaled_baseline_a_build_corrects(
+        tmp_path: Path) -> None:
+    # simpleGEMM: a journal of sm_75 figures under sm_90's key (a stale scratch tree). The baseline's rebuild
+    # corrected 56 to 222 registers, but the defaults proposed again kept the journal's 56, "beat" the corrected
+    # baseline without a rebuild (their key was the baseline's, now trusted) and an empty pin claimed 222 -> 56.
+    journal = Journal(tmp_path / "kern.jsonl")
+    header = {"target": "kern", "objectives": [o.spec for o in OBJECTIVES]}
+    said: list[str] = []
+    first = EvaluationCache(journal, OBJECTIVES, said.append)
+    first.open(header)
+    first.record(Evaluation("defaults", Proposal(-1, 0, {}), Controls(), True, None, "", dict(METRICS), {},
+                            (0.0, 40.0), 3.9), reuse=True)
+    later = EvaluationCache(journal, OBJECTIVES, said.append)
+    later.open(header)
+    baseline = later.lookup(Proposal(-1, 0, {}), Controls(), "defaults")
+    again = later.lookup(Proposal(0, 1, {}), Controls(), "defaults")
+    assert baseline is not None and again is not None and baseline.cached and again.cached
+    tree = CountingTree()
+    tree_arg: Any = tree
+    fresh = {"spill_bytes": 0.0, "registers": 222.0}
+    confirmation = static_confirmer(later, said, fresh).confirm(baseline, [again], tree_arg, tree_arg)
+    assert confirmation.baseline.metrics["registers"] == 222.0
+    assert not confirmation.better and confirmation.winner.metrics["registers"] == 222.0, confirmation.verdict

@@ -11,6 +11,7 @@ from ciq_build.core.settings import SearchSettings
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.summary import next_without_a_pin, run_summary
+from ciq_build.tune.without_effect import knobs_without_effect, params_without_effect, without_effect_lines
 
 
 def evaluated(key: str, cached: bool = False) -> Evaluation:
@@ -40,23 +41,32 @@ def test_changes_are_spelt_one_way() -> None:
     assert row.split()[-1] == "-"  # no change to speak of from zero
 
 
-def test_where_few_register_caps_lie_below_the_defaults_next_names_one_to_seed() -> None:
-    # cuda_reduction_sum's kernel: 40 registers by default, and of the cap's grid (32..248 by 8) only 32 below
-    # it, which a 24-candidate search never drew; seeded, it pinned 40 -> 32 registers with no spills.
-    objectives = parse_objectives(["spill_bytes", "registers"])
-    knobs = SearchSettings(generations=3, pool_size=8, controls=("knobs",))
-    said = next_without_a_pin(objectives, knobs, pin=True, better=False, baseline_scores=(0.0, 40.0))
-    assert ("; the register cap's grid (-maxrregcount 32..248 by 8) holds 1 value(s) below the defaults' 40 "
-            "registers, which the search seldom draws: seed one, --seed-from='-maxrregcount=32'; --fresh") in said
-    assert "--seed-from='-maxrregcount=40'" in next_without_a_pin(objectives, knobs, True, False, (0.0, 48.0))
-    # Not where the grid holds enough caps below, nothing lies below, no knob is searched or registers is no goal.
-    for quiet in (next_without_a_pin(objectives, knobs, True, False, (0.0, 80.0)),
-                  next_without_a_pin(objectives, knobs, True, False, (0.0, 32.0)),
-                  next_without_a_pin(objectives, SearchSettings(controls=("params",)), True, False, (0.0, 40.0)),
-                  next_without_a_pin(parse_objectives(["spill_bytes", "max:registers"]), knobs, True, False,
-                                     (0.0, 40.0)),
-                  next_without_a_pin(parse_objectives(["spill_bytes"]), knobs, True, False, (40.0,))):
-        assert "maxrregcount" not in quiet
+def coded(flags: tuple[str, ...], code: str, defines: tuple[tuple[str, str], ...] = ()) -> Evaluation:
+    return replace(evaluated("+".join(flags)), controls=Controls(flags=flags, defines=defines), code=code)
+
+
+def test_a_knob_whose_values_never_changed_the_code_is_named_with_the_likely_reason() -> None:
+    # FlashInfer's kernels declare __launch_bounds__: every register cap built the same code (251 registers at
+    # caps 104..144), which only the machine-code dedupe noticed.
+    baseline = coded((), "A")
+    searched = [coded(("-maxrregcount=104",), "A"), coded(("-maxrregcount=144",), "A"),
+                coded(("-Xptxas=-O2",), "B"), coded(("-Xptxas=-O2", "-maxrregcount=104"), "B"),
+                coded(("-Xptxas=-O1",), "C", (("TILE", "8"),)), coded(("-Xptxas=-O1",), "C", (("TILE", "16"),))]
+    idle = knobs_without_effect([baseline, *searched])
+    assert [k.name for k in idle] == ["maxrregcount"]  # -Xptxas=-O told apart from the baseline: not named
+    text = run_summary("kern", parse_objectives(["time"]), (1.0,), (1.0,), searched, True, "no better", None,
+                       Path("journal.jsonl"), set(), without_effect=without_effect_lines(
+                           params_without_effect(["TILE=8,16"], searched), idle))
+    lines = [line for line in text.splitlines() if "changed no candidate's code" in line]
+    assert lines[0].startswith("  PARAMS TILE changed no candidate's code: is it used in the sources?")
+    assert lines[1].startswith("  knob.maxrregcount (-maxrregcount) changed no candidate's code: its kernels likely "
+                               "declare __launch_bounds__")
+    # One cap against none is not enough to tell (the value may be the default); a cap that changed the code is
+    # not named; a switch shows its one value.
+    assert knobs_without_effect([baseline, coded(("-maxrregcount=104",), "A")]) == []
+    assert knobs_without_effect([baseline, *searched, coded(("-maxrregcount=32",), "D")]) == []
+    assert [k.name for k in knobs_without_effect([baseline, coded(("--extra-device-vectorization",), "A")])] == [
+        "extra_device_vectorization"]
 
 
 def test_the_table_shows_each_objectives_unit() -> None:

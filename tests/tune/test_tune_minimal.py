@@ -49,7 +49,13 @@ def test_the_pin_drops_every_control_that_leaves_the_code_the_same_and_verify_pa
     warnings = [line for line in lines if "does nothing" in line]
     assert len(warnings) == 1, result.stderr
     assert "PARAMS UNROLL of noop_kernels" in warnings[0] and "(kern.cu:6, outside any #ifndef UNROLL)" in warnings[0]
-    assert lines.index(warnings[0]) < next(i for i, line in enumerate(lines) if line.startswith("ciq_build: baseline:"))
+    baseline = next(i for i, line in enumerate(lines) if line.startswith("ciq_build: baseline:"))
+    assert lines.index(warnings[0]) < baseline
+    # The register cap's values lie below the baseline's registers: none below heavy's 30, so the knob is left
+    # out, said once the baseline is measured, before the space's size.
+    cap = next(i for i, line in enumerate(lines) if line.startswith("ciq_build: register cap:"))
+    assert "left out of the search: the defaults' kernels use at most 30 registers" in lines[cap]
+    assert baseline < cap < next(i for i, line in enumerate(lines) if line.startswith("ciq_build: search space:"))
     record = json.loads((source / "ciq" / "noop_kernels.json").read_text())
     # X matters (fewer registers at 0); UNROLL is overridden by the source, so -DUNROLL is dropped.
     assert record["controls"]["defines"] == {"X": "0"}

@@ -144,5 +144,7 @@ def test_a_static_tune_never_links_the_benchmark(tmp_path: Path) -> None:
                   "--no-pin")
     assert tuned.returncode == 0, tuned.stdout + tuned.stderr
     scratch = build / "ciq" / "scratch" / "twin"
-    assert list(scratch.glob("worker-*/build/libtwin.a")), "the tuned library is built in the scratch trees"
-    assert not list(scratch.glob("worker-*/build/twin_bench")), "registers need no benchmark: never linked"
+    # Each value of X compiled (its own front end: a static candidate goes through ptxas alone, and a winner
+    # that is not pinned is not rebuilt), and nowhere the benchmark linked.
+    assert len(list(scratch.glob("front-ends/*/*_twin.ptx"))) >= 2, "the candidates are compiled in the scratch"
+    assert not list(scratch.rglob("twin_bench")), "registers need no benchmark: never linked"

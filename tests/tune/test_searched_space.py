@@ -1,0 +1,62 @@
+"""The space a tune searches, made again once the baseline's registers fit the register cap (real nvcc probes)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.toolchain import find_toolchain
+from ciq_build.core.objectives import parse_objectives
+from ciq_build.core.settings import SearchSettings
+from ciq_build.project.manifest import Manifest, ManifestToolchain
+from ciq_build.search.base import Proposal
+from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.select import REGISTER_CAP_RULE
+from ciq_build.tune.searched_space import SearchedSpace
+
+
+def searched(tmp_path: Path, *kinds: str) -> SearchedSpace:
+    manifest = Manifest(
+        target="kern", source_dir=tmp_path, binary_dir=tmp_path, target_source_dir=tmp_path,
+        target_binary_dir=tmp_path, cuda_sources=(), object_dir=tmp_path, benchmark=None, metric_regex="",
+        objectives=(), params=("TILE=8,16",), constraints=(), search_space=(), pin_dir=tmp_path,
+        pin_file=tmp_path / "kern.json", timeout=60.0, options_file=tmp_path / "kern.nvcc-options",
+        generator="Ninja", allow_numerics=False, toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+    settings = SearchSettings(controls=kinds, strategy="random", seed=1, seed_from=("-DTILE=48",))
+    return SearchedSpace(settings, manifest, find_toolchain(), parse_objectives(["registers"]), tmp_path / "acf")
+
+
+def baseline(registers: float) -> Evaluation:
+    return Evaluation("b", Proposal(-1, 0, {}), Controls(), True, None, "", {"registers": registers}, {},
+                      (registers,), 1.0)
+
+
+def test_the_register_cap_is_fitted_to_the_baseline_said_once_and_named_in_the_header(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    space = searched(tmp_path, "knobs", "params")
+    said: list[str] = []
+    with caplog.at_level(logging.WARNING, logger="ciq_build"):
+        first = space.source()  # before anything is built: the catalogue's grid, the space checked
+        fitted = space.fitted(baseline(40.0), said.append)
+    # The header names the rule, not values the baseline decides: a resume finds the same search.
+    assert space.described(first)["register_cap"] == REGISTER_CAP_RULE
+    assert first.describe()["search_space"]["knob.maxrregcount"]["type"] == "range"
+    assert fitted.describe()["search_space"]["knob.maxrregcount"]["values"] == [32]
+    assert said[0] == ("register cap: -maxrregcount 32 (below the defaults' 40 registers; a cap at or above what "
+                       "a kernel uses leaves its code as it is)")
+    assert said[1].startswith("search space: 2 PARAMS combinations x ")
+    # A seed that does not fit is said once, by the source that searches, not by the one made to check the space.
+    assert caplog.text.count("-DTILE=48 is not among the controls this tune searches") == 1
+    # Deterministic: the same baseline, the same candidates.
+    again = space.fitted(baseline(40.0), said.append)
+    assert [p.params for p in again.ask()] == [p.params for p in fitted.ask()]
+    # 26 registers: no cap below can change anything: the knob is left out, and said.
+    small = space.fitted(baseline(26.0), said.append)
+    assert "knob.maxrregcount" not in small.describe()["search_space"]
+    assert said[-2].startswith("register cap: left out of the search: the defaults' kernels use at most 26 registers")
+    # Without knobs nothing is fitted, and the header is as it was.
+    params = searched(tmp_path, "params")
+    assert not params.fitting and "register_cap" not in params.described(params.source())
