@@ -115,6 +115,7 @@ class EvaluationCache:
         self.entries: dict[str, dict[str, Any]] = {}  # key -> the journaled record to reuse
         self.source_outputs: set[Path] = set()  # files the build writes into the source tree, as journaled
         self.measured_this_run: set[str] = set()  # keys this run evaluated (a later hit is a repeat, not a resume)
+        self.checked: set[str] = set()  # journaled keys whose static figures a fresh build of this run checked
 
     @property
     def path(self) -> Path:

@@ -170,19 +170,13 @@ class Confirmer:
         winner's build when it is the last one made in `tree`.
         """
         keys = self._deterministic_keys()
-        measured = set(self.cache.measured_this_run)  # what this run built and measured itself: trusted
-        if keys and baseline.cached and baseline.key not in measured:
-            self.say("rebuilding the journal's baseline: its static metrics must be what a fresh build measures")
-            built = base_tree.build(Controls(), self.timeouts.compile, benchmark=self.runner.needs_benchmark)
-            if not built.ok:
-                raise SearchError(f"the baseline no longer builds: {built.message}")
-            fresh = self._remeasured(baseline, built, keys)
-            if fresh is not baseline:  # the defaults proposed again hold the journal's wrong figures too
-                evaluations[:] = [dataclasses.replace(e, metrics=fresh.metrics, scores=fresh.scores, ok=fresh.ok,
-                                                      cause=fresh.cause) if e.key == baseline.key else e
-                                  for e in evaluations]
-            baseline = fresh
-            measured.add(baseline.key)
+        fresh = self.trusted_baseline(baseline, base_tree)
+        if fresh is not baseline:  # the defaults proposed again hold the journal's wrong figures too
+            evaluations[:] = [dataclasses.replace(e, metrics=fresh.metrics, scores=fresh.scores, ok=fresh.ok,
+                                                  cause=fresh.cause) if e.key == baseline.key else e
+                              for e in evaluations]
+        baseline = fresh
+        measured = self.cache.measured_this_run | self.cache.checked  # what this run built itself: trusted
         checked: set[int] = set()
         last: tuple[Evaluation, CandidateBuild] | None = None
         while True:
@@ -205,6 +199,21 @@ class Confirmer:
                 break
             evaluations[evaluations.index(winner)] = fresh
         return baseline, winner, (last[1] if last is not None and last[0] is winner else None)
+
+    def trusted_baseline(self, baseline: Evaluation, base_tree: WorkerTree, also: Sequence[str] = ()) -> Evaluation:
+        """`baseline`, or where it was read from the journal of an earlier run, rebuilt in `base_tree` and its static
+        metrics (the objectives' and `also`'s) checked against the fresh build: a wrong one is corrected (and
+        journaled). Checked once a run (`EvaluationCache.checked`)."""
+        keys = self._deterministic_keys() + [key for key in also if key not in self._deterministic_keys()]
+        if not keys or not baseline.cached or baseline.key in self.cache.measured_this_run | self.cache.checked:
+            return baseline
+        self.say("rebuilding the journal's baseline: its static metrics must be what a fresh build measures")
+        built = base_tree.build(Controls(), self.timeouts.compile, benchmark=self.runner.needs_benchmark)
+        if not built.ok:
+            raise SearchError(f"the baseline no longer builds: {built.message}")
+        fresh = self._remeasured(baseline, built, keys)
+        self.cache.checked.add(baseline.key)
+        return fresh
 
     def _remeasured(self, evaluated: Evaluation, built: CandidateBuild, keys: list[str]) -> Evaluation:
         """`evaluated` when a fresh build reproduces its static metrics, else a corrected copy (journaled)."""

@@ -4,7 +4,9 @@ Where the knobs are searched the source is made twice: before anything is built,
 catalogue grid (the space is checked then, and the journal's header names it, with the rule that fits the
 cap); and once the baseline's registers are known, the cap's values fitted below them
 (ciq_build.search.select.fit_register_cap). The fitted values follow from the baseline, which the journal
-holds, so a resumed search gets the same space and proposes the same candidates.
+holds, so a resumed search gets the same space and proposes the same candidates; a journaled baseline's
+registers are checked against a fresh build first (ciq_build.tune.confirm.Confirmer.trusted_baseline), so a
+stale journal's are not what the cap is fitted to.
 """
 
 from __future__ import annotations

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.objectives import parse_objectives
-from ciq_build.core.settings import SearchSettings
+from ciq_build.core.settings import MeasureSettings, SearchSettings
 from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import REGISTER_CAP_RULE
+from ciq_build.state.journal import Journal
+from ciq_build.tune.cache import EvaluationCache
+from ciq_build.tune.confirm import Confirmer
 from ciq_build.tune.searched_space import SearchedSpace
+from ciq_build.tune.timeouts import Timeouts
 
 
 def searched(tmp_path: Path, *kinds: str) -> SearchedSpace:
@@ -60,3 +66,59 @@ def test_the_register_cap_is_fitted_to_the_baseline_said_once_and_named_in_the_h
     # Without knobs nothing is fitted, and the header is as it was.
     params = searched(tmp_path, "params")
     assert not params.fitting and "register_cap" not in params.described(params.source())
+
+
+class BuildingTree:
+    """TEST DOUBLE for the baseline's tree: counts the builds it is asked for."""
+
+    def __init__(self) -> None:
+        self.builds = 0
+
+    def build(self, controls: Controls, timeout: float, static_only: bool = False, *, benchmark: bool = True) -> Any:
+        self.builds += 1
+        return SimpleNamespace(ok=True, message="", objects=())
+
+
+def resumed_baseline(tmp_path: Path, journaled: float, built: float) -> tuple[Evaluation, BuildingTree, list[str]]:
+    """The baseline a resume trusts, its journal saying `journaled` registers and a fresh build `built` (checked
+    as the tune does before it fits the register cap, ciq_build.tune.driver); the builds asked, what was said."""
+    objectives = parse_objectives(["spill_bytes"])  # registers not an objective: the cap's fit checks them still
+    journal = Journal(tmp_path / f"kern-{journaled:g}.jsonl")
+    header = {"target": "kern", "objectives": [o.spec for o in objectives]}
+    said: list[str] = []
+    first = EvaluationCache(journal, objectives, said.append)
+    first.open(header)
+    first.record(Evaluation("defaults", Proposal(-1, 0, {}), Controls(), True, None, "",
+                            {"spill_bytes": 0.0, "registers": journaled}, {}, (0.0,), 3.9), reuse=True)
+    later = EvaluationCache(journal, objectives, said.append)
+    later.open(header)
+    cached = later.lookup(Proposal(-1, 0, {}), Controls(), "defaults")
+    assert cached is not None and cached.cached
+    runner: Any = SimpleNamespace(needs_benchmark=False,
+                                  static_metrics=lambda _: {"spill_bytes": 0.0, "registers": built})
+    confirmer = Confirmer(runner, later, objectives, MeasureSettings(), Timeouts(60.0, 60.0), "knee", "kern",
+                          said.append, said.append)
+    tree = BuildingTree()
+    tree_arg: Any = tree
+    trusted = confirmer.trusted_baseline(cached, tree_arg, also=("registers",))
+    assert confirmer.trusted_baseline(trusted, tree_arg, also=("registers",)) is trusted  # checked once a run
+    assert tree.builds == 1
+    return trusted, tree, said
+
+
+def test_a_resume_fits_the_register_cap_to_the_baseline_a_fresh_build_corrected(tmp_path: Path) -> None:
+    # simpleGEMM: the journal said 56 registers (sm_75's code under sm_90's key), the baseline's rebuild at the
+    # confirmation found 222, but the cap had been fitted to the journal's 56 already: 32..48, none of use.
+    space = searched(tmp_path, "knobs")
+    said: list[str] = []
+    stale, _, told = resumed_baseline(tmp_path, 56.0, 222.0)
+    assert stale.metrics["registers"] == 222.0
+    assert any("registers 56 for the baseline is not what a fresh build measures (registers 222)" in line
+               for line in told), told
+    values = space.fitted(stale, said.append).describe()["search_space"]["knob.maxrregcount"]["values"]
+    assert values[0] == 104 and values[-1] == 216, values  # as the trial's --fresh tune (4): 104..216
+    # A plain resume (the journal right): the journal's baseline itself, so the same space, the same candidates.
+    right, _, told = resumed_baseline(tmp_path, 40.0, 40.0)
+    assert not any("not what a fresh build measures" in line for line in told)
+    resumed = space.fitted(right, said.append)
+    assert [p.params for p in resumed.ask()] == [p.params for p in space.fitted(baseline(40.0), said.append).ask()]
