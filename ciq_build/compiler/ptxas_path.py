@@ -67,6 +67,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -346,7 +347,9 @@ def fill(p: Plan, timeout: float | None = None, start: Start = _started) -> None
     # The steps name the entry's folder (the placed temporary names): here, the new one's.
     steps = [s.replace(str(p.entry), str(new)) for s in p.front if not s.startswith("--")]
     try:
+        began = time.monotonic()
         result = _run_steps(steps, p, timeout, capture=True, start=start)
+        seconds = time.monotonic() - began
         if result.returncode != 0:
             raise Unsupported(f"the front end failed when run on its own:\n{result.stdout[-2000:]}")
         files = sorted(f.name for f in new.iterdir() if f.is_file())  # the front end's own: what a compile links
@@ -356,8 +359,8 @@ def fill(p: Plan, timeout: float | None = None, start: Start = _started) -> None
             _write_dependency_file(new / _DEPS, _option_value(p.argv, "-MT") or p.output, read)
         # Read after the run, as after nvcc's own: a file changed while the front end ran is missed either way.
         stats = {name: _stat(name, p.cwd) for name in [p.argv[0], *read]}
-        (new / _DONE).write_text(json.dumps({"argv": list(p.argv), "inputs": stats, "files": files}),
-                                 encoding="utf-8")
+        (new / _DONE).write_text(json.dumps({"argv": list(p.argv), "inputs": stats, "files": files,
+                                             "seconds": round(seconds, 3)}), encoding="utf-8")
         _publish(new, p)
     except BaseException:  # a timeout too: nothing unfinished is left
         shutil.rmtree(new, ignore_errors=True)
@@ -467,6 +470,27 @@ def front_end_log(p: Plan) -> str:
         return ""
 
 
+def front_end_seconds(p: Plan) -> float:
+    """How long the kept front end took when it ran (what a compile from the entry does not spend again); 0.0
+    for an entry kept by an earlier ciq_build, which did not record it."""
+    try:
+        seconds = json.loads((p.entry / _DONE).read_text(encoding="utf-8")).get("seconds", 0.0)
+    except (OSError, ValueError, AttributeError):
+        return 0.0
+    return float(seconds) if isinstance(seconds, (int, float)) else 0.0
+
+
+def kept_front_ends(options_file: Path) -> Path:
+    """Where the launcher notes, a line each, the seconds of a kept front end a compile of the tree with
+    `options_file` took (front_end_seconds): the tree's build sums them (CandidateBuild.kept_front_end_seconds)."""
+    return options_file.with_name(options_file.name + ".kept-front-ends")
+
+
+def _note_kept(p: Plan, options_file: Path) -> None:
+    with open(kept_front_ends(options_file), "a", encoding="utf-8") as notes:  # one short write: compiles at once
+        notes.write(f"{front_end_seconds(p)}\n")
+
+
 def ptxas_only(p: Plan, timeout: float | None = None, start: Start = _started) -> subprocess.CompletedProcess[str]:
     """Only the ptxas steps (its -v report is all a static objective reads); no object is written."""
     with _own_folder(p) as placed:
@@ -518,7 +542,8 @@ def main(args: list[str]) -> int:
     except (Unsupported, OSError, subprocess.SubprocessError) as exc:
         print(f"ciq_build: nvcc whole ({exc})", file=sys.stderr)
         os.execvp(argv[0], argv)
-    if not (ready(p) and has_dependency_file(p)):
+    kept = ready(p) and has_dependency_file(p)
+    if not kept:
         # A new front end: run into the cache, then the rest from it (what nvcc whole costs), so that every
         # later compile of this configuration, in any scratch tree, runs only ptxas and what follows.
         try:
@@ -535,6 +560,8 @@ def main(args: list[str]) -> int:
     except OSError:
         result = None
     if result is not None and (result.returncode == 0 or ready(p)):
+        if kept and result.returncode == 0:
+            _note_kept(p, Path(ours["options-file"]))
         return result.returncode
     # The entry went while it was read (evicted, or replaced as stale by another tree's compile): nvcc whole.
     print("ciq_build: the kept front end changed during the compile; nvcc whole", file=sys.stderr)

@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import filelock
@@ -206,6 +206,8 @@ class ScratchTree:
                 return reported
         # Waiting for the turn is no part of the compile (its time, its timeout): other trees' first builds.
         first = self.writes_sources and not self._built
+        kept = ptxas_path.kept_front_ends(self.options_file)
+        kept.unlink(missing_ok=True)
         with source_tree_turn(self.manifest.source_dir, None) if first else contextlib.nullcontext():
             with environment.CompileWitness(self.options_file, timeout) as witness:
                 compile_step = proc.run(self._build_args(self.manifest.target), timeout,
@@ -213,6 +215,9 @@ class ScratchTree:
         self._built = True
         compiled = compile_verdict("compile", compile_step, witness, timeout, self.root, self.object_files(),
                                    self.benchmark_path)
+        if kept.is_file():  # the launcher's compiles that took a kept front end (ciq_build.compiler.ptxas_path)
+            compiled = replace(compiled, kept_front_end_seconds=sum(
+                float(line) for line in kept.read_text(encoding="utf-8").split()))
         bench = self.manifest.benchmark
         if not compiled.ok or not benchmark or static_only or bench is None or bench.target == self.manifest.target:
             return compiled
@@ -236,6 +241,7 @@ class ScratchTree:
         if not plans:
             return None
         output: list[str] = []
+        kept = 0.0
         for p in plans:
             try:
                 # A new front end is run here, in place of nvcc's whole compile (which would also run
@@ -243,6 +249,8 @@ class ScratchTree:
                 # One that fails costs its front end twice (the full build below says why it failed).
                 if not ptxas_path.ready(p):
                     ptxas_path.fill(p, timeout - (time.monotonic() - started), start=proc.started)
+                else:
+                    kept += ptxas_path.front_end_seconds(p)
                 ran = ptxas_path.ptxas_only(p, timeout - (time.monotonic() - started), start=proc.started)
             except subprocess.TimeoutExpired:
                 # The candidate's own compile steps, no build tool: its timeout (not once more in the full build).
@@ -256,7 +264,8 @@ class ScratchTree:
             # The progress line a build tool prints, so each report is read as that object's; then what the
             # launcher's compile of it prints: the front end's warnings (a -D redefined), then ptxas's report.
             output.append(f"Building CUDA object {p.output} (ptxas only)\n{ptxas_path.front_end_log(p)}{ran.stdout}")
-        return CandidateBuild(True, None, "", time.monotonic() - started, "".join(output))
+        return CandidateBuild(True, None, "", time.monotonic() - started, "".join(output),
+                              kept_front_end_seconds=kept)
 
     def _tuned_compiles(self, timeout: float) -> list[list[str]]:
         """The tuned target's nvcc compile commands (Ninja only), re-read when the build files change."""

@@ -46,6 +46,9 @@ class CandidateBuild:
     compiler_output: str
     objects: tuple[Path, ...] = ()
     benchmark: Path | None = None
+    # The front ends this build took as kept from an earlier compile (ciq_build.compiler.ptxas_path): the
+    # seconds they took when they ran, not spent in `compile_seconds`.
+    kept_front_end_seconds: float = 0.0
 
 
 class WorkerTree(Protocol):

@@ -27,6 +27,9 @@ from ciq_build.search.base import Proposal
 EVALUATION_KIND = "evaluation"
 # The parts of an evaluation's time the driver journals (Evaluation.timings).
 TIMING_NAMES = ("compile_s", "benchmark_s", "wait_s")
+# Journaled beside them, no part of the evaluation's time: the seconds the front ends its build took as kept
+# (ciq_build.compiler.ptxas_path) took when they ran, which a candidate's compile may spend again.
+KEPT_FRONT_END = "kept_front_end_s"
 # The proposal id of an evaluation read from the journal: the line does not keep it (nor the proposal's ACF,
 # which is in its controls).
 JOURNALED_ID = -2
@@ -50,7 +53,7 @@ class Evaluation:
     seconds: float  # wall time of the whole evaluation, waiting for a GPU included
     cached: bool = False  # read from the journal, not evaluated by this process
     # Where the time went: compile_s (the target and the benchmark's link), benchmark_s
-    # (the runs), wait_s (queued for a GPU slot). Empty for journals written before 0.2.
+    # (the runs), wait_s (queued for a GPU slot); and KEPT_FRONT_END. Empty for journals written before 0.2.
     timings: dict[str, float] = field(default_factory=dict)
     runs: int = 0  # benchmark runs this evaluation made (none for static objectives, a dedupe or the journal)
     raced: bool = False  # stopped early by racing (ciq_build.measure.racing): never pinned over a full measurement
@@ -162,7 +165,8 @@ def journaled_numbers(value: Any) -> dict[str, float]:
 
 def journaled_timings(line: dict[str, Any]) -> dict[str, float]:
     """compile_s / benchmark_s / wait_s of a journaled evaluation; {} for older journals (only "seconds")."""
-    return {name: value for name, value in journaled_numbers(line.get("timings")).items() if name in TIMING_NAMES}
+    return {name: value for name, value in journaled_numbers(line.get("timings")).items()
+            if name in (*TIMING_NAMES, KEPT_FRONT_END)}
 
 
 def journaled_count(value: Any) -> int:

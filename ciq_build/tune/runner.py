@@ -39,7 +39,7 @@ from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
-from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
 from ciq_build.tune.ahead import BuildsAhead
 from ciq_build.tune.dedupe import CodeDedupe, code_key, taken_from
 from ciq_build.tune.scores import objective_values
@@ -188,6 +188,8 @@ class BuildRunner:
         ahead = self.ahead.take(worker, controls) if self.ahead is not None else None
         build = ahead if ahead is not None else self.build(worker, controls)
         timings["compile_s"] = time.monotonic() - started
+        if build.kept_front_end_seconds:
+            timings[KEPT_FRONT_END] = build.kept_front_end_seconds
         if not build.ok:
             return failed(build.cause or Cause.COMPILE_FAILED, build.message, {"compile_seconds": build.compile_seconds})
         if self.dedupe is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ciq_build.core.settings import MeasureSettings
-from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
 
 BASELINE_TIMEOUT = 600.0  # seconds, at least, for the baseline's build and each of its runs
 CANDIDATE_FACTOR = 4.0  # a candidate may take this many times the baseline's compile (or run)
@@ -51,7 +51,10 @@ def for_candidates(measure: MeasureSettings, baseline: Evaluation) -> Timeouts:
     """The candidates' limits: --timeout as given, else TIMEOUT or CANDIDATE_FACTOR x the baseline's."""
     if measure.timeout_explicit:
         return Timeouts(measure.timeout, measure.timeout)
-    compile_s = baseline.metrics.get("compile_seconds", baseline.timings.get("compile_s", 0.0))
+    # nvcc whole: a baseline built from front ends kept by an earlier tune ran ptxas only (0.8 s of simpleGEMM's
+    # 20), and a candidate whose options reach the front end (cicc) runs it again, so their seconds count too.
+    compile_s = (baseline.metrics.get("compile_seconds", baseline.timings.get("compile_s", 0.0))
+                 + baseline.timings.get(KEPT_FRONT_END, 0.0))
     runs = max(1, measure.repeats)
     run_s = baseline.timings.get("benchmark_s", 0.0) / runs
     return Timeouts(round(max(measure.timeout, CANDIDATE_FACTOR * compile_s), 1),

@@ -296,10 +296,15 @@ def test_a_static_evaluation_keeps_a_new_front_end_at_once_and_gives_nvcc_its_ob
     capped = Controls(flags=("-maxrregcount=40",))  # nvcc hands it to cicc too: a front end of its own
     static = gemm.build(capped, 300, static_only=True)
     assert static.ok and static.objects == ()  # its front end run here, then ptxas alone: no object
+    assert static.kept_front_end_seconds == 0.0  # it ran: its time is in the build's
     assert len(set(_kept_ptx(gemm)) - before) == 1  # kept the first time (it cost nothing more)
     [argv] = _nvcc_commands(gemm)
     plan = ptxas_path.plan(argv, gemm.build_dir, gemm.front_end_cache)
     assert ptxas_path.ready(plan) and ptxas_path.has_dependency_file(plan)
+    # Taken as kept, the front end's own seconds (recorded when it ran) are said beside the build's: a candidate
+    # whose options reach cicc spends them again (the compile limit counts them, ciq_build.tune.timeouts).
+    ran_before = ptxas_path.front_end_seconds(plan)
+    assert ran_before > 0.1 and gemm.build(capped, 300, static_only=True).kept_front_end_seconds == ran_before
     reference, report = _full_nvcc(gemm)
     assert (metrics.summarize(metrics.parse_ptxas_verbose(static.compiler_output))
             == metrics.summarize(metrics.parse_ptxas_verbose(report)))
@@ -307,7 +312,7 @@ def test_a_static_evaluation_keeps_a_new_front_end_at_once_and_gives_nvcc_its_ob
     kept = _kept_ptx(gemm)
     for _ in range(2):
         built = gemm.build(capped, 300)
-        assert built.ok and _kept_ptx(gemm) == kept
+        assert built.ok and _kept_ptx(gemm) == kept and built.kept_front_end_seconds == ran_before  # the launcher's
         assert all(_same_as_nvcc_agrees(p.read_bytes(), reference[str(p.relative_to(gemm.build_dir))])
                    for p in built.objects)
     header = next(Path(gemm.manifest.source_dir).glob("src/*.h"))

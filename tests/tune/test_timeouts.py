@@ -11,7 +11,7 @@ from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.settings import MeasureSettings, timeout_advice
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.search.base import Proposal
-from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation, journaled_timings
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.timeouts import BASELINE_TIMEOUT, Timeouts, for_baseline, for_candidates, for_configure
 
@@ -74,3 +74,13 @@ def test_no_timeout_is_assigned_after_construction_anywhere_in_the_package() -> 
                          if isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", ""))
                          == "replace" and any("timeout" in (k.arg or "") for k in call.keywords)]
     assert assigned == []
+
+
+def test_a_baseline_built_from_kept_front_ends_limits_candidates_by_nvcc_whole() -> None:
+    # simpleGEMM: the baseline's build took a front end kept by an earlier tune, ptxas only (0.8 s); a candidate
+    # whose options reach cicc runs the front end again (about 20 s; CUTLASS 3's take minutes).
+    kept = _baseline(0.8, 0.0)
+    kept.timings[KEPT_FRONT_END] = 150.0
+    assert for_candidates(MeasureSettings(timeout=60), kept).compile == 603.2
+    # Journaled with the baseline, so a resume's limits are the same.
+    assert journaled_timings(kept.to_journal())[KEPT_FRONT_END] == 150.0
