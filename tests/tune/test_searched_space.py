@@ -108,7 +108,7 @@ def resumed_baseline(tmp_path: Path, journaled: float, built: float) -> tuple[Ev
 
 def test_a_resume_fits_the_register_cap_to_the_baseline_a_fresh_build_corrected(tmp_path: Path) -> None:
     # simpleGEMM: the journal said 56 registers (sm_75's code under sm_90's key), the baseline's rebuild at the
-    # confirmation found 222, but the cap had been fitted to the journal's 56 already: 32..48, none of use.
+    # confirmation found 222, but the cap had been fitted to the journal's 56 already: 32..52, none of use.
     space = searched(tmp_path, "knobs")
     said: list[str] = []
     stale, _, told = resumed_baseline(tmp_path, 56.0, 222.0)
