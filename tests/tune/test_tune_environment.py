@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.search.evaluation import TIMING_NAMES
 from support import REPO_ROOT
 
 PROJECT = REPO_ROOT / "tests" / "projects" / "transient"
@@ -167,7 +168,8 @@ def test_a_benchmark_killed_by_sigkill_is_run_again_on_resume_and_timings_are_sp
         timings = record["timings"]
         assert timings["compile_s"] > 0 and "benchmark_s" in timings and "wait_s" in timings, record
         assert timings["benchmark_s"] >= 0.08  # the benchmark sleeps 0.1 s
-        assert abs(record["seconds"] - sum(timings.values())) < 0.2
+        # The parts of its time add up to it (a kept front end's own seconds are journaled beside them, not a part).
+        assert abs(record["seconds"] - sum(timings[name] for name in TIMING_NAMES)) < 0.2
     assert "waiting for a GPU" in first.stdout
 
     again = _tune("timer", source, build, *args)
