@@ -204,7 +204,8 @@ class Confirmer:
         """`baseline`, or where it was read from the journal of an earlier run, rebuilt in `base_tree` and its static
         metrics (the objectives' and `also`'s) checked against the fresh build: a wrong one is corrected (and
         journaled). Checked once a run (`EvaluationCache.checked`)."""
-        keys = self._deterministic_keys() + [key for key in also if key not in self._deterministic_keys()]
+        own = self._deterministic_keys()
+        keys = own + [key for key in also if key not in own]
         if not keys or not baseline.cached or baseline.key in self.cache.measured_this_run | self.cache.checked:
             return baseline
         self.say("rebuilding the journal's baseline: its static metrics must be what a fresh build measures")
