@@ -232,6 +232,16 @@ def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _quiet_when_stopped(unraisable: sys.UnraisableHookArgs) -> None:
+    # Python runs the handler above at whatever bytecode the main thread is at, and some places
+    # cannot raise: an at-fork callback (logging's, during a Popen with a preexec_fn) reports the
+    # KeyboardInterrupt as "Exception ignored" with a traceback and goes on. That is no fault: the
+    # stop is already set, so the next run or wait of the main thread raises `stopping.Stopped`.
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _stopped_by:
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit code. A reader that goes away (`show | head`) ends it quietly, as SIGPIPE would."""
     try:
@@ -258,6 +268,7 @@ def _run(argv: Sequence[str] | None) -> int:
     build_dir_implicit = hasattr(args, "build_dir") and not getattr(args, "build_dir_given", False)
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupted)
+    sys.unraisablehook = _quiet_when_stopped
     from ciq_build.tune.progress import configure_logging
 
     configure_logging(-1 if args.quiet else 1 if args.verbose else 0)

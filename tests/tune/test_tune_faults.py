@@ -204,6 +204,28 @@ def test_sigterm_stops_a_tune_at_once_and_leaves_nothing_running(tmp_path: Path)
             os.killpg(tune.pid, signal.SIGKILL)
 
 
+@pytest.mark.parametrize("stopped", [True, False])
+def test_a_stop_that_lands_in_an_at_fork_callback_prints_no_traceback(stopped: bool) -> None:
+    # A signal's KeyboardInterrupt raised inside an at-fork callback (logging's, while a Popen with a
+    # preexec_fn forks) cannot propagate: Python reports it as "Exception ignored" with a traceback.
+    # Once the tune is stopping, that report is noise (the next run or wait raises Stopped); before, it
+    # is kept.
+    script = (
+        "import os, sys\n"
+        "from ciq_build import cli\n"
+        "sys.unraisablehook = cli._quiet_when_stopped\n"
+        f"if {stopped}: cli._stopped_by.append(15)\n"
+        "def after():\n"
+        "    raise KeyboardInterrupt\n"
+        "os.register_at_fork(after_in_parent=after)\n"
+        "pid = os.fork()\n"
+        "if pid == 0: os._exit(0)\n"
+        "os.waitpid(pid, 0)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert ("Traceback" in result.stderr) is not stopped, result.stderr
+
+
 def _pids_mentioning(directory: Path) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
