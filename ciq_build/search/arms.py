@@ -317,6 +317,13 @@ class LocalArm:
         near = one_step_neighbours(centre, space)
         rng.shuffle(near)
         moves += near
+        # every other value of each choice (and the choice knocked out or brought back) next: a walk's origins,
+        # measured before the pairs and product moves of the ordered parameters
+        choices = [genome for i, genome in single_changes(centre, space)
+                   if not params[i].ordered and params[i].size > 1 and genome not in near]
+        rng.shuffle(choices)
+        moves += choices
+        walks_from = len(moves)
         pairs = list(itertools.combinations(ordered, 2))
         rng.shuffle(pairs)
         for i, j in pairs:  # two ordered parameters a step each, both ways: along and across a ridge
@@ -329,7 +336,7 @@ class LocalArm:
         for products in _product_moves(centre, self._numeric):
             rng.shuffle(products)
             moves += products
-        self._walks_from, self._walks_open, self._walk_turn = len(moves), False, True
+        self._walks_from, self._walks_open, self._walk_turn = walks_from, False, True
         singles = [genome for _, genome in single_changes(centre, space)]
         rng.shuffle(singles)
         moves += singles

@@ -73,6 +73,7 @@ class Origin:
     order: int
     interaction: dict[int, float] = field(default_factory=dict)  # by ordered parameter: the most seen
     steps: list[tuple[int, Genome, Walk]] = field(default_factory=list)  # (order found, move, walk)
+    walked: int = 0  # its walks' steps taken
 
     def interacts(self) -> float:
         most = max(self.interaction.values(), default=0.0)
@@ -93,6 +94,7 @@ class Walks:
         self._waiting: dict[Genome, tuple[Origin, Walk | None]] = {}  # proposed, its result not known (None: a probe)
         self._deferred: list[tuple[float, int, int, Genome, int]] = []  # probes waiting for the centre's line
         self._count = 0
+        self._probe_turn = False  # whether a probe goes before the next walk's step
 
     def heard(self) -> None:
         """A result of the shared history: the probes that waited for the centre's line are queued again."""
@@ -144,14 +146,17 @@ class Walks:
         """The next walk's step of the origin that interacts most, else the next probe, untried (None: none now)."""
         while True:
             origin = min((o for o in self._origins.values() if o.steps and o.interacts() > 0),
-                         key=lambda o: (-o.interacts(), o.order), default=None)
-            if origin is None and self._probes:
+                         key=lambda o: (o.walked, -o.interacts(), o.order), default=None)
+            if self._probes and (origin is None or self._probe_turn):
+                self._probe_turn = False
                 genome = self._probe()
                 if genome is not None:
                     return genome
                 continue
             if origin is None:
                 return None
+            self._probe_turn = True
+            origin.walked += 1
             step = min(origin.steps, key=lambda s: (-origin.interaction.get(s[2][1], 0.0), s[0]))
             origin.steps.remove(step)
             _, genome, walk = step
