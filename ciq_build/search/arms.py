@@ -224,8 +224,8 @@ class LocalArm:
         self._params = list(portfolio.space.values())
         self._numeric = _numeric(self._params)  # the parameters product moves move
         self.walks = Walks(portfolio, portfolio.space)  # from the centre's changes of a choice or flag
-        # Walks take turns with the centre's moves once those before its single changes are out, or from the first
-        # once an origin is known to interact (Walks.urgent).
+        # Walks take turns with the centre's moves once its one-step moves and its choices' other values (the walks'
+        # origins) are out, or from the first once an origin is known to interact (Walks.urgent).
         self._walks_from = 0  # where in the centre's moves that is
         self._walks_open = False
         self._walk_turn = True
@@ -319,8 +319,9 @@ class LocalArm:
         moves += near
         # every other value of each choice (and the choice knocked out or brought back) next: a walk's origins,
         # measured before the pairs and product moves of the ordered parameters
-        choices = [genome for i, genome in single_changes(centre, space)
-                   if not params[i].ordered and params[i].size > 1 and genome not in near]
+        changes, early = single_changes(centre, space), set(near)
+        choices = [genome for i, genome in changes
+                   if not params[i].ordered and params[i].size > 1 and genome not in early]
         rng.shuffle(choices)
         moves += choices
         walks_from = len(moves)
@@ -337,7 +338,7 @@ class LocalArm:
             rng.shuffle(products)
             moves += products
         self._walks_from, self._walks_open, self._walk_turn = walks_from, False, True
-        singles = [genome for _, genome in single_changes(centre, space)]
+        singles = [genome for _, genome in changes]
         rng.shuffle(singles)
         moves += singles
         triples = list(itertools.islice(itertools.combinations(ordered, 3), _MAX_TRIPLES))

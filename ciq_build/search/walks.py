@@ -17,12 +17,15 @@ Each origin -- every change of one choice or flag of the best measured without f
 it lost -- is probed once along each ordered parameter, at the value where the best's line is worst so far (a cap
 that spills, a range that fails; of equals, the nearest the best's value): where its change interacts with the
 parameter it shows most there. The walks' turns (which the local arm gives them from its first move once an
-origin interacts, else once the centre's steps, pairs and product moves are out) go to:
+origin interacts, else once the centre's steps and its choices' other values are out; and while an origin
+interacts, a quarter of each batch: ciq_build.search.portfolio.WALKING_FLOOR) go by turns to:
 
-* the walks of the origins that interact, the most first (along the parameter it interacts with most first), each
-  step measured adding to the evidence where the best's line is known at its value;
-* else the probes, those of the origins that lost least first (a probe waits, three results at most, for a value of
-  the best's line that loses).
+* the walks of the origins that interact, each in turn (the one walked least first; of equals, the most
+  interacting, along the parameter it interacts with most first), each step measured adding to the evidence where
+  the best's line is known at its value: an origin whose change interacts need not pay (a smaller unroll avoids a
+  spill, as the one that pays does), so one walk must not hold every turn to its end;
+* the probes, those of the origins that lost least first (a probe waits, three results at most, for a value of
+  the best's line that loses): one between two walks' steps, so that every origin is probed while some walk.
 
 A walk (Walks._walk) goes along one ordered parameter both ways (knocked out: from its middle value) by 1, 2, 4,
 8... grid steps, then to the end of its grid, each step proposed once the last is known to have stayed near -- no
