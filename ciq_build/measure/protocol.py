@@ -50,6 +50,12 @@ and exits 0. Reading rules (the benchmark's output is never trusted):
   launch", ``cudaErrorLaunchFailure``, ...) anywhere fail the run as
   ``cuda_error``, whatever its exit status and time: a benchmark whose error
   check prints and goes on prints a time that measured no work.
+* The CUDA runtime's words for no usable GPU ("CUDA driver version is
+  insufficient for CUDA runtime version", "no CUDA-capable device is detected",
+  ``cudaErrorNoDevice``, ...) anywhere fail the run as ``no_gpu``, whatever
+  its time, unless the run succeeded and its own check passed (``CIQ_CHECK
+  PASS``: a benchmark that probes several devices, one missing, measured on
+  another; ciq_build.measure.bench.classify says why).
 * Anything else (garbage, non-UTF-8 bytes, which arrive as U+FFFD) is ignored.
 
 How a run is started and its failure judged is ciq_build.measure.bench; the statistics over runs,

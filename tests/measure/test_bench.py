@@ -193,9 +193,18 @@ def test_real_cuda_program_without_a_gpu_is_no_gpu(cuda133_bin: Path, tmp_path: 
 
 
 def test_runtime_no_gpu_text_in_a_successful_run_is_not_no_gpu() -> None:
-    # A benchmark that probes several devices may print the text and still measure.
+    # A benchmark that probes several devices may print the text and still measure: its passed check says so.
     run = run_once(fault("good", "1.0", "device 3: no CUDA-capable device is detected"))
     assert run.ok
+
+
+@pytest.mark.parametrize("text", ["CUDA driver version is insufficient for CUDA runtime version",
+                                  "no CUDA-capable device is detected"])
+def test_a_time_printed_after_the_runtimes_no_gpu_text_without_a_passed_check_is_no_gpu(text: str) -> None:
+    # simpleGEMM's CUDA_CHECK prints "GPUassert: <text>" and goes on: exit 0 and a time of 0.5 ms that timed nothing.
+    run = run_once(fault("kernel_fault", text, metric_regex=r"Time elapse: ([0-9.]+) *ms"))
+    assert not run.ok and run.cause == bench.NO_GPU, run.message
+    assert f"found no usable GPU: 'GPUassert: {text} gemm.cuh 120'" in run.message
 
 
 @pytest.mark.parametrize("error", ["an illegal memory access was encountered",
