@@ -14,7 +14,7 @@ Commands
   ciq_tune_target(<target>
                   [BENCHMARK <exe-target> [ARGS <arg>...]
                    | [ARGS_SETS <name:args>... [SCORE <geomean|worst>]]]
-                  [METRIC <regex> [UNIT <s|ms|us|ns>]]
+                  [METRIC <regex> [UNIT <s|ms|us|ns|rate>]]
                   [OBJECTIVES <objective>...]
                   [PARAMS <NAME=space>...]
                   [CONSTRAINTS <expression>...]
@@ -41,9 +41,11 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   mean of its per-size ratios to the defaults (``SCORE geomean``, the
   default) or its worst ratio (``SCORE worst``). The journal keeps each size's
   figures (``time_ms@small``).
-``METRIC <regex>``, ``UNIT <s|ms|us|ns>``
+``METRIC <regex>``, ``UNIT <s|ms|us|ns|rate>``
   For a benchmark that prints its own figure instead: the regex's first
-  group is the number, in ``UNIT`` (default ``ms``). Only with ``BENCHMARK``.
+  group is the number, in ``UNIT`` (default ``ms``): a time, or a rate that
+  is higher when better (``TFLOPS``, ``GFLOP/s``, ``GB/s``, ``items/s``),
+  which ``time`` reads as the time a unit of work takes. Only with ``BENCHMARK``.
 ``OBJECTIVES <objective>...``
   What the search minimises or maximises (README: "Objectives"); none: the
   driver's default.
@@ -1285,14 +1287,16 @@ function(_ciq_check_call target)
     message(FATAL_ERROR "${fn}: TIMEOUT '${ARG_TIMEOUT}' must be a positive "
       "number of seconds.")
   endif()
-  # UNIT: what the number METRIC's first group captures is in (ms by default);
-  # the driver converts it to milliseconds.
+  # UNIT: what the number METRIC's first group captures is in (ms by default): a time or a rate, the
+  # rule book's metric_unit; the driver converts it to milliseconds (ciq_build/core/metric_unit.py).
+  if(DEFINED ARG_UNIT)
+    _ciq_rules_matches(unit_ok metric_unit "${ARG_UNIT}")
+  endif()
   if(NOT DEFINED ARG_UNIT)
     # ms, filled in by ciq_tune_target()
-  elseif(NOT ARG_UNIT MATCHES "^(s|ms|us|ns)$")
-    message(FATAL_ERROR "${fn}: UNIT '${ARG_UNIT}' is not a unit of time; "
-      "use one of s, ms, us, ns (the unit of the number that METRIC's first "
-      "group captures).")
+  elseif(NOT unit_ok)
+    _ciq_rules_message(said unknown_metric_unit value "${ARG_UNIT}")
+    message(FATAL_ERROR "${fn}: ${said}.")
   elseif(NOT DEFINED ARG_METRIC)
     message(FATAL_ERROR "${fn}: UNIT is the unit of METRIC's number; give "
       "METRIC <regex> too (CIQ_METRIC time_ms=... lines are always milliseconds).")

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
 
+from ciq_build.core.metric_unit import is_rate, rate_text
 from ciq_build.core.pareto import Direction
 from ciq_build.core.rules import load_rules, nearest
 from ciq_build.errors import ConfigError
@@ -155,6 +156,9 @@ class Objective:
     name: str  # canonical: "time", "registers", "registers:heavy", "metric:gflops", ...
     direction: Direction = "min"
     source: Source = "benchmark"
+    # `time` read from a rate (METRIC's UNIT, e.g. TFLOPS): its values are 1000 / rate ms, shown as the rate the
+    # benchmark printed (ciq_build.core.metric_unit). How it is shown, not what it is: equal objectives stay equal.
+    rate_unit: str = field(default="", compare=False)
 
     @property
     def spec(self) -> str:
@@ -196,9 +200,18 @@ def unit_of(objective: Objective) -> str:
 
 
 def with_unit(objective: Objective, value: float) -> str:
-    """A value as progress lines and tables show it: `4.2 ms`, `0 bytes`, `40` (registers)."""
+    """A value as progress lines and tables show it: `4.2 ms`, `0 bytes`, `40` (registers), `123.4 TFLOPS` (a time
+    read from a rate)."""
+    if objective.rate_unit:
+        return rate_text(value, objective.rate_unit)
     unit = unit_of(objective)
     return f"{value:.6g} {unit}" if unit else f"{value:.6g}"
+
+
+def read_from(objectives: Iterable[Objective], metric_regex: str, metric_unit: str) -> tuple[Objective, ...]:
+    """`objectives` with `time` shown as the rate METRIC reads, where its UNIT is one (else as they are)."""
+    rate = metric_unit if metric_regex and is_rate(metric_unit) else ""
+    return tuple(replace(o, rate_unit=rate) if o.name == "time" else o for o in objectives)
 
 
 def named_scores(objectives: Iterable[Objective], scores: Iterable[float]) -> str:

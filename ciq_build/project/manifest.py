@@ -53,7 +53,6 @@ from ciq_build.project.threads_per_block import read_threads_per_block
 from ciq_build.state.durable import read_json_object
 
 MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
-METRIC_UNITS = ("s", "ms", "us", "ns")  # UNIT of ciq_tune_target() (ciq_build.measure.protocol.METRIC_UNITS)
 _UNKNOWN = "is not a manifest field"
 
 
@@ -80,8 +79,9 @@ def _read_target(fail: Fail, where: str, value: Any) -> str:
 
 def _read_metric_unit(fail: Fail, where: str, value: Any) -> str:
     unit = read_text(fail, where, value)
-    if unit not in METRIC_UNITS:
-        raise fail(where, f"is {unit!r}, not one of {', '.join(METRIC_UNITS)}; fix UNIT in ciq_tune_target()")
+    if not load_rules().matches("metric_unit", unit):  # ciq_build.core.metric_unit: a time or a rate
+        raise fail(where, f"is {unit!r}: {load_rules().message('unknown_metric_unit', value=unit)}; fix UNIT in "
+                          "ciq_tune_target()")
     return unit
 
 
@@ -118,7 +118,7 @@ def _read_score(fail: Fail, where: str, value: Any) -> str:
 
 SCHEMA = Form(lambda: {"const": MANIFEST_SCHEMA}, _read_schema)
 TARGET = Form(lambda: _name_schema("target_name"), _read_target)
-METRIC_UNIT = Form(lambda: {"enum": list(METRIC_UNITS)}, _read_metric_unit)
+METRIC_UNIT = Form(lambda: _name_schema("metric_unit"), _read_metric_unit)
 TIMEOUT = Form(lambda: {"type": "number", "exclusiveMinimum": 0}, _read_timeout)
 ARGS_SETS = Form(lambda: {"type": "array", "items": {
                      "type": "object", "properties": {"name": _name_schema("args_set_name"), "args": TEXTS.schema()},
@@ -181,7 +181,7 @@ class Manifest:
         nullable(object_form(Benchmark, _UNKNOWN)), "BENCHMARK and its arguments; null: static objectives only"))
     metric_regex: str = field(metadata=in_json(TEXT, "METRIC: the regex whose first group is the time"))
     metric_unit: str = field(default="ms", metadata=in_json(
-        METRIC_UNIT, "UNIT: what METRIC's number is in (s, ms, us, ns)", optional=True))
+        METRIC_UNIT, "UNIT: what METRIC's number is in: a time (s, ms, us, ns) or a rate (TFLOPS, GB/s, items/s)", optional=True))
     objectives: tuple[str, ...] = field(metadata=in_json(TEXTS, "OBJECTIVES; empty: the driver picks"))
     params: tuple[str, ...] = field(metadata=in_json(TEXTS, "PARAMS: source parameters and their domains"))
     constraints: tuple[str, ...] = field(default=(), metadata=in_json(

@@ -363,7 +363,9 @@ class TuneRun:
 def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objective]) -> str:
     """What a tune says first: the target, the toolchain, the objectives and the architectures each build makes."""
     built = architecture_list(manifest.toolchain.architectures)
-    return (f"tuning {manifest.target} with {toolchain}; objectives: {', '.join(o.spec for o in objectives)}; "
+    shown = ", ".join(o.spec + (f" (METRIC's {o.rate_unit}, higher is better: read as 1000 / rate ms a unit of "
+                                "work)" if o.rate_unit else "") for o in objectives)
+    return (f"tuning {manifest.target} with {toolchain}; objectives: {shown}; "
             f"architectures: {', '.join(built) or 'nvcc default'}"
             + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster; the build "
                "applies such pins once each of its architectures has one)"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
-from ciq_build.pin.display import relative_change, size_ratios_text
+from ciq_build.pin.display import change_text, relative_change, size_ratios_text
 from ciq_build.pin.record import PinnedRecord
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.old_pin import Standing
@@ -74,7 +74,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
-                     relative_change(base, best)))
+                     change_text(base, best, objective.rate_unit)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     table = "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
     fresh = sum(1 for e in evaluations if not e.cached)
