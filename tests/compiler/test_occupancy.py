@@ -92,13 +92,13 @@ def test_occupancy_over_several_kernels_is_the_least_and_needs_every_block_size(
 def test_threads_per_block_reads_a_number_a_param_or_an_expression_over_params() -> None:
     params = ["TM=choice(4,8)", "TN=choice(4,8)", "BLOCK=choice(128,256)", "KIND=choice(fast,slow)"]
     defaults = Controls()
-    assert read_threads_per_block(["256"], params).of(Controls(defines={"TM": "4"})) == 256
+    assert read_threads_per_block(["256"], params).of(Controls(defines=(("TM", "4"),))) == 256
     block = read_threads_per_block(["BLOCK", "512"], params)
-    assert block.of(Controls(defines={"BLOCK": "128", "KIND": "fast"})) == 128 and block.of(defaults) == 512
+    assert block.of(Controls(defines=(("BLOCK", "128"), ("KIND", "fast")))) == 128 and block.of(defaults) == 512
     tiles = read_threads_per_block(["(128/TM)*(128/TN)"], params, {"TM": "8", "TN": "8"})
-    assert tiles.of(Controls(defines={"TM": "4", "TN": "8"})) == 512 and tiles.of(defaults) == 256
-    assert tiles.of(Controls(defines={"TM": "4", "TN": "4"})) == 1024
-    assert read_threads_per_block(["BLOCK*8"], params).of(Controls(defines={"BLOCK": "256"})) is None  # > 1024
+    assert tiles.of(Controls(defines=(("TM", "4"), ("TN", "8")))) == 512 and tiles.of(defaults) == 256
+    assert tiles.of(Controls(defines=(("TM", "4"), ("TN", "4")))) == 1024
+    assert read_threads_per_block(["BLOCK*8"], params).of(Controls(defines=(("BLOCK", "256"),))) is None  # > 1024
     assert read_threads_per_block(["BLOCK"], params).defaults is None  # the tune asks for the number
     with pytest.raises(ConfigError, match=r"'BLOK' is not one of the PARAMS .* \(did you mean BLOCK\?\)"):
         read_threads_per_block(["BLOK"], params)
