@@ -248,6 +248,54 @@ def resource_usage(object_file: Path, toolchain: Toolchain) -> dict[tuple[str, s
     return out
 
 
+# `__launch_bounds__(N)` is PTX's .maxntid N, 1, 1 (.reqntid: an exact block shape), which ptxas records in each
+# kernel's .nv.info section (EIATTR_MAX_THREADS / EIATTR_REQNTID); the kernel never runs larger blocks.
+_PTX_ENTRY = re.compile(r"\.entry\s+([^\s(]+)\s*\(")
+_PTX_BOUND = re.compile(r"^\s*\.(?:maxntid|reqntid)\s+([0-9][0-9,\s]*)")
+_NV_INFO = re.compile(r"^\.nv\.info\.(\S+)\s*$")
+_BOUND_ATTRIBUTE = re.compile(r"Attribute:\s*EIATTR_(?:MAX_THREADS|REQNTID)\b")
+_HEX_VALUES = re.compile(r"Value:\s*((?:0x[0-9a-fA-F]+\s*)+)$")
+
+
+def _threads(dimensions: Iterable[int]) -> int:
+    product = 1
+    for size in dimensions:
+        product *= size
+    return product
+
+
+def ptx_launch_bounds(text: str) -> dict[str, int]:
+    """{kernel: the most threads a block of it has} of the kernels a PTX text bounds (`__launch_bounds__`)."""
+    found: dict[str, int] = {}
+    entry: str | None = None
+    for line in text.splitlines():
+        if match := _PTX_ENTRY.search(line):
+            entry = match.group(1)
+        elif entry is not None and (match := _PTX_BOUND.match(line)):
+            found[entry] = _threads(int(n) for n in re.findall(r"[0-9]+", match.group(1)))
+        elif line.lstrip().startswith("{"):
+            entry = None
+    return found
+
+
+def launch_bounds(object_file: Path, toolchain: Toolchain) -> dict[str, int]:
+    """{kernel: the most threads a block of it has} of the kernels an object's cubins bound (`__launch_bounds__`),
+    from cuobjdump -elf's .nv.info attributes."""
+    text = _cuobjdump(toolchain, ["-elf", str(Path(object_file).absolute())])
+    found: dict[str, int] = {}
+    function: str | None = None
+    bound_next = False
+    for line in text.splitlines():
+        if match := _NV_INFO.match(line):
+            function, bound_next = match.group(1), False
+        elif _BOUND_ATTRIBUTE.search(line):
+            bound_next = True
+        elif bound_next and function is not None and (match := _HEX_VALUES.search(line)):
+            found[function] = _threads(int(value, 16) for value in match.group(1).split())
+            bound_next = False
+    return found
+
+
 _SASS_FUNCTION = re.compile(r"^\s*Function : (\S+)")
 _SASS_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(.*?);")
 

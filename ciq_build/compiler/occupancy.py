@@ -91,7 +91,8 @@ class Occupancy:
     blocks: int  # resident blocks an SM
     warps: int  # resident warps an SM (blocks x the block's warps)
     max_warps: int  # the most the SM holds
-    limiter: str  # what allows no more blocks: registers, shared memory, warps, blocks or barriers
+    limiter: str  # what allows no more blocks: registers, warps, blocks, shared memory or barriers ("registers and
+    # warps" where two allow as many)
 
     @property
     def percent(self) -> float:
@@ -134,8 +135,7 @@ def occupancy(sm: SmLimits, registers: int, threads: int, shared: int = 0, barri
     if sm.barrier_slots and barriers > 0:
         found["barriers"] = sm.blocks * sm.barrier_slots // barriers
     blocks = min(found.values())
-    # Named in the order Nsight Compute's rules do when several limits are equal: registers first.
-    limiter = next(name for name, value in found.items() if value == blocks)
+    limiter = " and ".join(name for name, value in found.items() if value == blocks)  # every limit reached
     return Occupancy(blocks, blocks * warps, sm.warps, limiter)
 
 

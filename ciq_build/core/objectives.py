@@ -125,7 +125,8 @@ KINDS: tuple[ObjectiveKind, ...] = (
                   argument="kernel regex"),
     ObjectiveKind("occupancy", PtxasReport("occupancy", "min"), "occupancy", "%",
                   "theoretical occupancy (an SM's resident warps of its most, as Nsight Compute computes it) at "
-                  "each kernel's block size (`THREADS_PER_BLOCK`), the least of any kernel",
+                  "each kernel's block size (its `__launch_bounds__`, else `THREADS_PER_BLOCK`), the least of any "
+                  "kernel",
                   direction="max", argument="kernel regex"),
     ObjectiveKind("sass_instructions", SassCount(), "sass_instructions", "instructions",
                   "SASS instructions but NOP padding, total over every kernel and architecture",

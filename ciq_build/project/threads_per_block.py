@@ -1,7 +1,9 @@
 """``ciq_tune_target(... THREADS_PER_BLOCK ...)``: how many threads a block of the target's kernels has.
 
-The occupancy objective needs each kernel's block size, which the compiled code does not hold (the
-launch says it, in host code). The declaration gives it, for every kernel of the target:
+The occupancy objective needs each kernel's block size. A kernel's own ``__launch_bounds__`` gives the
+most it runs (the tune reads it from the cubin, or the PTX: ciq_build.compiler.metrics.launch_bounds); for
+the others, which the compiled code does not tell (the launch says it, in host code), the declaration gives
+it, for every kernel of the target:
 
     THREADS_PER_BLOCK 256                           a number
     THREADS_PER_BLOCK FDTD3D_BLOCK_SIZE 512         a PARAMS name: each candidate's -D value; the defaults'
@@ -100,16 +102,13 @@ def wants_block_size(objectives: Sequence[Objective]) -> bool:
 
 def for_tune(manifest: Manifest, objectives: Sequence[Objective]) -> ThreadsPerBlock | None:
     """The target's declaration, the defaults' threads read from the sources where it gives none (None: no
-    declaration); a ConfigError, saying what to add, where the occupancy objective is asked for and a build
-    would have no block size."""
+    declaration); a ConfigError, saying what to add, where the occupancy objective is asked for and the defaults'
+    build would have none."""
     wanted = wants_block_size(objectives)
     declared = read_threads_per_block(manifest.threads_per_block, manifest.params,
                                       guarded_defaults(manifest.params, manifest.cuda_sources))
-    if declared is None and wanted:
-        raise ConfigError(
-            f"the occupancy objective needs the threads a block of {manifest.target}'s kernels has, which the "
-            f"compiled code does not hold: add {KEYWORD} to ciq_tune_target({manifest.target} ...) and configure "
-            f"again ({FORMS}; docs/cmake.md: THREADS_PER_BLOCK)")
+    # Without a declaration, kernels with `__launch_bounds__` have a block size: one without fails its evaluation,
+    # the baseline first (unknown_block_size says what to add).
     if declared is not None and declared.defaults is None and wanted:
         raise ConfigError(
             f"{KEYWORD} {declared.expression}: the defaults' build passes no -D for it, and the sources give its "
@@ -121,7 +120,8 @@ def for_tune(manifest: Manifest, objectives: Sequence[Objective]) -> ThreadsPerB
 def unknown_block_size(declared: ThreadsPerBlock | None, controls: Controls) -> str:
     """Why a build with `controls` has no occupancy, for the message of an evaluation without it."""
     if declared is None:
-        return f"no {KEYWORD} is declared"
+        return (f"a kernel has no __launch_bounds__ and ciq_tune_target() declares no {KEYWORD}: add {KEYWORD} to it "
+                f"({FORMS}; docs/cmake.md: THREADS_PER_BLOCK) and configure again")
     if declared.of(controls) is None:
         defines = " ".join(f"-D{name}={value}" for name, value in controls.defines) or "the defaults' build"
         return f"{KEYWORD} {declared.expression} gives no number of threads (1 to {MAX_THREADS_PER_BLOCK}) for {defines}"

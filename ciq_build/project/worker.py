@@ -49,6 +49,9 @@ class CandidateBuild:
     # The front ends this build took as kept from an earlier compile (ciq_build.compiler.ptxas_path): the
     # seconds they took when they ran, not spent in `compile_seconds`.
     kept_front_end_seconds: float = 0.0
+    # (kernel, the most threads a block of it has) of the kernels whose `__launch_bounds__` the build read where it has
+    # no objects (ptxas alone, from the kept front end's PTX); with objects, their cubins say it.
+    launch_bounds: tuple[tuple[str, int], ...] = ()
 
 
 class WorkerTree(Protocol):

@@ -38,7 +38,7 @@ from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before
-from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.runner import THREADS_METRIC, BuildRunner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
@@ -291,15 +291,14 @@ class Finish:
 
     def _occupancy_steps(self, winner: Evaluation) -> str:
         """The summary's occupancy line: where the winner's blocks an SM change with its register count, on the
-        architecture its static figures are of ("" without THREADS_PER_BLOCK, or limits for that architecture)."""
-        declared = self.runner.threads_per_block
+        architecture its static figures are of ("" without its block size, or limits for that architecture)."""
         built = architecture_list(self.manifest.toolchain.architectures)
         arch = self.architectures.scored or (built[0] if built else "")
-        threads = declared.of(winner.controls) if declared is not None else None
+        threads = winner.metrics.get(THREADS_METRIC)
         registers = winner.metrics.get("registers")
         if threads is None or registers is None or not occupancy.knows(arch):
             return ""
-        steps = occupancy.describe_steps(occupancy.limits(arch), int(registers), threads,
+        steps = occupancy.describe_steps(occupancy.limits(arch), int(registers), int(threads),
                                          int(winner.metrics.get("shared_bytes", 0)))
         several = " (the most registers and shared memory of any kernel)" if winner.metrics.get("kernels", 1) > 1 else ""
         return f"sm_{arch}, {steps}{several}"

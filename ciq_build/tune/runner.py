@@ -58,6 +58,10 @@ class Runner(Protocol[W_contra]):
     def evaluate(self, worker: W_contra, proposal: Proposal, controls: Controls, key: str) -> Evaluation: ...
 
 
+# Among a build's metrics: the threads a block of its kernel with the most registers has (where known).
+THREADS_METRIC = "threads_per_block"
+
+
 class BuildRunner:
     """Builds candidates in scratch trees and measures them; owns nothing but how one evaluation goes."""
 
@@ -284,11 +288,14 @@ class BuildRunner:
         """compile_seconds and the compiler's static metrics of a build with `controls` (deterministic but the
         first)."""
         values: dict[str, float] = {"compile_seconds": build.compile_seconds}
-        usages = self.scored(self.with_threads(metrics.parse_ptxas_verbose(build.compiler_output), controls))
+        usages = self.scored(self.with_threads(metrics.parse_ptxas_verbose(build.compiler_output), build, controls))
         if usages:
             values.update({k: float(v) for k, v in metrics.summarize(usages).items()})
             per_kernel = {o.name: o.kernels for o in self.objectives if o.kernels is not None}
             values.update({k: float(v) for k, v in metrics.kernel_values(usages, per_kernel).items()})
+            heaviest = max(usages, key=lambda usage: usage.registers)
+            if heaviest.threads:  # the block size of the kernel the summary's occupancy steps are of
+                values[THREADS_METRIC] = float(heaviest.threads)
         counted = {metric_key(o) for o in self.objectives if isinstance(o.extractor, SassCount)}
         if counted and build.objects:
             count = float(sum(n for obj in build.objects
@@ -297,10 +304,18 @@ class BuildRunner:
             values.update(dict.fromkeys(counted, count))
         return values
 
-    def with_threads(self, usages: list[metrics.KernelUsage], controls: Controls) -> list[metrics.KernelUsage]:
-        """The kernels with the threads a block of theirs has in a build with `controls` (THREADS_PER_BLOCK)."""
-        threads = self.threads_per_block.of(controls) if self.threads_per_block is not None else None
-        return [dataclasses.replace(usage, threads=threads) for usage in usages] if threads else usages
+    def with_threads(self, usages: list[metrics.KernelUsage], build: CandidateBuild,
+                     controls: Controls) -> list[metrics.KernelUsage]:
+        """The kernels with the threads a block of theirs has in `build` (with `controls`): a kernel's own
+        `__launch_bounds__` where the occupancy is an objective (read from the build's cubins, or its PTX where it
+        has no objects), else THREADS_PER_BLOCK's."""
+        declared = self.threads_per_block.of(controls) if self.threads_per_block is not None else None
+        bounds: dict[str, int] = {}
+        if wants_block_size(self.objectives):
+            bounds = dict(build.launch_bounds)
+            for obj in build.objects if not bounds else ():
+                bounds.update(metrics.launch_bounds(obj, self.toolchain))
+        return [dataclasses.replace(usage, threads=bounds.get(usage.function) or declared or 0) for usage in usages]
 
     def scored(self, usages: list[metrics.KernelUsage]) -> list[metrics.KernelUsage]:
         """The kernels of the scored architecture (all of them when none is set, or none of it was built)."""

@@ -8,13 +8,18 @@ a thread on compute capability 7.0, whose register file and warp slots sm_80's r
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.metrics import KernelUsage, summarize
+from ciq_build.compiler.metrics import KernelUsage, launch_bounds, ptx_launch_bounds, summarize
 from ciq_build.compiler.occupancy import LIMITS, describe_steps, limits, occupancy, register_steps
+from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.errors import ConfigError
+from ciq_build.measure import proc
 from ciq_build.project.threads_per_block import read_threads_per_block
+from support import ensure_ok
 
 H100 = limits("90a")
 
@@ -59,6 +64,8 @@ def test_shared_memory_barriers_and_the_block_slots_limit_as_cuda_occupancy_h_sa
     # sm_120: 24 block slots, one barrier slot each: 4 barriers a block leave 6 blocks.
     assert occupancy(limits(120), 16, 32, barriers=4).limiter == "barriers"
     assert occupancy(limits(120), 16, 32, barriers=4).blocks == 6
+    # Two limits alike are both named.
+    assert occupancy(H100, 32, 128).limiter == "registers and warps"
     # Tiny blocks run out of block slots: sm_89 holds 24 blocks, 48 warps.
     assert (occupancy(limits(89), 16, 32).blocks, occupancy(limits(89), 16, 32).percent) == (24, 50.0)
     # More registers than a block can have: it does not launch.
@@ -106,3 +113,19 @@ def test_threads_per_block_reads_a_number_a_param_or_an_expression_over_params()
         read_threads_per_block(["256", "512"], params)
     with pytest.raises(ConfigError, match="a block has 1 to 1024 threads"):
         read_threads_per_block(["2048"], params)
+
+
+def test_a_kernels_launch_bounds_are_read_from_its_ptx_and_from_its_cubin(tmp_path: Path, cuda133_bin: Path) -> None:
+    # What the occupancy takes before THREADS_PER_BLOCK: the PTX where ptxas alone runs, the cubin where there are
+    # objects. __launch_bounds__(256, 2) is .maxntid 256, 1, 1; a kernel without bounds is absent.
+    (tmp_path / "k.cu").write_text(
+        "__global__ void __launch_bounds__(256, 2) bounded(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+        "__global__ void free_kernel(float* x) { x[threadIdx.x] += 1.0f; }\n"
+        "template <int N> __global__ void __launch_bounds__(N) tiled(float* x) { x[threadIdx.x] -= 1.0f; }\n"
+        "template __global__ void tiled<96>(float*);\n")
+    ensure_ok(proc.run([str(cuda133_bin / "nvcc"), "-c", "--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]",
+                        "k.cu", "-o", "k.o"], 300, cwd=tmp_path))
+    ptx = ensure_ok(proc.run([str(cuda133_bin / "cuobjdump"), "-ptx", "k.o"], 60, cwd=tmp_path)).stdout
+    expected = {"_Z7boundedPf": 256, "_Z5tiledILi96EEvPf": 96}
+    assert ptx_launch_bounds(ptx) == expected
+    assert launch_bounds(tmp_path / "k.o", find_toolchain(cuda133_bin / "nvcc")) == expected
