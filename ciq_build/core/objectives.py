@@ -41,7 +41,7 @@ class PtxasReport:
     the kernels: free with every candidate's compile log, and read by ptxas alone where the front end is kept."""
 
     field: str  # the KernelUsage attribute
-    combine: Literal["max", "sum"]
+    combine: Literal["max", "min", "sum"]
     origin: ClassVar[str] = "ptxas -v report"
     source: ClassVar[Source] = "static"
     costly: ClassVar[bool] = False
@@ -123,6 +123,10 @@ KINDS: tuple[ObjectiveKind, ...] = (
     ObjectiveKind("shared_bytes", PtxasReport("shared", "max"), "shared_bytes", "bytes",
                   "static shared memory (`__shared__`) per block, the most of any kernel on any architecture",
                   argument="kernel regex"),
+    ObjectiveKind("occupancy", PtxasReport("occupancy", "min"), "occupancy", "%",
+                  "theoretical occupancy (an SM's resident warps of its most, as Nsight Compute computes it) at "
+                  "each kernel's block size (`THREADS_PER_BLOCK`), the least of any kernel",
+                  direction="max", argument="kernel regex"),
     ObjectiveKind("sass_instructions", SassCount(), "sass_instructions", "instructions",
                   "SASS instructions but NOP padding, total over every kernel and architecture",
                   tools=(("cuobjdump", "counts SASS instructions"),

@@ -49,6 +49,7 @@ from ciq_build.project.json_model import (
     read_text,
     read_texts,
 )
+from ciq_build.project.threads_per_block import read_threads_per_block
 from ciq_build.state.durable import read_json_object
 
 MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
@@ -192,6 +193,9 @@ class Manifest:
     pin_dir: Path = field(metadata=in_json(ABSOLUTE, "PIN_DIR"))
     pin_file: Path = field(metadata=in_json(ABSOLUTE, "the pinned record's file in PIN_DIR"))
     timeout: float = field(metadata=in_json(TIMEOUT, "TIMEOUT, in seconds"))
+    threads_per_block: tuple[str, ...] = field(default=(), metadata=in_json(
+        TEXTS, "THREADS_PER_BLOCK: the kernels' threads a block, a number or a PARAMS name [and the defaults' "
+        "number] (ciq_build.project.threads_per_block); empty: not declared", optional=True))
     options_file: Path = field(metadata=in_json(ABSOLUTE, "the nvcc options file the build reads"))
     generator: str = field(metadata=in_json(NONEMPTY, "CMAKE_GENERATOR (or setuptools)"))
     allow_numerics: bool = field(metadata=in_json(
@@ -315,6 +319,10 @@ def _check_relations(manifest: Manifest, fail: Fail) -> None:
         parsed = manifest.parsed_objectives
     except ConfigError as exc:
         raise fail("objectives", f"is invalid: {exc} Fix OBJECTIVES in ciq_tune_target()") from exc
+    try:
+        read_threads_per_block(manifest.threads_per_block, manifest.params)
+    except ConfigError as exc:
+        raise fail("threads_per_block", f"is invalid: {exc}. Fix THREADS_PER_BLOCK in ciq_tune_target()") from exc
     needs = [o.name for o in parsed if o.source == "benchmark"]
     if manifest.benchmark is None and needs:
         raise fail("benchmark", f"is null but objective(s) {', '.join(needs)} are read from a benchmark: give "

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ciq_build.compiler import occupancy
 from ciq_build.compiler.architectures import architecture_list, architecture_order
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan
@@ -281,11 +282,27 @@ class Finish:
                               objectives, self.settings.search, self.pinning, confirmation.better),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(),
+                          occupancy=self._occupancy_steps(confirmation.winner),
                           without_effect=without_effect_lines(
                               [name for name in params_without_effect(self.manifest.params, searched.evaluations)
                                if name not in searched.overridden],
                               knobs_without_effect([searched.baseline, *searched.evaluations]))),
               file=sys.stdout)
+
+    def _occupancy_steps(self, winner: Evaluation) -> str:
+        """The summary's occupancy line: where the winner's blocks an SM change with its register count, on the
+        architecture its static figures are of ("" without THREADS_PER_BLOCK, or limits for that architecture)."""
+        declared = self.runner.threads_per_block
+        built = architecture_list(self.manifest.toolchain.architectures)
+        arch = self.architectures.scored or (built[0] if built else "")
+        threads = declared.of(winner.controls) if declared is not None else None
+        registers = winner.metrics.get("registers")
+        if threads is None or registers is None or not occupancy.knows(arch):
+            return ""
+        steps = occupancy.describe_steps(occupancy.limits(arch), int(registers), threads,
+                                         int(winner.metrics.get("shared_bytes", 0)))
+        several = " (the most registers and shared memory of any kernel)" if winner.metrics.get("kernels", 1) > 1 else ""
+        return f"sm_{arch}, {steps}{several}"
 
     def _skipped_text(self, pinned: Path | None) -> str:
         """The summary's `next:` where the build will skip the pin just written: a tune --architecture ARCH whose
