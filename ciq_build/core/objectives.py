@@ -106,7 +106,8 @@ class ObjectiveKind:
 
 KINDS: tuple[ObjectiveKind, ...] = (
     ObjectiveKind("time", BenchmarkMetric(), "time_ms", "ms",
-                  "the benchmark's time (`CIQ_METRIC time_ms=`, or `METRIC`'s regex in `UNIT`), median of the runs"),
+                  "the benchmark's time (`CIQ_METRIC time_ms=`, or `METRIC`'s regex in `UNIT`; a rate such as `TFLOPS` as "
+                  "1000 / rate), median of the runs"),
     ObjectiveKind("energy", BenchmarkMetric(), "energy_j", "J",
                   "the benchmark's energy (`CIQ_METRIC energy_j=`, e.g. read from NVML), median of the runs"),
     ObjectiveKind("compile_time", CompileClock(), "compile_seconds", "s",
