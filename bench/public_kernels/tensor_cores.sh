@@ -30,7 +30,7 @@
 #
 # Env: ARM_S, CONFIRM_S (150), STRATEGY (the knobs arm's `tune --strategy`; unset: the space's default), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
 # NCU (1), PEER (hgemm, or attention: bench/peers/flashinfer's FA2 prefill, no cuBLAS; attention-hd256: the same
-# at head dimension 256, 16 heads; sgemm and attn-fp32, the FP32
+# at head dimension 256, 16 heads; attention-hd64: at 64, 64 heads; sgemm and attn-fp32, the FP32
 # peers of campaign.sh, bench/peers/sgemm and bench/peers/flash-attention-minimal: the same arms on every kernel), SIZE (8192: the HGEMM's),
 # SEQ (8192: the attention's sequence, 32 heads of 128), LIMITS (1: first time the defaults against the card: cuBLAS on the HGEMM's problem, the attention's TFLOP/s), SEED_FROM (known-good configurations every arm evaluates
 # first, `tune --seed-from` values separated by ';', a path relative to the checkout's root; a seed that does
@@ -49,12 +49,15 @@ attention) src=bench/peers/flashinfer; target=attention_kernels; bench=attention
 attention-hd256) src=bench/peers/flashinfer; target=attention_kernels_hd256; bench=attention_bench_hd256
            kernel=SinglePrefillWithKVCacheKernel; args=(--seq "$SEQ" --heads 16 --repeats 20)
            ncu_args=(--seq "$SEQ" --heads 16 --repeats 2) ;;
+attention-hd64) src=bench/peers/flashinfer; target=attention_kernels_hd64; bench=attention_bench_hd64
+           kernel=SinglePrefillWithKVCacheKernel; args=(--seq "$SEQ" --heads 64 --repeats 20)
+           ncu_args=(--seq "$SEQ" --heads 64 --repeats 2) ;;
 sgemm) src=bench/peers/sgemm; target=sgemm_kernels; bench=sgemm_bench; kernel=sgemmWarptiling  # FP32: no
        args=(--size 4096 --repeats 20); ncu_args=(--size 4096 --repeats 2) ;;          # tensor cores; the arms
 attn-fp32) src=bench/peers/flash-attention-minimal; target=attn_kernels; bench=attn_bench  # on every kernel
            kernel=forward_kernel; args=(--batch 16 --heads 16 --seq 512 --repeats 5)
            ncu_args=(--batch 16 --heads 16 --seq 512 --repeats 1) ;;
-*) echo "PEER is hgemm, attention, attention-hd256, sgemm or attn-fp32, not '$PEER'" >&2; exit 64 ;;
+*) echo "PEER is hgemm, attention, attention-hd256, attention-hd64, sgemm or attn-fp32, not '$PEER'" >&2; exit 64 ;;
 esac
 
 snapshot() {  # the results so far, in $OUT (atomically: a call cut short keeps the last whole one)

@@ -4,8 +4,8 @@ The benchmark's output is read by the line protocol (ciq_build.measure.protocol)
 (ciq_build.measure.gpu_slots) while it runs; repeated runs and their statistics are ciq_build.measure.stats.
 
 Causes of a failed run, checked in this order: ``no_gpu`` (``CIQ_ERROR no-gpu``
-always; the CUDA runtime's own no-device text only when the run did not
-succeed), ``bench_timeout``, ``bench_signal``, ``check_failed`` (before the
+always; the CUDA runtime's own no-device text unless the run succeeded and its
+own check passed), ``bench_timeout``, ``bench_signal``, ``check_failed`` (before the
 exit status: a failed check usually exits 1 too), ``bench_exit``,
 ``bad_metric``, ``no_metric``. ``no_gpu`` is not a candidate's fault: the
 driver stops the tune when the baseline's run has it.
@@ -21,18 +21,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ciq_build.core.causes import Cause
+from ciq_build.core.metric_unit import DEFAULT_METRIC_UNIT, check_metric_unit
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_advice, timeout_seconds
 from ciq_build.errors import BenchmarkError, ConfigError
 from ciq_build.measure import proc, sizes
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.protocol import (
-    DEFAULT_METRIC_UNIT,
     TIME,
     TIME_MS,
     OutputReader,
     ParsedOutput,
     PrintedTime,
-    check_metric_unit,
     clip,
     compile_metric_regex,
     parse_output,
@@ -157,7 +156,13 @@ def classify(
     finished = result.ok or result.stopped
     if parsed.no_gpu_marker is not None:
         return failed(NO_GPU, f"the benchmark found no usable GPU: {parsed.no_gpu_marker!r}")
-    if parsed.no_gpu_runtime is not None and not (finished and usable):
+    # The runtime's no-device texts (errors 35 and 100) hold for the whole process that printed them: none of its
+    # CUDA calls reaches a GPU after them, so a time printed too measured no GPU work (a CUDA_CHECK that prints and
+    # goes on, then times nothing or a CPU path). Only the benchmark's own passed check (CIQ_CHECK PASS), in a run
+    # that finished with a usable time, says the work ran and was right: a benchmark that probes several devices in
+    # processes of their own, one of which has none (CUDA_VISIBLE_DEVICES=3 on a one-GPU machine), measured another.
+    # Nothing else in an output can say a device was used, so nothing else excuses the text.
+    if parsed.no_gpu_runtime is not None and not (finished and usable and parsed.check == "PASS"):
         return failed(NO_GPU, f"the benchmark found no usable GPU: {parsed.no_gpu_runtime!r}")
     if result.timed_out:
         limit = f"its {timeout:g} s timeout" if timeout is not None else "its timeout"
