@@ -106,7 +106,8 @@ class BuildRunner:
         self.other_architectures: dict[str, dict[str, float]] = {}
         # THREADS_PER_BLOCK of ciq_tune_target(): each kernel's block size, for the occupancy objective and the
         # occupancy steps the summary shows (None: not declared).
-        self.threads_per_block: ThreadsPerBlock | None = for_tune(manifest, self.objectives)
+        self.threads_per_block: ThreadsPerBlock | None = (for_tune(manifest, self.objectives)
+                                                          if manifest is not None else None)  # None: a test's runner
 
     def read_gpu(self) -> int | None:
         """The architecture of the GPU this runner's benchmarks run on (None: no GPU answers here)."""
