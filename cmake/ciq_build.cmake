@@ -14,7 +14,7 @@ Commands
   ciq_tune_target(<target>
                   [BENCHMARK <exe-target> [ARGS <arg>...]
                    | [ARGS_SETS <name:args>... [SCORE <geomean|worst>]]]
-                  [METRIC <regex> [UNIT <s|ms|us|ns>]]
+                  [METRIC <regex> [UNIT <s|ms|us|ns|rate>]]
                   [OBJECTIVES <objective>...]
                   [PARAMS <NAME=space>...]
                   [CONSTRAINTS <expression>...]
@@ -22,6 +22,7 @@ Commands
                   [SEEDS <seed>...]
                   [PIN_DIR <dir>]
                   [TIMEOUT <seconds>]
+                  [THREADS_PER_BLOCK <threads> | <expression> [<threads>]]
                   [DESCRIPTION <text>]
                   [ALLOW_NUMERICS])
 
@@ -40,9 +41,11 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   mean of its per-size ratios to the defaults (``SCORE geomean``, the
   default) or its worst ratio (``SCORE worst``). The journal keeps each size's
   figures (``time_ms@small``).
-``METRIC <regex>``, ``UNIT <s|ms|us|ns>``
+``METRIC <regex>``, ``UNIT <s|ms|us|ns|rate>``
   For a benchmark that prints its own figure instead: the regex's first
-  group is the number, in ``UNIT`` (default ``ms``). Only with ``BENCHMARK``.
+  group is the number, in ``UNIT`` (default ``ms``): a time, or a rate that
+  is higher when better (``TFLOPS``, ``GFLOP/s``, ``GB/s``, ``items/s``),
+  which ``time`` reads as the time a unit of work takes. Only with ``BENCHMARK``.
 ``OBJECTIVES <objective>...``
   What the search minimises or maximises (README: "Objectives"); none: the
   driver's default.
@@ -63,6 +66,12 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   (default ``${CMAKE_CURRENT_SOURCE_DIR}/ciq``); a plain path, no ``..``.
 ``TIMEOUT <seconds>``
   A candidate's build or benchmark limit (default 60).
+``THREADS_PER_BLOCK <threads> | <expression> [<threads>]``
+  The threads a block of the target's kernels has, for the ``occupancy``
+  objective: a number, or a PARAMS name or an expression over them
+  (``"(128/TM)*(128/TN)"``, the CONSTRAINTS language) that each candidate's
+  values give; then the defaults' number, where the sources' own ``#define``
+  of a name is not one (docs/cmake.md: ``THREADS_PER_BLOCK``).
 ``DESCRIPTION <text>``
   What the target is, in one line; ``python -m ciq_build show`` prints it.
 ``ALLOW_NUMERICS``
@@ -1176,6 +1185,27 @@ function(_ciq_check_arguments fn)
     endif()
     list(APPEND sizes "${size}")
   endforeach()
+  # THREADS_PER_BLOCK <threads | PARAMS name | expression over them> [<the defaults' threads>]
+  # (ciq_build/project/threads_per_block.py): the expression in the CONSTRAINTS language.
+  list(LENGTH ARG_THREADS_PER_BLOCK count)
+  if(count GREATER 0)
+    set(form "THREADS_PER_BLOCK 256, THREADS_PER_BLOCK <a PARAMS name> [<the defaults' threads>] or "
+      "THREADS_PER_BLOCK \"<expression over PARAMS names>\" [<the defaults' threads>]")
+    list(GET ARG_THREADS_PER_BLOCK 0 expression)
+    _ciq_rules_constraint_problem(problem "${expression}" ${names})
+    if(count GREATER 2)
+      message(FATAL_ERROR "${fn}: THREADS_PER_BLOCK takes one or two values, not "
+        "'${ARG_THREADS_PER_BLOCK}': ${form}.")
+    elseif(NOT problem STREQUAL "")
+      message(FATAL_ERROR "${fn}: THREADS_PER_BLOCK '${expression}': ${problem}. ${form}.")
+    elseif(count EQUAL 2)
+      list(GET ARG_THREADS_PER_BLOCK 1 threads)
+      if(NOT threads MATCHES "^[1-9][0-9]*$" OR threads GREATER 1024)
+        message(FATAL_ERROR "${fn}: THREADS_PER_BLOCK ${expression} ${threads}: the defaults' threads a block "
+          "is a number from 1 to 1024.")
+      endif()
+    endif()
+  endif()
   if(DEFINED ARG_SCORE)
     _ciq_rules_words(scores score)
     if(NOT ARG_SCORE IN_LIST scores)
@@ -1207,9 +1237,9 @@ function(_ciq_check_call target)
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'. "
       "Keywords are BENCHMARK, ARGS, ARGS_SETS, SCORE, METRIC, UNIT, OBJECTIVES, PARAMS, CONSTRAINTS, "
-      "SEARCH_SPACE, SEEDS, PIN_DIR, TIMEOUT, DESCRIPTION and ALLOW_NUMERICS.")
+      "SEARCH_SPACE, SEEDS, PIN_DIR, TIMEOUT, THREADS_PER_BLOCK, DESCRIPTION and ALLOW_NUMERICS.")
   endif()
-  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE DESCRIPTION)
+  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE DESCRIPTION THREADS_PER_BLOCK)
     if(keyword IN_LIST ARG_KEYWORDS_MISSING_VALUES)
       message(FATAL_ERROR "${fn}: ${keyword} needs a value.")
     endif()
@@ -1257,14 +1287,16 @@ function(_ciq_check_call target)
     message(FATAL_ERROR "${fn}: TIMEOUT '${ARG_TIMEOUT}' must be a positive "
       "number of seconds.")
   endif()
-  # UNIT: what the number METRIC's first group captures is in (ms by default);
-  # the driver converts it to milliseconds.
+  # UNIT: what the number METRIC's first group captures is in (ms by default): a time or a rate, the
+  # rule book's metric_unit; the driver converts it to milliseconds (ciq_build/core/metric_unit.py).
+  if(DEFINED ARG_UNIT)
+    _ciq_rules_matches(unit_ok metric_unit "${ARG_UNIT}")
+  endif()
   if(NOT DEFINED ARG_UNIT)
     # ms, filled in by ciq_tune_target()
-  elseif(NOT ARG_UNIT MATCHES "^(s|ms|us|ns)$")
-    message(FATAL_ERROR "${fn}: UNIT '${ARG_UNIT}' is not a unit of time; "
-      "use one of s, ms, us, ns (the unit of the number that METRIC's first "
-      "group captures).")
+  elseif(NOT unit_ok)
+    _ciq_rules_message(said unknown_metric_unit value "${ARG_UNIT}")
+    message(FATAL_ERROR "${fn}: ${said}.")
   elseif(NOT DEFINED ARG_METRIC)
     message(FATAL_ERROR "${fn}: UNIT is the unit of METRIC's number; give "
       "METRIC <regex> too (CIQ_METRIC time_ms=... lines are always milliseconds).")
@@ -1506,7 +1538,7 @@ function(ciq_tune_target target)
     # One-value keywords
     "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT;SCORE;DESCRIPTION"
     # Multi-value keywords
-    "ARGS;ARGS_SETS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE;SEEDS")
+    "ARGS;ARGS_SETS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE;SEEDS;THREADS_PER_BLOCK")
   _ciq_check_call(${target})
   # The defaults (TIMEOUT's is tune's, ciq_build/core/settings.py DEFAULT_TIMEOUT; a test keeps them equal).
   if(NOT DEFINED ARG_TIMEOUT)
@@ -1554,6 +1586,7 @@ function(ciq_tune_target target)
     _CIQ_SEARCH_SPACE "${ARG_SEARCH_SPACE}"
     _CIQ_PIN_DIR "${pin_dir}"
     _CIQ_TIMEOUT "${ARG_TIMEOUT}"
+    _CIQ_THREADS_PER_BLOCK "${ARG_THREADS_PER_BLOCK}"
     _CIQ_DESCRIPTION "${ARG_DESCRIPTION}"
     _CIQ_ALLOW_NUMERICS "${ARG_ALLOW_NUMERICS}"
     _CIQ_CUDA_COMPILER "${CMAKE_CUDA_COMPILER}"
@@ -1782,7 +1815,7 @@ function(_ciq_finalize_target target)
     endif()
     _ciq_json_string(json_${property} "${value}")
   endforeach()
-  foreach(property IN ITEMS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS)
+  foreach(property IN ITEMS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS THREADS_PER_BLOCK)
     get_target_property(value ${target} _CIQ_${property})
     _ciq_json_array(json_${property} ${value})
   endforeach()
@@ -1826,6 +1859,7 @@ function(_ciq_finalize_target target)
     "  \"pin_dir\": ${json_PIN_DIR},"
     "  \"pin_file\": ${json_pin_file},"
     "  \"timeout\": ${timeout},"
+    "  \"threads_per_block\": ${json_THREADS_PER_BLOCK},"
     "  \"options_file\": ${json_OPTIONS_FILE},"
     "  \"generator\": ${json_CMAKE_GENERATOR},"
     "  \"allow_numerics\": ${allow_numerics},"

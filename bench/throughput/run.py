@@ -177,7 +177,7 @@ def _scratch_tree(manifest: Manifest, toolchain: Toolchain, root: Path, fast_pat
 def _ciq_static(build: CandidateBuild) -> tuple[int, int]:
     """What the driver's static metrics read from a build (registers, spill bytes)."""
     summary = metrics.summarize(metrics.parse_ptxas_verbose(build.compiler_output))
-    return summary["registers"], summary["spill_bytes"]
+    return int(summary["registers"]), int(summary["spill_bytes"])
 
 
 def _raw_report(text: str) -> tuple[int, int]:

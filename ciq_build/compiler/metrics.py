@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ciq_build.compiler import occupancy
 from ciq_build.compiler.architectures import arch_number
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import KINDS, PtxasReport
@@ -45,10 +46,21 @@ class KernelUsage:
     stack_frame: int  # bytes
     shared: int = 0  # bytes of static shared memory ("smem"), when reported
     object: str | None = None  # the object being built, when the build tool printed it
+    barriers: int = 0  # named barriers ("used 1 barriers")
+    threads: int = 0  # threads a block of its launch, where known (ciq_build.tune.runner); 0: not known
 
     @property
     def spill_bytes(self) -> int:
         return self.spill_stores + self.spill_loads
+
+    @property
+    def occupancy(self) -> float | None:
+        """Its theoretical occupancy in percent (ciq_build.compiler.occupancy); None where its block size or its
+        architecture's limits are not known."""
+        if not self.threads or not occupancy.knows(self.arch):
+            return None
+        return occupancy.occupancy(occupancy.limits(self.arch), self.registers, self.threads, self.shared,
+                                   self.barriers).percent
 
 
 # ---------------------------------------------------------------- ptxas -v
@@ -60,6 +72,7 @@ _FRAME = re.compile(
 )
 _USED = re.compile(r"Used (\d+) registers")
 _SMEM = re.compile(r"(\d+) bytes smem")
+_BARRIERS = re.compile(r"used (\d+) barriers")
 # Ninja ("[3/7] Building CUDA object CMakeFiles/t.dir/a.cu.o") and Makefile
 # ("[ 50%] Building CUDA object ...") progress lines say which object follows.
 _BUILDING = re.compile(r"Building CUDA object (\S+)")
@@ -89,6 +102,7 @@ def parse_ptxas_verbose(text: str) -> list[KernelUsage]:
                 stack_frame=int(current.get("stack_frame", 0)),
                 shared=int(current.get("shared", 0)),
                 object=obj,
+                barriers=int(current.get("barriers", 0)),
             )
             key = (obj, usage.function, usage.arch)
             found.pop(key, None)  # re-insert: the order is that of the last report
@@ -118,26 +132,34 @@ def parse_ptxas_verbose(text: str) -> list[KernelUsage]:
             current["registers"] = int(match.group(1))
             if smem := _SMEM.search(line):
                 current["shared"] = int(smem.group(1))
+            if barriers := _BARRIERS.search(line):
+                current["barriers"] = int(barriers.group(1))
             finish()
     finish()
     return list(found.values())
 
 
-def summarize(usages: Iterable[KernelUsage]) -> dict[str, int]:
+def summarize(usages: Iterable[KernelUsage]) -> dict[str, float]:
     """Every ptxas-report objective's value over all kernels, by metric key (registers: the most, spill_bytes:
-    the sum, ..., as the objective table says), and the number of kernels."""
+    the sum, occupancy: the least, ..., as the objective table says), and the number of kernels. A value some
+    kernel lacks (occupancy without its block size) is left out."""
     usages = list(usages)
     values = {kind.metric_key: _combined(kind.extractor, usages)
               for kind in KINDS if isinstance(kind.extractor, PtxasReport)}
-    return {**values, "kernels": len(usages)}
+    return {**{k: v for k, v in values.items() if v is not None}, "kernels": len(usages)}
 
 
-def _combined(report: PtxasReport, usages: list[KernelUsage]) -> int:
-    counts = [int(getattr(usage, report.field)) for usage in usages]
-    return max(counts, default=0) if report.combine == "max" else sum(counts)
+def _combined(report: PtxasReport, usages: list[KernelUsage]) -> float | None:
+    found: list[float | None] = [getattr(usage, report.field) for usage in usages]
+    counts = [count for count in found if count is not None]
+    if len(counts) < len(found):
+        return None
+    if report.combine == "sum":
+        return sum(counts)
+    return (max if report.combine == "max" else min)(counts, default=0)
 
 
-def kernel_values(usages: Iterable[KernelUsage], objectives: Mapping[str, tuple[str, str]]) -> dict[str, int]:
+def kernel_values(usages: Iterable[KernelUsage], objectives: Mapping[str, tuple[str, str]]) -> dict[str, float]:
     """Per-kernel objective values: {name: value} for each {name: (metric, kernel regex)} of `objectives`.
 
     A kernel counts when the regex is found in its mangled or its demangled name;
@@ -146,12 +168,12 @@ def kernel_values(usages: Iterable[KernelUsage], objectives: Mapping[str, tuple[
     """
     usages = list(usages)
     names = demangled({u.function for u in usages}) if objectives else {}
-    out: dict[str, int] = {}
+    out: dict[str, float] = {}
     for name, (metric, pattern) in objectives.items():
         regex = re.compile(pattern)
         matched = [u for u in usages if regex.search(u.function) or regex.search(names.get(u.function, ""))]
-        if matched:
-            out[name] = summarize(matched)[metric]
+        if matched and metric in (values := summarize(matched)):
+            out[name] = values[metric]
     return out
 
 
@@ -224,6 +246,54 @@ def resource_usage(object_file: Path, toolchain: Toolchain) -> dict[tuple[str, s
                 }
                 function = None
     return out
+
+
+# `__launch_bounds__(N)` is PTX's .maxntid N, 1, 1 (.reqntid: an exact block shape), which ptxas records in each
+# kernel's .nv.info section (EIATTR_MAX_THREADS / EIATTR_REQNTID); the kernel never runs larger blocks.
+_PTX_ENTRY = re.compile(r"\.entry\s+([^\s(]+)\s*\(")
+_PTX_BOUND = re.compile(r"^\s*\.(?:maxntid|reqntid)\s+([0-9][0-9,\s]*)")
+_NV_INFO = re.compile(r"^\.nv\.info\.(\S+)\s*$")
+_BOUND_ATTRIBUTE = re.compile(r"Attribute:\s*EIATTR_(?:MAX_THREADS|REQNTID)\b")
+_HEX_VALUES = re.compile(r"Value:\s*((?:0x[0-9a-fA-F]+\s*)+)$")
+
+
+def _threads(dimensions: Iterable[int]) -> int:
+    product = 1
+    for size in dimensions:
+        product *= size
+    return product
+
+
+def ptx_launch_bounds(text: str) -> dict[str, int]:
+    """{kernel: the most threads a block of it has} of the kernels a PTX text bounds (`__launch_bounds__`)."""
+    found: dict[str, int] = {}
+    entry: str | None = None
+    for line in text.splitlines():
+        if match := _PTX_ENTRY.search(line):
+            entry = match.group(1)
+        elif entry is not None and (match := _PTX_BOUND.match(line)):
+            found[entry] = _threads(int(n) for n in re.findall(r"[0-9]+", match.group(1)))
+        elif line.lstrip().startswith("{"):
+            entry = None
+    return found
+
+
+def launch_bounds(object_file: Path, toolchain: Toolchain) -> dict[str, int]:
+    """{kernel: the most threads a block of it has} of the kernels an object's cubins bound (`__launch_bounds__`),
+    from cuobjdump -elf's .nv.info attributes."""
+    text = _cuobjdump(toolchain, ["-elf", str(Path(object_file).absolute())])
+    found: dict[str, int] = {}
+    function: str | None = None
+    bound_next = False
+    for line in text.splitlines():
+        if match := _NV_INFO.match(line):
+            function, bound_next = match.group(1), False
+        elif _BOUND_ATTRIBUTE.search(line):
+            bound_next = True
+        elif bound_next and function is not None and (match := _HEX_VALUES.search(line)):
+            found[function] = _threads(int(value, 16) for value in match.group(1).split())
+            bound_next = False
+    return found
 
 
 _SASS_FUNCTION = re.compile(r"^\s*Function : (\S+)")

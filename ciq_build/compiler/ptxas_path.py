@@ -470,6 +470,11 @@ def front_end_log(p: Plan) -> str:
         return ""
 
 
+def front_end_ptx(p: Plan) -> list[str]:
+    """The PTX texts the kept front end wrote (what ptxas compiles: its .maxntid are the kernels' launch bounds)."""
+    return [path.read_text(encoding="utf-8", errors="replace") for path in sorted(p.entry.glob("*.ptx"))]
+
+
 def front_end_seconds(p: Plan) -> float:
     """How long the kept front end took when it ran (what a compile from the entry does not spend again); 0.0
     for an entry kept by an earlier ciq_build, which did not record it."""

@@ -31,6 +31,7 @@ class Cause(StrEnum):
     COMPILE_KILLED = "compile_killed"
     BENCH_KILLED = "bench_killed"
     BUILD_TOOL_TIMEOUT = "build_tool_timeout"
+    COMPILE_STARVED = "compile_starved"  # a compile timeout where the compile waited for a CPU most of the limit
     # the genetic search run on its own objective (ciq_build.search.evolution): the objective said the
     # candidate is not valid (INVALID_SCORE, a non-finite or wrong number of scores)
     INVALID = "invalid"
@@ -50,4 +51,5 @@ class Cause(StrEnum):
             return cls.ERROR
 
 
-ENVIRONMENTAL = frozenset({Cause.DISK_FULL, Cause.COMPILE_KILLED, Cause.BENCH_KILLED, Cause.BUILD_TOOL_TIMEOUT})
+ENVIRONMENTAL = frozenset({Cause.DISK_FULL, Cause.COMPILE_KILLED, Cause.BENCH_KILLED, Cause.BUILD_TOOL_TIMEOUT,
+                           Cause.COMPILE_STARVED})

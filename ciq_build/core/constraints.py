@@ -213,6 +213,23 @@ def _binary(op: str, left: Node, right: Node) -> Node:
     return lambda env: function(left(env), right(env))
 
 
+def expression_over(expression: str, names: Sequence[str], what: str) -> Callable[[Mapping[str, int]], int | None]:
+    """`expression` in this language over `names`, as a function of their values ({NAME: int}) that gives None
+    for a division by zero; a ConfigError naming `what` (the keyword it was given to) where it is not one."""
+    rules = load_rules()
+    problem = syntax_problem(expression, names, rules)
+    if problem is not None:
+        raise ConfigError(f"{what} {expression!r}: {problem}")
+    node = _Parser(tokenize(expression, rules)[0]).expression()
+
+    def value(env: Mapping[str, int]) -> int | None:
+        try:
+            return node(env)
+        except _DivisionByZero:
+            return None
+    return value
+
+
 @dataclass(frozen=True)
 class Constraints:
     """The target's CONSTRAINTS, parsed: `allows(params)` says whether a configuration may be searched."""

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Literal
 
+from ciq_build.core.metric_unit import is_rate, rate_text
 from ciq_build.core.pareto import Direction
 from ciq_build.core.rules import load_rules, nearest
 from ciq_build.errors import ConfigError
@@ -40,7 +41,7 @@ class PtxasReport:
     the kernels: free with every candidate's compile log, and read by ptxas alone where the front end is kept."""
 
     field: str  # the KernelUsage attribute
-    combine: Literal["max", "sum"]
+    combine: Literal["max", "min", "sum"]
     origin: ClassVar[str] = "ptxas -v report"
     source: ClassVar[Source] = "static"
     costly: ClassVar[bool] = False
@@ -105,7 +106,8 @@ class ObjectiveKind:
 
 KINDS: tuple[ObjectiveKind, ...] = (
     ObjectiveKind("time", BenchmarkMetric(), "time_ms", "ms",
-                  "the benchmark's time (`CIQ_METRIC time_ms=`, or `METRIC`'s regex in `UNIT`), median of the runs"),
+                  "the benchmark's time (`CIQ_METRIC time_ms=`, or `METRIC`'s regex in `UNIT`; a rate such as `TFLOPS` as "
+                  "1000 / rate), median of the runs"),
     ObjectiveKind("energy", BenchmarkMetric(), "energy_j", "J",
                   "the benchmark's energy (`CIQ_METRIC energy_j=`, e.g. read from NVML), median of the runs"),
     ObjectiveKind("compile_time", CompileClock(), "compile_seconds", "s",
@@ -122,6 +124,11 @@ KINDS: tuple[ObjectiveKind, ...] = (
     ObjectiveKind("shared_bytes", PtxasReport("shared", "max"), "shared_bytes", "bytes",
                   "static shared memory (`__shared__`) per block, the most of any kernel on any architecture",
                   argument="kernel regex"),
+    ObjectiveKind("occupancy", PtxasReport("occupancy", "min"), "occupancy", "%",
+                  "theoretical occupancy (an SM's resident warps of its most, as Nsight Compute computes it) at "
+                  "each kernel's block size (its `__launch_bounds__`, else `THREADS_PER_BLOCK`), the least of any "
+                  "kernel",
+                  direction="max", argument="kernel regex"),
     ObjectiveKind("sass_instructions", SassCount(), "sass_instructions", "instructions",
                   "SASS instructions but NOP padding, total over every kernel and architecture",
                   tools=(("cuobjdump", "counts SASS instructions"),
@@ -151,6 +158,9 @@ class Objective:
     name: str  # canonical: "time", "registers", "registers:heavy", "metric:gflops", ...
     direction: Direction = "min"
     source: Source = "benchmark"
+    # `time` read from a rate (METRIC's UNIT, e.g. TFLOPS): its values are 1000 / rate ms, shown as the rate the
+    # benchmark printed (ciq_build.core.metric_unit). How it is shown, not what it is: equal objectives stay equal.
+    rate_unit: str = field(default="", compare=False)
 
     @property
     def spec(self) -> str:
@@ -192,9 +202,18 @@ def unit_of(objective: Objective) -> str:
 
 
 def with_unit(objective: Objective, value: float) -> str:
-    """A value as progress lines and tables show it: `4.2 ms`, `0 bytes`, `40` (registers)."""
+    """A value as progress lines and tables show it: `4.2 ms`, `0 bytes`, `40` (registers), `123.4 TFLOPS` (a time
+    read from a rate)."""
+    if objective.rate_unit:
+        return rate_text(value, objective.rate_unit)
     unit = unit_of(objective)
     return f"{value:.6g} {unit}" if unit else f"{value:.6g}"
+
+
+def read_from(objectives: Iterable[Objective], metric_regex: str, metric_unit: str) -> tuple[Objective, ...]:
+    """`objectives` with `time` shown as the rate METRIC reads, where its UNIT is one (else as they are)."""
+    rate = metric_unit if metric_regex and is_rate(metric_unit) else ""
+    return tuple(replace(o, rate_unit=rate) if o.name == "time" else o for o in objectives)
 
 
 def named_scores(objectives: Iterable[Objective], scores: Iterable[float]) -> str:

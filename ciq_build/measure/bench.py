@@ -21,18 +21,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ciq_build.core.causes import Cause
+from ciq_build.core.metric_unit import DEFAULT_METRIC_UNIT, check_metric_unit
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_advice, timeout_seconds
 from ciq_build.errors import BenchmarkError, ConfigError
 from ciq_build.measure import proc, sizes
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.protocol import (
-    DEFAULT_METRIC_UNIT,
     TIME,
     TIME_MS,
     OutputReader,
     ParsedOutput,
     PrintedTime,
-    check_metric_unit,
     clip,
     compile_metric_regex,
     parse_output,

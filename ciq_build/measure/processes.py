@@ -122,7 +122,8 @@ def marks_of(pid: int) -> tuple[str, ...]:
     return ()
 
 
-def _descendants(table: dict[int, ProcInfo], roots: Iterable[int]) -> set[int]:
+def descendants(table: dict[int, ProcInfo], roots: Iterable[int]) -> set[int]:
+    """Every process below `roots` in `table` (children, their children, ...), the roots not included."""
     children: dict[int, list[int]] = {}
     for info in table.values():
         children.setdefault(info.ppid, []).append(info.pid)
@@ -161,7 +162,7 @@ def kill_until_gone(select: Callable[[dict[int, ProcInfo]], set[int]], patience:
         table = process_table()
         victims = {pid for pid in select(table) if alive(table.get(pid)) and pid not in protected}
         # Whatever a victim started goes with it, mark or no mark.
-        victims |= {pid for pid in _descendants(table, victims) if alive(table.get(pid)) and pid not in protected}
+        victims |= {pid for pid in descendants(table, victims) if alive(table.get(pid)) and pid not in protected}
         if not victims or time.monotonic() > end:
             break
         for pid in victims:
@@ -267,7 +268,7 @@ class Running:
             def select(table: dict[int, ProcInfo]) -> set[int]:
                 found = marked_with(table, lambda m: m == self.mark, self.since)
                 found |= {pid for pid, info in table.items() if group is not None and info.pgid == group}
-                return found | set(tree) | _descendants(table, tree)
+                return found | set(tree) | descendants(table, tree)
 
             if group is not None:
                 try:

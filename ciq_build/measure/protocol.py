@@ -14,7 +14,12 @@ and exits 0. Reading rules (the benchmark's output is never trusted):
   converted from the target's UNIT (``s``, ``ms``, ``us`` or ``ns``; default
   ``ms``) to milliseconds. The regex's value is then also ``time_ms``, the
   metric the ``time`` objective reads, so a benchmark with its own output
-  format tunes ``time`` through METRIC alone.
+  format tunes ``time`` through METRIC alone. A UNIT that is a rate
+  (``TFLOPS``, ``GB/s``, ``items/s``: higher is better) makes the regex's
+  number the milliseconds one unit of work takes, 1000 / rate
+  (ciq_build.core.metric_unit); a rate must be above 0, and a ``CIQ_METRIC
+  time_ms`` line (milliseconds of a whole run, another unit) is then never the
+  time.
 * A time's printed precision is judged (`PrintedTime.coarse`), the regex's
   and a ``CIQ_METRIC`` time's alike: printed digits that resolve less than
   ``COARSE_RESOLUTION`` (0.5%) of the value cannot tell candidates 1% apart,
@@ -73,6 +78,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from ciq_build.core.metric_unit import DEFAULT_METRIC_UNIT, TIME_UNITS, check_metric_unit, is_rate, per_unit_ms
 from ciq_build.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -81,9 +87,6 @@ if TYPE_CHECKING:
 TIME = "time"  # the runtime objective, in milliseconds
 TIME_MS = "time_ms"  # the protocol's name for it, and the metric the tune reads
 
-# METRIC's UNIT -> the power of ten that turns it into milliseconds.
-METRIC_UNITS = {"s": 3, "ms": 0, "us": -3, "ns": -6}
-DEFAULT_METRIC_UNIT = "ms"
 # A printed time whose last digit is worth more than this fraction of the value
 # cannot tell candidates 1% apart (a 1% gain would be at most two steps).
 COARSE_RESOLUTION = 0.005
@@ -145,8 +148,8 @@ def is_time_metric(name: str) -> bool:
 
 
 def time_floor(unit: str) -> float:
-    """TIME_FLOOR_NS in `unit` (one of METRIC_UNITS)."""
-    return TIME_FLOOR_NS * 10.0 ** (METRIC_UNITS["ns"] - METRIC_UNITS[unit])
+    """TIME_FLOOR_NS in `unit` (one of TIME_UNITS)."""
+    return TIME_FLOOR_NS * 10.0 ** (TIME_UNITS["ns"] - TIME_UNITS[unit])
 
 
 def compile_metric_regex(text: str) -> re.Pattern[str]:
@@ -235,16 +238,6 @@ class _RegexClock:
             self.spent += time.monotonic() - started
 
 
-def check_metric_unit(unit: object) -> str:
-    """METRIC's UNIT, or ConfigError naming the units there are."""
-    if not isinstance(unit, str) or unit not in METRIC_UNITS:
-        raise ConfigError(
-            f"the METRIC unit {unit!r} is not one of {', '.join(METRIC_UNITS)} (seconds, milliseconds, "
-            "microseconds, nanoseconds); set UNIT in ciq_tune_target() to the unit the benchmark prints"
-        )
-    return unit
-
-
 @dataclass(frozen=True)
 class PrintedTime:
     """A time as the benchmark printed it (the METRIC regex's capture, or a CIQ_METRIC time's value):
@@ -263,15 +256,19 @@ class PrintedTime:
 def coarse_precision_warning(benchmark: str, printed: PrintedTime, metric_regex: str | None = None) -> str:
     """The one warning a tune gives when the benchmark prints its time too coarsely."""
     how = f"its last digit is {printed.resolution:.2%} of the value"  # never inf: a time of 0 is bad_metric
+    what = "rate" if is_rate(printed.unit) else "time"
     if printed.line is not None:
         via = f" as 'CIQ_METRIC {printed.line}={printed.text}'"
         fix = f"(e.g. printf(\"CIQ_METRIC {printed.line}=%.6g\"), or a name in a smaller unit such as _us)."
+    elif what == "rate":
+        via = f" through METRIC {metric_regex!r}" if metric_regex else ""
+        fix = "(e.g. printf(\"%.6g\"))."
     else:
         via = f" through METRIC {metric_regex!r}" if metric_regex else ""
         fix = ("(e.g. printf(\"%.6g\"), or a smaller UNIT), or print 'CIQ_METRIC time_ms=<milliseconds>' "
                "with full precision.")
     return (
-        f"warning: the benchmark {benchmark} printed its time as {printed.text!r} {printed.unit}{via}: "
+        f"warning: the benchmark {benchmark} printed its {what} as {printed.text!r} {printed.unit}{via}: "
         f"{how}, too coarse to tell candidates 1% apart (a digit must be worth at most "
         f"{COARSE_RESOLUTION:.1%} of the value), so close candidates tie. Print more significant digits {fix}"
     )
@@ -332,7 +329,8 @@ class OutputReader:
     def __init__(self, metric_regex: str | re.Pattern[str] | None = None,
                  metric_unit: str = DEFAULT_METRIC_UNIT) -> None:
         self.unit = check_metric_unit(metric_unit)
-        self.shift = METRIC_UNITS[self.unit]
+        self.rate = is_rate(self.unit)  # the regex's number is a rate, higher is better (ciq_build.core.metric_unit)
+        self.shift = TIME_UNITS.get(self.unit, 0)
         pattern: re.Pattern[str] | None = None
         if isinstance(metric_regex, re.Pattern):
             pattern = compile_metric_regex(metric_regex.pattern) if metric_regex.groups < 1 else metric_regex
@@ -392,6 +390,8 @@ class OutputReader:
             self._problem(f"malformed line {clip(stripped)!r} (expected 'CIQ_METRIC name=number')")
             return False
         name, raw = body.group(1), body.group(2)
+        if self.rate and name == TIME_MS:
+            return False  # a whole run's milliseconds, not the rate's unit of work: never the time (module docstring)
         unit = time_unit(name)
         value, why = _read_value(raw, unit)
         if value is None:
@@ -422,7 +422,7 @@ class OutputReader:
         if found is None:
             return False
         self.regex_matched = True
-        value, why = _read_value(found, DEFAULT_METRIC_UNIT, self.shift, self.unit)
+        value, why = self._regex_value(found)
         if value is None and (self.sampling or _read_value(found, None, self.shift)[0] is None):
             # Not a number at all; or a bad sample: every sample is used.
             self._problem(f"METRIC regex captured {clip(found)!r}: {why}")
@@ -438,6 +438,21 @@ class OutputReader:
                 self.regex_samples.append(value)
                 return True
         return False
+
+    def _regex_value(self, found: str) -> tuple[float | None, str]:
+        """The regex's capture as the time objective's milliseconds (a rate's per unit of work), or None and why."""
+        if not self.rate:
+            return _read_value(found, DEFAULT_METRIC_UNIT, self.shift, self.unit)
+        rate, why = _read_value(found, None)
+        if rate is None:
+            return None, why
+        if rate <= 0:
+            return None, (f"a rate of 0 or below measures nothing ({self.unit}, higher is better): the benchmark "
+                          "skipped its work or its timer is too coarse; time more iterations of the work, or check it")
+        per_unit = per_unit_ms(rate)
+        if not math.isfinite(per_unit):
+            return None, "a rate too small to be a number (out of range)"
+        return per_unit, ""
 
     def time_samples(self) -> list[float]:
         """The samples of the time so far (the METRIC regex's when it gave any: the regex wins)."""

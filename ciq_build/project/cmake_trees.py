@@ -33,7 +33,7 @@ from pathlib import Path
 
 import filelock
 
-from ciq_build.compiler import ptxas_path
+from ciq_build.compiler import metrics, ptxas_path
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
@@ -242,6 +242,7 @@ class ScratchTree:
             return None
         output: list[str] = []
         kept = 0.0
+        bounds: dict[str, int] = {}
         for p in plans:
             try:
                 # A new front end is run here, in place of nvcc's whole compile (which would also run
@@ -264,8 +265,10 @@ class ScratchTree:
             # The progress line a build tool prints, so each report is read as that object's; then what the
             # launcher's compile of it prints: the front end's warnings (a -D redefined), then ptxas's report.
             output.append(f"Building CUDA object {p.output} (ptxas only)\n{ptxas_path.front_end_log(p)}{ran.stdout}")
+            for text in ptxas_path.front_end_ptx(p):
+                bounds.update(metrics.ptx_launch_bounds(text))
         return CandidateBuild(True, None, "", time.monotonic() - started, "".join(output),
-                              kept_front_end_seconds=kept)
+                              kept_front_end_seconds=kept, launch_bounds=tuple(sorted(bounds.items())))
 
     def _tuned_compiles(self, timeout: float) -> list[list[str]]:
         """The tuned target's nvcc compile commands (Ninja only), re-read when the build files change."""

@@ -20,6 +20,14 @@ compiler, a failed check. What the environment does to a run is not:
     The build step ran past its timeout while no compile of the candidate was
     running (cmake re-configuring, ninja, a custom command): nothing of the
     candidate's controls was being compiled, so the hang is not its result.
+``compile_starved``
+    The candidate's compile ran past its timeout after waiting for a CPU, in
+    all, for more than half the limit (the kernel's run-queue delay of its
+    processes, /proc/<pid>/schedstat, just before the kill): a loaded machine
+    gave it less than half the time it was allowed, so the timeout says
+    nothing of the candidate. Waiting for a CPU is what load does to a
+    process that is ready to run; a compile that hangs of its own runs (a
+    slow optimisation) or sleeps (a blocking read), and waits for no CPU.
 
 These are journaled with ``"environmental": true`` (the summary counts them)
 and never reused from the journal: a resumed tune runs those candidates again.
@@ -38,11 +46,13 @@ from pathlib import Path
 
 from ciq_build.core.causes import ENVIRONMENTAL, Cause
 from ciq_build.errors import DiskFullError
+from ciq_build.measure.processes import descendants, process_table
 
 DISK_FULL = Cause.DISK_FULL
 COMPILE_KILLED = Cause.COMPILE_KILLED
 BENCH_KILLED = Cause.BENCH_KILLED
 BUILD_TOOL_TIMEOUT = Cause.BUILD_TOOL_TIMEOUT
+COMPILE_STARVED = Cause.COMPILE_STARVED
 ENVIRONMENTAL_CAUSES = ENVIRONMENTAL
 
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -207,6 +217,20 @@ def processes_naming(needle: str) -> list[int]:
     return found
 
 
+def waited_for_cpu(pids: Iterable[int]) -> float:
+    """Seconds `pids` and every process below them have waited, in all, for a CPU while ready to run (each
+    live one's run-queue delay, /proc/<pid>/schedstat's second field; 0 where the kernel does not say)."""
+    roots = set(pids)
+    waited = 0
+    for pid in roots | descendants(process_table(), roots):
+        try:
+            with open(f"/proc/{pid}/schedstat", encoding="ascii") as handle:
+                waited += int(handle.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return waited / 1e9
+
+
 @dataclass
 class CompileWitness:
     """Looks, shortly before a build step's timeout, whether the candidate's compile is what runs.
@@ -214,13 +238,16 @@ class CompileWitness:
     The candidate's controls reach nvcc only through its options file, which is
     on the command line of every compile that reads them. If the step times
     out and no such process was alive just before the kill, the hang was the
-    build tool's (a re-configure, ninja, a custom command), not the candidate's.
+    build tool's (a re-configure, ninja, a custom command), not the candidate's;
+    if those processes had waited for a CPU for more than half the timeout, the
+    machine starved the compile (``compile_starved``, the module docstring).
     """
 
     options_file: Path
     timeout: float
     compiling: bool = field(default=False, init=False)
     looked: bool = field(default=False, init=False)
+    waited: float = field(default=0.0, init=False)  # seconds the compile had waited for a CPU at the look
     _timer: threading.Timer | None = field(default=None, init=False, repr=False)
 
     def __enter__(self) -> CompileWitness:
@@ -241,16 +268,22 @@ class CompileWitness:
             needles.add(str(Path(self.options_file).resolve()))
         except OSError:
             pass
-        self.compiling = any(processes_naming(needle) for needle in needles)
+        compiles = {pid for needle in needles for pid in processes_naming(needle)}
+        self.compiling = bool(compiles)
+        self.waited = waited_for_cpu(compiles)
         self.looked = True
 
     def hang_was_the_candidates(self) -> bool:
         """After a timeout: True unless the look found no compile of the candidate running."""
         return self.compiling or not self.looked
 
+    def starved(self) -> bool:
+        """After a timeout: whether the candidate's compile had waited for a CPU for more than half the limit."""
+        return self.waited > self.timeout / 2
+
 
 __all__ = [
-    "BENCH_KILLED", "BUILD_TOOL_TIMEOUT", "COMPILE_KILLED", "DISK_FULL", "ENVIRONMENTAL_CAUSES",
-    "CompileWitness", "disk_full_error", "foreign_signal", "full_file_systems", "is_disk_full_error",
+    "BENCH_KILLED", "BUILD_TOOL_TIMEOUT", "COMPILE_KILLED", "COMPILE_STARVED", "DISK_FULL", "ENVIRONMENTAL_CAUSES",
+    "CompileWitness", "waited_for_cpu", "disk_full_error", "foreign_signal", "full_file_systems", "is_disk_full_error",
     "says_disk_full", "says_killed",
 ]

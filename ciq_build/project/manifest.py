@@ -49,10 +49,10 @@ from ciq_build.project.json_model import (
     read_text,
     read_texts,
 )
+from ciq_build.project.threads_per_block import read_threads_per_block
 from ciq_build.state.durable import read_json_object
 
 MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
-METRIC_UNITS = ("s", "ms", "us", "ns")  # UNIT of ciq_tune_target() (ciq_build.measure.protocol.METRIC_UNITS)
 _UNKNOWN = "is not a manifest field"
 
 
@@ -79,8 +79,9 @@ def _read_target(fail: Fail, where: str, value: Any) -> str:
 
 def _read_metric_unit(fail: Fail, where: str, value: Any) -> str:
     unit = read_text(fail, where, value)
-    if unit not in METRIC_UNITS:
-        raise fail(where, f"is {unit!r}, not one of {', '.join(METRIC_UNITS)}; fix UNIT in ciq_tune_target()")
+    if not load_rules().matches("metric_unit", unit):  # ciq_build.core.metric_unit: a time or a rate
+        raise fail(where, f"is {unit!r}: {load_rules().message('unknown_metric_unit', value=unit)}; fix UNIT in "
+                          "ciq_tune_target()")
     return unit
 
 
@@ -117,7 +118,7 @@ def _read_score(fail: Fail, where: str, value: Any) -> str:
 
 SCHEMA = Form(lambda: {"const": MANIFEST_SCHEMA}, _read_schema)
 TARGET = Form(lambda: _name_schema("target_name"), _read_target)
-METRIC_UNIT = Form(lambda: {"enum": list(METRIC_UNITS)}, _read_metric_unit)
+METRIC_UNIT = Form(lambda: _name_schema("metric_unit"), _read_metric_unit)
 TIMEOUT = Form(lambda: {"type": "number", "exclusiveMinimum": 0}, _read_timeout)
 ARGS_SETS = Form(lambda: {"type": "array", "items": {
                      "type": "object", "properties": {"name": _name_schema("args_set_name"), "args": TEXTS.schema()},
@@ -180,7 +181,7 @@ class Manifest:
         nullable(object_form(Benchmark, _UNKNOWN)), "BENCHMARK and its arguments; null: static objectives only"))
     metric_regex: str = field(metadata=in_json(TEXT, "METRIC: the regex whose first group is the time"))
     metric_unit: str = field(default="ms", metadata=in_json(
-        METRIC_UNIT, "UNIT: what METRIC's number is in (s, ms, us, ns)", optional=True))
+        METRIC_UNIT, "UNIT: what METRIC's number is in: a time (s, ms, us, ns) or a rate (TFLOPS, GB/s, items/s)", optional=True))
     objectives: tuple[str, ...] = field(metadata=in_json(TEXTS, "OBJECTIVES; empty: the driver picks"))
     params: tuple[str, ...] = field(metadata=in_json(TEXTS, "PARAMS: source parameters and their domains"))
     constraints: tuple[str, ...] = field(default=(), metadata=in_json(
@@ -192,6 +193,9 @@ class Manifest:
     pin_dir: Path = field(metadata=in_json(ABSOLUTE, "PIN_DIR"))
     pin_file: Path = field(metadata=in_json(ABSOLUTE, "the pinned record's file in PIN_DIR"))
     timeout: float = field(metadata=in_json(TIMEOUT, "TIMEOUT, in seconds"))
+    threads_per_block: tuple[str, ...] = field(default=(), metadata=in_json(
+        TEXTS, "THREADS_PER_BLOCK: the kernels' threads a block, a number or a PARAMS name [and the defaults' "
+        "number] (ciq_build.project.threads_per_block); empty: not declared", optional=True))
     options_file: Path = field(metadata=in_json(ABSOLUTE, "the nvcc options file the build reads"))
     generator: str = field(metadata=in_json(NONEMPTY, "CMAKE_GENERATOR (or setuptools)"))
     allow_numerics: bool = field(metadata=in_json(
@@ -315,6 +319,10 @@ def _check_relations(manifest: Manifest, fail: Fail) -> None:
         parsed = manifest.parsed_objectives
     except ConfigError as exc:
         raise fail("objectives", f"is invalid: {exc} Fix OBJECTIVES in ciq_tune_target()") from exc
+    try:
+        read_threads_per_block(manifest.threads_per_block, manifest.params)
+    except ConfigError as exc:
+        raise fail("threads_per_block", f"is invalid: {exc}. Fix THREADS_PER_BLOCK in ciq_tune_target()") from exc
     needs = [o.name for o in parsed if o.source == "benchmark"]
     if manifest.benchmark is None and needs:
         raise fail("benchmark", f"is null but objective(s) {', '.join(needs)} are read from a benchmark: give "

@@ -49,6 +49,9 @@ class CandidateBuild:
     # The front ends this build took as kept from an earlier compile (ciq_build.compiler.ptxas_path): the
     # seconds they took when they ran, not spent in `compile_seconds`.
     kept_front_end_seconds: float = 0.0
+    # (kernel, the most threads a block of it has) of the kernels whose `__launch_bounds__` the build read where it has
+    # no objects (ptxas alone, from the kept front end's PTX); with objects, their cubins say it.
+    launch_bounds: tuple[tuple[str, int], ...] = ()
 
 
 class WorkerTree(Protocol):
@@ -106,6 +109,9 @@ def failed_build(what: str, step: proc.ProcResult, witness: environment.CompileW
     """A failed step's CandidateBuild: its cause, and its log's tail with timeout advice where it hung."""
     cause = failure_cause(step, witness, tree)
     advice = f" ({timeout_advice(timeout)})" if step.timed_out else ""
+    if cause == environment.COMPILE_STARVED:
+        advice = (f" (it waited {witness.waited:.1f} s of its {timeout:g} s limit for a CPU: the machine was loaded, so "
+                  "the timeout is not the candidate's; a resumed tune builds it again)")
     return CandidateBuild(False, cause, f"{what} {step.describe()}{advice}:\n{step.output_tail()}",
                           compile_seconds, compiler_output)
 
@@ -116,7 +122,9 @@ def failure_cause(step: proc.ProcResult, witness: environment.CompileWitness, tr
     if environment.says_disk_full(output):
         return environment.DISK_FULL
     if step.timed_out:
-        return Cause.COMPILE_TIMEOUT if witness.hang_was_the_candidates() else environment.BUILD_TOOL_TIMEOUT
+        if not witness.hang_was_the_candidates():
+            return environment.BUILD_TOOL_TIMEOUT
+        return environment.COMPILE_STARVED if witness.starved() else Cause.COMPILE_TIMEOUT
     if environment.foreign_signal(step.signal) or environment.says_killed(output):
         return environment.COMPILE_KILLED
     # nvcc does not always say why a write failed ("Failed to preprocess host

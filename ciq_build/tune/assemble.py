@@ -11,6 +11,7 @@ from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.fingerprint import object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.objectives import Objective, metric_key
+from ciq_build.pin.display import RATE_UNIT
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
 from ciq_build.project.manifest import Manifest, benchmark_sizes
 from ciq_build.project.worker import WorkerTree
@@ -56,6 +57,9 @@ def assemble_record(manifest: Manifest, toolchain: Toolchain, objectives: Sequen
                     "baseline_metrics": baseline.metrics, "winner_metrics": winner.metrics,
                     "remeasured": spreads.get("samples", {}),
                     **({"sizes": sizes} if (sizes := benchmark_sizes(manifest)) else {}),
+                    # `time` read from a rate: `show` displays its scores as the rate the benchmark printed.
+                    **({RATE_UNIT: rate} if (rate := next((o.rate_unit for o in objectives if o.rate_unit), ""))
+                       else {}),
                     **({"dropped_controls": list(confirmation.dropped)} if confirmation.dropped else {}),
                     **(extra or {})},
         objects=object_fingerprints(confirmation.winner_objects, tree.object_dir, toolchain),

@@ -218,7 +218,7 @@ class Confirmer:
 
     def _remeasured(self, evaluated: Evaluation, built: CandidateBuild, keys: list[str]) -> Evaluation:
         """`evaluated` when a fresh build reproduces its static metrics, else a corrected copy (journaled)."""
-        fresh = self.runner.static_metrics(built)
+        fresh = self.runner.static_metrics(built, evaluated.controls)
         wrong = [k for k in keys if k not in fresh or k not in evaluated.metrics
                  or abs(fresh[k] - evaluated.metrics[k]) > 1e-9 * max(1.0, abs(fresh[k]))]
         if not wrong:

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TextIO, TypeVar
 
+from ciq_build.compiler import occupancy
 from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures, read_gpu_arch
@@ -34,6 +35,7 @@ from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
 from ciq_build.project.manifest import Manifest, for_architecture
 from ciq_build.project.sources import Snapshot
+from ciq_build.project.threads_per_block import wants_block_size
 from ciq_build.project.worker import WorkerTree, safe_name, scratch_root, tune_name
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evaluation import Evaluation
@@ -303,6 +305,11 @@ class TuneRun:
                                                 self.manifest.tune_architecture, static,
                                                 self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
+        if wants_block_size(self.objectives):  # an architecture without limits would leave every candidate unscored
+            built = architecture_list(self.manifest.toolchain.architectures)
+            arch = self.architectures.scored or (built[0] if len(built) == 1 else None)
+            if arch is not None and arch not in ("all", "all-major", "native"):
+                occupancy.limits(arch)
         self.architectures.say(self._warn, self._say)
 
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts) -> None:
@@ -356,7 +363,9 @@ class TuneRun:
 def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objective]) -> str:
     """What a tune says first: the target, the toolchain, the objectives and the architectures each build makes."""
     built = architecture_list(manifest.toolchain.architectures)
-    return (f"tuning {manifest.target} with {toolchain}; objectives: {', '.join(o.spec for o in objectives)}; "
+    shown = ", ".join(o.spec + (f" (METRIC's {o.rate_unit}, higher is better: read as 1000 / rate ms a unit of "
+                                "work)" if o.rate_unit else "") for o in objectives)
+    return (f"tuning {manifest.target} with {toolchain}; objectives: {shown}; "
             f"architectures: {', '.join(built) or 'nvcc default'}"
             + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster; the build "
                "applies such pins once each of its architectures has one)"

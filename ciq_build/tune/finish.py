@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ciq_build.compiler import occupancy
 from ciq_build.compiler.architectures import architecture_list, architecture_order
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan
@@ -37,7 +38,7 @@ from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before
-from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.runner import THREADS_METRIC, BuildRunner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
@@ -281,11 +282,26 @@ class Finish:
                               objectives, self.settings.search, self.pinning, confirmation.better),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(),
+                          occupancy=self._occupancy_steps(confirmation.winner),
                           without_effect=without_effect_lines(
                               [name for name in params_without_effect(self.manifest.params, searched.evaluations)
                                if name not in searched.overridden],
                               knobs_without_effect([searched.baseline, *searched.evaluations]))),
               file=sys.stdout)
+
+    def _occupancy_steps(self, winner: Evaluation) -> str:
+        """The summary's occupancy line: where the winner's blocks an SM change with its register count, on the
+        architecture its static figures are of ("" without its block size, or limits for that architecture)."""
+        built = architecture_list(self.manifest.toolchain.architectures)
+        arch = self.architectures.scored or (built[0] if built else "")
+        threads = winner.metrics.get(THREADS_METRIC)
+        registers = winner.metrics.get("registers")
+        if threads is None or registers is None or not occupancy.knows(arch):
+            return ""
+        steps = occupancy.describe_steps(occupancy.limits(arch), int(registers), int(threads),
+                                         int(winner.metrics.get("shared_bytes", 0)))
+        several = " (the most registers and shared memory of any kernel)" if winner.metrics.get("kernels", 1) > 1 else ""
+        return f"sm_{arch}, {steps}{several}"
 
     def _skipped_text(self, pinned: Path | None) -> str:
         """The summary's `next:` where the build will skip the pin just written: a tune --architecture ARCH whose

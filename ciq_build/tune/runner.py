@@ -37,6 +37,7 @@ from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
+from ciq_build.project.threads_per_block import ThreadsPerBlock, for_tune, unknown_block_size, wants_block_size
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
@@ -55,6 +56,10 @@ class Runner(Protocol[W_contra]):
     """
 
     def evaluate(self, worker: W_contra, proposal: Proposal, controls: Controls, key: str) -> Evaluation: ...
+
+
+# Among a build's metrics: the threads a block of its kernel with the most registers has (where known).
+THREADS_METRIC = "threads_per_block"
 
 
 class BuildRunner:
@@ -98,7 +103,11 @@ class BuildRunner:
         # the driver before the baseline; None: every architecture built, combined.
         self.scored_architecture: str | None = None
         # The first build's static figures of the architectures not scored: {arch: {metric: value}}, to show.
-        self.other_architectures: dict[str, dict[str, int]] = {}
+        self.other_architectures: dict[str, dict[str, float]] = {}
+        # THREADS_PER_BLOCK of ciq_tune_target(): each kernel's block size, for the occupancy objective and the
+        # occupancy steps the summary shows (None: not declared).
+        self.threads_per_block: ThreadsPerBlock | None = (for_tune(manifest, self.objectives)
+                                                          if manifest is not None else None)  # None: a test's runner
 
     def read_gpu(self) -> int | None:
         """The architecture of the GPU this runner's benchmarks run on (None: no GPU answers here)."""
@@ -233,7 +242,7 @@ class BuildRunner:
                               time.monotonic() - started, timings=_rounded(timings), runs=runs)
 
         runs, raced = 0, False
-        values = self.static_metrics(build)
+        values = self.static_metrics(build, controls)
         spread: dict[str, float] = {}
         samples: dict[str, list[float]] = {}
         if self.needs_benchmark:
@@ -260,6 +269,8 @@ class BuildRunner:
         scores = objective_values(self.objectives, values)
         if scores is None:
             missing = [metric_key(o) + (" (no kernel's mangled or demangled name matches its regex)" if o.kernels else "")
+                       + (f" ({unknown_block_size(self.threads_per_block, controls)})"
+                          if wants_block_size([o]) else "")
                        for o in self.objectives if metric_key(o) not in values]
             return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
         return Evaluation(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
@@ -274,14 +285,18 @@ class BuildRunner:
         measurement, raced = run_benchmark(spec, self.repeats, self.racing)
         return Benchmarked(measurement, raced, 0.0, read_gpu_arch({**os.environ, **spec.env} if spec.env else None))
 
-    def static_metrics(self, build: CandidateBuild) -> dict[str, float]:
-        """compile_seconds and the compiler's static metrics of a build (deterministic but the first)."""
+    def static_metrics(self, build: CandidateBuild, controls: Controls) -> dict[str, float]:
+        """compile_seconds and the compiler's static metrics of a build with `controls` (deterministic but the
+        first)."""
         values: dict[str, float] = {"compile_seconds": build.compile_seconds}
-        usages = self.scored(metrics.parse_ptxas_verbose(build.compiler_output))
+        usages = self.scored(self.with_threads(metrics.parse_ptxas_verbose(build.compiler_output), build, controls))
         if usages:
             values.update({k: float(v) for k, v in metrics.summarize(usages).items()})
             per_kernel = {o.name: o.kernels for o in self.objectives if o.kernels is not None}
             values.update({k: float(v) for k, v in metrics.kernel_values(usages, per_kernel).items()})
+            heaviest = max(usages, key=lambda usage: usage.registers)
+            if heaviest.threads:  # the block size of the kernel the summary's occupancy steps are of
+                values[THREADS_METRIC] = float(heaviest.threads)
         counted = {metric_key(o) for o in self.objectives if isinstance(o.extractor, SassCount)}
         if counted and build.objects:
             count = float(sum(n for obj in build.objects
@@ -289,6 +304,19 @@ class BuildRunner:
                               if self._is_scored(arch)))
             values.update(dict.fromkeys(counted, count))
         return values
+
+    def with_threads(self, usages: list[metrics.KernelUsage], build: CandidateBuild,
+                     controls: Controls) -> list[metrics.KernelUsage]:
+        """The kernels with the threads a block of theirs has in `build` (with `controls`): a kernel's own
+        `__launch_bounds__` where the occupancy is an objective (read from the build's cubins, or its PTX where it
+        has no objects), else THREADS_PER_BLOCK's."""
+        declared = self.threads_per_block.of(controls) if self.threads_per_block is not None else None
+        bounds: dict[str, int] = {}
+        if wants_block_size(self.objectives):
+            bounds = dict(build.launch_bounds)
+            for obj in build.objects if not bounds else ():
+                bounds.update(metrics.launch_bounds(obj, self.toolchain))
+        return [dataclasses.replace(usage, threads=bounds.get(usage.function) or declared or 0) for usage in usages]
 
     def scored(self, usages: list[metrics.KernelUsage]) -> list[metrics.KernelUsage]:
         """The kernels of the scored architecture (all of them when none is set, or none of it was built)."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
-from ciq_build.pin.display import relative_change, size_ratios_text
+from ciq_build.pin.display import change_text, relative_change, size_ratios_text
 from ciq_build.pin.record import PinnedRecord
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.old_pin import Standing
@@ -70,11 +70,11 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
                 next_without_pin: str = "", next_with_pin: str = "", stopped: str = "",
                 size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "",
-                without_effect: Sequence[str] = (), figures: str = "") -> str:
+                without_effect: Sequence[str] = (), figures: str = "", occupancy: str = "") -> str:
     rows = [("objective", "baseline", "best", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
-                     relative_change(base, best)))
+                     change_text(base, best, objective.rate_unit)))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     table = "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
     fresh = sum(1 for e in evaluations if not e.cached)
@@ -91,6 +91,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
         f"  evaluations: {len(evaluations)} ({reused}); failures: {failure_summary(evaluations)}",
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
         *([f"  figures: {figures}"] if figures else []),
+        *([f"  occupancy: {occupancy}"] if occupancy else []),
     ]
     shared = sum(1 for e in evaluations if not e.cached and e.same_code_as is not None)
     if needs_benchmark:

@@ -18,6 +18,7 @@ from ciq_build.core.objectives import (
     known_spellings,
     needs_benchmark,
     parse_objectives,
+    read_from,
     unbenchmarked_names,
 )
 from ciq_build.core.options import (
@@ -319,7 +320,8 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
     target = {"objectives": manifest.objectives, "controls": manifest.search_space, "timeout": manifest.timeout,
               "seed_from": manifest_seeds(manifest.seeds, manifest.source_dir),
               "allow_numerics": manifest.allow_numerics}
-    objectives = tuple(parse_objectives(list(first_given("objectives", typed, target, default=DEFAULT_OBJECTIVES))))
+    objectives = read_from(parse_objectives(list(first_given("objectives", typed, target, default=DEFAULT_OBJECTIVES))),
+                           manifest.metric_regex, manifest.metric_unit)
     resolved = {"target": manifest.target, "build_dir": options.build_dir, "source_dir": options.source_dir,
                 "objectives": objectives, "executor_options": options.executor_options}
     settings = merged(TuneSettings, resolved, typed, target)

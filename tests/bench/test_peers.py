@@ -66,6 +66,7 @@ def test_fdtd3d_peer_builds_and_its_premise_holds(tmp_path: Path, cuda133_bin: P
     assert "ciq_build: FDTD3d_kernels: no pinned controls" in said(configured)
     manifest = load_manifest(build, "FDTD3d_kernels")
     assert list(manifest.params) == ["FDTD3D_BLOCK_SIZE=choice(128,256,384,512)"]
+    assert manifest.threads_per_block == ("FDTD3D_BLOCK_SIZE", "512")  # the occupancy objective's block size
     assert manifest.benchmark is not None and "--dim" in manifest.benchmark.args
     ensure_ok(run([build_tool("cmake"), "--build", build, "--target", "FDTD3d_bench"], timeout=600))
     result = run([build / "FDTD3d_bench"], timeout=60)

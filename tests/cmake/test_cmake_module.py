@@ -22,6 +22,7 @@ from test_manifest_schema import assert_valid_manifest
 
 from ciq_build.compiler.toolchain import _real_bin_dir, load_toolchain
 from ciq_build.core.objectives import unknown_objective
+from ciq_build.core.rules import load_rules
 from ciq_build.measure.proc import ProcResult, run
 from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.project.manifest import load_manifest
@@ -638,9 +639,10 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
         ("ciq_tune_target(kern TIMEOUT soon)\n", "must be a positive number"),
         ("ciq_tune_target(kern)\nciq_tune_target(kern)\n", "called twice"),
         ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "t=([0-9.]+)" UNIT min)\n',
-         "UNIT 'min' is not a unit of time; use one of s, ms, us, ns"),
-        ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "t=([0-9.]+)" UNIT MS)\n',
-         "UNIT 'MS' is not a unit of time; use one of s, ms, us, ns"),
+         "UNIT 'min' is neither a time nor a rate: use s, ms, us or ns (a time: lower is better) or a rate"),
+        # A rate without its "/s" (the rule book's message, as the manifest's reader and tune give it).
+        ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "t=([0-9.]+)" UNIT GFLOP)\n',
+         "ciq_tune_target(kern): " + load_rules().message("unknown_metric_unit", value="GFLOP") + "."),
         ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "t=([0-9.]+)" UNIT)\n', "UNIT needs a value"),
         ("ciq_tune_target(kern BENCHMARK kern_bench UNIT s)\n", "UNIT is the unit of METRIC's number; give METRIC"),
         ("ciq_tune_target(kern DESCRIPTION)\n", "DESCRIPTION needs a value"),

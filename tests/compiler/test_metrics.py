@@ -103,7 +103,8 @@ def test_summarize_gives_the_static_objectives(default_build: Built, capped_buil
     assert capped["registers"] <= 32 < default["registers"]
     assert capped["spill_bytes"] == heavy.spill_stores + heavy.spill_loads > 0
     assert capped["stack_bytes"] == heavy.stack_frame
-    assert summarize([]) == {"registers": 0, "spill_bytes": 0, "stack_bytes": 0, "shared_bytes": 0, "kernels": 0}
+    assert summarize([]) == {"registers": 0, "spill_bytes": 0, "stack_bytes": 0, "shared_bytes": 0,
+                             "occupancy": 0, "kernels": 0}
 
 
 def test_ptxas_report_is_read_from_a_build_log(default_build: Built, capped_build: Built) -> None:
@@ -136,7 +137,7 @@ ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem, 360 bytes c
 """
     assert parse_ptxas_verbose(text) == [
         KernelUsage(function="_Z1kPf", arch="90a", registers=40, spill_stores=0, spill_loads=0,
-                    stack_frame=16, shared=2048)
+                    stack_frame=16, shared=2048, barriers=1)
     ]
 
 

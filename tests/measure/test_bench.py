@@ -535,13 +535,34 @@ def test_the_unit_applies_to_the_regex_only_and_must_be_known() -> None:
     assert protocol.parse_output("CIQ_METRIC time_ms=1.5\nCIQ_METRIC x_s=2\n", None, "s").metrics == {
         "time_ms": 1.5, "x_s": 2.0, "time": 1.5}
     assert protocol.parse_output("CIQ_METRIC time_ms=1.5\n").printed_times["time_ms"].unit == "ms"
-    for unit in ("min", "MS", "", None):
-        with pytest.raises(ConfigError, match="s, ms, us, ns"):
+    for unit in ("min", "MS", "", None, "GFLOP", "GB/min"):
+        with pytest.raises(ConfigError, match=r"use s, ms, us or ns \(a time: lower is better\) or a rate \(higher "
+                                              r"is better: FLOPS, .* any <word>/s such as GFLOP/s, GB/s, items/s\)"):
             protocol.parse_output("Time= 1 sec", r"Time= (\S+)", unit)
         with pytest.raises(ConfigError, match="set UNIT in ciq_tune_target"):
             fault("good", metric_regex=r"Time= (\S+)", metric_unit=unit)
     spec = fault("good", metric_regex=r"Time= (\S+)", metric_unit="us")
     assert spec.with_env({"A": "1"}).metric_unit == "us"  # kept by with_env
+
+
+def test_a_rate_is_read_as_the_time_a_unit_of_work_takes_so_higher_is_better() -> None:
+    # simpleGEMM prints "TFLOPS: ...": time is 1000 / rate ms per Tflop, so a 10% higher rate is 0.909x the time. A
+    # CIQ_METRIC time_ms line (a whole run's milliseconds, another unit) is never the time then.
+    def rate(*lines: str) -> bench.BenchRun:
+        return run_once(fault("good", "1.0", *lines, metric_regex=r"TFLOPS: *([0-9.]+)", metric_unit="TFLOPS"))
+
+    slow, fast = rate("TFLOPS: 100.0"), rate("TFLOPS: 0", "TFLOPS: 110.0")  # a warm-up 0 before the last counts not
+    assert slow.ok and fast.ok, (slow.message, fast.message)
+    assert slow.metrics["time_ms"] == slow.metrics["time"] == 10.0
+    assert fast.metrics["time_ms"] / slow.metrics["time_ms"] == pytest.approx(1 / 1.1)  # 0.909x the defaults' time
+    assert fast.printed_times["time_ms"] == protocol.PrintedTime("110.0", "TFLOPS", 1 / 1100)  # as printed
+    zero = rate("TFLOPS: 0.0")
+    assert zero.cause == bench.BAD_METRIC and "a rate of 0 or below measures nothing (TFLOPS" in zero.message
+    unmatched = rate()
+    assert unmatched.cause == bench.NO_METRIC and "matched no line" in unmatched.message
+    # Any <word>/s is a rate; the protocol's other metrics are read as ever.
+    parsed = protocol.parse_output("CIQ_METRIC x_us=2\n512 GB/s", r"([0-9.]+) GB/s", "GB/s")
+    assert parsed.metrics == {"x_us": 2.0, "time_ms": pytest.approx(1000 / 512), "time": pytest.approx(1000 / 512)}
 
 
 def test_huge_exponents_in_any_unit_are_bad_metrics_not_crashes() -> None:

@@ -460,6 +460,19 @@ def test_show_aligns_the_objectives_and_gives_no_spread_to_static_metrics(tmp_pa
     assert relative_change(2.0, 2.0) == "+0.0%" and relative_change(0.0, 1.0) == "-"
 
 
+def test_show_gives_a_time_read_from_a_rate_as_the_rate_the_benchmark_printed() -> None:
+    # The tune pinned time = 1000 / TFLOPS; show says TFLOPS, its spread as a share, and both changes.
+    record = replace(make_record(), objectives=(RecordObjective("time", "min"),),
+                     baseline=ScoreSummary((10.0,), (0.1,)), winner=ScoreSummary((1e3 / 110,), (0.0,)),
+                     provenance={"time_rate_unit": "TFLOPS"})
+    lines = format_record(record).splitlines()
+    row = lines[lines.index("objectives") + 2]
+    assert row.split() == ["min", "time", "100", "TFLOPS", "±", "1.0%", "110", "TFLOPS", "-9.1%", "(+10.0%", "TFLOPS)"]
+    for hostile in ("ms", "TFLOPS\x1b[2J", 7):  # a record is untrusted: only a rate the rule book takes is shown
+        shown = format_record(replace(record, provenance={"time_rate_unit": hostile}))
+        assert "TFLOPS" not in shown and "min time   10 ± 0.1   9.09091   -9.1%" in shown
+
+
 def test_format_minimal_record(tmp_path):
     assert "flags       (none)" in format_record(make_record().__class__(
         target="k", controls=Controls(), toolchain=RecordToolchain("13.3")))

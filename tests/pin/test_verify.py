@@ -24,8 +24,12 @@ pytestmark = pytest.mark.slow
 
 CMAKELISTS = """\
 cmake_minimum_required(VERSION 3.24)
-project(anon LANGUAGES CXX CUDA)
 set(CMAKE_CUDA_ARCHITECTURES 90a)
+# The tests' shortcut past CMake's compiler identification (tests/projects/seed_compilers.cmake).
+if(NOT "$ENV{CIQ_TEST_COMPILERS}" STREQUAL "")
+  include("$ENV{CIQ_TEST_COMPILERS}/seed_compilers.cmake")
+endif()
+project(anon LANGUAGES CXX CUDA)
 find_package(ciq_build CONFIG REQUIRED)
 add_library(anon_kernels STATIC anon.cu)
 # Relocatable device code: the helper keeps its own code section, and the

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.compiler.controls import Controls
+from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import DiskFullError, JournalError
 from ciq_build.measure import proc
@@ -27,7 +28,7 @@ from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.project import environment
 from ciq_build.project.manifest import Benchmark, Manifest, ManifestToolchain
 from ciq_build.project.sources import SourceSet
-from ciq_build.project.worker import CandidateBuild
+from ciq_build.project.worker import CandidateBuild, failed_build, failure_cause
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import journaled_timings
 from ciq_build.state.journal import Journal
@@ -220,24 +221,42 @@ def test_a_full_disk_under_the_journal_is_a_disk_full_error_not_a_corrupt_journa
 # -- a build step's timeout: the candidate's compile, or the build tool? ---------------------------
 
 
-def _run_with_witness(tmp_path: Path, names_options_file: bool) -> environment.CompileWitness:
+def _run_with_witness(tmp_path: Path, names_options_file: bool, code: str = "import time; time.sleep(30)"
+                      ) -> tuple[environment.CompileWitness, proc.ProcResult]:
     options = tmp_path / "kern.nvcc-options"
     options.write_text("")
-    args = [sys.executable, "-c", "import time; time.sleep(30)"]
+    args = [sys.executable, "-c", code]
     if names_options_file:
         args.append(f"--options-file={options}")  # as nvcc's command line names it
     with environment.CompileWitness(options, 1.5) as witness:
         result = proc.run(args, 1.5)
     assert result.timed_out
-    return witness
+    return witness, result
 
 
 def test_a_timeout_while_the_candidates_compile_runs_is_the_candidates(tmp_path: Path) -> None:
-    assert _run_with_witness(tmp_path, True).hang_was_the_candidates()
+    # A compile that hangs of its own (here: sleeps, as one blocked reading does) waits for no CPU.
+    witness, result = _run_with_witness(tmp_path, True)
+    assert witness.hang_was_the_candidates() and not witness.starved()
+    assert failure_cause(result, witness, tmp_path) == Cause.COMPILE_TIMEOUT
 
 
 def test_a_timeout_with_no_compile_of_the_candidate_running_is_the_build_tools(tmp_path: Path) -> None:
-    assert not _run_with_witness(tmp_path, False).hang_was_the_candidates()
+    assert not _run_with_witness(tmp_path, False)[0].hang_was_the_candidates()
+
+
+# The candidate's compile as four processes that share one CPU: each waits about 3/4 of the time for it, however
+# idle or busy the machine is (the newcomer trial's CuTe compile timed out at 60 s beside other tests, load 2-4).
+_SPIN_ON_ONE_CPU = "import os\nos.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\nos.fork()\nos.fork()\nwhile True: pass"
+
+
+def test_a_timeout_of_a_compile_that_waited_for_a_cpu_most_of_its_limit_is_the_machines(tmp_path: Path) -> None:
+    witness, result = _run_with_witness(tmp_path, True, _SPIN_ON_ONE_CPU)
+    assert witness.starved() and witness.waited > 0.75, witness.waited  # more than half the 1.5 s limit
+    assert failure_cause(result, witness, tmp_path) == Cause.COMPILE_STARVED
+    assert Cause.COMPILE_STARVED.environmental  # journaled as the machine's: a resumed tune builds it again
+    built = failed_build("compile", result, witness, 1.5, tmp_path, result.seconds, "")
+    assert "for a CPU: the machine was loaded, so the timeout is not the candidate's" in built.message
 
 
 # -- the source fingerprint covers real inputs only -------------------------------------------------

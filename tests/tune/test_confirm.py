@@ -36,7 +36,7 @@ class CountingTree:
 
 def static_confirmer(cache: EvaluationCache, said: list[str], fresh: dict[str, float] = METRICS) -> Confirmer:
     """A Confirmer of a static tune whose every build measures `fresh` (METRICS: what the journal holds)."""
-    runner: Any = SimpleNamespace(needs_benchmark=False, static_metrics=lambda built: dict(fresh))
+    runner: Any = SimpleNamespace(needs_benchmark=False, static_metrics=lambda built, controls: dict(fresh))
     return Confirmer(runner, cache, OBJECTIVES, MeasureSettings(), Timeouts(60.0, 60.0), "knee", "kern",
                      said.append, said.append)
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ciq_build.compiler.controls import Controls
-from ciq_build.core.objectives import parse_objectives
+from ciq_build.core.objectives import parse_objectives, read_from
 from ciq_build.core.settings import SearchSettings
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
@@ -95,3 +95,16 @@ def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
     pinned = run_summary("kern", objectives, (40.0,), (32.0,), [evaluated("a")], False, "better",
                          Path("ciq/kern.json"), Path("journal.jsonl"), {"a"}, next_without_pin=hint)
     assert "nothing beat" not in pinned and "next: commit ciq" in pinned
+
+
+def test_a_time_read_from_a_rate_shows_the_rate_as_printed_and_both_changes_the_right_way_round() -> None:
+    # METRIC "TFLOPS: ([0-9.]+)" UNIT TFLOPS: time holds 1000 / rate ms; 10% more TFLOPS is 0.909x the time.
+    objectives = read_from(parse_objectives(["time", "registers"]), r"TFLOPS: ([0-9.]+)", "TFLOPS")
+    text = run_summary("kern", objectives, (1e3 / 100, 40.0), (1e3 / 110, 32.0), [evaluated("a")], True, "better",
+                       None, Path("journal.jsonl"), {"a"})
+    rows = {line.split()[0]: line for line in text.splitlines()[2:4]}
+    assert rows["time"].split() == ["time", "100", "TFLOPS", "110", "TFLOPS", "-9.1%", "(+10.0%", "TFLOPS)"]
+    assert rows["registers"].split() == ["registers", "40", "32", "-20.0%"]  # only time is read from METRIC
+    # A time METRIC, or none, is shown as it was.
+    assert read_from(parse_objectives(["time"]), r"t=([0-9.]+)", "us")[0].rate_unit == ""
+    assert read_from(parse_objectives(["time"]), "", "TFLOPS")[0].rate_unit == ""

@@ -1,8 +1,8 @@
 """An interrupted `tune` (SIGINT, SIGTERM) ends within seconds in every phase, and keeps what finished.
 
-Real nvcc, CMake, Ninja and processes. The long steps are TEST DOUBLES that keep
-a CPU busy (the tests/projects/faulty benchmark, and busy.py as a configure step
-or a compile launcher) for far longer than a tune may take to stop: each test
+Real nvcc, CMake, Ninja and processes. The long steps are TEST DOUBLES that take
+(sleeping) far longer than a tune may take to stop (the tests/projects/faulty
+benchmark, and busy.py as a configure step or a compile launcher): each test
 waits until one has started (the file it writes), signals the driver, and asserts
 that the driver ended well before the step would have, leaving nothing running,
 its journal intact.
@@ -232,7 +232,7 @@ SEARCH = ["--generations", "1", "--pool-size", "6", "--no-pin", "--seed", "3", "
 
 
 @pytest.mark.parametrize(("gpus", "step", "signum", "to_a_thread"), [
-    # The case seen: --jobs 2 --repeats 2 and benchmarks busy on the CPU. Each GPU runs a benchmark, and
+    # The case seen: --jobs 2 --repeats 2 and long benchmarks. Each GPU runs a benchmark, and
     # the other workers (one more per GPU than --jobs) build their candidates, then wait for a GPU. The
     # signal to another thread than the main one: the main thread, waiting for the candidates, is not woken.
     (1, "bench", signal.SIGINT, True),

@@ -1,9 +1,10 @@
 """`python -m ciq_build tune` with a benchmark that prints its own format (METRIC, UNIT).
 
 tests/projects/own_format's benchmark (a TEST DOUBLE for a GPU benchmark: its
-"time" is computed on the host from -DX) prints ``Time= 0.0015000 sec`` and no
-CIQ_ lines. METRIC alone must feed the ``time`` objective, in the UNIT given,
-and a printed precision too coarse to compare candidates must be warned about.
+"time" is computed on the host from -DX) prints ``Time= 0.0015000 sec`` (or a
+rate, ``TFLOPS: 100.0000000``) and no CIQ_ lines. METRIC alone must feed the
+``time`` objective, in the UNIT given, and a printed precision too coarse to
+compare candidates must be warned about.
 """
 
 from __future__ import annotations
@@ -40,33 +41,35 @@ def _evaluations(build: Path) -> list[dict]:
     return [r for r in map(json.loads, filter(str.strip, lines)) if r.get("kind") == "evaluation"]
 
 
-@pytest.mark.parametrize(
-    ("unit", "decimals", "printed"),
-    # seconds, as many benchmarks print, through UNIT from CMake to the tune; no UNIT meaning milliseconds is the
-    # manifest's default (tests/project/test_manifest.py) and each unit's conversion the protocol's
-    # (tests/measure/test_bench.py): a second whole tune here would check nothing more.
-    [("s", 7, "Time= 0.0010000 sec")],
-)
-def test_a_benchmark_in_its_own_format_tunes_time_through_metric_alone(
-        tmp_path: Path, unit: str, decimals: int, printed: str) -> None:
-    result, source, build = _tune(tmp_path, f"--cmake-arg=-DOWN_UNIT={unit}", f"--cmake-arg=-DOWN_DIGITS={decimals}")
+def test_a_benchmark_in_its_own_format_tunes_time_through_metric_alone_a_rate_higher_is_better(tmp_path: Path) -> None:
+    # A rate, as simpleGEMM prints "TFLOPS: ...", through UNIT from CMake to the tune, its summary and the pin. Seconds
+    # through UNIT from CMake are the coarse tune's below; no UNIT meaning milliseconds is the manifest's default
+    # (tests/project/test_manifest.py) and each unit's conversion the protocol's (tests/measure/test_bench.py): a
+    # second whole tune here would check nothing more.
+    result, source, build = _tune(tmp_path, "--cmake-arg=-DOWN_UNIT=TFLOPS", "--cmake-arg=-DOWN_DIGITS=7")
     assert result.returncode == 0, result.stderr
     manifest = json.loads((build / "ciq" / "targets" / "own_bench.json").read_text())
-    assert manifest["metric_unit"] == (unit or "ms")
+    assert manifest["metric_unit"] == "TFLOPS"
     baseline = next(r for r in _evaluations(build) if not r["controls"]["defines"])
     assert baseline["ok"], baseline["message"]
-    assert baseline["metrics"]["time_ms"] == pytest.approx(1.5)  # converted to milliseconds
+    assert baseline["metrics"]["time_ms"] == pytest.approx(10.0)  # 1000 / 100 TFLOPS: ms per Tflop
+    assert "objectives: time (METRIC's TFLOPS, higher is better: read as 1000 / rate ms a unit of work)" in result.stderr
     assert "better beyond the noise" in result.stdout
     record = json.loads((source / "ciq" / "own_bench.json").read_text())
-    assert record["controls"]["defines"] == {"X": "1"}
-    assert record["baseline"]["scores"] == pytest.approx([1.5]) and record["winner"]["scores"] == pytest.approx([1.0])
-    assert "too coarse" not in result.stderr  # 5 significant digits resolve 0.007%
+    assert record["controls"]["defines"] == {"X": "1"}  # the highest rate: 150 TFLOPS
+    assert record["baseline"]["scores"] == pytest.approx([10.0])
+    assert record["winner"]["scores"] == pytest.approx([1e3 / 150])
+    assert record["provenance"]["time_rate_unit"] == "TFLOPS"
+    # The summary says what the program printed, and the time's change with the rate's, the right way round.
+    row = next(line for line in result.stdout.splitlines() if line.split()[:1] == ["time"])
+    assert row.split() == ["time", "100", "TFLOPS", "150", "TFLOPS", "-33.3%", "(+50.0%", "TFLOPS)"], result.stdout
+    assert "too coarse" not in result.stderr  # 10 significant digits
     assert "source tree changed" not in result.stderr  # nothing wrote there
-    # The plain build ships the pin: the benchmark now prints the winner's time.
+    # The plain build ships the pin: the benchmark now prints the winner's rate.
     ensure_ok(proc.run(["cmake", str(build)], 600))
     ensure_ok(proc.run(["cmake", "--build", str(build)], 600))
-    run = subprocess.run([str(build / "own_bench"), unit or "ms", str(decimals)], capture_output=True, text=True)
-    assert printed in run.stdout and "CIQ_" not in run.stdout
+    run = subprocess.run([str(build / "own_bench"), "TFLOPS", "7"], capture_output=True, text=True)
+    assert "TFLOPS: 150.0000000" in run.stdout and "CIQ_" not in run.stdout
 
 
 @pytest.fixture(scope="module")

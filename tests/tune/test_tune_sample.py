@@ -7,6 +7,7 @@ and the runtime objective's clear refusal without one.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.compiler import metrics
+from ciq_build.compiler.occupancy import limits, occupancy
 from ciq_build.measure import proc
 from support import REPO_ROOT, ensure_ok
 
@@ -52,6 +54,23 @@ def test_tune_pins_a_winner_that_beats_the_defaults_on_every_objective(sample: d
     assert best[0] <= base[0] and best[1] <= base[1] and best != base
     # Knobs that trade code quality for compile time are not offered when compile time is no objective.
     assert "knob.fast_compile" not in record["provenance"]["search_space"]
+    # THREADS_PER_BLOCK "(128/CIQ_GEMM_TM)*(128/CIQ_GEMM_TN)": each evaluation's occupancy is the calculator's at its
+    # registers, static shared memory and block size (the defaults' TM = TN = 8 from gemm.cu's #ifndef: 256
+    # threads), though no objective here is the occupancy; the summary says where the winner's steps lie.
+    seen = set()
+    for line in (sample["build"] / "ciq" / "journal" / "gemm_kernels.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        if not entry.get("ok") or "metrics" not in entry:
+            continue
+        params, figures = entry.get("params") or {}, entry["metrics"]
+        threads = (128 // params.get("param.CIQ_GEMM_TM", 8)) * (128 // params.get("param.CIQ_GEMM_TN", 8))
+        expected = occupancy(limits("90a"), int(figures["registers"]), threads, int(figures["shared_bytes"]), 1)
+        assert figures["occupancy"] == expected.percent, (params, figures)
+        seen.add(threads)
+    assert 256 in seen and len(seen) > 1
+    steps = next(line for line in tune.stdout.splitlines() if line.startswith("  occupancy: "))
+    assert re.fullmatch(r"  occupancy: sm_90a, \d+ registers at (64|128|256|1024) threads: \d+ blocks? an SM "
+                        r"\([0-9.]+%, limited by [a-z ]+\).*", steps), steps
 
 
 def test_the_next_plain_build_compiles_the_target_with_the_pin_and_only_that_target(sample: dict) -> None:

@@ -1,17 +1,15 @@
 """A TEST DOUBLE for a slow configure or compile step: `busy.py FLAG [COMMAND ...]`.
 
-When the file FLAG exists, first write FLAG.started-<pid> and keep a CPU busy
-for as many seconds as FLAG says (60 if it says none); then run COMMAND, if
+When the file FLAG exists, first write FLAG.started-<pid> and take as many
+seconds as FLAG says (60 if it says none); then run COMMAND, if
 any, in its place (as a CMAKE_CUDA_COMPILER_LAUNCHER, the compile it wraps).
 A FLAG saying "<seconds> candidates" makes only candidates' compiles busy: those
 whose --options-file (what ciq_build's CMake module gives the tuned target's
 compiles) holds a -D source parameter, which the baseline's never does.
 
-The busy loop runs in a child at the lowest priority (nice 19): it takes only
-CPU time nothing else wants, as a step that waits would, so the compiles and
-the driver it runs beside are not starved of a two-core machine's CPUs (two
-busy steps at full priority held both and slowed the test beside them; the
-COMMAND after it runs at the priority the step was started with).
+It sleeps through those seconds: a step that spun (even at nice 19) cost the
+suite its seconds in CPU and told the tests of interrupted tunes nothing a
+sleeping step does not (a stop must end it either way).
 """
 
 import os
@@ -38,13 +36,6 @@ words = text.split() if text is not None else []
 if text is not None and ("candidates" not in words[1:] or _a_candidates_compile(command)):
     with open(f"{flag}.started-{os.getpid()}", "w"):
         pass
-    end = time.monotonic() + (float(words[0]) if words else 60.0)
-    child = os.fork()
-    if child == 0:
-        os.nice(19)
-        while time.monotonic() < end:
-            pass
-        os._exit(0)
-    os.waitpid(child, 0)
+    time.sleep(float(words[0]) if words else 60.0)
 if command:
     os.execvp(command[0], command)

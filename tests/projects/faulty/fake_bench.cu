@@ -3,11 +3,10 @@
 // 4 failed correctness check, 5 non-zero exit, 6 no metric, 7 compile error,
 // 8 compile hang (includes a FIFO nobody writes), 9 NaN time.
 // Whatever the MODE: when the file named by $FAULTY_BUSY exists, each run first
-// keeps a CPU busy for as many seconds as the file says (60 if it says none),
-// after writing <that file>.started-<pid>: how a test sees a long benchmark run.
-// It spins at the lowest priority (nice 19), taking only CPU time nothing else
-// wants: two such runs at full priority held both CPUs of a two-core machine
-// and starved the compiles (and the driver) the test waited on beside them.
+// takes as many seconds as the file says (60 if it says none), after writing
+// <that file>.started-<pid>: how a test sees a long benchmark run. It sleeps
+// through them: a run that spun (even at nice 19) cost the suite its seconds in
+// CPU and told the tests of interrupted tunes nothing a sleeping run does not.
 // C headers only: C++ ones such as <chrono> and <string> cost each compile of this file ~0.6 s of CPU
 // more (it is compiled once per candidate).
 #include <signal.h>
@@ -43,15 +42,11 @@ static void busy_when_asked() {
   char started[4096];
   snprintf(started, sizeof started, "%s.started-%d", flag, static_cast<int>(getpid()));
   if (FILE* out = fopen(started, "w")) fclose(out);
-  if (nice(19) == -1) perror("nice");
-  timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  const double end = now.tv_sec + now.tv_nsec * 1e-9 + seconds;
-  volatile unsigned long spins = 0;
-  do {
-    ++spins;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-  } while (now.tv_sec + now.tv_nsec * 1e-9 < end);
+  timespec left;
+  left.tv_sec = static_cast<time_t>(seconds);
+  left.tv_nsec = static_cast<long>((seconds - static_cast<double>(left.tv_sec)) * 1e9);
+  while (nanosleep(&left, &left) == -1) {
+  }  // a signal's handler (none here) may cut it short: sleep what is left
 }
 
 int main(int argc, char** argv) {

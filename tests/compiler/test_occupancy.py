@@ -1,0 +1,154 @@
+"""The theoretical occupancy (ciq_build.compiler.occupancy) against figures NVIDIA's tools and documents give.
+
+Nsight Compute's Occupancy section on an H100 (sm_90), from this project's own runs
+(docs/results/readme-winners-h100-fitted-caps.txt: FDTD3d; docs/results/tensor-cores-hgemm-h100-ncu-defaults.txt:
+the HGEMM peer), and the CUDA C++ Best Practices Guide's worked example ("Calculating Occupancy": 37 registers
+a thread on compute capability 7.0, whose register file and warp slots sm_80's row shares).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.metrics import KernelUsage, launch_bounds, ptx_launch_bounds, summarize
+from ciq_build.compiler.occupancy import LIMITS, describe_steps, limits, occupancy, register_steps
+from ciq_build.compiler.toolchain import find_toolchain
+from ciq_build.core.objectives import parse_objectives
+from ciq_build.errors import ConfigError
+from ciq_build.measure import proc
+from ciq_build.measure.gpu_slots import GpuSlots
+from ciq_build.project.threads_per_block import read_threads_per_block
+from ciq_build.project.worker import CandidateBuild
+from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.timeouts import Timeouts
+from support import ensure_ok
+
+H100 = limits("90a")
+
+
+@pytest.mark.parametrize("registers,threads,blocks,percent", [
+    (80, 512, 1, 25.0),   # FDTD3d's defaults: "Block Limit Registers 1", achieved 25.00%
+    (48, 512, 2, 50.0),   # the README's pin: "Block Limit Registers 2" (achieved 46.41%)
+    (48, 256, 5, 62.5),   # the GA's pin, block 256: "Block Limit Registers 5" (achieved 51.86%)
+])
+def test_fdtd3d_on_an_h100_as_nsight_compute_measured_it(registers: int, threads: int, blocks: int,
+                                                         percent: float) -> None:
+    # FDTD3d's tile: (16 + 2*4) x (32 + 2*4) floats of static shared memory, one barrier.
+    found = occupancy(H100, registers, threads, shared=24 * 40 * 4, barriers=1)
+    assert (found.blocks, found.percent, found.limiter) == (blocks, percent, "registers")
+
+
+def test_the_hgemm_peer_on_an_h100_as_nsight_compute_measured_it() -> None:
+    # 168 registers, 256 threads: "Block Limit Registers 1, Block Limit Warps 8, Block Limit SM 32,
+    # Theoretical Active Warps per SM 8, Theoretical Occupancy 12.50"; its shared memory is dynamic (not static).
+    found = occupancy(H100, 168, 256)
+    assert (found.blocks, found.warps, found.percent, found.limiter) == (1, 8, 12.5, "registers")
+    assert occupancy(H100, 24, 256).limiter == "warps" and occupancy(H100, 24, 256).blocks == 8
+    # The kernel writer's seed of docs/RESULTS.md: two CTAs an SM need <= 128 registers.
+    assert [(s.registers, s.blocks) for s in register_steps(H100, 256)][-2:] == [(128, 2), (255, 1)]
+
+
+def test_the_best_practices_guides_worked_example() -> None:
+    # "a kernel with 128-thread blocks using 37 registers per thread results in an occupancy of 75% with 12
+    # active 128-thread blocks per multi-processor, whereas a kernel with 320-thread blocks using the same 37
+    # registers per thread results in an occupancy of 63% because only four 320-thread blocks can reside"
+    sm80 = limits(80)
+    assert (occupancy(sm80, 37, 128).blocks, occupancy(sm80, 37, 128).percent) == (12, 75.0)
+    assert (occupancy(sm80, 37, 320).blocks, occupancy(sm80, 37, 320).percent) == (4, 62.5)  # the guide's "63%"
+
+
+def test_shared_memory_barriers_and_the_block_slots_limit_as_cuda_occupancy_h_says() -> None:
+    # sm_86: 100 KB an SM; 40 KB static + the driver's 1 KB, in 128-byte units: 2 blocks.
+    assert occupancy(limits(86), 32, 128, shared=40 * 1024).blocks == 2
+    assert occupancy(limits(86), 32, 128, shared=40 * 1024).limiter == "shared memory"
+    # sm_75 reserves nothing and allocates in 256-byte units: 64 KB / 16.25 KB is 3 blocks, not 4.
+    assert occupancy(limits(75), 32, 32, shared=16 * 1024 + 1).blocks == 3
+    # sm_120: 24 block slots, one barrier slot each: 4 barriers a block leave 6 blocks.
+    assert occupancy(limits(120), 16, 32, barriers=4).limiter == "barriers"
+    assert occupancy(limits(120), 16, 32, barriers=4).blocks == 6
+    # Two limits alike are both named.
+    assert occupancy(H100, 32, 128).limiter == "registers and warps"
+    # Tiny blocks run out of block slots: sm_89 holds 24 blocks, 48 warps.
+    assert (occupancy(limits(89), 16, 32).blocks, occupancy(limits(89), 16, 32).percent) == (24, 50.0)
+    # More registers than a block can have: it does not launch.
+    assert occupancy(H100, 255, 1024).blocks == 0
+
+
+def test_every_architecture_the_toolkit_targets_has_a_row_and_another_is_refused_by_name() -> None:
+    assert {75, 80, 86, 87, 89, 90, 100, 103, 110, 120} <= set(LIMITS)
+    assert limits("sm_100f") == LIMITS[100]
+    with pytest.raises(ConfigError, match=r"no occupancy limits are known for sm_88 .* sm_75, sm_80"):
+        limits("88")
+
+
+def test_the_steps_say_where_the_blocks_an_sm_change() -> None:
+    # The newcomer's GEMM (docs/results/newcomer-trial-simpleGEMM.md): 222 and 192 registers both allow two
+    # 128-thread blocks an SM; the step to three is at 168.
+    assert describe_steps(H100, 192, 128) == (
+        "192 registers at 128 threads: 2 blocks an SM (12.5%, limited by registers); 3 (18.75%) at <= 168")
+    assert describe_steps(H100, 48, 512, 3840, 1) == (
+        "48 registers at 512 threads: 2 blocks an SM (50%, limited by registers); 3 (75%) at <= 40, "
+        "1 (25%) above 64")
+
+
+def test_occupancy_over_several_kernels_is_the_least_and_needs_every_block_size() -> None:
+    light = KernelUsage("_Z5lightPf", "90a", 32, 0, 0, 0, threads=256)
+    heavy = KernelUsage("_Z5heavyPf", "90a", 128, 0, 0, 0, threads=256)
+    assert summarize([light, heavy])["occupancy"] == 25.0  # heavy's one block of 8 warps
+    assert "occupancy" not in summarize([light, KernelUsage("_Z1kPf", "90a", 32, 0, 0, 0)])  # no block size
+
+
+def test_threads_per_block_reads_a_number_a_param_or_an_expression_over_params() -> None:
+    params = ["TM=choice(4,8)", "TN=choice(4,8)", "BLOCK=choice(128,256)", "KIND=choice(fast,slow)"]
+    defaults = Controls()
+    assert read_threads_per_block(["256"], params).of(Controls(defines=(("TM", "4"),))) == 256
+    block = read_threads_per_block(["BLOCK", "512"], params)
+    assert block.of(Controls(defines=(("BLOCK", "128"), ("KIND", "fast")))) == 128 and block.of(defaults) == 512
+    tiles = read_threads_per_block(["(128/TM)*(128/TN)"], params, {"TM": "8", "TN": "8"})
+    assert tiles.of(Controls(defines=(("TM", "4"), ("TN", "8")))) == 512 and tiles.of(defaults) == 256
+    assert tiles.of(Controls(defines=(("TM", "4"), ("TN", "4")))) == 1024
+    assert read_threads_per_block(["BLOCK*8"], params).of(Controls(defines=(("BLOCK", "256"),))) is None  # > 1024
+    assert read_threads_per_block(["BLOCK"], params).defaults is None  # the tune asks for the number
+    with pytest.raises(ConfigError, match=r"'BLOK' is not one of the PARAMS .* \(did you mean BLOCK\?\)"):
+        read_threads_per_block(["BLOK"], params)
+    with pytest.raises(ConfigError, match="the second value is the defaults' threads"):
+        read_threads_per_block(["256", "512"], params)
+    with pytest.raises(ConfigError, match="a block has 1 to 1024 threads"):
+        read_threads_per_block(["2048"], params)
+
+
+def test_a_kernels_launch_bounds_are_read_from_its_ptx_and_from_its_cubin(tmp_path: Path, cuda133_bin: Path) -> None:
+    # What the occupancy takes before THREADS_PER_BLOCK: the PTX where ptxas alone runs, the cubin where there are
+    # objects. __launch_bounds__(256, 2) is .maxntid 256, 1, 1; a kernel without bounds is absent.
+    (tmp_path / "k.cu").write_text(
+        "__global__ void __launch_bounds__(256, 2) bounded(float* x) { x[threadIdx.x] *= 2.0f; }\n"
+        "__global__ void free_kernel(float* x) { x[threadIdx.x] += 1.0f; }\n"
+        "template <int N> __global__ void __launch_bounds__(N) tiled(float* x) { x[threadIdx.x] -= 1.0f; }\n"
+        "template __global__ void tiled<96>(float*);\n")
+    ensure_ok(proc.run([str(cuda133_bin / "nvcc"), "-c", "--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]",
+                        "k.cu", "-o", "k.o"], 300, cwd=tmp_path))
+    ptx = ensure_ok(proc.run([str(cuda133_bin / "cuobjdump"), "-ptx", "k.o"], 60, cwd=tmp_path)).stdout
+    expected = {"_Z7boundedPf": 256, "_Z5tiledILi96EEvPf": 96}
+    assert ptx_launch_bounds(ptx) == expected
+    assert launch_bounds(tmp_path / "k.o", find_toolchain(cuda133_bin / "nvcc")) == expected
+
+
+def test_the_occupancy_is_the_scored_architectures_and_the_others_are_shown() -> None:
+    # As every static objective (issue 37): a build for sm_90a and sm_120 scores the one the tune is for, not the
+    # least over both; the other's figure is kept to show beside the baseline.
+    report = "".join(
+        f"ptxas info    : Compiling entry function '_Z1kPf' for 'sm_{arch}'\n"
+        "ptxas info    : Function properties for _Z1kPf\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 48 registers, used 1 barriers, 3840 bytes smem, 400 bytes cmem[0]\n"
+        for arch in ("90a", "120"))
+    runner = BuildRunner(None, None, parse_objectives(["occupancy", "registers"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+    runner.threads_per_block = read_threads_per_block(["512"], [])
+    runner.scored_architecture = "120"
+    values = runner.static_metrics(CandidateBuild(True, None, "", 1.0, report), Controls())
+    assert round(values["occupancy"], 2) == 66.67  # sm_120: 2 blocks of 16 warps of its 48; sm_90a's 50% not taken
+    assert runner.other_architectures == {"90a": {"occupancy": 50.0, "registers": 48}}
+    assert values["threads_per_block"] == 512
