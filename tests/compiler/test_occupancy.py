@@ -16,9 +16,14 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.metrics import KernelUsage, launch_bounds, ptx_launch_bounds, summarize
 from ciq_build.compiler.occupancy import LIMITS, describe_steps, limits, occupancy, register_steps
 from ciq_build.compiler.toolchain import find_toolchain
+from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
+from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.project.threads_per_block import read_threads_per_block
+from ciq_build.project.worker import CandidateBuild
+from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.timeouts import Timeouts
 from support import ensure_ok
 
 H100 = limits("90a")
@@ -129,3 +134,21 @@ def test_a_kernels_launch_bounds_are_read_from_its_ptx_and_from_its_cubin(tmp_pa
     expected = {"_Z7boundedPf": 256, "_Z5tiledILi96EEvPf": 96}
     assert ptx_launch_bounds(ptx) == expected
     assert launch_bounds(tmp_path / "k.o", find_toolchain(cuda133_bin / "nvcc")) == expected
+
+
+def test_the_occupancy_is_the_scored_architectures_and_the_others_are_shown() -> None:
+    # As every static objective (issue 37): a build for sm_90a and sm_120 scores the one the tune is for, not the
+    # least over both; the other's figure is kept to show beside the baseline.
+    report = "".join(
+        f"ptxas info    : Compiling entry function '_Z1kPf' for 'sm_{arch}'\n"
+        "ptxas info    : Function properties for _Z1kPf\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 48 registers, used 1 barriers, 3840 bytes smem, 400 bytes cmem[0]\n"
+        for arch in ("90a", "120"))
+    runner = BuildRunner(None, None, parse_objectives(["occupancy", "registers"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+    runner.threads_per_block = read_threads_per_block(["512"], [])
+    runner.scored_architecture = "120"
+    values = runner.static_metrics(CandidateBuild(True, None, "", 1.0, report), Controls())
+    assert round(values["occupancy"], 2) == 66.67  # sm_120: 2 blocks of 16 warps of its 48; sm_90a's 50% not taken
+    assert runner.other_architectures == {"90a": {"occupancy": 50.0, "registers": 48}}
+    assert values["threads_per_block"] == 512
