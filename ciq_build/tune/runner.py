@@ -37,7 +37,12 @@ from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
-from ciq_build.project.threads_per_block import ThreadsPerBlock, for_tune, unknown_block_size, wants_block_size
+from ciq_build.project.threads_per_block import (
+    ThreadsPerBlock,
+    declared_threads,
+    unknown_block_size,
+    wants_block_size,
+)
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
@@ -106,7 +111,7 @@ class BuildRunner:
         self.other_architectures: dict[str, dict[str, float]] = {}
         # THREADS_PER_BLOCK of ciq_tune_target(): each kernel's block size, for the occupancy objective and the
         # occupancy steps the summary shows (None: not declared).
-        self.threads_per_block: ThreadsPerBlock | None = (for_tune(manifest, self.objectives)
+        self.threads_per_block: ThreadsPerBlock | None = (declared_threads(manifest)
                                                           if manifest is not None else None)  # None: a test's runner
 
     def read_gpu(self) -> int | None:
