@@ -313,13 +313,12 @@ class BuildRunner:
     def with_threads(self, usages: list[metrics.KernelUsage], build: CandidateBuild,
                      controls: Controls) -> list[metrics.KernelUsage]:
         """The kernels with the threads a block of theirs has in `build` (with `controls`): a kernel's own
-        `__launch_bounds__` where the occupancy is an objective (read from the build's cubins, or its PTX where it
-        has no objects), else THREADS_PER_BLOCK's."""
+        `__launch_bounds__` (read from the PTX where ptxas alone ran, free; from the cubins where the occupancy is an
+        objective), else THREADS_PER_BLOCK's."""
         declared = self.threads_per_block.of(controls) if self.threads_per_block is not None else None
-        bounds: dict[str, int] = {}
-        if wants_block_size(self.objectives):
-            bounds = dict(build.launch_bounds)
-            for obj in build.objects if not bounds else ():
+        bounds = dict(build.launch_bounds)
+        if not bounds and wants_block_size(self.objectives):
+            for obj in build.objects:
                 bounds.update(metrics.launch_bounds(obj, self.toolchain))
         return [dataclasses.replace(usage, threads=bounds.get(usage.function) or declared or 0) for usage in usages]
 
