@@ -224,8 +224,8 @@ class LocalArm:
         self._params = list(portfolio.space.values())
         self._numeric = _numeric(self._params)  # the parameters product moves move
         self.walks = Walks(portfolio, portfolio.space)  # from the centre's changes of a choice or flag
-        # Walks take turns with the centre's moves once those before its single changes are out, or from the first
-        # once an origin is known to interact (Walks.urgent).
+        # Walks take turns with the centre's moves once its one-step moves and its choices' other values (the walks'
+        # origins) are out, or from the first once an origin is known to interact (Walks.urgent).
         self._walks_from = 0  # where in the centre's moves that is
         self._walks_open = False
         self._walk_turn = True
@@ -317,6 +317,14 @@ class LocalArm:
         near = one_step_neighbours(centre, space)
         rng.shuffle(near)
         moves += near
+        # every other value of each choice (and the choice knocked out or brought back) next: a walk's origins,
+        # measured before the pairs and product moves of the ordered parameters
+        changes, early = single_changes(centre, space), set(near)
+        choices = [genome for i, genome in changes
+                   if not params[i].ordered and params[i].size > 1 and genome not in early]
+        rng.shuffle(choices)
+        moves += choices
+        walks_from = len(moves)
         pairs = list(itertools.combinations(ordered, 2))
         rng.shuffle(pairs)
         for i, j in pairs:  # two ordered parameters a step each, both ways: along and across a ridge
@@ -329,8 +337,8 @@ class LocalArm:
         for products in _product_moves(centre, self._numeric):
             rng.shuffle(products)
             moves += products
-        self._walks_from, self._walks_open, self._walk_turn = len(moves), False, True
-        singles = [genome for _, genome in single_changes(centre, space)]
+        self._walks_from, self._walks_open, self._walk_turn = walks_from, False, True
+        singles = [genome for _, genome in changes]
         rng.shuffle(singles)
         moves += singles
         triples = list(itertools.islice(itertools.combinations(ordered, 3), _MAX_TRIPLES))

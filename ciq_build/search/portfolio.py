@@ -65,6 +65,7 @@ from ciq_build.search.strategy_options import strategy_option
 
 _SEEDED = -1  # the arm of generation 0 and of repeated measurements: no arm's credit
 _FILL = 1  # SpaceFillingArm's index in the arms
+_LOCAL = 2  # LocalArm's
 # The share of each batch every arm is given first, before the bandit orders the rest (GA, space-filling, local,
 # diverse):
 # the bandit follows recent improvements, and an arm whose improvements come late must not starve before them.
@@ -106,6 +107,13 @@ FLAG_SHARE = 0.5
 # (9/16 draws while improving, a fixed 0.1% tolerance): decoy9 35%, plateau 52% (seeds 0-39).
 PLATEAU_FLOORS = {"ga": 0.0, "fill": 0.75, "local": 0.25, "diverse": 0.0}
 RESTART_FLOORS = {"ga": 0.0, "fill": 0.9375, "local": 0.0625, "diverse": 0.0}
+# While a walk from a change that interacts (ciq_build.search.walks) has a step to make, the local arm's floor: a walk
+# steps once its last step is known, so it needs a slot every batch, and several walk at once (each origin both ways
+# along each ordered parameter). With its floor of 1/16 (2 slots of 32, shared with the centre's own moves) the
+# walks made a step every few batches and reached the value that pays after the budget: held-out-9's bounds9
+# (unroll 2 with min blocks 16) 9/40 seeds; with a quarter while they walk 32/40 (held-out-7's hgemm7 37 -> 39/40,
+# held-out-10's three problems as before: the walks there are from changes that do not interact). Chosen on held-out-7..10.
+WALKING_FLOOR = 0.25
 STALL_BATCHES = 1  # batches without a new best before a plateau counts as stalled
 # A plateau: the middle half of the draws from the whole space spans at most this share of the distance from their
 # median down to the lowest draw. Draws from a landscape with no plateau spread as widely as a normal or uniform
@@ -169,7 +177,8 @@ class PortfolioSearch(BatchSearch):
         self._pick: Genome | None = None  # with noise: the best, chosen before the last batch measures it afresh
         self.failing = FailingPairs()  # pairs of values known to fail: what no arm but the draws proposes
         self.ga = GeneticArm(self)
-        self.arms: list[Arm] = [self.ga, SpaceFillingArm(self), LocalArm(self)]
+        self.local = LocalArm(self)
+        self.arms: list[Arm] = [self.ga, SpaceFillingArm(self), self.local]
         if self.flags:
             self.arms.append(DiverseArm(self))
         self.bandit = AucBandit(len(self.arms))
@@ -180,6 +189,14 @@ class PortfolioSearch(BatchSearch):
     def floor(self, arm: str, size: int) -> int:
         """The slots of a batch of `size` that `arm` is given first, before the bandit orders the rest."""
         return int(size * self._floors[arm])
+
+    def floors(self, size: int) -> list[int]:
+        """Each arm's floor of this batch: WALKING_FLOOR to the local arm while a walk from a change that interacts has
+        a step to make (off a plateau)."""
+        floors = [self.floor(arm.name, size) for arm in self.arms]
+        if self._floors is self._base_floors and self.local.walks.urgent:
+            floors[_LOCAL] = max(floors[_LOCAL], int(size * WALKING_FLOOR))
+        return floors
 
     def untried(self, genome: Genome) -> bool:
         """Never proposed, and allowed by the constraints."""
@@ -231,7 +248,7 @@ class PortfolioSearch(BatchSearch):
         rng = random.Random(f"ciq_build.search.portfolio:{self.seed}:{self._generation}")
         tie = [rng.random() for _ in self.arms]
         pending = [0] * len(self.arms)
-        floors = [self.floor(arm.name, size) for arm in self.arms]
+        floors = self.floors(size)
         while len(genomes) < size:
             below = [arm for arm in range(len(self.arms)) if pending[arm] < floors[arm]]
             if self._generation == 0:

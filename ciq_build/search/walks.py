@@ -17,12 +17,15 @@ Each origin -- every change of one choice or flag of the best measured without f
 it lost -- is probed once along each ordered parameter, at the value where the best's line is worst so far (a cap
 that spills, a range that fails; of equals, the nearest the best's value): where its change interacts with the
 parameter it shows most there. The walks' turns (which the local arm gives them from its first move once an
-origin interacts, else once the centre's steps, pairs and product moves are out) go to:
+origin interacts, else once the centre's steps and its choices' other values are out; and while an origin
+interacts, a quarter of each batch: ciq_build.search.portfolio.WALKING_FLOOR) go by turns to:
 
-* the walks of the origins that interact, the most first (along the parameter it interacts with most first), each
-  step measured adding to the evidence where the best's line is known at its value;
-* else the probes, those of the origins that lost least first (a probe waits, three results at most, for a value of
-  the best's line that loses).
+* the walks of the origins that interact, each in turn (the one walked least first; of equals, the most
+  interacting, along the parameter it interacts with most first), each step measured adding to the evidence where
+  the best's line is known at its value: an origin whose change interacts need not pay (a smaller unroll avoids a
+  spill, as the one that pays does), so one walk must not hold every turn to its end;
+* the probes, those of the origins that lost least first (a probe waits, three results at most, for a value of
+  the best's line that loses): one between two walks' steps, so that every origin is probed while some walk.
 
 A walk (Walks._walk) goes along one ordered parameter both ways (knocked out: from its middle value) by 1, 2, 4,
 8... grid steps, then to the end of its grid, each step proposed once the last is known to have stayed near -- no
@@ -73,6 +76,7 @@ class Origin:
     order: int
     interaction: dict[int, float] = field(default_factory=dict)  # by ordered parameter: the most seen
     steps: list[tuple[int, Genome, Walk]] = field(default_factory=list)  # (order found, move, walk)
+    walked: int = 0  # its walks' steps taken
 
     def interacts(self) -> float:
         most = max(self.interaction.values(), default=0.0)
@@ -93,6 +97,7 @@ class Walks:
         self._waiting: dict[Genome, tuple[Origin, Walk | None]] = {}  # proposed, its result not known (None: a probe)
         self._deferred: list[tuple[float, int, int, Genome, int]] = []  # probes waiting for the centre's line
         self._count = 0
+        self._probe_turn = False  # whether a probe goes before the next walk's step
 
     def heard(self) -> None:
         """A result of the shared history: the probes that waited for the centre's line are queued again."""
@@ -144,14 +149,17 @@ class Walks:
         """The next walk's step of the origin that interacts most, else the next probe, untried (None: none now)."""
         while True:
             origin = min((o for o in self._origins.values() if o.steps and o.interacts() > 0),
-                         key=lambda o: (-o.interacts(), o.order), default=None)
-            if origin is None and self._probes:
+                         key=lambda o: (o.walked, -o.interacts(), o.order), default=None)
+            if self._probes and (origin is None or self._probe_turn):
+                self._probe_turn = False
                 genome = self._probe()
                 if genome is not None:
                     return genome
                 continue
             if origin is None:
                 return None
+            self._probe_turn = True
+            origin.walked += 1
             step = min(origin.steps, key=lambda s: (-origin.interaction.get(s[2][1], 0.0), s[0]))
             origin.steps.remove(step)
             _, genome, walk = step

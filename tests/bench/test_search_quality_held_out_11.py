@@ -62,7 +62,7 @@ def test_pridge11_moves_along_the_ridge_keep_the_work_and_no_failure_is_next_to_
 def test_the_decoys_are_as_deep_as_named_and_the_basins_below_the_target() -> None:
     for problem, opt, point, depth in ((h11.DECOY_3C, h11.DECOY_3C_OPT, h11.DECOY_3C_POINT, 0.03),
                                        (h11.DECOY_8F, h11.DECOY_8F_OPT, h11.DECOY_8F_POINT, 0.08)):
-        kind = {"decoy3c": "b", "decoy8f": "c"}[problem.short]
+        kind = {"decoy3c": "b", "decoy8v": "c"}[problem.short]
         ranges = {f"r{i}": v for i, v in enumerate(point)}
         assert problem.objective(ranges | {"kind": "a"}) == pytest.approx(100 * (1 - depth))
         basin = {f"r{i}": v for i, v in enumerate(opt)}
@@ -75,3 +75,16 @@ def test_noisy11_optimum_is_3_percent_better_than_the_defaults_with_one_interact
     assert t({}) == 1.0 and t(best) == pytest.approx(h11.NOISY_KNOBS_11_OPTIMUM) == pytest.approx(0.9703, abs=1e-4)
     assert t(best | {"threads": 512}) > t(best | {"threads": 512, "unroll": 4})  # the interaction
     assert h11.NOISY_KNOBS_11.noise == 0.015
+
+
+def test_each_problems_short_name_is_unique_across_the_sets() -> None:
+    # run.py --problems and --ours-at pick a problem by its first word: two of one name in the sets (`all`) is an error
+    import importlib
+
+    from bench.search_quality.problems import TUNING
+
+    names = [p.short for p in TUNING]
+    for module in ["held_out"] + [f"held_out_{n}" for n in range(2, 12)]:
+        held = importlib.import_module(f"bench.search_quality.{module}")
+        names += [p.short for p in getattr(held, "HELD_OUT" if module == "held_out" else f"HELD_OUT_{module[9:]}")]
+    assert len(names) == len(set(names)), sorted(n for n in set(names) if names.count(n) > 1)

@@ -24,12 +24,13 @@ def test_the_raw_flow_compiles_each_front_end_once_and_then_runs_only_ptxas(tmp_
                                                                            cuda133_bin: Path) -> None:
     manifest, toolchain = tp._user_tree(tmp_path, cuda133_bin / "nvcc")
     raw = tp.RawCompiler(tp._scratch_tree(manifest, toolchain, tmp_path / "scratch"), tmp_path / "raw")
-    candidates = [(), ("-Xptxas=-O2",), ("-maxrregcount=64",), ("-Xptxas=-O2", "-maxrregcount=64"),
-                  ("-maxrregcount=72",), ("-Xptxas=--register-usage-level=2",)]
+    # Two front ends, each with a second candidate that differs in a ptxas option only (a third front end and
+    # a third ptxas-only candidate cost ~6 s of CPU more and showed the same two rules).
+    candidates = [(), ("-Xptxas=-O2",), ("-maxrregcount=64",), ("-Xptxas=-O2", "-maxrregcount=64")]
     done = [raw.evaluate(Controls(flags=flags)) for flags in candidates]
     # -maxrregcount reaches cicc (a front end of its own); -Xptxas options only ptxas.
-    assert [work.kind for work in done] == ["nvcc", "ptxas", "nvcc", "ptxas", "nvcc", "ptxas"]
-    assert done[3].ptx == done[2].ptx and done[1].ptx == done[5].ptx == done[0].ptx != done[2].ptx
+    assert [work.kind for work in done] == ["nvcc", "ptxas", "nvcc", "ptxas"]
+    assert done[3].ptx == done[2].ptx and done[1].ptx == done[0].ptx != done[2].ptx
     # What ptxas alone reported is what nvcc's whole compile of that candidate reports.
     for flags, work in zip(candidates, done):
         if work.kind == "ptxas":

@@ -89,7 +89,12 @@ OTHER_CU = "__global__ void other_kernel(float* p) { p[threadIdx.x] = 1.0f; }\n"
 KERN_HOST_CPP = "int kern_host_helper() { return 7; }\n"
 HOST_CPP = "int host_only() { return 1; }\n"
 
+# The seed include: the test projects' shortcut past CMake's compiler identification
+# (tests/projects/seed_compilers.cmake; the architectures are given on the command line, before project()).
 HEADER = """cmake_minimum_required(VERSION 3.24)
+if(NOT "$ENV{CIQ_TEST_COMPILERS}" STREQUAL "")
+  include("$ENV{CIQ_TEST_COMPILERS}/seed_compilers.cmake")
+endif()
 project(tiny LANGUAGES CXX CUDA)
 find_package(ciq_build CONFIG REQUIRED)
 add_library(kern STATIC kern.cu kern_host.cpp)

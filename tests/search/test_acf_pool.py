@@ -33,7 +33,7 @@ pytest.importorskip("compileiq")
 def _sample(out: Path, seed: int, spaces: Path) -> dict:
     env = {**os.environ, "CIQ_SEARCH_SPACES_DIR": str(spaces)}
     result = subprocess.run([sys.executable, "-m", "ciq_build", "sample-acfs", "--space", "ptxas-acf:13.3",
-                             "--count", "6", "--seed", str(seed), "--out", str(out)],
+                             "--count", "4", "--seed", str(seed), "--out", str(out)],
                             capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     return json.loads((out / POOL_FILE).read_text())
@@ -73,9 +73,9 @@ def _sass(cuda133_bin: Path, ptx: Path, pool_dir: Path, pool: dict) -> list[str]
 @pytest.mark.slow
 def test_the_pool_index_records_every_acf_hash_and_the_pool_hash(pools: dict) -> None:
     pool_dir, pool = pools["first"]
-    assert pool["seed"] == 3 and pool["count"] == 6 and pool["generation_size"] == 6
+    assert pool["seed"] == 3 and pool["count"] == 4 and pool["generation_size"] == 6  # the first 4 of a generation of 6
     assert pool["engine"]["compileiq"] and len(pool["engine"]["artifact_sha256"]) == 64
-    assert len(pool["acfs"]) == 6
+    assert len(pool["acfs"]) == 4
     for entry in pool["acfs"]:
         assert entry["file"] == entry["sha256"] + ".acf"
         assert sha256_file(pool_dir / entry["file"]) == entry["sha256"]
@@ -114,4 +114,4 @@ def test_an_edited_pool_index_is_refused(pools: dict, tmp_path: Path) -> None:
     # A pool written before pool_sha256 existed is still read (its files are checked one by one).
     legacy = {key: value for key, value in reordered.items() if key != "pool_sha256"}
     (edited / POOL_FILE).write_text(json.dumps(legacy))
-    assert len(load_pool(edited)["acfs"]) == 6
+    assert len(load_pool(edited)["acfs"]) == 4

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from typing import Any
@@ -310,3 +311,68 @@ def test_local_moves_keep_the_products_of_ordered_parameters_however_far_one_mov
                                      progress=False))
     local._rebuild((3, 5, 5))  # warps 4, stages 6, unroll 6
     assert (7, 2, 2) in local._moves  # warps 8, stages 3, unroll 3
+
+
+def test_each_other_value_of_a_choice_comes_before_the_pairs_and_products_and_the_walks_take_turns_from_there() -> None:
+    # The walks' origins are changes of a choice; the far ones (unroll 8 -> 2, not a step of the choice's poll)
+    # are measured before the centre's pairs and product moves of ordered parameters, which may be many.
+    space = {"unroll": ss.choice([1, 2, 4, 8, 16], knockout_prob=0.5), "a": ss.range(1, 32), "b": ss.range(1, 16)}
+    local = LocalArm(PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
+                                     progress=False))
+    local._rebuild((3, 5, 5))  # unroll 8
+    first: dict[Genome, int] = {}
+    for index, move in enumerate(local._moves):
+        first.setdefault(move, index)
+    choices = [first[(u, 5, 5)] for u in (0, 1, 2, 4, None)]  # unroll 1, 2, 4, 16 and knocked out
+    pairs = [index for move, index in first.items() if move[0] == 3 and move[1] != 5 and move[2] != 5]
+    assert max(choices) < min(pairs) and local._walks_from == max(choices) + 1
+
+
+def test_origins_that_interact_walk_by_turns() -> None:
+    # Two changes of the algorithm interact with the width (each avoids the best's failure at width 5, where a
+    # third fails as the best does); b's walk pays nothing, c's pays at width 28 (8 steps up). Walked the most
+    # interacting first, b's walk (admitted first, its interaction as infinite) would hold every turn to its end:
+    # by turns, c's is walked from the start.
+    space = ss.SearchSpace({"algo": ss.choice(["a", "b", "c", "d"]), "width": ss.range(0, 40)})
+
+    def score(genome: Genome) -> tuple[float] | None:
+        algo, width = genome
+        assert width is not None
+        if width <= 5 and algo in (0, 3):
+            return None
+        return ({0: 1.0, 1: 1.02, 2: 0.9 if width == 28 else 1.03, 3: 1.01}[algo],)
+
+    search = PortfolioSearch(lambda p: 0.0, dict(space), SearchConfiguration(generations=2, pool_size=4, seed=0),
+                             progress=False)
+    centre = (0, 20)
+    for genome in (centre, (0, 5), (1, 20), (2, 20), (3, 20)):
+        search.measured[genome] = score(genome)
+    walks = Walks(search, space)
+    walks.reset(centre)
+    for genome in ((1, 20), (2, 20), (3, 20)):
+        walks.admit(genome, search.measured[genome])
+    proposed: list[Genome] = []
+    while (2, 28) not in proposed and len(proposed) < 40:
+        move = walks.propose()
+        assert move is not None
+        search.measured[move] = score(move)
+        walks.learned(move, search.measured[move])
+        proposed.append(move)
+    # the probes, the least loss first, and b's first step between b's probe and c's
+    assert proposed[:4] == [(3, 5), (1, 5), (1, 19), (2, 5)]
+    walked = [move[0] for move in proposed[4:]]
+    assert (2, 28) in proposed and len(proposed) <= 20 and set(walked) == {1, 2}
+    assert all(a != b for a, b in itertools.pairwise(walked)), proposed  # by turns
+
+
+def test_while_a_walk_from_a_change_that_interacts_has_a_step_the_local_arm_gets_a_quarter_of_the_batch() -> None:
+    search = PortfolioSearch(lambda p: 0.0, dict(RIDGE_SPACE), SearchConfiguration(generations=2, pool_size=32, seed=0),
+                             progress=False)
+    assert search.floors(32)[2] == 2  # 1/16
+    origin = search.local.walks
+    origin.reset((40, 23, 0))
+    search.measured[(40, 23, 0)], search.measured[(40, 23, None)] = (1.0,), (1.5,)
+    origin.admit((40, 23, None), (1.5,))
+    assert not origin.urgent and search.floors(32)[2] == 2  # an origin, not known to interact
+    next(iter(origin._origins.values())).interaction[0] = 0.5
+    assert origin.urgent and search.floors(32)[2] == 8

@@ -212,9 +212,15 @@ def test_a_build_that_writes_into_the_source_tree_keeps_the_journal_reusable_and
     assert len(_evaluations(build, "kern")) == count  # nothing measured twice
 
     (source / "kern.h").write_text((source / "kern.h").read_text() + "// a real edit\n")
-    edited = _tune("kern", source, build, *args)
+    # One evaluation is enough to tell: the same seed proposes a candidate the journal holds, which an
+    # unchanged source tree reuses (as `again` did) and an edited one measures again (the whole search
+    # measured again cost two candidates' compiles more for the same line).
+    edited = _tune("kern", source, build, *args, "--max-evaluations", "1")
     assert edited.returncode == 0, edited.stderr
-    assert "0 from the journal" in edited.stdout  # a real header changed: everything measured again
+    assert "1 run, 0 from the journal" in edited.stdout, edited.stdout  # a real header changed: measured again
+    earlier, now = _evaluations(build, "kern")[:count], _evaluations(build, "kern")[count:]
+    assert [e["controls"] for e in now if e["params"]] and all(
+        e["controls"] in [r["controls"] for r in earlier] for e in now), now  # the journal held each of them
 
 
 def test_a_tune_that_pinned_nothing_an_edited_journal_and_an_edited_cmakelists_are_each_seen(tmp_path: Path) -> None:
