@@ -100,21 +100,22 @@ def wants_block_size(objectives: Sequence[Objective]) -> bool:
     return any(o.kind is not None and o.kind.name == "occupancy" for o in objectives)
 
 
-def for_tune(manifest: Manifest, objectives: Sequence[Objective]) -> ThreadsPerBlock | None:
+def declared_threads(manifest: Manifest) -> ThreadsPerBlock | None:
     """The target's declaration, the defaults' threads read from the sources where it gives none (None: no
-    declaration); a ConfigError, saying what to add, where the occupancy objective is asked for and the defaults'
-    build would have none."""
-    wanted = wants_block_size(objectives)
-    declared = read_threads_per_block(manifest.threads_per_block, manifest.params,
-                                      guarded_defaults(manifest.params, manifest.cuda_sources))
-    # Without a declaration, kernels with `__launch_bounds__` have a block size: one without fails its evaluation,
-    # the baseline first (unknown_block_size says what to add).
-    if declared is not None and declared.defaults is None and wanted:
+    declaration)."""
+    return read_threads_per_block(manifest.threads_per_block, manifest.params,
+                                  guarded_defaults(manifest.params, manifest.cuda_sources))
+
+
+def check_block_size(declared: ThreadsPerBlock | None, objectives: Sequence[Objective]) -> None:
+    """Before a tune: a ConfigError, saying what to add, where the occupancy objective is asked for and the
+    defaults' build would have no block size. (Without a declaration, kernels with `__launch_bounds__` have one: a
+    kernel without fails its evaluation, the baseline first, and unknown_block_size says what to add.)"""
+    if declared is not None and declared.defaults is None and wants_block_size(objectives):
         raise ConfigError(
             f"{KEYWORD} {declared.expression}: the defaults' build passes no -D for it, and the sources give its "
             f"names no #define that is a number: give the defaults' threads a block after it "
             f"({KEYWORD} {declared.expression} <threads>)")
-    return declared
 
 
 def unknown_block_size(declared: ThreadsPerBlock | None, controls: Controls) -> str:

@@ -35,7 +35,7 @@ from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
 from ciq_build.project.manifest import Manifest, for_architecture
 from ciq_build.project.sources import Snapshot
-from ciq_build.project.threads_per_block import wants_block_size
+from ciq_build.project.threads_per_block import check_block_size, wants_block_size
 from ciq_build.project.worker import WorkerTree, safe_name, scratch_root, tune_name
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evaluation import Evaluation
@@ -305,6 +305,7 @@ class TuneRun:
                                                 self.manifest.tune_architecture, static,
                                                 self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
+        check_block_size(self.runner.threads_per_block, self.objectives)
         if wants_block_size(self.objectives):  # an architecture without limits would leave every candidate unscored
             built = architecture_list(self.manifest.toolchain.architectures)
             arch = self.architectures.scored or (built[0] if len(built) == 1 else None)

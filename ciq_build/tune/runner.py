@@ -37,7 +37,12 @@ from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
-from ciq_build.project.threads_per_block import ThreadsPerBlock, for_tune, unknown_block_size, wants_block_size
+from ciq_build.project.threads_per_block import (
+    ThreadsPerBlock,
+    declared_threads,
+    unknown_block_size,
+    wants_block_size,
+)
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
@@ -106,7 +111,7 @@ class BuildRunner:
         self.other_architectures: dict[str, dict[str, float]] = {}
         # THREADS_PER_BLOCK of ciq_tune_target(): each kernel's block size, for the occupancy objective and the
         # occupancy steps the summary shows (None: not declared).
-        self.threads_per_block: ThreadsPerBlock | None = (for_tune(manifest, self.objectives)
+        self.threads_per_block: ThreadsPerBlock | None = (declared_threads(manifest)
                                                           if manifest is not None else None)  # None: a test's runner
 
     def read_gpu(self) -> int | None:
@@ -308,13 +313,12 @@ class BuildRunner:
     def with_threads(self, usages: list[metrics.KernelUsage], build: CandidateBuild,
                      controls: Controls) -> list[metrics.KernelUsage]:
         """The kernels with the threads a block of theirs has in `build` (with `controls`): a kernel's own
-        `__launch_bounds__` where the occupancy is an objective (read from the build's cubins, or its PTX where it
-        has no objects), else THREADS_PER_BLOCK's."""
+        `__launch_bounds__` (read from the PTX where ptxas alone ran, free; from the cubins where the occupancy is an
+        objective), else THREADS_PER_BLOCK's."""
         declared = self.threads_per_block.of(controls) if self.threads_per_block is not None else None
-        bounds: dict[str, int] = {}
-        if wants_block_size(self.objectives):
-            bounds = dict(build.launch_bounds)
-            for obj in build.objects if not bounds else ():
+        bounds = dict(build.launch_bounds)
+        if not bounds and wants_block_size(self.objectives):
+            for obj in build.objects:
                 bounds.update(metrics.launch_bounds(obj, self.toolchain))
         return [dataclasses.replace(usage, threads=bounds.get(usage.function) or declared or 0) for usage in usages]
 

@@ -20,7 +20,7 @@ from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.gpu_slots import GpuSlots
-from ciq_build.project.threads_per_block import read_threads_per_block
+from ciq_build.project.threads_per_block import check_block_size, read_threads_per_block
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.timeouts import Timeouts
@@ -111,7 +111,10 @@ def test_threads_per_block_reads_a_number_a_param_or_an_expression_over_params()
     assert tiles.of(Controls(defines=(("TM", "4"), ("TN", "8")))) == 512 and tiles.of(defaults) == 256
     assert tiles.of(Controls(defines=(("TM", "4"), ("TN", "4")))) == 1024
     assert read_threads_per_block(["BLOCK*8"], params).of(Controls(defines=(("BLOCK", "256"),))) is None  # > 1024
-    assert read_threads_per_block(["BLOCK"], params).defaults is None  # the tune asks for the number
+    unknown = read_threads_per_block(["BLOCK"], params)  # no number for the defaults' build: the tune asks for it
+    with pytest.raises(ConfigError, match=r"give the defaults' threads a block after it \(THREADS_PER_BLOCK BLOCK "):
+        check_block_size(unknown, parse_objectives(["occupancy", "spill_bytes"]))
+    check_block_size(unknown, parse_objectives(["registers"]))  # only the occupancy needs it
     with pytest.raises(ConfigError, match=r"'BLOK' is not one of the PARAMS .* \(did you mean BLOCK\?\)"):
         read_threads_per_block(["BLOK"], params)
     with pytest.raises(ConfigError, match="the second value is the defaults' threads"):
