@@ -49,7 +49,8 @@ from ciq_build.project.json_model import (
     read_text,
     read_texts,
 )
-from ciq_build.project.threads_per_block import read_threads_per_block
+from ciq_build.project.param_defines import guarded_defaults
+from ciq_build.project.threads_per_block import ThreadsPerBlock, read_threads_per_block
 from ciq_build.state.durable import read_json_object
 
 MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
@@ -366,3 +367,9 @@ def for_architecture(manifest: Manifest, architecture: str) -> Manifest:
     toolchain = dataclasses.replace(manifest.toolchain, architectures=matching[0])
     return dataclasses.replace(manifest, toolchain=toolchain, tune_architecture=wanted)
 
+
+def declared_threads(manifest: Manifest) -> ThreadsPerBlock | None:
+    """The target's THREADS_PER_BLOCK, the defaults' threads read from the sources where it gives none (None: no
+    declaration)."""
+    return read_threads_per_block(manifest.threads_per_block, manifest.params,
+                                  guarded_defaults(manifest.params, manifest.cuda_sources))

@@ -28,11 +28,9 @@ from ciq_build.compiler.occupancy import MAX_THREADS_PER_BLOCK
 from ciq_build.core.constraints import expression_over
 from ciq_build.core.params import PARAM_PREFIX, parse_params
 from ciq_build.errors import ConfigError
-from ciq_build.project.param_defines import guarded_defaults
 
 if TYPE_CHECKING:
     from ciq_build.core.objectives import Objective
-    from ciq_build.project.manifest import Manifest
 
 KEYWORD = "THREADS_PER_BLOCK"
 _COUNT = re.compile(r"[1-9][0-9]*")
@@ -98,13 +96,6 @@ def _count(text: str) -> int:
 def wants_block_size(objectives: Sequence[Objective]) -> bool:
     """Some objective is the occupancy, which needs each kernel's block size."""
     return any(o.kind is not None and o.kind.name == "occupancy" for o in objectives)
-
-
-def declared_threads(manifest: Manifest) -> ThreadsPerBlock | None:
-    """The target's declaration, the defaults' threads read from the sources where it gives none (None: no
-    declaration)."""
-    return read_threads_per_block(manifest.threads_per_block, manifest.params,
-                                  guarded_defaults(manifest.params, manifest.cuda_sources))
 
 
 def check_block_size(declared: ThreadsPerBlock | None, objectives: Sequence[Objective]) -> None:

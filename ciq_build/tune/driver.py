@@ -35,7 +35,7 @@ from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
 from ciq_build.project.manifest import Manifest, for_architecture
 from ciq_build.project.sources import Snapshot
-from ciq_build.project.threads_per_block import check_block_size, wants_block_size
+from ciq_build.project.threads_per_block import ThreadsPerBlock, check_block_size, wants_block_size
 from ciq_build.project.worker import WorkerTree, safe_name, scratch_root, tune_name
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evaluation import Evaluation
@@ -126,13 +126,13 @@ class TuneRun:
         # The baseline's runner (a large project's defaults may take long); the candidates' takes over once the
         # baseline is measured, with limits derived from it (ciq_build.tune.timeouts).
         self.runner = BuildRunner(manifest, toolchain, self.objectives, settings.measure.repeats,
-                                  for_baseline(settings.measure), slots, warn=self._warn,
+                                  for_baseline(settings.measure), slots, warn=_warn,
                                   build_jobs=settings.build.jobs)
         self.state_dir = manifest.binary_dir / "ciq"
         self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{tune_name(manifest)}.jsonl"),
                                      self.objectives, self._say)
         self.evaluations: list[Evaluation] = []
-        self.sources = SourceWatch(backend.source_set(manifest), self.cache, self._say, self._warn)
+        self.sources = SourceWatch(backend.source_set(manifest), self.cache, self._say, _warn)
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
         self.space = SearchedSpace(settings.search, manifest, toolchain, self.objectives,
@@ -211,7 +211,7 @@ class TuneRun:
         if fitting:  # the register cap is fitted to the baseline's registers: a stale journal's are corrected first
             baseline = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure, timeouts,
                                  self.settings.search.pick, self.manifest.target, self._say,
-                                 self._warn).trusted_baseline(baseline, base_tree, also=("registers",))
+                                 _warn).trusted_baseline(baseline, base_tree, also=("registers",))
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
@@ -228,7 +228,7 @@ class TuneRun:
         self._search(source, workers, timeouts)
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
-                        self._warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default,
+                        _warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default,
                         built_architectures=built_architectures(self.manifest, self.backend))
         return finish.run(Searched(baseline, self.evaluations, base_tree, workers, source.describe(),
                                    stopped_text(self.stopped_by, self.settings.search, len(self.evaluations)), self.overridden))
@@ -259,9 +259,9 @@ class TuneRun:
             probe = None
             if "params" in search_kinds(self.settings.search):
                 said = warn_unguarded(self.manifest.params, self.manifest.cuda_sources, self.manifest.target,
-                                      self._warn)
+                                      _warn)
                 probe = beside.submit(overridden_params, self.manifest.params, probe_tree,
-                                      self.runner.timeouts.compile, self.manifest.target, self._warn, said)
+                                      self.runner.timeouts.compile, self.manifest.target, _warn, said)
                 if self.runner.measures_compile_time:
                     probe.result()
             try:
@@ -305,13 +305,9 @@ class TuneRun:
                                                 self.manifest.tune_architecture, static,
                                                 self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
-        check_block_size(self.runner.threads_per_block, self.objectives)
-        if wants_block_size(self.objectives):  # an architecture without limits would leave every candidate unscored
-            built = architecture_list(self.manifest.toolchain.architectures)
-            arch = self.architectures.scored or (built[0] if len(built) == 1 else None)
-            if arch is not None and arch not in ("all", "all-major", "native"):
-                occupancy.limits(arch)
-        self.architectures.say(self._warn, self._say)
+        _check_occupancy_inputs(self.runner.threads_per_block, self.objectives, self.manifest,
+                                self.architectures.scored)
+        self.architectures.say(_warn, self._say)
 
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
@@ -357,8 +353,21 @@ class TuneRun:
         if not self.settings.quiet:
             LOG.info("%s", text)
 
-    def _warn(self, text: str) -> None:  # about the tune's results: said even with --quiet (it silences progress)
-        LOG.warning("%s", text)
+
+def _warn(text: str) -> None:  # about the tune's results: said even with --quiet (it silences progress)
+    LOG.warning("%s", text)
+
+
+def _check_occupancy_inputs(declared: ThreadsPerBlock | None, objectives: Sequence[Objective], manifest: Manifest,
+                            scored: str | None) -> None:
+    """Before the baseline: an occupancy objective needs the defaults' block size and the scored architecture's
+    limits (an architecture without them would leave every candidate unscored)."""
+    check_block_size(declared, objectives)
+    if wants_block_size(objectives):
+        built = architecture_list(manifest.toolchain.architectures)
+        arch = scored or (built[0] if len(built) == 1 else None)
+        if arch is not None and arch not in ("all", "all-major", "native"):
+            occupancy.limits(arch)
 
 
 def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objective]) -> str:

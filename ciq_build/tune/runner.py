@@ -36,13 +36,8 @@ from ciq_build.measure.protocol import coarse_precision_warning, unmatched_metri
 from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
-from ciq_build.project.manifest import Manifest
-from ciq_build.project.threads_per_block import (
-    ThreadsPerBlock,
-    declared_threads,
-    unknown_block_size,
-    wants_block_size,
-)
+from ciq_build.project.manifest import Manifest, declared_threads
+from ciq_build.project.threads_per_block import ThreadsPerBlock, unknown_block_size, wants_block_size
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
