@@ -46,3 +46,23 @@ def rate_text(per_unit: float, unit: str) -> str:
         return f"{per_unit:.6g} ms per unit of work"  # no rate gives it: a failed evaluation's placeholder
     return f"{per_unit_ms(per_unit):.6g} {unit}"
 
+
+def relative_change(before: float, after: float) -> str:
+    """`after` against `before` as a signed percentage, one spelling everywhere ("-2.2%", "+0.0%")."""
+    if before == 0:
+        return "-"
+    return f"{(after / before - 1) * 100:+.1f}%"
+
+
+def change_text(before: float, after: float, rate_unit: str = "") -> str:
+    """The change column: `relative_change`, and for a time read from a rate in `rate_unit` the rate's change
+    too, so that both read the right way round: "-9.1% (+10.0% TFLOPS)" (0.909x the time is 1.1x the rate)."""
+    change = relative_change(before, after)
+    if rate_unit and before > 0 and after > 0:
+        change += f" ({rate_change(before, after, rate_unit)})"
+    return change
+
+
+def rate_change(before: float, after: float, unit: str) -> str:
+    """Milliseconds per unit of work `before` and `after` as the change of the rate in `unit`: "+10.0% TFLOPS"."""
+    return f"{relative_change(per_unit_ms(before), per_unit_ms(after))} {unit}"

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ciq_build.core.metric_unit import rate_change, rate_text
 from ciq_build.errors import ConfigError
 from ciq_build.measure.bench import BenchRun, BenchSpec, run_once
 from ciq_build.measure.gpu_slots import GpuSlots
@@ -159,6 +160,7 @@ def beats_baseline(
     direction: Literal["min", "max"],
     *,
     alpha: float = 0.05,
+    rate_unit: str = "",
 ) -> Verdict:
     """Is the candidate better than the baseline beyond the measured noise?
 
@@ -166,7 +168,8 @@ def beats_baseline(
     by more than the larger of the two interquartile ranges, and (2) a one-sided
     Mann-Whitney U test says the candidate's samples are better with p <= alpha
     (exact null distribution with mid-ranks for ties). Non-finite samples are
-    dropped first.
+    dropped first. With `rate_unit` (the samples are a rate's milliseconds per unit of work:
+    ciq_build.core.metric_unit), the explanation shows the medians as the rates the benchmark printed.
     """
     if direction not in ("min", "max"):
         raise ConfigError(f"an objective's direction is 'min' or 'max', not {direction!r}")
@@ -186,10 +189,14 @@ def beats_baseline(
     beyond_noise = gain > noise
     significant = p_value <= alpha * (1 + 1e-9)  # exact p can equal alpha (3 vs 3: 1/20)
     better = beyond_noise and significant
-    summary = (
-        f"median {cand_median:.6g} vs baseline {base_median:.6g} (ratio {ratio:.4g}, {direction} is better), "
-        f"noise (larger IQR) {noise:.3g}, p={p_value:.3g} with {cand.size} vs {base.size} samples"
-    )
+    if rate_unit and base_median > 0 and cand_median > 0:
+        summary = (f"median {rate_text(cand_median, rate_unit)} vs baseline {rate_text(base_median, rate_unit)} "
+                   f"(time ratio {ratio:.4g}, i.e. {rate_change(base_median, cand_median, rate_unit)}), "
+                   f"noise (larger IQR) {relative_noise:.1%} of the baseline")
+    else:
+        summary = (f"median {cand_median:.6g} vs baseline {base_median:.6g} (ratio {ratio:.4g}, {direction} is better), "
+                   f"noise (larger IQR) {noise:.3g}")
+    summary += f", p={p_value:.3g} with {cand.size} vs {base.size} samples"
     if better:
         reason = "better beyond the noise"
     elif gain <= 0:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ciq_build.core.metric_unit import is_rate, per_unit_ms, rate_text
+from ciq_build.core.metric_unit import change_text, is_rate, rate_text, relative_change
 from ciq_build.core.objectives import metric_key, parse_objective
 from ciq_build.core.rules import load_rules
 from ciq_build.errors import CiqError
@@ -28,7 +28,7 @@ def _printable(text: str) -> str:
 RATE_UNIT = "time_rate_unit"
 
 
-def _rate_unit(record: PinnedRecord, objective: str) -> str:
+def rate_unit_of(record: PinnedRecord, objective: str) -> str:
     """The rate `objective` was read from, checked (a record is untrusted), or "" where it was read as printed."""
     unit = record.provenance.get(RATE_UNIT)
     if objective != "time" or not isinstance(unit, str) or not load_rules().matches("metric_unit", unit):
@@ -42,25 +42,14 @@ def _measured(summary: ScoreSummary | None, i: int, rate_unit: str = "") -> str:
     spread = summary.spread[i] if i < len(summary.spread) else 0.0
     value = summary.scores[i]
     if rate_unit and value > 0:  # the rate the benchmark printed; the spread as a share of it
-        return rate_text(value, rate_unit) + (f" ± {spread / value:.1%}" if spread else "")
+        return score_text(value, rate_unit) + (f" ± {spread / value:.1%}" if spread else "")
     # A static metric has no spread: "± 0" would suggest a measurement that was not made.
-    return f"{value:.6g}" + (f" ± {spread:.2g}" if spread else "")
+    return score_text(value) + (f" ± {spread:.2g}" if spread else "")
 
 
-def relative_change(before: float, after: float) -> str:
-    """`after` against `before` as a signed percentage, one spelling everywhere ("-2.2%", "+0.0%")."""
-    if before == 0:
-        return "-"
-    return f"{(after / before - 1) * 100:+.1f}%"
-
-
-def change_text(before: float, after: float, rate_unit: str = "") -> str:
-    """The change column: `relative_change`, and for a time read from a rate in `rate_unit` the rate's change
-    too, so that both read the right way round: "-9.1% (+10.0% TFLOPS)" (0.909x the time is 1.1x the rate)."""
-    change = relative_change(before, after)
-    if rate_unit and before > 0 and after > 0:
-        change += f" ({relative_change(per_unit_ms(before), per_unit_ms(after))} {rate_unit})"
-    return change
+def score_text(value: float, rate_unit: str = "") -> str:
+    """A record's score: the rate the benchmark printed for a time read from a rate in `rate_unit`, else the number."""
+    return rate_text(value, rate_unit) if rate_unit and value > 0 else f"{value:.6g}"
 
 
 def size_ratios_text(ratios: Mapping[str, float]) -> str:
@@ -99,7 +88,7 @@ def _objective_table(record: PinnedRecord) -> list[str]:
     for i, objective in enumerate(record.objectives):
         base = record.baseline.scores[i] if record.baseline else None
         best = record.winner.scores[i] if record.winner else None
-        rate = _rate_unit(record, objective.name)
+        rate = rate_unit_of(record, objective.name)
         change = change_text(base, best, rate) if base is not None and best is not None else "-"
         rows.append((f"{objective.direction} {objective.name}", _measured(record.baseline, i, rate),
                      _measured(record.winner, i, rate), change))
@@ -158,7 +147,7 @@ def format_record(record: PinnedRecord) -> str:
             base = entry.baseline.scores[i] if entry.baseline else None
             best = entry.winner.scores[i] if entry.winner else None
             if base is not None and best is not None:
-                rate = _rate_unit(record, objective.name)
+                rate = rate_unit_of(record, objective.name)
                 lines.append(f"  {objective.direction} {objective.name}: {_measured(entry.baseline, i, rate)} -> "
                              f"{_measured(entry.winner, i, rate)} ({change_text(base, best, rate)})")
     if record.objects:

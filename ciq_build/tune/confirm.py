@@ -142,7 +142,7 @@ class Confirmer:
             raise SearchError(f"re-measuring failed: {failure.cause}: {failure.message}")
         early = len(win_m.runs) < rounds
         verdict = beats_baseline(base_m.samples[key], win_m.samples[key], direction,
-                                 alpha=INTERIM_ALPHA if early else FINAL_ALPHA)
+                                 alpha=INTERIM_ALPHA if early else FINAL_ALPHA, rate_unit=timed.rate_unit)
         if early:
             self.say(f"the re-measure ended after {len(win_m.runs)} of {rounds} rounds: the winner is better "
                      f"at p <= {INTERIM_ALPHA} already")

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ciq_build.compiler.controls import Controls
+from ciq_build.core.metric_unit import change_text
 from ciq_build.core.objectives import Objective, metric_key, with_unit
 from ciq_build.errors import CiqError
 from ciq_build.measure.stats import FINAL_ALPHA, beats_baseline
-from ciq_build.pin.display import relative_change
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import PinnedRecord, architecture_set
 
@@ -101,7 +101,7 @@ def compare(old: PinnedRecord, new: PinnedRecord, objectives: Sequence[Objective
             old_wins |= sign * before < sign * after
             new_wins |= sign * after < sign * before
             parts.append(f"{objective.name} old {with_unit(objective, before)} against new "
-                         f"{with_unit(objective, after)} ({relative_change(before, after)})")
+                         f"{with_unit(objective, after)} ({change_text(before, after, objective.rate_unit)})")
             continue
         key = metric_key(objective)
         old_samples, new_samples = samples[0].get(key, []), samples[1].get(key, [])
@@ -113,7 +113,7 @@ def compare(old: PinnedRecord, new: PinnedRecord, objectives: Sequence[Objective
         new_wins |= new_verdict.better
         before, after = _median(old_samples), _median(new_samples)
         parts.append(f"{objective.name} old {with_unit(objective, before)} against new {with_unit(objective, after)} "
-                     f"({relative_change(before, after)}; re-measured side by side, {len(new_samples)} runs each: "
+                     f"({change_text(before, after, objective.rate_unit)}; re-measured side by side, {len(new_samples)} runs each: "
                      + ("the old pin is faster beyond the noise" if old_verdict.better else
                         "the new winner is faster beyond the noise" if new_verdict.better else "within the noise")
                      + ")")

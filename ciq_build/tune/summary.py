@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 
+from ciq_build.core.metric_unit import change_text
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
-from ciq_build.pin.display import change_text, relative_change, size_ratios_text
+from ciq_build.pin.display import rate_unit_of, score_text, size_ratios_text
 from ciq_build.pin.record import PinnedRecord
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.old_pin import Standing
@@ -130,8 +131,9 @@ def replacement_note(path: Path, old: PinnedRecord, new: PinnedRecord, standing:
         scores = []
         if record.baseline is not None and record.winner is not None:
             for objective, base, best in zip(record.objectives, record.baseline.scores, record.winner.scores):
-                change = "same" if base == best else relative_change(base, best)
-                scores.append(f"{objective.name} {base:.6g} -> {best:.6g} ({change})")
+                rate = rate_unit_of(record, objective.name)
+                change = "same" if base == best else change_text(base, best, rate)
+                scores.append(f"{objective.name} {score_text(base, rate)} -> {score_text(best, rate)} ({change})")
         c = record.controls
         controls = " ".join([*c.flags, *(f"-D{k}={v}" for k, v in c.defines),
                              *([f"ACF {c.acf.path.name}"] if c.acf is not None else [])]) or "(no controls)"

@@ -358,6 +358,19 @@ def test_clearly_separated_samples_are_better() -> None:
     assert verdict.p_value < 0.01
 
 
+def test_the_verdict_on_a_time_read_from_a_rate_shows_the_rates_the_benchmark_printed() -> None:
+    # time = 1000 / TFLOPS ms per unit of work: 100 TFLOPS -> 10, 150 TFLOPS -> 6.67.
+    base, cand = [1e3 / r for r in (100, 101, 99, 100.5, 99.5)], [1e3 / r for r in (150, 151, 149, 150.5, 149.5)]
+    verdict = beats_baseline(base, cand, "min", rate_unit="TFLOPS")
+    assert verdict.better and verdict.ratio == pytest.approx(100 / 150)
+    assert verdict.explanation.startswith("better beyond the noise: median 150 TFLOPS vs baseline 100 TFLOPS "
+                                          "(time ratio 0.6667, i.e. +50.0% TFLOPS), noise (larger IQR) 1.0% of the "
+                                          "baseline, p=")
+    # A time is shown as it was measured.
+    assert "median 6.66667 vs baseline 10 (ratio 0.6667, min is better), noise" in beats_baseline(
+        base, cand, "min").explanation
+
+
 def test_direction_max() -> None:
     low, high = [100.0, 101, 99, 100.5, 100.2], [120.0, 121, 119, 120.5, 122]
     assert beats_baseline(low, high, "max").better

@@ -13,9 +13,10 @@ import pytest
 
 from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.compiler.fingerprint import ObjectInfo
+from ciq_build.core.metric_unit import relative_change
 from ciq_build.errors import RecordError, UnsafeFlagError
 from ciq_build.pin.apply import check_architectures, check_toolchain
-from ciq_build.pin.display import format_record, relative_change
+from ciq_build.pin.display import format_record
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import (
     PinnedRecord,

@@ -8,9 +8,11 @@ from pathlib import Path
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.objectives import parse_objectives, read_from
 from ciq_build.core.settings import SearchSettings
+from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.summary import next_without_a_pin, run_summary
+from ciq_build.tune.old_pin import compare
+from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.without_effect import knobs_without_effect, params_without_effect, without_effect_lines
 
 
@@ -108,3 +110,25 @@ def test_a_time_read_from_a_rate_shows_the_rate_as_printed_and_both_changes_the_
     # A time METRIC, or none, is shown as it was.
     assert read_from(parse_objectives(["time"]), r"t=([0-9.]+)", "us")[0].rate_unit == ""
     assert read_from(parse_objectives(["time"]), "", "TFLOPS")[0].rate_unit == ""
+
+
+def test_a_pin_replacing_one_read_from_a_rate_shows_both_as_the_rate_the_benchmark_printed() -> None:
+    # Pins whose time is 1000 / TFLOPS: the note and the old-against-new comparison say TFLOPS, not milliseconds.
+    def record(base: float, best: float, rate: str) -> PinnedRecord:
+        return PinnedRecord(target="kern", controls=Controls(flags=("-Xptxas=-O3",)), toolchain=RecordToolchain("13.3"),
+                            provenance={"evaluations": 8, "time_rate_unit": rate} if rate else {"evaluations": 8},
+                            objectives=(RecordObjective("time", "min"),), baseline=ScoreSummary((1e3 / base,), (0.0,)),
+                            winner=ScoreSummary((1e3 / best,), (0.0,)))
+
+    old, new = record(100, 110, "TFLOPS"), record(100, 120, "TFLOPS")
+    objectives = read_from(parse_objectives(["time"]), r"TFLOPS: ([0-9.]+)", "TFLOPS")
+    faster = [1e3 / r for r in (120, 121, 119, 120.5, 119.5)], [1e3 / r for r in (110, 111, 109, 110.5, 109.5)]
+    standing = compare(old, new, objectives, lambda controls: ({"time_ms": faster[1]}, {"time_ms": faster[0]}))
+    assert standing.new_better and standing.text.startswith(
+        "time old 110 TFLOPS against new 120 TFLOPS (-8.3% (+9.1% TFLOPS); re-measured side by side")
+    note = replacement_note(Path("ciq/kern.json"), old, new, standing)
+    assert "old: 8 evaluation(s); time 100 TFLOPS -> 110 TFLOPS (-9.1% (+10.0% TFLOPS)); -Xptxas=-O3" in note
+    assert "new: 8 evaluation(s); time 100 TFLOPS -> 120 TFLOPS (-16.7% (+20.0% TFLOPS)); -Xptxas=-O3" in note
+    # A time is shown as it was measured.
+    timed = replacement_note(Path("ciq/kern.json"), record(100, 110, ""), record(100, 120, ""))
+    assert "old: 8 evaluation(s); time 10 -> 9.09091 (-9.1%); -Xptxas=-O3" in timed
