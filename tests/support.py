@@ -7,6 +7,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,3 +78,18 @@ def in_thread(call: Callable[[], object]) -> tuple[threading.Thread, list[object
     thread = threading.Thread(target=run)
     thread.start()
     return thread, outcome
+
+
+def assert_optimum_needs_each_parameter(problem: Any, best: dict[str, object], optimum: float) -> None:
+    """A search-quality problem's stated optimum (bench/search_quality) scores `optimum`, on target, and every value of
+    its parameters matters: another value of any one of them (or leaving it out, where it can be) misses the target."""
+    from ciq_build import INVALID_SCORE
+
+    def missed(score: object) -> bool:
+        return score == INVALID_SCORE or float(score) > problem.target  # type: ignore[arg-type]
+
+    assert problem.objective(best) == pytest.approx(optimum) and optimum <= problem.target
+    for name in best:
+        others = [best | {name: v} for v in problem.space[name].values() if v != best[name]]
+        others += [{k: v for k, v in best.items() if k != name}] if problem.space[name].can_knockout else []
+        assert any(missed(problem.objective(p)) for p in others), name

@@ -3,10 +3,9 @@ far along an ordinal range, across a neutral or slightly losing plateau)."""
 
 from __future__ import annotations
 
-import pytest
-
 from bench.search_quality import held_out_9 as h9
 from ciq_build import INVALID_SCORE
+from support import assert_optimum_needs_each_parameter
 
 
 def _missed(score: object, target: float) -> bool:
@@ -18,11 +17,7 @@ def test_each_optimum_is_on_target_and_needs_each_of_its_parameters() -> None:
                                    (h9.CARVE_9, h9.CARVE_9_BEST, h9.CARVE_9_OPTIMUM),
                                    (h9.KNOBS_14, h9.KNOBS_14_BEST, h9.KNOBS_14_OPTIMUM),
                                    (h9.GRAIN_9, h9.GRAIN_9_BEST, h9.GRAIN_9_OPTIMUM)):
-        assert problem.objective(best) == pytest.approx(optimum) and optimum <= problem.target
-        for name in best:  # every value of the optimum's parameters matters: another (or none) misses the target
-            others = [best | {name: v} for v in problem.space[name].values() if v != best[name]]
-            others += [{k: v for k, v in best.items() if k != name}] if problem.space[name].can_knockout else []
-            assert any(_missed(problem.objective(p), problem.target) for p in others), name
+        assert_optimum_needs_each_parameter(problem, best, optimum)
 
 
 def test_bounds9_minimum_blocks_is_a_plateau_up_to_the_far_step_and_needs_the_unroll_lowered() -> None:
