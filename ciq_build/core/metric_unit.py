@@ -20,6 +20,9 @@ from ciq_build.errors import ConfigError
 # A time UNIT -> the power of ten that turns it into milliseconds.
 TIME_UNITS = {"s": 3, "ms": 0, "us": -3, "ns": -6}
 DEFAULT_METRIC_UNIT = "ms"
+# The key under which a pinned record's provenance and a search's journal header keep the rate the `time` objective
+# was read from (METRIC's UNIT, e.g. TFLOPS), when it was one.
+RATE_UNIT = "time_rate_unit"
 
 
 def check_metric_unit(unit: object) -> str:
@@ -33,6 +36,14 @@ def check_metric_unit(unit: object) -> str:
 def is_rate(unit: str) -> bool:
     """Whether UNIT (a checked one) is a rate, higher is better, rather than a time."""
     return unit not in TIME_UNITS
+
+
+def shown_rate(unit: object) -> str:
+    """A rate's unit as a record or a journal keeps it (untrusted): `unit` where the rule book takes it and it is a
+    rate, else "" (the time is then shown as it was read)."""
+    if not isinstance(unit, str) or not load_rules().matches("metric_unit", unit):
+        return ""
+    return unit if is_rate(unit) else ""
 
 
 def per_unit_ms(value: float) -> float:

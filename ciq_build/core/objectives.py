@@ -212,8 +212,12 @@ def with_unit(objective: Objective, value: float) -> str:
 
 def read_from(objectives: Iterable[Objective], metric_regex: str, metric_unit: str) -> tuple[Objective, ...]:
     """`objectives` with `time` shown as the rate METRIC reads, where its UNIT is one (else as they are)."""
-    rate = metric_unit if metric_regex and is_rate(metric_unit) else ""
-    return tuple(replace(o, rate_unit=rate) if o.name == "time" else o for o in objectives)
+    return with_rate(objectives, metric_unit if metric_regex and is_rate(metric_unit) else "")
+
+
+def with_rate(objectives: Iterable[Objective], rate_unit: str) -> tuple[Objective, ...]:
+    """`objectives` with `time` shown as read from a rate in `rate_unit` ("": as a time)."""
+    return tuple(replace(o, rate_unit=rate_unit) if o.name == "time" else o for o in objectives)
 
 
 def named_scores(objectives: Iterable[Objective], scores: Iterable[float]) -> str:

@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ciq_build.core.metric_unit import change_text, is_rate, rate_text, relative_change
+from ciq_build.core.metric_unit import RATE_UNIT, change_text, rate_text, relative_change, shown_rate
 from ciq_build.core.objectives import metric_key, parse_objective
-from ciq_build.core.rules import load_rules
 from ciq_build.errors import CiqError
 from ciq_build.measure.sizes import size_ratios, sizes_of
 from ciq_build.pin.record import PinnedRecord, ScoreSummary
@@ -24,16 +23,9 @@ def _printable(text: str) -> str:
     )
 
 
-# The provenance key of the rate the `time` objective was read from (METRIC's UNIT, e.g. TFLOPS), when it was one.
-RATE_UNIT = "time_rate_unit"
-
-
 def rate_unit_of(record: PinnedRecord, objective: str) -> str:
     """The rate `objective` was read from, checked (a record is untrusted), or "" where it was read as printed."""
-    unit = record.provenance.get(RATE_UNIT)
-    if objective != "time" or not isinstance(unit, str) or not load_rules().matches("metric_unit", unit):
-        return ""
-    return unit if is_rate(unit) else ""
+    return shown_rate(record.provenance.get(RATE_UNIT)) if objective == "time" else ""
 
 
 def _measured(summary: ScoreSummary | None, i: int, rate_unit: str = "") -> str:

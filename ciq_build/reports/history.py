@@ -19,11 +19,13 @@ from typing import Any
 import numpy as np
 
 from ciq_build.compiler.controls import Controls
-from ciq_build.core.objectives import Objective, metric_key, parse_objective
+from ciq_build.core.metric_unit import RATE_UNIT, shown_rate
+from ciq_build.core.objectives import Objective, metric_key, parse_objective, with_rate
 from ciq_build.core.pareto import non_dominated
 from ciq_build.errors import CiqError, ConfigError, ManifestError
 from ciq_build.measure.sizes import size_ratios, sizes_of
 from ciq_build.measure.stats import beats_baseline
+from ciq_build.pin.display import rate_unit_of
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import PinnedRecord
 from ciq_build.reports.importance import (
@@ -419,9 +421,15 @@ def _searches(records: list[dict[str, Any]]) -> list[tuple[dict[str, Any] | None
     return segments
 
 
+def _record_objectives(record: PinnedRecord) -> list[Objective]:
+    """The objectives a pinned record's scores are in, `time` shown as the rate it was read from (if one)."""
+    objectives = [parse_objective(o.name if o.direction == "min" else f"max:{o.name}") for o in record.objectives]
+    return list(with_rate(objectives, rate_unit_of(record, "time")))
+
+
 def _record_history(target: str, path: Path, record: PinnedRecord, pin_file: Path) -> TuneHistory:
     """What a pinned record alone says (its journal deleted): the objectives, the baseline and the winner."""
-    objectives = [parse_objective(o.name if o.direction == "min" else f"max:{o.name}") for o in record.objectives]
+    objectives = _record_objectives(record)
     controls = record.controls
     points = [("baseline", (), {}, None, record.baseline),
               ("winner", tuple(controls.flags), dict(controls.defines),
@@ -447,11 +455,11 @@ def _objectives(header: dict[str, Any] | None, record: PinnedRecord | None,
     specs = header.get("objectives") if header else None
     if isinstance(specs, list) and specs:
         try:
-            return [parse_objective(spec) for spec in specs]
+            return list(with_rate([parse_objective(spec) for spec in specs], shown_rate((header or {}).get(RATE_UNIT))))
         except (CiqError, TypeError, AttributeError):
             pass
     if record is not None and record.objectives:
-        return [parse_objective(o.name if o.direction == "min" else f"max:{o.name}") for o in record.objectives]
+        return _record_objectives(record)
     width = max((len(r["scores"]) for r in evaluations if isinstance(r.get("scores"), list)), default=1)
     return [Objective(f"objective {i + 1}", "min", "static") for i in range(width)]
 

@@ -18,9 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ciq_build.core.metric_unit import change_text
+from ciq_build.core.objectives import metric_key
 from ciq_build.core.pace import clock
 from ciq_build.errors import ManifestError
-from ciq_build.pin.display import ratio_text
+from ciq_build.pin.display import ratio_text, score_text
 from ciq_build.project.worker import safe_name
 from ciq_build.reports.export import write_text
 from ciq_build.reports.history import JournalEntry, TuneHistory, load_history
@@ -105,21 +107,23 @@ def _file_stamp(path: Path) -> tuple[int, int] | None:
 # -- numbers in words -------------------------------------------------------------
 
 
-def _value(value: float | None) -> str:
+def _value(value: float | None, rate_unit: str = "") -> str:
+    """A score; a time read from a rate in `rate_unit` as the rate the benchmark printed ("150 TFLOPS")."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    return f"{value:.6g}"
+    return score_text(value, rate_unit)
 
 
-def _change(base: float | None, value: float | None) -> str:
-    """How `value` differs from `base`: "same", a percentage, or a difference when the base is 0."""
+def _change(base: float | None, value: float | None, rate_unit: str = "") -> str:
+    """How `value` differs from `base`: "same", a percentage (with the rate's, for a time read from a rate in
+    `rate_unit`), or a difference when the base is 0."""
     if base is None or value is None or math.isnan(base) or math.isnan(value):
         return "-"
     if value == base:
         return "same"
     if base == 0:
         return f"{value - base:+.6g}"
-    return f"{(value - base) / base * 100:+.1f}%"
+    return change_text(base, value, rate_unit)
 
 
 def _controls_text(evaluation: JournalEntry) -> str:
@@ -144,12 +148,19 @@ def _summary_rows(history: TuneHistory) -> list[list[str]]:
         best = best_so_far[-1][1] if best_so_far else None
         b = base.scores[i] if base and base.scores else None
         w = win.scores[i] if win and win.scores else None
-        rows.append([objective.spec, objective.direction, _value(b), _value(best), _change(b, best),
-                     _value(w), _change(b, w)])
+        rate = objective.rate_unit
+        rows.append([objective.spec, objective.direction, _value(b, rate), _value(best, rate), _change(b, best, rate),
+                     _value(w, rate), _change(b, w, rate)])
     return rows
 
 
 _SUMMARY_HEAD = ["objective", "better", "baseline", "best seen", "change", "pinned winner", "change"]
+
+
+def _scores(history: TuneHistory, evaluation: JournalEntry) -> list[str]:
+    """An evaluation's scores, each as its objective shows it."""
+    rates = [o.rate_unit for o in history.objectives_of(evaluation)]
+    return [_value(s, rates[i] if i < len(rates) else "") for i, s in enumerate(evaluation.scores or ())]
 
 
 def _generation_rows(history: TuneHistory) -> list[list[str]]:
@@ -161,9 +172,9 @@ def _generation_rows(history: TuneHistory) -> list[list[str]]:
         members = [e for e in history.evaluations if e.generation == generation]
         last = max(e.index for e in members)
         row = [str(generation), str(len(members)), str(sum(1 for e in members if not e.ok))]
-        for i in range(len(history.objectives)):
+        for i, objective in enumerate(history.objectives):
             upto = [best for e, best in history.best_so_far(i) if e.index <= last]
-            row.append(_value(upto[-1]) if upto else "-")
+            row.append(_value(upto[-1], objective.rate_unit) if upto else "-")
         run = max(e.run for e in members)  # a generation a resume finished: its time in the run that did
         timed = [e for e in members if e.run == run and not math.isnan(e.elapsed_s)]
         ended = max((e.elapsed_s for e in timed), default=math.nan)
@@ -200,7 +211,7 @@ def _front_rows(history: TuneHistory) -> list[list[str]]:
                 mark, controls = "pinned (minimized)", f"{pinned} (searched: {controls})"
         else:
             mark = "baseline" if base and e.key == base.key else ""
-        rows.append([str(e.index), *(_value(s) for s in e.scores or ()), mark, controls])
+        rows.append([str(e.index), *_scores(history, e), mark, controls])
     return rows
 
 
@@ -218,12 +229,17 @@ def _remeasure_rows(history: TuneHistory) -> list[list[str]]:
     measured = history.remeasure()
     if measured is None:
         return []
-    return [
-        ["baseline", str(len(measured.baseline)), _value(measured.baseline_median), _value(measured.baseline_iqr),
-         _value(min(measured.baseline)), _value(max(measured.baseline))],
-        ["winner", str(len(measured.winner)), _value(measured.winner_median), _value(measured.winner_iqr),
-         _value(min(measured.winner)), _value(max(measured.winner))],
-    ]
+    rate = next((o.rate_unit for o in history.objectives if metric_key(o) == measured.metric), "")
+    rows = []
+    for side, samples, median, iqr in (("baseline", measured.baseline, measured.baseline_median, measured.baseline_iqr),
+                                       ("winner", measured.winner, measured.winner_median, measured.winner_iqr)):
+        if rate and median > 0:  # the rates the benchmark printed: the IQR as a share, the lowest rate the longest time
+            rows.append([side, str(len(samples)), _value(median, rate), f"{iqr / median:.1%}",
+                         _value(max(samples), rate), _value(min(samples), rate)])
+        else:
+            rows.append([side, str(len(samples)), _value(median), _value(iqr), _value(min(samples)),
+                         _value(max(samples))])
+    return rows
 
 
 _REMEASURE_HEAD = ["side", "samples", "median", "IQR", "min", "max"]
@@ -329,7 +345,7 @@ def _failure_rows(history: TuneHistory) -> list[list[str]]:
 def _evaluation_rows(history: TuneHistory) -> list[list[str]]:
     rows = []
     for e in history.evaluations:
-        scores = [_value(s) for s in e.scores] if e.scores else ["-"] * len(history.objectives)
+        scores = _scores(history, e) if e.scores else ["-"] * len(history.objectives)
         state = "ok" if e.ok else f"failed: {e.cause}"
         if e.is_baseline:
             state += " (baseline)"
@@ -449,7 +465,7 @@ def running_text(history: TuneHistory, refresh_s: int, live: dict[str, Any] | No
     if isinstance(live.get("best"), str) and live["best"] not in ("", "-"):
         text += f"; best so far {live['best']}"
     elif best and math.isfinite(best[-1][1]):
-        text += f"; best {history.objectives[0].spec} so far {_value(best[-1][1])}"
+        text += f"; best {history.objectives[0].spec} so far {_value(best[-1][1], history.objectives[0].rate_unit)}"
     left, updated = live.get("left_s"), live.get("updated")
     if phase == "search" and isinstance(left, (int, float)) and isinstance(updated, (int, float)):
         text += f"; about {clock(max(0.0, left - (now() - updated)))} of the search left"

@@ -10,8 +10,8 @@ from typing import Any
 from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.fingerprint import object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.metric_unit import RATE_UNIT
 from ciq_build.core.objectives import Objective, metric_key
-from ciq_build.pin.display import RATE_UNIT
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
 from ciq_build.project.manifest import Manifest, benchmark_sizes
 from ciq_build.project.worker import WorkerTree

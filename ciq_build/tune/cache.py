@@ -21,6 +21,7 @@ from typing import Any
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
+from ciq_build.core.metric_unit import RATE_UNIT
 from ciq_build.core.objectives import Objective
 from ciq_build.errors import DiskFullError
 from ciq_build.project import environment
@@ -211,9 +212,10 @@ class EvaluationCache:
 
 def search_header(manifest: Manifest, toolchain: Toolchain, objectives: Sequence[Objective],
                   described: dict[str, Any], repeats: int) -> dict[str, Any]:
-    """What identifies a search in the journal: its target, toolchain, objectives, source, repeats, sizes and
-    architecture."""
+    """What identifies a search in the journal: its target, toolchain, objectives, source, repeats, sizes,
+    architecture and the rate its time is read from (METRIC's UNIT, where it is one: what the report shows)."""
     return {"target": manifest.target, "toolchain": toolchain.version, "objectives": [o.spec for o in objectives],
             "search": described, "repeats": repeats,
             **({"sizes": sizes} if (sizes := benchmark_sizes(manifest)) else {}),
-            **({"architecture": manifest.tune_architecture} if manifest.tune_architecture else {})}
+            **({"architecture": manifest.tune_architecture} if manifest.tune_architecture else {}),
+            **({RATE_UNIT: rate} if (rate := next((o.rate_unit for o in objectives if o.rate_unit), "")) else {})}

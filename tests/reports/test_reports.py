@@ -851,3 +851,23 @@ def test_a_watched_page_says_what_the_tune_is_doing_how_far_its_best_so_far_and_
     assert f"{count} evaluation(s) so far in this run" in alone and f"best time so far {best:.6g}" in alone
     assert 'id="running"' not in report_page.render_html(history)  # a finished tune's page says nothing of it
     assert "> A tune of timer is running" in report_page.render_markdown(history, 5, live)
+
+
+def test_a_time_read_from_a_rate_is_reported_as_the_rate_the_benchmark_printed(tmp_path: Path) -> None:
+    # METRIC UNIT TFLOPS: the journal's time is 1000 / TFLOPS ms per unit of work; its header names the rate.
+    journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
+    journal.parent.mkdir(parents=True)
+    lines = [{"kind": "header", "objectives": ["time"], "time_rate_unit": "TFLOPS"},
+             *({"kind": "evaluation", "key": key, "generation": 0, "ok": True, "controls": controls,
+                "scores": [1e3 / rate]} for key, controls, rate in (("base", {}, 100.0),
+                                                                       ("x1", {"defines": {"X": "1"}}, 150.0)))]
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    markdown = report_page.render_markdown(load_history("kern", tmp_path / "build"))
+    assert "| time | min | 100 TFLOPS | 150 TFLOPS | -33.3% (+50.0% TFLOPS) |" in markdown
+    assert "| 0 | 2 | 0 | 150 TFLOPS |" in markdown  # the best so far per generation too
+    # A header naming no rate, or one no rule takes, shows the time as it was read.
+    for header in ({"kind": "header", "objectives": ["time"]}, {**lines[0], "time_rate_unit": "ms"},
+                   {**lines[0], "time_rate_unit": "TFLOPS<b>"}):
+        journal.write_text("".join(json.dumps(line) + "\n" for line in [header, *lines[1:]]))
+        markdown = report_page.render_markdown(load_history("kern", tmp_path / "build"))
+        assert "TFLOPS" not in markdown and "| time | min | 10 | 6.66667 | -33.3% |" in markdown

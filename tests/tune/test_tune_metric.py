@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from ciq_build.measure import proc
+from ciq_build.reports.history import load_history
+from ciq_build.reports.page import render_markdown
 from support import REPO_ROOT, ensure_ok
 
 pytestmark = pytest.mark.slow
@@ -54,7 +56,11 @@ def test_a_benchmark_in_its_own_format_tunes_time_through_metric_alone_a_rate_hi
     assert baseline["ok"], baseline["message"]
     assert baseline["metrics"]["time_ms"] == pytest.approx(10.0)  # 1000 / 100 TFLOPS: ms per Tflop
     assert "objectives: time (METRIC's TFLOPS, higher is better: read as 1000 / rate ms a unit of work)" in result.stderr
-    assert "better beyond the noise" in result.stdout
+    # The verdict before the pin, and the report of the journal, say the rates too.
+    assert "better beyond the noise: median 150 TFLOPS vs baseline 100 TFLOPS (time ratio 0.6667, i.e. +50.0% TFLOPS)" \
+        in result.stdout, result.stdout
+    assert "| time | min | 100 TFLOPS | 150 TFLOPS | -33.3% (+50.0% TFLOPS) | 150 TFLOPS |" in render_markdown(
+        load_history("own_bench", build, source))
     record = json.loads((source / "ciq" / "own_bench.json").read_text())
     assert record["controls"]["defines"] == {"X": "1"}  # the highest rate: 150 TFLOPS
     assert record["baseline"]["scores"] == pytest.approx([10.0])
