@@ -33,6 +33,7 @@ from ciq_build.core.pareto import dominates
 from ciq_build.pin.read import read_record
 from ciq_build.reports import page as report_page
 from ciq_build.reports import plots as report_plots
+from ciq_build.reports import tables as report_tables
 from ciq_build.reports.export import to_csv, to_json
 from ciq_build.reports.history import load_history
 from ciq_build.state.live import read_live_status
@@ -606,7 +607,7 @@ def test_the_pareto_table_shows_the_minimized_pin(tuned: dict) -> None:
     history = load_history("timer", tuned["build"], tuned["source"])
     record = tuned["record"]
     pinned = " ".join([*record.controls.flags, *(f"-D{k}={v}" for k, v in record.controls.defines)])
-    row = next(r for r in report_page._front_rows(history) if r[-2].startswith("pinned"))
+    row = next(r for r in report_tables.front_rows(history) if r[-2].startswith("pinned"))
     assert row[-1].startswith(pinned or "(the compiler's defaults)"), row
     if record.provenance.get("dropped_controls"):
         assert row[-2] == "pinned (minimized)" and "(searched: " in row[-1]
@@ -697,11 +698,11 @@ def test_a_pair_whose_values_matter_only_together_shows_as_an_interaction_with_i
     assert "| registers | a x b | 100% | 4 | 2.0 |" in markdown
     assert "overstates" in markdown.split("### Pairs that moved them together", 1)[1]
     page = report_page.render_html(history)
-    assert "<td>a x b</td><td>100%</td>" in page and html.escape(report_page.INTERACTION_NOTE) in page
+    assert "<td>a x b</td><td>100%</td>" in page and html.escape(report_tables.INTERACTION_NOTE) in page
     # One evaluation per value pair: every pair's mean is one score, and no share is claimed.
     alone = _edited_history(tmp_path, records[::2], ["registers"])
     assert alone.interactions(0) == []
-    assert report_page.NO_INTERACTION_NOTE in report_page.render_markdown(alone)
+    assert report_tables.NO_INTERACTION_NOTE in report_page.render_markdown(alone)
 
 
 def test_each_run_of_tune_keeps_its_own_wall_time_and_each_generation_says_where_its_time_went(
@@ -726,13 +727,13 @@ def test_each_run_of_tune_keeps_its_own_wall_time_and_each_generation_says_where
     history = load_history("kern", tmp_path / "build")
     assert [(e.run, e.elapsed_s) for e in history.evaluations] == [(1, 4.0), (1, 8.0), (2, 4.0), (2, 5.0)]
     assert history.runs == [1, 2] and history.run_starts[2] == "2026-12-02T10:00:00+0000"
-    rows = report_page._generation_rows(history)
-    head = report_page._generation_head(history)
+    rows = report_tables.generation_rows(history)
+    head = report_tables.generation_head(history)
     assert head[-5:] == ["ended at", "its wall time", "compiling", "benchmarking", "waiting for a GPU"]
     assert rows[1][-5:] == ["run 2, 5.0 s", "5.0 s", "6.0 s", "1.0 s", "0.5 s"]
     markdown = report_page.render_markdown(history)
     assert "- runs: 2 runs of tune journaled these evaluations (run 1 began 2026-12-01T10:00:00+0000" in markdown
-    assert report_page.GENERATION_NOTE in markdown
+    assert report_tables.GENERATION_NOTE in markdown
     # An older journal (no run lines): each header began a run.
     old = [line for line in lines if line["kind"] != "run"]
     journal.write_text("".join(json.dumps(line) + "\n" for line in old))
@@ -752,7 +753,7 @@ def test_report_reads_the_journal_of_the_tune_that_ran_last_and_names_the_other_
     os.utime(folder / "kern.jsonl", (1_000_000, 1_000_000))  # the all-architecture tune ran first
     latest = load_history("kern", tmp_path / "build")
     assert latest.journal_path.name == "kern.sm_90.jsonl" and latest.evaluations[0].scores == (18.0,)
-    said = dict(report_page._facts(latest))["journal"]
+    said = dict(report_tables.fact_rows(latest))["journal"]
     assert said.endswith("(the latest written; this target's other tunes: kern.jsonl: --architecture all)"), said
     every = load_history("kern", tmp_path / "build", architecture="all")
     assert every.journal_path.name == "kern.jsonl" and every.evaluations[0].scores == (24.0,)
@@ -857,7 +858,8 @@ def test_a_time_read_from_a_rate_is_reported_as_the_rate_the_benchmark_printed(t
     # METRIC UNIT TFLOPS: the journal's time is 1000 / TFLOPS ms per unit of work; its header names the rate.
     journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
     journal.parent.mkdir(parents=True)
-    lines = [{"kind": "header", "objectives": ["time"], "time_rate_unit": "TFLOPS"},
+    rate_header: dict[str, object] = {"kind": "header", "objectives": ["time"], "time_rate_unit": "TFLOPS"}
+    lines = [rate_header,
              *({"kind": "evaluation", "key": key, "generation": 0, "ok": True, "controls": controls,
                 "scores": [1e3 / rate]} for key, controls, rate in (("base", {}, 100.0),
                                                                        ("x1", {"defines": {"X": "1"}}, 150.0)))]
@@ -866,8 +868,8 @@ def test_a_time_read_from_a_rate_is_reported_as_the_rate_the_benchmark_printed(t
     assert "| time | min | 100 TFLOPS | 150 TFLOPS | -33.3% (+50.0% TFLOPS) |" in markdown
     assert "| 0 | 2 | 0 | 150 TFLOPS |" in markdown  # the best so far per generation too
     # A header naming no rate, or one no rule takes, shows the time as it was read.
-    for header in ({"kind": "header", "objectives": ["time"]}, {**lines[0], "time_rate_unit": "ms"},
-                   {**lines[0], "time_rate_unit": "TFLOPS<b>"}):
+    for header in ({"kind": "header", "objectives": ["time"]}, {**rate_header, "time_rate_unit": "ms"},
+                   {**rate_header, "time_rate_unit": "TFLOPS<b>"}):
         journal.write_text("".join(json.dumps(line) + "\n" for line in [header, *lines[1:]]))
         markdown = report_page.render_markdown(load_history("kern", tmp_path / "build"))
         assert "TFLOPS" not in markdown and "| time | min | 10 | 6.66667 | -33.3% |" in markdown
