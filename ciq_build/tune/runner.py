@@ -108,6 +108,7 @@ class BuildRunner:
         # occupancy steps the summary shows (None: not declared).
         self.threads_per_block: ThreadsPerBlock | None = (declared_threads(manifest)
                                                           if manifest is not None else None)  # None: a test's runner
+        self._setuptools = manifest is not None and manifest.setuptools  # how its messages name the declaration
 
     def read_gpu(self) -> int | None:
         """The architecture of the GPU this runner's benchmarks run on (None: no GPU answers here)."""
@@ -269,7 +270,7 @@ class BuildRunner:
         scores = objective_values(self.objectives, values)
         if scores is None:
             missing = [metric_key(o) + (" (no kernel's mangled or demangled name matches its regex)" if o.kernels else "")
-                       + (f" ({unknown_block_size(self.threads_per_block, controls)})"
+                       + (f" ({unknown_block_size(self.threads_per_block, controls, setuptools=self._setuptools)})"
                           if wants_block_size([o]) else "")
                        for o in self.objectives if metric_key(o) not in values]
             return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
