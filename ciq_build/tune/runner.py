@@ -257,13 +257,13 @@ class BuildRunner:
                 timings["wait_s"] = running - queued + waited
                 timings["benchmark_s"] = time.monotonic() - running - waited
             self.check_precision(measurement)
+            if gpu is not None:
+                values[GPU_ARCH_METRIC] = float(gpu)  # what the times are for: the GPU that ran them (or failed to)
             if measurement.failure is not None:
                 run = measurement.failure
                 detail = f"{run.message}\n{run.output_tail}" if run.output_tail else run.message
                 return failed(_bench_cause(run.cause, run.message, run.output_tail), detail, values)
             values.update(measurement.metrics)
-            if gpu is not None:
-                values[GPU_ARCH_METRIC] = float(gpu)  # what the times are for: the GPU that ran them
             spread.update(measurement.iqr)
             read = {metric_key(o) for o in self.objectives if o.source == "benchmark"}
             samples = {name: values for name, values in measurement.samples.items() if name in read}
