@@ -10,7 +10,8 @@ arm proposed it:
   space -- what finds a needle, or a basin behind a decoy;
 * :class:`LocalArm`: moves around the best configuration found -- every
   move that improved on the last best merged into one, pattern steps along
-  its last move, coordinate steps, pairs of ordered parameters
+  its last move, coordinate steps, pairs of ordered parameters (ranges, log
+  sampling, and choices of numbers listed ascending: :func:`in_order`)
   moved together both ways, pairs of ordered numbers moved so that their
   product stays, every single change, triples of ordered
   parameters moved together, then pairs of any two parameters' one-step
@@ -303,7 +304,7 @@ class LocalArm:
         rng = random.Random(f"ciq_build.search.portfolio:{self.portfolio.seed}:local:{self._rebuilt}")
         space = self.portfolio.space
         params = list(space.values())
-        ordered = [i for i, p in enumerate(params) if p.ordered and centre[i] is not None]
+        ordered = [i for i, p in enumerate(params) if in_order(p) and centre[i] is not None]
         moves: list[Genome] = [] if merged is None else [merged]
         if previous is not None:  # pattern steps: the best's last move once, twice and three times more
             for times in _PATTERN_TIMES:
@@ -405,7 +406,7 @@ def _numeric(params: list[Param]) -> list[tuple[int, list[float]]]:
     their values: the first _MAX_PRODUCT_PARAMS of them."""
     out: list[tuple[int, list[float]]] = []
     for i, param in enumerate(params):
-        values = param.values() if param.ordered else []
+        values = param.values() if in_order(param) else []
         if values and all(isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in values) \
                 and all(a < b for a, b in itertools.pairwise(values)):
             out.append((i, values))
@@ -418,10 +419,20 @@ def _one_steps(param: Param, gene: int | None) -> list[int | None]:
     if gene is None:
         return list(range(param.size)) if param.size <= _POLL_CHOICES else [param.size // 2]
     out: list[int | None] = []
-    if param.ordered:
+    if in_order(param):
         out += [v for v in (gene - 1, gene + 1) if 0 <= v < param.size]
     elif param.size <= _POLL_CHOICES:
         out += [v for v in range(param.size) if v != gene]
     if param.can_knockout:
         out.append(None)
     return out
+
+
+def in_order(param: Param) -> bool:
+    """Whether local moves step `param` to its neighbouring values: an ordered grid (a range, log sampling), or a
+    choice of numbers listed ascending (unroll 1, 2, 4, 8: a step to the next is a small change, as the grid's)."""
+    if param.ordered:
+        return True
+    values = param.values()
+    return len(values) > 2 and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values) \
+        and all(a < b for a, b in itertools.pairwise(values))

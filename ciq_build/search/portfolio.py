@@ -37,9 +37,10 @@ the last two -- and judges configurations by an estimate pooled across every
 measurement (ciq_build.search.pooled: an additive model of the parameters'
 values, plus each configuration's own departure from it shrunk by how far
 its own measurements can be trusted) plus that estimate's standard error (a
-pessimistic bound: one lucky run is not enough to lead). Even so the measurements a pick was chosen by favour it (the winner's
-curse), so the pick is chosen before the last batch, which measures it
-afresh, and :meth:`Results.get_best_result` reports the mean of those fresh
+pessimistic bound: one lucky run is not enough to lead). Even so the
+measurements a pick was chosen by favour it (the winner's curse), so the
+pick is chosen before the last batch, which measures it afresh, and
+:meth:`Results.get_best_result` reports the mean of those fresh
 measurements alone (Results.confirm).
 """
 
@@ -115,8 +116,16 @@ RESTART_FLOORS = {"ga": 0.0, "fill": 0.9375, "local": 0.0625, "diverse": 0.0}
 # walks made a step every few batches and reached the value that pays after the budget: held-out-9's bounds9
 # (unroll 2 with min blocks 16) 9/40 seeds; with a quarter while they walk 32/40 (held-out-7's hgemm7 37 -> 39/40,
 # held-out-10's three problems as before: the walks there are from changes that do not interact). Chosen on held-out-7..10.
+# The same quarter once the best has not improved for more than STALL_BATCHES batches (off a plateau): the GA's
+# generations have stopped finding better, and the moves around the best -- the pairs and products that walk a ridge,
+# which at 2 slots a batch came after the budget -- are what is left to try; where they run out, the slots go to the
+# other arms. Chosen on the tuning set and held-out-1..11 (LOG.md, held-out-12's round; seeds 100-129, 640
+# evaluations): with numeric choices stepped in order (ciq_build.search.arms.in_order) 26 ridge, valley and
+# failure-walled problems 2306 -> 2333 points of hits (walled5 47 -> 63%, bounds11 70 -> 77%); both changes against
+# neither: those 26 2265 -> 2333, 15 ACF-like spaces 1209 -> 1221, the tuning set 918 -> 961 (knobs 57 -> 80%,
+# Rastrigin 87 -> 77%; at seeds 200-259 knobs 55 -> 73%, Rastrigin 90 -> 85%, 12 mixed 75 -> 70%).
 WALKING_FLOOR = 0.25
-STALL_BATCHES = 1  # batches without a new best before a plateau counts as stalled
+STALL_BATCHES = 1  # batches without a new best before a plateau counts as stalled, or the local arm gets its quarter
 # A plateau: the middle half of the draws from the whole space spans at most this share of the distance from their
 # median down to the lowest draw. Draws from a landscape with no plateau spread as widely as a normal or uniform
 # distribution (1/2 to 1 of that distance at a few dozen draws); a plateau's cluster -- exact ties, a ripple, noise,
@@ -173,6 +182,7 @@ class PortfolioSearch(BatchSearch):
         self._pooled: PooledScores | None = None  # with noise: every measurement, pooled (ciq_build.search.pooled)
         self._ranked: list[Genome] = []  # and the configurations judged best by it, after each batch
         self._improved_at = 0  # the last batch that improved on the best by more than a plateau's spread
+        self._best_at = 0  # the last batch that improved on the best at all
         # A flag space: the diverse arm, and proposals that skip the pairs of values known to fail
         self.flags = flag_space(self.space)
         self._base_floors = FLAG_FLOORS if self.flags else FLOORS
@@ -196,9 +206,10 @@ class PortfolioSearch(BatchSearch):
 
     def floors(self, size: int) -> list[int]:
         """Each arm's floor of this batch: WALKING_FLOOR to the local arm while a walk from a change that interacts has
-        a step to make (off a plateau)."""
+        a step to make, or once the best has stalled (off a plateau)."""
         floors = [self.floor(arm.name, size) for arm in self.arms]
-        if self._floors is self._base_floors and self.local.walks.urgent:
+        stalled = self._generation - self._best_at > STALL_BATCHES
+        if self._floors is self._base_floors and (self.local.walks.urgent or stalled):
             floors[_LOCAL] = max(floors[_LOCAL], int(size * WALKING_FLOOR))
         return floors
 
@@ -308,6 +319,8 @@ class PortfolioSearch(BatchSearch):
                 self.failing.add(candidate.genome, evaluation.ok)
             before = self._best[0][0] if self._best is not None else math.inf
             improved = fitness is not None and self._improves(candidate.genome, fitness)
+            if improved:
+                self._best_at = generation
             if improved and self.flags:
                 self.failing.best(candidate.genome)
             if improved and fitness is not None and before - fitness[0] > self.plateau_spread():

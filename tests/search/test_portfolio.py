@@ -160,8 +160,9 @@ def test_on_a_stalled_plateau_the_space_filling_arm_gets_most_of_the_batch(shape
     rugged = PortfolioSearch(lambda p: float((p["x"] * 7 + p["y"] * 13 + p["z"]) % 101), space, config,
                              progress=False)
     rugged.start()
-    # its floor (2 a batch) and the slots other arms leave
-    assert not rugged.plateau() and rugged.describe()["fill"] < 75
+    # its floor (2 a batch) and the slots other arms leave (the local arm's quarter of a batch once the best has
+    # stalled, where its moves around the best run out)
+    assert not rugged.plateau() and rugged.describe()["fill"] < 110
 
 
 def test_local_moves_merge_every_improvement_even_ties_where_a_parameter_is_knocked_out() -> None:
@@ -376,3 +377,27 @@ def test_while_a_walk_from_a_change_that_interacts_has_a_step_the_local_arm_gets
     assert not origin.urgent and search.floors(32)[2] == 2  # an origin, not known to interact
     next(iter(origin._origins.values())).interaction[0] = 0.5
     assert origin.urgent and search.floors(32)[2] == 8
+
+
+def test_local_moves_step_a_choice_of_ascending_numbers_as_an_ordered_grid() -> None:
+    # warps x items is a product ridge over two choices of powers of two (no log sampling declared): local moves
+    # step each to its neighbouring values, move the two together along the ridge and keep their product; a choice
+    # of words has no order and gets none of that.
+    space = {"warps": ss.choice([1, 2, 4, 8, 16, 32]), "items": ss.choice([1, 2, 4, 8, 16, 32, 64, 128]),
+             "mode": ss.choice(["a", "b", "c"])}
+    local = LocalArm(PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
+                                     progress=False))
+    local._rebuild((3, 4, 0))  # warps 8, items 16
+    moves = set(local._moves)
+    assert (2, 5, 0) in moves and (4, 3, 0) in moves  # one step each, in opposite directions: along the ridge
+    assert (0, 7, 0) in moves  # warps 1 x items 128: the same product, far along it
+    assert not any(m[2] != 0 and m[:2] != (3, 4) for m in moves)  # the words move alone
+
+
+def test_once_the_best_has_stalled_for_a_batch_the_local_arm_gets_a_quarter_of_the_batch() -> None:
+    search = PortfolioSearch(lambda p: 0.0, dict(RIDGE_SPACE), SearchConfiguration(generations=9, pool_size=32, seed=0),
+                             progress=False)
+    search._generation, search._best_at = 2, 1
+    assert search.floors(32)[2] == 2  # improving: 1/16
+    search._generation = 3
+    assert search.floors(32)[2] == 8  # a batch without a new best: the moves around the best get a quarter
