@@ -129,8 +129,7 @@ class Finish:
                 trees["winner"] = held[0]
             others = [t for t in workers if t is not trees["winner"]]
             if self.pinning and others and not winner.controls.is_default:
-                minimizer = Minimizer(winner.controls, others, self.toolchain, self.runner.timeouts, self.say,
-                                      benchmark=self.runner.needs_benchmark)
+                minimizer = self._minimizer(winner, others)
             return held
 
         def rebuilt(objects: tuple[Path, ...]) -> None:
@@ -230,12 +229,17 @@ class Finish:
         winner = confirmation.winner
         self.meter.enter("minimize")  # what of it outlasted the re-measure
         if minimizer is None:
-            minimizer = Minimizer(winner.controls, [base_tree], self.toolchain, self.runner.timeouts, self.say,
-                                  benchmark=self.runner.needs_benchmark)
+            minimizer = self._minimizer(winner, [base_tree])
             minimizer.reference(confirmation.winner_objects, tree)
         minimal = minimizer.result(confirmation.winner_objects)
         if not minimal.dropped:
             return confirmation
+        if not minimal.same_code:  # a static tune's pin of other code, the winner's figures: its objects are read
+            built = tree.build(minimal.controls, self.runner.timeouts.compile, benchmark=self.runner.needs_benchmark)
+            if not built.ok:
+                self.say(f"the minimal pin's controls do not build now ({built.message}): the winner's are pinned")
+                return confirmation
+            minimal = dataclasses.replace(minimal, objects=built.objects)
         self.say(minimal.describe())
         verdict = f"{confirmation.verdict}; {minimal.describe()}"
         if minimal.controls.is_default:
@@ -243,6 +247,14 @@ class Finish:
         return dataclasses.replace(confirmation, winner=dataclasses.replace(winner, controls=minimal.controls),
                                    winner_objects=minimal.objects, verdict=verdict, dropped=minimal.dropped,
                                    better=not minimal.controls.is_default)
+
+    def _minimizer(self, winner: Evaluation, trees: Sequence[WorkerTree]) -> Minimizer:
+        """The minimal pin's rebuilds of `winner` in `trees`; a tune of static objectives alone judges them by the
+        objectives' figures too (a control that changes the code but none of them is dropped)."""
+        static = not self.runner.needs_benchmark
+        return Minimizer(winner.controls, trees, self.toolchain, self.runner.timeouts, self.say,
+                         benchmark=self.runner.needs_benchmark, figures=self.runner.static_figures if static else None,
+                         winner_figures=winner.scores if static else None)
 
     # -- pin -------------------------------------------------------------------------
 

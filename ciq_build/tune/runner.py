@@ -316,6 +316,10 @@ class BuildRunner:
                 bounds.update(metrics.launch_bounds(obj, self.toolchain))
         return [dataclasses.replace(usage, threads=bounds.get(usage.function) or declared or 0) for usage in usages]
 
+    def static_figures(self, build: CandidateBuild, controls: Controls) -> tuple[float, ...] | None:
+        """A build's values of the objectives, as a tune of static objectives scores them (None: one is missing)."""
+        return objective_values(self.objectives, self.static_metrics(build, controls))
+
     def figures(self, usages: list[metrics.KernelUsage]) -> dict[str, float]:
         """The static figures of `usages`: the whole target's, and those of the objectives that score some kernels
         (`registers:<kernel regex>`)."""
