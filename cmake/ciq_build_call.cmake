@@ -18,7 +18,17 @@ include_guard(GLOBAL)
 function(_ciq_check_call target)
   set(fn "ciq_tune_target(${target})")
   if(ARG_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'. "
+    set(keywords BENCHMARK ARGS ARGS_SETS SCORE METRIC UNIT OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS
+      PIN_DIR TIMEOUT THREADS_PER_BLOCK DESCRIPTION ALLOW_NUMERICS)
+    set(hint "")
+    foreach(word IN LISTS ARG_UNPARSED_ARGUMENTS)  # a misspelt keyword (OBJECTIVE, SEARCHSPACE): say which
+      _ciq_rules_nearest(guess "${word}" ${keywords})
+      if(NOT guess STREQUAL "")
+        set(hint " (did you mean ${guess} for ${word}?)")
+        break()
+      endif()
+    endforeach()
+    message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'${hint}. "
       "Keywords are BENCHMARK, ARGS, ARGS_SETS, SCORE, METRIC, UNIT, OBJECTIVES, PARAMS, CONSTRAINTS, "
       "SEARCH_SPACE, SEEDS, PIN_DIR, TIMEOUT, THREADS_PER_BLOCK, DESCRIPTION and ALLOW_NUMERICS.")
   endif()
@@ -42,8 +52,12 @@ function(_ciq_check_call target)
     if(imported)
       set(type "an imported ${type}")
     endif()
+    set(hint "")
+    if(type STREQUAL "INTERFACE_LIBRARY")
+      set(hint " A header-only library's kernels are compiled by the targets that link it: tune one of those.")
+    endif()
     message(FATAL_ERROR "${fn}: '${target}' is ${type}; only a library or "
-      "executable built here from CUDA sources can be tuned.")
+      "executable built here from CUDA sources can be tuned.${hint}")
   endif()
   if(ARG_ARGS AND NOT ARG_BENCHMARK)
     message(FATAL_ERROR "${fn}: ARGS are the benchmark's arguments; give "

@@ -103,7 +103,7 @@ confirm_pins() {  # TARGETS' pins, from a copy of the tree at another path
         [ -f "${SRC[$t]}/ciq/$t.json" ] || { echo "== $t: no pin to confirm"; continue; }
         python3 bench/public_kernels/confirm.py --source "${SRC[$t]}" --target "$t" --benchmark "${BENCH[$t]}" \
             --nvcc /tmp/hybrid/bin/nvcc --rounds "$ROUNDS" --json "$res/confirm-$t.json" \
-            ${ARM[$t]:+--arm "${ARM[$t]}"} -- ${ARGS[$t]} \
+            ${ARM[$t]:+--arm "${ARM[$t]}"} "$@" -- ${ARGS[$t]} \
             2>&1 | tee "$res/confirm-$t.log" | tail -12
     done
 }
@@ -155,18 +155,25 @@ readme)
     pin=bench/peers/cuda-samples/ciq/FDTD3d_kernels.json
     python3 -m ciq_build "${first[@]}" -B /tmp/readme-ga --strategy ga 2>&1 | tee "$res/tune-ga.log" | tail -12
     cp "$pin" "$res/FDTD3d_kernels-ga.json" || exit 1
-    ga_controls=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["controls"]
-print(" ".join(c["flags"] + [f"-D{k}={v}" for k, v in c["defines"].items()]))' "$pin")
+    controls_of() { python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["controls"]
+print(" ".join(c["flags"] + [f"-D{k}={v}" for k, v in c["defines"].items()]))' "$1"; }
+    ga_controls=$(controls_of "$pin")
+    # The occupancy objective (the peer declares THREADS_PER_BLOCK): block size and register cap together
+    python3 -m ciq_build tune FDTD3d_kernels -S bench/peers/cuda-samples --objective occupancy --objective spill_bytes \
+        --generations 3 --pool-size 8 --cmake-arg=-DCMAKE_CUDA_COMPILER=/tmp/hybrid/bin/nvcc -B /tmp/readme-occupancy \
+        2>&1 | tee "$res/tune-occupancy.log" | tail -12
+    cp "$pin" "$res/FDTD3d_kernels-occupancy.json" || exit 1
+    occupancy_controls=$(controls_of "$pin")
     python3 -m ciq_build "${first[@]}" -B /tmp/readme-default 2>&1 | tee "$res/tune-default.log" | tail -12
     cp "$pin" "$res/FDTD3d_kernels-default.json" || exit 1
     ARM[FDTD3d_kernels]="ga=-DCMAKE_CUDA_FLAGS=$ga_controls"
-    TARGETS=FDTD3d_kernels confirm_pins
-    w=/tmp/ciq-confirm-ci/FDTD3d_kernels  # confirm.py's builds: -defaults, -pinned, -ga
-    for side in pinned ga; do  # what each winner changed in the machine code
+    TARGETS=FDTD3d_kernels confirm_pins --arm "occupancy=-DCMAKE_CUDA_FLAGS=$occupancy_controls"
+    w=/tmp/ciq-confirm-ci/FDTD3d_kernels  # confirm.py's builds: -defaults, -pinned, -ga, -occupancy
+    for side in pinned ga occupancy; do  # what each winner changed in the machine code
         python3 bench/public_kernels/sass_diff.py "$w-defaults/libFDTD3d_kernels.a" "$w-$side/libFDTD3d_kernels.a" \
             --kernel FiniteDifferences > "$res/sass_diff-$side.txt" 2>&1; head -12 "$res/sass_diff-$side.txt"
     done
-    for side in defaults pinned ga; do  # and in the counters
+    for side in defaults pinned ga occupancy; do  # and in the counters
         timeout 90 ncu --clock-control none -k regex:FiniteDifferences -s 1 -c 1 --section SpeedOfLight \
             --section Occupancy --section WarpStateStats --section LaunchStats "$w-$side/FDTD3d_bench" --dim 376 \
             --repeats 2 > "$res/ncu-$side.txt" 2>&1

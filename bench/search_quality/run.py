@@ -22,7 +22,7 @@ others' (lower is better; "<=" marks a ratio against a censored median, i.e.
 an upper bound). Goals (issue 10): ours/random <= 0.5 and ours/compileiq <= 0.8.
 
 Problems: the tuning set (problems.py: a change may be chosen on them) and
-the held-out sets (held_out.py, held_out_2.py ... held_out_11.py: each written before a change,
+the held-out sets (held_out.py, held_out_2.py ... held_out_12.py: each written before a change,
 a claim about the search is made on them only); ``--set`` picks one. ``--baseline REV`` adds
 the genetic search of a git revision (its ``ciq_build/search/evolution.py``)
 as row ``ga@REV``: before and after in one run, same seeds.
@@ -69,8 +69,9 @@ from bench.search_quality.held_out_8 import HELD_OUT_8  # noqa: E402
 from bench.search_quality.held_out_9 import HELD_OUT_9  # noqa: E402
 from bench.search_quality.held_out_10 import HELD_OUT_10  # noqa: E402
 from bench.search_quality.held_out_11 import HELD_OUT_11  # noqa: E402
+from bench.search_quality.held_out_12 import HELD_OUT_12  # noqa: E402
 from bench.search_quality.problems import TUNING, Problem  # noqa: E402
-from bench.search_quality.stats import fisher_exact, mann_whitney  # noqa: E402
+from bench.search_quality.stats import fisher_exact, mann_whitney, median_interval  # noqa: E402
 from ciq_build import INVALID_SCORE, Search, SearchConfiguration  # noqa: E402
 from ciq_build import space as ss  # noqa: E402
 from ciq_build.testing import (  # noqa: E402
@@ -559,6 +560,10 @@ def _print_gains(problem: Problem, stats: dict[str, Summary]) -> None:
         print(f"{'':42} {'':6} | {name:9} reported {reported[1]:5.2f}% [{reported[0]:.2f}-{reported[2]:.2f}]  "
               f"true {true[1]:5.2f}% [{true[0]:.2f}-{true[2]:.2f}]  overclaim {over[1]:5.2f}% "
               f"[{over[0]:.2f}-{over[2]:.2f}]  true regret {100 * (s.best()[1] / problem.target * 1.005 - 1):.2f}%")
+        low, high = median_interval([100 * g for g in s.true_gains])
+        inside = "inside" if low <= reported[1] <= high else "OUTSIDE"
+        print(f"{'':42} {'':6} | {'':9} the true gain's median, 95% CI [{low:.2f}-{high:.2f}]%: the reported "
+              f"median {inside} it")
 
 
 def _print_tests(rows: list[tuple[Problem, int, dict[str, Summary]]]) -> None:
@@ -600,13 +605,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out Optuna's strategies (tpe, nsga2), measured when Optuna is installed")
     parser.add_argument("--set", choices=("tuning", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5",
                                           "held-out-6", "held-out-7", "held-out-8", "held-out-9", "held-out-10", "held-out-11",
-                                          "all"),
+                                          "held-out-12", "all"),
                         default="all",
                         help="the tuning set (problems.py), the first held-out set (held_out.py), the second "
                              "(held_out_2.py), the third (held_out_3.py), the fourth (held_out_4.py), the fifth "
                              "(held_out_5.py), the sixth (held_out_6.py), the seventh (held_out_7.py), the eighth "
                              "(held_out_8.py), the ninth (held_out_9.py), the tenth (held_out_10.py), the eleventh "
-                             "(held_out_11.py) or all twelve (default)")
+                             "(held_out_11.py), the twelfth (held_out_12.py) or all thirteen (default)")
     parser.add_argument("--problems", default="",
                         help="comma-separated first words of the problems to run (default: all of the set)")
     parser.add_argument("--strategies", default="",
@@ -634,9 +639,9 @@ def main(argv: list[str] | None = None) -> int:
     chosen = {"tuning": TUNING, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3,
               "held-out-4": HELD_OUT_4, "held-out-5": HELD_OUT_5, "held-out-6": HELD_OUT_6,
               "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8, "held-out-9": HELD_OUT_9,
-              "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11,
+              "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11, "held-out-12": HELD_OUT_12,
               "all": TUNING + HELD_OUT + HELD_OUT_2 + HELD_OUT_3 + HELD_OUT_4 + HELD_OUT_5 + HELD_OUT_6
-              + HELD_OUT_7 + HELD_OUT_8 + HELD_OUT_9 + HELD_OUT_10 + HELD_OUT_11}[args.set]
+              + HELD_OUT_7 + HELD_OUT_8 + HELD_OUT_9 + HELD_OUT_10 + HELD_OUT_11 + HELD_OUT_12}[args.set]
     problems = [p for p in chosen if not wanted or p.short.lower() in wanted]
     if args.runs_to:  # row ciq_build's runs of the one problem asked, for OursAt
         import pickle

@@ -26,6 +26,7 @@ from ciq_build.core.rules import is_target_name, load_rules
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import ConfigError, ToolchainError
 from ciq_build.project.manifest import args_set_problem
+from ciq_build.project.threads_per_block import KEYWORD, SETUPTOOLS_ARGUMENT, read_threads_per_block
 
 # Seconds one nvcc compile of one .cu file may take before it is killed.
 DEFAULT_NVCC_TIMEOUT = 1800.0
@@ -52,7 +53,10 @@ class CudaExtension(Extension):
     `ciq_timeout` are read only by ``python -m ciq_build tune <ciq_target>
     --setuptools .`` (ciq_build.project.setuptools_backend), as ciq_tune_target()'s
     BENCHMARK/ARGS, ARGS_SETS, SCORE, OBJECTIVES, SEARCH_SPACE, CONSTRAINTS,
-    SEEDS and TIMEOUT.
+    SEEDS and TIMEOUT; `ciq_threads_per_block` too, as THREADS_PER_BLOCK (the
+    kernels' block size, which the occupancy objective needs): ``256``, a
+    params name (``"BLOCK"``, or ``("BLOCK", 512)`` with the defaults' threads)
+    or an expression over params names (``"(128/TM)*(128/TN)"``).
     """
 
     def __init__(
@@ -75,6 +79,7 @@ class CudaExtension(Extension):
         ciq_benchmark_args_sets: Mapping[str, Sequence[str]] | None = None,
         ciq_score: str = "geomean",
         ciq_timeout: float = 60.0,
+        ciq_threads_per_block: int | str | Sequence[int | str] | None = None,
         **kwargs: Any,
     ) -> None:
         if not is_target_name(ciq_target):
@@ -133,6 +138,27 @@ class CudaExtension(Extension):
         except ConfigError as error:
             raise ConfigError(f"CudaExtension({name!r}): {error}") from None
         self.ciq_timeout = ciq_seconds
+        self.ciq_threads_per_block = _threads_per_block(name, ciq_threads_per_block, self.params)
+
+
+def _threads_per_block(name: str, value: int | str | Sequence[int | str] | None,
+                       params: Sequence[str]) -> tuple[str, ...]:
+    """ciq_threads_per_block as THREADS_PER_BLOCK's values (the manifest's `threads_per_block`), checked by
+    THREADS_PER_BLOCK's own reader when setup.py is read, as configure checks the keyword."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, (int, str)) else value
+    if not isinstance(items, Sequence) or any(isinstance(i, bool) or not isinstance(i, (int, str)) for i in items):
+        raise ConfigError(f"CudaExtension({name!r}): {SETUPTOOLS_ARGUMENT} is a number, a params name or an "
+                          f"expression over them, and the defaults' threads after it in a pair "
+                          f"(\"BLOCK\", 512), not {value!r}")
+    values = tuple(str(i) for i in items)
+    try:
+        read_threads_per_block(values, params)
+    except ConfigError as error:
+        raise ConfigError(f"CudaExtension({name!r}): {SETUPTOOLS_ARGUMENT}, ciq_tune_target()'s {KEYWORD}: "
+                          f"{error}") from None
+    return values
 
 
 def _args_sets(name: str, sets: Mapping[str, Sequence[str]] | None,

@@ -209,6 +209,12 @@ class Manifest:
     tune_architecture: str = ""
 
     @property
+    def setuptools(self) -> bool:
+        """The target is a setuptools CudaExtension's (its declarations are CudaExtension's arguments), not a
+        ciq_tune_target() call's."""
+        return self.generator == SETUPTOOLS_GENERATOR
+
+    @property
     def parsed_objectives(self) -> list[Objective]:
         """OBJECTIVES of ciq_tune_target(), parsed; empty when none were given (the driver picks)."""
         return parse_objectives(list(self.objectives)) if self.objectives else []

@@ -14,6 +14,10 @@ it, for every kernel of the target:
 Without the number after it, the defaults' build takes each name's value from the sources' own
 ``#ifndef NAME / #define NAME <number>`` (ciq_build.project.param_defines.guarded_defaults); where a
 name has none that is a number, the tune asks for the number.
+
+A setuptools CudaExtension declares the same values as ``ciq_threads_per_block=256``, ``="NAME"``,
+``=("NAME", 512)`` or ``="<expression>"`` (ciq_build.project.cuda_extension), read by this module alike; only
+what a message tells the user to write differs (`declaration`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
     from ciq_build.core.objectives import Objective
 
 KEYWORD = "THREADS_PER_BLOCK"
+SETUPTOOLS_ARGUMENT = "ciq_threads_per_block"  # CudaExtension's spelling of the same declaration
 _COUNT = re.compile(r"[1-9][0-9]*")
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 FORMS = (f"{KEYWORD} 256, {KEYWORD} <a PARAMS name> [<the defaults' threads>] or {KEYWORD} "
@@ -98,23 +103,39 @@ def wants_block_size(objectives: Sequence[Objective]) -> bool:
     return any(o.kind is not None and o.kind.name == "occupancy" for o in objectives)
 
 
-def check_block_size(declared: ThreadsPerBlock | None, objectives: Sequence[Objective]) -> None:
+def declaration(expression: str, setuptools: bool, threads: str | None = None) -> str:
+    """The declaration of `expression` (and the defaults' `threads`) as the user writes it: in ciq_tune_target(),
+    or as a setuptools CudaExtension's argument."""
+    if not setuptools:
+        return " ".join([KEYWORD, expression, *([threads] if threads else [])])
+    value = expression if _COUNT.fullmatch(expression) else f'"{expression}"'
+    return f"{SETUPTOOLS_ARGUMENT}=" + (f"({value}, {threads})" if threads else value)
+
+
+def check_block_size(declared: ThreadsPerBlock | None, objectives: Sequence[Objective], *,
+                     setuptools: bool = False) -> None:
     """Before a tune: a ConfigError, saying what to add, where the occupancy objective is asked for and the
     defaults' build would have no block size. (Without a declaration, kernels with `__launch_bounds__` have one: a
-    kernel without fails its evaluation, the baseline first, and unknown_block_size says what to add.)"""
+    kernel without fails its evaluation, the baseline first, and unknown_block_size says what to add.)
+    `setuptools`: the target is a CudaExtension's, whose declaration is `SETUPTOOLS_ARGUMENT`."""
     if declared is not None and declared.defaults is None and wants_block_size(objectives):
         raise ConfigError(
-            f"{KEYWORD} {declared.expression}: the defaults' build passes no -D for it, and the sources give its "
-            f"names no #define that is a number: give the defaults' threads a block after it "
-            f"({KEYWORD} {declared.expression} <threads>)")
+            f"{declaration(declared.expression, setuptools)}: the defaults' build passes no -D for it, and the "
+            f"sources give its names no #define that is a number: give the defaults' threads a block after it "
+            f"({declaration(declared.expression, setuptools, '<threads>')})")
 
 
-def unknown_block_size(declared: ThreadsPerBlock | None, controls: Controls) -> str:
+def unknown_block_size(declared: ThreadsPerBlock | None, controls: Controls, *, setuptools: bool = False) -> str:
     """Why a build with `controls` has no occupancy, for the message of an evaluation without it."""
+    if declared is None and setuptools:
+        return (f"a kernel has no __launch_bounds__ and its CudaExtension declares no {SETUPTOOLS_ARGUMENT}: add "
+                f"{SETUPTOOLS_ARGUMENT}=<threads | a params name | an expression over them> to it "
+                f"(docs/setuptools.md: {SETUPTOOLS_ARGUMENT})")
     if declared is None:
         return (f"a kernel has no __launch_bounds__ and ciq_tune_target() declares no {KEYWORD}: add {KEYWORD} to it "
                 f"({FORMS}; docs/cmake.md: THREADS_PER_BLOCK) and configure again")
     if declared.of(controls) is None:
         defines = " ".join(f"-D{name}={value}" for name, value in controls.defines) or "the defaults' build"
-        return f"{KEYWORD} {declared.expression} gives no number of threads (1 to {MAX_THREADS_PER_BLOCK}) for {defines}"
+        return (f"{declaration(declared.expression, setuptools)} gives no number of threads (1 to "
+                f"{MAX_THREADS_PER_BLOCK}) for {defines}")
     return "its architecture has no occupancy limits (ciq_build.compiler.occupancy.LIMITS)"

@@ -99,6 +99,7 @@ class Remeasure:
     winner_median: float
     baseline_iqr: float
     winner_iqr: float
+    objective: Objective | None = None  # the shown objective whose metric it is (its rate_unit: a time read from a rate)
 
 
 @dataclass(frozen=True)
@@ -320,9 +321,10 @@ class TuneHistory:
         direction = next((o.direction for o in self.record.objectives
                           if metric_key(parse_objective(o.name)) == metric), "min")
         verdict = beats_baseline(base, win, direction)  # type: ignore[arg-type]
+        objective = next((o for o in self.objectives if metric_key(o) == metric), None)
         return Remeasure(metric=metric, baseline=base, winner=win, verdict=str(samples.get("verdict", "")),
                          p_value=verdict.p_value, baseline_median=_median(base), winner_median=_median(win),
-                         baseline_iqr=_iqr(base), winner_iqr=_iqr(win))
+                         baseline_iqr=_iqr(base), winner_iqr=_iqr(win), objective=objective)
 
 
 def _median(values: tuple[float, ...]) -> float:

@@ -3,6 +3,10 @@
 matplotlib is optional (``pip install "ciq-build[report]"``): `load_pyplot` says None without it, and the page
 then has its tables alone. Figures are drawn on the file-only Agg backend and closed once encoded, a failed
 plot's too.
+
+Every score is drawn on its objective's `Scale`: a time read from a rate (METRIC UNIT TFLOPS, GB/s; the journal
+header's `time_rate_unit`) as the rate the benchmark printed, higher is better, as the report's tables show it;
+any other score as it is, in its unit.
 """
 
 from __future__ import annotations
@@ -11,12 +15,59 @@ import base64
 import io
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
+from ciq_build.core.metric_unit import per_unit_ms
+from ciq_build.core.objectives import Objective, unit_of
 from ciq_build.reports.history import TuneHistory
 from ciq_build.search.evaluation import TIMING_NAMES
 
 TIMING_LABELS = {"compile_s": "compiling", "benchmark_s": "benchmarking", "wait_s": "waiting for a GPU"}
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How one objective's scores are drawn: a time read from a rate (`rate_unit`) as that rate, the way round
+    reversed (a lower time is a higher rate); any other score as it is."""
+
+    objective: Objective
+
+    @property
+    def rate_unit(self) -> str:
+        return self.objective.rate_unit
+
+    def value(self, score: float) -> float:
+        """A score as drawn: the rate the benchmark printed (nan where no rate gives the time), else the score."""
+        if not self.rate_unit:
+            return score
+        return per_unit_ms(score) if math.isfinite(score) and score > 0 else math.nan
+
+    def ratio(self, ratio: float) -> float:
+        """A score's ratio to another's as the drawn values' ratio (a time 0.8x is its rate 1.25x)."""
+        return 1 / ratio if self.rate_unit and ratio else ratio
+
+    @property
+    def better(self) -> str:
+        """Which way the drawn values are better: "min" or "max"."""
+        if not self.rate_unit:
+            return self.objective.direction
+        return "max" if self.objective.direction == "min" else "min"
+
+    @property
+    def better_text(self) -> str:
+        return "higher is better" if self.better == "max" else "lower is better"
+
+    @property
+    def name(self) -> str:
+        """What is drawn, in words: "time as TFLOPS", "time", "registers"."""
+        return f"{self.objective.spec} as {self.rate_unit}" if self.rate_unit else self.objective.spec
+
+    @property
+    def label(self) -> str:
+        """An axis of the values: "time as TFLOPS (higher is better)", "time (ms; lower is better)"."""
+        unit = "" if self.rate_unit else unit_of(self.objective)
+        return f"{self.name} ({unit + '; ' if unit else ''}{self.better_text})"
 
 
 def load_pyplot() -> Any | None:
@@ -56,27 +107,27 @@ def plot_convergence(pyplot: Any, history: TuneHistory) -> Any:
     runs = history.runs
     colors = ("tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:olive", "tab:cyan")
     for i, objective in enumerate(history.objectives):
-        series = history.best_so_far(i)
+        series, scale = history.best_so_far(i), Scale(objective)
         for column in (0, 1):
             ax = axes[i][column]
             for k, run in enumerate(runs if column == 1 else [None]):
                 part = [(e, best) for e, best in series if run is None or e.run == run]
                 xs = [e.index if column == 0 else e.elapsed_s for e, _ in part]
                 named = f"run {run}" if run is not None and len(runs) > 1 else ""
-                ax.scatter(xs, [e.scores[i] for e, _ in part], s=12, alpha=0.35,  # type: ignore[index]
+                ax.scatter(xs, [scale.value(e.scores[i]) for e, _ in part], s=12, alpha=0.35,  # type: ignore[index]
                            color=colors[k % len(colors)] if named else "tab:gray",
                            label=f"candidates, {named}" if named else "candidates")
-                ax.step(xs, [best for _, best in part], where="post", color=colors[k % len(colors)],
+                ax.step(xs, [scale.value(best) for _, best in part], where="post", color=colors[k % len(colors)],
                         label=f"best so far, {named}" if named else "best so far")
             if base is not None and base.scores is not None:
-                ax.axhline(base.scores[i], color="tab:red", linestyle="--", linewidth=1, label="baseline")
+                ax.axhline(scale.value(base.scores[i]), color="tab:red", linestyle="--", linewidth=1, label="baseline")
             if column == 0 or len(runs) == 1:  # a generation's start is a time in one run only
                 for index, start in _generation_starts(history):
                     ax.axvline(index if column == 0 else start, color="black", linestyle=":", linewidth=0.7)
             label = "evaluation" if column == 0 else ("wall time (s)" if len(runs) == 1 else
                                                       "wall time from each run's start (s)")
             ax.set_xlabel(label + ("; dotted: a new generation" if i == n - 1 else ""))
-            ax.set_ylabel(f"{objective.spec} ({objective.direction})")
+            ax.set_ylabel(scale.label)
             if i == 0 and (column == 0 or len(runs) > 1):
                 ax.legend(fontsize="small")
     figure.suptitle("Convergence: best so far per objective")
@@ -89,16 +140,16 @@ def plot_candidates(pyplot: Any, history: TuneHistory) -> Any:
     figure, axes = pyplot.subplots(1, n, layout="constrained", figsize=(4 * n + 1, 4), squeeze=False)
     base, winner = history.baseline, history.winner
     for i, objective in enumerate(history.objectives):
-        ax = axes[0][i]
+        ax, scale = axes[0][i], Scale(objective)
         relative = [(e, history.relative(e, i)) for e in history.scored]
         as_percent = all(r is not None for _, r in relative)
         ys = []
         for e, r in relative:
             if as_percent:
-                ys.append((r - 1) * 100)  # type: ignore[operator]
+                ys.append((scale.ratio(r) - 1) * 100)  # type: ignore[arg-type]
             else:
                 reference = base.scores[i] if base is not None and base.scores else 0.0
-                ys.append(e.scores[i] - reference)  # type: ignore[index]
+                ys.append(scale.value(e.scores[i]) - scale.value(reference))  # type: ignore[index]
         # x: the generation it was proposed in (deterministic jitter within it), so a search that
         # improves shows its candidates moving towards "better" from left to right.
         xs = [e.generation + ((e.index * 0.618) % 1 - 0.5) * 0.5 for e, _ in relative]
@@ -113,8 +164,8 @@ def plot_candidates(pyplot: Any, history: TuneHistory) -> Any:
         ax.set_xticks(generations)
         ax.set_xlabel("generation")
         ax.set_ylabel(("change vs baseline (%)" if as_percent else "difference from baseline")
-                      + f"; {objective.direction} is better")
-        ax.set_title(objective.spec)
+                      + f"; {scale.better_text}")
+        ax.set_title(scale.name)
         if i == 0:
             ax.legend(fontsize="small")
     failures = ", ".join(f"{cause} {count}" for cause, count in history.failures.items()) or "none"
@@ -123,20 +174,21 @@ def plot_candidates(pyplot: Any, history: TuneHistory) -> Any:
 
 
 def plot_pareto(pyplot: Any, history: TuneHistory) -> Any:
-    first, second = history.objectives[0], history.objectives[1]
+    first, second = Scale(history.objectives[0]), Scale(history.objectives[1])
+
+    def points(evaluations: list[Any]) -> tuple[list[float], list[float]]:
+        return [first.value(e.scores[0]) for e in evaluations], [second.value(e.scores[1]) for e in evaluations]
+
     figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 4.5))
-    scored = history.scored
-    ax.scatter([e.scores[0] for e in scored], [e.scores[1] for e in scored], s=16, alpha=0.4,  # type: ignore[index]
-               color="tab:gray", label="candidates")
-    front = history.pareto_front()
-    ax.step([e.scores[0] for e in front], [e.scores[1] for e in front], where="post",  # type: ignore[index]
-            color="tab:blue", marker="o", label="Pareto front")
+    ax.scatter(*points(history.scored), s=16, alpha=0.4, color="tab:gray", label="candidates")
+    # along the front (by the first objective), so each step's corner lies in what the front dominates
+    ax.step(*points(history.pareto_front()), where="post", color="tab:blue", marker="o", label="Pareto front")
     for e, marker, color, label in ((history.baseline, "X", "tab:red", "baseline"),
                                     (history.winner, "*", "tab:orange", "pinned")):
         if e is not None and e.scores is not None:
-            ax.scatter([e.scores[0]], [e.scores[1]], s=180, marker=marker, color=color, label=label, zorder=3)
-    ax.set_xlabel(f"{first.spec} ({first.direction})")
-    ax.set_ylabel(f"{second.spec} ({second.direction})")
+            ax.scatter(*points([e]), s=180, marker=marker, color=color, label=label, zorder=3)
+    ax.set_xlabel(first.label)
+    ax.set_ylabel(second.label)
     ax.legend(fontsize="small")
     ax.set_title("Pareto front of the first two objectives")
     return figure
@@ -153,7 +205,7 @@ def plot_importance(pyplot: Any, history: TuneHistory) -> Any:
         ax.barh([r.parameter for r in ranked], [r.explained for r in ranked], color="tab:blue")
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of the variance explained (eta squared)")
-        ax.set_title(objective.spec)
+        ax.set_title(Scale(objective).name)
     figure.suptitle("Which controls moved the objective")
     return figure
 
@@ -166,11 +218,12 @@ def plot_parallel(pyplot: Any, history: TuneHistory) -> Any:
     """
     parameters = history.parameters()
     objective = history.objectives[0]
-    scored = [e for e in history.scored if math.isfinite(e.scores[0])]  # type: ignore[index]
+    scale = Scale(objective)
+    scored = [e for e in history.scored if math.isfinite(scale.value(e.scores[0]))]  # type: ignore[index]
     if not scored:
         figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 1.5))
         ax.set_axis_off()
-        ax.set_title(f"No candidate has a finite {objective.spec}: nothing to draw across the controls")
+        ax.set_title(f"No candidate has a finite {scale.name}: nothing to draw across the controls")
         return figure
     columns = []
     ticks = []
@@ -185,13 +238,13 @@ def plot_parallel(pyplot: Any, history: TuneHistory) -> Any:
             levels = sorted({repr(v) for v in values})
             columns.append([levels.index(repr(v)) / max(len(levels) - 1, 1) for v in values])
             ticks.append(f"{name}\n{len(levels)} values")
-    scores = [e.scores[0] for e in scored]  # type: ignore[index]
+    scores = [scale.value(e.scores[0]) for e in scored]  # type: ignore[index]
     low, high = min(scores, default=0.0), max(scores, default=0.0)
     better_up = [(high - v) / (high - low) if high > low else 0.5 for v in scores]
-    if objective.direction == "max":
+    if scale.better == "max":
         better_up = [1 - v for v in better_up]
     columns.append(better_up)
-    ticks.append(f"{objective.spec}\n{objective.direction} is up")
+    ticks.append(f"{scale.name}\n{'higher' if scale.better == 'max' else 'lower'} is up")
     figure, ax = pyplot.subplots(layout="constrained", figsize=(max(6, 1.4 * len(columns)), 4.5))
     colors = pyplot.get_cmap("viridis")
     for k in sorted(range(len(scored)), key=lambda k: better_up[k]):  # the best drawn last, on top
@@ -205,7 +258,7 @@ def plot_parallel(pyplot: Any, history: TuneHistory) -> Any:
     else:
         ax.set_xticks(range(len(columns)), ticks, fontsize="small")
     ax.set_yticks([0, 1], ["least", "greatest"])
-    ax.set_title(f"Every candidate across the controls, coloured by {objective.spec} (yellow: better)")
+    ax.set_title(f"Every candidate across the controls, coloured by {scale.name} (yellow: better)")
     return figure
 
 
@@ -216,14 +269,15 @@ def plot_sizes(pyplot: Any, history: TuneHistory) -> Any:
     figure, axes = pyplot.subplots(1, len(sizes), layout="constrained", figsize=(5 * len(sizes) + 1, 4.2),
                                    squeeze=False)
     listed = history.size_candidates()
+    scales = {o.spec: Scale(o) for o in history.objectives}
     for column, (spec, names) in enumerate(sizes.items()):
-        ax = axes[0][column]
+        ax, scale = axes[0][column], scales[spec]
         for e in history.scored:
-            ratios = history.size_ratios(e).get(spec, {})
+            ratios = _size_ratios(history, e, scale)
             xs = [k + ((e.index * 0.618) % 1 - 0.5) * 0.3 for k, size in enumerate(names) if size in ratios]
             ax.scatter(xs, [ratios[size] for size in names if size in ratios], s=12, alpha=0.35, color="tab:gray")
         for e, role in reversed(listed):  # the pinned winner drawn last, on top
-            ratios = history.size_ratios(e).get(spec, {})
+            ratios = _size_ratios(history, e, scale)
             at = [k for k, size in enumerate(names) if size in ratios]
             pinned = role == "pinned"
             ax.plot(at, [ratios[names[k]] for k in at], marker="*" if pinned else "o",
@@ -233,24 +287,34 @@ def plot_sizes(pyplot: Any, history: TuneHistory) -> Any:
         ax.set_xticks(range(len(names)), names)
         ax.set_xlim(-0.5, len(names) - 0.5)
         ax.set_xlabel("problem size (ARGS_SETS)")
-        ax.set_ylabel(f"{spec}: ratio to the defaults on the same size")
-        ax.set_title(spec)
+        ax.set_ylabel(f"{scale.name}: ratio to the defaults on the same size; {scale.better_text}")
+        ax.set_title(scale.name)
         ax.legend(fontsize="x-small")
     figure.suptitle("Each problem size: grey, every candidate; joined, the pinned winner and the best")
     return figure
+
+
+def _size_ratios(history: TuneHistory, evaluation: Any, scale: Scale) -> dict[str, float]:
+    """Each size's ratio of `evaluation`'s drawn value to the defaults' (a rate's ratio, for a time read from one)."""
+    ratios = history.size_ratios(evaluation).get(scale.objective.spec, {})
+    return {size: scale.ratio(ratio) for size, ratio in ratios.items()}
 
 
 def plot_remeasure(pyplot: Any, history: TuneHistory) -> Any | None:
     measured = history.remeasure()
     if measured is None:
         return None
+    scale = Scale(measured.objective) if measured.objective is not None else None
+    # the samples as the benchmark printed them: a rate's, where the time was read from one
+    baseline, winner = ([scale.value(v) for v in side] if scale is not None else list(side)
+                        for side in (measured.baseline, measured.winner))
     figure, ax = pyplot.subplots(layout="constrained", figsize=(6, 4))
-    ax.boxplot([measured.baseline, measured.winner], widths=0.4)
+    ax.boxplot([baseline, winner], widths=0.4)
     ax.set_xticks([1, 2], ["baseline", "winner"])
-    for position, samples in ((1, measured.baseline), (2, measured.winner)):
+    for position, samples in ((1, baseline), (2, winner)):
         ax.scatter([position + ((k * 0.618) % 1 - 0.5) * 0.2 for k in range(len(samples))], samples, s=14,
                    alpha=0.7, color="tab:blue", zorder=3)
-    ax.set_ylabel(measured.metric)
+    ax.set_ylabel(scale.label if scale is not None else measured.metric)
     ax.set_title(f"Re-measured, interleaved: p = {measured.p_value:.3g} (one-sided Mann-Whitney U)")
     return figure
 

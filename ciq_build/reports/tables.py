@@ -9,7 +9,6 @@ import math
 from pathlib import Path
 
 from ciq_build.core.metric_unit import change_text
-from ciq_build.core.objectives import metric_key
 from ciq_build.pin.display import ratio_text, score_text
 from ciq_build.reports.history import JournalEntry, TuneHistory
 from ciq_build.reports.importance import MIN_PER_CELL
@@ -141,7 +140,7 @@ def remeasure_rows(history: TuneHistory) -> list[list[str]]:
     measured = history.remeasure()
     if measured is None:
         return []
-    rate = next((o.rate_unit for o in history.objectives if metric_key(o) == measured.metric), "")
+    rate = measured.objective.rate_unit if measured.objective is not None else ""
     rows = []
     for side, samples, median, iqr in (("baseline", measured.baseline, measured.baseline_median, measured.baseline_iqr),
                                        ("winner", measured.winner, measured.winner_median, measured.winner_iqr)):

@@ -99,17 +99,33 @@ def fit_register_cap(knobs: dict[str, Param], registers: int | None) -> dict[str
     return fitted
 
 
-def register_cap_line(registers: int | None) -> str:
-    """The tune's line, before the search, on the register cap's values for the defaults' `registers`."""
+def cap_fitting_registers(metrics: dict[str, float], objectives: list[Objective]) -> tuple[int | None, str]:
+    """(registers, whose) the register cap is fitted below: the most of the kernels the `registers:<kernel regex>`
+    objectives score, where those are all the registers scored ("" else: the most of any kernel, the whole
+    target's). A target's other kernels (Thrust's and CUB's, say, whose `__launch_bounds__` keep their registers
+    under any cap) would otherwise set caps above every scored kernel's registers, which leave its code as it is."""
+    registers_scored = [o for o in objectives if o.kind is not None and o.kind.name == "registers"]
+    scored = [metrics[o.name] for o in registers_scored if o.kernels is not None and o.name in metrics]
+    if scored and all(o.kernels is not None for o in registers_scored):
+        return int(max(scored)), ", ".join(o.name for o in registers_scored)
+    whole = metrics.get("registers")
+    return (int(whole) if whole is not None else None), ""
+
+
+def register_cap_line(registers: int | None, whose: str = "") -> str:
+    """The tune's line, before the search, on the register cap's values for the defaults' `registers` (those of
+    the kernels `whose` objectives score, where given)."""
     if registers is None:
         start, end, step = knob(REGISTER_CAP).grid or (0, 0, 0)
         return (f"register cap: ptxas reported no registers for the defaults, so -maxrregcount takes the whole grid "
                 f"{start}..{end} by {step}")
     caps = register_caps(registers)
+    kernels = f"the kernels {whose} scores" if whose else "the defaults' kernels"
     if not caps:
-        return (f"register cap: left out of the search: the defaults' kernels use at most {registers} registers, "
+        return (f"register cap: left out of the search: {kernels} use at most {registers} registers, "
                 f"and a cap below {REGISTER_CAP_FLOOR} cannot raise occupancy (it only spills)")
-    return (f"register cap: -maxrregcount {', '.join(map(str, caps))} (below the defaults' {registers} registers; "
+    below = f"the {registers} registers of {kernels}" if whose else f"the defaults' {registers} registers"
+    return (f"register cap: -maxrregcount {', '.join(map(str, caps))} (below {below}; "
             "a cap at or above what a kernel uses leaves its code as it is)")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.gpu_arch import sm
+from ciq_build.compiler.gpu_arch import GPU_ARCH_METRIC, sm
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import named_scores, unbenchmarked_names
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
@@ -49,9 +49,7 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
                 f"\n{evaluated.message}")
         cache.record(evaluated, reuse=True)
     if not evaluated.ok:
-        raise BenchmarkError(
-            f"the baseline of {target} (no compiler controls) failed: {evaluated.cause}: "
-            f"{evaluated.message}\nFix the build or benchmark first; nothing can be compared to a failing baseline.")
+        raise BenchmarkError(failed_baseline_text(target, evaluated))
     assert evaluated.scores is not None
     say(f"baseline: {named_scores(runner.objectives, evaluated.scores)} "
         + ("(from the journal)" if evaluated.cached else f"(built and measured in {evaluated.seconds:.1f} s)"))
@@ -59,3 +57,21 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
         say("not scored: " + "; ".join(f"{sm(arch)} {', '.join(f'{k} {v}' for k, v in figures.items())}"
                                        for arch, figures in runner.other_architectures.items()))
     return evaluated
+
+
+# A benchmark's failures that a machine without a GPU explains (a program that aborts on its first CUDA call without
+# printing the runtime's words, as stdgpu's examples do: "terminate called without an active exception").
+_BENCHMARK_FAILURES = (Cause.BENCH_SIGNAL, Cause.BENCH_EXIT, Cause.NO_METRIC, Cause.BENCH_TIMEOUT, Cause.BAD_METRIC)
+
+
+def failed_baseline_text(target: str, evaluated: Evaluation) -> str:
+    """What a failed baseline says: its cause and, where its benchmark failed with no GPU seen where it ran
+    (nvidia-smi answered none), that this is the likely reason and which objectives need none."""
+    text = f"the baseline of {target} (no compiler controls) failed: {evaluated.cause}: {evaluated.message}\n"
+    if evaluated.cause in _BENCHMARK_FAILURES and GPU_ARCH_METRIC not in evaluated.metrics:
+        text += ("nvidia-smi reported no GPU where the benchmark ran, which is likely why it failed: runtime "
+                 f"objectives need one. Tune one measured without a GPU instead: --objective, one of "
+                 f"{unbenchmarked_names()}; or run the tune on a machine with a GPU.")
+    else:
+        text += "Fix the build or benchmark first; nothing can be compared to a failing baseline."
+    return text

@@ -362,7 +362,7 @@ def _check_occupancy_inputs(declared: ThreadsPerBlock | None, objectives: Sequen
                             scored: str | None) -> None:
     """Before the baseline: an occupancy objective needs the defaults' block size and the scored architecture's
     limits (an architecture without them would leave every candidate unscored)."""
-    check_block_size(declared, objectives)
+    check_block_size(declared, objectives, setuptools=manifest.setuptools)
     if wants_block_size(objectives):
         built = architecture_list(manifest.toolchain.architectures)
         arch = scored or (built[0] if len(built) == 1 else None)

@@ -108,6 +108,7 @@ class BuildRunner:
         # occupancy steps the summary shows (None: not declared).
         self.threads_per_block: ThreadsPerBlock | None = (declared_threads(manifest)
                                                           if manifest is not None else None)  # None: a test's runner
+        self._setuptools = manifest is not None and manifest.setuptools  # how its messages name the declaration
 
     def read_gpu(self) -> int | None:
         """The architecture of the GPU this runner's benchmarks run on (None: no GPU answers here)."""
@@ -256,20 +257,20 @@ class BuildRunner:
                 timings["wait_s"] = running - queued + waited
                 timings["benchmark_s"] = time.monotonic() - running - waited
             self.check_precision(measurement)
+            if gpu is not None:
+                values[GPU_ARCH_METRIC] = float(gpu)  # what the times are for: the GPU that ran them (or failed to)
             if measurement.failure is not None:
                 run = measurement.failure
                 detail = f"{run.message}\n{run.output_tail}" if run.output_tail else run.message
                 return failed(_bench_cause(run.cause, run.message, run.output_tail), detail, values)
             values.update(measurement.metrics)
-            if gpu is not None:
-                values[GPU_ARCH_METRIC] = float(gpu)  # what the times are for: the GPU that ran them
             spread.update(measurement.iqr)
             read = {metric_key(o) for o in self.objectives if o.source == "benchmark"}
             samples = {name: values for name, values in measurement.samples.items() if name in read}
         scores = objective_values(self.objectives, values)
         if scores is None:
             missing = [metric_key(o) + (" (no kernel's mangled or demangled name matches its regex)" if o.kernels else "")
-                       + (f" ({unknown_block_size(self.threads_per_block, controls)})"
+                       + (f" ({unknown_block_size(self.threads_per_block, controls, setuptools=self._setuptools)})"
                           if wants_block_size([o]) else "")
                        for o in self.objectives if metric_key(o) not in values]
             return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
@@ -291,9 +292,7 @@ class BuildRunner:
         values: dict[str, float] = {"compile_seconds": build.compile_seconds}
         usages = self.scored(self.with_threads(metrics.parse_ptxas_verbose(build.compiler_output), build, controls))
         if usages:
-            values.update({k: float(v) for k, v in metrics.summarize(usages).items()})
-            per_kernel = {o.name: o.kernels for o in self.objectives if o.kernels is not None}
-            values.update({k: float(v) for k, v in metrics.kernel_values(usages, per_kernel).items()})
+            values.update(self.figures(usages))
             heaviest = max(usages, key=lambda usage: usage.registers)
             if heaviest.threads:  # the block size of the kernel the summary's occupancy steps are of
                 values[THREADS_METRIC] = float(heaviest.threads)
@@ -317,13 +316,19 @@ class BuildRunner:
                 bounds.update(metrics.launch_bounds(obj, self.toolchain))
         return [dataclasses.replace(usage, threads=bounds.get(usage.function) or declared or 0) for usage in usages]
 
+    def figures(self, usages: list[metrics.KernelUsage]) -> dict[str, float]:
+        """The static figures of `usages`: the whole target's, and those of the objectives that score some kernels
+        (`registers:<kernel regex>`)."""
+        per_kernel = {o.name: o.kernels for o in self.objectives if o.kernels is not None}
+        return {k: float(v) for k, v in {**metrics.summarize(usages), **metrics.kernel_values(usages, per_kernel)}.items()}
+
     def scored(self, usages: list[metrics.KernelUsage]) -> list[metrics.KernelUsage]:
         """The kernels of the scored architecture (all of them when none is set, or none of it was built)."""
         kept = [usage for usage in usages if self._is_scored(usage.arch)]
         if kept and self.scored_architecture is not None and not self.other_architectures:
             shown = [metric_key(o) for o in self.objectives if o.source == "static"]
             for arch in sorted({arch_name(u.arch) for u in usages} - {self.scored_architecture}):
-                figures = metrics.summarize(u for u in usages if arch_name(u.arch) == arch)
+                figures = self.figures([u for u in usages if arch_name(u.arch) == arch])
                 self.other_architectures[arch] = {k: figures[k] for k in shown if k in figures}
         return kept or usages
 

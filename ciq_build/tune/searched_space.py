@@ -29,6 +29,7 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.on_top import on_top_of
 from ciq_build.search.select import (
     REGISTER_CAP_RULE,
+    cap_fitting_registers,
     fits_register_cap,
     make_candidate_source,
     register_cap_line,
@@ -68,10 +69,10 @@ class SearchedSpace:
 
     def fitted(self, baseline: Evaluation, say: Callable[[str], None]) -> CandidateSource:
         """The source again, the register cap's values below the baseline's registers (the most of any kernel on
-        the scored architecture), said with the space's size."""
-        registers = baseline.metrics.get("registers")
-        known = int(registers) if registers is not None else None
-        say(register_cap_line(known))
+        the scored architecture, or of the kernels `registers:<kernel regex>` objectives score), said with the
+        space's size."""
+        known, whose = cap_fitting_registers(baseline.metrics, self.objectives)
+        say(register_cap_line(known, whose))
         source = self.source(known)
         self.say_size(source, say, known)
         return source

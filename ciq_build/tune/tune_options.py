@@ -42,7 +42,7 @@ from ciq_build.core.settings import (
     timeout_seconds,
 )
 from ciq_build.errors import ConfigError
-from ciq_build.project.manifest import SETUPTOOLS_GENERATOR, Manifest
+from ciq_build.project.manifest import Manifest
 from ciq_build.search.strategies import resolve_strategy, strategy_names, strategy_options_help
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
@@ -327,7 +327,7 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
     settings = merged(TuneSettings, resolved, typed, target)
     if settings.needs_benchmark and manifest.benchmark is None:
         registered = (f'CudaExtension(ciq_target="{manifest.target}") gives none: add ciq_benchmark=[sys.executable, '
-                      '"bench.py"]' if manifest.generator == SETUPTOOLS_GENERATOR else
+                      '"bench.py"]' if manifest.setuptools else
                       f"ciq_tune_target({manifest.target}) registers none: add BENCHMARK <exe-target>")
         raise ConfigError(
             f"objective(s) {', '.join(o.name for o in objectives if o.source == 'benchmark')} need a "

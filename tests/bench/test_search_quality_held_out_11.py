@@ -81,7 +81,7 @@ def test_each_problems_short_name_is_unique_across_the_sets() -> None:
     from bench.search_quality.problems import TUNING
 
     names = [p.short for p in TUNING]
-    for module in ["held_out"] + [f"held_out_{n}" for n in range(2, 12)]:
+    for module in ["held_out"] + [f"held_out_{n}" for n in range(2, 13)]:
         held = importlib.import_module(f"bench.search_quality.{module}")
         names += [p.short for p in getattr(held, "HELD_OUT" if module == "held_out" else f"HELD_OUT_{module[9:]}")]
     assert len(names) == len(set(names)), sorted(n for n in set(names) if names.count(n) > 1)

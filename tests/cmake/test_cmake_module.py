@@ -649,7 +649,20 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
     [
         ("ciq_tune_target(kern BENCHMARK kern_bench ITERATIONS 3)\n", "unknown arguments 'ITERATIONS;3'"),
         ("ciq_tune_target(nosuch)\n", "there is no target 'nosuch'"),
+        ("ciq_tune_target(kern BENCHMARK kern_bench OBJECTIVE registers SEARCHSPACE knobs)\n",
+         "unknown arguments 'OBJECTIVE;registers;SEARCHSPACE;knobs' (did you mean OBJECTIVES for OBJECTIVE?)"),
         ("ciq_tune_target(hostonly OBJECTIVES spill_bytes)\n", "'hostonly' has no CUDA sources"),
+        # stdgpu: a header-only library's kernels are compiled by the targets that link it (an alias too).
+        # stdgpu: a library of host sources whose kernels (in its headers) the targets that link it compile; those
+        # are named, linked by an alias too, at the call's line.
+        ("add_library(ns::hostonly ALIAS hostonly)\ntarget_link_libraries(kern_bench PRIVATE ns::hostonly)\n"
+         "target_link_libraries(other PRIVATE hostonly)\nciq_tune_target(hostonly OBJECTIVES registers)\n",
+         "CMakeLists.txt:15: ciq_tune_target(hostonly): 'hostonly' has no CUDA sources (.cu files or sources with "
+         "LANGUAGE CUDA); its kernels are compiled by the targets that use it. Targets that compile CUDA and link "
+         "'hostonly': other, kern_bench; tune one of them, e.g. ciq_tune_target(other ...)."),
+        ("add_library(headers INTERFACE)\nciq_tune_target(headers OBJECTIVES registers)\n",
+         "'headers' is INTERFACE_LIBRARY; only a library or executable built here from CUDA sources can be tuned. A "
+         "header-only library's kernels are compiled by the targets that link it: tune one of those."),
         # FindCUDA's cuda_add_library() compiles other.cu by a custom command, which no pin's flag reaches.
         (FIND_CUDA + "cuda_add_library(legacy STATIC other.cu)\nciq_tune_target(legacy OBJECTIVES registers)\n",
          "'legacy' has no CUDA sources that CMake compiles: FindCUDA's cuda_add_library() or "

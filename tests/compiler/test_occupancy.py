@@ -155,3 +155,20 @@ def test_the_occupancy_is_the_scored_architectures_and_the_others_are_shown() ->
     assert round(values["occupancy"], 2) == 66.67  # sm_120: 2 blocks of 16 warps of its 48; sm_90a's 50% not taken
     assert runner.other_architectures == {"90a": {"occupancy": 50.0, "registers": 48}}
     assert values["threads_per_block"] == 512
+
+
+def test_the_other_architectures_figures_of_a_tune_of_some_kernels_are_those_kernels() -> None:
+    # stdgpu's unordered_map, built for 80;90, tuned for registers:insert_neighbors: the line beside the baseline
+    # read "not scored: sm_90 " and nothing more (the whole target's figures, none of them the objectives').
+    report = "".join(
+        f"ptxas info    : Compiling entry function '{name}' for 'sm_{arch}'\n"
+        f"ptxas info    : Function properties for {name}\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        f"ptxas info    : Used {registers} registers, 400 bytes cmem[0]\n"
+        for arch in ("80", "90") for name, registers in (("_Z16insert_neighborsPKi", 49), ("_Z10cub_kernelPi", 64)))
+    objectives = parse_objectives(["registers:insert_neighbors", "spill_bytes:insert_neighbors"])
+    runner = BuildRunner(None, None, objectives, 1, Timeouts(60.0, 60.0), GpuSlots())
+    runner.scored_architecture = "80"
+    values = runner.static_metrics(CandidateBuild(True, None, "", 1.0, report), Controls())
+    assert values["registers:insert_neighbors"] == 49 and values["registers"] == 64
+    assert runner.other_architectures == {"90": {"registers:insert_neighbors": 49, "spill_bytes:insert_neighbors": 0}}

@@ -317,3 +317,24 @@ def test_sizes_scores_and_seeds_of_a_cuda_extension_are_checked_when_setup_py_is
     for kwargs, said in cases:
         with pytest.raises(ConfigError, match=re.escape(said)):
             CudaExtension("m", ["k.cu"], ciq_target="k", **kwargs)
+
+
+def test_ciq_threads_per_block_is_read_by_the_rule_of_cmakes_threads_per_block_when_setup_py_is_read() -> None:
+    params = ["BLOCK=choice(128,768)", "TM=4,8"]
+    forms: dict[Any, tuple[str, ...]] = {256: ("256",), "BLOCK": ("BLOCK",), ("BLOCK", 768): ("BLOCK", "768"),
+                                         "(128/TM)*32": ("(128/TM)*32",)}
+    for given, values in forms.items():
+        ext = CudaExtension("m", ["k.cu"], ciq_target="k", params=params, ciq_threads_per_block=given)
+        assert ext.ciq_threads_per_block == values  # the manifest's threads_per_block, as CMake writes it
+    assert CudaExtension("m", ["k.cu"], ciq_target="k").ciq_threads_per_block == ()
+    cases: list[tuple[Any, str]] = [
+        ("BLOK", "'BLOK' is not one of the PARAMS"),      # THREADS_PER_BLOCK's own words, after the argument's name
+        (2048, "is 2048: a block has 1 to 1024 threads"),
+        (("BLOCK", 4096), "'4096' is not a number of threads"),
+        (("256", "512"), "the second value is the defaults' threads of a declaration over PARAMS names"),
+        (True, "is a number, a params name or an expression over them"),
+        (["BLOCK", 1.5], "is a number, a params name or an expression over them"),
+    ]
+    for given, said in cases:
+        with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): ciq_threads_per_block.*" + re.escape(said)):
+            CudaExtension("m", ["k.cu"], ciq_target="k", params=params, ciq_threads_per_block=given)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -35,6 +36,7 @@ from ciq_build.project.setuptools_backend import (
     extension_manifest,
     load_extension,
 )
+from ciq_build.project.threads_per_block import unknown_block_size
 from ciq_build.search.base import Proposal
 from ciq_build.setuptools_ext import CudaExtension
 from ciq_build.tune.driver import run_tune
@@ -330,3 +332,44 @@ def test_ciq_score_and_the_args_sets_reach_each_candidates_benchmark(project: Pa
     assert spec.score == "worst"
     assert [(size, args[-2:]) for size, args in spec.args_sets] == [("small", ("--size", "small")),
                                                                     ("large", ("--size", "large"))]
+
+
+def _blocks(project: Path, declared: str) -> None:
+    """The example's kernel launched in blocks of CIQ_BLOCK threads (the source's default 768), a params entry
+    for it, and setup.py's declaration of the block size, `declared` (ciq_threads_per_block=...)."""
+    kern = project / "pkg" / "kern.cu"
+    kern.write_text(kern.read_text().replace("int threads = 128;", "int threads = CIQ_BLOCK;")
+                    .replace('#include "kern.h"\n', '#include "kern.h"\n\n#ifndef CIQ_BLOCK\n#define CIQ_BLOCK 768\n#endif\n'))
+    setup_py = project / "setup.py"
+    setup_py.write_text(setup_py.read_text().replace('params=["CIQ_TILE=choice(8,64,128)"],',
+                                                     f'params=["CIQ_BLOCK=choice(128,768)"], {declared},'))
+
+
+@pytest.mark.slow
+def test_occupancy_of_a_cuda_extension_is_at_the_block_size_ciq_threads_per_block_declares(project: Path) -> None:
+    # The kernel has no __launch_bounds__: its block size is the host code's launch, which only the
+    # declaration tells. 32 registers a thread on sm_90a: blocks of 768 leave 2 an SM (48 of 64 warps, 75%),
+    # blocks of 128 fill it (100%).
+    _blocks(project, 'ciq_threads_per_block="CIQ_BLOCK"')  # the defaults' 768: the source's own #define
+    options = TuneOptions(target="kern", build_dir=project / "build", objectives=["occupancy"], controls=["params"],
+                          generations=1, pool_size=2, seed=1, quiet=True)
+    outcome = run_tune(options, SetuptoolsBackend(project))
+    assert outcome.ok and outcome.winner is not None, outcome
+    assert outcome.baseline.scores == (75.0,) and outcome.winner.scores == (100.0,)
+    assert outcome.winner.controls.defines == (("CIQ_BLOCK", "128"),)
+    # pinned where the next plain build applies it: the -D changes only the launch, which the minimal pin keeps
+    assert json.loads((project / "ciq" / "kern.json").read_text())["controls"]["defines"] == {"CIQ_BLOCK": "128"}
+
+
+def test_an_occupancy_tune_says_what_to_add_to_the_cuda_extension(project: Path) -> None:
+    # A name whose defaults' value nothing gives: refused before anything is built, in setup.py's spelling.
+    _blocks(project, 'ciq_threads_per_block="CIQ_BLOCK"')
+    kern = project / "pkg" / "kern.cu"
+    kern.write_text(kern.read_text().replace("#define CIQ_BLOCK 768", "#define CIQ_BLOCK BLOCK_OF_THE_BUILD"))
+    options = TuneOptions(target="kern", build_dir=project / "build", objectives=["occupancy"])
+    with pytest.raises(ConfigError, match=re.escape('give the defaults\' threads a block after it '
+                                                    '(ciq_threads_per_block=("CIQ_BLOCK", <threads>))')):
+        run_tune(options, SetuptoolsBackend(project))
+    assert not list((project / "build").rglob("*.o"))  # before the baseline's build
+    # Nothing declared: the evaluation that has no block size says what to add, as CudaExtension's argument.
+    assert "add ciq_threads_per_block=<threads | a params name" in unknown_block_size(None, Controls(), setuptools=True)

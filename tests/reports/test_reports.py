@@ -29,8 +29,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ciq_build.compiler.controls import Controls
 from ciq_build.core.pareto import dominates
 from ciq_build.pin.read import read_record
+from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain
 from ciq_build.reports import page as report_page
 from ciq_build.reports import plots as report_plots
 from ciq_build.reports import tables as report_tables
@@ -873,3 +875,66 @@ def test_a_time_read_from_a_rate_is_reported_as_the_rate_the_benchmark_printed(t
         journal.write_text("".join(json.dumps(line) + "\n" for line in [header, *lines[1:]]))
         markdown = report_page.render_markdown(load_history("kern", tmp_path / "build"))
         assert "TFLOPS" not in markdown and "| time | min | 10 | 6.66667 | -33.3% |" in markdown
+
+
+def test_every_plot_of_a_time_read_from_a_rate_shows_the_rate_higher_is_better(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    # METRIC UNIT TFLOPS on two problem sizes, with registers beside it: the journal's times are 1000 / TFLOPS.
+    journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
+    journal.parent.mkdir(parents=True)
+    rates = {"base": (100.0, 100.0, 100.0, 40), "x1": (150.0, 160.0, 140.0, 48), "x2": (120.0, 90.0, 160.0, 32)}
+    lines: list[dict[str, object]] = [{"kind": "header", "objectives": ["time", "registers"],
+                                       "time_rate_unit": "TFLOPS", "sizes": ["small", "large"]}]
+    for number, (key, (rate, small, large, registers)) in enumerate(rates.items()):
+        lines.append({"kind": "evaluation", "key": key, "generation": number // 2, "ok": True,
+                      "controls": {"defines": {"X": str(number)}} if number else {},
+                      "params": {"param.X": number}, "scores": [1e3 / rate, registers],
+                      "metrics": {"time_ms": 1e3 / rate, "time_ms@small": 1e3 / small, "time_ms@large": 1e3 / large,
+                                  "registers": registers}})
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    history = load_history("kern", tmp_path / "build")
+    history.record = PinnedRecord(
+        target="kern", controls=Controls(defines=(("X", "1"),)), toolchain=RecordToolchain("13.3"),
+        provenance={"time_rate_unit": "TFLOPS", "remeasured": {"metric": "time_ms", "baseline": [1e3 / r for r in
+                    (99.0, 100.0, 101.0)], "winner": [1e3 / r for r in (149.0, 150.0, 151.0)]}},
+        objectives=(RecordObjective("time"), RecordObjective("registers")))
+    figures: list[object] = []
+
+    def kept(pyplot: object, figure: object) -> str:  # the report's figure, kept to look at instead of encoded
+        figures.append(figure)
+        return str(len(figures) - 1)
+
+    monkeypatch.setattr(report_plots, "_png", kept)
+    page = report_page.render_html(history)
+    drawn = {section: figures[int(index)]
+             for section, index in re.findall(r'id="plot-([a-z]+)" alt="[^"]*" src="data:image/png;base64,([0-9]+)"', page)}
+    assert set(drawn) >= {"convergence", "candidates", "pareto", "sizes", "importance", "parallel", "remeasure"}
+
+    def texts(section: str) -> list[str]:
+        return [text for ax in drawn[section].axes for text in (ax.get_xlabel(), ax.get_ylabel(), ax.get_title(),  # type: ignore[attr-defined]
+                                                                   *(t.get_text() for t in ax.get_xticklabels()))]
+
+    for section in drawn:  # the time is never drawn as its milliseconds, nor "min" where higher is better
+        assert not [t for t in texts(section) if "ms" in t.split() or "(ms" in t or "time (min" in t], texts(section)
+    convergence = drawn["convergence"].axes[0]  # type: ignore[attr-defined]
+    assert convergence.get_ylabel() == "time as TFLOPS (higher is better)"
+    assert list(convergence.collections[0].get_offsets()[:, 1]) == pytest.approx([100, 150, 120])
+    assert list(convergence.lines[0].get_ydata()) == pytest.approx([100, 150, 150])  # best so far: the highest
+    assert convergence.lines[1].get_ydata()[0] == pytest.approx(100)  # the baseline
+    candidates = drawn["candidates"].axes[0]  # type: ignore[attr-defined]
+    assert candidates.get_ylabel() == "change vs baseline (%); higher is better"
+    assert list(candidates.collections[0].get_offsets()[:, 1]) == pytest.approx([0, 50, 20])  # the rate's change
+    pareto = drawn["pareto"].axes[0]  # type: ignore[attr-defined]
+    assert (pareto.get_xlabel(), pareto.get_ylabel()) == ("time as TFLOPS (higher is better)",
+                                                          "registers (lower is better)")
+    assert sorted(pareto.collections[0].get_offsets()[:, 0]) == pytest.approx([100, 120, 150])
+    sizes = drawn["sizes"].axes[0]  # type: ignore[attr-defined]
+    assert sizes.get_ylabel() == "time as TFLOPS: ratio to the defaults on the same size; higher is better"
+    pinned = next(line for line in sizes.lines if line.get_label().endswith("(pinned)"))
+    assert list(pinned.get_ydata()) == pytest.approx([1.6, 1.4])  # small and large: the rate's ratios
+    remeasure = drawn["remeasure"].axes[0]  # type: ignore[attr-defined]
+    assert remeasure.get_ylabel() == "time as TFLOPS (higher is better)"
+    assert sorted(remeasure.collections[1].get_offsets()[:, 1]) == pytest.approx([149, 150, 151])  # the winner's
+    parallel = drawn["parallel"].axes[0]  # type: ignore[attr-defined]
+    assert parallel.get_xticklabels()[-1].get_text() == "time as TFLOPS\nhigher is up"
