@@ -71,7 +71,7 @@ from bench.search_quality.held_out_10 import HELD_OUT_10  # noqa: E402
 from bench.search_quality.held_out_11 import HELD_OUT_11  # noqa: E402
 from bench.search_quality.held_out_12 import HELD_OUT_12  # noqa: E402
 from bench.search_quality.problems import TUNING, Problem  # noqa: E402
-from bench.search_quality.stats import fisher_exact, mann_whitney, median_interval  # noqa: E402
+from bench.search_quality.stats import fisher_exact, mann_whitney, mean_interval  # noqa: E402
 from ciq_build import INVALID_SCORE, Search, SearchConfiguration  # noqa: E402
 from ciq_build import space as ss  # noqa: E402
 from ciq_build.testing import (  # noqa: E402
@@ -560,10 +560,11 @@ def _print_gains(problem: Problem, stats: dict[str, Summary]) -> None:
         print(f"{'':42} {'':6} | {name:9} reported {reported[1]:5.2f}% [{reported[0]:.2f}-{reported[2]:.2f}]  "
               f"true {true[1]:5.2f}% [{true[0]:.2f}-{true[2]:.2f}]  overclaim {over[1]:5.2f}% "
               f"[{over[0]:.2f}-{over[2]:.2f}]  true regret {100 * (s.best()[1] / problem.target * 1.005 - 1):.2f}%")
-        low, high = median_interval([100 * g for g in s.true_gains])
-        inside = "inside" if low <= reported[1] <= high else "OUTSIDE"
-        print(f"{'':42} {'':6} | {'':9} the true gain's median, 95% CI [{low:.2f}-{high:.2f}]%: the reported "
-              f"median {inside} it")
+        if len(s.true_gains) > 1:  # the reported gain within the true gain's CI: the overclaim's CI holds zero
+            low, high = mean_interval([100 * (r - g) for r, g in zip(s.reported_gains, s.true_gains, strict=True)])
+            verdict = "yes" if low <= 0 <= high else "NO"
+            print(f"{'':42} {'':6} | {'':9} mean overclaim, 95% CI [{low:.2f}, {high:.2f}]%: the reported gain "
+                  f"within the true gain's CI: {verdict}")
 
 
 def _print_tests(rows: list[tuple[Problem, int, dict[str, Summary]]]) -> None:

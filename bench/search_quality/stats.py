@@ -43,10 +43,10 @@ def mann_whitney(a: Sequence[float], b: Sequence[float]) -> float:
     return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
 
 
-def median_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
-    """A distribution-free confidence interval for the median: the order statistics the binomial(n, 1/2) bounds."""
-    ordered = sorted(values)
-    n = len(ordered)
-    cumulative = [sum(math.comb(n, i) for i in range(k + 1)) / 2**n for k in range(n + 1)]
-    low = max([k for k in range(n) if cumulative[k] <= (1 - level) / 2] or [0])  # P(B <= low) <= (1 - level)/2
-    return ordered[min(low, n - 1)], ordered[max(0, n - 1 - low)]
+
+def mean_interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float]:
+    """The normal-approximation 95% confidence interval of the mean of `values` (at least two)."""
+    n = len(values)
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return mean - z * sd / math.sqrt(n), mean + z * sd / math.sqrt(n)

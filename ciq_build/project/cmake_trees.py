@@ -36,7 +36,6 @@ import filelock
 from ciq_build.compiler import metrics, ptxas_path
 from ciq_build.compiler.controls import Controls, write_options_file
 from ciq_build.compiler.toolchain import Toolchain
-from ciq_build.core.causes import Cause
 from ciq_build.core.settings import timeout_advice
 from ciq_build.errors import BuildError, ConfigError
 from ciq_build.measure import proc, stopping
@@ -52,6 +51,8 @@ from ciq_build.project.worker import (
     existing_objects,
     failed_build,
     options_file,
+    timed_out_cause,
+    timeout_note,
 )
 from ciq_build.resources import build_tool, cmake_dir
 
@@ -232,9 +233,15 @@ class ScratchTree:
     def _ptxas_only(self, timeout: float) -> CandidateBuild | None:
         """ptxas alone on every compile's PTX, the front end run first (and kept) where it is new;
         None where the fast path cannot take a compile, or a step fails: the full build then runs."""
+        # The steps' processes name no options file: the witness is told of each as it starts.
+        with environment.CompileWitness(self.options_file, timeout) as witness:
+            return self._ptxas_steps(timeout, witness, witness.watching(proc.started))
+
+    def _ptxas_steps(self, timeout: float, witness: environment.CompileWitness,
+                     start: ptxas_path.Start) -> CandidateBuild | None:
         started = time.monotonic()
         try:
-            plans = [ptxas_path.plan(argv, self.build_dir, self.front_end_cache, start=proc.started)
+            plans = [ptxas_path.plan(argv, self.build_dir, self.front_end_cache, start=start)
                      for argv in self._tuned_compiles(timeout)]
         except (ptxas_path.Unsupported, OSError, subprocess.SubprocessError):
             return None
@@ -249,14 +256,16 @@ class ScratchTree:
                 # fatbinary and the host compile, of no use to a static objective): kept at no extra cost.
                 # One that fails costs its front end twice (the full build below says why it failed).
                 if not ptxas_path.ready(p):
-                    ptxas_path.fill(p, timeout - (time.monotonic() - started), start=proc.started)
+                    ptxas_path.fill(p, timeout - (time.monotonic() - started), start=start)
                 else:
                     kept += ptxas_path.front_end_seconds(p)
-                ran = ptxas_path.ptxas_only(p, timeout - (time.monotonic() - started), start=proc.started)
+                ran = ptxas_path.ptxas_only(p, timeout - (time.monotonic() - started), start=start)
             except subprocess.TimeoutExpired:
-                # The candidate's own compile steps, no build tool: its timeout (not once more in the full build).
-                return CandidateBuild(False, Cause.COMPILE_TIMEOUT,
-                                      f"compile of {p.output} timed out ({timeout_advice(timeout)})",
+                # The candidate's own compile steps, no build tool: its timeout (not once more in the full build),
+                # or the machine's where they waited for a CPU (the rule of every candidate's compile).
+                cause = timed_out_cause(witness)
+                return CandidateBuild(False, cause, f"compile of {p.output} timed out "
+                                      f"({timeout_note(cause, witness, timeout)})",
                                       time.monotonic() - started, "".join(output))
             except (ptxas_path.Unsupported, OSError, subprocess.SubprocessError):
                 return None

@@ -23,7 +23,9 @@ compiler, a failed check. What the environment does to a run is not:
 ``compile_starved``
     The candidate's compile ran past its timeout after waiting for a CPU, in
     all, for more than half the limit (the kernel's run-queue delay of its
-    processes, /proc/<pid>/schedstat, just before the kill): a loaded machine
+    processes, /proc/<pid>/schedstat, just before the kill; the processes
+    naming its options file, and those ciq_build started for it itself, the
+    ptxas-only path's steps, and what they started): a loaded machine
     gave it less than half the time it was allowed, so the timeout says
     nothing of the candidate. Waiting for a CPU is what load does to a
     process that is ready to run; a compile that hangs of its own runs (a
@@ -39,11 +41,14 @@ import errno
 import os
 import re
 import signal
+import subprocess
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ciq_build.compiler.ptxas_path import Start
 from ciq_build.core.causes import ENVIRONMENTAL, Cause
 from ciq_build.errors import DiskFullError
 from ciq_build.measure.processes import descendants, process_table
@@ -241,6 +246,8 @@ class CompileWitness:
     build tool's (a re-configure, ninja, a custom command), not the candidate's;
     if those processes had waited for a CPU for more than half the timeout, the
     machine starved the compile (``compile_starved``, the module docstring).
+    Compile steps ciq_build runs itself (the ptxas-only path's) are started
+    through `watching`, so their processes are looked at too.
     """
 
     options_file: Path
@@ -249,6 +256,8 @@ class CompileWitness:
     looked: bool = field(default=False, init=False)
     waited: float = field(default=0.0, init=False)  # seconds the compile had waited for a CPU at the look
     _timer: threading.Timer | None = field(default=None, init=False, repr=False)
+    _started: set[int] = field(default_factory=set, init=False, repr=False)  # live processes `watching` started
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __enter__(self) -> CompileWitness:
         # Late enough that whatever hangs is hanging; early enough to look before the kill.
@@ -262,13 +271,30 @@ class CompileWitness:
         if self._timer is not None:
             self._timer.cancel()
 
+    def watching(self, start: Start) -> Start:
+        """`start` with each process it starts looked at as the candidate's compile while it runs: for compile
+        steps whose command lines need not name the options file (the ptxas-only path's)."""
+        @contextmanager
+        def watched(popen: Callable[[], subprocess.Popen[str]]) -> Iterator[subprocess.Popen[str]]:
+            with start(popen) as process:
+                with self._lock:
+                    self._started.add(process.pid)
+                try:
+                    yield process
+                finally:
+                    with self._lock:
+                        self._started.discard(process.pid)
+        return watched
+
     def _look(self) -> None:
         needles = {str(self.options_file)}
         try:
             needles.add(str(Path(self.options_file).resolve()))
         except OSError:
             pass
-        compiles = {pid for needle in needles for pid in processes_naming(needle)}
+        with self._lock:
+            compiles = set(self._started)
+        compiles |= {pid for needle in needles for pid in processes_naming(needle)}
         self.compiling = bool(compiles)
         self.waited = waited_for_cpu(compiles)
         self.looked = True

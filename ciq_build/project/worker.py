@@ -108,10 +108,7 @@ def failed_build(what: str, step: proc.ProcResult, witness: environment.CompileW
                  compile_seconds: float, compiler_output: str) -> CandidateBuild:
     """A failed step's CandidateBuild: its cause, and its log's tail with timeout advice where it hung."""
     cause = failure_cause(step, witness, tree)
-    advice = f" ({timeout_advice(timeout)})" if step.timed_out else ""
-    if cause == environment.COMPILE_STARVED:
-        advice = (f" (it waited {witness.waited:.1f} s of its {timeout:g} s limit for a CPU: the machine was loaded, so "
-                  "the timeout is not the candidate's; a resumed tune builds it again)")
+    advice = f" ({timeout_note(cause, witness, timeout)})" if step.timed_out else ""
     return CandidateBuild(False, cause, f"{what} {step.describe()}{advice}:\n{step.output_tail()}",
                           compile_seconds, compiler_output)
 
@@ -124,7 +121,7 @@ def failure_cause(step: proc.ProcResult, witness: environment.CompileWitness, tr
     if step.timed_out:
         if not witness.hang_was_the_candidates():
             return environment.BUILD_TOOL_TIMEOUT
-        return environment.COMPILE_STARVED if witness.starved() else Cause.COMPILE_TIMEOUT
+        return timed_out_cause(witness)
     if environment.foreign_signal(step.signal) or environment.says_killed(output):
         return environment.COMPILE_KILLED
     # nvcc does not always say why a write failed ("Failed to preprocess host
@@ -132,6 +129,21 @@ def failure_cause(step: proc.ProcResult, witness: environment.CompileWitness, tr
     if environment.full_file_systems([tree, environment.compiler_temp_dir()]):
         return environment.DISK_FULL
     return Cause.COMPILE_FAILED
+
+
+def timed_out_cause(witness: environment.CompileWitness) -> Cause:
+    """A compile of the candidate's that ran past its limit: the machine's where it had waited for a CPU for more
+    than half the limit (compile_starved: a resumed tune builds it again), else the candidate's (compile_timeout).
+    Every path that compiles a candidate decides by this: a build step (failure_cause), ptxas alone."""
+    return environment.COMPILE_STARVED if witness.starved() else Cause.COMPILE_TIMEOUT
+
+
+def timeout_note(cause: Cause, witness: environment.CompileWitness, timeout: float) -> str:
+    """What a failure message says of a step that ran past its `timeout`, by its `cause`."""
+    if cause == environment.COMPILE_STARVED:
+        return (f"it waited {witness.waited:.1f} s of its {timeout:g} s limit for a CPU: the machine was loaded, so "
+                "the timeout is not the candidate's; a resumed tune builds it again")
+    return timeout_advice(timeout)
 
 
 def existing_objects(paths: Iterable[Path]) -> tuple[Path, ...]:

@@ -33,9 +33,11 @@ Noise. A search that picks the lowest single measurement picks a lucky one.
 Where measuring one configuration again gives another score (checked once on
 the best, the first time there is one), the portfolio measures the
 configurations nearest the best again -- a share of each batch, and more of
-the last two -- and judges configurations by the mean of their measurements
-plus its standard error (a pessimistic bound: one lucky run is not enough to
-lead). Even so the measurements a pick was chosen by favour it (the winner's
+the last two -- and judges configurations by an estimate pooled across every
+measurement (ciq_build.search.pooled: an additive model of the parameters'
+values, plus each configuration's own departure from it shrunk by how far
+its own measurements can be trusted) plus that estimate's standard error (a
+pessimistic bound: one lucky run is not enough to lead). Even so the measurements a pick was chosen by favour it (the winner's
 curse), so the pick is chosen before the last batch, which measures it
 afresh, and :meth:`Results.get_best_result` reports the mean of those fresh
 measurements alone (Results.confirm).
@@ -59,7 +61,7 @@ from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.diverse import DiverseArm
 from ciq_build.search.failing_pairs import FailingPairs
 from ciq_build.search.genetic import BatchSource, first_pool
-from ciq_build.search.results import noise_bound
+from ciq_build.search.pooled import PooledScores
 from ciq_build.search.strategy import GRID, SearchRequest, configured
 from ciq_build.search.strategy_options import strategy_option
 
@@ -168,6 +170,8 @@ class PortfolioSearch(BatchSearch):
         self._front: list[tuple[tuple[float, ...], Genome]] = []  # several objectives: the non-dominated
         self.noisy: bool | None = None  # unknown until the best has been measured twice
         self._noisy_centre: Genome | None = None  # with noise: the best by the statistic, after each batch
+        self._pooled: PooledScores | None = None  # with noise: every measurement, pooled (ciq_build.search.pooled)
+        self._ranked: list[Genome] = []  # and the configurations judged best by it, after each batch
         self._improved_at = 0  # the last batch that improved on the best by more than a plateau's spread
         # A flag space: the diverse arm, and proposals that skip the pairs of values known to fail
         self.flags = flag_space(self.space)
@@ -319,9 +323,9 @@ class PortfolioSearch(BatchSearch):
                 each.learn(candidate.genome, self.measured[candidate.genome], drawn)
         if self._best is None and not self._front:
             raise self._all_invalid(batch, generation)
-        if self.noisy:
-            bound = self._bound()
-            self._noisy_centre = min(self._samples, key=lambda g: bound(self._samples[g]), default=None)
+        if self._pooled is not None:
+            self._ranked = self._pooled.lowest(_REPEAT_CANDIDATES)
+            self._noisy_centre = self._ranked[0] if self._ranked else None
 
     def plateau(self) -> bool:
         """Whether most draws from the whole space score alike -- more than half of them within MIN_SPREAD of their
@@ -377,10 +381,13 @@ class PortfolioSearch(BatchSearch):
         samples.append(fitness[0])
         if len(samples) == 2 and self.noisy is None:
             self.noisy = samples[0] != samples[1]
-
-    def _bound(self) -> Callable[[list[float]], float]:
-        spread = noise_bound(list(self._samples.values()))
-        return lambda samples: sum(samples) / len(samples) + spread / math.sqrt(len(samples))
+            if self.noisy:  # from now on every measurement is pooled, those before too
+                self._pooled = PooledScores()
+                for measured, values in self._samples.items():
+                    for value in values:
+                        self._pooled.add(measured, value)
+        elif self._pooled is not None:
+            self._pooled.add(genome, fitness[0])
 
     def _to_measure_again(self, size: int) -> list[Genome]:
         """What the next batch measures again: the best once (is it noisy?), then, if so, those nearest it."""
@@ -398,8 +405,7 @@ class PortfolioSearch(BatchSearch):
             return out  # the draws need the batch there: a basin is found by them, not by the best's last fraction
         late = self._issued + 2 * size >= self.config.evaluations
         slots = max(1, int(size * (FINAL_REPEAT_SHARE if late else REPEAT_SHARE))) - len(out)
-        bound = self._bound()
-        ranked = sorted(self._samples, key=lambda g: bound(self._samples[g]))[:_REPEAT_CANDIDATES]
+        ranked = self._ranked
         confirming = len(out)
         while len(out) - confirming < slots:
             # the least measured of the nearest, the best first

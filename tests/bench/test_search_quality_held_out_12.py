@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bench.search_quality import held_out_12 as h12
-from bench.search_quality.stats import median_interval
+from bench.search_quality.stats import mean_interval
 from ciq_build import INVALID_SCORE
 from support import assert_optimum_needs_each_parameter
 
@@ -63,6 +63,7 @@ def test_noisy12_optimum_is_3_4_percent_better_than_the_defaults_with_two_intera
     assert h12.NOISY_KNOBS_12.noise == 0.018
 
 
-def test_the_median_interval_holds_the_middle_order_statistics() -> None:
-    assert median_interval([float(v) for v in range(100)]) == (39.0, 60.0)  # the 40th and 61st of 100
-    assert median_interval([5.0, 1.0, 3.0]) == (1.0, 5.0)  # too few values for 95%: the whole range
+
+def test_the_mean_interval_is_the_mean_plus_and_minus_two_standard_errors() -> None:
+    low, high = mean_interval([1.0, 3.0] * 50)  # mean 2, standard deviation 1.005, 100 values
+    assert low == pytest.approx(2 - 1.96 * 1.00504 / 10, abs=1e-4) and high == pytest.approx(2 + 0.19699, abs=1e-4)

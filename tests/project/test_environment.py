@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.compiler import ptxas_path
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import parse_objectives
@@ -28,7 +30,7 @@ from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.project import environment
 from ciq_build.project.manifest import Benchmark, Manifest, ManifestToolchain
 from ciq_build.project.sources import SourceSet
-from ciq_build.project.worker import CandidateBuild, failed_build, failure_cause
+from ciq_build.project.worker import CandidateBuild, failed_build, failure_cause, timed_out_cause, timeout_note
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import journaled_timings
 from ciq_build.state.journal import Journal
@@ -258,6 +260,30 @@ def test_a_timeout_of_a_compile_that_waited_for_a_cpu_most_of_its_limit_is_the_m
     built = failed_build("compile", result, witness, 1.5, tmp_path, result.seconds, "")
     assert "for a CPU: the machine was loaded, so the timeout is not the candidate's" in built.message
 
+
+
+def _ptxas_only_step(tmp_path: Path, code: str) -> tuple[environment.CompileWitness, subprocess.TimeoutExpired]:
+    """A front-end step of the ptxas-only path (ciq_build.compiler.ptxas_path: run by ciq_build itself, its
+    command line naming no options file) that runs `code`, run past its 1.5 s limit as a candidate's compile is."""
+    options = tmp_path / "kern.nvcc-options"
+    options.write_text("")
+    step = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+    plan = ptxas_path.Plan(("nvcc",), tmp_path, dict(os.environ), (step,), (), tmp_path / "front-ends" / "k", None)
+    with environment.CompileWitness(options, 1.5) as witness:
+        with pytest.raises(subprocess.TimeoutExpired) as raised:
+            ptxas_path.fill(plan, 1.5, start=witness.watching(proc.started))
+    return witness, raised.value
+
+
+def test_a_ptxas_only_step_that_waited_for_a_cpu_past_its_limit_is_the_machines_by_the_same_rule(
+        tmp_path: Path) -> None:
+    witness, _ = _ptxas_only_step(tmp_path, _SPIN_ON_ONE_CPU)
+    assert witness.hang_was_the_candidates() and witness.starved() and witness.waited > 0.75, witness.waited
+    assert timed_out_cause(witness) == Cause.COMPILE_STARVED  # what the scratch tree's ptxas-only build returns
+    assert "limit for a CPU: the machine was loaded" in timeout_note(Cause.COMPILE_STARVED, witness, 1.5)
+    # One that hangs of its own (sleeps) waits for no CPU: the candidate's timeout, as for a build step.
+    witness, _ = _ptxas_only_step(tmp_path, "import time; time.sleep(30)")
+    assert witness.compiling and timed_out_cause(witness) == Cause.COMPILE_TIMEOUT
 
 # -- the source fingerprint covers real inputs only -------------------------------------------------
 
