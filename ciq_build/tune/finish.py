@@ -32,13 +32,14 @@ from ciq_build.pin.write import merge_architecture, write_record
 from ciq_build.project.manifest import Manifest, benchmark_sizes
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.select import scored_registers
 from ciq_build.tune.assemble import assemble_record, scored_record
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before
-from ciq_build.tune.runner import THREADS_METRIC, BuildRunner
+from ciq_build.tune.runner import DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
@@ -308,12 +309,13 @@ class Finish:
         built = architecture_list(self.manifest.toolchain.architectures)
         arch = self.architectures.scored or (built[0] if built else "")
         threads = winner.metrics.get(THREADS_METRIC)
-        registers = winner.metrics.get("registers")
+        registers, whose = scored_registers(winner.metrics, list(self.settings.objectives))
         if threads is None or registers is None or not occupancy.knows(arch):
             return ""
-        steps = occupancy.describe_steps(occupancy.limits(arch), int(registers), int(threads),
-                                         int(winner.metrics.get("shared_bytes", 0)))
-        several = " (the most registers and shared memory of any kernel)" if winner.metrics.get("kernels", 1) > 1 else ""
+        shared = winner.metrics.get(DESCRIBED_SHARED_METRIC if whose else "shared_bytes", 0)
+        steps = occupancy.describe_steps(occupancy.limits(arch), registers, int(threads), int(shared))
+        several = (f" (the kernels {whose} scores)" if whose else
+                   " (the most registers and shared memory of any kernel)" if winner.metrics.get("kernels", 1) > 1 else "")
         return f"sm_{arch}, {steps}{several}"
 
     def _skipped_text(self, pinned: Path | None) -> str:
