@@ -167,14 +167,19 @@ def kernel_values(usages: Iterable[KernelUsage], objectives: Mapping[str, tuple[
     over all. A name whose regex finds no kernel is left out (its objective has no value).
     """
     usages = list(usages)
-    names = demangled({u.function for u in usages}) if objectives else {}
     out: dict[str, float] = {}
     for name, (metric, pattern) in objectives.items():
-        regex = re.compile(pattern)
-        matched = [u for u in usages if regex.search(u.function) or regex.search(names.get(u.function, ""))]
+        matched = found_by(usages, [pattern])
         if matched and metric in (values := summarize(matched)):
             out[name] = values[metric]
     return out
+
+
+def found_by(usages: Iterable[KernelUsage], patterns: Iterable[str]) -> list[KernelUsage]:
+    """The kernels in whose mangled or demangled name one of the `patterns` (a per-kernel objective's regex) is found."""
+    usages, regexes = list(usages), [re.compile(pattern) for pattern in patterns]
+    names = demangled({u.function for u in usages}) if regexes else {}
+    return [u for u in usages if any(r.search(u.function) or r.search(names.get(u.function, "")) for r in regexes)]
 
 
 _DEMANGLED: dict[str, str] = {}  # mangled -> demangled, for the life of the process (names do not change)

@@ -1,7 +1,7 @@
 """The rule book (``cmake/ciq_build_rules.txt``): what a pinned record may be and say.
 
-The CMake module interprets the same file (``_ciq_rules_*`` in
-``cmake/ciq_build.cmake``), so every rule exists once and both builds reach the
+The CMake module interprets the same file (``_ciq_rules_*`` in ``cmake/ciq_build_rules.cmake``
+and ``cmake/ciq_build_rules_record.cmake``), so every rule exists once and both builds reach the
 same verdict on every record (tests/core/test_rule_book_agreement.py). This module
 reads the rule book and applies its three layers, in the order both readers use:
 

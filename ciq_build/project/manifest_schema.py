@@ -2,7 +2,7 @@
 
     python -m ciq_build.project.manifest_schema > docs/target-manifest.schema.json
 
-Two writers make manifests: the CMake module (cmake/ciq_build.cmake,
+Two writers make manifests: the CMake module (cmake/ciq_build_manifest.cmake,
 file(GENERATE)) and the setuptools backend (ciq_build.project.setuptools_backend, through
 ciq_build.project.manifest.manifest_document). One reader takes them
 (ciq_build.project.manifest.read_manifest). The schema is what the three agree

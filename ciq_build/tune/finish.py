@@ -32,13 +32,14 @@ from ciq_build.pin.write import merge_architecture, write_record
 from ciq_build.project.manifest import Manifest, benchmark_sizes
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.search.select import scored_registers
 from ciq_build.tune.assemble import assemble_record, scored_record
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before
-from ciq_build.tune.runner import THREADS_METRIC, BuildRunner
+from ciq_build.tune.runner import DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
@@ -129,8 +130,7 @@ class Finish:
                 trees["winner"] = held[0]
             others = [t for t in workers if t is not trees["winner"]]
             if self.pinning and others and not winner.controls.is_default:
-                minimizer = Minimizer(winner.controls, others, self.toolchain, self.runner.timeouts, self.say,
-                                      benchmark=self.runner.needs_benchmark)
+                minimizer = self._minimizer(winner, others)
             return held
 
         def rebuilt(objects: tuple[Path, ...]) -> None:
@@ -230,12 +230,17 @@ class Finish:
         winner = confirmation.winner
         self.meter.enter("minimize")  # what of it outlasted the re-measure
         if minimizer is None:
-            minimizer = Minimizer(winner.controls, [base_tree], self.toolchain, self.runner.timeouts, self.say,
-                                  benchmark=self.runner.needs_benchmark)
+            minimizer = self._minimizer(winner, [base_tree])
             minimizer.reference(confirmation.winner_objects, tree)
         minimal = minimizer.result(confirmation.winner_objects)
         if not minimal.dropped:
             return confirmation
+        if not minimal.same_code:  # a static tune's pin of other code, the winner's figures: its objects are read
+            built = tree.build(minimal.controls, self.runner.timeouts.compile, benchmark=self.runner.needs_benchmark)
+            if not built.ok:
+                self.say(f"the minimal pin's controls do not build now ({built.message}): the winner's are pinned")
+                return confirmation
+            minimal = dataclasses.replace(minimal, objects=built.objects)
         self.say(minimal.describe())
         verdict = f"{confirmation.verdict}; {minimal.describe()}"
         if minimal.controls.is_default:
@@ -243,6 +248,14 @@ class Finish:
         return dataclasses.replace(confirmation, winner=dataclasses.replace(winner, controls=minimal.controls),
                                    winner_objects=minimal.objects, verdict=verdict, dropped=minimal.dropped,
                                    better=not minimal.controls.is_default)
+
+    def _minimizer(self, winner: Evaluation, trees: Sequence[WorkerTree]) -> Minimizer:
+        """The minimal pin's rebuilds of `winner` in `trees`; a tune of static objectives alone judges them by the
+        objectives' figures too (a control that changes the code but none of them is dropped)."""
+        static = not self.runner.needs_benchmark
+        return Minimizer(winner.controls, trees, self.toolchain, self.runner.timeouts, self.say,
+                         benchmark=self.runner.needs_benchmark, figures=self.runner.static_figures if static else None,
+                         winner_figures=winner.scores if static else None)
 
     # -- pin -------------------------------------------------------------------------
 
@@ -279,7 +292,8 @@ class Finish:
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
                           stopped=searched.stopped, next_with_pin=self._skipped_text(pinned),
                           next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
-                              objectives, self.settings.search, self.pinning, confirmation.better),
+                              objectives, self.settings.search, self.pinning, confirmation.better,
+                              int(confirmation.baseline.metrics.get("kernels", 1))),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(),
                           occupancy=self._occupancy_steps(confirmation.winner),
@@ -295,12 +309,13 @@ class Finish:
         built = architecture_list(self.manifest.toolchain.architectures)
         arch = self.architectures.scored or (built[0] if built else "")
         threads = winner.metrics.get(THREADS_METRIC)
-        registers = winner.metrics.get("registers")
+        registers, whose = scored_registers(winner.metrics, list(self.settings.objectives))
         if threads is None or registers is None or not occupancy.knows(arch):
             return ""
-        steps = occupancy.describe_steps(occupancy.limits(arch), int(registers), int(threads),
-                                         int(winner.metrics.get("shared_bytes", 0)))
-        several = " (the most registers and shared memory of any kernel)" if winner.metrics.get("kernels", 1) > 1 else ""
+        shared = winner.metrics.get(DESCRIBED_SHARED_METRIC if whose else "shared_bytes", 0)
+        steps = occupancy.describe_steps(occupancy.limits(arch), registers, int(threads), int(shared))
+        several = (f" (the kernels {whose} scores)" if whose else
+                   " (the most registers and shared memory of any kernel)" if winner.metrics.get("kernels", 1) > 1 else "")
         return f"sm_{arch}, {steps}{several}"
 
     def _skipped_text(self, pinned: Path | None) -> str:

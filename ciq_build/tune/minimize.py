@@ -10,6 +10,14 @@ code hash and resource usage that `verify` checks, per object and
 architecture) and the same host code (a -D can change only the host side: a
 launch's grid, a loop count). It is decided by machine code alone, so no
 benchmark waits for it and none is run for it.
+
+A tune of static objectives alone (registers, spills, ...) judges the code by
+those figures only: a control whose removal changes the code but not one of
+the objectives' figures is dropped too (stdgpu's unordered_map, tuned for one
+kernel's registers, pinned `-Xptxas=--def-load-cache=cs` and `--def-store-cache=cs`:
+streaming cache operators on every load and store, which changed the code
+but no figure the tune scored, and which nothing measured). Its pin's code is
+then the minimal controls' own, rebuilt for the record (`same_code` False).
 """
 
 from __future__ import annotations
@@ -26,11 +34,15 @@ from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.compiler.fingerprint import Fingerprints, object_fingerprints
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.measure.stopping import stopped
-from ciq_build.project.worker import WorkerTree
+from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.tune.timeouts import Timeouts
 
 # What one build's code is: the device fingerprints, and each object's host code hash.
 CodeIdentity = tuple[Fingerprints, dict[str, str]]
+# A static tune's objective values of a build (the runner's, as the search scored them); None where not read.
+Figures = Callable[[CandidateBuild, Controls], tuple[float, ...] | None]
+# What a build without some controls is: its code, and its objectives' figures where a static tune reads them.
+Built = tuple[CodeIdentity, tuple[float, ...] | None]
 
 
 @dataclass(frozen=True)
@@ -40,12 +52,20 @@ class MinimalPin:
     controls: Controls
     objects: tuple[Path, ...]
     dropped: tuple[str, ...]  # each dropped control, as nvcc reads it ("-maxrregcount=208", "-DUNROLL=8")
+    # Those of `dropped` whose removal changed the code but no figure of a static tune's objectives.
+    same_figures: tuple[str, ...] = ()
+    same_code: bool = True  # the controls build the winner's code (`objects`); else they must be built for the pin
 
     def describe(self) -> str:
         """One line for the tune's output: what was dropped and why."""
-        if not self.dropped:
-            return ""
-        return (f"dropped from the pin, since the machine code is the same without them: {', '.join(self.dropped)}")
+        same = [control for control in self.dropped if control not in self.same_figures]
+        parts = []
+        if same:
+            parts.append(f"since the machine code is the same without them: {', '.join(same)}")
+        if self.same_figures:
+            parts.append("since this tune's objectives are the same without them (their code differs, in nothing "
+                         f"the tune measured): {', '.join(self.same_figures)}")
+        return f"dropped from the pin, {'; and, '.join(parts)}" if parts else ""
 
 
 def without(controls: Controls, control: str | tuple[str, str] | AcfRef) -> Controls:
@@ -90,10 +110,17 @@ class Minimizer:
     """
 
     def __init__(self, controls: Controls, trees: Sequence[WorkerTree], toolchain: Toolchain, timeouts: Timeouts,
-                 say: Callable[[str], None], *, benchmark: bool) -> None:
+                 say: Callable[[str], None], *, benchmark: bool, figures: Figures | None = None,
+                 winner_figures: tuple[float, ...] | None = None) -> None:
         if not trees:
             raise ValueError("the minimal pin needs at least one tree to build in")
         self.controls = controls
+        # A static tune's objectives and the winner's figures of them: a build whose figures are the winner's is as
+        # good a pin, whatever its code (None: a benchmark judges the code, so only the same code is).
+        self.figures = figures if winner_figures is not None else None
+        self.winner_figures = winner_figures
+        self._same_code = True  # the decided controls build the winner's code
+        self._verdicts: list[str] = []  # each candidate's trial's, once all ended
         # Whether each build links the benchmark too, as the search's did: a static tune never built it, so a
         # benchmark that does not build must not read as "does not build without" each control.
         self.benchmark = benchmark
@@ -137,39 +164,53 @@ class Minimizer:
             if self.candidates and self._reference.result() is None:
                 self.say("the pin is not minimized: the winner's build has no object with device code to compare")
             dropped = tuple(spelled(c) for c in self.candidates if c not in removable(current))
-            return MinimalPin(current, objects, dropped)
+            figures = tuple(spelled(c) for c, verdict in zip(self.candidates, self._verdicts)
+                            if verdict == "figures" and spelled(c) in dropped)
+            return MinimalPin(current, objects, dropped, figures, self._same_code or not dropped)
         finally:
             self._pool.shutdown(wait=True)
 
     def _decide(self) -> Controls:
         """In the background, once every trial has ended: the controls the pin keeps."""
-        verdicts = [trial.result() for trial in self._trials]
+        self._verdicts = [trial.result() for trial in self._trials]
         reference = self._reference.result()
         if reference is None or self._cancelled.is_set():
             return self.controls
-        return self._drop_together([c for c, v in zip(self.candidates, verdicts) if v == "same"], reference)
+        return self._drop_together([c for c, v in zip(self.candidates, self._verdicts) if v in ("same", "figures")],
+                                   reference)
 
-    def _build(self, controls: Controls) -> CodeIdentity | None:
-        """The code of a build of `controls` in a free tree; None when it does not build."""
+    def _build(self, controls: Controls) -> Built | None:
+        """The code of a build of `controls` in a free tree, and its figures where a static tune reads them; None
+        when it does not build."""
         tree = self._trees.get()
         try:
             built = tree.build(controls, self.timeouts.compile, benchmark=self.benchmark)
             if not built.ok:
                 return None
-            return code_identity(built.objects, tree.object_dir, self.toolchain)
+            figures = self.figures(built, controls) if self.figures is not None else None
+            return code_identity(built.objects, tree.object_dir, self.toolchain), figures
         finally:
             self._trees.put(tree)
+
+    def _verdict(self, built: Built | None, reference: CodeIdentity) -> str:
+        """"same" (the winner's code), "figures" (other code, the winner's figures), "other" or "fails"."""
+        if built is None:
+            return "fails"
+        if built[0] == reference:
+            return "same"
+        return "figures" if self.figures is not None and built[1] == self.winner_figures else "other"
 
     def _trial(self, control: str | tuple[str, str] | AcfRef) -> str:
         """"same", "other" or "fails": the code without `control`, against the winner's."""
         if self._cancelled.is_set():
             return "cancelled"
-        identity = self._build(without(self.controls, control))
+        built = self._build(without(self.controls, control))
         reference = self._reference.result()  # the winner's rebuild, in its own tree meanwhile
         if reference is None or self._cancelled.is_set() or stopped():
             return "cancelled"  # a build a stop killed says nothing of the control: nothing said
-        verdict = "fails" if identity is None else "same" if identity == reference else "other"
+        verdict = self._verdict(built, reference)
         found = {"fails": "does not build without it: kept", "same": "same code without it: dropped",
+                 "figures": "other code without it, the same figures of this tune's objectives: dropped",
                  "other": "other code without it: kept"}[verdict]
         with self._lock:
             self._told += 1
@@ -178,18 +219,28 @@ class Minimizer:
         return verdict
 
     def _drop_together(self, same: list[str | tuple[str, str] | AcfRef], reference: CodeIdentity) -> Controls:
-        """`controls` less every control in `same`, if that is still the winner's code; else one at a time."""
+        """`controls` less every control in `same`, if that is still the winner's code (or, in a static tune, its
+        figures); else one at a time."""
         together = self.controls
         for control in same:
             together = without(together, control)
-        if len(same) < 2 or self._build(together) == reference:
+        if len(same) < 2 and same:
+            self._same_code = self._verdicts[self.candidates.index(same[0])] == "same"
+            return together
+        if not same:
+            return together
+        verdict = self._verdict(self._build(together), reference)
+        if verdict in ("same", "figures"):
+            self._same_code = verdict == "same"
             return together
         self.say(f"minimizing the pin: without all {len(same)} of them at once the code differs; "
                  "dropping them one at a time")
         current = self.controls
         for control in same:
             trial = without(current, control)
-            if self._build(trial) == reference:
+            verdict = self._verdict(self._build(trial), reference)
+            if verdict in ("same", "figures"):
                 current = trial
+                self._same_code = self._same_code and verdict == "same"
         return current
 

@@ -60,6 +60,9 @@ class Runner(Protocol[W_contra]):
 
 # Among a build's metrics: the threads a block of its kernel with the most registers has (where known).
 THREADS_METRIC = "threads_per_block"
+# The static shared memory of the kernel the occupancy line describes, where registers:<kernel regex> objectives
+# score some kernels (else the line takes the target's most: shared_bytes).
+DESCRIBED_SHARED_METRIC = "described_shared_bytes"
 
 
 class BuildRunner:
@@ -293,9 +296,14 @@ class BuildRunner:
         usages = self.scored(self.with_threads(metrics.parse_ptxas_verbose(build.compiler_output), build, controls))
         if usages:
             values.update(self.figures(usages))
-            heaviest = max(usages, key=lambda usage: usage.registers)
-            if heaviest.threads:  # the block size of the kernel the summary's occupancy steps are of
+            # The kernel the summary's occupancy steps are of: the heaviest of those a registers:<kernel regex>
+            # objective scores, where one does (stdgpu's example: not CUB's 64-register kernel beside the user's).
+            patterns = [o.kernels[1] for o in self.objectives if o.kernels is not None and o.kernels[0] == "registers"]
+            heaviest = max(metrics.found_by(usages, patterns) or usages, key=lambda usage: usage.registers)
+            if heaviest.threads:  # its block size, and, where some kernels are scored, its own shared memory
                 values[THREADS_METRIC] = float(heaviest.threads)
+                if patterns:
+                    values[DESCRIBED_SHARED_METRIC] = float(heaviest.shared)
         counted = {metric_key(o) for o in self.objectives if isinstance(o.extractor, SassCount)}
         if counted and build.objects:
             count = float(sum(n for obj in build.objects
@@ -315,6 +323,10 @@ class BuildRunner:
             for obj in build.objects:
                 bounds.update(metrics.launch_bounds(obj, self.toolchain))
         return [dataclasses.replace(usage, threads=bounds.get(usage.function) or declared or 0) for usage in usages]
+
+    def static_figures(self, build: CandidateBuild, controls: Controls) -> tuple[float, ...] | None:
+        """A build's values of the objectives, as a tune of static objectives scores them (None: one is missing)."""
+        return objective_values(self.objectives, self.static_metrics(build, controls))
 
     def figures(self, usages: list[metrics.KernelUsage]) -> dict[str, float]:
         """The static figures of `usages`: the whole target's, and those of the objectives that score some kernels

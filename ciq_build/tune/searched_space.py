@@ -29,7 +29,7 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.on_top import on_top_of
 from ciq_build.search.select import (
     REGISTER_CAP_RULE,
-    cap_fitting_registers,
+    scored_registers,
     fits_register_cap,
     make_candidate_source,
     register_cap_line,
@@ -71,7 +71,7 @@ class SearchedSpace:
         """The source again, the register cap's values below the baseline's registers (the most of any kernel on
         the scored architecture, or of the kernels `registers:<kernel regex>` objectives score), said with the
         space's size."""
-        known, whose = cap_fitting_registers(baseline.metrics, self.objectives)
+        known, whose = scored_registers(baseline.metrics, self.objectives)
         say(register_cap_line(known, whose))
         source = self.source(known)
         self.say_size(source, say, known)

@@ -233,6 +233,9 @@ def registers(cuobjdump: Path, obj: Path) -> dict[str, int]:
 # ------------------------------------------------------------------ the module's shape (its text, no CMake run)
 
 MODULE = REPO_ROOT / "cmake" / "ciq_build.cmake"
+# The parts ciq_build.cmake includes, as it names them: each owns one idea, behind a header saying which.
+PARTS = [MODULE.parent / name for name in re.findall(
+    r'^include\("\$\{CMAKE_CURRENT_LIST_DIR\}/(ciq_build_\w+\.cmake)"\)', MODULE.read_text(), re.M)]
 # ciq_tune_target() and the checks of its own parse, which read its ARG_* by design and set nothing in it.
 # Every other helper takes keyword arguments and names its outs.
 CALL_CHECKS = {"ciq_tune_target", "_ciq_check_call", "_ciq_check_arguments"}
@@ -253,15 +256,30 @@ def test_the_module_opens_with_its_contract_and_the_contract_names_every_public_
     keywords: set[str] = set()
     for group in re.findall(r'"([A-Z_;]+)"', parse.group(1)):
         keywords |= set(group.split(";"))
-    public = set(re.findall(r"(?<![\w@])CIQ_[A-Z_]*[A-Z]", text))  # cache variables, properties (not _CIQ_*)
+    code = text[contract.end():] + "".join(part.read_text() for part in PARTS)
+    public = set(re.findall(r"(?<![\w@])CIQ_[A-Z_]*[A-Z]", code))  # cache variables, properties (not _CIQ_*)
     assert keywords >= {"BENCHMARK", "PARAMS", "ALLOW_NUMERICS"} and public >= {"CIQ_DISABLE", "CIQ_PIN_STATUS"}
     missing = sorted(name for name in keywords | public if name not in contract.group(1))
     assert missing == [], f"the contract block at the top of cmake/ciq_build.cmake does not say {missing}"
 
 
+def test_each_part_of_the_module_says_what_it_owns_and_stays_short() -> None:
+    assert len(PARTS) >= 6 and all(part.is_file() for part in PARTS)
+    for path in [MODULE, *PARTS]:
+        lines = path.read_text().splitlines()
+        assert len(lines) <= 700, f"cmake/{path.name} has {len(lines)} lines; split off what is a separate idea"
+    for part in PARTS:
+        assert part.read_text().startswith("# ciq_build's CMake module, part: "), (
+            f"cmake/{part.name} must open with a header saying what it owns and why it is a file of its own")
+
+
 def test_helpers_take_keyword_arguments_and_set_only_the_names_their_caller_gave() -> None:
-    functions = _functions(MODULE.read_text())
-    assert len(functions) > 20 and CALL_CHECKS - {"_ciq_check_arguments"} <= set(functions)
+    functions: dict[str, str] = {}
+    for path in [MODULE, *PARTS]:
+        defined = _functions(path.read_text())
+        assert not set(defined) & set(functions), f"cmake/{path.name} defines again {set(defined) & set(functions)}"
+        functions |= defined
+    assert len(functions) > 20 and CALL_CHECKS <= set(functions)
     readers = sorted(name for name, body in functions.items() if "ARG_" in body and name not in CALL_CHECKS)
     assert readers == [], f"{readers} read the caller's ARG_*: pass what they need as keyword arguments"
     literal_outs = sorted(

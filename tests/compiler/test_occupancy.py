@@ -172,3 +172,14 @@ def test_the_other_architectures_figures_of_a_tune_of_some_kernels_are_those_ker
     values = runner.static_metrics(CandidateBuild(True, None, "", 1.0, report), Controls())
     assert values["registers:insert_neighbors"] == 49 and values["registers"] == 64
     assert runner.other_architectures == {"90": {"registers:insert_neighbors": 49, "spill_bytes:insert_neighbors": 0}}
+    # The summary's occupancy line is of the scored kernel, not of CUB's heavier one beside it (whose bounds gave the
+    # line its 256 threads and 64 registers): none where the scored kernel's block size is not known ...
+    bounded = CandidateBuild(True, None, "", 1.0, report, launch_bounds=(("_Z10cub_kernelPi", 256),))
+    assert "threads_per_block" not in runner.static_metrics(bounded, Controls())
+    whole = BuildRunner(None, None, parse_objectives(["registers"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+    assert whole.static_metrics(bounded, Controls())["threads_per_block"] == 256
+    # ... and its own block size and shared memory where they are.
+    both = CandidateBuild(True, None, "", 1.0, report.replace("Used 49 registers,", "Used 49 registers, 512 bytes smem,"),
+                          launch_bounds=(("_Z10cub_kernelPi", 256), ("_Z16insert_neighborsPKi", 128)))
+    values = runner.static_metrics(both, Controls())
+    assert values["threads_per_block"] == 128 and values["described_shared_bytes"] == 512

@@ -26,6 +26,7 @@ def test_a_baseline_benchmark_that_failed_where_no_gpu_answered_says_so_and_what
     assert f"--objective, one of {unbenchmarked_names()}" in text
     assert "Fix the build or benchmark first" not in text
     # Where a GPU ran it, or the build failed, the benchmark or the build is what to fix.
-    for cause, metrics in ((Cause.BENCH_SIGNAL, {"gpu_sm": 90.0}), (Cause.COMPILE_FAILED, {})):
+    # A run that ended well without its metric says why itself: a METRIC regex that matched no line is not the GPU.
+    for cause, metrics in ((Cause.BENCH_SIGNAL, {"gpu_sm": 90.0}), (Cause.COMPILE_FAILED, {}), (Cause.NO_METRIC, {})):
         text = failed_baseline_text("unordered_map", failed(cause, metrics))
         assert "nvidia-smi" not in text and text.endswith("nothing can be compared to a failing baseline.")

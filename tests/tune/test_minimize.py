@@ -114,3 +114,43 @@ def test_a_static_tunes_minimal_pin_builds_the_target_alone_as_its_search_did(mo
     pin = minimizer.result((Path("objects/kern.o"),))
     assert pin.controls == Controls() and pin.dropped == ("-Xptxas=-O1",)
     assert said[-1] == "minimizing the pin, 1/1: -Xptxas=-O1: same code without it: dropped", said
+
+
+def test_a_static_tunes_minimal_pin_drops_a_control_that_changes_the_code_but_no_figure_it_scores(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # stdgpu's unordered_map, tuned for registers:insert_neighbors: the pin kept -Xptxas=--def-load-cache=cs and
+    # --def-store-cache=cs (streaming cache operators on every load and store: other code, no other register count)
+    # beside the cap that made the 44 registers, though no benchmark ever ran that code.
+    monkeypatch.setattr(minimize, "code_identity", lambda objects, object_dir, toolchain: ({"kern.o": objects[0].name}, {}))
+
+    class FlagsTree:
+        """TEST DOUBLE for a worker tree whose code is its flags: each flag changes it."""
+
+        object_dir = Path("objects")
+
+        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> Any:
+            return SimpleNamespace(ok=True, objects=(Path("objects") / ("+".join(controls.flags) + ".o"),))
+
+    def registers(build: Any, controls: Controls) -> tuple[float, ...]:
+        return (44.0,) if "-maxrregcount=48" in controls.flags else (49.0,)  # the cap alone sets the figure
+
+    flags = ("-Xptxas=--def-load-cache=cs", "-Xptxas=--def-store-cache=cs", "-maxrregcount=48")
+    winner = Controls(flags=flags)
+    trees = [cast(Any, FlagsTree()), cast(Any, FlagsTree())]
+    said: list[str] = []
+    minimizer = Minimizer(winner, trees, cast(Any, None), Timeouts(1.0, 1.0), said.append, benchmark=False,
+                          figures=registers, winner_figures=(44.0,))
+    objects = FlagsTree().build(winner, 1.0).objects
+    minimizer.reference(objects, trees[0])
+    pin = minimizer.result(objects)
+    assert pin.controls == Controls(flags=("-maxrregcount=48",))
+    assert pin.dropped == pin.same_figures == flags[:2] and not pin.same_code  # the pin's objects are to be built
+    assert "-Xptxas=--def-load-cache=cs: other code without it, the same figures of this tune's objectives: dropped" \
+        in " ".join(said)
+    assert pin.describe() == ("dropped from the pin, since this tune's objectives are the same without them (their "
+                              "code differs, in nothing the tune measured): " + ", ".join(flags[:2]))
+    # A tune a benchmark judges keeps every control that changes the code, as before.
+    timed = Minimizer(winner, trees, cast(Any, None), Timeouts(1.0, 1.0), said.append, benchmark=True)
+    timed.reference(objects, trees[0])
+    kept = timed.result(objects)
+    assert kept.controls == winner and kept.dropped == () and kept.same_code

@@ -94,6 +94,14 @@ def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
     assert "without --no-pin" in next_without_a_pin(objectives, search, pin=False, better=True)
     # --no-pin on a search that found nothing better: running it again without --no-pin would pin nothing either
     assert next_without_a_pin(objectives, search, pin=False, better=False) == hint
+    # stdgpu's unordered_map: 28 kernels, CUB's set the most registers (64, under __launch_bounds__): nothing a
+    # knob does moves them, and the line offered other objectives and a bigger budget, not the kernel regex.
+    several = next_without_a_pin(objectives, search, pin=True, better=False, kernels=28)
+    assert several.startswith("registers is a figure of all 28 kernels of the target, those of the libraries it "
+                              "includes (Thrust, CUB) among them") and "--objective registers:<kernel regex>" in several
+    assert several.endswith(hint.removeprefix("nothing beat the compiler's defaults here; try "))
+    mine = next_without_a_pin(parse_objectives(["registers:mine"]), search, pin=True, better=False, kernels=28)
+    assert mine == next_without_a_pin(parse_objectives(["registers:mine"]), search, pin=True, better=False)
     pinned = run_summary("kern", objectives, (40.0,), (32.0,), [evaluated("a")], False, "better",
                          Path("ciq/kern.json"), Path("journal.jsonl"), {"a"}, next_without_pin=hint)
     assert "nothing beat" not in pinned and "next: commit ciq" in pinned

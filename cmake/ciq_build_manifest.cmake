@@ -1,0 +1,176 @@
+# ciq_build's CMake module, part: the target's manifest (see ciq_build.cmake, which includes it).
+#
+# _ciq_write_manifest(TARGET <target> SOURCES <source>... [ARCHITECTURES <arch>...])
+#   Writes <CMAKE_BINARY_DIR>/ciq/targets/<target>.json at generate time (file(GENERATE)): what the
+#   tuning driver reads of a registered target (ciq_build/project/manifest.py reads it; its JSON Schema
+#   is docs/target-manifest.schema.json), from the properties ciq_tune_target() set and the CUDA
+#   sources and architectures _ciq_finalize_target() found.
+#
+# Separate because it is the module's one interface to the Python driver, a JSON document whose fields
+# change with the driver's manifest, not with how a call is checked or a pin applied; and it owns the
+# module's JSON writing (_ciq_json_string, _ciq_json_array) and the generator-expression escaping.
+
+include_guard(GLOBAL)
+
+function(_ciq_write_manifest)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET" "SOURCES;ARCHITECTURES")
+  set(target "${arg_TARGET}")
+  set(sources "${arg_SOURCES}")
+  set(architectures "${arg_ARCHITECTURES}")
+  set(fn "ciq_tune_target(${target})")
+  get_target_property(benchmark ${target} _CIQ_BENCHMARK)
+  if(benchmark)
+    get_target_property(benchmark_args ${target} _CIQ_ARGS)
+    _ciq_json_string(benchmark_name "${benchmark}")
+    _ciq_json_array(benchmark_args ${benchmark_args})
+    # ARGS_SETS: each "name:arguments" as {"name", "args"}, the arguments split like a shell's.
+    get_target_property(args_sets ${target} _CIQ_ARGS_SETS)
+    get_target_property(score ${target} _CIQ_SCORE)
+    if(NOT score)
+      set(score geomean)
+    endif()
+    set(sets_json "")
+    foreach(entry IN LISTS args_sets)
+      string(FIND "${entry}" ":" colon)
+      string(SUBSTRING "${entry}" 0 ${colon} size)
+      math(EXPR rest "${colon} + 1")
+      string(SUBSTRING "${entry}" ${rest} -1 size_args)
+      separate_arguments(size_args UNIX_COMMAND "${size_args}")
+      _ciq_json_array(size_args_json ${size_args})
+      if(NOT sets_json STREQUAL "")
+        string(APPEND sets_json ", ")
+      endif()
+      # Appended as text: a CMake list would split inside the JSON's [ ].
+      string(APPEND sets_json "{\"name\": \"${size}\", \"args\": ${size_args_json}}")
+    endforeach()
+    set(benchmark_json "{\"target\": ${benchmark_name}, \"path\": \"@CIQ_BENCHMARK_PATH@\", \"args\": ${benchmark_args}, \"args_sets\": [${sets_json}], \"score\": \"${score}\"}")
+  else()
+    set(benchmark_json "null")
+  endif()
+
+  get_target_property(source_dir ${target} SOURCE_DIR)
+  get_target_property(binary_dir ${target} BINARY_DIR)
+  # The benchmark's path and the object paths go into the manifest's JSON at
+  # generate time, unescaped: the build tree's path must need no escaping.
+  if("${CMAKE_BINARY_DIR};${binary_dir}" MATCHES "[\"\\\\]")
+    message(FATAL_ERROR "${fn}: the build directory path contains a quote or "
+      "backslash; use a plain path.")
+  endif()
+  foreach(property IN ITEMS METRIC METRIC_UNIT PIN_DIR OPTIONS_FILE DESCRIPTION)
+    if(property STREQUAL "OPTIONS_FILE")
+      get_target_property(value ${target} CIQ_OPTIONS_FILE)
+    else()
+      get_target_property(value ${target} _CIQ_${property})
+    endif()
+    _ciq_json_string(json_${property} "${value}")
+  endforeach()
+  foreach(property IN ITEMS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS THREADS_PER_BLOCK)
+    get_target_property(value ${target} _CIQ_${property})
+    _ciq_json_array(json_${property} ${value})
+  endforeach()
+  get_target_property(timeout ${target} _CIQ_TIMEOUT)
+  get_target_property(allow_numerics ${target} _CIQ_ALLOW_NUMERICS)
+  if(allow_numerics)
+    set(allow_numerics true)
+  else()
+    set(allow_numerics false)
+  endif()
+  get_target_property(pin_file ${target} CIQ_PIN_FILE)
+  get_target_property(compiler ${target} _CIQ_CUDA_COMPILER)
+  get_target_property(compiler_version ${target} _CIQ_CUDA_COMPILER_VERSION)
+  foreach(name IN ITEMS target CMAKE_SOURCE_DIR CMAKE_BINARY_DIR source_dir binary_dir
+      pin_file CMAKE_GENERATOR compiler compiler_version architectures)
+    _ciq_json_string(json_${name} "${${name}}")
+  endforeach()
+  _ciq_json_array(json_sources ${sources})
+  _ciq_json_string(json_object_dir "${binary_dir}/CMakeFiles/${target}.dir")
+
+  string(JOIN "\n" manifest
+    "{"
+    "  \"schema\": 2,"
+    "  \"target\": ${json_target},"
+    "  \"description\": ${json_DESCRIPTION},"
+    "  \"source_dir\": ${json_CMAKE_SOURCE_DIR},"
+    "  \"binary_dir\": ${json_CMAKE_BINARY_DIR},"
+    "  \"target_source_dir\": ${json_source_dir},"
+    "  \"target_binary_dir\": ${json_binary_dir},"
+    "  \"cuda_sources\": ${json_sources},"
+    "  \"object_dir\": ${json_object_dir},"
+    "  \"objects\": [@CIQ_OBJECTS@],"
+    "  \"benchmark\": ${benchmark_json},"
+    "  \"metric_regex\": ${json_METRIC},"
+    "  \"metric_unit\": ${json_METRIC_UNIT},"
+    "  \"objectives\": ${json_OBJECTIVES},"
+    "  \"params\": ${json_PARAMS},"
+    "  \"constraints\": ${json_CONSTRAINTS},"
+    "  \"seeds\": ${json_SEEDS},"
+    "  \"search_space\": ${json_SEARCH_SPACE},"
+    "  \"pin_dir\": ${json_PIN_DIR},"
+    "  \"pin_file\": ${json_pin_file},"
+    "  \"timeout\": ${timeout},"
+    "  \"threads_per_block\": ${json_THREADS_PER_BLOCK},"
+    "  \"options_file\": ${json_OPTIONS_FILE},"
+    "  \"generator\": ${json_CMAKE_GENERATOR},"
+    "  \"allow_numerics\": ${allow_numerics},"
+    "  \"toolchain\": {\"cuda_compiler\": ${json_compiler}, \"cuda_compiler_version\": ${json_compiler_version}, \"architectures\": ${json_architectures}}"
+    "}"
+    "")
+  # Everything is literal text except the benchmark's path and the object
+  # files, known only at generate time.
+  _ciq_genex_literal(manifest "${manifest}")
+  if(benchmark)
+    string(REPLACE "@CIQ_BENCHMARK_PATH@" "$<TARGET_FILE:${benchmark}>" manifest "${manifest}")
+  endif()
+  # The target's own object files, as CMake names them (never a glob of its
+  # object folder, which keeps objects of sources deleted since).
+  set(objects "$<TARGET_OBJECTS:${target}>")
+  string(REPLACE "@CIQ_OBJECTS@"
+    "$<$<BOOL:${objects}>:\"$<JOIN:${objects},\"$<COMMA> \">\">" manifest "${manifest}")
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.json"
+    CONTENT "${manifest}")
+endfunction()
+
+# _ciq_json_string(<out> <value>): <value> as a quoted JSON string.
+function(_ciq_json_string out value)
+  string(REPLACE "\\" "\\\\" value "${value}")
+  string(REPLACE "\"" "\\\"" value "${value}")
+  string(REPLACE "\n" "\\n" value "${value}")
+  string(REPLACE "\r" "\\r" value "${value}")
+  string(REPLACE "\t" "\\t" value "${value}")
+  # The remaining control characters are rare in CMake strings; \u00XX them.
+  foreach(code RANGE 1 31)
+    if(code EQUAL 9 OR code EQUAL 10 OR code EQUAL 13)
+      continue()
+    endif()
+    string(ASCII ${code} char)
+    string(FIND "${value}" "${char}" position)
+    if(NOT position EQUAL -1)
+      math(EXPR hex "${code}" OUTPUT_FORMAT HEXADECIMAL)
+      string(REGEX REPLACE "^0x" "" hex "${hex}")
+      string(LENGTH "${hex}" length)
+      if(length EQUAL 1)
+        set(hex "0${hex}")
+      endif()
+      string(REPLACE "${char}" "\\u00${hex}" value "${value}")
+    endif()
+  endforeach()
+  set(${out} "\"${value}\"" PARENT_SCOPE)
+endfunction()
+
+# _ciq_json_array(<out> [<item>...]): the items as a JSON array of strings.
+function(_ciq_json_array out)
+  set(items "")
+  foreach(item IN LISTS ARGN)
+    _ciq_json_string(quoted "${item}")
+    list(APPEND items "${quoted}")
+  endforeach()
+  list(JOIN items ", " joined)
+  set(${out} "[${joined}]" PARENT_SCOPE)
+endfunction()
+
+# _ciq_genex_literal(<out> <text>): <text> protected from generator-expression
+# evaluation in file(GENERATE), by spelling every '$' as $<1:$>.
+function(_ciq_genex_literal out text)
+  string(REPLACE "$" "$<1:$>" text "${text}")
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
