@@ -225,7 +225,7 @@ class TuneRun:
         if fitting:
             source = self.space.fitted(baseline, self._say)
         self._reserve_for_the_end(baseline)
-        self._search(source, workers, timeouts)
+        self._search(source, workers, timeouts, baseline.scores)
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
                         _warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default,
@@ -309,7 +309,8 @@ class TuneRun:
                                 self.architectures.scored)
         self.architectures.say(_warn, self._say)
 
-    def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts) -> None:
+    def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts,
+                baseline: tuple[float, ...] | None) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
         # file is told all the same).
         expected, generations = planned_budget(source.describe(), self.settings.search, self.space.total)
@@ -325,7 +326,7 @@ class TuneRun:
         self.meter.enter("search")
         try:
             with self.executor.workers(phase, workers) as evaluating:
-                loop = self._loop(source, evaluating.runner, evaluating.slots, progress, expected)
+                loop = self._loop(source, evaluating.runner, evaluating.slots, progress, expected, baseline)
                 loop.run()
         finally:
             self._stop_ahead()  # what the guesses still build ends before the winner's rebuild
@@ -334,7 +335,7 @@ class TuneRun:
             self._say(time_limit_ended(self.settings.search, len(self.evaluations)))
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
-              progress: TuneProgress | None, planned: int) -> SearchLoop[W]:
+              progress: TuneProgress | None, planned: int, baseline: tuple[float, ...] | None) -> SearchLoop[W]:
         disk_full = stop_on_disk_full(self._disk_full)
 
         def after_candidate(evaluated: Evaluation) -> BaseException | None:
@@ -345,7 +346,7 @@ class TuneRun:
                           planned=planned, budget=self.settings.search.max_evaluations, deadline=self.deadline,
                           progress=progress, stop_for=after_candidate,
                           ahead=self.runner.ahead if self.executor.uses_driver_trees else None,
-                          pick=self.settings.search.pick)
+                          pick=self.settings.search.pick, baseline=baseline)
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
         return loop
 
