@@ -43,7 +43,7 @@ from ciq_build.search.select import search_kinds
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.state.live import LiveStatus, live_status_path
 from ciq_build.tune.ahead import start_builds_ahead
-from ciq_build.tune.baseline import measure_baseline
+from ciq_build.tune.baseline import baseline_for_search, measure_baseline
 from ciq_build.tune.cache import EvaluationCache, cache_key, search_header
 from ciq_build.tune.confirm import Confirmer
 from ciq_build.tune.executor import Executor, SearchPhase
@@ -208,10 +208,9 @@ class TuneRun:
         self.sources.tell(base_tree, *workers)  # the baseline's build may have written there first
         timeouts = for_candidates(self.settings.measure, baseline)
         self.runner = self.runner.with_timeouts(timeouts)  # the candidates' runner, knowing what the baseline's did
-        if fitting:  # the register cap is fitted to the baseline's registers: a stale journal's are corrected first
-            baseline = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure, timeouts,
-                                 self.settings.search.pick, self.manifest.target, self._say,
-                                 _warn).trusted_baseline(baseline, base_tree, also=("registers",))
+        trusted = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure, timeouts,
+                            self.settings.search.pick, self.manifest.target, self._say, _warn).trusted_baseline
+        baseline = baseline_for_search(self.runner, trusted, baseline, base_tree, fitting, self._say)
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
