@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import GPU_ARCH_METRIC, sm
@@ -53,10 +53,26 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
     assert evaluated.scores is not None
     say(f"baseline: {named_scores(runner.objectives, evaluated.scores)} "
         + ("(from the journal)" if evaluated.cached else f"(built and measured in {evaluated.seconds:.1f} s)"))
-    if runner.other_architectures:  # the static figures of what is not scored, shown once
+    return evaluated
+
+
+def baseline_for_search(runner: BuildRunner, trusted: Callable[[Evaluation, WorkerTree, Sequence[str]], Evaluation],
+                        baseline: Evaluation, tree: WorkerTree, fitting: bool,
+                        say: Callable[[str], None]) -> Evaluation:
+    """The baseline the search goes on from, and the static figures of the architectures built but not scored.
+
+    A journaled baseline is rebuilt now (in `tree`, its static figures checked: `trusted`, the confirmation's
+    Confirmer.trusted_baseline, once a run: the winner's confirmation would do it anyway) where the register cap is
+    `fitting` to its registers, or where other architectures are described: those figures are read from the first
+    build, so a resume that took the baseline from the journal said none (stdgpu, built for 80;90) while a fresh
+    tune says them after the baseline.
+    """
+    if fitting or runner.scored_architecture is not None:
+        baseline = trusted(baseline, tree, ("registers",) if fitting else ())
+    if runner.other_architectures:
         say("not scored: " + "; ".join(f"{sm(arch)} {', '.join(f'{k} {v}' for k, v in figures.items())}"
                                        for arch, figures in runner.other_architectures.items()))
-    return evaluated
+    return baseline
 
 
 # A benchmark's failures that a machine without a GPU explains (a program that aborts on its first CUDA call without

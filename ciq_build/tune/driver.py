@@ -43,7 +43,7 @@ from ciq_build.search.select import search_kinds
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.state.live import LiveStatus, live_status_path
 from ciq_build.tune.ahead import start_builds_ahead
-from ciq_build.tune.baseline import measure_baseline
+from ciq_build.tune.baseline import baseline_for_search, measure_baseline
 from ciq_build.tune.cache import EvaluationCache, cache_key, search_header
 from ciq_build.tune.confirm import Confirmer
 from ciq_build.tune.executor import Executor, SearchPhase
@@ -208,10 +208,9 @@ class TuneRun:
         self.sources.tell(base_tree, *workers)  # the baseline's build may have written there first
         timeouts = for_candidates(self.settings.measure, baseline)
         self.runner = self.runner.with_timeouts(timeouts)  # the candidates' runner, knowing what the baseline's did
-        if fitting:  # the register cap is fitted to the baseline's registers: a stale journal's are corrected first
-            baseline = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure, timeouts,
-                                 self.settings.search.pick, self.manifest.target, self._say,
-                                 _warn).trusted_baseline(baseline, base_tree, also=("registers",))
+        trusted = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure, timeouts,
+                            self.settings.search.pick, self.manifest.target, self._say, _warn).trusted_baseline
+        baseline = baseline_for_search(self.runner, trusted, baseline, base_tree, fitting, self._say)
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
@@ -225,7 +224,7 @@ class TuneRun:
         if fitting:
             source = self.space.fitted(baseline, self._say)
         self._reserve_for_the_end(baseline)
-        self._search(source, workers, timeouts)
+        self._search(source, workers, timeouts, baseline.scores)
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
                         _warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default,
@@ -309,7 +308,8 @@ class TuneRun:
                                 self.architectures.scored)
         self.architectures.say(_warn, self._say)
 
-    def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts) -> None:
+    def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts,
+                baseline: tuple[float, ...] | None) -> None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
         # file is told all the same).
         expected, generations = planned_budget(source.describe(), self.settings.search, self.space.total)
@@ -325,7 +325,7 @@ class TuneRun:
         self.meter.enter("search")
         try:
             with self.executor.workers(phase, workers) as evaluating:
-                loop = self._loop(source, evaluating.runner, evaluating.slots, progress, expected)
+                loop = self._loop(source, evaluating.runner, evaluating.slots, progress, expected, baseline)
                 loop.run()
         finally:
             self._stop_ahead()  # what the guesses still build ends before the winner's rebuild
@@ -334,7 +334,7 @@ class TuneRun:
             self._say(time_limit_ended(self.settings.search, len(self.evaluations)))
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
-              progress: TuneProgress | None, planned: int) -> SearchLoop[W]:
+              progress: TuneProgress | None, planned: int, baseline: tuple[float, ...] | None) -> SearchLoop[W]:
         disk_full = stop_on_disk_full(self._disk_full)
 
         def after_candidate(evaluated: Evaluation) -> BaseException | None:
@@ -345,7 +345,7 @@ class TuneRun:
                           planned=planned, budget=self.settings.search.max_evaluations, deadline=self.deadline,
                           progress=progress, stop_for=after_candidate,
                           ahead=self.runner.ahead if self.executor.uses_driver_trees else None,
-                          pick=self.settings.search.pick)
+                          pick=self.settings.search.pick, baseline=baseline)
         self.evaluations = loop.evaluations  # the same list: a full disk mid-search counts what finished
         return loop
 

@@ -45,7 +45,7 @@ from ciq_build.search.strategies import GRID_DEFAULT
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import Runner
-from ciq_build.tune.winner import pick_from_front
+from ciq_build.tune.winner import pick_pinned
 
 W = TypeVar("W")
 
@@ -53,11 +53,12 @@ W = TypeVar("W")
 class Progress(Protocol):
     """Where the loop reports each finished evaluation (ciq_build.tune.progress.TuneProgress).
 
-    `evaluations` counts the evaluations finished so far, `best` is the best scores among them.
+    `evaluations` counts the evaluations finished so far, `best` is the scores of the point the tune would pin from
+    the Pareto front of them (`front` points; one where a single objective is tuned).
     """
 
     def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
-               best: tuple[float, ...] | None = None, last: Evaluation | None = None) -> None: ...
+               best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None) -> None: ...
 
     def close(self) -> None: ...
 
@@ -74,7 +75,8 @@ class SearchLoop(Generic[W]):
                  planned: int | None = None, budget: int | None = None, deadline: float | None = None,
                  clock: Callable[[], float] = time.monotonic, progress: Progress | None = None,
                  stop_for: Callable[[Evaluation], BaseException | None] | None = None,
-                 ahead: BuildsAhead | None = None, pick: str = "first") -> None:
+                 ahead: BuildsAhead | None = None, pick: str = "first",
+                 baseline: tuple[float, ...] | None = None) -> None:
         if not workers:
             raise ValueError("the search loop needs at least one worker")
         self.source = source
@@ -102,7 +104,7 @@ class SearchLoop(Generic[W]):
         # What progress is told, per finished evaluation (in the order they finish, not the order told).
         self._finished = 0
         self._failed = 0
-        self._best = RunningBest(objectives, pick)
+        self._best = RunningBest(objectives, pick, baseline)  # `baseline`: the defaults' scores, as the pin's rule reads them
 
     @property
     def budget_left(self) -> bool:
@@ -254,7 +256,7 @@ class SearchLoop(Generic[W]):
         self._best.add(evaluated)
         if self.progress is not None:
             self.progress.update(evaluated.proposal.generation, evaluations=self._finished, failures=self._failed,
-                                 best=self._best.scores, last=evaluated)
+                                 best=self._best.scores, front=len(self._best.front), last=evaluated)
 
     def _evaluate(self, worker: W, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         """In a worker thread: the runner's evaluation, in the loop's scope (it ends when the loop does)."""
@@ -289,21 +291,34 @@ def _first_done(pending: Mapping[Future[Evaluation], object]) -> set[Future[Eval
 
 
 class RunningBest:
-    """The progress line's best, kept as evaluations finish: the point the pin's rule (`pick`,
-    ciq_build.tune.winner) takes from the Pareto front so far, so that with several objectives the line shows
-    what the tune would pin (the knee, by default), not the best on the first objective alone; with `first`,
-    the first objective's best with ties broken by the next (0 spills at 56 registers before 0 at 127)."""
+    """The progress line's best, kept as evaluations finish: the point the pin's rule takes from the Pareto front
+    so far (ciq_build.tune.winner.pick_pinned: `pick`, among the points that beat `baseline` on every objective if
+    any do, fully measured points before raced-out ones), so that with several objectives the line shows what the
+    tune would pin, not the best on the first objective alone (stdgpu: 40 registers with 72 bytes of spills was
+    said, 44 with none pinned); with one objective, or `first`, the first objective's best with ties broken by the
+    next (0 spills at 56 registers before 0 at 127)."""
 
-    def __init__(self, objectives: Sequence[Objective], pick: str = "first") -> None:
+    def __init__(self, objectives: Sequence[Objective], pick: str = "first",
+                 baseline: tuple[float, ...] | None = None) -> None:
         self.directions = [o.direction for o in objectives]
         self.pick = pick
-        self.front: list[Evaluation] = []  # the Pareto front of the evaluations added
+        self.baseline = baseline  # the defaults' scores (None: not known)
+        self.measured: list[Evaluation] = []  # the Pareto front of the fully measured evaluations added
+        self.raced: list[Evaluation] = []  # that of the raced-out ones: the winner's only while none is measured
         self.point: Evaluation | None = None  # the point of it the pin's rule takes
 
     def add(self, evaluated: Evaluation) -> None:
         if evaluated.ok and evaluated.scores is not None:
-            self.front = on_front(self.front, evaluated, self.directions)
-            self.point = pick_from_front(self.front, self.directions, self.pick)
+            if evaluated.raced:
+                self.raced = on_front(self.raced, evaluated, self.directions)
+            else:
+                self.measured = on_front(self.measured, evaluated, self.directions)
+            self.point = pick_pinned(self.front, self.baseline, self.directions, self.pick)
+
+    @property
+    def front(self) -> list[Evaluation]:
+        """The front the pin is taken from (as pick_winner's)."""
+        return self.measured or self.raced
 
     @property
     def scores(self) -> tuple[float, ...] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ciq_build.core.objectives import Objective
-from ciq_build.core.pareto import dominates, non_dominated
+from ciq_build.core.pareto import Direction, dominates, non_dominated
 from ciq_build.search.evaluation import Evaluation
 
 PICK_RULES = ("knee", "first")
@@ -21,8 +21,15 @@ def pick_winner(evaluations: Sequence[Evaluation], baseline: Evaluation, objecti
         return None
     directions = [o.direction for o in objectives]
     front = [ok[i] for i in non_dominated([_scores(e) for e in ok], directions)]
-    dominating = [e for e in front if baseline.scores is not None
-                  and dominates(_scores(e), baseline.scores, directions)]
+    return pick_pinned(front, baseline.scores, directions, rule)
+
+
+def pick_pinned(front: Sequence[Evaluation], baseline: Sequence[float] | None, directions: Sequence[Direction],
+                rule: str) -> Evaluation:
+    """The point of a Pareto front a tune pins: the rule's among the points that beat the defaults' scores
+    (`baseline`) on every objective, if any do, else among them all. The progress line's best is this point of
+    the front so far (ciq_build.tune.loop.RunningBest)."""
+    dominating = [e for e in front if baseline is not None and dominates(_scores(e), baseline, directions)]
     return pick_from_front(dominating or front, directions, rule)
 
 

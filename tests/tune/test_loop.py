@@ -473,7 +473,7 @@ class Narrated:
         return self.inner.evaluate(worker, proposal, controls, key)
 
     def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
-               best: tuple[float, ...] | None = None, last: Evaluation | None = None) -> None:
+               best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None) -> None:
         self.events.append(f"progress {evaluations}")
 
     def close(self) -> None:
@@ -501,7 +501,7 @@ def test_progress_hears_the_best_so_far_as_scores(tmp_path: Path) -> None:
 
     class Listening:
         def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
-                   best: tuple[float, ...] | None = None, last: Evaluation | None = None) -> None:
+                   best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None) -> None:
             heard.append(best)
 
         def close(self) -> None:
@@ -543,3 +543,56 @@ def test_random_search_runs_until_the_loops_plan_and_a_resumed_search_plans_as_m
     capped = SearchLoop(random_search(), StandInRunner(TIME), ["w0"], opened_cache(tmp_path / "capped.jsonl", TIME),
                         controls_id, TIME, planned=10, budget=6)
     assert len(capped.run()) == 6 and capped.stopped_by == "max_evaluations"
+
+
+class Listed:
+    """A candidate source that proposes fixed candidates, once: a search's finds, in order."""
+
+    def __init__(self, count: int) -> None:
+        self.proposals = [Proposal(i, 0, {"knob.maxrregcount": 32 + 8 * i}) for i in range(count)]
+
+    def ask(self) -> list[Proposal]:
+        proposals, self.proposals = self.proposals, []
+        return proposals
+
+    def tell(self, proposal: Proposal, scores: tuple[float, ...] | None, reason: str | None = None) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {"engine": "listed"}
+
+
+class Found:
+    """TEST DOUBLE for a static tune's builds: each proposal's figures, as stdgpu's search found them."""
+
+    def __init__(self, scores: Sequence[tuple[float, ...]]) -> None:
+        self.scores = list(scores)
+
+    def evaluate(self, worker: object, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
+        return Evaluation(key, proposal, controls, True, None, "", {}, {}, self.scores[proposal.id], 0.1)
+
+
+def test_a_tune_of_two_objectives_says_in_its_progress_line_the_point_it_will_pin(tmp_path: Path) -> None:
+    # stdgpu's unordered_map, registers and spills of insert_neighbors from 49 registers and no spills: the lines
+    # said "best registers:insert_neighbors 40, spill_bytes:insert_neighbors 72 bytes" (the knee of the whole
+    # front) and the tune pinned 44 registers without spills (the front's points that beat the defaults).
+    from ciq_build.tune.progress import TuneProgress, configure_logging, reset_logging
+
+    objectives = parse_objectives(["registers:insert_neighbors", "spill_bytes:insert_neighbors"])
+    found = [(48.0, 0.0), (40.0, 72.0), (44.0, 0.0), (40.0, 152.0)]
+    baseline = _point(-1, 49.0, 0.0)
+    said = tmp_path / "said.txt"
+    with said.open("w") as stream:
+        configure_logging(0, stream)
+        try:
+            progress = TuneProgress(len(found), 1, objectives, stream=stream, terminal=False)
+            loop = SearchLoop(Listed(len(found)), Found(found), ["w0"], opened_cache(tmp_path / "j.jsonl", objectives),
+                              controls_id, objectives, progress=progress, pick="knee", baseline=baseline.scores)
+            loop.run()
+        finally:
+            reset_logging()
+    pinned = pick_winner(loop.evaluations, baseline, objectives, "knee")
+    assert pinned is not None and pinned.scores == (44.0, 0.0)
+    last = said.read_text().splitlines()[-1]
+    assert ("| front: 2 points; would pin registers:insert_neighbors 44, spill_bytes:insert_neighbors 0 bytes |"
+            in last), last

@@ -52,16 +52,17 @@ def test_without_a_terminal_each_evaluation_is_one_plain_line(log: io.StringIO) 
                             clock=lambda: now[0])
     # The search counts generations from 0; a person reads the first as 1 of 2.
     now[0] = 10.0
-    progress.update(0, evaluations=1, failures=0, best=(4.25, 41.0), last=evaluated(1, scores=(4.25, 41.0)))
+    progress.update(0, evaluations=1, failures=0, best=(4.25, 41.0), front=1, last=evaluated(1, scores=(4.25, 41.0)))
     now[0] = 65.0
-    progress.update(0, evaluations=2, failures=1, best=(4.25, 41.0), last=evaluated(2, ok=False))
+    progress.update(0, evaluations=2, failures=1, best=(4.25, 41.0), front=1, last=evaluated(2, ok=False))
     lines = log.getvalue().splitlines()
     assert lines == [
-        "ciq_build: evaluation 1/8 (12%), generation 1/2: ok, time 4.25 ms, registers 41 | best time 4.25 ms, "
-        "registers 41 | 0 failed | 0:10 elapsed, about 1:10 left",
+        # two objectives: the point the tune would pin from the front so far, not a "best" of either alone
+        "ciq_build: evaluation 1/8 (12%), generation 1/2: ok, time 4.25 ms, registers 41 | front: 1 point; would pin "
+        "time 4.25 ms, registers 41 | 0 failed | 0:10 elapsed, about 1:10 left",
         # 65 s for 2 measured evaluations: 6 more take about 3:15
-        "ciq_build: evaluation 2/8 (25%), generation 1/2: failed (compile_failed) | best time 4.25 ms, "
-        "registers 41 | 1 failed | 1:05 elapsed, about 3:15 left",
+        "ciq_build: evaluation 2/8 (25%), generation 1/2: failed (compile_failed) | front: 1 point; would pin "
+        "time 4.25 ms, registers 41 | 1 failed | 1:05 elapsed, about 3:15 left",
     ]
     assert "\r" not in log.getvalue()
 
