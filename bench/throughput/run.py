@@ -2,6 +2,7 @@
 
     python bench/throughput/run.py [--count 24] [--knobs 24] [--parts acf,knobs,racing,fixed] [--acfs POOL_DIR]
                                [--nvcc PATH] [--keep DIR] [--baseline REV] [--rounds 3]
+                               [--fixed-project shared|noop|thrust]
 
 Both parts run on the sample's gemm_kernels (sm_90a) with the CUDA 13.3 nvcc,
 every flow of a candidate side by side with the others (so a loaded machine
@@ -69,7 +70,11 @@ rebuild, the minimal pin, the pin), in a fresh copy configured beforehand
 (untimed) with the arm's CMake module, `--rounds` times each, the arms
 alternating. Printed: CPU seconds of the tune's process and its children
 (getrusage), wall seconds, and each phase's wall seconds from the tune's live
-status file; both arms must pin the same controls.
+status file; both arms must pin the same controls. `--fixed-project noop`
+tunes tests/projects/noop over knobs and params instead (a winner with
+controls to drop: the minimal pin's trials), `--fixed-project thrust` the
+Thrust-heavy bench/throughput/thrust_project (whole builds of some 20 s
+here: what the minimal pin's trials cost where they are whole builds).
 """
 
 from __future__ import annotations
@@ -521,26 +526,36 @@ def racing_part() -> None:
         raise SystemExit("racing part: the arms pinned different winners")
 
 
-FIXED_PROJECT = REPO_ROOT / "tests" / "projects" / "shared"
-FIXED_TARGET = "shared_kernels"
+# --fixed-project: (its folder, the target tuned, the tune's own arguments). noop: a static tune over knobs and
+# params whose winner carries controls that change nothing (most of the minimal pin's rebuilds drop one);
+# thrust: a Thrust-heavy file (sort, reduce, copy_if: CUB's kernels beside the user's), whose whole builds are long.
+FIXED_PROJECTS = {
+    "shared": (REPO_ROOT / "tests" / "projects" / "shared", "shared_kernels", ()),
+    "noop": (REPO_ROOT / "tests" / "projects" / "noop", "noop_kernels",
+             ("--generations", "2", "--pool-size", "4", "--strategy", "ga", "--controls", "knobs", "--controls",
+              "params")),
+    "thrust": (Path(__file__).resolve().parent / "thrust_project", "thrust_kernels",
+               ("--generations", "2", "--pool-size", "4", "--strategy", "ga")),
+}
 
 
-def _fixed_tune(checkout: Path, path: Path, nvcc: Path, work: Path) -> tuple[Cost, dict[str, float], str]:
-    """One whole tune of FIXED_PROJECT with `checkout`'s package (found through `path`): its cost, each phase's
-    wall seconds, and the controls it pinned."""
+def _fixed_tune(checkout: Path, path: Path, nvcc: Path, work: Path, project: str) -> tuple[Cost, dict[str, float], str]:
+    """One whole tune of FIXED_PROJECTS[project] with `checkout`'s package (found through `path`): its cost, each
+    phase's wall seconds, and the controls it pinned."""
+    folder, target, tune_args = FIXED_PROJECTS[project]
     source, build = work / "src", work / "build"
-    shutil.copytree(FIXED_PROJECT, source)
+    shutil.copytree(folder, source)
     subprocess.run(["cmake", "-S", str(source), "-B", str(build), "-G", "Ninja", f"-DCMAKE_CUDA_COMPILER={nvcc}",
                     f"-Dciq_build_DIR={checkout / 'cmake'}"], check=True, capture_output=True)
     env = {**os.environ, "PYTHONPATH": str(path)}
-    done, cost = _timed(subprocess.run, [sys.executable, "-m", "ciq_build", "tune", FIXED_TARGET, "-B", str(build)],
-                        capture_output=True, text=True, cwd=work, env=env)
+    done, cost = _timed(subprocess.run, [sys.executable, "-m", "ciq_build", "tune", target, "-B", str(build),
+                                         *tune_args], capture_output=True, text=True, cwd=work, env=env)
     if done.returncode != 0:
         sys.exit(f"the tune with {checkout} failed:\n{done.stderr[-3000:]}")
-    live = json.loads((build / "ciq" / "locks" / f"{FIXED_TARGET}.lock.live").read_text())
+    live = json.loads((build / "ciq" / "locks" / f"{target}.lock.live").read_text())
     starts = live["phases"]
     phases = {name: later - start for (name, start), (_, later) in zip(starts, starts[1:])}
-    pinned = json.loads((source / "ciq" / f"{FIXED_TARGET}.json").read_text())["controls"]
+    pinned = json.loads((source / "ciq" / f"{target}.json").read_text())["controls"]
     return cost, phases, json.dumps(pinned, sort_keys=True)
 
 
@@ -549,11 +564,14 @@ def fixed_part(args: argparse.Namespace, work: Path, nvcc: Path) -> None:
     checkouts = {"before": export_revision(args.baseline, work / "fixed-before"), "now": REPO_ROOT}
     paths = {arm: package_path(checkout, work / f"fixed-path-{arm}") for arm, checkout in checkouts.items()}
     runs: dict[str, list[tuple[Cost, dict[str, float], str]]] = {"before": [], "now": []}
-    print(f"fixed part: a whole static tune of {FIXED_TARGET} (tests/projects/shared), before = {args.baseline}, "
+    folder, target, tune_args = FIXED_PROJECTS[args.fixed_project]
+    print(f"fixed part: a whole static tune of {target} ({folder.relative_to(REPO_ROOT)} {' '.join(tune_args)}), "
+          f"before = {args.baseline}, "
           f"now = this checkout, {args.rounds} rounds, alternating")
     for round_ in range(args.rounds):
         for arm in (("before", "now") if round_ % 2 == 0 else ("now", "before")):
-            runs[arm].append(_fixed_tune(checkouts[arm], paths[arm], nvcc, work / f"fixed-{arm}-{round_}"))
+            runs[arm].append(_fixed_tune(checkouts[arm], paths[arm], nvcc, work / f"fixed-{arm}-{round_}",
+                                         args.fixed_project))
             cost = runs[arm][-1][0]
             print(f"  round {round_ + 1} {arm:6s} CPU {cost.cpu:6.2f} s  wall {cost.wall:6.2f} s", flush=True)
     if {r[2] for r in runs["before"]} != {r[2] for r in runs["now"]}:
@@ -581,6 +599,8 @@ def main() -> None:
     parser.add_argument("--keep", help="work folder to keep (default: a temporary one)")
     parser.add_argument("--baseline", default="main", help="the git revision the fixed part compares with")
     parser.add_argument("--rounds", type=int, default=3, help="tunes per arm (fixed part)")
+    parser.add_argument("--fixed-project", default="shared", choices=sorted(FIXED_PROJECTS),
+                        help="the project the fixed part tunes (default: shared)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     if not parts or parts - {"acf", "knobs", "racing", "fixed"}:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,10 +91,15 @@ class Finish:
     # The architectures the target's build compiles for, where this tune was narrowed to one (--architecture):
     # the pin applies only once it holds an entry for each, which the summary's next: says.
     built_architectures: str = ""
+    # The figures of each configuration the search measured in this run (a static tune's minimal pin builds none
+    # of them again).
+    measured: dict[Controls, tuple[float, ...]] = field(default_factory=dict)
 
     def run(self, searched: Searched) -> TuneOutcome:
         if not searched.evaluations and searched.stopped:
             return self._nothing_evaluated(searched)
+        self.measured = {e.controls: e.scores for e in searched.evaluations
+                         if e.ok and e.scores is not None and e.key in self.cache.measured_this_run}
         confirmation, tree, minimizer, standing = self.confirm(searched)
         confirmation, checked = self.minimize(confirmation, tree, minimizer, searched.base_tree)
         self.meter.enter("pin")
@@ -240,7 +245,7 @@ class Finish:
             if not built.ok:
                 self.say(f"the minimal pin's controls do not build now ({built.message}): the winner's are pinned")
                 return confirmation
-            minimal = dataclasses.replace(minimal, objects=built.objects)
+            minimal = minimizer.built_as(minimal, built.objects, tree)
         self.say(minimal.describe())
         verdict = f"{confirmation.verdict}; {minimal.describe()}"
         if minimal.controls.is_default:
@@ -251,11 +256,13 @@ class Finish:
 
     def _minimizer(self, winner: Evaluation, trees: Sequence[WorkerTree]) -> Minimizer:
         """The minimal pin's rebuilds of `winner` in `trees`; a tune of static objectives alone judges them by the
-        objectives' figures too (a control that changes the code but none of them is dropped)."""
+        objectives' figures too (a control that changes the code but none of them is dropped), built as its
+        candidates were (ptxas alone where ptxas's report holds them)."""
         static = not self.runner.needs_benchmark
         return Minimizer(winner.controls, trees, self.toolchain, self.runner.timeouts, self.say,
                          benchmark=self.runner.needs_benchmark, figures=self.runner.static_figures if static else None,
-                         winner_figures=winner.scores if static else None)
+                         winner_figures=winner.scores if static else None, static_only=self.runner.static_only,
+                         searched=self.measured)
 
     # -- pin -------------------------------------------------------------------------
 

@@ -18,13 +18,20 @@ kernel's registers, pinned `-Xptxas=--def-load-cache=cs` and `--def-store-cache=
 streaming cache operators on every load and store, which changed the code
 but no figure the tune scored, and which nothing measured). Its pin's code is
 then the minimal controls' own, rebuilt for the record (`same_code` False).
+Since only those figures decide there, its builds take the candidates' path
+(`static_only`: ptxas alone where the front end is kept, as the search's
+candidates did), not whole builds: stdgpu's Thrust-heavy example took about
+50 s a control whole, 3-6 s a candidate; and a configuration the search
+measured in this run is not built again (its figures are known). Their code
+is not compared (no objects): the one build of the pin's controls says
+whether that is the winner's code after all (`built_as`).
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +48,11 @@ from ciq_build.tune.timeouts import Timeouts
 CodeIdentity = tuple[Fingerprints, dict[str, str]]
 # A static tune's objective values of a build (the runner's, as the search scored them); None where not read.
 Figures = Callable[[CandidateBuild, Controls], tuple[float, ...] | None]
-# What a build without some controls is: its code, and its objectives' figures where a static tune reads them.
-Built = tuple[CodeIdentity, tuple[float, ...] | None]
+# What a build without some controls is: its code (None: ptxas alone ran), and its objectives' figures where a
+# static tune reads them.
+Built = tuple[CodeIdentity | None, tuple[float, ...] | None]
+# The verdicts of a build without some controls that drop them (the others: "other", "fails").
+DROPPED = ("same", "figures", "scored")
 
 
 @dataclass(frozen=True)
@@ -111,7 +121,8 @@ class Minimizer:
 
     def __init__(self, controls: Controls, trees: Sequence[WorkerTree], toolchain: Toolchain, timeouts: Timeouts,
                  say: Callable[[str], None], *, benchmark: bool, figures: Figures | None = None,
-                 winner_figures: tuple[float, ...] | None = None) -> None:
+                 winner_figures: tuple[float, ...] | None = None, static_only: bool = False,
+                 searched: Mapping[Controls, tuple[float, ...]] | None = None) -> None:
         if not trees:
             raise ValueError("the minimal pin needs at least one tree to build in")
         self.controls = controls
@@ -119,6 +130,12 @@ class Minimizer:
         # good a pin, whatever its code (None: a benchmark judges the code, so only the same code is).
         self.figures = figures if winner_figures is not None else None
         self.winner_figures = winner_figures
+        # Figures alone decide, and ptxas's report holds them all (BuildRunner.static_only): each build is a
+        # candidate's, ptxas alone after a kept front end, with no objects to compare.
+        self.static_only = static_only and self.figures is not None
+        # The figures of the configurations the search measured in this run: where figures decide, one of them
+        # is not built again.
+        self.searched = searched if self.figures is not None and searched is not None else {}
         self._same_code = True  # the decided controls build the winner's code
         self._verdicts: list[str] = []  # each candidate's trial's, once all ended
         # Whether each build links the benchmark too, as the search's did: a static tune never built it, so a
@@ -165,7 +182,7 @@ class Minimizer:
                 self.say("the pin is not minimized: the winner's build has no object with device code to compare")
             dropped = tuple(spelled(c) for c in self.candidates if c not in removable(current))
             figures = tuple(spelled(c) for c, verdict in zip(self.candidates, self._verdicts)
-                            if verdict == "figures" and spelled(c) in dropped)
+                            if verdict in ("figures", "scored") and spelled(c) in dropped)
             return MinimalPin(current, objects, dropped, figures, self._same_code or not dropped)
         finally:
             self._pool.shutdown(wait=True)
@@ -176,29 +193,44 @@ class Minimizer:
         reference = self._reference.result()
         if reference is None or self._cancelled.is_set():
             return self.controls
-        return self._drop_together([c for c, v in zip(self.candidates, self._verdicts) if v in ("same", "figures")],
-                                   reference)
+        return self._drop_together([c for c, v in zip(self.candidates, self._verdicts) if v in DROPPED], reference)
+
+    def built_as(self, minimal: MinimalPin, objects: tuple[Path, ...], tree: WorkerTree) -> MinimalPin:
+        """`minimal` with the objects of its own build in `tree`, which the pin records; where those are the winner's
+        code after all (a static tune's builds without each control compared figures, not code), its dropped
+        controls are said to leave the code as it is."""
+        reference = self._reference.result() if self._reference.done() else None
+        if reference is not None and code_identity(objects, tree.object_dir, self.toolchain) == reference:
+            return MinimalPin(minimal.controls, objects, minimal.dropped)
+        return MinimalPin(minimal.controls, objects, minimal.dropped, minimal.same_figures, same_code=False)
 
     def _build(self, controls: Controls) -> Built | None:
-        """The code of a build of `controls` in a free tree, and its figures where a static tune reads them; None
-        when it does not build."""
+        """The code of a build of `controls` in a free tree (None where it has no objects: ptxas alone ran), and
+        its figures where a static tune reads them; None when it does not build."""
+        if controls in self.searched:
+            return None, self.searched[controls]
         tree = self._trees.get()
         try:
-            built = tree.build(controls, self.timeouts.compile, benchmark=self.benchmark)
+            built = tree.build(controls, self.timeouts.compile, self.static_only, benchmark=self.benchmark)
             if not built.ok:
                 return None
             figures = self.figures(built, controls) if self.figures is not None else None
-            return code_identity(built.objects, tree.object_dir, self.toolchain), figures
+            code = code_identity(built.objects, tree.object_dir, self.toolchain) if built.objects else None
+            return code, figures
         finally:
             self._trees.put(tree)
 
     def _verdict(self, built: Built | None, reference: CodeIdentity) -> str:
-        """"same" (the winner's code), "figures" (other code, the winner's figures), "other" or "fails"."""
+        """"same" (the winner's code), "figures" (other code, the winner's figures), "scored" (the winner's figures,
+        the code not compared: ptxas alone ran, or the search measured them), "other" or "fails"."""
         if built is None:
             return "fails"
-        if built[0] == reference:
+        code, figures = built
+        if code is not None and code == reference:
             return "same"
-        return "figures" if self.figures is not None and built[1] == self.winner_figures else "other"
+        if self.figures is None or figures != self.winner_figures:
+            return "other"
+        return "figures" if code is not None else "scored"
 
     def _trial(self, control: str | tuple[str, str] | AcfRef) -> str:
         """"same", "other" or "fails": the code without `control`, against the winner's."""
@@ -211,6 +243,8 @@ class Minimizer:
         verdict = self._verdict(built, reference)
         found = {"fails": "does not build without it: kept", "same": "same code without it: dropped",
                  "figures": "other code without it, the same figures of this tune's objectives: dropped",
+                 "scored": "the same figures of this tune's objectives without it (scored as the search's candidates "
+                           "were): dropped",
                  "other": "other code without it: kept"}[verdict]
         with self._lock:
             self._told += 1
@@ -230,7 +264,7 @@ class Minimizer:
         if not same:
             return together
         verdict = self._verdict(self._build(together), reference)
-        if verdict in ("same", "figures"):
+        if verdict in DROPPED:
             self._same_code = verdict == "same"
             return together
         self.say(f"minimizing the pin: without all {len(same)} of them at once the code differs; "
@@ -239,7 +273,7 @@ class Minimizer:
         for control in same:
             trial = without(current, control)
             verdict = self._verdict(self._build(trial), reference)
-            if verdict in ("same", "figures"):
+            if verdict in DROPPED:
                 current = trial
                 self._same_code = self._same_code and verdict == "same"
         return current

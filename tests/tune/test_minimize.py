@@ -74,7 +74,7 @@ def test_a_build_a_stop_killed_is_not_said_to_fail_without_its_control(monkeypat
 
         object_dir = Path("objects")
 
-        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> Any:
+        def build(self, controls: Controls, timeout: float, static_only: bool = False, *, benchmark: bool = True) -> Any:
             stopping.stop_starting()
             return SimpleNamespace(ok=False, objects=())
 
@@ -103,7 +103,7 @@ def test_a_static_tunes_minimal_pin_builds_the_target_alone_as_its_search_did(mo
 
         object_dir = Path("objects")
 
-        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> Any:
+        def build(self, controls: Controls, timeout: float, static_only: bool = False, *, benchmark: bool = True) -> Any:
             return SimpleNamespace(ok=not benchmark, objects=(Path("objects/kern.o"),))
 
     said: list[str] = []
@@ -128,7 +128,7 @@ def test_a_static_tunes_minimal_pin_drops_a_control_that_changes_the_code_but_no
 
         object_dir = Path("objects")
 
-        def build(self, controls: Controls, timeout: float, *, benchmark: bool = True) -> Any:
+        def build(self, controls: Controls, timeout: float, static_only: bool = False, *, benchmark: bool = True) -> Any:
             return SimpleNamespace(ok=True, objects=(Path("objects") / ("+".join(controls.flags) + ".o"),))
 
     def registers(build: Any, controls: Controls) -> tuple[float, ...]:
@@ -154,3 +154,55 @@ def test_a_static_tunes_minimal_pin_drops_a_control_that_changes_the_code_but_no
     timed.reference(objects, trees[0])
     kept = timed.result(objects)
     assert kept.controls == winner and kept.dropped == () and kept.same_code
+
+
+def test_a_static_tunes_minimal_pin_is_decided_by_ptxas_alone_and_its_own_build_says_whether_the_code_changed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # stdgpu's minimal pin rebuilt the whole Thrust-heavy target once per control (about 50 s each) where the search's
+    # candidates ran ptxas alone (3-6 s): only the figures decide in a static tune, and ptxas's report holds them.
+    monkeypatch.setattr(minimize, "code_identity", lambda objects, object_dir, toolchain: ({"kern.o": objects[0].name}, {}))
+
+    class PtxasTree:
+        """TEST DOUBLE for a worker tree: ptxas alone gives no objects; a whole build's code is its cache flags."""
+
+        object_dir = Path("objects")
+        whole: list[Controls] = []
+
+        def build(self, controls: Controls, timeout: float, static_only: bool = False, *, benchmark: bool = True) -> Any:
+            if static_only:
+                return SimpleNamespace(ok=True, objects=())
+            self.whole.append(controls)
+            cache = [flag for flag in controls.flags if "cache" in flag]
+            return SimpleNamespace(ok=True, objects=(Path("objects") / ("+".join(cache) + ".o"),))
+
+    def registers(build: Any, controls: Controls) -> tuple[float, ...]:
+        return (44.0,) if "-maxrregcount=48" in controls.flags else (49.0,)
+
+    flags = ("-Xptxas=-O3", "-Xptxas=--def-load-cache=cs", "-maxrregcount=48")
+    tree = PtxasTree()
+    said: list[str] = []
+    minimizer = Minimizer(Controls(flags=flags), [cast(Any, tree)], cast(Any, None), Timeouts(1.0, 1.0), said.append,
+                          benchmark=False, figures=registers, winner_figures=(44.0,), static_only=True)
+    objects = (Path("objects/-Xptxas=--def-load-cache=cs.o"),)
+    minimizer.reference(objects, cast(Any, tree))
+    pin = minimizer.result(objects)
+    assert tree.whole == [], "no whole build decides a static tune's minimal pin"
+    # A configuration the search measured in this run is not built again: its figures are known.
+    searched = Minimizer(Controls(flags=flags), [cast(Any, tree)], cast(Any, None), Timeouts(1.0, 1.0), said.append,
+                         benchmark=False, figures=lambda build, controls: pytest.fail("built again"),
+                         winner_figures=(44.0,), static_only=True,
+                         searched={Controls(flags=flags[:i] + flags[i + 1:]): (44.0 if i < 2 else 49.0,)
+                                   for i in range(3)} | {Controls(flags=("-maxrregcount=48",)): (44.0,)})
+    searched.reference(objects, cast(Any, tree))
+    assert searched.result(objects).controls == Controls(flags=("-maxrregcount=48",))
+    assert pin.controls == Controls(flags=("-maxrregcount=48",)) and not pin.same_code
+    assert ("-Xptxas=-O3: the same figures of this tune's objectives without it (scored as the search's candidates "
+            "were): dropped") in " ".join(said)
+    # The pin's record is read from its own build: other code than the winner's (the cache operator) ...
+    built = minimizer.built_as(pin, tree.build(pin.controls, 1.0).objects, cast(Any, tree))
+    assert built.describe().endswith("(their code differs, in nothing the tune measured): "
+                                     "-Xptxas=--def-load-cache=cs, -Xptxas=-O3")
+    # ... or the winner's, where the dropped controls changed nothing.
+    same = minimizer.built_as(pin, objects, cast(Any, tree))
+    assert same.same_code and same.describe() == ("dropped from the pin, since the machine code is the same without "
+                                                  "them: -Xptxas=--def-load-cache=cs, -Xptxas=-O3")
