@@ -40,7 +40,8 @@ The evaluation pipeline, piece by piece, for white-box experiments that time eac
 ``ScratchTree``, ``CandidateBuild``, ``VERBOSE_PTXAS``, ``ptxas_path``, ``metrics`` (modules),
 ``BuildRunner``, ``SearchLoop``, ``EvaluationCache``, ``Journal``, ``controls_id``, ``Timeouts``,
 ``RayPool``, ``RaySlot``, ``Proposal``, ``Evaluation``, ``GeneticSource``, ``build_space``,
-``parse_objectives``, ``parse_params``, ``SearchSettings``.
+``parse_objectives``, ``parse_params``, ``SearchSettings``; ``Minimizer`` (a minimal pin's builds without each
+control of a winner).
 
 The search engines side by side (bench/search_quality): ``SearchRequest``, ``make_source``
 (a registered strategy as a source of proposals), ``interpret`` (an objective's return value as
@@ -93,6 +94,7 @@ from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.driver import TuneRun
 from ciq_build.tune.finish import TuneOutcome
 from ciq_build.tune.loop import SearchLoop
+from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.replay import controls_id
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.timeouts import Timeouts
@@ -115,7 +117,7 @@ __all__ = [
     # the evaluation pipeline, piece by piece
     "ScratchTree", "CandidateBuild", "VERBOSE_PTXAS", "ptxas_path", "metrics", "BuildRunner", "SearchLoop",
     "EvaluationCache", "Journal", "controls_id", "Timeouts", "RayPool", "RaySlot", "Proposal", "Evaluation",
-    "GeneticSource", "build_space", "parse_objectives", "parse_params", "SearchSettings",
+    "GeneticSource", "build_space", "parse_objectives", "parse_params", "SearchSettings", "Minimizer",
     # the search engines side by side
     "SearchRequest", "make_source", "interpret", "hypervolume_2d", "non_dominated",
 ]

@@ -1,6 +1,6 @@
 """Evaluation cost of a static tune: ptxas ACF candidates, then knob candidates, each against its limit.
 
-    python bench/throughput/run.py [--count 24] [--knobs 24] [--parts acf,knobs,racing,fixed] [--acfs POOL_DIR]
+    python bench/throughput/run.py [--count 24] [--knobs 24] [--parts acf,knobs,racing,fixed,minimize] [--acfs POOL_DIR]
                                [--nvcc PATH] [--keep DIR] [--baseline REV] [--rounds 3]
                                [--fixed-project shared|noop|thrust]
 
@@ -75,6 +75,15 @@ tunes tests/projects/noop over knobs and params instead (a winner with
 controls to drop: the minimal pin's trials), `--fixed-project thrust` the
 Thrust-heavy bench/throughput/thrust_project (whole builds of some 20 s
 here: what the minimal pin's trials cost where they are whole builds).
+
+Minimize part (`--parts minimize`): the minimal pin of stdgpu's winner
+(STDGPU_WINNER: cache operators and a register-usage level beside the cap)
+on the Thrust project, tuned for registers:scale, its trials whole builds
+(before: the Minimizer as it was) against the candidates' builds (now), in
+fresh scratch trees prepared alike (the baseline and the winner built as a
+tune has them, untimed), `--rounds` times each, alternating. Printed: CPU
+seconds of this process and its children (getrusage) and wall seconds of
+the minimization and the pin's own build; both arms must pin the same.
 """
 
 from __future__ import annotations
@@ -109,6 +118,7 @@ from ciq_build.testing import (  # noqa: E402
     GeneticSource,
     GpuSlots,
     Manifest,
+    Minimizer,
     Proposal,
     ScratchTree,
     Timeouts,
@@ -587,6 +597,67 @@ def fixed_part(args: argparse.Namespace, work: Path, nvcc: Path) -> None:
     print(f"pinned (both arms): {runs['now'][0][2]}")
 
 
+# stdgpu's winner (docs/results/newcomer-trial-stdgpu.md, step 3c): cache operators and a register-usage level beside
+# the register cap that made the figure; the cap's value is one below the Thrust project's scale kernel's 56.
+STDGPU_WINNER = ("-Xptxas=--def-load-cache=cs", "-Xptxas=--def-store-cache=cs", "-Xptxas=--register-usage-level=0",
+                 "-maxrregcount=40")
+
+
+def _minimal_pin(arm: str, work: Path, manifest: Manifest, toolchain: Toolchain) -> tuple[Cost, str, str]:
+    """The minimal pin of STDGPU_WINNER in a tune of registers:scale, its trials whole builds (`before`: the
+    Minimizer as it was) or the candidates' (`now`), as Finish runs it: the trials in the baseline's tree, then
+    the pin's own controls built whole where its code is not the winner's; its cost, pin and line."""
+    runner = BuildRunner(manifest, toolchain, parse_objectives(["registers:scale"]), 1, Timeouts(600.0, 600.0),
+                         GpuSlots())
+    winner = Controls(flags=STDGPU_WINNER)
+    base = _scratch_tree(manifest, toolchain, work / "base")  # the baseline built, its front end kept
+    tree = ScratchTree(manifest, work / "winner", toolchain)
+    tree.configure(300)
+    searched = tree.build(winner, 600, static_only=True)  # as the search scored it: ptxas alone
+    figures = runner.static_figures(searched, winner)
+    confirmed = tree.build(winner, 600)  # the confirmation's whole rebuild, whose objects a pin records
+    if not (searched.ok and confirmed.ok and figures):
+        sys.exit(f"the winner {' '.join(STDGPU_WINNER)} does not build in {tree.root}")
+
+    def minimal() -> tuple[str, str]:
+        minimizer = Minimizer(winner, [base], toolchain, runner.timeouts, lambda line: None, benchmark=False,
+                              figures=runner.static_figures, winner_figures=figures, static_only=arm == "now")
+        minimizer.reference(confirmed.objects, tree)
+        pin = minimizer.result(confirmed.objects)
+        if not pin.same_code:  # Finish: the pin's objects, its own controls built whole
+            built = tree.build(pin.controls, 600)
+            pin = minimizer.built_as(pin, built.objects, tree) if arm == "now" else pin
+        return " ".join(pin.controls.flags), pin.describe()
+
+    (controls, line), cost = _timed(minimal)
+    return cost, controls, line
+
+
+def minimize_part(args: argparse.Namespace, work: Path, nvcc: Path) -> None:
+    """A stdgpu-like winner's minimal pin on the Thrust project, before and now, side by side (see the docstring)."""
+    folder, target, _ = FIXED_PROJECTS["thrust"]
+    source, user = work / "minimize-src", work / "minimize-user"
+    shutil.copytree(folder, source)
+    subprocess.run(["cmake", "-S", str(source), "-B", str(user), "-G", "Ninja", f"-DCMAKE_CUDA_COMPILER={nvcc}",
+                    f"-Dciq_build_DIR={cmake_dir()}"], check=True, capture_output=True)
+    manifest, toolchain = load_manifest(user, target), load_toolchain(nvcc)
+    print(f"minimize part: the minimal pin of {' '.join(STDGPU_WINNER)} on {target} (registers:scale), trials as "
+          f"whole builds (before) and as the candidates' (now), {args.rounds} rounds, alternating")
+    runs: dict[str, list[tuple[Cost, str, str]]] = {"before": [], "now": []}
+    for round_ in range(args.rounds):
+        for arm in (("before", "now") if round_ % 2 == 0 else ("now", "before")):
+            runs[arm].append(_minimal_pin(arm, work / f"minimize-{arm}-{round_}", manifest, toolchain))
+            cost, controls, line = runs[arm][-1]
+            print(f"  round {round_ + 1} {arm:6s} CPU {cost.cpu:6.2f} s  wall {cost.wall:6.2f} s  pinned {controls}; "
+                  f"{line}", flush=True)
+    if {r[1] for r in runs["before"]} != {r[1] for r in runs["now"]}:
+        sys.exit("the arms pinned other controls")
+    print(f"{'mean of ' + str(args.rounds):32s} {'before':>8s} {'now':>8s} {'now/before':>10s}")
+    for name, clock in (("CPU s (process + children)", "cpu"), ("wall s", "wall")):
+        before, now = (statistics.mean(getattr(r[0], clock) for r in runs[a]) for a in ("before", "now"))
+        print(f"{name:32s} {before:8.2f} {now:8.2f} {now / before:10.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=24, help="ptxas ACFs (ACF part)")
@@ -603,13 +674,16 @@ def main() -> None:
                         help="the project the fixed part tunes (default: shared)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
-    if not parts or parts - {"acf", "knobs", "racing", "fixed"}:
-        parser.error("--parts takes acf, knobs, racing and fixed, comma-separated")
+    if not parts or parts - {"acf", "knobs", "racing", "fixed", "minimize"}:
+        parser.error("--parts takes acf, knobs, racing, fixed and minimize, comma-separated")
     nvcc = Path(args.nvcc) if args.nvcc else _default_nvcc()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="ciq-throughput-"))
     work.mkdir(parents=True, exist_ok=True)
     if "fixed" in parts:
         fixed_part(args, work, nvcc)
+        print()
+    if "minimize" in parts:
+        minimize_part(args, work, nvcc)
         print()
     if parts & {"acf", "knobs"}:
         manifest, toolchain = _user_tree(work, nvcc)
