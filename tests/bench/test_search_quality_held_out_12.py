@@ -24,7 +24,7 @@ def test_pridge12h_a_step_off_the_best_loses_and_moving_along_the_hyperbola_keep
     p12, best = h12.PRIDGE_12H.objective, h12.PRIDGE_12H_BEST
     for name in ("rows", "cols"):  # a single step changes the product: at least 1.5%, and never fails
         for step in (-1, 1):
-            score = p12(best | {name: best[name] + step})
+            score = p12(best | {name: int(str(best[name])) + step})
             assert score != INVALID_SCORE and score > 0.988 * 1.015
     assert p12(best | {"rows": 16, "cols": 6}) == pytest.approx(0.988 * (1 + 0.015 * 0.830), abs=1e-4)
     assert p12(best | {"rows": 20, "cols": 15}) == INVALID_SCORE  # a product of 300: far from the best
@@ -43,15 +43,15 @@ def test_the_decoys_are_as_deep_as_named_the_basins_below_the_target_and_the_moa
     basin = {f"x{i}": v for i, v in enumerate(h12.DECOY_4G_OPT)} | {"layout": "tiled", "prefetch": "-DPREFETCH"}
     assert h12.DECOY_4G.objective(basin) == 0.0 < h12.DECOY_4G.target
     far = {f"x{i}": 23 - v if v < 12 else 0 for i, v in enumerate(h12.DECOY_4G_POINT)} | {"layout": "linear"}
-    nearer = far | {"x1": far["x1"] + 5}  # the groove: the plateau falls toward the decoy's x1
+    nearer = far | {"x1": int(far["x1"]) + 5}  # the groove: the plateau falls toward the decoy's x1
     assert 100 < h12.DECOY_4G.objective(nearer) < h12.DECOY_4G.objective(far) <= 100.5
 
     decoy = {f"t{i}": v for i, v in enumerate(h12.DECOY_9M_POINT)} | {"order": "ijk"}
     assert h12.DECOY_9M.objective(decoy) == pytest.approx(91.0)
     basin = {f"t{i}": v for i, v in enumerate(h12.DECOY_9M_OPT)} | {"order": "kij", "unroll_all": "-DUNROLL_ALL"}
     assert h12.DECOY_9M.objective(basin) == 0.0 < h12.DECOY_9M.target
-    assert h12.DECOY_9M.objective(basin | {"t0": basin["t0"] + 3}) == 100.8  # the moat
-    assert h12.DECOY_9M.objective(basin | {"t0": basin["t0"] + 4}) == 100.0  # the plateau beyond it
+    assert h12.DECOY_9M.objective(basin | {"t0": int(basin["t0"]) + 3}) == 100.8  # the moat
+    assert h12.DECOY_9M.objective(basin | {"t0": int(basin["t0"]) + 4}) == 100.0  # the plateau beyond it
 
 
 def test_noisy12_optimum_is_3_4_percent_better_than_the_defaults_with_two_interactions() -> None:
