@@ -173,7 +173,7 @@ print(" ".join(c["flags"] + [f"-D{k}={v}" for k, v in c["defines"].items()]))' "
         python3 bench/public_kernels/sass_diff.py "$w-defaults/libFDTD3d_kernels.a" "$w-$side/libFDTD3d_kernels.a" \
             --kernel FiniteDifferences > "$res/sass_diff-$side.txt" 2>&1; head -12 "$res/sass_diff-$side.txt"
     done
-    for side in defaults pinned ga occupancy; do  # and in the counters
+    [ "${NCU:-1}" = 1 ] && for side in defaults pinned ga occupancy; do  # and in the counters (NCU=0: not)
         timeout 90 ncu --clock-control none -k regex:FiniteDifferences -s 1 -c 1 --section SpeedOfLight \
             --section Occupancy --section WarpStateStats --section LaunchStats "$w-$side/FDTD3d_bench" --dim 376 \
             --repeats 2 > "$res/ncu-$side.txt" 2>&1
