@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import GPU_ARCH_METRIC, sm
 from ciq_build.core.causes import Cause
@@ -57,7 +58,7 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
 
 
 def baseline_for_search(runner: BuildRunner, trusted: Callable[[Evaluation, WorkerTree, Sequence[str]], Evaluation],
-                        baseline: Evaluation, tree: WorkerTree, fitting: bool,
+                        baseline: Evaluation, tree: WorkerTree, fitting: bool, built_architectures: str,
                         say: Callable[[str], None]) -> Evaluation:
     """The baseline the search goes on from, and the static figures of the architectures built but not scored.
 
@@ -65,9 +66,12 @@ def baseline_for_search(runner: BuildRunner, trusted: Callable[[Evaluation, Work
     Confirmer.trusted_baseline, once a run: the winner's confirmation would do it anyway) where the register cap is
     `fitting` to its registers, or where other architectures are described: those figures are read from the first
     build, so a resume that took the baseline from the journal said none (stdgpu, built for 80;90) while a fresh
-    tune says them after the baseline.
+    tune says them after the baseline. A build of the scored architecture alone (`built_architectures`, the
+    target's CMAKE_CUDA_ARCHITECTURES) describes no other, and its journaled baseline is not rebuilt: a resume
+    builds nothing it did not need (a full disk is then said by the first candidate that meets it).
     """
-    if fitting or runner.scored_architecture is not None:
+    scored = runner.scored_architecture
+    if fitting or (scored is not None and set(architecture_list(built_architectures)) != {scored}):
         baseline = trusted(baseline, tree, ("registers",) if fitting else ())
     if runner.other_architectures:
         say("not scored: " + "; ".join(f"{sm(arch)} {', '.join(f'{k} {v}' for k, v in figures.items())}"

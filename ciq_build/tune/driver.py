@@ -210,7 +210,8 @@ class TuneRun:
         self.runner = self.runner.with_timeouts(timeouts)  # the candidates' runner, knowing what the baseline's did
         trusted = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure, timeouts,
                             self.settings.search.pick, self.manifest.target, self._say, _warn).trusted_baseline
-        baseline = baseline_for_search(self.runner, trusted, baseline, base_tree, fitting, self._say)
+        baseline = baseline_for_search(self.runner, trusted, baseline, base_tree, fitting,
+                                       self.manifest.toolchain.architectures, self._say)
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
