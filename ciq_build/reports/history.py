@@ -508,7 +508,7 @@ def _evaluations(tagged: list[tuple[int, dict[str, Any]]], searches: list[Search
         acf = controls.get("acf")
         result.append(JournalEntry(
             index=len(result),
-            generation=int(_number(record.get("generation"))),
+            generation=_count(record.get("generation")),
             key=record["key"],
             ok=ok,
             cause=None if ok else (str(record.get("cause") or "error")),
@@ -548,6 +548,13 @@ def _number(value: Any, default: float = 0.0) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return default
     return float(value)
+
+
+def _count(value: Any) -> int:
+    """A whole number of the journal (a generation): 0 for anything else, NaN and Infinity included (JSON as
+    Python reads it takes them)."""
+    number = _number(value)
+    return int(number) if math.isfinite(number) else 0
 
 
 # A journal is a file anyone could have edited: a field of the wrong type reads as empty.

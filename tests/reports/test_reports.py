@@ -405,6 +405,14 @@ def test_csv_cells_a_spreadsheet_would_run_as_formulas_are_text_behind_one_quote
     assert all(cell[0] not in "=+-@\t\r\uff1d\uff0b\uff0d\uff20" for cell in text_cells)
 
 
+@pytest.mark.parametrize("generation", [math.nan, math.inf, -math.inf])
+def test_a_journal_whose_generation_is_not_a_finite_number_still_reports(tmp_path: Path, generation: float) -> None:
+    # json writes NaN and Infinity and reads them back; the report crashed on int() of them (found by the test below)
+    history = _edited_history(tmp_path, [{"key": "k", "ok": True, "generation": generation, "scores": [1.0],
+                                          "controls": {}}], ["time"])
+    assert [e.generation for e in history.evaluations] == [0]
+
+
 @settings(_EDITED, max_examples=200)
 @given(records=st.lists(_record, min_size=1, max_size=4), objectives=_objectives)
 @pytest.mark.slow
