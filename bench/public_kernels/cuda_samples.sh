@@ -13,6 +13,8 @@
 #   bench/public_kernels/cuda_samples.sh readme    the README's first command (FDTD3d, static) as the README gives it
 #                                   (the default search) and with --strategy ga, then confirm (below) the
 #                                   default's pin with the GA's winner as a third arm
+#   bench/public_kernels/cuda_samples.sh occupancy the README's command with --objective occupancy --objective spill_bytes,
+#                                   its pin confirmed against the defaults
 #   bench/public_kernels/cuda_samples.sh confirm   copy the tree to another path, rebuild defaults and pins,
 #                                   verify, 30+ interleaved rounds each (bench/public_kernels/confirm.py)
 #
@@ -179,6 +181,13 @@ print(" ".join(c["flags"] + [f"-D{k}={v}" for k, v in c["defines"].items()]))' "
             --repeats 2 > "$res/ncu-$side.txt" 2>&1
         echo "== ncu $side exit $?: $(grep -m1 -E 'Duration|==ERROR==' "$res/ncu-$side.txt")"
     done
+    ;;
+occupancy)  # the occupancy tune alone (readme's third tune) and its pin against the defaults: a short device call
+    use_package "$PWD"
+    python3 -m ciq_build tune FDTD3d_kernels -S bench/peers/cuda-samples --objective occupancy --objective spill_bytes \
+        --generations 3 --pool-size 8 --cmake-arg=-DCMAKE_CUDA_COMPILER=/tmp/hybrid/bin/nvcc -B /tmp/readme-occupancy \
+        2>&1 | tee "$res/tune-occupancy.log" | tail -12
+    TARGETS=FDTD3d_kernels confirm_pins
     ;;
 confirm)
     confirm_pins
