@@ -102,8 +102,9 @@ def fit_register_cap(knobs: dict[str, Param], registers: int | None) -> dict[str
 def scored_registers(metrics: dict[str, float], objectives: list[Objective]) -> tuple[int | None, str]:
     """(registers, whose) of the kernels a tune scores, which the register cap is fitted below and the occupancy
     line describes: the most of the kernels the `registers:<kernel regex>` objectives score, where those are all
-    the registers scored ("" else: the most of any kernel, the whole target's). A target's other kernels (Thrust's and CUB's, say, whose `__launch_bounds__` keep their registers
-    under any cap) would otherwise set caps above every scored kernel's registers, which leave its code as it is."""
+    the registers scored ("" else: the most of any kernel, the whole target's). A target's other kernels
+    (Thrust's and CUB's, say, whose `__launch_bounds__` keep their registers under any cap) would otherwise set
+    caps above every scored kernel's registers, which leave its code as it is."""
     registers_scored = [o for o in objectives if o.kind is not None and o.kind.name == "registers"]
     scored = [metrics[o.name] for o in registers_scored if o.kernels is not None and o.name in metrics]
     if scored and all(o.kernels is not None for o in registers_scored):

@@ -29,10 +29,10 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.on_top import on_top_of
 from ciq_build.search.select import (
     REGISTER_CAP_RULE,
-    scored_registers,
     fits_register_cap,
     make_candidate_source,
     register_cap_line,
+    scored_registers,
     space_size_text,
 )
 from ciq_build.tune.loop import planned_budget, space_line
