@@ -233,7 +233,8 @@ class Minimizer:
         return "figures" if code is not None else "scored"
 
     def _trial(self, control: str | tuple[str, str] | AcfRef) -> str:
-        """"same", "other" or "fails": the code without `control`, against the winner's."""
+        """The verdict on the build without `control` against the winner's (_verdict: "same", "figures", "scored",
+        "other" or "fails"; "cancelled" where a stop ended it)."""
         if self._cancelled.is_set():
             return "cancelled"
         built = self._build(without(self.controls, control))
@@ -258,10 +259,10 @@ class Minimizer:
         together = self.controls
         for control in same:
             together = without(together, control)
-        if len(same) < 2 and same:
-            self._same_code = self._verdicts[self.candidates.index(same[0])] == "same"
-            return together
         if not same:
+            return together
+        if len(same) == 1:  # its own trial built exactly this
+            self._same_code = self._verdicts[self.candidates.index(same[0])] == "same"
             return together
         verdict = self._verdict(self._build(together), reference)
         if verdict in DROPPED:
