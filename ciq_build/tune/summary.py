@@ -58,9 +58,11 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
         # stdgpu's unordered_map: 28 kernels, the most registers (64) CUB's, whose __launch_bounds__ keep them under
         # any cap: 24 candidates could not move the target's figure, while its own kernel went from 49 to 44.
         first = whole[0]
-        return (f"{first} is a figure of all {kernels} kernels of the target, those of the libraries it includes "
-                "(Thrust, CUB) among them, which a control may not move (a kernel's __launch_bounds__ keep its "
-                f"registers under any register cap): score the kernels you wrote with --objective "
+        # Said of any target with several kernels: whether a library's are among them is not known here (a
+        # cuda-samples target's two kernels are both the user's).
+        return (f"{first} is a figure of all {kernels} kernels of the target together, which one a control cannot "
+                "move may set (a library's, Thrust's or CUB's say, whose __launch_bounds__ keep its registers under "
+                f"any register cap): score the kernels you wrote with --objective "
                 f"{first}:<kernel regex> (found in their names, e.g. {first}:my_kernel); or try "
                 + _other_tries(objectives, search))
     return "nothing beat the compiler's defaults here; try " + _other_tries(objectives, search)
