@@ -367,6 +367,8 @@ def _verify(args: argparse.Namespace) -> int:
 
     backend = _backend(args)
     backend.check_buildable()  # before its manifest, whose paths may be another tree's
+    if args.source_dir is not None:  # -S: configure --build-dir first where it is not yet, as tune does
+        backend.prepare()
     require_pin(args.target, backend)  # why there is none, as show says it
     verified = verify(args.target, backend)
     print(verified.text)

@@ -106,8 +106,9 @@ def test_a_pin_tuned_in_one_checkout_verifies_in_a_copy_at_another_path(tmp_path
     clone = tmp_path / "elsewhere" / "a clone" / "anon"
     shutil.copytree(tuned, clone)
     clone_build = tmp_path / "elsewhere" / "build"
-    _configure(clone, clone_build, cuda133_bin / "nvcc")
-    verify = _ciq("verify", "anon_kernels", "-B", str(clone_build), cwd=clone)
+    # -S configures a build folder that is not one yet, as `--help` says (verify refused it: "not a configured
+    # CMake build tree").
+    verify = _ciq("verify", "anon_kernels", "-S", str(clone), "-B", str(clone_build), cwd=clone)
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert "ok: the pinned controls are applied" in verify.stdout
     # The test means something: the kernel's and the helper's names do differ between the checkouts.
