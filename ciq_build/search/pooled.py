@@ -49,8 +49,7 @@ class PooledScores:
         self._sums: Any = np.zeros(0)  # X^T y
         self._rows: dict[Genome, int] = {}  # each configuration's row below
         self._genomes: list[Genome] = []
-        self._cells: list[list[int]] = []  # each configuration's columns
-        self._cell_array: Any = np.zeros((0, 0), dtype=np.intp)  # the same, rows to spare
+        self._cells: Any = np.zeros((0, 0), dtype=np.intp)  # each configuration's columns, rows to spare
         self._count: list[int] = []
         self._total: list[float] = []
         self._squares: list[float] = []
@@ -60,15 +59,14 @@ class PooledScores:
         np = self._np
         row = self._rows.get(genome)
         if row is None:
-            row = self._rows[genome] = len(self._cells)
+            row = self._rows[genome] = len(self._genomes)
             self._genomes.append(genome)
-            self._cells.append([self._column(key) for key in enumerate(genome)])
-            if row >= len(self._cell_array):
+            if row >= len(self._cells):
                 grown = np.zeros((max(64, 2 * row), len(genome)), dtype=np.intp)
                 if row:
-                    grown[:row] = self._cell_array[:row]
-                self._cell_array = grown
-            self._cell_array[row] = self._cells[row]
+                    grown[:row] = self._cells[:row]
+                self._cells = grown
+            self._cells[row] = [self._column(key) for key in enumerate(genome)]
             self._count.append(0)
             self._total.append(0.0)
             self._squares.append(0.0)
@@ -96,7 +94,7 @@ class PooledScores:
         """The `k` measured configurations judged best, best first: by their estimated true score plus its standard
         error (a pessimistic bound: one lucky run is not enough to lead)."""
         np = self._np
-        if not self._cells:
+        if not self._genomes:
             return []
         judged = self._judged()
         k = min(k, len(judged))
@@ -116,7 +114,7 @@ class PooledScores:
         gram = self._gram[:p, :p]
         # Centred on the mean level: X^T (y - level), the column's measurements (its diagonal) times the level.
         effects = np.linalg.solve(gram + PRIOR_MEASUREMENTS * np.eye(p), self._sums[:p] - level * np.diag(gram))
-        predicted = level + effects[self._cell_array[:len(self._cells)]].sum(axis=1)
+        predicted = level + effects[self._cells[:len(self._genomes)]].sum(axis=1)
         departure = means - predicted
         own_variance = noise**2 / counts  # of each configuration's mean
         tau2 = max(0.0, float(np.mean(departure**2 - own_variance)))
