@@ -155,6 +155,14 @@ def test_the_rows_are_distinct_and_documented():
     assert all((kind.metric_key == "") == (kind.argument == "metric name") for kind in KINDS)
 
 
+
+def test_the_occupancy_objective_says_it_does_not_see_the_grids_waves():
+    # It scores the blocks an SM can hold; the grid is the launch's (host code, a problem size), unknown to a static
+    # figure: a launch that fills fewer blocks than the SMs hold, or leaves a partial last wave, does not gain what
+    # the percentage promises (the README's FDTD3d: occupancy 25 -> 46% at 1.09 waves). Its help says so.
+    doc = next(kind for kind in KINDS if kind.name == "occupancy").doc
+    assert "blind to the grid" in doc and "fewer blocks than the SMs hold at once" in doc and "partial wave" in doc
+
 def _rule_book_pattern() -> str:
     """The rule book's objective pattern as the table spells it: every canonical name a record may carry."""
     plain = [kind.name for kind in KINDS if kind.argument != "metric name"]
