@@ -23,11 +23,13 @@ compiler, a failed check. What the environment does to a run is not:
 ``compile_starved``
     The candidate's compile ran past its timeout after waiting for a CPU, in
     all, for more than half the limit (the kernel's run-queue delay of its
-    processes, /proc/<pid>/schedstat, just before the kill; the processes
-    naming its options file, and those ciq_build started for it itself, the
-    ptxas-only path's steps, and what they started): a loaded machine
-    gave it less than half the time it was allowed, so the timeout says
-    nothing of the candidate. Waiting for a CPU is what load does to a
+    processes, /proc/<pid>/schedstat, read at a quarter, half and three
+    quarters of the limit and just before the kill, each process's latest
+    reading counted, so one that starved and ended before the kill counts
+    too; the processes naming its options file, and those ciq_build started
+    for it itself, the ptxas-only path's steps, and what they started): a
+    loaded machine gave it less than half the time it was allowed, so the
+    timeout says nothing of the candidate. Waiting for a CPU is what load does to a
     process that is ready to run; a compile that hangs of its own runs (a
     slow optimisation) or sleeps (a blocking read), and waits for no CPU.
 
@@ -43,6 +45,7 @@ import re
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,6 +61,10 @@ COMPILE_KILLED = Cause.COMPILE_KILLED
 BENCH_KILLED = Cause.BENCH_KILLED
 BUILD_TOOL_TIMEOUT = Cause.BUILD_TOOL_TIMEOUT
 COMPILE_STARVED = Cause.COMPILE_STARVED
+
+# When a CompileWitness reads the compile's waits for a CPU, as shares of the step's timeout (and once more just
+# before the kill): a few looks, so that no one instant decides whether the machine starved it.
+LOOKS = (0.25, 0.5, 0.75)
 ENVIRONMENTAL_CAUSES = ENVIRONMENTAL
 
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -222,30 +229,33 @@ def processes_naming(needle: str) -> list[int]:
     return found
 
 
-def waited_for_cpu(pids: Iterable[int]) -> float:
-    """Seconds `pids` and every process below them have waited, in all, for a CPU while ready to run (each
-    live one's run-queue delay, /proc/<pid>/schedstat's second field; 0 where the kernel does not say)."""
+def waited_for_cpu(pids: Iterable[int]) -> dict[int, float]:
+    """Seconds each of `pids` and every process below them has waited for a CPU while ready to run (each live
+    one's run-queue delay, /proc/<pid>/schedstat's second field; none where the kernel does not say)."""
     roots = set(pids)
-    waited = 0
+    waited = {}
     for pid in roots | descendants(process_table(), roots):
         try:
             with open(f"/proc/{pid}/schedstat", encoding="ascii") as handle:
-                waited += int(handle.read().split()[1])
+                waited[pid] = int(handle.read().split()[1]) / 1e9
         except (OSError, IndexError, ValueError):
             continue
-    return waited / 1e9
+    return waited
 
 
 @dataclass
 class CompileWitness:
-    """Looks, shortly before a build step's timeout, whether the candidate's compile is what runs.
+    """Looks, across a build step's timeout, whether the candidate's compile is what runs and how long it waited.
 
     The candidate's controls reach nvcc only through its options file, which is
     on the command line of every compile that reads them. If the step times
-    out and no such process was alive just before the kill, the hang was the
-    build tool's (a re-configure, ninja, a custom command), not the candidate's;
-    if those processes had waited for a CPU for more than half the timeout, the
-    machine starved the compile (``compile_starved``, the module docstring).
+    out and no such process was alive at the last look, shortly before the kill,
+    the hang was the build tool's (a re-configure, ninja, a custom command), not
+    the candidate's; if those processes had waited for a CPU for more than half
+    the timeout, the machine starved the compile (``compile_starved``, the
+    module docstring). The waits are read at every look (`LOOKS`), not at the
+    last alone: a compile is several processes in turn (cicc, then ptxas), and
+    one that starved and ended before the last look is counted all the same.
     Compile steps ciq_build runs itself (the ptxas-only path's) are started
     through `watching`, so their processes are looked at too.
     """
@@ -254,22 +264,27 @@ class CompileWitness:
     timeout: float
     compiling: bool = field(default=False, init=False)
     looked: bool = field(default=False, init=False)
-    waited: float = field(default=0.0, init=False)  # seconds the compile had waited for a CPU at the look
-    _timer: threading.Timer | None = field(default=None, init=False, repr=False)
+    waited: float = field(default=0.0, init=False)  # seconds the compile had waited for a CPU, as of the last look
+    _waits: dict[int, float] = field(default_factory=dict, init=False, repr=False)  # each process's, as last read
+    _done: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _started: set[int] = field(default_factory=set, init=False, repr=False)  # live processes `watching` started
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def __enter__(self) -> CompileWitness:
-        # Late enough that whatever hangs is hanging; early enough to look before the kill.
-        delay = max(self.timeout - min(1.0, self.timeout * 0.1), self.timeout * 0.8)
-        self._timer = threading.Timer(delay, self._look)
-        self._timer.daemon = True
-        self._timer.start()
+        # The last look late enough that whatever hangs is hanging, early enough to be before the kill.
+        last = max(self.timeout - min(1.0, self.timeout * 0.1), self.timeout * 0.8)
+        at = sorted({*(self.timeout * share for share in LOOKS if self.timeout * share < last), last})
+        threading.Thread(target=self._watch, args=(time.monotonic(), at), daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        self._done.set()
+
+    def _watch(self, started: float, at: list[float]) -> None:
+        for seconds in at:
+            if self._done.wait(max(0.0, started + seconds - time.monotonic())):
+                return  # the step ended
+            self._look()
 
     def watching(self, start: Start) -> Start:
         """`start` with each process it starts looked at as the candidate's compile while it runs: for compile
@@ -295,8 +310,10 @@ class CompileWitness:
         with self._lock:
             compiles = set(self._started)
         compiles |= {pid for needle in needles for pid in processes_naming(needle)}
-        self.compiling = bool(compiles)
-        self.waited = waited_for_cpu(compiles)
+        self.compiling = bool(compiles)  # the last look's word is the one that stands: what runs at the kill
+        # A process's run-queue delay only grows: its latest reading is its wait, kept once it has ended.
+        self._waits.update(waited_for_cpu(compiles))
+        self.waited = sum(self._waits.values())
         self.looked = True
 
     def hang_was_the_candidates(self) -> bool:

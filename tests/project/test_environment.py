@@ -262,6 +262,24 @@ def test_a_timeout_of_a_compile_that_waited_for_a_cpu_most_of_its_limit_is_the_m
 
 
 
+# A compile that starved and then hung of its own: four processes spin on one CPU for 0.7 s of its 1 s limit (each
+# waits for it about 3/4 of the time, however idle or busy the machine is) and end; the one left sleeps, waiting for
+# no CPU. A look just before the kill alone saw the sleeper only, and called the timeout the candidate's.
+_STARVED_THEN_SLEEPS = ("import os, time\nend = time.monotonic() + 0.7\nif os.fork() == 0:\n"
+                        "    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n    os.fork()\n    os.fork()\n"
+                        "    while time.monotonic() < end: pass\n    os._exit(0)\nos.wait()\ntime.sleep(30)")
+
+
+def test_a_compile_that_starved_before_its_last_look_is_the_machines(tmp_path: Path) -> None:
+    options = tmp_path / "kern.nvcc-options"
+    options.write_text("")
+    with environment.CompileWitness(options, 1.0) as witness:
+        result = proc.run([sys.executable, "-c", _STARVED_THEN_SLEEPS, f"--options-file={options}"], 1.0)
+    assert result.timed_out and witness.hang_was_the_candidates()
+    assert witness.starved() and witness.waited > 0.5, witness.waited  # the spinners' waits, read while they ran
+    assert failure_cause(result, witness, tmp_path) == Cause.COMPILE_STARVED
+
+
 def _ptxas_only_step(tmp_path: Path, code: str) -> tuple[environment.CompileWitness, subprocess.TimeoutExpired]:
     """A front-end step of the ptxas-only path (ciq_build.compiler.ptxas_path: run by ciq_build itself, its
     command line naming no options file) that runs `code`, run past its 1.5 s limit as a candidate's compile is."""
