@@ -26,7 +26,7 @@ from ciq_build.core.rules import is_target_name, load_rules
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import ConfigError, ToolchainError
 from ciq_build.project.manifest import args_set_problem
-from ciq_build.project.threads_per_block import KEYWORD, SETUPTOOLS_ARGUMENT, read_threads_per_block
+from ciq_build.project.threads_per_block import KEYWORD, SETUPTOOLS_ARGUMENT, SETUPTOOLS_FORMS, read_threads_per_block
 
 # Seconds one nvcc compile of one .cu file may take before it is killed.
 DEFAULT_NVCC_TIMEOUT = 1800.0
@@ -150,8 +150,7 @@ def _threads_per_block(name: str, value: int | str | Sequence[int | str] | None,
     items = [value] if isinstance(value, (int, str)) else value
     if not isinstance(items, Sequence) or any(isinstance(i, bool) or not isinstance(i, (int, str)) for i in items):
         raise ConfigError(f"CudaExtension({name!r}): {SETUPTOOLS_ARGUMENT} is a number, a params name or an "
-                          f"expression over them, and the defaults' threads after it in a pair "
-                          f"(\"BLOCK\", 512), not {value!r}")
+                          f"expression over them, not {value!r}: {SETUPTOOLS_FORMS}")
     values = tuple(str(i) for i in items)
     try:
         read_threads_per_block(values, params)

@@ -42,6 +42,8 @@ _COUNT = re.compile(r"[1-9][0-9]*")
 _WHOLE = re.compile(r"[+-]?[0-9]+")
 FORMS = (f"{KEYWORD} 256, {KEYWORD} <a PARAMS name> [<the defaults' threads>] or {KEYWORD} "
          "\"<expression over PARAMS names>\" [<the defaults' threads>], e.g. \"(128/TM)*(128/TN)\"")
+SETUPTOOLS_FORMS = (f"{SETUPTOOLS_ARGUMENT}=256, =\"<a params name>\", =(\"<a params name>\", <the defaults' threads>) "
+                    "or =\"<expression over params names>\", e.g. =\"(128/TM)*(128/TN)\"")
 
 
 @dataclass(frozen=True)
@@ -127,13 +129,13 @@ def check_block_size(declared: ThreadsPerBlock | None, objectives: Sequence[Obje
 
 def unknown_block_size(declared: ThreadsPerBlock | None, controls: Controls, *, setuptools: bool = False) -> str:
     """Why a build with `controls` has no occupancy, for the message of an evaluation without it."""
-    if declared is None and setuptools:
-        return (f"a kernel has no __launch_bounds__ and its CudaExtension declares no {SETUPTOOLS_ARGUMENT}: add "
-                f"{SETUPTOOLS_ARGUMENT}=<threads | a params name | an expression over them> to it "
-                f"(docs/setuptools.md: {SETUPTOOLS_ARGUMENT})")
     if declared is None:
-        return (f"a kernel has no __launch_bounds__ and ciq_tune_target() declares no {KEYWORD}: add {KEYWORD} to it "
-                f"({FORMS}; docs/cmake.md: THREADS_PER_BLOCK) and configure again")
+        # One message, in the words of the front end the user declares it in.
+        where, name, forms, doc, then = (
+            ("its CudaExtension", SETUPTOOLS_ARGUMENT, SETUPTOOLS_FORMS, "docs/setuptools.md", "") if setuptools else
+            ("ciq_tune_target()", KEYWORD, FORMS, "docs/cmake.md", " and configure again"))
+        return (f"a kernel has no __launch_bounds__ and {where} declares no {name}: add {name} to it ({forms}; "
+                f"{doc}: {name}){then}")
     if declared.of(controls) is None:
         defines = " ".join(f"-D{name}={value}" for name, value in controls.defines) or "the defaults' build"
         return (f"{declaration(declared.expression, setuptools)} gives no number of threads (1 to "

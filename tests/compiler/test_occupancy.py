@@ -20,7 +20,7 @@ from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.gpu_slots import GpuSlots
-from ciq_build.project.threads_per_block import check_block_size, read_threads_per_block
+from ciq_build.project.threads_per_block import check_block_size, read_threads_per_block, unknown_block_size
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.timeouts import Timeouts
@@ -121,6 +121,20 @@ def test_threads_per_block_reads_a_number_a_param_or_an_expression_over_params()
         read_threads_per_block(["256", "512"], params)
     with pytest.raises(ConfigError, match="a block has 1 to 1024 threads"):
         read_threads_per_block(["2048"], params)
+
+
+def test_an_undeclared_block_size_says_what_to_add_in_the_words_of_the_front_end_it_is_declared_in() -> None:
+    # One message for both: what is missing, every form (the defaults' threads beside a name too), where the doc is.
+    cmake = unknown_block_size(None, Controls())
+    assert cmake.startswith("a kernel has no __launch_bounds__ and ciq_tune_target() declares no THREADS_PER_BLOCK: "
+                            "add THREADS_PER_BLOCK to it (THREADS_PER_BLOCK 256, ")
+    assert "<a PARAMS name> [<the defaults' threads>]" in cmake and "docs/cmake.md: THREADS_PER_BLOCK" in cmake
+    assert cmake.endswith(") and configure again")  # the CMake module writes the declaration into the manifest
+    setuptools = unknown_block_size(None, Controls(), setuptools=True)
+    assert setuptools.startswith("a kernel has no __launch_bounds__ and its CudaExtension declares no "
+                                 "ciq_threads_per_block: add ciq_threads_per_block to it (ciq_threads_per_block=256, ")
+    assert '=("<a params name>", <the defaults\' threads>)' in setuptools  # the pair, not a name alone
+    assert setuptools.endswith("docs/setuptools.md: ciq_threads_per_block)")  # setup.py is read at each tune
 
 
 def test_a_kernels_launch_bounds_are_read_from_its_ptx_and_from_its_cubin(tmp_path: Path, cuda133_bin: Path) -> None:

@@ -372,4 +372,5 @@ def test_an_occupancy_tune_says_what_to_add_to_the_cuda_extension(project: Path)
         run_tune(options, SetuptoolsBackend(project))
     assert not list((project / "build").rglob("*.o"))  # before the baseline's build
     # Nothing declared: the evaluation that has no block size says what to add, as CudaExtension's argument.
-    assert "add ciq_threads_per_block=<threads | a params name" in unknown_block_size(None, Controls(), setuptools=True)
+    said = unknown_block_size(None, Controls(), setuptools=True)
+    assert "add ciq_threads_per_block to it (ciq_threads_per_block=256, " in said
