@@ -173,7 +173,7 @@ def running_text(history: TuneHistory, refresh_s: int, live: dict[str, Any] | No
         text += f", the last {this_run[-1].elapsed_s:.0f} s after the run's first"
     best = history.best_so_far(0)
     if isinstance(live.get("best"), str) and live["best"] not in ("", "-"):
-        text += f"; best so far {live['best']}"
+        text += f"; so far, {live['best']}"  # the progress line's words: "best ..." or "front: N points; would pin ..."
     elif best and math.isfinite(best[-1][1]):
         text += f"; best {history.objectives[0].spec} so far {score_cell(best[-1][1], history.objectives[0].rate_unit)}"
     left, updated = live.get("left_s"), live.get("updated")

@@ -2,7 +2,8 @@
 
 The tune rewrites it, atomically, at each phase it enters (preparing, baseline, search, rebuild, re-measure,
 minimize, pin, then ended) and as the search's evaluations end: how many so far and how many planned, the
-best so far in words, and the time left as the tune's own progress line estimates it, each with when it was
+best so far as the progress line words it (with several objectives, the front's size and the point the tune
+would pin from it), and the time left as the tune's own progress line estimates it, each with when it was
 written. The search's first report is written at once, later ones at most once every WRITE_EVERY_S seconds
 (each write is a new file, synced and renamed over the old one; a static search can end several evaluations a
 second), and the next phase writes the last of them. A reader believes it only while the tune's lock is held

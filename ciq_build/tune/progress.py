@@ -169,8 +169,8 @@ class TuneProgress:
         left = pace.time_left(now - self._started, self._measured, evaluations, self.expected)
         if self.deadline is not None:  # no candidate starts after it: the time left is at most what it leaves
             left = max(0.0, min(left if left is not None else self.deadline - now, self.deadline - now))
-        if self.live is not None:
-            self.live.searched(evaluations, self.expected, self._scores(best), left)
+        if self.live is not None:  # in the line's words: with several objectives, the front and what would be pinned
+            self.live.searched(evaluations, self.expected, self._best(best, front) if best is not None else "", left)
         if self.quiet:
             return
         where = f"generation {generation + 1}/{self.generations}"  # counted from 0 by the search, from 1 here

@@ -844,12 +844,12 @@ def test_a_watched_page_says_what_the_tune_is_doing_how_far_its_best_so_far_and_
     assert "re-measure" in phases  # a timed winner, re-measured before it was pinned
     assert said["evaluations"] == said["expected"] == 8  # two generations of 4
     # While it ran: the search's phase, evaluations, best and time left, as of when it was written.
-    live = {"phase": "search", "evaluations": 5, "expected": 8, "best": "time 1.1 ms, registers 8",
+    live = {"phase": "search", "evaluations": 5, "expected": 8, "best": "front: 2 points; would pin time 1.1 ms, registers 8",
             "left_s": 50.0, "updated": 1000.0}
     running = report_page.running_text(history, 5, live, now=lambda: 1010.0)
     assert running.startswith(f"A tune of timer is running (search {history.search} of its journal); phase: "
                               "search; 5 of 8 evaluations"), running
-    assert "best so far time 1.1 ms, registers 8; about 0:40 of the search left" in running
+    assert "so far, front: 2 points; would pin time 1.1 ms, registers 8; about 0:40 of the search left" in running
     assert "reloads every 5 s" in running
     remeasuring = report_page.running_text(history, 5, {**live, "phase": "re-measure", "left_s": None})
     assert "phase: re-measure (the winner against the baseline, interleaved)" in remeasuring

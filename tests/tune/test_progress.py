@@ -86,19 +86,30 @@ def test_a_watcher_reads_the_phase_the_evaluations_the_best_and_the_time_left_ev
     progress.update(0, evaluations=2, failures=0, best=(4.25,), last=evaluated(1, scores=(4.25,)))
     said = read_live_status(status)
     assert {k: said[k] for k in ("target", "phase", "evaluations", "expected", "best", "left_s", "updated")} == {
-        "target": "kern", "phase": "search", "evaluations": 2, "expected": 8, "best": "time 4.25 ms",
+        "target": "kern", "phase": "search", "evaluations": 2, "expected": 8, "best": "best time 4.25 ms",
         "left_s": 60.0, "updated": 1010.0}  # 6 more at the pace of the one measured in 10 s
     assert log.getvalue() == ""  # quiet: the watcher is told, the log is not
     now[0], wall[0] = 10.5, 1010.5
     progress.update(0, evaluations=3, failures=0, best=(4.0,), last=evaluated(2, scores=(4.0,)))
     assert read_live_status(status)["evaluations"] == 2  # within WRITE_EVERY_S of the last write: not yet
     meter.enter("re-measure")
-    assert (read_live_status(status)["evaluations"], read_live_status(status)["best"]) == (3, "time 4 ms")  # now
+    assert (read_live_status(status)["evaluations"], read_live_status(status)["best"]) == (3, "best time 4 ms")  # now
     live.end()
     said = read_live_status(status)
     assert [name for name, _ in said["phases"]] == ["preparing", "baseline", "search", "re-measure", "ended"]
     assert said["left_s"] is None  # the search's time left means nothing after it
 
+
+
+def test_a_watcher_of_a_tune_of_several_objectives_reads_the_front_and_what_would_be_pinned(tmp_path: Path) -> None:
+    # report --watch said "best so far time 1.1 ms, registers 8" of a two-objective tune: a reader takes "best" for
+    # what the tune pins, which is the pin's rule's point of the front; the progress line says so, the watcher too.
+    status, wall = tmp_path / "kern.lock.live", [1000.0]
+    progress = TuneProgress(8, 2, parse_objectives(["time", "registers"]), stream=io.StringIO(), terminal=False,
+                            live=LiveStatus(status, "kern", clock=lambda: wall[0]), quiet=True)
+    wall[0] += 5.0  # past WRITE_EVERY_S: written at once
+    progress.update(0, evaluations=3, best=(4.25, 41.0), front=2, last=evaluated(3, scores=(4.25, 41.0)))
+    assert read_live_status(status)["best"] == "front: 2 points; would pin time 4.25 ms, registers 41"
 
 def test_the_time_left_is_paced_by_the_evaluations_this_run_measured() -> None:
     assert time_left(30.0, 3, 3, 10) == 70.0
