@@ -15,7 +15,7 @@ from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.runner import NO_KERNELS, BuildRunner
 from ciq_build.tune.source_watch import SourceWatch
 
 
@@ -93,6 +93,6 @@ def failed_baseline_text(target: str, evaluated: Evaluation) -> str:
         text += ("nvidia-smi reported no GPU where the benchmark ran, which is likely why it failed: runtime "
                  f"objectives need one. Tune one measured without a GPU instead: --objective, one of "
                  f"{unbenchmarked_names()}; or run the tune on a machine with a GPU.")
-    else:
+    elif NO_KERNELS not in evaluated.message:  # that message says what to do: tune another target
         text += "Fix the build or benchmark first; nothing can be compared to a failing baseline."
     return text

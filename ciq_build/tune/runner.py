@@ -23,6 +23,7 @@ from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import (
     Objective,
+    PtxasReport,
     SassCount,
     costly,
     metric_key,
@@ -276,7 +277,10 @@ class BuildRunner:
                        + (f" ({unknown_block_size(self.threads_per_block, controls, setuptools=self._setuptools)})"
                           if wants_block_size([o]) else "")
                        for o in self.objectives if metric_key(o) not in values]
-            return failed(Cause.NO_METRIC, f"no value for objective(s) {', '.join(missing)}", values)
+            text = f"no value for objective(s) {', '.join(missing)}"
+            if "kernels" not in values and any(isinstance(o.extractor, PtxasReport) for o in self.objectives):
+                text += f": {no_kernels(self.manifest)}"
+            return failed(Cause.NO_METRIC, text, values)
         return Evaluation(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
                           timings=_rounded(timings), runs=runs, raced=raced, samples=samples)
 
@@ -346,6 +350,18 @@ class BuildRunner:
 
     def _is_scored(self, arch: str) -> bool:
         return self.scored_architecture is None or arch_name(arch) == self.scored_architecture
+
+
+NO_KERNELS = "ptxas reported no kernel (__global__ function)"
+
+
+def no_kernels(manifest: Manifest) -> str:
+    """Why a target's static objectives have no value where ptxas reported no kernel: what it compiles holds none."""
+    sources = ", ".join(path.name for path in manifest.cuda_sources) or "none"
+    return (f"{NO_KERNELS} in {manifest.target}'s CUDA compiles ({sources}), "
+            "and these objectives score kernels: its .cu files hold device functions only (with "
+            "CUDA_SEPARABLE_COMPILATION, linked into the kernels of the targets that link it) or nothing. Tune the "
+            "target whose .cu files define the kernels, or one of its objectives measured by its benchmark")
 
 
 class Benchmarked(NamedTuple):

@@ -1,13 +1,21 @@
-"""What a tune says of a baseline whose benchmark failed (ciq_build.tune.baseline)."""
+"""What a tune says of a baseline that failed: its benchmark, or no kernel to score (ciq_build.tune.baseline)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
-from ciq_build.core.objectives import unbenchmarked_names
+from ciq_build.core.objectives import parse_objectives, unbenchmarked_names
+from ciq_build.measure.gpu_slots import GpuSlots
+from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.baseline import failed_baseline_text
+from ciq_build.tune.runner import BuildRunner
+from ciq_build.tune.timeouts import Timeouts
 
 
 def failed(cause: Cause, metrics: dict[str, float]) -> Evaluation:
@@ -30,3 +38,38 @@ def test_a_baseline_benchmark_that_failed_where_no_gpu_answered_says_so_and_what
     for cause, metrics in ((Cause.BENCH_SIGNAL, {"gpu_sm": 90.0}), (Cause.COMPILE_FAILED, {}), (Cause.NO_METRIC, {})):
         text = failed_baseline_text("unordered_map", failed(cause, metrics))
         assert "nvidia-smi" not in text and text.endswith("nothing can be compared to a failing baseline.")
+
+
+# What ptxas -v says of a .cu file holding device functions only, compiled relocatable (-rdc=true, CMake's
+# CUDA_SEPARABLE_COMPILATION): robertmaynard/code-samples' particles library, nvcc 13.3.
+DEVICE_FUNCTIONS_ONLY = (
+    "[1/2] Building CUDA object CMakeFiles/particles.dir/particle.cu.o\n"
+    "ptxas info    : 0 bytes gmem\n"
+    "ptxas info    : Function properties for _ZN8particle7advanceEf\n"
+    "    32 bytes stack frame, 28 bytes spill stores, 28 bytes spill loads\n"
+    "ptxas info    : Compile time = 3.118 ms\n")
+
+
+class DeviceFunctionsTree:
+    """TEST DOUBLE for a worker tree: its build reports DEVICE_FUNCTIONS_ONLY, as the real one's did."""
+
+    def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
+              benchmark: bool = True) -> CandidateBuild:
+        return CandidateBuild(True, None, "", 1.4, DEVICE_FUNCTIONS_ONLY)
+
+
+def test_a_baseline_of_a_target_without_kernels_says_ptxas_found_none_and_what_to_tune_instead() -> None:
+    # A new user tuned the particles library (the code), whose kernel lives in the test executable that links it:
+    # the tune said "no_metric: no value for objective(s) spill_bytes, registers ... Fix the build or benchmark first".
+    runner = BuildRunner(None, None, parse_objectives(["spill_bytes", "registers"]), 1, Timeouts(60.0, 60.0),
+                         GpuSlots())
+    manifest: Any = SimpleNamespace(target="particles", cuda_sources=(Path("/p/particle.cu"), Path("/p/v3.cu")))
+    runner.manifest = manifest  # what the message reads of it
+    tree: Any = DeviceFunctionsTree()
+    evaluated = runner.evaluate(tree, Proposal(-1, 0, {}), Controls(), "k")
+    assert evaluated.cause == Cause.NO_METRIC
+    text = failed_baseline_text("particles", evaluated)
+    assert ("no value for objective(s) spill_bytes, registers: ptxas reported no kernel (__global__ function) in "
+            "particles's CUDA compiles (particle.cu, v3.cu)") in text
+    assert "CUDA_SEPARABLE_COMPILATION" in text and "Tune the target whose .cu files define the kernels" in text
+    assert "Fix the build or benchmark first" not in text
