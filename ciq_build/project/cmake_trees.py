@@ -125,7 +125,8 @@ class ScratchTree:
     # -- configure and build ---------------------------------------------------
 
     def configure(self, timeout: float) -> None:
-        """Configure once (reused while its cache exists and the launcher is the one wanted)."""
+        """Configure once (reused while its cache exists, the launcher is the one wanted and the user's cache settings
+        are those it was configured from)."""
         self.root.mkdir(parents=True, exist_ok=True)
         if not self.options_file.exists():
             write_options_file(self.options_file, Controls())
@@ -139,10 +140,18 @@ class ScratchTree:
         generated = (self.build_dir / "build.ninja").exists() or (self.build_dir / "Makefile").exists()
         configured = cache_file.is_file() and generated
         current = cache_value(cache_file, "CMAKE_CUDA_COMPILER_LAUNCHER") or ""
-        if configured and (current == launcher if launcher else "ptxas_path" not in current):
+        init_cache = self.root / "ciq-init-cache.cmake"
+        # The user's settings as this tree was configured with them: a user who reconfigured with another
+        # -DCMAKE_CUDA_ARCHITECTURES (or build type, flags) since would else have the old ones' code measured
+        # and reported as the new ones' (seen: a tune after -DCMAKE_CUDA_ARCHITECTURES=80 scored sm_75 code).
+        same_settings = init_cache.is_file() and init_cache.read_text(encoding="utf-8") == replayed
+        same_launcher = current == launcher if launcher else "ptxas_path" not in current
+        if configured and same_settings and same_launcher:
             self._regenerate(timeout)
             return
-        init_cache = self.root / "ciq-init-cache.cmake"
+        if configured and same_launcher:  # configured again from the new settings, its compilers seeded as at first
+            cache_file.unlink()
+            configured = False
         init_cache.write_text(replayed, encoding="utf-8")
         args = [
             tree_tool(self.manifest.binary_dir, "cmake"),

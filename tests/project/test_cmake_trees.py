@@ -57,6 +57,15 @@ def test_a_scratch_tree_reads_the_users_compilers_instead_of_identifying_them_an
     assert built.ok, built.message
     assert built.objects and all(o.stat().st_size > 0 for o in built.objects)
     assert "for 'sm_90a'" in tree.build(Controls(), 600, static_only=True).compiler_output
+    # The user's tree reconfigured with other settings (-DCMAKE_CUDA_ARCHITECTURES=75), the CMakeLists.txt as it
+    # was, a later tune: its reused scratch tree builds for sm_75 (it kept its first cache: a newcomer's tune after
+    # -DCMAKE_CUDA_ARCHITECTURES=80 scored the sm_75 code and reported it as sm_80's), its compilers still seeded.
+    ensure_ok(proc.run([build_tool("cmake"), "-DCMAKE_CUDA_ARCHITECTURES=75", str(user)], 600))
+    again = cmake_trees.ScratchTree(load_manifest(user, "noop_kernels"), tmp_path / "scratch", load_toolchain(nvcc))
+    again.configure(600)
+    report = again.build(Controls(), 600, static_only=True).compiler_output
+    assert "for 'sm_75'" in report and "sm_90a" not in report, report
+    assert not _identified_cuda(again.build_dir), "the scratch tree identified the compilers again"
     # The project's CMakeLists.txt edited, the user's tree reconfigured, a later tune: its reused scratch tree
     # builds what the project says now (the ptxas-only path read the old build.ninja: sm_90a code measured and
     # reported as sm_80's, as simpleGEMM's CUDA_ARCHITECTURES native -> 90 was).
