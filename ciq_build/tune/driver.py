@@ -185,8 +185,7 @@ class TuneRun:
                                       self.settings.measure.repeats), fresh=self.settings.fresh)
         self.sources.journaled()
         rule, switch = self.backend.toolkit_rule()
-        resumed = bool(self.cache.journaled(self.objectives))  # evaluations of today's objectives to resume from
-        self._say(_first_line(self.manifest, self.toolchain.describe(rule), self.objectives, resumed=resumed))
+        self._say(_first_line(self.manifest, self.toolchain.describe(rule), self.objectives, self.cache.resuming))
         if others := other_toolkits(self.toolchain.nvcc):  # a CMake tree kept 13.0 while setuptools took pip's 13.3
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({where})' for where, nvcc in others)}; "
                       f"to tune with one, {switch}")
@@ -372,7 +371,7 @@ def _check_occupancy_inputs(declared: ThreadsPerBlock | None, objectives: Sequen
             occupancy.limits(arch)
 
 
-def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objective], *, resumed: bool = False) -> str:
+def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objective], resumed: bool = False) -> str:
     """What a tune says first: the target, the toolchain, the objectives and the architectures each build makes.
     The advice to tune one architecture (`--architecture`) is the first start's: a resumed tune (`resumed`: its
     journal holds finished evaluations) was started for them all, and one of --architecture keeps a journal of
