@@ -157,6 +157,11 @@ class EvaluationCache:
             self.say(f"{len(retried)} evaluation(s) that failed for environmental reasons (full disk, killed, "
                      "hung build tool) are run again")
 
+    @property
+    def resuming(self) -> bool:
+        """Whether the journal holds evaluations of this tune's objectives to resume from."""
+        return bool(self.journaled(self.objectives))
+
     def _resuming(self) -> str:
         """What the journal holds to resume from: how many evaluations measured today's objectives (a search
         of other objectives may have measured none of them, and those are measured again)."""

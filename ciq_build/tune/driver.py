@@ -185,7 +185,7 @@ class TuneRun:
                                       self.settings.measure.repeats), fresh=self.settings.fresh)
         self.sources.journaled()
         rule, switch = self.backend.toolkit_rule()
-        self._say(_first_line(self.manifest, self.toolchain.describe(rule), self.objectives))
+        self._say(_first_line(self.manifest, self.toolchain.describe(rule), self.objectives, self.cache.resuming))
         if others := other_toolkits(self.toolchain.nvcc):  # a CMake tree kept 13.0 while setuptools took pip's 13.3
             self._say(f"other toolkits here: {', '.join(f'{nvcc} ({where})' for where, nvcc in others)}; "
                       f"to tune with one, {switch}")
@@ -371,16 +371,19 @@ def _check_occupancy_inputs(declared: ThreadsPerBlock | None, objectives: Sequen
             occupancy.limits(arch)
 
 
-def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objective]) -> str:
-    """What a tune says first: the target, the toolchain, the objectives and the architectures each build makes."""
+def _first_line(manifest: Manifest, toolchain: str, objectives: Sequence[Objective], resumed: bool = False) -> str:
+    """What a tune says first: the target, the toolchain, the objectives and the architectures each build makes.
+    The advice to tune one architecture (`--architecture`) is the first start's: a resumed tune (`resumed`: its
+    journal holds finished evaluations) was started for them all, and one of --architecture keeps a journal of
+    its own, so taking the advice then would drop what this journal holds."""
     built = architecture_list(manifest.toolchain.architectures)
     shown = ", ".join(o.spec + (f" (METRIC's {o.rate_unit}, higher is better: read as 1000 / rate ms a unit of "
                                 "work)" if o.rate_unit else "") for o in objectives)
+    advice = ("" if resumed else ": --architecture ARCH tunes one, faster; the build applies such pins once each of "
+              "its architectures has one")
     return (f"tuning {manifest.target} with {toolchain}; objectives: {shown}; "
             f"architectures: {', '.join(built) or 'nvcc default'}"
-            + (f" (each candidate builds all {len(built)}: --architecture ARCH tunes one, faster; the build "
-               "applies such pins once each of its architectures has one)"
-               if len(built) > 2 else ""))
+            + (f" (each candidate builds all {len(built)}{advice})" if len(built) > 2 else ""))
 
 
 def built_architectures(manifest: Manifest, backend: BuildBackend) -> str:

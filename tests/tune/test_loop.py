@@ -361,7 +361,7 @@ def test_resuming_counts_only_the_journaled_evaluations_that_measured_todays_obj
     failed = sum(1 for line in evaluation_lines(recorded) if not line["ok"])
     assert 0 < failed < held
     said: list[str] = []
-    opened_cache(recorded, parse_objectives(["registers"]), said)
+    assert opened_cache(recorded, parse_objectives(["registers"]), said).resuming  # the first line's advice not again
     assert said[-1] == f"resuming: {held} finished evaluation(s) in {recorded}"
     said.clear()
     opened_cache(recorded, parse_objectives(["sass_instructions", "registers"]), said)
@@ -371,7 +371,7 @@ def test_resuming_counts_only_the_journaled_evaluations_that_measured_todays_obj
     kept = [line for line in recorded.read_text().splitlines(keepends=True) if '"ok": false' not in line]
     recorded.write_text("".join(kept))
     said.clear()
-    opened_cache(recorded, parse_objectives(["stack_bytes"]), said)
+    assert not opened_cache(recorded, parse_objectives(["stack_bytes"]), said).resuming  # as a first start
     assert said[-1] == (f"the journal's {held - failed} finished evaluation(s) measured none of this tune's "
                         f"objectives (stack_bytes): nothing to resume from {recorded}")
 
