@@ -12,6 +12,21 @@
 
 include_guard(GLOBAL)
 
+# _ciq_drop_stale_manifests(): the manifests of targets no ciq_tune_target() call registers any more (a call
+# removed or renamed), removed at the end of the configure: `list` still showed such a target, `tune` offered
+# it and a tune of it failed deep in its scratch tree's CMake ("CIQ_TUNE_TARGET is 'x', which no
+# ciq_tune_target() call registered"). Deferred by ciq_build.cmake once a configure, calls or none.
+function(_ciq_drop_stale_manifests)
+  get_property(registered GLOBAL PROPERTY CIQ_BUILD_TARGETS)
+  file(GLOB manifests "${CMAKE_BINARY_DIR}/ciq/targets/*.json")
+  foreach(manifest IN LISTS manifests)
+    get_filename_component(name "${manifest}" NAME_WLE)
+    if(NOT name IN_LIST registered)
+      file(REMOVE "${manifest}")
+    endif()
+  endforeach()
+endfunction()
+
 function(_ciq_write_manifest)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET" "SOURCES;ARCHITECTURES")
   set(target "${arg_TARGET}")

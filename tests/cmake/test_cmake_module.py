@@ -573,6 +573,22 @@ def test_manifest_lists_the_objects_cmake_builds_never_stale_ones(tiny: Tiny) ->
                                                        for name in ("kern.cu.o", "kern_host.cpp.o"))
 
 
+def test_a_removed_ciq_tune_target_call_leaves_no_manifest_for_list_and_tune_to_offer(tiny: Tiny) -> None:
+    # A new user renamed ciq_tune_target(particles ...) to (particle_test ...): `list` still showed particles, `tune`
+    # suggested it and a tune of it failed in its scratch tree's CMake ("which no ciq_tune_target() call registered").
+    two = 'ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\nciq_tune_target(other OBJECTIVES registers)\n'
+    ensure_ok(tiny.configure(body=two))
+    targets = tiny.build / "ciq" / "targets"
+    assert sorted(p.name for p in targets.glob("*.json")) == ["kern.json", "other.json"]
+    ensure_ok(tiny.configure(body='ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n'))
+    assert sorted(p.name for p in targets.glob("*.json")) == ["kern.json"]
+    listed = ensure_ok(run([sys.executable, "-m", "ciq_build", "list", "-B", str(tiny.build)], 300)).stdout
+    assert "kern" in listed and "other" not in listed, listed
+    # No call at all: none left.
+    ensure_ok(tiny.configure(body=""))
+    assert list(targets.glob("*.json")) == []
+
+
 def test_manifest_is_valid_and_escapes_every_string(tiny: Tiny) -> None:
     awkward = ['say "hi"', "back\\slash", "$<1:genex>", "tab\there", "dollar$sign", "new\nline"]
     cmake_args = " ".join(
