@@ -364,6 +364,20 @@ def no_kernels(manifest: Manifest) -> str:
             "target whose .cu files define the kernels, or one of its objectives measured by its benchmark")
 
 
+def relocatable_note(manifest: Manifest, objectives: Sequence[Objective]) -> str | None:
+    """What a tune scoring ptxas's figures says of a target compiled relocatable (CUDA_SEPARABLE_COMPILATION), None
+    otherwise: ptxas reports its kernels before the device link, which gives each the registers and stack of what it
+    calls in other files (particles' advanceParticles: 24 registers reported, 52 and a 32-byte stack linked)."""
+    read = [o.spec for o in objectives if isinstance(o.extractor, PtxasReport)]
+    if not manifest.separable_compilation or not read:
+        return None
+    return (f"{manifest.target} is compiled relocatable (CUDA_SEPARABLE_COMPILATION): ptxas reports its kernels "
+            "before the device link, which gives each the registers and stack of the device functions it calls in "
+            f"other files; {', '.join(read)} score the kernels as compiled, not as linked, and a register cap below "
+            "a callee's fails the device link (nvlink: 'calls function ... with regcount of ...'). Where its kernels "
+            "call such functions, tune for what runs on a GPU (--objective time)")
+
+
 class Benchmarked(NamedTuple):
     """A runner's benchmark of one candidate."""
 
