@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ciq_build.compiler.controls import AcfRef, Controls
-from ciq_build.compiler.fingerprint import ObjectInfo
+from ciq_build.compiler.fingerprint import ObjectInfo, compare
 from ciq_build.core.metric_unit import relative_change
 from ciq_build.errors import RecordError, UnsafeFlagError
 from ciq_build.pin.apply import check_architectures, check_toolchain
@@ -509,3 +509,13 @@ def test_a_pin_dir_that_is_a_symlink_is_neither_read_nor_written(tmp_path, acf_s
         read_record(tmp_path / "ciq" / "gemm.json")
     with pytest.raises(RecordError, match="pin directory .* is a symbolic link"):
         write_record(tmp_path / "ciq", make_record())
+
+
+def test_verify_of_a_pin_whose_architecture_the_build_no_longer_compiles_names_what_it_compiles() -> None:
+    # A new user reconfigured with -DCMAKE_CUDA_ARCHITECTURES=80 after pinning for nvcc's default (sm_75): the build
+    # applied the pin (it names no architecture), and verify said only "test.cu.o [sm_75]: no code for this
+    # architecture in the build", not what the build compiles nor what to do.
+    info = ObjectInfo(registers=24, stack=0, code_sha256="a" * 64)
+    problems = compare({"test.cu.o": {"75": info}}, {"test.cu.o": {"80": info}})
+    assert problems == ["test.cu.o [sm_75]: no code for this architecture in the build, which compiles it for sm_80 "
+                        "(the architectures changed since tuning? tune again for them)"]
