@@ -447,6 +447,13 @@ def test_format_record_shows_what_is_pinned(pinned):
     assert "registers 64" in text
 
 
+def test_show_of_a_record_tuned_for_nvccs_default_architecture_says_so() -> None:
+    # A new user's static tune for nvcc's default architecture: show said "arch ?".
+    record = replace(make_record(), toolchain=RecordToolchain(cuda="13.3", nvcc_version="13.3.73"))
+    assert ("toolchain   CUDA 13.3 (nvcc 13.3.73, ptxas ?), arch nvcc's default (the record names none: applied to "
+            "any)") in format_record(record).splitlines()
+
+
 def test_show_aligns_the_objectives_and_gives_no_spread_to_static_metrics(tmp_path):
     record = replace(make_record(), objectives=(RecordObjective("time", "min"), RecordObjective("registers", "min")),
                      baseline=ScoreSummary((1.25, 128.0), (0.01, 0.0)), winner=ScoreSummary((1.1, 96.0), (0.02, 0.0)))
