@@ -574,6 +574,19 @@ def test_manifest_lists_the_objects_cmake_builds_never_stale_ones(tiny: Tiny) ->
                                                        for name in ("kern.cu.o", "kern_host.cpp.o"))
 
 
+def test_a_misspelt_keyword_after_args_is_refused_not_taken_as_an_argument(tiny: Tiny) -> None:
+    # A new user's "ARGS 256000 OBJECTIVE spill_bytes registers" configured: OBJECTIVE and the objectives were taken
+    # as the benchmark's arguments, and the target had no objectives.
+    result = tiny.configure(body='ciq_tune_target(kern BENCHMARK kern_bench ARGS 256000 OBJECTIVE registers)\n')
+    assert not result.ok
+    assert ("ciq_tune_target(kern): ARGS '256000;OBJECTIVE;registers' holds OBJECTIVE (did you mean OBJECTIVES?)"
+            in said(result))
+    # Arguments that merely look like words are the benchmark's (and so is a keyword of nobody's: MODE).
+    ensure_ok(tiny.configure(body='ciq_tune_target(kern BENCHMARK kern_bench ARGS --mode FAST MODE -n 4 '
+                                  'OBJECTIVES time)\n'))
+    assert load_manifest(tiny.build, "kern").benchmark.args == ("--mode", "FAST", "MODE", "-n", "4")
+
+
 def test_a_removed_ciq_tune_target_call_leaves_no_manifest_for_list_and_tune_to_offer(tiny: Tiny) -> None:
     # A new user renamed ciq_tune_target(particles ...) to (particle_test ...): `list` still showed particles, `tune`
     # suggested it and a tune of it failed in its scratch tree's CMake ("which no ciq_tune_target() call registered").
