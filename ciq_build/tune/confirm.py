@@ -98,7 +98,7 @@ class Confirmer:
         if prebuilt is None:
             self.say("rebuilding the winner to read its objects (what a pin records of it)")
         built = prebuilt if prebuilt is not None else tree.build(winner.controls, self.timeouts.compile,
-                                                                 benchmark=self.runner.needs_benchmark)
+                                                                 benchmark=self.runner.links)
         if not built.ok:
             raise SearchError(f"the winning candidate no longer builds: {built.message}")
         if rebuilt is not None:
@@ -221,7 +221,7 @@ class Confirmer:
             if not keys or not winner.cached or winner.key in measured or id(winner) in checked:
                 break
             self.say("rebuilding the journal's winner: its static metrics must be what a fresh build measures")
-            built = tree.build(winner.controls, self.timeouts.compile, benchmark=self.runner.needs_benchmark)
+            built = tree.build(winner.controls, self.timeouts.compile, benchmark=self.runner.links)
             if not built.ok:
                 raise SearchError(f"the winning candidate no longer builds: {built.message}")
             fresh = self._remeasured(winner, built, keys)
@@ -241,7 +241,7 @@ class Confirmer:
         if not keys or not baseline.cached or baseline.key in self.cache.measured_this_run | self.cache.checked:
             return baseline
         self.say("rebuilding the journal's baseline: its static metrics must be what a fresh build measures")
-        built = base_tree.build(Controls(), self.timeouts.compile, benchmark=self.runner.needs_benchmark)
+        built = base_tree.build(Controls(), self.timeouts.compile, benchmark=self.runner.links)
         if not built.ok:
             raise SearchError(f"the baseline no longer builds: {built.message}")
         fresh = self._remeasured(baseline, built, keys)

@@ -64,7 +64,8 @@ def test_a_baseline_of_a_target_without_kernels_says_ptxas_found_none_and_what_t
     # the tune said "no_metric: no value for objective(s) spill_bytes, registers ... Fix the build or benchmark first".
     runner = BuildRunner(None, None, parse_objectives(["spill_bytes", "registers"]), 1, Timeouts(60.0, 60.0),
                          GpuSlots())
-    manifest: Any = SimpleNamespace(target="particles", cuda_sources=(Path("/p/particle.cu"), Path("/p/v3.cu")))
+    manifest: Any = SimpleNamespace(target="particles", cuda_sources=(Path("/p/particle.cu"), Path("/p/v3.cu")),
+                                    separable_compilation=True, benchmark=None)  # no benchmark: ptxas alone
     runner.manifest = manifest  # what the message reads of it
     tree: Any = DeviceFunctionsTree()
     evaluated = runner.evaluate(tree, Proposal(-1, 0, {}), Controls(), "k")

@@ -36,7 +36,7 @@ class CountingTree:
 
 def static_confirmer(cache: EvaluationCache, said: list[str], fresh: dict[str, float] = METRICS) -> Confirmer:
     """A Confirmer of a static tune whose every build measures `fresh` (METRICS: what the journal holds)."""
-    runner: Any = SimpleNamespace(needs_benchmark=False, static_metrics=lambda built, controls: dict(fresh))
+    runner: Any = SimpleNamespace(needs_benchmark=False, links=False, static_metrics=lambda built, controls: dict(fresh))
     return Confirmer(runner, cache, OBJECTIVES, MeasureSettings(), Timeouts(60.0, 60.0), "knee", "kern",
                      said.append, said.append)
 
@@ -141,7 +141,7 @@ def compile_time_verdict(seconds: dict[str, list[float]]) -> tuple[Any, ClockedT
     """A static tune of compile_time whose search measured the defaults at 3.36 s and the winner at 1.15 s (one build
     each, as particle_test's), confirmed against a tree whose rebuilds take `seconds`."""
     objectives = parse_objectives(["compile_time"])
-    runner: Any = SimpleNamespace(needs_benchmark=False)
+    runner: Any = SimpleNamespace(needs_benchmark=False, links=False)
     said: list[str] = []
     cache: Any = SimpleNamespace(measured_this_run={"w", "defaults"}, checked=set())  # this run's: none journaled
     confirmer = Confirmer(runner, cache, objectives, MeasureSettings(), Timeouts(60.0, 60.0), "knee", "particle_test",
