@@ -32,6 +32,18 @@ function(_ciq_check_call target)
       "Keywords are BENCHMARK, ARGS, ARGS_SETS, SCORE, METRIC, UNIT, OBJECTIVES, PARAMS, CONSTRAINTS, "
       "SEARCH_SPACE, SEEDS, PIN_DIR, TIMEOUT, THREADS_PER_BLOCK, DESCRIPTION and ALLOW_NUMERICS.")
   endif()
+  # ARGS takes every word up to the next keyword, so a misspelt keyword after it became an argument of the
+  # benchmark without a word (a new user's "ARGS 256000 OBJECTIVE spill_bytes registers": no objectives).
+  foreach(word IN LISTS ARG_ARGS)
+    if(word MATCHES "^[A-Z][A-Z_]+$")
+      _ciq_rules_nearest(guess "${word}" BENCHMARK ARGS_SETS SCORE METRIC UNIT OBJECTIVES PARAMS CONSTRAINTS
+        SEARCH_SPACE SEEDS PIN_DIR TIMEOUT THREADS_PER_BLOCK DESCRIPTION ALLOW_NUMERICS)
+      if(NOT guess STREQUAL "")
+        message(FATAL_ERROR "${fn}: ARGS '${ARG_ARGS}' holds ${word} (did you mean ${guess}?): ARGS takes every "
+          "word up to the next keyword, so a misspelt keyword after it is an argument of the benchmark.")
+      endif()
+    endif()
+  endforeach()
   foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE DESCRIPTION THREADS_PER_BLOCK)
     if(keyword IN_LIST ARG_KEYWORDS_MISSING_VALUES)
       message(FATAL_ERROR "${fn}: ${keyword} needs a value.")

@@ -127,6 +127,7 @@ function(_ciq_write_manifest)
     "  \"options_file\": ${json_OPTIONS_FILE},"
     "  \"generator\": ${json_CMAKE_GENERATOR},"
     "  \"allow_numerics\": ${allow_numerics},"
+    "  \"separable_compilation\": @CIQ_SEPARABLE@,"
     "  \"toolchain\": {\"cuda_compiler\": ${json_compiler}, \"cuda_compiler_version\": ${json_compiler_version}, \"architectures\": ${json_architectures}}"
     "}"
     "")
@@ -136,6 +137,9 @@ function(_ciq_write_manifest)
   if(benchmark)
     string(REPLACE "@CIQ_BENCHMARK_PATH@" "$<TARGET_FILE:${benchmark}>" manifest "${manifest}")
   endif()
+  # CUDA_SEPARABLE_COMPILATION as the target ends up with it (set after the call, or from the variable).
+  string(REPLACE "@CIQ_SEPARABLE@"
+    "$<IF:$<BOOL:$<TARGET_PROPERTY:${target},CUDA_SEPARABLE_COMPILATION>>,true,false>" manifest "${manifest}")
   # The target's own object files, as CMake names them (never a glob of its
   # object folder, which keeps objects of sources deleted since).
   set(objects "$<TARGET_OBJECTS:${target}>")

@@ -59,7 +59,9 @@ def compare(pinned: Fingerprints, built: Fingerprints) -> list[str]:
         for arch, expected in sorted(archs.items()):
             actual = built[obj].get(arch)
             if actual is None:
-                problems.append(f"{obj} [sm_{arch}]: no code for this architecture in the build")
+                has = ", ".join(f"sm_{a}" for a in sorted(built[obj])) or "none"
+                problems.append(f"{obj} [sm_{arch}]: no code for this architecture in the build, which compiles it for "
+                                f"{has} (the architectures changed since tuning? tune again for them)")
                 continue
             if expected.code_sha256 != actual.code_sha256:
                 problems.append(f"{obj} [sm_{arch}]: machine code differs from the tuned winner's")

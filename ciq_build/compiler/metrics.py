@@ -14,6 +14,7 @@ Architectures are given in CMake form ("90a", "80") throughout.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -251,6 +252,20 @@ def resource_usage(object_file: Path, toolchain: Toolchain) -> dict[tuple[str, s
                 }
                 function = None
     return out
+
+
+def as_linked(usages: Iterable[KernelUsage], linked: Mapping[tuple[str, str], Mapping[str, int]]) -> list[KernelUsage]:
+    """ptxas's reports of relocatable kernels with the registers and stack the device link gave them (`linked`:
+    resource_usage of the linked executable), which adds those of the functions each calls in other files:
+    code-samples' advanceParticles, 24 registers and no stack in ptxas's report, 52 and 32 bytes linked. Spills stay
+    ptxas's (the link reports none); a kernel the executable lacks stays as reported."""
+    found = []
+    for usage in usages:
+        figures = linked.get((usage.function, usage.arch))
+        found.append(usage if figures is None else dataclasses.replace(
+            usage, registers=max(usage.registers, figures["registers"]),
+            stack_frame=max(usage.stack_frame, figures["stack"])))
+    return found
 
 
 # `__launch_bounds__(N)` is PTX's .maxntid N, 1, 1 (.reqntid: an exact block shape), which ptxas records in each

@@ -104,7 +104,8 @@ def format_record(record: PinnedRecord) -> str:
     else:
         lines.append("acf         (none)")
     t = record.toolchain
-    arches = ", ".join(t.architectures) or "?"
+    # None named: tuned for nvcc's default, which a build applies to any (the rule book's any_architecture).
+    arches = ", ".join(t.architectures) or "nvcc's default (the record names none: applied to any)"
     lines.append(
         f"toolchain   CUDA {t.cuda} (nvcc {t.nvcc_version or '?'}, ptxas {t.ptxas_version or '?'}), arch {arches}"
     )

@@ -229,7 +229,9 @@ class ScratchTree:
             compiled = replace(compiled, kept_front_end_seconds=sum(
                 float(line) for line in kept.read_text(encoding="utf-8").split()))
         bench = self.manifest.benchmark
-        if not compiled.ok or not benchmark or static_only or bench is None or bench.target == self.manifest.target:
+        if compiled.ok and bench is not None and bench.target == self.manifest.target:
+            return replace(compiled, linked=self.benchmark_path)  # the target's own build linked it
+        if not compiled.ok or not benchmark or static_only or bench is None:
             return compiled
         with environment.CompileWitness(self.options_file, timeout) as witness:
             link_step = proc.run(self._build_args(bench.target), timeout)
@@ -237,7 +239,7 @@ class ScratchTree:
             # The candidate's compile time and report stay those of its compile; the link's log says why.
             return failed_build("benchmark build", link_step, witness, timeout, self.root, compiled.compile_seconds,
                                 compiled.compiler_output)
-        return compiled
+        return replace(compiled, linked=self.benchmark_path)
 
     def _ptxas_only(self, timeout: float) -> CandidateBuild | None:
         """ptxas alone on every compile's PTX, the front end run first (and kept) where it is new;

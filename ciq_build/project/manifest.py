@@ -201,6 +201,9 @@ class Manifest:
     generator: str = field(metadata=in_json(NONEMPTY, "CMAKE_GENERATOR (or setuptools)"))
     allow_numerics: bool = field(metadata=in_json(
         BOOL, "ALLOW_NUMERICS: the search may change floating-point results"))
+    separable_compilation: bool = field(default=False, metadata=in_json(
+        BOOL, "CUDA_SEPARABLE_COMPILATION: relocatable device code (-rdc=true), whose kernels' registers and stack "
+        "the device link finishes, after ptxas reported them", optional=True))
     toolchain: ManifestToolchain = field(metadata=in_json(
         object_form(ManifestToolchain, _UNKNOWN), "the CUDA compiler"))
     path: Path | None = None  # the manifest file it was read from

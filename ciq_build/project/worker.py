@@ -52,6 +52,9 @@ class CandidateBuild:
     # (kernel, the most threads a block of it has) of the kernels whose `__launch_bounds__` the build read where it has
     # no objects (ptxas alone, from the kept front end's PTX); with objects, their cubins say it.
     launch_bounds: tuple[tuple[str, int], ...] = ()
+    # The executable this build linked (the benchmark, or the tuned target where it is the benchmark); None where it
+    # linked none. A relocatable target's kernels get their registers and stack there, at the device link.
+    linked: Path | None = None
 
 
 class WorkerTree(Protocol):

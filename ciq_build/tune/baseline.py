@@ -95,4 +95,4 @@ def failed_baseline_text(target: str, evaluated: Evaluation) -> str:
                  f"{unbenchmarked_names()}; or run the tune on a machine with a GPU.")
     elif NO_KERNELS not in evaluated.message:  # that message says what to do: tune another target
         text += "Fix the build or benchmark first; nothing can be compared to a failing baseline."
-    return text
+    return text.rstrip("\n")  # a message that says all ends the text: no blank line after it

@@ -60,7 +60,7 @@ from ciq_build.tune.loop import (
 )
 from ciq_build.tune.param_probe import overridden_params, warn_unguarded
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
-from ciq_build.tune.runner import BuildRunner, Runner
+from ciq_build.tune.runner import BuildRunner, Runner, relocatable_note
 from ciq_build.tune.searched_space import SearchedSpace
 from ciq_build.tune.source_watch import SourceWatch
 from ciq_build.tune.stages import tune_in_stages
@@ -305,8 +305,8 @@ class TuneRun:
                                                 self.manifest.tune_architecture, static,
                                                 self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
-        _check_occupancy_inputs(self.runner.threads_per_block, self.objectives, self.manifest,
-                                self.architectures.scored)
+        _check_static_inputs(self.runner.threads_per_block, self.objectives, self.manifest,
+                             self.architectures.scored)
         self.architectures.say(_warn, self._say)
 
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts,
@@ -359,10 +359,13 @@ def _warn(text: str) -> None:  # about the tune's results: said even with --quie
     LOG.warning("%s", text)
 
 
-def _check_occupancy_inputs(declared: ThreadsPerBlock | None, objectives: Sequence[Objective], manifest: Manifest,
-                            scored: str | None) -> None:
+def _check_static_inputs(declared: ThreadsPerBlock | None, objectives: Sequence[Objective], manifest: Manifest,
+                         scored: str | None) -> None:
     """Before the baseline: an occupancy objective needs the defaults' block size and the scored architecture's
-    limits (an architecture without them would leave every candidate unscored)."""
+    limits (an architecture without them would leave every candidate unscored); ptxas's figures of relocatable
+    device code are not the linked kernels' (warned)."""
+    if (relocatable := relocatable_note(manifest, objectives)) is not None:
+        _warn(relocatable)
     check_block_size(declared, objectives, setuptools=manifest.setuptools)
     if wants_block_size(objectives):
         built = architecture_list(manifest.toolchain.architectures)

@@ -241,7 +241,7 @@ class Finish:
         if not minimal.dropped:
             return confirmation
         if not minimal.same_code:  # a static tune's pin of other code, the winner's figures: its objects are read
-            built = tree.build(minimal.controls, self.runner.timeouts.compile, benchmark=self.runner.needs_benchmark)
+            built = tree.build(minimal.controls, self.runner.timeouts.compile, benchmark=self.runner.links)
             if not built.ok:
                 self.say(f"the minimal pin's controls do not build now ({built.message}): the winner's are pinned")
                 return confirmation
@@ -260,7 +260,7 @@ class Finish:
         candidates were (ptxas alone where ptxas's report holds them)."""
         static = not self.runner.needs_benchmark
         return Minimizer(winner.controls, trees, self.toolchain, self.runner.timeouts, self.say,
-                         benchmark=self.runner.needs_benchmark, figures=self.runner.static_figures if static else None,
+                         benchmark=self.runner.links, figures=self.runner.static_figures if static else None,
                          winner_figures=winner.scores if static else None, static_only=self.runner.static_only,
                          searched=self.measured)
 

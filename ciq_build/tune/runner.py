@@ -135,8 +135,21 @@ class BuildRunner:
 
     @property
     def static_only(self) -> bool:
-        """Every objective is in ptxas's report: no object, no benchmark link is needed."""
-        return only_ptxas_report(self.objectives)
+        """Every objective is in ptxas's report: no object, no benchmark link is needed (but where the target is
+        relocatable: its kernels' figures are the link's)."""
+        return only_ptxas_report(self.objectives) and not self.relocatable
+
+    @property
+    def relocatable(self) -> bool:
+        """The target's CUDA is relocatable device code (CUDA_SEPARABLE_COMPILATION) and a benchmark links it: its
+        kernels' registers and stack are read from the linked benchmark (ptxas reports them before the device link,
+        which adds those of what they call in other files), and a build the device link refuses fails."""
+        return self.manifest is not None and self.manifest.separable_compilation and self.manifest.benchmark is not None
+
+    @property
+    def links(self) -> bool:
+        """Whether a candidate's build links the benchmark: to run it, or to read a relocatable target's figures."""
+        return self.needs_benchmark or self.relocatable
 
     @property
     def measures_compile_time(self) -> bool:
@@ -221,7 +234,7 @@ class BuildRunner:
         """A candidate's build in `worker`, at most `build_jobs` at once (builds ahead too)."""
         # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
         with self._builds if self._builds is not None else nullcontext():
-            built = worker.build(controls, self.timeouts.compile, static_only=self.static_only, benchmark=self.needs_benchmark)
+            built = worker.build(controls, self.timeouts.compile, static_only=self.static_only, benchmark=self.links)
         with self._warn_lock:
             if built.ok and built.objects:
                 self._in_tree[id(worker)] = (controls, built)
@@ -294,10 +307,16 @@ class BuildRunner:
         return Benchmarked(measurement, raced, 0.0, read_gpu_arch({**os.environ, **spec.env} if spec.env else None))
 
     def static_metrics(self, build: CandidateBuild, controls: Controls) -> dict[str, float]:
-        """compile_seconds and the compiler's static metrics of a build with `controls` (deterministic but the
-        first)."""
-        values: dict[str, float] = {"compile_seconds": build.compile_seconds}
-        usages = self.scored(self.with_threads(metrics.parse_ptxas_verbose(build.compiler_output), build, controls))
+        """The compiler's static metrics of a build with `controls`, and compile_seconds where a tune of compile_time
+        built it (deterministic but the latter)."""
+        # Only such a tune compiles whole (no kept front end, no ptxas alone: ciq_build.compiler.ptxas_path); the seconds
+        # of another's build, journaled, were taken by a later compile_time tune as its own (particle_test's defaults:
+        # 0.09 s of ptxas against the 2.2 s of their compile).
+        values: dict[str, float] = {"compile_seconds": build.compile_seconds} if self.measures_compile_time else {}
+        usages = metrics.parse_ptxas_verbose(build.compiler_output)
+        if self.relocatable and build.linked is not None:
+            usages = metrics.as_linked(usages, metrics.resource_usage(build.linked, self.toolchain))
+        usages = self.scored(self.with_threads(usages, build, controls))
         if usages:
             values.update(self.figures(usages))
             # The kernel the summary's occupancy steps are of: the heaviest of those a registers:<kernel regex>
@@ -362,6 +381,27 @@ def no_kernels(manifest: Manifest) -> str:
             "and these objectives score kernels: its .cu files hold device functions only (with "
             "CUDA_SEPARABLE_COMPILATION, linked into the kernels of the targets that link it) or nothing. Tune the "
             "target whose .cu files define the kernels, or one of its objectives measured by its benchmark")
+
+
+def relocatable_note(manifest: Manifest, objectives: Sequence[Objective]) -> str | None:
+    """What a tune scoring ptxas's figures says of a target compiled relocatable (CUDA_SEPARABLE_COMPILATION), None
+    otherwise: ptxas reports its kernels before the device link, which gives each the registers and stack of what it
+    calls in other files (particles' advanceParticles: 24 registers reported, 52 and a 32-byte stack linked). With a
+    benchmark those are read from its link (BuildRunner.relocatable); without, they cannot be."""
+    read = [o.spec for o in objectives if isinstance(o.extractor, PtxasReport)]
+    if not manifest.separable_compilation or not read:
+        return None
+    said = (f"{manifest.target} is compiled relocatable (CUDA_SEPARABLE_COMPILATION): ptxas reports its kernels "
+            "before the device link, which gives each the registers and stack of the device functions it calls in "
+            "other files")
+    if manifest.benchmark is not None:
+        return (f"{said}; so each candidate links {manifest.benchmark.target} and its kernels' registers and stack "
+                "are read from it (their spills stay ptxas's, the callees' not counted), and one the link refuses "
+                "(a register cap below a callee's) fails")
+    return (f"{said}, and it links no benchmark here; {', '.join(read)} score the kernels as compiled, not as linked, "
+            "and a register cap below a callee's fails the device link (nvlink: 'calls function ... with regcount of "
+            "...'). Give it a BENCHMARK that links it (its figures are then read from that link), or tune for what "
+            "runs on a GPU (--objective time)")
 
 
 class Benchmarked(NamedTuple):

@@ -21,13 +21,14 @@ import pytest
 from test_manifest_schema import assert_valid_manifest
 
 from ciq_build.compiler.toolchain import _real_bin_dir, load_toolchain
-from ciq_build.core.objectives import unknown_objective
+from ciq_build.core.objectives import parse_objectives, unknown_objective
 from ciq_build.core.rules import load_rules
 from ciq_build.measure.proc import ProcResult, run
 from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.project.manifest import load_manifest
 from ciq_build.project.worker import existing_objects
 from ciq_build.state.journal import Journal
+from ciq_build.tune.runner import relocatable_note
 from support import REPO_ROOT, build_tool, ensure_ok, said
 
 pytestmark = pytest.mark.slow
@@ -573,6 +574,19 @@ def test_manifest_lists_the_objects_cmake_builds_never_stale_ones(tiny: Tiny) ->
                                                        for name in ("kern.cu.o", "kern_host.cpp.o"))
 
 
+def test_a_misspelt_keyword_after_args_is_refused_not_taken_as_an_argument(tiny: Tiny) -> None:
+    # A new user's "ARGS 256000 OBJECTIVE spill_bytes registers" configured: OBJECTIVE and the objectives were taken
+    # as the benchmark's arguments, and the target had no objectives.
+    result = tiny.configure(body='ciq_tune_target(kern BENCHMARK kern_bench ARGS 256000 OBJECTIVE registers)\n')
+    assert not result.ok
+    assert ("ciq_tune_target(kern): ARGS '256000;OBJECTIVE;registers' holds OBJECTIVE (did you mean OBJECTIVES?)"
+            in said(result))
+    # Arguments that merely look like words are the benchmark's (and so is a keyword of nobody's: MODE).
+    ensure_ok(tiny.configure(body='ciq_tune_target(kern BENCHMARK kern_bench ARGS --mode FAST MODE -n 4 '
+                                  'OBJECTIVES time)\n'))
+    assert load_manifest(tiny.build, "kern").benchmark.args == ("--mode", "FAST", "MODE", "-n", "4")
+
+
 def test_a_removed_ciq_tune_target_call_leaves_no_manifest_for_list_and_tune_to_offer(tiny: Tiny) -> None:
     # A new user renamed ciq_tune_target(particles ...) to (particle_test ...): `list` still showed particles, `tune`
     # suggested it and a tune of it failed in its scratch tree's CMake ("which no ciq_tune_target() call registered").
@@ -587,6 +601,26 @@ def test_a_removed_ciq_tune_target_call_leaves_no_manifest_for_list_and_tune_to_
     # No call at all: none left.
     ensure_ok(tiny.configure(body=""))
     assert list(targets.glob("*.json")) == []
+
+
+def test_a_target_compiled_relocatable_is_said_so_to_a_tune_of_ptxas_figures(tiny: Tiny) -> None:
+    # robertmaynard/code-samples' particles (CUDA_SEPARABLE_COMPILATION ON): ptxas reported its kernel at 24
+    # registers, the device link gave it 52 and a 32-byte stack (the functions it calls in another file); a static
+    # tune scored the 24 without a word.
+    body = 'ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n'
+    ensure_ok(tiny.configure(body=body))
+    assert load_manifest(tiny.build, "kern").separable_compilation is False
+    assert relocatable_note(load_manifest(tiny.build, "kern"), parse_objectives(["registers"])) is None
+    ensure_ok(tiny.configure(body=body + "set_target_properties(kern PROPERTIES CUDA_SEPARABLE_COMPILATION ON)\n"))
+    data = json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text())
+    assert data["separable_compilation"] is True
+    assert_valid_manifest(data)
+    manifest = load_manifest(tiny.build, "kern")
+    note = relocatable_note(manifest, parse_objectives(["registers", "spill_bytes", "time"]))
+    assert note is not None and note.startswith("kern is compiled relocatable (CUDA_SEPARABLE_COMPILATION): ptxas "
+                                                "reports its kernels before the device link")
+    assert "registers, spill_bytes score the kernels as compiled, not as linked" in note
+    assert relocatable_note(manifest, parse_objectives(["time"])) is None  # what runs is measured
 
 
 def test_manifest_is_valid_and_escapes_every_string(tiny: Tiny) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ciq_build.compiler.controls import AcfRef, Controls
-from ciq_build.compiler.fingerprint import ObjectInfo
+from ciq_build.compiler.fingerprint import ObjectInfo, compare
 from ciq_build.core.metric_unit import relative_change
 from ciq_build.errors import RecordError, UnsafeFlagError
 from ciq_build.pin.apply import check_architectures, check_toolchain
@@ -447,6 +447,13 @@ def test_format_record_shows_what_is_pinned(pinned):
     assert "registers 64" in text
 
 
+def test_show_of_a_record_tuned_for_nvccs_default_architecture_says_so() -> None:
+    # A new user's static tune for nvcc's default architecture: show said "arch ?".
+    record = replace(make_record(), toolchain=RecordToolchain(cuda="13.3", nvcc_version="13.3.73"))
+    assert ("toolchain   CUDA 13.3 (nvcc 13.3.73, ptxas ?), arch nvcc's default (the record names none: applied to "
+            "any)") in format_record(record).splitlines()
+
+
 def test_show_aligns_the_objectives_and_gives_no_spread_to_static_metrics(tmp_path):
     record = replace(make_record(), objectives=(RecordObjective("time", "min"), RecordObjective("registers", "min")),
                      baseline=ScoreSummary((1.25, 128.0), (0.01, 0.0)), winner=ScoreSummary((1.1, 96.0), (0.02, 0.0)))
@@ -509,3 +516,13 @@ def test_a_pin_dir_that_is_a_symlink_is_neither_read_nor_written(tmp_path, acf_s
         read_record(tmp_path / "ciq" / "gemm.json")
     with pytest.raises(RecordError, match="pin directory .* is a symbolic link"):
         write_record(tmp_path / "ciq", make_record())
+
+
+def test_verify_of_a_pin_whose_architecture_the_build_no_longer_compiles_names_what_it_compiles() -> None:
+    # A new user reconfigured with -DCMAKE_CUDA_ARCHITECTURES=80 after pinning for nvcc's default (sm_75): the build
+    # applied the pin (it names no architecture), and verify said only "test.cu.o [sm_75]: no code for this
+    # architecture in the build", not what the build compiles nor what to do.
+    info = ObjectInfo(registers=24, stack=0, code_sha256="a" * 64)
+    problems = compare({"test.cu.o": {"75": info}}, {"test.cu.o": {"80": info}})
+    assert problems == ["test.cu.o [sm_75]: no code for this architecture in the build, which compiles it for sm_80 "
+                        "(the architectures changed since tuning? tune again for them)"]

@@ -14,6 +14,7 @@ from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.baseline import failed_baseline_text
+from ciq_build.tune.cache import read_evaluation
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.timeouts import Timeouts
 
@@ -63,7 +64,8 @@ def test_a_baseline_of_a_target_without_kernels_says_ptxas_found_none_and_what_t
     # the tune said "no_metric: no value for objective(s) spill_bytes, registers ... Fix the build or benchmark first".
     runner = BuildRunner(None, None, parse_objectives(["spill_bytes", "registers"]), 1, Timeouts(60.0, 60.0),
                          GpuSlots())
-    manifest: Any = SimpleNamespace(target="particles", cuda_sources=(Path("/p/particle.cu"), Path("/p/v3.cu")))
+    manifest: Any = SimpleNamespace(target="particles", cuda_sources=(Path("/p/particle.cu"), Path("/p/v3.cu")),
+                                    separable_compilation=True, benchmark=None)  # no benchmark: ptxas alone
     runner.manifest = manifest  # what the message reads of it
     tree: Any = DeviceFunctionsTree()
     evaluated = runner.evaluate(tree, Proposal(-1, 0, {}), Controls(), "k")
@@ -72,4 +74,19 @@ def test_a_baseline_of_a_target_without_kernels_says_ptxas_found_none_and_what_t
     assert ("no value for objective(s) spill_bytes, registers: ptxas reported no kernel (__global__ function) in "
             "particles's CUDA compiles (particle.cu, v3.cu)") in text
     assert "CUDA_SEPARABLE_COMPILATION" in text and "Tune the target whose .cu files define the kernels" in text
-    assert "Fix the build or benchmark first" not in text
+    assert "Fix the build or benchmark first" not in text and not text.endswith("\n")  # no blank line after it
+
+
+def test_only_a_tune_of_compile_time_journals_a_builds_seconds_for_one_to_take() -> None:
+    # A new user's compile_time tune after a registers tune took 5 of the latter's journaled evaluations: their
+    # compile_seconds, 0.09 s of ptxas alone (the front end kept), against the 2.2 s of a whole compile.
+    build = CandidateBuild(True, None, "", 0.09, DEVICE_FUNCTIONS_ONLY.replace("Function properties for",
+                           "Compiling entry function '_Z1kv' for 'sm_75'\nptxas info    : Function properties for")
+                           + "ptxas info    : Used 24 registers\n")
+    registers = BuildRunner(None, None, parse_objectives(["registers"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+    journaled = registers.static_metrics(build, Controls())
+    assert journaled["registers"] == 24 and "compile_seconds" not in journaled
+    record = Evaluation("k", Proposal(0, 1, {}), Controls(), True, None, "", journaled, {}, (24.0,), 0.1).to_journal()
+    assert read_evaluation(record, Proposal(0, 1, {}), Controls(), "k", parse_objectives(["compile_time"])) is None
+    clocked = BuildRunner(None, None, parse_objectives(["compile_time"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+    assert clocked.static_metrics(build, Controls())["compile_seconds"] == 0.09

@@ -113,7 +113,7 @@ def resumed_baseline(tmp_path: Path, journaled: float, built: float) -> tuple[Ev
     later.open(header)
     cached = later.lookup(Proposal(-1, 0, {}), Controls(), "defaults")
     assert cached is not None and cached.cached
-    runner: Any = SimpleNamespace(needs_benchmark=False,
+    runner: Any = SimpleNamespace(needs_benchmark=False, links=False,
                                   static_metrics=lambda _, __: {"spill_bytes": 0.0, "registers": built})
     confirmer = Confirmer(runner, later, objectives, MeasureSettings(), Timeouts(60.0, 60.0), "knee", "kern",
                           said.append, said.append)
