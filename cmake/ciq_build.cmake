@@ -162,7 +162,11 @@ include("${CMAKE_CURRENT_LIST_DIR}/ciq_build_resolve.cmake")       # what a buil
 include("${CMAKE_CURRENT_LIST_DIR}/ciq_build_apply.cmake")         # applied to the target
 include("${CMAKE_CURRENT_LIST_DIR}/ciq_build_call.cmake")          # a ciq_tune_target() call checked
 include("${CMAKE_CURRENT_LIST_DIR}/ciq_build_manifest.cmake")      # the target's manifest for the driver
-cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _ciq_drop_stale_manifests)
+# Only a project's configure registers targets; a script (cmake -P, as ciq_build_check_pin.cmake runs) has no
+# directory to defer to and no manifests to drop.
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _ciq_drop_stale_manifests)
+endif()
 
 # ---------------------------------------------------------------------------
 # ciq_tune_target() and the steps it runs at the call
