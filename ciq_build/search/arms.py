@@ -20,6 +20,10 @@ arm proposed it:
   flag along every ordered parameter, from those whose change interacts with
   the others, the most first (ciq_build.search.walks): a pair of which one
   moves far across a plateau, that no single change and no step of two makes;
+  and on a flag space, once the best has stalled, before all of these, each
+  absent flag added and, where that lost, paired with each value of each
+  small choice (ciq_build.search.flag_pairs): a flag that pays only with one
+  value of a choice;
 * :class:`~ciq_build.search.diverse.DiverseArm` (its own module): a population
   search that converges slowly on purpose -- what makes the move of two or
   three flags that is a loss flag by flag.
@@ -47,6 +51,7 @@ from ciq_build.errors import SearchError
 from ciq_build.search.batch import Candidate
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.evolution import GeneticSearch
+from ciq_build.search.flag_pairs import FlagPairs
 from ciq_build.search.operators import Changes, one_step_neighbours, single_changes
 from ciq_build.search.walks import History, Walks
 
@@ -67,6 +72,7 @@ class Shared(History, Protocol):
     space: SearchSpace
     config: SearchConfiguration
     seed: int
+    flags: bool  # a compiler's flag space (ciq_build.search.portfolio.flag_space)
 
     def untried(self, genome: Genome) -> bool: ...
 
@@ -77,6 +83,10 @@ class Shared(History, Protocol):
     def centre(self) -> Genome | None: ...
 
     def floor(self, arm: str, size: int) -> int: ...
+
+    def stalled(self) -> bool:
+        """Whether the best has not improved for a while: the moves around it have found nothing."""
+        ...
 
 
 class Arm(Protocol):
@@ -225,6 +235,8 @@ class LocalArm:
         self._params = list(portfolio.space.values())
         self._numeric = _numeric(self._params)  # the parameters product moves move
         self.walks = Walks(portfolio, portfolio.space)  # from the centre's changes of a choice or flag
+        # on a flag space, once the best has stalled and before its other moves: a flag with a choice's value
+        self.flag_pairs = FlagPairs(portfolio, portfolio.space, portfolio.seed) if portfolio.flags else None
         # Walks take turns with the centre's moves once its one-step moves and its choices' other values (the walks'
         # origins) are out, or from the first once an origin is known to interact (Walks.urgent).
         self._walks_from = 0  # where in the centre's moves that is
@@ -237,6 +249,11 @@ class LocalArm:
             return None
         if centre != self._centre:
             self._rebuild(centre)
+        if self.flag_pairs is not None and self.portfolio.stalled():
+            genome = self.flag_pairs.propose()
+            if genome is not None:
+                self._around[genome] = centre
+                return genome
         while True:
             self._walks_open = self._walks_open or self._next >= self._walks_from
             if (self._walks_open or self.walks.urgent) and (self._walk_turn or self._next >= len(self._moves)):
@@ -273,6 +290,8 @@ class LocalArm:
         if centre is None or len(directions) > 1:
             return
         walk = centre == self._centre and self.walks.learned(genome, scores)
+        if self.flag_pairs is not None and centre == self._centre:
+            self.flag_pairs.learned(genome, scores)
         before = self.portfolio.measured.get(centre)
         if scores is None or before is None:
             return
@@ -300,6 +319,8 @@ class LocalArm:
         merged = self._merged(centre)
         previous, self._centre = self._centre, centre
         self.walks.reset(centre)
+        if self.flag_pairs is not None:
+            self.flag_pairs.reset(centre)
         self._rebuilt += 1
         rng = random.Random(f"ciq_build.search.portfolio:{self.portfolio.seed}:local:{self._rebuilt}")
         space = self.portfolio.space

@@ -125,7 +125,9 @@ RESTART_FLOORS = {"ga": 0.0, "fill": 0.9375, "local": 0.0625, "diverse": 0.0}
 # neither: those 26 2265 -> 2333, 15 ACF-like spaces 1209 -> 1221, the tuning set 918 -> 961 (knobs 57 -> 80%,
 # Rastrigin 87 -> 77%; at seeds 200-259 knobs 55 -> 73%, Rastrigin 90 -> 85%, 12 mixed 75 -> 70%).
 WALKING_FLOOR = 0.25
-STALL_BATCHES = 1  # batches without a new best before a plateau counts as stalled, or the local arm gets its quarter
+# batches without a new best before a plateau counts as stalled, or the local arm gets its quarter (and, on a flag
+# space, tries flags with choices' values first: ciq_build.search.flag_pairs)
+STALL_BATCHES = 1
 # A plateau: the middle half of the draws from the whole space spans at most this share of the distance from their
 # median down to the lowest draw. Draws from a landscape with no plateau spread as widely as a normal or uniform
 # distribution (1/2 to 1 of that distance at a few dozen draws); a plateau's cluster -- exact ties, a ripple, noise,
@@ -208,10 +210,13 @@ class PortfolioSearch(BatchSearch):
         """Each arm's floor of this batch: WALKING_FLOOR to the local arm while a walk from a change that interacts has
         a step to make, or once the best has stalled (off a plateau)."""
         floors = [self.floor(arm.name, size) for arm in self.arms]
-        stalled = self._generation - self._best_at > STALL_BATCHES
-        if self._floors is self._base_floors and (self.local.walks.urgent or stalled):
+        if self._floors is self._base_floors and (self.local.walks.urgent or self.stalled()):
             floors[_LOCAL] = max(floors[_LOCAL], int(size * WALKING_FLOOR))
         return floors
+
+    def stalled(self) -> bool:
+        """Whether the best has not improved for more than STALL_BATCHES batches."""
+        return self._generation - self._best_at > STALL_BATCHES
 
     def untried(self, genome: Genome) -> bool:
         """Never proposed, and allowed by the constraints."""
