@@ -14,9 +14,12 @@
 #   CARRY_DIR/compileiq/search-spaces/      $CIQ_SEARCH_SPACES_DIR (CompileIQ's offline manifest and .bin spaces)
 #   CARRY_DIR/cuda133/ptxas-13.3.gz         the .venv's ptxas 13.3, gzipped (~16 MB), unless already there
 #                                           (shared with other GPU campaigns; written whole or not at all)
+#   CARRY_DIR/cuda133/cccl-13.3.tar.xz      the .venv's CCCL headers of 13.3 (~1.2 MB), unless already there: the GPU
+#                                           machine's nvcc 13.0 lacks what FlashInfer includes (cuda::fast_mod_div, new
+#                                           in 13.1; bench/public_kernels/campaign_call.sh swaps them in)
 #   CARRY_DIR/ray-site.tar.xz               Ray (compileiq imports it), by bench/multi_gpu/carry_ray.sh, unless already there
 #
-# A device call carries .carry/compileiq, .carry/cuda133/ptxas-13.3.gz and .carry/ray-site.tar.xz: ~56 MB.
+# A device call carries .carry/compileiq, .carry/cuda133 and .carry/ray-site.tar.xz: ~57 MB.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=${1:?usage: bench/compileiq_side_by_side/carry.sh COMPILEIQ_REPO [CARRY_DIR]}
@@ -59,5 +62,10 @@ if [ ! -f "$carry/cuda133/ptxas-13.3.gz" ]; then
     gzip -9 -c "$ptxas" > "$work/ptxas-13.3.gz"
     mkdir -p "$carry/cuda133" && mv "$work/ptxas-13.3.gz" "$carry/cuda133/ptxas-13.3.gz"
 fi
+if [ ! -f "$carry/cuda133/cccl-13.3.tar.xz" ]; then
+    include=$(.venv/bin/python -c 'import nvidia, pathlib; print(pathlib.Path(list(nvidia.__path__)[0]) / "cu13/include")')
+    tar -cJf "$work/cccl-13.3.tar.xz" -C "$include" cccl
+    mv "$work/cccl-13.3.tar.xz" "$carry/cuda133/cccl-13.3.tar.xz"
+fi
 [ -f "$carry/ray-site.tar.xz" ] || bench/multi_gpu/carry_ray.sh "$carry/ray-site.tar.xz"
-du -sh "$carry/compileiq" "$carry/cuda133/ptxas-13.3.gz" "$carry/ray-site.tar.xz"
+du -sh "$carry/compileiq" "$carry/cuda133/ptxas-13.3.gz" "$carry/cuda133/cccl-13.3.tar.xz" "$carry/ray-site.tar.xz"
