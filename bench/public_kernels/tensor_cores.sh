@@ -235,9 +235,14 @@ PY
 limits() {  # the defaults against the card: cuBLAS on the HGEMM's problem, the attention's own TFLOP/s
     [ "$dry" = 0 ] && [ "${LIMITS:-1}" = 1 ] || return 0
     local b=/tmp/$name-defaults
+    # Only the benchmark (and cuBLAS's, where there is one): the folder's other targets are not this call's, and a
+    # failure must say why, so the build's output is kept.
+    local targets=("$bench")
     cmake -S "$src" -B "$b" -G Ninja -DCMAKE_CUDA_COMPILER="$nvcc" -DCIQ_DISABLE=ON \
-        -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" >/dev/null && cmake --build "$b" >/dev/null \
-        || { echo "== limits: the peer did not build"; return; }
+        -Dciq_build_DIR="$("$python" -m ciq_build --cmake-dir)" > "$res/limits-build.log" 2>&1 \
+        && { [ "$target" != hgemm_kernels ] || ! grep -q hgemm_cublas "$b/build.ninja" || targets+=(hgemm_cublas); } \
+        && cmake --build "$b" --target "${targets[@]}" >> "$res/limits-build.log" 2>&1 \
+        || { echo "== limits: the peer did not build ($res/limits-build.log ends:)"; tail -8 "$res/limits-build.log"; return; }
     if [ "$target" = hgemm_kernels ]; then
         [ -x "$b/hgemm_cublas" ] || { echo "== cuBLAS: the toolkit has none (hgemm_cublas not built)"; return; }
         for r in 1 2 3; do "$b/hgemm_cublas" "${args[@]}"; "$b/$bench" "${args[@]}"; done 2>&1 \
