@@ -165,6 +165,22 @@ def test_on_a_stalled_plateau_the_space_filling_arm_gets_most_of_the_batch(shape
     assert not rugged.plateau() and rugged.describe()["fill"] < 110
 
 
+def test_on_a_plateau_draws_fill_the_gaps_between_the_configurations_measured() -> None:
+    # A flat 32 x 32 plateau: 128 evaluations over its 64 cells of 4 x 4. As many uniform draws leave about 8 cells
+    # empty ((63/64)**128 of 64); draws each the farthest of several from those measured leave hardly any, so a basin
+    # the size of a cell is seldom missed -- and the cells at the edges are filled as often as the middle ones.
+    space = {"x": ss.range(0, 31), "y": ss.range(0, 31)}
+    empty, edge = [], []
+    for seed in range(4):
+        search = PortfolioSearch(lambda p: 100.0, space, SearchConfiguration(generations=4, pool_size=32, seed=seed),
+                                 progress=False)
+        cells = [(e.params["x"] // 4, e.params["y"] // 4) for e in search.start()]
+        empty.append(64 - len(set(cells)))
+        edge.append(sum(1 for c in cells if 0 in c or 7 in c) / len(cells))  # 28 of the 64 cells are at an edge
+    assert search.plateau() and sum(empty) <= 8, empty
+    assert 0.3 < sum(edge) / len(edge) < 0.58, edge
+
+
 def test_local_moves_merge_every_improvement_even_ties_where_a_parameter_is_knocked_out() -> None:
     # Two moves around the old best improved on it by the same amount; one holds None (knocked out) where the
     # other holds a value: merged in the order measured, never compared (that raised a TypeError).
