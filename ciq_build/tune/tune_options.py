@@ -48,7 +48,7 @@ from ciq_build.search.strategies import resolve_strategy, strategy_names, strate
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
 DEFAULT_OBJECTIVES = ("spill_bytes",)
 # Where each --stage searches from: the compiler's defaults, or the best configuration the stages before it validated.
-STAGE_FROM_DEFAULTS, STAGE_FROM_BEST = "defaults", "best"
+STAGE_FROM_DEFAULTS, STAGE_FROM_BEST, STAGE_FROM_BOTH = "defaults", "best", "both"
 
 _SEARCH = SearchSettings()
 _MEASURE = MeasureSettings()
@@ -145,12 +145,14 @@ class TuneOptions:
              "which replaces the one before unless that one is better); --time-limit and --max-evaluations are shared out among the "
              "stages")
     stage_from: str = option(
-        "--stage-from", group=SEARCH, choices=(STAGE_FROM_DEFAULTS, STAGE_FROM_BEST), default=STAGE_FROM_DEFAULTS,
-        help="what each --stage searches from: defaults (the compiler's, every stage; the pin at the end the best "
-             "of the stages' winners, each re-measured beside the pin before it) or best (the best configuration "
-             "the stages before it validated). Default defaults: on the four GPU kernels measured the gains of "
-             "knobs, PARAMS and ACFs never composed, and ACFs searched on top of an SGEMM's best tile lost the "
-             "larger gain an ACF gave on its default tile (docs/RESULTS.md)")
+        "--stage-from", group=SEARCH, choices=(STAGE_FROM_BOTH, STAGE_FROM_DEFAULTS, STAGE_FROM_BEST),
+        default=STAGE_FROM_BOTH,
+        help="what each --stage searches from: both (a later stage's budget split between a search from the "
+             "compiler's defaults and one on top of the best configuration the stages before it validated), "
+             "defaults or best alone; the pin at the end the best validated of all, each winner re-measured beside "
+             "the pin before it. Default both: on the GPU an SGEMM's ACF gain was larger from the defaults than on "
+             "top of its best tile, and an attention's ACF gain only composed with its best tile on top of it "
+             "(docs/RESULTS.md)")
     # A registered name (ciq_build.search.strategies), or from Python a Strategy object; None: the space's default.
     strategy: object = option(
         "--strategy", group=SEARCH, choices=strategy_names, show=_strategy_name, check=_known_strategy,
@@ -259,7 +261,7 @@ class TuneOptions:
             raise ConfigError(problem)
         if self.stages and self.controls:
             raise ConfigError("--stage names what each stage searches, in place of --controls: leave out --controls")
-        if self.stage_from != STAGE_FROM_DEFAULTS and not self.stages:
+        if self.stage_from != STAGE_FROM_BOTH and not self.stages:
             raise ConfigError(f"--stage-from {self.stage_from} says where each --stage searches from: name the stages "
                               "(--stage KINDS, repeated) or leave out --stage-from")
 

@@ -51,9 +51,7 @@ def test_with_stage_from_best_each_stage_goes_on_top_of_the_latest_winner_that_b
     assert said[-1] == "staged tune: the best validated configuration is -maxrregcount=64 -DTILE=8"
 
 
-def test_by_default_every_stage_searches_from_the_defaults_and_the_last_better_winner_stands() -> None:
-    # What the GPU measurements said (docs/RESULTS.md): gains did not compose, and ACFs searched on top of a
-    # SGEMM's best tile missed the larger gain of an ACF on its default tile.
+def test_with_stage_from_defaults_every_stage_searches_from_the_defaults_and_the_last_better_winner_stands() -> None:
     tile = Controls(defines={"TILE": "8"})  # type: ignore[arg-type]
     acf = Controls(flags=("-maxrregcount=64",))
     results = iter([_outcome(tile, True, 3), _outcome(acf, True, 2)])  # the ACF beat the tile's pin: it stands
@@ -64,12 +62,52 @@ def test_by_default_every_stage_searches_from_the_defaults_and_the_last_better_w
         ran.append((options.controls, on_top))
         return next(results)
 
-    options = TuneOptions(target="t", build_dir=Path("b"), stages=["knobs,params", "ptxas-acf:13.3"])
+    options = TuneOptions(target="t", build_dir=Path("b"), stages=["knobs,params", "ptxas-acf:13.3"],
+                          stage_from="defaults")
     outcome = tune_in_stages(options, stage, said.append)
     assert ran == [(["knobs", "params"], None), (["ptxas-acf:13.3"], None)]
     assert said[1] == "stage 2 of 2: ptxas-acf:13.3, on top of the compiler's defaults"
     assert outcome.winner is not None and outcome.winner.controls == acf
     assert said[-1] == "staged tune: the best validated configuration is -maxrregcount=64"
+
+
+def test_by_default_a_later_stage_searches_from_the_defaults_then_on_top_of_the_best_each_with_half() -> None:
+    # What the GPU measurements said (docs/RESULTS.md): on an SGEMM an ACF on the default tile beat ACFs on top of
+    # the best tile; on an attention the ACF searched on top of the best tile composed with it. So both are searched.
+    tile = Controls(defines={"TILE": "8"})  # type: ignore[arg-type]
+    acf_on_tile = Controls(flags=("-maxrregcount=64",), defines={"TILE": "8"})  # type: ignore[arg-type]
+    results = iter([_outcome(tile, True, 5), _outcome(Controls(), False, 2), _outcome(acf_on_tile, True, 3)])
+    ran: list[tuple[list[str] | None, Controls | None, int | None]] = []
+    said: list[str] = []
+
+    def stage(options: TuneOptions, on_top: Controls | None) -> TuneOutcome:
+        ran.append((options.controls, on_top, options.max_evaluations))
+        return next(results)
+
+    options = TuneOptions(target="t", build_dir=Path("b"), stages=["knobs,params", "ptxas-acf:13.3"],
+                          max_evaluations=10)
+    outcome = tune_in_stages(options, stage, said.append)
+    # 10 shared out: 5 to stage 1; stage 2's 5 split: 2 from the defaults, then the 3 left on top of the tile.
+    assert ran == [(["knobs", "params"], None, 5), (["ptxas-acf:13.3"], None, 2), (["ptxas-acf:13.3"], tile, 3)]
+    assert said[1] == "stage 2 of 2: ptxas-acf:13.3, on top of the compiler's defaults; 2 evaluation(s)"
+    assert said[2] == "stage 2 of 2: ptxas-acf:13.3, on top of the best so far (-DTILE=8); 3 evaluation(s)"
+    assert outcome.winner is not None and outcome.winner.controls == acf_on_tile
+    assert said[-1] == "staged tune: the best validated configuration is -maxrregcount=64 -DTILE=8"
+
+
+def test_by_default_a_stage_after_one_that_validated_nothing_searches_once_from_the_defaults() -> None:
+    results = iter([_outcome(Controls(), False, 4), _outcome(Controls(), False, 4)])
+    ran: list[tuple[Controls | None, int | None]] = []
+
+    def stage(options: TuneOptions, on_top: Controls | None) -> TuneOutcome:
+        ran.append((on_top, options.max_evaluations))
+        return next(results)
+
+    options = TuneOptions(target="t", build_dir=Path("b"), stages=["knobs", "ptxas-acf:13.3"], max_evaluations=8)
+    said: list[str] = []
+    tune_in_stages(options, stage, said.append)
+    assert ran == [(None, 4), (None, 4)]  # nothing to go on top of: the whole share from the defaults
+    assert said[-1] == "staged tune: no stage beat the compiler's defaults beyond the noise"
 
 
 def test_a_misspelt_later_stage_or_stages_with_controls_are_refused_with_the_options() -> None:
