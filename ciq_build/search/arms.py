@@ -45,9 +45,7 @@ import itertools
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from ciq_build.core.causes import Cause
 from ciq_build.core.pareto import minimised
@@ -59,6 +57,9 @@ from ciq_build.search.evolution import GeneticSearch
 from ciq_build.search.flag_pairs import FlagPairs
 from ciq_build.search.operators import Changes, one_step_neighbours, single_changes
 from ciq_build.search.walks import History, Walks
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _DRAWS = 40  # draws per proposal before the space-filling arm gives up (the portfolio then enumerates)
 _PATTERN_TIMES = (1, 2, 3)  # the pattern steps along the best's last move: once, twice, three times its length
@@ -222,7 +223,7 @@ class SpaceFillingArm:
         # each ordered parameter's index and its grid's last index: a configuration's point in the unit cube
         self._axes = [(i, p.size - 1) for i, p in enumerate(params) if in_order(p) and p.size > 1]
         self._measured: list[Genome] = []  # every configuration measured, in order
-        self._points = np.zeros((64, len(self._axes)))  # the first _count of them as points, made once on a plateau
+        self._points: np.ndarray | None = None  # the first _count of them as points, made once on a plateau
         self._count = 0
 
     def propose(self) -> Genome | None:
@@ -238,6 +239,8 @@ class SpaceFillingArm:
                     break
         if len(candidates) <= 1:
             return candidates[0] if candidates else None
+        import numpy as np  # deferred: `import ciq_build` and the Search API load no numpy until a plateau needs it
+
         points = np.array([self._point(genome) for genome in candidates])
         measured = self._measured_points()
         apart = np.abs(points[:, None, :] - measured[None, :, :])
@@ -252,6 +255,10 @@ class SpaceFillingArm:
 
     def _measured_points(self) -> np.ndarray:
         """Every configuration measured as a point, those new since the last call added (off a plateau, never)."""
+        import numpy as np
+
+        if self._points is None:
+            self._points = np.zeros((64, len(self._axes)))
         while len(self._points) < len(self._measured):
             self._points = np.concatenate([self._points, np.zeros_like(self._points)])
         for genome in self._measured[self._count:]:
