@@ -17,9 +17,10 @@ include_guard(GLOBAL)
 # the caller's ARG_* and sets nothing.
 function(_ciq_check_call target)
   set(fn "ciq_tune_target(${target})")
+  # ciq_tune_target()'s keywords, for "did you mean" (its cmake_parse_arguments() declares them).
+  set(keywords BENCHMARK ARGS ARGS_SETS SCORE METRIC UNIT OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS
+    PIN_DIR TIMEOUT THREADS_PER_BLOCK DESCRIPTION ALLOW_NUMERICS)
   if(ARG_UNPARSED_ARGUMENTS)
-    set(keywords BENCHMARK ARGS ARGS_SETS SCORE METRIC UNIT OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS
-      PIN_DIR TIMEOUT THREADS_PER_BLOCK DESCRIPTION ALLOW_NUMERICS)
     set(hint "")
     foreach(word IN LISTS ARG_UNPARSED_ARGUMENTS)  # a misspelt keyword (OBJECTIVE, SEARCHSPACE): say which
       _ciq_rules_nearest(guess "${word}" ${keywords})
@@ -28,16 +29,19 @@ function(_ciq_check_call target)
         break()
       endif()
     endforeach()
+    set(named ${keywords})
+    list(POP_BACK named last)
+    list(JOIN named ", " named)
     message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'${hint}. "
-      "Keywords are BENCHMARK, ARGS, ARGS_SETS, SCORE, METRIC, UNIT, OBJECTIVES, PARAMS, CONSTRAINTS, "
-      "SEARCH_SPACE, SEEDS, PIN_DIR, TIMEOUT, THREADS_PER_BLOCK, DESCRIPTION and ALLOW_NUMERICS.")
+      "Keywords are ${named} and ${last}.")
   endif()
   # ARGS takes every word up to the next keyword, so a misspelt keyword after it became an argument of the
   # benchmark without a word (a new user's "ARGS 256000 OBJECTIVE spill_bytes registers": no objectives).
+  set(after_args ${keywords})
+  list(REMOVE_ITEM after_args ARGS)
   foreach(word IN LISTS ARG_ARGS)
     if(word MATCHES "^[A-Z][A-Z_]+$")
-      _ciq_rules_nearest(guess "${word}" BENCHMARK ARGS_SETS SCORE METRIC UNIT OBJECTIVES PARAMS CONSTRAINTS
-        SEARCH_SPACE SEEDS PIN_DIR TIMEOUT THREADS_PER_BLOCK DESCRIPTION ALLOW_NUMERICS)
+      _ciq_rules_nearest(guess "${word}" ${after_args})
       if(NOT guess STREQUAL "")
         message(FATAL_ERROR "${fn}: ARGS '${ARG_ARGS}' holds ${word} (did you mean ${guess}?): ARGS takes every "
           "word up to the next keyword, so a misspelt keyword after it is an argument of the benchmark.")
