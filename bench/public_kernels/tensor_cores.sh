@@ -13,7 +13,8 @@
 #   bench/public_kernels/tensor_cores.sh --dry-run BUDGET_S STEP...  here, no GPU: see DRY RUN below
 #
 # STEP, in the order given: knobs, acf, staged, reverse, joint, confirm. confirm also takes the pins of earlier
-# calls from .carry/tensor-cores/pins/<target>/<arm>/ (a call's $OUT tgz, unpacked there). Arms share what the budget
+# calls from .carry/tensor-cores/pins/<target>/<arm>/ (a call's $OUT tgz, unpacked there; a folder named for no
+# arm, e.g. staged-12-07, joins the rotation under its own name). Arms share what the budget
 # leaves after CONFIRM_S (when confirm is a step) equally, ARM_S each unless set; staged, reverse and joint get
 # twice that (the two stages' budget, shared out by the tune). Everything lands in $OUT as it finishes:
 # $OUT/tensor_cores-<steps>.log (the console) and $OUT/tensor_cores-<steps>.tgz (journals, pins, confirmation,
@@ -176,8 +177,15 @@ search() {  # step (the strategy: each space's default, compileiq for the ACF sp
 
 confirm() {  # the defaults and every pin, interleaved, from a copy of the tree at another path
     [ "$(left)" -ge $(( CONFIRM_S / 2 )) ] || { echo "== confirm: $(left) s left, not enough"; return; }
-    local arms=() best="" best_ratio=9 a d flags
-    for a in knobs acf staged reverse joint; do
+    local arms=() best="" best_ratio=9 a d flags carried=()
+    # A carried pin under a folder named for no arm (an earlier call's winner, e.g. staged-12-07) rides along
+    # too, so one rotation re-measures it beside this call's pins.
+    if [ "$dry" = 0 ] && [ -d "$here/.carry/tensor-cores/pins/$target" ]; then
+        for d in "$here/.carry/tensor-cores/pins/$target"/*/; do
+            a=$(basename "$d"); case " knobs acf staged reverse joint " in *" $a "*) ;; *) carried+=("$a") ;; esac
+        done
+    fi
+    for a in knobs acf staged reverse joint "${carried[@]}"; do
         d=$(pin_dir "$a")
         [ -n "$d" ] || continue
         flags_of "$d" > "$d/cmake_flags.txt"
