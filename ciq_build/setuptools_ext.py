@@ -138,25 +138,14 @@ def _write_options_if_changed(path: Path, arguments: Sequence[str]) -> None:
 # ---------------------------------------------------------------- toolkit
 
 
-def _toolkit_roots(toolchain: Toolchain) -> list[Path]:
-    # nvcc may be a wrapper (/usr/local/bin/nvcc); ptxas always sits in the real bin/.
-    roots = [
-        toolchain.nvcc.parent.parent,
-        toolchain.nvcc.resolve().parent.parent,
-        toolchain.ptxas.resolve().parent.parent,
-    ]
-    return list(dict.fromkeys(roots))
-
-
 def cudart_static(toolchain: Toolchain) -> Path:
     """The toolkit's libcudart_static.a (lib/, lib64/ or targets/<arch>/lib/)."""
     tried = []
-    for root in _toolkit_roots(toolchain):
-        for lib in ("lib", "lib64", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"):
-            candidate = root / lib / "libcudart_static.a"
-            if candidate.is_file():
-                return candidate
-            tried.append(str(candidate))
+    for lib in toolchain.library_dirs():
+        candidate = lib / "libcudart_static.a"
+        if candidate.is_file():
+            return candidate
+        tried.append(str(candidate))
     raise ToolchainError(
         f"no static CUDA runtime (libcudart_static.a) in the toolkit of {toolchain.nvcc} "
         f"(looked at {', '.join(tried)}). Install a complete toolkit "
@@ -165,7 +154,7 @@ def cudart_static(toolchain: Toolchain) -> Path:
 
 
 def _toolkit_include(toolchain: Toolchain) -> list[str]:
-    for root in _toolkit_roots(toolchain):
+    for root in toolchain.roots():
         if (root / "include" / "cuda_runtime.h").is_file():
             return [str(root / "include")]
     return []

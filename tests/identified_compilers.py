@@ -27,9 +27,7 @@ GENERATOR = "Ninja"  # the generator shapes what is identified (C++ `import std`
 SEED_SCRIPT = Path(__file__).resolve().parent / "projects" / "seed_compilers.cmake"
 _PROBE = """cmake_minimum_required(VERSION 3.24)
 set(CMAKE_CUDA_ARCHITECTURES 90a)  # as in every test project (the seed is for a configure that sets some)
-if(NOT "$ENV{CIQ_TEST_COMPILERS}" STREQUAL "")
-  include("$ENV{CIQ_TEST_COMPILERS}/seed_compilers.cmake")
-endif()
+include("$ENV{CIQ_TEST_COMPILERS}/seed_compilers.cmake" OPTIONAL)  # unset or empty: no seed
 project(probe LANGUAGES CXX CUDA)
 """
 _CACHE_ENTRY = re.compile(r"^([^#/:][^:]*):([A-Z]+)=(.*)$")

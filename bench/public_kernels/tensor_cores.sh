@@ -3,7 +3,7 @@
 # bench/peers/flashinfer: FlashInfer's FA2 attention prefill, mma.sync + cp.async), tuned by arms that
 # answer whether ACF gains compose: knobs + params (GA); ptxas ACFs through the product's own search
 # (`--controls ptxas-acf:13.3`, the compileiq strategy); the product's staged search, ACFs on top of the best
-# knobs + params (`tune --stage knobs,params --stage ptxas-acf:13.3 --stage-from best`: staged) and the reverse (reverse); and all
+# knobs + params' PARAMS (`tune --stage knobs,params --stage ptxas-acf:13.3 --stage-from best`: staged) and the reverse (reverse); and all
 # of it in one joint search with the staged search's budget. Then the defaults and every pin are re-measured
 # interleaved from a copy of the tree at another path (bench/public_kernels/confirm.py: verify, ROUNDS rounds,
 # bootstrap 95% CIs), cuBLAS is timed on the same problem, and the best pin is explained (SASS diff, Nsight

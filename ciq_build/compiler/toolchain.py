@@ -96,6 +96,17 @@ class Toolchain:
         borrowed = f"; {self.borrowed}" if self.borrowed else ""
         return f"CUDA {self.version} (nvcc {self.nvcc}, {chosen_by or f'found via {self.source}'}{borrowed})"
 
+    def roots(self) -> list[Path]:
+        """The toolkit's folders: nvcc may be a wrapper (/usr/local/bin/nvcc); ptxas always sits in the real bin/."""
+        return list(dict.fromkeys((self.nvcc.parent.parent, self.nvcc.resolve().parent.parent,
+                                   self.ptxas.resolve().parent.parent)))
+
+    def library_dirs(self) -> list[Path]:
+        """Where the toolkit's libraries may be (lib/, lib64/ or targets/<arch>/lib/ of each root), in that order,
+        whether or not each exists."""
+        return [root / lib for root in self.roots()
+                for lib in ("lib", "lib64", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib")]
+
     def require_cuobjdump(self) -> Path:
         if self.cuobjdump is None:
             raise ToolchainError(

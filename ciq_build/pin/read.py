@@ -65,17 +65,22 @@ def parse_record_bytes(raw: bytes, path: Path, rules: RuleBook | None = None) ->
         ) from exc
 
 
-def read_record(path: Path) -> PinnedRecord:
-    """Read and validate a pinned record; the ACF it names must exist and match its sha256."""
+def read_record(path: Path, *, named_for_target: bool = True) -> PinnedRecord:
+    """Read and validate a pinned record; the ACF it names must exist and match its sha256.
+
+    named_for_target=False reads a record under any file name (a seed: only its controls are wanted, and a
+    record copied out of a pin folder is often renamed); a build finds its pin by the name, so it is checked
+    everywhere else."""
     path = Path(path)
     check_pin_dir(path.parent)
     rules = load_rules()
     data = parse_record_bytes(read_record_bytes(path, rules), path, rules)
-    return validate_document(data, path, path.parent, check_acf_file=True, rules=rules)
+    return validate_document(data, path, path.parent, check_acf_file=True, rules=rules,
+                             named_for_target=named_for_target)
 
 
 def validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: bool,
-                       rules: RuleBook | None = None) -> PinnedRecord:
+                       rules: RuleBook | None = None, named_for_target: bool = True) -> PinnedRecord:
     rules = rules or load_rules()
     if isinstance(data, dict) and type(data.get("schema")) is int and data["schema"] != rules.schema:
         schema = data["schema"]
@@ -98,7 +103,7 @@ def validate_document(data: Any, path: Path, pin_dir: Path, check_acf_file: bool
         raise _fail(path, where, why)
 
     target = data["target"]
-    if target != path.stem:
+    if named_for_target and target != path.stem:
         raise _fail(path, "target", f"is {target!r}, but the file is named {path.name} (it must be {target}.json)")
     controls = _read_controls(path, data["controls"], pin_dir, check_acf_file, rules)
     tc = data["toolchain"]

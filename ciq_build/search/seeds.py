@@ -159,7 +159,7 @@ def _acf_found(path: Path, acfs: AcfSeeding | None) -> list[_Found]:
 def _record_found(path: Path) -> list[_Found]:
     """The record's controls and each architecture entry's; a record that cannot be read is said and left out."""
     try:
-        record = read_record(path)
+        record = read_record(path, named_for_target=False)  # a seed may be a record copied under any name
     except CiqError as error:
         LOG.warning("%s %s: not a pinned record ciq_build can read (%s); left out", FLAG, path,
                     " ".join(str(error).split()))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.controls import Controls
@@ -50,7 +52,8 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
                 f"\n{evaluated.message}")
         cache.record(evaluated, reuse=True)
     if not evaluated.ok:
-        raise BenchmarkError(failed_baseline_text(target, evaluated))
+        library_dirs = runner.toolchain.library_dirs() if runner.toolchain is not None else []
+        raise BenchmarkError(failed_baseline_text(target, evaluated, library_dirs))
     assert evaluated.scores is not None
     say(f"baseline: {named_scores(runner.objectives, evaluated.scores)} "
         + ("(from the journal)" if evaluated.cached else f"(built and measured in {evaluated.seconds:.1f} s)"))
@@ -85,14 +88,36 @@ def baseline_for_search(runner: BuildRunner, trusted: Callable[[Evaluation, Work
 _BENCHMARK_FAILURES = (Cause.BENCH_SIGNAL, Cause.BENCH_EXIT, Cause.BENCH_TIMEOUT)
 
 
-def failed_baseline_text(target: str, evaluated: Evaluation) -> str:
-    """What a failed baseline says: its cause and, where its benchmark failed with no GPU seen where it ran
-    (nvidia-smi answered none), that this is the likely reason and which objectives need none."""
+# The dynamic loader's words for a shared library it cannot find (glibc's ld.so), printed before main() runs.
+_MISSING_LIBRARY = re.compile(r"error while loading shared libraries: (\S+): cannot open shared object file")
+
+
+def failed_baseline_text(target: str, evaluated: Evaluation, library_dirs: Sequence[Path] = ()) -> str:
+    """What a failed baseline says: its cause and, where its benchmark could not start for a shared library the
+    loader did not find, which and where it is (of `library_dirs`, the toolkit's); where it failed with no GPU seen
+    where it ran (nvidia-smi answered none), that this is the likely reason and which objectives need none."""
     text = f"the baseline of {target} (no compiler controls) failed: {evaluated.cause}: {evaluated.message}\n"
-    if evaluated.cause in _BENCHMARK_FAILURES and GPU_ARCH_METRIC not in evaluated.metrics:
+    missing = _MISSING_LIBRARY.search(evaluated.message) if evaluated.cause == Cause.BENCH_EXIT else None
+    if missing:  # before the GPU: a benchmark that never started says nothing of one (cuda_hgemv and cuBLAS)
+        text += missing_library_text(missing.group(1), library_dirs)
+    elif evaluated.cause in _BENCHMARK_FAILURES and GPU_ARCH_METRIC not in evaluated.metrics:
         text += ("nvidia-smi reported no GPU where the benchmark ran, which is likely why it failed: runtime "
                  f"objectives need one. Tune one measured without a GPU instead: --objective, one of "
                  f"{unbenchmarked_names()}; or run the tune on a machine with a GPU.")
     elif NO_KERNELS not in evaluated.message:  # that message says what to do: tune another target
         text += "Fix the build or benchmark first; nothing can be compared to a failing baseline."
     return text.rstrip("\n")  # a message that says all ends the text: no blank line after it
+
+
+def missing_library_text(library: str, library_dirs: Sequence[Path]) -> str:
+    """What to do for a benchmark the loader could not start, `library` not found: the folder of `library_dirs`
+    that holds it on LD_LIBRARY_PATH (a pip toolkit's libraries are on no default path), or where to get it."""
+    found = next((folder for folder in library_dirs if (folder / library).is_file()), None)
+    text = (f"The benchmark did not start: the dynamic loader found no {library}, a shared library it links (with "
+            "or without a GPU). ")
+    if found is None:
+        return text + ("Install it (the toolkit's libraries: docs/toolkit.md) and put its folder on "
+                       "LD_LIBRARY_PATH for the tune, or link the benchmark with an RPATH there.")
+    return text + (f"It is in {found}, the CUDA toolkit's, on no default path: run the tune with "
+                   f"LD_LIBRARY_PATH={found}, or link the benchmark with an RPATH there (CMake: "
+                   f"set_target_properties(<benchmark> PROPERTIES BUILD_RPATH {found})).")

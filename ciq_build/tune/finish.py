@@ -300,7 +300,7 @@ class Finish:
                           stopped=searched.stopped, next_with_pin=self._skipped_text(pinned),
                           next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
                               objectives, self.settings.search, self.pinning, confirmation.better,
-                              int(confirmation.baseline.metrics.get("kernels", 1))),
+                              int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(),
                           occupancy=self._occupancy_steps(confirmation.winner),

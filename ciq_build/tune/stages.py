@@ -10,7 +10,11 @@ PARAMS. `both` (the default): a stage after one that validated a winner searches
 top of that winner, each with half the stage's budget. Both is the default because the GPU measurements went
 both ways (docs/RESULTS.md): on an SGEMM an ACF on the default tile beat the best tile, and ACFs searched on top
 of that tile found nothing; on FlashInfer's attention the larger KV tile spilled and an ACF searched on top of it
-removed the spills, 0.908x where each alone gave 0.97x. Every search has its own entry in the journal (resumed
+removed the spills, 0.901x where each alone gave 0.97x. A stage that searches ACFs goes on top of the best's
+source parameters (-D) only, its compiler flags left out: an ACF sets the compiler's controls itself, and on the GPU
+an ACF on top of ptxas flags never composed (an HGEMM's ACF at -O2 under a register cap spilled, 1.077x; on the
+attention no ACF helped on top of --register-usage-level=10, where on top of the same tile alone one gave 0.901x).
+Every search has its own entry in the journal (resumed
 like any other; one on top of a configuration names it), its re-measure and its pin, which replaces the one
 before unless that one is better beyond the noise, re-measured side by side (on top of a configuration a tie
 keeps the pin too, whose controls the later winner holds and more: ciq_build.tune.finish's tie_keeps_pin): the
@@ -27,6 +31,7 @@ from dataclasses import replace
 from ciq_build.compiler.controls import Controls, nvcc_arguments
 from ciq_build.core.settings import duration_seconds
 from ciq_build.errors import ConfigError
+from ciq_build.search.select import is_acf_kind
 from ciq_build.tune.finish import TuneOutcome
 from ciq_build.tune.tune_options import STAGE_FROM_BEST, STAGE_FROM_DEFAULTS, TuneOptions, stage_kinds
 
@@ -51,7 +56,10 @@ def tune_in_stages(options: TuneOptions, run_stage: RunStage, say: Callable[[str
         if share is None:
             say(f"stage {index + 1} of {len(stages)} ({', '.join(kinds)}) and after: not run, the budget is spent")
             break
-        bases = _bases(options.stage_from, best)
+        searches_acfs = any(is_acf_kind(kind) for kind in kinds)
+        bases = _bases(options.stage_from, _beneath(best, searches_acfs))
+        left_out = ("" if not searches_acfs or best is None or not best.flags else
+                    f"; its compiler flags ({' '.join(best.flags)}) left to the ACFs")
         stage_end = None if share[0] is None else time.monotonic() + share[0]
         stage_evaluations = share[1]
         for searched, base in enumerate(bases):
@@ -62,7 +70,7 @@ def tune_in_stages(options: TuneOptions, run_stage: RunStage, say: Callable[[str
                 say(f"stage {index + 1} of {len(stages)} on top of {_shown(base)}: not run, the stage's budget is spent")
                 continue
             say(f"stage {index + 1} of {len(stages)}: {', '.join(kinds)}, on top of "
-                + (f"the best so far ({_shown(base)})" if base is not None else "the compiler's defaults")
+                + (f"the best so far ({_shown(base)}{left_out})" if base is not None else "the compiler's defaults")
                 + (f"; {seconds:.0f} s of the time limit" if seconds is not None else "")
                 + (f"; {evaluations} evaluation(s)" if evaluations is not None else ""))
             stage_options = replace(options, controls=list(kinds), stages=[],
@@ -81,6 +89,15 @@ def tune_in_stages(options: TuneOptions, run_stage: RunStage, say: Callable[[str
     say("staged tune: " + (f"the best validated configuration is {_shown(best)}" if best is not None else
                            "no stage beat the compiler's defaults beyond the noise"))
     return kept if kept is not None else outcome
+
+
+def _beneath(best: Controls | None, searches_acfs: bool) -> Controls | None:
+    """What of the best so far a stage may go on top of: all of it, or for a stage that searches ACFs its source
+    parameters alone (None where that leaves the defaults)."""
+    if best is None or not searches_acfs:
+        return best
+    source = Controls(defines=best.defines)
+    return None if source.is_default else source
 
 
 def _bases(stage_from: str, best: Controls | None) -> list[Controls | None]:

@@ -47,25 +47,30 @@ def runs_summary(evaluations: Sequence[Evaluation], repeats: int) -> str:
 
 
 def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool,
-                       kernels: int = 1) -> str:
+                       kernels: int = 1, baseline: Sequence[float] = ()) -> str:
     """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line.
-    `kernels`: how many the target's ptxas report has (a per-kernel objective is suggested where several)."""
+    `kernels`: how many the target's ptxas report has (a per-kernel objective is suggested where several);
+    `baseline`: the defaults' scores, where one minimised at 0 (no spills) is said to have nothing to lower."""
     if not pin and better:
         return "run the same command without --no-pin to pin the winner"
-    whole = [o.name for o in objectives
-             if o.kernels is None and o.kind is not None and o.kind.argument == "kernel regex"]
+    # cuda_hgemv's 12 kernels spill nothing: the line offered spill_bytes:<kernel regex>, which is 0 for each.
+    floored = [o.name for o, value in zip(objectives, baseline) if o.direction == "min" and value == 0]
+    said = (f"{' and '.join(floored)} {'is' if len(floored) == 1 else 'are'} 0 at the compiler's defaults, "
+            "nothing to lower; " if floored else "")
+    whole = [o.name for o in objectives if o.name not in floored
+             and o.kernels is None and o.kind is not None and o.kind.argument == "kernel regex"]
     if kernels > 1 and whole:
         # stdgpu's unordered_map: 28 kernels, the most registers (64) CUB's, whose __launch_bounds__ keep them under
         # any cap: 24 candidates could not move the target's figure, while its own kernel went from 49 to 44.
         first = whole[0]
         # Said of any target with several kernels: whether a library's are among them is not known here (a
         # cuda-samples target's two kernels are both the user's).
-        return (f"{first} is a figure of all {kernels} kernels of the target together, which one a control cannot "
-                "move may set (a library's, Thrust's or CUB's say, whose __launch_bounds__ keep its registers under "
-                f"any register cap): score the kernels you wrote with --objective "
+        return (f"{said}{first} is a figure of all {kernels} kernels of the target together, which one a control "
+                "cannot move may set (a library's, Thrust's or CUB's say, whose __launch_bounds__ keep its registers "
+                f"under any register cap): score the kernels you wrote with --objective "
                 f"{first}:<kernel regex> (found in their names, e.g. {first}:my_kernel); or try "
                 + _other_tries(objectives, search))
-    return "nothing beat the compiler's defaults here; try " + _other_tries(objectives, search)
+    return (said or "nothing beat the compiler's defaults here; ") + "try " + _other_tries(objectives, search)
 
 
 def _other_tries(objectives: Sequence[Objective], search: SearchSettings) -> str:

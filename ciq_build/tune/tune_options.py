@@ -148,7 +148,8 @@ class TuneOptions:
         "--stage-from", group=SEARCH, choices=(STAGE_FROM_BOTH, STAGE_FROM_DEFAULTS, STAGE_FROM_BEST),
         default=STAGE_FROM_BOTH,
         help="what each --stage searches from: both (a later stage's budget split between a search from the "
-             "compiler's defaults and one on top of the best configuration the stages before it validated), "
+             "compiler's defaults and one on top of the best configuration the stages before it validated: for a "
+             "stage of ACFs its -D source parameters alone, an ACF setting the compiler's controls itself), "
              "defaults or best alone; the pin at the end the best validated of all, each winner re-measured beside "
              "the pin before it. Default both: on the GPU an SGEMM's ACF gain was larger from the defaults than on "
              "top of its best tile, and an attention's ACF gain only composed with its best tile on top of it "

@@ -93,9 +93,7 @@ HOST_CPP = "int host_only() { return 1; }\n"
 # The seed include: the test projects' shortcut past CMake's compiler identification
 # (tests/projects/seed_compilers.cmake; the architectures are given on the command line, before project()).
 HEADER = """cmake_minimum_required(VERSION 3.24)
-if(NOT "$ENV{CIQ_TEST_COMPILERS}" STREQUAL "")
-  include("$ENV{CIQ_TEST_COMPILERS}/seed_compilers.cmake")
-endif()
+include("$ENV{CIQ_TEST_COMPILERS}/seed_compilers.cmake" OPTIONAL)  # unset or empty: no seed
 project(tiny LANGUAGES CXX CUDA)
 find_package(ciq_build CONFIG REQUIRED)
 add_library(kern STATIC kern.cu kern_host.cpp)

@@ -26,9 +26,7 @@ CMAKELISTS = """\
 cmake_minimum_required(VERSION 3.24)
 set(CMAKE_CUDA_ARCHITECTURES 90a)
 # The tests' shortcut past CMake's compiler identification (tests/projects/seed_compilers.cmake).
-if(NOT "$ENV{CIQ_TEST_COMPILERS}" STREQUAL "")
-  include("$ENV{CIQ_TEST_COMPILERS}/seed_compilers.cmake")
-endif()
+include("$ENV{CIQ_TEST_COMPILERS}/seed_compilers.cmake" OPTIONAL)  # unset or empty: no seed
 project(anon LANGUAGES CXX CUDA)
 find_package(ciq_build CONFIG REQUIRED)
 add_library(anon_kernels STATIC anon.cu)

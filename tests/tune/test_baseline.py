@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -39,6 +40,34 @@ def test_a_baseline_benchmark_that_failed_where_no_gpu_answered_says_so_and_what
     for cause, metrics in ((Cause.BENCH_SIGNAL, {"gpu_sm": 90.0}), (Cause.COMPILE_FAILED, {}), (Cause.NO_METRIC, {})):
         text = failed_baseline_text("unordered_map", failed(cause, metrics))
         assert "nvidia-smi" not in text and text.endswith("nothing can be compared to a failing baseline.")
+
+
+def test_a_baseline_benchmark_the_loader_could_not_start_names_the_library_and_its_folder_not_the_gpu(
+        tmp_path: Path) -> None:
+    # cuda_hgemv's benchmark links cuBLAS, whose pip wheel is on no default library path: the loader stopped it
+    # (exit 127) and the tune said that no GPU was "likely why it failed", which a GPU machine would not change.
+    (tmp_path / "cublas.c").write_text("int cublas_version(void) { return 13; }\n")
+    (tmp_path / "bench.c").write_text("int cublas_version(void);\nint main(void) { return cublas_version() - 13; }\n")
+    lib = tmp_path / "toolkit" / "lib"
+    lib.mkdir(parents=True)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib / "libfakeblas.so.13"), str(tmp_path / "cublas.c"),
+                    "-Wl,-soname,libfakeblas.so.13"], check=True)
+    (lib / "libfakeblas.so").symlink_to("libfakeblas.so.13")
+    subprocess.run(["cc", "-o", str(tmp_path / "bench"), str(tmp_path / "bench.c"), f"-L{lib}", "-lfakeblas"],
+                   check=True)
+    run = subprocess.run([str(tmp_path / "bench")], capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin"})  # the loader's own words, as a tune's run gets them
+    assert run.returncode == 127
+    evaluated = Evaluation("b", Proposal(-1, 0, {}), Controls(), False, Cause.BENCH_EXIT,
+                           f"the benchmark exited with code 127\n{run.stderr}", {}, {}, None, 1.0)
+    text = failed_baseline_text("hgemv_kernels", evaluated, [tmp_path / "toolkit" / "lib64", lib])
+    assert "nvidia-smi" not in text and "Fix the build or benchmark first" not in text
+    assert ("The benchmark did not start: the dynamic loader found no libfakeblas.so.13, a shared library it "
+            f"links (with or without a GPU). It is in {lib}, the CUDA toolkit's, on no default path: run the tune "
+            f"with LD_LIBRARY_PATH={lib}") in text
+    # Not in the toolkit: what to do without a folder to name.
+    text = failed_baseline_text("hgemv_kernels", evaluated, [tmp_path / "toolkit" / "lib64"])
+    assert "found no libfakeblas.so.13" in text and "put its folder on LD_LIBRARY_PATH" in text
 
 
 # What ptxas -v says of a .cu file holding device functions only, compiled relocatable (-rdc=true, CMake's

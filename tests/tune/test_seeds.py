@@ -111,6 +111,16 @@ def test_another_targets_pin_seeds_what_the_two_share_and_says_what_it_leaves_ou
         read_seeds([str(tmp_path)], space())
 
 
+def test_a_record_copied_under_another_name_still_seeds_its_controls(tmp_path: Path) -> None:
+    # A winner carried from elsewhere is often renamed (pin.json, a CI artifact): a build finds its pin by the
+    # name, a seed only wants the controls, so the name must not make the seed fail silently.
+    copied = tmp_path / "carried" / "pin.json"
+    copied.parent.mkdir()
+    pinned(tmp_path / "pins", "attention_kernels", ("-maxrregcount=96",), {"TILE": "64"}).rename(copied)
+    assert params_of(read_seeds([str(copied)], space())) == [{"knob.maxrregcount": 96, "param.TILE": 64,
+                                                              "param.VEC": 1}]
+
+
 def request(seeds: list[Seed], tmp_path: Path | None = None) -> SearchRequest:
     config = SearchConfiguration(generations=2, pool_size=6, seed=3, problem_type=["min"], num_objectives=1)
     return SearchRequest(space(), config, ("registers",), seeds=tuple(seeds), acf_dir=tmp_path)

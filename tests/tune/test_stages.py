@@ -44,11 +44,30 @@ def test_with_stage_from_best_each_stage_goes_on_top_of_the_latest_winner_that_b
                           max_evaluations=10, stage_from="best")
     outcome = tune_in_stages(options, stage, said.append)
     # 10 shared out: 3 (of 10 over 3 stages), then 3 (of 7 over 2), then 5 (of 5 over 1).
-    assert ran == [(["knobs", "params"], None, 3), (["ptxas-acf:13.3"], knobs, 3), (["params"], knobs, 5)]
+    # The ACF stage goes on top of the winner's source parameters alone: an ACF sets the compiler's controls itself
+    # (on the GPU an ACF on top of ptxas flags never composed; on top of a tile it did). Other stages take it all.
+    tile = Controls(defines={"TILE": "8"})  # type: ignore[arg-type]
+    assert ran == [(["knobs", "params"], None, 3), (["ptxas-acf:13.3"], tile, 3), (["params"], knobs, 5)]
     assert outcome.winner is not None and outcome.winner.controls == knobs  # the stage whose winner stands
-    assert said[1] == ("stage 2 of 3: ptxas-acf:13.3, on top of the best so far (-maxrregcount=64 -DTILE=8); "
-                       "3 evaluation(s)")
+    assert said[1] == ("stage 2 of 3: ptxas-acf:13.3, on top of the best so far (-DTILE=8; its compiler flags "
+                       "(-maxrregcount=64) left to the ACFs); 3 evaluation(s)")
+    assert said[2] == "stage 3 of 3: params, on top of the best so far (-maxrregcount=64 -DTILE=8); 5 evaluation(s)"
     assert said[-1] == "staged tune: the best validated configuration is -maxrregcount=64 -DTILE=8"
+
+
+def test_an_acf_stage_after_a_winner_of_compiler_flags_alone_searches_from_the_defaults_once() -> None:
+    flags_only = Controls(flags=("-maxrregcount=128", "-Xptxas=-O2"))
+    results = iter([_outcome(flags_only, True, 3), _outcome(Controls(), False, 2)])
+    ran: list[Controls | None] = []
+
+    def stage(options: TuneOptions, on_top: Controls | None) -> TuneOutcome:
+        ran.append(on_top)
+        return next(results)
+
+    options = TuneOptions(target="t", build_dir=Path("b"), stages=["knobs", "ptxas-acf:13.3"], max_evaluations=10)
+    outcome = tune_in_stages(options, stage, lambda _: None)
+    assert ran == [None, None]  # the ACF stage: once from the defaults, its whole budget, not twice the same search
+    assert outcome.winner is not None and outcome.winner.controls == flags_only
 
 
 def test_with_stage_from_defaults_every_stage_searches_from_the_defaults_and_the_last_better_winner_stands() -> None:

@@ -102,6 +102,14 @@ def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
     assert several.endswith(hint.removeprefix("nothing beat the compiler's defaults here; try "))
     mine = next_without_a_pin(parse_objectives(["registers:mine"]), search, pin=True, better=False, kernels=28)
     assert mine == next_without_a_pin(parse_objectives(["registers:mine"]), search, pin=True, better=False)
+    # cuda_hgemv's 12 kernels, 0 spills and 28 registers at the defaults: the line offered spill_bytes:<kernel regex>,
+    # which is 0 for every kernel; it says the 0 and offers the per-kernel figure of what is left to lower.
+    both = parse_objectives(["spill_bytes", "registers"])
+    floored = next_without_a_pin(both, search, pin=True, better=False, kernels=12, baseline=(0.0, 28.0))
+    assert floored.startswith("spill_bytes is 0 at the compiler's defaults, nothing to lower; registers is a figure "
+                              "of all 12 kernels") and "spill_bytes:<kernel regex>" not in floored
+    assert next_without_a_pin(both, search, pin=True, better=False, baseline=(0.0, 28.0)).startswith(
+        "spill_bytes is 0 at the compiler's defaults, nothing to lower; try other objectives")
     pinned = run_summary("kern", objectives, (40.0,), (32.0,), [evaluated("a")], False, "better",
                          Path("ciq/kern.json"), Path("journal.jsonl"), {"a"}, next_without_pin=hint)
     assert "nothing beat" not in pinned and "next: commit ciq" in pinned

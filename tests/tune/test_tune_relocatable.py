@@ -25,9 +25,7 @@ pytestmark = pytest.mark.slow
 CMAKELISTS = """\
 cmake_minimum_required(VERSION 3.24)
 set(CMAKE_CUDA_ARCHITECTURES 90a)
-if(NOT "$ENV{CIQ_TEST_COMPILERS}" STREQUAL "")
-  include("$ENV{CIQ_TEST_COMPILERS}/seed_compilers.cmake")
-endif()
+include("$ENV{CIQ_TEST_COMPILERS}/seed_compilers.cmake" OPTIONAL)  # unset or empty: no seed
 project(reloc LANGUAGES CXX CUDA)
 find_package(ciq_build CONFIG REQUIRED)
 set(CMAKE_CUDA_SEPARABLE_COMPILATION ON)
