@@ -41,7 +41,15 @@ pessimistic bound: one lucky run is not enough to lead). Even so the
 measurements a pick was chosen by favour it (the winner's curse), so the
 pick is chosen before the last batch, which measures it afresh, and
 :meth:`Results.get_best_result` reports the mean of those fresh
-measurements alone (Results.confirm).
+measurements alone (Results.confirm). A space small enough for the budget to
+measure every configuration does not end the search there: the batches left
+measure again the configurations judged best, and the last confirms the pick
+as usual (the last batch is the plan's last generation, or its last
+evaluations). Without it the search stopped with most of its budget unspent
+and reported the mean of whichever configuration's few measurements were
+luckiest: held-out-14's noisy14 (160 configurations, 2% noise) stopped at
+~200 of 640 evaluations, its pick on target in 28% of seeds, its reported
+gain 2.6-3.3 points above the true one.
 """
 
 from __future__ import annotations
@@ -191,6 +199,7 @@ class PortfolioSearch(BatchSearch):
         self._floors = self._base_floors  # this batch's, or a plateau's (PLATEAU_FLOORS, RESTART_FLOORS when stalled)
         self._drawn: list[float] = []  # one objective: the fitness of every draw from the whole space, sorted
         self._pick: Genome | None = None  # with noise: the best, chosen before the last batch measures it afresh
+        self._exhausted = False  # every configuration of the (small) space has been proposed
         self.failing = FailingPairs()  # pairs of values known to fail: what no arm but the draws proposes
         self.ga = GeneticArm(self)
         self.local = LocalArm(self)
@@ -258,6 +267,8 @@ class PortfolioSearch(BatchSearch):
         for genome in repeats:
             genomes.append(genome)
             arms.append(_SEEDED)
+        if self._exhausted:  # every configuration has been measured: only measurements again are left
+            return self._candidates(repeats, [_SEEDED] * len(repeats), len(repeats)) if self.noisy else []
         if self._generation == 0:
             for genome in self._seed_genomes[:size]:
                 if self._new(genome, genomes):
@@ -285,14 +296,23 @@ class PortfolioSearch(BatchSearch):
             else:
                 unseen = self._unseen(rng)
                 if unseen is None or not self._new(unseen, genomes):
-                    break  # every configuration of the space has been proposed
+                    break  # every configuration of the space has been proposed (or none was found in a huge one)
                 arms.append(_SEEDED if self._generation == 0 else _FILL)
-        if len(genomes) == len(repeats):
+        if self._exhausted and self.noisy and self.remeasure:  # the batch's rest, as in every batch from now on
+            extra = self._measured_again_instead(size - len(genomes))
+            genomes[len(repeats):len(repeats)] = extra
+            arms[len(repeats):len(repeats)] = [_SEEDED] * len(extra)
+            repeats = repeats + extra
+        elif len(genomes) == len(repeats):
             return []  # nothing new to propose: only measurements again are left
+        return self._candidates(genomes, arms, len(repeats))
+
+    def _candidates(self, genomes: list[Genome], arms: list[int], repeated: int) -> list[Candidate]:
+        """The batch of `genomes`, proposed by `arms` (in order); its first `repeated` measure a configuration again."""
         candidates = [self._candidate(genome) for genome in genomes]
         for index, candidate in enumerate(candidates):
             self._arm_of[candidate.id] = arms[index]
-            if index < len(repeats):
+            if index < repeated:
                 self._repeats.add(candidate.id)
             elif arms[index] >= 0:
                 self.uses[arms[index]] += 1
@@ -307,6 +327,7 @@ class PortfolioSearch(BatchSearch):
         if self.space.cardinality > 200_000:
             return None
         unseen = [g for g in map(self.space.genome_at, range(self.space.cardinality)) if self.untried(g)]
+        self._exhausted = not unseen
         return rng.choice(unseen) if unseen else None
 
     def _learn(self, batch: list[Candidate], generation: int) -> None:
@@ -414,11 +435,14 @@ class PortfolioSearch(BatchSearch):
         if self.noisy is None:
             return [self._best[1]] if len(self._samples.get(self._best[1], ())) == 1 else []
         out: list[Genome] = []
-        if self._pick is None and self._issued + size >= self.config.evaluations and self._noisy_centre is not None:
+        last = self._issued + size >= self.config.evaluations or self._generation + 1 >= self.config.generations
+        if self._pick is None and last and self._noisy_centre is not None:
             # The last batch: the pick is chosen now and measured afresh; the score reported is of these alone.
             self._pick = self._noisy_centre
             self.results.confirm(canonical_key(self.space.to_params(self._pick)))
             out += [self._pick] * max(1, int(size * CONFIRM_SHARE))
+        if self._exhausted:
+            return out + self._measured_again_instead(size - len(out))
         if self.plateau():
             return out  # the draws need the batch there: a basin is found by them, not by the best's last fraction
         late = self._issued + 2 * size >= self.config.evaluations
@@ -431,6 +455,17 @@ class PortfolioSearch(BatchSearch):
             if not open_:
                 break
             out.append(min(open_, key=lambda g: len(self._samples[g]) + out.count(g)))
+        return out
+
+    def _measured_again_instead(self, slots: int) -> list[Genome]:
+        """Once every configuration of the space has been measured (a small space, a noisy score): `slots`
+        measurements again of the configurations judged best (the pick aside: its measurements are the last batch's
+        confirmation), the least measured first, with no limit on repeats -- no new configuration competes for the
+        budget any more, and what is left to decide is which of the nearest is best."""
+        out: list[Genome] = []
+        ranked = [g for g in self._ranked if g != self._pick]
+        while ranked and len(out) < slots:
+            out.append(min(ranked, key=lambda g: len(self._samples[g]) + out.count(g)))
         return out
 
     def describe(self) -> dict[str, Any]:
