@@ -212,7 +212,7 @@ class Finish:
         if not (confirmation.better and wants_check(self.runner, confirmation.winner.controls)):
             return confirmation, None
         checked = check_winner(self.runner, tree, confirmation.winner.controls, self.runner.timeouts.compile,
-                               self.say)
+                               self.say, base_tree)
         if checked.failed:
             self.warn(f"the winner's benchmark {checked.text}: nothing pinned. Keep such values out of the "
                       "search (CONSTRAINTS, or fewer PARAMS values), or tune an objective the benchmark "

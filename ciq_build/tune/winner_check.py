@@ -3,8 +3,8 @@
 A static objective (registers, shared memory, instructions) never runs the program, yet a source parameter can
 change what a kernel computes (a tile too small for its data). Where the target has a BENCHMARK, the winner's is
 built and run once before it is pinned: a failed check (or a crash) pins nothing. Where the benchmark finds no
-GPU, the pin is written and says that its code was never run; where the target has no BENCHMARK, too
-(`unchecked`: nothing could run it).
+GPU, or fails with the compiler's defaults too (a library the loader cannot find, say), the pin is written and
+says that its code was never run; where the target has no BENCHMARK, too (`unchecked`: nothing could run it).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
-from ciq_build.measure.bench import run_once
+from ciq_build.measure.bench import BenchRun, run_once
+from ciq_build.measure.protocol import clip
 from ciq_build.project.worker import WorkerTree
 from ciq_build.tune.runner import BuildRunner
 
@@ -50,16 +51,16 @@ def unchecked(runner: BuildRunner, controls: Controls) -> WinnerCheck | None:
 
 
 def check_winner(runner: BuildRunner, tree: WorkerTree, controls: Controls, timeout: float,
-                 say: Callable[[str], None]) -> WinnerCheck:
-    """Build the winner's benchmark in `tree` and run it once, on a GPU slot."""
+                 say: Callable[[str], None], defaults_tree: WorkerTree | None = None) -> WinnerCheck:
+    """Build the winner's benchmark in `tree` and run it once, on a GPU slot; where it fails, the defaults' once
+    in `defaults_tree` (a tree nothing reads after), to tell the PARAMS' failure from the benchmark's own."""
     params = " ".join(f"-D{name}={value}" for name, value in controls.defines)
     say(f"running the winner's benchmark once for its check: its PARAMS ({params}) may change what the kernels "
         "compute, which the static objectives do not see")
     built = tree.build(controls, timeout, benchmark=True)
     if not built.ok:
         return WinnerCheck(False, True, f"the winner's benchmark did not build: {built.message}")
-    with runner.slots.slot() as env:
-        run = run_once(runner.bench_spec(tree).with_env(env))
+    run = _run(runner, tree)
     check = f"CIQ_CHECK {run.check}" if run.check else "no CIQ_CHECK printed"
     if run.cause == Cause.NO_GPU:
         return WinnerCheck(False, False, f"not run: no GPU here ({run.message}); its PARAMS ({params}) were "
@@ -67,4 +68,29 @@ def check_winner(runner: BuildRunner, tree: WorkerTree, controls: Controls, time
     # A check run reads no metric: a benchmark that printed none but passed (exit 0) passed.
     if run.ok or run.cause == Cause.NO_METRIC:
         return WinnerCheck(True, False, f"ran once with {params}: {check}, exit 0")
-    return WinnerCheck(True, True, f"ran once with {params} and failed: {run.message}")
+    if defaults_tree is not None and defaults_tree is not tree:
+        # cuda_hgemv's benchmark links cuBLAS, which the loader did not find (exit 127): the failure was blamed on
+        # -DHGEMV_UNROLL=1 and the user told to keep that value out of the search.
+        say("the winner's benchmark failed: running the defaults' once, to see whether the PARAMS are why")
+        base = defaults_tree.build(Controls(), timeout, benchmark=True)
+        if base.ok and not ((same := _run(runner, defaults_tree)).ok or same.cause == Cause.NO_METRIC):
+            return WinnerCheck(False, False, f"not run: the benchmark fails with the compiler's defaults too "
+                                             f"({_said(same)}), so its failure with {params} says nothing of them; "
+                                             f"its PARAMS were judged by static objectives alone: fix the benchmark "
+                                             "and run it with them")
+    return WinnerCheck(True, True, f"ran once with {params} and failed: {_said(run)}")
+
+
+def _run(runner: BuildRunner, tree: WorkerTree) -> BenchRun:
+    """The benchmark built in `tree`, run once on a GPU slot."""
+    with runner.slots.slot() as env:
+        return run_once(runner.bench_spec(tree).with_env(env))
+
+
+def _said(run: BenchRun) -> str:
+    """A failed run's message and, where the output ended with a line it does not hold, that line (the loader's
+    'error while loading shared libraries: ...', an assertion), clipped."""
+    last = run.output_tail.strip().splitlines()[-1:] if run.output_tail.strip() else []
+    if not last or last[0].strip() in run.message:
+        return run.message
+    return f"{run.message}: {clip(last[0].strip())}"

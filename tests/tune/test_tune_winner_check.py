@@ -1,7 +1,8 @@
 """Real tunes (CMake, Ninja, nvcc, the benchmark process) of a static objective whose winner sets PARAMS.
 
 tests/projects/checked: `checked_bench` is tuned for shared_bytes (TILE floats: TILE=8 best) and is its own
-BENCHMARK, a TEST DOUBLE whose check fails for TILE < 16 and which says "no GPU" when CHECKED_NO_GPU is set.
+BENCHMARK, a TEST DOUBLE whose check fails for TILE < 16, which says "no GPU" when CHECKED_NO_GPU is set and
+fails for any TILE when CHECKED_BROKEN is.
 Each tune evaluates one seeded candidate (--seed-from, --max-evaluations 1), so the winner is fixed.
 """
 
@@ -39,7 +40,7 @@ def test_a_static_winner_that_fails_its_benchmarks_check_is_not_pinned_and_one_n
     failed = _tune(source, build, "-DTILE=8")
     assert not record.exists() and "pinned:" not in failed.stdout
     assert ("its benchmark: ran once with -DTILE=8 and failed: the benchmark's own check failed: it printed "
-            "CIQ_CHECK FAIL; nothing pinned") in failed.stdout, failed.stdout
+            "CIQ_CHECK FAIL: tile 8 is too small for the data; nothing pinned") in failed.stdout, failed.stdout
     assert "next: keep the values that fail the benchmark's check out of the search" in failed.stdout
     # TILE=16 passes its check: pinned, and the record says the check ran.
     passed = _tune(source, build, "-DTILE=16")
@@ -58,3 +59,12 @@ def test_a_static_winner_that_fails_its_benchmarks_check_is_not_pinned_and_one_n
     shown = subprocess.run([sys.executable, "-m", "ciq_build", "show", "checked_bench", "-B", str(build)],
                            capture_output=True, text=True, timeout=300, cwd=source)
     assert "benchmark   not run: no GPU here" in shown.stdout, shown.stdout + shown.stderr
+    # A benchmark that fails with the defaults too (cuda_hgemv's, whose cuBLAS the loader did not find) says nothing
+    # of the PARAMS: the tune blamed -DHGEMV_UNROLL=1 and said to keep it out of the search. Pinned, as not run.
+    shutil.rmtree(source / "ciq")
+    broken = _tune(source, build, "-DTILE=16", env={"CHECKED_BROKEN": "1"})
+    check = json.loads(record.read_text())["provenance"]["winner_check"]
+    assert check["ran"] is False and check["failed"] is False, broken.stdout
+    assert check["says"].startswith("not run: the benchmark fails with the compiler's defaults too (the benchmark "
+                                    "exited with code 127") and "libcublas.so.13" in check["says"]
+    assert "says nothing of them" in check["says"] and "keep the values" not in broken.stdout
