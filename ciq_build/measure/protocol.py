@@ -75,7 +75,7 @@ import re
 import time
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from ciq_build.core.metric_unit import DEFAULT_METRIC_UNIT, TIME_UNITS, check_metric_unit, is_rate, per_unit_ms
@@ -247,6 +247,9 @@ class PrintedTime:
     unit: str  # METRIC's UNIT, or the protocol name's unit
     resolution: float  # the last printed digit's worth / the value (inf for a printed 0)
     line: str | None = None  # the protocol line's name, e.g. "time_ms"; None: the METRIC regex's capture
+    # The METRIC regex's matching lines, how many, the first and the last (which counts), where they differ beyond
+    # their numbers: several kernels' or sizes' times (cuda_hgemv prints 13 'profiling time' lines); else None.
+    several: tuple[int, str, str] | None = None
 
     @property
     def coarse(self) -> bool:
@@ -272,6 +275,18 @@ def coarse_precision_warning(benchmark: str, printed: PrintedTime, metric_regex:
         f"{how}, too coarse to tell candidates 1% apart (a digit must be worth at most "
         f"{COARSE_RESOLUTION:.1%} of the value), so close candidates tie. Print more significant digits {fix}"
     )
+
+
+def several_matches_warning(benchmark: str, printed: PrintedTime, metric_regex: str | None) -> str | None:
+    """The one warning a tune gives when METRIC matched lines that differ beyond their numbers, the last of which
+    is the time (a benchmark timing several kernels: the tune would tune for whichever it prints last)."""
+    if not metric_regex or printed.several is None:
+        return None
+    count, first, last = printed.several
+    return (f"warning: the METRIC regex {clip(metric_regex)!r} matched {count} different lines of the benchmark "
+            f"{benchmark}'s output (the first {first!r}); the last is the time tuned for: {last!r}. Where they time "
+            "different kernels or sizes, make the regex match only the line of the one to tune (by its name), or "
+            "give each size's arguments in ARGS_SETS.")
 
 
 def unmatched_metric_warning(benchmark: str, printed: PrintedTime, metric_regex: str | None) -> str | None:
@@ -351,6 +366,9 @@ class OutputReader:
         self.regex_printed: PrintedTime | None = None
         self.regex_matched = False
         self.regex_too_small: str | None = None  # the last match's time, when it is below the floor
+        self.regex_lines: list[str] = []  # the lines it matched outside samples: the first, and the last so far
+        self.regex_count = 0
+        self.regex_differ = False  # whether two of them differ beyond their numbers
         # After a CIQ_SAMPLES line: every value is one repetition's sample (SAMPLES in the module docstring).
         self.sampling = False
         self.samples: dict[str, list[float]] = {}
@@ -437,7 +455,18 @@ class OutputReader:
             if self.sampling:
                 self.regex_samples.append(value)
                 return True
+            self._note_regex_line(clip(line.strip()))
         return False
+
+    def _note_regex_line(self, line: str) -> None:
+        """A line whose match gave the time (not a sample): counted, kept if the first, and the last so far."""
+        self.regex_count += 1
+        if not self.regex_lines:
+            self.regex_lines = [line]
+            return
+        if _NUMBER.sub("#", line) != _NUMBER.sub("#", self.regex_lines[0]):  # a timestamp or figure is no difference
+            self.regex_differ = True
+        self.regex_lines[1:] = [line]
 
     def _regex_value(self, found: str) -> tuple[float | None, str]:
         """The regex's capture as the time objective's milliseconds (a rate's per unit of work), or None and why."""
@@ -484,7 +513,10 @@ class OutputReader:
         if self.regex_time is not None and self.regex_printed is not None:
             # The regex wins, under both names: `time_ms` is what the time objective reads.
             metrics[TIME] = metrics[TIME_MS] = self.regex_time
-            printed_times[TIME] = printed_times[TIME_MS] = self.regex_printed
+            printed = self.regex_printed
+            if self.regex_differ:
+                printed = replace(printed, several=(self.regex_count, self.regex_lines[0], self.regex_lines[-1]))
+            printed_times[TIME] = printed_times[TIME_MS] = printed
         samples = {name: tuple(values) for name, values in self.sample_values().items()}
         for name, values in samples.items():  # a sampled metric's value is its samples' median
             metrics[name] = _median(values)

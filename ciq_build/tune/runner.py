@@ -33,7 +33,7 @@ from ciq_build.core.objectives import (
 )
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.measure.gpu_slots import GpuSlots
-from ciq_build.measure.protocol import coarse_precision_warning, unmatched_metric_warning
+from ciq_build.measure.protocol import coarse_precision_warning, several_matches_warning, unmatched_metric_warning
 from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
@@ -179,7 +179,8 @@ class BuildRunner:
 
     def check_precision(self, *measurements: Measurement) -> None:
         """Warn, once per tune each, when a time an objective reads is printed too coarsely to compare
-        candidates, and when METRIC matched nothing and a CIQ_METRIC time was read instead."""
+        candidates, when METRIC matched nothing and a CIQ_METRIC time was read instead, and when it matched
+        different lines (several kernels' times), the last of which was read."""
         read = [metric_key(o) for o in self.objectives if o.source == "benchmark"]
         printed = [run.printed_times[name] for m in measurements for run in m.runs for name in read
                    if name in run.printed_times]
@@ -192,6 +193,9 @@ class BuildRunner:
         unmatched = next((text for p in printed if (text := unmatched_metric_warning(benchmark, p, regex))), None)
         if unmatched is not None:
             self._warn_once("unmatched", unmatched)
+        several = next((text for p in printed if (text := several_matches_warning(benchmark, p, regex))), None)
+        if several is not None:
+            self._warn_once("several", several)
 
     def _warn_once(self, what: str, text: str) -> None:
         if self.warn is None:

@@ -643,6 +643,34 @@ def test_a_metric_regex_that_matched_nothing_while_ciq_metric_gave_the_time_is_w
     assert protocol.unmatched_metric_warning("gemm_bench", run.printed_times["time_ms"], None) is None
 
 
+# cuda_hgemv's benchmark times cuBLAS and 12 kernels in one run, a line each (on stderr, by its HLOG).
+HGEMV_OUTPUT = "".join(
+    f"[HGEMV 2026-12-07 07:35:{35 + i} 15757:15757 tester.h:102 profile] {name} exit, profiling time: {ms} ms "
+    f"({pct}%), throughput: 4.3 TFLOPS (84.01%)\n"
+    for i, (name, ms, pct) in enumerate((("Cublas-Tensor-Op", "0.0131", "100.00"), ("Warp4-Smem", "0.0156", "119.08"),
+                                         ("Warp16-Smem", "0.0150", "114.50"))))
+
+
+def test_a_metric_regex_matching_several_kernels_lines_is_warned_about_naming_the_one_read() -> None:
+    # A regex for hgemv's time format matched every kernel's line, and the tune read the last kernel's in silence.
+    regex = r"profiling time: ([0-9.]+) ms"
+    printed = protocol.parse_output(HGEMV_OUTPUT, regex).printed_times["time_ms"]
+    assert printed.text == "0.0150"  # the last match is the time, as documented
+    text = protocol.several_matches_warning("hgemv", printed, regex)
+    assert text is not None and text.startswith(f"warning: the METRIC regex {regex!r} matched 3 different lines of "
+                                                "the benchmark hgemv's output (the first '[HGEMV")
+    assert "Cublas-Tensor-Op exit" in text and "the last is the time tuned for: '[HGEMV" in text
+    assert "Warp16-Smem exit" in text and "match only the line of the one to tune" in text
+    # A regex naming the kernel matches one line; lines that differ only in their numbers (each iteration's time,
+    # a timestamp) and samples after CIQ_SAMPLES are one measurement's: nothing to say.
+    one = protocol.parse_output(HGEMV_OUTPUT, r"Warp4-Smem exit, profiling time: ([0-9.]+) ms")
+    repeated = protocol.parse_output("[07:35:35] iteration 1: 2.5 ms\n[07:35:36] iteration 2: 2.4 ms\n",
+                                     r"iteration \d+: ([0-9.]+) ms")
+    sampled = protocol.parse_output("CIQ_SAMPLES\nkernel a: 2.5 ms\nkernel b: 2.4 ms\n", r": ([0-9.]+) ms")
+    for parsed in (one, repeated, sampled):
+        assert protocol.several_matches_warning("hgemv", parsed.printed_times["time_ms"], regex) is None
+
+
 def test_a_run_carries_its_printed_time_but_does_not_journal_it() -> None:
     run = run_once(fault("no_metric", metric_regex=r"done in ([0-9.]+) ms", metric_unit="s"))
     assert run.ok and run.metrics["time_ms"] == 1750.0
