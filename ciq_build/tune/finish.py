@@ -85,8 +85,9 @@ class Finish:
     metered: bool  # this process's slots held every benchmark: the summary says where the GPU's time went
     say: Callable[[str], None]
     warn: Callable[[str], None]
-    # A staged tune's later stage (ciq_build.tune.stages): its winner holds the pin's controls and more, so it
-    # replaces a comparable pin only when better than it; a tie keeps the pin, with fewer controls.
+    # A staged tune's later stage (ciq_build.tune.stages): its winner holds the pin's controls and more (an ACF
+    # stage's: the pin's -D and an ACF for its flags), so it replaces a comparable pin only when better than it; a
+    # tie keeps the pin, there first and with fewer controls.
     tie_keeps_pin: bool = False
     # The architectures the target's build compiles for, where this tune was narrowed to one (--architecture):
     # the pin applies only once it holds an entry for each, which the summary's next: says.

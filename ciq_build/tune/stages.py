@@ -17,7 +17,7 @@ attention no ACF helped on top of --register-usage-level=10, where on top of the
 Every search has its own entry in the journal (resumed
 like any other; one on top of a configuration names it), its re-measure and its pin, which replaces the one
 before unless that one is better beyond the noise, re-measured side by side (on top of a configuration a tie
-keeps the pin too, whose controls the later winner holds and more: ciq_build.tune.finish's tie_keeps_pin): the
+keeps the pin too, there first and with fewer controls: ciq_build.tune.finish's tie_keeps_pin): the
 pin at the end is the best validated of all. --time-limit and --max-evaluations cover the whole staged tune:
 each stage gets an equal share of what the stages before it left, split equally among its searches.
 """
