@@ -93,4 +93,4 @@ def _said(run: BenchRun) -> str:
     last = run.output_tail.strip().splitlines()[-1:] if run.output_tail.strip() else []
     if not last or last[0].strip() in run.message:
         return run.message
-    return f"{run.message}: {clip(last[0].strip())}"
+    return f"{run.message}: {clip(last[0].strip(), 240)}"
