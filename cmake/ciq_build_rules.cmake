@@ -135,6 +135,21 @@ function(_ciq_rules_matches out name value)
   endif()
 endfunction()
 
+# _ciq_rules_pattern_text(<out> <pattern name>): what a string of the pattern is, for a message:
+# "64 characters matching [0-9a-f]+" (ciq_build.core.rules.RuleBook.pattern_text says the same).
+function(_ciq_rules_pattern_text out name)
+  _ciq_rules_load()
+  get_property(rule GLOBAL PROPERTY _CIQ_PATTERN_${name})
+  list(GET rule 0 min)
+  list(GET rule 1 max)
+  list(GET rule 2 regex)
+  if(min EQUAL max)
+    set(${out} "${min} characters matching ${regex}" PARENT_SCOPE)
+  else()
+    set(${out} "${min} to ${max} characters matching ${regex}" PARENT_SCOPE)
+  endif()
+endfunction()
+
 # _ciq_rules_is_flag(<out> <flag>) / _ciq_rules_is_numerics(<out> <flag>)
 function(_ciq_rules_is_flag out flag)
   _ciq_rules_load()

@@ -64,7 +64,11 @@ def compare(pinned: Fingerprints, built: Fingerprints) -> list[str]:
                                 f"{has} (the architectures changed since tuning? tune again for them)")
                 continue
             if expected.code_sha256 != actual.code_sha256:
-                problems.append(f"{obj} [sm_{arch}]: machine code differs from the tuned winner's")
+                # Which of the two changed is not known here: say both, and the ways either does.
+                problems.append(f"{obj} [sm_{arch}]: machine code differs from the tuned winner's (recorded "
+                                f"{expected.code_sha256[:12]}, built {actual.code_sha256[:12]}: the source, its "
+                                "headers, the flags or the toolkit changed since the tune, or the record was edited; "
+                                "tune again, or restore the record from version control)")
             if (expected.registers, expected.stack) != (actual.registers, actual.stack):
                 problems.append(f"{obj} [sm_{arch}]: {actual.registers} registers / {actual.stack} B stack, "
                                 f"pinned {expected.registers} / {expected.stack}")

@@ -92,6 +92,14 @@ class RuleBook:
     def matches(self, pattern: str, value: object) -> bool:
         return isinstance(value, str) and self.patterns[pattern].matches(value)
 
+    def pattern_text(self, pattern: str) -> str:
+        """What a string of `pattern` is, for a message: "64 characters matching [0-9a-f]+" (the CMake module's
+        _ciq_rules_pattern_text says the same)."""
+        rule = self.patterns[pattern]
+        length = (str(rule.min_length) if rule.min_length == rule.max_length
+                  else f"{rule.min_length} to {rule.max_length}")
+        return f"{length} characters matching {rule.regex.pattern[3:-1]}"  # as written: _regex wraps it in (?:...)
+
     def is_flag(self, flag: object) -> bool:
         return (
             isinstance(flag, str)
@@ -484,7 +492,8 @@ def _check_string(rules: RuleBook, field: Field, where: str, shown: str, value: 
     if field.kind == "flag" and not rules.is_flag(value):
         return shown, f"is {shown_text(value)}, a flag outside the allow-list"
     if field.pattern and not rules.matches(field.pattern, value):
-        return shown, f"is {shown_text(value)}, which breaks the {field.pattern} rule"
+        return shown, (f"is {shown_text(value)}, which breaks the {field.pattern} rule "
+                       f"({rules.pattern_text(field.pattern)})")
     return None
 
 

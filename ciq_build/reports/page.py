@@ -219,7 +219,7 @@ def render_html(history: TuneHistory, refresh_s: int | None = None, live: dict[s
               f"<p>{html.escape(GENERATION_NOTE)}</p>"]
     parts += ["<h2>Every candidate against the baseline</h2>", plot("candidates")]
     failures = failure_rows(history)
-    parts.append(_html_table(["failed because", "count", "last line of the first one's message"], failures)
+    parts.append(_html_table(["failed because", "count", "the first one's error line (else its last)"], failures)
                  if failures else "<p>No candidate failed.</p>")
     if len(history.objectives) >= 2:
         parts += [f"<h2>Pareto front: {html.escape(history.objectives[0].spec)} and "
@@ -289,7 +289,7 @@ def render_markdown(history: TuneHistory, refresh_s: int | None = None, live: di
               GENERATION_NOTE]
     failures = failure_rows(history)
     parts += ["", "## Failures", "",
-              _md_table(["failed because", "count", "last line of the first one's message"], failures)
+              _md_table(["failed because", "count", "the first one's error line (else its last)"], failures)
               if failures else "No candidate failed."]
     if len(history.objectives) >= 2:
         parts += ["", f"## Pareto front: {history.objectives[0].spec} and {history.objectives[1].spec}", "",

@@ -6,6 +6,7 @@ and lays out what these return.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from ciq_build.core.metric_unit import change_text
@@ -248,9 +249,21 @@ def failure_rows(history: TuneHistory) -> list[list[str]]:
     for cause, count in history.failures.items():
         example = next(e for e in history.evaluations if not e.ok and (e.cause or "error") == cause)
         environmental = " (environmental: run again on resume)" if example.environmental else ""
-        rows.append([cause + environmental, str(count), example.message.strip().splitlines()[-1][:200]
-                     if example.message.strip() else ""])
+        rows.append([cause + environmental, str(count), telling_line(example.message)])
     return rows
+
+
+def telling_line(message: str) -> str:
+    """The line of a failure's message that says why, at most 200 characters: its first that names an error
+    (nvcc's 'error: identifier "HGEMV_UNROLL" is undefined', which ninja's 'build stopped: subcommand failed.'
+    follows at the end), else its last."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    said = next((line for line in lines if _ERROR_LINE.search(line)), lines[-1] if lines else "")
+    return said[:200]
+
+
+# A compiler's, linker's or loader's error line: 'error:', 'error while loading', 'error #20', 'fatal error'.
+_ERROR_LINE = re.compile(r"\berror\b(?!s? detected)", re.IGNORECASE)
 
 
 def evaluation_rows(history: TuneHistory) -> list[list[str]]:

@@ -109,7 +109,10 @@ class FirstBatchCheck:
         elif proposal.generation == 0:
             self.first_reasons.append(reason or "no reason given")
         if first_batch_done and not self.any_ok:
+            # Not "broken for any configuration": a tune built and ran the compiler's defaults before its first
+            # batch, so what every candidate changes (a -D the source cannot take, a flag) may be all that fails.
             raise SearchError(
-                f"every candidate of the first {self.what} batch failed, so the build or the benchmark is broken "
-                f"for any configuration. First reasons: {'; '.join(sorted(set(self.first_reasons))[:3])}. "
-                "Check that the build works with the defaults.")
+                f"all {len(self.first_reasons)} candidates of the first {self.what} batch failed: what they change "
+                f"breaks the build or the benchmark, or the build is broken whatever the controls. First reasons: "
+                f"{'; '.join(sorted(set(self.first_reasons))[:3])}. Check that the build works with the compiler's "
+                "defaults, then with one candidate's controls by hand.")

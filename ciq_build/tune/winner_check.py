@@ -10,7 +10,7 @@ says that its code was never run; where the target has no BENCHMARK, too (`unche
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ciq_build.compiler.controls import Controls
@@ -28,9 +28,14 @@ class WinnerCheck:
     ran: bool  # False: no GPU here (or the benchmark did not build)
     failed: bool  # it ran and failed (its check, a crash, an exit status): nothing is pinned
     text: str  # for the summary and the record
+    scratch: tuple[str, ...] = ()  # the scratch trees' folders the text may quote (the benchmark's path)
 
     def to_record(self) -> dict[str, Any]:
-        return {"ran": self.ran, "failed": self.failed, "says": self.text}
+        """As the pinned record keeps it: the record is committed, so this machine's scratch folders are not."""
+        says = self.text
+        for folder in self.scratch:
+            says = says.replace(folder, "<scratch tree>")
+        return {"ran": self.ran, "failed": self.failed, "says": says}
 
 
 def wants_check(runner: BuildRunner, controls: Controls) -> bool:
@@ -54,6 +59,13 @@ def check_winner(runner: BuildRunner, tree: WorkerTree, controls: Controls, time
                  say: Callable[[str], None], defaults_tree: WorkerTree | None = None) -> WinnerCheck:
     """Build the winner's benchmark in `tree` and run it once, on a GPU slot; where it fails, the defaults' once
     in `defaults_tree` (a tree nothing reads after), to tell the PARAMS' failure from the benchmark's own."""
+    check = _check(runner, tree, controls, timeout, say, defaults_tree)
+    trees = (tree, defaults_tree) if defaults_tree is not None else (tree,)
+    return replace(check, scratch=tuple(str(t.root) for t in trees))
+
+
+def _check(runner: BuildRunner, tree: WorkerTree, controls: Controls, timeout: float,
+           say: Callable[[str], None], defaults_tree: WorkerTree | None) -> WinnerCheck:
     params = " ".join(f"-D{name}={value}" for name, value in controls.defines)
     say(f"running the winner's benchmark once for its check: its PARAMS ({params}) may change what the kernels "
         "compute, which the static objectives do not see")
@@ -93,4 +105,4 @@ def _said(run: BenchRun) -> str:
     last = run.output_tail.strip().splitlines()[-1:] if run.output_tail.strip() else []
     if not last or last[0].strip() in run.message:
         return run.message
-    return f"{run.message}: {clip(last[0].strip())}"
+    return f"{run.message}: {clip(last[0].strip(), 240)}"

@@ -705,7 +705,8 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
         # are named, linked by an alias too, at the call's line.
         ("add_library(ns::hostonly ALIAS hostonly)\ntarget_link_libraries(kern_bench PRIVATE ns::hostonly)\n"
          "target_link_libraries(other PRIVATE hostonly)\nciq_tune_target(hostonly OBJECTIVES registers)\n",
-         "CMakeLists.txt:15: ciq_tune_target(hostonly): 'hostonly' has no CUDA sources (.cu files or sources with "
+         f"CMakeLists.txt:{HEADER.count(chr(10)) + 4}: ciq_tune_target(hostonly): "  # the body's fourth line
+         "'hostonly' has no CUDA sources (.cu files or sources with "
          "LANGUAGE CUDA); its kernels are compiled by the targets that use it. Targets that compile CUDA and link "
          "'hostonly': other, kern_bench; tune one of them, e.g. ciq_tune_target(other ...)."),
         ("add_library(headers INTERFACE)\nciq_tune_target(headers OBJECTIVES registers)\n",

@@ -357,6 +357,11 @@ def evaluator_cases() -> list[Case]:
                        ("NUL in a string", text.replace(b'"genetic"', b'"gen\x00etic"')),
                        ("NUL in a CR LF record", text.replace(b"\n", b"\r\n") + b"\x00")]:
         cases.append(Case(name, data, expect="refused", said=plain_text))
+    # A code fingerprint shortened by hand (cuda_hgemv's trial): "which breaks the sha256 rule" named a rule the
+    # user could not see; both readers say what it is.
+    cases.append(Case("code_sha256 of 12 digits", as_json(with_value("objects", {"a.o": {"90a": {
+        "registers": 1, "stack": 0, "code_sha256": "38abc36ae00c"}}})), expect="refused",
+        said="is '38abc36ae00c', which breaks the sha256 rule (64 characters matching [0-9a-f]+)"))
     return cases
 
 

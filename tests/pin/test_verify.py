@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ciq_build.compiler.fingerprint import ObjectInfo, compare
 from ciq_build.measure.proc import run
 from support import REPO_ROOT, build_tool, ensure_ok
 
@@ -119,7 +120,8 @@ def test_a_pin_tuned_in_one_checkout_verifies_in_a_copy_at_another_path(tmp_path
     (clone / "anon.cu").write_text(ANON_CU.replace("#define SCALE 3.0f", "#define SCALE 5.0f"))
     verify = _ciq("verify", "anon_kernels", "-B", str(clone_build), cwd=clone)
     assert verify.returncode == 1, verify.stdout + verify.stderr
-    assert "machine code differs from the tuned winner's" in verify.stdout
+    assert "machine code differs from the tuned winner's (recorded " in verify.stdout
+    assert "tune again, or restore the record from version control" in verify.stdout
 
     # The whole folder copied, old build tree included: every command that builds there says so in one line,
     # at once (before: verify re-ran CMake ~100 times against the original sources, then exited 1, "mismatch").
@@ -133,3 +135,15 @@ def test_a_pin_tuned_in_one_checkout_verifies_in_a_copy_at_another_path(tmp_path
     # A build folder that does not exist: list says what -B wants, and fails.
     listed = _ciq("list", "-B", str(tmp_path / "no such build"), cwd=tmp_path)
     assert listed.returncode == 2 and "-B <build dir>" in listed.stderr, listed.stdout + listed.stderr
+
+
+def test_a_code_mismatch_names_both_fingerprints_and_what_changes_either() -> None:
+    # cuda_hgemv's trial: a record whose code_sha256 was edited by hand got "machine code differs from the tuned
+    # winner's", the same words as a changed source, and nothing on which was which or what to do.
+    recorded = {"src/thread/thread_naive.cu.o": {"86": ObjectInfo(15, 0, "38abc36ae00c" + "5" * 52)}}
+    built = {"src/thread/thread_naive.cu.o": {"86": ObjectInfo(15, 0, "38abc36ae00d" + "5" * 52)}}
+    assert compare(recorded, built) == [
+        "src/thread/thread_naive.cu.o [sm_86]: machine code differs from the tuned winner's (recorded 38abc36ae00c, "
+        "built 38abc36ae00d: the source, its headers, the flags or the toolkit changed since the tune, or the record "
+        "was edited; tune again, or restore the record from version control)"]
+    assert compare(recorded, recorded) == []

@@ -946,3 +946,17 @@ def test_every_plot_of_a_time_read_from_a_rate_shows_the_rate_higher_is_better(
     assert sorted(remeasure.collections[1].get_offsets()[:, 1]) == pytest.approx([149, 150, 151])  # the winner's
     parallel = drawn["parallel"].axes[0]  # type: ignore[attr-defined]
     assert parallel.get_xticklabels()[-1].get_text() == "time as TFLOPS\nhigher is up"
+
+
+def test_a_failure_is_shown_by_its_error_line_not_the_build_tools_last_word() -> None:
+    # cuda_hgemv's PARAMS in a #pragma unroll the front end does not expand: the report's failures table showed
+    # "ninja: build stopped: subcommand failed." for each, and the reason was 20 lines up.
+    message = ("compile exited with code 1:\n[1/13] Building CUDA object CMakeFiles/hgemv_kernels.dir/src/thread/"
+               "thread_smem.cu.o\nFAILED: CMakeFiles/hgemv_kernels.dir/src/thread/thread_smem.cu.o\n"
+               "/tmp/hgemv/src/thread/thread_smem.cu(32): error: identifier \"HGEMV_UNROLL\" is undefined\n"
+               "  #pragma unroll HGEMV_UNROLL\n1 error detected in the compilation of \"thread_smem.cu\".\n"
+               "ninja: build stopped: subcommand failed.\n")
+    assert report_tables.telling_line(message) == ("/tmp/hgemv/src/thread/thread_smem.cu(32): error: identifier "
+                                                   "\"HGEMV_UNROLL\" is undefined")
+    assert report_tables.telling_line("the benchmark timed out after 60 s\n(no output)") == "(no output)"
+    assert report_tables.telling_line("") == ""

@@ -8,6 +8,7 @@ import pytest
 
 from ciq_build.core.params import parse_params
 from ciq_build.core.space import Genome, SearchSpace, as_space
+from ciq_build.errors import SearchError
 from ciq_build.search.base import Proposal
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.strategies import make_source
@@ -64,3 +65,15 @@ def test_a_small_space_is_enumerated_once_not_for_each_draw(monkeypatch: pytest.
     monkeypatch.setattr(SearchSpace, "genome_at", counted)
     assert len(_run(3, generations=4, pool_size=6, score=1.0)) == 16
     assert calls <= as_space(SPACE).cardinality
+
+
+def test_a_first_batch_that_all_fails_ends_the_search_naming_how_many_and_that_their_controls_may_be_why() -> None:
+    # A newcomer's PARAMS in `#pragma unroll NAME` failed every candidate while the defaults built: the message must
+    # not say the build is broken "for any configuration".
+    config = SearchConfiguration(generations=3, pool_size=4, seed=1)
+    source = make_source("random", SearchRequest(SPACE, config, ("time",)))
+    batch = source.ask()
+    with pytest.raises(SearchError, match=r"all 4 candidates of the first random batch failed: what they change breaks "
+                                        r"the build or the benchmark.*identifier \"UNROLL\" is undefined"):
+        for proposal in batch:
+            source.tell(proposal, None, 'error: identifier "UNROLL" is undefined')

@@ -68,3 +68,5 @@ def test_a_static_winner_that_fails_its_benchmarks_check_is_not_pinned_and_one_n
     assert check["says"].startswith("not run: the benchmark fails with the compiler's defaults too (the benchmark "
                                     "exited with code 127") and "libcublas.so.13" in check["says"]
     assert "says nothing of them" in check["says"] and "keep the values" not in broken.stdout
+    # The record is committed: the loader's line names the scratch tree's benchmark, kept out of it.
+    assert "<scratch tree>/" in check["says"] and str(build) not in check["says"], check["says"]

@@ -16,14 +16,16 @@ __global__ void tiled(float* out, const float* in) {
   out[threadIdx.x] = tile[(threadIdx.x + 1) % TILE];
 }
 
-int main() {
+int main(int argc, char** argv) {
+  (void)argc;
   if (getenv("CHECKED_NO_GPU") != nullptr) {
     printf("CIQ_ERROR no-gpu (the test double was told there is none)\n");
     return 1;
   }
   if (getenv("CHECKED_BROKEN") != nullptr) {
-    fprintf(stderr, "checked_bench: error while loading shared libraries: libcublas.so.13: cannot open shared "
-                    "object file: No such file or directory\n");
+    // As the dynamic loader says it: the program's path as it was started (the tune's scratch tree).
+    fprintf(stderr, "%s: error while loading shared libraries: libcublas.so.13: cannot open shared "
+                    "object file: No such file or directory\n", argv[0]);
     return 127;
   }
   if (TILE < 16) {
