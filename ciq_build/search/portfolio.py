@@ -299,7 +299,7 @@ class PortfolioSearch(BatchSearch):
                     break  # every configuration of the space has been proposed (or none was found in a huge one)
                 arms.append(_SEEDED if self._generation == 0 else _FILL)
         if self._exhausted and self.noisy and self.remeasure:  # the batch's rest, as in every batch from now on
-            extra = self._measured_again_instead(size - len(genomes))
+            extra = self._least_measured(size - len(genomes), [])
             genomes[len(repeats):len(repeats)] = extra
             arms[len(repeats):len(repeats)] = [_SEEDED] * len(extra)
             repeats = repeats + extra
@@ -442,31 +442,27 @@ class PortfolioSearch(BatchSearch):
             self.results.confirm(canonical_key(self.space.to_params(self._pick)))
             out += [self._pick] * max(1, int(size * CONFIRM_SHARE))
         if self._exhausted:
-            return out + self._measured_again_instead(size - len(out))
+            # No new configuration competes for the budget any more: what is left to decide is which of the
+            # nearest is best, so the batch's rest measures them again, with no limit on repeats.
+            return out + self._least_measured(size - len(out), out)
         if self.plateau():
             return out  # the draws need the batch there: a basin is found by them, not by the best's last fraction
         late = self._issued + 2 * size >= self.config.evaluations
         slots = max(1, int(size * (FINAL_REPEAT_SHARE if late else REPEAT_SHARE))) - len(out)
-        ranked = self._ranked
-        confirming = len(out)
-        while len(out) - confirming < slots:
-            # the least measured of the nearest, the best first
-            open_ = [g for g in ranked if g != self._pick and len(self._samples[g]) + out.count(g) < MAX_REPEATS]
+        return out + self._least_measured(slots, out, MAX_REPEATS)
+
+    def _least_measured(self, slots: int, already: list[Genome], cap: float = math.inf) -> list[Genome]:
+        """Up to `slots` measurements again, each of the least measured of the configurations judged best (the best
+        first among equals; the pick aside: its measurements are the last batch's confirmation), counting those in
+        `already` and chosen before it, each kept under `cap` measurements."""
+        chosen: list[Genome] = []
+        while len(chosen) < slots:
+            counted = already + chosen
+            open_ = [g for g in self._ranked if g != self._pick and len(self._samples[g]) + counted.count(g) < cap]
             if not open_:
                 break
-            out.append(min(open_, key=lambda g: len(self._samples[g]) + out.count(g)))
-        return out
-
-    def _measured_again_instead(self, slots: int) -> list[Genome]:
-        """Once every configuration of the space has been measured (a small space, a noisy score): `slots`
-        measurements again of the configurations judged best (the pick aside: its measurements are the last batch's
-        confirmation), the least measured first, with no limit on repeats -- no new configuration competes for the
-        budget any more, and what is left to decide is which of the nearest is best."""
-        out: list[Genome] = []
-        ranked = [g for g in self._ranked if g != self._pick]
-        while ranked and len(out) < slots:
-            out.append(min(ranked, key=lambda g: len(self._samples[g]) + out.count(g)))
-        return out
+            chosen.append(min(open_, key=lambda g: len(self._samples[g]) + counted.count(g)))
+        return chosen
 
     def describe(self) -> dict[str, Any]:
         """How the slots went: per arm, the slots it was given."""
