@@ -56,10 +56,8 @@ def tune_in_stages(options: TuneOptions, run_stage: RunStage, say: Callable[[str
         if share is None:
             say(f"stage {index + 1} of {len(stages)} ({', '.join(kinds)}) and after: not run, the budget is spent")
             break
-        searches_acfs = any(is_acf_kind(kind) for kind in kinds)
-        bases = _bases(options.stage_from, _beneath(best, searches_acfs))
-        left_out = ("" if not searches_acfs or best is None or not best.flags else
-                    f"; its compiler flags ({' '.join(best.flags)}) left to the ACFs")
+        beneath, left_out = _beneath(best, searches_acfs=any(is_acf_kind(kind) for kind in kinds))
+        bases = _bases(options.stage_from, beneath)
         stage_end = None if share[0] is None else time.monotonic() + share[0]
         stage_evaluations = share[1]
         for searched, base in enumerate(bases):
@@ -91,13 +89,14 @@ def tune_in_stages(options: TuneOptions, run_stage: RunStage, say: Callable[[str
     return kept if kept is not None else outcome
 
 
-def _beneath(best: Controls | None, searches_acfs: bool) -> Controls | None:
+def _beneath(best: Controls | None, searches_acfs: bool) -> tuple[Controls | None, str]:
     """What of the best so far a stage may go on top of: all of it, or for a stage that searches ACFs its source
-    parameters alone (None where that leaves the defaults)."""
+    parameters alone (None where that leaves the defaults); and what the stage's line says it left out."""
     if best is None or not searches_acfs:
-        return best
+        return best, ""
     source = Controls(defines=best.defines)
-    return None if source.is_default else source
+    left_out = f"; its compiler flags ({' '.join(best.flags)}) left to the ACFs" if best.flags else ""
+    return (None if source.is_default else source), left_out
 
 
 def _bases(stage_from: str, best: Controls | None) -> list[Controls | None]:

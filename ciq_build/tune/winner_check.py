@@ -77,15 +77,14 @@ def _check(runner: BuildRunner, tree: WorkerTree, controls: Controls, timeout: f
     if run.cause == Cause.NO_GPU:
         return WinnerCheck(False, False, f"not run: no GPU here ({run.message}); its PARAMS ({params}) were "
                                          "judged by static objectives alone: run its benchmark on a GPU")
-    # A check run reads no metric: a benchmark that printed none but passed (exit 0) passed.
-    if run.ok or run.cause == Cause.NO_METRIC:
+    if _passed(run):
         return WinnerCheck(True, False, f"ran once with {params}: {check}, exit 0")
     if defaults_tree is not None and defaults_tree is not tree:
         # cuda_hgemv's benchmark links cuBLAS, which the loader did not find (exit 127): the failure was blamed on
         # -DHGEMV_UNROLL=1 and the user told to keep that value out of the search.
         say("the winner's benchmark failed: running the defaults' once, to see whether the PARAMS are why")
         base = defaults_tree.build(Controls(), timeout, benchmark=True)
-        if base.ok and not ((same := _run(runner, defaults_tree)).ok or same.cause == Cause.NO_METRIC):
+        if base.ok and not _passed(same := _run(runner, defaults_tree)):
             return WinnerCheck(False, False, f"not run: the benchmark fails with the compiler's defaults too "
                                              f"({_said(same)}), so its failure with {params} says nothing of them; "
                                              f"its PARAMS were judged by static objectives alone: fix the benchmark "
@@ -97,6 +96,11 @@ def _run(runner: BuildRunner, tree: WorkerTree) -> BenchRun:
     """The benchmark built in `tree`, run once on a GPU slot."""
     with runner.slots.slot() as env:
         return run_once(runner.bench_spec(tree).with_env(env))
+
+
+def _passed(run: BenchRun) -> bool:
+    """A check run reads no metric: a benchmark that printed none but passed (exit 0) passed."""
+    return run.ok or run.cause == Cause.NO_METRIC
 
 
 def _said(run: BenchRun) -> str:
