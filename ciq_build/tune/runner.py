@@ -38,7 +38,7 @@ from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest, declared_threads
-from ciq_build.project.threads_per_block import ThreadsPerBlock, unknown_block_size, wants_block_size
+from ciq_build.project.threads_per_block import NO_BLOCK_SIZE, ThreadsPerBlock, unknown_block_size, wants_block_size
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
@@ -309,7 +309,7 @@ class BuildRunner:
             if kernels and not metrics.found_by(kernels, [objective.kernels[1]]):
                 names = sorted({name.split("(")[0] for name in metrics.demangled({k.function for k in kernels}).values()})
                 shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-                said += f" (no kernel's mangled or demangled name matches its regex; the kernels: {shown})"
+                said += f" ({NO_MATCHING_KERNEL}; the kernels: {shown})"
         if wants_block_size([objective]):
             said += f" ({unknown_block_size(self.threads_per_block, controls, setuptools=self._setuptools)})"
         return said
@@ -389,6 +389,10 @@ class BuildRunner:
 
 
 NO_KERNELS = "ptxas reported no kernel (__global__ function)"
+NO_MATCHING_KERNEL = "no kernel's mangled or demangled name matches its regex"
+# Failures whose message says what to do, which is not to fix the build or the benchmark: another target, another
+# kernel regex, a block size to declare.
+SAYS_WHAT_TO_DO = (NO_KERNELS, NO_MATCHING_KERNEL, NO_BLOCK_SIZE)
 
 
 def no_kernels(manifest: Manifest) -> str:

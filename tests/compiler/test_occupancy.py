@@ -22,7 +22,6 @@ from ciq_build.measure import proc
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.project.threads_per_block import check_block_size, read_threads_per_block, unknown_block_size
 from ciq_build.project.worker import CandidateBuild
-from ciq_build.search.base import Proposal
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.timeouts import Timeouts
 from support import ensure_ok
@@ -199,23 +198,3 @@ def test_the_other_architectures_figures_of_a_tune_of_some_kernels_are_those_ker
     values = runner.static_metrics(both, Controls())
     assert values["threads_per_block"] == 128 and values["described_shared_bytes"] == 512
 
-
-def test_a_missing_per_kernel_figure_says_the_regex_missed_only_where_it_did() -> None:
-    # llm.c's layernorm_forward, tuned for occupancy:layernorm_forward_kernel4 without THREADS_PER_BLOCK: the baseline
-    # failed "no kernel's mangled or demangled name matches its regex", of a regex that names a kernel there, before
-    # the cause, the block size nobody declared.
-    report = "".join(
-        f"ptxas info    : Compiling entry function '{name}' for 'sm_90'\n"
-        f"ptxas info    : Function properties for {name}\n"
-        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-        "ptxas info    : Used 32 registers, 400 bytes cmem[0]\n"
-        for name in ("_Z25layernorm_forward_kernel4PfS_S_PKfS1_S1_ii", "_Z11mean_kernelPfPKfiii"))
-    build = CandidateBuild(True, None, "", 1.0, report)
-    runner = BuildRunner(None, None, parse_objectives(["occupancy:kernel4"]), 1, Timeouts(60.0, 60.0), GpuSlots())
-    said = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {}).message  # type: ignore[arg-type]
-    assert "regex" not in said and "declares no THREADS_PER_BLOCK: add THREADS_PER_BLOCK" in said
-    # A regex that finds nothing says so, and which kernels there are to name.
-    runner = BuildRunner(None, None, parse_objectives(["registers:kernel9"]), 1, Timeouts(60.0, 60.0), GpuSlots())
-    said = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {}).message  # type: ignore[arg-type]
-    assert said == ("no value for objective(s) registers:kernel9 (no kernel's mangled or demangled name matches its "
-                    "regex; the kernels: layernorm_forward_kernel4, mean_kernel)")
