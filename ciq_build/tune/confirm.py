@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.occupancy import REGISTER_UNIT, WARP, allocated_registers
+from ciq_build.compiler.occupancy import REGISTER_UNIT, WARP
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import CompileClock, Objective, metric_key, times_the_compile
 from ciq_build.core.pareto import dominates
@@ -33,7 +33,7 @@ from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.scores import failure_summary, jsonable, objective_values
 from ciq_build.tune.timeouts import Timeouts
-from ciq_build.tune.winner import pick_winner
+from ciq_build.tune.winner import beats_defaults, pick_winner
 
 # Builds of the defaults and of the winner each when a compile_time win is re-measured: the fewest whose one-sided
 # Mann-Whitney U test can reach FINAL_ALPHA (5 against 5: p >= 1/252), since each is a whole rebuild of the target.
@@ -113,10 +113,7 @@ class Confirmer:
         winner dominates the compiler's defaults)."""
         assert winner.scores is not None and baseline.scores is not None
         directions = [o.direction for o in self.objectives]
-        # Registers as the SM allocates them: llm.c's layernorm kernel went from 23 to 22, both 24 a thread, and a
-        # register-usage-level flag was pinned for a change no block size can see.
-        better = dominates(_as_allocated(self.objectives, winner.scores), _as_allocated(self.objectives, baseline.scores),
-                           directions)
+        better = beats_defaults(winner.scores, baseline.scores, self.objectives)
         text = ", ".join(f"{o.spec}: {b:g} -> {w:g}"
                          for o, b, w in zip(self.objectives, baseline.scores, winner.scores))
         if not better and dominates(winner.scores, baseline.scores, directions):
@@ -276,8 +273,3 @@ class Confirmer:
         self.cache.record(corrected, reuse=True)
         return corrected
 
-
-def _as_allocated(objectives: Sequence[Objective], scores: Sequence[float]) -> tuple[float, ...]:
-    """`scores` with each registers objective's figure as the SM allocates it (ciq_build.compiler.occupancy)."""
-    return tuple(float(allocated_registers(int(value))) if o.kind is not None and o.kind.name == "registers"
-                 else value for o, value in zip(objectives, scores))

@@ -193,5 +193,5 @@ def test_a_static_winner_whose_registers_are_the_same_allocation_as_the_defaults
     better, said_of = verdict(16.0, 22.0)
     assert not better and "the same registers, the same occupancy at any block size; nothing pinned" in said_of
     assert verdict(16.0, 16.0)[0]  # 16 a thread: another allocation
-    assert verdict(0.0, 22.0)[0]  # fewer spills at the same allocation
+    assert verdict(0.0, 22.0)[0] and verdict(0.0, 24.0)[0]  # fewer spills at the same allocation (24 > 23 too)
     assert not verdict(0.0, 25.0)[0]  # 32 a thread
