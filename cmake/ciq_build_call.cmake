@@ -256,5 +256,16 @@ function(_ciq_check_arguments fn)
       message(FATAL_ERROR "${fn}: METRIC '${ARG_METRIC}' has no capture group; put ( ) "
         "around the number, e.g. METRIC \"time: ([0-9.]+) ms\".")
     endif()
+    # A '|' outside every group makes alternatives of which one holds the number: a line another matches gives
+    # none, and the last line matched counts. CMake itself makes one of a quoted "\|" (llm.c's "block_size +256
+    # \| time ([0-9.]+) ms": the backslash is CMake's escape), which then read the time of another block size.
+    set(outside "${plain}")
+    while(outside MATCHES "[(][^()]*[)]")
+      string(REGEX REPLACE "[(][^()]*[)]" "" outside "${outside}")
+    endwhile()
+    if(outside MATCHES "[|]")
+      _ciq_rules_message(said metric_alternatives value "${ARG_METRIC}")
+      message(FATAL_ERROR "${fn}: ${said}.")
+    endif()
   endif()
 endfunction()

@@ -104,6 +104,12 @@ def _round_up(value: int, unit: int) -> int:
     return -(-value // unit) * unit
 
 
+def allocated_registers(registers: int) -> int:
+    """The registers a thread is allocated for a kernel that uses `registers`: a warp's come in units of
+    REGISTER_UNIT, 8 a thread, so 17 to 24 are all 24 (the same blocks an SM at any block size)."""
+    return _round_up(registers * WARP, REGISTER_UNIT) // WARP
+
+
 def blocks_by_registers(sm: SmLimits, registers: int, threads: int) -> int:
     """Blocks an SM's register file holds (0: one block does not fit)."""
     if registers > MAX_REGISTERS_PER_THREAD:

@@ -79,6 +79,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from ciq_build.core.metric_unit import DEFAULT_METRIC_UNIT, TIME_UNITS, check_metric_unit, is_rate, per_unit_ms
+from ciq_build.core.rules import load_rules
 from ciq_build.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -165,6 +166,8 @@ def compile_metric_regex(text: str) -> re.Pattern[str]:
             f"the METRIC regex {text!r} has no group; put the time in the first group (in UNIT, default "
             r"milliseconds), e.g. 'elapsed: ([0-9.]+) ms'"
         )
+    if "|" in _outside_groups(text):  # alternatives; CMake makes a quoted "\|" one
+        raise ConfigError(load_rules().message("metric_alternatives", value=text))
     import regex  # deferred, as in _timed_regex
 
     try:
@@ -173,6 +176,14 @@ def compile_metric_regex(text: str) -> re.Pattern[str]:
         raise ConfigError(f"the METRIC regex {text!r} cannot be run under a time limit: {exc}; "
                           "write it in plain Python regular-expression syntax") from None
     return pattern
+
+
+def _outside_groups(text: str) -> str:
+    """The regex `text` without its escapes, [...] classes and (...) groups, as configure reads it."""
+    plain = re.sub(r"\[[^]]*\]", "", re.sub(r"\\.", "", text))
+    while (inner := re.sub(r"\([^()]*\)", "", plain)) != plain:
+        plain = inner
+    return plain
 
 
 # A METRIC regex may backtrack catastrophically ('(a+)+$' on a long line): it

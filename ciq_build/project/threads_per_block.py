@@ -127,6 +127,9 @@ def check_block_size(declared: ThreadsPerBlock | None, objectives: Sequence[Obje
             f"({declaration(declared.expression, setuptools, '<threads>')})")
 
 
+NO_BLOCK_SIZE = "a kernel has no __launch_bounds__ and"  # how the message of an undeclared block size starts
+
+
 def unknown_block_size(declared: ThreadsPerBlock | None, controls: Controls, *, setuptools: bool = False) -> str:
     """Why a build with `controls` has no occupancy, for the message of an evaluation without it."""
     if declared is None:
@@ -134,7 +137,7 @@ def unknown_block_size(declared: ThreadsPerBlock | None, controls: Controls, *, 
         where, name, forms, doc, then = (
             ("its CudaExtension", SETUPTOOLS_ARGUMENT, SETUPTOOLS_FORMS, "docs/setuptools.md", "") if setuptools else
             ("ciq_tune_target()", KEYWORD, FORMS, "docs/cmake.md", " and configure again"))
-        return (f"a kernel has no __launch_bounds__ and {where} declares no {name}: add {name} to it ({forms}; "
+        return (f"{NO_BLOCK_SIZE} {where} declares no {name}: add {name} to it ({forms}; "
                 f"{doc}: {name}){then}")
     if declared.of(controls) is None:
         defines = " ".join(f"-D{name}={value}" for name, value in controls.defines) or "the defaults' build"

@@ -17,7 +17,7 @@ from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.runner import NO_KERNELS, BuildRunner
+from ciq_build.tune.runner import SAYS_WHAT_TO_DO, BuildRunner
 from ciq_build.tune.source_watch import SourceWatch
 
 
@@ -104,7 +104,7 @@ def failed_baseline_text(target: str, evaluated: Evaluation, library_dirs: Seque
         text += ("nvidia-smi reported no GPU where the benchmark ran, which is likely why it failed: runtime "
                  f"objectives need one. Tune one measured without a GPU instead: --objective, one of "
                  f"{unbenchmarked_names()}; or run the tune on a machine with a GPU.")
-    elif NO_KERNELS not in evaluated.message:  # that message says what to do: tune another target
+    elif not any(said in evaluated.message for said in SAYS_WHAT_TO_DO):
         text += "Fix the build or benchmark first; nothing can be compared to a failing baseline."
     return text.rstrip("\n")  # a message that says all ends the text: no blank line after it
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.occupancy import REGISTER_UNIT, WARP
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import CompileClock, Objective, metric_key, times_the_compile
 from ciq_build.core.pareto import dominates
@@ -32,7 +33,7 @@ from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.scores import failure_summary, jsonable, objective_values
 from ciq_build.tune.timeouts import Timeouts
-from ciq_build.tune.winner import pick_winner
+from ciq_build.tune.winner import beats_defaults, pick_winner
 
 # Builds of the defaults and of the winner each when a compile_time win is re-measured: the fewest whose one-sided
 # Mann-Whitney U test can reach FINAL_ALPHA (5 against 5: p >= 1/252), since each is a whole rebuild of the target.
@@ -111,10 +112,15 @@ class Confirmer:
         """Static metrics are deterministic: better means no worse on any objective and better on one (the
         winner dominates the compiler's defaults)."""
         assert winner.scores is not None and baseline.scores is not None
-        better = dominates(winner.scores, baseline.scores, [o.direction for o in self.objectives])
+        directions = [o.direction for o in self.objectives]
+        better = beats_defaults(winner.scores, baseline.scores, self.objectives)
         text = ", ".join(f"{o.spec}: {b:g} -> {w:g}"
                          for o, b, w in zip(self.objectives, baseline.scores, winner.scores))
-        text += "" if better else " (does not beat the compiler's defaults on every objective; nothing pinned)"
+        if not better and dominates(winner.scores, baseline.scores, directions):
+            text += (f" (registers are allocated {REGISTER_UNIT // WARP} a thread at a time, so the winner's and the "
+                     "defaults' are the same registers, the same occupancy at any block size; nothing pinned)")
+        elif not better:
+            text += " (does not beat the compiler's defaults on every objective; nothing pinned)"
         return Confirmation(baseline, winner, better, text, baseline.scores, winner.scores)
 
     def _compile_remeasure(self, static: Confirmation, winner: Evaluation, tree: WorkerTree) -> Confirmation:
@@ -266,3 +272,4 @@ class Confirmer:
                                         cause=None if scores is not None else Cause.NO_METRIC)
         self.cache.record(corrected, reuse=True)
         return corrected
+

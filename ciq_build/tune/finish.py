@@ -38,7 +38,7 @@ from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
-from ciq_build.tune.old_pin import Standing, compare, pinned_before
+from ciq_build.tune.old_pin import Standing, compare, pinned_before, pins_the_same
 from ciq_build.tune.runner import DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
@@ -284,6 +284,9 @@ class Finish:
             merge_architecture(pinned, record, self.manifest.tune_architecture)
         else:
             replaced = pinned_before(pinned)
+            if replaced is not None and pins_the_same(replaced, record):
+                self.say(f"the pin in {pinned} already pins these controls, for the same machine code: left as it is")
+                return pinned
             if replaced is not None:
                 print(replacement_note(pinned, replaced, record, standing), file=sys.stdout)
             write_record(pinned, record, acf_source=acf.path if acf else None)

@@ -300,6 +300,7 @@ class RunningBest:
 
     def __init__(self, objectives: Sequence[Objective], pick: str = "first",
                  baseline: tuple[float, ...] | None = None) -> None:
+        self.objectives = list(objectives)
         self.directions = [o.direction for o in objectives]
         self.pick = pick
         self.baseline = baseline  # the defaults' scores (None: not known)
@@ -313,7 +314,7 @@ class RunningBest:
                 self.raced = on_front(self.raced, evaluated, self.directions)
             else:
                 self.measured = on_front(self.measured, evaluated, self.directions)
-            self.point = pick_pinned(self.front, self.baseline, self.directions, self.pick)
+            self.point = pick_pinned(self.front, self.baseline, self.objectives, self.pick)
 
     @property
     def front(self) -> list[Evaluation]:

@@ -50,6 +50,18 @@ def pinned_before(path: Path) -> PinnedRecord | None:
         return None
 
 
+def pins_the_same(old: PinnedRecord, new: PinnedRecord) -> bool:
+    """Whether `new` pins what `old` does: the same objectives, toolkit and architectures, the same controls (an ACF
+    by its contents) and per-architecture entries, and objects of the same machine code. Writing it over `old`
+    changes only the provenance: a second static tune of llm.c's softmax_forward "replaced" its pin with an equal
+    one, a change to commit for nothing."""
+    def pinned(controls: Controls) -> tuple[object, ...]:
+        return controls.flags, controls.defines, None if controls.acf is None else controls.acf.sha256
+
+    return (not_comparable(old, new) is None and pinned(old.controls) == pinned(new.controls)
+            and old.objects == new.objects and not old.per_architecture and not new.per_architecture)
+
+
 def not_comparable(old: PinnedRecord, new: PinnedRecord) -> str | None:
     """Why `old`'s figures cannot be compared with `new`'s, or None when they can."""
     if [(o.name, o.direction) for o in old.objectives] != [(o.name, o.direction) for o in new.objectives]:

@@ -38,7 +38,7 @@ from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest, declared_threads
-from ciq_build.project.threads_per_block import ThreadsPerBlock, unknown_block_size, wants_block_size
+from ciq_build.project.threads_per_block import NO_BLOCK_SIZE, ThreadsPerBlock, unknown_block_size, wants_block_size
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
@@ -290,16 +290,29 @@ class BuildRunner:
             samples = {name: values for name, values in measurement.samples.items() if name in read}
         scores = objective_values(self.objectives, values)
         if scores is None:
-            missing = [metric_key(o) + (" (no kernel's mangled or demangled name matches its regex)" if o.kernels else "")
-                       + (f" ({unknown_block_size(self.threads_per_block, controls, setuptools=self._setuptools)})"
-                          if wants_block_size([o]) else "")
-                       for o in self.objectives if metric_key(o) not in values]
+            missing = [self._why_missing(o, build, controls) for o in self.objectives if metric_key(o) not in values]
             text = f"no value for objective(s) {', '.join(missing)}"
             if "kernels" not in values and any(isinstance(o.extractor, PtxasReport) for o in self.objectives):
                 text += f": {no_kernels(self.manifest)}"
             return failed(Cause.NO_METRIC, text, values)
         return Evaluation(key, proposal, controls, True, None, "", values, spread, scores, time.monotonic() - started,
                           timings=_rounded(timings), runs=runs, raced=raced, samples=samples)
+
+    def _why_missing(self, objective: Objective, build: CandidateBuild, controls: Controls) -> str:
+        """An objective the build has no value of, with why where a static figure's cause is known: a kernel regex
+        that found no kernel (naming those there are), or an occupancy without a block size."""
+        said = metric_key(objective)
+        if objective.kernels is not None:
+            # Only where it is so: llm.c's occupancy:layernorm_forward_kernel4 was said to match no kernel, its own,
+            # when the kernels' block size was what it lacked.
+            kernels = metrics.parse_ptxas_verbose(build.compiler_output)
+            if kernels and not metrics.found_by(kernels, [objective.kernels[1]]):
+                names = sorted({name.split("(")[0] for name in metrics.demangled({k.function for k in kernels}).values()})
+                shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+                said += f" ({NO_MATCHING_KERNEL}; the kernels: {shown})"
+        if wants_block_size([objective]):
+            said += f" ({unknown_block_size(self.threads_per_block, controls, setuptools=self._setuptools)})"
+        return said
 
     def run_benchmark(self, spec: BenchSpec) -> Benchmarked:
         """The built benchmark's runs, raced when racing is on.
@@ -376,6 +389,10 @@ class BuildRunner:
 
 
 NO_KERNELS = "ptxas reported no kernel (__global__ function)"
+NO_MATCHING_KERNEL = "no kernel's mangled or demangled name matches its regex"
+# Failures whose message says what to do, which is not to fix the build or the benchmark: another target, another
+# kernel regex, a block size to declare.
+SAYS_WHAT_TO_DO = (NO_KERNELS, NO_MATCHING_KERNEL, NO_BLOCK_SIZE)
 
 
 def no_kernels(manifest: Manifest) -> str:

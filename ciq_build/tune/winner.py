@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ciq_build.compiler.occupancy import allocated_registers
 from ciq_build.core.objectives import Objective
-from ciq_build.core.pareto import Direction, dominates, non_dominated
+from ciq_build.core.pareto import dominates, non_dominated
 from ciq_build.search.evaluation import Evaluation
 
 PICK_RULES = ("knee", "first")
@@ -21,16 +22,30 @@ def pick_winner(evaluations: Sequence[Evaluation], baseline: Evaluation, objecti
         return None
     directions = [o.direction for o in objectives]
     front = [ok[i] for i in non_dominated([_scores(e) for e in ok], directions)]
-    return pick_pinned(front, baseline.scores, directions, rule)
+    return pick_pinned(front, baseline.scores, objectives, rule)
 
 
-def pick_pinned(front: Sequence[Evaluation], baseline: Sequence[float] | None, directions: Sequence[Direction],
+def pick_pinned(front: Sequence[Evaluation], baseline: Sequence[float] | None, objectives: Sequence[Objective],
                 rule: str) -> Evaluation:
     """The point of a Pareto front a tune pins: the rule's among the points that beat the defaults' scores
-    (`baseline`) on every objective, if any do, else among them all. The progress line's best is this point of
+    (`baseline`, `beats_defaults`), if any do, else among them all. The progress line's best is this point of
     the front so far (ciq_build.tune.loop.RunningBest)."""
-    dominating = [e for e in front if baseline is not None and dominates(_scores(e), baseline, directions)]
-    return pick_from_front(dominating or front, directions, rule)
+    dominating = [e for e in front if baseline is not None and beats_defaults(_scores(e), baseline, objectives)]
+    return pick_from_front(dominating or front, [o.direction for o in objectives], rule)
+
+
+def beats_defaults(scores: Sequence[float], baseline: Sequence[float], objectives: Sequence[Objective]) -> bool:
+    """Whether `scores` beat the defaults' `baseline`: no worse on every objective and better on one, registers counted
+    as the SM allocates them (8 a thread at a time: llm.c's layernorm kernel went from 23 to 22, both 24, and a
+    flag was pinned for a change no block size can see)."""
+    return dominates(as_allocated(scores, objectives), as_allocated(baseline, objectives),
+                     [o.direction for o in objectives])
+
+
+def as_allocated(scores: Sequence[float], objectives: Sequence[Objective]) -> tuple[float, ...]:
+    """`scores` with each registers objective's figure as the SM allocates it (ciq_build.compiler.occupancy)."""
+    return tuple(float(allocated_registers(int(value))) if o.kind is not None and o.kind.name == "registers"
+                 else value for o, value in zip(objectives, scores))
 
 
 def pick_from_front(front: Sequence[Evaluation], directions: Sequence[str], rule: str) -> Evaluation:

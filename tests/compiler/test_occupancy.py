@@ -197,3 +197,4 @@ def test_the_other_architectures_figures_of_a_tune_of_some_kernels_are_those_ker
                           launch_bounds=(("_Z10cub_kernelPi", 256), ("_Z16insert_neighborsPKi", 128)))
     values = runner.static_metrics(both, Controls())
     assert values["threads_per_block"] == 128 and values["described_shared_bytes"] == 512
+

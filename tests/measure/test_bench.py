@@ -247,6 +247,19 @@ def test_bad_spec_is_config_error() -> None:
         fault("good", timeout=0)
 
 
+def test_a_metric_regex_with_a_bar_outside_its_groups_is_refused_and_one_inside_or_escaped_is_not() -> None:
+    # llm.c's layernorm benchmark prints "block_size  256 | time 0.1500 ms | ..." for six block sizes; its METRIC
+    # "block_size +256 \| time ([0-9.]+) ms", quoted in CMakeLists.txt, reached tune as "block_size +256 | time
+    # ([0-9.]+) ms" (CMake takes the backslash): two alternatives, and the time read was block size 1024's.
+    output = "".join(f"block_size {size:4d} | time {ms} ms | bandwidth 1.00 GB/s\n"
+                     for size, ms in ((256, "0.1500"), (1024, "0.2500")))
+    with pytest.raises(ConfigError, match=r"has a \| outside every group: .* write \[\|\] \(in CMake a quoted "):
+        protocol.compile_metric_regex("block_size +256 | time ([0-9.]+) ms")
+    for meant in (r"block_size +256 \| time ([0-9.]+) ms", "block_size +256 [|] time ([0-9.]+) ms",
+                  "block_size +256 [|] time ([0-9.]+) (ms|us)"):
+        assert protocol.parse_output(output, meant).metrics["time_ms"] == 0.15
+
+
 # -- repeats -------------------------------------------------------------------------------
 
 

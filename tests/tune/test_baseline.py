@@ -106,6 +106,31 @@ def test_a_baseline_of_a_target_without_kernels_says_ptxas_found_none_and_what_t
     assert "Fix the build or benchmark first" not in text and not text.endswith("\n")  # no blank line after it
 
 
+def test_a_missing_per_kernel_figure_says_the_regex_missed_only_where_it_did() -> None:
+    # llm.c's layernorm_forward, tuned for occupancy:layernorm_forward_kernel4 without THREADS_PER_BLOCK: the baseline
+    # failed "no kernel's mangled or demangled name matches its regex", of a regex that names a kernel there, before
+    # the cause, the block size nobody declared.
+    report = "".join(
+        f"ptxas info    : Compiling entry function '{name}' for 'sm_90'\n"
+        f"ptxas info    : Function properties for {name}\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 32 registers, 400 bytes cmem[0]\n"
+        for name in ("_Z25layernorm_forward_kernel4PfS_S_PKfS1_S1_ii", "_Z11mean_kernelPfPKfiii"))
+    build = CandidateBuild(True, None, "", 1.0, report)
+    runner = BuildRunner(None, None, parse_objectives(["occupancy:kernel4"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+    evaluated = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {})  # type: ignore[arg-type]
+    assert "regex" not in evaluated.message
+    assert "declares no THREADS_PER_BLOCK: add THREADS_PER_BLOCK" in evaluated.message
+    # ... and the baseline's failure ends there: nothing of the build or benchmark is to fix.
+    assert "Fix the build or benchmark first" not in failed_baseline_text("layernorm_forward", evaluated)
+    # A regex that finds nothing says so, and which kernels there are to name.
+    runner = BuildRunner(None, None, parse_objectives(["registers:kernel9"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+    evaluated = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {})  # type: ignore[arg-type]
+    assert evaluated.message == ("no value for objective(s) registers:kernel9 (no kernel's mangled or demangled name matches its "
+                    "regex; the kernels: layernorm_forward_kernel4, mean_kernel)")
+    assert "Fix the build or benchmark first" not in failed_baseline_text("layernorm_forward", evaluated)
+
+
 def test_only_a_tune_of_compile_time_journals_a_builds_seconds_for_one_to_take() -> None:
     # A new user's compile_time tune after a registers tune took 5 of the latter's journaled evaluations: their
     # compile_seconds, 0.09 s of ptxas alone (the front end kept), against the 2.2 s of a whole compile.

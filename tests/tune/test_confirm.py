@@ -169,3 +169,29 @@ def test_a_compile_time_win_of_one_build_each_is_rebuilt_in_turn_and_pinned_only
     confirmation, tree = compile_time_verdict(faster)
     assert confirmation.better and confirmation.winner_scores == (1.1,) and confirmation.baseline_scores == (3.1,)
     assert tree.builds == ["baseline", "winner"] * 5 + ["winner"]  # then rebuilt to read its objects
+
+
+def test_a_static_winner_whose_registers_are_the_same_allocation_as_the_defaults_is_not_pinned(
+        tmp_path: Path) -> None:
+    # llm.c's layernorm kernel: 23 registers at the defaults, 22 with -Xptxas=--register-usage-level=0, pinned;
+    # the SM allocates both as 24 a thread, so no block size could see the change.
+    said: list[str] = []
+    cache = EvaluationCache(Journal(tmp_path / "kern.jsonl"), OBJECTIVES, said.append)
+    cache.open({"target": "kern", "objectives": [o.spec for o in OBJECTIVES]})
+    defaults = {"spill_bytes": 16.0, "registers": 23.0}
+    baseline = Evaluation("defaults", Proposal(-1, 0, {}), Controls(), True, None, "", defaults, {}, (16.0, 23.0), 1.0)
+    cache.record(baseline, reuse=True)
+
+    def verdict(spills: float, registers: float) -> tuple[bool, str]:
+        figures = {"spill_bytes": spills, "registers": registers}
+        winner = Evaluation(f"w{spills}-{registers}", Proposal(0, 1, {}), Controls(flags=("-maxrregcount=32",)), True,
+                            None, "", figures, {}, (spills, registers), 1.0)
+        tree: Any = CountingTree()
+        confirmation = static_confirmer(cache, said, figures).confirm(baseline, [baseline, winner], tree, tree)
+        return confirmation.better, confirmation.verdict
+
+    better, said_of = verdict(16.0, 22.0)
+    assert not better and "the same registers, the same occupancy at any block size; nothing pinned" in said_of
+    assert verdict(16.0, 16.0)[0]  # 16 a thread: another allocation
+    assert verdict(0.0, 22.0)[0] and verdict(0.0, 24.0)[0]  # fewer spills at the same allocation (24 > 23 too)
+    assert not verdict(0.0, 25.0)[0]  # 32 a thread

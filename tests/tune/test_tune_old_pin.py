@@ -70,6 +70,13 @@ def test_a_static_winner_worse_than_the_pin_keeps_the_pin_unless_forced_and_says
     assert record["controls"]["defines"] == {"TILE": "16"} and "pinned:" in forced.stdout
     assert f"old against new: {said}" in forced.stdout
     assert record["provenance"]["against_old_pin"] == said
+    # The same winner again pins what the pin there already pins, for the same machine code: the file is left as it
+    # is (a second tune of llm.c's softmax_forward rewrote it, its provenance alone changed: a diff to commit).
+    written = (source / "ciq" / "shared_kernels.json").read_bytes()
+    again = _tune("shared_kernels", source, build, "-DTILE=16")
+    assert "replacing the pin" not in again.stdout
+    assert "already pins these controls, for the same machine code: left as it is" in again.stderr, again.stderr
+    assert (source / "ciq" / "shared_kernels.json").read_bytes() == written
 
 
 def test_a_runtime_winner_is_re_measured_beside_the_pin_it_would_replace(tmp_path: Path) -> None:
