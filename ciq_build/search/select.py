@@ -193,10 +193,23 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
     if acf_kind is not None:
         return make_source(settings.strategy, replace(request, acf_space=acf_kind))
     if not space:
-        raise ConfigError(
-            f"nothing to search for {manifest.target}: SEARCH_SPACE {kinds} gives no parameters "
-            "(no PARAMS given, and no knob accepted by this compiler)")
+        raise ConfigError(nothing_to_search(kinds, manifest, toolchain))
     return make_source(settings.strategy, request)
+
+
+def nothing_to_search(kinds: list[str], manifest: Manifest, toolchain: Toolchain) -> str:
+    """Why the space of `kinds` is empty, in the words of the front end the target is declared in, and what to do:
+    `params` without PARAMS (the usual case: `--controls params` on a target that declares none), or `knobs` of
+    which this compiler accepts none."""
+    why = []
+    if "params" in kinds and not manifest.params:
+        where, add = (("its CudaExtension", 'params=["NAME=a,b,c"] (docs/setuptools.md)') if manifest.setuptools else
+                      ("ciq_tune_target()", "PARAMS NAME=a,b,c (docs/cmake.md: PARAMS) and configure again"))
+        why.append(f"params searches the target's PARAMS, and {where} declares none: add {add}")
+    if "knobs" in kinds:
+        why.append(f"the nvcc of CUDA {toolchain.version} accepts none of the compiler knobs")
+    instead = ", or search the compiler's knobs (--controls knobs)" if "knobs" not in kinds else ""
+    return f"nothing to search for {manifest.target}: " + "; ".join(why) + instead
 
 
 def compiler_space_seeding(acf_kind: str, toolchain: Toolchain, architectures: str) -> AcfSeeding:

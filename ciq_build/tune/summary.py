@@ -50,14 +50,20 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
                        kernels: int = 1, baseline: Sequence[float] = ()) -> str:
     """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line.
     `kernels`: how many the target's ptxas report has (a per-kernel objective is suggested where several);
-    `baseline`: the defaults' scores, where one minimised at 0 (no spills) is said to have nothing to lower."""
+    `baseline`: the defaults' scores, where one minimised at 0 (no spills) is said to have nothing to lower, and a
+    percentage maximised at 100 (occupancy) nothing to raise."""
     if not pin and better:
         return "run the same command without --no-pin to pin the winner"
-    # cuda_hgemv's 12 kernels spill nothing: the line offered spill_bytes:<kernel regex>, which is 0 for each.
+    # cuda_hgemv's 12 kernels spill nothing: the line offered spill_bytes:<kernel regex>, which is 0 for each; llm.c's
+    # layernorm kernels all run at 100% occupancy at 256 threads, and it offered occupancy:<kernel regex>.
     floored = [o.name for o, value in zip(objectives, baseline) if o.direction == "min" and value == 0]
+    full = [o.name for o, value in zip(objectives, baseline)
+            if o.direction == "max" and o.kind is not None and o.kind.unit == "%" and value >= 100]
     said = (f"{' and '.join(floored)} {'is' if len(floored) == 1 else 'are'} 0 at the compiler's defaults, "
             "nothing to lower; " if floored else "")
-    whole = [o.name for o in objectives if o.name not in floored
+    said += (f"{' and '.join(full)} {'is' if len(full) == 1 else 'are'} 100% at the compiler's defaults, "
+             "nothing to raise; " if full else "")
+    whole = [o.name for o in objectives if o.name not in floored + full
              and o.kernels is None and o.kind is not None and o.kind.argument == "kernel regex"]
     if kernels > 1 and whole:
         # stdgpu's unordered_map: 28 kernels, the most registers (64) CUB's, whose __launch_bounds__ keep them under

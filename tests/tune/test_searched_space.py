@@ -13,6 +13,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.settings import MeasureSettings, SearchSettings
+from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
@@ -24,14 +25,15 @@ from ciq_build.tune.searched_space import SearchedSpace
 from ciq_build.tune.timeouts import Timeouts
 
 
-def searched(tmp_path: Path, *kinds: str, objectives: tuple[str, ...] = ("registers",)) -> SearchedSpace:
+def searched(tmp_path: Path, *kinds: str, objectives: tuple[str, ...] = ("registers",),
+             params: tuple[str, ...] = ("TILE=8,16",), generator: str = "Ninja") -> SearchedSpace:
     manifest = Manifest(
         target="kern", source_dir=tmp_path, binary_dir=tmp_path, target_source_dir=tmp_path,
         target_binary_dir=tmp_path, cuda_sources=(), object_dir=tmp_path, benchmark=None, metric_regex="",
-        objectives=(), params=("TILE=8,16",), constraints=(), search_space=(), pin_dir=tmp_path,
+        objectives=(), params=params, constraints=(), search_space=(), pin_dir=tmp_path,
         pin_file=tmp_path / "kern.json", timeout=60.0, options_file=tmp_path / "kern.nvcc-options",
-        generator="Ninja", allow_numerics=False, toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
-    settings = SearchSettings(controls=kinds, strategy="random", seed=1, seed_from=("-DTILE=48",))
+        generator=generator, allow_numerics=False, toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+    settings = SearchSettings(controls=kinds, strategy="random", seed=1, seed_from=("-DTILE=48",) if params else ())
     return SearchedSpace(settings, manifest, find_toolchain(), parse_objectives(list(objectives)), tmp_path / "acf")
 
 
@@ -141,3 +143,18 @@ def test_a_resume_fits_the_register_cap_to_the_baseline_a_fresh_build_corrected(
     assert not any("not what a fresh build measures" in line for line in told)
     resumed = space.fitted(right, said.append)
     assert [p.params for p in resumed.ask()] == [p.params for p in space.fitted(baseline(40.0), said.append).ask()]
+
+
+@pytest.mark.parametrize(("generator", "where"), [
+    ("Ninja", "ciq_tune_target() declares none: add PARAMS NAME=a,b,c (docs/cmake.md: PARAMS) and configure again"),
+    ("setuptools", 'its CudaExtension declares none: add params=["NAME=a,b,c"] (docs/setuptools.md)'),
+])
+def test_searching_params_of_a_target_without_params_says_what_to_declare_or_to_search_the_knobs(
+        tmp_path: Path, generator: str, where: str) -> None:
+    # llm.c's layernorm_forward, `tune --controls params` without PARAMS, was told "SEARCH_SPACE ['params'] gives
+    # no parameters (no PARAMS given, and no knob accepted by this compiler)": a Python list, a keyword it had not
+    # used, and knobs nobody asked for. Refused before anything is built, in the front end's own words.
+    with pytest.raises(ConfigError) as refused:
+        searched(tmp_path, "params", params=(), generator=generator).source()
+    assert str(refused.value) == (f"nothing to search for kern: params searches the target's PARAMS, and {where}, "
+                       "or search the compiler's knobs (--controls knobs)")

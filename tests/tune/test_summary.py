@@ -110,6 +110,13 @@ def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
                               "of all 12 kernels") and "spill_bytes:<kernel regex>" not in floored
     assert next_without_a_pin(both, search, pin=True, better=False, baseline=(0.0, 28.0)).startswith(
         "spill_bytes is 0 at the compiler's defaults, nothing to lower; try other objectives")
+    # llm.c's layernorm_forward: 8 kernels, all at 100% occupancy at 256 threads: the line offered
+    # occupancy:<kernel regex>, which is 100 for each.
+    full = next_without_a_pin(parse_objectives(["max:occupancy"]), search, pin=True, better=False, kernels=8,
+                              baseline=(100.0,))
+    assert full.startswith("occupancy is 100% at the compiler's defaults, nothing to raise; try other objectives")
+    assert next_without_a_pin(parse_objectives(["max:occupancy"]), search, pin=True, better=False, kernels=8,
+                              baseline=(75.0,)).startswith("occupancy is a figure of all 8 kernels")
     pinned = run_summary("kern", objectives, (40.0,), (32.0,), [evaluated("a")], False, "better",
                          Path("ciq/kern.json"), Path("journal.jsonl"), {"a"}, next_without_pin=hint)
     assert "nothing beat" not in pinned and "next: commit ciq" in pinned
