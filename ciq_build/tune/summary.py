@@ -103,11 +103,15 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
                 next_without_pin: str = "", next_with_pin: str = "", stopped: str = "",
                 size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "",
-                without_effect: Sequence[str] = (), figures: str = "", occupancy: str = "") -> str:
-    rows = [("objective", "baseline", "best", "change")]
-    for objective, base, best in zip(objectives, baseline_scores, winner_scores):
+                without_effect: Sequence[str] = (), figures: str = "", occupancy: str = "",
+                winner: bool = True) -> str:
+    """The summary's lines. `winner`: whether the verdict found one (it beat the defaults); without, the table shows
+    what the build keeps, the defaults' figures, and the search's best is the verdict's to tell (llm.c's layernorm:
+    the table's "best" said 22 registers where the verdict pinned nothing, 22 and 23 being the same allocation)."""
+    rows = [("objective", "baseline", "best" if winner else "kept", "change")]
+    for objective, base, best in zip(objectives, baseline_scores, winner_scores if winner else baseline_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
-                     change_text(base, best, objective.rate_unit)))
+                     change_text(base, best, objective.rate_unit) if winner else "none (the defaults)"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     table = "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
     fresh = sum(1 for e in evaluations if not e.cached)
@@ -116,10 +120,11 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     reused = f"{fresh} run, {len(evaluations) - fresh - again} from the journal"
     if again:
         reused += f", {again} proposed again (measured once)"
+    whose = "winner" if winner else "the search's best"
     lines = [
         f"ciq_build: {target}",
         table,
-        *(f"  {spec} per size (winner / defaults): {size_ratios_text(ratios)}"
+        *(f"  {spec} per size ({whose} / defaults): {size_ratios_text(ratios)}"
           for spec, ratios in (size_ratios or {}).items() if ratios),
         f"  evaluations: {len(evaluations)} ({reused}); failures: {failure_summary(evaluations)}",
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",

@@ -43,6 +43,21 @@ def test_changes_are_spelt_one_way() -> None:
     assert row.split()[-1] == "-"  # no change to speak of from zero
 
 
+def test_a_tune_without_a_winner_shows_what_the_build_keeps_not_the_searchs_best() -> None:
+    # llm.c's layernorm: "registers 23 22 -4.3%" in the table over a verdict that pinned nothing (22 and 23 registers
+    # are the same allocation). The search's best is the verdict's to tell; the table shows what the build keeps.
+    verdict = "registers: 23 -> 22 (registers are allocated 8 a thread at a time, ...; nothing pinned)"
+    text = run_summary("kern", parse_objectives(["registers"]), (23.0,), (22.0,), [evaluated("a")], False, verdict,
+                       None, Path("journal.jsonl"), {"a"}, winner=False)
+    table = [line.split() for line in text.splitlines()[1:3]]
+    assert table == [["objective", "baseline", "kept", "change"], ["registers", "23", "23", "none", "(the", "defaults)"]]
+    # A winner: the table shows it, and its change.
+    text = run_summary("kern", parse_objectives(["registers"]), (23.0,), (16.0,), [evaluated("a")], False,
+                       "registers: 23 -> 16", None, Path("journal.jsonl"), {"a"})
+    assert [line.split() for line in text.splitlines()[1:3]] == [["objective", "baseline", "best", "change"],
+                                                               ["registers", "23", "16", "-30.4%"]]
+
+
 def coded(flags: tuple[str, ...], code: str, defines: tuple[tuple[str, str], ...] = ()) -> Evaluation:
     return replace(evaluated("+".join(flags)), controls=Controls(flags=flags, defines=defines), code=code)
 
