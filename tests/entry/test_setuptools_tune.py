@@ -278,6 +278,9 @@ def test_the_benchmark_program_is_found_on_path_or_in_the_project(project: Path)
     manifest = extension_manifest(project, ext, toolchain)
     assert manifest.benchmark is not None and manifest.benchmark.path == project / "tools" / "bench"
     assert_valid_manifest(manifest_document(manifest))  # the setuptools writer's manifest passes the schema
+    # Its own nvcc flags, as a tune reads a CMake target's (the numerics knobs they set are left out).
+    ext.nvcc_flags = ("-O3", "--use_fast_math")
+    assert extension_manifest(project, ext, toolchain).cuda_flags == ("-O3", "--use_fast_math")
     ext.ciq_benchmark = ("no-such-benchmark-program",)
     with pytest.raises(ConfigError, match="'no-such-benchmark-program', which is not on PATH"):
         extension_manifest(project, ext, toolchain)
