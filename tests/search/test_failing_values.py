@@ -6,32 +6,10 @@ import random
 from typing import Any
 
 import ciq_build.core.space as ss
+from bench.search_quality.problems import KV_TILE
 from ciq_build.search.configuration import INVALID_SCORE, SearchConfiguration
 from ciq_build.search.failing_values import FailingValues
 from ciq_build.search.portfolio import _FILL, _SEEDED, PortfolioSearch
-
-# The stage-1 space of the FlashInfer hd64 tune on the GPU: ptxas knobs and two source parameters, of which
-# KV = 1 fails to compile whatever the rest (a static_assert: "a configuration upstream never launches").
-KNOBS_AND_TILES: dict[str, ss.Param] = {
-    "allow_expensive": ss.choice(["true", "false"], knockout_prob=0.5),
-    "load_cache": ss.choice(["ca", "cg", "cs", "cv"], knockout_prob=0.5),
-    "store_cache": ss.choice(["wb", "cg", "cs", "wt"], knockout_prob=0.5),
-    "vectorize": ss.literal(True, knockout_prob=0.5),
-    "maxrregcount": ss.range(32, 248, 8, knockout_prob=0.5),
-    "opt_level": ss.range(0, 3, knockout_prob=0.5),
-    "register_usage_level": ss.range(0, 10, knockout_prob=0.5),
-    "CTA": ss.choice([64, 128]),
-    "KV": ss.choice([1, 2, 4, 8]),
-}
-
-
-def attention_time(p: dict[str, Any]) -> Any:
-    if p["KV"] == 1:
-        return INVALID_SCORE
-    time = {2: 1.03, 4: 0.99, 8: 0.95}[p["KV"]] * (1.0 if p["CTA"] == 128 else 1.06)
-    if p.get("maxrregcount") is not None and p["maxrregcount"] < 200:  # spills
-        time *= 1 + (200 - p["maxrregcount"]) / 100
-    return time * (1 - 0.003 * p.get("register_usage_level", 0))
 
 
 def test_a_value_is_known_to_fail_alone_once_its_failures_vary_every_other_parameter_and_chance_cannot_explain_them(
@@ -89,17 +67,18 @@ def test_a_value_that_fails_only_with_a_partner_is_never_known_to_fail_alone() -
 
 
 def test_no_arm_but_the_draws_proposes_a_value_known_to_fail_alone_and_the_failures_fall() -> None:
-    # On the GPU 62 of 193 evaluations of this space's search were KV = 1: the GA's repairs tried the failure with
-    # each other parameter changed. Known to fail alone, the value is proposed only by draws from the whole space.
+    # The stage-1 space of the FlashInfer hd64 tune on an H100 (the tuning set's kvtile): 62 of 193 evaluations of its
+    # search were a KV tile of 1, which never compiles; the GA's repairs tried the failure with each other parameter
+    # changed. Known to fail alone, the value is proposed only by draws from the whole space.
     failed = proposed = 0
     for seed in range(3):
-        search = PortfolioSearch(None, KNOBS_AND_TILES, SearchConfiguration(generations=16, pool_size=12, seed=seed),
+        search = PortfolioSearch(None, KV_TILE.space, SearchConfiguration(generations=16, pool_size=12, seed=seed),
                                  progress=False, remeasure=False)
         while batch := search.ask():
             for candidate in batch:
                 if search._arm_of[candidate.id] not in (_FILL, _SEEDED):
                     assert not search.failing_alone.carries(candidate.genome)
-                result = attention_time(candidate.params)
+                result = KV_TILE.objective(candidate.params)
                 failed += result == INVALID_SCORE
                 proposed += 1
                 search.tell(candidate, result)
