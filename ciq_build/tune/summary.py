@@ -46,6 +46,23 @@ def runs_summary(evaluations: Sequence[Evaluation], repeats: int) -> str:
     return text
 
 
+NEVER_WORKED_AFTER = 5  # candidates that set a PARAMS value, all failed, before the summary names it
+
+
+def params_never_working(evaluations: Sequence[Evaluation]) -> list[str]:
+    """`-DNAME=VALUE` for each PARAMS value that failed in every one of NEVER_WORKED_AFTER or more candidates, where
+    another value of the same name worked: likely a value the source cannot build or run (FlashInfer's KV tile of 1
+    failed in 62 of 193 candidates of a GPU tune, its static_assert naming "a configuration upstream never launches"),
+    which a CONSTRAINT or a shorter PARAMS list leaves out of every later search."""
+    carried: dict[tuple[str, str], list[bool]] = {}
+    for evaluation in evaluations:
+        for define in evaluation.controls.defines:
+            carried.setdefault(define, []).append(evaluation.ok)
+    working_names = {name for (name, _), oks in carried.items() if any(oks)}
+    return [f"-D{name}={value} failed in all {len(oks)}" for (name, value), oks in sorted(carried.items())
+            if len(oks) >= NEVER_WORKED_AFTER and not any(oks) and name in working_names]
+
+
 def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool,
                        kernels: int = 1, baseline: Sequence[float] = ()) -> str:
     """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line.
@@ -127,6 +144,9 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
         *(f"  {spec} per size ({whose} / defaults): {size_ratios_text(ratios)}"
           for spec, ratios in (size_ratios or {}).items() if ratios),
         f"  evaluations: {len(evaluations)} ({reused}); failures: {failure_summary(evaluations)}",
+        *([f"  never worked: {'; '.join(never)} candidates that set it: if the source cannot build or run it, leave "
+           "it out of PARAMS or add a CONSTRAINTS expression (docs/cmake.md), and later searches will not spend "
+           "candidates on it"] if (never := params_never_working(evaluations)) else []),
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
         *([f"  figures: {figures}"] if figures else []),
         *([f"  occupancy: {occupancy}"] if occupancy else []),
