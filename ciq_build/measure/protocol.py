@@ -454,7 +454,7 @@ class OutputReader:
         value, why = self._regex_value(found)
         if value is None and (self.sampling or _read_value(found, None, self.shift)[0] is None):
             # Not a number at all; or a bad sample: every sample is used.
-            self._problem(f"METRIC regex captured {clip(found)!r}: {why}")
+            self._problem(f"METRIC regex captured {clip(found)!r}: {why}{_later_number(clock.search(line))}")
         elif value is None:
             # A time below the floor counts only if it is the one used (the last match): a benchmark
             # printing each iteration's time may print a 0.0 warm-up line before its real figure.
@@ -544,6 +544,11 @@ def _search_time(clock: _RegexClock, line: str) -> str | None:
         return None
     group = match.group(1)
     return group if isinstance(group, str) else None  # a group that did not take part
+
+
+def _later_number(match: regex.Match[str] | None) -> str:  # cuda-ground-up's "size \\(([0-9x]+)\\): ([0-9.]+)"
+    later = [(i, g) for i, g in enumerate(match.groups()[1:] if match else (), 2) if g and _read_value(g, None)[0] is not None]
+    return f" ({load_rules().message('metric_later_group', index=str(later[0][0]), value=clip(later[0][1]))})" if later else ""
 
 
 def _read_value(raw: str, unit: str | None, shift: int = 0, printed_unit: str | None = None

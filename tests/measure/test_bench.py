@@ -536,6 +536,23 @@ def test_parser_rules_for_duplicates_checks_and_the_regex() -> None:
     assert protocol.parse_output(text).metrics["time"] == 1.5
 
 
+def test_a_metric_whose_first_group_took_no_number_says_which_later_group_did() -> None:
+    # cuda-ground-up's gemm_runner: a METRIC with a group around the size too read "4096x4096x4096" as the time,
+    # said as "not a number" and nothing more: the number was the regex's second group.
+    line = "kernel 5 (2D tiling) (blockDim(16,16)) GFLOPS for size (4096x4096x4096): 12345.6"
+    parsed = protocol.parse_output(line, r"GFLOPS for size \(([0-9x]+)\): ([0-9.]+)", "GFLOPS")
+    assert "time" not in parsed.metrics
+    assert parsed.problems == (
+        "METRIC regex captured '4096x4096x4096': not a number (the time is METRIC's first group, and its group 2 took "
+        "the number '12345.6': make the groups before that one non-capturing, (?:...), and match a literal ( as [(] "
+        "(in CMake a quoted \\( is a plain (: CMake takes the backslash))",)
+    # No later group holds a number: the message is as before.
+    assert protocol.parse_output("time: n/a ms (run 3)", r"time: (\S+) ms \(run (x)?").problems == (
+        "METRIC regex captured 'n/a': not a number",)
+    fixed = protocol.parse_output(line, r"GFLOPS for size [(](?:[0-9x]+)[)]: ([0-9.]+)", "GFLOPS")
+    assert fixed.problems == () and round(fixed.metrics["time"], 6) == round(1000 / 12345.6, 6)
+
+
 @pytest.mark.parametrize(
     "lines",
     [["CIQ_CHECK PASS", "CIQ_CHECK FAIL"], ["CIQ_CHECK FAIL", "CIQ_CHECK PASS"], ["CIQ_CHECK maybe"]],
