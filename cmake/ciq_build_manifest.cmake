@@ -4,7 +4,8 @@
 #   Writes <CMAKE_BINARY_DIR>/ciq/targets/<target>.json at generate time (file(GENERATE)): what the
 #   tuning driver reads of a registered target (ciq_build/project/manifest.py reads it; its JSON Schema
 #   is docs/target-manifest.schema.json), from the properties ciq_tune_target() set and the CUDA
-#   sources and architectures _ciq_finalize_target() found.
+#   sources and architectures _ciq_finalize_target() found; and beside it the target's own nvcc flags
+#   (_ciq_write_cuda_flags).
 #
 # Separate because it is the module's one interface to the Python driver, a JSON document whose fields
 # change with the driver's manifest, not with how a call is checked or a pin applied; and it owns the
@@ -18,9 +19,10 @@ include_guard(GLOBAL)
 # ciq_tune_target() call registered"). Deferred by ciq_build.cmake once a configure, calls or none.
 function(_ciq_drop_stale_manifests)
   get_property(registered GLOBAL PROPERTY CIQ_BUILD_TARGETS)
-  file(GLOB manifests "${CMAKE_BINARY_DIR}/ciq/targets/*.json")
+  file(GLOB manifests "${CMAKE_BINARY_DIR}/ciq/targets/*.json" "${CMAKE_BINARY_DIR}/ciq/targets/*.cuda-flags-*")
   foreach(manifest IN LISTS manifests)
-    get_filename_component(name "${manifest}" NAME_WLE)
+    get_filename_component(name "${manifest}" NAME)
+    string(REGEX REPLACE "(\\.json|\\.cuda-flags-.*)$" "" name "${name}")
     if(NOT name IN_LIST registered)
       file(REMOVE "${manifest}")
     endif()
@@ -147,6 +149,36 @@ function(_ciq_write_manifest)
     "$<$<BOOL:${objects}>:\"$<JOIN:${objects},\"$<COMMA> \">\">" manifest "${manifest}")
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.json"
     CONTENT "${manifest}")
+  _ciq_write_cuda_flags(${target})
+endfunction()
+
+# _ciq_write_cuda_flags(<target>): the target's own nvcc flags, one a line, in
+# <CMAKE_BINARY_DIR>/ciq/targets/<target>.cuda-flags-<config> (ciq_build.project.manifest.read_cuda_flags):
+# CMAKE_CUDA_FLAGS, the configuration's CMAKE_CUDA_FLAGS_<CONFIG>, then the target's COMPILE_OPTIONS as CUDA
+# compiles see them, so that a tune leaves out the numerics knobs they already fix (--use_fast_math sets -ftz,
+# -prec-div, -prec-sqrt). A file of its own, not a manifest field: a flag may hold quotes or backslashes, which
+# JSON written at generate time cannot escape. Evaluated for CUDA alone (file(GENERATE) evaluates once per enabled
+# language, and $<COMPILE_LANGUAGE:CUDA> holds only in CUDA's), one file per configuration (an option may
+# depend on it, and a file written twice with different content fails the generate step).
+function(_ciq_write_cuda_flags target)
+  separate_arguments(flags NATIVE_COMMAND "${CMAKE_CUDA_FLAGS}")
+  set(lines "")
+  foreach(flag IN LISTS flags)
+    _ciq_genex_literal(flag "${flag}")
+    string(APPEND lines "${flag}\n")
+  endforeach()
+  foreach(config IN LISTS CMAKE_CONFIGURATION_TYPES CMAKE_BUILD_TYPE)
+    string(TOUPPER "${config}" upper)
+    separate_arguments(flags NATIVE_COMMAND "${CMAKE_CUDA_FLAGS_${upper}}")
+    foreach(flag IN LISTS flags)
+      if(NOT flag MATCHES "[$>]")  # (no nvcc numerics flag has one; inside $<...> it would need escaping)
+        string(APPEND lines "$<$<CONFIG:${config}>:${flag}\n>")
+      endif()
+    endforeach()
+  endforeach()
+  set(options "$<TARGET_PROPERTY:${target},COMPILE_OPTIONS>")
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.cuda-flags-$<CONFIG>"
+    CONTENT "${lines}$<JOIN:${options},\n>\n" CONDITION "$<COMPILE_LANGUAGE:CUDA>" TARGET ${target})
 endfunction()
 
 # _ciq_json_string(<out> <value>): <value> as a quoted JSON string.

@@ -482,5 +482,39 @@ ACF44 = Problem(
     ACF44_OPTIMUM * 1.01,  # within 1% of the optimum
 )
 
+
+
+def kv_tile_time(p: dict[str, Any]) -> Any:
+    # The stage-1 space of FlashInfer's hd64 tune on an H100 (docs/results/tensor-cores-attention-hd64-h100-on-params-
+    # summaries.txt): a KV tile of 1 never compiles (upstream's static_assert), 8 is fastest, a query tile of 64 is
+    # slower, a register cap below 200 spills, the register usage level and the write-through store help a little.
+    if p["KV"] == 1:
+        return INVALID_SCORE
+    time = {2: 1.03, 4: 0.99, 8: 0.95}[p["KV"]] * (1.0 if p["CTA"] == 128 else 1.06)
+    if p.get("maxrregcount") is not None and p["maxrregcount"] < 200:
+        time *= 1 + (200 - p["maxrregcount"]) / 100
+    time *= 1 - 0.003 * p.get("register_usage_level", 0)
+    return time * (0.998 if p.get("store_cache") == "wt" else 1.0)
+
+
+KV_TILE_OPTIMUM = 0.95 * (1 - 0.003 * 10) * 0.998
+
+KV_TILE = Problem(
+    "kvtile (a source parameter's value that never compiles: the GPU's hd64 stage-1 space)",
+    {
+        "allow_expensive": ss.choice(["true", "false"], knockout_prob=0.5),
+        "load_cache": ss.choice(["ca", "cg", "cs", "cv"], knockout_prob=0.5),
+        "store_cache": ss.choice(["wb", "cg", "cs", "wt"], knockout_prob=0.5),
+        "vectorize": ss.literal(True, knockout_prob=0.5),
+        "maxrregcount": ss.range(32, 248, 8, knockout_prob=0.5),
+        "opt_level": ss.range(0, 3, knockout_prob=0.5),
+        "register_usage_level": ss.range(0, 10, knockout_prob=0.5),
+        "CTA": ss.choice([64, 128]),
+        "KV": ss.choice([1, 2, 4, 8]),
+    },
+    kv_tile_time,
+    KV_TILE_OPTIMUM * 1.0005,  # the level at 10 and the store write-through: what a search of 192 evaluations finds
+)
+
 TUNING = [SEEDS_EXAMPLE, MIXED12, HALF_INVALID, PLATEAU, DISCONNECTED, DECOY, KNOBS, NK, TRAP, RASTRIGIN, ROSENBROCK,
-          DEEP_DECOY, JITTERY_KNOBS, ACF44, RIPPLED_DECOY]
+          DEEP_DECOY, JITTERY_KNOBS, ACF44, RIPPLED_DECOY, KV_TILE]

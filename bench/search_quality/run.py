@@ -692,9 +692,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"budget: {args.generations} generations x {args.pool} = {args.generations * args.pool} evaluations "
           f"(two objectives: {mo_generations} x {args.pool}), {args.seeds} seeds each; "
           "median [p25-p75] over seeds; best = lowest score, or hypervolume / true front's for two objectives; "
-          "evals = evaluations to reach the target; hit = seeds reaching it within the budget")
+          "evals = evaluations to reach the target; hit = seeds reaching it within the budget; failed = the share of "
+          "the budget's evaluations that failed, over all seeds")
     header = (f"{'problem':42} {'target':>6} | {'engine':9} {'best [p25-p75]':>26} "
-              f"{'evals [p25-p75]':>26} {'hit':>5} {'time':>6}")
+              f"{'evals [p25-p75]':>26} {'hit':>5} {'failed':>6} {'time':>6}")
     rows = []
     for problem in problems:
         gens, budget = _budget(problem, args.generations, args.pool, mo_generations)
@@ -715,8 +716,10 @@ def main(argv: list[str] | None = None) -> int:
             elapsed = time.perf_counter() - started
             b1, b2, b3 = (_fmt_best(problem, v) for v in s.best())
             e1, e2, e3 = (_fmt_evals(v, horizon) for v in s.evals())
+            within = [run.scores[:budget] for run, _ in runs]
+            failed = sum(scores.count(None) for scores in within) / max(1, sum(map(len, within)))
             print(f"{problem.name:42} {problem.target:6g} | {name:9} {b2 + ' [' + b1 + '-' + b3 + ']':>26} "
-                  f"{e2 + ' [' + e1 + '-' + e3 + ']':>26} {s.hit_share:5.0%} {elapsed:5.1f}s", flush=True)
+                  f"{e2 + ' [' + e1 + '-' + e3 + ']':>26} {s.hit_share:5.0%} {failed:6.1%} {elapsed:5.1f}s", flush=True)
         if problem.noise:
             _print_gains(problem, stats)
         rows.append((problem, budget, stats))

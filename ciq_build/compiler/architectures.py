@@ -9,6 +9,7 @@ only: which architectures a toolkit can build is probed (compiler.toolchain), th
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ciq_build.errors import ToolchainError
 
@@ -70,3 +71,25 @@ def arch_number(arch: str) -> str:
 def arch_generation(arch: str) -> int:
     """The SM generation (90) of "90a", "sm_90a", "compute_90", ...: its number without the letter."""
     return int(arch_number(arch).rstrip("abcdefghijklmnopqrstuvwxyz"))
+
+
+# nvcc's options that choose machine code, in the spellings a CMakeLists writes them ("-arch=sm_75", "-arch sm_75",
+# "--gpu-architecture=sm_75", "-gencode arch=compute_75,code=sm_75", "--generate-code=...", "-code=sm_75").
+_ARCH_OPTIONS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code")
+_REAL_CODE = re.compile(r"\bsm_(\d+[a-z]?)\b")
+
+
+def flag_architectures(flags: Sequence[str]) -> dict[str, str]:
+    """The architectures (arch names, "75") whose machine code nvcc `flags` ask for themselves, each with the flag
+    that asks ("-arch=sm_75"), in their order: CMAKE_CUDA_FLAGS' `-arch=sm_75` builds sm_75 besides
+    CUDA_ARCHITECTURES' (cuda-ground-up's CMakeLists)."""
+    found: dict[str, str] = {}
+    for i, flag in enumerate(flags):
+        option, joined, value = flag.partition("=")
+        if option not in _ARCH_OPTIONS:
+            continue
+        if not joined and i + 1 < len(flags):
+            value, flag = flags[i + 1], f"{flag} {flags[i + 1]}"
+        for arch in _REAL_CODE.findall(value):
+            found.setdefault(arch, flag)
+    return found

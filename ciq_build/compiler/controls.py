@@ -18,7 +18,7 @@ import hashlib
 import numbers
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -361,6 +361,48 @@ KNOBS: tuple[Knob, ...] = (
 )
 
 _KNOBS_BY_NAME: dict[str, Knob] = {knob.name: knob for knob in KNOBS}
+
+# What nvcc's documentation says --use_fast_math implies (measured with nvcc 13.3 on sm_90: --use_fast_math with
+# -ftz=true is the same cubin as without; with -fmad=false, or after -ftz=false, another).
+FAST_MATH = "--use_fast_math"
+FAST_MATH_IMPLIES = {"ftz": "true", "prec-div": "false", "prec-sqrt": "false", "fmad": "true"}
+
+
+def _numerics_set(flags: Sequence[str]) -> tuple[dict[str, str], bool]:
+    """The floating-point options a target's own nvcc `flags` set ({"ftz": "false"}; -ftz=false, --ftz false), and
+    whether they hold --use_fast_math; a later flag over an earlier one, as nvcc reads them."""
+    explicit: dict[str, str] = {}
+    fast = False
+    words = [w for flag in flags for w in flag.removeprefix("SHELL:").split()]
+    for i, word in enumerate(words):
+        name, equals, value = word.lstrip("-").partition("=")
+        name = name.replace("_", "-")
+        if word.startswith("-") and name == "use-fast-math":
+            fast = True
+        elif word.startswith("-") and name in FAST_MATH_IMPLIES:
+            explicit[name] = value if equals else (words[i + 1] if i + 1 < len(words) else "")
+    return explicit, fast
+
+
+def knobs_set_by(flags: Sequence[str]) -> dict[str, str]:
+    """The numerics knobs whose option the target's own nvcc `flags` already set, each with the flag that sets it:
+    a value it sets itself (-ftz=false) leaves the knob's other value contradicting the target's choice, and one
+    --use_fast_math implies the knob's value again (a candidate of the same code); -fmad=false is still searched
+    over --use_fast_math, which implies -fmad=true but leaves contraction the target's to refine."""
+    explicit, fast = _numerics_set(flags)
+    set_by: dict[str, str] = {}
+    for k in KNOBS:
+        option, _, value = k.template.lstrip("-").partition("=")  # each numerics knob is one flag: -ftz=true
+        if not k.numerics:
+            continue
+        if k.template == FAST_MATH:
+            if fast:
+                set_by[k.name] = FAST_MATH
+        elif option in explicit:
+            set_by[k.name] = f"-{option}={explicit[option]}"
+        elif fast and FAST_MATH_IMPLIES.get(option) == value:
+            set_by[k.name] = FAST_MATH
+    return set_by
 
 # The register cap's values are fitted to the kernels (`register_caps`): the catalogue's grid above is what the
 # compiler is probed with, and what is searched where no register count is known.

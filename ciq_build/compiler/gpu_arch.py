@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ciq_build.compiler.architectures import arch_name, split_architectures
+from ciq_build.compiler.architectures import arch_name, architecture_list, split_architectures
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 
@@ -109,6 +109,8 @@ class ArchitecturePlan:
     why: str
     jit: str | None  # the line said before the search when the build has no SASS for the GPU
     native: str | None = None  # the line said before the baseline when the build names "native"
+    flags: str | None = None  # the line said before the baseline when the target's own flags build other code
+    built: str = ""  # every architecture whose machine code the build has: CUDA_ARCHITECTURES' and its flags'
 
     def describe(self) -> str:
         """One line: which architecture each figure is for."""
@@ -122,7 +124,7 @@ class ArchitecturePlan:
     def say(self, warn: Callable[[str], None], say: Callable[[str], None]) -> None:
         """What a tune says of it before the baseline: the warnings (a "native" build, JIT-compiled PTX), then
         which architecture each figure is for."""
-        for note in (self.native, self.jit):
+        for note in (self.native, self.flags, self.jit):
             if note:
                 warn(note)
         if self.describe():
@@ -150,23 +152,41 @@ def native_note(target: str, architectures: str, gpu: int | None) -> str | None:
             f"any GPU. Set CUDA_ARCHITECTURES to the architectures you run on (e.g. 90a) to tune and pin those")
 
 
+def flags_note(target: str, architectures: str, extra: Mapping[str, str]) -> str | None:
+    """The one line said before a tune of a target whose own nvcc flags (`extra`: arch -> the flag) build machine
+    code that CUDA_ARCHITECTURES does not name, or None: each candidate compiles it too, and a pin is applied by
+    CUDA_ARCHITECTURES alone."""
+    if not extra:
+        return None
+    named = ", ".join(sorted(set(extra.values())))
+    return (f"{target}'s own nvcc flags ({named}) build {', '.join(sm(a) for a in extra)} machine code too, which "
+            f"CUDA_ARCHITECTURES ({architectures or 'none'}) does not name: every candidate compiles it as well, its "
+            f"figures are the 'not scored' ones, and a pin is checked against CUDA_ARCHITECTURES alone. To tune "
+            f"only what you run, take {named} out of the flags (CMAKE_CUDA_FLAGS, target_compile_options) and list "
+            f"the architectures in CMAKE_CUDA_ARCHITECTURES")
+
+
 def plan_architectures(target: str, architectures: str, gpu: int | None, asked: str | None,
-                       static: Sequence[str], timed: bool) -> ArchitecturePlan:
+                       static: Sequence[str], timed: bool, flag_archs: Mapping[str, str] | None = None) -> ArchitecturePlan:
     """The plan of a tune of `target`, or a ConfigError when a static objective (of `static`) would describe
     other machine code than the benchmark's GPU runs (`timed`: some objective is a benchmark's). Without one,
     `gpu` is this machine's GPU (None: none here): a tune of static objectives alone scores its architecture too,
-    since the code a user tunes on a machine with a GPU is the code that GPU runs."""
-    scored, why = scored_architecture(architectures, gpu, asked,
+    since the code a user tunes on a machine with a GPU is the code that GPU runs. `flag_archs`: the architectures
+    the target's own nvcc flags build (architectures.flag_architectures), CUDA_ARCHITECTURES' first among them."""
+    named = architecture_list(architectures)
+    extra = {arch: flag for arch, flag in (flag_archs or {}).items() if arch not in named}
+    built = ";".join([architectures, *extra]) if architectures and extra else architectures or ";".join(extra)
+    scored, why = scored_architecture(built, gpu, asked,
                                       "the benchmark GPU" if timed else "this machine's GPU")
     jit = None
-    if gpu is not None and timed and not has_sass_for(architectures, gpu):
-        jit = jit_note(target, architectures, gpu)
+    if gpu is not None and timed and not has_sass_for(built, gpu):
+        jit = jit_note(target, built, gpu)
         if static:
             raise ConfigError(
-                f"{', '.join(static)} would be read from the {sm(scored or arch_name(architectures))} machine code "
+                f"{', '.join(static)} would be read from the {sm(scored or arch_name(built))} machine code "
                 f"of {target}, but the benchmark's GPU ({sm(gpu)}) runs PTX JIT-compiled for it at load: the "
                 f"figures would describe two different programs. Add {gpu} to CUDA_ARCHITECTURES (or tune "
                 f"--architecture {gpu} once it is built), or tune the benchmark's objectives alone.")
     # The plan's GPU is the one the times are of: none without a benchmark.
     return ArchitecturePlan(gpu if timed else None, scored if static else None, why, jit,
-                            native_note(target, architectures, gpu))
+                            native_note(target, architectures, gpu), flags_note(target, architectures, extra), built)

@@ -14,7 +14,7 @@ it is): the reader, the document the setuptools backend writes
 schema cannot say stays with the reader (`_check_relations`): that the target
 names its file, that every object lies under object_dir, that METRIC compiles
 with a group, that the objectives parse and that a benchmark objective has a
-benchmark.
+benchmark. Beside it, the target's own nvcc flags (`read_cuda_flags`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +208,10 @@ class Manifest:
     toolchain: ManifestToolchain = field(metadata=in_json(
         object_form(ManifestToolchain, _UNKNOWN), "the CUDA compiler"))
     path: Path | None = None  # the manifest file it was read from
+    # The target's own nvcc flags (CMAKE_CUDA_FLAGS, its COMPILE_OPTIONS for CUDA; a CudaExtension's nvcc_flags): a
+    # file beside the manifest (`read_cuda_flags`), not a field of it, as JSON written at generate time cannot
+    # escape them. The numerics knobs they already fix are left out of a tune (ciq_build.compiler.controls).
+    cuda_flags: tuple[str, ...] = ()
     # tune --architecture: the one architecture (arch_name spelling) this tune builds and pins an
     # entry for; toolchain.architectures is then that architecture's entry alone. "" for all.
     tune_architecture: str = ""
@@ -302,9 +307,27 @@ def read_manifest(path: Path) -> Manifest:
     fail = _failure(path)
     data = as_object(fail, "(top level)", _load_json(path))
     manifest = Manifest(**read_object(Manifest, fail, "", data,
-                                      f"{_UNKNOWN} (written by a different ciq_build version?)"), path=path)
+                                      f"{_UNKNOWN} (written by a different ciq_build version?)"), path=path,
+                        cuda_flags=read_cuda_flags(path))
     _check_relations(manifest, fail)
     return manifest
+
+
+CUDA_FLAGS_SUFFIX = ".cuda-flags-"  # <target>.cuda-flags-<config>, one a configuration (cmake/ciq_build_manifest.cmake)
+
+
+def read_cuda_flags(manifest: Path) -> tuple[str, ...]:
+    """The target's own nvcc flags, one a line in the files the CMake module writes beside its `manifest`, one a
+    configuration: those every configuration's build passes (a multi-config tree's), in the first one's order; ()
+    where there is none (a tree configured by an older ciq_build) or one cannot be read."""
+    files = sorted(manifest.parent.glob(glob_escape(manifest.stem + CUDA_FLAGS_SUFFIX) + "*"))
+    try:
+        each = [[line for line in file.read_text().splitlines() if line] for file in files]
+    except (OSError, UnicodeDecodeError):
+        return ()
+    if not each:
+        return ()
+    return tuple(flag for flag in each[0] if all(flag in flags for flags in each[1:]))
 
 
 def _check_relations(manifest: Manifest, fail: Fail) -> None:

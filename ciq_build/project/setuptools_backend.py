@@ -199,7 +199,7 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
         generator=SETUPTOOLS_GENERATOR,
         allow_numerics=ext.allow_numerics,
         toolchain=ManifestToolchain(toolchain.nvcc, toolchain.version, ";".join(ext.cuda_architectures)),
-        objects=tuple(object_for(s, object_dir) for s in cuda_sources),
+        objects=tuple(object_for(s, object_dir) for s in cuda_sources), cuda_flags=ext.nvcc_flags,
     )
 
 

@@ -106,15 +106,19 @@ def _evaluations(path: Path) -> int:
         return 0  # an unreadable journal says nothing either way
 
 
+OBJECTIVES_COLUMN = "objectives (the pin's; no pin: the target's)"
+
+
 def list_targets(backend: BuildBackend) -> str:
     manifests = [backend.manifest(target) for target in backend.targets()]
     if not manifests:
         return backend.no_targets()
-    rows = [("target", "benchmark", "objectives", "pin")]
+    # The objectives column: what the pin was tuned for, where there is one; else what the target registers (empty:
+    # tune picks, time with a benchmark, else static metrics). Its header says so: under a bare "objectives" a pin's
+    # read as the target's OBJECTIVES (the llm.c trial's).
+    rows = [("target", "benchmark", OBJECTIVES_COLUMN, "pin")]
     for manifest in manifests:
         bench = manifest.benchmark.target if manifest.benchmark else "(static only)"
-        # What the pin was tuned for, when there is one; else what ciq_tune_target registers
-        # (empty: tune picks, time with a benchmark, else static metrics).
         objectives = ",".join(manifest.objectives) or "(tune picks)"
         pin = "(none)"
         if manifest.pin_file.is_file():

@@ -32,10 +32,11 @@ arm proposed it:
   three flags that is a loss flag by flag.
 
 Every arm but the space-filling one proposes only what the portfolio finds
-promising: untried, and, in a flag space, without a pair of values known to
-fail (ciq_build.search.failing_pairs). Draws from the whole space are exempt: a
-pair is known to fail by inference, and only a configuration proposed without
-it can refute it.
+promising: untried, without a value known to fail alone
+(ciq_build.search.failing_values) and, in a flag space, without a pair of values
+known to fail (ciq_build.search.failing_pairs). Draws from the whole space are
+exempt: both are known by inference, and only a configuration proposed without
+them can refute them.
 """
 
 from __future__ import annotations

@@ -69,6 +69,7 @@ from ciq_build.search.batch import BatchSearch, Candidate, SearchOptions
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.diverse import DiverseArm
 from ciq_build.search.failing_pairs import FailingPairs
+from ciq_build.search.failing_values import FailingValues
 from ciq_build.search.genetic import BatchSource, first_pool
 from ciq_build.search.pooled import PooledScores
 from ciq_build.search.strategy import GRID, SearchRequest, configured
@@ -201,6 +202,7 @@ class PortfolioSearch(BatchSearch):
         self._pick: Genome | None = None  # with noise: the best, chosen before the last batch measures it afresh
         self._exhausted = False  # every configuration of the (small) space has been proposed
         self.failing = FailingPairs()  # pairs of values known to fail: what no arm but the draws proposes
+        self.failing_alone = FailingValues(self.space)  # and values that fail whatever the others, in any space
         self.ga = GeneticArm(self)
         self.local = LocalArm(self)
         self.arms: list[Arm] = [self.ga, SpaceFillingArm(self), self.local]
@@ -232,12 +234,15 @@ class PortfolioSearch(BatchSearch):
         return genome not in self._seen and self.space.allows(genome)
 
     def known_to_fail(self, genome: Genome) -> bool:
-        """In a flag space: whether `genome` carries a pair of values known to fail."""
-        return self.flags and self.failing.carries(genome)
+        """Whether `genome` carries a value known to fail alone, or in a flag space a pair of values known to fail."""
+        return self.failing_alone.carries(genome) or (self.flags and self.failing.carries(genome))
 
     def to_change(self, genome: Genome) -> frozenset[int] | None:
-        """The parameters a single change of `genome` must touch to carry no pair known to fail (None: any)."""
-        return self.failing.to_change(genome) if self.flags else None
+        """The parameters a single change of `genome` must touch to carry no value or pair known to fail (None:
+        any)."""
+        alone = self.failing_alone.to_change(genome)
+        pairs = self.failing.to_change(genome) if self.flags else None
+        return pairs if alone is None else alone if pairs is None else alone & pairs
 
     def promising(self, genome: Genome) -> bool:
         """Untried, and not known to fail."""
@@ -341,6 +346,7 @@ class PortfolioSearch(BatchSearch):
                     self._sample(candidate.genome, fitness)
                 continue
             self.measured[candidate.genome] = evaluation.scores if evaluation.ok else None
+            self.failing_alone.add(candidate.genome, evaluation.ok)
             if self.flags:
                 self.failing.add(candidate.genome, evaluation.ok)
             before = self._best[0][0] if self._best is not None else math.inf

@@ -14,7 +14,17 @@ from pathlib import Path
 
 import ciq_build.core.space as ss
 from ciq_build.compiler.architectures import architecture_list
-from ciq_build.compiler.controls import KNOB_PREFIX, REGISTER_CAP_FLOOR, AcfRef, knob, knob_space, register_caps
+from ciq_build.compiler.controls import (
+    FAST_MATH,
+    FAST_MATH_IMPLIES,
+    KNOB_PREFIX,
+    REGISTER_CAP_FLOOR,
+    AcfRef,
+    knob,
+    knob_space,
+    knobs_set_by,
+    register_caps,
+)
 from ciq_build.compiler.probe import acf_refusals
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.constraints import parse_constraints
@@ -130,6 +140,20 @@ def register_cap_line(registers: int | None, whose: str = "") -> str:
             "a cap at or above what a kernel uses leaves its code as it is)")
 
 
+def numerics_line(manifest: Manifest, allow_numerics: bool) -> str:
+    """The tune's line, before the search, on the numerics knobs left out because the target's own flags already set
+    their options ("" where none): llm.c's --use_fast_math made 4 of the 5 repeat it, and the space 16 times larger."""
+    set_by = knobs_set_by(manifest.cuda_flags) if allow_numerics else {}
+    if not set_by:
+        return ""
+    setters = sorted(set(set_by.values()))
+    implies = " ".join(f"-{option}={value}" for option, value in FAST_MATH_IMPLIES.items())
+    said = ", ".join(f"{flag} (which implies {implies})" if flag == FAST_MATH else flag for flag in setters)
+    return (f"numerics: {', '.join(knob(name).template for name in set_by)} left out of the search: the target's own "
+            f"flags already set {'it' if len(set_by) == 1 else 'them'}: {said}; a candidate with one would repeat the "
+            "target's choice or overrule it")
+
+
 def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allow_numerics: bool,
                 objectives: list[Objective], registers: int | None = None) -> dict[str, Param]:
     """The searched space; with the baseline's `registers`, the register cap fitted to them (`fit_register_cap`)."""
@@ -137,7 +161,8 @@ def build_space(kinds: list[str], manifest: Manifest, toolchain: Toolchain, allo
     if "knobs" in kinds:
         arch = _first_arch(manifest.toolchain.architectures)
         knobs = knob_space(toolchain, allow_numerics, arch=arch)
-        left_out = _compile_time_knobs_left_out(objectives)
+        left_out = _compile_time_knobs_left_out(objectives) + tuple(
+            KNOB_PREFIX + name for name in knobs_set_by(manifest.cuda_flags))
         knobs = {name: param for name, param in knobs.items() if name not in left_out}
         space.update(fit_register_cap(knobs, registers))
     if "params" in kinds:

@@ -10,7 +10,7 @@ from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import GPU_ARCH_METRIC, sm
 from ciq_build.core.causes import Cause
-from ciq_build.core.objectives import named_scores, unbenchmarked_names
+from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_names, with_unit
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
 from ciq_build.project.sources import Snapshot
 from ciq_build.project.worker import WorkerTree
@@ -77,8 +77,11 @@ def baseline_for_search(runner: BuildRunner, trusted: Callable[[Evaluation, Work
     if fitting or (scored is not None and set(architecture_list(built_architectures)) != {scored}):
         baseline = trusted(baseline, tree, ("registers",) if fitting else ())
     if runner.other_architectures:
-        say("not scored: " + "; ".join(f"{sm(arch)} {', '.join(f'{k} {v}' for k, v in figures.items())}"
-                                       for arch, figures in runner.other_architectures.items()))
+        static = [o for o in runner.objectives if o.source == "static"]
+        say("not scored: " + "; ".join(
+            f"{sm(arch)} " + ", ".join(f"{o.spec} {with_unit(o, figures[metric_key(o)])}" for o in static
+                                       if metric_key(o) in figures)
+            for arch, figures in runner.other_architectures.items()))
     return baseline
 
 

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TextIO, TypeVar
 
 from ciq_build.compiler import occupancy
-from ciq_build.compiler.architectures import architecture_list
+from ciq_build.compiler.architectures import architecture_list, flag_architectures
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures, read_gpu_arch
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
@@ -211,7 +211,7 @@ class TuneRun:
         trusted = Confirmer(self.runner, self.cache, self.objectives, self.settings.measure, timeouts,
                             self.settings.search.pick, self.manifest.target, self._say, _warn).trusted_baseline
         baseline = baseline_for_search(self.runner, trusted, baseline, base_tree, fitting,
-                                       self.manifest.toolchain.architectures, self._say)
+                                       self.architectures.built, self._say)
         self.runner.size_reference = {name: value for name, value in baseline.metrics.items()
                                       if SIZE_SEPARATOR in name}
         self.runner.code_context = self._key(Controls())  # the baseline's build may have changed the sources
@@ -303,7 +303,7 @@ class TuneRun:
         static = [o.spec for o in self.objectives if o.source == "static"]
         self.architectures = plan_architectures(self.manifest.target, self.manifest.toolchain.architectures, gpu,
                                                 self.manifest.tune_architecture, static,
-                                                self.runner.needs_benchmark)
+                                                self.runner.needs_benchmark, flag_architectures(self.manifest.cuda_flags))
         self.runner.scored_architecture = self.architectures.scored
         _check_static_inputs(self.runner.threads_per_block, self.objectives, self.manifest,
                              self.architectures.scored)

@@ -306,7 +306,7 @@ class Finish:
                               objectives, self.settings.search, self.pinning, confirmation.better,
                               int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
-                          figures=self.architectures.describe(),
+                          figures=self.architectures.describe(), winner=confirmation.better,
                           occupancy=self._occupancy_steps(confirmation.winner),
                           without_effect=without_effect_lines(
                               [name for name in params_without_effect(self.manifest.params, searched.evaluations)
@@ -370,7 +370,7 @@ class Finish:
         print(run_summary(self.manifest.target, objectives, baseline.scores, baseline.scores, [],
                           self.runner.needs_benchmark, verdict, None, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
-                          stopped=searched.stopped,
+                          stopped=searched.stopped, winner=False,
                           next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
                                                               better=False)),
               file=sys.stdout)

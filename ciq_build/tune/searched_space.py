@@ -31,6 +31,7 @@ from ciq_build.search.select import (
     REGISTER_CAP_RULE,
     fits_register_cap,
     make_candidate_source,
+    numerics_line,
     register_cap_line,
     scored_registers,
     space_size_text,
@@ -72,6 +73,8 @@ class SearchedSpace:
         the scored architecture, or of the kernels `registers:<kernel regex>` objectives score), said with the
         space's size."""
         known, whose = scored_registers(baseline.metrics, self.objectives)
+        if numerics := numerics_line(self.manifest, self.settings.allow_numerics):
+            say(numerics)
         say(register_cap_line(known, whose))
         source = self.source(known)
         self.say_size(source, say, known)

@@ -46,6 +46,23 @@ def runs_summary(evaluations: Sequence[Evaluation], repeats: int) -> str:
     return text
 
 
+NEVER_WORKED_AFTER = 5  # candidates that set a PARAMS value, all failed, before the summary names it
+
+
+def params_never_working(evaluations: Sequence[Evaluation]) -> list[str]:
+    """`-DNAME=VALUE` for each PARAMS value that failed in every one of NEVER_WORKED_AFTER or more candidates, where
+    another value of the same name worked: likely a value the source cannot build or run (FlashInfer's KV tile of 1
+    failed in 62 of 193 candidates of a GPU tune, its static_assert naming "a configuration upstream never launches"),
+    which a CONSTRAINT or a shorter PARAMS list leaves out of every later search."""
+    carried: dict[tuple[str, str], list[bool]] = {}
+    for evaluation in evaluations:
+        for define in evaluation.controls.defines:
+            carried.setdefault(define, []).append(evaluation.ok)
+    working_names = {name for (name, _), oks in carried.items() if any(oks)}
+    return [f"-D{name}={value} failed in all {len(oks)}" for (name, value), oks in sorted(carried.items())
+            if len(oks) >= NEVER_WORKED_AFTER and not any(oks) and name in working_names]
+
+
 def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool,
                        kernels: int = 1, baseline: Sequence[float] = ()) -> str:
     """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line.
@@ -103,11 +120,15 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 *, repeats: int = 0, applied_by: str = "a plain `cmake --build`",
                 next_without_pin: str = "", next_with_pin: str = "", stopped: str = "",
                 size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "",
-                without_effect: Sequence[str] = (), figures: str = "", occupancy: str = "") -> str:
-    rows = [("objective", "baseline", "best", "change")]
-    for objective, base, best in zip(objectives, baseline_scores, winner_scores):
+                without_effect: Sequence[str] = (), figures: str = "", occupancy: str = "",
+                winner: bool = True) -> str:
+    """The summary's lines. `winner`: whether the verdict found one (it beat the defaults); without, the table shows
+    what the build keeps, the defaults' figures, and the search's best is the verdict's to tell (llm.c's layernorm:
+    the table's "best" said 22 registers where the verdict pinned nothing, 22 and 23 being the same allocation)."""
+    rows = [("objective", "baseline", "best" if winner else "kept", "change")]
+    for objective, base, best in zip(objectives, baseline_scores, winner_scores if winner else baseline_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
-                     change_text(base, best, objective.rate_unit)))
+                     change_text(base, best, objective.rate_unit) if winner else "none (the defaults)"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     table = "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
     fresh = sum(1 for e in evaluations if not e.cached)
@@ -116,12 +137,16 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
     reused = f"{fresh} run, {len(evaluations) - fresh - again} from the journal"
     if again:
         reused += f", {again} proposed again (measured once)"
+    whose = "winner" if winner else "the search's best"
     lines = [
         f"ciq_build: {target}",
         table,
-        *(f"  {spec} per size (winner / defaults): {size_ratios_text(ratios)}"
+        *(f"  {spec} per size ({whose} / defaults): {size_ratios_text(ratios)}"
           for spec, ratios in (size_ratios or {}).items() if ratios),
         f"  evaluations: {len(evaluations)} ({reused}); failures: {failure_summary(evaluations)}",
+        *([f"  never worked: {'; '.join(never)} candidates that set it: if the source cannot build or run it, leave "
+           "it out of PARAMS or add a CONSTRAINTS expression (docs/cmake.md), and later searches will not spend "
+           "candidates on it"] if (never := params_never_working(evaluations)) else []),
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
         *([f"  figures: {figures}"] if figures else []),
         *([f"  occupancy: {occupancy}"] if occupancy else []),

@@ -594,6 +594,7 @@ def test_a_removed_ciq_tune_target_call_leaves_no_manifest_for_list_and_tune_to_
     assert sorted(p.name for p in targets.glob("*.json")) == ["kern.json", "other.json"]
     ensure_ok(tiny.configure(body='ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n'))
     assert sorted(p.name for p in targets.glob("*.json")) == ["kern.json"]
+    assert sorted(p.name for p in targets.iterdir()) == ["kern.cuda-flags-", "kern.json"]  # its flags too
     listed = ensure_ok(run([sys.executable, "-m", "ciq_build", "list", "-B", str(tiny.build)], 300)).stdout
     assert "kern" in listed and "other" not in listed, listed
     # No call at all: none left.
@@ -809,10 +810,16 @@ def test_good_arguments_configure_and_reach_the_manifest(tiny: Tiny) -> None:
     body = ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "time=([0-9.]+)" OBJECTIVES max:metric:gflops spills '
             'registers:heavy SEARCH_SPACE knobs params PARAMS "KTILE=range(1,64)" "KTILE2=choice(1,2)" '
             'CONSTRAINTS "KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)")\n')
-    ensure_ok(tiny.configure(body=body))
+    # The target's own nvcc flags, as its CUDA compiles get them (llm.c's --use_fast_math, which fixes 4 of the 5
+    # numerics knobs): CMAKE_CUDA_FLAGS, then its COMPILE_OPTIONS for CUDA, not those for C++.
+    flags = ('target_compile_options(kern PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 --use_fast_math> '
+             '$<$<COMPILE_LANGUAGE:CXX>:-Wall> "-DQUOTED=\\"a b\\"")\n')
+    ensure_ok(tiny.configure(body=flags + body, cache={"CMAKE_CUDA_FLAGS": "-lineinfo -ftz=false"}))
     manifest = load_manifest(tiny.build, "kern")
     assert manifest.constraints == ("KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)",)
     assert manifest.params == ("KTILE=range(1,64)", "KTILE2=choice(1,2)")
+    assert manifest.cuda_flags[:5] == ("-lineinfo", "-ftz=false", "-O3", "--use_fast_math", '-DQUOTED="a b"')
+    assert "-Wall" not in manifest.cuda_flags
 
 
 def test_seeds_reach_the_manifest_their_paths_from_the_calls_folder(tiny: Tiny) -> None:

@@ -21,6 +21,7 @@ from ciq_build.compiler.controls import (
     controls_from_candidate,
     controls_to_json,
     knob_space,
+    knobs_set_by,
     nvcc_arguments,
     options_file_line,
     register_caps,
@@ -481,11 +482,29 @@ def test_code_quality_knobs_only_where_their_trade_is_measured(
     from ciq_build.core.objectives import parse_objectives
     from ciq_build.search.select import COMPILE_TIME_KNOBS, build_space
 
-    manifest = SimpleNamespace(toolchain=SimpleNamespace(architectures="90a"), params=[])
+    manifest = SimpleNamespace(toolchain=SimpleNamespace(architectures="90a"), params=[], cuda_flags=())
     space = build_space(["knobs"], manifest, toolchain, False, parse_objectives(objectives))  # type: ignore[arg-type]
     assert set(COMPILE_TIME_KNOBS) == {"knob.fast_compile", "knob.ptxas_opt_level"}
     assert {name for name in COMPILE_TIME_KNOBS if name in space} == offered
     assert "knob.maxrregcount" in space
+
+
+@pytest.mark.parametrize(("flags", "set_by"), [
+    ([], {}), (["-O3", "-lineinfo"], {}),
+    # nvcc's documentation: --use_fast_math implies -ftz=true -prec-div=false -prec-sqrt=false -fmad=true. The
+    # knobs of those values repeat it; -fmad=false overrules what it implies (other code, measured): searched.
+    (["-O3", "--use_fast_math"], {"use_fast_math": "--use_fast_math", "ftz": "--use_fast_math",
+                                  "prec_div": "--use_fast_math", "prec_sqrt": "--use_fast_math"}),
+    (["-use_fast_math"], {"use_fast_math": "--use_fast_math", "ftz": "--use_fast_math",
+                          "prec_div": "--use_fast_math", "prec_sqrt": "--use_fast_math"}),
+    # An option the target sets itself is its choice: the knob would repeat it or overrule it, whichever value.
+    (["-ftz=false", "--fmad", "true"], {"ftz": "-ftz=false", "fmad": "-fmad=true"}),
+    (["--use_fast_math", "-ftz=false"], {"use_fast_math": "--use_fast_math", "ftz": "-ftz=false",
+                                         "prec_div": "--use_fast_math", "prec_sqrt": "--use_fast_math"}),
+    (["SHELL:--prec-sqrt true", "-fmad=false"], {"prec_sqrt": "-prec-sqrt=true", "fmad": "-fmad=false"}),
+])
+def test_numerics_knobs_whose_option_the_targets_own_flags_set(flags: list[str], set_by: dict[str, str]) -> None:
+    assert knobs_set_by(flags) == set_by
 
 
 @pytest.mark.parametrize(("registers", "caps"), [
@@ -506,7 +525,7 @@ def test_the_register_caps_lie_below_the_kernels_registers(toolchain: Toolchain,
     from ciq_build.search.select import build_space, register_cap_line
 
     assert register_caps(registers) == caps
-    manifest = SimpleNamespace(toolchain=SimpleNamespace(architectures="90a"), params=[])
+    manifest = SimpleNamespace(toolchain=SimpleNamespace(architectures="90a"), params=[], cuda_flags=())
     space = build_space(["knobs"], manifest, toolchain, False, parse_objectives(["registers"]),  # type: ignore[arg-type]
                         registers=registers)
     line = register_cap_line(registers)

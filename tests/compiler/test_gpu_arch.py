@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ciq_build.compiler import gpu_arch
+from ciq_build.compiler.architectures import flag_architectures
 from ciq_build.compiler.gpu_arch import has_sass_for, plan_architectures, read_gpu_arch, runs_on, scored_architecture
 from ciq_build.errors import ConfigError
 from support import REPO_ROOT
@@ -69,6 +71,26 @@ def test_a_static_objective_is_refused_where_the_gpu_runs_jit_compiled_ptx() -> 
     assert static.gpu is None and static.provenance() == {"static_metrics": "sm_90a"}
 
 
+def test_machine_code_the_targets_own_flags_build_is_read_and_said() -> None:
+    # cuda-ground-up's CMakeLists sets CMAKE_CUDA_ARCHITECTURES and, in CMAKE_CUDA_FLAGS, -arch=sm_75: moved to 90, its
+    # tune said "static metrics of the sm_90 machine code (the only architecture built)" beside "not scored: sm_75".
+    assert flag_architectures(["-arch=sm_75", "--std=c++17", "-Xptxas=-v"]) == {"75": "-arch=sm_75"}
+    assert flag_architectures(["-gencode", "arch=compute_80,code=[sm_80,compute_80]", "-arch=native",
+                               "--generate-code=arch=compute_90a,code=sm_90a", "-arch=compute_86"]) == {
+        "80": "-gencode arch=compute_80,code=[sm_80,compute_80]", "90a": "--generate-code=arch=compute_90a,code=sm_90a"}
+    plan = plan_architectures("kernels", "90", None, None, ["registers"], False, {"75": "-arch=sm_75"})
+    assert plan.built == "90;75" and plan.scored == "90"
+    assert plan.describe() == ("static metrics of the sm_90 machine code (the first of CUDA_ARCHITECTURES; "
+                               "--architecture names another)")
+    assert plan.flags == (
+        "kernels's own nvcc flags (-arch=sm_75) build sm_75 machine code too, which CUDA_ARCHITECTURES (90) does not "
+        "name: every candidate compiles it as well, its figures are the 'not scored' ones, and a pin is checked "
+        "against CUDA_ARCHITECTURES alone. To tune only what you run, take -arch=sm_75 out of the flags "
+        "(CMAKE_CUDA_FLAGS, target_compile_options) and list the architectures in CMAKE_CUDA_ARCHITECTURES")
+    same = plan_architectures("kernels", "75", None, None, ["registers"], False, {"75": "-arch=sm_75"})  # as shipped
+    assert same.flags is None and same.built == "75" and same.describe().endswith("(the only architecture built)")
+
+
 def test_a_build_for_native_is_said_to_pin_what_any_gpu_applies() -> None:
     # A newcomer's static tune of a project built for "native" on a machine without a GPU measured nvcc's default
     # architecture and pinned a record "tuned for native", which a build on any GPU applies, without a word.
@@ -97,7 +119,8 @@ def test_the_gpu_is_the_first_visible_device_read_once(tmp_path: Path, monkeypat
     assert read_gpu_arch({"PATH": str(tmp_path)}) is None  # no nvidia-smi: unknown
 
 
-def _tune(tmp_path: Path, architectures: str, caps: str, *objectives: str) -> subprocess.CompletedProcess[str]:
+def _tune(tmp_path: Path, architectures: str, caps: str, *objectives: str,
+          cuda_flags: str = "") -> subprocess.CompletedProcess[str]:
     """A tune of tests/projects/sizes copied to `tmp_path`; where it was copied already, the same tune again."""
     source, build = tmp_path / "src", tmp_path / "build"
     if not source.exists():
@@ -105,6 +128,7 @@ def _tune(tmp_path: Path, architectures: str, caps: str, *objectives: str) -> su
     command = [sys.executable, "-m", "ciq_build", "tune", "size_bench", "-S", str(source), "-B", str(build),
                "--max-evaluations", "2", "--pool-size", "2", "--repeats", "1", "--controls", "params",
                f"--cmake-arg=-DCMAKE_CUDA_ARCHITECTURES={architectures}",
+               *([f"--cmake-arg=-DCMAKE_CUDA_FLAGS={cuda_flags}"] if cuda_flags else []),
                *(f"--objective={o}" for o in objectives)]
     return subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=source, env=_gpu_env(caps))
 
@@ -140,3 +164,15 @@ def test_a_static_objective_scores_the_gpus_architecture_and_shows_the_others(tm
     assert resumed.returncode == 0, resumed.stderr
     assert "baseline: registers" in resumed.stderr and "(from the journal)" in resumed.stderr
     assert unscored[0] in resumed.stderr.splitlines(), resumed.stderr
+
+
+@pytest.mark.slow
+def test_a_tune_says_which_machine_code_the_targets_own_flags_add(tmp_path: Path) -> None:
+    # cuda-ground-up: CMAKE_CUDA_FLAGS' -arch=sm_75 beside CUDA_ARCHITECTURES 90(a): the tune called sm_90a "the only
+    # architecture built", then listed sm_75 as "not scored" with figures as floats ("registers 80.0").
+    tuned = _tune(tmp_path, "90a", "9.0", "registers", cuda_flags="-arch=sm_75")
+    assert tuned.returncode == 0, tuned.stderr
+    assert "size_bench's own nvcc flags (-arch=sm_75) build sm_75 machine code too" in tuned.stderr
+    assert "figures: static metrics of the sm_90a machine code (this machine's GPU's (sm_90))" in tuned.stdout
+    unscored = [line for line in tuned.stderr.splitlines() if line.startswith("ciq_build: not scored: sm_75 ")]
+    assert len(unscored) == 1 and re.fullmatch(r"ciq_build: not scored: sm_75 registers \d+", unscored[0]), tuned.stderr

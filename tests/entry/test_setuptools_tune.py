@@ -28,6 +28,8 @@ from ciq_build.errors import ConfigError
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.proc import run
+from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain
+from ciq_build.pin.write import write_record
 from ciq_build.project.manifest import manifest_document
 from ciq_build.project.setuptools_backend import (
     ExtensionTree,
@@ -169,10 +171,17 @@ def test_list_shows_the_targets_of_setup_py_and_refuses_a_project_without_any(pr
     _two_targets(project)
     assert main(["list", "-S", str(project)]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
-    assert rows == [["target", "benchmark", "objectives", "pin"], ["kern", "ciq_benchmark", "registers", "(none)"],
+    assert rows == [["target", "benchmark", *"objectives (the pin's; no pin: the target's)".split(), "pin"],
+                    ["kern", "ciq_benchmark", "registers", "(none)"],
                     ["twice", "(static", "only)", "registers", "(none)"]], rows
     assert main(["show", "twice", "--setuptools", str(project)]) == 2
     assert f"twice has no pinned record at {project / 'ciq' / 'twice.json'}" in capsys.readouterr().err
+    # A pin tuned for other objectives than the target's: the column shows the pin's, as its header says.
+    write_record(project / "ciq", PinnedRecord(
+        target="kern", controls=Controls(flags=("-maxrregcount=32",)), toolchain=RecordToolchain("13.3"),
+        objectives=(RecordObjective("spill_bytes"), RecordObjective("occupancy", "max"))))
+    assert main(["list", "-S", str(project)]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[:3] == ["kern", "ciq_benchmark", "spill_bytes,max:occupancy"]
 
     bare = tmp_path / "bare"
     bare.mkdir()
@@ -269,6 +278,9 @@ def test_the_benchmark_program_is_found_on_path_or_in_the_project(project: Path)
     manifest = extension_manifest(project, ext, toolchain)
     assert manifest.benchmark is not None and manifest.benchmark.path == project / "tools" / "bench"
     assert_valid_manifest(manifest_document(manifest))  # the setuptools writer's manifest passes the schema
+    # Its own nvcc flags, as a tune reads a CMake target's (the numerics knobs they set are left out).
+    ext.nvcc_flags = ("-O3", "--use_fast_math")
+    assert extension_manifest(project, ext, toolchain).cuda_flags == ("-O3", "--use_fast_math")
     ext.ciq_benchmark = ("no-such-benchmark-program",)
     with pytest.raises(ConfigError, match="'no-such-benchmark-program', which is not on PATH"):
         extension_manifest(project, ext, toolchain)

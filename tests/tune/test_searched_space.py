@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -26,14 +27,17 @@ from ciq_build.tune.timeouts import Timeouts
 
 
 def searched(tmp_path: Path, *kinds: str, objectives: tuple[str, ...] = ("registers",),
-             params: tuple[str, ...] = ("TILE=8,16",), generator: str = "Ninja") -> SearchedSpace:
+             params: tuple[str, ...] = ("TILE=8,16",), generator: str = "Ninja",
+             cuda_flags: tuple[str, ...] = ()) -> SearchedSpace:
     manifest = Manifest(
         target="kern", source_dir=tmp_path, binary_dir=tmp_path, target_source_dir=tmp_path,
         target_binary_dir=tmp_path, cuda_sources=(), object_dir=tmp_path, benchmark=None, metric_regex="",
         objectives=(), params=params, constraints=(), search_space=(), pin_dir=tmp_path,
         pin_file=tmp_path / "kern.json", timeout=60.0, options_file=tmp_path / "kern.nvcc-options",
-        generator=generator, allow_numerics=False, toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
-    settings = SearchSettings(controls=kinds, strategy="random", seed=1, seed_from=("-DTILE=48",) if params else ())
+        generator=generator, allow_numerics=bool(cuda_flags), cuda_flags=cuda_flags,
+        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+    settings = SearchSettings(controls=kinds, strategy="random", seed=1, seed_from=("-DTILE=48",) if params else (),
+                              allow_numerics=bool(cuda_flags))
     return SearchedSpace(settings, manifest, find_toolchain(), parse_objectives(list(objectives)), tmp_path / "acf")
 
 
@@ -158,3 +162,25 @@ def test_searching_params_of_a_target_without_params_says_what_to_declare_or_to_
         searched(tmp_path, "params", params=(), generator=generator).source()
     assert str(refused.value) == (f"nothing to search for kern: params searches the target's PARAMS, and {where}, "
                        "or search the compiler's knobs (--controls knobs)")
+
+
+def test_numerics_knobs_the_targets_own_flags_already_set_are_left_out_and_said(tmp_path: Path) -> None:
+    # llm.c's softmax_forward, ALLOW_NUMERICS over its own --use_fast_math: 3,600 knob settings became 115,200, and
+    # 4 of the 5 numerics flags repeat what --use_fast_math implies. -fmad=false overrules its -fmad=true: searched.
+    def space(*flags: str) -> tuple[list[str], set[str], int]:
+        said: list[str] = []
+        source = searched(tmp_path, "knobs", params=(), cuda_flags=("-lineinfo", *flags)).fitted(baseline(40.0),
+                                                                                                 said.append)
+        size = re.search(r"([0-9,]+) knob settings", next(line for line in said if line.startswith("search space:")))
+        assert size is not None, said
+        return said, set(source.describe()["search_space"]), int(size.group(1).replace(",", ""))
+
+    said, every, settings = space()
+    numerics = {"knob.use_fast_math", "knob.ftz", "knob.prec_div", "knob.prec_sqrt", "knob.fmad"}
+    assert numerics <= every and not any(line.startswith("numerics:") for line in said)
+    said, fast, fewer = space("-O3", "--use_fast_math")
+    assert fast == every - (numerics - {"knob.fmad"}) and fewer * 16 == settings  # 4 switches: 2**4
+    assert said[0] == ("numerics: --use_fast_math, -ftz=true, -prec-div=false, -prec-sqrt=false left out of the "
+                       "search: the target's own flags already set them: --use_fast_math (which implies -ftz=true "
+                       "-prec-div=false -prec-sqrt=false -fmad=true); a candidate with one would repeat the target's "
+                       "choice or overrule it")

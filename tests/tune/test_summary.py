@@ -36,11 +36,42 @@ def test_a_candidate_proposed_again_in_a_first_run_is_not_said_to_come_from_the_
     assert "evaluations: 3 (1 run, 2 from the journal)" in text
 
 
+def test_a_params_value_that_failed_in_every_candidate_is_named_with_what_to_declare() -> None:
+    # The FlashInfer hd64 tune on an H100: the KV tile of 1 failed in 62 of 193 candidates (a static_assert), the
+    # tiles of 2, 4 and 8 worked; the summary said only "failures: compile_failed 62".
+    def tile(value: str, ok: bool, number: int) -> Evaluation:
+        controls = Controls(defines=(("FI_CTA_TILE_Q", "128"), ("FI_NUM_MMA_KV", value)))
+        return replace(evaluated(f"k{number}"), controls=controls, ok=ok, scores=(10.0,) if ok else None)
+
+    failing = [tile("1", False, n) for n in range(6)]
+    text = summary([*failing, tile("8", True, 6), tile("4", False, 7)], set(), 10, 10)
+    assert "never worked: -DFI_NUM_MMA_KV=1 failed in all 6 candidates that set it" in text
+    assert "CONSTRAINTS" in text and "FI_NUM_MMA_KV=4" not in text  # one failure of 4 says nothing
+    assert "FI_CTA_TILE_Q" not in text.split("never worked")[1]  # 128 worked once
+    assert "never worked" not in summary(failing[:4] + [tile("8", True, 6)], set(), 10, 10)  # four are too few
+    assert "never worked" not in summary(failing, set(), 10, 10)  # nothing worked at all: the target, not a value
+
+
 def test_changes_are_spelt_one_way() -> None:
     assert summary([evaluated("a")], {"a"}, 10.0, 10.0).count("+0.0%") == 1
     assert "-20.0%" in summary([evaluated("a")], {"a"}, 10.0, 8.0)
     row = next(line for line in summary([evaluated("a")], {"a"}, 0.0, 0.0).splitlines() if "registers" in line)
     assert row.split()[-1] == "-"  # no change to speak of from zero
+
+
+def test_a_tune_without_a_winner_shows_what_the_build_keeps_not_the_searchs_best() -> None:
+    # llm.c's layernorm: "registers 23 22 -4.3%" in the table over a verdict that pinned nothing (22 and 23 registers
+    # are the same allocation). The search's best is the verdict's to tell; the table shows what the build keeps.
+    verdict = "registers: 23 -> 22 (registers are allocated 8 a thread at a time, ...; nothing pinned)"
+    text = run_summary("kern", parse_objectives(["registers"]), (23.0,), (22.0,), [evaluated("a")], False, verdict,
+                       None, Path("journal.jsonl"), {"a"}, winner=False)
+    table = [line.split() for line in text.splitlines()[1:3]]
+    assert table == [["objective", "baseline", "kept", "change"], ["registers", "23", "23", "none", "(the", "defaults)"]]
+    # A winner: the table shows it, and its change.
+    text = run_summary("kern", parse_objectives(["registers"]), (23.0,), (16.0,), [evaluated("a")], False,
+                       "registers: 23 -> 16", None, Path("journal.jsonl"), {"a"})
+    assert [line.split() for line in text.splitlines()[1:3]] == [["objective", "baseline", "best", "change"],
+                                                               ["registers", "23", "16", "-30.4%"]]
 
 
 def coded(flags: tuple[str, ...], code: str, defines: tuple[tuple[str, str], ...] = ()) -> Evaluation:

@@ -42,6 +42,11 @@ def test_a_static_winner_that_fails_its_benchmarks_check_is_not_pinned_and_one_n
     assert ("its benchmark: ran once with -DTILE=8 and failed: the benchmark's own check failed: it printed "
             "CIQ_CHECK FAIL: tile 8 is too small for the data; nothing pinned") in failed.stdout, failed.stdout
     assert "next: keep the values that fail the benchmark's check out of the search" in failed.stdout
+    # The table agrees with the verdict: what the build keeps, the defaults' figure, not the unpinned TILE=8's.
+    header, row = (line.split() for line in failed.stdout.splitlines() if line.split()[:1] in (["objective"],
+                                                                                              ["shared_bytes"]))
+    assert header == ["objective", "baseline", "kept", "change"], failed.stdout
+    assert row[1:3] == row[3:5] and row[5:] == ["none", "(the", "defaults)"], failed.stdout
     # TILE=16 passes its check: pinned, and the record says the check ran.
     passed = _tune(source, build, "-DTILE=16")
     assert "its benchmark: ran once with -DTILE=16: CIQ_CHECK PASS, exit 0" in passed.stdout, passed.stdout
