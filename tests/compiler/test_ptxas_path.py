@@ -359,8 +359,12 @@ def test_a_static_evaluation_whose_front_end_runs_past_the_timeout_is_the_candid
     before = set(gemm.front_end_cache.iterdir())
     # A new front end (cicc gets the cap) takes about a second here: 0.2 s cannot hold it.
     built = gemm.build(Controls(flags=("-maxrregcount=56",)), 0.2, static_only=True)
-    assert not built.ok and built.cause == Cause.COMPILE_TIMEOUT, built.message
-    assert "timed out" in built.message and "limit was 0.2 s" in built.message
+    # Whose timeout it was is the machine's load to decide, not the candidate's (worker.timed_out_cause: a compile
+    # that waited for a CPU more than half its limit is compile_starved, which a resume builds again; a loaded CI
+    # machine waited 0.1 s of the 0.2): either way a timeout, said as such.
+    assert not built.ok and built.cause in (Cause.COMPILE_TIMEOUT, Cause.COMPILE_STARVED), built.message
+    said = "limit was 0.2 s" if built.cause == Cause.COMPILE_TIMEOUT else "of its 0.2 s limit for a CPU"
+    assert "timed out" in built.message and said in built.message, built.message
     assert set(gemm.front_end_cache.iterdir()) == before  # no unfinished entry left behind
     assert gemm.build(Controls(flags=("-maxrregcount=56",)), 300, static_only=True).ok  # not kept as a failure
 
