@@ -90,7 +90,10 @@ _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _SAFE_PATH = re.compile(r"^[A-Za-z0-9_./+-]+$")
 _NVIDIA_FRONT = {"cudafe++", "cicc"}
 _NVIDIA_BACK = {"ptxas", "fatbinary"}
-_DEBUG = re.compile(r"^(-g.*|-G|--device-debug|--debug)$")
+# Debug information (-g and the host compiler's -g<level>, -ggdb, -gdwarf-<n>; -G): not line information, which
+# names the sources alone (cicc's -generate-line-info from nvcc's --generate-line-info or -lineinfo; a target
+# built with it took nvcc whole for every compile, the minimal pin's trials of a static tune whole builds).
+_DEBUG = re.compile(r"^(-g(?!enerate-line-info$).*|-G|--device-debug|--debug)$")
 _DONE = "front.json"  # written before the entry is renamed into place: an entry without it is not one
 _DEPS = "deps.d"  # the dependency file the build tool reads (-MF), where the compile asks for one
 # What the front end printed (the preprocessor's warnings: '"TILE" redefined', which the PARAMS probe reads),

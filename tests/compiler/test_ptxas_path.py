@@ -387,6 +387,28 @@ def test_device_debug_information_is_left_to_nvcc(gemm: cmake_trees.ScratchTree)
         ptxas_path.plan([*argv, "-G"], gemm.build_dir, gemm.front_end_cache)
 
 
+def test_line_information_takes_the_ptxas_only_path_and_gives_the_object_nvcc_builds(
+        gemm: cmake_trees.ScratchTree, tmp_path: Path) -> None:
+    # --generate-line-info (cuda-ground-up's own flags, by generator expression) runs cicc with
+    # -generate-line-info, once read as debug information: every compile went to nvcc whole, and a static tune's
+    # minimal pin rebuilt its 11 files whole for each control (80 s each, a candidate 25 s). Line information
+    # names the sources, not nvcc's temporary folder: the kept front end gives nvcc's object and report.
+    [argv] = _nvcc_commands(gemm)
+    argv = [*argv, "--generate-line-info", "-Xptxas=-v"]
+    argv[argv.index("-o") + 1] = str(tmp_path / "gemm.o")  # the tree's own object left as the other tests built it
+    argv[argv.index("-MF") + 1] = str(tmp_path / "gemm.o.d")
+    plan = ptxas_path.plan(argv, gemm.build_dir, gemm.front_end_cache)
+    ptxas_path.fill(plan, 300)
+    report = ptxas_path.ptxas_only(plan, 300)
+    assert report.returncode == 0 and "Used" in report.stdout, report.stdout
+    assert ptxas_path.back_end(plan, 300).returncode == 0
+    fast = (tmp_path / "gemm.o").read_bytes()
+    whole = subprocess.run(argv, cwd=gemm.build_dir, capture_output=True, text=True)
+    assert whole.returncode == 0, whole.stderr
+    assert _same_as_nvcc_agrees(fast, (tmp_path / "gemm.o").read_bytes()), "other bytes than nvcc's"
+    assert "Used" in whole.stdout + whole.stderr
+
+
 def test_a_compile_whose_temporary_names_count_up_shares_the_entry_of_its_front_end(tmp_path: Path,
                                                                                     cuda133_bin: Path) -> None:
     # nvcc counts the second field of its temporary names up where a file of that name is in the temporary
