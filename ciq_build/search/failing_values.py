@@ -36,17 +36,28 @@ Value = tuple[int, Gene]  # (parameter, value)
 CHANCE = 1e-6
 
 
+class _Evidence:
+    """A value never seen working: the first failure that carried it, how many have, and the other parameters they
+    carried two values of."""
+
+    __slots__ = ("differed", "failures", "first")
+
+    def __init__(self, first: Genome) -> None:
+        self.first = first
+        self.failures = 0
+        self.differed: set[int] = set()
+
+
 class FailingValues:
     """The values known to fail alone, learned from every result told."""
 
     def __init__(self, space: SearchSpace) -> None:
-        # the parameters with a choice to make: two values or more (a knocked-out one counts as a value)
+        # the parameters with a choice to make: two values or more (a knocked-out one counts as a value); a value's
+        # failures differ only in those, never in its own parameter
         self._varied = frozenset(i for i, p in enumerate(space.values()) if p.size + int(p.can_knockout) > 1)
         self._told = self._failed = 0
         self._worked: set[Value] = set()
-        self._first: dict[Value, Genome] = {}  # a value never seen working -> the first failure that carried it
-        self._failures: dict[Value, int] = {}  # -> how many failures carried it
-        self._differed: dict[Value, set[int]] = {}  # -> the other parameters its failures carried two values of
+        self._unproven: dict[Value, _Evidence] = {}  # each value that has failed and never worked
         self.alone: dict[int, set[Gene]] = {}  # parameter -> its values known to fail alone
 
     def add(self, genome: Genome, ok: bool) -> None:
@@ -56,22 +67,20 @@ class FailingValues:
             for value in enumerate(genome):
                 if value not in self._worked:
                     self._worked.add(value)
-                    for known in (self._first, self._failures, self._differed):
-                        known.pop(value, None)
+                    self._unproven.pop(value, None)
                     self.alone.get(value[0], set()).discard(value[1])  # a draw that works refutes it
             return
         self._failed += 1
         for value in enumerate(genome):
             if value in self._worked or value[1] in self.alone.get(value[0], ()):
                 continue
-            first = self._first.setdefault(value, genome)
-            failures = self._failures[value] = self._failures.get(value, 0) + 1
-            differed = self._differed.setdefault(value, set())
-            differed.update(j for j, gene in enumerate(genome) if gene != first[j])
-            if differed >= self._varied - {value[0]} and self._by_chance(failures) < CHANCE:
+            evidence = self._unproven.setdefault(value, _Evidence(genome))
+            evidence.failures += 1
+            evidence.differed.update(j for j, gene in enumerate(genome) if gene != evidence.first[j])
+            others = len(self._varied) - (value[0] in self._varied)
+            if len(evidence.differed) == others and self._by_chance(evidence.failures) < CHANCE:
                 self.alone.setdefault(value[0], set()).add(value[1])
-                for known in (self._first, self._failures, self._differed):
-                    del known[value]
+                del self._unproven[value]
 
     def _by_chance(self, failures: int) -> float:
         """How likely `failures` failures in a row are for a value that does not fail alone, at the rate the

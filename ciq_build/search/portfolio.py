@@ -240,9 +240,9 @@ class PortfolioSearch(BatchSearch):
     def to_change(self, genome: Genome) -> frozenset[int] | None:
         """The parameters a single change of `genome` must touch to carry no value or pair known to fail (None:
         any)."""
-        alone = self.failing_alone.to_change(genome)
-        pairs = self.failing.to_change(genome) if self.flags else None
-        return pairs if alone is None else alone if pairs is None else alone & pairs
+        known = [changes for changes in (self.failing_alone.to_change(genome),
+                                         self.failing.to_change(genome) if self.flags else None) if changes is not None]
+        return frozenset.intersection(*known) if known else None
 
     def promising(self, genome: Genome) -> bool:
         """Untried, and not known to fail."""

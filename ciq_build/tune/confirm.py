@@ -272,4 +272,3 @@ class Confirmer:
                                         cause=None if scores is not None else Cause.NO_METRIC)
         self.cache.record(corrected, reuse=True)
         return corrected
-
