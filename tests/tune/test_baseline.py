@@ -118,14 +118,14 @@ def test_a_missing_per_kernel_figure_says_the_regex_missed_only_where_it_did() -
         for name in ("_Z25layernorm_forward_kernel4PfS_S_PKfS1_S1_ii", "_Z11mean_kernelPfPKfiii"))
     build = CandidateBuild(True, None, "", 1.0, report)
     runner = BuildRunner(None, None, parse_objectives(["occupancy:kernel4"]), 1, Timeouts(60.0, 60.0), GpuSlots())
-    evaluated = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {})  # type: ignore[arg-type]
+    evaluated = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {})
     assert "regex" not in evaluated.message
     assert "declares no THREADS_PER_BLOCK: add THREADS_PER_BLOCK" in evaluated.message
     # ... and the baseline's failure ends there: nothing of the build or benchmark is to fix.
     assert "Fix the build or benchmark first" not in failed_baseline_text("layernorm_forward", evaluated)
     # A regex that finds nothing says so, and which kernels there are to name.
     runner = BuildRunner(None, None, parse_objectives(["registers:kernel9"]), 1, Timeouts(60.0, 60.0), GpuSlots())
-    evaluated = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {})  # type: ignore[arg-type]
+    evaluated = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {})
     assert evaluated.message == ("no value for objective(s) registers:kernel9 (no kernel's mangled or demangled name matches its "
                     "regex; the kernels: layernorm_forward_kernel4, mean_kernel)")
     assert "Fix the build or benchmark first" not in failed_baseline_text("layernorm_forward", evaluated)
