@@ -43,7 +43,7 @@ from ciq_build.core.settings import (
 )
 from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import Manifest
-from ciq_build.search.strategies import resolve_strategy, strategy_names, strategy_options_help
+from ciq_build.search.strategies import GRID_DEFAULT, resolve_strategy, strategy_names, strategy_options_help
 
 # What is tuned when neither --objective nor the target's OBJECTIVES says.
 DEFAULT_OBJECTIVES = ("spill_bytes",)
@@ -158,10 +158,10 @@ class TuneOptions:
     strategy: object = option(
         "--strategy", group=SEARCH, choices=strategy_names, show=_strategy_name, check=_known_strategy,
         help=f"how to search: {', '.join(strategy_names())} (ciq_build.search.strategies); default: compileiq for "
-             "a compiler ACF space (only it can sample one), else ga")
+             f"a compiler ACF space (only it can sample one), else {GRID_DEFAULT}")
     generations: int = option("--generations", group=SEARCH, parse=int, default=_SEARCH.generations,
                               check=at_least(1),
-                              help=f"generations of the genetic search (default {_SEARCH.generations})")
+                              help=f"generations of the search: batches of --pool-size candidates (default {_SEARCH.generations})")
     pool_size: int = option("--pool-size", group=SEARCH, parse=int, default=_SEARCH.pool_size, check=at_least(2),
                             help=f"candidates per generation (default {_SEARCH.pool_size})")
     mutate_rate: float = option("--mutate-rate", group=SEARCH, parse=float, default=_SEARCH.mutate_rate,
