@@ -17,16 +17,46 @@ include_guard(GLOBAL)
 # removed or renamed), removed at the end of the configure: `list` still showed such a target, `tune` offered
 # it and a tune of it failed deep in its scratch tree's CMake ("CIQ_TUNE_TARGET is 'x', which no
 # ciq_tune_target() call registered"). Deferred by ciq_build.cmake once a configure, calls or none.
+# A flags file of a configuration the tree no longer builds goes too (a single-configuration tree's earlier
+# CMAKE_BUILD_TYPE, or the "<target>.cuda-flags-" an older ciq_build named the files of a tree without one):
+# the driver reads the flags every file holds (ciq_build.project.manifest.read_cuda_flags), so a stale one
+# would hide a flag the build now passes.
 function(_ciq_drop_stale_manifests)
   get_property(registered GLOBAL PROPERTY CIQ_BUILD_TARGETS)
+  _ciq_flags_configurations(configurations unused)
   file(GLOB manifests "${CMAKE_BINARY_DIR}/ciq/targets/*.json" "${CMAKE_BINARY_DIR}/ciq/targets/*.cuda-flags-*")
   foreach(manifest IN LISTS manifests)
     get_filename_component(name "${manifest}" NAME)
+    set(built TRUE)
+    if(name MATCHES "\\.cuda-flags-(.*)$")
+      set(configuration "${CMAKE_MATCH_1}")
+      if(NOT configuration IN_LIST configurations)
+        set(built FALSE)
+      endif()
+    endif()
     string(REGEX REPLACE "(\\.json|\\.cuda-flags-.*)$" "" name "${name}")
-    if(NOT name IN_LIST registered)
+    if(NOT name IN_LIST registered OR NOT built)
       file(REMOVE "${manifest}")
     endif()
   endforeach()
+endfunction()
+
+# _ciq_flags_configurations(<built> <genex>): the configurations this tree builds as its flags files name them
+# (<built>, a list), and the generator expression of the one a file is generated for (<genex>). A
+# single-configuration tree without CMAKE_BUILD_TYPE has an empty $<CONFIG>, and its files were named
+# "<target>.cuda-flags-"; its configuration is named noconfig, CMake's own word for it (install(EXPORT)'s
+# "<name>-noconfig.cmake").
+function(_ciq_flags_configurations built genex)
+  set(none noconfig)
+  get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+  if(multi)
+    set(${built} "${CMAKE_CONFIGURATION_TYPES}" PARENT_SCOPE)
+  elseif(CMAKE_BUILD_TYPE STREQUAL "")
+    set(${built} ${none} PARENT_SCOPE)
+  else()
+    set(${built} "${CMAKE_BUILD_TYPE}" PARENT_SCOPE)
+  endif()
+  set(${genex} "$<IF:$<STREQUAL:$<CONFIG>,>,${none},$<CONFIG>>" PARENT_SCOPE)
 endfunction()
 
 function(_ciq_write_manifest)
@@ -153,7 +183,8 @@ function(_ciq_write_manifest)
 endfunction()
 
 # _ciq_write_cuda_flags(<target>): the target's own nvcc flags, one a line, in
-# <CMAKE_BINARY_DIR>/ciq/targets/<target>.cuda-flags-<config> (ciq_build.project.manifest.read_cuda_flags):
+# <CMAKE_BINARY_DIR>/ciq/targets/<target>.cuda-flags-<config> (<config> noconfig without CMAKE_BUILD_TYPE;
+# ciq_build.project.manifest.read_cuda_flags):
 # CMAKE_CUDA_FLAGS, the configuration's CMAKE_CUDA_FLAGS_<CONFIG>, then the target's COMPILE_OPTIONS as CUDA
 # compiles see them, so that a tune leaves out the numerics knobs they already fix (--use_fast_math sets -ftz,
 # -prec-div, -prec-sqrt). A file of its own, not a manifest field: a flag may hold quotes or backslashes, which
@@ -177,7 +208,8 @@ function(_ciq_write_cuda_flags target)
     endforeach()
   endforeach()
   set(options "$<TARGET_PROPERTY:${target},COMPILE_OPTIONS>")
-  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.cuda-flags-$<CONFIG>"
+  _ciq_flags_configurations(unused config)
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.cuda-flags-${config}"
     CONTENT "${lines}$<JOIN:${options},\n>\n" CONDITION "$<COMPILE_LANGUAGE:CUDA>" TARGET ${target})
 endfunction()
 

@@ -313,7 +313,9 @@ def read_manifest(path: Path) -> Manifest:
     return manifest
 
 
-CUDA_FLAGS_SUFFIX = ".cuda-flags-"  # <target>.cuda-flags-<config>, one a configuration (cmake/ciq_build_manifest.cmake)
+# <target>.cuda-flags-<config>, one a configuration this tree builds (<config> noconfig in a single-configuration tree
+# without CMAKE_BUILD_TYPE; cmake/ciq_build_manifest.cmake)
+CUDA_FLAGS_SUFFIX = ".cuda-flags-"
 
 
 def read_cuda_flags(manifest: Path) -> tuple[str, ...]:

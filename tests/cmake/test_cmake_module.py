@@ -594,12 +594,28 @@ def test_a_removed_ciq_tune_target_call_leaves_no_manifest_for_list_and_tune_to_
     assert sorted(p.name for p in targets.glob("*.json")) == ["kern.json", "other.json"]
     ensure_ok(tiny.configure(body='ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n'))
     assert sorted(p.name for p in targets.glob("*.json")) == ["kern.json"]
-    assert sorted(p.name for p in targets.iterdir()) == ["kern.cuda-flags-", "kern.json"]  # its flags too
+    assert sorted(p.name for p in targets.iterdir()) == ["kern.cuda-flags-noconfig", "kern.json"]  # its flags too
     listed = ensure_ok(run([sys.executable, "-m", "ciq_build", "list", "-B", str(tiny.build)], 300)).stdout
     assert "kern" in listed and "other" not in listed, listed
     # No call at all: none left.
     ensure_ok(tiny.configure(body=""))
     assert list(targets.glob("*.json")) == []
+
+
+def test_the_flags_file_names_its_configuration_and_a_reconfigure_drops_those_no_longer_built(tiny: Tiny) -> None:
+    # A tree without CMAKE_BUILD_TYPE named it "kern.cuda-flags-" (an empty $<CONFIG>). The driver reads the flags
+    # every such file holds, so a file left by an older ciq_build or an earlier build type would hide a flag the
+    # build passes now: here Release's -lineinfo, which the Debug file lacks.
+    body = 'ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n'
+    targets = tiny.build / "ciq" / "targets"
+    ensure_ok(tiny.configure(body=body, cache={"CMAKE_BUILD_TYPE": "Debug"}))
+    assert sorted(p.name for p in targets.glob("kern.*")) == ["kern.cuda-flags-Debug", "kern.json"]
+    (targets / "kern.cuda-flags-").write_text("-G\n")  # an older ciq_build's name, with a flag of its own
+    ensure_ok(tiny.rerun_cmake({"CMAKE_BUILD_TYPE": "Release", "CMAKE_CUDA_FLAGS_RELEASE": "-O3 -lineinfo"}))
+    assert sorted(p.name for p in targets.glob("kern.*")) == ["kern.cuda-flags-Release", "kern.json"]
+    assert "-lineinfo" in load_manifest(tiny.build, "kern").cuda_flags
+    ensure_ok(tiny.rerun_cmake({"CMAKE_BUILD_TYPE": ""}))
+    assert sorted(p.name for p in targets.glob("kern.*")) == ["kern.cuda-flags-noconfig", "kern.json"]
 
 
 def test_a_target_compiled_relocatable_is_said_so_to_a_tune_of_ptxas_figures(tiny: Tiny) -> None:
