@@ -177,8 +177,20 @@ function(_ciq_write_manifest)
   set(objects "$<TARGET_OBJECTS:${target}>")
   string(REPLACE "@CIQ_OBJECTS@"
     "$<$<BOOL:${objects}>:\"$<JOIN:${objects},\"$<COMMA> \">\">" manifest "${manifest}")
+  # A multi-configuration tree (Ninja Multi-Config, Visual Studio, Xcode) has other objects in each configuration,
+  # and a file generated with different contents fails the generate step: pins could not be applied there at all.
+  # Its manifest is the configuration a plain `cmake --build` builds, which `list` and `verify` read.
+  get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+  set(condition 1)
+  if(multi)
+    set(built "${CMAKE_DEFAULT_BUILD_TYPE}")
+    if(built STREQUAL "")
+      list(GET CMAKE_CONFIGURATION_TYPES 0 built)
+    endif()
+    set(condition "$<CONFIG:${built}>")
+  endif()
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.json"
-    CONTENT "${manifest}")
+    CONTENT "${manifest}" CONDITION "${condition}")
   _ciq_write_cuda_flags(${target})
 endfunction()
 

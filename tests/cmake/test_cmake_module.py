@@ -902,6 +902,24 @@ def test_unix_makefiles_with_a_build_dir_path_with_spaces(tmp_path: Path, cmake_
     assert regs and max(regs.values()) <= 32
 
 
+def test_a_multi_config_tree_generates_and_applies_pins(tmp_path: Path, cmake_bin: str, ninja_bin: str,
+                                                       cuda133_bin: Path) -> None:
+    # Ninja Multi-Config: the manifest's objects differ by configuration, and CMake failed the generate step
+    # ("Evaluation file to be written multiple times with different content") where its warning says pins apply.
+    project = Tiny(tmp_path / "src", tmp_path / "build", cmake_bin, ninja_bin, cuda133_bin,
+                   generator="Ninja Multi-Config")
+    write_tiny_sources(project.source)
+    result = ensure_ok(project.configure(body='ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n',
+                                         pins={"kern": record(flags=["-maxrregcount=32"])}))
+    assert "pinned controls from" in said(result)
+    targets = project.build / "ciq" / "targets"
+    assert sorted(p.name for p in targets.iterdir()) == [
+        "kern.cuda-flags-Debug", "kern.cuda-flags-RelWithDebInfo", "kern.cuda-flags-Release", "kern.json"]
+    # The manifest is the configuration a plain `cmake --build` builds: Debug, the first.
+    manifest = load_manifest(project.build, "kern")
+    assert project.build / "CMakeFiles" / "kern.dir" / "Debug" / "kern.cu.o" in manifest.objects
+
+
 def test_config_version_file_accepts_this_version_and_refuses_a_newer_one(tmp_path: Path, cmake_bin: str) -> None:
     init = (REPO_ROOT / "ciq_build" / "version.py").read_text()
     version = re.search(r'__version__ = "([^"]+)"', init)
