@@ -1,6 +1,6 @@
 # ciq_build's CMake module, part: the target's manifest (see ciq_build.cmake, which includes it).
 #
-# _ciq_write_manifest(TARGET <target> SOURCES <source>... [ARCHITECTURES <arch>...])
+# _ciq_write_manifest(TARGET <target> SOURCES <source>... [ARCHITECTURES <arch>...] ARCHITECTURES_DEFAULT <true|false>)
 #   Writes <CMAKE_BINARY_DIR>/ciq/targets/<target>.json at generate time (file(GENERATE)): what the
 #   tuning driver reads of a registered target (ciq_build/project/manifest.py reads it; its JSON Schema
 #   is docs/target-manifest.schema.json), from the properties ciq_tune_target() set and the CUDA
@@ -60,7 +60,7 @@ function(_ciq_flags_configurations built genex)
 endfunction()
 
 function(_ciq_write_manifest)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET" "SOURCES;ARCHITECTURES")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;ARCHITECTURES_DEFAULT" "SOURCES;ARCHITECTURES")
   set(target "${arg_TARGET}")
   set(sources "${arg_SOURCES}")
   set(architectures "${arg_ARCHITECTURES}")
@@ -160,7 +160,7 @@ function(_ciq_write_manifest)
     "  \"generator\": ${json_CMAKE_GENERATOR},"
     "  \"allow_numerics\": ${allow_numerics},"
     "  \"separable_compilation\": @CIQ_SEPARABLE@,"
-    "  \"toolchain\": {\"cuda_compiler\": ${json_compiler}, \"cuda_compiler_version\": ${json_compiler_version}, \"architectures\": ${json_architectures}}"
+    "  \"toolchain\": {\"cuda_compiler\": ${json_compiler}, \"cuda_compiler_version\": ${json_compiler_version}, \"architectures\": ${json_architectures}, \"architectures_default\": ${arg_ARCHITECTURES_DEFAULT}}"
     "}"
     "")
   # Everything is literal text except the benchmark's path and the object

@@ -154,6 +154,9 @@ class ManifestToolchain:
     cuda_compiler_version: str = field(metadata=in_json(TEXT, "CMAKE_CUDA_COMPILER_VERSION"))
     architectures: str = field(metadata=in_json(
         TEXT, 'CMAKE_CUDA_ARCHITECTURES as CMake holds it, e.g. "90a" or "80;90a"'))
+    architectures_default: bool = field(default=False, metadata=in_json(
+        BOOL, "the architectures are CMake's default for the nvcc (75 with CUDA 13): the project set no "
+        "CMAKE_CUDA_ARCHITECTURES (ciq_build.compiler.gpu_arch.default_note)", optional=True))
 
 
 # Manifest.generator of a setuptools CudaExtension described as a target (ciq_build.project.setuptools_backend):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -918,6 +919,26 @@ def test_a_multi_config_tree_generates_and_applies_pins(tmp_path: Path, cmake_bi
     # The manifest is the configuration a plain `cmake --build` builds: Debug, the first.
     manifest = load_manifest(project.build, "kern")
     assert project.build / "CMakeFiles" / "kern.dir" / "Debug" / "kern.cu.o" in manifest.objects
+
+
+def test_architectures_cmake_chose_for_want_of_the_projects_are_marked_so_in_the_manifest(
+        tmp_path: Path, cmake_bin: str, ninja_bin: str, cuda133_bin: Path) -> None:
+    # A project without CMAKE_CUDA_ARCHITECTURES is built for nvcc's default (75 with CUDA 13): a tune on an H100
+    # said "architectures: 75" and "the only architecture built", as if it were the project's choice.
+    project = Tiny(tmp_path / "src", tmp_path / "build", cmake_bin, ninja_bin, cuda133_bin)
+    write_tiny_sources(project.source)
+    (project.source / "CMakeLists.txt").write_text(HEADER + "ciq_tune_target(kern OBJECTIVES registers)\n")
+    configure: list[str | Path] = [cmake_bin, "-S", project.source, "-B", project.build, "-G", "Ninja",
+                                   f"-DCMAKE_MAKE_PROGRAM={ninja_bin}", f"-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}",
+                                   f"-Dciq_build_DIR={CMAKE_PACKAGE_DIR}"]
+    env = {name: value for name, value in os.environ.items() if name != "CUDAARCHS"}
+    ensure_ok(run(configure, timeout=300, env=env))
+    toolchain = load_manifest(project.build, "kern").toolchain
+    assert (toolchain.architectures, toolchain.architectures_default) == ("75", True)
+    # Given on the command line, as the tune's note says: the user's choice, even of the same architecture.
+    ensure_ok(run([*configure, "-DCMAKE_CUDA_ARCHITECTURES=75"], timeout=300, env=env))
+    toolchain = load_manifest(project.build, "kern").toolchain
+    assert (toolchain.architectures, toolchain.architectures_default) == ("75", False)
 
 
 def test_config_version_file_accepts_this_version_and_refuses_a_newer_one(tmp_path: Path, cmake_bin: str) -> None:
