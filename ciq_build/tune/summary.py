@@ -124,7 +124,9 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 winner: bool = True) -> str:
     """The summary's lines. `winner`: whether the verdict found one (it beat the defaults); without, the table shows
     what the build keeps, the defaults' figures, and the search's best is the verdict's to tell (llm.c's layernorm:
-    the table's "best" said 22 registers where the verdict pinned nothing, 22 and 23 being the same allocation)."""
+    the table's "best" said 22 registers where the verdict pinned nothing, 22 and 23 being the same allocation).
+    `occupancy`: the steps of the configuration the table shows (ciq_build.tune.finish.occupancy_steps), labelled
+    with it."""
     rows = [("objective", "baseline", "best" if winner else "kept", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores if winner else baseline_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
@@ -149,7 +151,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
            "candidates on it"] if (never := params_never_working(evaluations)) else []),
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
         *([f"  figures: {figures}"] if figures else []),
-        *([f"  occupancy: {occupancy}"] if occupancy else []),
+        *([f"  occupancy ({'winner' if winner else 'the defaults, kept'}): {occupancy}"] if occupancy else []),
     ]
     shared = sum(1 for e in evaluations if not e.cached and e.same_code_as is not None)
     if needs_benchmark:

@@ -106,6 +106,27 @@ def test_a_build_for_native_is_said_to_pin_what_any_gpu_applies() -> None:
     assert static is not None and "(here sm_90)" in static
 
 
+def test_architectures_the_project_did_not_choose_are_said_with_what_to_set() -> None:
+    # CMake's default with CUDA 13 on an H100: "architectures: 75" and "the only architecture built" said nothing of
+    # whose choice sm_75 was.
+    note = plan_architectures("gemm", "75", 90, None, [], True, defaulted=True, build_dir="/p/build").default
+    assert note == ("gemm is built for sm_75, CMake's default for this nvcc, as the project sets no "
+                    "CMAKE_CUDA_ARCHITECTURES: the candidates are compiled for it alone, and the pin is checked "
+                    "against it. To tune for the GPUs you run on, set them and configure again (e.g. cmake "
+                    "-DCMAKE_CUDA_ARCHITECTURES=90 /p/build, or set(CMAKE_CUDA_ARCHITECTURES 90) before project() "
+                    "in CMakeLists.txt)")
+    said: list[str] = []
+    plan_architectures("gemm", "75", None, None, ["registers"], False, defaulted=True,
+                       build_dir="/p/build").say(said.append, said.append)
+    assert said[0].startswith("gemm is built for sm_75, CMake's default") and "=90a /p/build" in said[0]
+    assert said[1] == "figures: static metrics of the sm_75 machine code (the only architecture built)"
+    none = plan_architectures("gemm", "", None, None, ["registers"], False, build_dir="/p/build").default
+    assert none is not None and none.startswith("gemm is built for nvcc's default architecture, as the project")
+    # The project's own choice, or a setuptools extension (no CMake tree to configure): nothing said.
+    assert plan_architectures("gemm", "75", 90, None, [], True, build_dir="/p/build").default is None
+    assert plan_architectures("gemm", "", 90, None, [], True, defaulted=True).default is None
+
+
 def test_the_gpu_is_the_first_visible_device_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gpu_arch, "_KNOWN", {})
     calls = tmp_path / "calls"
