@@ -173,10 +173,16 @@ def default_note(target: str, architectures: str, defaulted: bool, gpu: int | No
 def flags_note(target: str, architectures: str, extra: Mapping[str, str]) -> str | None:
     """The one line said before a tune of a target whose own nvcc flags (`extra`: arch -> the flag) build machine
     code that CUDA_ARCHITECTURES does not name, or None: each candidate compiles it too, and a pin is applied by
-    CUDA_ARCHITECTURES alone."""
+    CUDA_ARCHITECTURES alone; where those name none, the flags' code is all a build has, and the pin names none."""
     if not extra:
         return None
     named = ", ".join(sorted(set(extra.values())))
+    if not architectures:  # the flags' machine code is all there is: scored, yet no pin names it
+        return (f"{target}'s own nvcc flags ({named}) build {', '.join(sm(a) for a in extra)}, and no architecture "
+                f"list names it: the figures are of that code, but the pin will name no architecture, so a build for "
+                f"any other applies it too. List the architectures in CMAKE_CUDA_ARCHITECTURES (setuptools: "
+                f"cuda_architectures=) in place of the flags, or write them where configure reads them: "
+                f"CMAKE_CUDA_FLAGS, or target_compile_options without a generator expression")
     return (f"{target}'s own nvcc flags ({named}) build {', '.join(sm(a) for a in extra)} machine code too, which "
             f"CUDA_ARCHITECTURES ({architectures or 'none'}) does not name: every candidate compiles it as well, its "
             f"figures are the 'not scored' ones, and a pin is checked against CUDA_ARCHITECTURES alone. To tune "
@@ -210,4 +216,5 @@ def plan_architectures(target: str, architectures: str, gpu: int | None, asked: 
     # The plan's GPU is the one the times are of: none without a benchmark.
     return ArchitecturePlan(gpu if timed else None, scored if static else None, why, jit,
                             native_note(target, architectures, gpu), flags_note(target, architectures, extra), built,
-                            default_note(target, architectures, defaulted, gpu, build_dir))
+                            None if extra and not architectures else default_note(target, architectures, defaulted,
+                                                                                  gpu, build_dir))

@@ -493,6 +493,24 @@ def test_a_pin_tuned_for_other_architectures_is_skipped_or_fails_when_strict(tin
     assert tiny.options_file().read_text() == "-maxrregcount=32\n"
 
 
+def test_where_cuda_architectures_name_none_a_pin_is_checked_against_those_the_targets_own_flags_build(
+        tiny: Tiny) -> None:
+    # miniBUDE sets policy CMP0104 OLD and `-arch=sm_90` in CMAKE_CUDA_FLAGS: its pin, measured on sm_90, named no
+    # architecture ("tuned for nvcc's default, applied to any") and a build for sm_80 applied it without a word.
+    for flags in ('string(APPEND CMAKE_CUDA_FLAGS " -arch=sm_90")',
+                  'target_compile_options(kern PRIVATE "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-gencode arch=compute_90,'
+                  'code=sm_90>")'):
+        body = f"set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n{flags}\n{DEFAULT_BODY}"
+        other = ensure_ok(tiny.configure(body=body, pins={"kern": record(flags=["-maxrregcount=32"],
+                                                                         architectures=["80"])}))
+        assert "ciq_build: kern: pin skipped (tuned for 80, compiling for 90)" in said(other), said(other)
+        assert tiny.options_file().read_text() == ""
+        manifest = json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text())
+        assert manifest["toolchain"]["architectures"] == "90"  # what a tune measures, and so pins
+        ensure_ok(tiny.configure(body=body, pins={"kern": record(flags=["-maxrregcount=32"], architectures=["90"])}))
+        assert tiny.options_file().read_text() == "-maxrregcount=32\n"
+
+
 def test_architectures_changed_after_the_call_are_refused(tiny: Tiny) -> None:
     # The pin was checked against the architectures at the call; a later change would go unchecked.
     body = DEFAULT_BODY + 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "75")\n'

@@ -197,3 +197,17 @@ def test_a_tune_says_which_machine_code_the_targets_own_flags_add(tmp_path: Path
     assert "figures: static metrics of the sm_90a machine code (this machine's GPU's (sm_90))" in tuned.stdout
     unscored = [line for line in tuned.stderr.splitlines() if line.startswith("ciq_build: not scored: sm_75 ")]
     assert len(unscored) == 1 and re.fullmatch(r"ciq_build: not scored: sm_75 registers \d+", unscored[0]), tuned.stderr
+
+
+def test_machine_code_only_the_targets_own_flags_build_is_said_to_be_scored_and_pinned_for_any() -> None:
+    # CUDA_ARCHITECTURES naming none and `-arch=sm_90` in a generator expression, which configure does not read: the
+    # tune said both "built for nvcc's default architecture" and "sm_90 machine code too ... the 'not scored' ones",
+    # then scored sm_90, and pinned a record that names no architecture.
+    plan = plan_architectures("bude", "", None, None, ["registers"], False, {"90": "-arch=sm_90"},
+                              build_dir="/p/build")
+    assert plan.built == "90" and plan.scored == "90" and plan.default is None
+    assert plan.flags == (
+        "bude's own nvcc flags (-arch=sm_90) build sm_90, and no architecture list names it: the figures are of that "
+        "code, but the pin will name no architecture, so a build for any other applies it too. List the "
+        "architectures in CMAKE_CUDA_ARCHITECTURES (setuptools: cuda_architectures=) in place of the flags, or write "
+        "them where configure reads them: CMAKE_CUDA_FLAGS, or target_compile_options without a generator expression")
