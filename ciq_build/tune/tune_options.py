@@ -228,7 +228,7 @@ class TuneOptions:
     pin: bool = option("--no-pin", group=OUTPUT, switch=True, default=True,
                        help="search and report, but write no pinned record")
     quiet: bool = option("--quiet", "-q", group=OUTPUT, switch=True, default=False,
-                         help="no progress, warnings only")
+                         help="no progress: warnings and the summary only")
     force: bool = option("--force", group=OUTPUT, switch=True, default=False,
                          help="pin the winner even where the pin already there is better (same objectives, toolkit "
                               "and architectures: its figures, or its runtime re-measured beside the winner); "
