@@ -134,7 +134,7 @@ class TuneOptions:
         help=f"objective, repeatable ({known_spellings()}; prefix max: to maximise); default: the target's OBJECTIVES")
     controls: list[str] | None = option(
         "--controls", group=SEARCH, repeated=True, metavar="KIND",
-        help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], a .bin search "
+        help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER[:VARIANT]], a .bin search "
              "space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); default: the target's SEARCH_SPACE "
              "(knobs + params)")
     stages: list[str] = option(
