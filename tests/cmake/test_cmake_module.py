@@ -511,6 +511,19 @@ def test_where_cuda_architectures_name_none_a_pin_is_checked_against_those_the_t
         assert tiny.options_file().read_text() == "-maxrregcount=32\n"
 
 
+def test_list_says_which_pin_the_build_skips(tiny: Tiny) -> None:
+    # miniBUDE's pin tuned for sm_90, in a build for sm_80: `list` showed it in its pin column as if it applied.
+    from ciq_build.project.cmake_backend import CMakeBackend
+    from ciq_build.reports.show import list_targets
+
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["80"])}))
+    listed = list_targets(CMakeBackend(tiny.build, None))
+    assert "kern.json (skipped by this build: tuned for 80, compiling for 90a)" in listed, listed
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["90a"])}))
+    listed = list_targets(CMakeBackend(tiny.build, None))
+    assert "kern.json" in listed and "skipped" not in listed, listed
+
+
 def test_architectures_changed_after_the_call_are_refused(tiny: Tiny) -> None:
     # The pin was checked against the architectures at the call; a later change would go unchecked.
     body = DEFAULT_BODY + 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "75")\n'
