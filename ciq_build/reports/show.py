@@ -109,6 +109,17 @@ def _evaluations(path: Path) -> int:
 OBJECTIVES_COLUMN = "objectives (the pin's; no pin: the target's)"
 
 
+def _skipped_by_build(manifest: Manifest, backend: BuildBackend) -> str | None:
+    """Why the target's build skips its pin ("tuned for 90, compiling for 80"), as `show`'s build line says it, or
+    None where it applies it (a build for sm_80 of a pin tuned for sm_90 was listed beside the pin as if it applied)."""
+    try:
+        _applies, said = build_decision(manifest, backend.toolchain(manifest))
+    except CiqError:
+        return None  # no compiler to ask: the record alone is listed
+    skipped = re.match(r"pin skipped \((.*?)\): ", said)
+    return skipped.group(1) if skipped else None
+
+
 def list_targets(backend: BuildBackend) -> str:
     manifests = [backend.manifest(target) for target in backend.targets()]
     if not manifests:
@@ -129,6 +140,8 @@ def list_targets(backend: BuildBackend) -> str:
                                       for o in record.objectives) or objectives
                 if record.per_architecture:
                     pin += " (per architecture: " + ", ".join(f"sm_{a}" for a in sorted(record.per_architecture)) + ")"
+                if (why := _skipped_by_build(manifest, backend)) is not None:
+                    pin += f" (skipped by this build: {why})"
             except CiqError as exc:
                 pin += f" (refused: {str(exc).splitlines()[0][:60]})"
         rows.append((manifest.target, bench, objectives, pin))

@@ -301,9 +301,7 @@ class TuneRun:
         and which architecture static objectives score, said before the baseline; one describing other code is refused."""
         gpu = self.runner.read_gpu() if self.runner.needs_benchmark else read_gpu_arch()
         static = [o.spec for o in self.objectives if o.source == "static"]
-        self.architectures = plan_architectures(self.manifest.target, self.manifest.toolchain.architectures, gpu,
-                                                self.manifest.tune_architecture, static,
-                                                self.runner.needs_benchmark, flag_architectures(self.manifest.cuda_flags))
+        self.architectures = _architecture_plan(self.manifest, gpu, static, self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
         _check_static_inputs(self.runner.threads_per_block, self.objectives, self.manifest,
                              self.architectures.scored)
@@ -353,6 +351,14 @@ class TuneRun:
     def _say(self, text: str) -> None:
         if not self.settings.quiet:
             LOG.info("%s", text)
+
+
+def _architecture_plan(manifest: Manifest, gpu: int | None, static: Sequence[str], timed: bool) -> ArchitecturePlan:
+    """The plan of a tune of `manifest`'s target (ciq_build.compiler.gpu_arch.plan_architectures)."""
+    tree = None if manifest.setuptools else str(manifest.binary_dir)  # where other architectures are configured
+    return plan_architectures(manifest.target, manifest.toolchain.architectures, gpu, manifest.tune_architecture,
+                              static, timed, flag_architectures(manifest.cuda_flags),
+                              defaulted=manifest.toolchain.architectures_default, build_dir=tree)
 
 
 def _warn(text: str) -> None:  # about the tune's results: said even with --quiet (it silences progress)

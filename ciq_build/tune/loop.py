@@ -45,7 +45,7 @@ from ciq_build.search.strategies import GRID_DEFAULT
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import Runner
-from ciq_build.tune.winner import pick_pinned
+from ciq_build.tune.winner import beats_defaults, pick_pinned
 
 W = TypeVar("W")
 
@@ -54,11 +54,13 @@ class Progress(Protocol):
     """Where the loop reports each finished evaluation (ciq_build.tune.progress.TuneProgress).
 
     `evaluations` counts the evaluations finished so far, `best` is the scores of the point the tune would pin from
-    the Pareto front of them (`front` points; one where a single objective is tuned).
+    the Pareto front of them (`front` points; one where a single objective is tuned), and `pinnable` whether it would
+    pin that point as it stands (RunningBest.pinnable).
     """
 
     def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
-               best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None) -> None: ...
+               best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None,
+               pinnable: bool = True) -> None: ...
 
     def close(self) -> None: ...
 
@@ -256,7 +258,8 @@ class SearchLoop(Generic[W]):
         self._best.add(evaluated)
         if self.progress is not None:
             self.progress.update(evaluated.proposal.generation, evaluations=self._finished, failures=self._failed,
-                                 best=self._best.scores, front=len(self._best.front), last=evaluated)
+                                 best=self._best.scores, front=len(self._best.front), last=evaluated,
+                                 pinnable=self._best.pinnable)
 
     def _evaluate(self, worker: W, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         """In a worker thread: the runner's evaluation, in the loop's scope (it ends when the loop does)."""
@@ -315,6 +318,15 @@ class RunningBest:
             else:
                 self.measured = on_front(self.measured, evaluated, self.directions)
             self.point = pick_pinned(self.front, self.baseline, self.objectives, self.pick)
+
+    @property
+    def pinnable(self) -> bool:
+        """Whether the tune would pin the point as it stands: with several objectives it pins only a point that beats
+        the defaults on every objective (miniBUDE: the lines said "would pin spill_bytes 256 bytes, registers 120",
+        the knee of a front of which no point did, and the tune pinned nothing); True where the defaults' scores are
+        not known."""
+        return (self.point is None or self.baseline is None or self.point.scores is None
+                or beats_defaults(self.point.scores, self.baseline, self.objectives))
 
     @property
     def front(self) -> list[Evaluation]:

@@ -154,15 +154,20 @@ class TuneProgress:
             return named_scores(self.objectives, scores)
         return "/".join(f"{s:.6g}" for s in scores)
 
-    def _best(self, best: tuple[float, ...] | None, front: int) -> str:
+    def _best(self, best: tuple[float, ...] | None, front: int, pinnable: bool = True) -> str:
         """The best so far; with several objectives, a front of points and the one the tune would pin from it
-        (a reader takes "best" for what the tune pins: the first objective's best alone is not it)."""
+        (a reader takes "best" for what the tune pins: the first objective's best alone is not it), or, where no
+        point of it beats the defaults on every objective (`pinnable` false), that nothing would be pinned."""
         if len(self.objectives) < 2 or best is None:
             return f"best {self._scores(best)}"
-        return f"front: {front} point{'s' if front != 1 else ''}; would pin {self._scores(best)}"
+        points = f"front: {front} point{'s' if front != 1 else ''}"
+        if not pinnable:
+            return f"{points}; would pin nothing (none beats the defaults on every objective)"
+        return f"{points}; would pin {self._scores(best)}"
 
     def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
-               best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None) -> None:
+               best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None,
+               pinnable: bool = True) -> None:
         now = self._clock()
         if last is not None and not last.cached:
             self._measured += 1
@@ -170,13 +175,13 @@ class TuneProgress:
         if self.deadline is not None:  # no candidate starts after it: the time left is at most what it leaves
             left = max(0.0, min(left if left is not None else self.deadline - now, self.deadline - now))
         if self.live is not None:  # in the line's words: with several objectives, the front and what would be pinned
-            self.live.searched(evaluations, self.expected, self._best(best, front) if best is not None else "", left)
+            self.live.searched(evaluations, self.expected, self._best(best, front, pinnable) if best is not None else "", left)
         if self.quiet:
             return
         where = f"generation {generation + 1}/{self.generations}"  # counted from 0 by the search, from 1 here
         if self.bar is not None:
             parts = [f"about {pace.clock(left)} left"] if left is not None else []
-            parts += [where, self._best(best, front), f"{failures} failed"]
+            parts += [where, self._best(best, front, pinnable), f"{failures} failed"]
             self.bar.set_postfix_str("; ".join(parts), refresh=False)
             self.bar.update(1)
             return
@@ -198,7 +203,7 @@ class TuneProgress:
         timing = f"{pace.clock(now - self._started)} elapsed"
         if left is not None:
             timing += f", about {pace.clock(left)} left"
-        LOG.info("evaluation %s, %s: %s | %s | %d failed | %s", count, where, said, self._best(best, front),
+        LOG.info("evaluation %s, %s: %s | %s | %d failed | %s", count, where, said, self._best(best, front, pinnable),
                  failures, timing)
         if last is not None and not last.cached and LOG.isEnabledFor(logging.DEBUG):
             LOG.debug("  controls: %s; metrics: %s", shlex.join(nvcc_arguments(last.controls)) or "(none)",

@@ -96,6 +96,10 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
     return (said or "nothing beat the compiler's defaults here; ") + "try " + _other_tries(objectives, search)
 
 
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def _other_tries(objectives: Sequence[Objective], search: SearchSettings) -> str:
     """Other objectives, a wider search, a bigger budget: what the `next:` line of a tune that pinned nothing
     offers."""
@@ -103,9 +107,9 @@ def _other_tries(objectives: Sequence[Objective], search: SearchSettings) -> str
     kinds = set(search.controls)
     wider = (f"--controls {' --controls '.join(sorted({'knobs', 'params'} - kinds))} beside "
              f"{', '.join(search.controls)}, " if not {"knobs", "params"} <= kinds else "")
-    budget = f"{search.generations} generations of {search.pool_size}"
+    budget = f"{_counted(search.generations, 'generation')} of {search.pool_size}"
     if search.max_evaluations is not None:
-        budget += f", at most {search.max_evaluations} evaluations"
+        budget += f", at most {_counted(search.max_evaluations, 'evaluation')}"
     if search.time_limit is not None:
         budget += f", --time-limit {duration_text(search.time_limit)}"
     return (f"other objectives (--objective, one of "

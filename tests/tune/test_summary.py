@@ -124,6 +124,8 @@ def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
     assert "--objective, one of time, energy, compile_time, spill_bytes" in said and "registers," not in said
     assert "--controls knobs beside params" in said and "PARAMS" in said
     assert "this tune: 2 generations of 4" in said and "--generations" in said
+    one = next_without_a_pin(objectives, replace(search, generations=1, max_evaluations=1), pin=True, better=False)
+    assert "this tune: 1 generation of 4, at most 1 evaluation)" in one
     assert "without --no-pin" in next_without_a_pin(objectives, search, pin=False, better=True)
     # --no-pin on a search that found nothing better: running it again without --no-pin would pin nothing either
     assert next_without_a_pin(objectives, search, pin=False, better=False) == hint
