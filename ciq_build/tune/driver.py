@@ -58,7 +58,7 @@ from ciq_build.tune.loop import (
     stopped_text,
     time_limit_ended,
 )
-from ciq_build.tune.param_probe import overridden_params, warn_unguarded
+from ciq_build.tune.param_probe import overridden_params, warn_presence_tested, warn_unguarded
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner, relocatable_note
 from ciq_build.tune.searched_space import SearchedSpace
@@ -260,6 +260,7 @@ class TuneRun:
             if "params" in search_kinds(self.settings.search):
                 said = warn_unguarded(self.manifest.params, self.manifest.cuda_sources, self.manifest.target,
                                       _warn)
+                warn_presence_tested(self.manifest.params, self.manifest.cuda_sources, self.manifest.target, _warn)
                 probe = beside.submit(overridden_params, self.manifest.params, probe_tree,
                                       self.runner.timeouts.compile, self.manifest.target, _warn, said)
                 if self.runner.measures_compile_time:
