@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 from ciq_build.errors import CiqError, ManifestError
@@ -61,9 +62,10 @@ def require_pin(target: str, backend: BuildBackend, pin_file: Path | None = None
                 f"{target} has no pinned record at {pin_file}, though a tune ran ({tried} evaluation(s) in "
                 f"{journal}): it pinned nothing (no candidate beat the defaults beyond "
                 f"the noise, or --no-pin), so the build uses the compiler's defaults. `python -m ciq_build report "
-                f"{target} -B {build_dir}` shows what it measured.")
-        raise ManifestError(f"{target} has no pinned record at {pin_file}; run `python -m ciq_build tune {target} "
-                            f"-B {build_dir}` first")
+                f"{shlex.quote(target)} -B {shlex.quote(str(build_dir))}` shows what it measured.")
+        # The project's own tune command: a setuptools project's names its project, not a CMake build folder.
+        raise ManifestError(f"{target} has no pinned record at {pin_file}; run `{backend.command('tune', target)}` "
+                            "first")
     return pin_file
 
 
