@@ -314,10 +314,11 @@ def _metric_name(spec: str, name: str) -> str:
 def _kernel_regex(spec: str, pattern: str) -> str:
     """The kernel regex of a per-kernel objective, checked (it is written into records and read by CMake)."""
     if re.fullmatch(KERNEL_REGEX, pattern) is None or len(pattern) > KERNEL_REGEX_MAX:
-        raise ConfigError(
-            f"objective {spec!r}: the kernel regex {pattern!r} may use only letters, digits and _ . * + ? | ( ) - "
-            f"(at most {KERNEL_REGEX_MAX}; found anywhere in the name); e.g. registers:heavy or "
-            "spill_bytes:gemm_(f16|f32)")
+        # A demangled template name holds < > , and spaces: '.' for each is the regex a user meant.
+        dotted = re.sub(r"[^A-Za-z0-9_*.+|?()-]", ".", pattern)
+        hint = (f" (write '.' for any other character, which matches any one: {spec[:-len(pattern)]}{dotted})"
+                if pattern and dotted != pattern else "")
+        raise ConfigError(load_rules().message("kernel_regex", value=spec, regex=pattern, hint=hint))
     try:
         re.compile(pattern)
     except re.error as error:

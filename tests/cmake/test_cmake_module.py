@@ -22,8 +22,9 @@ import pytest
 from test_manifest_schema import assert_valid_manifest
 
 from ciq_build.compiler.toolchain import _real_bin_dir, load_toolchain
-from ciq_build.core.objectives import parse_objectives, unknown_objective
+from ciq_build.core.objectives import parse_objective, parse_objectives, unknown_objective
 from ciq_build.core.rules import load_rules
+from ciq_build.errors import ConfigError
 from ciq_build.measure.proc import ProcResult, run
 from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.project.manifest import load_manifest
@@ -803,6 +804,15 @@ def test_a_findcuda_toolkit_of_another_release_than_the_cuda_compiler_is_warned(
     assert "find_package(CUDA) found" not in same
 
 
+def kernel_regex_refusal(spec: str) -> str:
+    """What tune --objective says of `spec`'s kernel regex (the rule book's kernel_regex message)."""
+    try:
+        parse_objective(spec)
+    except ConfigError as error:
+        return str(error)
+    raise AssertionError(f"{spec} was accepted")
+
+
 # Issue 22 item 4: what tune used to refuse only after a clean configure and build, configure refuses at the
 # call's line, in docs/cmake.md's words, with "did you mean" for a misspelt word.
 @pytest.mark.parametrize(
@@ -817,6 +827,10 @@ def test_a_findcuda_toolkit_of_another_release_than_the_cuda_compiler_is_warned(
         # the one message (the rule book's), word for word what setup.py's CudaExtension and tune say
         ("OBJECTIVES max:regsters", "OBJECTIVES " + unknown_objective("max:regsters", "regsters")),
         ("OBJECTIVES max:sass_instruction", "(did you mean sass_instructions?)"),
+        # no word near: the message's empty "did you mean" shifted its other words (configure failed on list(GET))
+        ("OBJECTIVES zzzz", "OBJECTIVES " + unknown_objective("zzzz", "zzzz")),
+        # a template's demangled name (miniBUDE's fasten_main<8ul>): what a kernel regex holds, as tune says it
+        ('OBJECTIVES "occupancy:fasten_main<8>"', "OBJECTIVES " + kernel_regex_refusal("occupancy:fasten_main<8>")),
         ("OBJECTIVES energy", "OBJECTIVES energy is read from a benchmark run; add BENCHMARK"),
         ("OBJECTIVES registers metric:gflops", "OBJECTIVES metric:gflops is read from a benchmark run"),
         ("OBJECTIVES max:time", "OBJECTIVES max:time is read from a benchmark run"),
