@@ -23,6 +23,7 @@ from ciq_build.compiler.architectures import architecture_list, architecture_ord
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan
 from ciq_build.compiler.toolchain import Toolchain
+from ciq_build.core.declared import declared
 from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.measure.sizes import size_ratios
 from ciq_build.measure.stats import interleaved
@@ -302,9 +303,11 @@ class Finish:
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
                           stopped=searched.stopped, next_with_pin=self._skipped_text(pinned),
-                          next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
+                          next_without_pin=self._kept_text(standing)
+                          or _check_failed_text(checked, self.manifest.setuptools) or next_without_a_pin(
                               objectives, self.settings.search, self.pinning, confirmation.better,
-                              int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores),
+                              int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores,
+                              setuptools=self.manifest.setuptools),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(), winner=confirmation.better,
                           occupancy=self._occupancy_steps(confirmation),
@@ -364,7 +367,7 @@ class Finish:
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
                           stopped=searched.stopped, winner=False,
                           next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
-                                                              better=False)),
+                                                              better=False, setuptools=self.manifest.setuptools)),
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 
@@ -400,9 +403,11 @@ def occupancy_steps(confirmation: Confirmation, objectives: Sequence[Objective],
     return f"sm_{arch}, {steps}{several}"
 
 
-def _check_failed_text(checked: WinnerCheck | None) -> str:
-    """The summary's `next:` where the winner's benchmark failed its check."""
+def _check_failed_text(checked: WinnerCheck | None, setuptools: bool) -> str:
+    """The summary's `next:` where the winner's benchmark failed its check (`setuptools`: a CudaExtension's
+    target, core/declared.py)."""
     if checked is None or not checked.failed:
         return ""
-    return ("keep the values that fail the benchmark's check out of the search (CONSTRAINTS in ciq_tune_target(), "
-            "or fewer PARAMS values), or tune an objective the benchmark measures, then tune again")
+    return (f"keep the values that fail the benchmark's check out of the search ({declared('CONSTRAINTS', setuptools)}, "
+            f"or fewer values in {declared('PARAMS', setuptools)}), or tune an objective the benchmark measures, "
+            "then tune again")

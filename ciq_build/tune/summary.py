@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 
+from ciq_build.core.declared import declared
 from ciq_build.core.metric_unit import change_text
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
@@ -64,11 +65,12 @@ def params_never_working(evaluations: Sequence[Evaluation]) -> list[str]:
 
 
 def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool,
-                       kernels: int = 1, baseline: Sequence[float] = ()) -> str:
+                       kernels: int = 1, baseline: Sequence[float] = (), *, setuptools: bool = False) -> str:
     """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line.
     `kernels`: how many the target's ptxas report has (a per-kernel objective is suggested where several);
     `baseline`: the defaults' scores, where one minimised at 0 (no spills) is said to have nothing to lower, and a
-    percentage maximised at 100 (occupancy) nothing to raise."""
+    percentage maximised at 100 (occupancy) nothing to raise. `setuptools`: the target is a CudaExtension's, whose
+    PARAMS are its params= (core/declared.py)."""
     if not pin and better:
         return "run the same command without --no-pin to pin the winner"
     # cuda_hgemv's 12 kernels spill nothing: the line offered spill_bytes:<kernel regex>, which is 0 for each; llm.c's
@@ -92,15 +94,15 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
                 "cannot move may set (a library's, Thrust's or CUB's say, whose __launch_bounds__ keep its registers "
                 f"under any register cap): score the kernels you wrote with --objective "
                 f"{first}:<kernel regex> (found in their names, e.g. {first}:my_kernel); or try "
-                + _other_tries(objectives, search))
-    return (said or "nothing beat the compiler's defaults here; ") + "try " + _other_tries(objectives, search)
+                + _other_tries(objectives, search, setuptools))
+    return (said or "nothing beat the compiler's defaults here; ") + "try " + _other_tries(objectives, search, setuptools)
 
 
 def _counted(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _other_tries(objectives: Sequence[Objective], search: SearchSettings) -> str:
+def _other_tries(objectives: Sequence[Objective], search: SearchSettings, setuptools: bool) -> str:
     """Other objectives, a wider search, a bigger budget: what the `next:` line of a tune that pinned nothing
     offers."""
     others = [kind.name for kind in KINDS if kind.name not in {o.name.partition(":")[0] for o in objectives}]
@@ -113,7 +115,7 @@ def _other_tries(objectives: Sequence[Objective], search: SearchSettings) -> str
     if search.time_limit is not None:
         budget += f", --time-limit {duration_text(search.time_limit)}"
     return (f"other objectives (--objective, one of "
-            f"{', '.join(others)}), a wider search ({wider}more PARAMS values in ciq_tune_target()) or a bigger "
+            f"{', '.join(others)}), a wider search ({wider}more values in {declared('PARAMS', setuptools)}) or a bigger "
             f"budget (--generations, --pool-size, --max-evaluations, --time-limit; this tune: {budget})"
             "; --fresh starts over")
 

@@ -294,7 +294,8 @@ def test_cuda_extension_refuses_bad_params_objectives_and_constraints_when_setup
         CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=chioce(1,2)"])
     with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): 'regsters' is not an objective \(did you mean registers"):
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_objectives=["regsters"])
-    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): CONSTRAINTS 'T\*U <= 8'.*'U' is not one of the PARAMS"):
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): CONSTRAINTS 'T\*U <= 8'.*'U' is not one of the PARAMS.*"
+                                          r"fix it \(ciq_constraints= in its CudaExtension\)"):
         CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4"], ciq_constraints=["T*U <= 8"])
     ext = CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4", "U=range(1,8)"], ciq_constraints=["T*U <= 8"])
     assert ext.ciq_constraints == ("T*U <= 8",)

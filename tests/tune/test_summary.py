@@ -122,7 +122,11 @@ def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
     said = next(line for line in text.splitlines() if line.startswith("  next: "))
     # other objectives, a wider space, a bigger budget, each as the option that asks for it
     assert "--objective, one of time, energy, compile_time, spill_bytes" in said and "registers," not in said
-    assert "--controls knobs beside params" in said and "PARAMS" in said
+    assert "--controls knobs beside params" in said and "more values in PARAMS in ciq_tune_target())" in said
+    # A setuptools target's PARAMS are its CudaExtension's params= (the cudamat trial's line named
+    # ciq_tune_target(), which a setuptools project has not).
+    setuptools = next_without_a_pin(objectives, search, pin=True, better=False, setuptools=True)
+    assert "more values in params= in its CudaExtension)" in setuptools and "ciq_tune_target" not in setuptools
     assert "this tune: 2 generations of 4" in said and "--generations" in said
     one = next_without_a_pin(objectives, replace(search, generations=1, max_evaluations=1), pin=True, better=False)
     assert "this tune: 1 generation of 4, at most 1 evaluation)" in one
