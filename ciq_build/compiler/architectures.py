@@ -2,7 +2,7 @@
 
 One spelling for comparing (`arch_name`: "sm_90a", "90A", "90a-real" are all "90a"), the checked
 CMake form and its -real/-virtual tail (`split_arch`), and the SM generation ("90a" is 90). Strings
-only: which architectures a toolkit can build is probed (compiler.toolchain), the GPU's own asked
+only: which architectures a toolkit can build is probed (compiler.probe), the GPU's own asked
 (compiler.gpu_arch).
 """
 

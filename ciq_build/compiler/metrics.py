@@ -1,8 +1,11 @@
 """Static metrics of compiled device code, measured without a GPU.
 
 Three sources: ptxas's own report (``-Xptxas=-v``, which the tuning build adds
-to every candidate), ``cuobjdump --dump-resource-usage`` / ``--dump-sass`` on
-the objects, and a hash of each cubin's code sections. The hash covers only
+to every candidate), cuobjdump on the objects (``--dump-resource-usage``,
+``--dump-sass``, and ``-elf`` for a kernel's ``__launch_bounds__``, which the
+PTX also gives where ptxas alone ran), and the ELF sections themselves: a hash
+of each cubin's code sections (`code_hash`) and of the host sections the
+program loads (`host_code_hash`). The device hash covers only
 the ``.text.*`` sections (bytes and relocations, under names with nvcc's
 path-derived module ids zeroed): the ACF's path is embedded in
 ``.note.nv.tkinfo``, and what has internal linkage is named after the source's

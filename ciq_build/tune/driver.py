@@ -1,4 +1,5 @@
-"""The tuning driver: `TuneRun`, the composition root of one `tune` run of one target, and nothing else.
+"""The tuning driver: `TuneRun`, the composition root of one `tune` run of one target, and the entry to it
+(`run_tune`: the options checked, the project prepared, each --stage run through `tune_configured`).
 
 The order: resolve the settings (ciq_build.tune.tune_options), make the candidate
 source and check every tool, take the target's lock, open the journal

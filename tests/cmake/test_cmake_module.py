@@ -525,6 +525,19 @@ def test_list_says_which_pin_the_build_skips(tiny: Tiny) -> None:
     assert "kern.json" in listed and "skipped" not in listed, listed
 
 
+def test_verify_of_a_pin_the_build_skips_says_why_the_build_skips_it(tiny: Tiny) -> None:
+    # miniBUDE's pin tuned for sm_90 verified in a build for sm_80: verify said "reconfigure and look for a warning
+    # from ciq_tune_target" of the empty options file, where it knew the build's reason itself.
+    from ciq_build.pin.verify import verify
+    from ciq_build.project.cmake_backend import CMakeBackend
+
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["80"])}))
+    report = verify("kern", CMakeBackend(tiny.build, None))
+    assert not report.ok
+    assert ("holds nothing, not the pinned ['-maxrregcount=32']: this build skips it: pin skipped (tuned for 80, "
+            "compiling for 90a)") in report.text, report.text
+
+
 def test_architectures_changed_after_the_call_are_refused(tiny: Tiny) -> None:
     # The pin was checked against the architectures at the call; a later change would go unchecked.
     body = DEFAULT_BODY + 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "75")\n'

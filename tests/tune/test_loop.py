@@ -376,8 +376,11 @@ def test_resuming_counts_only_the_journaled_evaluations_that_measured_todays_obj
     recorded.write_text("".join(kept))
     said.clear()
     assert not opened_cache(recorded, parse_objectives(["stack_bytes"]), said).resuming  # as a first start
-    assert said[-1] == (f"the journal's {held - failed} finished evaluation(s) measured none of this tune's "
-                        f"objectives (stack_bytes): nothing to resume from {recorded}")
+    # One line: the search of other settings, and that none of its evaluations is reused (miniBUDE's static tune of
+    # new objectives said "its measurements are reused ...", then "nothing to resume").
+    assert said == [f"the journal holds another search (settings changed), whose {held - failed} finished "
+                    f"evaluation(s) measured none of this tune's objectives (stack_bytes): nothing to resume from "
+                    f"{recorded}"]
 
 
 # -- failure causes in the journal -----------------------------------------------------------
