@@ -333,10 +333,9 @@ class TuneRun:
                 loop.run()
         finally:
             self._stop_ahead()  # what the guesses still build ends before the winner's rebuild
-        self.stopped_by = loop.stopped_by
-        if self.stopped_by == "time_limit":
+        if loop.stopped_by == "time_limit":
             self._say(time_limit_ended(self.settings.search, len(self.evaluations)))
-        return self.stopped_by
+        return loop.stopped_by  # the budget that ended it, if one did
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
               progress: TuneProgress | None, planned: int, baseline: tuple[float, ...] | None) -> SearchLoop[W]:
