@@ -184,6 +184,15 @@ class Objective:
         kind = self.kind
         return kind.extractor if kind is not None else None
 
+    def at_bound(self, value: float) -> bool:
+        """Whether `value` is the best this objective can be, so that no candidate can beat it: a static figure
+        (bytes, registers or instructions, never below 0) minimised at 0, or a percentage (occupancy) maximised
+        at 100. A benchmark's figures have no such bound (a metric may go below 0)."""
+        kind = self.kind
+        if self.source != "static" or kind is None:
+            return False
+        return value <= 0 if self.direction == "min" else kind.unit == "%" and value >= 100
+
 
 def metric_key(objective: Objective) -> str:
     """The metric an objective reads: time -> time_ms, metric:X -> X, registers:heavy as named, static names as is."""

@@ -52,7 +52,9 @@ from ciq_build.tune.executors import checked_executor, get_executor
 from ciq_build.tune.finish import Finish, Searched, TuneOutcome
 from ciq_build.tune.gpu_time import GpuMeter, MeteredSlots
 from ciq_build.tune.loop import (
+    AT_BOUND,
     SearchLoop,
+    at_every_bound,
     end_reserve_line,
     planned_budget,
     stop_on_disk_full,
@@ -226,7 +228,8 @@ class TuneRun:
         if fitting:
             source = self.space.fitted(baseline, self._say)
         self._reserve_for_the_end(baseline)
-        self._search(source, workers, timeouts, baseline.scores)
+        self.stopped_by = (AT_BOUND if at_every_bound(self.objectives, baseline.scores)
+                           else self._search(source, workers, timeouts, baseline.scores))
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
                         _warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default,
@@ -310,7 +313,7 @@ class TuneRun:
         self.architectures.say(_warn, self._say)
 
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts,
-                baseline: tuple[float, ...] | None) -> None:
+                baseline: tuple[float, ...] | None) -> str | None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
         # file is told all the same).
         expected, generations = planned_budget(source.describe(), self.settings.search, self.space.total)
@@ -330,9 +333,9 @@ class TuneRun:
                 loop.run()
         finally:
             self._stop_ahead()  # what the guesses still build ends before the winner's rebuild
-        self.stopped_by = loop.stopped_by
-        if self.stopped_by == "time_limit":
+        if loop.stopped_by == "time_limit":
             self._say(time_limit_ended(self.settings.search, len(self.evaluations)))
+        return loop.stopped_by  # the budget that ended it, if one did
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
               progress: TuneProgress | None, planned: int, baseline: tuple[float, ...] | None) -> SearchLoop[W]:

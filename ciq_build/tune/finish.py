@@ -357,17 +357,20 @@ class Finish:
                 for o in self.settings.objectives if o.source == "benchmark"}
 
     def _nothing_evaluated(self, searched: Searched) -> TuneOutcome:
-        """A budget spent before any candidate (a --time-limit the baseline used up): nothing to confirm or pin."""
+        """No candidate evaluated (a --time-limit the baseline used up, or a baseline at every objective's bound):
+        nothing to confirm or pin."""
         baseline = searched.baseline
         assert baseline.scores is not None
         verdict = "the search ended before any candidate was evaluated; nothing pinned"
+        kernels = int(baseline.metrics.get("kernels", 1))
         objectives = list(self.settings.objectives)
         print(run_summary(self.manifest.target, objectives, baseline.scores, baseline.scores, [],
                           self.runner.needs_benchmark, verdict, None, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
                           stopped=searched.stopped, winner=False,
                           next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
-                                                              better=False, setuptools=self.manifest.setuptools)),
+                                                              better=False, kernels=kernels, baseline=baseline.scores,
+                                                              setuptools=self.manifest.setuptools)),
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 

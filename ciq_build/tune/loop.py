@@ -375,12 +375,27 @@ def time_limit_ended(search: SearchSettings, evaluations: int) -> str:
     return f"the time limit ({time_limit_text(search)}) ended the search after {evaluations} evaluation(s){then}"
 
 
+# Why a search never began (no SearchLoop ran): the baseline is at every objective's bound (Objective.at_bound).
+AT_BOUND = "at_bound"
+
+
+def at_every_bound(objectives: Sequence[Objective], baseline: Sequence[float] | None) -> bool:
+    """Whether the baseline scores the best any candidate could on every objective (Objective.at_bound), so that
+    no search begins: every candidate could only tie, and a tie pins nothing. No spills at the defaults under the
+    default objective, spill_bytes, is the usual case, where the budget (minutes of builds) would buy nothing."""
+    return (baseline is not None and len(baseline) == len(objectives)
+            and all(o.at_bound(value) for o, value in zip(objectives, baseline, strict=True)))
+
+
 def stopped_text(stopped_by: str | None, search: SearchSettings, evaluations: int) -> str:
     """The summary's word on a budget that ended the search early (SearchLoop.stopped_by); "" when none did."""
     if stopped_by == "time_limit":
         return f"by the time limit ({time_limit_text(search)}), after {evaluations} evaluation(s)"
     if stopped_by == "max_evaluations":
         return f"by --max-evaluations {search.max_evaluations}"
+    if stopped_by == AT_BOUND:
+        return ("before it began: the compiler's defaults already score the best any candidate could on every "
+                "objective, which none can beat")
     return ""
 
 

@@ -75,9 +75,8 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
         return "run the same command without --no-pin to pin the winner"
     # cuda_hgemv's 12 kernels spill nothing: the line offered spill_bytes:<kernel regex>, which is 0 for each; llm.c's
     # layernorm kernels all run at 100% occupancy at 256 threads, and it offered occupancy:<kernel regex>.
-    floored = [o.name for o, value in zip(objectives, baseline) if o.direction == "min" and value == 0]
-    full = [o.name for o, value in zip(objectives, baseline)
-            if o.direction == "max" and o.kind is not None and o.kind.unit == "%" and value >= 100]
+    floored = [o.name for o, value in zip(objectives, baseline) if o.at_bound(value) and o.direction == "min"]
+    full = [o.name for o, value in zip(objectives, baseline) if o.at_bound(value) and o.direction == "max"]
     said = (f"{' and '.join(floored)} {'is' if len(floored) == 1 else 'are'} 0 at the compiler's defaults, "
             "nothing to lower; " if floored else "")
     said += (f"{' and '.join(full)} {'is' if len(full) == 1 else 'are'} 100% at the compiler's defaults, "
