@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ciq_build.compiler.architectures import arch_name, architecture_list, split_architectures
+from ciq_build.compiler.architectures import arch_name, architecture_list, is_keyword, split_architectures
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 
@@ -50,9 +50,9 @@ def read_gpu_arch(env: Mapping[str, str] | None = None) -> int | None:
 
 def runs_on(entry: str, gpu: int) -> bool:
     """Whether the machine code of one CUDA_ARCHITECTURES entry ("90a", "80-real", "75-virtual") runs on `gpu`."""
-    text = entry.strip().lower()
-    if text in ("all", "all-major", "native"):
+    if is_keyword(entry):
         return True  # every architecture, or the build machine's own GPU: not judged here
+    text = entry.strip().lower()
     if text.endswith("-virtual"):
         return False
     name = arch_name(text)
@@ -86,8 +86,7 @@ def scored_architecture(architectures: str, gpu: int | None, asked: str | None,
     for it; else the first built. None for a build of one architecture or none named (its metrics are all of one).
     """
     names: Sequence[str] = [arch_name(e) for e in split_architectures(architectures)
-                            if e.strip().lower() not in ("all", "all-major", "native")
-                            and not e.strip().lower().endswith("-virtual")]
+                            if not is_keyword(e) and not e.strip().lower().endswith("-virtual")]
     if asked:
         return arch_name(asked), "named by --architecture"
     if len(names) <= 1:

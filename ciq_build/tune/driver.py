@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TextIO, TypeVar
 
 from ciq_build.compiler import occupancy
-from ciq_build.compiler.architectures import architecture_list, flag_architectures
+from ciq_build.compiler.architectures import architecture_list, flag_architectures, is_keyword
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures, read_gpu_arch
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
@@ -381,7 +381,7 @@ def _check_static_inputs(declared: ThreadsPerBlock | None, objectives: Sequence[
     if wants_block_size(objectives):
         built = architecture_list(manifest.toolchain.architectures)
         arch = scored or (built[0] if len(built) == 1 else None)
-        if arch is not None and arch not in ("all", "all-major", "native"):
+        if arch is not None and not is_keyword(arch):
             occupancy.limits(arch)
 
 
