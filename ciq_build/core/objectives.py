@@ -147,6 +147,11 @@ KERNEL_REGEX = "[A-Za-z0-9_*.+|?()-]+"
 KERNEL_REGEX_MAX = 100
 
 
+# What is tuned when neither --objective nor the target's OBJECTIVES (a CudaExtension's ciq_objectives) says,
+# with a benchmark or without; `list` shows it for such a target.
+DEFAULT_OBJECTIVES = ("spill_bytes",)
+
+
 def find_kind(name: str) -> ObjectiveKind | None:
     """The kind of an objective's canonical name ("registers:heavy" -> registers), or None for none."""
     return _BY_NAME.get(name.partition(":")[0])

@@ -6,6 +6,7 @@ import re
 import shlex
 from pathlib import Path
 
+from ciq_build.core.objectives import DEFAULT_OBJECTIVES
 from ciq_build.errors import CiqError, ManifestError
 from ciq_build.pin.apply import build_decision
 from ciq_build.pin.display import format_record
@@ -126,13 +127,14 @@ def list_targets(backend: BuildBackend) -> str:
     manifests = [backend.manifest(target) for target in backend.targets()]
     if not manifests:
         return backend.no_targets()
-    # The objectives column: what the pin was tuned for, where there is one; else what the target registers (empty:
-    # tune picks, time with a benchmark, else static metrics). Its header says so: under a bare "objectives" a pin's
-    # read as the target's OBJECTIVES (the llm.c trial's).
+    # The objectives column: what the pin was tuned for, where there is one; else what the target registers, or
+    # the default a tune scores where it registers none (it said "(tune picks)", which a setuptools user with a
+    # ciq_benchmark read as time). Its header says so: under a bare "objectives" a pin's read as the target's
+    # OBJECTIVES (the llm.c trial's).
     rows = [("target", "benchmark", OBJECTIVES_COLUMN, "pin")]
     for manifest in manifests:
         bench = manifest.benchmark.target if manifest.benchmark else "(static only)"
-        objectives = ",".join(manifest.objectives) or "(tune picks)"
+        objectives = ",".join(manifest.objectives) or f"{','.join(DEFAULT_OBJECTIVES)} (the default)"
         pin = "(none)"
         if manifest.pin_file.is_file():
             pin = str(manifest.pin_file)

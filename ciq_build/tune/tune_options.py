@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.core.objectives import (
+    DEFAULT_OBJECTIVES,
     Objective,
     known_spellings,
     needs_benchmark,
@@ -45,8 +46,6 @@ from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import Manifest
 from ciq_build.search.strategies import GRID_DEFAULT, resolve_strategy, strategy_names, strategy_options_help
 
-# What is tuned when neither --objective nor the target's OBJECTIVES says.
-DEFAULT_OBJECTIVES = ("spill_bytes",)
 # Where each --stage searches from: the compiler's defaults, or the best configuration the stages before it validated.
 STAGE_FROM_DEFAULTS, STAGE_FROM_BEST, STAGE_FROM_BOTH = "defaults", "best", "both"
 

@@ -170,11 +170,14 @@ def _two_targets(project: Path) -> None:
 def test_list_shows_the_targets_of_setup_py_and_refuses_a_project_without_any(project: Path, tmp_path: Path,
                                                                             capsys: pytest.CaptureFixture[str]) -> None:
     _two_targets(project)
+    # twice without ciq_objectives: the column shows what a tune of it scores (it said "(tune picks)").
+    setup_py = project / "setup.py"
+    setup_py.write_text(setup_py.read_text().replace(TWICE, TWICE.replace('ciq_objectives=["registers"],', "")))
     assert main(["list", "-S", str(project)]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert rows == [["target", "benchmark", *"objectives (the pin's; no pin: the target's)".split(), "pin"],
                     ["kern", "ciq_benchmark", "registers", "(none)"],
-                    ["twice", "(static", "only)", "registers", "(none)"]], rows
+                    ["twice", "(static", "only)", "spill_bytes", "(the", "default)", "(none)"]], rows
     assert main(["show", "twice", "--setuptools", str(project)]) == 2
     # What to run next is this project's tune, quoted (the copy's path has a space), not a CMake build folder's.
     said = capsys.readouterr().err
