@@ -52,11 +52,18 @@ class _GivenBuildDir(argparse.Action):
         namespace.build_dir_given = True
 
 
-def _add_tree_options(parser: argparse.ArgumentParser) -> None:
+# What -S does, by command: tune and verify configure an unconfigured --build-dir from it (BuildBackend.prepare); the
+# commands that read what a tune left configure nothing (show, report and export read its ciq/ pins meanwhile).
+_SOURCE_CONFIGURES = "the project's source tree; configures --build-dir first when it is not configured yet"
+_SOURCE_PINS_READ = ("the project's source tree, whose ciq/ pins are read while --build-dir is not configured; "
+                     "configures nothing (tune -S does)")
+_SOURCE_NAMED = "the project's source tree; configures nothing (tune -S does)"
+
+
+def _add_tree_options(parser: argparse.ArgumentParser, source_help: str) -> None:
     parser.add_argument("--build-dir", "-B", type=Path, default=Path(IMPLICIT_BUILD_DIR), action=_GivenBuildDir,
                         help=f"the project's CMake build tree (default: ./{IMPLICIT_BUILD_DIR})")
-    parser.add_argument("--source-dir", "-S", type=Path, default=None,
-                        help="the project's source tree; configures --build-dir first when it is not configured yet")
+    parser.add_argument("--source-dir", "-S", type=Path, default=None, help=source_help)
 
 
 def _add_journal_choice(parser: argparse.ArgumentParser) -> None:
@@ -65,9 +72,9 @@ def _add_journal_choice(parser: argparse.ArgumentParser) -> None:
                              "the tune of every CUDA_ARCHITECTURES); default: the one a tune wrote last")
 
 
-def _add_project_options(parser: argparse.ArgumentParser) -> None:
+def _add_project_options(parser: argparse.ArgumentParser, source_help: str) -> None:
     """The tree options, and --setuptools: for the commands that work through a project's build backend."""
-    _add_tree_options(parser)
+    _add_tree_options(parser, source_help)
     parser.add_argument("--setuptools", type=Path, default=None, metavar="PROJECT",
                         help="a setuptools project instead: the CudaExtension(ciq_target=...) of PROJECT's setup.py, "
                              "without CMake (also chosen by -S PROJECT when PROJECT has a setup.py and no "
@@ -93,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="tune every target registered with ciq_tune_target() in the build tree, one after "
                            "another (with --executor ray: at the same time, sharing the cluster), with the same "
                            "options; a summary at the end (exit code non-zero if any failed)")
-    _add_project_options(tune)
+    _add_project_options(tune, _SOURCE_CONFIGURES)
     groups[OUTPUT].add_argument("--verbose", "-v", action="store_true",
                                 help="also each evaluation's controls and metrics")
     # A target's own tune started by a tune of several (an executor's tune_targets: ciq_build.ray.targets): the
@@ -104,20 +111,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = commands.add_parser("show", help="print a target's pinned record")
     show.add_argument("target", help=_TARGET_HELP)
-    _add_project_options(show)
+    _add_project_options(show, _SOURCE_PINS_READ)
     show.add_argument("--pin-file", type=Path, default=None, help="read this record instead of the target's")
 
     listing = commands.add_parser("list", help="list the tuned targets of a build tree and their pins")
-    _add_project_options(listing)
+    _add_project_options(listing, _SOURCE_NAMED)
 
     verify = commands.add_parser("verify", help="rebuild a target and check that its pin took effect")
     verify.add_argument("target", help=_TARGET_HELP)
-    _add_project_options(verify)
+    _add_project_options(verify, _SOURCE_CONFIGURES)
     # -- report and export: what a tune did (ciq_build.reports.history) --
     report = commands.add_parser("report", help="what a tune did: one self-contained HTML page (or Markdown)",
                                  description="Reads the target's journal and pinned record; builds nothing.")
     report.add_argument("target", help=_TARGET_HELP)
-    _add_tree_options(report)
+    _add_tree_options(report, _SOURCE_PINS_READ)
     report.add_argument("--format", choices=["html", "markdown"], default="html",
                         help="html (default: plots embedded, opens offline) or markdown (tables, for CI logs)")
     report.add_argument("--output", "-o", default=None, metavar="FILE",
@@ -132,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "page reloads itself); ends with a final report when the tune ends, or on Ctrl-C")
     export = commands.add_parser("export", help="one row per evaluation of a target's tune, as CSV or JSON")
     export.add_argument("target", help=_TARGET_HELP)
-    _add_tree_options(export)
+    _add_tree_options(export, _SOURCE_PINS_READ)
     _add_journal_choice(export)
     export_format = export.add_mutually_exclusive_group(required=True)
     export_format.add_argument("--csv", metavar="FILE", help="write CSV to FILE (- for stdout), safe for spreadsheets: "

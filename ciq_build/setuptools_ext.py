@@ -153,6 +153,43 @@ def cudart_static(toolchain: Toolchain) -> Path:
     )
 
 
+def toolkit_libraries(libraries: Sequence[str], toolchain: Toolchain) -> tuple[list[str], list[str], list[str]]:
+    """How the link finds those of an extension's `libraries` that the toolkit holds (cuBLAS: "cublas").
+
+    nvcc's own link passes -L with the toolkit's library folder; setuptools links with the host compiler,
+    which knows no toolkit, so the folders holding them go on the link line. The PyPI toolkit ships its
+    libraries by soname only (libcublas.so.13), which -lcublas cannot find: such a library is linked by its
+    file instead (the module still loads it by that soname). Returns the libraries left to -l, the folders
+    to add, and the files to link.
+    """
+    folders = [folder for folder in toolchain.library_dirs() if folder.is_dir()]
+    left: list[str] = []
+    used: list[str] = []
+    files: list[str] = []
+    for name in libraries:
+        found = _toolkit_library(name, folders)
+        if found is None or found.name in (f"lib{name}.so", f"lib{name}.a"):
+            left.append(name)  # -l finds it (in the folder added below, or where the system keeps it)
+        else:
+            files.append(str(found))
+        if found is not None and str(found.parent) not in used:
+            used.append(str(found.parent))
+    return left, used, files
+
+
+def _toolkit_library(name: str, folders: Sequence[Path]) -> Path | None:
+    """The first of the toolkit's `folders` holding library `name`: its development name (libNAME.so,
+    libNAME.a), else its soname (libNAME.so.<major>, the shortest where there are several); None when none does."""
+    for folder in folders:
+        for development in (folder / f"lib{name}.so", folder / f"lib{name}.a"):
+            if development.exists():
+                return development
+        sonames = [path for path in folder.glob(f"lib{name}.so.*") if path.name[len(f"lib{name}.so."):].isdigit()]
+        if sonames:
+            return min(sonames, key=lambda path: len(path.name))
+    return None
+
+
 def _toolkit_include(toolchain: Toolchain) -> list[str]:
     for root in toolchain.roots():
         if (root / "include" / "cuda_runtime.h").is_file():
@@ -238,10 +275,17 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
 
         host_ext = copy.copy(ext)
         host_ext.sources = [s for s in ext.sources if not is_cuda_source(s)]
+        # nvcc's objects are C++ (as is the static cudart): link with the C++ driver, which adds libstdc++, even
+        # where no host source says so (an extension of .cu files alone would else link with the C driver and
+        # fail to load: undefined __gxx_personality_v0).
+        host_ext.language = ext.language or "c++"
         # Objects in `depends`: a recompiled kernel relinks the module even when no host source changed.
         host_ext.depends = [*ext.depends, *cuda_sources, *(str(o) for o in objects)]
         host_ext.extra_objects = [*ext.extra_objects, *(str(o) for o in objects), str(cudart_static(toolchain))]
-        host_ext.libraries = [*ext.libraries, *(lib for lib in _CUDART_STATIC_LIBS if lib not in ext.libraries)]
+        libraries, folders, files = toolkit_libraries(ext.libraries, toolchain)
+        host_ext.extra_objects += files
+        host_ext.library_dirs = [*ext.library_dirs, *(f for f in folders if f not in ext.library_dirs)]
+        host_ext.libraries = [*libraries, *(lib for lib in _CUDART_STATIC_LIBS if lib not in libraries)]
         host_ext.include_dirs = [*ext.include_dirs, *_toolkit_include(toolchain)]
         return host_ext
 

@@ -315,10 +315,7 @@ function(_ciq_finalize_target target)
     # architecture alone (set here, after the project's own settings).
     set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${CIQ_TUNE_ARCHITECTURES}")
   endif()
-  get_target_property(architectures ${target} CUDA_ARCHITECTURES)
-  if(NOT architectures)
-    set(architectures "")
-  endif()
+  _ciq_build_architectures(architectures ${target})
   get_target_property(pin_status ${target} CIQ_PIN_STATUS)
   get_target_property(checked ${target} _CIQ_PIN_ARCHITECTURES)
   if(NOT checked)
@@ -361,7 +358,36 @@ function(_ciq_finalize_target target)
         "${benchmark_type}; it must be an executable.")
     endif()
   endif()
-  _ciq_write_manifest(TARGET ${target} SOURCES ${sources} ARCHITECTURES ${architectures})
+  _ciq_architectures_defaulted(defaulted "${architectures}")
+  _ciq_write_manifest(TARGET ${target} SOURCES ${sources} ARCHITECTURES ${architectures}
+    ARCHITECTURES_DEFAULT ${defaulted})
+endfunction()
+
+# _ciq_architectures_defaulted(<out> <architectures>): whether <architectures>, a target's CUDA_ARCHITECTURES, are
+# the ones CMake chose because the project set none, so that a tune says it is tuning for CMake's choice (75 with
+# CUDA 13, 52 before), not the project's. enable_language(CUDA) caches nvcc's default as CMAKE_CUDA_ARCHITECTURES
+# with the help string "CUDA architectures"; a value given with -D replaces the entry and its help string, and
+# one set in CMakeLists.txt is a variable or the target's property, which the target then holds instead, unless
+# it names the same architectures. The value first seen so is kept (_CIQ_CUDA_ARCHITECTURES_DEFAULT), as an edit
+# in ccmake or cmake-gui keeps the help string. CUDAARCHS, the environment's choice, is cached with the same help
+# string: the user's, while it is set.
+function(_ciq_architectures_defaulted out architectures)
+  get_property(help CACHE CMAKE_CUDA_ARCHITECTURES PROPERTY HELPSTRING)
+  set(cached "$CACHE{CMAKE_CUDA_ARCHITECTURES}")
+  set(chosen_by_cmake FALSE)
+  if(help STREQUAL "CUDA architectures" AND "$ENV{CUDAARCHS}" STREQUAL "")
+    if(NOT DEFINED CACHE{_CIQ_CUDA_ARCHITECTURES_DEFAULT})
+      set(_CIQ_CUDA_ARCHITECTURES_DEFAULT "${cached}" CACHE INTERNAL
+        "CMAKE_CUDA_ARCHITECTURES as CMake first chose it, for want of the project's")
+    endif()
+    set(chosen_by_cmake TRUE)
+  endif()
+  if(chosen_by_cmake AND "${architectures}" STREQUAL "${cached}"
+      AND "${cached}" STREQUAL "$CACHE{_CIQ_CUDA_ARCHITECTURES_DEFAULT}")
+    set(${out} true PARENT_SCOPE)
+  else()
+    set(${out} false PARENT_SCOPE)
+  endif()
 endfunction()
 
 # _ciq_cuda_sources(<out> <target>): absolute paths of the target's CUDA sources: those CMake compiles as

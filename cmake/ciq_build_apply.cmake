@@ -48,10 +48,7 @@ function(_ciq_apply_pin)
     endif()
     # The architectures as they are now; _ciq_finalize_target refuses a later
     # change, which this decision could not see.
-    get_target_property(architectures ${target} CUDA_ARCHITECTURES)
-    if(NOT architectures)
-      set(architectures "")
-    endif()
+    _ciq_build_architectures(architectures ${target})
     set_target_properties(${target} PROPERTIES _CIQ_PIN_ARCHITECTURES "${architectures}"
       _CIQ_ARCHITECTURES_READ TRUE)
     _ciq_resolve_pin(TARGET ${target} PIN_FILE "${arg_PIN_FILE}" PIN_DIR "${arg_PIN_DIR}"
@@ -77,6 +74,57 @@ function(_ciq_apply_pin)
   set(${arg_STATUS_VAR} "${status}" PARENT_SCOPE)
   set(${arg_ARGS_VAR} "${args}" PARENT_SCOPE)
   set(${arg_DEPENDS_VAR} "${depends}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_build_architectures(<out> <target>): the architectures a pin of <target> is checked against and a tune
+# measures: its CUDA_ARCHITECTURES; where those name none (OFF, or unset under policy CMP0104 OLD), the
+# architectures whose machine code its own nvcc flags ask for, which are then all it builds (miniBUDE's
+# `-arch=sm_90` in CMAKE_CUDA_FLAGS: a pin measured on sm_90 was said to be "tuned for nvcc's default" and
+# applied to a build for sm_80). The flags read are CMAKE_CUDA_FLAGS, CMAKE_CUDA_FLAGS_<CONFIG> (a
+# single-config build's) and the target's COMPILE_OPTIONS outside generator expressions; the options and
+# spellings those of flag_architectures in ciq_build/compiler/architectures.py.
+function(_ciq_build_architectures out target)
+  get_target_property(architectures ${target} CUDA_ARCHITECTURES)
+  if(architectures)
+    set(${out} "${architectures}" PARENT_SCOPE)
+    return()
+  endif()
+  string(TOUPPER "${CMAKE_BUILD_TYPE}" config)
+  separate_arguments(flags NATIVE_COMMAND "${CMAKE_CUDA_FLAGS} ${CMAKE_CUDA_FLAGS_${config}}")
+  get_target_property(options ${target} COMPILE_OPTIONS)
+  foreach(option IN LISTS options)
+    if(option MATCHES "^[$]<[$]<COMPILE_LANGUAGE:CUDA>:([^$]*)>$")  # CUDA's alone, as a CMakeLists writes them
+      set(option "${CMAKE_MATCH_1}")
+    endif()
+    if(option MATCHES "^SHELL:(.*)$")
+      separate_arguments(words NATIVE_COMMAND "${CMAKE_MATCH_1}")
+      list(APPEND flags ${words})
+    elseif(option AND NOT option MATCHES "[$]<")
+      list(APPEND flags "${option}")
+    endif()
+  endforeach()
+  set(found "")
+  set(value_next FALSE)
+  foreach(flag IN LISTS flags)
+    set(value "")
+    if(value_next)
+      set(value "${flag}")
+      set(value_next FALSE)
+    elseif(flag MATCHES "^(-arch|--gpu-architecture|-gencode|--generate-code|-code|--gpu-code)(=(.*))?$")
+      if("${CMAKE_MATCH_2}" STREQUAL "")
+        set(value_next TRUE)
+      else()
+        set(value "${CMAKE_MATCH_3}")
+      endif()
+    endif()
+    string(REGEX MATCHALL "sm_[0-9]+[a-z]?" codes "${value}")
+    foreach(code IN LISTS codes)
+      string(REPLACE "sm_" "" code "${code}")
+      list(APPEND found "${code}")
+    endforeach()
+  endforeach()
+  list(REMOVE_DUPLICATES found)
+  set(${out} "${found}" PARENT_SCOPE)
 endfunction()
 
 # _ciq_ptxas_version(<out>): the major.minor of the ptxas beside the CUDA

@@ -1,6 +1,6 @@
 # ciq_build's CMake module, part: the target's manifest (see ciq_build.cmake, which includes it).
 #
-# _ciq_write_manifest(TARGET <target> SOURCES <source>... [ARCHITECTURES <arch>...])
+# _ciq_write_manifest(TARGET <target> SOURCES <source>... [ARCHITECTURES <arch>...] ARCHITECTURES_DEFAULT <true|false>)
 #   Writes <CMAKE_BINARY_DIR>/ciq/targets/<target>.json at generate time (file(GENERATE)): what the
 #   tuning driver reads of a registered target (ciq_build/project/manifest.py reads it; its JSON Schema
 #   is docs/target-manifest.schema.json), from the properties ciq_tune_target() set and the CUDA
@@ -17,20 +17,50 @@ include_guard(GLOBAL)
 # removed or renamed), removed at the end of the configure: `list` still showed such a target, `tune` offered
 # it and a tune of it failed deep in its scratch tree's CMake ("CIQ_TUNE_TARGET is 'x', which no
 # ciq_tune_target() call registered"). Deferred by ciq_build.cmake once a configure, calls or none.
+# A flags file of a configuration the tree no longer builds goes too (a single-configuration tree's earlier
+# CMAKE_BUILD_TYPE, or the "<target>.cuda-flags-" an older ciq_build named the files of a tree without one):
+# the driver reads the flags every file holds (ciq_build.project.manifest.read_cuda_flags), so a stale one
+# would hide a flag the build now passes.
 function(_ciq_drop_stale_manifests)
   get_property(registered GLOBAL PROPERTY CIQ_BUILD_TARGETS)
+  _ciq_flags_configurations(configurations unused)
   file(GLOB manifests "${CMAKE_BINARY_DIR}/ciq/targets/*.json" "${CMAKE_BINARY_DIR}/ciq/targets/*.cuda-flags-*")
   foreach(manifest IN LISTS manifests)
     get_filename_component(name "${manifest}" NAME)
+    set(built TRUE)
+    if(name MATCHES "\\.cuda-flags-(.*)$")
+      set(configuration "${CMAKE_MATCH_1}")
+      if(NOT configuration IN_LIST configurations)
+        set(built FALSE)
+      endif()
+    endif()
     string(REGEX REPLACE "(\\.json|\\.cuda-flags-.*)$" "" name "${name}")
-    if(NOT name IN_LIST registered)
+    if(NOT name IN_LIST registered OR NOT built)
       file(REMOVE "${manifest}")
     endif()
   endforeach()
 endfunction()
 
+# _ciq_flags_configurations(<built> <genex>): the configurations this tree builds as its flags files name them
+# (<built>, a list), and the generator expression of the one a file is generated for (<genex>). A
+# single-configuration tree without CMAKE_BUILD_TYPE has an empty $<CONFIG>, and its files were named
+# "<target>.cuda-flags-"; its configuration is named noconfig, CMake's own word for it (install(EXPORT)'s
+# "<name>-noconfig.cmake").
+function(_ciq_flags_configurations built genex)
+  set(none noconfig)
+  get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+  if(multi)
+    set(${built} "${CMAKE_CONFIGURATION_TYPES}" PARENT_SCOPE)
+  elseif(CMAKE_BUILD_TYPE STREQUAL "")
+    set(${built} ${none} PARENT_SCOPE)
+  else()
+    set(${built} "${CMAKE_BUILD_TYPE}" PARENT_SCOPE)
+  endif()
+  set(${genex} "$<IF:$<STREQUAL:$<CONFIG>,>,${none},$<CONFIG>>" PARENT_SCOPE)
+endfunction()
+
 function(_ciq_write_manifest)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET" "SOURCES;ARCHITECTURES")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;ARCHITECTURES_DEFAULT" "SOURCES;ARCHITECTURES")
   set(target "${arg_TARGET}")
   set(sources "${arg_SOURCES}")
   set(architectures "${arg_ARCHITECTURES}")
@@ -130,7 +160,7 @@ function(_ciq_write_manifest)
     "  \"generator\": ${json_CMAKE_GENERATOR},"
     "  \"allow_numerics\": ${allow_numerics},"
     "  \"separable_compilation\": @CIQ_SEPARABLE@,"
-    "  \"toolchain\": {\"cuda_compiler\": ${json_compiler}, \"cuda_compiler_version\": ${json_compiler_version}, \"architectures\": ${json_architectures}}"
+    "  \"toolchain\": {\"cuda_compiler\": ${json_compiler}, \"cuda_compiler_version\": ${json_compiler_version}, \"architectures\": ${json_architectures}, \"architectures_default\": ${arg_ARCHITECTURES_DEFAULT}}"
     "}"
     "")
   # Everything is literal text except the benchmark's path and the object
@@ -147,13 +177,26 @@ function(_ciq_write_manifest)
   set(objects "$<TARGET_OBJECTS:${target}>")
   string(REPLACE "@CIQ_OBJECTS@"
     "$<$<BOOL:${objects}>:\"$<JOIN:${objects},\"$<COMMA> \">\">" manifest "${manifest}")
+  # A multi-configuration tree (Ninja Multi-Config, Visual Studio, Xcode) has other objects in each configuration,
+  # and a file generated with different contents fails the generate step: pins could not be applied there at all.
+  # Its manifest is the configuration a plain `cmake --build` builds, which `list` and `verify` read.
+  get_property(multi GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+  set(condition 1)
+  if(multi)
+    set(built "${CMAKE_DEFAULT_BUILD_TYPE}")
+    if(built STREQUAL "")
+      list(GET CMAKE_CONFIGURATION_TYPES 0 built)
+    endif()
+    set(condition "$<CONFIG:${built}>")
+  endif()
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.json"
-    CONTENT "${manifest}")
+    CONTENT "${manifest}" CONDITION "${condition}")
   _ciq_write_cuda_flags(${target})
 endfunction()
 
 # _ciq_write_cuda_flags(<target>): the target's own nvcc flags, one a line, in
-# <CMAKE_BINARY_DIR>/ciq/targets/<target>.cuda-flags-<config> (ciq_build.project.manifest.read_cuda_flags):
+# <CMAKE_BINARY_DIR>/ciq/targets/<target>.cuda-flags-<config> (<config> noconfig without CMAKE_BUILD_TYPE;
+# ciq_build.project.manifest.read_cuda_flags):
 # CMAKE_CUDA_FLAGS, the configuration's CMAKE_CUDA_FLAGS_<CONFIG>, then the target's COMPILE_OPTIONS as CUDA
 # compiles see them, so that a tune leaves out the numerics knobs they already fix (--use_fast_math sets -ftz,
 # -prec-div, -prec-sqrt). A file of its own, not a manifest field: a flag may hold quotes or backslashes, which
@@ -177,7 +220,8 @@ function(_ciq_write_cuda_flags target)
     endforeach()
   endforeach()
   set(options "$<TARGET_PROPERTY:${target},COMPILE_OPTIONS>")
-  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.cuda-flags-$<CONFIG>"
+  _ciq_flags_configurations(unused config)
+  file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.cuda-flags-${config}"
     CONTENT "${lines}$<JOIN:${options},\n>\n" CONDITION "$<COMPILE_LANGUAGE:CUDA>" TARGET ${target})
 endfunction()
 

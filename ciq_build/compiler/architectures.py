@@ -1,8 +1,9 @@
 """CUDA architecture names as CMAKE_CUDA_ARCHITECTURES and nvcc spell them: split, normalised, ordered.
 
 One spelling for comparing (`arch_name`: "sm_90a", "90A", "90a-real" are all "90a"), the checked
-CMake form and its -real/-virtual tail (`split_arch`), and the SM generation ("90a" is 90). Strings
-only: which architectures a toolkit can build is probed (compiler.toolchain), the GPU's own asked
+CMake form and its -real/-virtual tail (`split_arch`), the SM generation ("90a" is 90), and the keywords
+that name no one architecture (`is_keyword`: all, all-major, native). Strings
+only: which architectures a toolkit can build is probed (compiler.probe), the GPU's own asked
 (compiler.gpu_arch).
 """
 
@@ -12,6 +13,15 @@ import re
 from collections.abc import Sequence
 
 from ciq_build.errors import ToolchainError
+
+# CMAKE_CUDA_ARCHITECTURES' keywords, each naming no one architecture: every architecture nvcc builds, every major
+# one, or the GPU of whichever machine builds.
+KEYWORDS = ("all", "all-major", "native")
+
+
+def is_keyword(entry: str) -> bool:
+    """Whether a CMAKE_CUDA_ARCHITECTURES entry is one of its KEYWORDS, not an architecture."""
+    return entry.strip().lower() in KEYWORDS
 
 
 def split_architectures(architectures: str) -> list[str]:

@@ -51,10 +51,6 @@ KNOB_PREFIX = "knob."
 PARAM_PREFIX = "param."
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
-# Characters an ACF path may not hold. nvcc hands -Xptxas values to ptxas
-# through a command line of its own: a comma splits the value (even inside
-# quotes, read from an options file it becomes a space), and quotes,
-
 
 # ------------------------------------------------------------------ controls
 

@@ -20,7 +20,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ciq_build.compiler.architectures import arch_name, architecture_list, split_architectures
+from ciq_build.compiler.architectures import arch_name, architecture_list, is_keyword, split_architectures
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 
@@ -50,9 +50,9 @@ def read_gpu_arch(env: Mapping[str, str] | None = None) -> int | None:
 
 def runs_on(entry: str, gpu: int) -> bool:
     """Whether the machine code of one CUDA_ARCHITECTURES entry ("90a", "80-real", "75-virtual") runs on `gpu`."""
-    text = entry.strip().lower()
-    if text in ("all", "all-major", "native"):
+    if is_keyword(entry):
         return True  # every architecture, or the build machine's own GPU: not judged here
+    text = entry.strip().lower()
     if text.endswith("-virtual"):
         return False
     name = arch_name(text)
@@ -86,8 +86,7 @@ def scored_architecture(architectures: str, gpu: int | None, asked: str | None,
     for it; else the first built. None for a build of one architecture or none named (its metrics are all of one).
     """
     names: Sequence[str] = [arch_name(e) for e in split_architectures(architectures)
-                            if e.strip().lower() not in ("all", "all-major", "native")
-                            and not e.strip().lower().endswith("-virtual")]
+                            if not is_keyword(e) and not e.strip().lower().endswith("-virtual")]
     if asked:
         return arch_name(asked), "named by --architecture"
     if len(names) <= 1:
@@ -111,6 +110,7 @@ class ArchitecturePlan:
     native: str | None = None  # the line said before the baseline when the build names "native"
     flags: str | None = None  # the line said before the baseline when the target's own flags build other code
     built: str = ""  # every architecture whose machine code the build has: CUDA_ARCHITECTURES' and its flags'
+    default: str | None = None  # the line said before the baseline where the project chose no architectures
 
     def describe(self) -> str:
         """One line: which architecture each figure is for."""
@@ -122,9 +122,9 @@ class ArchitecturePlan:
         return "; ".join(parts)
 
     def say(self, warn: Callable[[str], None], say: Callable[[str], None]) -> None:
-        """What a tune says of it before the baseline: the warnings (a "native" build, JIT-compiled PTX), then
-        which architecture each figure is for."""
-        for note in (self.native, self.flags, self.jit):
+        """What a tune says of it before the baseline: the warnings (architectures the project did not choose, a
+        "native" build, JIT-compiled PTX), then which architecture each figure is for."""
+        for note in (self.default, self.native, self.flags, self.jit):
             if note:
                 warn(note)
         if self.describe():
@@ -152,13 +152,36 @@ def native_note(target: str, architectures: str, gpu: int | None) -> str | None:
             f"any GPU. Set CUDA_ARCHITECTURES to the architectures you run on (e.g. 90a) to tune and pin those")
 
 
+def default_note(target: str, architectures: str, defaulted: bool, gpu: int | None, build_dir: str | None) -> str | None:
+    """The one line said before a tune of a CMake target (built in `build_dir`; None: not a CMake tree) whose
+    architectures the project did not choose, or None:
+    `defaulted`, CMake's default for its nvcc (the manifest's `architectures_default`: 75 with CUDA 13, 52 before),
+    or none at all (nvcc's own default). A user who tunes on an H100 without CMAKE_CUDA_ARCHITECTURES would
+    otherwise read "architectures: 75" and "the only architecture built", as if sm_75 were the project's choice."""
+    if build_dir is None or (architectures.strip() and not defaulted):
+        return None
+    built = ", ".join(sm(arch_name(e)) for e in split_architectures(architectures))
+    whose = f"{built}, CMake's default for this nvcc," if built else "nvcc's default architecture,"
+    example = str(gpu) if gpu is not None else "90a"
+    return (f"{target} is built for {whose} as the project sets no CMAKE_CUDA_ARCHITECTURES: the candidates are "
+            f"compiled for it alone, and the pin is checked against it. To tune for the GPUs you run on, set them "
+            f"and configure again (e.g. cmake -DCMAKE_CUDA_ARCHITECTURES={example} {build_dir}, or "
+            f"set(CMAKE_CUDA_ARCHITECTURES {example}) before project() in CMakeLists.txt)")
+
+
 def flags_note(target: str, architectures: str, extra: Mapping[str, str]) -> str | None:
     """The one line said before a tune of a target whose own nvcc flags (`extra`: arch -> the flag) build machine
     code that CUDA_ARCHITECTURES does not name, or None: each candidate compiles it too, and a pin is applied by
-    CUDA_ARCHITECTURES alone."""
+    CUDA_ARCHITECTURES alone; where those name none, the flags' code is all a build has, and the pin names none."""
     if not extra:
         return None
     named = ", ".join(sorted(set(extra.values())))
+    if not architectures:  # the flags' machine code is all there is: scored, yet no pin names it
+        return (f"{target}'s own nvcc flags ({named}) build {', '.join(sm(a) for a in extra)}, and no architecture "
+                f"list names it: the figures are of that code, but the pin will name no architecture, so a build for "
+                f"any other applies it too. List the architectures in CMAKE_CUDA_ARCHITECTURES (setuptools: "
+                f"cuda_architectures=) in place of the flags, or write them where configure reads them: "
+                f"CMAKE_CUDA_FLAGS, or target_compile_options without a generator expression")
     return (f"{target}'s own nvcc flags ({named}) build {', '.join(sm(a) for a in extra)} machine code too, which "
             f"CUDA_ARCHITECTURES ({architectures or 'none'}) does not name: every candidate compiles it as well, its "
             f"figures are the 'not scored' ones, and a pin is checked against CUDA_ARCHITECTURES alone. To tune "
@@ -167,12 +190,14 @@ def flags_note(target: str, architectures: str, extra: Mapping[str, str]) -> str
 
 
 def plan_architectures(target: str, architectures: str, gpu: int | None, asked: str | None,
-                       static: Sequence[str], timed: bool, flag_archs: Mapping[str, str] | None = None) -> ArchitecturePlan:
+                       static: Sequence[str], timed: bool, flag_archs: Mapping[str, str] | None = None, *,
+                       defaulted: bool = False, build_dir: str | None = None) -> ArchitecturePlan:
     """The plan of a tune of `target`, or a ConfigError when a static objective (of `static`) would describe
     other machine code than the benchmark's GPU runs (`timed`: some objective is a benchmark's). Without one,
     `gpu` is this machine's GPU (None: none here): a tune of static objectives alone scores its architecture too,
     since the code a user tunes on a machine with a GPU is the code that GPU runs. `flag_archs`: the architectures
-    the target's own nvcc flags build (architectures.flag_architectures), CUDA_ARCHITECTURES' first among them."""
+    the target's own nvcc flags build (architectures.flag_architectures), CUDA_ARCHITECTURES' first among them.
+    `defaulted`: `architectures` are CMake's default (default_note, said of a CMake tree, `build_dir`)."""
     named = architecture_list(architectures)
     extra = {arch: flag for arch, flag in (flag_archs or {}).items() if arch not in named}
     built = ";".join([architectures, *extra]) if architectures and extra else architectures or ";".join(extra)
@@ -189,4 +214,6 @@ def plan_architectures(target: str, architectures: str, gpu: int | None, asked: 
                 f"--architecture {gpu} once it is built), or tune the benchmark's objectives alone.")
     # The plan's GPU is the one the times are of: none without a benchmark.
     return ArchitecturePlan(gpu if timed else None, scored if static else None, why, jit,
-                            native_note(target, architectures, gpu), flags_note(target, architectures, extra), built)
+                            native_note(target, architectures, gpu), flags_note(target, architectures, extra), built,
+                            None if extra and not architectures else default_note(target, architectures, defaulted,
+                                                                                  gpu, build_dir))

@@ -1,8 +1,11 @@
 """Static metrics of compiled device code, measured without a GPU.
 
 Three sources: ptxas's own report (``-Xptxas=-v``, which the tuning build adds
-to every candidate), ``cuobjdump --dump-resource-usage`` / ``--dump-sass`` on
-the objects, and a hash of each cubin's code sections. The hash covers only
+to every candidate), cuobjdump on the objects (``--dump-resource-usage``,
+``--dump-sass``, and ``-elf`` for a kernel's ``__launch_bounds__``, which the
+PTX also gives where ptxas alone ran), and the ELF sections themselves: a hash
+of each cubin's code sections (`code_hash`) and of the host sections the
+program loads (`host_code_hash`). The device hash covers only
 the ``.text.*`` sections (bytes and relocations, under names with nvcc's
 path-derived module ids zeroed): the ACF's path is embedded in
 ``.note.nv.tkinfo``, and what has internal linkage is named after the source's
@@ -378,13 +381,18 @@ def normalise_symbol(name: str) -> str:
 
 @dataclass(frozen=True)
 class CodeSection:
-    """One .text.* section of a cubin: its normalised name, its bytes and what they refer to."""
+    """One ELF section a code hash covers (a cubin's .text.*, an object's loaded host section): its normalised name,
+    its bytes and what they refer to."""
 
     name: str  # normalised (normalise_symbol)
     data: bytes
     # (offset, relocation type, normalised symbol name, addend), by offset: which
     # function a call or which variable a load reaches is not in the bytes themselves.
     relocations: tuple[tuple[int, int, str, int], ...] = ()
+
+
+_SHT_NOBITS = 8
+_SHF_ALLOC = 0x2
 
 
 def _is_device_code(name: str, sh_type: int, sh_flags: int) -> bool:
@@ -394,16 +402,12 @@ def _is_device_code(name: str, sh_type: int, sh_flags: int) -> bool:
 def _text_sections(cubin: bytes) -> list[CodeSection]:
     """Every .text.* section of an ELF file with its relocations, sorted by normalised name (parsed with struct)."""
     try:
-        return _parse_text_sections(cubin)
+        return _parse_sections(cubin, _is_device_code)
     except (struct.error, ValueError, IndexError) as error:
         raise ToolchainError(f"cuobjdump extracted a cubin that cannot be read as ELF ({error})") from None
 
 
-_SHT_NOBITS = 8
-_SHF_ALLOC = 0x2
-
-
-def _parse_text_sections(cubin: bytes, keep: Callable[[str, int, int], bool] = _is_device_code) -> list[CodeSection]:
+def _parse_sections(cubin: bytes, keep: Callable[[str, int, int], bool]) -> list[CodeSection]:
     """The sections `keep(normalised name, sh_type, sh_flags)` selects, with the relocations that apply to them."""
     if cubin[:4] != b"\x7fELF":
         raise ToolchainError("cuobjdump extracted a file that is not an ELF cubin")
@@ -517,7 +521,7 @@ def host_code_hash(object_file: Path) -> str:
     """
     data = Path(object_file).read_bytes()
     try:
-        sections = _parse_text_sections(data, _is_host_image)
+        sections = _parse_sections(data, _is_host_image)
     except (struct.error, ValueError, IndexError) as error:
         raise ToolchainError(f"{object_file} cannot be read as an ELF object ({error})") from None
     digest = hashlib.sha256()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ciq_build.compiler.architectures import arch_generation, arch_number
+from ciq_build.compiler.architectures import arch_generation, arch_number, architecture_order
 from ciq_build.compiler.toolchain import HOW_TO_FIX, QUERY_TIMEOUT, Toolchain, default_cache_dir
 from ciq_build.errors import ToolchainError
 from ciq_build.measure import proc
@@ -95,7 +95,7 @@ def _list(nvcc: Path, option: str) -> tuple[str, ...]:
     if not result.ok:
         return ()
     found = {arch_number(token) for token in result.stdout.split() if re.fullmatch(r"(sm|compute)_[0-9]+[a-z]?", token)}
-    return tuple(sorted(found, key=lambda a: (int(re.match(r"[0-9]+", a).group()), a)))  # type: ignore[union-attr]
+    return tuple(sorted(found, key=architecture_order))
 
 
 def _compile_probe(toolchain: Toolchain, workdir: Path, arch: str, extra: list[str]) -> proc.ProcResult:
@@ -110,6 +110,13 @@ def _compile_probe(toolchain: Toolchain, workdir: Path, arch: str, extra: list[s
 
 
 _XPTXAS = "-Xptxas="
+
+
+def _make_ptx(toolchain: Toolchain, workdir: Path, arch: str) -> proc.ProcResult:
+    """The probe kernel's PTX (ciq_probe.ptx), as nvcc would hand it to ptxas: ptxas options and ACFs are probed on
+    ptxas itself with it."""
+    return proc.run([toolchain.nvcc, "-ptx", f"-arch=sm_{arch}", "ciq_probe.cu", "-o", "ciq_probe.ptx"],
+                    PROBE_TIMEOUT, cwd=workdir)
 
 
 def _ptxas_probe(toolchain: Toolchain, workdir: Path, arch: str, option: str) -> proc.ProcResult:
@@ -174,8 +181,7 @@ def acf_refusals(toolchain: Toolchain, acfs: Iterable[tuple[Path, str]], arch: s
         workdir = Path(tmp)
         (workdir / "ciq_probe.cu").write_text(_PROBE_SOURCE, encoding="utf-8")
         if any(compiler == "ptxas" for _, compiler in wanted):
-            made = proc.run([toolchain.nvcc, "-ptx", f"-arch=sm_{arch}", "ciq_probe.cu", "-o", "ciq_probe.ptx"],
-                            PROBE_TIMEOUT, cwd=workdir)
+            made = _make_ptx(toolchain, workdir, arch)
             if not made.ok:
                 raise ToolchainError(f"{toolchain.nvcc} cannot compile a trivial kernel for sm_{arch} "
                                      f"({made.describe()}):\n{made.output_tail()}\n{HOW_TO_FIX}")
@@ -236,12 +242,7 @@ def probe_capabilities(
                     f"({baseline.describe()}):\n{baseline.output_tail()}\n{HOW_TO_FIX}"
                 )
             if any(o.startswith(_XPTXAS) for o in wanted):
-                # The PTX that nvcc would hand to ptxas, for probing ptxas options directly.
-                proc.run(
-                    [toolchain.nvcc, "-ptx", f"-arch=sm_{arch}", "ciq_probe.cu", "-o", "ciq_probe.ptx"],
-                    PROBE_TIMEOUT,
-                    cwd=workdir,
-                )
+                _make_ptx(toolchain, workdir, arch)  # where it fails, _probe_one compiles with nvcc whole
             workers = max(1, min(4, os.cpu_count() or 1))
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 answers = list(pool.map(lambda o: _probe_one(toolchain, workdir, arch, o), wanted))

@@ -1,4 +1,4 @@
-"""Finding the CUDA compiler (nvcc, ptxas, cuobjdump, nvdisasm) and what it can do.
+"""Finding the CUDA compiler (nvcc, ptxas, cuobjdump, nvdisasm) and its versions.
 
 Search order (first hit wins):
 

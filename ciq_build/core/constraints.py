@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ciq_build.core.declared import declared
 from ciq_build.core.params import PARAM_PREFIX
 from ciq_build.core.rules import RuleBook, load_rules, nearest
 from ciq_build.errors import ConfigError
@@ -249,10 +250,12 @@ class Constraints:
             return False
 
 
-def parse_constraints(expressions: Sequence[str], params: Mapping[str, Any]) -> Constraints | None:
+def parse_constraints(expressions: Sequence[str], params: Mapping[str, Any], *,
+                      setuptools: bool = False) -> Constraints | None:
     """The CONSTRAINTS over `params` ({"param.NAME": Param}); None without any.
 
-    Every name a constraint uses must be a PARAMS name whose values are all whole numbers.
+    Every name a constraint uses must be a PARAMS name whose values are all whole numbers. `setuptools`: the
+    constraints are a CudaExtension's ciq_constraints, which a mistake names (core/declared.py).
     """
     if not expressions:
         return None
@@ -262,7 +265,7 @@ def parse_constraints(expressions: Sequence[str], params: Mapping[str, Any]) -> 
     for expression in expressions:
         problem = syntax_problem(expression, names, rules)
         if problem is not None:
-            raise ConfigError(f"CONSTRAINTS {expression!r}: {problem}; fix it in ciq_tune_target().")
+            raise ConfigError(f"CONSTRAINTS {expression!r}: {problem}; fix it ({declared('CONSTRAINTS', setuptools)}).")
         tokens, _ = tokenize(expression, rules)
         for token in tokens:
             if token.kind == "name":

@@ -147,6 +147,11 @@ KERNEL_REGEX = "[A-Za-z0-9_*.+|?()-]+"
 KERNEL_REGEX_MAX = 100
 
 
+# What is tuned when neither --objective nor the target's OBJECTIVES (a CudaExtension's ciq_objectives) says,
+# with a benchmark or without; `list` shows it for such a target.
+DEFAULT_OBJECTIVES = ("spill_bytes",)
+
+
 def find_kind(name: str) -> ObjectiveKind | None:
     """The kind of an objective's canonical name ("registers:heavy" -> registers), or None for none."""
     return _BY_NAME.get(name.partition(":")[0])
@@ -183,6 +188,15 @@ class Objective:
     def extractor(self) -> Extractor | None:
         kind = self.kind
         return kind.extractor if kind is not None else None
+
+    def at_bound(self, value: float) -> bool:
+        """Whether `value` is the best this objective can be, so that no candidate can beat it: a static figure
+        (bytes, registers or instructions, never below 0) minimised at 0, or a percentage (occupancy) maximised
+        at 100. A benchmark's figures have no such bound (a metric may go below 0)."""
+        kind = self.kind
+        if self.source != "static" or kind is None:
+            return False
+        return value <= 0 if self.direction == "min" else kind.unit == "%" and value >= 100
 
 
 def metric_key(objective: Objective) -> str:
@@ -314,10 +328,11 @@ def _metric_name(spec: str, name: str) -> str:
 def _kernel_regex(spec: str, pattern: str) -> str:
     """The kernel regex of a per-kernel objective, checked (it is written into records and read by CMake)."""
     if re.fullmatch(KERNEL_REGEX, pattern) is None or len(pattern) > KERNEL_REGEX_MAX:
-        raise ConfigError(
-            f"objective {spec!r}: the kernel regex {pattern!r} may use only letters, digits and _ . * + ? | ( ) - "
-            f"(at most {KERNEL_REGEX_MAX}; found anywhere in the name); e.g. registers:heavy or "
-            "spill_bytes:gemm_(f16|f32)")
+        # A demangled template name holds < > , and spaces: '.' for each is the regex a user meant.
+        dotted = re.sub(r"[^A-Za-z0-9_*.+|?()-]", ".", pattern)
+        hint = (f" (write '.' for any other character, which matches any one: {spec[:-len(pattern)]}{dotted})"
+                if pattern and dotted != pattern else "")
+        raise ConfigError(load_rules().message("kernel_regex", value=spec, regex=pattern, hint=hint))
     try:
         re.compile(pattern)
     except re.error as error:

@@ -107,7 +107,7 @@ class SearchSettings:
     allow_numerics: bool = False  # also search flags that change floating-point results
     pick: str = "knee"  # which Pareto point to pin: knee or first
     # A registered strategy's name (ciq_build.search.strategies) or, from Python, a Strategy object;
-    # None: the space's default (compileiq for a compiler ACF space, else the GA).
+    # None: the space's default (compileiq for a compiler ACF space, else the portfolio: search.strategies).
     strategy: object = None
     strategy_options: tuple[str, ...] = ()  # tune --strategy-option KEY=VALUE, as given (the strategy's own)
 

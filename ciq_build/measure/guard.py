@@ -21,6 +21,7 @@ from pathlib import Path
 from ciq_build.measure import processes
 from ciq_build.measure.stopping import INTERRUPT_REQUESTED
 
+WATCHDOG_REAP_S = 1.0  # how long a driver's exit waits for its watchdog's last sweep
 _guard_lock = threading.Lock()
 _guard: dict[str, object] = {}  # pid -> this process, watchdog -> its Popen, pipe -> the write end of its stdin
 
@@ -78,6 +79,14 @@ def shutdown() -> None:
             os.close(pipe)  # the watchdog sweeps once more and exits
         except OSError:
             pass
+    # Reap it: everything is killed already, so its sweep takes moments. A Popen collected while its process still
+    # runs warns ("subprocess N is still running": the clean-clone CI printed it at a test worker's exit).
+    watchdog = _guard.pop("watchdog", None)
+    if isinstance(watchdog, subprocess.Popen):
+        try:
+            watchdog.wait(timeout=WATCHDOG_REAP_S)
+        except subprocess.TimeoutExpired:
+            pass  # it sweeps on alone, as after a SIGKILL of this driver
 
 
 def run_watchdog(token: str) -> None:

@@ -81,6 +81,7 @@ from typing import TYPE_CHECKING, Literal
 from ciq_build.core.metric_unit import DEFAULT_METRIC_UNIT, TIME_UNITS, check_metric_unit, is_rate, per_unit_ms
 from ciq_build.core.rules import load_rules
 from ciq_build.errors import ConfigError
+from ciq_build.measure.runtime_errors import KERNEL_FAULT, NO_GPU
 
 if TYPE_CHECKING:
     import regex
@@ -102,34 +103,6 @@ _NON_FINITE = re.compile(r"[-+]?(?:nan|inf|infinity)", re.ASCII | re.IGNORECASE)
 _CHECK_BODY = re.compile(r"\s+(PASS|FAIL)\s*", re.ASCII | re.IGNORECASE)
 _ERROR_NO_GPU = re.compile(r"\s+no-gpu\b.*", re.ASCII | re.IGNORECASE)
 _TIME_SUFFIXES = ("_ms", "_us", "_ns", "_s")
-# What the CUDA runtime and driver say when there is no usable GPU (cudaGetErrorString
-# and cudaGetErrorName of errors 35 and 100, the driver API's CUDA_ERROR_NO_DEVICE).
-# Measured here: "cudaErrorInsufficientDriver: CUDA driver version is insufficient
-# for CUDA runtime version".
-_RUNTIME_NO_GPU = re.compile(
-    r"cudaErrorInsufficientDriver|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE"
-    r"|CUDA driver version is insufficient|insufficient driver"
-    r"|no CUDA-capable device is detected|Found no NVIDIA driver",
-    re.IGNORECASE,
-)
-# What the CUDA runtime and driver say when a kernel failed to launch or faulted (cudaGetErrorString and
-# cudaGetErrorName of errors 9, 98, 209, 700-702, 710, 714-719; the driver API's names): the code a compiler
-# control made may cause any of them. A benchmark that only prints the error and goes on (a CUDA_CHECK that
-# does not exit) then prints a time that measured no work, which would win and be pinned. The texts are
-# libcudart 13.3's.
-_RUNTIME_KERNEL_FAULT = re.compile(
-    r"an illegal memory access was encountered|too many resources requested for launch"
-    r"|the launch timed out and was terminated|device-side assert triggered|hardware stack error"
-    r"|an illegal instruction was encountered|misaligned address|invalid program counter"
-    r"|unspecified launch failure|operation not supported on global/shared address space"
-    r"|no kernel image is available for execution on the device|invalid device function"
-    r"|invalid configuration argument"
-    r"|cudaError(?:IllegalAddress|LaunchOutOfResources|LaunchTimeout|Assert|HardwareStackError|IllegalInstruction"
-    r"|MisalignedAddress|InvalidAddressSpace|InvalidPc|LaunchFailure|NoKernelImageForDevice|InvalidDeviceFunction"
-    r"|InvalidConfiguration)\b"
-    r"|CUDA_ERROR_(?:ILLEGAL_ADDRESS|LAUNCH_OUT_OF_RESOURCES|LAUNCH_TIMEOUT|ASSERT|HARDWARE_STACK_ERROR"
-    r"|ILLEGAL_INSTRUCTION|MISALIGNED_ADDRESS|INVALID_ADDRESS_SPACE|INVALID_PC|LAUNCH_FAILED|NO_BINARY_FOR_GPU)\b",
-)
 
 
 # The least time a run can measure (see the module docstring): below it, or 0, a run measured nothing.
@@ -404,9 +377,9 @@ class OutputReader:
             self._read_check(stripped)
         elif word == "CIQ_ERROR" and _ERROR_NO_GPU.fullmatch(stripped, len("CIQ_ERROR")):
             self.no_gpu_marker = clip(stripped)
-        if self.no_gpu_runtime is None and _RUNTIME_NO_GPU.search(line) is not None:
+        if self.no_gpu_runtime is None and NO_GPU.search(line) is not None:
             self.no_gpu_runtime = clip(line.strip())
-        if self.kernel_fault is None and _RUNTIME_KERNEL_FAULT.search(line) is not None:
+        if self.kernel_fault is None and KERNEL_FAULT.search(line) is not None:
             self.kernel_fault = clip(line.strip())
         if self.clock is not None and self._read_regex(self.clock, line):
             sampled = True
@@ -546,9 +519,18 @@ def _search_time(clock: _RegexClock, line: str) -> str | None:
     return group if isinstance(group, str) else None  # a group that did not take part
 
 
-def _later_number(match: regex.Match[str] | None) -> str:  # cuda-ground-up's "size \\(([0-9x]+)\\): ([0-9.]+)"
-    later = [(i, g) for i, g in enumerate(match.groups()[1:] if match else (), 2) if g and _read_value(g, None)[0] is not None]
-    return f" ({load_rules().message('metric_later_group', index=str(later[0][0]), value=clip(later[0][1]))})" if later else ""
+def _later_number(match: regex.Match[str] | None) -> str:
+    """Where the METRIC regex's first group took no number: the rule book's note naming the first later group of
+    the same match that took one, and its number, to append to the message; "" where none did. cuda-ground-up's
+    METRIC "size \\(([0-9x]+)\\): ([0-9.]+)" captured the size '4096x4096x4096' in its first group, the GFLOPS in
+    its second."""
+    if match is None:
+        return ""
+    for index, group in enumerate(match.groups()[1:], start=2):
+        if group and _read_value(group, None)[0] is not None:
+            note = load_rules().message("metric_later_group", index=str(index), value=clip(group))
+            return f" ({note})"
+    return ""
 
 
 def _read_value(raw: str, unit: str | None, shift: int = 0, printed_unit: str | None = None

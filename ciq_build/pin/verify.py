@@ -54,7 +54,9 @@ def verify(target: str, backend: BuildBackend) -> VerifyReport:
                          f"{without_call_stacks(result.output_tail())}")
     problems: list[str] = []
     applied = record.applied_controls()
-    hint = backend.rebuild_hint(manifest)
+    # A pin the build skips (another architecture, another CUDA) is said as the build decided it, where "look
+    # for a warning" sent the user back to configure for what verify already knew.
+    hint = f"this build skips it: {said}" if said.startswith("pin skipped") else backend.rebuild_hint(manifest)
     for arch, controls in applied:  # -v: what the build must carry, as the command line nvcc is given
         LOG.debug("pinned controls%s: %s", f" for {arch}" if arch else "",
                   shlex.join(nvcc_arguments(controls)) or "(none)")

@@ -110,6 +110,11 @@ class BuildBackend(Protocol):
         """What to do when the build's options file does not carry the pinned controls."""
         ...
 
+    def command(self, name: str, target: str) -> str:
+        """The `python -m ciq_build <name> <target>` command line of this project (its -B folder, or its
+        --setuptools project), quoted for a shell, for messages that say what to run next."""
+        ...
+
 
 def make_trees(backend: BuildBackend, manifest: Manifest, toolchain: Toolchain, count: int, timeout: float, *,
                fast_path: bool) -> list[WorkerTree]:

@@ -3,6 +3,7 @@ manifests, built in scratch copies of the build tree, a pin applied by a plain `
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -86,3 +87,6 @@ class CMakeBackend:
     def rebuild_hint(self, manifest: Manifest) -> str:
         return (f"reconfigure (cmake {self.build_dir}) and look for a warning from ciq_tune_target (a skipped pin "
                 "says why)")
+
+    def command(self, name: str, target: str) -> str:
+        return f"python -m ciq_build {name} {shlex.quote(target)} -B {shlex.quote(str(self.build_dir))}"

@@ -132,7 +132,7 @@ class CudaExtension(Extension):
         self.ciq_score = ciq_score
         # What configure checks in a ciq_tune_target() call, checked when setup.py is read, not first at tune.
         try:
-            parse_constraints(self.ciq_constraints, parse_params(self.params))
+            parse_constraints(self.ciq_constraints, parse_params(self.params), setuptools=True)
             if self.ciq_objectives:
                 parse_objectives(list(self.ciq_objectives))
         except ConfigError as error:

@@ -154,6 +154,9 @@ class ManifestToolchain:
     cuda_compiler_version: str = field(metadata=in_json(TEXT, "CMAKE_CUDA_COMPILER_VERSION"))
     architectures: str = field(metadata=in_json(
         TEXT, 'CMAKE_CUDA_ARCHITECTURES as CMake holds it, e.g. "90a" or "80;90a"'))
+    architectures_default: bool = field(default=False, metadata=in_json(
+        BOOL, "the architectures are CMake's default for the nvcc (75 with CUDA 13): the project set no "
+        "CMAKE_CUDA_ARCHITECTURES (ciq_build.compiler.gpu_arch.default_note)", optional=True))
 
 
 # Manifest.generator of a setuptools CudaExtension described as a target (ciq_build.project.setuptools_backend):
@@ -313,7 +316,9 @@ def read_manifest(path: Path) -> Manifest:
     return manifest
 
 
-CUDA_FLAGS_SUFFIX = ".cuda-flags-"  # <target>.cuda-flags-<config>, one a configuration (cmake/ciq_build_manifest.cmake)
+# <target>.cuda-flags-<config>, one a configuration this tree builds (<config> noconfig in a single-configuration tree
+# without CMAKE_BUILD_TYPE; cmake/ciq_build_manifest.cmake)
+CUDA_FLAGS_SUFFIX = ".cuda-flags-"
 
 
 def read_cuda_flags(manifest: Path) -> tuple[str, ...]:

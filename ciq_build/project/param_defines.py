@@ -5,9 +5,11 @@ naming NAME overrides every -DNAME=... the search passes (`unguarded_defines`:
 the tune warns before it builds anything); one inside such a conditional
 (`#ifndef NAME` / `#define NAME 3`) is the value a build without -DNAME
 compiles, the source's default (`guarded_defaults`: a `--seed-from` seed that
-does not name NAME keeps it). Sources and the headers they include by quotes are
-read; a #define this cannot see (a header found through -I, a generated one) is
-absent from both.
+does not name NAME keeps it). A third reading, of the conditions: a name whose
+presence alone is tested (`#ifdef NAME`, `#if defined(NAME)`) takes the same
+branch for every -DNAME=..., 0 included (`presence_tests`). Sources and the
+headers they include by quotes are read; a directive this cannot see (a header
+found through -I, a generated one) is absent from all three.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ciq_build.core.params import PARAM_PREFIX, parse_params
 _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)(.*)$")
 _QUOTED_INCLUDE = re.compile(r'^\s*"([^"]+)"')
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_DEFINED = re.compile(r"(!?)\s*\bdefined\b\s*\(?\s*(\w+)")  # `defined(NAME)`, `defined NAME`, and whether negated
 
 
 def unguarded_defines(specs: Sequence[str], sources: Iterable[Path]) -> dict[str, str]:
@@ -43,10 +46,36 @@ def guarded_defaults(specs: Sequence[str], sources: Iterable[Path]) -> dict[str,
     return found
 
 
+def presence_tests(specs: Sequence[str], sources: Iterable[Path]) -> dict[str, str]:
+    """Each PARAMS name whose presence a source, or a header it includes by quotes, tests (`#ifdef NAME`, `#if
+    defined(NAME)`, `#elif defined NAME`; not a negated `!defined`, the guard of a default), with where of the first:
+    {"USE_SHARED": "fasten.hpp:34"}."""
+    names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
+    found: dict[str, str] = {}
+    for path, number, word, rest, _open in _directives(sources):
+        tested = [rest.split()[0]] if word == "ifdef" and rest.split() else [
+            name for negated, name in _DEFINED.findall(rest) if not negated] if word in ("if", "elif") else []
+        for name in tested:
+            if name in names:
+                found.setdefault(name, f"{path.name}:{number}")
+    return found
+
+
 def _param_defines(specs: Sequence[str], sources: Iterable[Path]) -> Iterator[tuple[str, str, bool, str]]:
     """Every #define of a PARAMS name: (name, its value as written, "" for a function-like one, whether a
     conditional naming it is open, "file:line"), in the order read."""
     names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
+    for path, number, word, rest, open_conditions in _directives(sources):
+        if word == "define" and (head := rest.split("(", 1)[0].split()[:1]) and head[0] in names:
+            name, body = head[0], rest.lstrip()[len(head[0]):]
+            value = "" if body.startswith("(") else body.strip()  # NAME(x) overrides, but has no value
+            guarded = any(re.search(rf"\b{name}\b", condition) for condition in open_conditions)
+            yield name, value, guarded, f"{path.name}:{number}"
+
+
+def _directives(sources: Iterable[Path]) -> Iterator[tuple[Path, int, str, str, list[str]]]:
+    """Every preprocessor directive of `sources` and the headers they include by quotes: (file, line, its word,
+    the rest of the line, the conditions open around it), in the order read."""
     pending, seen = [Path(s) for s in sources], set()
     while pending:
         path = pending.pop(0)
@@ -73,8 +102,4 @@ def _param_defines(specs: Sequence[str], sources: Iterable[Path]) -> Iterator[tu
                 open_conditions.pop()
             elif word == "include" and (quoted := _QUOTED_INCLUDE.match(rest)):
                 pending.append(path.parent / quoted.group(1))
-            elif word == "define" and (head := rest.split("(", 1)[0].split()[:1]) and head[0] in names:
-                name, body = head[0], rest.lstrip()[len(head[0]):]
-                value = "" if body.startswith("(") else body.strip()  # NAME(x) overrides, but has no value
-                guarded = any(re.search(rf"\b{name}\b", condition) for condition in open_conditions)
-                yield name, value, guarded, f"{path.name}:{number}"
+            yield path, number, word, rest, open_conditions

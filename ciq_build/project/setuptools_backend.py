@@ -391,6 +391,9 @@ class SetuptoolsBackend:
         return (f"rebuild ({shlex.join(self._plain_build)} in {self.project}) and look for a warning from ciq_build in "
                 "its output (a skipped pin says why)")
 
+    def command(self, name: str, target: str) -> str:
+        return f"python -m ciq_build {name} {shlex.quote(target)} --setuptools {shlex.quote(str(self.project))}"
+
     @property
     def _plain_build(self) -> list[str]:
         """The build a user runs, whose build_temp is the manifest's object folder."""

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
+from ciq_build.core.objectives import DEFAULT_OBJECTIVES
 from ciq_build.errors import CiqError, ManifestError
 from ciq_build.pin.apply import build_decision
 from ciq_build.pin.display import format_record
@@ -61,9 +63,10 @@ def require_pin(target: str, backend: BuildBackend, pin_file: Path | None = None
                 f"{target} has no pinned record at {pin_file}, though a tune ran ({tried} evaluation(s) in "
                 f"{journal}): it pinned nothing (no candidate beat the defaults beyond "
                 f"the noise, or --no-pin), so the build uses the compiler's defaults. `python -m ciq_build report "
-                f"{target} -B {build_dir}` shows what it measured.")
-        raise ManifestError(f"{target} has no pinned record at {pin_file}; run `python -m ciq_build tune {target} "
-                            f"-B {build_dir}` first")
+                f"{shlex.quote(target)} -B {shlex.quote(str(build_dir))}` shows what it measured.")
+        # The project's own tune command: a setuptools project's names its project, not a CMake build folder.
+        raise ManifestError(f"{target} has no pinned record at {pin_file}; run `{backend.command('tune', target)}` "
+                            "first")
     return pin_file
 
 
@@ -109,17 +112,29 @@ def _evaluations(path: Path) -> int:
 OBJECTIVES_COLUMN = "objectives (the pin's; no pin: the target's)"
 
 
+def _skipped_by_build(manifest: Manifest, backend: BuildBackend) -> str | None:
+    """Why the target's build skips its pin ("tuned for 90, compiling for 80"), as `show`'s build line says it, or
+    None where it applies it (a build for sm_80 of a pin tuned for sm_90 was listed beside the pin as if it applied)."""
+    try:
+        _applies, said = build_decision(manifest, backend.toolchain(manifest))
+    except CiqError:
+        return None  # no compiler to ask: the record alone is listed
+    skipped = re.match(r"pin skipped \((.*?)\): ", said)
+    return skipped.group(1) if skipped else None
+
+
 def list_targets(backend: BuildBackend) -> str:
     manifests = [backend.manifest(target) for target in backend.targets()]
     if not manifests:
         return backend.no_targets()
-    # The objectives column: what the pin was tuned for, where there is one; else what the target registers (empty:
-    # tune picks, time with a benchmark, else static metrics). Its header says so: under a bare "objectives" a pin's
-    # read as the target's OBJECTIVES (the llm.c trial's).
+    # The objectives column: what the pin was tuned for, where there is one; else what the target registers, or
+    # the default a tune scores where it registers none (it said "(tune picks)", which a setuptools user with a
+    # ciq_benchmark read as time). Its header says so: under a bare "objectives" a pin's read as the target's
+    # OBJECTIVES (the llm.c trial's).
     rows = [("target", "benchmark", OBJECTIVES_COLUMN, "pin")]
     for manifest in manifests:
         bench = manifest.benchmark.target if manifest.benchmark else "(static only)"
-        objectives = ",".join(manifest.objectives) or "(tune picks)"
+        objectives = ",".join(manifest.objectives) or f"{','.join(DEFAULT_OBJECTIVES)} (the default)"
         pin = "(none)"
         if manifest.pin_file.is_file():
             pin = str(manifest.pin_file)
@@ -129,6 +144,8 @@ def list_targets(backend: BuildBackend) -> str:
                                       for o in record.objectives) or objectives
                 if record.per_architecture:
                     pin += " (per architecture: " + ", ".join(f"sm_{a}" for a in sorted(record.per_architecture)) + ")"
+                if (why := _skipped_by_build(manifest, backend)) is not None:
+                    pin += f" (skipped by this build: {why})"
             except CiqError as exc:
                 pin += f" (refused: {str(exc).splitlines()[0][:60]})"
         rows.append((manifest.target, bench, objectives, pin))

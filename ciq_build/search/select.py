@@ -190,7 +190,7 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
                 f"not with the compiler search space {acf_kind}; sample an ACF pool with `python -m ciq_build "
                 "sample-acfs` and search acf-pool:<folder>, or leave params out of this tune (their values stay "
                 "fixed), or remove CONSTRAINTS")
-        constraints = parse_constraints(manifest.constraints, space)
+        constraints = parse_constraints(manifest.constraints, space, setuptools=manifest.setuptools)
     # CONSTRAINTS over PARAMS this tune does not search: every candidate keeps the same values (the
     # source's own, which the baseline builds and runs), so they rule out nothing here.
     pool = None
@@ -279,7 +279,7 @@ def space_size_text(settings: SearchSettings, manifest: Manifest, toolchain: Too
     if params:
         every = as_space(params).cardinality
         count, said = every, f"{every:,} PARAMS combinations"
-        constraints = parse_constraints(manifest.constraints, space) if manifest.constraints else None
+        constraints = parse_constraints(manifest.constraints, space, setuptools=manifest.setuptools) if manifest.constraints else None
         if constraints is not None and every <= _COUNT_LIMIT:
             allowed = as_space(params, constraints.allows)
             count = sum(1 for i in range(every) if allowed.allows(allowed.genome_at(i)))

@@ -134,11 +134,6 @@ class EvaluationCache:
             kept = f"; only the newest {KEPT_BACKUPS} such backups are kept" if start.pruned else ""
             removed = f" (removed the older {', '.join(p.name for p in start.pruned)})" if start.pruned else ""
             self.say(f"--fresh: the old journal is now {start.backup}{kept}{removed}")
-        if start.another_search:
-            # Evaluations are keyed by what determines them (sources, toolchain,
-            # controls, benchmark), so another search's results stay valid: keep them.
-            self.say("the journal holds another search (settings changed); its measurements are reused "
-                     "where sources, toolchain and controls match (--fresh to start over)")
         retried = set()
         for record in start.records:
             if record.get("kind") == EVALUATION_KIND and isinstance(record.get("key"), str):
@@ -150,8 +145,13 @@ class EvaluationCache:
                 self.source_outputs |= {Path(p) for p in record["paths"] if isinstance(p, str)}
         for line, reason in self.journal.skipped:
             self.say(f"journal line {line} skipped ({reason})")
+        if start.another_search and (not self.entries or self.journaled(self.objectives)):
+            # Evaluations are keyed by what determines them (sources, toolchain,
+            # controls, benchmark), so another search's results stay valid: keep them.
+            self.say("the journal holds another search (settings changed); its measurements are reused "
+                     "where sources, toolchain and controls match (--fresh to start over)")
         if self.entries:
-            self.say(self._resuming())
+            self.say(self._resuming(start.another_search))
         retried -= set(self.entries)
         if retried:
             self.say(f"{len(retried)} evaluation(s) that failed for environmental reasons (full disk, killed, "
@@ -162,15 +162,19 @@ class EvaluationCache:
         """Whether the journal holds evaluations of this tune's objectives to resume from."""
         return bool(self.journaled(self.objectives))
 
-    def _resuming(self) -> str:
+    def _resuming(self, another_search: bool = False) -> str:
         """What the journal holds to resume from: how many evaluations measured today's objectives (a search
-        of other objectives may have measured none of them, and those are measured again)."""
+        of other objectives may have measured none of them, and those are measured again). `another_search`: the
+        journal's last search had other settings, which a journal with nothing to reuse says in the same line (it
+        said "its measurements are reused", then "nothing to resume": miniBUDE, a static tune of new objectives)."""
         usable, held = len(self.journaled(self.objectives)), len(self.entries)
         if usable == held:
             return f"resuming: {held} finished evaluation(s) in {self.journal.path}"
         names = ", ".join(o.spec for o in self.objectives)
         if usable == 0:
-            return (f"the journal's {held} finished evaluation(s) measured none of this tune's objectives ({names}): "
+            whose = ("the journal holds another search (settings changed), whose" if another_search
+                     else "the journal's")
+            return (f"{whose} {held} finished evaluation(s) measured none of this tune's objectives ({names}): "
                     f"nothing to resume from {self.journal.path}")
         return (f"resuming: {usable} finished evaluation(s) in {self.journal.path} ({held - usable} more measured "
                 f"none of this tune's objectives, {names}: measured again where proposed)")

@@ -193,9 +193,9 @@ class Confirmer:
         text = verdict.explanation + ("" if verdict.better else "; nothing pinned")
         return Confirmation(baseline, winner, verdict.better, text, baseline_scores, winner_scores, spreads, objects)
 
-    # Static objectives whose journaled values a fresh build must reproduce exactly
-    # (compile_time is static too, but never the same twice).
     def _deterministic_keys(self) -> list[str]:
+        """The metrics of the static objectives, whose journaled values a fresh build must reproduce exactly
+        (compile_time is not one: the compile's clock is never the same twice)."""
         return [metric_key(o) for o in self.objectives if o.source == "static"]
 
     def _trusted_winner(self, baseline: Evaluation, evaluations: list[Evaluation], base_tree: WorkerTree,

@@ -1,4 +1,5 @@
-"""The tuning driver: `TuneRun`, the composition root of one `tune` run of one target, and nothing else.
+"""The tuning driver: `TuneRun`, the composition root of one `tune` run of one target, and the entry to it
+(`run_tune`: the options checked, the project prepared, each --stage run through `tune_configured`).
 
 The order: resolve the settings (ciq_build.tune.tune_options), make the candidate
 source and check every tool, take the target's lock, open the journal
@@ -21,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TextIO, TypeVar
 
 from ciq_build.compiler import occupancy
-from ciq_build.compiler.architectures import architecture_list, flag_architectures
+from ciq_build.compiler.architectures import architecture_list, flag_architectures, is_keyword
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures, read_gpu_arch
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
@@ -51,14 +52,16 @@ from ciq_build.tune.executors import checked_executor, get_executor
 from ciq_build.tune.finish import Finish, Searched, TuneOutcome
 from ciq_build.tune.gpu_time import GpuMeter, MeteredSlots
 from ciq_build.tune.loop import (
+    AT_BOUND,
     SearchLoop,
+    at_every_bound,
     end_reserve_line,
     planned_budget,
     stop_on_disk_full,
     stopped_text,
     time_limit_ended,
 )
-from ciq_build.tune.param_probe import overridden_params, warn_unguarded
+from ciq_build.tune.param_probe import overridden_params, warn_presence_tested, warn_unguarded
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner, relocatable_note
 from ciq_build.tune.searched_space import SearchedSpace
@@ -225,7 +228,8 @@ class TuneRun:
         if fitting:
             source = self.space.fitted(baseline, self._say)
         self._reserve_for_the_end(baseline)
-        self._search(source, workers, timeouts, baseline.scores)
+        self.stopped_by = (AT_BOUND if at_every_bound(self.objectives, baseline.scores)
+                           else self._search(source, workers, timeouts, baseline.scores))
         finish = Finish(self.settings, self.manifest, self.toolchain, self.runner, self.cache, self.meter,
                         self.architectures, self.backend.applied_by, self.executor.uses_driver_trees, self._say,
                         _warn, tie_keeps_pin=self.on_top_of is not None and not self.on_top_of.is_default,
@@ -260,6 +264,7 @@ class TuneRun:
             if "params" in search_kinds(self.settings.search):
                 said = warn_unguarded(self.manifest.params, self.manifest.cuda_sources, self.manifest.target,
                                       _warn)
+                warn_presence_tested(self.manifest.params, self.manifest.cuda_sources, self.manifest.target, _warn)
                 probe = beside.submit(overridden_params, self.manifest.params, probe_tree,
                                       self.runner.timeouts.compile, self.manifest.target, _warn, said)
                 if self.runner.measures_compile_time:
@@ -301,16 +306,14 @@ class TuneRun:
         and which architecture static objectives score, said before the baseline; one describing other code is refused."""
         gpu = self.runner.read_gpu() if self.runner.needs_benchmark else read_gpu_arch()
         static = [o.spec for o in self.objectives if o.source == "static"]
-        self.architectures = plan_architectures(self.manifest.target, self.manifest.toolchain.architectures, gpu,
-                                                self.manifest.tune_architecture, static,
-                                                self.runner.needs_benchmark, flag_architectures(self.manifest.cuda_flags))
+        self.architectures = _architecture_plan(self.manifest, gpu, static, self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
         _check_static_inputs(self.runner.threads_per_block, self.objectives, self.manifest,
                              self.architectures.scored)
         self.architectures.say(_warn, self._say)
 
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts,
-                baseline: tuple[float, ...] | None) -> None:
+                baseline: tuple[float, ...] | None) -> str | None:
         # A bar on a terminal, a line per evaluation in logs and CI; nothing with --quiet (the watched status
         # file is told all the same).
         expected, generations = planned_budget(source.describe(), self.settings.search, self.space.total)
@@ -330,9 +333,9 @@ class TuneRun:
                 loop.run()
         finally:
             self._stop_ahead()  # what the guesses still build ends before the winner's rebuild
-        self.stopped_by = loop.stopped_by
-        if self.stopped_by == "time_limit":
+        if loop.stopped_by == "time_limit":
             self._say(time_limit_ended(self.settings.search, len(self.evaluations)))
+        return loop.stopped_by  # the budget that ended it, if one did
 
     def _loop(self, source: CandidateSource, runner: Runner[W], workers: Sequence[W],
               progress: TuneProgress | None, planned: int, baseline: tuple[float, ...] | None) -> SearchLoop[W]:
@@ -355,6 +358,14 @@ class TuneRun:
             LOG.info("%s", text)
 
 
+def _architecture_plan(manifest: Manifest, gpu: int | None, static: Sequence[str], timed: bool) -> ArchitecturePlan:
+    """The plan of a tune of `manifest`'s target (ciq_build.compiler.gpu_arch.plan_architectures)."""
+    tree = None if manifest.setuptools else str(manifest.binary_dir)  # where other architectures are configured
+    return plan_architectures(manifest.target, manifest.toolchain.architectures, gpu, manifest.tune_architecture,
+                              static, timed, flag_architectures(manifest.cuda_flags),
+                              defaulted=manifest.toolchain.architectures_default, build_dir=tree)
+
+
 def _warn(text: str) -> None:  # about the tune's results: said even with --quiet (it silences progress)
     LOG.warning("%s", text)
 
@@ -370,7 +381,7 @@ def _check_static_inputs(declared: ThreadsPerBlock | None, objectives: Sequence[
     if wants_block_size(objectives):
         built = architecture_list(manifest.toolchain.architectures)
         arch = scored or (built[0] if len(built) == 1 else None)
-        if arch is not None and arch not in ("all", "all-major", "native"):
+        if arch is not None and not is_keyword(arch):
             occupancy.limits(arch)
 
 

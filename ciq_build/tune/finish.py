@@ -23,7 +23,8 @@ from ciq_build.compiler.architectures import architecture_list, architecture_ord
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan
 from ciq_build.compiler.toolchain import Toolchain
-from ciq_build.core.objectives import metric_key
+from ciq_build.core.declared import declared
+from ciq_build.core.objectives import Objective, metric_key
 from ciq_build.measure.sizes import size_ratios
 from ciq_build.measure.stats import interleaved
 from ciq_build.pin.read import read_record
@@ -302,32 +303,26 @@ class Finish:
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
                           stopped=searched.stopped, next_with_pin=self._skipped_text(pinned),
-                          next_without_pin=self._kept_text(standing) or _check_failed_text(checked) or next_without_a_pin(
+                          next_without_pin=self._kept_text(standing)
+                          or _check_failed_text(checked, self.manifest.setuptools) or next_without_a_pin(
                               objectives, self.settings.search, self.pinning, confirmation.better,
-                              int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores),
+                              int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores,
+                              setuptools=self.manifest.setuptools),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(), winner=confirmation.better,
-                          occupancy=self._occupancy_steps(confirmation.winner),
+                          occupancy=self._occupancy_steps(confirmation),
                           without_effect=without_effect_lines(
                               [name for name in params_without_effect(self.manifest.params, searched.evaluations)
                                if name not in searched.overridden],
                               knobs_without_effect([searched.baseline, *searched.evaluations]))),
               file=sys.stdout)
 
-    def _occupancy_steps(self, winner: Evaluation) -> str:
-        """The summary's occupancy line: where the winner's blocks an SM change with its register count, on the
-        architecture its static figures are of ("" without its block size, or limits for that architecture)."""
+    def _occupancy_steps(self, confirmation: Confirmation) -> str:
+        """The summary's occupancy line (ciq_build.tune.finish.occupancy_steps), on the architecture the static
+        figures are of."""
         built = architecture_list(self.manifest.toolchain.architectures)
-        arch = self.architectures.scored or (built[0] if built else "")
-        threads = winner.metrics.get(THREADS_METRIC)
-        registers, whose = scored_registers(winner.metrics, list(self.settings.objectives))
-        if threads is None or registers is None or not occupancy.knows(arch):
-            return ""
-        shared = winner.metrics.get(DESCRIBED_SHARED_METRIC if whose else "shared_bytes", 0)
-        steps = occupancy.describe_steps(occupancy.limits(arch), registers, int(threads), int(shared))
-        several = (f" (the kernels {whose} scores)" if whose else
-                   " (the most registers and shared memory of any kernel)" if winner.metrics.get("kernels", 1) > 1 else "")
-        return f"sm_{arch}, {steps}{several}"
+        return occupancy_steps(confirmation, list(self.settings.objectives),
+                               self.architectures.scored or (built[0] if built else ""))
 
     def _skipped_text(self, pinned: Path | None) -> str:
         """The summary's `next:` where the build will skip the pin just written: a tune --architecture ARCH whose
@@ -362,17 +357,20 @@ class Finish:
                 for o in self.settings.objectives if o.source == "benchmark"}
 
     def _nothing_evaluated(self, searched: Searched) -> TuneOutcome:
-        """A budget spent before any candidate (a --time-limit the baseline used up): nothing to confirm or pin."""
+        """No candidate evaluated (a --time-limit the baseline used up, or a baseline at every objective's bound):
+        nothing to confirm or pin."""
         baseline = searched.baseline
         assert baseline.scores is not None
         verdict = "the search ended before any candidate was evaluated; nothing pinned"
+        kernels = int(baseline.metrics.get("kernels", 1))
         objectives = list(self.settings.objectives)
         print(run_summary(self.manifest.target, objectives, baseline.scores, baseline.scores, [],
                           self.runner.needs_benchmark, verdict, None, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
                           stopped=searched.stopped, winner=False,
                           next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
-                                                              better=False)),
+                                                              better=False, kernels=kernels, baseline=baseline.scores,
+                                                              setuptools=self.manifest.setuptools)),
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 
@@ -390,9 +388,29 @@ class Finish:
         return figures.describe()
 
 
-def _check_failed_text(checked: WinnerCheck | None) -> str:
-    """The summary's `next:` where the winner's benchmark failed its check."""
+def occupancy_steps(confirmation: Confirmation, objectives: Sequence[Objective], arch: str) -> str:
+    """Where the blocks an SM change with the register count of the configuration the summary's table shows: the
+    winner, or, where nothing beat the defaults, the defaults the build keeps ("" without its block size, or limits
+    for `arch`). The search's best that was not pinned is the verdict's to tell: a line of its steps would read as
+    what the build now runs."""
+    described = confirmation.winner if confirmation.better else confirmation.baseline
+    threads = described.metrics.get(THREADS_METRIC)
+    registers, whose = scored_registers(described.metrics, list(objectives))
+    if threads is None or registers is None or not occupancy.knows(arch):
+        return ""
+    shared = described.metrics.get(DESCRIBED_SHARED_METRIC if whose else "shared_bytes", 0)
+    steps = occupancy.describe_steps(occupancy.limits(arch), registers, int(threads), int(shared))
+    several = (f" (the kernels {whose} scores)" if whose else
+               " (the most registers and shared memory of any kernel)" if described.metrics.get("kernels", 1) > 1
+               else "")
+    return f"sm_{arch}, {steps}{several}"
+
+
+def _check_failed_text(checked: WinnerCheck | None, setuptools: bool) -> str:
+    """The summary's `next:` where the winner's benchmark failed its check (`setuptools`: a CudaExtension's
+    target, core/declared.py)."""
     if checked is None or not checked.failed:
         return ""
-    return ("keep the values that fail the benchmark's check out of the search (CONSTRAINTS in ciq_tune_target(), "
-            "or fewer PARAMS values), or tune an objective the benchmark measures, then tune again")
+    return (f"keep the values that fail the benchmark's check out of the search ({declared('CONSTRAINTS', setuptools)}, "
+            f"or fewer values in {declared('PARAMS', setuptools)}), or tune an objective the benchmark measures, "
+            "then tune again")

@@ -45,7 +45,7 @@ from ciq_build.search.strategies import GRID_DEFAULT
 from ciq_build.tune.ahead import BuildsAhead, guess_next
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import Runner
-from ciq_build.tune.winner import pick_pinned
+from ciq_build.tune.winner import beats_defaults, pick_pinned
 
 W = TypeVar("W")
 
@@ -54,11 +54,13 @@ class Progress(Protocol):
     """Where the loop reports each finished evaluation (ciq_build.tune.progress.TuneProgress).
 
     `evaluations` counts the evaluations finished so far, `best` is the scores of the point the tune would pin from
-    the Pareto front of them (`front` points; one where a single objective is tuned).
+    the Pareto front of them (`front` points; one where a single objective is tuned), and `pinnable` whether it would
+    pin that point as it stands (RunningBest.pinnable).
     """
 
     def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
-               best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None) -> None: ...
+               best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None,
+               pinnable: bool = True) -> None: ...
 
     def close(self) -> None: ...
 
@@ -256,7 +258,8 @@ class SearchLoop(Generic[W]):
         self._best.add(evaluated)
         if self.progress is not None:
             self.progress.update(evaluated.proposal.generation, evaluations=self._finished, failures=self._failed,
-                                 best=self._best.scores, front=len(self._best.front), last=evaluated)
+                                 best=self._best.scores, front=len(self._best.front), last=evaluated,
+                                 pinnable=self._best.pinnable)
 
     def _evaluate(self, worker: W, proposal: Proposal, controls: Controls, key: str) -> Evaluation:
         """In a worker thread: the runner's evaluation, in the loop's scope (it ends when the loop does)."""
@@ -317,6 +320,15 @@ class RunningBest:
             self.point = pick_pinned(self.front, self.baseline, self.objectives, self.pick)
 
     @property
+    def pinnable(self) -> bool:
+        """Whether the tune would pin the point as it stands: with several objectives it pins only a point that beats
+        the defaults on every objective (miniBUDE: the lines said "would pin spill_bytes 256 bytes, registers 120",
+        the knee of a front of which no point did, and the tune pinned nothing); True where the defaults' scores are
+        not known."""
+        return (self.point is None or self.baseline is None or self.point.scores is None
+                or beats_defaults(self.point.scores, self.baseline, self.objectives))
+
+    @property
     def front(self) -> list[Evaluation]:
         """The front the pin is taken from (as pick_winner's)."""
         return self.measured or self.raced
@@ -363,12 +375,27 @@ def time_limit_ended(search: SearchSettings, evaluations: int) -> str:
     return f"the time limit ({time_limit_text(search)}) ended the search after {evaluations} evaluation(s){then}"
 
 
+# Why a search never began (no SearchLoop ran): the baseline is at every objective's bound (Objective.at_bound).
+AT_BOUND = "at_bound"
+
+
+def at_every_bound(objectives: Sequence[Objective], baseline: Sequence[float] | None) -> bool:
+    """Whether the baseline scores the best any candidate could on every objective (Objective.at_bound), so that
+    no search begins: every candidate could only tie, and a tie pins nothing. No spills at the defaults under the
+    default objective, spill_bytes, is the usual case, where the budget (minutes of builds) would buy nothing."""
+    return (baseline is not None and len(baseline) == len(objectives)
+            and all(o.at_bound(value) for o, value in zip(objectives, baseline, strict=True)))
+
+
 def stopped_text(stopped_by: str | None, search: SearchSettings, evaluations: int) -> str:
     """The summary's word on a budget that ended the search early (SearchLoop.stopped_by); "" when none did."""
     if stopped_by == "time_limit":
         return f"by the time limit ({time_limit_text(search)}), after {evaluations} evaluation(s)"
     if stopped_by == "max_evaluations":
         return f"by --max-evaluations {search.max_evaluations}"
+    if stopped_by == AT_BOUND:
+        return ("before it began: the compiler's defaults already score the best any candidate could on every "
+                "objective, which none can beat")
     return ""
 
 

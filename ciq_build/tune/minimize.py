@@ -108,7 +108,8 @@ def removable(controls: Controls) -> list[str | tuple[str, str] | AcfRef]:
 
 
 class Minimizer:
-    """The minimal pin of `controls`, decided by machine code alone, its rebuilds `len(trees)` at once.
+    """The minimal pin of `controls`, decided by machine code (in a tune of static objectives alone, by their
+    figures too: `figures`), its rebuilds `len(trees)` at once.
 
     Started as soon as the winner is known: the builds without each control run
     in `trees` (never the winner's own, which the re-measure benchmarks meanwhile)
@@ -116,7 +117,7 @@ class Minimizer:
     compare with, and `result` waits for the verdict. The controls each found a
     no-op alone are then dropped together when that build is the same code too;
     when it is not (two controls that stand in for each other), one at a time, in
-    order, as before.
+    order.
     """
 
     def __init__(self, controls: Controls, trees: Sequence[WorkerTree], toolchain: Toolchain, timeouts: Timeouts,

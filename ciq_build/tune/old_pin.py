@@ -9,6 +9,7 @@ built and re-measured beside the new winner, interleaved, and is better only bey
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,16 +124,10 @@ def compare(old: PinnedRecord, new: PinnedRecord, objectives: Sequence[Objective
         new_verdict = beats_baseline(old_samples, new_samples, objective.direction, alpha=FINAL_ALPHA)
         old_wins |= old_verdict.better
         new_wins |= new_verdict.better
-        before, after = _median(old_samples), _median(new_samples)
+        before, after = statistics.median(old_samples), statistics.median(new_samples)
         parts.append(f"{objective.name} old {with_unit(objective, before)} against new {with_unit(objective, after)} "
                      f"({change_text(before, after, objective.rate_unit)}; re-measured side by side, {len(new_samples)} runs each: "
                      + ("the old pin is faster beyond the noise" if old_verdict.better else
                         "the new winner is faster beyond the noise" if new_verdict.better else "within the noise")
                      + ")")
     return Standing(True, old_wins and not new_wins, "; ".join(parts), new_better=new_wins and not old_wins)
-
-
-def _median(values: Sequence[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2

@@ -12,7 +12,9 @@ while the baseline builds and runs), the target is built once with every
 parameter at its first value and once at its last (one value may be the
 source's own, which draws no warning), and each name the compiler reports as
 redefined (a #define the reading cannot see: a header found through -I, a
-generated one) is warned about too. Each name once, with the fix.
+generated one) is warned about too. Each name once, with the fix. A name with an "off" value (0) whose
+presence alone the sources test (`#ifdef NAME`) does nothing as the user meant it either: warned about with
+the first, from the same reading (`warn_presence_tested`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from ciq_build.compiler.controls import Controls, define_value
 from ciq_build.core.params import PARAM_PREFIX, parse_params
-from ciq_build.project.param_defines import unguarded_defines
+from ciq_build.project.param_defines import presence_tests, unguarded_defines
 from ciq_build.project.worker import WorkerTree
 
 # gcc/cpp ('warning: "TILE" redefined'), EDG/cudafe ('incompatible redefinition of macro "TILE"'),
@@ -64,6 +66,22 @@ def warn_unguarded(specs: Sequence[str], sources: Iterable[Path], target: str,
     found = unguarded_defines(specs, sources)
     for name, where in sorted(found.items()):
         warn(overridden_warning(name, target, f"{where}, outside any #ifndef {name}"))
+    return sorted(found)
+
+
+def warn_presence_tested(specs: Sequence[str], sources: Iterable[Path], target: str,
+                         warn: Callable[[str], None]) -> list[str]:
+    """The PARAMS names with an "off" value (0, false) whose presence the sources test (`presence_tests`), each
+    warned about with the fix, before anything is built: -DNAME=0 defines NAME, so `#ifdef NAME` takes its branch
+    for 0 too (miniBUDE's `#ifdef USE_SHARED`, searched as USE_SHARED=choice(0,1): both values failed to compile
+    in the USE_SHARED branch)."""
+    off = {name[len(PARAM_PREFIX):] for name, p in parse_params(specs).items()
+           if any(define_value(p.value(i)).lower() in ("0", "false") for i in range(min(p.size, 4096)))}
+    found = {name: where for name, where in presence_tests(specs, sources).items() if name in off}
+    for name, where in sorted(found.items()):
+        warn(f"PARAMS {name} of {target}: the source tests whether {name} is defined ({where}), and every "
+             f"-D{name}=... defines it, 0 included, so each value takes the same branch there. Test its value "
+             f"instead (#if {name}, where an undefined name is 0), or drop {name} from PARAMS.")
     return sorted(found)
 
 

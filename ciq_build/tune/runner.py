@@ -78,9 +78,9 @@ class BuildRunner:
         self.repeats = repeats
         self.timeouts = timeouts  # per compile (the target's whole rebuild) and per benchmark run
         self.slots = slots
-        self.warn = warn  # where the coarse-precision warning goes
+        self.warn = warn  # where check_precision's warnings go, each once a tune
         self._warned: set[str] = set()  # the warnings given once per tune (check_precision)
-        self._warn_lock = threading.Lock()
+        self._lock = threading.Lock()  # the workers' threads share `_warned` and `_in_tree`
         # At most `build_jobs` compiles at once, however many workers there are: with one
         # worker more than that per GPU, the next candidates compile while one is benchmarked.
         self._builds = threading.BoundedSemaphore(build_jobs) if build_jobs else None
@@ -94,13 +94,13 @@ class BuildRunner:
         # The baseline's per-size medians (time_ms@small ...), once measured: what SCORE worst divides by
         # (ciq_build.measure.sizes), the same for every candidate and the confirmation.
         self.size_reference: dict[str, float] = {}
-        # Racing needs one objective, from the benchmark: with more, a candidate behind on
-        # time may still be on the Pareto front.
-        timed = self.objectives[0] if len(self.objectives) == 1 else None
         # Candidates built ahead while the GPU is busy (ciq_build.tune.ahead); set by the driver for a runtime tune.
         self.ahead: BuildsAhead | None = None
         # id(tree) -> (controls, build): what the runner last built in each tree, while it still holds it.
         self._in_tree: dict[int, tuple[Controls, CandidateBuild]] = {}
+        # Racing needs one objective, from the benchmark: with more, a candidate behind on
+        # time may still be on the Pareto front.
+        timed = self.objectives[0] if len(self.objectives) == 1 else None
         self.racing: RaceBoard | None = (RaceBoard(metric_key(timed), timed.direction)
                                          if timed is not None and timed.source == "benchmark" else None)
         # The architecture whose machine code static objectives describe (ciq_build.compiler.gpu_arch), set by
@@ -200,7 +200,7 @@ class BuildRunner:
     def _warn_once(self, what: str, text: str) -> None:
         if self.warn is None:
             return
-        with self._warn_lock:
+        with self._lock:
             if what in self._warned:
                 return
             self._warned.add(what)
@@ -239,7 +239,7 @@ class BuildRunner:
         # Static objectives read ptxas's own report: where the front end is kept, ptxas alone runs.
         with self._builds if self._builds is not None else nullcontext():
             built = worker.build(controls, self.timeouts.compile, static_only=self.static_only, benchmark=self.links)
-        with self._warn_lock:
+        with self._lock:
             if built.ok and built.objects:
                 self._in_tree[id(worker)] = (controls, built)
             else:
@@ -252,7 +252,7 @@ class BuildRunner:
         Only the runner's builds are known: ask before anything else builds in `worker` (the search's trees,
         once it ended: the winner is re-measured in its own tree, without a rebuild).
         """
-        with self._warn_lock:
+        with self._lock:
             held = self._in_tree.get(id(worker))
         return held[1] if held is not None and held[0] == controls else None
 
@@ -287,7 +287,7 @@ class BuildRunner:
             values.update(measurement.metrics)
             spread.update(measurement.iqr)
             read = {metric_key(o) for o in self.objectives if o.source == "benchmark"}
-            samples = {name: values for name, values in measurement.samples.items() if name in read}
+            samples = {name: taken for name, taken in measurement.samples.items() if name in read}
         scores = objective_values(self.objectives, values)
         if scores is None:
             missing = [self._why_missing(o, build, controls) for o in self.objectives if metric_key(o) not in values]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
 
+from ciq_build.core.declared import declared
 from ciq_build.core.metric_unit import change_text
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
@@ -64,18 +65,18 @@ def params_never_working(evaluations: Sequence[Evaluation]) -> list[str]:
 
 
 def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool,
-                       kernels: int = 1, baseline: Sequence[float] = ()) -> str:
+                       kernels: int = 1, baseline: Sequence[float] = (), *, setuptools: bool = False) -> str:
     """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line.
     `kernels`: how many the target's ptxas report has (a per-kernel objective is suggested where several);
     `baseline`: the defaults' scores, where one minimised at 0 (no spills) is said to have nothing to lower, and a
-    percentage maximised at 100 (occupancy) nothing to raise."""
+    percentage maximised at 100 (occupancy) nothing to raise. `setuptools`: the target is a CudaExtension's, whose
+    PARAMS are its params= (core/declared.py)."""
     if not pin and better:
         return "run the same command without --no-pin to pin the winner"
     # cuda_hgemv's 12 kernels spill nothing: the line offered spill_bytes:<kernel regex>, which is 0 for each; llm.c's
     # layernorm kernels all run at 100% occupancy at 256 threads, and it offered occupancy:<kernel regex>.
-    floored = [o.name for o, value in zip(objectives, baseline) if o.direction == "min" and value == 0]
-    full = [o.name for o, value in zip(objectives, baseline)
-            if o.direction == "max" and o.kind is not None and o.kind.unit == "%" and value >= 100]
+    floored = [o.name for o, value in zip(objectives, baseline) if o.at_bound(value) and o.direction == "min"]
+    full = [o.name for o, value in zip(objectives, baseline) if o.at_bound(value) and o.direction == "max"]
     said = (f"{' and '.join(floored)} {'is' if len(floored) == 1 else 'are'} 0 at the compiler's defaults, "
             "nothing to lower; " if floored else "")
     said += (f"{' and '.join(full)} {'is' if len(full) == 1 else 'are'} 100% at the compiler's defaults, "
@@ -92,24 +93,28 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
                 "cannot move may set (a library's, Thrust's or CUB's say, whose __launch_bounds__ keep its registers "
                 f"under any register cap): score the kernels you wrote with --objective "
                 f"{first}:<kernel regex> (found in their names, e.g. {first}:my_kernel); or try "
-                + _other_tries(objectives, search))
-    return (said or "nothing beat the compiler's defaults here; ") + "try " + _other_tries(objectives, search)
+                + _other_tries(objectives, search, setuptools))
+    return (said or "nothing beat the compiler's defaults here; ") + "try " + _other_tries(objectives, search, setuptools)
 
 
-def _other_tries(objectives: Sequence[Objective], search: SearchSettings) -> str:
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _other_tries(objectives: Sequence[Objective], search: SearchSettings, setuptools: bool) -> str:
     """Other objectives, a wider search, a bigger budget: what the `next:` line of a tune that pinned nothing
     offers."""
     others = [kind.name for kind in KINDS if kind.name not in {o.name.partition(":")[0] for o in objectives}]
     kinds = set(search.controls)
     wider = (f"--controls {' --controls '.join(sorted({'knobs', 'params'} - kinds))} beside "
              f"{', '.join(search.controls)}, " if not {"knobs", "params"} <= kinds else "")
-    budget = f"{search.generations} generations of {search.pool_size}"
+    budget = f"{_counted(search.generations, 'generation')} of {search.pool_size}"
     if search.max_evaluations is not None:
-        budget += f", at most {search.max_evaluations} evaluations"
+        budget += f", at most {_counted(search.max_evaluations, 'evaluation')}"
     if search.time_limit is not None:
         budget += f", --time-limit {duration_text(search.time_limit)}"
     return (f"other objectives (--objective, one of "
-            f"{', '.join(others)}), a wider search ({wider}more PARAMS values in ciq_tune_target()) or a bigger "
+            f"{', '.join(others)}), a wider search ({wider}more values in {declared('PARAMS', setuptools)}) or a bigger "
             f"budget (--generations, --pool-size, --max-evaluations, --time-limit; this tune: {budget})"
             "; --fresh starts over")
 
@@ -124,7 +129,9 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 winner: bool = True) -> str:
     """The summary's lines. `winner`: whether the verdict found one (it beat the defaults); without, the table shows
     what the build keeps, the defaults' figures, and the search's best is the verdict's to tell (llm.c's layernorm:
-    the table's "best" said 22 registers where the verdict pinned nothing, 22 and 23 being the same allocation)."""
+    the table's "best" said 22 registers where the verdict pinned nothing, 22 and 23 being the same allocation).
+    `occupancy`: the steps of the configuration the table shows (ciq_build.tune.finish.occupancy_steps), labelled
+    with it."""
     rows = [("objective", "baseline", "best" if winner else "kept", "change")]
     for objective, base, best in zip(objectives, baseline_scores, winner_scores if winner else baseline_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
@@ -149,7 +156,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
            "candidates on it"] if (never := params_never_working(evaluations)) else []),
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
         *([f"  figures: {figures}"] if figures else []),
-        *([f"  occupancy: {occupancy}"] if occupancy else []),
+        *([f"  occupancy ({'winner' if winner else 'the defaults, kept'}): {occupancy}"] if occupancy else []),
     ]
     shared = sum(1 for e in evaluations if not e.cached and e.same_code_as is not None)
     if needs_benchmark:

@@ -12,7 +12,6 @@ from typing import Literal
 from ciq_build.errors import DiskFullError
 
 Status = Literal["pinned", "nothing pinned", "failed", "not run"]
-STATUSES: tuple[Status, ...] = ("pinned", "nothing pinned", "failed", "not run")
 
 
 @dataclass(frozen=True)

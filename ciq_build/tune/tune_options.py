@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.core.objectives import (
+    DEFAULT_OBJECTIVES,
     Objective,
     known_spellings,
     needs_benchmark,
@@ -45,8 +46,6 @@ from ciq_build.errors import ConfigError
 from ciq_build.project.manifest import Manifest
 from ciq_build.search.strategies import GRID_DEFAULT, resolve_strategy, strategy_names, strategy_options_help
 
-# What is tuned when neither --objective nor the target's OBJECTIVES says.
-DEFAULT_OBJECTIVES = ("spill_bytes",)
 # Where each --stage searches from: the compiler's defaults, or the best configuration the stages before it validated.
 STAGE_FROM_DEFAULTS, STAGE_FROM_BEST, STAGE_FROM_BOTH = "defaults", "best", "both"
 
@@ -134,7 +133,7 @@ class TuneOptions:
         help=f"objective, repeatable ({known_spellings()}; prefix max: to maximise); default: the target's OBJECTIVES")
     controls: list[str] | None = option(
         "--controls", group=SEARCH, repeated=True, metavar="KIND",
-        help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER], a .bin search "
+        help="what to search, repeatable: knobs, params, ptxas-acf[:VER[:VARIANT]], nvcc-acf[:VER[:VARIANT]], a .bin search "
              "space, or acf-pool:DIR (ACFs sampled ahead with sample-acfs); default: the target's SEARCH_SPACE "
              "(knobs + params)")
     stages: list[str] = option(
@@ -228,7 +227,7 @@ class TuneOptions:
     pin: bool = option("--no-pin", group=OUTPUT, switch=True, default=True,
                        help="search and report, but write no pinned record")
     quiet: bool = option("--quiet", "-q", group=OUTPUT, switch=True, default=False,
-                         help="no progress, warnings only")
+                         help="no progress: warnings and the summary only")
     force: bool = option("--force", group=OUTPUT, switch=True, default=False,
                          help="pin the winner even where the pin already there is better (same objectives, toolkit "
                               "and architectures: its figures, or its runtime re-measured beside the winner); "

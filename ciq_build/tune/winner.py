@@ -9,8 +9,6 @@ from ciq_build.core.objectives import Objective
 from ciq_build.core.pareto import dominates, non_dominated
 from ciq_build.search.evaluation import Evaluation
 
-PICK_RULES = ("knee", "first")
-
 
 def pick_winner(evaluations: Sequence[Evaluation], baseline: Evaluation, objectives: Sequence[Objective],
                 rule: str) -> Evaluation | None:

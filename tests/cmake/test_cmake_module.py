@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -21,8 +22,9 @@ import pytest
 from test_manifest_schema import assert_valid_manifest
 
 from ciq_build.compiler.toolchain import _real_bin_dir, load_toolchain
-from ciq_build.core.objectives import parse_objectives, unknown_objective
+from ciq_build.core.objectives import parse_objective, parse_objectives, unknown_objective
 from ciq_build.core.rules import load_rules
+from ciq_build.errors import ConfigError
 from ciq_build.measure.proc import ProcResult, run
 from ciq_build.project.cmake_trees import ScratchTree
 from ciq_build.project.manifest import load_manifest
@@ -492,6 +494,50 @@ def test_a_pin_tuned_for_other_architectures_is_skipped_or_fails_when_strict(tin
     assert tiny.options_file().read_text() == "-maxrregcount=32\n"
 
 
+def test_where_cuda_architectures_name_none_a_pin_is_checked_against_those_the_targets_own_flags_build(
+        tiny: Tiny) -> None:
+    # miniBUDE sets policy CMP0104 OLD and `-arch=sm_90` in CMAKE_CUDA_FLAGS: its pin, measured on sm_90, named no
+    # architecture ("tuned for nvcc's default, applied to any") and a build for sm_80 applied it without a word.
+    for flags in ('string(APPEND CMAKE_CUDA_FLAGS " -arch=sm_90")',
+                  'target_compile_options(kern PRIVATE "$<$<COMPILE_LANGUAGE:CUDA>:SHELL:-gencode arch=compute_90,'
+                  'code=sm_90>")'):
+        body = f"set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n{flags}\n{DEFAULT_BODY}"
+        other = ensure_ok(tiny.configure(body=body, pins={"kern": record(flags=["-maxrregcount=32"],
+                                                                         architectures=["80"])}))
+        assert "ciq_build: kern: pin skipped (tuned for 80, compiling for 90)" in said(other), said(other)
+        assert tiny.options_file().read_text() == ""
+        manifest = json.loads((tiny.build / "ciq" / "targets" / "kern.json").read_text())
+        assert manifest["toolchain"]["architectures"] == "90"  # what a tune measures, and so pins
+        ensure_ok(tiny.configure(body=body, pins={"kern": record(flags=["-maxrregcount=32"], architectures=["90"])}))
+        assert tiny.options_file().read_text() == "-maxrregcount=32\n"
+
+
+def test_list_says_which_pin_the_build_skips(tiny: Tiny) -> None:
+    # miniBUDE's pin tuned for sm_90, in a build for sm_80: `list` showed it in its pin column as if it applied.
+    from ciq_build.project.cmake_backend import CMakeBackend
+    from ciq_build.reports.show import list_targets
+
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["80"])}))
+    listed = list_targets(CMakeBackend(tiny.build, None))
+    assert "kern.json (skipped by this build: tuned for 80, compiling for 90a)" in listed, listed
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["90a"])}))
+    listed = list_targets(CMakeBackend(tiny.build, None))
+    assert "kern.json" in listed and "skipped" not in listed, listed
+
+
+def test_verify_of_a_pin_the_build_skips_says_why_the_build_skips_it(tiny: Tiny) -> None:
+    # miniBUDE's pin tuned for sm_90 verified in a build for sm_80: verify said "reconfigure and look for a warning
+    # from ciq_tune_target" of the empty options file, where it knew the build's reason itself.
+    from ciq_build.pin.verify import verify
+    from ciq_build.project.cmake_backend import CMakeBackend
+
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["80"])}))
+    report = verify("kern", CMakeBackend(tiny.build, None))
+    assert not report.ok
+    assert ("holds nothing, not the pinned ['-maxrregcount=32']: this build skips it: pin skipped (tuned for 80, "
+            "compiling for 90a)") in report.text, report.text
+
+
 def test_architectures_changed_after_the_call_are_refused(tiny: Tiny) -> None:
     # The pin was checked against the architectures at the call; a later change would go unchecked.
     body = DEFAULT_BODY + 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "75")\n'
@@ -594,12 +640,28 @@ def test_a_removed_ciq_tune_target_call_leaves_no_manifest_for_list_and_tune_to_
     assert sorted(p.name for p in targets.glob("*.json")) == ["kern.json", "other.json"]
     ensure_ok(tiny.configure(body='ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n'))
     assert sorted(p.name for p in targets.glob("*.json")) == ["kern.json"]
-    assert sorted(p.name for p in targets.iterdir()) == ["kern.cuda-flags-", "kern.json"]  # its flags too
+    assert sorted(p.name for p in targets.iterdir()) == ["kern.cuda-flags-noconfig", "kern.json"]  # its flags too
     listed = ensure_ok(run([sys.executable, "-m", "ciq_build", "list", "-B", str(tiny.build)], 300)).stdout
     assert "kern" in listed and "other" not in listed, listed
     # No call at all: none left.
     ensure_ok(tiny.configure(body=""))
     assert list(targets.glob("*.json")) == []
+
+
+def test_the_flags_file_names_its_configuration_and_a_reconfigure_drops_those_no_longer_built(tiny: Tiny) -> None:
+    # A tree without CMAKE_BUILD_TYPE named it "kern.cuda-flags-" (an empty $<CONFIG>). The driver reads the flags
+    # every such file holds, so a file left by an older ciq_build or an earlier build type would hide a flag the
+    # build passes now: here Release's -lineinfo, which the Debug file lacks.
+    body = 'ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n'
+    targets = tiny.build / "ciq" / "targets"
+    ensure_ok(tiny.configure(body=body, cache={"CMAKE_BUILD_TYPE": "Debug"}))
+    assert sorted(p.name for p in targets.glob("kern.*")) == ["kern.cuda-flags-Debug", "kern.json"]
+    (targets / "kern.cuda-flags-").write_text("-G\n")  # an older ciq_build's name, with a flag of its own
+    ensure_ok(tiny.rerun_cmake({"CMAKE_BUILD_TYPE": "Release", "CMAKE_CUDA_FLAGS_RELEASE": "-O3 -lineinfo"}))
+    assert sorted(p.name for p in targets.glob("kern.*")) == ["kern.cuda-flags-Release", "kern.json"]
+    assert "-lineinfo" in load_manifest(tiny.build, "kern").cuda_flags
+    ensure_ok(tiny.rerun_cmake({"CMAKE_BUILD_TYPE": ""}))
+    assert sorted(p.name for p in targets.glob("kern.*")) == ["kern.cuda-flags-noconfig", "kern.json"]
 
 
 def test_a_target_compiled_relocatable_is_said_so_to_a_tune_of_ptxas_figures(tiny: Tiny) -> None:
@@ -755,6 +817,15 @@ def test_a_findcuda_toolkit_of_another_release_than_the_cuda_compiler_is_warned(
     assert "find_package(CUDA) found" not in same
 
 
+def kernel_regex_refusal(spec: str) -> str:
+    """What tune --objective says of `spec`'s kernel regex (the rule book's kernel_regex message)."""
+    try:
+        parse_objective(spec)
+    except ConfigError as error:
+        return str(error)
+    raise AssertionError(f"{spec} was accepted")
+
+
 # Issue 22 item 4: what tune used to refuse only after a clean configure and build, configure refuses at the
 # call's line, in docs/cmake.md's words, with "did you mean" for a misspelt word.
 @pytest.mark.parametrize(
@@ -769,6 +840,10 @@ def test_a_findcuda_toolkit_of_another_release_than_the_cuda_compiler_is_warned(
         # the one message (the rule book's), word for word what setup.py's CudaExtension and tune say
         ("OBJECTIVES max:regsters", "OBJECTIVES " + unknown_objective("max:regsters", "regsters")),
         ("OBJECTIVES max:sass_instruction", "(did you mean sass_instructions?)"),
+        # no word near: the message's empty "did you mean" shifted its other words (configure failed on list(GET))
+        ("OBJECTIVES zzzz", "OBJECTIVES " + unknown_objective("zzzz", "zzzz")),
+        # a template's demangled name (miniBUDE's fasten_main<8ul>): what a kernel regex holds, as tune says it
+        ('OBJECTIVES "occupancy:fasten_main<8>"', "OBJECTIVES " + kernel_regex_refusal("occupancy:fasten_main<8>")),
         ("OBJECTIVES energy", "OBJECTIVES energy is read from a benchmark run; add BENCHMARK"),
         ("OBJECTIVES registers metric:gflops", "OBJECTIVES metric:gflops is read from a benchmark run"),
         ("OBJECTIVES max:time", "OBJECTIVES max:time is read from a benchmark run"),
@@ -884,6 +959,44 @@ def test_unix_makefiles_with_a_build_dir_path_with_spaces(tmp_path: Path, cmake_
     project.build_targets("kern")
     regs = registers(cuda133_bin / "cuobjdump", project.build / "CMakeFiles" / "kern.dir" / "kern.cu.o")
     assert regs and max(regs.values()) <= 32
+
+
+def test_a_multi_config_tree_generates_and_applies_pins(tmp_path: Path, cmake_bin: str, ninja_bin: str,
+                                                       cuda133_bin: Path) -> None:
+    # Ninja Multi-Config: the manifest's objects differ by configuration, and CMake failed the generate step
+    # ("Evaluation file to be written multiple times with different content") where its warning says pins apply.
+    project = Tiny(tmp_path / "src", tmp_path / "build", cmake_bin, ninja_bin, cuda133_bin,
+                   generator="Ninja Multi-Config")
+    write_tiny_sources(project.source)
+    result = ensure_ok(project.configure(body='ciq_tune_target(kern OBJECTIVES registers PIN_DIR "pins dir")\n',
+                                         pins={"kern": record(flags=["-maxrregcount=32"])}))
+    assert "pinned controls from" in said(result)
+    targets = project.build / "ciq" / "targets"
+    assert sorted(p.name for p in targets.iterdir()) == [
+        "kern.cuda-flags-Debug", "kern.cuda-flags-RelWithDebInfo", "kern.cuda-flags-Release", "kern.json"]
+    # The manifest is the configuration a plain `cmake --build` builds: Debug, the first.
+    manifest = load_manifest(project.build, "kern")
+    assert project.build / "CMakeFiles" / "kern.dir" / "Debug" / "kern.cu.o" in manifest.objects
+
+
+def test_architectures_cmake_chose_for_want_of_the_projects_are_marked_so_in_the_manifest(
+        tmp_path: Path, cmake_bin: str, ninja_bin: str, cuda133_bin: Path) -> None:
+    # A project without CMAKE_CUDA_ARCHITECTURES is built for nvcc's default (75 with CUDA 13): a tune on an H100
+    # said "architectures: 75" and "the only architecture built", as if it were the project's choice.
+    project = Tiny(tmp_path / "src", tmp_path / "build", cmake_bin, ninja_bin, cuda133_bin)
+    write_tiny_sources(project.source)
+    (project.source / "CMakeLists.txt").write_text(HEADER + "ciq_tune_target(kern OBJECTIVES registers)\n")
+    configure: list[str | Path] = [cmake_bin, "-S", project.source, "-B", project.build, "-G", "Ninja",
+                                   f"-DCMAKE_MAKE_PROGRAM={ninja_bin}", f"-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}",
+                                   f"-Dciq_build_DIR={CMAKE_PACKAGE_DIR}"]
+    env = {name: value for name, value in os.environ.items() if name != "CUDAARCHS"}
+    ensure_ok(run(configure, timeout=300, env=env))
+    toolchain = load_manifest(project.build, "kern").toolchain
+    assert (toolchain.architectures, toolchain.architectures_default) == ("75", True)
+    # Given on the command line, as the tune's note says: the user's choice, even of the same architecture.
+    ensure_ok(run([*configure, "-DCMAKE_CUDA_ARCHITECTURES=75"], timeout=300, env=env))
+    toolchain = load_manifest(project.build, "kern").toolchain
+    assert (toolchain.architectures, toolchain.architectures_default) == ("75", False)
 
 
 def test_config_version_file_accepts_this_version_and_refuses_a_newer_one(tmp_path: Path, cmake_bin: str) -> None:

@@ -106,6 +106,27 @@ def test_a_build_for_native_is_said_to_pin_what_any_gpu_applies() -> None:
     assert static is not None and "(here sm_90)" in static
 
 
+def test_architectures_the_project_did_not_choose_are_said_with_what_to_set() -> None:
+    # CMake's default with CUDA 13 on an H100: "architectures: 75" and "the only architecture built" said nothing of
+    # whose choice sm_75 was.
+    note = plan_architectures("gemm", "75", 90, None, [], True, defaulted=True, build_dir="/p/build").default
+    assert note == ("gemm is built for sm_75, CMake's default for this nvcc, as the project sets no "
+                    "CMAKE_CUDA_ARCHITECTURES: the candidates are compiled for it alone, and the pin is checked "
+                    "against it. To tune for the GPUs you run on, set them and configure again (e.g. cmake "
+                    "-DCMAKE_CUDA_ARCHITECTURES=90 /p/build, or set(CMAKE_CUDA_ARCHITECTURES 90) before project() "
+                    "in CMakeLists.txt)")
+    said: list[str] = []
+    plan_architectures("gemm", "75", None, None, ["registers"], False, defaulted=True,
+                       build_dir="/p/build").say(said.append, said.append)
+    assert said[0].startswith("gemm is built for sm_75, CMake's default") and "=90a /p/build" in said[0]
+    assert said[1] == "figures: static metrics of the sm_75 machine code (the only architecture built)"
+    none = plan_architectures("gemm", "", None, None, ["registers"], False, build_dir="/p/build").default
+    assert none is not None and none.startswith("gemm is built for nvcc's default architecture, as the project")
+    # The project's own choice, or a setuptools extension (no CMake tree to configure): nothing said.
+    assert plan_architectures("gemm", "75", 90, None, [], True, build_dir="/p/build").default is None
+    assert plan_architectures("gemm", "", 90, None, [], True, defaulted=True).default is None
+
+
 def test_the_gpu_is_the_first_visible_device_read_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gpu_arch, "_KNOWN", {})
     calls = tmp_path / "calls"
@@ -176,3 +197,17 @@ def test_a_tune_says_which_machine_code_the_targets_own_flags_add(tmp_path: Path
     assert "figures: static metrics of the sm_90a machine code (this machine's GPU's (sm_90))" in tuned.stdout
     unscored = [line for line in tuned.stderr.splitlines() if line.startswith("ciq_build: not scored: sm_75 ")]
     assert len(unscored) == 1 and re.fullmatch(r"ciq_build: not scored: sm_75 registers \d+", unscored[0]), tuned.stderr
+
+
+def test_machine_code_only_the_targets_own_flags_build_is_said_to_be_scored_and_pinned_for_any() -> None:
+    # CUDA_ARCHITECTURES naming none and `-arch=sm_90` in a generator expression, which configure does not read: the
+    # tune said both "built for nvcc's default architecture" and "sm_90 machine code too ... the 'not scored' ones",
+    # then scored sm_90, and pinned a record that names no architecture.
+    plan = plan_architectures("bude", "", None, None, ["registers"], False, {"90": "-arch=sm_90"},
+                              build_dir="/p/build")
+    assert plan.built == "90" and plan.scored == "90" and plan.default is None
+    assert plan.flags == (
+        "bude's own nvcc flags (-arch=sm_90) build sm_90, and no architecture list names it: the figures are of that "
+        "code, but the pin will name no architecture, so a build for any other applies it too. List the "
+        "architectures in CMAKE_CUDA_ARCHITECTURES (setuptools: cuda_architectures=) in place of the flags, or write "
+        "them where configure reads them: CMAKE_CUDA_FLAGS, or target_compile_options without a generator expression")

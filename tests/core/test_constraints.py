@@ -86,6 +86,14 @@ def test_a_bad_constraint_is_refused_saying_what_to_fix(expressions: list[str], 
     assert message in str(error.value) and "CONSTRAINTS" in str(error.value)
 
 
+def test_a_bad_constraint_names_where_the_user_declared_it() -> None:
+    with pytest.raises(ConfigError, match=r"fix it \(CONSTRAINTS in ciq_tune_target\(\)\)"):
+        parse_constraints(["BXX > 1"], SPACE)
+    with pytest.raises(ConfigError, match=r"fix it \(ciq_constraints= in its CudaExtension\)") as error:
+        parse_constraints(["BXX > 1"], SPACE, setuptools=True)
+    assert "ciq_tune_target" not in str(error.value)
+
+
 @pytest.mark.parametrize("expression", ["BX" + "+1" * 126, "(" * 16 + "BX" + ")" * 16, "-" * 16 + "BX",
                                         "- " * 8 + "(" * 8 + "BX" + ")" * 8, " and ".join(["BX<99"] * 25)])
 def test_the_longest_and_deepest_constraints_allowed_are_evaluated(expression: str) -> None:

@@ -8,6 +8,7 @@ spec's round trip.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -88,6 +89,22 @@ def test_a_bad_kernel_regex_is_refused_with_what_is_allowed(spec, why):
     with pytest.raises(ConfigError, match=why) as info:
         parse_objective(spec)
     assert repr(spec) in str(info.value)
+
+
+def test_a_kernel_regex_written_as_a_demangled_template_name_is_refused_with_the_regex_that_finds_it():
+    # miniBUDE's fasten_main<PPWI>: a user wrote occupancy:fasten_main<8>, as `cu++filt` prints it.
+    with pytest.raises(ConfigError) as info:
+        parse_objective("max:occupancy:fasten_main<8>")
+    assert str(info.value) == (
+        "objective 'max:occupancy:fasten_main<8>': the kernel regex 'fasten_main<8>' may use only letters, digits and "
+        "_ . * + ? | ( ) - (at most 100, found anywhere in a kernel's mangled or demangled name) (write '.' for any "
+        "other character, which matches any one: max:occupancy:fasten_main.8.), e.g. registers:heavy or "
+        "spill_bytes:gemm_(f16|f32)")
+    suggested = parse_objective("max:occupancy:fasten_main.8.")
+    assert suggested.kernels is not None and re.search(suggested.kernels[1], "void fasten_main<8ul>(int, int)")
+    with pytest.raises(ConfigError) as info:
+        parse_objective("registers:")
+    assert "write '.'" not in str(info.value)  # nothing to replace: no regex to offer
 
 
 @pytest.mark.parametrize("spec", ["", "latency", "max:", "metric:", "metric:9x", "metric:a b", "avg:time",

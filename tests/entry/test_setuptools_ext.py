@@ -113,6 +113,34 @@ def test_unpinned_build_links_static_cudart_and_imports(project: Path, cuda133_b
 
 
 @pytest.mark.slow
+def test_a_toolkit_library_in_libraries_links_though_the_toolkit_has_only_its_soname(
+        project: Path, cuda133_bin: Path, tmp_path: Path) -> None:
+    # A toolkit as pip lays out cuBLAS's: lib/ holds libnvvm.so.4 and no libnvvm.so. The original setup.py of
+    # a project linking cuBLAS with nvcc (libraries=["cublas"]) relied on nvcc passing the toolkit's lib/; the
+    # host compiler's link knows no toolkit, and -lcublas finds no soname. Both failed the link.
+    toolkit, real = tmp_path / "toolkit", cuda133_bin.parent
+    (toolkit / "lib").mkdir(parents=True)
+    for entry in real.iterdir():
+        if entry.name != "lib":
+            (toolkit / entry.name).symlink_to(entry)
+    for library in ("libcudart_static.a", "libnvvm.so.4"):
+        (toolkit / "lib" / library).symlink_to((real / "lib" / library).resolve())
+    built_ok(build(project, toolkit / "bin", KERN_LIBRARIES="nvvm"))
+    (so,) = extension_files(project)
+    assert so.is_file()
+
+
+@pytest.mark.slow
+def test_an_extension_of_cu_files_alone_links_the_cpp_runtime_and_loads(project: Path, cuda133_bin: Path) -> None:
+    # cudamat's libraries: .cu files only, loaded with ctypes. With no C++ source setuptools links with the C
+    # compiler's driver, and the nvcc objects' C++ (__gxx_personality_v0) was left undefined until loaded.
+    built_ok(build(project, cuda133_bin, KERN_CUDA_ONLY="1"))
+    (so,) = extension_files(project)
+    loaded = run([sys.executable, "-c", f"import ctypes; print(ctypes.CDLL({str(so)!r}).kern_tile())"], 60)
+    assert loaded.ok and loaded.stdout.strip() == str(DEFAULT_TILE), loaded.output_tail()
+
+
+@pytest.mark.slow
 def test_pin_reaches_only_the_cuda_compile_and_changes_rebuild(project: Path, cuda133_bin: Path) -> None:
     built_ok(build(project, cuda133_bin))
     assert module_call(project, "k.tile()") == str(DEFAULT_TILE)
@@ -266,7 +294,8 @@ def test_cuda_extension_refuses_bad_params_objectives_and_constraints_when_setup
         CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=chioce(1,2)"])
     with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): 'regsters' is not an objective \(did you mean registers"):
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_objectives=["regsters"])
-    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): CONSTRAINTS 'T\*U <= 8'.*'U' is not one of the PARAMS"):
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): CONSTRAINTS 'T\*U <= 8'.*'U' is not one of the PARAMS.*"
+                                          r"fix it \(ciq_constraints= in its CudaExtension\)"):
         CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4"], ciq_constraints=["T*U <= 8"])
     ext = CudaExtension("m", ["k.cu"], ciq_target="k", params=["T=1,2,4", "U=range(1,8)"], ciq_constraints=["T*U <= 8"])
     assert ext.ciq_constraints == ("T*U <= 8",)

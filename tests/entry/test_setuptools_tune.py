@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -169,13 +170,19 @@ def _two_targets(project: Path) -> None:
 def test_list_shows_the_targets_of_setup_py_and_refuses_a_project_without_any(project: Path, tmp_path: Path,
                                                                             capsys: pytest.CaptureFixture[str]) -> None:
     _two_targets(project)
+    # twice without ciq_objectives: the column shows what a tune of it scores (it said "(tune picks)").
+    setup_py = project / "setup.py"
+    setup_py.write_text(setup_py.read_text().replace(TWICE, TWICE.replace('ciq_objectives=["registers"],', "")))
     assert main(["list", "-S", str(project)]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert rows == [["target", "benchmark", *"objectives (the pin's; no pin: the target's)".split(), "pin"],
                     ["kern", "ciq_benchmark", "registers", "(none)"],
-                    ["twice", "(static", "only)", "registers", "(none)"]], rows
+                    ["twice", "(static", "only)", "spill_bytes", "(the", "default)", "(none)"]], rows
     assert main(["show", "twice", "--setuptools", str(project)]) == 2
-    assert f"twice has no pinned record at {project / 'ciq' / 'twice.json'}" in capsys.readouterr().err
+    # What to run next is this project's tune, quoted (the copy's path has a space), not a CMake build folder's.
+    said = capsys.readouterr().err
+    assert f"twice has no pinned record at {project / 'ciq' / 'twice.json'}; run `python -m ciq_build tune twice " \
+           f"--setuptools {shlex.quote(str(project))}` first" in said, said
     # A pin tuned for other objectives than the target's: the column shows the pin's, as its header says.
     write_record(project / "ciq", PinnedRecord(
         target="kern", controls=Controls(flags=("-maxrregcount=32",)), toolchain=RecordToolchain("13.3"),

@@ -376,8 +376,11 @@ def test_resuming_counts_only_the_journaled_evaluations_that_measured_todays_obj
     recorded.write_text("".join(kept))
     said.clear()
     assert not opened_cache(recorded, parse_objectives(["stack_bytes"]), said).resuming  # as a first start
-    assert said[-1] == (f"the journal's {held - failed} finished evaluation(s) measured none of this tune's "
-                        f"objectives (stack_bytes): nothing to resume from {recorded}")
+    # One line: the search of other settings, and that none of its evaluations is reused (miniBUDE's static tune of
+    # new objectives said "its measurements are reused ...", then "nothing to resume").
+    assert said == [f"the journal holds another search (settings changed), whose {held - failed} finished "
+                    f"evaluation(s) measured none of this tune's objectives (stack_bytes): nothing to resume from "
+                    f"{recorded}"]
 
 
 # -- failure causes in the journal -----------------------------------------------------------
@@ -477,7 +480,8 @@ class Narrated:
         return self.inner.evaluate(worker, proposal, controls, key)
 
     def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
-               best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None) -> None:
+               best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None,
+               pinnable: bool = True) -> None:
         self.events.append(f"progress {evaluations}")
 
     def close(self) -> None:
@@ -505,7 +509,8 @@ def test_progress_hears_the_best_so_far_as_scores(tmp_path: Path) -> None:
 
     class Listening:
         def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
-                   best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None) -> None:
+                   best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None,
+                   pinnable: bool = True) -> None:
             heard.append(best)
 
         def close(self) -> None:
@@ -600,3 +605,29 @@ def test_a_tune_of_two_objectives_says_in_its_progress_line_the_point_it_will_pi
     last = said.read_text().splitlines()[-1]
     assert ("| front: 2 points; would pin registers:insert_neighbors 44, spill_bytes:insert_neighbors 0 bytes |"
             in last), last
+
+
+def test_a_tune_of_two_objectives_says_it_would_pin_nothing_while_no_point_beats_the_defaults(tmp_path: Path) -> None:
+    # miniBUDE's fasten_main, spills and registers from 0 bytes at 168 registers: every register cap spilled, the lines
+    # said "would pin spill_bytes 72 bytes, registers 144" (the knee of the front, none of whose points beat the
+    # defaults) and the tune pinned nothing. Only a point that beats the defaults on both is what it would pin.
+    from ciq_build.tune.progress import TuneProgress, configure_logging, reset_logging
+
+    objectives = parse_objectives(["spill_bytes", "registers"])
+    found = [(416.0, 104.0), (72.0, 144.0), (0.0, 160.0)]
+    baseline = _point(-1, 0.0, 168.0)
+    said = tmp_path / "said.txt"
+    with said.open("w") as stream:
+        configure_logging(0, stream)
+        try:
+            progress = TuneProgress(len(found), 1, objectives, stream=stream, terminal=False)
+            loop = SearchLoop(Listed(len(found)), Found(found), ["w0"], opened_cache(tmp_path / "j.jsonl", objectives),
+                              controls_id, objectives, progress=progress, pick="knee", baseline=baseline.scores)
+            loop.run()
+        finally:
+            reset_logging()
+    lines = said.read_text().splitlines()
+    assert len(lines) == 3, lines
+    for line, points in zip(lines, ("1 point", "2 points")):
+        assert f"| front: {points}; would pin nothing (none beats the defaults on every objective) |" in line, line
+    assert "| front: 3 points; would pin spill_bytes 0 bytes, registers 160 |" in lines[2], lines[2]

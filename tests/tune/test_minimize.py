@@ -13,7 +13,7 @@ from ciq_build.measure import stopping
 from ciq_build.project.param_defines import guarded_defaults, unguarded_defines
 from ciq_build.tune import minimize
 from ciq_build.tune.minimize import Minimizer, spelled, without
-from ciq_build.tune.param_probe import probe_settings, redefined_macros, warn_unguarded
+from ciq_build.tune.param_probe import probe_settings, redefined_macros, warn_presence_tested, warn_unguarded
 from ciq_build.tune.timeouts import Timeouts
 
 
@@ -46,6 +46,24 @@ def test_a_params_unguarded_define_and_its_guarded_default_are_read_from_the_sou
     assert said[0] == ("PARAMS TILE of kern does nothing: the source #defines TILE itself (tile.h:4, outside any "
                        "#ifndef TILE), so the compiler overrides every -DTILE=... and every value yields the same "
                        "code. Guard the #define with #ifndef TILE ... #endif, or drop TILE from PARAMS.")
+
+
+def test_a_params_name_with_an_off_value_whose_presence_the_source_tests_is_warned_about(tmp_path: Path) -> None:
+    # miniBUDE's `#ifdef USE_SHARED`, searched as USE_SHARED=choice(0,1): -DUSE_SHARED=0 defines it too, so both
+    # values compiled the USE_SHARED branch (which fails to compile there) and the tune said only that all failed.
+    (tmp_path / "fasten.hpp").write_text("#pragma once\n#ifdef USE_SHARED\nextern __shared__ float f[];\n#endif\n")
+    (tmp_path / "kern.cu").write_text(
+        '#include "fasten.hpp"\n'
+        "#if defined(FAST) && X > 1\n#endif\n"        # tested for presence, but no value of FAST is off
+        "#if !defined(DEPTH)\n#define DEPTH 2\n#endif\n"  # the guard of a default: fine
+        "#elif defined NOVEC\n")                         # presence, another spelling
+    specs = ["USE_SHARED=choice(0,1)", "FAST=1,2", "DEPTH=0,1", "NOVEC=range(0,1)", "X=0,1"]
+    said: list[str] = []
+    assert warn_presence_tested(specs, [tmp_path / "kern.cu"], "bude", said.append) == ["NOVEC", "USE_SHARED"]
+    assert said[1] == ("PARAMS USE_SHARED of bude: the source tests whether USE_SHARED is defined (fasten.hpp:2), "
+                       "and every -DUSE_SHARED=... defines it, 0 included, so each value takes the same branch there. "
+                       "Test its value instead (#if USE_SHARED, where an undefined name is 0), or drop USE_SHARED "
+                       "from PARAMS.")
 
 
 def test_the_probes_set_every_param_to_its_first_then_its_last_value() -> None:

@@ -255,3 +255,21 @@ def test_cmake_args_reach_the_configure_of_a_new_build_tree(tmp_path: Path) -> N
     assert isinstance(backend, CMakeBackend) and backend.cmake_args == ("-DA=1", "-DB=two words")
     listed = _backend(build_parser().parse_args(["list", "-B", str(tmp_path / "build")]))
     assert isinstance(listed, CMakeBackend) and listed.cmake_args == ()
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "kern"], ["report", "kern"], ["export", "kern", "--csv", "-"]])
+def test_a_command_that_configures_nothing_does_not_say_its_source_dir_configures(command: list[str],
+                                                                                  tmp_path: Path) -> None:
+    # Every command's -S said "configures --build-dir first when it is not configured yet"; only tune and verify do.
+    from ciq_build.cli import main
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "CMakeLists.txt").write_text("project(p NONE)\n")
+    assert main([*command, "-S", str(source), "-B", str(tmp_path / "build")]) != 0
+    assert not (tmp_path / "build" / "CMakeCache.txt").exists()
+    parsers = dict(_every_parser(build_parser(), "ciq_build"))
+    said = {name: next(a.help for a in parsers[f"ciq_build {name}"]._actions if "-S" in a.option_strings)
+            for name in (command[0], "tune", "verify")}
+    assert "configures nothing" in str(said[command[0]])
+    assert "configures --build-dir first" in str(said["tune"]) and said["verify"] == said["tune"]

@@ -11,6 +11,8 @@ from ciq_build.core.settings import SearchSettings
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
+from ciq_build.tune.confirm import Confirmation
+from ciq_build.tune.finish import occupancy_steps
 from ciq_build.tune.old_pin import compare
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.without_effect import knobs_without_effect, params_without_effect, without_effect_lines
@@ -120,8 +122,14 @@ def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
     said = next(line for line in text.splitlines() if line.startswith("  next: "))
     # other objectives, a wider space, a bigger budget, each as the option that asks for it
     assert "--objective, one of time, energy, compile_time, spill_bytes" in said and "registers," not in said
-    assert "--controls knobs beside params" in said and "PARAMS" in said
+    assert "--controls knobs beside params" in said and "more values in PARAMS in ciq_tune_target())" in said
+    # A setuptools target's PARAMS are its CudaExtension's params= (the cudamat trial's line named
+    # ciq_tune_target(), which a setuptools project has not).
+    setuptools = next_without_a_pin(objectives, search, pin=True, better=False, setuptools=True)
+    assert "more values in params= in its CudaExtension)" in setuptools and "ciq_tune_target" not in setuptools
     assert "this tune: 2 generations of 4" in said and "--generations" in said
+    one = next_without_a_pin(objectives, replace(search, generations=1, max_evaluations=1), pin=True, better=False)
+    assert "this tune: 1 generation of 4, at most 1 evaluation)" in one
     assert "without --no-pin" in next_without_a_pin(objectives, search, pin=False, better=True)
     # --no-pin on a search that found nothing better: running it again without --no-pin would pin nothing either
     assert next_without_a_pin(objectives, search, pin=False, better=False) == hint
@@ -186,3 +194,30 @@ def test_a_pin_replacing_one_read_from_a_rate_shows_both_as_the_rate_the_benchma
     # A time is shown as it was measured.
     timed = replacement_note(Path("ciq/kern.json"), record(100, 110, ""), record(100, 120, ""))
     assert "old: 8 evaluation(s); time 10 -> 9.09091 (-9.1%); -Xptxas=-O3" in timed
+
+
+def test_the_occupancy_line_of_a_tune_that_pinned_nothing_describes_the_defaults_it_keeps() -> None:
+    # An occupancy tune whose best (32 registers) did not beat the defaults (40): the line described the search's
+    # best under a bare "occupancy:", as if the build now ran it, beside a table of the defaults kept.
+    objectives = parse_objectives(["occupancy"])
+
+    def configuration(registers: float, percent: float) -> Evaluation:
+        return replace(evaluated("a"), metrics={"registers": registers, "threads_per_block": 256.0,
+                                                "shared_bytes": 0.0, "kernels": 1.0, "occupancy": percent},
+                       scores=(percent,))
+
+    defaults, best = configuration(40, 75.0), configuration(32, 100.0)
+    kept = Confirmation(defaults, best, False, "occupancy: 75% -> 100% (not beyond the noise); nothing pinned",
+                        (75.0,), (100.0,))
+    said = occupancy_steps(kept, objectives, "90a")
+    assert said.startswith("sm_90a, 40 registers at 256 threads: ")
+    text = run_summary("kern", objectives, (75.0,), (100.0,), [best], False, kept.verdict, None,
+                       Path("journal.jsonl"), {"a"}, winner=False, occupancy=said)
+    assert f"  occupancy (the defaults, kept): {said}" in text.splitlines()
+    # A winner: its own steps, said to be the winner's.
+    won = replace(kept, better=True)
+    said = occupancy_steps(won, objectives, "90a")
+    assert said.startswith("sm_90a, 32 registers at 256 threads: ")
+    text = run_summary("kern", objectives, (75.0,), (100.0,), [best], False, "better", None, Path("journal.jsonl"),
+                       {"a"}, occupancy=said)
+    assert f"  occupancy (winner): {said}" in text.splitlines()

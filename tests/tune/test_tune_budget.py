@@ -66,3 +66,18 @@ def test_a_time_limit_covers_the_whole_tune_and_caps_the_time_left_it_shows(tmp_
         assert "left" in left, line
         seconds = [int(m) * 60 + int(s) for m, s in (elapsed.split(":"), left.split("about ")[1].split()[0].split(":"))]
         assert sum(seconds) <= 25, line
+
+
+@pytest.mark.slow
+def test_a_baseline_at_the_bound_of_every_objective_ends_the_tune_before_any_candidate(tmp_path: Path) -> None:
+    # noop's kernels spill nothing at the defaults; spill_bytes (tune's default objective) cannot go below 0, so
+    # every candidate could only tie, and a tie pins nothing. The cudamat trial's cudalearn spent its whole budget
+    # (4 builds here, 24 by default) on such a search; the tune now ends after the baseline, saying why.
+    result = _tune(tmp_path, "--objective", "spill_bytes")
+    assert result.returncode == 0, result.stderr
+    assert "search ended early: before it began: the compiler's defaults already score the best any candidate " \
+           "could on every objective" in result.stdout, result.stdout
+    assert "next: spill_bytes is 0 at the compiler's defaults, nothing to lower; try other objectives" in result.stdout
+    journal = (tmp_path / "build" / "ciq" / "journal" / "noop_kernels.jsonl").read_text()
+    assert journal.count('"kind": "evaluation"') == 1, journal  # the baseline's alone
+    assert not (tmp_path / "src" / "ciq").exists()  # nothing pinned

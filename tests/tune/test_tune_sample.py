@@ -68,8 +68,8 @@ def test_tune_pins_a_winner_that_beats_the_defaults_on_every_objective(sample: d
         assert figures["occupancy"] == expected.percent, (params, figures)
         seen.add(threads)
     assert 256 in seen and len(seen) > 1
-    steps = next(line for line in tune.stdout.splitlines() if line.startswith("  occupancy: "))
-    assert re.fullmatch(r"  occupancy: sm_90a, \d+ registers at (64|128|256|1024) threads: \d+ blocks? an SM "
+    steps = next(line for line in tune.stdout.splitlines() if line.startswith("  occupancy (winner): "))
+    assert re.fullmatch(r"  occupancy \(winner\): sm_90a, \d+ registers at (64|128|256|1024) threads: \d+ blocks? an SM "
                         r"\([0-9.]+%, limited by [a-z ]+\).*", steps), steps
 
 
