@@ -33,6 +33,9 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.state.live import LiveStatus
 
 LOG = logging.getLogger("ciq_build")
+# How the CLI says a message, and so does a tune called as a library (said_to).
+LOG_FORMAT = "ciq_build: %(message)s"
+REPLAY_INTERVAL = 10.0  # seconds between lines while journaled evaluations are read back
 
 
 @contextmanager
@@ -43,7 +46,7 @@ def said_to(out: TextIO, quiet: bool) -> Iterator[None]:
         yield
         return
     handler = logging.StreamHandler(out)
-    handler.setFormatter(logging.Formatter("ciq_build: %(message)s"))
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
     LOG.addHandler(handler)
     level = LOG.level
     LOG.setLevel(logging.WARNING if quiet else logging.INFO)
@@ -52,7 +55,6 @@ def said_to(out: TextIO, quiet: bool) -> Iterator[None]:
     finally:
         LOG.removeHandler(handler)
         LOG.setLevel(level)
-REPLAY_INTERVAL = 10.0  # seconds between lines while journaled evaluations are read back
 
 
 class _CurrentStderr(logging.StreamHandler):  # type: ignore[type-arg]
@@ -78,7 +80,7 @@ def configure_logging(verbosity: int, stream: TextIO | None = None) -> None:
     """The CLI's handler: "ciq_build: <message>" on stderr; -1 warnings only (-q), 0 info, 1 debug (-v)."""
     level = logging.WARNING if verbosity < 0 else logging.DEBUG if verbosity > 0 else logging.INFO
     handler = logging.StreamHandler(stream) if stream is not None else _CurrentStderr()
-    handler.setFormatter(logging.Formatter("ciq_build: %(message)s"))
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
     reset_logging()
     LOG.addHandler(handler)
     LOG.setLevel(level)
@@ -93,12 +95,19 @@ def reset_logging() -> None:
     LOG.propagate = True
 
 
+def scores_text(scores: tuple[float, ...] | None, objectives: Sequence[Objective]) -> str:
+    """Scores with their objectives' names and units ("-": none yet); bare numbers where the objectives are not known."""
+    if scores is None:
+        return "-"
+    if objectives:
+        return named_scores(objectives, scores)
+    return "/".join(f"{s:.6g}" for s in scores)
+
+
 def outcome(evaluated: Evaluation, objectives: Sequence[Objective]) -> str:
     """One evaluation in a few words: its scores with their names and units, or its failure's cause."""
     if evaluated.ok and evaluated.scores is not None:
-        if objectives:
-            return "ok, " + named_scores(objectives, evaluated.scores)
-        return "ok " + "/".join(f"{s:.6g}" for s in evaluated.scores)
+        return ("ok, " if objectives else "ok ") + scores_text(evaluated.scores, objectives)
     return f"failed ({evaluated.cause})"
 
 
@@ -147,23 +156,16 @@ class TuneProgress:
                                 mininterval=0, bar_format=bar_format)
                 self._said_above = _AboveTheBar.install(self.bar, self.stream)
 
-    def _scores(self, scores: tuple[float, ...] | None) -> str:
-        if scores is None:
-            return "-"
-        if self.objectives:
-            return named_scores(self.objectives, scores)
-        return "/".join(f"{s:.6g}" for s in scores)
-
     def _best(self, best: tuple[float, ...] | None, front: int, pinnable: bool = True) -> str:
         """The best so far; with several objectives, a front of points and the one the tune would pin from it
         (a reader takes "best" for what the tune pins: the first objective's best alone is not it), or, where no
         point of it beats the defaults on every objective (`pinnable` false), that nothing would be pinned."""
         if len(self.objectives) < 2 or best is None:
-            return f"best {self._scores(best)}"
+            return f"best {scores_text(best, self.objectives)}"
         points = f"front: {front} point{'s' if front != 1 else ''}"
         if not pinnable:
             return f"{points}; would pin nothing (none beats the defaults on every objective)"
-        return f"{points}; would pin {self._scores(best)}"
+        return f"{points}; would pin {scores_text(best, self.objectives)}"
 
     def update(self, generation: int, *, evaluations: int = 0, failures: int = 0,
                best: tuple[float, ...] | None = None, front: int = 0, last: Evaluation | None = None,
