@@ -298,7 +298,7 @@ endfunction()
 # _ciq_acf_argument(<out> <target> <pin_file> <acf_path> <acf_kind> <binary_dir>)
 # The nvcc argument that applies the ACF. nvcc passes it to ptxas through a
 # shell, so a path with anything but the rule book's nvcc_path characters is
-# used through a copy in the build tree (lock.py pin_arguments does the same).
+# used through a copy in the build tree (ciq_build/pin/apply.py does the same for Python builds).
 function(_ciq_acf_argument out target pin_file acf_path acf_kind binary_dir)
   _ciq_rules_matches(plain nvcc_path "${acf_path}")
   if(NOT plain)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import ciq_build.core.space as ss
-from ciq_build.compiler.architectures import architecture_list
+from ciq_build.compiler.architectures import arch_name, is_keyword, split_architectures
 from ciq_build.compiler.controls import (
     FAST_MATH,
     FAST_MATH_IMPLIES,
@@ -254,8 +254,8 @@ def compiler_space_seeding(acf_kind: str, toolchain: Toolchain, architectures: s
 
 
 def _first_arch(architectures: str) -> str | None:
-    """The first named architecture, for probing knobs ("all" and "native" name none)."""
-    return next((arch for arch in architecture_list(architectures) if arch not in ("all", "native")), None)
+    """The first named architecture, for probing knobs (CMake's keywords, "all", "native"..., name none)."""
+    return next((arch_name(item) for item in split_architectures(architectures) if not is_keyword(item)), None)
 
 
 
