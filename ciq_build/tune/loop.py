@@ -77,7 +77,7 @@ class SearchLoop(Generic[W]):
                  planned: int | None = None, budget: int | None = None, deadline: float | None = None,
                  clock: Callable[[], float] = time.monotonic, progress: Progress | None = None,
                  stop_for: Callable[[Evaluation], BaseException | None] | None = None,
-                 ahead: BuildsAhead | None = None, pick: str = "first",
+                 ahead: BuildsAhead | None = None, pick: str = SearchSettings.pick,
                  baseline: tuple[float, ...] | None = None) -> None:
         if not workers:
             raise ValueError("the search loop needs at least one worker")
@@ -301,7 +301,7 @@ class RunningBest:
     said, 44 with none pinned); with one objective, or `first`, the first objective's best with ties broken by the
     next (0 spills at 56 registers before 0 at 127)."""
 
-    def __init__(self, objectives: Sequence[Objective], pick: str = "first",
+    def __init__(self, objectives: Sequence[Objective], pick: str = SearchSettings.pick,
                  baseline: tuple[float, ...] | None = None) -> None:
         self.objectives = list(objectives)
         self.directions = [o.direction for o in objectives]
