@@ -40,7 +40,9 @@ class CudaExtension(Extension):
     setuptools takes `sources`). `cuda_architectures` uses CMake's spelling
     ("90a" = SASS + PTX, "90a-real", "90a-virtual"); empty means nvcc's
     default. `nvcc_flags` are your own extra nvcc arguments (not checked: they
-    come from setup.py, not from a pin). `allow_numerics` lets a pin carry
+    come from setup.py, not from a pin); `extra_compile_args` reach the host
+    compiles, or, as a dict (PyTorch's CUDAExtension's form), its "nvcc" list
+    nvcc's and its "cxx" (or "gcc") list the host's. `allow_numerics` lets a pin carry
     flags that change floating-point results (CMake's ALLOW_NUMERICS).
     `params` are the target's source parameters, as in ciq_tune_target(PARAMS
     ...): a pin may define only these names, with values from their domains.
@@ -103,7 +105,7 @@ class CudaExtension(Extension):
         self.ciq_target = ciq_target
         self.pin_dir = os.fspath(pin_dir)
         self.cuda_architectures = architectures
-        self.nvcc_flags = tuple(str(f) for f in nvcc_flags)
+        self.nvcc_flags = tuple(str(f) for f in nvcc_flags) + _nvcc_compile_args(self, name)
         self.allow_numerics = bool(allow_numerics)
         if isinstance(params, str):
             raise ConfigError(f"CudaExtension({name!r}): params is a list of PARAMS entries, not the string {params!r}")
@@ -139,6 +141,37 @@ class CudaExtension(Extension):
             raise ConfigError(f"CudaExtension({name!r}): {error}") from None
         self.ciq_timeout = ciq_seconds
         self.ciq_threads_per_block = _threads_per_block(name, ciq_threads_per_block, self.params)
+
+
+# The keys of a dict extra_compile_args (PyTorch's CUDAExtension's form; npcuda-example's setup.py has "gcc"): nvcc's
+# arguments, and the host compiler's.
+NVCC_ARGS_KEY = "nvcc"
+HOST_ARGS_KEYS = ("cxx", "gcc")
+
+
+def _nvcc_compile_args(ext: Extension, name: str) -> tuple[str, ...]:
+    """nvcc's arguments from a dict extra_compile_args ({"cxx": [...], "nvcc": [...]}), whose host arguments stay
+    the extension's extra_compile_args. A list is the host compiler's, as setuptools has it: with no host source to
+    reach it is refused (cudamat's setup.py gave nvcc's flags there, to its own nvcc-driven build_ext; here they
+    were dropped without a word)."""
+    given = ext.extra_compile_args
+    if isinstance(given, Mapping):
+        unknown = sorted(str(key) for key in given if key not in (NVCC_ARGS_KEY, *HOST_ARGS_KEYS))
+        if unknown:
+            raise ConfigError(f"CudaExtension({name!r}): extra_compile_args has {', '.join(map(repr, unknown))}: "
+                              f"its keys are {NVCC_ARGS_KEY!r} (nvcc's arguments) and "
+                              f"{' or '.join(map(repr, HOST_ARGS_KEYS))} (the host compiler's)")
+        for key, value in given.items():
+            if isinstance(value, str):
+                raise ConfigError(f"CudaExtension({name!r}): extra_compile_args[{key!r}] is a list of arguments, "
+                                  f"not the string {value!r}")
+        ext.extra_compile_args = [str(arg) for key in HOST_ARGS_KEYS for arg in given.get(key, ())]
+        return tuple(str(arg) for arg in given.get(NVCC_ARGS_KEY, ()))
+    if given and all(is_cuda_source(source) for source in ext.sources):
+        raise ConfigError(f"CudaExtension({name!r}): extra_compile_args reach the host compiler only, and its "
+                          "sources are .cu files alone: give nvcc's arguments as nvcc_flags=[...] (or "
+                          'extra_compile_args={"nvcc": [...]})')
+    return ()
 
 
 def _threads_per_block(name: str, value: int | str | Sequence[int | str] | None,

@@ -33,7 +33,9 @@ Noise. A search that picks the lowest single measurement picks a lucky one.
 Where measuring one configuration again gives another score (checked once on
 the best, the first time there is one), the portfolio measures the
 configurations nearest the best again -- a share of each batch, and more of
-the last two -- and judges configurations by an estimate pooled across every
+the last two -- gives draws a quarter of each batch (noise hides a plateau:
+its draws spread as widely as noisy knobs', so only a draw that lands far
+below it shows one), and judges configurations by an estimate pooled across every
 measurement (ciq_build.search.pooled: an additive model of the parameters'
 values, plus each configuration's own departure from it shrunk by how far
 its own measurements can be trusted) plus that estimate's standard error (a
@@ -76,6 +78,7 @@ from ciq_build.search.strategy import GRID, SearchRequest, configured
 from ciq_build.search.strategy_options import strategy_option
 
 _SEEDED = -1  # the arm of generation 0 and of repeated measurements: no arm's credit
+_GA = 0  # GeneticArm's index in the arms
 _FILL = 1  # SpaceFillingArm's index in the arms
 _LOCAL = 2  # LocalArm's
 # The share of each batch every arm is given first, before the bandit orders the rest (GA, space-filling, local,
@@ -154,6 +157,15 @@ MIN_SPREAD = 1e-3
 # a plateau has its middle half within 0.9% (the interquartile range of 32 draws over their median, 5 samples of each: noisy4's
 # knobs 0.9-1.4%, jittery knobs 1.7-2.9%, ACF-like spaces 3.5-11%; the decoys' plateaus 0-0.4%).
 FLAT_SPREAD = 5e-3
+# Under noise, off a plateau, the draws keep this share of each batch (the GA's floor gives way to it, so that the
+# batch's measurements again and the other floors leave it whole). Noise spreads the draws from a plateau as widely as
+# a noisy landscape's own shape spreads them (the draws' interquartile range over the noise's, 8 seeds: 0.5-1.2 on the
+# read sets' noisy decoys, 0.6-1.5 on their noisy knobs), so no spread tells a noisy plateau from noisy knobs, and one
+# is known only once a draw lands far below it: with a sixteenth of each batch that came late or never (decoy8n,
+# 0.8% noise: 9 and 17 batches in, the GA chasing lucky measurements on the plateau meanwhile). Chosen on read sets
+# (LOG.md, held-out-18's round; 100 seeds): the three noisy decoys 27/53/44 -> 36/70/50% (random 53/72/50%), the
+# fifteen noisy knobs net -3 points, none at p < 0.05 (noisy3 69 -> 56%, p = 0.08; noisy13 86 -> 98%, p = 0.003).
+NOISY_FILL = 0.25
 # Noise: chosen on the tuning set's jittery knobs (2% noise, seeds 0-39): the pick's true regret 1.07% with these
 # (GA alone 1.43%, the portfolio with 1/8, 1/2, 4 and 5: 1.53%); 12 candidates, 12 repeats, 3/8: 1.04%.
 REPEAT_SHARE = 0.25  # at most this share of a batch measures configurations again, once scores are noisy
@@ -217,12 +229,18 @@ class PortfolioSearch(BatchSearch):
         """The slots of a batch of `size` that `arm` is given first, before the bandit orders the rest."""
         return int(size * self._floors[arm])
 
-    def floors(self, size: int) -> list[int]:
-        """Each arm's floor of this batch: WALKING_FLOOR to the local arm while a walk from a change that interacts has
-        a step to make, or once the best has stalled (off a plateau)."""
+    def floors(self, size: int, repeated: int = 0) -> list[int]:
+        """Each arm's floor of a batch of `size`, `repeated` of whose slots measure configurations again:
+        WALKING_FLOOR to the local arm while a walk from a change that interacts has a step to make, or once the best
+        has stalled (off a plateau); under noise (off a plateau) NOISY_FILL to the draws, the GA's floor what the
+        others leave."""
         floors = [self.floor(arm.name, size) for arm in self.arms]
         if self._floors is self._base_floors and (self.local.walks.urgent or self.stalled()):
             floors[_LOCAL] = max(floors[_LOCAL], int(size * WALKING_FLOOR))
+        if self._floors is self._base_floors and self.noisy:
+            floors[_FILL] = max(floors[_FILL], int(size * NOISY_FILL))
+            others = sum(floors) - floors[_GA]
+            floors[_GA] = max(0, min(floors[_GA], size - repeated - others))
         return floors
 
     def stalled(self) -> bool:
@@ -284,7 +302,7 @@ class PortfolioSearch(BatchSearch):
         rng = random.Random(f"ciq_build.search.portfolio:{self.seed}:{self._generation}")
         tie = [rng.random() for _ in self.arms]
         pending = [0] * len(self.arms)
-        floors = self.floors(size)
+        floors = self.floors(size, len(repeats))
         while len(genomes) < size:
             below = [arm for arm in range(len(self.arms)) if pending[arm] < floors[arm]]
             if self._generation == 0:

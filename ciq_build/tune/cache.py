@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -103,6 +103,21 @@ def journaled_environmental(record: dict[str, Any]) -> bool:
 # -- the cache -------------------------------------------------------------------------
 
 
+def _journaled(entries: Mapping[str, dict[str, Any]], objectives: Sequence[Objective]) -> list[Evaluation]:
+    """The journaled evaluations of `entries` (key -> record) that measured `objectives`, their proposal unknown."""
+    found = (from_journal(record, Proposal(id=JOURNALED_ID, generation=0, params={}), Controls(), key, objectives)
+             for key, record in entries.items())
+    return [evaluated for evaluated in found if evaluated is not None]
+
+
+def _of_today(record: dict[str, Any], key: str, key_of: Callable[[Controls], str]) -> bool:
+    """Whether the journaled `record` (under `key`) measured today's sources, toolchain and benchmark: its
+    configuration's key today is the one it was journaled under. A record whose controls cannot be read is
+    counted as today's (its lookup is what decides)."""
+    journaled = Evaluation.from_journal(record)
+    return journaled is None or key_of(journaled.controls) == key
+
+
 class EvaluationCache:
     """The journal of one target, read as a cache of evaluations and appended as evaluations finish.
 
@@ -125,8 +140,9 @@ class EvaluationCache:
     def __len__(self) -> int:
         return len(self.entries)
 
-    def open(self, header: dict[str, Any], *, fresh: bool = False) -> None:
-        """Read what the journal holds for this target (after its header for this search is written)."""
+    def open(self, header: dict[str, Any], *, fresh: bool = False, said_later: bool = False) -> None:
+        """Read what the journal holds for this target (after its header for this search is written). `said_later`:
+        what there is to resume from is said by `say_resuming`, once the sources are fingerprinted."""
         start = self.journal.begin(header, fresh=fresh)
         # Where this run's evaluations begin: a report keeps each run's wall time apart (a resume is another run).
         self.journal.append({"kind": RUN_KIND, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "pid": os.getpid()})
@@ -150,8 +166,9 @@ class EvaluationCache:
             # controls, benchmark), so another search's results stay valid: keep them.
             self.say("the journal holds another search (settings changed); its measurements are reused "
                      "where sources, toolchain and controls match (--fresh to start over)")
-        if self.entries:
-            self.say(self._resuming(start.another_search))
+        self._another_search = start.another_search
+        if self.entries and not said_later:
+            self.say(self._resuming())
         retried -= set(self.entries)
         if retried:
             self.say(f"{len(retried)} evaluation(s) that failed for environmental reasons (full disk, killed, "
@@ -162,22 +179,35 @@ class EvaluationCache:
         """Whether the journal holds evaluations of this tune's objectives to resume from."""
         return bool(self.journaled(self.objectives))
 
-    def _resuming(self, another_search: bool = False) -> str:
+    def say_resuming(self, key_of: Callable[[Controls], str]) -> None:
+        """Say what the journal holds to resume from, counting only the evaluations of today's sources, toolchain
+        and benchmark (`key_of`: today's key of a configuration; the others are never looked up). A tune after
+        the sources changed said "resuming: 1 finished evaluation(s)" and reused none (the cudamat trial's)."""
+        if self.entries:
+            self.say(self._resuming(key_of))
+
+    def _resuming(self, key_of: Callable[[Controls], str] | None = None) -> str:
         """What the journal holds to resume from: how many evaluations measured today's objectives (a search
-        of other objectives may have measured none of them, and those are measured again). `another_search`: the
-        journal's last search had other settings, which a journal with nothing to reuse says in the same line (it
-        said "its measurements are reused", then "nothing to resume": miniBUDE, a static tune of new objectives)."""
-        usable, held = len(self.journaled(self.objectives)), len(self.entries)
-        if usable == held:
-            return f"resuming: {held} finished evaluation(s) in {self.journal.path}"
+        of other objectives may have measured none of them, and those are measured again), of today's sources
+        where `key_of` is given. The journal's last search having had other settings is said in the same line
+        where nothing is reused (it said "its measurements are reused", then "nothing to resume": miniBUDE, a
+        static tune of new objectives)."""
+        today = {key: record for key, record in self.entries.items() if key_of is None or _of_today(record, key, key_of)}
+        other = (f"; {len(self.entries) - len(today)} more measured other sources, toolchain or benchmark, changed "
+                 "since: measured again where proposed" if len(today) < len(self.entries) else "")
+        usable, held = len(_journaled(today, self.objectives)), len(today)
+        if usable == held and held:
+            return f"resuming: {held} finished evaluation(s) in {self.journal.path}" + (f" ({other[2:]})" if other else "")
         names = ", ".join(o.spec for o in self.objectives)
+        whose = "the journal holds another search (settings changed), whose" if self._another_search else "the journal's"
+        if held == 0:
+            return (f"{whose} {len(self.entries)} finished evaluation(s) measured other sources, toolchain or "
+                    f"benchmark, changed since: nothing to resume from {self.journal.path}")
         if usable == 0:
-            whose = ("the journal holds another search (settings changed), whose" if another_search
-                     else "the journal's")
-            return (f"{whose} {held} finished evaluation(s) measured none of this tune's objectives ({names}): "
+            return (f"{whose} {held} finished evaluation(s) measured none of this tune's objectives ({names}){other}: "
                     f"nothing to resume from {self.journal.path}")
         return (f"resuming: {usable} finished evaluation(s) in {self.journal.path} ({held - usable} more measured "
-                f"none of this tune's objectives, {names}: measured again where proposed)")
+                f"none of this tune's objectives, {names}: measured again where proposed{other})")
 
     def lookup(self, proposal: Proposal, controls: Controls, key: str) -> Evaluation | None:
         """The journaled evaluation of `key` to reuse for `proposal`, or None: evaluate it."""
@@ -190,9 +220,7 @@ class EvaluationCache:
 
     def journaled(self, objectives: Sequence[Objective]) -> list[Evaluation]:
         """Every reusable journaled evaluation (its proposal unknown: JOURNALED_ID), for what later candidates compare with."""
-        found = (from_journal(record, Proposal(id=JOURNALED_ID, generation=0, params={}), Controls(), key, objectives)
-                 for key, record in self.entries.items())
-        return [evaluated for evaluated in found if evaluated is not None]
+        return _journaled(self.entries, objectives)
 
     def record(self, evaluated: Evaluation, *, reuse: bool = False) -> None:
         """Journal a finished evaluation, durably; `reuse`: also serve it to later lookups of this run."""

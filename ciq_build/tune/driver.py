@@ -135,7 +135,7 @@ class TuneRun:
         self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{tune_name(manifest)}.jsonl"),
                                      self.objectives, self._say)
         self.evaluations: list[Evaluation] = []
-        self.sources = SourceWatch(backend.source_set(manifest), self.cache, self._say, _warn)
+        self.sources = SourceWatch(backend.source_set(manifest), self.cache, self._say, _warn, self._key)
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
         self.space = SearchedSpace(settings.search, manifest, toolchain, self.objectives,
@@ -185,7 +185,7 @@ class TuneRun:
             self.deadline = time.monotonic() + limit
         fitting = self.space.fitting
         self.cache.open(search_header(self.manifest, self.toolchain, self.objectives, self.space.described(source),
-                                      self.settings.measure.repeats), fresh=self.settings.fresh)
+                                      self.settings.measure.repeats), fresh=self.settings.fresh, said_later=True)
         self.sources.journaled()
         rule, switch = self.backend.toolkit_rule()
         self._say(_first_line(self.manifest, self.toolchain.describe(rule), self.objectives, self.cache.resuming))

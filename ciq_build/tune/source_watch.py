@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ciq_build.compiler.controls import Controls
 from ciq_build.project.sources import Snapshot, SourceSet, TreeWatch
 from ciq_build.project.worker import WorkerTree
 from ciq_build.search.evaluation import Evaluation
@@ -15,9 +16,10 @@ class SourceWatch:
     """The source tree of one tune: its fingerprint (`digest`), and the files its builds write there."""
 
     def __init__(self, source_set: SourceSet, cache: EvaluationCache, say: Callable[[str], None],
-                 warn: Callable[[str], None]) -> None:
+                 warn: Callable[[str], None], key_of: Callable[[Controls], str] | None = None) -> None:
         self.source_set = source_set
         self.cache = cache
+        self.key_of = key_of  # a configuration's key once fingerprinted: what the journal holds of today's is said
         self.say = say
         self.warn = warn
         self.digest = ""  # the source digest, once the journal says which files the build writes
@@ -32,8 +34,11 @@ class SourceWatch:
         self.source_set.excluded |= self.cache.source_outputs
 
     def fingerprint(self, snapshot: Snapshot) -> None:
-        """The source digest of `snapshot` is the tune's from now on."""
-        self.digest = self.source_set.digest(snapshot)
+        """The source digest of `snapshot` is the tune's from now on; the first says what the journal holds of
+        these sources to resume from (EvaluationCache.say_resuming)."""
+        first, self.digest = not self.digest, self.source_set.digest(snapshot)
+        if first and self.key_of is not None:
+            self.cache.say_resuming(self.key_of)
 
     @property
     def writes_sources(self) -> bool:

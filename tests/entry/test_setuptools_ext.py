@@ -250,6 +250,23 @@ def test_cuda_extension_refuses_what_would_fail_mid_build() -> None:
     assert ext.cuda_architectures == ("90a", "100a-real")
 
 
+def test_extra_compile_args_reach_nvcc_only_as_a_dicts_nvcc_list() -> None:
+    # cudamat's setup.py gave nvcc's flags as extra_compile_args (its own build_ext ran nvcc for every source):
+    # moved to a CudaExtension of .cu files alone they reached no compile, without a word.
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): extra_compile_args reach the host compiler only, and "
+                                          r"its sources are \.cu files alone: give nvcc's arguments as nvcc_flags"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", extra_compile_args=["-O3"])
+    # PyTorch's CUDAExtension's form: nvcc's list after nvcc_flags, the host's ("cxx" or "gcc") the host compiles'.
+    ext = CudaExtension("m", ["k.cu", "m.cpp"], ciq_target="k", nvcc_flags=["-lineinfo"],
+                        extra_compile_args={"cxx": ["-O2"], "nvcc": ["-O3", "--use_fast_math"]})
+    assert ext.nvcc_flags == ("-lineinfo", "-O3", "--use_fast_math") and ext.extra_compile_args == ["-O2"]
+    assert CudaExtension("m", ["k.cu", "m.cpp"], ciq_target="k", extra_compile_args=["-O2"]).nvcc_flags == ()
+    with pytest.raises(ConfigError, match=r"extra_compile_args has 'nvc': its keys are 'nvcc'"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", extra_compile_args={"nvc": ["-O3"]})
+    with pytest.raises(ConfigError, match=r"extra_compile_args\['nvcc'\] is a list of arguments, not the string"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", extra_compile_args={"nvcc": "-O3"})
+
+
 def test_architectures_follow_cmake_spelling() -> None:
     assert gencode_flag("90a") == "-gencode=arch=compute_90a,code=[compute_90a,sm_90a]"
     assert gencode_flag("100a-real") == "-gencode=arch=compute_100a,code=sm_100a"

@@ -460,3 +460,34 @@ def test_once_the_best_has_stalled_for_a_batch_the_local_arm_gets_a_quarter_of_t
     assert search.floors(32)[2] == 2  # improving: 1/16
     search._generation = 3
     assert search.floors(32)[2] == 8  # a batch without a new best: the moves around the best get a quarter
+
+
+def test_once_scores_are_known_to_be_noisy_the_draws_get_a_quarter_of_each_batch_off_a_plateau() -> None:
+    # A plateau at 100 measured with 1% noise and a basin no draw has found yet: noise spreads the draws as widely
+    # as a landscape's own shape, so it is not known to be a plateau, and only draws find the basin. Once a repeat
+    # of the best has shown the noise, a quarter of each batch goes to draws, the GA's floor giving way so that the
+    # measurements again (a quarter) and the other floors leave the draws theirs.
+    rng = random.Random(0)
+    space = {"x": ss.range(0, 63), "y": ss.range(0, 63), "z": ss.range(0, 63)}
+    search = PortfolioSearch(lambda p: 100.0 * math.exp(rng.gauss(0.0, 0.01)), space,
+                             SearchConfiguration(generations=8, pool_size=32, seed=0), progress=False)
+    assert search.floors(32)[:2] == [24, 2]  # noise not known yet: the GA's three quarters, the draws' sixteenth
+    drawn: list[int] = []  # each batch's draws (the space-filling arm is arm 1)
+    batch = search._candidates
+
+    def counted(genomes: list[Genome], arms: list[int], repeated: int) -> Any:
+        drawn.append(arms[repeated:].count(1))
+        return batch(genomes, arms, repeated)
+
+    search._candidates = counted  # type: ignore[method-assign]
+    search.start()
+    assert search.noisy and not search.plateau()
+    # generation 0 is draws of its own and generation 1 learns the noise; the next four give the draws 8 slots each
+    # (the last two measure again three quarters of theirs: what is left goes to whichever arm leads)
+    assert min(drawn[2:6]) >= 8, drawn
+    floors = search.floors(32, 8)
+    assert floors[1] == 8 and sum(floors) == 24  # the draws' quarter, and all of them fit beside 8 measured again
+    quiet = PortfolioSearch(lambda p: 100.0 + p["x"] % 7, space, SearchConfiguration(generations=2, pool_size=32),
+                            progress=False)
+    quiet.start()
+    assert quiet.noisy is False and quiet.floors(32)[:2] == [24, 2]  # scores that repeat exactly: as before

@@ -383,6 +383,25 @@ def test_resuming_counts_only_the_journaled_evaluations_that_measured_todays_obj
                     f"{recorded}"]
 
 
+def test_resuming_counts_only_the_evaluations_of_todays_sources(tmp_path: Path) -> None:
+    # The cudamat trial: a tune after the sources changed (its first baseline had not compiled) said "resuming: 1
+    # finished evaluation(s)" and reused none. A tune says it once the sources are fingerprinted, counting theirs.
+    recorded = record(tmp_path)
+    said: list[str] = []
+    cache = EvaluationCache(Journal(recorded), TIME, said.append)
+    cache.open({"target": "kernels", "objectives": [o.spec for o in TIME]}, said_later=True)
+    held = len(cache)
+    assert held > 2 and not any("resum" in line for line in said)
+    cache.say_resuming(controls_id)  # every key is today's
+    assert said[-1] == f"resuming: {held} finished evaluation(s) in {recorded}"
+    cache.say_resuming(lambda controls: "edited " + controls_id(controls))
+    assert said[-1] == (f"the journal's {held} finished evaluation(s) measured other sources, toolchain or benchmark, "
+                        f"changed since: nothing to resume from {recorded}")
+    cache.say_resuming(lambda controls: controls_id(controls) if controls.is_default else "edited")
+    assert said[-1] == (f"resuming: 1 finished evaluation(s) in {recorded} ({held - 1} more measured other sources, "
+                        "toolchain or benchmark, changed since: measured again where proposed)")
+
+
 # -- failure causes in the journal -----------------------------------------------------------
 
 
