@@ -216,12 +216,17 @@ class ScratchTree:
                 return reported
         # Waiting for the turn is no part of the compile (its time, its timeout): other trees' first builds.
         first = self.writes_sources and not self._built
+        # Where nothing is run, the target's objects are all a build needs: an executable or shared library
+        # target's own link (a library only the machine that runs it has, as the driver's -lcuda) is no part of a
+        # static figure, and the link failing would fail every build of a tune that never needed it.
+        objects = () if benchmark else self._object_names()
+        linking = not objects
+        built_names = objects or (self.manifest.target,)
         kept = ptxas_path.kept_front_ends(self.options_file)
         kept.unlink(missing_ok=True)
         with source_tree_turn(self.manifest.source_dir, None) if first else contextlib.nullcontext():
             with environment.CompileWitness(self.options_file, timeout) as witness:
-                compile_step = proc.run(self._build_args(self.manifest.target), timeout,
-                                        max_output=COMPILER_OUTPUT_BYTES)
+                compile_step = proc.run(self._build_args(*built_names), timeout, max_output=COMPILER_OUTPUT_BYTES)
         self._built = True
         compiled = compile_verdict("compile", compile_step, witness, timeout, self.root, self.object_files(),
                                    self.benchmark_path)
@@ -229,7 +234,7 @@ class ScratchTree:
             compiled = replace(compiled, kept_front_end_seconds=sum(
                 float(line) for line in kept.read_text(encoding="utf-8").split()))
         bench = self.manifest.benchmark
-        if compiled.ok and bench is not None and bench.target == self.manifest.target:
+        if compiled.ok and bench is not None and bench.target == self.manifest.target and linking:
             return replace(compiled, linked=self.benchmark_path)  # the target's own build linked it
         if not compiled.ok or not benchmark or static_only or bench is None:
             return compiled
@@ -304,8 +309,15 @@ class ScratchTree:
             self._compiles = (stamp, ptxas_path.compile_commands(listed.stdout, self.options_file))
         return self._compiles[1]
 
-    def _build_args(self, target: str) -> list[str]:
-        return [tree_tool(self.build_dir, "cmake"), "--build", str(self.build_dir), "--target", target]
+    def _build_args(self, *targets: str) -> list[str]:
+        return [tree_tool(self.build_dir, "cmake"), "--build", str(self.build_dir), "--target", *targets]
+
+    def _object_names(self) -> tuple[str, ...]:
+        """The tuned target's object files as build targets of this tree (Ninja takes an output's path relative to
+        its build dir), or () where the generator cannot build one file alone: the target is built then."""
+        if self.manifest.generator != "Ninja" or not self.manifest.objects:
+            return ()
+        return tuple(os.path.relpath(path, self.manifest.binary_dir) for path in self.manifest.objects)
 
 
 def front_ends_folder(tree_root: Path) -> Path:
