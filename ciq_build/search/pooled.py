@@ -101,6 +101,10 @@ class PooledScores:
         first = np.argpartition(judged, k - 1)[:k]
         return [self._genomes[r] for r in first[np.argsort(judged[first], kind="stable")]]
 
+    def judged(self, genome: Genome) -> float:
+        """`genome`'s estimated true score plus its standard error, as lowest() judges it (measured before)."""
+        return float(self._judged()[self._rows[genome]])
+
     def _judged(self) -> Any:
         np = self._np
         p = len(self._columns)

@@ -144,6 +144,12 @@ STALL_BATCHES = 1
 # median down to the lowest draw. Draws from a landscape with no plateau spread as widely as a normal or uniform
 # distribution (1/2 to 1 of that distance at a few dozen draws); a plateau's cluster -- exact ties, a ripple, noise,
 # a wave or a gentle tilt -- is narrow next to a decoy's slope or a basin below it.
+# Under noise the distance is down to the lowest of the draws and the best judged (pooled, ciq_build.search.pooled),
+# whichever arm found it: noise spreads the draws' middle half (about 1.35 noise sigmas) as wide as their lowest lies
+# below it, so a plateau was known only once a draw landed in its decoy, while a decoy found by the GA or the local
+# moves, measured again, said nothing (decoy8n, 0.8% noise, 40 seeds: 12 never knew the plateau, the draws a fifth of
+# the budget there, 1 of the 12 found the basin; random search 53%). The read sets' noisy knobs' best judged lies
+# 0.4-1.7 middle halves below the draws' median, a decoy's 3-8 (LOG.md, held-out-19's round).
 PLATEAU_SPREAD = 0.25
 PLATEAU_DRAWS = 16  # draws before the shape of the landscape is judged
 # More than half of the draws within this share of their median are flat whatever lies below (a ripple far below
@@ -204,6 +210,7 @@ class PortfolioSearch(BatchSearch):
         self._noisy_centre: Genome | None = None  # with noise: the best by the statistic, after each batch
         self._pooled: PooledScores | None = None  # with noise: every measurement, pooled (ciq_build.search.pooled)
         self._ranked: list[Genome] = []  # and the configurations judged best by it, after each batch
+        self._centre_judged = math.inf  # and the best's pooled score (with its standard error)
         self._improved_at = 0  # the last batch that improved on the best by more than a plateau's spread
         self._best_at = 0  # the last batch that improved on the best at all
         # A flag space: the diverse arm, and proposals that skip the pairs of values known to fail
@@ -386,22 +393,28 @@ class PortfolioSearch(BatchSearch):
                 each.learn(candidate.genome, self.measured[candidate.genome], drawn)
         if self._best is None and not self._front:
             raise self._all_invalid(batch, generation)
+        self._judge()
+
+    def _judge(self) -> None:
+        """With noise: the configurations judged best by the pooled scores, the best and its pooled score."""
         if self._pooled is not None:
             self._ranked = self._pooled.lowest(_REPEAT_CANDIDATES)
             self._noisy_centre = self._ranked[0] if self._ranked else None
+            self._centre_judged = math.inf if self._noisy_centre is None else self._pooled.judged(self._noisy_centre)
 
     def plateau(self) -> bool:
         """Whether most draws from the whole space score alike -- more than half of them within MIN_SPREAD of their
         median (flat, whatever lies below), or their middle half within PLATEAU_SPREAD of the distance down to the
-        lowest draw or FLAT_SPREAD of the median -- a landscape where only draws find what the best does not lead
-        to."""
+        lowest draw (under noise: or the best judged) or FLAT_SPREAD of the median -- a landscape where only draws
+        find what the best does not lead to."""
         drawn = self._drawn  # sorted
         if len(drawn) < PLATEAU_DRAWS:
             return False
         level = self._median()
         margin = MIN_SPREAD * abs(level)
         flat = bisect.bisect_right(drawn, level + margin) - bisect.bisect_left(drawn, level - margin) > len(drawn) / 2
-        narrow = self._quartiles_apart() <= max(PLATEAU_SPREAD * (level - drawn[0]), FLAT_SPREAD * abs(level))
+        lowest = min(drawn[0], self._centre_judged)
+        narrow = self._quartiles_apart() <= max(PLATEAU_SPREAD * (level - lowest), FLAT_SPREAD * abs(level))
         return flat or narrow
 
     def _median(self) -> float:

@@ -491,3 +491,31 @@ def test_once_scores_are_known_to_be_noisy_the_draws_get_a_quarter_of_each_batch
                             progress=False)
     quiet.start()
     assert quiet.noisy is False and quiet.floors(32)[:2] == [24, 2]  # scores that repeat exactly: as before
+
+
+def test_under_noise_a_plateau_is_known_once_any_arm_finds_a_configuration_far_below_the_draws() -> None:
+    # A plateau at 100 measured with 1% noise: the draws' middle half spans about 1.3, their lowest (one noisy
+    # measurement each) about 2.5 below their median -- not the four middle halves that tell a plateau. A decoy 8%
+    # deep, too small for the draws to land in, found by the GA or the local moves and measured again: its pooled
+    # score lies far below the draws, so the landscape is a plateau (the draws take most of each batch: only they
+    # find a basin behind a decoy). Noisy knobs, whose best lies about one middle half below, are not.
+    def measured(decoy: float) -> PortfolioSearch:
+        rng = random.Random(0)
+        search = PortfolioSearch(lambda p: 0.0, {"x": ss.range(0, 63), "y": ss.range(0, 63), "z": ss.range(0, 63)},
+                                 SearchConfiguration(generations=8, pool_size=32, seed=0), progress=False)
+        for _ in range(48):
+            value = 100.0 * math.exp(rng.gauss(0.0, 0.01))
+            search._sample((rng.randrange(64), rng.randrange(64), rng.randrange(64)), (value,))
+            search._drawn.append(value)
+        search._drawn.sort()
+        for _ in range(4):  # found by moves, not draws, and measured again: the noise is known from it
+            search._sample((31, 31, 31), (decoy * math.exp(rng.gauss(0.0, 0.01)),))
+        assert search.noisy and search._pooled is not None
+        search._judge()  # as after a batch: the best judged by the pooled scores
+        return search
+
+    search = measured(92.0)
+    drawn = search._drawn
+    assert drawn[0] > search._median() - search._quartiles_apart() / 0.25  # the draws alone: no plateau
+    assert search.plateau()
+    assert not measured(99.0).plateau()  # a best about a middle half below the draws: searched as before
