@@ -96,6 +96,8 @@ class Finish:
     # The figures of each configuration the search measured in this run (a static tune's minimal pin builds none
     # of them again).
     measured: dict[Controls, tuple[float, ...]] = field(default_factory=dict)
+    # The record pin() left as it was, already pinning the winner: the summary's next: has nothing to commit.
+    unchanged: Path | None = None
 
     def run(self, searched: Searched) -> TuneOutcome:
         if not searched.evaluations and searched.stopped:
@@ -287,6 +289,7 @@ class Finish:
             replaced = pinned_before(pinned)
             if replaced is not None and pins_the_same(replaced, record):
                 self.say(f"the pin in {pinned} already pins these controls, for the same machine code: left as it is")
+                self.unchanged = pinned
                 return pinned
             if replaced is not None:
                 print(replacement_note(pinned, replaced, record, standing), file=sys.stdout)
@@ -302,7 +305,7 @@ class Finish:
                           confirmation.winner_scores, searched.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
-                          stopped=searched.stopped, next_with_pin=self._skipped_text(pinned),
+                          stopped=searched.stopped, next_with_pin=self._skipped_text(pinned) or self._unchanged_text(pinned),
                           next_without_pin=self._kept_text(standing)
                           or _check_failed_text(checked, self.manifest.setuptools) or next_without_a_pin(
                               objectives, self.settings.search, self.pinning, confirmation.better,
@@ -340,6 +343,13 @@ class Finish:
                 f"compiles for {', '.join(missing)}. Tune --architecture for each (each adds its entry), tune "
                 f"without --architecture, or build {self.manifest.target} for "
                 f"{', '.join(sorted(tuned, key=architecture_order))} only")
+
+    def _unchanged_text(self, pinned: Path | None) -> str:
+        """The summary's `next:` where the record already pinned the winner and was left as it was: no diff to
+        commit (a second tune of moderngpu's test_segsort still said "commit .../ciq")."""
+        if pinned is None or pinned != self.unchanged:
+            return ""
+        return f"nothing to commit: {pinned} already pinned these controls, and {self.applied_by} applies it"
 
     def _kept_text(self, standing: Standing | None) -> str:
         """The summary's `next:` where a better pin was kept."""
