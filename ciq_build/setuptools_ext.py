@@ -31,7 +31,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from setuptools import Extension
 from setuptools.command.build_ext import build_ext as _setuptools_build_ext
@@ -153,28 +153,46 @@ def cudart_static(toolchain: Toolchain) -> Path:
     )
 
 
-def toolkit_libraries(libraries: Sequence[str], toolchain: Toolchain) -> tuple[list[str], list[str], list[str]]:
+class ToolkitLink(NamedTuple):
+    """How an extension links the toolkit's libraries it names (toolkit_libraries)."""
+
+    libraries: list[str]  # left to -l
+    library_dirs: list[str]  # the toolkit's folders holding them
+    files: list[str]  # linked by their soname file (no development name)
+    shared_dirs: list[Path]  # the folders of the shared ones, which the module loads them from at run time
+
+
+def installed_run_paths(module: str, shared_dirs: Sequence[Path]) -> list[str]:
+    """Where the module `module` ("pkg._kern"), installed by pip, finds the pip toolkit's shared libraries it
+    links (cuBLAS): the same nvidia/<package>/lib of site-packages, relative to the module's folder ($ORIGIN).
+    The build's own folder is gone once an isolated build ends; a toolkit elsewhere (/usr/local/cuda) is the
+    loader's, as nvcc's own link leaves it."""
+    up = "../" * module.count(".")
+    return [f"$ORIGIN/{up}{Path(*folder.parts[-3:]).as_posix()}" for folder in shared_dirs
+            if len(folder.parts) > 3 and folder.parents[1].name == "nvidia"]
+
+
+def toolkit_libraries(libraries: Sequence[str], toolchain: Toolchain) -> ToolkitLink:
     """How the link finds those of an extension's `libraries` that the toolkit holds (cuBLAS: "cublas").
 
     nvcc's own link passes -L with the toolkit's library folder; setuptools links with the host compiler,
     which knows no toolkit, so the folders holding them go on the link line. The PyPI toolkit ships its
     libraries by soname only (libcublas.so.13), which -lcublas cannot find: such a library is linked by its
-    file instead (the module still loads it by that soname). Returns the libraries left to -l, the folders
-    to add, and the files to link.
+    file instead (the module still loads it by that soname).
     """
     folders = [folder for folder in toolchain.library_dirs() if folder.is_dir()]
-    left: list[str] = []
-    used: list[str] = []
-    files: list[str] = []
+    link = ToolkitLink([], [], [], [])
     for name in libraries:
         found = _toolkit_library(name, folders)
         if found is None or found.name in (f"lib{name}.so", f"lib{name}.a"):
-            left.append(name)  # -l finds it (in the folder added below, or where the system keeps it)
+            link.libraries.append(name)  # -l finds it (in the folder added below, or where the system keeps it)
         else:
-            files.append(str(found))
-        if found is not None and str(found.parent) not in used:
-            used.append(str(found.parent))
-    return left, used, files
+            link.files.append(str(found))
+        if found is not None and str(found.parent) not in link.library_dirs:
+            link.library_dirs.append(str(found.parent))
+        if found is not None and found.suffix != ".a" and found.parent not in link.shared_dirs:
+            link.shared_dirs.append(found.parent)
+    return link
 
 
 def _toolkit_library(name: str, folders: Sequence[Path]) -> Path | None:
@@ -282,10 +300,11 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         # Objects in `depends`: a recompiled kernel relinks the module even when no host source changed.
         host_ext.depends = [*ext.depends, *cuda_sources, *(str(o) for o in objects)]
         host_ext.extra_objects = [*ext.extra_objects, *(str(o) for o in objects), str(cudart_static(toolchain))]
-        libraries, folders, files = toolkit_libraries(ext.libraries, toolchain)
-        host_ext.extra_objects += files
-        host_ext.library_dirs = [*ext.library_dirs, *(f for f in folders if f not in ext.library_dirs)]
-        host_ext.libraries = [*libraries, *(lib for lib in _CUDART_STATIC_LIBS if lib not in libraries)]
+        link = toolkit_libraries(ext.libraries, toolchain)
+        host_ext.extra_objects += link.files
+        host_ext.library_dirs = [*ext.library_dirs, *(f for f in link.library_dirs if f not in ext.library_dirs)]
+        host_ext.libraries = [*link.libraries, *(lib for lib in _CUDART_STATIC_LIBS if lib not in link.libraries)]
+        host_ext.runtime_library_dirs = [*ext.runtime_library_dirs, *installed_run_paths(ext.name, link.shared_dirs)]
         host_ext.include_dirs = [*ext.include_dirs, *_toolkit_include(toolchain)]
         return host_ext
 

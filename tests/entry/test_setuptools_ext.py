@@ -115,19 +115,31 @@ def test_unpinned_build_links_static_cudart_and_imports(project: Path, cuda133_b
 @pytest.mark.slow
 def test_a_toolkit_library_in_libraries_links_though_the_toolkit_has_only_its_soname(
         project: Path, cuda133_bin: Path, tmp_path: Path) -> None:
-    # A toolkit as pip lays out cuBLAS's: lib/ holds libnvvm.so.4 and no libnvvm.so. The original setup.py of
-    # a project linking cuBLAS with nvcc (libraries=["cublas"]) relied on nvcc passing the toolkit's lib/; the
-    # host compiler's link knows no toolkit, and -lcublas finds no soname. Both failed the link.
-    toolkit, real = tmp_path / "toolkit", cuda133_bin.parent
+    # A toolkit as pip lays out cuBLAS's: site-packages/nvidia/cu13/lib holds libnvvm.so.4 and no libnvvm.so. The
+    # original setup.py of a project linking cuBLAS with nvcc (libraries=["cublas"]) relied on nvcc passing the
+    # toolkit's lib/; the host compiler's link knows no toolkit, and -lcublas finds no soname. Both failed the link.
+    site = tmp_path / "site-packages"
+    toolkit, real = site / "nvidia" / "cu13", cuda133_bin.parent
     (toolkit / "lib").mkdir(parents=True)
     for entry in real.iterdir():
         if entry.name != "lib":
             (toolkit / entry.name).symlink_to(entry)
     for library in ("libcudart_static.a", "libnvvm.so.4"):
         (toolkit / "lib" / library).symlink_to((real / "lib" / library).resolve())
-    built_ok(build(project, toolkit / "bin", KERN_LIBRARIES="nvvm"))
+    built_ok(build(project, toolkit / "bin", KERN_LIBRARIES="nvvm", KERN_CUDA_ONLY="1"))
     (so,) = extension_files(project)
-    assert so.is_file()
+    # Installed by pip, the module finds the library where pip installs the toolkit's package beside it (the
+    # isolated build's toolkit is gone by then): its run path names that folder from the module's own.
+    installed = site / "pkg" / so.name
+    installed.parent.mkdir()
+    shutil.copy(so, installed)
+    readelf = shutil.which("readelf")
+    if readelf is not None:
+        dynamic = run([readelf, "-d", str(installed)], 60)
+        assert dynamic.ok and re.search(r"runpath: \[(.*:)?\$ORIGIN/\.\./nvidia/cu13/lib[]:]", dynamic.stdout), dynamic.stdout
+    loaded = run([sys.executable, "-c", f"import ctypes; print(ctypes.CDLL({str(installed)!r}).kern_tile())"], 60,
+                 env={k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"})
+    assert loaded.ok and loaded.stdout.strip() == str(DEFAULT_TILE), loaded.output_tail()
 
 
 @pytest.mark.slow
