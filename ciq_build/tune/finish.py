@@ -40,7 +40,7 @@ from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before, pins_the_same
-from ciq_build.tune.runner import DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
+from ciq_build.tune.runner import DESCRIBED_REGISTERS_METRIC, DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
@@ -405,14 +405,18 @@ def occupancy_steps(confirmation: Confirmation, objectives: Sequence[Objective],
     what the build now runs."""
     described = confirmation.winner if confirmation.better else confirmation.baseline
     threads = described.metrics.get(THREADS_METRIC)
-    registers, whose = scored_registers(described.metrics, list(objectives))
+    least = described.metrics.get(DESCRIBED_REGISTERS_METRIC)  # an occupancy objective's kernel (BuildRunner)
+    registers, whose = (int(least), "") if least is not None else scored_registers(described.metrics, list(objectives))
     if threads is None or registers is None or not occupancy.knows(arch):
         return ""
-    shared = described.metrics.get(DESCRIBED_SHARED_METRIC if whose else "shared_bytes", 0)
+    shared = described.metrics.get(DESCRIBED_SHARED_METRIC if whose or least is not None else "shared_bytes", 0)
     steps = occupancy.describe_steps(occupancy.limits(arch), registers, int(threads), int(shared))
-    several = (f" (the kernels {whose} scores)" if whose else
-               " (the most registers and shared memory of any kernel)" if described.metrics.get("kernels", 1) > 1
-               else "")
+    kernels = described.metrics.get("kernels", 1)
+    if least is not None:
+        several = " (the kernel of least occupancy, which the objective scores)" if kernels > 1 else ""
+    else:
+        several = (f" (the kernels {whose} scores)" if whose else
+                   " (the most registers and shared memory of any kernel)" if kernels > 1 else "")
     return f"sm_{arch}, {steps}{several}"
 
 
