@@ -111,7 +111,8 @@ KINDS: tuple[ObjectiveKind, ...] = (
     ObjectiveKind("energy", BenchmarkMetric(), "energy_j", "J",
                   "the benchmark's energy (`CIQ_METRIC energy_j=`, e.g. read from NVML), median of the runs"),
     ObjectiveKind("compile_time", CompileClock(), "compile_seconds", "s",
-                  "seconds the target's rebuild takes; also searches the knobs that trade code for compile time",
+                  "seconds the rebuild of the target's objects takes (with Ninja its link is left out); also searches "
+                  "the knobs that trade code for compile time",
                   aliases=("compile_seconds",)),
     ObjectiveKind("registers", PtxasReport("registers", "max"), "registers", "registers",
                   "registers per thread, the most of any kernel",
