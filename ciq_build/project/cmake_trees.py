@@ -216,11 +216,13 @@ class ScratchTree:
                 return reported
         # Waiting for the turn is no part of the compile (its time, its timeout): other trees' first builds.
         first = self.writes_sources and not self._built
-        # Where nothing is run, the target's objects are all a build needs: an executable or shared library
-        # target's own link (a library only the machine that runs it has, as the driver's -lcuda) is no part of a
-        # static figure, and the link failing would fail every build of a tune that never needed it.
-        objects = () if benchmark else self._object_names()
-        linking = not objects
+        # The target's objects first, where the generator builds them alone: where nothing is run they are all a
+        # build needs (an executable's own link, of a library only the machine that runs it has, as the driver's
+        # -lcuda, failed every tune that never needed it), and a target that is its own benchmark is then linked
+        # as a benchmark is, its link's failure said as the benchmark build's, not as the compile's.
+        bench = self.manifest.benchmark
+        own_benchmark = bench is not None and bench.target == self.manifest.target
+        objects = self._object_names() if own_benchmark or not benchmark else ()
         built_names = objects or (self.manifest.target,)
         kept = ptxas_path.kept_front_ends(self.options_file)
         kept.unlink(missing_ok=True)
@@ -233,8 +235,7 @@ class ScratchTree:
         if kept.is_file():  # the launcher's compiles that took a kept front end (ciq_build.compiler.ptxas_path)
             compiled = replace(compiled, kept_front_end_seconds=sum(
                 float(line) for line in kept.read_text(encoding="utf-8").split()))
-        bench = self.manifest.benchmark
-        if compiled.ok and bench is not None and bench.target == self.manifest.target and linking:
+        if compiled.ok and own_benchmark and not objects:
             return replace(compiled, linked=self.benchmark_path)  # the target's own build linked it
         if not compiled.ok or not benchmark or static_only or bench is None:
             return compiled

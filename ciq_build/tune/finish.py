@@ -40,7 +40,7 @@ from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before, pins_the_same
-from ciq_build.tune.runner import DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
+from ciq_build.tune.runner import DESCRIBED_REGISTERS_METRIC, DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
@@ -96,6 +96,8 @@ class Finish:
     # The figures of each configuration the search measured in this run (a static tune's minimal pin builds none
     # of them again).
     measured: dict[Controls, tuple[float, ...]] = field(default_factory=dict)
+    # The record pin() left as it was, already pinning the winner: the summary's next: has nothing to commit.
+    unchanged: Path | None = None
 
     def run(self, searched: Searched) -> TuneOutcome:
         if not searched.evaluations and searched.stopped:
@@ -287,6 +289,7 @@ class Finish:
             replaced = pinned_before(pinned)
             if replaced is not None and pins_the_same(replaced, record):
                 self.say(f"the pin in {pinned} already pins these controls, for the same machine code: left as it is")
+                self.unchanged = pinned
                 return pinned
             if replaced is not None:
                 print(replacement_note(pinned, replaced, record, standing), file=sys.stdout)
@@ -302,7 +305,7 @@ class Finish:
                           confirmation.winner_scores, searched.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
                           repeats=self.settings.measure.repeats, applied_by=self.applied_by,
-                          stopped=searched.stopped, next_with_pin=self._skipped_text(pinned),
+                          stopped=searched.stopped, next_with_pin=self._skipped_text(pinned) or self._unchanged_text(pinned),
                           next_without_pin=self._kept_text(standing)
                           or _check_failed_text(checked, self.manifest.setuptools) or next_without_a_pin(
                               objectives, self.settings.search, self.pinning, confirmation.better,
@@ -340,6 +343,13 @@ class Finish:
                 f"compiles for {', '.join(missing)}. Tune --architecture for each (each adds its entry), tune "
                 f"without --architecture, or build {self.manifest.target} for "
                 f"{', '.join(sorted(tuned, key=architecture_order))} only")
+
+    def _unchanged_text(self, pinned: Path | None) -> str:
+        """The summary's `next:` where the record already pinned the winner and was left as it was: no diff to
+        commit (a second tune of moderngpu's test_segsort still said "commit .../ciq")."""
+        if pinned is None or pinned != self.unchanged:
+            return ""
+        return f"nothing to commit: {pinned} already pinned these controls, and {self.applied_by} applies it"
 
     def _kept_text(self, standing: Standing | None) -> str:
         """The summary's `next:` where a better pin was kept."""
@@ -395,14 +405,18 @@ def occupancy_steps(confirmation: Confirmation, objectives: Sequence[Objective],
     what the build now runs."""
     described = confirmation.winner if confirmation.better else confirmation.baseline
     threads = described.metrics.get(THREADS_METRIC)
-    registers, whose = scored_registers(described.metrics, list(objectives))
+    least = described.metrics.get(DESCRIBED_REGISTERS_METRIC)  # an occupancy objective's kernel (BuildRunner)
+    registers, whose = (int(least), "") if least is not None else scored_registers(described.metrics, list(objectives))
     if threads is None or registers is None or not occupancy.knows(arch):
         return ""
-    shared = described.metrics.get(DESCRIBED_SHARED_METRIC if whose else "shared_bytes", 0)
+    shared = described.metrics.get(DESCRIBED_SHARED_METRIC if whose or least is not None else "shared_bytes", 0)
     steps = occupancy.describe_steps(occupancy.limits(arch), registers, int(threads), int(shared))
-    several = (f" (the kernels {whose} scores)" if whose else
-               " (the most registers and shared memory of any kernel)" if described.metrics.get("kernels", 1) > 1
-               else "")
+    kernels = described.metrics.get("kernels", 1)
+    if least is not None:
+        several = " (the kernel of least occupancy, which the objective scores)" if kernels > 1 else ""
+    else:
+        several = (f" (the kernels {whose} scores)" if whose else
+                   " (the most registers and shared memory of any kernel)" if kernels > 1 else "")
     return f"sm_{arch}, {steps}{several}"
 
 

@@ -59,11 +59,15 @@ class Runner(Protocol[W_contra]):
     def evaluate(self, worker: W_contra, proposal: Proposal, controls: Controls, key: str) -> Evaluation: ...
 
 
-# Among a build's metrics: the threads a block of its kernel with the most registers has (where known).
+# Among a build's metrics: the threads a block of the kernel the summary's occupancy line describes has (where known):
+# the kernel of least occupancy where occupancy is an objective, else the one with the most registers.
 THREADS_METRIC = "threads_per_block"
-# The static shared memory of the kernel the occupancy line describes, where registers:<kernel regex> objectives
-# score some kernels (else the line takes the target's most: shared_bytes).
+# The static shared memory of the kernel the occupancy line describes, where registers:<kernel regex> or occupancy
+# objectives score some kernels (else the line takes the target's most: shared_bytes).
 DESCRIBED_SHARED_METRIC = "described_shared_bytes"
+# The registers of the kernel the occupancy line describes, where occupancy is an objective (else the line takes
+# the registers the tune scores: ciq_build.search.select.scored_registers).
+DESCRIBED_REGISTERS_METRIC = "described_registers"
 
 
 class BuildRunner:
@@ -344,6 +348,7 @@ class BuildRunner:
                 values[THREADS_METRIC] = float(heaviest.threads)
                 if patterns:
                     values[DESCRIBED_SHARED_METRIC] = float(heaviest.shared)
+            values.update(self._least_occupancy(usages))
         counted = {metric_key(o) for o in self.objectives if isinstance(o.extractor, SassCount)}
         if counted and build.objects:
             count = float(sum(n for obj in build.objects
@@ -351,6 +356,20 @@ class BuildRunner:
                               if self._is_scored(arch)))
             values.update(dict.fromkeys(counted, count))
         return values
+
+    def _least_occupancy(self, usages: list[metrics.KernelUsage]) -> dict[str, float]:
+        """Where occupancy is an objective, the figures of the kernel that sets it (the least occupancy of those it
+        scores), for the summary's occupancy line: the heaviest kernel's registers at its block size, with the target's
+        most shared memory, described a kernel that may not exist, at an occupancy other than the objective's."""
+        scored = [o for o in self.objectives if o.kind is not None and o.kind.name == "occupancy"]
+        regexes = [o.kernels[1] for o in scored if o.kernels is not None]
+        among = metrics.found_by(usages, regexes) if scored and len(regexes) == len(scored) else usages
+        known = [usage for usage in among if usage.occupancy is not None] if scored else []
+        if not known:
+            return {}
+        least = min(known, key=lambda usage: (usage.occupancy, -usage.registers))
+        return {THREADS_METRIC: float(least.threads), DESCRIBED_SHARED_METRIC: float(least.shared),
+                DESCRIBED_REGISTERS_METRIC: float(least.registers)}
 
     def with_threads(self, usages: list[metrics.KernelUsage], build: CandidateBuild,
                      controls: Controls) -> list[metrics.KernelUsage]:

@@ -16,6 +16,8 @@ from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.baseline import failed_baseline_text
 from ciq_build.tune.cache import read_evaluation
+from ciq_build.tune.confirm import Confirmation
+from ciq_build.tune.finish import occupancy_steps
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.timeouts import Timeouts
 
@@ -144,3 +146,26 @@ def test_only_a_tune_of_compile_time_journals_a_builds_seconds_for_one_to_take()
     assert read_evaluation(record, Proposal(0, 1, {}), Controls(), "k", parse_objectives(["compile_time"])) is None
     clocked = BuildRunner(None, None, parse_objectives(["compile_time"]), 1, Timeouts(60.0, 60.0), GpuSlots())
     assert clocked.static_metrics(build, Controls())["compile_seconds"] == 0.09
+
+
+def test_an_occupancy_tunes_summary_line_is_of_the_kernel_of_least_occupancy() -> None:
+    # The line took the heaviest kernel's registers and block size and the target's most shared memory: here 64
+    # registers at 64 threads with 40000 bytes, no kernel of the target, at neither kernel's occupancy (found reading
+    # moderngpu's reduce tune, whose objective moved with a kernel the line did not describe).
+    report = "".join(
+        f"ptxas info    : Compiling entry function '{name}' for 'sm_90'\n"
+        f"ptxas info    : Function properties for {name}\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        f"ptxas info    : Used {registers} registers, {shared} bytes smem, 400 bytes cmem[0]\n"
+        for name, registers, shared in (("_Z5heavyv", 64, 0), ("_Z6sharedv", 24, 40000)))
+    build = CandidateBuild(True, None, "", 1.0, report, launch_bounds=(("_Z5heavyv", 64), ("_Z6sharedv", 192)))
+    objectives = parse_objectives(["occupancy"])
+    runner = BuildRunner(None, None, objectives, 1, Timeouts(60.0, 60.0), GpuSlots())
+    figures = runner.static_metrics(build, Controls())
+    # heavy: 64 registers hold 32 warps an SM (50%); shared: 40000 bytes hold 5 blocks of 6 warps (46.875%).
+    assert figures["occupancy"] == 46.875, figures
+    assert figures["threads_per_block"] == 192 and figures["described_registers"] == 24, figures
+    kept = Evaluation("k", Proposal(0, 0, {}), Controls(), True, None, "", figures, {}, (46.875,), 1.0)
+    said = occupancy_steps(Confirmation(kept, kept, False, "", (46.875,), (46.875,)), objectives, "90")
+    assert said.startswith("sm_90, 24 registers at 192 threads: 5 blocks an SM (46.88%, limited by shared memory)"), said
+    assert said.endswith("(the kernel of least occupancy, which the objective scores)"), said

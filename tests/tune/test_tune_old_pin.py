@@ -77,6 +77,7 @@ def test_a_static_winner_worse_than_the_pin_keeps_the_pin_unless_forced_and_says
     assert "replacing the pin" not in again.stdout
     assert "already pins these controls, for the same machine code: left as it is" in again.stderr, again.stderr
     assert (source / "ciq" / "shared_kernels.json").read_bytes() == written
+    assert "next: nothing to commit" in again.stdout and "next: commit" not in again.stdout, again.stdout
 
 
 def test_a_runtime_winner_is_re_measured_beside_the_pin_it_would_replace(tmp_path: Path) -> None:
