@@ -600,15 +600,11 @@ class Found:
         return Evaluation(key, proposal, controls, True, None, "", {}, {}, self.scores[proposal.id], 0.1)
 
 
-def test_a_tune_of_two_objectives_says_in_its_progress_line_the_point_it_will_pin(tmp_path: Path) -> None:
-    # stdgpu's unordered_map, registers and spills of insert_neighbors from 49 registers and no spills: the lines
-    # said "best registers:insert_neighbors 40, spill_bytes:insert_neighbors 72 bytes" (the knee of the whole
-    # front) and the tune pinned 44 registers without spills (the front's points that beat the defaults).
+def _searched_with_progress(tmp_path: Path, objectives: list[Objective], found: list[tuple[float, float]],
+                            baseline: Evaluation) -> tuple[SearchLoop[str], list[str]]:
+    """A search of `found`, in order, with the tune's progress lines written to a file: the loop and the lines."""
     from ciq_build.tune.progress import TuneProgress, configure_logging, reset_logging
 
-    objectives = parse_objectives(["registers:insert_neighbors", "spill_bytes:insert_neighbors"])
-    found = [(48.0, 0.0), (40.0, 72.0), (44.0, 0.0), (40.0, 152.0)]
-    baseline = _point(-1, 49.0, 0.0)
     said = tmp_path / "said.txt"
     with said.open("w") as stream:
         configure_logging(0, stream)
@@ -619,9 +615,20 @@ def test_a_tune_of_two_objectives_says_in_its_progress_line_the_point_it_will_pi
             loop.run()
         finally:
             reset_logging()
+    return loop, said.read_text().splitlines()
+
+
+def test_a_tune_of_two_objectives_says_in_its_progress_line_the_point_it_will_pin(tmp_path: Path) -> None:
+    # stdgpu's unordered_map, registers and spills of insert_neighbors from 49 registers and no spills: the lines
+    # said "best registers:insert_neighbors 40, spill_bytes:insert_neighbors 72 bytes" (the knee of the whole
+    # front) and the tune pinned 44 registers without spills (the front's points that beat the defaults).
+    objectives = parse_objectives(["registers:insert_neighbors", "spill_bytes:insert_neighbors"])
+    found = [(48.0, 0.0), (40.0, 72.0), (44.0, 0.0), (40.0, 152.0)]
+    baseline = _point(-1, 49.0, 0.0)
+    loop, lines = _searched_with_progress(tmp_path, objectives, found, baseline)
     pinned = pick_winner(loop.evaluations, baseline, objectives, "knee")
     assert pinned is not None and pinned.scores == (44.0, 0.0)
-    last = said.read_text().splitlines()[-1]
+    last = lines[-1]
     assert ("| front: 2 points; would pin registers:insert_neighbors 44, spill_bytes:insert_neighbors 0 bytes |"
             in last), last
 
@@ -630,22 +637,10 @@ def test_a_tune_of_two_objectives_says_it_would_pin_nothing_while_no_point_beats
     # miniBUDE's fasten_main, spills and registers from 0 bytes at 168 registers: every register cap spilled, the lines
     # said "would pin spill_bytes 72 bytes, registers 144" (the knee of the front, none of whose points beat the
     # defaults) and the tune pinned nothing. Only a point that beats the defaults on both is what it would pin.
-    from ciq_build.tune.progress import TuneProgress, configure_logging, reset_logging
-
     objectives = parse_objectives(["spill_bytes", "registers"])
     found = [(416.0, 104.0), (72.0, 144.0), (0.0, 160.0)]
     baseline = _point(-1, 0.0, 168.0)
-    said = tmp_path / "said.txt"
-    with said.open("w") as stream:
-        configure_logging(0, stream)
-        try:
-            progress = TuneProgress(len(found), 1, objectives, stream=stream, terminal=False)
-            loop = SearchLoop(Listed(len(found)), Found(found), ["w0"], opened_cache(tmp_path / "j.jsonl", objectives),
-                              controls_id, objectives, progress=progress, pick="knee", baseline=baseline.scores)
-            loop.run()
-        finally:
-            reset_logging()
-    lines = said.read_text().splitlines()
+    loop, lines = _searched_with_progress(tmp_path, objectives, found, baseline)
     assert len(lines) == 3, lines
     for line, points in zip(lines, ("1 point", "2 points")):
         assert f"| front: {points}; would pin nothing (none beats the defaults on every objective) |" in line, line
