@@ -200,7 +200,7 @@ def plan_architectures(target: str, architectures: str, gpu: int | None, asked: 
     `defaulted`: `architectures` are CMake's default (default_note, said of a CMake tree, `build_dir`)."""
     named = architecture_list(architectures)
     extra = {arch: flag for arch, flag in (flag_archs or {}).items() if arch not in named}
-    built = ";".join([architectures, *extra]) if architectures and extra else architectures or ";".join(extra)
+    built = ";".join(part for part in (architectures, *extra) if part)
     scored, why = scored_architecture(built, gpu, asked,
                                       "the benchmark GPU" if timed else "this machine's GPU")
     jit = None

@@ -53,8 +53,12 @@ def presence_tests(specs: Sequence[str], sources: Iterable[Path]) -> dict[str, s
     names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
     found: dict[str, str] = {}
     for path, number, word, rest, _open in _directives(sources):
-        tested = [rest.split()[0]] if word == "ifdef" and rest.split() else [
-            name for negated, name in _DEFINED.findall(rest) if not negated] if word in ("if", "elif") else []
+        if word == "ifdef":
+            tested = rest.split()[:1]
+        elif word in ("if", "elif"):
+            tested = [name for negated, name in _DEFINED.findall(rest) if not negated]
+        else:
+            tested = []
         for name in tested:
             if name in names:
                 found.setdefault(name, f"{path.name}:{number}")
