@@ -286,6 +286,19 @@ def test_cuda_extension_refuses_what_would_fail_mid_build() -> None:
     assert ext.cuda_architectures == ("90a", "100a-real")
 
 
+def test_an_argument_cuda_extension_does_not_take_is_refused_by_name_not_dropped() -> None:
+    # py-faster-rcnn's trial: ciq_objective= (singular) drew only setuptools' "Unknown Extension options" warning, in
+    # a plain build, and nothing at all from `list`/`tune`, which tuned the default objective instead.
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): ciq_objective= is not an argument of CudaExtension "
+                                          r"\(did you mean ciq_objectives\?\).*ciq_benchmark, "):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_objective=["registers"])
+    with pytest.raises(ConfigError, match=r"include_dir= .*did you mean include_dirs\?"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", include_dir=["inc"])
+    # setuptools' own arguments, those of its base (distutils) and its py_limited_api, are taken as before
+    ext = CudaExtension("m", ["k.cu"], ciq_target="k", optional=True, py_limited_api=False, swig_opts=[], language="c++")
+    assert ext.optional and ext.language == "c++"
+
+
 def test_extra_compile_args_reach_nvcc_only_as_a_dicts_nvcc_list() -> None:
     # cudamat's setup.py gave nvcc's flags as extra_compile_args (its own build_ext ran nvcc for every source):
     # moved to a CudaExtension of .cu files alone they reached no compile, without a word.
