@@ -11,6 +11,7 @@ import it from ciq_build.setuptools_ext.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ from ciq_build.compiler.architectures import split_arch, split_architectures
 from ciq_build.core.constraints import parse_constraints
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.params import parse_params
-from ciq_build.core.rules import is_target_name, load_rules
+from ciq_build.core.rules import is_target_name, load_rules, nearest
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import ConfigError, ToolchainError
 from ciq_build.project.manifest import args_set_problem
@@ -99,6 +100,7 @@ class CudaExtension(Extension):
                 f"CudaExtension({name!r}): nvcc_flags is a list of arguments, not the string {nvcc_flags!r}"
             )
         nvcc_seconds = _timeout(name, "nvcc_timeout", nvcc_timeout)
+        _refuse_unknown_arguments(name, kwargs)
         super().__init__(name, [os.fspath(s) for s in sources], *args, **kwargs)
         if not any(is_cuda_source(s) for s in self.sources):
             raise ConfigError(f"CudaExtension({name!r}) has no .cu source; list the kernels' .cu files in sources.")
@@ -141,6 +143,27 @@ class CudaExtension(Extension):
             raise ConfigError(f"CudaExtension({name!r}): {error}") from None
         self.ciq_timeout = ciq_seconds
         self.ciq_threads_per_block = _threads_per_block(name, ciq_threads_per_block, self.params)
+
+
+def _arguments(function: Any) -> set[str]:
+    return {p.name for p in inspect.signature(function).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
+
+
+def _refuse_unknown_arguments(name: str, given: Mapping[str, Any]) -> None:
+    """A keyword neither CudaExtension nor setuptools' Extension takes (`ciq_objective=`, singular) is refused by name:
+    setuptools only warns of an unknown option and drops it, so the tune went on with the defaults (spill_bytes)
+    and a plain build printed a UserWarning among nvcc's and gcc's lines."""
+    # setuptools' own Extension takes **kw and pops py_limited_api; distutils' (its base) names the rest
+    setuptools_arguments = {"py_limited_api"}.union(*(_arguments(vars(cls)["__init__"]) for cls in Extension.__mro__
+                                                      if "__init__" in vars(cls) and cls is not object))
+    ours = sorted(_arguments(CudaExtension.__init__) - setuptools_arguments)
+    for argument in sorted(set(given) - setuptools_arguments):
+        guess = nearest(argument, [*ours, *sorted(setuptools_arguments)])
+        hint = f" (did you mean {guess}?)" if guess else ""
+        raise ConfigError(f"CudaExtension({name!r}): {argument}= is not an argument of CudaExtension{hint}, and "
+                          f"setuptools' Extension would drop it; its own arguments are {', '.join(ours)} "
+                          "(docs/setuptools.md)")
 
 
 # The keys of a dict extra_compile_args (PyTorch's CUDAExtension's form; npcuda-example's setup.py has "gcc"): nvcc's
