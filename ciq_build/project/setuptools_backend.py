@@ -163,6 +163,11 @@ def build_candidate(argv: Sequence[str] | None = None) -> None:
     cmd.build_temp, cmd.build_lib, cmd.force = build_temp, build_lib, True
     cmd.candidate_options = Path(options)
     cmd.ensure_finalized()
+    if hasattr(cmd, "cython_c_in_temp"):
+        # Cython's build_ext (setuptools' base when Cython is installed) writes the C++ of a .pyx source beside it, in
+        # the project, where each worker's candidate wrote the same file at once (py-faster-rcnn's nms/gpu_nms.cpp):
+        # the tune warned that the source tree changed, and one worker could compile another's half-written file.
+        cmd.cython_c_in_temp = 1
     if mode == "compile":
         cmd.build_cuda_objects(ext)
         return

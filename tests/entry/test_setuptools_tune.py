@@ -134,6 +134,36 @@ def test_runtime_objective_runs_the_benchmark_on_each_candidates_module(project:
     assert not (project / "ciq").exists()  # --no-pin
 
 
+CYTHON_MODULE = """\
+cdef extern from "kern.h":
+    int kern_tile()
+
+def tile():
+    return kern_tile()
+"""
+
+
+@pytest.mark.slow
+def test_a_cython_module_beside_the_kernels_builds_in_the_candidates_tree_and_not_in_the_project(project: Path) -> None:
+    # py-faster-rcnn's gpu_nms (nms_kernel.cu beside gpu_nms.pyx): each worker's candidate wrote nms/gpu_nms.cpp into
+    # the project at once, and the tune warned that the source tree changed under it.
+    pytest.importorskip("Cython")
+    (project / "pkg" / "mod.cpp").unlink()
+    (project / "pkg" / "mod.pyx").write_text(CYTHON_MODULE)
+    setup = (project / "setup.py").read_text()
+    (project / "setup.py").write_text(setup.replace('"pkg/mod.cpp"', '"pkg/mod.pyx"').replace(
+        'depends=["pkg/kern.h"],', 'depends=["pkg/kern.h"], include_dirs=["pkg"], language="c++",'))
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
+    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree.configure(0)
+    built = tree.build(Controls(defines=(("CIQ_TILE", "8"),)), TIMEOUT)
+    assert built.ok, built.message
+    assert sorted(p.name for p in (project / "pkg").iterdir()) == ["__init__.py", "kern.cu", "kern.h", "mod.pyx"]
+    loaded = run([sys.executable, "-c", "import pkg._kern as k; print(k.tile())"], 60, cwd=tree.lib_dir)
+    assert loaded.ok and loaded.stdout.strip() == "8", loaded.output_tail()
+
+
 def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: Path, tmp_path: Path) -> None:
     assert _setuptools_project(None, project) == project.resolve()
     assert _setuptools_project(tmp_path / "elsewhere", None) == (tmp_path / "elsewhere").resolve()
