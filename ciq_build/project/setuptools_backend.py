@@ -163,6 +163,11 @@ def build_candidate(argv: Sequence[str] | None = None) -> None:
     cmd.build_temp, cmd.build_lib, cmd.force = build_temp, build_lib, True
     cmd.candidate_options = Path(options)
     cmd.ensure_finalized()
+    if hasattr(cmd, "cython_c_in_temp"):
+        # Cython's build_ext (setuptools' base when Cython is installed) writes the C++ of a .pyx source beside it, in
+        # the project, where each worker's candidate wrote the same file at once (py-faster-rcnn's nms/gpu_nms.cpp):
+        # the tune warned that the source tree changed, and one worker could compile another's half-written file.
+        cmd.cython_c_in_temp = 1
     if mode == "compile":
         cmd.build_cuda_objects(ext)
         return
@@ -191,7 +196,7 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
     return Manifest(
         target=ext.ciq_target, source_dir=project, binary_dir=binary, target_source_dir=project,
         target_binary_dir=binary, cuda_sources=tuple(project / s for s in cuda_sources), object_dir=object_dir,
-        benchmark=bench, metric_regex="", objectives=ext.ciq_objectives, params=ext.params,
+        benchmark=bench, metric_regex=ext.ciq_metric, metric_unit=ext.ciq_unit, objectives=ext.ciq_objectives, params=ext.params,
         search_space=ext.ciq_search_space, constraints=ext.ciq_constraints, seeds=ext.ciq_seeds, pin_dir=pin_dir,
         pin_file=_record(pin_dir, ext.ciq_target),
         timeout=ext.ciq_timeout, threads_per_block=ext.ciq_threads_per_block,
@@ -282,7 +287,8 @@ class ExtensionTree:
         assert bench is not None
         return BenchSpec(path=bench.path, args=tuple(bench.args), timeout=timeout, cwd=self.manifest.source_dir,
                          env=benchmark_env(self.lib_dir, self.manifest.source_dir, bench.args), required=required,
-                         args_sets=bench.args_sets, score=bench.score)
+                         args_sets=bench.args_sets, score=bench.score, metric_regex=self.manifest.metric_regex or None,
+                         metric_unit=self.manifest.metric_unit)
 
     def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
               benchmark: bool = True) -> CandidateBuild:

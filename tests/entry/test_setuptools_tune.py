@@ -26,7 +26,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.errors import ConfigError
-from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.bench import BenchSpec, run_once
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.proc import run
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain
@@ -132,6 +132,36 @@ def test_runtime_objective_runs_the_benchmark_on_each_candidates_module(project:
     assert outcome.baseline.metrics["tile"] == 64
     assert outcome.winner.metrics["tile"] == 8 and outcome.winner.runs >= 1
     assert not (project / "ciq").exists()  # --no-pin
+
+
+CYTHON_MODULE = """\
+cdef extern from "kern.h":
+    int kern_tile()
+
+def tile():
+    return kern_tile()
+"""
+
+
+@pytest.mark.slow
+def test_a_cython_module_beside_the_kernels_builds_in_the_candidates_tree_and_not_in_the_project(project: Path) -> None:
+    # py-faster-rcnn's gpu_nms (nms_kernel.cu beside gpu_nms.pyx): each worker's candidate wrote nms/gpu_nms.cpp into
+    # the project at once, and the tune warned that the source tree changed under it.
+    pytest.importorskip("Cython")
+    (project / "pkg" / "mod.cpp").unlink()
+    (project / "pkg" / "mod.pyx").write_text(CYTHON_MODULE)
+    setup = (project / "setup.py").read_text()
+    (project / "setup.py").write_text(setup.replace('"pkg/mod.cpp"', '"pkg/mod.pyx"').replace(
+        'depends=["pkg/kern.h"],', 'depends=["pkg/kern.h"], include_dirs=["pkg"], language="c++",'))
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
+    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree.configure(0)
+    built = tree.build(Controls(defines=(("CIQ_TILE", "8"),)), TIMEOUT)
+    assert built.ok, built.message
+    assert sorted(p.name for p in (project / "pkg").iterdir()) == ["__init__.py", "kern.cu", "kern.h", "mod.pyx"]
+    loaded = run([sys.executable, "-c", "import pkg._kern as k; print(k.tile())"], 60, cwd=tree.lib_dir)
+    assert loaded.ok and loaded.stdout.strip() == "8", loaded.output_tail()
 
 
 def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: Path, tmp_path: Path) -> None:
@@ -351,6 +381,28 @@ def test_ciq_score_and_the_args_sets_reach_each_candidates_benchmark(project: Pa
     assert spec.score == "worst"
     assert [(size, args[-2:]) for size, args in spec.args_sets] == [("small", ("--size", "small")),
                                                                     ("large", ("--size", "large"))]
+
+
+def test_a_benchmark_printing_its_own_format_is_read_through_ciq_metric_and_ciq_unit(project: Path) -> None:
+    # CMake's METRIC and UNIT, which a CudaExtension lacked (py-faster-rcnn's trial): ciq_metric= was dropped by
+    # setuptools with a warning, and a benchmark printing "nms: 2.5 TFLOPS" could not be tuned for time.
+    (project / "own_format.py").write_text('print("nms: 2.5 TFLOPS")\n')
+    setup = (project / "setup.py").read_text()
+    (project / "setup.py").write_text(setup.replace(
+        'ciq_benchmark=[sys.executable, "bench.py"],',
+        'ciq_benchmark=[sys.executable, "own_format.py"], ciq_metric=r"nms: ([0-9.]+) TFLOPS", ciq_unit="TFLOPS",'))
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
+    assert (manifest.metric_regex, manifest.metric_unit) == (r"nms: ([0-9.]+) TFLOPS", "TFLOPS")
+    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    measured = run_once(tree.bench_spec(60, ("time_ms",)))
+    assert measured.ok and measured.metrics["time_ms"] == pytest.approx(1000 / 2.5), measured.message
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): the ciq_metric regex 'took [^']*' has no group"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=["b"], ciq_metric=r"took [0-9.]+ ms")
+    with pytest.raises(ConfigError, match=r"ciq_metric reads the benchmark's output; add ciq_benchmark"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_metric=r"took ([0-9.]+) ms")
+    with pytest.raises(ConfigError, match=r"ciq_unit 'hours' is neither a time nor a rate"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_unit="hours")
 
 
 def _blocks(project: Path, declared: str) -> None:
