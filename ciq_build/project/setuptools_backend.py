@@ -31,7 +31,7 @@ import runpy
 import shlex
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,12 +171,47 @@ def build_candidate(argv: Sequence[str] | None = None) -> None:
     if mode == "compile":
         cmd.build_cuda_objects(ext)
         return
+    py = dist.get_command_obj("build_py")
+    py.build_lib = build_lib
+    py.ensure_finalized()
     if packaging:
-        py = dist.get_command_obj("build_py")
-        py.build_lib = build_lib
-        py.ensure_finalized()
         py.run()
     cmd.run()  # sets up the host compiler, then build_extension(ext): nvcc's objects linked into the module
+    _candidate_first(ext.name, Path(build_lib), Path(project), py.get_package_dir)
+
+
+# The __init__.py of a package holding a candidate's module, in the worker's lib/: the package's own, with the
+# project's folder of it after lib/'s on its __path__.
+CANDIDATE_PACKAGE_INIT = '''\
+# Written by ciq_build for a tune's candidate: this package's modules are looked up here first (the candidate's
+# build of its CUDA extension), then in the project's {source!r} (its other modules), whose __init__.py runs.
+__path__.append({source!r})
+__file__ = {init!r}  # as in the project: an __init__.py that finds its data files beside itself
+with open({init!r}, encoding="utf-8") as _ciq_init:
+    exec(compile(_ciq_init.read(), {init!r}, "exec"))
+del _ciq_init
+'''
+
+
+def _candidate_first(module: str, build_lib: Path, project: Path, package_dir: Callable[[str], str]) -> None:
+    """Make `import <module>` in the benchmark find the candidate's build in `build_lib`, before the project's.
+
+    The benchmark runs with lib/ and then the project on PYTHONPATH. A package of the project with an __init__.py
+    (py-faster-rcnn's nms/, holding gpu_nms) is a regular package, which Python takes over lib/'s nms/ of the
+    candidate's gpu_nms alone (a namespace portion) wherever it comes on the path: every candidate's benchmark
+    imported the project's own build (`build_ext --inplace`'s), and the tune compared one module with itself. A
+    copy of each such package's __init__.py in lib/ that also looks in the project's folder finds the candidate's
+    module first and the package's other modules (its other extensions, its .py files) where they are.
+    """
+    parts = module.split(".")[:-1]
+    for depth in range(1, len(parts) + 1):
+        source = (project / package_dir(".".join(parts[:depth]))).absolute()
+        init = source / "__init__.py"
+        if not init.is_file():
+            continue  # a namespace package in the project too: lib/'s portion comes first, as PYTHONPATH says
+        target = build_lib.joinpath(*parts[:depth], "__init__.py")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(CANDIDATE_PACKAGE_INIT.format(source=str(source), init=str(init)), encoding="utf-8")
 
 
 def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) -> Manifest:

@@ -134,6 +134,32 @@ def test_runtime_objective_runs_the_benchmark_on_each_candidates_module(project:
     assert not (project / "ciq").exists()  # --no-pin
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("packages", ["declared", "left out"])
+def test_the_benchmark_imports_the_candidates_module_not_one_built_in_the_project(project: Path, packages: str) -> None:
+    # py-faster-rcnn's setup.py names no packages: lib/ held nms/gpu_nms.so alone, a namespace portion, and the
+    # project's nms/ (a regular package) was taken instead, with its `build_ext --inplace` module: every candidate's
+    # benchmark measured that one. pkg/_kern.py stands in for such an in-place build here.
+    (project / "pkg" / "_kern.py").write_text("def tile():\n    return -1\n")
+    (project / "pkg" / "helper.py").write_text('NAME = "the project module"\n')
+    if packages == "left out":
+        setup = (project / "setup.py").read_text()
+        (project / "setup.py").write_text(setup.replace('packages=["pkg"],', ""))
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
+    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree.configure(0)
+    built = tree.build(Controls(defines=(("CIQ_TILE", "8"),)), TIMEOUT)
+    assert built.ok, built.message
+    measured = run_once(tree.bench_spec(60, ("time_ms",)))
+    assert measured.ok and measured.metrics["tile"] == 8, measured.output_tail
+    # the package's other modules are still found, in the project
+    spec = tree.bench_spec(60, ())
+    found = run([sys.executable, "-c", "import pkg.helper; print(pkg.helper.NAME)"], 60, cwd=project, env={
+        **os.environ, **(spec.env or {})})
+    assert found.ok and found.stdout.strip() == "the project module", found.output_tail()
+
+
 CYTHON_MODULE = """\
 cdef extern from "kern.h":
     int kern_tile()
