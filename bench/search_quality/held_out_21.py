@@ -24,12 +24,12 @@ problem and engine; 100 seeds for a claim.
   (more than the budget), the optimum about 4.4% better than the defaults, an
   asynchronous-copy flag that pays only with 3 or more stages and a wide-store
   flag only with a block of 256, judged by the true time of the pick;
-* acf52: an ACF-like space of 52 parameters: a flag costing unless a choice
+* acf52v: an ACF-like space of 52 parameters: a flag costing unless a choice
   takes one value, a pair of flags, a triple helping only whole, a range best
   low (at 5), a flag helping only with another range at 4 or less, a choice's
   last value; failures of a flag with a choice's value, a flag with a range
   above 13, a flag with another range below 3, and a scattered 2%;
-* acf58: an ACF-like space of 58 parameters: a flag costing unless a numeric
+* acf58e: an ACF-like space of 58 parameters: a flag costing unless a numeric
   choice is at most 2, a flag helping only with a range at 18 or more, two
   flags that overlap (either helps, both cost), a pair of flags, a choice's
   value; failures of a flag with a choice's value, two ranges summing too
@@ -41,9 +41,9 @@ were checked, by sampling each objective (no search ran on them before
 their before run): a uniform draw (each knockout at its probability) is on
 target with probability 0.099% (decoy2t, by the true score), 0.11%
 (decoy9d), 0.031% (pridge21t; the product above 16,384 fails in 12%), 0.10%
-(noisy21, by the true time), 0.0010% (acf52; 17% fail) and 0.0020% (acf58;
+(noisy21, by the true time), 0.0010% (acf52v; 17% fail) and 0.0020% (acf58e;
 21% fail), 100,000 draws each. Sampling changed one problem once, before any
-search ran: acf52's third failure was h3 with h30 (36% of draws failed), and
+search ran: acf52v's third failure was h3 with h30 (36% of draws failed), and
 became h3 with r4 below 3.
 """
 
@@ -236,7 +236,7 @@ ACF52_BEST: dict[str, Any] = {"h4": "--acf21a-4", "k3": "y", "h9": "--acf21a-9",
 ACF52_OPTIMUM = 0.986 * 0.984 * 0.982 * 0.986 * 0.989 * 0.988
 
 ACF_52 = Problem(
-    "acf52 (ACF-like, 11 of 52 matter, a flag needing a choice's value, a pair, a triple, a flag needing a range low)",
+    "acf52v (ACF-like, 11 of 52 matter, a flag needing a choice's value, a pair, a triple, a flag needing a range low)",
     _acf52_space(),
     _acf52,
     ACF52_OPTIMUM * 1.01,  # within 1% of the optimum
@@ -284,7 +284,7 @@ ACF58_BEST: dict[str, Any] = {"e6": "--acf21b-6", "n2": 2, "e14": "--acf21b-14",
 ACF58_OPTIMUM = 0.987 * 0.985 * 0.989 * 0.986 * 0.988
 
 ACF_58 = Problem(
-    "acf58 (ACF-like, 8 of 58 matter, a flag needing a numeric choice low, a flag needing a range high, overlapping "
+    "acf58e (ACF-like, 8 of 58 matter, a flag needing a numeric choice low, a flag needing a range high, overlapping "
     "flags, a pair)",
     _acf58_space(),
     _acf58,
