@@ -187,7 +187,9 @@ def _setuptools_project(setuptools: Path | None, source_dir: Path | None) -> Pat
     """
     if setuptools is not None:
         return Path(setuptools).resolve()
-    if source_dir is not None and (source_dir / "setup.py").is_file() and not (source_dir / "CMakeLists.txt").exists():
+    from ciq_build.project.backend import is_setuptools_project
+
+    if source_dir is not None and is_setuptools_project(source_dir):
         return Path(source_dir).resolve()
     return None
 

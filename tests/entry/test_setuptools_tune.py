@@ -255,6 +255,19 @@ def test_list_shows_the_targets_of_setup_py_and_refuses_a_project_without_any(pr
     assert "tune --all: " in capsys.readouterr().err
 
 
+def test_report_of_a_setuptools_project_reads_its_pin_from_its_build_folder(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # py-faster-rcnn's trial: `report nms -B build` (as docs/setuptools.md says) asked CMake where the pin was, found
+    # no CMakeCache.txt, and reported "pinned record: none (nothing pinned yet)" beside the project's ciq/nms.json.
+    (project / "ciq").mkdir()
+    (project / "ciq" / "kern.json").write_text(json.dumps({
+        "schema": 1, "target": "kern", "controls": {"flags": ["-maxrregcount=32"], "defines": {}},
+        "toolchain": {"cuda": "13.3", "architectures": ["90a"]}}))
+    for build_dir, source in ((project / "build", []), (project / "elsewhere", ["-S", str(project)])):
+        assert main(["report", "kern", "-B", str(build_dir), *source, "--format", "markdown"]) == 0
+        assert f"- pinned record: {project / 'ciq' / 'kern.json'}" in capsys.readouterr().out
+
+
 def test_ray_is_refused_for_a_setuptools_project_before_anything_is_built(project: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tune", "kern", "--setuptools", str(project), "--executor", "ray"]) == 2
