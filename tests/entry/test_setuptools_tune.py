@@ -193,6 +193,13 @@ def test_a_cython_module_beside_the_kernels_builds_in_the_candidates_tree_and_no
 def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: Path, tmp_path: Path) -> None:
     assert _setuptools_project(None, project) == project.resolve()
     assert _setuptools_project(tmp_path / "elsewhere", None) == (tmp_path / "elsewhere").resolve()
+    # -B <project>/build (or the ./build assumed, in the project) without -S: py-faster-rcnn's trial ran `list` in
+    # the project and was told "build is not a configured CMake build tree ... configure it first (cmake ...)"
+    assert _setuptools_project(None, None, project / "build") == project.resolve()
+    assert main(["list", "-B", str(project / "build")]) == 0
+    (project / "build").mkdir(exist_ok=True)
+    (project / "build" / "CMakeCache.txt").write_text("")
+    assert _setuptools_project(None, None, project / "build") is None  # a configured CMake tree stays CMake's
     (project / "CMakeLists.txt").write_text("project(x)\n")
     assert _setuptools_project(None, project) is None  # a CMake project that also has a setup.py: CMake's
 
