@@ -69,7 +69,7 @@ class CudaExtension(Extension):
         name: str,
         sources: Sequence[str | os.PathLike[str]],
         *args: Any,
-        ciq_target: str,
+        ciq_target: str | None = None,
         pin_dir: str | os.PathLike[str] = "ciq",
         cuda_architectures: Iterable[str] = (),
         nvcc_flags: Iterable[str] = (),
@@ -89,6 +89,15 @@ class CudaExtension(Extension):
         ciq_unit: str = DEFAULT_METRIC_UNIT,
         **kwargs: Any,
     ) -> None:
+        if ciq_target is None:
+            # Cython's cythonize() remakes each extension it is given from its setuptools arguments alone
+            # (`type(ext)(name=..., sources=...)`): Python's own "missing 1 required keyword-only argument:
+            # 'ciq_target'" blamed a setup.py that gave it.
+            raise ConfigError(
+                f"CudaExtension({name!r}) needs ciq_target=, the tuned target's name. Given in setup.py? Cython's "
+                "cythonize() remakes each extension without it: list the .pyx in the CudaExtension's sources and "
+                "leave it out of cythonize() (setuptools cythonizes it, with Cython installed)"
+            )
         if not is_target_name(ciq_target):
             raise ConfigError(
                 f"CudaExtension({name!r}): ciq_target {ciq_target!r} must be a plain target name "

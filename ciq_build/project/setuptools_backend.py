@@ -44,6 +44,7 @@ from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.project import environment
+from ciq_build.project.backend import SETUPTOOLS_BUILD_FOLDER
 from ciq_build.project.cuda_extension import CudaExtension, explicit_nvcc, is_cuda_source, object_for
 from ciq_build.project.manifest import (
     SETUPTOOLS_GENERATOR,
@@ -64,7 +65,7 @@ from ciq_build.project.worker import (
 )
 
 # Where setuptools builds by default; ciq_build's journal, lock and scratch trees go in its ciq/ folder.
-BUILD_FOLDER = "build"
+BUILD_FOLDER = SETUPTOOLS_BUILD_FOLDER
 # The worker folder's parts: objects as the plain build's build_temp lays them out, and the linked module.
 OBJECT_FOLDER = "objects"
 LIB_FOLDER = "lib"

@@ -299,6 +299,14 @@ def test_an_argument_cuda_extension_does_not_take_is_refused_by_name_not_dropped
     assert ext.optional and ext.language == "c++"
 
 
+def test_a_cuda_extension_remade_without_ciq_target_says_what_remade_it() -> None:
+    # cythonize([CudaExtension(...)]) in setup.py: Cython remakes each extension from its setuptools arguments alone,
+    # and Python said "missing 1 required keyword-only argument: 'ciq_target'" of a setup.py that gave it.
+    with pytest.raises(ConfigError, match=r"CudaExtension\('nms.gpu_nms'\) needs ciq_target=.*cythonize\(\).*list "
+                                          r"the \.pyx in the CudaExtension's sources and leave it out of cythonize\(\)"):
+        CudaExtension(name="nms.gpu_nms", sources=["nms/nms_kernel.cu", "nms/gpu_nms.cpp"], language="c++")
+
+
 def test_extra_compile_args_reach_nvcc_only_as_a_dicts_nvcc_list() -> None:
     # cudamat's setup.py gave nvcc's flags as extra_compile_args (its own build_ext ran nvcc for every source):
     # moved to a CudaExtension of .cu files alone they reached no compile, without a word.

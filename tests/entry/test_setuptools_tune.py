@@ -193,6 +193,13 @@ def test_a_cython_module_beside_the_kernels_builds_in_the_candidates_tree_and_no
 def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: Path, tmp_path: Path) -> None:
     assert _setuptools_project(None, project) == project.resolve()
     assert _setuptools_project(tmp_path / "elsewhere", None) == (tmp_path / "elsewhere").resolve()
+    # -B <project>/build (or the ./build assumed, in the project) without -S: py-faster-rcnn's trial ran `list` in
+    # the project and was told "build is not a configured CMake build tree ... configure it first (cmake ...)"
+    assert _setuptools_project(None, None, project / "build") == project.resolve()
+    assert main(["list", "-B", str(project / "build")]) == 0
+    (project / "build").mkdir(exist_ok=True)
+    (project / "build" / "CMakeCache.txt").write_text("")
+    assert _setuptools_project(None, None, project / "build") is None  # a configured CMake tree stays CMake's
     (project / "CMakeLists.txt").write_text("project(x)\n")
     assert _setuptools_project(None, project) is None  # a CMake project that also has a setup.py: CMake's
 
@@ -253,6 +260,19 @@ def test_list_shows_the_targets_of_setup_py_and_refuses_a_project_without_any(pr
     assert "setup.py has no CudaExtension with a ciq_target" in capsys.readouterr().out
     assert main(["tune", "--all", "-S", str(bare)]) == 2
     assert "tune --all: " in capsys.readouterr().err
+
+
+def test_report_of_a_setuptools_project_reads_its_pin_from_its_build_folder(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # py-faster-rcnn's trial: `report nms -B build` (as docs/setuptools.md says) asked CMake where the pin was, found
+    # no CMakeCache.txt, and reported "pinned record: none (nothing pinned yet)" beside the project's ciq/nms.json.
+    (project / "ciq").mkdir()
+    (project / "ciq" / "kern.json").write_text(json.dumps({
+        "schema": 1, "target": "kern", "controls": {"flags": ["-maxrregcount=32"], "defines": {}},
+        "toolchain": {"cuda": "13.3", "architectures": ["90a"]}}))
+    for build_dir, source in ((project / "build", []), (project / "elsewhere", ["-S", str(project)])):
+        assert main(["report", "kern", "-B", str(build_dir), *source, "--format", "markdown"]) == 0
+        assert f"- pinned record: {project / 'ciq' / 'kern.json'}" in capsys.readouterr().out
 
 
 def test_ray_is_refused_for_a_setuptools_project_before_anything_is_built(project: Path,
