@@ -211,7 +211,7 @@ confirm() {  # the defaults and every pin, interleaved, from a copy of the tree 
     [ "$dry" = 0 ] && ln -sfn "$clone/ciq_build" /tmp/ciq-path/ciq_build
     echo "== confirm: defaults, ${arms[*]} ($ROUNDS interleaved rounds, $(left) s left)"
     (cd "$clone" && "$python" bench/public_kernels/confirm.py --source "$src" --target "$target" --benchmark "$bench" \
-            --nvcc "$nvcc" --rounds "$ROUNDS" --work "/tmp/$name-confirm" --json "$res/confirm.json" \
+            --nvcc "$nvcc" --rounds "$ROUNDS" --time-limit $(( $(left) - 20 )) --work "/tmp/$name-confirm" --json "$res/confirm.json" \
             "${others[@]}" -- "${args[@]}") 2>&1 | tee "$res/confirm.log" | tail -12
     [ "$dry" = 0 ] && ln -sfn "$here/ciq_build" /tmp/ciq-path/ciq_build
     echo "${arms[*]}" > "$res/confirmed_arms.txt"
