@@ -40,7 +40,13 @@ from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before, pins_the_same
-from ciq_build.tune.runner import DESCRIBED_REGISTERS_METRIC, DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
+from ciq_build.tune.runner import (
+    DESCRIBED_REGISTERS_METRIC,
+    DESCRIBED_SHARED_METRIC,
+    DYNAMIC_SHARED_METRIC,
+    THREADS_METRIC,
+    BuildRunner,
+)
 from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
@@ -417,7 +423,10 @@ def occupancy_steps(confirmation: Confirmation, objectives: Sequence[Objective],
     else:
         several = (f" (the kernels {whose} scores)" if whose else
                    " (the most registers and shared memory of any kernel)" if kernels > 1 else "")
-    return f"sm_{arch}, {steps}{several}"
+    dynamic = int(described.metrics.get(DYNAMIC_SHARED_METRIC, 0))
+    left_out = (f"; {dynamic} of the kernels use dynamic shared memory, which this leaves out: they may hold fewer "
+                "blocks an SM" if dynamic else "")
+    return f"sm_{arch}, {steps}{several}{left_out}"
 
 
 def _check_failed_text(checked: WinnerCheck | None, setuptools: bool) -> str:
