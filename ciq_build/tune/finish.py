@@ -47,7 +47,7 @@ from ciq_build.tune.runner import (
     THREADS_METRIC,
     BuildRunner,
 )
-from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
+from ciq_build.tune.summary import improved_objectives, next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
 from ciq_build.tune.without_effect import knobs_without_effect, params_without_effect, without_effect_lines
@@ -316,6 +316,7 @@ class Finish:
                           or _check_failed_text(checked, self.manifest.setuptools) or next_without_a_pin(
                               objectives, self.settings.search, self.pinning, confirmation.better,
                               int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores,
+                              improved_objectives(objectives, confirmation.baseline_scores, searched.evaluations),
                               setuptools=self.manifest.setuptools),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(), winner=confirmation.better,
