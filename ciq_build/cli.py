@@ -179,22 +179,24 @@ _TUNE_WHAT = ("tune needs a target or --all (not both): `python -m ciq_build tun
               "registered with ciq_tune_target(); `python -m ciq_build list -B <build>` lists them")
 
 
-def _setuptools_project(setuptools: Path | None, source_dir: Path | None) -> Path | None:
-    """The setuptools project a command is pointed at: --setuptools, or a -S folder with a setup.py and no
-    CMakeLists.txt.
+def _setuptools_project(setuptools: Path | None, source_dir: Path | None,
+                        build_dir: Path = Path(IMPLICIT_BUILD_DIR)) -> Path | None:
+    """The setuptools project a command is pointed at: --setuptools, a -S folder with a setup.py and no
+    CMakeLists.txt, or without -S such a folder's build/ as -B (given, or the ./build assumed: `list`, run in the
+    project, said "build is not a configured CMake build tree" and told a setuptools user to run cmake).
 
     Decided here, so that a CMake project never imports setuptools (ciq_build.project.setuptools_backend does).
     """
     if setuptools is not None:
         return Path(setuptools).resolve()
-    if source_dir is not None and (source_dir / "setup.py").is_file() and not (source_dir / "CMakeLists.txt").exists():
-        return Path(source_dir).resolve()
-    return None
+    from ciq_build.project.backend import setuptools_project_of
+
+    return setuptools_project_of(build_dir, source_dir)
 
 
 def _backend(args: argparse.Namespace) -> BuildBackend:
     """The project the command is pointed at, as the build backend every command below works through."""
-    project = _setuptools_project(args.setuptools, args.source_dir)
+    project = _setuptools_project(args.setuptools, args.source_dir, args.build_dir)
     if project is not None:
         from ciq_build.project.setuptools_backend import SetuptoolsBackend
 
@@ -289,7 +291,7 @@ def _run(argv: Sequence[str] | None) -> int:
     except CiqError as error:
         print(f"ciq_build: error: {error}", file=sys.stderr)
         if build_dir_implicit and not (args.build_dir / "CMakeCache.txt").is_file() and not _setuptools_project(
-                getattr(args, "setuptools", None), args.source_dir):
+                getattr(args, "setuptools", None), args.source_dir, args.build_dir):
             print(f"ciq_build: {_IMPLICIT_BUILD}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:

@@ -232,6 +232,19 @@ def _stale(obj: Path, inputs: Iterable[Path]) -> bool:
     return False
 
 
+def host_extension(ext: CudaExtension) -> Extension:
+    """A plain setuptools Extension with everything `ext` has, for setuptools to build the host sources and link.
+
+    Plain, not a copy of the CudaExtension: with Cython installed, setuptools' build_ext is Cython's, which
+    cythonizes a .pyx source (py-faster-rcnn's gpu_nms.pyx beside its nms_kernel.cu) by making a new extension
+    of the same class from the distutils arguments alone (`type(ext)(name=..., sources=...)`); a CudaExtension
+    cannot be made without its ciq_target, and the build failed with a TypeError.
+    """
+    host = Extension.__new__(Extension)
+    host.__dict__.update(copy.copy(ext).__dict__)
+    return host
+
+
 class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for the command
     """setuptools' build_ext, compiling a CudaExtension's .cu files with nvcc and the target's pin."""
 
@@ -291,7 +304,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
                 )
             atomic_write(stamp, signature)
 
-        host_ext = copy.copy(ext)
+        host_ext = host_extension(ext)
         host_ext.sources = [s for s in ext.sources if not is_cuda_source(s)]
         # nvcc's objects are C++ (as is the static cudart): link with the C++ driver, which adds libstdc++, even
         # where no host source says so (an extension of .cu files alone would else link with the C driver and

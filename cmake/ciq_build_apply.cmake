@@ -81,11 +81,16 @@ endfunction()
 # architectures whose machine code its own nvcc flags ask for, which are then all it builds (miniBUDE's
 # `-arch=sm_90` in CMAKE_CUDA_FLAGS: a pin measured on sm_90 was said to be "tuned for nvcc's default" and
 # applied to a build for sm_80). The flags read are CMAKE_CUDA_FLAGS, CMAKE_CUDA_FLAGS_<CONFIG> (a
-# single-config build's) and the target's COMPILE_OPTIONS outside generator expressions; the options and
-# spellings those of flag_architectures in ciq_build/compiler/architectures.py.
+# single-config build's) and the target's COMPILE_OPTIONS, plain or as $<$<COMPILE_LANGUAGE:CUDA>:...>; the
+# options and spellings the rule book's (_ciq_rules_flag_architectures). Configure cannot evaluate other
+# generator expressions: where CUDA_ARCHITECTURES holds one, or they name none and an option that may reach
+# nvcc puts an architecture option (-arch, -gencode, ...) inside one, configure stops and says what to write,
+# rather than check a pin against architectures it guessed.
 function(_ciq_build_architectures out target)
   get_target_property(architectures ${target} CUDA_ARCHITECTURES)
-  if(architectures)
+  if(architectures MATCHES "[$]<")
+    _ciq_unread_architectures(${target} "its CUDA_ARCHITECTURES '${architectures}' hold a generator expression")
+  elseif(architectures)
     set(${out} "${architectures}" PARENT_SCOPE)
     return()
   endif()
@@ -93,38 +98,44 @@ function(_ciq_build_architectures out target)
   separate_arguments(flags NATIVE_COMMAND "${CMAKE_CUDA_FLAGS} ${CMAKE_CUDA_FLAGS_${config}}")
   get_target_property(options ${target} COMPILE_OPTIONS)
   foreach(option IN LISTS options)
+    set(written "${option}")
     if(option MATCHES "^[$]<[$]<COMPILE_LANGUAGE:CUDA>:([^$]*)>$")  # CUDA's alone, as a CMakeLists writes them
       set(option "${CMAKE_MATCH_1}")
+    elseif(option MATCHES "^[$]<[$]<COMPILE_LANGUAGE:([A-Za-z_]+)>:" AND NOT CMAKE_MATCH_1 STREQUAL "CUDA")
+      continue()  # another language's alone: never nvcc's
     endif()
-    if(option MATCHES "^SHELL:(.*)$")
+    if(option MATCHES "[$]<")
+      # Its words, as far as they can be told apart without evaluating it: an architecture option among them
+      # chooses machine code that configure cannot see.
+      string(REGEX REPLACE "[$<>:, \t]+" ";" words "${option}")
+      foreach(word IN LISTS words)
+        string(REGEX REPLACE "=.*$" "" word "${word}")
+        _ciq_rules_matches(chooses arch_option "${word}")
+        if(chooses)
+          _ciq_unread_architectures(${target} "CUDA_ARCHITECTURES names none, and its compile option "
+            "'${written}' sets ${word} inside a generator expression")
+        endif()
+      endforeach()
+    elseif(option MATCHES "^SHELL:(.*)$")
       separate_arguments(words NATIVE_COMMAND "${CMAKE_MATCH_1}")
       list(APPEND flags ${words})
-    elseif(option AND NOT option MATCHES "[$]<")
+    elseif(option)
       list(APPEND flags "${option}")
     endif()
   endforeach()
-  set(found "")
-  set(value_next FALSE)
-  foreach(flag IN LISTS flags)
-    set(value "")
-    if(value_next)
-      set(value "${flag}")
-      set(value_next FALSE)
-    elseif(flag MATCHES "^(-arch|--gpu-architecture|-gencode|--generate-code|-code|--gpu-code)(=(.*))?$")
-      if("${CMAKE_MATCH_2}" STREQUAL "")
-        set(value_next TRUE)
-      else()
-        set(value "${CMAKE_MATCH_3}")
-      endif()
-    endif()
-    string(REGEX MATCHALL "sm_[0-9]+[a-z]?" codes "${value}")
-    foreach(code IN LISTS codes)
-      string(REPLACE "sm_" "" code "${code}")
-      list(APPEND found "${code}")
-    endforeach()
-  endforeach()
-  list(REMOVE_DUPLICATES found)
+  _ciq_rules_flag_architectures(found ${flags})
   set(${out} "${found}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_unread_architectures(<target> <why>...): stop configure, in one line, where the architectures <target>
+# builds cannot be read (_ciq_build_architectures): why, and what to write instead.
+function(_ciq_unread_architectures target)
+  string(CONCAT why ${ARGN})
+  _ciq_call_site(site ${target})
+  message(FATAL_ERROR "${site}ciq_tune_target(${target}): cannot read which architectures ${target} builds: "
+    "${why}, which configure cannot evaluate. Name the architectures in CUDA_ARCHITECTURES, without a "
+    "generator expression: set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES 90), or "
+    "-DCMAKE_CUDA_ARCHITECTURES=90.")
 endfunction()
 
 # _ciq_ptxas_version(<out>): the major.minor of the ptxas beside the CUDA

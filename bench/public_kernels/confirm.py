@@ -17,6 +17,7 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -68,6 +69,9 @@ def main() -> int:
     parser.add_argument("--benchmark", required=True)
     parser.add_argument("--nvcc")
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--time-limit", type=float, metavar="S",
+                        help="stop before a round that would end past S seconds from the start, builds included "
+                             "(said): a call's budget then ends with the rounds that fit, not with nothing")
     parser.add_argument("--work", type=Path, default=Path("/tmp/ciq-confirm-ci"))
     parser.add_argument("--json", type=Path)
     parser.add_argument("--arm", action="append", default=[], metavar="NAME=CMAKE_ARG",
@@ -75,6 +79,7 @@ def main() -> int:
                              "e.g. the winner's -D params alone; timed in the same rotation")
     parser.add_argument("bench_args", nargs="*")
     o = parser.parse_args()
+    deadline = None if o.time_limit is None else time.monotonic() + o.time_limit
 
     dirs = {"defaults": o.work / f"{o.target}-defaults", "pinned": o.work / f"{o.target}-pinned"}
     extra = {}
@@ -95,9 +100,15 @@ def main() -> int:
     samples: dict[str, list[float]] = {name: [] for name in dirs}
     names = list(dirs)
     for index in range(o.rounds):  # A B, B A, ... (with more arms: each order reversed in turn)
+        started = time.monotonic()
         order = names if index % 2 == 0 else names[::-1]
         for name in order:
             samples[name].append(run(exes[name], o.bench_args, metric_regex, metric_unit))
+        # Another round as long as this one would end past the limit: stop with the whole rounds done.
+        if deadline is not None and index + 1 < o.rounds and 2 * time.monotonic() - started > deadline:
+            print(f"stopped after {index + 1} of {o.rounds} rounds: another would end past --time-limit "
+                  f"{o.time_limit:.0f} s")
+            break
     a, b = np.array(samples["defaults"]), np.array(samples["pinned"])
     ratio = float(np.median(b) / np.median(a))
     lo, hi = bootstrap_ratio(a, b)

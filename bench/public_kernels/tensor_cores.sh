@@ -30,7 +30,8 @@
 # checkout's .venv (compileiq). No figure of a dry run is a GPU claim.
 #
 # Env: ARM_S, CONFIRM_S (150), STAGE1 (knobs,params: the staged and reverse arms' knobs + params stage, e.g. params: a
-# small grid of tiles listed whole in a few evaluations, the ACF stage then getting what it leaves), STRATEGY (the knobs arm's `tune --strategy`; unset: the space's default), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
+# small grid of tiles listed whole in a few evaluations, the ACF stage then getting what it leaves), STAGE3 (unset: none; e.g.
+# knobs: a third stage of the staged arm, on top of the best of the two before it, ACF included), STRATEGY (the knobs arm's `tune --strategy`; unset: the space's default), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
 # STAGE_FROM (best: the staged and reverse arms' `tune --stage-from`; both is tune's default), NCU (1), PEER (hgemm, or attention: bench/peers/flashinfer's FA2 prefill, no cuBLAS; attention-hd256: the same
 # at head dimension 256, 16 heads; attention-hd64: at 64, 64 heads; sgemm and attn-fp32, the FP32
 # peers of campaign.sh, bench/peers/sgemm and bench/peers/flash-attention-minimal: the same arms on every kernel), SIZE (8192: the HGEMM's),
@@ -170,7 +171,8 @@ search() {  # step (the strategy: each space's default, compileiq for the ACF sp
     case $1 in
     knobs) arm knobs "$ARM_S" --controls knobs --controls params ${STRATEGY:+--strategy "$STRATEGY"} ;;
     acf) arm acf "$ARM_S" --controls ptxas-acf:13.3 ;;
-    staged) arm staged $(( 2 * ARM_S )) --stage "$STAGE1" --stage ptxas-acf:13.3 --stage-from "${STAGE_FROM:-best}" ;;
+    staged) arm staged $(( 2 * ARM_S )) --stage "$STAGE1" --stage ptxas-acf:13.3 ${STAGE3:+--stage "$STAGE3"} \
+                --stage-from "${STAGE_FROM:-best}" ;;
     reverse) arm reverse $(( 2 * ARM_S )) --stage ptxas-acf:13.3 --stage "$STAGE1" --stage-from "${STAGE_FROM:-best}" ;;
     joint) arm joint $(( 2 * ARM_S )) --controls knobs --controls params --controls ptxas-acf:13.3 \
                --strategy compileiq ;;
@@ -209,7 +211,7 @@ confirm() {  # the defaults and every pin, interleaved, from a copy of the tree 
     [ "$dry" = 0 ] && ln -sfn "$clone/ciq_build" /tmp/ciq-path/ciq_build
     echo "== confirm: defaults, ${arms[*]} ($ROUNDS interleaved rounds, $(left) s left)"
     (cd "$clone" && "$python" bench/public_kernels/confirm.py --source "$src" --target "$target" --benchmark "$bench" \
-            --nvcc "$nvcc" --rounds "$ROUNDS" --work "/tmp/$name-confirm" --json "$res/confirm.json" \
+            --nvcc "$nvcc" --rounds "$ROUNDS" --time-limit $(( $(left) - 20 )) --work "/tmp/$name-confirm" --json "$res/confirm.json" \
             "${others[@]}" -- "${args[@]}") 2>&1 | tee "$res/confirm.log" | tail -12
     [ "$dry" = 0 ] && ln -sfn "$here/ciq_build" /tmp/ciq-path/ciq_build
     echo "${arms[*]}" > "$res/confirmed_arms.txt"

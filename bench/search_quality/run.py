@@ -22,7 +22,7 @@ others' (lower is better; "<=" marks a ratio against a censored median, i.e.
 an upper bound). Goals (issue 10): ours/random <= 0.5 and ours/compileiq <= 0.8.
 
 Problems: the tuning set (problems.py: a change may be chosen on them) and
-the held-out sets (held_out.py, held_out_2.py ... held_out_20.py: each written before a change,
+the held-out sets (held_out.py, held_out_2.py ... held_out_21.py: each written before a change,
 a claim about the search is made on them only); ``--set`` picks one. ``--baseline REV`` adds
 the genetic search of a git revision (its ``ciq_build/search/evolution.py``)
 as row ``ga@REV``: before and after in one run, same seeds.
@@ -78,6 +78,7 @@ from bench.search_quality.held_out_17 import HELD_OUT_17  # noqa: E402
 from bench.search_quality.held_out_18 import HELD_OUT_18  # noqa: E402
 from bench.search_quality.held_out_19 import HELD_OUT_19  # noqa: E402
 from bench.search_quality.held_out_20 import HELD_OUT_20  # noqa: E402
+from bench.search_quality.held_out_21 import HELD_OUT_21  # noqa: E402
 from bench.search_quality.problems import TUNING, Problem  # noqa: E402
 from bench.search_quality.stats import fisher_exact, mann_whitney, mean_interval  # noqa: E402
 from ciq_build import INVALID_SCORE, Search, SearchConfiguration  # noqa: E402
@@ -258,6 +259,16 @@ class OursAt:
                 measured.calls = calls
             runs.append((Run(scores, pick), measured))
         return runs
+
+
+# The problem sets by --set name. A problem is named by its short name (its first word) across all of them: OursAt's
+# subprocess finds it in "all" by that name alone.
+_HELD_OUT_SETS = [HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, HELD_OUT_6, HELD_OUT_7, HELD_OUT_8,
+                  HELD_OUT_9, HELD_OUT_10, HELD_OUT_11, HELD_OUT_12, HELD_OUT_13, HELD_OUT_14, HELD_OUT_15, HELD_OUT_16,
+                  HELD_OUT_17, HELD_OUT_18, HELD_OUT_19, HELD_OUT_20, HELD_OUT_21]
+SETS: dict[str, list[Problem]] = {"tuning": TUNING, "held-out": HELD_OUT}
+SETS |= {f"held-out-{n}": problems for n, problems in enumerate(_HELD_OUT_SETS[1:], start=2)}
+SETS["all"] = TUNING + [problem for problems in _HELD_OUT_SETS for problem in problems]
 
 
 RANDOM_HORIZON = 20  # random search runs this many budgets, only to locate its evaluations-to-target
@@ -612,10 +623,7 @@ def main(argv: list[str] | None = None) -> int:
                              "evaluations-to-target beyond the budget, as random search's 20 (default 1)")
     parser.add_argument("--no-optuna", action="store_true",
                         help="leave out Optuna's strategies (tpe, nsga2), measured when Optuna is installed")
-    parser.add_argument("--set", choices=("tuning", "held-out", "held-out-2", "held-out-3", "held-out-4", "held-out-5",
-                                          "held-out-6", "held-out-7", "held-out-8", "held-out-9", "held-out-10", "held-out-11",
-                                          "held-out-12", "held-out-13", "held-out-14", "held-out-15", "held-out-16",
-                                          "held-out-17", "held-out-18", "held-out-19", "held-out-20", "all"),
+    parser.add_argument("--set", choices=tuple(SETS),
                         default="all",
                         help="the tuning set (problems.py), the first held-out set (held_out.py), the second "
                              "(held_out_2.py), the third (held_out_3.py), the fourth (held_out_4.py), the fifth "
@@ -624,7 +632,8 @@ def main(argv: list[str] | None = None) -> int:
                              "(held_out_11.py), the twelfth (held_out_12.py), the thirteenth (held_out_13.py), the "
                              "fourteenth (held_out_14.py), the fifteenth (held_out_15.py), the sixteenth "
                              "(held_out_16.py), the seventeenth (held_out_17.py), the eighteenth (held_out_18.py), "
-                             "the nineteenth (held_out_19.py), the twentieth (held_out_20.py) or all twenty-one (default)")
+                             "the nineteenth (held_out_19.py), the twentieth (held_out_20.py), the twenty-first "
+                             "(held_out_21.py) or all twenty-two (default)")
     parser.add_argument("--problems", default="",
                         help="comma-separated first words of the problems to run (default: all of the set)")
     parser.add_argument("--strategies", default="",
@@ -649,17 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     mo_generations = args.mo_generations or args.generations
     wanted = {w.strip().lower() for w in args.problems.split(",") if w.strip()}
-    chosen = {"tuning": TUNING, "held-out": HELD_OUT, "held-out-2": HELD_OUT_2, "held-out-3": HELD_OUT_3,
-              "held-out-4": HELD_OUT_4, "held-out-5": HELD_OUT_5, "held-out-6": HELD_OUT_6,
-              "held-out-7": HELD_OUT_7, "held-out-8": HELD_OUT_8, "held-out-9": HELD_OUT_9,
-              "held-out-10": HELD_OUT_10, "held-out-11": HELD_OUT_11, "held-out-12": HELD_OUT_12,
-              "held-out-13": HELD_OUT_13, "held-out-14": HELD_OUT_14, "held-out-15": HELD_OUT_15,
-              "held-out-16": HELD_OUT_16, "held-out-17": HELD_OUT_17, "held-out-18": HELD_OUT_18,
-              "held-out-19": HELD_OUT_19, "held-out-20": HELD_OUT_20,
-              "all": TUNING + HELD_OUT + HELD_OUT_2 + HELD_OUT_3 + HELD_OUT_4 + HELD_OUT_5 + HELD_OUT_6
-              + HELD_OUT_7 + HELD_OUT_8 + HELD_OUT_9 + HELD_OUT_10 + HELD_OUT_11 + HELD_OUT_12
-              + HELD_OUT_13 + HELD_OUT_14 + HELD_OUT_15 + HELD_OUT_16 + HELD_OUT_17 + HELD_OUT_18 + HELD_OUT_19
-              + HELD_OUT_20}[args.set]
+    chosen = SETS[args.set]
     problems = [p for p in chosen if not wanted or p.short.lower() in wanted]
     if args.runs_to:  # row ciq_build's runs of the one problem asked, for OursAt
         import pickle

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ciq_build.core.rules import load_rules
 from ciq_build.errors import ToolchainError
 
 # CMAKE_CUDA_ARCHITECTURES' keywords, each naming no one architecture: every architecture nvcc builds, every major
@@ -83,23 +84,27 @@ def arch_generation(arch: str) -> int:
     return int(arch_number(arch).rstrip("abcdefghijklmnopqrstuvwxyz"))
 
 
-# nvcc's options that choose machine code, in the spellings a CMakeLists writes them ("-arch=sm_75", "-arch sm_75",
-# "--gpu-architecture=sm_75", "-gencode arch=compute_75,code=sm_75", "--generate-code=...", "-code=sm_75").
-_ARCH_OPTIONS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code")
-_REAL_CODE = re.compile(r"\bsm_(\d+[a-z]?)\b")
-
-
 def flag_architectures(flags: Sequence[str]) -> dict[str, str]:
     """The architectures (arch names, "75") whose machine code nvcc `flags` ask for themselves, each with the flag
     that asks ("-arch=sm_75"), in their order: CMAKE_CUDA_FLAGS' `-arch=sm_75` builds sm_75 besides
-    CUDA_ARCHITECTURES' (cuda-ground-up's CMakeLists)."""
+    CUDA_ARCHITECTURES' (cuda-ground-up's CMakeLists). The options and spellings are the rule book's arch_option,
+    arch_value_separator and arch_code (the CMake module's _ciq_rules_flag_architectures reads them alike)."""
+    rules = load_rules()
+    separator = re.compile(rules.regex_text("arch_value_separator"))
     found: dict[str, str] = {}
-    for i, flag in enumerate(flags):
-        option, joined, value = flag.partition("=")
-        if option not in _ARCH_OPTIONS:
-            continue
-        if not joined and i + 1 < len(flags):
-            value, flag = flags[i + 1], f"{flag} {flags[i + 1]}"
-        for arch in _REAL_CODE.findall(value):
-            found.setdefault(arch, flag)
+    value_of = ""  # the option whose value is the next flag ("-arch sm_75")
+    for flag in flags:
+        if value_of:
+            asking, value, value_of = f"{value_of} {flag}", flag, ""
+        else:
+            option, joined, value = flag.partition("=")
+            if not rules.matches("arch_option", option):
+                continue
+            if not joined:
+                value_of = flag
+                continue
+            asking = flag
+        for piece in separator.split(value):
+            if rules.matches("arch_code", piece):
+                found.setdefault(piece.removeprefix("sm_"), asking)
     return found

@@ -51,6 +51,12 @@ def object_fingerprints(objects: tuple[Path, ...] | list[Path], object_dir: Path
 
 def compare(pinned: Fingerprints, built: Fingerprints) -> list[str]:
     """Differences between a record's fingerprints and a fresh build's, one line each."""
+    if not pinned and built:
+        # A record written by hand (or with its "objects" removed): "built but not in the record (sources changed
+        # since tuning?)" for each object sent its author looking for a change that was never made.
+        return [f"the record holds no fingerprint of any object's code ({', '.join(sorted(built))} built), as a "
+                "record written by hand, or with its \"objects\" removed, has none: nothing says the build is a "
+                "tuned winner; tune the target to record them, or restore the record from version control"]
     problems = []
     for obj, archs in sorted(pinned.items()):
         if obj not in built:

@@ -144,8 +144,6 @@ _ALIASES = {alias: kind.name for kind in KINDS for alias in kind.aliases}
 
 # The argument's characters, which the rule book's objective pattern repeats (tests/core/test_objectives.py).
 METRIC_NAME = "[A-Za-z_][A-Za-z0-9_.-]*"
-KERNEL_REGEX = "[A-Za-z0-9_*.+|?()-]+"
-KERNEL_REGEX_MAX = 100
 
 
 # What is tuned when neither --objective nor the target's OBJECTIVES (a CudaExtension's ciq_objectives) says,
@@ -328,12 +326,13 @@ def _metric_name(spec: str, name: str) -> str:
 
 def _kernel_regex(spec: str, pattern: str) -> str:
     """The kernel regex of a per-kernel objective, checked (it is written into records and read by CMake)."""
-    if re.fullmatch(KERNEL_REGEX, pattern) is None or len(pattern) > KERNEL_REGEX_MAX:
+    rules = load_rules()
+    if not rules.matches("kernel_regex", pattern):
         # A demangled template name holds < > , and spaces: '.' for each is the regex a user meant.
-        dotted = re.sub(r"[^A-Za-z0-9_*.+|?()-]", ".", pattern)
-        hint = (f" (write '.' for any other character, which matches any one: {spec[:-len(pattern)]}{dotted})"
+        dotted = "".join(c if rules.matches("kernel_regex", c) else "." for c in pattern)
+        hint = (f" ({rules.message('kernel_regex_dotted', spec=spec[:-len(pattern)] + dotted)})"
                 if pattern and dotted != pattern else "")
-        raise ConfigError(load_rules().message("kernel_regex", value=spec, regex=pattern, hint=hint))
+        raise ConfigError(rules.message("kernel_regex", value=spec, regex=pattern, hint=hint))
     try:
         re.compile(pattern)
     except re.error as error:

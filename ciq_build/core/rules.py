@@ -92,13 +92,17 @@ class RuleBook:
     def matches(self, pattern: str, value: object) -> bool:
         return isinstance(value, str) and self.patterns[pattern].matches(value)
 
+    def regex_text(self, pattern: str) -> str:
+        """`pattern`'s regex as the rule book writes it (unanchored: the CMake module's _ciq_rules_regex)."""
+        return self.patterns[pattern].regex.pattern[3:-1]  # _regex wraps it in (?:...)
+
     def pattern_text(self, pattern: str) -> str:
         """What a string of `pattern` is, for a message: "64 characters matching [0-9a-f]+" (the CMake module's
         _ciq_rules_pattern_text says the same)."""
         rule = self.patterns[pattern]
         length = (str(rule.min_length) if rule.min_length == rule.max_length
                   else f"{rule.min_length} to {rule.max_length}")
-        return f"{length} characters matching {rule.regex.pattern[3:-1]}"  # as written: _regex wraps it in (?:...)
+        return f"{length} characters matching {self.regex_text(pattern)}"
 
     def is_flag(self, flag: object) -> bool:
         return (

@@ -207,8 +207,8 @@ def check_defines(record: PinnedRecord, params: Sequence[str], path: Path) -> No
             names = ", ".join(sorted(declared)) or "none"
             raise UnsafeFlagError(
                 f"pinned record {path}: controls.defines.{name} is refused: only the PARAMS of "
-                f"ciq_tune_target({record.target}) may be defined (declared: {names}). Add {name} to PARAMS "
-                "and retune, or remove it from the record."
+                f"ciq_tune_target({record.target}) (params= of its CudaExtension) may be defined (declared: {names}). "
+                f"Add {name} to PARAMS (params=) and retune, or remove it from the record."
             )
         if not value_in_domain(declared[name], value):
             raise UnsafeFlagError(

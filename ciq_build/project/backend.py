@@ -26,6 +26,26 @@ from ciq_build.project.manifest import Manifest
 from ciq_build.project.sources import SourceSet
 from ciq_build.project.worker import WorkerTree, scratch_root
 
+# Where a setuptools project's state goes (setuptools' own default build folder): <project>/build/ciq/.
+SETUPTOOLS_BUILD_FOLDER = "build"
+
+
+def is_setuptools_project(folder: Path) -> bool:
+    """A folder with a setup.py and no CMakeLists.txt: a setuptools project (`-S` names it so), not a CMake one."""
+    return (folder / "setup.py").is_file() and not (folder / "CMakeLists.txt").exists()
+
+
+def setuptools_project_of(build_dir: Path, source_dir: Path | None) -> Path | None:
+    """The setuptools project a command reading its state names: `-S PROJECT`, or `-B PROJECT/build` (where such a
+    project keeps its journal) when no -S is given and that folder is no CMake build tree; None for a CMake project."""
+    if source_dir is not None:
+        return Path(source_dir).resolve() if is_setuptools_project(Path(source_dir)) else None
+    build = Path(build_dir).absolute()
+    if build.name == SETUPTOOLS_BUILD_FOLDER and not (build / "CMakeCache.txt").exists() \
+            and is_setuptools_project(build.parent):
+        return build.parent.resolve()
+    return None
+
 
 class BuildBackend(Protocol):
     """How one project builds its tuned targets: read by `tune`, `tune --all`, `verify`, `list` and `show`."""

@@ -11,6 +11,7 @@ import it from ciq_build.setuptools_ext.
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -20,11 +21,13 @@ from setuptools import Extension
 
 from ciq_build.compiler.architectures import split_arch, split_architectures
 from ciq_build.core.constraints import parse_constraints
+from ciq_build.core.metric_unit import DEFAULT_METRIC_UNIT
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.params import parse_params
-from ciq_build.core.rules import is_target_name, load_rules
+from ciq_build.core.rules import is_target_name, load_rules, nearest
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import ConfigError, ToolchainError
+from ciq_build.measure.protocol import compile_metric_regex
 from ciq_build.project.manifest import args_set_problem
 from ciq_build.project.threads_per_block import KEYWORD, SETUPTOOLS_ARGUMENT, SETUPTOOLS_FORMS, read_threads_per_block
 
@@ -52,10 +55,10 @@ class CudaExtension(Extension):
     problem sizes: ``{"small": ["-n", "1024"], ...}``, each size's arguments
     after ciq_benchmark's) and `ciq_score` ("geomean" or "worst"),
     `ciq_objectives`, `ciq_search_space`, `ciq_constraints`, `ciq_seeds` and
-    `ciq_timeout` are read only by ``python -m ciq_build tune <ciq_target>
+    `ciq_timeout`, `ciq_metric` and `ciq_unit` are read only by ``python -m ciq_build tune <ciq_target>
     --setuptools .`` (ciq_build.project.setuptools_backend), as ciq_tune_target()'s
     BENCHMARK/ARGS, ARGS_SETS, SCORE, OBJECTIVES, SEARCH_SPACE, CONSTRAINTS,
-    SEEDS and TIMEOUT; `ciq_threads_per_block` too, as THREADS_PER_BLOCK (the
+    SEEDS, TIMEOUT, METRIC and UNIT; `ciq_threads_per_block` too, as THREADS_PER_BLOCK (the
     kernels' block size, which the occupancy objective needs): ``256``, a
     params name (``"BLOCK"``, or ``("BLOCK", 512)`` with the defaults' threads)
     or an expression over params names (``"(128/TM)*(128/TN)"``).
@@ -66,7 +69,7 @@ class CudaExtension(Extension):
         name: str,
         sources: Sequence[str | os.PathLike[str]],
         *args: Any,
-        ciq_target: str,
+        ciq_target: str | None = None,
         pin_dir: str | os.PathLike[str] = "ciq",
         cuda_architectures: Iterable[str] = (),
         nvcc_flags: Iterable[str] = (),
@@ -82,8 +85,19 @@ class CudaExtension(Extension):
         ciq_score: str = "geomean",
         ciq_timeout: float = 60.0,
         ciq_threads_per_block: int | str | Sequence[int | str] | None = None,
+        ciq_metric: str | None = None,
+        ciq_unit: str = DEFAULT_METRIC_UNIT,
         **kwargs: Any,
     ) -> None:
+        if ciq_target is None:
+            # Cython's cythonize() remakes each extension it is given from its setuptools arguments alone
+            # (`type(ext)(name=..., sources=...)`): Python's own "missing 1 required keyword-only argument:
+            # 'ciq_target'" blamed a setup.py that gave it.
+            raise ConfigError(
+                f"CudaExtension({name!r}) needs ciq_target=, the tuned target's name. Given in setup.py? Cython's "
+                "cythonize() remakes each extension without it: list the .pyx in the CudaExtension's sources and "
+                "leave it out of cythonize() (setuptools cythonizes it, with Cython installed)"
+            )
         if not is_target_name(ciq_target):
             raise ConfigError(
                 f"CudaExtension({name!r}): ciq_target {ciq_target!r} must be a plain target name "
@@ -99,6 +113,7 @@ class CudaExtension(Extension):
                 f"CudaExtension({name!r}): nvcc_flags is a list of arguments, not the string {nvcc_flags!r}"
             )
         nvcc_seconds = _timeout(name, "nvcc_timeout", nvcc_timeout)
+        _refuse_unknown_arguments(name, kwargs)
         super().__init__(name, [os.fspath(s) for s in sources], *args, **kwargs)
         if not any(is_cuda_source(s) for s in self.sources):
             raise ConfigError(f"CudaExtension({name!r}) has no .cu source; list the kernels' .cu files in sources.")
@@ -141,6 +156,28 @@ class CudaExtension(Extension):
             raise ConfigError(f"CudaExtension({name!r}): {error}") from None
         self.ciq_timeout = ciq_seconds
         self.ciq_threads_per_block = _threads_per_block(name, ciq_threads_per_block, self.params)
+        self.ciq_metric, self.ciq_unit = _metric(name, ciq_metric, ciq_unit, ciq_benchmark)
+
+
+def _arguments(function: Any) -> set[str]:
+    return {p.name for p in inspect.signature(function).parameters.values()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)} - {"self"}
+
+
+def _refuse_unknown_arguments(name: str, given: Mapping[str, Any]) -> None:
+    """A keyword neither CudaExtension nor setuptools' Extension takes (`ciq_objective=`, singular) is refused by name:
+    setuptools only warns of an unknown option and drops it, so the tune went on with the defaults (spill_bytes)
+    and a plain build printed a UserWarning among nvcc's and gcc's lines."""
+    # setuptools' own Extension takes **kw and pops py_limited_api; distutils' (its base) names the rest
+    setuptools_arguments = {"py_limited_api"}.union(*(_arguments(vars(cls)["__init__"]) for cls in Extension.__mro__
+                                                      if "__init__" in vars(cls) and cls is not object))
+    ours = sorted(_arguments(CudaExtension.__init__) - setuptools_arguments)
+    for argument in sorted(set(given) - setuptools_arguments):
+        guess = nearest(argument, [*ours, *sorted(setuptools_arguments)])
+        hint = f" (did you mean {guess}?)" if guess else ""
+        raise ConfigError(f"CudaExtension({name!r}): {argument}= is not an argument of CudaExtension{hint}, and "
+                          f"setuptools' Extension would drop it; its own arguments are {', '.join(ours)} "
+                          "(docs/setuptools.md)")
 
 
 # The keys of a dict extra_compile_args (PyTorch's CUDAExtension's form; npcuda-example's setup.py has "gcc"): nvcc's
@@ -191,6 +228,30 @@ def _threads_per_block(name: str, value: int | str | Sequence[int | str] | None,
         raise ConfigError(f"CudaExtension({name!r}): {SETUPTOOLS_ARGUMENT}, ciq_tune_target()'s {KEYWORD}: "
                           f"{error}") from None
     return values
+
+
+def _metric(name: str, regex: str | None, unit: str, benchmark: Sequence[str] | None) -> tuple[str, str]:
+    """ciq_metric and ciq_unit as METRIC and UNIT: the regex whose first group is the time (or rate) in a benchmark
+    that prints its own format, checked by METRIC's and UNIT's own readers when setup.py is read."""
+    if not isinstance(unit, str) or not load_rules().matches("metric_unit", unit):
+        raise ConfigError(f"CudaExtension({name!r}): "
+                          + _as_arguments(load_rules().message("unknown_metric_unit", value=str(unit)))
+                          + "; set ciq_unit to the unit the benchmark prints")
+    if regex is None:
+        return "", unit
+    if benchmark is None:
+        raise ConfigError(f"CudaExtension({name!r}): ciq_metric reads the benchmark's output; add ciq_benchmark, "
+                          "the command that prints it")
+    try:
+        compile_metric_regex(regex)
+    except ConfigError as error:
+        raise ConfigError(f"CudaExtension({name!r}): {_as_arguments(str(error))}") from None
+    return regex, unit
+
+
+def _as_arguments(message: str) -> str:
+    """METRIC's and UNIT's readers word their messages for ciq_tune_target(); a CudaExtension's are ciq_metric, ciq_unit."""
+    return message.replace("METRIC", "ciq_metric").replace("UNIT", "ciq_unit")
 
 
 def _args_sets(name: str, sets: Mapping[str, Sequence[str]] | None,

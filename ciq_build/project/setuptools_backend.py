@@ -31,7 +31,7 @@ import runpy
 import shlex
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.project import environment
+from ciq_build.project.backend import SETUPTOOLS_BUILD_FOLDER
 from ciq_build.project.cuda_extension import CudaExtension, explicit_nvcc, is_cuda_source, object_for
 from ciq_build.project.manifest import (
     SETUPTOOLS_GENERATOR,
@@ -64,7 +65,7 @@ from ciq_build.project.worker import (
 )
 
 # Where setuptools builds by default; ciq_build's journal, lock and scratch trees go in its ciq/ folder.
-BUILD_FOLDER = "build"
+BUILD_FOLDER = SETUPTOOLS_BUILD_FOLDER
 # The worker folder's parts: objects as the plain build's build_temp lays them out, and the linked module.
 OBJECT_FOLDER = "objects"
 LIB_FOLDER = "lib"
@@ -163,15 +164,55 @@ def build_candidate(argv: Sequence[str] | None = None) -> None:
     cmd.build_temp, cmd.build_lib, cmd.force = build_temp, build_lib, True
     cmd.candidate_options = Path(options)
     cmd.ensure_finalized()
+    if hasattr(cmd, "cython_c_in_temp"):
+        # Cython's build_ext (setuptools' base when Cython is installed) writes the C++ of a .pyx source beside it, in
+        # the project, where each worker's candidate wrote the same file at once (py-faster-rcnn's nms/gpu_nms.cpp):
+        # the tune warned that the source tree changed, and one worker could compile another's half-written file.
+        cmd.cython_c_in_temp = 1
     if mode == "compile":
         cmd.build_cuda_objects(ext)
         return
+    py = dist.get_command_obj("build_py")
+    py.build_lib = build_lib
+    py.ensure_finalized()
     if packaging:
-        py = dist.get_command_obj("build_py")
-        py.build_lib = build_lib
-        py.ensure_finalized()
         py.run()
     cmd.run()  # sets up the host compiler, then build_extension(ext): nvcc's objects linked into the module
+    _candidate_first(ext.name, Path(build_lib), Path(project), py.get_package_dir)
+
+
+# The __init__.py of a package holding a candidate's module, in the worker's lib/: the package's own, with the
+# project's folder of it after lib/'s on its __path__.
+CANDIDATE_PACKAGE_INIT = '''\
+# Written by ciq_build for a tune's candidate: this package's modules are looked up here first (the candidate's
+# build of its CUDA extension), then in the project's {source!r} (its other modules), whose __init__.py runs.
+__path__.append({source!r})
+__file__ = {init!r}  # as in the project: an __init__.py that finds its data files beside itself
+with open({init!r}, encoding="utf-8") as _ciq_init:
+    exec(compile(_ciq_init.read(), {init!r}, "exec"))
+del _ciq_init
+'''
+
+
+def _candidate_first(module: str, build_lib: Path, project: Path, package_dir: Callable[[str], str]) -> None:
+    """Make `import <module>` in the benchmark find the candidate's build in `build_lib`, before the project's.
+
+    The benchmark runs with lib/ and then the project on PYTHONPATH. A package of the project with an __init__.py
+    (py-faster-rcnn's nms/, holding gpu_nms) is a regular package, which Python takes over lib/'s nms/ of the
+    candidate's gpu_nms alone (a namespace portion) wherever it comes on the path: every candidate's benchmark
+    imported the project's own build (`build_ext --inplace`'s), and the tune compared one module with itself. A
+    copy of each such package's __init__.py in lib/ that also looks in the project's folder finds the candidate's
+    module first and the package's other modules (its other extensions, its .py files) where they are.
+    """
+    parts = module.split(".")[:-1]
+    for depth in range(1, len(parts) + 1):
+        source = (project / package_dir(".".join(parts[:depth]))).absolute()
+        init = source / "__init__.py"
+        if not init.is_file():
+            continue  # a namespace package in the project too: lib/'s portion comes first, as PYTHONPATH says
+        target = build_lib.joinpath(*parts[:depth], "__init__.py")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(CANDIDATE_PACKAGE_INIT.format(source=str(source), init=str(init)), encoding="utf-8")
 
 
 def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) -> Manifest:
@@ -191,7 +232,7 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
     return Manifest(
         target=ext.ciq_target, source_dir=project, binary_dir=binary, target_source_dir=project,
         target_binary_dir=binary, cuda_sources=tuple(project / s for s in cuda_sources), object_dir=object_dir,
-        benchmark=bench, metric_regex="", objectives=ext.ciq_objectives, params=ext.params,
+        benchmark=bench, metric_regex=ext.ciq_metric, metric_unit=ext.ciq_unit, objectives=ext.ciq_objectives, params=ext.params,
         search_space=ext.ciq_search_space, constraints=ext.ciq_constraints, seeds=ext.ciq_seeds, pin_dir=pin_dir,
         pin_file=_record(pin_dir, ext.ciq_target),
         timeout=ext.ciq_timeout, threads_per_block=ext.ciq_threads_per_block,
@@ -282,7 +323,8 @@ class ExtensionTree:
         assert bench is not None
         return BenchSpec(path=bench.path, args=tuple(bench.args), timeout=timeout, cwd=self.manifest.source_dir,
                          env=benchmark_env(self.lib_dir, self.manifest.source_dir, bench.args), required=required,
-                         args_sets=bench.args_sets, score=bench.score)
+                         args_sets=bench.args_sets, score=bench.score, metric_regex=self.manifest.metric_regex or None,
+                         metric_unit=self.manifest.metric_unit)
 
     def build(self, controls: Controls, timeout: float, static_only: bool = False, *,
               benchmark: bool = True) -> CandidateBuild:

@@ -11,7 +11,7 @@ from ciq_build.errors import CiqError, ManifestError
 from ciq_build.pin.apply import build_decision
 from ciq_build.pin.display import format_record
 from ciq_build.pin.read import read_record
-from ciq_build.project.backend import BuildBackend
+from ciq_build.project.backend import BuildBackend, setuptools_project_of
 from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.project.json_model import json_fields
 from ciq_build.project.manifest import Manifest
@@ -20,8 +20,15 @@ from ciq_build.state.journal import Journal
 
 
 def pin_file_for(target: str, build_dir: Path, source_dir: Path | None) -> Path:
-    """Where `target`'s record is in a CMake project: <source>/ciq/ while the build tree is not configured,
-    else the manifest's."""
+    """Where `target`'s record is: in a setuptools project (`-B <project>/build`, `-S <project>`), its
+    CudaExtension's pin_dir; in a CMake project, <source>/ciq/ while the build tree is not configured, else the
+    manifest's. (`report kern -B build` of a setuptools project asked CMake, found no cache, and said "nothing
+    pinned yet" beside its ciq/kern.json.)"""
+    project = setuptools_project_of(build_dir, source_dir)
+    if project is not None:
+        from ciq_build.project.setuptools_backend import SetuptoolsBackend
+
+        return SetuptoolsBackend(project).pin_file(target)
     return CMakeBackend(build_dir, source_dir).pin_file(target)
 
 

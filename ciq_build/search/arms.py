@@ -16,8 +16,9 @@ arm proposed it:
   its last move, coordinate steps, pairs of ordered parameters (ranges, log
   sampling, and choices of numbers listed ascending: :func:`in_order`)
   moved together both ways, pairs of ordered numbers moved so that their
-  product stays (the nearest along the ridge first), every single change, triples of ordered
-  parameters moved together, then pairs of any two parameters' one-step
+  product stays (the nearest along the ridge first), two of three a step
+  each with the third keeping the three's product, every single change,
+  triples of ordered parameters moved together, then pairs of any two parameters' one-step
   changes: what walks a ridge or a valley that no single change climbs;
   and, taking turns with its moves, walks from its changes of one choice or
   flag along every ordered parameter, from those whose change interacts with
@@ -443,13 +444,15 @@ class LocalArm:
         rng.shuffle(self._pairs)  # taken from the end: any two parameters, flags that only help together
 
 
-def _product_moves(centre: Genome, numeric: list[tuple[int, list[float]]]) -> tuple[list[Genome], list[Genome]]:
+def _product_moves(centre: Genome, numeric: list[tuple[int, list[float]]]) \
+        -> tuple[list[Genome], list[Genome], list[Genome]]:
     """Ordered numeric parameters moved together so that their products stay as they are: (1) two of them, one to
     each of its other values, the other to the value that keeps their product nearest; (2) one to each of its other
     values, every other rescaled at once to keep its product with it. Where what matters is a product (tile sides,
     warps times items), the best along the ridge is reached from anywhere on it in one move, however far: one-step
     pairs walk it only where a step of one is a step of the other; where one parameter's products with several
-    others bind (warps times stages, warps times unroll: two resource limits), no pair keeps both."""
+    others bind (warps times stages, warps times unroll: two resource limits), no pair keeps both; (3) two of three a
+    step each, the third to the value that keeps the product of the three (CTAs times warps times depth)."""
     pairs: dict[Genome, None] = {}  # in order, once
     for (i, ivalues), (j, jvalues) in itertools.permutations(numeric, 2):
         a, b = centre[i], centre[j]
@@ -475,7 +478,28 @@ def _product_moves(centre: Genome, numeric: list[tuple[int, list[float]]]) -> tu
                 for j, jvalues, jvalue in others:
                     moved[j] = _nearest(jvalues, ivalues[a] * jvalue / value)
                 rescaled[tuple(moved)] = None
-    return list(pairs), [move for move in rescaled if move not in pairs]
+    # (3) two of three a grid step each, every sign, the third to the value that keeps the product of the three
+    # nearest: where the product of three matters (CTAs x warps x depth), a point of the ridge that is better in the
+    # shape along it (warps over CTAs) may need two of them up and the third down at once -- no pair keeps the
+    # product, and the rescaled moves keep each pair's product, not the three's.
+    triples: dict[Genome, None] = {}
+    for trio in itertools.islice(itertools.combinations(numeric, 3), _MAX_TRIPLES):
+        for k in range(3):
+            (i, ivalues), (j, jvalues) = (trio[n] for n in range(3) if n != k)
+            c, cvalues = trio[k]
+            a, b, z = centre[i], centre[j], centre[c]
+            if a is None or b is None or z is None:
+                continue
+            product = ivalues[a] * jvalues[b] * cvalues[z]
+            for di, dj in itertools.product((1, -1), repeat=2):
+                if 0 <= a + di < len(ivalues) and 0 <= b + dj < len(jvalues):
+                    nearest = _nearest(cvalues, product / (ivalues[a + di] * jvalues[b + dj]))
+                    if nearest != z:
+                        moved = list(centre)
+                        moved[i], moved[j], moved[c] = a + di, b + dj, nearest
+                        triples[tuple(moved)] = None
+    seen = {**pairs, **rescaled}
+    return list(pairs), [move for move in rescaled if move not in pairs], [move for move in triples if move not in seen]
 
 
 def _steps_apart(moved: Genome, centre: Genome) -> int:

@@ -512,6 +512,42 @@ def test_where_cuda_architectures_name_none_a_pin_is_checked_against_those_the_t
         assert tiny.options_file().read_text() == "-maxrregcount=32\n"
 
 
+@pytest.mark.parametrize(("setting", "why"), [
+    ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n'
+     'target_compile_options(kern PRIVATE "$<$<CONFIG:Release>:-arch=sm_90>")',
+     "CUDA_ARCHITECTURES names none, and its compile option '$<$<CONFIG:Release>:-arch=sm_90>' sets -arch inside a "
+     "generator expression"),
+    ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n'
+     'target_compile_options(kern PRIVATE "$<$<COMPILE_LANGUAGE:CUDA>:$<$<CONFIG:Release>:--generate-code='
+     'arch=compute_90,code=sm_90>>")',
+     "CUDA_ARCHITECTURES names none, and its compile option '$<$<COMPILE_LANGUAGE:CUDA>:$<$<CONFIG:Release>:"
+     "--generate-code=arch=compute_90,code=sm_90>>' sets --generate-code inside a generator expression"),
+    ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "$<IF:$<CONFIG:Debug>,80,90>")',
+     "its CUDA_ARCHITECTURES '$<IF:$<CONFIG:Debug>,80,90>' hold a generator expression"),
+])
+def test_architectures_configure_cannot_read_are_refused_with_what_to_write(tiny: Tiny, setting: str, why: str
+                                                                            ) -> None:
+    # A pin is checked against the architectures the target builds: where a generator expression hides them,
+    # configure took the flags it could read (none: "nvcc's default") and applied any pin tuned for any.
+    result = tiny.configure(body=f"{setting}\n{DEFAULT_BODY}", pins={"kern": record(flags=["-maxrregcount=32"],
+                                                                                     architectures=["80"])})
+    assert not result.ok
+    assert (f"ciq_tune_target(kern): cannot read which architectures kern builds: {why}, which configure cannot "
+            "evaluate. Name the architectures in CUDA_ARCHITECTURES, without a generator expression: "
+            "set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES 90), or -DCMAKE_CUDA_ARCHITECTURES=90.") in (
+                said(result)), said(result)
+
+
+def test_generator_expressions_that_choose_no_architecture_are_no_reason_to_refuse(tiny: Tiny) -> None:
+    body = ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n'
+            'string(APPEND CMAKE_CUDA_FLAGS " -arch=sm_90")\n'
+            'target_compile_options(kern PRIVATE "$<$<CONFIG:Debug>:-G>" "$<$<COMPILE_LANGUAGE:CXX>:-march=native>"'
+            ' "$<$<COMPILE_LANGUAGE:CXX>:$<$<CONFIG:Release>:-arch=x>>")\n' + DEFAULT_BODY)
+    result = ensure_ok(tiny.configure(body=body, pins={"kern": record(flags=["-maxrregcount=32"],
+                                                                      architectures=["90"])}))
+    assert "ciq_build: kern: pinned controls" in said(result), said(result)
+
+
 def test_list_says_which_pin_the_build_skips(tiny: Tiny) -> None:
     # miniBUDE's pin tuned for sm_90, in a build for sm_80: `list` showed it in its pin column as if it applied.
     from ciq_build.project.cmake_backend import CMakeBackend

@@ -21,7 +21,6 @@ from ciq_build.cli import build_parser
 from ciq_build.compiler.metrics import KernelUsage, kernel_values, parse_ptxas_verbose, summarize
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.objectives import (
-    KERNEL_REGEX,
     KINDS,
     METRIC_NAME,
     Objective,
@@ -185,7 +184,8 @@ def _rule_book_pattern() -> str:
     plain = [kind.name for kind in KINDS if kind.argument != "metric name"]
     named = [f"{kind.name}:{METRIC_NAME}" for kind in KINDS if kind.argument == "metric name"]
     per_kernel = "|".join(kind.name for kind in KINDS if kind.argument == "kernel regex")
-    return f"({'|'.join([*plain, *named, f'({per_kernel}):{KERNEL_REGEX}'])})"
+    kernel_regex = load_rules().regex_text("kernel_regex")
+    return f"({'|'.join([*plain, *named, f'({per_kernel}):{kernel_regex}'])})"
 
 
 def test_the_rule_book_objective_pattern_is_the_tables():
@@ -208,7 +208,8 @@ def _spelling_patterns() -> tuple[str, str]:
         plain = [n for kind in kinds if kind.argument != "metric name" for n in (kind.name, *kind.aliases)]
         named = [f"{n}:{METRIC_NAME}" for kind in kinds if kind.argument == "metric name" for n in (kind.name, *kind.aliases)]
         per_kernel = "|".join(n for kind in kinds if kind.argument == "kernel regex" for n in (kind.name, *kind.aliases))
-        alternatives = [*plain, *named] + ([f"({per_kernel}):{KERNEL_REGEX}"] if per_kernel else [])
+        kernel_regex = load_rules().regex_text("kernel_regex")
+        alternatives = [*plain, *named] + ([f"({per_kernel}):{kernel_regex}"] if per_kernel else [])
         return f"((max|min):)?({'|'.join(alternatives)})"
     return spellings(list(KINDS)), spellings([kind for kind in KINDS if kind.source == "benchmark"])
 

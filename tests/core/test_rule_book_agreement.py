@@ -40,10 +40,12 @@ from bench.pin_readers.readers import (
     with_value,
 )
 from bench.pin_readers.readers import cmake_verdicts as cmake_run
+from ciq_build.compiler.architectures import flag_architectures
 from ciq_build.core.constraints import syntax_problem as constraint_syntax_problem
+from ciq_build.core.objectives import parse_objective
 from ciq_build.core.params import parse_param
 from ciq_build.core.rules import RuleBook, load_rules, nearest, shown_text
-from ciq_build.errors import CiqError
+from ciq_build.errors import CiqError, ConfigError
 from ciq_build.measure.proc import run
 from support import REPO_ROOT, build_tool
 
@@ -722,6 +724,21 @@ CALL_WORDS = (
     ("search_space", "ptxas-acff"), ("search_space", "acfpool"), ("search_space", "nvcc"),
 )
 
+# Two rules both sides apply outside a record: which architectures a target's own nvcc flags build (a flag list,
+# written with spaces), and the hint a refused kernel regex gets (an objective spec).
+CALL_ARCH_FLAGS = (
+    "-arch=sm_75 --std=c++17 -Xptxas=-v", "-arch sm_90a", "--gpu-architecture=sm_100a", "-code=sm_80,sm_86",
+    "--gpu-code sm_89", "-gencode arch=compute_80,code=[sm_80,compute_80] -arch=native "
+    "--generate-code=arch=compute_90a,code=sm_90a -arch=compute_86",
+    "-gencode=arch=compute_75,code=sm_75 -gencode=arch=compute_75,code=compute_75 -arch=sm_75",
+    "-arch=sm_90ab", "-arch=xsm_90", "-Xptxas=-arch=sm_75", "-march=sm_90", "-arch", "-arch=sm_", "-arch=SM_90",
+    "-arch=all", "--std=c++17",
+)
+CALL_KERNEL_REGEXES = (
+    "occupancy:fasten_main<8>", "max:registers:void k<int, 4>(float*)", "registers:", "registers:heavy",
+    "spills:gemm_(f16|f32)", "registers:" + "a" * 101, "min:spill_bytes:a::b", "shared_bytes:x[0]", "registers:a{2}",
+)
+
 
 def _random_constraints(count: int, seed: int = 22) -> list[str]:
     rng = random.Random(seed)
@@ -745,6 +762,14 @@ def _python_call_verdict(kind: str, value: str, rules: RuleBook) -> str:
         return ""
     if kind == "constraint":
         return constraint_syntax_problem(value, CALL_NAMES, rules) or ""
+    if kind == "architectures":
+        return ",".join(flag_architectures(value.split(" ")))
+    if kind == "kernel_regex":
+        try:
+            parse_objective(value)
+        except ConfigError as error:
+            return str(error)
+        return ""
     if kind.startswith("pattern:"):
         return "" if rules.matches(kind.partition(":")[2], value) else "refused"
     return nearest(value, rules.words[kind.partition(":")[2]]) or ""
@@ -764,6 +789,19 @@ function(_case n kind value)
     endif()
   elseif(kind STREQUAL "constraint")
     _ciq_rules_constraint_problem(problem "${{value}}" {' '.join(CALL_NAMES)})
+  elseif(kind STREQUAL "architectures")
+    string(REPLACE " " ";" flags "${{value}}")
+    _ciq_rules_flag_architectures(found ${{flags}})
+    list(JOIN found "," problem)
+  elseif(kind STREQUAL "kernel_regex")
+    string(REGEX MATCH "^((max|min):)?[a-z_]+:" head "${{value}}")
+    string(LENGTH "${{head}}" skip)
+    string(SUBSTRING "${{value}}" ${{skip}} -1 regex)
+    _ciq_rules_matches(ok kernel_regex "${{regex}}")
+    if(NOT ok)
+      _ciq_rules_kernel_regex_hint(hint "${{value}}" "${{regex}}")
+      _ciq_rules_message(problem kernel_regex value "${{value}}" regex "${{regex}}" hint "${{hint}}")
+    endif()
   elseif(kind MATCHES "^pattern:(.*)$")
     _ciq_rules_matches(ok ${{CMAKE_MATCH_1}} "${{value}}")
     if(NOT ok)
@@ -789,6 +827,8 @@ def test_call_arguments_get_the_same_verdict_from_python_and_cmake(tmp_path: Pat
     cases += [(f"pattern:{rule}", o) for o in CALL_OBJECTIVES for rule in ("objective_spec", "benchmark_objective")]
     cases += [("pattern:search_space", s) for s in CALL_SPACES]
     cases += [(f"nearest:{name}", word) for name, word in CALL_WORDS]
+    cases += [("architectures", flags) for flags in CALL_ARCH_FLAGS]
+    cases += [("kernel_regex", spec) for spec in CALL_KERNEL_REGEXES]
     rules = load_rules()
     python = [_python_call_verdict(kind, value, rules) for kind, value in cases]
     cmake_side = _cmake_call_verdicts(cases, tmp_path, cmake_bin)
@@ -804,3 +844,10 @@ def test_call_arguments_get_the_same_verdict_from_python_and_cmake(tmp_path: Pat
     assert verdicts[("nearest:params_form", "chioce")] == "choice"
     assert verdicts[("nearest:search_space", "knobz")] == "knobs"
     assert verdicts[("constraint", "BXX > 1")].endswith("(did you mean BX?)")
+    # The architectures the flags build, and the refused kernel regexes with the regex that finds the kernel.
+    assert verdicts[("architectures", CALL_ARCH_FLAGS[5])] == "80,90a"
+    assert verdicts[("architectures", "-arch sm_90a")] == "90a" and verdicts[("architectures", "-arch=xsm_90")] == ""
+    assert "(write '.' for any other character, which matches any one: max:registers:void.k.int..4.(float*))" in (
+        verdicts[("kernel_regex", "max:registers:void k<int, 4>(float*)")])
+    assert verdicts[("kernel_regex", "registers:" + "a" * 101)].startswith("objective 'registers:aaa")
+    assert verdicts[("kernel_regex", "registers:heavy")] == ""

@@ -153,6 +153,30 @@ def test_an_extension_of_cu_files_alone_links_the_cpp_runtime_and_loads(project:
 
 
 @pytest.mark.slow
+def test_the_host_part_can_be_remade_as_cythons_build_ext_remakes_an_extension_with_a_pyx_source(
+        project: Path, cuda133_bin: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # py-faster-rcnn's gpu_nms: nms_kernel.cu beside gpu_nms.pyx. With Cython installed, setuptools' build_ext is
+    # Cython's, which cythonizes the .pyx by making a new extension of the given one's class from the distutils
+    # arguments alone (Cython.Build.Dependencies.default_create_extension); the host part was a CudaExtension, and
+    # `python setup.py build_ext` failed: "CudaExtension.__init__() missing ... 'ciq_target'".
+    from setuptools import Distribution
+
+    from ciq_build.setuptools_ext import build_ext
+
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("CIQ_NVCC", str(cuda133_bin / "nvcc"))
+    ext = CudaExtension("pkg._kern", ["pkg/kern.cu", "pkg/mod.pyx"], ciq_target="kern", include_dirs=["pkg"],
+                        language="c++", cuda_architectures=["90a"])
+    command = build_ext(Distribution({"ext_modules": [ext]}))
+    command.ensure_finalized()
+    host = command.build_cuda_objects(ext)
+    remade = type(host)(name=host.name, sources=["pkg/mod.cpp"], include_dirs=host.include_dirs,
+                        extra_objects=host.extra_objects, language=host.language)
+    assert remade.sources == ["pkg/mod.cpp"] and remade.language == "c++"
+    assert host.sources == ["pkg/mod.pyx"] and any(o.endswith("kern.cu.o") for o in host.extra_objects)
+
+
+@pytest.mark.slow
 def test_pin_reaches_only_the_cuda_compile_and_changes_rebuild(project: Path, cuda133_bin: Path) -> None:
     built_ok(build(project, cuda133_bin))
     assert module_call(project, "k.tile()") == str(DEFAULT_TILE)
@@ -260,6 +284,27 @@ def test_cuda_extension_refuses_what_would_fail_mid_build() -> None:
         CudaExtension("m", ["k.cpp"], ciq_target="k")
     ext = CudaExtension("m", ["k.cu"], ciq_target="k", cuda_architectures="90a;100a-real")
     assert ext.cuda_architectures == ("90a", "100a-real")
+
+
+def test_an_argument_cuda_extension_does_not_take_is_refused_by_name_not_dropped() -> None:
+    # py-faster-rcnn's trial: ciq_objective= (singular) drew only setuptools' "Unknown Extension options" warning, in
+    # a plain build, and nothing at all from `list`/`tune`, which tuned the default objective instead.
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): ciq_objective= is not an argument of CudaExtension "
+                                          r"\(did you mean ciq_objectives\?\).*ciq_benchmark, "):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_objective=["registers"])
+    with pytest.raises(ConfigError, match=r"include_dir= .*did you mean include_dirs\?"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", include_dir=["inc"])
+    # setuptools' own arguments, those of its base (distutils) and its py_limited_api, are taken as before
+    ext = CudaExtension("m", ["k.cu"], ciq_target="k", optional=True, py_limited_api=False, swig_opts=[], language="c++")
+    assert ext.optional and ext.language == "c++"
+
+
+def test_a_cuda_extension_remade_without_ciq_target_says_what_remade_it() -> None:
+    # cythonize([CudaExtension(...)]) in setup.py: Cython remakes each extension from its setuptools arguments alone,
+    # and Python said "missing 1 required keyword-only argument: 'ciq_target'" of a setup.py that gave it.
+    with pytest.raises(ConfigError, match=r"CudaExtension\('nms.gpu_nms'\) needs ciq_target=.*cythonize\(\).*list "
+                                          r"the \.pyx in the CudaExtension's sources and leave it out of cythonize\(\)"):
+        CudaExtension(name="nms.gpu_nms", sources=["nms/nms_kernel.cu", "nms/gpu_nms.cpp"], language="c++")
 
 
 def test_extra_compile_args_reach_nvcc_only_as_a_dicts_nvcc_list() -> None:

@@ -26,7 +26,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.errors import ConfigError
-from ciq_build.measure.bench import BenchSpec
+from ciq_build.measure.bench import BenchSpec, run_once
 from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.measure.proc import run
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain
@@ -134,9 +134,72 @@ def test_runtime_objective_runs_the_benchmark_on_each_candidates_module(project:
     assert not (project / "ciq").exists()  # --no-pin
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("packages", ["declared", "left out"])
+def test_the_benchmark_imports_the_candidates_module_not_one_built_in_the_project(project: Path, packages: str) -> None:
+    # py-faster-rcnn's setup.py names no packages: lib/ held nms/gpu_nms.so alone, a namespace portion, and the
+    # project's nms/ (a regular package) was taken instead, with its `build_ext --inplace` module: every candidate's
+    # benchmark measured that one. pkg/_kern.py stands in for such an in-place build here.
+    (project / "pkg" / "_kern.py").write_text("def tile():\n    return -1\n")
+    (project / "pkg" / "helper.py").write_text('NAME = "the project module"\n')
+    if packages == "left out":
+        setup = (project / "setup.py").read_text()
+        (project / "setup.py").write_text(setup.replace('packages=["pkg"],', ""))
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
+    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree.configure(0)
+    built = tree.build(Controls(defines=(("CIQ_TILE", "8"),)), TIMEOUT)
+    assert built.ok, built.message
+    measured = run_once(tree.bench_spec(60, ("time_ms",)))
+    assert measured.ok and measured.metrics["tile"] == 8, measured.output_tail
+    # the package's other modules are still found, in the project
+    spec = tree.bench_spec(60, ())
+    found = run([sys.executable, "-c", "import pkg.helper; print(pkg.helper.NAME)"], 60, cwd=project, env={
+        **os.environ, **(spec.env or {})})
+    assert found.ok and found.stdout.strip() == "the project module", found.output_tail()
+
+
+CYTHON_MODULE = """\
+cdef extern from "kern.h":
+    int kern_tile()
+
+def tile():
+    return kern_tile()
+"""
+
+
+@pytest.mark.slow
+def test_a_cython_module_beside_the_kernels_builds_in_the_candidates_tree_and_not_in_the_project(project: Path) -> None:
+    # py-faster-rcnn's gpu_nms (nms_kernel.cu beside gpu_nms.pyx): each worker's candidate wrote nms/gpu_nms.cpp into
+    # the project at once, and the tune warned that the source tree changed under it.
+    pytest.importorskip("Cython")
+    (project / "pkg" / "mod.cpp").unlink()
+    (project / "pkg" / "mod.pyx").write_text(CYTHON_MODULE)
+    setup = (project / "setup.py").read_text()
+    (project / "setup.py").write_text(setup.replace('"pkg/mod.cpp"', '"pkg/mod.pyx"').replace(
+        'depends=["pkg/kern.h"],', 'depends=["pkg/kern.h"], include_dirs=["pkg"], language="c++",'))
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
+    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree.configure(0)
+    built = tree.build(Controls(defines=(("CIQ_TILE", "8"),)), TIMEOUT)
+    assert built.ok, built.message
+    assert sorted(p.name for p in (project / "pkg").iterdir()) == ["__init__.py", "kern.cu", "kern.h", "mod.pyx"]
+    loaded = run([sys.executable, "-c", "import pkg._kern as k; print(k.tile())"], 60, cwd=tree.lib_dir)
+    assert loaded.ok and loaded.stdout.strip() == "8", loaded.output_tail()
+
+
 def test_minus_s_picks_the_setuptools_route_only_without_a_cmakelists(project: Path, tmp_path: Path) -> None:
     assert _setuptools_project(None, project) == project.resolve()
     assert _setuptools_project(tmp_path / "elsewhere", None) == (tmp_path / "elsewhere").resolve()
+    # -B <project>/build (or the ./build assumed, in the project) without -S: py-faster-rcnn's trial ran `list` in
+    # the project and was told "build is not a configured CMake build tree ... configure it first (cmake ...)"
+    assert _setuptools_project(None, None, project / "build") == project.resolve()
+    assert main(["list", "-B", str(project / "build")]) == 0
+    (project / "build").mkdir(exist_ok=True)
+    (project / "build" / "CMakeCache.txt").write_text("")
+    assert _setuptools_project(None, None, project / "build") is None  # a configured CMake tree stays CMake's
     (project / "CMakeLists.txt").write_text("project(x)\n")
     assert _setuptools_project(None, project) is None  # a CMake project that also has a setup.py: CMake's
 
@@ -197,6 +260,19 @@ def test_list_shows_the_targets_of_setup_py_and_refuses_a_project_without_any(pr
     assert "setup.py has no CudaExtension with a ciq_target" in capsys.readouterr().out
     assert main(["tune", "--all", "-S", str(bare)]) == 2
     assert "tune --all: " in capsys.readouterr().err
+
+
+def test_report_of_a_setuptools_project_reads_its_pin_from_its_build_folder(
+        project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # py-faster-rcnn's trial: `report nms -B build` (as docs/setuptools.md says) asked CMake where the pin was, found
+    # no CMakeCache.txt, and reported "pinned record: none (nothing pinned yet)" beside the project's ciq/nms.json.
+    (project / "ciq").mkdir()
+    (project / "ciq" / "kern.json").write_text(json.dumps({
+        "schema": 1, "target": "kern", "controls": {"flags": ["-maxrregcount=32"], "defines": {}},
+        "toolchain": {"cuda": "13.3", "architectures": ["90a"]}}))
+    for build_dir, source in ((project / "build", []), (project / "elsewhere", ["-S", str(project)])):
+        assert main(["report", "kern", "-B", str(build_dir), *source, "--format", "markdown"]) == 0
+        assert f"- pinned record: {project / 'ciq' / 'kern.json'}" in capsys.readouterr().out
 
 
 def test_ray_is_refused_for_a_setuptools_project_before_anything_is_built(project: Path,
@@ -351,6 +427,28 @@ def test_ciq_score_and_the_args_sets_reach_each_candidates_benchmark(project: Pa
     assert spec.score == "worst"
     assert [(size, args[-2:]) for size, args in spec.args_sets] == [("small", ("--size", "small")),
                                                                     ("large", ("--size", "large"))]
+
+
+def test_a_benchmark_printing_its_own_format_is_read_through_ciq_metric_and_ciq_unit(project: Path) -> None:
+    # CMake's METRIC and UNIT, which a CudaExtension lacked (py-faster-rcnn's trial): ciq_metric= was dropped by
+    # setuptools with a warning, and a benchmark printing "nms: 2.5 TFLOPS" could not be tuned for time.
+    (project / "own_format.py").write_text('print("nms: 2.5 TFLOPS")\n')
+    setup = (project / "setup.py").read_text()
+    (project / "setup.py").write_text(setup.replace(
+        'ciq_benchmark=[sys.executable, "bench.py"],',
+        'ciq_benchmark=[sys.executable, "own_format.py"], ciq_metric=r"nms: ([0-9.]+) TFLOPS", ciq_unit="TFLOPS",'))
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
+    assert (manifest.metric_regex, manifest.metric_unit) == (r"nms: ([0-9.]+) TFLOPS", "TFLOPS")
+    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    measured = run_once(tree.bench_spec(60, ("time_ms",)))
+    assert measured.ok and measured.metrics["time_ms"] == pytest.approx(1000 / 2.5), measured.message
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): the ciq_metric regex 'took [^']*' has no group"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=["b"], ciq_metric=r"took [0-9.]+ ms")
+    with pytest.raises(ConfigError, match=r"ciq_metric reads the benchmark's output; add ciq_benchmark"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_metric=r"took ([0-9.]+) ms")
+    with pytest.raises(ConfigError, match=r"ciq_unit 'hours' is neither a time nor a rate"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_unit="hours")
 
 
 def _blocks(project: Path, declared: str) -> None:

@@ -15,7 +15,7 @@ from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.compiler.fingerprint import ObjectInfo, compare
 from ciq_build.core.metric_unit import relative_change
 from ciq_build.errors import RecordError, UnsafeFlagError
-from ciq_build.pin.apply import check_architectures, check_toolchain
+from ciq_build.pin.apply import check_architectures, check_defines, check_toolchain
 from ciq_build.pin.display import format_record
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import (
@@ -302,6 +302,15 @@ def test_unsafe_flags_in_a_record_are_refused(pinned, flag):
     with pytest.raises(UnsafeFlagError) as info:
         read_record(pinned)
     assert "controls.flags[2]" in str(info.value)
+
+
+def test_an_undeclared_define_is_refused_in_words_for_cmake_and_setuptools_alike():
+    # py-faster-rcnn's trial, a setuptools project: a -D hand-added to the record was refused with "Add it to PARAMS",
+    # ciq_tune_target()'s keyword, which a CudaExtension spells params=.
+    with pytest.raises(UnsafeFlagError, match=r"controls\.defines\.TILE is refused: only the PARAMS of "
+                                              r"ciq_tune_target\(gemm\) \(params= of its CudaExtension\) may be "
+                                              r"defined \(declared: UNROLL\)\. Add TILE to PARAMS \(params=\)"):
+        check_defines(make_record(), ["UNROLL=range(1,8)"], Path("ciq/gemm.json"))
 
 
 def test_two_flags_setting_one_option_are_refused(pinned):

@@ -147,3 +147,13 @@ def test_a_code_mismatch_names_both_fingerprints_and_what_changes_either() -> No
         "built 38abc36ae00d: the source, its headers, the flags or the toolkit changed since the tune, or the record "
         "was edited; tune again, or restore the record from version control)"]
     assert compare(recorded, recorded) == []
+
+
+def test_a_record_without_fingerprints_is_said_to_have_none_not_that_sources_changed() -> None:
+    # py-faster-rcnn's trial: a record written by hand (schema, target, controls, toolchain) got "nms/nms_kernel.cu.o:
+    # built but not in the record (sources changed since tuning? retune)", though no source had changed.
+    built = {"nms/nms_kernel.cu.o": {"90a": ObjectInfo(28, 0, "ab" * 32)}}
+    (said,) = compare({}, built)
+    assert said.startswith("the record holds no fingerprint of any object's code (nms/nms_kernel.cu.o built), as a "
+                           "record written by hand")
+    assert "sources changed" not in said

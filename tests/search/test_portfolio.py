@@ -354,6 +354,18 @@ def test_local_moves_keep_the_products_of_ordered_parameters_however_far_one_mov
     assert (7, 2, 2) in local._moves  # warps 8, stages 3, unroll 3
 
 
+def test_local_moves_keep_the_product_of_three_when_two_step_and_the_third_rescales() -> None:
+    # CTAs x warps x depth a product ridge (1 x 4 x 12 = 2 x 8 x 3 = 48) whose shape along it favours warps / CTAs
+    # 4 and depth 3: the better point needs CTAs and warps up a step each and depth down to a quarter at once. No pair
+    # keeps the product of three, and rescaling keeps each pair's product (CTAs 4 x warps 16 x depth 3), not the
+    # three's: held-out-19's pridge19w stalled there in 12 of 50 seeds.
+    space = {"ctas": ss.range(1, 16), "warps": ss.choice([1, 2, 4, 8, 16]), "depth": ss.range(1, 24)}
+    local = LocalArm(PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
+                                     progress=False))
+    local._rebuild((0, 2, 11))  # ctas 1, warps 4, depth 12
+    assert (1, 3, 2) in local._moves  # ctas 2, warps 8, depth 3
+
+
 def test_product_moves_step_along_the_ridge_before_they_jump_far_along_it() -> None:
     # rows x cols a product ridge (best 24 x 12), the centre at 29 x 10 on it: the neighbouring points of the ridge
     # (cols 11 with rows 26, cols 9 with rows 32) are where a smooth ridge improves, so they come before every

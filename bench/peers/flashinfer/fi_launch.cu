@@ -5,6 +5,8 @@
 // the problem and the card's shared memory; here they are -D parameters, searched by ciq_build:
 //   FI_CTA_TILE_Q  query rows per block: 64 or 128 (upstream's choice for long sequences: 128)
 //   FI_NUM_MMA_KV  16-key steps per KV tile: 1, 2, 4 or 8 (upstream's on an H100 or H200 with CTA_TILE_Q 128: 4)
+//   FI_NUM_WARPS_KV  warps that split each KV tile: 1, or 2 (8 warps a block; upstream's kernel merges their
+//                    softmax states, as it does for its 16-row query tile; its dispatcher picks 1 at 64 and 128)
 #include "fi_launch.h"
 
 #include <cmath>
@@ -20,6 +22,9 @@
 #ifndef FI_NUM_MMA_KV
 #define FI_NUM_MMA_KV 4
 #endif
+#ifndef FI_NUM_WARPS_KV
+#define FI_NUM_WARPS_KV get_num_warps_kv(FI_CTA_TILE_Q)
+#endif
 
 namespace fi_peer {  // named, not anonymous: nvcc's host stub of a kernel cannot name an anonymous namespace's types
 
@@ -30,7 +35,7 @@ using Variant = DefaultAttention</*use_custom_mask=*/false, /*use_sliding_window
                                  /*use_logits_soft_cap=*/false, /*use_alibi=*/false>;
 constexpr uint32_t kCtaTileQ = FI_CTA_TILE_Q;
 using Traits = KernelTraits<MaskMode::kNone, kCtaTileQ, get_num_mma_q(kCtaTileQ), FI_NUM_MMA_KV, FI_HEAD_DIM / 16,
-                            FI_HEAD_DIM / 16, get_num_warps_q(kCtaTileQ), get_num_warps_kv(kCtaTileQ),
+                            FI_HEAD_DIM / 16, get_num_warps_q(kCtaTileQ), FI_NUM_WARPS_KV,
                             PosEncodingMode::kNone, half, half, half, /*DTypeQKAccum=*/float, int32_t, Variant>;
 static_assert(!Traits::IsInvalid(), "FI_CTA_TILE_Q and FI_NUM_MMA_KV name a configuration upstream never launches");
 using Storage = std::conditional_t<Traits::USE_SINGLE_PREFILL_SOFTMAX_VO_SPLIT, typename Traits::SharedStoragePaged,
