@@ -512,6 +512,31 @@ def test_where_cuda_architectures_name_none_a_pin_is_checked_against_those_the_t
         assert tiny.options_file().read_text() == "-maxrregcount=32\n"
 
 
+SUBDIRECTORY_FLAGS = """string(APPEND CMAKE_CUDA_FLAGS " -arch=sm_80")
+add_library(subkern STATIC ../kern.cu)
+set_target_properties(subkern PROPERTIES CUDA_ARCHITECTURES OFF)
+ciq_tune_target(subkern OBJECTIVES registers)
+"""
+
+
+def test_the_flags_of_a_target_made_in_a_subdirectory_are_those_its_directory_sets(tiny: Tiny) -> None:
+    # cuda-api-wrappers appends its -gencode flags to CMAKE_CUDA_FLAGS in examples/CMakeLists.txt alone: the steps
+    # deferred to the end of the top level read the top level's (none), so the tune said "the only architecture
+    # built" of a build of three, and where CUDA_ARCHITECTURES name none (CMP0104 OLD, as the project means to set),
+    # configure stopped on "CUDA_ARCHITECTURES changed from '80' to ''" after a call that changed nothing.
+    (tiny.source / "sub").mkdir(exist_ok=True)
+    (tiny.source / "sub" / "CMakeLists.txt").write_text(SUBDIRECTORY_FLAGS)
+    try:
+        result = ensure_ok(tiny.configure(body=DEFAULT_BODY + "add_subdirectory(sub)\n"))
+        assert "ciq_build: subkern: no pinned controls" in said(result)
+        manifest = json.loads((tiny.build / "ciq" / "targets" / "subkern.json").read_text())
+        assert manifest["toolchain"]["architectures"] == "80"  # what a tune measures, and a pin is checked against
+        flags = (tiny.build / "ciq" / "targets" / "subkern.cuda-flags-noconfig").read_text().split()
+        assert "-arch=sm_80" in flags  # the tune's "own nvcc flags" of the target
+    finally:
+        shutil.rmtree(tiny.source / "sub")
+
+
 @pytest.mark.parametrize(("setting", "why"), [
     ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n'
      'target_compile_options(kern PRIVATE "$<$<CONFIG:Release>:-arch=sm_90>")',
