@@ -537,6 +537,27 @@ def test_the_flags_of_a_target_made_in_a_subdirectory_are_those_its_directory_se
         shutil.rmtree(tiny.source / "sub")
 
 
+def test_a_call_above_the_directory_that_enables_cuda_says_where_to_call(tmp_path: Path, cmake_bin: str,
+                                                                         ninja_bin: str, cuda133_bin: Path) -> None:
+    # cuda-api-wrappers enables CUDA in examples/CMakeLists.txt alone: a call at the top level, after
+    # add_subdirectory(examples), was told "Add CUDA to project() or call enable_language(CUDA)", which it had.
+    source = tmp_path / "src"
+    (source / "examples").mkdir(parents=True)
+    (source / "examples" / "kern.cu").write_text(OTHER_CU)
+    (source / "examples" / "CMakeLists.txt").write_text("enable_language(CUDA)\nadd_library(kern STATIC kern.cu)\n")
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(top LANGUAGES CXX)\nfind_package(ciq_build CONFIG REQUIRED)\n"
+        "add_subdirectory(examples)\nciq_tune_target(kern OBJECTIVES registers)\n")
+    result = run([cmake_bin, "-S", source, "-B", tmp_path / "build", "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja_bin}",
+                  f"-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}", "-DCMAKE_CUDA_ARCHITECTURES=90a",
+                  f"-Dciq_build_DIR={CMAKE_PACKAGE_DIR}"], timeout=300)
+    assert not result.ok
+    text = " ".join(said(result).split())
+    assert (f"ciq_tune_target(kern): CUDA is enabled in {source}/examples, where 'kern' is made, not in {source}, "
+            f"where this call is: call ciq_tune_target(kern ...) in {source}/examples/CMakeLists.txt, after the "
+            "target, or add CUDA to the top-level project().") in text, text
+
+
 @pytest.mark.parametrize(("setting", "why"), [
     ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n'
      'target_compile_options(kern PRIVATE "$<$<CONFIG:Release>:-arch=sm_90>")',
