@@ -620,6 +620,20 @@ def test_verify_of_a_pin_the_build_skips_says_why_the_build_skips_it(tiny: Tiny)
             "compiling for 90a)") in report.text, report.text
 
 
+def test_verify_builds_the_objects_it_checks_not_a_link_the_machine_cannot_make(tiny: Tiny) -> None:
+    # cuda-api-wrappers' examples link CUDA::cuda_driver: on a machine without the driver its static tune ran (it
+    # never links), but verify built the whole executable and stopped on the link's undefined cu* symbols.
+    from ciq_build.pin.verify import verify
+    from ciq_build.project.cmake_backend import CMakeBackend
+
+    body = ('add_executable(kexe kern.cu)\ntarget_link_libraries(kexe PRIVATE ciq_no_such_driver_library)\n'
+            'ciq_tune_target(kexe OBJECTIVES registers PIN_DIR "pins dir")\n')
+    ensure_ok(tiny.configure(body=body, pins={"kexe": record("kexe", flags=["-maxrregcount=32"])}))
+    report = verify("kexe", CMakeBackend(tiny.build, None))  # raised "building kexe failed" (the link's)
+    assert "ciq_build verify kexe: 1 object(s)" in report.text, report.text
+    assert "holds no fingerprint of any object's code (kern.cu.o built)" in report.text  # the record is hand-made
+
+
 def test_architectures_changed_after_the_call_are_refused(tiny: Tiny) -> None:
     # The pin was checked against the architectures at the call; a later change would go unchecked.
     body = DEFAULT_BODY + 'set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "75")\n'
