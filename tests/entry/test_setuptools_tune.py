@@ -451,6 +451,16 @@ def test_a_benchmark_printing_its_own_format_is_read_through_ciq_metric_and_ciq_
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_unit="hours")
 
 
+def test_ciq_unit_without_ciq_metric_is_refused_as_configure_refuses_unit_without_metric() -> None:
+    # Taken alone, ciq_unit="TFLOPS" made the benchmark's CIQ_METRIC time_ms lines a whole run's milliseconds, not
+    # the rate's: every candidate read as printing no time. CMake's UNIT without METRIC stops configure.
+    for unit in ("TFLOPS", "ms"):
+        with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): ciq_unit is the unit of ciq_metric's number; "
+                                              r"give ciq_metric=r'<regex>' too, or leave ciq_unit out"):
+            CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=["b"], ciq_unit=unit)
+    assert CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=["b"]).ciq_unit == "ms"
+
+
 def _blocks(project: Path, declared: str) -> None:
     """The example's kernel launched in blocks of CIQ_BLOCK threads (the source's default 768), a params entry
     for it, and setup.py's declaration of the block size, `declared` (ciq_threads_per_block=...)."""
