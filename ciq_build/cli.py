@@ -62,7 +62,8 @@ _SOURCE_NAMED = "the project's source tree; configures nothing (tune -S does)"
 
 def _add_tree_options(parser: argparse.ArgumentParser, source_help: str) -> None:
     parser.add_argument("--build-dir", "-B", type=Path, default=Path(IMPLICIT_BUILD_DIR), action=_GivenBuildDir,
-                        help=f"the project's CMake build tree (default: ./{IMPLICIT_BUILD_DIR})")
+                        help=f"the project's CMake build tree, or a setuptools project's build folder "
+                             f"(default: ./{IMPLICIT_BUILD_DIR})")
     parser.add_argument("--source-dir", "-S", type=Path, default=None, help=source_help)
 
 
