@@ -277,6 +277,20 @@ def test_report_of_a_setuptools_project_reads_its_pin_from_its_build_folder(
         assert f"- pinned record: {project / 'ciq' / 'kern.json'}" in capsys.readouterr().out
 
 
+
+def test_report_and_export_with_minus_s_read_the_setuptools_projects_journal_from_anywhere(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # `tune kern -S proj` journals in proj/build/ciq/; `report kern -S proj`, run elsewhere, read ./build's journal and
+    # said to run `tune kern -B build` again, a -B naming no setuptools project from there.
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    journal = project / "build" / "ciq" / "journal" / "kern.jsonl"
+    for command in (["report", "kern"], ["export", "kern", "--json", str(tmp_path / "out.json")]):
+        assert main([*command, "-S", str(project)]) == 2
+        said = capsys.readouterr().err
+        assert f"its journal {journal} does not exist" in said, said
+        assert f"tune kern -B {project / 'build'}` first" in said, said
+
 def test_ray_is_refused_for_a_setuptools_project_before_anything_is_built(project: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tune", "kern", "--setuptools", str(project), "--executor", "ray"]) == 2
