@@ -317,11 +317,15 @@ class ScratchTree:
         return [tree_tool(self.build_dir, "cmake"), "--build", str(self.build_dir), "--target", *targets]
 
     def _object_names(self) -> tuple[str, ...]:
-        """The tuned target's object files as build targets of this tree (Ninja takes an output's path relative to
-        its build dir), or () where the generator cannot build one file alone: the target is built then."""
-        if self.manifest.generator != "Ninja" or not self.manifest.objects:
-            return ()
-        return tuple(os.path.relpath(path, self.manifest.binary_dir) for path in self.manifest.objects)
+        return object_names(self.manifest)
+
+
+def object_names(manifest: Manifest) -> tuple[str, ...]:
+    """The target's object files as build targets of its tree (Ninja takes an output's path relative to its build
+    dir), or () where the generator cannot build one file alone: the target is built then."""
+    if manifest.generator != "Ninja" or not manifest.objects:
+        return ()
+    return tuple(os.path.relpath(path, manifest.binary_dir) for path in manifest.objects)
 
 
 def front_ends_folder(tree_root: Path) -> Path:
