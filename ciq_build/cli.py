@@ -62,7 +62,8 @@ _SOURCE_NAMED = "the project's source tree; configures nothing (tune -S does)"
 
 def _add_tree_options(parser: argparse.ArgumentParser, source_help: str) -> None:
     parser.add_argument("--build-dir", "-B", type=Path, default=Path(IMPLICIT_BUILD_DIR), action=_GivenBuildDir,
-                        help=f"the project's CMake build tree (default: ./{IMPLICIT_BUILD_DIR})")
+                        help=f"the project's CMake build tree, or a setuptools project's build folder "
+                             f"(default: ./{IMPLICIT_BUILD_DIR})")
     parser.add_argument("--source-dir", "-S", type=Path, default=None, help=source_help)
 
 
@@ -192,6 +193,19 @@ def _setuptools_project(setuptools: Path | None, source_dir: Path | None,
     from ciq_build.project.backend import setuptools_project_of
 
     return setuptools_project_of(build_dir, source_dir)
+
+
+def _journal_build_dir(args: argparse.Namespace) -> Path:
+    """Where `report` and `export` read a tune's journal: -B, or, where -B is left out and -S names a setuptools
+    project, that project's build folder, where its tune journals (`report kern -S proj` run elsewhere read ./build's
+    and said to tune again, with a -B that named no setuptools project)."""
+    if not getattr(args, "build_dir_given", False) and args.source_dir is not None:
+        project = _setuptools_project(None, args.source_dir)
+        if project is not None:
+            from ciq_build.project.backend import SETUPTOOLS_BUILD_FOLDER
+
+            return project / SETUPTOOLS_BUILD_FOLDER
+    return Path(args.build_dir)
 
 
 def _backend(args: argparse.Namespace) -> BuildBackend:
@@ -352,11 +366,12 @@ def _sample_acfs(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from ciq_build.reports.page import report, watch
 
+    build_dir = _journal_build_dir(args)
     if args.watch:
-        print(watch(args.target, args.build_dir, args.source_dir, _say_now, args.format, args.output, args.search,
+        print(watch(args.target, build_dir, args.source_dir, _say_now, args.format, args.output, args.search,
                     args.architecture), end="")
         return 0
-    print(report(args.target, args.build_dir, args.source_dir, args.format, args.output, args.search,
+    print(report(args.target, build_dir, args.source_dir, args.format, args.output, args.search,
                  architecture=args.architecture), end="")
     return 0
 
@@ -364,7 +379,7 @@ def _report(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from ciq_build.reports.export import export
 
-    print(export(args.target, args.build_dir, args.source_dir, csv_file=args.csv, json_file=args.json,
+    print(export(args.target, _journal_build_dir(args), args.source_dir, csv_file=args.csv, json_file=args.json,
                  search=args.search, optuna_file=args.optuna, kernel_tuner_file=args.kernel_tuner,
                  architecture=args.architecture), end="")
     return 0

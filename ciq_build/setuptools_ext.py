@@ -24,7 +24,6 @@ CUDACXX, CMake's variable) names the nvcc to use; CUDAHOSTCXX the host compiler.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import os
 import sys
@@ -241,7 +240,7 @@ def host_extension(ext: CudaExtension) -> Extension:
     cannot be made without its ciq_target, and the build failed with a TypeError.
     """
     host = Extension.__new__(Extension)
-    host.__dict__.update(copy.copy(ext).__dict__)
+    host.__dict__.update(vars(ext))
     return host
 
 
@@ -270,7 +269,7 @@ class build_ext(_setuptools_build_ext):  # noqa: N801 - setuptools' own name for
         return found
 
     def build_cuda_objects(self, ext: CudaExtension) -> Extension:
-        """Compile `ext`'s .cu files; return a copy of `ext` for setuptools that links them in."""
+        """Compile `ext`'s .cu files; return `ext` as a plain Extension (host_extension) that links them in."""
         toolchain = self._toolchain()
         build_temp = Path(self.build_temp).absolute()
         options, pin_depends, launcher = self._options_file(ext, toolchain, build_temp)

@@ -76,6 +76,18 @@ function(_ciq_apply_pin)
   set(${arg_DEPENDS_VAR} "${depends}" PARENT_SCOPE)
 endfunction()
 
+# _ciq_target_cuda_flags(<out> <target> <suffix>): CMAKE_CUDA_FLAGS<suffix> ("" or "_RELEASE") as <target>'s
+# compiles get it, split into a list: the variable's value in the directory that made the target, whose value at
+# the end of that directory CMake gives its compiles. Not this scope's: a step deferred to the end of the
+# top-level directory reads the top level's, and cuda-api-wrappers' examples/CMakeLists.txt appends its -gencode
+# flags to CMAKE_CUDA_FLAGS there alone (their architectures were missed: "the only architecture built").
+function(_ciq_target_cuda_flags out target suffix)
+  get_target_property(directory ${target} SOURCE_DIR)
+  get_directory_property(value DIRECTORY "${directory}" DEFINITION "CMAKE_CUDA_FLAGS${suffix}")
+  separate_arguments(flags NATIVE_COMMAND "${value}")
+  set(${out} "${flags}" PARENT_SCOPE)
+endfunction()
+
 # _ciq_build_architectures(<out> <target>): the architectures a pin of <target> is checked against and a tune
 # measures: its CUDA_ARCHITECTURES; where those name none (OFF, or unset under policy CMP0104 OLD), the
 # architectures whose machine code its own nvcc flags ask for, which are then all it builds (miniBUDE's
@@ -95,7 +107,9 @@ function(_ciq_build_architectures out target)
     return()
   endif()
   string(TOUPPER "${CMAKE_BUILD_TYPE}" config)
-  separate_arguments(flags NATIVE_COMMAND "${CMAKE_CUDA_FLAGS} ${CMAKE_CUDA_FLAGS_${config}}")
+  _ciq_target_cuda_flags(common ${target} "")
+  _ciq_target_cuda_flags(configured ${target} "_${config}")
+  set(flags ${common} ${configured})
   get_target_property(options ${target} COMPILE_OPTIONS)
   foreach(option IN LISTS options)
     set(written "${option}")

@@ -113,6 +113,17 @@ function(_ciq_check_call target)
     endif()
   endif()
   if(NOT CMAKE_CUDA_COMPILER_VERSION)
+    # enable_language(CUDA) in a subdirectory enables it there alone (cuda-api-wrappers' examples/): a call at
+    # the top level, after add_subdirectory(), was told to add what the project already had.
+    if(TARGET ${target})
+      get_target_property(made_in ${target} SOURCE_DIR)
+      get_directory_property(there DIRECTORY "${made_in}" DEFINITION CMAKE_CUDA_COMPILER_VERSION)
+      if(there)
+        message(FATAL_ERROR "${fn}: CUDA is enabled in ${made_in}, where '${target}' is made, not in "
+          "${CMAKE_CURRENT_SOURCE_DIR}, where this call is: call ciq_tune_target(${target} ...) in "
+          "${made_in}/CMakeLists.txt, after the target, or add CUDA to the top-level project().")
+      endif()
+    endif()
     message(FATAL_ERROR "${fn}: CUDA is not enabled here. Add CUDA to project() "
       "or call enable_language(CUDA) before ciq_tune_target().")
   endif()

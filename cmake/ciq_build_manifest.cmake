@@ -197,14 +197,14 @@ endfunction()
 # _ciq_write_cuda_flags(<target>): the target's own nvcc flags, one a line, in
 # <CMAKE_BINARY_DIR>/ciq/targets/<target>.cuda-flags-<config> (<config> noconfig without CMAKE_BUILD_TYPE;
 # ciq_build.project.manifest.read_cuda_flags):
-# CMAKE_CUDA_FLAGS, the configuration's CMAKE_CUDA_FLAGS_<CONFIG>, then the target's COMPILE_OPTIONS as CUDA
-# compiles see them, so that a tune leaves out the numerics knobs they already fix (--use_fast_math sets -ftz,
+# CMAKE_CUDA_FLAGS, the configuration's CMAKE_CUDA_FLAGS_<CONFIG> (both as the target's directory sets them), then
+# the target's COMPILE_OPTIONS as CUDA compiles see them, so that a tune leaves out the numerics knobs they already fix (--use_fast_math sets -ftz,
 # -prec-div, -prec-sqrt). A file of its own, not a manifest field: a flag may hold quotes or backslashes, which
 # JSON written at generate time cannot escape. Evaluated for CUDA alone (file(GENERATE) evaluates once per enabled
 # language, and $<COMPILE_LANGUAGE:CUDA> holds only in CUDA's), one file per configuration (an option may
 # depend on it, and a file written twice with different content fails the generate step).
 function(_ciq_write_cuda_flags target)
-  separate_arguments(flags NATIVE_COMMAND "${CMAKE_CUDA_FLAGS}")
+  _ciq_target_cuda_flags(flags ${target} "")
   set(lines "")
   foreach(flag IN LISTS flags)
     _ciq_genex_literal(flag "${flag}")
@@ -212,7 +212,7 @@ function(_ciq_write_cuda_flags target)
   endforeach()
   foreach(config IN LISTS CMAKE_CONFIGURATION_TYPES CMAKE_BUILD_TYPE)
     string(TOUPPER "${config}" upper)
-    separate_arguments(flags NATIVE_COMMAND "${CMAKE_CUDA_FLAGS_${upper}}")
+    _ciq_target_cuda_flags(flags ${target} "_${upper}")
     foreach(flag IN LISTS flags)
       if(NOT flag MATCHES "[$>]")  # (no nvcc numerics flag has one; inside $<...> it would need escaping)
         string(APPEND lines "$<$<CONFIG:${config}>:${flag}\n>")

@@ -627,15 +627,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out Optuna's strategies (tpe, nsga2), measured when Optuna is installed")
     parser.add_argument("--set", choices=tuple(SETS),
                         default="all",
-                        help="the tuning set (problems.py), the first held-out set (held_out.py), the second "
-                             "(held_out_2.py), the third (held_out_3.py), the fourth (held_out_4.py), the fifth "
-                             "(held_out_5.py), the sixth (held_out_6.py), the seventh (held_out_7.py), the eighth "
-                             "(held_out_8.py), the ninth (held_out_9.py), the tenth (held_out_10.py), the eleventh "
-                             "(held_out_11.py), the twelfth (held_out_12.py), the thirteenth (held_out_13.py), the "
-                             "fourteenth (held_out_14.py), the fifteenth (held_out_15.py), the sixteenth "
-                             "(held_out_16.py), the seventeenth (held_out_17.py), the eighteenth (held_out_18.py), "
-                             "the nineteenth (held_out_19.py), the twentieth (held_out_20.py), the twenty-first "
-                             "(held_out_21.py), the twenty-second (held_out_22.py) or all twenty-three (default)")
+                        help=f"the tuning set (problems.py), the first held-out set (held-out: held_out.py), the "
+                             f"Nth (held-out-N: held_out_N.py, N from 2 to {len(_HELD_OUT_SETS)}) or all "
+                             f"{len(SETS) - 1} (default)")
     parser.add_argument("--problems", default="",
                         help="comma-separated first words of the problems to run (default: all of the set)")
     parser.add_argument("--strategies", default="",

@@ -152,19 +152,22 @@ def native_note(target: str, architectures: str, gpu: int | None) -> str | None:
             f"any GPU. Set CUDA_ARCHITECTURES to the architectures you run on (e.g. 90a) to tune and pin those")
 
 
-def default_note(target: str, architectures: str, defaulted: bool, gpu: int | None, build_dir: str | None) -> str | None:
+def default_note(target: str, architectures: str, defaulted: bool, gpu: int | None, build_dir: str | None,
+                 flags_too: bool = False) -> str | None:
     """The one line said before a tune of a CMake target (built in `build_dir`; None: not a CMake tree) whose
     architectures the project did not choose, or None:
     `defaulted`, CMake's default for its nvcc (the manifest's `architectures_default`: 75 with CUDA 13, 52 before),
     or none at all (nvcc's own default). A user who tunes on an H100 without CMAKE_CUDA_ARCHITECTURES would
-    otherwise read "architectures: 75" and "the only architecture built", as if sm_75 were the project's choice."""
+    otherwise read "architectures: 75" and "the only architecture built", as if sm_75 were the project's choice.
+    `flags_too`: the target's own nvcc flags build other architectures beside it (flags_note says which)."""
     if build_dir is None or (architectures.strip() and not defaulted):
         return None
     built = ", ".join(sm(arch_name(e)) for e in split_architectures(architectures))
     whose = f"{built}, CMake's default for this nvcc," if built else "nvcc's default architecture,"
     example = str(gpu) if gpu is not None else "90a"
+    alone = " (and for what its own nvcc flags build, said below)" if flags_too else " alone"
     return (f"{target} is built for {whose} as the project sets no CMAKE_CUDA_ARCHITECTURES: the candidates are "
-            f"compiled for it alone, and the pin is checked against it. To tune for the GPUs you run on, set them "
+            f"compiled for it{alone}, and the pin is checked against it. To tune for the GPUs you run on, set them "
             f"and configure again (e.g. cmake -DCMAKE_CUDA_ARCHITECTURES={example} {build_dir}, or "
             f"set(CMAKE_CUDA_ARCHITECTURES {example}) before project() in CMakeLists.txt)")
 
@@ -216,4 +219,4 @@ def plan_architectures(target: str, architectures: str, gpu: int | None, asked: 
     return ArchitecturePlan(gpu if timed else None, scored if static else None, why, jit,
                             native_note(target, architectures, gpu), flags_note(target, architectures, extra), built,
                             None if extra and not architectures else default_note(target, architectures, defaulted,
-                                                                                  gpu, build_dir))
+                                                                                  gpu, build_dir, bool(extra)))

@@ -319,6 +319,34 @@ def launch_bounds(object_file: Path, toolchain: Toolchain) -> dict[str, int]:
     return found
 
 
+# A kernel's dynamic shared memory (`extern __shared__`) is sized by its launch, so no compiled figure holds it (ptxas
+# reports static `smem` only): in PTX, a module-level `.extern .shared` array that the kernel's body names.
+_PTX_EXTERN_SHARED = re.compile(r"^\s*\.extern\s+\.shared\b[^;]*?([A-Za-z_$%][\w$]*)\s*\[\s*\]\s*;", re.MULTILINE)
+
+
+def ptx_dynamic_shared(text: str) -> set[str]:
+    """The kernels of a PTX text that use dynamic shared memory (`extern __shared__`)."""
+    names = set(_PTX_EXTERN_SHARED.findall(text))
+    if not names:
+        return set()
+    named = re.compile(r"(?<![\w$%])(?:" + "|".join(map(re.escape, sorted(names))) + r")(?![\w$])")
+    found: set[str] = set()
+    entry: str | None = None
+    for line in text.splitlines():
+        if match := _PTX_ENTRY.search(line):
+            entry = match.group(1)
+        elif line.startswith("}"):  # a function's closing brace is the only one in column 0
+            entry = None
+        elif entry is not None and named.search(line):
+            found.add(entry)
+    return found
+
+
+def dynamic_shared(object_file: Path, toolchain: Toolchain) -> set[str]:
+    """The kernels of an object that use dynamic shared memory, from the PTX it embeds (none where it embeds none)."""
+    return ptx_dynamic_shared(_cuobjdump(toolchain, ["-ptx", str(Path(object_file).absolute())]))
+
+
 _SASS_FUNCTION = re.compile(r"^\s*Function : (\S+)")
 _SASS_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(.*?);")
 

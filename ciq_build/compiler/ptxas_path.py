@@ -354,7 +354,7 @@ def fill(p: Plan, timeout: float | None = None, start: Start = _started) -> None
         result = _run_steps(steps, p, timeout, capture=True, start=start)
         seconds = time.monotonic() - began
         if result.returncode != 0:
-            raise Unsupported(f"the front end failed when run on its own:\n{result.stdout[-2000:]}")
+            raise Unsupported(f"the front end failed when run on its own\n{result.stdout[-2000:]}")
         files = sorted(f.name for f in new.iterdir() if f.is_file())  # the front end's own: what a compile links
         (new / _LOG).write_text(result.stdout, encoding="utf-8")
         read = _preprocessed_inputs(new, p.cwd)
@@ -557,9 +557,11 @@ def main(args: list[str]) -> int:
         try:
             fill(p)
         except (Unsupported, OSError, subprocess.SubprocessError) as exc:
-            # nvcc whole (where the front end itself failed, nvcc says why: only the first line here).
+            # nvcc whole (where the front end itself failed, nvcc says why: only the first line here). The note
+            # says whose output follows: an error there (nvcc's own internal error, say) is not the launcher's.
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            print(f"ciq_build: the front end is not kept for the ptxas-only path ({reason})", file=sys.stderr)
+            print(f"ciq_build: the front end is not kept for the ptxas-only path ({reason}); nvcc whole "
+                  "compiles it, as the build does without ciq_build:", file=sys.stderr)
             os.execvp(argv[0], argv)
     sys.stderr.write(front_end_log(p))
     sys.stderr.flush()

@@ -12,7 +12,13 @@ from ciq_build.core.objectives import Objective
 from ciq_build.core.settings import USER_CONFIGURE_TIMEOUT
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
-from ciq_build.project.cmake_trees import ScratchTree, check_tree_is_here, configure_user_tree, refresh_user_tree
+from ciq_build.project.cmake_trees import (
+    ScratchTree,
+    check_tree_is_here,
+    configure_user_tree,
+    object_names,
+    refresh_user_tree,
+)
 from ciq_build.project.manifest import Manifest, load_manifest, manifest_dir, tuned_targets
 from ciq_build.project.preflight import check_tune
 from ciq_build.project.sources import SourceSet
@@ -78,7 +84,12 @@ class CMakeBackend:
         return SourceSet(manifest)
 
     def build_pinned(self, manifest: Manifest, timeout: float) -> proc.ProcResult:
-        return proc.run([tree_tool(self.build_dir, "cmake"), "--build", str(self.build_dir), "--target", manifest.target], timeout)
+        """The target's objects (the target where the generator cannot build them alone): what verify reads. Not
+        its link: an executable linking the driver's libcuda failed verify on a machine without one, where its
+        tune had run (cuda-api-wrappers' examples link CUDA::cuda_driver)."""
+        names = object_names(manifest) or (manifest.target,)
+        return proc.run([tree_tool(self.build_dir, "cmake"), "--build", str(self.build_dir), "--target", *names],
+                        timeout)
 
     def toolkit_rule(self) -> tuple[str, str]:
         return ("chosen by this build tree's CMAKE_CUDA_COMPILER",

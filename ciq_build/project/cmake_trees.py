@@ -267,6 +267,7 @@ class ScratchTree:
         output: list[str] = []
         kept = 0.0
         bounds: dict[str, int] = {}
+        dynamic: set[str] = set()
         for p in plans:
             try:
                 # A new front end is run here, in place of nvcc's whole compile (which would also run
@@ -293,8 +294,10 @@ class ScratchTree:
             output.append(f"Building CUDA object {p.output} (ptxas only)\n{ptxas_path.front_end_log(p)}{ran.stdout}")
             for text in ptxas_path.front_end_ptx(p):
                 bounds.update(metrics.ptx_launch_bounds(text))
+                dynamic.update(metrics.ptx_dynamic_shared(text))
         return CandidateBuild(True, None, "", time.monotonic() - started, "".join(output),
-                              kept_front_end_seconds=kept, launch_bounds=tuple(sorted(bounds.items())))
+                              kept_front_end_seconds=kept, launch_bounds=tuple(sorted(bounds.items())),
+                              dynamic_shared=tuple(sorted(dynamic)))
 
     def _tuned_compiles(self, timeout: float) -> list[list[str]]:
         """The tuned target's nvcc compile commands (Ninja only), re-read when the build files change."""
@@ -314,11 +317,15 @@ class ScratchTree:
         return [tree_tool(self.build_dir, "cmake"), "--build", str(self.build_dir), "--target", *targets]
 
     def _object_names(self) -> tuple[str, ...]:
-        """The tuned target's object files as build targets of this tree (Ninja takes an output's path relative to
-        its build dir), or () where the generator cannot build one file alone: the target is built then."""
-        if self.manifest.generator != "Ninja" or not self.manifest.objects:
-            return ()
-        return tuple(os.path.relpath(path, self.manifest.binary_dir) for path in self.manifest.objects)
+        return object_names(self.manifest)
+
+
+def object_names(manifest: Manifest) -> tuple[str, ...]:
+    """The target's object files as build targets of its tree (Ninja takes an output's path relative to its build
+    dir), or () where the generator cannot build one file alone: the target is built then."""
+    if manifest.generator != "Ninja" or not manifest.objects:
+        return ()
+    return tuple(os.path.relpath(path, manifest.binary_dir) for path in manifest.objects)
 
 
 def front_ends_folder(tree_root: Path) -> Path:

@@ -86,7 +86,7 @@ class CudaExtension(Extension):
         ciq_timeout: float = 60.0,
         ciq_threads_per_block: int | str | Sequence[int | str] | None = None,
         ciq_metric: str | None = None,
-        ciq_unit: str = DEFAULT_METRIC_UNIT,
+        ciq_unit: str | None = None,
         **kwargs: Any,
     ) -> None:
         if ciq_target is None:
@@ -230,15 +230,21 @@ def _threads_per_block(name: str, value: int | str | Sequence[int | str] | None,
     return values
 
 
-def _metric(name: str, regex: str | None, unit: str, benchmark: Sequence[str] | None) -> tuple[str, str]:
+def _metric(name: str, regex: str | None, unit: str | None, benchmark: Sequence[str] | None) -> tuple[str, str]:
     """ciq_metric and ciq_unit as METRIC and UNIT: the regex whose first group is the time (or rate) in a benchmark
     that prints its own format, checked by METRIC's and UNIT's own readers when setup.py is read."""
-    if not isinstance(unit, str) or not load_rules().matches("metric_unit", unit):
+    if unit is not None and (not isinstance(unit, str) or not load_rules().matches("metric_unit", unit)):
         raise ConfigError(f"CudaExtension({name!r}): "
                           + _as_arguments(load_rules().message("unknown_metric_unit", value=str(unit)))
                           + "; set ciq_unit to the unit the benchmark prints")
     if regex is None:
-        return "", unit
+        if unit is not None:
+            # As configure refuses UNIT without METRIC: a rate unit alone made every CIQ_METRIC time_ms line a whole
+            # run's milliseconds, not the rate's, and each candidate's benchmark was read as printing no time.
+            raise ConfigError(f"CudaExtension({name!r}): ciq_unit is the unit of ciq_metric's number; give "
+                              "ciq_metric=r'<regex>' too, or leave ciq_unit out (CIQ_METRIC time_ms=... lines are "
+                              "always milliseconds)")
+        return "", DEFAULT_METRIC_UNIT
     if benchmark is None:
         raise ConfigError(f"CudaExtension({name!r}): ciq_metric reads the benchmark's output; add ciq_benchmark, "
                           "the command that prints it")
@@ -246,7 +252,7 @@ def _metric(name: str, regex: str | None, unit: str, benchmark: Sequence[str] | 
         compile_metric_regex(regex)
     except ConfigError as error:
         raise ConfigError(f"CudaExtension({name!r}): {_as_arguments(str(error))}") from None
-    return regex, unit
+    return regex, unit or DEFAULT_METRIC_UNIT
 
 
 def _as_arguments(message: str) -> str:

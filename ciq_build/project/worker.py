@@ -52,6 +52,8 @@ class CandidateBuild:
     # (kernel, the most threads a block of it has) of the kernels whose `__launch_bounds__` the build read where it has
     # no objects (ptxas alone, from the kept front end's PTX); with objects, their cubins say it.
     launch_bounds: tuple[tuple[str, int], ...] = ()
+    # The kernels that use dynamic shared memory (`extern __shared__`), read with the launch bounds from the PTX.
+    dynamic_shared: tuple[str, ...] = ()
     # The executable this build linked (the benchmark, or the tuned target where it is the benchmark); None where it
     # linked none. A relocatable target's kernels get their registers and stack there, at the device link.
     linked: Path | None = None

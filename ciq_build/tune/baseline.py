@@ -17,7 +17,7 @@ from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.runner import SAYS_WHAT_TO_DO, BuildRunner
+from ciq_build.tune.runner import DYNAMIC_SHARED_METRIC, SAYS_WHAT_TO_DO, BuildRunner
 from ciq_build.tune.source_watch import SourceWatch
 
 
@@ -57,7 +57,24 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
     assert evaluated.scores is not None
     say(f"baseline: {named_scores(runner.objectives, evaluated.scores)} "
         + ("(from the journal)" if evaluated.cached else f"(built and measured in {evaluated.seconds:.1f} s)"))
+    if note := dynamic_shared_note(evaluated.metrics):
+        say(note)
     return evaluated
+
+
+def dynamic_shared_note(figures: dict[str, float]) -> str:
+    """Where the occupancy is scored or described and some kernels use dynamic shared memory, what it leaves out
+    ("" elsewhere): flash_attention_inference's FA2 kernels hold 64 KB of it a block, two blocks an SM on sm_80
+    whatever their registers, while the occupancy counted three at a lower register cap."""
+    dynamic = int(figures.get(DYNAMIC_SHARED_METRIC, 0))
+    if not dynamic:
+        return ""
+    kernels = int(figures.get("kernels", dynamic))
+    return (f"{dynamic} of the {kernels} kernels use dynamic shared memory (extern __shared__), which their launch "
+            "sizes and no compiled figure holds: their occupancy here counts registers and static shared memory only, "
+            "so it can be more than they get, and fewer registers gain nothing where their shared memory already "
+            "limits the blocks an SM holds. For them, tune time on a GPU, or leave them out of the occupancy "
+            "(occupancy:<kernel regex>)")
 
 
 def baseline_for_search(runner: BuildRunner, trusted: Callable[[Evaluation, WorkerTree, Sequence[str]], Evaluation],

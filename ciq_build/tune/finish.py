@@ -40,8 +40,14 @@ from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before, pins_the_same
-from ciq_build.tune.runner import DESCRIBED_REGISTERS_METRIC, DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
-from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
+from ciq_build.tune.runner import (
+    DESCRIBED_REGISTERS_METRIC,
+    DESCRIBED_SHARED_METRIC,
+    DYNAMIC_SHARED_METRIC,
+    THREADS_METRIC,
+    BuildRunner,
+)
+from ciq_build.tune.summary import improved_objectives, next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
 from ciq_build.tune.without_effect import knobs_without_effect, params_without_effect, without_effect_lines
@@ -310,6 +316,7 @@ class Finish:
                           or _check_failed_text(checked, self.manifest.setuptools) or next_without_a_pin(
                               objectives, self.settings.search, self.pinning, confirmation.better,
                               int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores,
+                              improved_objectives(objectives, confirmation.baseline_scores, searched.evaluations),
                               setuptools=self.manifest.setuptools),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(), winner=confirmation.better,
@@ -417,7 +424,10 @@ def occupancy_steps(confirmation: Confirmation, objectives: Sequence[Objective],
     else:
         several = (f" (the kernels {whose} scores)" if whose else
                    " (the most registers and shared memory of any kernel)" if kernels > 1 else "")
-    return f"sm_{arch}, {steps}{several}"
+    dynamic = int(described.metrics.get(DYNAMIC_SHARED_METRIC, 0))
+    left_out = (f"; {dynamic} of the kernels use dynamic shared memory, which this leaves out: they may hold fewer "
+                "blocks an SM" if dynamic else "")
+    return f"sm_{arch}, {steps}{several}{left_out}"
 
 
 def _check_failed_text(checked: WinnerCheck | None, setuptools: bool) -> str:

@@ -68,6 +68,9 @@ DESCRIBED_SHARED_METRIC = "described_shared_bytes"
 # The registers of the kernel the occupancy line describes, where occupancy is an objective (else the line takes
 # the registers the tune scores: ciq_build.search.select.scored_registers).
 DESCRIBED_REGISTERS_METRIC = "described_registers"
+# How many of the scored kernels use dynamic shared memory (`extern __shared__`), where the occupancy is scored or
+# described: no compiled figure holds it (the launch sizes it), so their occupancy here can be more than they get.
+DYNAMIC_SHARED_METRIC = "dynamic_shared_kernels"
 
 
 class BuildRunner:
@@ -349,6 +352,8 @@ class BuildRunner:
                 if patterns:
                     values[DESCRIBED_SHARED_METRIC] = float(heaviest.shared)
             values.update(self._least_occupancy(usages))
+            if THREADS_METRIC in values and (dynamic := self._dynamic_shared(usages, build)):
+                values[DYNAMIC_SHARED_METRIC] = float(dynamic)
         counted = {metric_key(o) for o in self.objectives if isinstance(o.extractor, SassCount)}
         if counted and build.objects:
             count = float(sum(n for obj in build.objects
@@ -370,6 +375,15 @@ class BuildRunner:
         least = min(known, key=lambda usage: (usage.occupancy, -usage.registers))
         return {THREADS_METRIC: float(least.threads), DESCRIBED_SHARED_METRIC: float(least.shared),
                 DESCRIBED_REGISTERS_METRIC: float(least.registers)}
+
+    def _dynamic_shared(self, usages: list[metrics.KernelUsage], build: CandidateBuild) -> int:
+        """How many of `usages`' kernels use dynamic shared memory: from the PTX where ptxas alone ran (free), else,
+        where the occupancy is an objective, from the PTX the objects embed."""
+        dynamic = set(build.dynamic_shared)
+        if not dynamic and build.objects and wants_block_size(self.objectives):
+            for obj in build.objects:
+                dynamic |= metrics.dynamic_shared(obj, self.toolchain)
+        return sum(1 for usage in usages if usage.function in dynamic)
 
     def with_threads(self, usages: list[metrics.KernelUsage], build: CandidateBuild,
                      controls: Controls) -> list[metrics.KernelUsage]:

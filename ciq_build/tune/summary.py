@@ -64,13 +64,23 @@ def params_never_working(evaluations: Sequence[Evaluation]) -> list[str]:
             if len(oks) >= NEVER_WORKED_AFTER and not any(oks) and name in working_names]
 
 
+def improved_objectives(objectives: Sequence[Objective], baseline: Sequence[float],
+                        evaluations: Sequence[Evaluation]) -> set[str]:
+    """The names of the objectives on which some candidate scored better than the defaults (`baseline`)."""
+    return {o.name for e in evaluations if e.ok and e.scores is not None
+            for o, score, base in zip(objectives, e.scores, baseline)
+            if (score < base if o.direction == "min" else score > base)}
+
+
 def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool,
-                       kernels: int = 1, baseline: Sequence[float] = (), *, setuptools: bool = False) -> str:
+                       kernels: int = 1, baseline: Sequence[float] = (), improved: Set[str] | None = None, *,
+                       setuptools: bool = False) -> str:
     """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line.
-    `kernels`: how many the target's ptxas report has (a per-kernel objective is suggested where several);
-    `baseline`: the defaults' scores, where one minimised at 0 (no spills) is said to have nothing to lower, and a
-    percentage maximised at 100 (occupancy) nothing to raise. `setuptools`: the target is a CudaExtension's, whose
-    PARAMS are its params= (core/declared.py)."""
+    `kernels`: how many the target's ptxas report has (a per-kernel objective is suggested where several, and
+    where the search never moved the whole target's figure); `baseline`: the defaults' scores, where one minimised at
+    0 (no spills) is said to have nothing to lower, and a percentage maximised at 100 (occupancy) nothing to raise;
+    `improved`: the objectives some candidate beat the defaults on (improved_objectives; None: not known).
+    `setuptools`: the target is a CudaExtension's, whose PARAMS are its params= (core/declared.py)."""
     if not pin and better:
         return "run the same command without --no-pin to pin the winner"
     # cuda_hgemv's 12 kernels spill nothing: the line offered spill_bytes:<kernel regex>, which is 0 for each; llm.c's
@@ -81,8 +91,19 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
             "nothing to lower; " if floored else "")
     said += (f"{' and '.join(full)} {'is' if len(full) == 1 else 'are'} 100% at the compiler's defaults, "
              "nothing to raise; " if full else "")
+    # flash_attention_inference's FA2 kernels: register caps took registers from 255 to 120, each with more spills
+    # than the defaults' 5296 bytes; the line said the registers were a figure one kernel a control cannot move may
+    # set, when the search had moved it: what stopped a pin was the other objective.
+    never = [o.name for o in objectives if improved and o.name not in improved and o.name not in floored + full]
+    if never and len(objectives) > 1:
+        gained = [o.name for o in objectives if improved and o.name in improved]
+        return (f"{said}{' and '.join(never)} never beat the compiler's defaults, and {' and '.join(gained)} did only "
+                f"in candidates no better on {' or '.join(never)}: a pin must beat the defaults on every objective, "
+                "so the defaults are the best trade-off this search found; try " + _other_tries(objectives, search,
+                                                                                                 setuptools))
     whole = [o.name for o in objectives if o.name not in floored + full
-             and o.kernels is None and o.kind is not None and o.kind.argument == "kernel regex"]
+             and o.kernels is None and o.kind is not None and o.kind.argument == "kernel regex"
+             and (improved is None or o.name not in improved)]
     if kernels > 1 and whole:
         # stdgpu's unordered_map: 28 kernels, the most registers (64) CUB's, whose __launch_bounds__ keep them under
         # any cap: 24 candidates could not move the target's figure, while its own kernel went from 49 to 44.

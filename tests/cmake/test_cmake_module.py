@@ -512,6 +512,52 @@ def test_where_cuda_architectures_name_none_a_pin_is_checked_against_those_the_t
         assert tiny.options_file().read_text() == "-maxrregcount=32\n"
 
 
+SUBDIRECTORY_FLAGS = """string(APPEND CMAKE_CUDA_FLAGS " -arch=sm_80")
+add_library(subkern STATIC ../kern.cu)
+set_target_properties(subkern PROPERTIES CUDA_ARCHITECTURES OFF)
+ciq_tune_target(subkern OBJECTIVES registers)
+"""
+
+
+def test_the_flags_of_a_target_made_in_a_subdirectory_are_those_its_directory_sets(tiny: Tiny) -> None:
+    # cuda-api-wrappers appends its -gencode flags to CMAKE_CUDA_FLAGS in examples/CMakeLists.txt alone: the steps
+    # deferred to the end of the top level read the top level's (none), so the tune said "the only architecture
+    # built" of a build of three, and where CUDA_ARCHITECTURES name none (CMP0104 OLD, as the project means to set),
+    # configure stopped on "CUDA_ARCHITECTURES changed from '80' to ''" after a call that changed nothing.
+    (tiny.source / "sub").mkdir(exist_ok=True)
+    (tiny.source / "sub" / "CMakeLists.txt").write_text(SUBDIRECTORY_FLAGS)
+    try:
+        result = ensure_ok(tiny.configure(body=DEFAULT_BODY + "add_subdirectory(sub)\n"))
+        assert "ciq_build: subkern: no pinned controls" in said(result)
+        manifest = json.loads((tiny.build / "ciq" / "targets" / "subkern.json").read_text())
+        assert manifest["toolchain"]["architectures"] == "80"  # what a tune measures, and a pin is checked against
+        flags = (tiny.build / "ciq" / "targets" / "subkern.cuda-flags-noconfig").read_text().split()
+        assert "-arch=sm_80" in flags  # the tune's "own nvcc flags" of the target
+    finally:
+        shutil.rmtree(tiny.source / "sub")
+
+
+def test_a_call_above_the_directory_that_enables_cuda_says_where_to_call(tmp_path: Path, cmake_bin: str,
+                                                                         ninja_bin: str, cuda133_bin: Path) -> None:
+    # cuda-api-wrappers enables CUDA in examples/CMakeLists.txt alone: a call at the top level, after
+    # add_subdirectory(examples), was told "Add CUDA to project() or call enable_language(CUDA)", which it had.
+    source = tmp_path / "src"
+    (source / "examples").mkdir(parents=True)
+    (source / "examples" / "kern.cu").write_text(OTHER_CU)
+    (source / "examples" / "CMakeLists.txt").write_text("enable_language(CUDA)\nadd_library(kern STATIC kern.cu)\n")
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(top LANGUAGES CXX)\nfind_package(ciq_build CONFIG REQUIRED)\n"
+        "add_subdirectory(examples)\nciq_tune_target(kern OBJECTIVES registers)\n")
+    result = run([cmake_bin, "-S", source, "-B", tmp_path / "build", "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja_bin}",
+                  f"-DCMAKE_CUDA_COMPILER={cuda133_bin / 'nvcc'}", "-DCMAKE_CUDA_ARCHITECTURES=90a",
+                  f"-Dciq_build_DIR={CMAKE_PACKAGE_DIR}"], timeout=300)
+    assert not result.ok
+    text = " ".join(said(result).split())
+    assert (f"ciq_tune_target(kern): CUDA is enabled in {source}/examples, where 'kern' is made, not in {source}, "
+            f"where this call is: call ciq_tune_target(kern ...) in {source}/examples/CMakeLists.txt, after the "
+            "target, or add CUDA to the top-level project().") in text, text
+
+
 @pytest.mark.parametrize(("setting", "why"), [
     ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n'
      'target_compile_options(kern PRIVATE "$<$<CONFIG:Release>:-arch=sm_90>")',
@@ -572,6 +618,20 @@ def test_verify_of_a_pin_the_build_skips_says_why_the_build_skips_it(tiny: Tiny)
     assert not report.ok
     assert ("holds nothing, not the pinned ['-maxrregcount=32']: this build skips it: pin skipped (tuned for 80, "
             "compiling for 90a)") in report.text, report.text
+
+
+def test_verify_builds_the_objects_it_checks_not_a_link_the_machine_cannot_make(tiny: Tiny) -> None:
+    # cuda-api-wrappers' examples link CUDA::cuda_driver: on a machine without the driver its static tune ran (it
+    # never links), but verify built the whole executable and stopped on the link's undefined cu* symbols.
+    from ciq_build.pin.verify import verify
+    from ciq_build.project.cmake_backend import CMakeBackend
+
+    body = ('add_executable(kexe kern.cu)\ntarget_link_libraries(kexe PRIVATE ciq_no_such_driver_library)\n'
+            'ciq_tune_target(kexe OBJECTIVES registers PIN_DIR "pins dir")\n')
+    ensure_ok(tiny.configure(body=body, pins={"kexe": record("kexe", flags=["-maxrregcount=32"])}))
+    report = verify("kexe", CMakeBackend(tiny.build, None))  # raised "building kexe failed" (the link's)
+    assert "ciq_build verify kexe: 1 object(s)" in report.text, report.text
+    assert "holds no fingerprint of any object's code (kern.cu.o built)" in report.text  # the record is hand-made
 
 
 def test_architectures_changed_after_the_call_are_refused(tiny: Tiny) -> None:

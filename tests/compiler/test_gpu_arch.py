@@ -120,6 +120,14 @@ def test_architectures_the_project_did_not_choose_are_said_with_what_to_set() ->
                        build_dir="/p/build").say(said.append, said.append)
     assert said[0].startswith("gemm is built for sm_75, CMake's default") and "=90a /p/build" in said[0]
     assert said[1] == "figures: static metrics of the sm_75 machine code (the only architecture built)"
+    # cuda-api-wrappers' examples: CMake's default 75, and -gencode flags of their own for 80 and 86, which every
+    # candidate compiles too: "compiled for it alone" was false beside the flags' line.
+    flags = {"80": "-gencode arch=compute_80,code=sm_80", "86": "-gencode arch=compute_86,code=sm_86"}
+    beside = plan_architectures("gemm", "75", None, None, ["registers"], False, flags, defaulted=True,
+                                build_dir="/p/build")
+    assert beside.default is not None and beside.flags is not None
+    assert ("the candidates are compiled for it (and for what its own nvcc flags build, said below), and the pin "
+            "is checked against it.") in beside.default
     none = plan_architectures("gemm", "", None, None, ["registers"], False, build_dir="/p/build").default
     assert none is not None and none.startswith("gemm is built for nvcc's default architecture, as the project")
     # The project's own choice, or a setuptools extension (no CMake tree to configure): nothing said.

@@ -11,10 +11,12 @@ import pytest
 from ciq_build.compiler.metrics import (
     KernelUsage,
     code_hash,
+    dynamic_shared,
     host_code_hash,
     kernel_values,
     normalise_symbol,
     parse_ptxas_verbose,
+    ptx_dynamic_shared,
     resource_usage,
     sass_instruction_count,
     sass_instruction_counts,
@@ -167,6 +169,31 @@ def test_sass_counts_grow_with_spill_code(toolchain: Toolchain, default_build: B
     assert capped[(HEAVY, "90a")] > default[(HEAVY, "90a")]  # spill stores and loads
     assert capped[(LIGHT, "90a")] == default[(LIGHT, "90a")]
     assert sass_instruction_count(capped_build.obj, toolchain) == sum(capped.values())
+
+
+SHARED_KERNELS = """\
+extern __shared__ float tile[];
+__global__ void sized_by_launch(float* p) { tile[threadIdx.x] = p[threadIdx.x]; __syncthreads(); p[0] = tile[31]; }
+__global__ void sized_here(float* p) { __shared__ float s[32]; s[threadIdx.x] = p[threadIdx.x]; __syncthreads(); p[0] = s[31]; }
+__global__ void none(float* tile_) { tile_[threadIdx.x] *= 2.f; }
+"""
+
+
+@pytest.mark.slow
+def test_the_kernels_that_use_dynamic_shared_memory_are_read_from_their_ptx(toolchain: Toolchain,
+                                                                           tmp_path: Path) -> None:
+    # ptxas reports static shared memory only (flash_attention_inference's FA2 kernels: "0 bytes smem", 64 KB a block
+    # at launch), so the occupancy objective must know which kernels it cannot see whole: from the kept PTX where
+    # ptxas alone runs, else the PTX the object embeds.
+    (tmp_path / "k.cu").write_text(SHARED_KERNELS)
+    ptx = proc.run([toolchain.nvcc, "-arch=sm_90a", "-ptx", "k.cu", "-o", "k.ptx"], 300, cwd=tmp_path)
+    assert ptx.ok, ptx.output_tail()
+    assert ptx_dynamic_shared((tmp_path / "k.ptx").read_text()) == {"_Z15sized_by_launchPf"}
+    embedded = proc.run([toolchain.nvcc, "--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]", "-c", "k.cu",
+                         "-o", "k.o"], 300, cwd=tmp_path)
+    assert embedded.ok, embedded.output_tail()
+    assert dynamic_shared(tmp_path / "k.o", toolchain) == {"_Z15sized_by_launchPf"}
+    assert ptx_dynamic_shared("") == set()
 
 
 @pytest.mark.slow

@@ -458,6 +458,25 @@ def test_a_tree_switched_to_nvcc_whole_is_configured_again_without_the_launcher(
     assert whole.build(Controls(), 300, static_only=True).objects  # no ptxas-only shortcut either
 
 
+def test_a_front_end_that_fails_on_its_own_says_that_the_error_after_it_is_nvcc_wholes(tmp_path: Path,
+                                                                                     cuda133_bin: Path) -> None:
+    # flash_attention_inference's v1 kernels crash nvcc 13.3's front end (an internal error): the launcher said
+    # "(the front end failed when run on its own:)" and nvcc whole's error followed, read as the launcher's own
+    # doing. The note must say the error below is nvcc whole's, which the build would get without ciq_build.
+    (tmp_path / "k.cu").write_text('#error "this source does not compile"\n__global__ void k() {}\n')
+    options = tmp_path / "k.nvcc-options"
+    options.write_text("")
+    nvcc = [str(cuda133_bin / "nvcc"), "--generate-code=arch=compute_90a,code=[compute_90a,sm_90a]",
+            f"--options-file={options}", "-c", "k.cu", "-o", "k.o"]
+    launched = subprocess.run([sys.executable, ptxas_path.__file__, f"--cache={tmp_path / 'cache'}",
+                               f"--options-file={options}", "--", *nvcc], cwd=tmp_path, capture_output=True, text=True)
+    assert launched.returncode != 0 and not (tmp_path / "k.o").exists()
+    note, _, after = launched.stderr.partition("\n")
+    assert note == ("ciq_build: the front end is not kept for the ptxas-only path (the front end failed when run on "
+                    "its own); nvcc whole compiles it, as the build does without ciq_build:"), launched.stderr
+    assert after.count("error: #error") == 1  # nvcc whole's error, said once
+
+
 # -- a stopped tune: the path's own processes -------------------------------------------------------
 
 _BUSY = "import sys, time\nopen(sys.argv[1], 'a').close()\nend = time.monotonic() + 120\nwhile time.monotonic() < end: pass"

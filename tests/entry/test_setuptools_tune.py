@@ -62,6 +62,13 @@ def project(tmp_path: Path, cuda133_bin: Path, monkeypatch: pytest.MonkeyPatch) 
     return dest
 
 
+def _worker_tree(project: Path) -> ExtensionTree:
+    """The example's target `kern` as a tune's first worker builds it (not configured yet)."""
+    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
+    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
+    return ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+
+
 def test_load_extension_reads_setup_py_without_building(project: Path) -> None:
     before = (os.getcwd(), list(sys.argv), list(sys.path))
     ext = load_extension(project, "kern")
@@ -106,10 +113,9 @@ def test_a_whole_or_fractional_timeout_is_kept_as_seconds() -> None:
 
 @pytest.mark.slow
 def test_a_candidate_compiles_without_linking_and_a_failing_one_is_recorded(project: Path) -> None:
-    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
-    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
-    runner = BuildRunner(manifest, toolchain, manifest.parsed_objectives, 1, Timeouts(TIMEOUT, TIMEOUT), GpuSlots([]))
-    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree = _worker_tree(project)
+    runner = BuildRunner(tree.manifest, tree.toolchain, tree.manifest.parsed_objectives, 1, Timeouts(TIMEOUT, TIMEOUT),
+                         GpuSlots([]))
     tree.configure(0)
 
     static = runner.evaluate(tree, Proposal(0, 0, {}), Controls(defines=(("CIQ_TILE", "8"),)), "k8")
@@ -145,9 +151,7 @@ def test_the_benchmark_imports_the_candidates_module_not_one_built_in_the_projec
     if packages == "left out":
         setup = (project / "setup.py").read_text()
         (project / "setup.py").write_text(setup.replace('packages=["pkg"],', ""))
-    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
-    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
-    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree = _worker_tree(project)
     tree.configure(0)
     built = tree.build(Controls(defines=(("CIQ_TILE", "8"),)), TIMEOUT)
     assert built.ok, built.message
@@ -179,9 +183,7 @@ def test_a_cython_module_beside_the_kernels_builds_in_the_candidates_tree_and_no
     setup = (project / "setup.py").read_text()
     (project / "setup.py").write_text(setup.replace('"pkg/mod.cpp"', '"pkg/mod.pyx"').replace(
         'depends=["pkg/kern.h"],', 'depends=["pkg/kern.h"], include_dirs=["pkg"], language="c++",'))
-    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
-    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
-    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree = _worker_tree(project)
     tree.configure(0)
     built = tree.build(Controls(defines=(("CIQ_TILE", "8"),)), TIMEOUT)
     assert built.ok, built.message
@@ -274,6 +276,20 @@ def test_report_of_a_setuptools_project_reads_its_pin_from_its_build_folder(
         assert main(["report", "kern", "-B", str(build_dir), *source, "--format", "markdown"]) == 0
         assert f"- pinned record: {project / 'ciq' / 'kern.json'}" in capsys.readouterr().out
 
+
+
+def test_report_and_export_with_minus_s_read_the_setuptools_projects_journal_from_anywhere(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # `tune kern -S proj` journals in proj/build/ciq/; `report kern -S proj`, run elsewhere, read ./build's journal and
+    # said to run `tune kern -B build` again, a -B naming no setuptools project from there.
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    journal = project / "build" / "ciq" / "journal" / "kern.jsonl"
+    for command in (["report", "kern"], ["export", "kern", "--json", str(tmp_path / "out.json")]):
+        assert main([*command, "-S", str(project)]) == 2
+        said = capsys.readouterr().err
+        assert f"its journal {journal} does not exist" in said, said
+        assert f"tune kern -B {project / 'build'}` first" in said, said
 
 def test_ray_is_refused_for_a_setuptools_project_before_anything_is_built(project: Path,
                                                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -420,9 +436,7 @@ def test_ciq_benchmark_args_sets_are_scored_together_as_cmakes_args_sets(project
 
 def test_ciq_score_and_the_args_sets_reach_each_candidates_benchmark(project: Path) -> None:
     _sized(project, "worst")
-    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
-    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
-    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree = _worker_tree(project)
     spec = tree.bench_spec(60, ())
     assert spec.score == "worst"
     assert [(size, args[-2:]) for size, args in spec.args_sets] == [("small", ("--size", "small")),
@@ -437,10 +451,8 @@ def test_a_benchmark_printing_its_own_format_is_read_through_ciq_metric_and_ciq_
     (project / "setup.py").write_text(setup.replace(
         'ciq_benchmark=[sys.executable, "bench.py"],',
         'ciq_benchmark=[sys.executable, "own_format.py"], ciq_metric=r"nms: ([0-9.]+) TFLOPS", ciq_unit="TFLOPS",'))
-    toolchain = find_toolchain(Path(os.environ["CIQ_NVCC"]))
-    manifest = extension_manifest(project, load_extension(project, "kern"), toolchain)
-    assert (manifest.metric_regex, manifest.metric_unit) == (r"nms: ([0-9.]+) TFLOPS", "TFLOPS")
-    tree = ExtensionTree(manifest, project / "build" / "ciq" / "scratch" / "kern" / "worker-0", toolchain)
+    tree = _worker_tree(project)
+    assert (tree.manifest.metric_regex, tree.manifest.metric_unit) == (r"nms: ([0-9.]+) TFLOPS", "TFLOPS")
     measured = run_once(tree.bench_spec(60, ("time_ms",)))
     assert measured.ok and measured.metrics["time_ms"] == pytest.approx(1000 / 2.5), measured.message
     with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): the ciq_metric regex 'took [^']*' has no group"):
@@ -449,6 +461,16 @@ def test_a_benchmark_printing_its_own_format_is_read_through_ciq_metric_and_ciq_
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_metric=r"took ([0-9.]+) ms")
     with pytest.raises(ConfigError, match=r"ciq_unit 'hours' is neither a time nor a rate"):
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_unit="hours")
+
+
+def test_ciq_unit_without_ciq_metric_is_refused_as_configure_refuses_unit_without_metric() -> None:
+    # Taken alone, ciq_unit="TFLOPS" made the benchmark's CIQ_METRIC time_ms lines a whole run's milliseconds, not
+    # the rate's: every candidate read as printing no time. CMake's UNIT without METRIC stops configure.
+    for unit in ("TFLOPS", "ms"):
+        with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): ciq_unit is the unit of ciq_metric's number; "
+                                              r"give ciq_metric=r'<regex>' too, or leave ciq_unit out"):
+            CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=["b"], ciq_unit=unit)
+    assert CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=["b"]).ciq_unit == "ms"
 
 
 def _blocks(project: Path, declared: str) -> None:

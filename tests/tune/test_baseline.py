@@ -14,7 +14,7 @@ from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.baseline import failed_baseline_text
+from ciq_build.tune.baseline import dynamic_shared_note, failed_baseline_text
 from ciq_build.tune.cache import read_evaluation
 from ciq_build.tune.confirm import Confirmation
 from ciq_build.tune.finish import occupancy_steps
@@ -169,3 +169,35 @@ def test_an_occupancy_tunes_summary_line_is_of_the_kernel_of_least_occupancy() -
     said = occupancy_steps(Confirmation(kept, kept, False, "", (46.875,), (46.875,)), objectives, "90")
     assert said.startswith("sm_90, 24 registers at 192 threads: 5 blocks an SM (46.88%, limited by shared memory)"), said
     assert said.endswith("(the kernel of least occupancy, which the objective scores)"), said
+
+
+def test_an_occupancy_of_kernels_with_dynamic_shared_memory_says_it_leaves_that_out() -> None:
+    # flash_attention_inference's FA2 kernels: 255 registers at 128 threads, "0 bytes smem" in ptxas's report, 64 KB
+    # of dynamic shared memory a block at launch: two blocks an SM on sm_80 whatever the registers, while the
+    # occupancy counted three at a cap of 168, a gain a pin would spill registers for and never get.
+    report = "".join(
+        f"ptxas info    : Compiling entry function '{name}' for 'sm_80'\n"
+        f"ptxas info    : Function properties for {name}\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        f"ptxas info    : Used {registers} registers, 400 bytes cmem[0]\n"
+        for name, registers in (("_Z9flash_fwdv", 168), ("_Z7combinev", 40)))
+    objectives = parse_objectives(["occupancy", "spill_bytes"])
+    runner = BuildRunner(None, None, objectives, 1, Timeouts(60.0, 60.0), GpuSlots())
+    bounds = (("_Z9flash_fwdv", 128), ("_Z7combinev", 128))
+    figures = runner.static_metrics(CandidateBuild(True, None, "", 1.0, report, launch_bounds=bounds,
+                                                   dynamic_shared=("_Z9flash_fwdv",)), Controls())
+    assert figures["dynamic_shared_kernels"] == 1 and figures["occupancy"] == 18.75, figures
+    note = dynamic_shared_note(figures)
+    assert note.startswith("1 of the 2 kernels use dynamic shared memory (extern __shared__), which their launch "
+                           "sizes and no compiled figure holds"), note
+    kept = Evaluation("k", Proposal(0, 0, {}), Controls(), True, None, "", figures, {}, (18.75, 0.0), 1.0)
+    said = occupancy_steps(Confirmation(kept, kept, False, "", (18.75, 0.0), (18.75, 0.0)), objectives, "80")
+    assert said.endswith("; 1 of the kernels use dynamic shared memory, which this leaves out: they may hold fewer "
+                         "blocks an SM"), said
+    # Kernels without it, and a tune that neither scores nor describes the occupancy, say nothing of it.
+    plain = runner.static_metrics(CandidateBuild(True, None, "", 1.0, report, launch_bounds=bounds), Controls())
+    assert "dynamic_shared_kernels" not in plain and dynamic_shared_note(plain) == ""
+    registers = BuildRunner(None, None, parse_objectives(["registers"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+    unseen = registers.static_metrics(CandidateBuild(True, None, "", 1.0, report, dynamic_shared=("_Z9flash_fwdv",)),
+                                      Controls())
+    assert "dynamic_shared_kernels" not in unseen

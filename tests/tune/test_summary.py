@@ -14,7 +14,7 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.confirm import Confirmation
 from ciq_build.tune.finish import occupancy_steps
 from ciq_build.tune.old_pin import compare
-from ciq_build.tune.summary import next_without_a_pin, replacement_note, run_summary
+from ciq_build.tune.summary import improved_objectives, next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.without_effect import knobs_without_effect, params_without_effect, without_effect_lines
 
 
@@ -159,6 +159,30 @@ def test_when_nothing_is_pinned_next_says_what_to_try() -> None:
     pinned = run_summary("kern", objectives, (40.0,), (32.0,), [evaluated("a")], False, "better",
                          Path("ciq/kern.json"), Path("journal.jsonl"), {"a"}, next_without_pin=hint)
     assert "nothing beat" not in pinned and "next: commit ciq" in pinned
+
+
+def test_a_tune_whose_objectives_traded_against_each_other_says_so_not_that_a_kernel_held_the_figure() -> None:
+    # flash_attention_inference's FA2 kernels (33 of them), registers and spill_bytes: register caps took the
+    # registers from 255 to 120, each with more spills than the defaults' 5296 bytes. The line said registers was a
+    # figure one kernel a control cannot move may set (score your kernels by a regex), when the search had moved it.
+    objectives = parse_objectives(["registers", "spill_bytes"])
+    search = SearchSettings(generations=3, pool_size=8, controls=("knobs",))
+
+    def scored(registers: float, spills: float) -> Evaluation:
+        return Evaluation("k", Proposal(0, 1, {}), Controls(), True, None, "", {}, {}, (registers, spills), 1.0)
+
+    tried = [scored(255.0, 5296.0), scored(176.0, 50648.0), scored(120.0, 161264.0), scored(255.0, 6404.0)]
+    improved = improved_objectives(objectives, (255.0, 5296.0), tried)
+    assert improved == {"registers"}
+    said = next_without_a_pin(objectives, search, pin=True, better=False, kernels=33, baseline=(255.0, 5296.0),
+                              improved=improved)
+    assert said.startswith("spill_bytes never beat the compiler's defaults, and registers did only in candidates no "
+                           "better on spill_bytes: a pin must beat the defaults on every objective"), said
+    assert "cannot move" not in said and "try other objectives" in said
+    # Where the search never moved the target's figure (stdgpu's CUB kernel), the kernel regex is still offered.
+    held = next_without_a_pin(objectives, search, pin=True, better=False, kernels=28, baseline=(64.0, 0.0),
+                              improved=set())
+    assert "registers is a figure of all 28 kernels" in held and "cannot move" in held
 
 
 def test_a_time_read_from_a_rate_shows_the_rate_as_printed_and_both_changes_the_right_way_round() -> None:
