@@ -223,7 +223,7 @@ def load_baseline(rev: str) -> Callable[..., Run]:
 
 class OursAt:
     """Row ``ciq_build`` as it was at git revision ``rev`` (row ``ours@REV``): that revision's ``ciq_build`` package
-    (``git archive``) with today's bench beside it, run in a subprocess per problem -- the search as a whole,
+    and ``cmake/`` (``git archive``) with today's bench beside it, run in a subprocess per problem -- the search as a whole,
     portfolio included, where ``--baseline`` swaps in the GA's module alone -- for before and after in one run."""
 
     def __init__(self, rev: str, strategy: str | None) -> None:
@@ -234,7 +234,10 @@ class OursAt:
         self.rev, self.strategy = rev, strategy
         root = Path(__file__).resolve().parents[2]
         self.folder = Path(tempfile.mkdtemp(prefix="ciq-ours-at-"))
-        archive = subprocess.run(["git", "-C", str(root), "archive", rev, "ciq_build"], check=True,
+        # cmake/ too: the package reads its rule book from the checkout's cmake/ beside it, and without one from the
+        # installed ciq_build's -- another revision's, whose rules REV's parser may refuse (held-out-22's before run
+        # stopped there when main's rule book changed mid-run).
+        archive = subprocess.run(["git", "-C", str(root), "archive", rev, "ciq_build", "cmake"], check=True,
                                  capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(self.folder)], input=archive, check=True)
         shutil.copytree(Path(__file__).resolve().parent, self.folder / "bench" / "search_quality",

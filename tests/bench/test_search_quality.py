@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
 import statistics
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -325,6 +327,17 @@ def test_row_ciq_build_runs_the_strategy_ours_names(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(sq, "OURS", ["ga"])
     ga = scores(GeneticSearch(problem.objective, problem.space, config))
     assert sq.run_ours(problem, 3, 3, 8).scores == ga != portfolio
+
+
+def test_row_ours_at_a_revision_reads_that_revision_s_rule_book() -> None:
+    # Not the installed ciq_build's (the lead's checkout, at another revision): its rules may not parse at REV.
+    import subprocess
+
+    folder = sq.OursAt("HEAD", None).folder
+    probe = "from ciq_build.core.rules import rules_path; print(rules_path())"
+    where = subprocess.run([sys.executable, "-c", probe], env=dict(os.environ, PYTHONPATH=str(folder)), cwd=folder,
+                           check=True, capture_output=True, text=True).stdout.strip()  # as run_seeds runs it
+    assert sq.Path(where) == folder / "cmake" / "ciq_build_rules.txt"
 
 
 def test_row_ours_at_a_revision_runs_that_revision_s_package_beside_today_s_bench() -> None:
