@@ -111,7 +111,8 @@ function(_ciq_write_manifest)
     endif()
     _ciq_json_string(json_${property} "${value}")
   endforeach()
-  foreach(property IN ITEMS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS THREADS_PER_BLOCK)
+  foreach(property IN ITEMS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS THREADS_PER_BLOCK
+      DYNAMIC_SHARED_MEMORY)
     get_target_property(value ${target} _CIQ_${property})
     _ciq_json_array(json_${property} ${value})
   endforeach()
@@ -156,6 +157,7 @@ function(_ciq_write_manifest)
     "  \"pin_file\": ${json_pin_file},"
     "  \"timeout\": ${timeout},"
     "  \"threads_per_block\": ${json_THREADS_PER_BLOCK},"
+    "  \"dynamic_shared_memory\": ${json_DYNAMIC_SHARED_MEMORY},"
     "  \"options_file\": ${json_OPTIONS_FILE},"
     "  \"generator\": ${json_CMAKE_GENERATOR},"
     "  \"allow_numerics\": ${allow_numerics},"

@@ -56,6 +56,10 @@ def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sour
     if bench and bench.args_sets:
         # Other sizes, or another SCORE, measure something else; absent for one size, so its keys stay.
         payload["sizes"] = [[name, *args] for name, args in bench.args_sets] + [bench.score]
+    if manifest.threads_per_block or manifest.dynamic_shared_memory:
+        # What a block takes at launch, which the occupancy counts: a journal of the occupancy without 64 KB of
+        # DYNAMIC_SHARED_MEMORY was taken as its figures once declared. Absent where neither is, so those keys stay.
+        payload["per_block"] = [list(manifest.threads_per_block), list(manifest.dynamic_shared_memory)]
     digest.update(json.dumps(payload, sort_keys=True).encode())
     return digest.hexdigest()
 

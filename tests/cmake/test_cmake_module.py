@@ -964,6 +964,9 @@ def kernel_regex_refusal(spec: str) -> str:
         ('BENCHMARK kern_bench SCORE worst', "SCORE combines the sizes of ARGS_SETS"),
         ('ARGS_SETS "a:-n 1" "b:-n 2"', "ARGS_SETS are the benchmark's problem sizes; give BENCHMARK"),
         ('BENCHMARK kern_bench ARGS_SETS "a:-n 1" SCORE', "SCORE needs a value"),
+        # THREADS_PER_BLOCK's checks, in bytes: FlashAttention's 64 KB a block of extern __shared__ (no static figure)
+        ('PARAMS "KTILE=range(1,64)" DYNAMIC_SHARED_MEMORY "KTILE*1024" 300000',
+         "DYNAMIC_SHARED_MEMORY KTILE*1024 300000: the defaults' bytes a block is a number from 0 to 233472."),
     ],
 )
 def test_a_bad_argument_is_refused_at_configure_at_the_calls_line(tiny: Tiny, call: str, message: str) -> None:
@@ -980,7 +983,8 @@ def test_a_bad_argument_is_refused_at_configure_at_the_calls_line(tiny: Tiny, ca
 def test_good_arguments_configure_and_reach_the_manifest(tiny: Tiny) -> None:
     body = ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "time=([0-9.]+)" OBJECTIVES max:metric:gflops spills '
             'registers:heavy SEARCH_SPACE knobs params PARAMS "KTILE=range(1,64)" "KTILE2=choice(1,2)" '
-            'CONSTRAINTS "KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)")\n')
+            'CONSTRAINTS "KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)" THREADS_PER_BLOCK 256 '
+            'DYNAMIC_SHARED_MEMORY "KTILE*KTILE2*1024" 0)\n')
     # The target's own nvcc flags, as its CUDA compiles get them (llm.c's --use_fast_math, which fixes 4 of the 5
     # numerics knobs): CMAKE_CUDA_FLAGS, then its COMPILE_OPTIONS for CUDA, not those for C++.
     flags = ('target_compile_options(kern PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 --use_fast_math> '
@@ -989,6 +993,8 @@ def test_good_arguments_configure_and_reach_the_manifest(tiny: Tiny) -> None:
     manifest = load_manifest(tiny.build, "kern")
     assert manifest.constraints == ("KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)",)
     assert manifest.params == ("KTILE=range(1,64)", "KTILE2=choice(1,2)")
+    assert manifest.threads_per_block == ("256",)
+    assert manifest.dynamic_shared_memory == ("KTILE*KTILE2*1024", "0")  # what the occupancy adds a block
     assert manifest.cuda_flags[:5] == ("-lineinfo", "-ftz=false", "-O3", "--use_fast_math", '-DQUOTED="a b"')
     assert "-Wall" not in manifest.cuda_flags
 

@@ -47,6 +47,7 @@ from ciq_build.core.params import parse_param
 from ciq_build.core.rules import RuleBook, load_rules, nearest, shown_text
 from ciq_build.errors import CiqError, ConfigError
 from ciq_build.measure.proc import run
+from ciq_build.project.per_block import SETTINGS
 from support import REPO_ROOT, build_tool
 
 
@@ -819,6 +820,16 @@ endfunction()
     found = dict(re.findall(r"^case (\d+): \[(.*)\]$", result.stderr, re.M))
     assert len(found) == len(cases), result.output_tail(40)
     return [found[str(i)] for i in range(len(cases))]
+
+
+def test_the_per_block_declarations_cmake_checks_are_pythons_settings() -> None:
+    # THREADS_PER_BLOCK and DYNAMIC_SHARED_MEMORY: one check in CMake for both, from one row each (keyword, unit,
+    # range, example), which must be ciq_build.project.per_block's (a DYNAMIC_SHARED_MEMORY configure accepts, tune
+    # must not refuse).
+    text = (REPO_ROOT / "cmake" / "ciq_build_call.cmake").read_text()
+    for setting in SETTINGS:
+        row = "|".join(map(str, (setting.keyword, setting.unit, setting.least, setting.most, setting.example)))
+        assert f'"{row}"' in text, row
 
 
 def test_call_arguments_get_the_same_verdict_from_python_and_cmake(tmp_path: Path, cmake_bin: str) -> None:
