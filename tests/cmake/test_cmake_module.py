@@ -986,13 +986,17 @@ def test_good_arguments_configure_and_reach_the_manifest(tiny: Tiny) -> None:
     # The target's own nvcc flags, as its CUDA compiles get them (llm.c's --use_fast_math, which fixes 4 of the 5
     # numerics knobs): CMAKE_CUDA_FLAGS, then its COMPILE_OPTIONS for CUDA, not those for C++.
     flags = ('target_compile_options(kern PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 --use_fast_math> '
-             '$<$<COMPILE_LANGUAGE:CXX>:-Wall> "-DQUOTED=\\"a b\\"")\n')
+             '$<$<COMPILE_LANGUAGE:CXX>:-Wall> "-DQUOTED=\\"a b\\"")\n'
+             'target_compile_definitions(kern PRIVATE KTWO=2)\nadd_compile_definitions(CIQ_OPTION_ON)\n')
     ensure_ok(tiny.configure(body=flags + body, cache={"CMAKE_CUDA_FLAGS": "-lineinfo -ftz=false"}))
     manifest = load_manifest(tiny.build, "kern")
     assert manifest.constraints == ("KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)",)
     assert manifest.params == ("KTILE=range(1,64)", "KTILE2=choice(1,2)")
     assert manifest.cuda_flags[:5] == ("-lineinfo", "-ftz=false", "-O3", "--use_fast_math", '-DQUOTED="a b"')
     assert "-Wall" not in manifest.cuda_flags
+    # Then its definitions (a journaled evaluation's key holds them: cuda-api-wrappers' CAW_WITH_COOPERATIVE_GROUPS
+    # option adds one through add_compile_definitions, after which a tune resumed the other code's figures).
+    assert set(manifest.cuda_flags[-2:]) == {"-DCIQ_OPTION_ON", "-DKTWO=2"}
 
 
 def test_seeds_reach_the_manifest_their_paths_from_the_calls_folder(tiny: Tiny) -> None:
