@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -239,7 +240,7 @@ def _metric(name: str, regex: str | None, unit: str | None, benchmark: Sequence[
     that prints its own format, checked by METRIC's and UNIT's own readers when setup.py is read."""
     if unit is not None and (not isinstance(unit, str) or not load_rules().matches("metric_unit", unit)):
         raise ConfigError(f"CudaExtension({name!r}): "
-                          + _as_arguments(load_rules().message("unknown_metric_unit", value=str(unit)))
+                          + _as_arguments(load_rules().message("unknown_metric_unit", value=str(unit)), str(unit))
                           + "; set ciq_unit to the unit the benchmark prints")
     if regex is None:
         if unit is not None:
@@ -255,13 +256,19 @@ def _metric(name: str, regex: str | None, unit: str | None, benchmark: Sequence[
     try:
         compile_metric_regex(regex)
     except ConfigError as error:
-        raise ConfigError(f"CudaExtension({name!r}): {_as_arguments(str(error))}") from None
+        raise ConfigError(f"CudaExtension({name!r}): {_as_arguments(str(error), regex)}") from None
     return regex, unit or DEFAULT_METRIC_UNIT
 
 
-def _as_arguments(message: str) -> str:
-    """METRIC's and UNIT's readers word their messages for ciq_tune_target(); a CudaExtension's are ciq_metric, ciq_unit."""
-    return message.replace("METRIC", "ciq_metric").replace("UNIT", "ciq_unit")
+def _as_arguments(message: str, written: str) -> str:
+    """METRIC's and UNIT's readers word their messages for ciq_tune_target(); a CudaExtension's are ciq_metric, ciq_unit.
+    What the user `written` (quoted in the message, as is or as its repr) stays as written: a regex 'UNIT: ([0-9.]+)'
+    was quoted back as 'ciq_unit: ([0-9.]+)'."""
+    if not written:
+        return message.replace("METRIC", "ciq_metric").replace("UNIT", "ciq_unit")
+    pieces = re.split(f"({re.escape(repr(written))}|{re.escape(written)})", message)  # odd: the quoted text
+    return "".join(piece if i % 2 else piece.replace("METRIC", "ciq_metric").replace("UNIT", "ciq_unit")
+                   for i, piece in enumerate(pieces))
 
 
 def _args_sets(name: str, sets: Mapping[str, Sequence[str]] | None,

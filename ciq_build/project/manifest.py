@@ -27,7 +27,7 @@ from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
-from ciq_build.compiler.architectures import arch_name, split_architectures
+from ciq_build.compiler.architectures import arch_name, flag_architectures, split_architectures
 from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.rules import is_target_name, load_rules, nearest
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
@@ -402,6 +402,13 @@ def for_architecture(manifest: Manifest, architecture: str) -> Manifest:
     matching = [entry for entry in entries if arch_name(entry) == wanted]
     if not wanted or not matching:
         have = ", ".join(arch_name(e) for e in entries) or "none (nvcc's default)"
+        flag = flag_architectures(manifest.cuda_flags).get(wanted)
+        if flag is not None and entries:  # cuda-api-wrappers' examples: 75 by CMake's default, 80 and 86 by -gencode
+            raise ManifestError(
+                f"--architecture {architecture}: {manifest.target}'s sm_{wanted} code is built by its own nvcc flags "
+                f"({flag}), beside its CUDA_ARCHITECTURES ({have}), which --architecture names one of and a pin is "
+                f"checked against. To tune sm_{wanted} on its own, list {wanted} in CMAKE_CUDA_ARCHITECTURES in "
+                "place of that flag; or tune them all at once (no --architecture).")
         raise ManifestError(
             f"--architecture {architecture}: {manifest.target} is built for {have}, not {architecture}. Name one "
             f"of its CUDA_ARCHITECTURES (e.g. --architecture {arch_name(entries[0]) if entries else '90a'}), or set "

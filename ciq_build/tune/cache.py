@@ -50,6 +50,12 @@ def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sour
         "acf": controls.acf.sha256 if controls.acf else None,
         "benchmark": [str(bench.path), *bench.args] if bench else None,
     }
+    if manifest.cuda_flags:
+        # The target's own nvcc flags (CMAKE_CUDA_FLAGS, its compile options) are no source file: a tune after
+        # `cmake -DCMAKE_CUDA_FLAGS=-Xptxas=-O0` reused the journal's figures of other code (cuda-api-wrappers'
+        # trial: "resuming: 6", then every one "not what a fresh build measures"). Absent without any, so those
+        # keys stay as they were.
+        payload["cuda_flags"] = list(manifest.cuda_flags)
     if manifest.metric_regex:
         # What the benchmark's output means; absent for the line protocol, so its keys stay as they were.
         payload["metric"] = [manifest.metric_regex, manifest.metric_unit]
@@ -197,16 +203,16 @@ class EvaluationCache:
         where nothing is reused (it said "its measurements are reused", then "nothing to resume": miniBUDE, a
         static tune of new objectives)."""
         today = {key: record for key, record in self.entries.items() if key_of is None or _of_today(record, key, key_of)}
-        other = (f"; {len(self.entries) - len(today)} more measured other sources, toolchain or benchmark, changed "
-                 "since: measured again where proposed" if len(today) < len(self.entries) else "")
+        other = (f"; {len(self.entries) - len(today)} more measured other sources, toolchain, nvcc flags or benchmark, "
+                 "changed since: measured again where proposed" if len(today) < len(self.entries) else "")
         usable, held = len(_journaled(today, self.objectives)), len(today)
         if usable == held and held:
             return f"resuming: {held} finished evaluation(s) in {self.journal.path}" + (f" ({other[2:]})" if other else "")
         names = ", ".join(o.spec for o in self.objectives)
         whose = "the journal holds another search (settings changed), whose" if self._another_search else "the journal's"
         if held == 0:
-            return (f"{whose} {len(self.entries)} finished evaluation(s) measured other sources, toolchain or "
-                    f"benchmark, changed since: nothing to resume from {self.journal.path}")
+            return (f"{whose} {len(self.entries)} finished evaluation(s) measured other sources, toolchain, nvcc flags "
+                    f"or benchmark, changed since: nothing to resume from {self.journal.path}")
         if usable == 0:
             return (f"{whose} {held} finished evaluation(s) measured none of this tune's objectives ({names}){other}: "
                     f"nothing to resume from {self.journal.path}")

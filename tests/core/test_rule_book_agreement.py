@@ -734,6 +734,7 @@ CALL_ARCH_FLAGS = (
     "-gencode=arch=compute_75,code=sm_75 -gencode=arch=compute_75,code=compute_75 -arch=sm_75",
     "-arch=sm_90ab", "-arch=xsm_90", "-Xptxas=-arch=sm_75", "-march=sm_90", "-arch", "-arch=sm_", "-arch=SM_90",
     "-arch=all", "--std=c++17",
+    '-gencode=arch=compute_80,code="sm_80,compute_80"', '-gencode arch=compute_86,code="sm_86"',
 )
 CALL_KERNEL_REGEXES = (
     "occupancy:fasten_main<8>", "max:registers:void k<int, 4>(float*)", "registers:", "registers:heavy",
@@ -858,6 +859,8 @@ def test_call_arguments_get_the_same_verdict_from_python_and_cmake(tmp_path: Pat
     # The architectures the flags build, and the refused kernel regexes with the regex that finds the kernel.
     assert verdicts[("architectures", CALL_ARCH_FLAGS[5])] == "80,90a"
     assert verdicts[("architectures", "-arch sm_90a")] == "90a" and verdicts[("architectures", "-arch=xsm_90")] == ""
+    # nvcc's documented spelling, whose quotes reach it from a Makefile or a COMPILE_OPTIONS entry
+    assert verdicts[("architectures", '-gencode=arch=compute_80,code="sm_80,compute_80"')] == "80"
     assert "(write '.' for any other character, which matches any one: max:registers:void.k.int..4.(float*))" in (
         verdicts[("kernel_regex", "max:registers:void k<int, 4>(float*)")])
     assert verdicts[("kernel_regex", "registers:" + "a" * 101)].startswith("objective 'registers:aaa")

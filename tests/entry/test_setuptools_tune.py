@@ -463,6 +463,11 @@ def test_a_benchmark_printing_its_own_format_is_read_through_ciq_metric_and_ciq_
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_metric=r"took ([0-9.]+) ms")
     with pytest.raises(ConfigError, match=r"ciq_unit 'hours' is neither a time nor a rate"):
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_unit="hours")
+    # the user's own text is quoted as written, though it holds the words METRIC and UNIT
+    with pytest.raises(ConfigError, match=r"the ciq_metric regex 'UNIT: [^']*' has no group; .*\(in ciq_unit, default"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=["b"], ciq_metric=r"UNIT: [0-9.]+ ms")
+    with pytest.raises(ConfigError, match=r"ciq_unit 'METRIC/h' is neither a time nor a rate"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=["b"], ciq_metric="t ([0-9]+)", ciq_unit="METRIC/h")
 
 
 def test_ciq_unit_without_ciq_metric_is_refused_as_configure_refuses_unit_without_metric() -> None:

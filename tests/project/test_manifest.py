@@ -12,6 +12,9 @@ import pytest
 from ciq_build.errors import CiqError, ManifestError
 from ciq_build.project.manifest import (
     Benchmark,
+    Manifest,
+    ManifestToolchain,
+    for_architecture,
     list_manifests,
     load_manifest,
     read_manifest,
@@ -259,3 +262,25 @@ def test_broken_json_is_a_manifest_error(tmp_path, content):
 
 def test_manifest_errors_are_ciq_errors():
     assert issubclass(ManifestError, CiqError)
+
+
+def test_tuning_an_architecture_the_targets_own_flags_build_says_where_it_comes_from() -> None:
+    # cuda-api-wrappers' examples build sm_75 (CMake's default) and, by -gencode flags of their own, sm_80 and sm_86:
+    # "--architecture 80: jacobiCudaGraphs is built for 75, not 80" denied the code the tune had just shown.
+    where = Path("/src")
+    manifest = Manifest(
+        target="jacobi", source_dir=where, binary_dir=where, target_source_dir=where, target_binary_dir=where,
+        cuda_sources=(), object_dir=where, benchmark=None, metric_regex="", objectives=(), params=(),
+        search_space=(), pin_dir=where, pin_file=where / "jacobi.json", timeout=60.0,
+        options_file=where / "jacobi.nvcc-options", generator="Ninja", allow_numerics=False,
+        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "75"),
+        cuda_flags=("-gencode", "arch=compute_80,code=sm_80", "-Wno-deprecated-gpu-targets"))
+    with pytest.raises(ManifestError) as refused:
+        for_architecture(manifest, "80")
+    assert str(refused.value) == (
+        "--architecture 80: jacobi's sm_80 code is built by its own nvcc flags (-gencode arch=compute_80,code=sm_80), "
+        "beside its CUDA_ARCHITECTURES (75), which --architecture names one of and a pin is checked against. To tune "
+        "sm_80 on its own, list 80 in CMAKE_CUDA_ARCHITECTURES in place of that flag; or tune them all at once (no "
+        "--architecture).")
+    with pytest.raises(ManifestError, match="is built for 75, not 90"):
+        for_architecture(manifest, "90")  # built by nothing: as before
