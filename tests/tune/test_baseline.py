@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import subprocess
-from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from ciq_build.compiler.controls import Controls
-from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import parse_objectives, unbenchmarked_names
 from ciq_build.measure.gpu_slots import GpuSlots
-from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.project.per_block import DYNAMIC_SHARED, read_declared
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.baseline import dynamic_shared_note, failed_baseline_text
-from ciq_build.tune.cache import cache_key, read_evaluation
+from ciq_build.tune.cache import read_evaluation
 from ciq_build.tune.confirm import Confirmation
 from ciq_build.tune.finish import occupancy_steps
 from ciq_build.tune.runner import BuildRunner
@@ -224,19 +221,3 @@ def test_an_occupancy_of_kernels_with_dynamic_shared_memory_says_it_leaves_that_
                                       Controls())
     assert "dynamic_shared_kernels" not in unseen
 
-
-def test_a_journaled_occupancy_is_not_taken_once_the_per_block_declarations_change() -> None:
-    # The tune said to add DYNAMIC_SHARED_MEMORY; the next tune, with it, must measure again, not read the journal's
-    # occupancy that counted none (its key was the sources, flags and defines alone).
-    where = Path("/src")
-    plain = Manifest(
-        target="kern", source_dir=where, binary_dir=where, target_source_dir=where, target_binary_dir=where,
-        cuda_sources=(), object_dir=where, benchmark=None, metric_regex="", objectives=(), params=(),
-        search_space=(), pin_dir=where, pin_file=where / "kern.json", timeout=60.0,
-        options_file=where / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
-        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "80"))
-    toolchain = Toolchain(Path("/usr/bin/nvcc"), Path("/usr/bin/ptxas"), None, None, "13.3.73", "13.3.73", "explicit")
-    keys = {cache_key(replace(plain, **changes), toolchain, Controls(), "sources")  # type: ignore[arg-type]
-            for changes in ({}, {"threads_per_block": ("128",)}, {"dynamic_shared_memory": ("65536",)},
-                            {"dynamic_shared_memory": ("32768",)})}
-    assert len(keys) == 4

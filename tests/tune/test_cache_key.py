@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import cast
@@ -35,3 +36,13 @@ def test_the_targets_own_nvcc_flags_are_part_of_the_key() -> None:
     assert gencode == cache_key(_manifest("-gencode", "arch=compute_80,code=sm_80"), TOOLCHAIN, controls, "sources")
     # A target without flags of its own keeps the key it had before the flags counted (its journals still resume).
     assert plain == "6d171f7ecf2b43c083d8e1c02018320c471bffac240bf7447ccd481a5c75d394"
+
+
+def test_the_per_block_declarations_are_part_of_the_key_where_declared() -> None:
+    # The tune said to add DYNAMIC_SHARED_MEMORY (FlashAttention's 64 KB a block); the next tune, with it, must
+    # measure again, not take the journal's occupancy that counted none.
+    plain = _manifest()
+    keys = {cache_key(replace(plain, **changes), TOOLCHAIN, Controls(), "sources")  # type: ignore[arg-type]
+            for changes in ({}, {"threads_per_block": ("128",)}, {"dynamic_shared_memory": ("65536",)},
+                            {"dynamic_shared_memory": ("32768",)})}
+    assert len(keys) == 4
