@@ -36,6 +36,10 @@ SOURCE_OUTPUTS_KIND = "source_outputs"
 GPU_TIME_KIND = "gpu_time"  # where a runtime tune's GPU time went (ciq_build.tune.gpu_time), one per tune
 
 
+# What `cache_key` holds besides the controls, as the resume line names it.
+_KEYED = "other sources, toolchain, nvcc flags, THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark"
+
+
 def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sources: str) -> str:
     """What a measurement depends on besides the controls: the target's real inputs (`sources`, a digest)."""
     digest = hashlib.sha256(sources.encode())
@@ -203,16 +207,16 @@ class EvaluationCache:
         where nothing is reused (it said "its measurements are reused", then "nothing to resume": miniBUDE, a
         static tune of new objectives)."""
         today = {key: record for key, record in self.entries.items() if key_of is None or _of_today(record, key, key_of)}
-        other = (f"; {len(self.entries) - len(today)} more measured other sources, toolchain, nvcc flags or benchmark, "
-                 "changed since: measured again where proposed" if len(today) < len(self.entries) else "")
+        other = (f"; {len(self.entries) - len(today)} more measured {_KEYED}, changed since: measured again where "
+                 "proposed" if len(today) < len(self.entries) else "")
         usable, held = len(_journaled(today, self.objectives)), len(today)
         if usable == held and held:
             return f"resuming: {held} finished evaluation(s) in {self.journal.path}" + (f" ({other[2:]})" if other else "")
         names = ", ".join(o.spec for o in self.objectives)
         whose = "the journal holds another search (settings changed), whose" if self._another_search else "the journal's"
         if held == 0:
-            return (f"{whose} {len(self.entries)} finished evaluation(s) measured other sources, toolchain, nvcc flags "
-                    f"or benchmark, changed since: nothing to resume from {self.journal.path}")
+            return (f"{whose} {len(self.entries)} finished evaluation(s) measured {_KEYED}, changed since: nothing "
+                    f"to resume from {self.journal.path}")
         if usable == 0:
             return (f"{whose} {held} finished evaluation(s) measured none of this tune's objectives ({names}){other}: "
                     f"nothing to resume from {self.journal.path}")
