@@ -18,7 +18,13 @@ from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.runner import COUNTED_DYNAMIC_METRIC, DYNAMIC_SHARED_METRIC, SAYS_WHAT_TO_DO, BuildRunner
+from ciq_build.tune.runner import (
+    COUNTED_DYNAMIC_METRIC,
+    DYNAMIC_SHARED_METRIC,
+    SAYS_WHAT_TO_DO,
+    THREADS_METRIC,
+    BuildRunner,
+)
 from ciq_build.tune.source_watch import SourceWatch
 
 
@@ -58,24 +64,26 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
     assert evaluated.scores is not None
     say(f"baseline: {named_scores(runner.objectives, evaluated.scores)} "
         + ("(from the journal)" if evaluated.cached else f"(built and measured in {evaluated.seconds:.1f} s)"))
-    if note := dynamic_shared_note(evaluated.metrics,
+    if note := dynamic_shared_note(evaluated.metrics, declared=runner.dynamic_shared_memory is not None,
                                    setuptools=runner.manifest is not None and runner.manifest.setuptools):
         say(note)
     return evaluated
 
 
-def dynamic_shared_note(figures: dict[str, float], *, setuptools: bool = False) -> str:
+def dynamic_shared_note(figures: dict[str, float], *, declared: bool = False, setuptools: bool = False) -> str:
     """Where the occupancy is scored or described and some kernels use dynamic shared memory, what it counted of it,
     or, undeclared, what it leaves out and what to add ("" elsewhere): flash_attention_inference's FA2 kernels hold
     64 KB of it a block, two blocks an SM on sm_80 whatever their registers, while an occupancy without it counted
-    three at a lower register cap. `setuptools`: the target is a CudaExtension's."""
+    three at a lower register cap. `declared`: DYNAMIC_SHARED_MEMORY is, which counts for no kernel where none uses
+    it (said, not silent). `setuptools`: the target is a CudaExtension's."""
     dynamic = int(figures.get(DYNAMIC_SHARED_METRIC, 0))
+    keyword = DYNAMIC_SHARED.argument if setuptools else DYNAMIC_SHARED.keyword
     if not dynamic:
-        return ""
+        return (f"{keyword} is declared, but no kernel's PTX uses dynamic shared memory (extern __shared__): the "
+                "occupancy counts it for none" if declared and THREADS_METRIC in figures else "")
     kernels = int(figures.get("kernels", dynamic))
     said = f"{dynamic} of the {kernels} kernels use dynamic shared memory (extern __shared__)"
     if counted := figures.get(COUNTED_DYNAMIC_METRIC):
-        keyword = DYNAMIC_SHARED.argument if setuptools else DYNAMIC_SHARED.keyword
         return f"{said}: their occupancy counts {int(counted)} bytes of it a block ({keyword})"
     return (f"{said}, which their launch sizes and no compiled figure holds: their occupancy here counts registers "
             "and static shared memory only, so it can be more than they get, and fewer registers gain nothing where "
