@@ -23,6 +23,7 @@ Commands
                   [PIN_DIR <dir>]
                   [TIMEOUT <seconds>]
                   [THREADS_PER_BLOCK <threads> | <expression> [<threads>]]
+                  [DYNAMIC_SHARED_MEMORY <bytes> | <expression> [<bytes>]]
                   [DESCRIPTION <text>]
                   [ALLOW_NUMERICS])
 
@@ -72,6 +73,11 @@ Registers ``<target>`` (a library or executable with CUDA sources) for
   (``"(128/TM)*(128/TN)"``, the CONSTRAINTS language) that each candidate's
   values give; then the defaults' number, where the sources' own ``#define``
   of a name is not one (docs/cmake.md: ``THREADS_PER_BLOCK``).
+``DYNAMIC_SHARED_MEMORY <bytes> | <expression> [<bytes>]``
+  The bytes of dynamic shared memory (``extern __shared__``) a block of the
+  kernels that use it takes at launch, which the ``occupancy`` objective adds
+  to their static shared memory; declared as ``THREADS_PER_BLOCK``
+  (docs/cmake.md: ``DYNAMIC_SHARED_MEMORY``).
 ``DESCRIPTION <text>``
   What the target is, in one line; ``python -m ciq_build show`` prints it.
 ``ALLOW_NUMERICS``
@@ -180,7 +186,7 @@ function(ciq_tune_target target)
     # One-value keywords
     "BENCHMARK;METRIC;UNIT;PIN_DIR;TIMEOUT;SCORE;DESCRIPTION"
     # Multi-value keywords
-    "ARGS;ARGS_SETS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE;SEEDS;THREADS_PER_BLOCK")
+    "ARGS;ARGS_SETS;OBJECTIVES;PARAMS;CONSTRAINTS;SEARCH_SPACE;SEEDS;THREADS_PER_BLOCK;DYNAMIC_SHARED_MEMORY")
   _ciq_check_call(${target})
   # The defaults (TIMEOUT's is tune's, ciq_build/core/settings.py DEFAULT_TIMEOUT; a test keeps them equal).
   if(NOT DEFINED ARG_TIMEOUT)
@@ -229,6 +235,7 @@ function(ciq_tune_target target)
     _CIQ_PIN_DIR "${pin_dir}"
     _CIQ_TIMEOUT "${ARG_TIMEOUT}"
     _CIQ_THREADS_PER_BLOCK "${ARG_THREADS_PER_BLOCK}"
+    _CIQ_DYNAMIC_SHARED_MEMORY "${ARG_DYNAMIC_SHARED_MEMORY}"
     _CIQ_DESCRIPTION "${ARG_DESCRIPTION}"
     _CIQ_ALLOW_NUMERICS "${ARG_ALLOW_NUMERICS}"
     _CIQ_CUDA_COMPILER "${CMAKE_CUDA_COMPILER}"

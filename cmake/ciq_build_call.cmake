@@ -4,8 +4,8 @@
 # says what to do: unknown or incomplete keywords, a target that is not a library or executable built
 # here, keywords that need one another (ARGS and BENCHMARK, UNIT and METRIC, ...), no CUDA; and, in
 # _ciq_check_arguments(), the values that tune would refuse (PARAMS, CONSTRAINTS, OBJECTIVES,
-# SEARCH_SPACE, ARGS_SETS, THREADS_PER_BLOCK, SCORE, METRIC), by the rule book's words and patterns,
-# with "did you mean" for a misspelt word.
+# SEARCH_SPACE, ARGS_SETS, THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY, SCORE, METRIC), by the rule book's
+# words and patterns, with "did you mean" for a misspelt word.
 #
 # Separate because these checks are about what the user wrote, before any pin is read; they read
 # ciq_tune_target()'s own parse (its ARG_*) by design and set nothing.
@@ -19,7 +19,7 @@ function(_ciq_check_call target)
   set(fn "ciq_tune_target(${target})")
   # ciq_tune_target()'s keywords, for "did you mean" (its cmake_parse_arguments() declares them).
   set(keywords BENCHMARK ARGS ARGS_SETS SCORE METRIC UNIT OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS
-    PIN_DIR TIMEOUT THREADS_PER_BLOCK DESCRIPTION ALLOW_NUMERICS)
+    PIN_DIR TIMEOUT THREADS_PER_BLOCK DYNAMIC_SHARED_MEMORY DESCRIPTION ALLOW_NUMERICS)
   if(ARG_UNPARSED_ARGUMENTS)
     set(hint "")
     foreach(word IN LISTS ARG_UNPARSED_ARGUMENTS)  # a misspelt keyword (OBJECTIVE, SEARCHSPACE): say which
@@ -48,7 +48,8 @@ function(_ciq_check_call target)
       endif()
     endif()
   endforeach()
-  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE DESCRIPTION THREADS_PER_BLOCK)
+  foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE DESCRIPTION THREADS_PER_BLOCK
+      DYNAMIC_SHARED_MEMORY)
     if(keyword IN_LIST ARG_KEYWORDS_MISSING_VALUES)
       message(FATAL_ERROR "${fn}: ${keyword} needs a value.")
     endif()
@@ -186,10 +187,12 @@ function(_ciq_check_arguments fn)
   _ciq_rules_words(objectives objective)
   list(JOIN objectives ", " shown)
   string(REPLACE "metric" "metric:<name>" shown "${shown}")
+  _ciq_rules_words(kernel_objectives kernel_objective)
+  list(JOIN kernel_objectives "|" kernel_objectives)
   foreach(objective IN LISTS ARG_OBJECTIVES)
     _ciq_rules_matches(ok objective_spec "${objective}")
     set(per_kernel FALSE)
-    if(objective MATCHES "^((max|min):)?(registers|spill_bytes|spills|stack_bytes|shared_bytes|occupancy):(.*)$")
+    if(objective MATCHES "^((max|min):)?(${kernel_objectives}):(.*)$")
       set(per_kernel TRUE)
       set(regex "${CMAKE_MATCH_4}")
       if(ok)  # objective_spec takes a longer regex than the rule book's kernel_regex
@@ -243,27 +246,36 @@ function(_ciq_check_arguments fn)
     endif()
     list(APPEND sizes "${size}")
   endforeach()
-  # THREADS_PER_BLOCK <threads | PARAMS name | expression over them> [<the defaults' threads>]
-  # (ciq_build/project/threads_per_block.py): the expression in the CONSTRAINTS language.
-  list(LENGTH ARG_THREADS_PER_BLOCK count)
-  if(count GREATER 0)
-    set(form "THREADS_PER_BLOCK 256, THREADS_PER_BLOCK <a PARAMS name> [<the defaults' threads>] or "
-      "THREADS_PER_BLOCK \"<expression over PARAMS names>\" [<the defaults' threads>]")
-    list(GET ARG_THREADS_PER_BLOCK 0 expression)
+  # THREADS_PER_BLOCK and DYNAMIC_SHARED_MEMORY <number | PARAMS name | expression over them> [<the defaults'
+  # number>] (ciq_build/project/per_block.py, whose THREADS and DYNAMIC_SHARED rows give each its unit, range and
+  # example, as here): the expression in the CONSTRAINTS language.
+  foreach(setting IN ITEMS "THREADS_PER_BLOCK|threads|1|1024|256" "DYNAMIC_SHARED_MEMORY|bytes|0|233472|65536")
+    string(REPLACE "|" ";" setting "${setting}")
+    list(GET setting 0 keyword)
+    list(GET setting 1 unit)
+    list(GET setting 2 least)
+    list(GET setting 3 most)
+    list(GET setting 4 example)
+    list(LENGTH ARG_${keyword} count)
+    if(count EQUAL 0)
+      continue()
+    endif()
+    set(form "${keyword} ${example}, ${keyword} <a PARAMS name> [<the defaults' ${unit}>] or "
+      "${keyword} \"<expression over PARAMS names>\" [<the defaults' ${unit}>]")
+    list(GET ARG_${keyword} 0 expression)
     _ciq_rules_constraint_problem(problem "${expression}" ${names})
     if(count GREATER 2)
-      message(FATAL_ERROR "${fn}: THREADS_PER_BLOCK takes one or two values, not "
-        "'${ARG_THREADS_PER_BLOCK}': ${form}.")
+      message(FATAL_ERROR "${fn}: ${keyword} takes one or two values, not '${ARG_${keyword}}': ${form}.")
     elseif(NOT problem STREQUAL "")
-      message(FATAL_ERROR "${fn}: THREADS_PER_BLOCK '${expression}': ${problem}. ${form}.")
+      message(FATAL_ERROR "${fn}: ${keyword} '${expression}': ${problem}. ${form}.")
     elseif(count EQUAL 2)
-      list(GET ARG_THREADS_PER_BLOCK 1 threads)
-      if(NOT threads MATCHES "^[1-9][0-9]*$" OR threads GREATER 1024)
-        message(FATAL_ERROR "${fn}: THREADS_PER_BLOCK ${expression} ${threads}: the defaults' threads a block "
-          "is a number from 1 to 1024.")
+      list(GET ARG_${keyword} 1 value)
+      if(NOT value MATCHES "^(0|[1-9][0-9]*)$" OR value LESS least OR value GREATER most)
+        message(FATAL_ERROR "${fn}: ${keyword} ${expression} ${value}: the defaults' ${unit} a block "
+          "is a number from ${least} to ${most}.")
       endif()
     endif()
-  endif()
+  endforeach()
   if(DEFINED ARG_SCORE)
     _ciq_rules_words(scores score)
     if(NOT ARG_SCORE IN_LIST scores)

@@ -111,7 +111,8 @@ function(_ciq_write_manifest)
     endif()
     _ciq_json_string(json_${property} "${value}")
   endforeach()
-  foreach(property IN ITEMS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS THREADS_PER_BLOCK)
+  foreach(property IN ITEMS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE SEEDS THREADS_PER_BLOCK
+      DYNAMIC_SHARED_MEMORY)
     get_target_property(value ${target} _CIQ_${property})
     _ciq_json_array(json_${property} ${value})
   endforeach()
@@ -156,6 +157,7 @@ function(_ciq_write_manifest)
     "  \"pin_file\": ${json_pin_file},"
     "  \"timeout\": ${timeout},"
     "  \"threads_per_block\": ${json_THREADS_PER_BLOCK},"
+    "  \"dynamic_shared_memory\": ${json_DYNAMIC_SHARED_MEMORY},"
     "  \"options_file\": ${json_OPTIONS_FILE},"
     "  \"generator\": ${json_CMAKE_GENERATOR},"
     "  \"allow_numerics\": ${allow_numerics},"
@@ -198,8 +200,10 @@ endfunction()
 # <CMAKE_BINARY_DIR>/ciq/targets/<target>.cuda-flags-<config> (<config> noconfig without CMAKE_BUILD_TYPE;
 # ciq_build.project.manifest.read_cuda_flags):
 # CMAKE_CUDA_FLAGS, the configuration's CMAKE_CUDA_FLAGS_<CONFIG> (both as the target's directory sets them), then
-# the target's COMPILE_OPTIONS as CUDA compiles see them, so that a tune leaves out the numerics knobs they already fix (--use_fast_math sets -ftz,
-# -prec-div, -prec-sqrt). A file of its own, not a manifest field: a flag may hold quotes or backslashes, which
+# the target's COMPILE_OPTIONS as CUDA compiles see them, so that a tune leaves out the numerics knobs they already
+# fix (--use_fast_math sets -ftz, -prec-div, -prec-sqrt), then its COMPILE_DEFINITIONS as -D (what a journaled
+# evaluation is keyed by with the options: cuda-api-wrappers' CAW_WITH_COOPERATIVE_GROUPS option adds one through
+# add_compile_definitions, which no source file shows). A file of its own, not a manifest field: a flag may hold quotes or backslashes, which
 # JSON written at generate time cannot escape. Evaluated for CUDA alone (file(GENERATE) evaluates once per enabled
 # language, and $<COMPILE_LANGUAGE:CUDA> holds only in CUDA's), one file per configuration (an option may
 # depend on it, and a file written twice with different content fails the generate step).
@@ -220,9 +224,11 @@ function(_ciq_write_cuda_flags target)
     endforeach()
   endforeach()
   set(options "$<TARGET_PROPERTY:${target},COMPILE_OPTIONS>")
+  set(definitions "$<TARGET_PROPERTY:${target},COMPILE_DEFINITIONS>")
   _ciq_flags_configurations(unused config)
   file(GENERATE OUTPUT "${CMAKE_BINARY_DIR}/ciq/targets/${target}.cuda-flags-${config}"
-    CONTENT "${lines}$<JOIN:${options},\n>\n" CONDITION "$<COMPILE_LANGUAGE:CUDA>" TARGET ${target})
+    CONTENT "${lines}$<JOIN:${options},\n>\n$<$<BOOL:${definitions}>:-D$<JOIN:${definitions},\n-D>\n>"
+    CONDITION "$<COMPILE_LANGUAGE:CUDA>" TARGET ${target})
 endfunction()
 
 # _ciq_json_string(<out> <value>): <value> as a quoted JSON string.

@@ -52,6 +52,9 @@ class KernelUsage:
     object: str | None = None  # the object being built, when the build tool printed it
     barriers: int = 0  # named barriers ("used 1 barriers")
     threads: int = 0  # threads a block of its launch, where known (ciq_build.tune.runner); 0: not known
+    # bytes of dynamic shared memory (extern __shared__) a block of its launch takes, where declared
+    # (DYNAMIC_SHARED_MEMORY: ciq_build.tune.runner); no compiled figure holds it
+    dynamic_shared: int = 0
 
     @property
     def spill_bytes(self) -> int:
@@ -63,8 +66,8 @@ class KernelUsage:
         architecture's limits are not known."""
         if not self.threads or not occupancy.knows(self.arch):
             return None
-        return occupancy.occupancy(occupancy.limits(self.arch), self.registers, self.threads, self.shared,
-                                   self.barriers).percent
+        return occupancy.occupancy(occupancy.limits(self.arch), self.registers, self.threads,
+                                   self.shared + self.dynamic_shared, self.barriers).percent
 
 
 # ---------------------------------------------------------------- ptxas -v

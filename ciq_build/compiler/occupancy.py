@@ -7,8 +7,9 @@ slots, shared memory, and on sm_90 and later named barriers), and the occupancy 
 warps over the SM's most. The rules are those of the CUDA toolkit's ``cuda_occupancy.h`` (CUDA 13.3):
 registers are allocated per warp in units of 256, from each of the SM's 4 sub-partitions' 16 K;
 shared memory per block in units of 128 bytes (256 on sm_75) with the driver's reserved 1 KB (sm_80
-and later) added, from the largest shared-memory carve-out of the SM; no dynamic shared memory (a
-static figure cannot know it).
+and later) added, from the largest shared-memory carve-out of the SM. A block's shared memory is its
+static figure plus the dynamic shared memory its launch takes, which no static figure holds: the caller
+adds what the user declares (DYNAMIC_SHARED_MEMORY, ciq_build.project.per_block).
 
 The per-architecture figures are `LIMITS`, one row per architecture the toolkit builds. Each
 architecture's row is the CUDA C++ Programming Guide's (Compute Capabilities, Table 30 "Device and
@@ -126,8 +127,8 @@ def blocks_by_registers(sm: SmLimits, registers: int, threads: int) -> int:
 
 
 def occupancy(sm: SmLimits, registers: int, threads: int, shared: int = 0, barriers: int = 0) -> Occupancy:
-    """The theoretical occupancy of a kernel using `registers` a thread, `shared` bytes of static shared memory
-    and `barriers` named barriers a block, launched in blocks of `threads`, on `sm`."""
+    """The theoretical occupancy of a kernel using `registers` a thread, `shared` bytes of shared memory (static
+    and dynamic) and `barriers` named barriers a block, launched in blocks of `threads`, on `sm`."""
     if not 0 < threads <= MAX_THREADS_PER_BLOCK:
         raise ValueError(f"{threads} threads a block: a block has 1 to {MAX_THREADS_PER_BLOCK}")
     warps = -(-threads // WARP)

@@ -127,7 +127,8 @@ KINDS: tuple[ObjectiveKind, ...] = (
                   argument="kernel regex"),
     ObjectiveKind("occupancy", PtxasReport("occupancy", "min"), "occupancy", "%",
                   "theoretical occupancy (an SM's resident warps of its most, as Nsight Compute computes it) at "
-                  "each kernel's block size (its `__launch_bounds__`, else `THREADS_PER_BLOCK`), the least of any "
+                  "each kernel's block size (its `__launch_bounds__`, else `THREADS_PER_BLOCK`) and shared memory "
+                  "(static, and the dynamic `DYNAMIC_SHARED_MEMORY` declares), the least of any "
                   "kernel; blind to the grid, which only the launch knows: a grid of fewer blocks than the SMs hold "
                   "at once, or its last partial wave, gains less from it or nothing",
                   direction="max", argument="kernel regex"),

@@ -33,8 +33,9 @@ from ciq_build.resources import cmake_dir
 
 RULES_NAME = "ciq_build_rules.txt"
 
-# The regex subset that Python's re and CMake's regex engine read the same way.
-_REGEX_CHARS = re.compile(r"[A-Za-z0-9_=+\-\[\]()|?*.:/ ,%@<>!]+")
+# The regex subset that Python's re and CMake's regex engine read the same way ('"' a plain character to both, as a
+# CMake variable's value: arch_value_separator's, nvcc's quoted code list).
+_REGEX_CHARS = re.compile(r'[A-Za-z0-9_=+\-\[\]()|?*.:/ ,%@<>!"]+')
 _REGEX_FORBIDDEN = re.compile(r"\(\?|[?*+][?*+]")
 # Characters any allowed flag is made of, checked before the flag lines so that
 # a careless edit (a '.*') still cannot admit a space, a quote, a comma

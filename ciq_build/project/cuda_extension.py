@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
 from ciq_build.errors import ConfigError, ToolchainError
 from ciq_build.measure.protocol import compile_metric_regex
 from ciq_build.project.manifest import args_set_problem
-from ciq_build.project.threads_per_block import KEYWORD, SETUPTOOLS_ARGUMENT, SETUPTOOLS_FORMS, read_threads_per_block
+from ciq_build.project.per_block import DYNAMIC_SHARED, THREADS, Setting, read_declared
 
 # Seconds one nvcc compile of one .cu file may take before it is killed.
 DEFAULT_NVCC_TIMEOUT = 1800.0
@@ -61,7 +62,9 @@ class CudaExtension(Extension):
     SEEDS, TIMEOUT, METRIC and UNIT; `ciq_threads_per_block` too, as THREADS_PER_BLOCK (the
     kernels' block size, which the occupancy objective needs): ``256``, a
     params name (``"BLOCK"``, or ``("BLOCK", 512)`` with the defaults' threads)
-    or an expression over params names (``"(128/TM)*(128/TN)"``).
+    or an expression over params names (``"(128/TM)*(128/TN)"``); and
+    `ciq_dynamic_shared_memory` as DYNAMIC_SHARED_MEMORY (the bytes of
+    ``extern __shared__`` a block takes at launch, in the same forms).
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class CudaExtension(Extension):
         ciq_score: str = "geomean",
         ciq_timeout: float = 60.0,
         ciq_threads_per_block: int | str | Sequence[int | str] | None = None,
+        ciq_dynamic_shared_memory: int | str | Sequence[int | str] | None = None,
         ciq_metric: str | None = None,
         ciq_unit: str | None = None,
         **kwargs: Any,
@@ -155,7 +159,8 @@ class CudaExtension(Extension):
         except ConfigError as error:
             raise ConfigError(f"CudaExtension({name!r}): {error}") from None
         self.ciq_timeout = ciq_seconds
-        self.ciq_threads_per_block = _threads_per_block(name, ciq_threads_per_block, self.params)
+        self.ciq_threads_per_block = _per_block(name, THREADS, ciq_threads_per_block, self.params)
+        self.ciq_dynamic_shared_memory = _per_block(name, DYNAMIC_SHARED, ciq_dynamic_shared_memory, self.params)
         self.ciq_metric, self.ciq_unit = _metric(name, ciq_metric, ciq_unit, ciq_benchmark)
 
 
@@ -211,21 +216,21 @@ def _nvcc_compile_args(ext: Extension, name: str) -> tuple[str, ...]:
     return ()
 
 
-def _threads_per_block(name: str, value: int | str | Sequence[int | str] | None,
-                       params: Sequence[str]) -> tuple[str, ...]:
-    """ciq_threads_per_block as THREADS_PER_BLOCK's values (the manifest's `threads_per_block`), checked by
-    THREADS_PER_BLOCK's own reader when setup.py is read, as configure checks the keyword."""
+def _per_block(name: str, setting: Setting, value: int | str | Sequence[int | str] | None,
+               params: Sequence[str]) -> tuple[str, ...]:
+    """A per-block argument (ciq_threads_per_block, ciq_dynamic_shared_memory) as its keyword's values (the
+    manifest's), checked by the keyword's own reader when setup.py is read, as configure checks the keyword."""
     if value is None:
         return ()
     items = [value] if isinstance(value, (int, str)) else value
     if not isinstance(items, Sequence) or any(isinstance(i, bool) or not isinstance(i, (int, str)) for i in items):
-        raise ConfigError(f"CudaExtension({name!r}): {SETUPTOOLS_ARGUMENT} is a number, a params name or an "
-                          f"expression over them, not {value!r}: {SETUPTOOLS_FORMS}")
+        raise ConfigError(f"CudaExtension({name!r}): {setting.argument} is a number, a params name or an "
+                          f"expression over them, not {value!r}: {setting.setuptools_forms}")
     values = tuple(str(i) for i in items)
     try:
-        read_threads_per_block(values, params)
+        read_declared(setting, values, params)
     except ConfigError as error:
-        raise ConfigError(f"CudaExtension({name!r}): {SETUPTOOLS_ARGUMENT}, ciq_tune_target()'s {KEYWORD}: "
+        raise ConfigError(f"CudaExtension({name!r}): {setting.argument}, ciq_tune_target()'s {setting.keyword}: "
                           f"{error}") from None
     return values
 
@@ -235,7 +240,7 @@ def _metric(name: str, regex: str | None, unit: str | None, benchmark: Sequence[
     that prints its own format, checked by METRIC's and UNIT's own readers when setup.py is read."""
     if unit is not None and (not isinstance(unit, str) or not load_rules().matches("metric_unit", unit)):
         raise ConfigError(f"CudaExtension({name!r}): "
-                          + _as_arguments(load_rules().message("unknown_metric_unit", value=str(unit)))
+                          + _as_arguments(load_rules().message("unknown_metric_unit", value=str(unit)), str(unit))
                           + "; set ciq_unit to the unit the benchmark prints")
     if regex is None:
         if unit is not None:
@@ -251,13 +256,19 @@ def _metric(name: str, regex: str | None, unit: str | None, benchmark: Sequence[
     try:
         compile_metric_regex(regex)
     except ConfigError as error:
-        raise ConfigError(f"CudaExtension({name!r}): {_as_arguments(str(error))}") from None
+        raise ConfigError(f"CudaExtension({name!r}): {_as_arguments(str(error), regex)}") from None
     return regex, unit or DEFAULT_METRIC_UNIT
 
 
-def _as_arguments(message: str) -> str:
-    """METRIC's and UNIT's readers word their messages for ciq_tune_target(); a CudaExtension's are ciq_metric, ciq_unit."""
-    return message.replace("METRIC", "ciq_metric").replace("UNIT", "ciq_unit")
+def _as_arguments(message: str, written: str) -> str:
+    """METRIC's and UNIT's readers word their messages for ciq_tune_target(); a CudaExtension's are ciq_metric, ciq_unit.
+    What the user `written` (quoted in the message, as is or as its repr) stays as written: a regex 'UNIT: ([0-9.]+)'
+    was quoted back as 'ciq_unit: ([0-9.]+)'."""
+    if not written:
+        return message.replace("METRIC", "ciq_metric").replace("UNIT", "ciq_unit")
+    pieces = re.split(f"({re.escape(repr(written))}|{re.escape(written)})", message)  # odd: the quoted text
+    return "".join(piece if i % 2 else piece.replace("METRIC", "ciq_metric").replace("UNIT", "ciq_unit")
+                   for i, piece in enumerate(pieces))
 
 
 def _args_sets(name: str, sets: Mapping[str, Sequence[str]] | None,

@@ -51,7 +51,7 @@ from ciq_build.project.json_model import (
     read_texts,
 )
 from ciq_build.project.param_defines import guarded_defaults
-from ciq_build.project.threads_per_block import ThreadsPerBlock, read_threads_per_block
+from ciq_build.project.per_block import DYNAMIC_SHARED, THREADS, Declared, read_declared
 from ciq_build.state.durable import read_json_object
 
 MANIFEST_SCHEMA = 2  # 2: "objects", the target's object files as CMake names them
@@ -200,7 +200,10 @@ class Manifest:
     timeout: float = field(metadata=in_json(TIMEOUT, "TIMEOUT, in seconds"))
     threads_per_block: tuple[str, ...] = field(default=(), metadata=in_json(
         TEXTS, "THREADS_PER_BLOCK: the kernels' threads a block, a number or a PARAMS name [and the defaults' "
-        "number] (ciq_build.project.threads_per_block); empty: not declared", optional=True))
+        "number] (ciq_build.project.per_block); empty: not declared", optional=True))
+    dynamic_shared_memory: tuple[str, ...] = field(default=(), metadata=in_json(
+        TEXTS, "DYNAMIC_SHARED_MEMORY: the bytes of dynamic shared memory a block takes at launch, as "
+        "THREADS_PER_BLOCK (ciq_build.project.per_block); empty: not declared", optional=True))
     options_file: Path = field(metadata=in_json(ABSOLUTE, "the nvcc options file the build reads"))
     generator: str = field(metadata=in_json(NONEMPTY, "CMAKE_GENERATOR (or setuptools)"))
     allow_numerics: bool = field(metadata=in_json(
@@ -357,10 +360,12 @@ def _check_relations(manifest: Manifest, fail: Fail) -> None:
         parsed = manifest.parsed_objectives
     except ConfigError as exc:
         raise fail("objectives", f"is invalid: {exc} Fix OBJECTIVES in ciq_tune_target()") from exc
-    try:
-        read_threads_per_block(manifest.threads_per_block, manifest.params)
-    except ConfigError as exc:
-        raise fail("threads_per_block", f"is invalid: {exc}. Fix THREADS_PER_BLOCK in ciq_tune_target()") from exc
+    for setting, items in ((THREADS, manifest.threads_per_block), (DYNAMIC_SHARED, manifest.dynamic_shared_memory)):
+        try:
+            read_declared(setting, items, manifest.params)
+        except ConfigError as exc:
+            raise fail(setting.keyword.lower(),
+                       f"is invalid: {exc}. Fix {setting.keyword} in ciq_tune_target()") from exc
     needs = [o.name for o in parsed if o.source == "benchmark"]
     if manifest.benchmark is None and needs:
         raise fail("benchmark", f"is null but objective(s) {', '.join(needs)} are read from a benchmark: give "
@@ -412,8 +417,9 @@ def for_architecture(manifest: Manifest, architecture: str) -> Manifest:
     return dataclasses.replace(manifest, toolchain=toolchain, tune_architecture=wanted)
 
 
-def declared_threads(manifest: Manifest) -> ThreadsPerBlock | None:
-    """The target's THREADS_PER_BLOCK, the defaults' threads read from the sources where it gives none (None: no
-    declaration)."""
-    return read_threads_per_block(manifest.threads_per_block, manifest.params,
-                                  guarded_defaults(manifest.params, manifest.cuda_sources))
+def declared_per_block(manifest: Manifest) -> tuple[Declared | None, Declared | None]:
+    """The target's THREADS_PER_BLOCK and DYNAMIC_SHARED_MEMORY, the defaults' values read from the sources where
+    they give none (None: not declared)."""
+    defaults = guarded_defaults(manifest.params, manifest.cuda_sources)
+    return (read_declared(THREADS, manifest.threads_per_block, manifest.params, defaults),
+            read_declared(DYNAMIC_SHARED, manifest.dynamic_shared_memory, manifest.params, defaults))

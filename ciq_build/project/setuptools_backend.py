@@ -4,9 +4,9 @@ How ciq_build learns the extension: it runs the project's ``setup.py`` with
 ``setuptools.setup`` replaced by one that records its arguments and stops
 (nothing is built), and takes the ``CudaExtension`` whose ``ciq_target`` is
 the one asked for. Its ``ciq_benchmark``, ``ciq_objectives``,
-``ciq_search_space``, ``ciq_timeout``, ``ciq_threads_per_block`` and ``params`` play the part of
-ciq_tune_target()'s BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE, TIMEOUT, THREADS_PER_BLOCK and
-PARAMS, and become the same `Manifest` the CMake module writes, so the
+``ciq_search_space``, ``ciq_timeout``, ``ciq_threads_per_block``, ``ciq_dynamic_shared_memory`` and ``params``
+play the part of ciq_tune_target()'s BENCHMARK/ARGS, OBJECTIVES, SEARCH_SPACE, TIMEOUT, THREADS_PER_BLOCK,
+DYNAMIC_SHARED_MEMORY and PARAMS, and become the same `Manifest` the CMake module writes, so the
 driver's search, journal, lock, resume, confirmation, minimal pin and record
 are the CMake path's own (ciq_build.tune.driver).
 
@@ -236,6 +236,7 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
         search_space=ext.ciq_search_space, constraints=ext.ciq_constraints, seeds=ext.ciq_seeds, pin_dir=pin_dir,
         pin_file=_record(pin_dir, ext.ciq_target),
         timeout=ext.ciq_timeout, threads_per_block=ext.ciq_threads_per_block,
+        dynamic_shared_memory=ext.ciq_dynamic_shared_memory,
         options_file=object_dir / f"{ext.ciq_target}.nvcc-options",
         generator=SETUPTOOLS_GENERATOR,
         allow_numerics=ext.allow_numerics,

@@ -12,12 +12,19 @@ from ciq_build.compiler.gpu_arch import GPU_ARCH_METRIC, sm
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_names, with_unit
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
+from ciq_build.project.per_block import DYNAMIC_SHARED, how_to_declare
 from ciq_build.project.sources import Snapshot
 from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.runner import DYNAMIC_SHARED_METRIC, SAYS_WHAT_TO_DO, BuildRunner
+from ciq_build.tune.runner import (
+    COUNTED_DYNAMIC_METRIC,
+    DYNAMIC_SHARED_METRIC,
+    SAYS_WHAT_TO_DO,
+    THREADS_METRIC,
+    BuildRunner,
+)
 from ciq_build.tune.source_watch import SourceWatch
 
 
@@ -57,24 +64,31 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
     assert evaluated.scores is not None
     say(f"baseline: {named_scores(runner.objectives, evaluated.scores)} "
         + ("(from the journal)" if evaluated.cached else f"(built and measured in {evaluated.seconds:.1f} s)"))
-    if note := dynamic_shared_note(evaluated.metrics):
+    if note := dynamic_shared_note(evaluated.metrics, declared=runner.dynamic_shared_memory is not None,
+                                   setuptools=runner.manifest is not None and runner.manifest.setuptools):
         say(note)
     return evaluated
 
 
-def dynamic_shared_note(figures: dict[str, float]) -> str:
-    """Where the occupancy is scored or described and some kernels use dynamic shared memory, what it leaves out
-    ("" elsewhere): flash_attention_inference's FA2 kernels hold 64 KB of it a block, two blocks an SM on sm_80
-    whatever their registers, while the occupancy counted three at a lower register cap."""
+def dynamic_shared_note(figures: dict[str, float], *, declared: bool = False, setuptools: bool = False) -> str:
+    """Where the occupancy is scored or described and some kernels use dynamic shared memory, what it counted of it,
+    or, undeclared, what it leaves out and what to add ("" elsewhere): flash_attention_inference's FA2 kernels hold
+    64 KB of it a block, two blocks an SM on sm_80 whatever their registers, while an occupancy without it counted
+    three at a lower register cap. `declared`: DYNAMIC_SHARED_MEMORY is, which counts for no kernel where none uses
+    it (said, not silent). `setuptools`: the target is a CudaExtension's."""
     dynamic = int(figures.get(DYNAMIC_SHARED_METRIC, 0))
+    keyword = DYNAMIC_SHARED.argument if setuptools else DYNAMIC_SHARED.keyword
     if not dynamic:
-        return ""
+        return (f"{keyword} is declared, but no kernel's PTX uses dynamic shared memory (extern __shared__): the "
+                "occupancy counts it for none" if declared and THREADS_METRIC in figures else "")
     kernels = int(figures.get("kernels", dynamic))
-    return (f"{dynamic} of the {kernels} kernels use dynamic shared memory (extern __shared__), which their launch "
-            "sizes and no compiled figure holds: their occupancy here counts registers and static shared memory only, "
-            "so it can be more than they get, and fewer registers gain nothing where their shared memory already "
-            "limits the blocks an SM holds. For them, tune time on a GPU, or leave them out of the occupancy "
-            "(occupancy:<kernel regex>)")
+    said = f"{dynamic} of the {kernels} kernels use dynamic shared memory (extern __shared__)"
+    if counted := figures.get(COUNTED_DYNAMIC_METRIC):
+        return f"{said}: their occupancy counts {int(counted)} bytes of it a block ({keyword})"
+    return (f"{said}, which their launch sizes and no compiled figure holds: their occupancy here counts registers "
+            "and static shared memory only, so it can be more than they get, and fewer registers gain nothing where "
+            f"their shared memory already limits the blocks an SM holds. {how_to_declare(DYNAMIC_SHARED, setuptools=setuptools)}"
+            "; or leave them out of the occupancy (occupancy:<kernel regex>)")
 
 
 def baseline_for_search(runner: BuildRunner, trusted: Callable[[Evaluation, WorkerTree, Sequence[str]], Evaluation],

@@ -36,6 +36,10 @@ SOURCE_OUTPUTS_KIND = "source_outputs"
 GPU_TIME_KIND = "gpu_time"  # where a runtime tune's GPU time went (ciq_build.tune.gpu_time), one per tune
 
 
+# What `cache_key` holds besides the controls, as the resume line names it.
+_KEYED = "other sources, toolchain, nvcc flags, THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark"
+
+
 def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sources: str) -> str:
     """What a measurement depends on besides the controls: the target's real inputs (`sources`, a digest)."""
     digest = hashlib.sha256(sources.encode())
@@ -50,12 +54,22 @@ def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sour
         "acf": controls.acf.sha256 if controls.acf else None,
         "benchmark": [str(bench.path), *bench.args] if bench else None,
     }
+    if manifest.cuda_flags:
+        # The target's own nvcc flags (CMAKE_CUDA_FLAGS, its compile options) are no source file: a tune after
+        # `cmake -DCMAKE_CUDA_FLAGS=-Xptxas=-O0` reused the journal's figures of other code (cuda-api-wrappers'
+        # trial: "resuming: 6", then every one "not what a fresh build measures"). Absent without any, so those
+        # keys stay as they were.
+        payload["cuda_flags"] = list(manifest.cuda_flags)
     if manifest.metric_regex:
         # What the benchmark's output means; absent for the line protocol, so its keys stay as they were.
         payload["metric"] = [manifest.metric_regex, manifest.metric_unit]
     if bench and bench.args_sets:
         # Other sizes, or another SCORE, measure something else; absent for one size, so its keys stay.
         payload["sizes"] = [[name, *args] for name, args in bench.args_sets] + [bench.score]
+    if manifest.threads_per_block or manifest.dynamic_shared_memory:
+        # What a block takes at launch, which the occupancy counts: a journal of the occupancy without 64 KB of
+        # DYNAMIC_SHARED_MEMORY was taken as its figures once declared. Absent where neither is, so those keys stay.
+        payload["per_block"] = [list(manifest.threads_per_block), list(manifest.dynamic_shared_memory)]
     digest.update(json.dumps(payload, sort_keys=True).encode())
     return digest.hexdigest()
 
@@ -193,16 +207,16 @@ class EvaluationCache:
         where nothing is reused (it said "its measurements are reused", then "nothing to resume": miniBUDE, a
         static tune of new objectives)."""
         today = {key: record for key, record in self.entries.items() if key_of is None or _of_today(record, key, key_of)}
-        other = (f"; {len(self.entries) - len(today)} more measured other sources, toolchain or benchmark, changed "
-                 "since: measured again where proposed" if len(today) < len(self.entries) else "")
+        other = (f"; {len(self.entries) - len(today)} more measured {_KEYED}, changed since: measured again where "
+                 "proposed" if len(today) < len(self.entries) else "")
         usable, held = len(_journaled(today, self.objectives)), len(today)
         if usable == held and held:
             return f"resuming: {held} finished evaluation(s) in {self.journal.path}" + (f" ({other[2:]})" if other else "")
         names = ", ".join(o.spec for o in self.objectives)
         whose = "the journal holds another search (settings changed), whose" if self._another_search else "the journal's"
         if held == 0:
-            return (f"{whose} {len(self.entries)} finished evaluation(s) measured other sources, toolchain or "
-                    f"benchmark, changed since: nothing to resume from {self.journal.path}")
+            return (f"{whose} {len(self.entries)} finished evaluation(s) measured {_KEYED}, changed since: nothing "
+                    f"to resume from {self.journal.path}")
         if usable == 0:
             return (f"{whose} {held} finished evaluation(s) measured none of this tune's objectives ({names}){other}: "
                     f"nothing to resume from {self.journal.path}")

@@ -35,8 +35,8 @@ from ciq_build.pin.record import check_pin_dir
 from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
 from ciq_build.project.manifest import Manifest, for_architecture
+from ciq_build.project.per_block import Declared, check_block_size, wants_block_size
 from ciq_build.project.sources import Snapshot
-from ciq_build.project.threads_per_block import ThreadsPerBlock, check_block_size, wants_block_size
 from ciq_build.project.worker import WorkerTree, safe_name, scratch_root, tune_name
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evaluation import Evaluation
@@ -308,8 +308,8 @@ class TuneRun:
         static = [o.spec for o in self.objectives if o.source == "static"]
         self.architectures = _architecture_plan(self.manifest, gpu, static, self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
-        _check_static_inputs(self.runner.threads_per_block, self.objectives, self.manifest,
-                             self.architectures.scored)
+        _check_static_inputs((self.runner.threads_per_block, self.runner.dynamic_shared_memory), self.objectives,
+                             self.manifest, self.architectures.scored)
         self.architectures.say(_warn, self._say)
 
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts,
@@ -370,14 +370,16 @@ def _warn(text: str) -> None:  # about the tune's results: said even with --quie
     LOG.warning("%s", text)
 
 
-def _check_static_inputs(declared: ThreadsPerBlock | None, objectives: Sequence[Objective], manifest: Manifest,
+def _check_static_inputs(declared: Sequence[Declared | None], objectives: Sequence[Objective], manifest: Manifest,
                          scored: str | None) -> None:
-    """Before the baseline: an occupancy objective needs the defaults' block size and the scored architecture's
+    """Before the baseline: an occupancy objective needs the defaults' value of each per-block declaration
+    (`declared`: THREADS_PER_BLOCK's, DYNAMIC_SHARED_MEMORY's) and the scored architecture's
     limits (an architecture without them would leave every candidate unscored); ptxas's figures of relocatable
     device code are not the linked kernels' (warned)."""
     if (relocatable := relocatable_note(manifest, objectives)) is not None:
         _warn(relocatable)
-    check_block_size(declared, objectives, setuptools=manifest.setuptools)
+    for each in declared:
+        check_block_size(each, objectives, setuptools=manifest.setuptools)
     if wants_block_size(objectives):
         built = architecture_list(manifest.toolchain.architectures)
         arch = scored or (built[0] if len(built) == 1 else None)

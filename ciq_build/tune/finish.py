@@ -31,6 +31,7 @@ from ciq_build.pin.read import read_record
 from ciq_build.pin.record import architecture_set, record_path
 from ciq_build.pin.write import merge_architecture, write_record
 from ciq_build.project.manifest import Manifest, benchmark_sizes
+from ciq_build.project.per_block import DYNAMIC_SHARED
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import scored_registers
@@ -41,6 +42,7 @@ from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before, pins_the_same
 from ciq_build.tune.runner import (
+    COUNTED_DYNAMIC_METRIC,
     DESCRIBED_REGISTERS_METRIC,
     DESCRIBED_SHARED_METRIC,
     DYNAMIC_SHARED_METRIC,
@@ -332,7 +334,8 @@ class Finish:
         figures are of."""
         built = architecture_list(self.manifest.toolchain.architectures)
         return occupancy_steps(confirmation, list(self.settings.objectives),
-                               self.architectures.scored or (built[0] if built else ""))
+                               self.architectures.scored or (built[0] if built else ""),
+                               setuptools=self.manifest.setuptools)
 
     def _skipped_text(self, pinned: Path | None) -> str:
         """The summary's `next:` where the build will skip the pin just written: a tune --architecture ARCH whose
@@ -405,18 +408,23 @@ class Finish:
         return figures.describe()
 
 
-def occupancy_steps(confirmation: Confirmation, objectives: Sequence[Objective], arch: str) -> str:
+def occupancy_steps(confirmation: Confirmation, objectives: Sequence[Objective], arch: str, *,
+                    setuptools: bool = False) -> str:
     """Where the blocks an SM change with the register count of the configuration the summary's table shows: the
     winner, or, where nothing beat the defaults, the defaults the build keeps ("" without its block size, or limits
     for `arch`). The search's best that was not pinned is the verdict's to tell: a line of its steps would read as
-    what the build now runs."""
+    what the build now runs. `setuptools`: the target is a CudaExtension's (how the line names a declaration)."""
     described = confirmation.winner if confirmation.better else confirmation.baseline
     threads = described.metrics.get(THREADS_METRIC)
     least = described.metrics.get(DESCRIBED_REGISTERS_METRIC)  # an occupancy objective's kernel (BuildRunner)
     registers, whose = (int(least), "") if least is not None else scored_registers(described.metrics, list(objectives))
     if threads is None or registers is None or not occupancy.knows(arch):
         return ""
-    shared = described.metrics.get(DESCRIBED_SHARED_METRIC if whose or least is not None else "shared_bytes", 0)
+    counted = int(described.metrics.get(COUNTED_DYNAMIC_METRIC, 0))
+    # The target's most static shared memory, with the declared dynamic where some kernels use it (the described
+    # kernel's own figure already has it).
+    shared = (described.metrics.get(DESCRIBED_SHARED_METRIC, 0) if whose or least is not None else
+              described.metrics.get("shared_bytes", 0) + counted)
     steps = occupancy.describe_steps(occupancy.limits(arch), registers, int(threads), int(shared))
     kernels = described.metrics.get("kernels", 1)
     if least is not None:
@@ -425,9 +433,13 @@ def occupancy_steps(confirmation: Confirmation, objectives: Sequence[Objective],
         several = (f" (the kernels {whose} scores)" if whose else
                    " (the most registers and shared memory of any kernel)" if kernels > 1 else "")
     dynamic = int(described.metrics.get(DYNAMIC_SHARED_METRIC, 0))
-    left_out = (f"; {dynamic} of the kernels use dynamic shared memory, which this leaves out: they may hold fewer "
-                "blocks an SM" if dynamic else "")
-    return f"sm_{arch}, {steps}{several}{left_out}"
+    keyword = DYNAMIC_SHARED.argument if setuptools else DYNAMIC_SHARED.keyword
+    dynamic_note = ("" if not dynamic else
+                    f"; {dynamic} of the kernels use dynamic shared memory, counted at {counted} bytes a block "
+                    f"({keyword})" if counted else
+                    f"; {dynamic} of the kernels use dynamic shared memory, which this leaves out: they may hold fewer "
+                    f"blocks an SM (declare it: {keyword})")
+    return f"sm_{arch}, {steps}{several}{dynamic_note}"
 
 
 def _check_failed_text(checked: WinnerCheck | None, setuptools: bool) -> str:

@@ -37,8 +37,8 @@ from ciq_build.measure.protocol import coarse_precision_warning, several_matches
 from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
-from ciq_build.project.manifest import Manifest, declared_threads
-from ciq_build.project.threads_per_block import NO_BLOCK_SIZE, ThreadsPerBlock, unknown_block_size, wants_block_size
+from ciq_build.project.manifest import Manifest, declared_per_block
+from ciq_build.project.per_block import NO_BLOCK_SIZE, Declared, no_value, unknown_block_size, wants_block_size
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
@@ -62,8 +62,9 @@ class Runner(Protocol[W_contra]):
 # Among a build's metrics: the threads a block of the kernel the summary's occupancy line describes has (where known):
 # the kernel of least occupancy where occupancy is an objective, else the one with the most registers.
 THREADS_METRIC = "threads_per_block"
-# The static shared memory of the kernel the occupancy line describes, where registers:<kernel regex> or occupancy
-# objectives score some kernels (else the line takes the target's most: shared_bytes).
+# The shared memory (static, and dynamic where declared) of the kernel the occupancy line describes, where
+# registers:<kernel regex> or occupancy objectives score some kernels (else the line takes the target's most:
+# shared_bytes).
 DESCRIBED_SHARED_METRIC = "described_shared_bytes"
 # The registers of the kernel the occupancy line describes, where occupancy is an objective (else the line takes
 # the registers the tune scores: ciq_build.search.select.scored_registers).
@@ -71,6 +72,9 @@ DESCRIBED_REGISTERS_METRIC = "described_registers"
 # How many of the scored kernels use dynamic shared memory (`extern __shared__`), where the occupancy is scored or
 # described: no compiled figure holds it (the launch sizes it), so their occupancy here can be more than they get.
 DYNAMIC_SHARED_METRIC = "dynamic_shared_kernels"
+# The bytes of dynamic shared memory a block DYNAMIC_SHARED_MEMORY declares, where some of those kernels use it: what
+# their occupancy counts beside their static shared memory.
+COUNTED_DYNAMIC_METRIC = "declared_dynamic_shared_bytes"
 
 
 class BuildRunner:
@@ -115,10 +119,13 @@ class BuildRunner:
         self.scored_architecture: str | None = None
         # The first build's static figures of the architectures not scored: {arch: {metric: value}}, to show.
         self.other_architectures: dict[str, dict[str, float]] = {}
-        # THREADS_PER_BLOCK of ciq_tune_target(): each kernel's block size, for the occupancy objective and the
-        # occupancy steps the summary shows (None: not declared).
-        self.threads_per_block: ThreadsPerBlock | None = (declared_threads(manifest)
-                                                          if manifest is not None else None)  # None: a test's runner
+        # THREADS_PER_BLOCK and DYNAMIC_SHARED_MEMORY of ciq_tune_target(): each kernel's block size and the dynamic
+        # shared memory a block of those that use it takes, for the occupancy objective and the occupancy steps the
+        # summary shows (None: not declared, or a test's runner).
+        self.threads_per_block: Declared | None
+        self.dynamic_shared_memory: Declared | None
+        self.threads_per_block, self.dynamic_shared_memory = (declared_per_block(manifest) if manifest is not None
+                                                              else (None, None))
         self._setuptools = manifest is not None and manifest.setuptools  # how its messages name the declaration
 
     def read_gpu(self) -> int | None:
@@ -318,7 +325,10 @@ class BuildRunner:
                 shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
                 said += f" ({NO_MATCHING_KERNEL}; the kernels: {shown})"
         if wants_block_size([objective]):
-            said += f" ({unknown_block_size(self.threads_per_block, controls, setuptools=self._setuptools)})"
+            dynamic = self.dynamic_shared_memory
+            said += " (" + (no_value(dynamic, controls, setuptools=self._setuptools)
+                            if dynamic is not None and dynamic.of(controls) is None and self._dynamic_shared(build) else
+                            unknown_block_size(self.threads_per_block, controls, setuptools=self._setuptools)) + ")"
         return said
 
     def run_benchmark(self, spec: BenchSpec) -> Benchmarked:
@@ -340,7 +350,8 @@ class BuildRunner:
         usages = metrics.parse_ptxas_verbose(build.compiler_output)
         if self.relocatable and build.linked is not None:
             usages = metrics.as_linked(usages, metrics.resource_usage(build.linked, self.toolchain))
-        usages = self.scored(self.with_threads(usages, build, controls))
+        dynamic = self._dynamic_shared(build)
+        usages = self.scored(self.with_launch(usages, build, controls, dynamic))
         if usages:
             values.update(self.figures(usages))
             # The kernel the summary's occupancy steps are of: the heaviest of those a registers:<kernel regex>
@@ -350,10 +361,13 @@ class BuildRunner:
             if heaviest.threads:  # its block size, and, where some kernels are scored, its own shared memory
                 values[THREADS_METRIC] = float(heaviest.threads)
                 if patterns:
-                    values[DESCRIBED_SHARED_METRIC] = float(heaviest.shared)
+                    values[DESCRIBED_SHARED_METRIC] = float(heaviest.shared + heaviest.dynamic_shared)
             values.update(self._least_occupancy(usages))
-            if THREADS_METRIC in values and (dynamic := self._dynamic_shared(usages, build)):
-                values[DYNAMIC_SHARED_METRIC] = float(dynamic)
+            using = [usage for usage in usages if usage.function in dynamic]
+            if THREADS_METRIC in values and using:
+                values[DYNAMIC_SHARED_METRIC] = float(len(using))
+                if declared_bytes := max(usage.dynamic_shared for usage in using):
+                    values[COUNTED_DYNAMIC_METRIC] = float(declared_bytes)
         counted = {metric_key(o) for o in self.objectives if isinstance(o.extractor, SassCount)}
         if counted and build.objects:
             count = float(sum(n for obj in build.objects
@@ -373,29 +387,41 @@ class BuildRunner:
         if not known:
             return {}
         least = min(known, key=lambda usage: (usage.occupancy, -usage.registers))
-        return {THREADS_METRIC: float(least.threads), DESCRIBED_SHARED_METRIC: float(least.shared),
+        return {THREADS_METRIC: float(least.threads), DESCRIBED_SHARED_METRIC: float(least.shared + least.dynamic_shared),
                 DESCRIBED_REGISTERS_METRIC: float(least.registers)}
 
-    def _dynamic_shared(self, usages: list[metrics.KernelUsage], build: CandidateBuild) -> int:
-        """How many of `usages`' kernels use dynamic shared memory: from the PTX where ptxas alone ran (free), else,
+    def _dynamic_shared(self, build: CandidateBuild) -> set[str]:
+        """The kernels of `build` that use dynamic shared memory: from the PTX where ptxas alone ran (free), else,
         where the occupancy is an objective, from the PTX the objects embed."""
         dynamic = set(build.dynamic_shared)
         if not dynamic and build.objects and wants_block_size(self.objectives):
             for obj in build.objects:
                 dynamic |= metrics.dynamic_shared(obj, self.toolchain)
-        return sum(1 for usage in usages if usage.function in dynamic)
+        return dynamic
 
-    def with_threads(self, usages: list[metrics.KernelUsage], build: CandidateBuild,
-                     controls: Controls) -> list[metrics.KernelUsage]:
-        """The kernels with the threads a block of theirs has in `build` (with `controls`): a kernel's own
-        `__launch_bounds__` (read from the PTX where ptxas alone ran, free; from the cubins where the occupancy is an
-        objective), else THREADS_PER_BLOCK's."""
+    def with_launch(self, usages: list[metrics.KernelUsage], build: CandidateBuild, controls: Controls,
+                    dynamic: set[str]) -> list[metrics.KernelUsage]:
+        """The kernels with what a block of theirs takes at launch in `build` (with `controls`): its threads, a
+        kernel's own `__launch_bounds__` (read from the PTX where ptxas alone ran, free; from the cubins where the
+        occupancy is an objective), else THREADS_PER_BLOCK's; and, for the kernels that use dynamic shared memory
+        (`dynamic`), DYNAMIC_SHARED_MEMORY's bytes. Where that declaration gives this build none, those kernels have
+        no block size, so no occupancy: not one that counts none."""
         declared = self.threads_per_block.of(controls) if self.threads_per_block is not None else None
+        bytes_ = self.dynamic_shared_memory.of(controls) if self.dynamic_shared_memory is not None else 0
         bounds = dict(build.launch_bounds)
         if not bounds and wants_block_size(self.objectives):
             for obj in build.objects:
                 bounds.update(metrics.launch_bounds(obj, self.toolchain))
-        return [dataclasses.replace(usage, threads=bounds.get(usage.function) or declared or 0) for usage in usages]
+
+        def launched(usage: metrics.KernelUsage) -> metrics.KernelUsage:
+            threads = bounds.get(usage.function) or declared or 0
+            if usage.function not in dynamic:
+                return dataclasses.replace(usage, threads=threads)
+            if bytes_ is None:
+                return dataclasses.replace(usage, threads=0)
+            return dataclasses.replace(usage, threads=threads, dynamic_shared=bytes_)
+
+        return [launched(usage) for usage in usages]
 
     def static_figures(self, build: CandidateBuild, controls: Controls) -> tuple[float, ...] | None:
         """A build's values of the objectives, as a tune of static objectives scores them (None: one is missing)."""

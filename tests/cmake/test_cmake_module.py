@@ -940,6 +940,8 @@ def kernel_regex_refusal(spec: str) -> str:
         ("OBJECTIVES zzzz", "OBJECTIVES " + unknown_objective("zzzz", "zzzz")),
         # a template's demangled name (miniBUDE's fasten_main<8ul>): what a kernel regex holds, as tune says it
         ('OBJECTIVES "occupancy:fasten_main<8>"', "OBJECTIVES " + kernel_regex_refusal("occupancy:fasten_main<8>")),
+        # an alias, and a regex the objective_spec pattern's 140 characters take and kernel_regex's 100 do not
+        (f"OBJECTIVES min:spills:{'k' * 101}", "OBJECTIVES " + kernel_regex_refusal(f"min:spills:{'k' * 101}")),
         ("OBJECTIVES energy", "OBJECTIVES energy is read from a benchmark run; add BENCHMARK"),
         ("OBJECTIVES registers metric:gflops", "OBJECTIVES metric:gflops is read from a benchmark run"),
         ("OBJECTIVES max:time", "OBJECTIVES max:time is read from a benchmark run"),
@@ -964,6 +966,9 @@ def kernel_regex_refusal(spec: str) -> str:
         ('BENCHMARK kern_bench SCORE worst', "SCORE combines the sizes of ARGS_SETS"),
         ('ARGS_SETS "a:-n 1" "b:-n 2"', "ARGS_SETS are the benchmark's problem sizes; give BENCHMARK"),
         ('BENCHMARK kern_bench ARGS_SETS "a:-n 1" SCORE', "SCORE needs a value"),
+        # THREADS_PER_BLOCK's checks, in bytes: FlashAttention's 64 KB a block of extern __shared__ (no static figure)
+        ('PARAMS "KTILE=range(1,64)" DYNAMIC_SHARED_MEMORY "KTILE*1024" 300000',
+         "DYNAMIC_SHARED_MEMORY KTILE*1024 300000: the defaults' bytes a block is a number from 0 to 233472."),
     ],
 )
 def test_a_bad_argument_is_refused_at_configure_at_the_calls_line(tiny: Tiny, call: str, message: str) -> None:
@@ -980,17 +985,24 @@ def test_a_bad_argument_is_refused_at_configure_at_the_calls_line(tiny: Tiny, ca
 def test_good_arguments_configure_and_reach_the_manifest(tiny: Tiny) -> None:
     body = ('ciq_tune_target(kern BENCHMARK kern_bench METRIC "time=([0-9.]+)" OBJECTIVES max:metric:gflops spills '
             'registers:heavy SEARCH_SPACE knobs params PARAMS "KTILE=range(1,64)" "KTILE2=choice(1,2)" '
-            'CONSTRAINTS "KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)")\n')
+            'CONSTRAINTS "KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)" THREADS_PER_BLOCK 256 '
+            'DYNAMIC_SHARED_MEMORY "KTILE*KTILE2*1024" 0)\n')
     # The target's own nvcc flags, as its CUDA compiles get them (llm.c's --use_fast_math, which fixes 4 of the 5
     # numerics knobs): CMAKE_CUDA_FLAGS, then its COMPILE_OPTIONS for CUDA, not those for C++.
     flags = ('target_compile_options(kern PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-O3 --use_fast_math> '
-             '$<$<COMPILE_LANGUAGE:CXX>:-Wall> "-DQUOTED=\\"a b\\"")\n')
+             '$<$<COMPILE_LANGUAGE:CXX>:-Wall> "-DQUOTED=\\"a b\\"")\n'
+             'target_compile_definitions(kern PRIVATE KTWO=2)\nadd_compile_definitions(CIQ_OPTION_ON)\n')
     ensure_ok(tiny.configure(body=flags + body, cache={"CMAKE_CUDA_FLAGS": "-lineinfo -ftz=false"}))
     manifest = load_manifest(tiny.build, "kern")
     assert manifest.constraints == ("KTILE*KTILE2 <= 32 and not (KTILE % 2 == 1)",)
     assert manifest.params == ("KTILE=range(1,64)", "KTILE2=choice(1,2)")
+    assert manifest.threads_per_block == ("256",)
+    assert manifest.dynamic_shared_memory == ("KTILE*KTILE2*1024", "0")  # what the occupancy adds a block
     assert manifest.cuda_flags[:5] == ("-lineinfo", "-ftz=false", "-O3", "--use_fast_math", '-DQUOTED="a b"')
     assert "-Wall" not in manifest.cuda_flags
+    # Then its definitions (a journaled evaluation's key holds them: cuda-api-wrappers' CAW_WITH_COOPERATIVE_GROUPS
+    # option adds one through add_compile_definitions, after which a tune resumed the other code's figures).
+    assert set(manifest.cuda_flags[-2:]) == {"-DCIQ_OPTION_ON", "-DKTWO=2"}
 
 
 def test_seeds_reach_the_manifest_their_paths_from_the_calls_folder(tiny: Tiny) -> None:

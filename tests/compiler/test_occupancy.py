@@ -8,6 +8,7 @@ a thread on compute capability 7.0, whose register file and warp slots sm_80's r
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from ciq_build.core.objectives import parse_objectives
 from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.measure.gpu_slots import GpuSlots
-from ciq_build.project.threads_per_block import check_block_size, read_threads_per_block, unknown_block_size
+from ciq_build.project.per_block import DYNAMIC_SHARED, THREADS, check_block_size, read_declared, unknown_block_size
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.tune.runner import BuildRunner
 from ciq_build.tune.timeouts import Timeouts
@@ -104,23 +105,55 @@ def test_occupancy_over_several_kernels_is_the_least_and_needs_every_block_size(
 def test_threads_per_block_reads_a_number_a_param_or_an_expression_over_params() -> None:
     params = ["TM=choice(4,8)", "TN=choice(4,8)", "BLOCK=choice(128,256)", "KIND=choice(fast,slow)"]
     defaults = Controls()
-    assert read_threads_per_block(["256"], params).of(Controls(defines=(("TM", "4"),))) == 256
-    block = read_threads_per_block(["BLOCK", "512"], params)
+    assert read_declared(THREADS, ["256"], params).of(Controls(defines=(("TM", "4"),))) == 256
+    block = read_declared(THREADS, ["BLOCK", "512"], params)
     assert block.of(Controls(defines=(("BLOCK", "128"), ("KIND", "fast")))) == 128 and block.of(defaults) == 512
-    tiles = read_threads_per_block(["(128/TM)*(128/TN)"], params, {"TM": "8", "TN": "8"})
+    tiles = read_declared(THREADS, ["(128/TM)*(128/TN)"], params, {"TM": "8", "TN": "8"})
     assert tiles.of(Controls(defines=(("TM", "4"), ("TN", "8")))) == 512 and tiles.of(defaults) == 256
     assert tiles.of(Controls(defines=(("TM", "4"), ("TN", "4")))) == 1024
-    assert read_threads_per_block(["BLOCK*8"], params).of(Controls(defines=(("BLOCK", "256"),))) is None  # > 1024
-    unknown = read_threads_per_block(["BLOCK"], params)  # no number for the defaults' build: the tune asks for it
+    assert read_declared(THREADS, ["BLOCK*8"], params).of(Controls(defines=(("BLOCK", "256"),))) is None  # > 1024
+    unknown = read_declared(THREADS, ["BLOCK"], params)  # no number for the defaults' build: the tune asks for it
     with pytest.raises(ConfigError, match=r"give the defaults' threads a block after it \(THREADS_PER_BLOCK BLOCK "):
         check_block_size(unknown, parse_objectives(["occupancy", "spill_bytes"]))
     check_block_size(unknown, parse_objectives(["registers"]))  # only the occupancy needs it
     with pytest.raises(ConfigError, match=r"'BLOK' is not one of the PARAMS .* \(did you mean BLOCK\?\)"):
-        read_threads_per_block(["BLOK"], params)
+        read_declared(THREADS, ["BLOK"], params)
     with pytest.raises(ConfigError, match="the second value is the defaults' threads"):
-        read_threads_per_block(["256", "512"], params)
+        read_declared(THREADS, ["256", "512"], params)
     with pytest.raises(ConfigError, match="a block has 1 to 1024 threads"):
-        read_threads_per_block(["2048"], params)
+        read_declared(THREADS, ["2048"], params)
+
+
+def test_dynamic_shared_memory_counts_with_the_static_and_caps_the_blocks_whatever_the_registers() -> None:
+    # flash_attention_inference's FA2 kernels: 64 KB of extern __shared__ a block at launch, "0 bytes smem" in
+    # ptxas's report. On sm_80 (164 KB an SM, 1 KB reserved a block) two blocks fit, so no register cap gains a third.
+    sm80 = limits(80)
+    for registers in range(1, 169):  # from 168 down the registers alone would allow 3 or more 128-thread blocks
+        found = occupancy(sm80, registers, 128, shared=64 * 1024)
+        assert (found.blocks, found.limiter) == (2, "shared memory"), registers
+    assert describe_steps(sm80, 168, 128, 64 * 1024) == (
+        "168 registers at 128 threads: 2 blocks an SM (12.5%, limited by shared memory)")
+    # A kernel's occupancy adds what its launch takes to its static figure: 40 KB + 60 KB + 2 x 1 KB > sm_86's 100 KB.
+    kernel = KernelUsage("_Z9flash_fwdv", "80", 168, 0, 0, 0, threads=128)
+    assert kernel.occupancy == 18.75 and replace(kernel, dynamic_shared=64 * 1024).occupancy == 12.5
+    assert occupancy(limits(86), 32, 128, shared=40 * 1024 + 9 * 1024).blocks == 2
+    assert replace(kernel, arch="86", shared=40 * 1024, dynamic_shared=60 * 1024).occupancy == 0.0  # does not fit
+
+
+def test_dynamic_shared_memory_is_declared_as_threads_per_block_is_in_bytes() -> None:
+    params = ["BM=choice(64,128)", "BN=choice(64,128)", "BK=choice(32,64)"]
+    tile = read_declared(DYNAMIC_SHARED, ["(BM+BN)*BK*2"], params, {"BM": "128", "BN": "64", "BK": "64"})
+    assert tile is not None and tile.of(Controls()) == (128 + 64) * 64 * 2
+    assert tile.of(Controls(defines=(("BM", "64"), ("BN", "64"), ("BK", "32")))) == 8192
+    assert read_declared(DYNAMIC_SHARED, ["0"], params).of(Controls()) == 0  # bytes may be none; threads may not
+    assert read_declared(DYNAMIC_SHARED, ["BM*BK*4", "32768"], params).of(Controls()) == 32768
+    with pytest.raises(ConfigError, match=r"DYNAMIC_SHARED_MEMORY 1048576 is 1048576: a block has 0 to 233472 bytes"):
+        read_declared(DYNAMIC_SHARED, ["1048576"], params)
+    with pytest.raises(ConfigError, match=r"give the defaults' bytes a block after it \(DYNAMIC_SHARED_MEMORY BM\*BK "
+                                          r"<bytes>\)"):
+        check_block_size(read_declared(DYNAMIC_SHARED, ["BM*BK"], params), parse_objectives(["occupancy"]))
+    with pytest.raises(ConfigError, match="a block has 1 to 1024 threads"):
+        read_declared(THREADS, ["0"], params)
 
 
 def test_an_undeclared_block_size_says_what_to_add_in_the_words_of_the_front_end_it_is_declared_in() -> None:
@@ -163,7 +196,7 @@ def test_the_occupancy_is_the_scored_architectures_and_the_others_are_shown() ->
         "ptxas info    : Used 48 registers, used 1 barriers, 3840 bytes smem, 400 bytes cmem[0]\n"
         for arch in ("90a", "120"))
     runner = BuildRunner(None, None, parse_objectives(["occupancy", "registers"]), 1, Timeouts(60.0, 60.0), GpuSlots())
-    runner.threads_per_block = read_threads_per_block(["512"], [])
+    runner.threads_per_block = read_declared(THREADS, ["512"], [])
     runner.scored_architecture = "120"
     values = runner.static_metrics(CandidateBuild(True, None, "", 1.0, report), Controls())
     assert round(values["occupancy"], 2) == 66.67  # sm_120: 2 blocks of 16 warps of its 48; sm_90a's 50% not taken

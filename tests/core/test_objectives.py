@@ -223,6 +223,9 @@ def test_the_rule_book_call_patterns_are_the_tables():
             f"cmake/ciq_build_rules.txt: write `pattern {name} {rule.min_length}..{rule.max_length} {expected}`")
     assert rules.words["objective"] == tuple(kind.name for kind in KINDS), (
         f"cmake/ciq_build_rules.txt: write `words objective {' '.join(kind.name for kind in KINDS)}`")
+    per_kernel = tuple(n for kind in KINDS if kind.argument == "kernel regex" for n in (kind.name, *kind.aliases))
+    assert rules.words["kernel_objective"] == per_kernel, (
+        f"cmake/ciq_build_rules.txt: write `words kernel_objective {' '.join(per_kernel)}`")
     # What the patterns accept, parse_objective accepts, and the other way round, with the same source.
     for kind in KINDS:
         for name in (kind.name, *kind.aliases):

@@ -47,6 +47,7 @@ from ciq_build.core.params import parse_param
 from ciq_build.core.rules import RuleBook, load_rules, nearest, shown_text
 from ciq_build.errors import CiqError, ConfigError
 from ciq_build.measure.proc import run
+from ciq_build.project.per_block import SETTINGS
 from support import REPO_ROOT, build_tool
 
 
@@ -733,6 +734,7 @@ CALL_ARCH_FLAGS = (
     "-gencode=arch=compute_75,code=sm_75 -gencode=arch=compute_75,code=compute_75 -arch=sm_75",
     "-arch=sm_90ab", "-arch=xsm_90", "-Xptxas=-arch=sm_75", "-march=sm_90", "-arch", "-arch=sm_", "-arch=SM_90",
     "-arch=all", "--std=c++17",
+    '-gencode=arch=compute_80,code="sm_80,compute_80"', '-gencode arch=compute_86,code="sm_86"',
 )
 CALL_KERNEL_REGEXES = (
     "occupancy:fasten_main<8>", "max:registers:void k<int, 4>(float*)", "registers:", "registers:heavy",
@@ -821,6 +823,16 @@ endfunction()
     return [found[str(i)] for i in range(len(cases))]
 
 
+def test_the_per_block_declarations_cmake_checks_are_pythons_settings() -> None:
+    # THREADS_PER_BLOCK and DYNAMIC_SHARED_MEMORY: one check in CMake for both, from one row each (keyword, unit,
+    # range, example), which must be ciq_build.project.per_block's (a DYNAMIC_SHARED_MEMORY configure accepts, tune
+    # must not refuse).
+    text = (REPO_ROOT / "cmake" / "ciq_build_call.cmake").read_text()
+    for setting in SETTINGS:
+        row = "|".join(map(str, (setting.keyword, setting.unit, setting.least, setting.most, setting.example)))
+        assert f'"{row}"' in text, row
+
+
 def test_call_arguments_get_the_same_verdict_from_python_and_cmake(tmp_path: Path, cmake_bin: str) -> None:
     cases = [("param", p) for p in CALL_PARAMS]
     cases += [("constraint", c) for c in (*CALL_CONSTRAINTS, *_random_constraints(300))]
@@ -847,6 +859,8 @@ def test_call_arguments_get_the_same_verdict_from_python_and_cmake(tmp_path: Pat
     # The architectures the flags build, and the refused kernel regexes with the regex that finds the kernel.
     assert verdicts[("architectures", CALL_ARCH_FLAGS[5])] == "80,90a"
     assert verdicts[("architectures", "-arch sm_90a")] == "90a" and verdicts[("architectures", "-arch=xsm_90")] == ""
+    # nvcc's documented spelling, whose quotes reach it from a Makefile or a COMPILE_OPTIONS entry
+    assert verdicts[("architectures", '-gencode=arch=compute_80,code="sm_80,compute_80"')] == "80"
     assert "(write '.' for any other character, which matches any one: max:registers:void.k.int..4.(float*))" in (
         verdicts[("kernel_regex", "max:registers:void k<int, 4>(float*)")])
     assert verdicts[("kernel_regex", "registers:" + "a" * 101)].startswith("objective 'registers:aaa")

@@ -441,3 +441,15 @@ def test_ciq_threads_per_block_is_read_by_the_rule_of_cmakes_threads_per_block_w
     for given, said in cases:
         with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): ciq_threads_per_block.*" + re.escape(said)):
             CudaExtension("m", ["k.cu"], ciq_target="k", params=params, ciq_threads_per_block=given)
+
+
+def test_ciq_dynamic_shared_memory_is_read_by_the_rule_of_cmakes_dynamic_shared_memory_when_setup_py_is_read() -> None:
+    # The bytes of extern __shared__ a block takes at launch (FlashAttention's 64 KB), in THREADS_PER_BLOCK's forms.
+    params = ["BM=64,128", "BK=32,64"]
+    ext = CudaExtension("m", ["k.cu"], ciq_target="k", params=params, ciq_dynamic_shared_memory=("BM*BK*4", 32768))
+    assert ext.ciq_dynamic_shared_memory == ("BM*BK*4", "32768")
+    assert CudaExtension("m", ["k.cu"], ciq_target="k").ciq_dynamic_shared_memory == ()
+    with pytest.raises(ConfigError, match=r"CudaExtension\('m'\): ciq_dynamic_shared_memory, ciq_tune_target\(\)'s "
+                                          r"DYNAMIC_SHARED_MEMORY: DYNAMIC_SHARED_MEMORY: '300000' is not a number of "
+                                          r"bytes \(0 to 233472\)"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", params=params, ciq_dynamic_shared_memory=("BM", 300000))

@@ -32,6 +32,7 @@ from ciq_build.measure.proc import run
 from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain
 from ciq_build.pin.write import write_record
 from ciq_build.project.manifest import manifest_document
+from ciq_build.project.per_block import unknown_block_size
 from ciq_build.project.setuptools_backend import (
     ExtensionTree,
     SetuptoolsBackend,
@@ -39,7 +40,6 @@ from ciq_build.project.setuptools_backend import (
     extension_manifest,
     load_extension,
 )
-from ciq_build.project.threads_per_block import unknown_block_size
 from ciq_build.search.base import Proposal
 from ciq_build.setuptools_ext import CudaExtension
 from ciq_build.tune.driver import run_tune
@@ -380,6 +380,8 @@ def test_the_benchmark_program_is_found_on_path_or_in_the_project(project: Path)
     # Its own nvcc flags, as a tune reads a CMake target's (the numerics knobs they set are left out).
     ext.nvcc_flags = ("-O3", "--use_fast_math")
     assert extension_manifest(project, ext, toolchain).cuda_flags == ("-O3", "--use_fast_math")
+    ext.ciq_dynamic_shared_memory = ("65536",)  # what the occupancy adds a block, as CMake's manifest carries it
+    assert extension_manifest(project, ext, toolchain).dynamic_shared_memory == ("65536",)
     ext.ciq_benchmark = ("no-such-benchmark-program",)
     with pytest.raises(ConfigError, match="'no-such-benchmark-program', which is not on PATH"):
         extension_manifest(project, ext, toolchain)
@@ -461,6 +463,11 @@ def test_a_benchmark_printing_its_own_format_is_read_through_ciq_metric_and_ciq_
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_metric=r"took ([0-9.]+) ms")
     with pytest.raises(ConfigError, match=r"ciq_unit 'hours' is neither a time nor a rate"):
         CudaExtension("m", ["k.cu"], ciq_target="k", ciq_unit="hours")
+    # the user's own text is quoted as written, though it holds the words METRIC and UNIT
+    with pytest.raises(ConfigError, match=r"the ciq_metric regex 'UNIT: [^']*' has no group; .*\(in ciq_unit, default"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=["b"], ciq_metric=r"UNIT: [0-9.]+ ms")
+    with pytest.raises(ConfigError, match=r"ciq_unit 'METRIC/h' is neither a time nor a rate"):
+        CudaExtension("m", ["k.cu"], ciq_target="k", ciq_benchmark=["b"], ciq_metric="t ([0-9]+)", ciq_unit="METRIC/h")
 
 
 def test_ciq_unit_without_ciq_metric_is_refused_as_configure_refuses_unit_without_metric() -> None:

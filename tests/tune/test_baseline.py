@@ -11,6 +11,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import parse_objectives, unbenchmarked_names
 from ciq_build.measure.gpu_slots import GpuSlots
+from ciq_build.project.per_block import DYNAMIC_SHARED, read_declared
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
@@ -190,14 +191,37 @@ def test_an_occupancy_of_kernels_with_dynamic_shared_memory_says_it_leaves_that_
     note = dynamic_shared_note(figures)
     assert note.startswith("1 of the 2 kernels use dynamic shared memory (extern __shared__), which their launch "
                            "sizes and no compiled figure holds"), note
+    # ... and says which declaration counts it, in the words of the front end it is declared in.
+    assert "ciq_tune_target() declares no DYNAMIC_SHARED_MEMORY: add DYNAMIC_SHARED_MEMORY to it (" in note, note
+    assert "add ciq_dynamic_shared_memory to it (ciq_dynamic_shared_memory=65536, " in (
+        dynamic_shared_note(figures, setuptools=True))
     kept = Evaluation("k", Proposal(0, 0, {}), Controls(), True, None, "", figures, {}, (18.75, 0.0), 1.0)
     said = occupancy_steps(Confirmation(kept, kept, False, "", (18.75, 0.0), (18.75, 0.0)), objectives, "80")
     assert said.endswith("; 1 of the kernels use dynamic shared memory, which this leaves out: they may hold fewer "
-                         "blocks an SM"), said
+                         "blocks an SM (declare it: DYNAMIC_SHARED_MEMORY)"), said
+    # Declared (DYNAMIC_SHARED_MEMORY 65536), it counts for the kernel that uses it, not for the one beside it: two
+    # blocks an SM, limited by shared memory, where the registers alone gave three.
+    runner.dynamic_shared_memory = read_declared(DYNAMIC_SHARED, ["65536"], [])
+    counted = runner.static_metrics(CandidateBuild(True, None, "", 1.0, report, launch_bounds=bounds,
+                                                   dynamic_shared=("_Z9flash_fwdv",)), Controls())
+    assert counted["occupancy"] == 12.5 and counted["declared_dynamic_shared_bytes"] == 65536, counted
+    assert dynamic_shared_note(counted) == ("1 of the 2 kernels use dynamic shared memory (extern __shared__): their "
+                                            "occupancy counts 65536 bytes of it a block (DYNAMIC_SHARED_MEMORY)")
+    kept = Evaluation("k", Proposal(0, 0, {}), Controls(), True, None, "", counted, {}, (12.5, 0.0), 1.0)
+    said = occupancy_steps(Confirmation(kept, kept, False, "", (12.5, 0.0), (12.5, 0.0)), objectives, "80")
+    assert said == ("sm_80, 168 registers at 128 threads: 2 blocks an SM (12.5%, limited by shared memory) (the "
+                    "kernel of least occupancy, which the objective scores); 1 of the kernels use dynamic shared "
+                    "memory, counted at 65536 bytes a block (DYNAMIC_SHARED_MEMORY)"), said
+    runner.dynamic_shared_memory = None
     # Kernels without it, and a tune that neither scores nor describes the occupancy, say nothing of it.
     plain = runner.static_metrics(CandidateBuild(True, None, "", 1.0, report, launch_bounds=bounds), Controls())
     assert "dynamic_shared_kernels" not in plain and dynamic_shared_note(plain) == ""
+    # A DYNAMIC_SHARED_MEMORY that no kernel's PTX uses counts for none, which is said.
+    assert dynamic_shared_note(plain, declared=True) == (
+        "DYNAMIC_SHARED_MEMORY is declared, but no kernel's PTX uses dynamic shared memory (extern __shared__): the "
+        "occupancy counts it for none")
     registers = BuildRunner(None, None, parse_objectives(["registers"]), 1, Timeouts(60.0, 60.0), GpuSlots())
     unseen = registers.static_metrics(CandidateBuild(True, None, "", 1.0, report, dynamic_shared=("_Z9flash_fwdv",)),
                                       Controls())
     assert "dynamic_shared_kernels" not in unseen
+

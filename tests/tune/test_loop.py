@@ -395,11 +395,13 @@ def test_resuming_counts_only_the_evaluations_of_todays_sources(tmp_path: Path) 
     cache.say_resuming(controls_id)  # every key is today's
     assert said[-1] == f"resuming: {held} finished evaluation(s) in {recorded}"
     cache.say_resuming(lambda controls: "edited " + controls_id(controls))
-    assert said[-1] == (f"the journal's {held} finished evaluation(s) measured other sources, toolchain or benchmark, "
-                        f"changed since: nothing to resume from {recorded}")
+    assert said[-1] == (f"the journal's {held} finished evaluation(s) measured other sources, toolchain, nvcc flags, "
+                        "THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark, changed since: nothing to resume from "
+                        f"{recorded}")
     cache.say_resuming(lambda controls: controls_id(controls) if controls.is_default else "edited")
     assert said[-1] == (f"resuming: 1 finished evaluation(s) in {recorded} ({held - 1} more measured other sources, "
-                        "toolchain or benchmark, changed since: measured again where proposed)")
+                        "toolchain, nvcc flags, THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark, changed since: "
+                        "measured again where proposed)")
 
 
 # -- failure causes in the journal -----------------------------------------------------------
