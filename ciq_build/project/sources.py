@@ -160,6 +160,13 @@ class SourceSet:
             digest.update(snapshot[source])
         return digest.hexdigest()
 
+    def file_digests(self, snapshot: Snapshot) -> dict[str, str]:
+        """A short digest of each file `digest` counts, named relative to the project's source dir: what a journal
+        records, so that a later tune can name the files that changed (ciq_build.tune.cache.made_with)."""
+        root = Path(os.path.abspath(self.manifest.source_dir))
+        return {(p.relative_to(root).as_posix() if _inside(p, root) else str(p)): snapshot[p].hex()[:16]
+                for p in sorted(snapshot) if p not in self.excluded}
+
     def written_between(self, before: Mapping[K, object], after: Mapping[K, object]) -> set[K]:
         """Files that appeared, vanished or changed between two snapshots or listings (something wrote them)."""
         return {p for p in set(before) | set(after) if before.get(p) != after.get(p)}

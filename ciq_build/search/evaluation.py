@@ -23,7 +23,7 @@ from ciq_build.core.causes import Cause
 from ciq_build.errors import CiqError
 from ciq_build.search.base import Proposal
 
-# The journal record kind of an evaluation (others: the header, source_outputs).
+# The journal record kind of an evaluation (others: the header, source_outputs, made_with, ...).
 EVALUATION_KIND = "evaluation"
 # The parts of an evaluation's time the driver journals (Evaluation.timings).
 TIMING_NAMES = ("compile_s", "benchmark_s", "wait_s")

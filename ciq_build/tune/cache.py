@@ -36,42 +36,104 @@ SOURCE_OUTPUTS_KIND = "source_outputs"
 GPU_TIME_KIND = "gpu_time"  # where a runtime tune's GPU time went (ciq_build.tune.gpu_time), one per tune
 
 
-# What `cache_key` holds besides the controls, as the resume line names it.
+# What `cache_key` holds besides the controls, as the resume line names it where the journal does not say which.
 _KEYED = "other sources, toolchain, nvcc flags, THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark"
 
 
-def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sources: str) -> str:
-    """What a measurement depends on besides the controls: the target's real inputs (`sources`, a digest)."""
-    digest = hashlib.sha256(sources.encode())
+def keyed_parts(manifest: Manifest, toolchain: Toolchain) -> dict[str, dict[str, Any]]:
+    """What `cache_key` holds besides the controls and the sources, part by part as a resume line names them: each
+    part the key's own entries (their names as the key has them, so the key is what it was before the parts)."""
     bench = manifest.benchmark
-    payload: dict[str, Any] = {
-        "toolchain": toolchain.version,
-        "ptxas": toolchain.ptxas_version,  # a ptxas swapped into a toolkit changes the code too
-        "nvcc": str(toolchain.nvcc),
-        "architectures": manifest.toolchain.architectures,
-        "flags": list(controls.flags),
-        "defines": [list(d) for d in controls.defines],
-        "acf": controls.acf.sha256 if controls.acf else None,
-        "benchmark": [str(bench.path), *bench.args] if bench else None,
+    parts: dict[str, dict[str, Any]] = {
+        "toolchain": {"toolchain": toolchain.version,
+                      "ptxas": toolchain.ptxas_version,  # a ptxas swapped into a toolkit changes the code too
+                      "nvcc": str(toolchain.nvcc)},
+        "architectures": {"architectures": manifest.toolchain.architectures},
+        "nvcc flags": {}, "per-block declarations": {},
+        "benchmark": {"benchmark": [str(bench.path), *bench.args] if bench else None},
     }
     if manifest.cuda_flags:
         # The target's own nvcc flags (CMAKE_CUDA_FLAGS, its compile options) are no source file: a tune after
         # `cmake -DCMAKE_CUDA_FLAGS=-Xptxas=-O0` reused the journal's figures of other code (cuda-api-wrappers'
         # trial: "resuming: 6", then every one "not what a fresh build measures"). Absent without any, so those
         # keys stay as they were.
-        payload["cuda_flags"] = list(manifest.cuda_flags)
+        parts["nvcc flags"]["cuda_flags"] = list(manifest.cuda_flags)
     if manifest.metric_regex:
         # What the benchmark's output means; absent for the line protocol, so its keys stay as they were.
-        payload["metric"] = [manifest.metric_regex, manifest.metric_unit]
+        parts["benchmark"]["metric"] = [manifest.metric_regex, manifest.metric_unit]
     if bench and bench.args_sets:
         # Other sizes, or another SCORE, measure something else; absent for one size, so its keys stay.
-        payload["sizes"] = [[name, *args] for name, args in bench.args_sets] + [bench.score]
+        parts["benchmark"]["sizes"] = [[name, *args] for name, args in bench.args_sets] + [bench.score]
     if manifest.threads_per_block or manifest.dynamic_shared_memory:
         # What a block takes at launch, which the occupancy counts: a journal of the occupancy without 64 KB of
         # DYNAMIC_SHARED_MEMORY was taken as its figures once declared. Absent where neither is, so those keys stay.
-        payload["per_block"] = [list(manifest.threads_per_block), list(manifest.dynamic_shared_memory)]
+        parts["per-block declarations"]["per_block"] = [list(manifest.threads_per_block),
+                                                        list(manifest.dynamic_shared_memory)]
+    return parts
+
+
+def cache_key(manifest: Manifest, toolchain: Toolchain, controls: Controls, sources: str) -> str:
+    """What a measurement depends on besides the controls: the target's real inputs (`sources`, a digest)."""
+    digest = hashlib.sha256(sources.encode())
+    payload: dict[str, Any] = {
+        "flags": list(controls.flags),
+        "defines": [list(d) for d in controls.defines],
+        "acf": controls.acf.sha256 if controls.acf else None,
+    }
+    for entries in keyed_parts(manifest, toolchain).values():
+        payload.update(entries)
     digest.update(json.dumps(payload, sort_keys=True).encode())
     return digest.hexdigest()
+
+
+# -- what the journaled evaluations were made with -----------------------------------
+
+# A journal record of what the evaluations after it were made with, part by part (`made_with`), so that a later
+# tune whose key differs can say which part changed: adding THREADS_PER_BLOCK to CMakeLists.txt made 24 journaled
+# evaluations (25 minutes of compiles) another sources', and the tune said only "other sources, toolchain or
+# benchmark" (flash_attention_inference's trial).
+MADE_WITH_KIND = "made_with"
+SOURCES_PART = "sources"
+_SHOWN_FILES = 3
+
+
+def part_digests(manifest: Manifest, toolchain: Toolchain) -> dict[str, str]:
+    """A short digest of each of `keyed_parts` (what a journal records of it)."""
+    return {name: hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()[:16]
+            for name, entries in keyed_parts(manifest, toolchain).items()}
+
+
+def made_with(parts: Mapping[str, str], files: Mapping[str, str]) -> dict[str, Any]:
+    """The journal record of `part_digests` and of each source file's digest (`files`: its name -> digest)."""
+    return {"kind": MADE_WITH_KIND, "parts": dict(parts), SOURCES_PART: dict(files)}
+
+
+def what_changed(then: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """(the parts, the source files) that differ between two `made_with` records; a part one of them does not
+    record (another version's) is not compared."""
+    parts_then, parts_now = then.get("parts") or {}, now.get("parts") or {}
+    files_then, files_now = then.get(SOURCES_PART) or {}, now.get(SOURCES_PART) or {}
+    files = sorted(name for name in set(files_then) | set(files_now) if files_then.get(name) != files_now.get(name))
+    changed = [name for name in parts_now if name in parts_then and parts_then[name] != parts_now[name]]
+    return ([SOURCES_PART] if files else []) + changed, files
+
+
+def _listed(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def changed_text(changed: Sequence[str], files: Sequence[str], parts: Sequence[str]) -> str:
+    """How evaluations made with other `changed` parts (of `parts`; `files`: the sources that differ) are said:
+    "were made with another CMakeLists.txt (sources), the same toolchain, ... and benchmark"."""
+    def another(part: str) -> str:
+        if part != SOURCES_PART or not files:
+            return f"{'other' if part.endswith('s') else 'another'} {part}"  # other nvcc flags, another toolchain
+        more = f" and {len(files) - _SHOWN_FILES} more files" if len(files) > _SHOWN_FILES else ""
+        return f"another {'/'.join(Path(name).name for name in files[:_SHOWN_FILES])}{more} (sources)"
+
+    same = [part for part in [SOURCES_PART, *parts] if part not in changed]
+    return "were made with " + ", ".join(another(part) for part in changed) + (
+        f", the same {_listed(same)}" if same else "")
 
 
 # -- reading journaled evaluations ------------------------------------------------------
@@ -146,6 +208,8 @@ class EvaluationCache:
         self.source_outputs: set[Path] = set()  # files the build writes into the source tree, as journaled
         self.measured_this_run: set[str] = set()  # keys this run evaluated (a later hit is a repeat, not a resume)
         self.checked: set[str] = set()  # journaled keys whose static figures a fresh build of this run checked
+        self.made_with: dict[str, dict[str, Any]] = {}  # journaled key -> what it was made with, where recorded
+        self._latest_made_with: dict[str, Any] | None = None  # the journal's newest MADE_WITH_KIND record
 
     @property
     def path(self) -> Path:
@@ -171,6 +235,10 @@ class EvaluationCache:
                     retried.add(record["key"])  # never a cached result; never hides one either
                     continue
                 self.entries[record["key"]] = record
+                if self._latest_made_with is not None:
+                    self.made_with[record["key"]] = self._latest_made_with
+            elif record.get("kind") == MADE_WITH_KIND and isinstance(record.get("parts"), dict):
+                self._latest_made_with = record
             elif record.get("kind") == SOURCE_OUTPUTS_KIND and isinstance(record.get("paths"), list):
                 self.source_outputs |= {Path(p) for p in record["paths"] if isinstance(p, str)}
         for line, reason in self.journal.skipped:
@@ -193,30 +261,56 @@ class EvaluationCache:
         """Whether the journal holds evaluations of this tune's objectives to resume from."""
         return bool(self.journaled(self.objectives))
 
-    def say_resuming(self, key_of: Callable[[Controls], str]) -> None:
+    def say_resuming(self, key_of: Callable[[Controls], str], now: Mapping[str, Any] | None = None) -> None:
         """Say what the journal holds to resume from, counting only the evaluations of today's sources, toolchain
-        and benchmark (`key_of`: today's key of a configuration; the others are never looked up). A tune after
-        the sources changed said "resuming: 1 finished evaluation(s)" and reused none (the cudamat trial's)."""
+        and benchmark (`key_of`: today's key of a configuration; the others are never looked up), and which part
+        of those the others were made with another of, where the journal recorded it (`now`: today's `made_with`).
+        A tune after the sources changed said "resuming: 1 finished evaluation(s)" and reused none (the cudamat
+        trial's)."""
         if self.entries:
-            self.say(self._resuming(key_of))
+            self.say(self._resuming(key_of, now))
 
-    def _resuming(self, key_of: Callable[[Controls], str] | None = None) -> str:
+    def record_made_with(self, record: Mapping[str, Any]) -> None:
+        """Journal what the evaluations from now on are made with (`made_with`), unless the journal says so last."""
+        if self._latest_made_with is not None and {**self._latest_made_with, "time": ""} == {**record, "time": ""}:
+            return
+        self._latest_made_with = {**record, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        self.journal.append(self._latest_made_with)
+
+    def _changed_since(self, keys: Sequence[str], now: Mapping[str, Any] | None) -> str:
+        """What the journaled evaluations of `keys` (none of them today's) were made with another of: the parts and
+        files the journal's records tell from `now`'s, or, where it recorded none (older journals), all it may be."""
+        if now is None:
+            return f"measured {_KEYED}, changed since"
+        changed: dict[str, None] = {}
+        files: dict[str, None] = {}
+        for then in {id(self.made_with[k]): self.made_with[k] for k in keys if k in self.made_with}.values():
+            parts, names = what_changed(then, now)
+            changed.update(dict.fromkeys(parts))
+            files.update(dict.fromkeys(names))
+        if not changed:  # not recorded, or recorded alike (the key itself changed: another ciq_build)
+            return f"measured {_KEYED}, changed since"
+        order = [SOURCES_PART, *now.get("parts", {})]
+        return changed_text(sorted(changed, key=order.index), sorted(files), list(now.get("parts", {})))
+
+    def _resuming(self, key_of: Callable[[Controls], str] | None = None, now: Mapping[str, Any] | None = None) -> str:
         """What the journal holds to resume from: how many evaluations measured today's objectives (a search
         of other objectives may have measured none of them, and those are measured again), of today's sources
         where `key_of` is given. The journal's last search having had other settings is said in the same line
         where nothing is reused (it said "its measurements are reused", then "nothing to resume": miniBUDE, a
         static tune of new objectives)."""
         today = {key: record for key, record in self.entries.items() if key_of is None or _of_today(record, key, key_of)}
-        other = (f"; {len(self.entries) - len(today)} more measured {_KEYED}, changed since: measured again where "
-                 "proposed" if len(today) < len(self.entries) else "")
+        since = self._changed_since([key for key in self.entries if key not in today], now)
+        other = (f"; {len(self.entries) - len(today)} more {since}: measured again where proposed"
+                 if len(today) < len(self.entries) else "")
         usable, held = len(_journaled(today, self.objectives)), len(today)
         if usable == held and held:
             return f"resuming: {held} finished evaluation(s) in {self.journal.path}" + (f" ({other[2:]})" if other else "")
         names = ", ".join(o.spec for o in self.objectives)
         whose = "the journal holds another search (settings changed), whose" if self._another_search else "the journal's"
         if held == 0:
-            return (f"{whose} {len(self.entries)} finished evaluation(s) measured {_KEYED}, changed since: nothing "
-                    f"to resume from {self.journal.path}")
+            return (f"{whose} {len(self.entries)} finished evaluation(s) {since}: kept, not reused (--fresh starts "
+                    f"over); nothing to resume from {self.journal.path}")
         if usable == 0:
             return (f"{whose} {held} finished evaluation(s) measured none of this tune's objectives ({names}){other}: "
                     f"nothing to resume from {self.journal.path}")

@@ -45,7 +45,7 @@ from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.state.live import LiveStatus, live_status_path
 from ciq_build.tune.ahead import start_builds_ahead
 from ciq_build.tune.baseline import baseline_for_search, measure_baseline
-from ciq_build.tune.cache import EvaluationCache, cache_key, search_header
+from ciq_build.tune.cache import EvaluationCache, cache_key, part_digests, search_header
 from ciq_build.tune.confirm import Confirmer
 from ciq_build.tune.executor import Executor, SearchPhase
 from ciq_build.tune.executors import checked_executor, get_executor
@@ -135,7 +135,8 @@ class TuneRun:
         self.cache = EvaluationCache(Journal(self.state_dir / "journal" / f"{tune_name(manifest)}.jsonl"),
                                      self.objectives, self._say)
         self.evaluations: list[Evaluation] = []
-        self.sources = SourceWatch(backend.source_set(manifest), self.cache, self._say, _warn, self._key)
+        self.sources = SourceWatch(backend.source_set(manifest), self.cache, self._say, _warn, self._key,
+                                   part_digests(manifest, toolchain))
         self.deadline: float | None = None  # --time-limit, on time.monotonic(), from the start under the lock
         self.stopped_by: str | None = None  # the budget that ended the search (SearchLoop.stopped_by)
         self.space = SearchedSpace(settings.search, manifest, toolchain, self.objectives,

@@ -3,23 +3,25 @@ journaled, told to the scratch trees, and warned about once when candidates' ben
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.project.sources import Snapshot, SourceSet, TreeWatch
 from ciq_build.project.worker import WorkerTree
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.cache import EvaluationCache
+from ciq_build.tune.cache import EvaluationCache, made_with
 
 
 class SourceWatch:
     """The source tree of one tune: its fingerprint (`digest`), and the files its builds write there."""
 
     def __init__(self, source_set: SourceSet, cache: EvaluationCache, say: Callable[[str], None],
-                 warn: Callable[[str], None], key_of: Callable[[Controls], str] | None = None) -> None:
+                 warn: Callable[[str], None], key_of: Callable[[Controls], str] | None = None,
+                 parts: Mapping[str, str] | None = None) -> None:
         self.source_set = source_set
         self.cache = cache
         self.key_of = key_of  # a configuration's key once fingerprinted: what the journal holds of today's is said
+        self.parts = parts  # the key's other parts' digests (cache.part_digests): journaled beside the files'
         self.say = say
         self.warn = warn
         self.digest = ""  # the source digest, once the journal says which files the build writes
@@ -35,10 +37,14 @@ class SourceWatch:
 
     def fingerprint(self, snapshot: Snapshot) -> None:
         """The source digest of `snapshot` is the tune's from now on; the first says what the journal holds of
-        these sources to resume from (EvaluationCache.say_resuming)."""
+        these sources to resume from (EvaluationCache.say_resuming), and what the evaluations from now on are made
+        with is journaled, part by part and file by file (a later tune names what changed)."""
         first, self.digest = not self.digest, self.source_set.digest(snapshot)
+        now = made_with(self.parts, self.source_set.file_digests(snapshot)) if self.parts is not None else None
         if first and self.key_of is not None:
-            self.cache.say_resuming(self.key_of)
+            self.cache.say_resuming(self.key_of, now)
+        if now is not None:
+            self.cache.record_made_with(now)
 
     @property
     def writes_sources(self) -> bool:

@@ -10,7 +10,7 @@ from typing import cast
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.project.manifest import Manifest, ManifestToolchain
-from ciq_build.tune.cache import cache_key
+from ciq_build.tune.cache import cache_key, made_with, part_digests, what_changed
 
 TOOLCHAIN = cast(Toolchain, SimpleNamespace(version="13.3.73", ptxas_version="13.3.73", nvcc=Path("/usr/bin/nvcc")))
 
@@ -46,3 +46,21 @@ def test_the_per_block_declarations_are_part_of_the_key_where_declared() -> None
             for changes in ({}, {"threads_per_block": ("128",)}, {"dynamic_shared_memory": ("65536",)},
                             {"dynamic_shared_memory": ("32768",)})}
     assert len(keys) == 4
+
+
+def test_each_part_of_the_key_is_told_apart_from_the_others() -> None:
+    # What a journal records beside its evaluations, so that a tune whose keys differ names what changed (the
+    # flash_attention_inference trial: THREADS_PER_BLOCK added to CMakeLists.txt, told as "other sources,
+    # toolchain ... or benchmark").
+    plain = part_digests(_manifest(), TOOLCHAIN)
+    declared = part_digests(replace(_manifest(), threads_per_block=("128",)), TOOLCHAIN)
+    flagged = part_digests(_manifest("-Xptxas=-O0"), TOOLCHAIN)
+    assert [name for name in plain if plain[name] != declared[name]] == ["per-block declarations"]
+    assert [name for name in plain if plain[name] != flagged[name]] == ["nvcc flags"]
+    files = {"CMakeLists.txt": "1", "kern.cu": "2"}
+    assert what_changed(made_with(plain, files), made_with(plain, files)) == ([], [])
+    assert what_changed(made_with(plain, files), made_with(declared, {**files, "CMakeLists.txt": "3"})) == (
+        ["sources", "per-block declarations"], ["CMakeLists.txt"])
+    # A file added or removed is a change; a part one record does not have (another version's) is not compared.
+    assert what_changed(made_with(plain, files), made_with({**plain, "new": "x"}, {"kern.cu": "2", "k.h": "4"})) == (
+        ["sources"], ["CMakeLists.txt", "k.h"])

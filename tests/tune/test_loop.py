@@ -30,7 +30,7 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.genetic import GeneticSource
 from ciq_build.state.journal import Journal
-from ciq_build.tune.cache import EvaluationCache
+from ciq_build.tune.cache import MADE_WITH_KIND, EvaluationCache, made_with
 from ciq_build.tune.loop import RunningBest, SearchLoop
 from ciq_build.tune.replay import NotInJournal, ReplayRunner, controls_id
 from ciq_build.tune.scores import objective_values
@@ -396,12 +396,56 @@ def test_resuming_counts_only_the_evaluations_of_todays_sources(tmp_path: Path) 
     assert said[-1] == f"resuming: {held} finished evaluation(s) in {recorded}"
     cache.say_resuming(lambda controls: "edited " + controls_id(controls))
     assert said[-1] == (f"the journal's {held} finished evaluation(s) measured other sources, toolchain, nvcc flags, "
-                        "THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark, changed since: nothing to resume from "
-                        f"{recorded}")
+                        "THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark, changed since: kept, not reused "
+                        f"(--fresh starts over); nothing to resume from {recorded}")
     cache.say_resuming(lambda controls: controls_id(controls) if controls.is_default else "edited")
     assert said[-1] == (f"resuming: 1 finished evaluation(s) in {recorded} ({held - 1} more measured other sources, "
                         "toolchain, nvcc flags, THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark, changed since: "
                         "measured again where proposed)")
+
+
+def test_the_resume_line_names_the_part_and_the_files_the_journaled_evaluations_were_made_with_another_of(
+        tmp_path: Path) -> None:
+    # flash_attention_inference's trial: one line (THREADS_PER_BLOCK) added to CMakeLists.txt made 24 journaled
+    # evaluations another sources', and the tune said only "other sources, toolchain, ... or benchmark".
+    parts = {"toolchain": "t1", "architectures": "a1", "nvcc flags": "f1", "per-block declarations": "p1",
+             "benchmark": "b1"}
+    files = {"CMakeLists.txt": "c1", "src/fi_launch.cu": "l1", "include/fi.h": "h1"}
+    journal, runner = tmp_path / "journal.jsonl", StandInRunner(TIME)
+    cache = EvaluationCache(Journal(journal), TIME, lambda line: None)
+    cache.open({"target": "kernels", "objectives": ["time"]}, said_later=True)
+    cache.record_made_with(made_with(parts, files))
+    for tile in ("8", "16"):
+        controls = Controls(defines=(("TILE", tile),))
+        cache.record(runner.evaluate(None, Proposal(id=0, generation=0, params={}), controls, controls_id(controls)))
+
+    def resumed(now: dict[str, Any] | None, key_of: Callable[[Controls], str] = lambda c: "edited") -> str:
+        said: list[str] = []
+        cache = EvaluationCache(Journal(journal), TIME, said.append)
+        cache.open({"target": "kernels", "objectives": ["time"]}, said_later=True)
+        cache.say_resuming(key_of, now)
+        if now is not None:
+            cache.record_made_with(now)
+        return said[-1]
+
+    now = made_with(parts, {**files, "CMakeLists.txt": "c2"})
+    assert resumed(now) == (f"the journal's 2 finished evaluation(s) were made with another CMakeLists.txt (sources), "
+                            "the same toolchain, architectures, nvcc flags, per-block declarations and benchmark: kept, "
+                            f"not reused (--fresh starts over); nothing to resume from {journal}")
+    # Today's is journaled once, after them: what they were made with stays theirs.
+    assert [r["kind"] for r in Journal(journal).records()].count(MADE_WITH_KIND) == 2
+    resumed(now)
+    assert [r["kind"] for r in Journal(journal).records()].count(MADE_WITH_KIND) == 2
+    # Several parts and files; only the evaluations not of today are told about.
+    other = made_with({**parts, "toolchain": "t2"}, {"CMakeLists.txt": "c1", "src/fi_launch.cu": "l2", "a.h": "h",
+                                                     "b.h": "h", "c.h": "h"})
+    assert resumed(other, lambda c: controls_id(c) if ("TILE", "16") in c.defines else "edited") == (
+        f"resuming: 1 finished evaluation(s) in {journal} (1 more were made with another a.h/b.h/c.h and 2 more files "
+        "(sources), another toolchain, the same architectures, nvcc flags, per-block declarations and benchmark: "
+        "measured again where proposed)")
+    # A journal that does not say (older than the records, or the key's own make changed) says what it may be.
+    assert resumed(None).startswith("the journal's 2 finished evaluation(s) measured other sources, toolchain, nvcc")
+    assert resumed(made_with(parts, files)).startswith("the journal's 2 finished evaluation(s) measured other sources")
 
 
 # -- failure causes in the journal -----------------------------------------------------------

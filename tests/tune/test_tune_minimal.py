@@ -76,6 +76,13 @@ def test_the_pin_drops_every_control_that_leaves_the_code_the_same_and_verify_pa
     assert any(flags <= set(c.get("flags", [])) for c in _journal_winner_controls(build, {"X": "0"}))
     for flag in flags:
         assert flag not in dropped_line
+    # The journal says what its evaluations were made with, file by file (CMakeLists.txt too: a keyword added there
+    # is named when a later tune reuses none of them), once: the baseline's build wrote nothing into the sources.
+    journaled = [json.loads(line) for line in (build / "ciq" / "journal" / "noop_kernels.jsonl").read_text().splitlines()]
+    made_with = [r for r in journaled if r.get("kind") == "made_with"]
+    assert len(made_with) == 1 and {"CMakeLists.txt", "kern.cu"} <= set(made_with[0]["sources"]), made_with
+    assert set(made_with[0]["parts"]) == {"toolchain", "architectures", "nvcc flags", "per-block declarations",
+                                          "benchmark"}
     # The record says what it left out, and the report still finds the winner's evaluation.
     assert any(c.startswith("-DUNROLL=") for c in record["provenance"]["dropped_controls"])
     report = subprocess.run([sys.executable, "-m", "ciq_build", "report", "noop_kernels", "-B", str(build),
