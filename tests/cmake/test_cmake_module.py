@@ -727,6 +727,18 @@ def test_a_misspelt_keyword_after_args_is_refused_not_taken_as_an_argument(tiny:
     assert load_manifest(tiny.build, "kern").benchmark.args == ("--mode", "FAST", "MODE", "-n", "4")
 
 
+def test_a_misspelt_keyword_after_any_list_keyword_is_named_as_a_keyword(tiny: Tiny) -> None:
+    # A new user's "OBJECTIVES occupancy spill_bytes THREAD_PER_BLOCK BLOCK_SIZE" (mini-nbody) was refused as
+    # "OBJECTIVES 'THREAD_PER_BLOCK' is not an objective", with no word of the keyword meant.
+    result = tiny.configure(body='ciq_tune_target(kern OBJECTIVES registers THREAD_PER_BLOCK 256)\n')
+    assert not result.ok
+    assert ("ciq_tune_target(kern): OBJECTIVES 'registers;THREAD_PER_BLOCK;256' holds THREAD_PER_BLOCK (did you "
+            "mean THREADS_PER_BLOCK?): OBJECTIVES takes every word up to the next keyword" in said(result))
+    # A PARAMS name is a value wherever the names are (SCORES is one edit from SCORE).
+    ensure_ok(tiny.configure(body='ciq_tune_target(kern OBJECTIVES occupancy PARAMS "SCORES=choice(64,128)" '
+                                  'THREADS_PER_BLOCK SCORES 64 CONSTRAINTS "SCORES >= 64")\n'))
+
+
 def test_a_removed_ciq_tune_target_call_leaves_no_manifest_for_list_and_tune_to_offer(tiny: Tiny) -> None:
     # A new user renamed ciq_tune_target(particles ...) to (particle_test ...): `list` still showed particles, `tune`
     # suggested it and a tune of it failed in its scratch tree's CMake ("which no ciq_tune_target() call registered").
