@@ -274,8 +274,8 @@ function(_ciq_check_arguments fn)
     if(count EQUAL 0)
       continue()
     endif()
-    set(form "${keyword} ${example}, ${keyword} <a PARAMS name> [<the defaults' ${unit}>] or "
-      "${keyword} \"<expression over PARAMS names>\" [<the defaults' ${unit}>]")
+    string(CONCAT form "${keyword} ${example}, ${keyword} <a PARAMS name> [<the defaults' ${unit}>] or "
+      "${keyword} \"<expression over PARAMS names>\" [<the defaults' ${unit}>]")  # set() would join with ;
     list(GET ARG_${keyword} 0 expression)
     _ciq_rules_constraint_problem(problem "${expression}" ${names})
     if(count GREATER 2)

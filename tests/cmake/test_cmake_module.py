@@ -978,6 +978,11 @@ def kernel_regex_refusal(spec: str) -> str:
         ('BENCHMARK kern_bench SCORE worst', "SCORE combines the sizes of ARGS_SETS"),
         ('ARGS_SETS "a:-n 1" "b:-n 2"', "ARGS_SETS are the benchmark's problem sizes; give BENCHMARK"),
         ('BENCHMARK kern_bench ARGS_SETS "a:-n 1" SCORE', "SCORE needs a value"),
+        # mini-nbody's trial: the form said "... or ;THREADS_PER_BLOCK" (CMake joined the message's two strings with ;)
+        ('PARAMS "KTILE=range(1,64)" THREADS_PER_BLOCK KTILEE',
+         "THREADS_PER_BLOCK 'KTILEE': 'KTILEE' is not one of the PARAMS (KTILE) (did you mean KTILE?). THREADS_PER_BLOCK"
+         " 256, THREADS_PER_BLOCK <a PARAMS name> [<the defaults' threads>] or THREADS_PER_BLOCK \"<expression over "
+         "PARAMS names>\" [<the defaults' threads>]."),
         # THREADS_PER_BLOCK's checks, in bytes: FlashAttention's 64 KB a block of extern __shared__ (no static figure)
         ('PARAMS "KTILE=range(1,64)" DYNAMIC_SHARED_MEMORY "KTILE*1024" 300000',
          "DYNAMIC_SHARED_MEMORY KTILE*1024 300000: the defaults' bytes a block is a number from 0 to 233472."),
