@@ -35,18 +35,32 @@ function(_ciq_check_call target)
     message(FATAL_ERROR "${fn}: unknown arguments '${ARG_UNPARSED_ARGUMENTS}'${hint}. "
       "Keywords are ${named} and ${last}.")
   endif()
-  # ARGS takes every word up to the next keyword, so a misspelt keyword after it became an argument of the
-  # benchmark without a word (a new user's "ARGS 256000 OBJECTIVE spill_bytes registers": no objectives).
-  set(after_args ${keywords})
-  list(REMOVE_ITEM after_args ARGS)
-  foreach(word IN LISTS ARG_ARGS)
-    if(word MATCHES "^[A-Z][A-Z_]+$")
-      _ciq_rules_nearest(guess "${word}" ${after_args})
-      if(NOT guess STREQUAL "")
-        message(FATAL_ERROR "${fn}: ARGS '${ARG_ARGS}' holds ${word} (did you mean ${guess}?): ARGS takes every "
-          "word up to the next keyword, so a misspelt keyword after it is an argument of the benchmark.")
+  # A list keyword takes every word up to the next keyword, so a misspelt keyword after it became one of its
+  # values: an argument of the benchmark without a word (a new user's "ARGS 256000 OBJECTIVE spill_bytes
+  # registers": no objectives), or "OBJECTIVES 'THREAD_PER_BLOCK' is not an objective" (another's). A PARAMS
+  # name is a value where the names are (THREADS_PER_BLOCK, CONSTRAINTS); SEEDS' paths may be any word.
+  set(param_names "")
+  foreach(param IN LISTS ARG_PARAMS)
+    string(REGEX REPLACE "=.*$" "" name "${param}")
+    list(APPEND param_names "${name}")
+  endforeach()
+  foreach(keyword IN ITEMS ARGS ARGS_SETS OBJECTIVES PARAMS CONSTRAINTS SEARCH_SPACE THREADS_PER_BLOCK
+      DYNAMIC_SHARED_MEMORY)
+    set(others ${keywords})
+    list(REMOVE_ITEM others ${keyword})
+    foreach(word IN LISTS ARG_${keyword})
+      if(word MATCHES "^[A-Z][A-Z_]+$" AND NOT word IN_LIST param_names)
+        _ciq_rules_nearest(guess "${word}" ${others})
+        if(NOT guess STREQUAL "")
+          set(as "one of its values")
+          if(keyword STREQUAL "ARGS")
+            set(as "an argument of the benchmark")
+          endif()
+          message(FATAL_ERROR "${fn}: ${keyword} '${ARG_${keyword}}' holds ${word} (did you mean ${guess}?): "
+            "${keyword} takes every word up to the next keyword, so a misspelt keyword after it is ${as}.")
+        endif()
       endif()
-    endif()
+    endforeach()
   endforeach()
   foreach(keyword IN ITEMS BENCHMARK METRIC UNIT PIN_DIR TIMEOUT SCORE DESCRIPTION THREADS_PER_BLOCK
       DYNAMIC_SHARED_MEMORY)
@@ -260,8 +274,8 @@ function(_ciq_check_arguments fn)
     if(count EQUAL 0)
       continue()
     endif()
-    set(form "${keyword} ${example}, ${keyword} <a PARAMS name> [<the defaults' ${unit}>] or "
-      "${keyword} \"<expression over PARAMS names>\" [<the defaults' ${unit}>]")
+    string(CONCAT form "${keyword} ${example}, ${keyword} <a PARAMS name> [<the defaults' ${unit}>] or "
+      "${keyword} \"<expression over PARAMS names>\" [<the defaults' ${unit}>]")  # set() would join with ;
     list(GET ARG_${keyword} 0 expression)
     _ciq_rules_constraint_problem(problem "${expression}" ${names})
     if(count GREATER 2)

@@ -151,13 +151,25 @@ def wants_block_size(objectives: Sequence[Objective]) -> bool:
     return any(o.kind is not None and o.kind.name == "occupancy" for o in objectives)
 
 
-def check_block_size(declared: Declared | None, objectives: Sequence[Objective], *, setuptools: bool = False) -> None:
+def check_block_size(declared: Declared | None, objectives: Sequence[Objective], *, setuptools: bool = False,
+                     overridden: Mapping[str, str] | None = None) -> None:
     """Before a tune: a ConfigError, saying what to add, where the occupancy objective is asked for and the
     defaults' build would have no value of `declared`. (Without THREADS_PER_BLOCK, kernels with `__launch_bounds__`
     have a block size: a kernel without fails its evaluation, the baseline first, and unknown_block_size says what
-    to add.) `setuptools`: the target is a CudaExtension's, whose declaration is the setting's argument."""
-    if declared is not None and declared.defaults is None and wants_block_size(objectives):
-        setting = declared.setting
+    to add.) `setuptools`: the target is a CudaExtension's, whose declaration is the setting's argument.
+    `overridden`: the PARAMS names the sources #define outside any #ifndef, with where
+    (ciq_build.project.param_defines.unguarded_defines): a declaration over one would give each candidate the -D
+    value the code never sees (mini-nbody's #define BLOCK_SIZE 256), so it is refused, saying to guard it."""
+    if declared is None or not wants_block_size(objectives):
+        return
+    setting = declared.setting
+    for name, where in sorted((overridden or {}).items()):
+        if re.search(rf"\b{name}\b", declared.expression):
+            raise ConfigError(
+                f"{setting.declaration(declared.expression, setuptools)}: the source #defines {name} itself ({where}, "
+                f"outside any #ifndef {name}), so every -D{name}=... is overridden and the occupancy would count "
+                f"{setting.unit} a block the code does not have. Guard the #define with #ifndef {name} ... #endif")
+    if declared.defaults is None:
         raise ConfigError(
             f"{setting.declaration(declared.expression, setuptools)}: the defaults' build passes no -D for it, and "
             f"the sources give its names no #define that is a number: give the defaults' {setting.unit} a block "

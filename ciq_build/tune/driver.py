@@ -35,6 +35,7 @@ from ciq_build.pin.record import check_pin_dir
 from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
 from ciq_build.project.manifest import Manifest, for_architecture
+from ciq_build.project.param_defines import unguarded_defines
 from ciq_build.project.per_block import Declared, check_block_size, wants_block_size
 from ciq_build.project.sources import Snapshot
 from ciq_build.project.worker import WorkerTree, safe_name, scratch_root, tune_name
@@ -379,8 +380,9 @@ def _check_static_inputs(declared: Sequence[Declared | None], objectives: Sequen
     device code are not the linked kernels' (warned)."""
     if (relocatable := relocatable_note(manifest, objectives)) is not None:
         _warn(relocatable)
+    overridden = unguarded_defines(manifest.params, manifest.cuda_sources) if any(declared) else {}
     for each in declared:
-        check_block_size(each, objectives, setuptools=manifest.setuptools)
+        check_block_size(each, objectives, setuptools=manifest.setuptools, overridden=overridden)
     if wants_block_size(objectives):
         built = architecture_list(manifest.toolchain.architectures)
         arch = scored or (built[0] if len(built) == 1 else None)

@@ -727,6 +727,18 @@ def test_a_misspelt_keyword_after_args_is_refused_not_taken_as_an_argument(tiny:
     assert load_manifest(tiny.build, "kern").benchmark.args == ("--mode", "FAST", "MODE", "-n", "4")
 
 
+def test_a_misspelt_keyword_after_any_list_keyword_is_named_as_a_keyword(tiny: Tiny) -> None:
+    # A new user's "OBJECTIVES occupancy spill_bytes THREAD_PER_BLOCK BLOCK_SIZE" (mini-nbody) was refused as
+    # "OBJECTIVES 'THREAD_PER_BLOCK' is not an objective", with no word of the keyword meant.
+    result = tiny.configure(body='ciq_tune_target(kern OBJECTIVES registers THREAD_PER_BLOCK 256)\n')
+    assert not result.ok
+    assert ("ciq_tune_target(kern): OBJECTIVES 'registers;THREAD_PER_BLOCK;256' holds THREAD_PER_BLOCK (did you "
+            "mean THREADS_PER_BLOCK?): OBJECTIVES takes every word up to the next keyword" in said(result))
+    # A PARAMS name is a value wherever the names are (SCORES is one edit from SCORE).
+    ensure_ok(tiny.configure(body='ciq_tune_target(kern OBJECTIVES occupancy PARAMS "SCORES=choice(64,128)" '
+                                  'THREADS_PER_BLOCK SCORES 64 CONSTRAINTS "SCORES >= 64")\n'))
+
+
 def test_a_removed_ciq_tune_target_call_leaves_no_manifest_for_list_and_tune_to_offer(tiny: Tiny) -> None:
     # A new user renamed ciq_tune_target(particles ...) to (particle_test ...): `list` still showed particles, `tune`
     # suggested it and a tune of it failed in its scratch tree's CMake ("which no ciq_tune_target() call registered").
@@ -966,6 +978,11 @@ def kernel_regex_refusal(spec: str) -> str:
         ('BENCHMARK kern_bench SCORE worst', "SCORE combines the sizes of ARGS_SETS"),
         ('ARGS_SETS "a:-n 1" "b:-n 2"', "ARGS_SETS are the benchmark's problem sizes; give BENCHMARK"),
         ('BENCHMARK kern_bench ARGS_SETS "a:-n 1" SCORE', "SCORE needs a value"),
+        # mini-nbody's trial: the form said "... or ;THREADS_PER_BLOCK" (CMake joined the message's two strings with ;)
+        ('PARAMS "KTILE=range(1,64)" THREADS_PER_BLOCK KTILEE',
+         "THREADS_PER_BLOCK 'KTILEE': 'KTILEE' is not one of the PARAMS (KTILE) (did you mean KTILE?). THREADS_PER_BLOCK"
+         " 256, THREADS_PER_BLOCK <a PARAMS name> [<the defaults' threads>] or THREADS_PER_BLOCK \"<expression over "
+         "PARAMS names>\" [<the defaults' threads>]."),
         # THREADS_PER_BLOCK's checks, in bytes: FlashAttention's 64 KB a block of extern __shared__ (no static figure)
         ('PARAMS "KTILE=range(1,64)" DYNAMIC_SHARED_MEMORY "KTILE*1024" 300000',
          "DYNAMIC_SHARED_MEMORY KTILE*1024 300000: the defaults' bytes a block is a number from 0 to 233472."),

@@ -124,6 +124,24 @@ def test_threads_per_block_reads_a_number_a_param_or_an_expression_over_params()
         read_declared(THREADS, ["2048"], params)
 
 
+def test_a_block_size_param_the_source_defines_unguarded_is_refused_for_the_occupancy_saying_to_guard_it() -> None:
+    # mini-nbody's "#define BLOCK_SIZE 256" (no #ifndef) with THREADS_PER_BLOCK BLOCK_SIZE: the tune said "the sources
+    # give its names no #define that is a number"; with the defaults' 256 given, it scored -DBLOCK_SIZE=64 as
+    # 64-thread blocks of code that launches 256.
+    params = ["BLOCK_SIZE=choice(64,128,256,512)"]
+    overridden = {"BLOCK_SIZE": "nbody-unroll.cu:6"}
+    for items in (["BLOCK_SIZE"], ["BLOCK_SIZE", "256"], ["BLOCK_SIZE/2"]):
+        with pytest.raises(ConfigError, match=r"^THREADS_PER_BLOCK BLOCK_SIZE.*: the source #defines BLOCK_SIZE itself "
+                                              r"\(nbody-unroll.cu:6, outside any #ifndef BLOCK_SIZE\), so every "
+                                              r"-DBLOCK_SIZE=\.\.\. is overridden.*Guard the #define with #ifndef "
+                                              r"BLOCK_SIZE \.\.\. #endif"):
+            check_block_size(read_declared(THREADS, items, params), parse_objectives(["occupancy"]),
+                             overridden=overridden)
+    check_block_size(read_declared(THREADS, ["BLOCK_SIZE", "256"], params), parse_objectives(["registers"]),
+                     overridden=overridden)  # only the occupancy reads it
+    check_block_size(read_declared(THREADS, ["256"], params), parse_objectives(["occupancy"]), overridden=overridden)
+
+
 def test_dynamic_shared_memory_counts_with_the_static_and_caps_the_blocks_whatever_the_registers() -> None:
     # flash_attention_inference's FA2 kernels: 64 KB of extern __shared__ a block at launch, "0 bytes smem" in
     # ptxas's report. On sm_80 (164 KB an SM, 1 KB reserved a block) two blocks fit, so no register cap gains a third.
