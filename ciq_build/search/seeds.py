@@ -36,7 +36,7 @@ from typing import Any
 
 from ciq_build.compiler.acf import ACF_SUFFIX
 from ciq_build.compiler.controls import KNOB_PREFIX, PARAM_PREFIX, AcfRef, define_value, knob
-from ciq_build.core.rules import load_rules, read_regular_file
+from ciq_build.core.rules import load_rules, nearest, read_regular_file
 from ciq_build.core.space import Param
 from ciq_build.errors import CiqError, ConfigError
 from ciq_build.pin.read import read_record
@@ -209,6 +209,18 @@ def _command_line(spec: str) -> tuple[list[str], dict[str, str]]:
     return flags, defines
 
 
+def _define_refusal(name: str, text: str, param: Param | None, names: Sequence[str]) -> str:
+    """Why a seed's -Dname=text is not searched: the values its PARAMS takes, or that no PARAMS has the name (and
+    the one meant)."""
+    if param is not None:
+        shown = [define_value(param.value(i)) for i in range(min(param.size, 13))]  # not values(): a range may be long
+        return (f"PARAMS {name} takes {', '.join(shown[:12])}{', ...' if len(shown) > 12 else ''} (not {text})")
+    if not names:
+        return f"{name} is not a PARAMS name (this tune searches no PARAMS)"
+    meant = nearest(name, names)
+    return f"{name} is not a PARAMS name ({f'did you mean {meant}?' if meant else 'they are ' + ', '.join(names)})"
+
+
 def _as_params(item: _Found, space: Mapping[str, Param], source_defaults: Mapping[str, str]) -> dict[str, Any] | None:
     """The seed's flags and -D values as the space's knob.* and param.* values (None: a controls list that
     does not fit, left out whole); what it cannot give said."""
@@ -222,20 +234,23 @@ def _as_params(item: _Found, space: Mapping[str, Param], source_defaults: Mappin
             params[name] = value
         else:
             missing.append(flag)
+    names = [n.removeprefix(PARAM_PREFIX) for n in space if n.startswith(PARAM_PREFIX)]
+    why: list[str] = []  # of each -D left out: the values its PARAMS takes, or the name meant
     for define, text in item.defines.items():
         param = space.get(PARAM_PREFIX + define)
         value = next((v for v in param.values() if define_value(v) == text), None) if param is not None else None
         if value is None:
             missing.append(f"-D{define}={text}")
+            why.append(_define_refusal(define, text, param, names))
         else:
             params[PARAM_PREFIX + define] = value
     if missing:
-        searched = sorted(by_flag) + [f"-D{n.removeprefix(PARAM_PREFIX)}=..." for n in space if n.startswith(PARAM_PREFIX)]
-        LOG.warning("%s %s: %s %s not among the controls this tune searches (%s%s); %s", FLAG, item.origin,
+        searched = sorted(by_flag) + [f"-D{name}=..." for name in names]
+        LOG.warning("%s %s: %s %s not among the controls this tune searches (%s%s); %s%s", FLAG, item.origin,
                     ", ".join(missing), "is" if len(missing) == 1 else "are", ", ".join(searched[:12]) or "none",
                     " ..." if len(searched) > 12 else "",
                     "the seed is left out (seed only those, or widen the search: --controls, PARAMS values)"
-                    if item.strict else "left out of the seed")
+                    if item.strict else "left out of the seed", "".join(f". {each}" for each in why))
         if item.strict:
             return None
     # A parameter that cannot be absent (PARAMS) and that the seed does not give: the source's own value where

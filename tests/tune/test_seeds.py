@@ -99,6 +99,16 @@ def test_a_controls_list_that_does_not_fit_the_space_is_said_and_left_out_whole(
     assert f"--seed-from {given!r}: {said}" in caplog.text and "the seed is left out" in caplog.text
 
 
+def test_a_seeds_define_outside_the_params_says_the_values_or_the_name_meant(caplog: pytest.LogCaptureFixture) -> None:
+    # mini-nbody's trial: --seed-from '-DBLOCK_SIZE=96' and '-DBLOCKSIZE=128' listed 12 knob flags and "...", never
+    # BLOCK_SIZE's values nor the name meant.
+    with caplog.at_level(logging.WARNING, logger="ciq_build"):
+        assert read_seeds(["-DTILE=48", "-DTILEE=32 -DVEC=2", "-DROWS=8"], space()) == []
+    assert "PARAMS TILE takes 16, 32, 64 (not 48)" in caplog.text
+    assert "TILEE is not a PARAMS name (did you mean TILE?)" in caplog.text
+    assert "ROWS is not a PARAMS name (they are TILE, VEC)" in caplog.text
+
+
 def test_another_targets_pin_seeds_what_the_two_share_and_says_what_it_leaves_out(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     pinned(tmp_path / "pins", "other", ("-maxrregcount=96", "-Xptxas=--def-load-cache=cg"), {"TILE": "64", "ROWS": "8"})
