@@ -93,3 +93,37 @@ def assert_optimum_needs_each_parameter(problem: Any, best: dict[str, object], o
         others = [best | {name: v} for v in problem.space[name].values() if v != best[name]]
         others += [{k: v for k, v in best.items() if k != name}] if problem.space[name].can_knockout else []
         assert any(missed(problem.objective(p)) for p in others), name
+
+
+def draws_on_target(problem: Any, draws: int, seed: int) -> tuple[int, int]:
+    """How many of `draws` uniform draws of a search-quality problem's space (each knockout at its probability) are
+    on target, and how many fail: how rare its optimum is to a search that only draws."""
+    import random
+
+    from ciq_build import INVALID_SCORE
+    rng, values = random.Random(seed), {name: param.values() for name, param in problem.space.items()}
+    on = failed = 0
+    for _ in range(draws):
+        p = {name: rng.choice(values[name]) for name, param in problem.space.items()
+             if param.knockout_prob is None or rng.random() >= param.knockout_prob}
+        score = problem.objective(p)
+        failed += score == INVALID_SCORE
+        on += score != INVALID_SCORE and score <= problem.target
+    return on, failed
+
+
+def whole_space_on_target(problem: Any) -> tuple[list[dict[str, Any]], int]:
+    """Every configuration of a small search-quality problem's space that is on target, and how many of them fail."""
+    import itertools
+
+    from ciq_build import INVALID_SCORE
+    names = list(problem.space)
+    options = [[*param.values(), *([None] if param.can_knockout else [])] for param in problem.space.values()]
+    on, failed = [], 0
+    for combo in itertools.product(*options):
+        p = {name: v for name, v in zip(names, combo, strict=True) if v is not None}
+        score = problem.objective(p)
+        failed += score == INVALID_SCORE
+        if score != INVALID_SCORE and score <= problem.target:
+            on.append(p)
+    return on, failed

@@ -6,45 +6,14 @@ counted whole, the others sampled."""
 
 from __future__ import annotations
 
-import itertools
 import math
-import random
-from typing import Any
 
 import pytest
 
 from bench.search_quality import held_out_20 as h20
-from bench.search_quality.problems import Problem
 from ciq_build import INVALID_SCORE
 from ciq_build.core.space import as_space
-from support import assert_optimum_needs_each_parameter
-
-
-def _on_target(problem: Problem, draws: int) -> tuple[int, int]:
-    """How many of `draws` uniform draws (each knockout at its probability) are on target, and how many fail."""
-    rng, values = random.Random(20), {name: param.values() for name, param in problem.space.items()}
-    on = failed = 0
-    for _ in range(draws):
-        p = {name: rng.choice(values[name]) for name, param in problem.space.items()
-             if param.knockout_prob is None or rng.random() >= param.knockout_prob}
-        score = problem.objective(p)
-        failed += score == INVALID_SCORE
-        on += score != INVALID_SCORE and score <= problem.target
-    return on, failed
-
-
-def _whole(problem: Problem) -> tuple[list[dict[str, Any]], int]:
-    """Every configuration of a small space on target, and how many of them fail."""
-    names = list(problem.space)
-    options = [[*param.values(), *([None] if param.can_knockout else [])] for param in problem.space.values()]
-    on, failed = [], 0
-    for combo in itertools.product(*options):
-        p = {name: v for name, v in zip(names, combo, strict=True) if v is not None}
-        score = problem.objective(p)
-        failed += score == INVALID_SCORE
-        if score != INVALID_SCORE and score <= problem.target:
-            on.append(p)
-    return on, failed
+from support import assert_optimum_needs_each_parameter, draws_on_target, whole_space_on_target
 
 
 def test_each_optimum_is_on_target_and_needs_each_of_its_parameters() -> None:
@@ -62,7 +31,7 @@ def test_the_small_spaces_have_their_optimum_alone_on_target() -> None:
                                 (h20.NOISY_KNOBS_20, h20.NOISY_KNOBS_20_BEST, 3840),
                                 (h20.CLUSTER_20, h20.CLUSTER_20_BEST, 4032)):
         assert as_space(problem.space).cardinality == size > 640  # more configurations than the budget
-        assert _whole(problem)[0] == [best], problem.short
+        assert whole_space_on_target(problem)[0] == [best], problem.short
 
 
 def test_decoy3l_is_3_percent_deep_on_a_noisy_ledge_leading_away_from_the_basin() -> None:
@@ -76,7 +45,7 @@ def test_decoy3l_is_3_percent_deep_on_a_noisy_ledge_leading_away_from_the_basin(
     far = [0, 0, 23, 0]
     assert d3(at(far, "fused")) == pytest.approx(100.3) and d3(at(far)) == d3(at(far, "naive")) == 100.0  # the ledge
     assert h20.DECOY_3L.noise == 0.008
-    on, failed = _on_target(h20.DECOY_3L, 20_000)  # the basin only: (5/24)**4 = 0.19%
+    on, failed = draws_on_target(h20.DECOY_3L, 20_000, seed=20)  # the basin only: (5/24)**4 = 0.19%
     assert 15 <= on <= 60 and failed == 0
 
 
@@ -95,7 +64,7 @@ def test_decoy7c_is_7_percent_deep_on_concentric_ripples_and_its_basin_needs_a_s
     trough = [c + (3 if i == 0 else 4 if i == 1 else 0) for i, c in enumerate(centre)]  # 5 from the centre
     assert math.dist(trough, centre) == 5 and d7(at(trough)) == pytest.approx(100.2)
     assert d7(at([c + 2 if i == 0 else c for i, c in enumerate(centre)])) < 100.04  # half a period out: a trough
-    on, failed = _on_target(h20.DECOY_7C, 20_000)  # the basin only: (5/20)**5 = 0.098%
+    on, failed = draws_on_target(h20.DECOY_7C, 20_000, seed=20)  # the basin only: (5/20)**5 = 0.098%
     assert 5 <= on <= 40 and failed == 0
 
 
@@ -107,7 +76,7 @@ def test_pridge20k_keeps_its_work_along_the_product_and_nothing_fails_near_the_b
             for b in range(1, 6)]  # up to 30 times the best product
     assert INVALID_SCORE not in [p20(p) for p in near]
     assert p20({"ktile": 512, "stages": 20, "blocks": 2, "raster": "along_n"}) == INVALID_SCORE  # only far off
-    assert _whole(h20.PRIDGE_20K)[1] == 852  # 15% fail, all far off the ridge
+    assert whole_space_on_target(h20.PRIDGE_20K)[1] == 852  # 15% fail, all far off the ridge
 
 
 def test_noisy20_needs_the_split_phase_with_4_items_and_one_reduction_not_both() -> None:
@@ -130,7 +99,7 @@ def test_acf42_pairs_flags_with_a_choice_and_a_range_and_fails_where_described()
     assert a42({"h13": "--acf20a-13"}) > 1.0
     assert a42(b42 | {"m0": "p"}) == INVALID_SCORE and a42(b42 | {"t7": 3}) == INVALID_SCORE
     assert a42(b42 | {"m0": "q", "t7": 4}) != INVALID_SCORE
-    on, failed = _on_target(h20.ACF_42, 4_000)  # 0.0045% on target, 13% fail
+    on, failed = draws_on_target(h20.ACF_42, 4_000, seed=20)  # 0.0045% on target, 13% fail
     assert on <= 2 and 400 <= failed <= 650
 
 
@@ -143,4 +112,4 @@ def test_cluster20_fails_next_to_its_best_where_a_cluster_does_not_divide_the_ro
     assert c20({"multicast": "-DTMA_MULTICAST", "stages": 4}) > c20({"stages": 4})  # multicast needs a cluster
     assert c20(best | {"tile": 96, "cluster": 8}) != INVALID_SCORE  # the largest cluster divides 24 CTAs
     assert c20(best | {"persistent": "-DPERSISTENT"}) > h20.CLUSTER_20.target
-    assert _whole(h20.CLUSTER_20)[1] == 1488  # 37% of the space fails
+    assert whole_space_on_target(h20.CLUSTER_20)[1] == 1488  # 37% of the space fails

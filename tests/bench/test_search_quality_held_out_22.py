@@ -6,44 +6,12 @@ sampled."""
 
 from __future__ import annotations
 
-import itertools
-import random
-from typing import Any
-
 import pytest
 
 from bench.search_quality import held_out_22 as h22
-from bench.search_quality.problems import Problem
 from ciq_build import INVALID_SCORE
 from ciq_build.core.space import as_space
-from support import assert_optimum_needs_each_parameter
-
-
-def _on_target(problem: Problem, draws: int) -> tuple[int, int]:
-    """How many of `draws` uniform draws (each knockout at its probability) are on target, and how many fail."""
-    rng, values = random.Random(22), {name: param.values() for name, param in problem.space.items()}
-    on = failed = 0
-    for _ in range(draws):
-        p = {name: rng.choice(values[name]) for name, param in problem.space.items()
-             if param.knockout_prob is None or rng.random() >= param.knockout_prob}
-        score = problem.objective(p)
-        failed += score == INVALID_SCORE
-        on += score != INVALID_SCORE and score <= problem.target
-    return on, failed
-
-
-def _whole(problem: Problem) -> tuple[list[dict[str, Any]], int]:
-    """Every configuration of a small space on target, and how many of them fail."""
-    names = list(problem.space)
-    options = [[*param.values(), *([None] if param.can_knockout else [])] for param in problem.space.values()]
-    on, failed = [], 0
-    for combo in itertools.product(*options):
-        p = {name: v for name, v in zip(names, combo, strict=True) if v is not None}
-        score = problem.objective(p)
-        failed += score == INVALID_SCORE
-        if score != INVALID_SCORE and score <= problem.target:
-            on.append(p)
-    return on, failed
+from support import assert_optimum_needs_each_parameter, draws_on_target, whole_space_on_target
 
 
 def test_each_optimum_is_on_target_and_needs_each_of_its_parameters() -> None:
@@ -60,7 +28,7 @@ def test_the_small_spaces_have_their_optimum_alone_on_target() -> None:
     for problem, best, size in ((h22.PRIDGE_22V, h22.PRIDGE_22V_BEST, 1152),
                                 (h22.NOISY_KNOBS_22, h22.NOISY_KNOBS_22_BEST, 6400)):
         assert as_space(problem.space).cardinality == size > 640  # more configurations than the budget
-        assert _whole(problem)[0] == [best], problem.short
+        assert whole_space_on_target(problem)[0] == [best], problem.short
 
 
 def test_decoy5q_is_5_percent_deep_on_a_noisy_plateau_sloping_towards_it() -> None:
@@ -74,7 +42,7 @@ def test_decoy5q_is_5_percent_deep_on_a_noisy_plateau_sloping_towards_it() -> No
     far, nearer = [25, 0, 25, 25], [14, 0, 25, 25]  # the plateau falls towards the decoy's point
     assert 100.0 < d5(at(nearer)) < d5(at(far)) <= 100.3 and d5(at(far)) == d5(at(far, "tile"))
     assert h22.DECOY_5Q.noise == 0.007
-    on, failed = _on_target(h22.DECOY_5Q, 20_000)  # the basin only: (5/26)**4 = 0.14%
+    on, failed = draws_on_target(h22.DECOY_5Q, 20_000, seed=22)  # the basin only: (5/26)**4 = 0.14%
     assert 10 <= on <= 50 and failed == 0
 
 
@@ -88,7 +56,7 @@ def test_decoy9k_is_9_percent_deep_on_a_plateau_with_a_cliff_on_its_side() -> No
     assert d9(at(h22.DECOY_9K_OPT, "zigzag")) == 0.0 < d9(at(h22.DECOY_9K_OPT)) == 3.0 < h22.DECOY_9K.target
     assert d9(at([0, 0, 17, 17, 0])) == 99.6 and d9(at([17, 0, 17, 17, 0])) == 100.0  # the cliff, lower by the decoy
     assert h22.DECOY_9K.noise == 0.004
-    on, failed = _on_target(h22.DECOY_9K, 20_000)  # the basin only: (5/18)**5 = 0.16%
+    on, failed = draws_on_target(h22.DECOY_9K, 20_000, seed=22)  # the basin only: (5/18)**5 = 0.16%
     assert 12 <= on <= 55 and failed == 0
 
 
@@ -100,7 +68,7 @@ def test_pridge22v_keeps_its_work_along_the_product_and_nothing_fails_near_the_b
             for v in (1, 2, 4, 8) if b * i * v <= 16 * 4096]  # up to 16 times the best product
     assert INVALID_SCORE not in [p22(p) for p in near]
     assert p22({"block": 1024, "items": 16, "vector": 8, "sched": "dynamic"}) == INVALID_SCORE  # only far off
-    assert _whole(h22.PRIDGE_22V)[1] == 24  # 2% fail, all far off the ridge
+    assert whole_space_on_target(h22.PRIDGE_22V)[1] == 24  # 2% fail, all far off the ridge
 
 
 def test_noisy22_needs_the_vector_flag_with_an_unroll_of_4_and_one_copy_flag_not_both() -> None:
@@ -125,7 +93,7 @@ def test_acf46x_pairs_flags_with_a_choice_and_a_range_and_fails_where_described(
     assert a46({"e16": "--acf22x-16", "n1": 13}) > 1.0 > a46({"e16": "--acf22x-16", "n1": 14})  # n1 at 14 or more
     assert a46(b46 | {"c5": "x"}) == INVALID_SCORE and a46(b46 | {"n8": 17}) == INVALID_SCORE
     assert a46(b46 | {"c5": "w", "n8": 16}) != INVALID_SCORE
-    on, failed = _on_target(h22.ACF_46X, 4_000)  # 0.006% on target, 12% fail
+    on, failed = draws_on_target(h22.ACF_46X, 4_000, seed=22)  # 0.006% on target, 12% fail
     assert on <= 2 and 380 <= failed <= 620
 
 
@@ -140,5 +108,5 @@ def test_acf57y_pairs_flags_with_a_numeric_choice_and_ranges_and_overlaps_two() 
     assert a57({"w6": 17}) < a57({"w6": 14}) < 1.0 < a57({"w6": 0})  # w6 best high
     assert a57({"g26": "--acf22y-26", "w2": 4}) > 1.0 > a57({"g26": "--acf22y-26", "w2": 3})  # w2 at 3 or less
     assert a57(b57 | {"v4": 8}) == INVALID_SCORE and a57(b57 | {"v4": 4}) != INVALID_SCORE
-    on, failed = _on_target(h22.ACF_57Y, 4_000)  # 0.024% on target, 10% fail
+    on, failed = draws_on_target(h22.ACF_57Y, 4_000, seed=22)  # 0.024% on target, 10% fail
     assert on <= 5 and 300 <= failed <= 520
