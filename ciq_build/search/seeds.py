@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ciq_build.compiler.acf import ACF_SUFFIX
-from ciq_build.compiler.controls import KNOB_PREFIX, PARAM_PREFIX, AcfRef, define_value, knob
+from ciq_build.compiler.controls import KNOB_PREFIX, PARAM_PREFIX, AcfRef, controls_from_candidate, define_value, knob
 from ciq_build.core.rules import load_rules, nearest, read_regular_file
 from ciq_build.core.space import Param
 from ciq_build.errors import CiqError, ConfigError
@@ -96,8 +96,9 @@ def read_seeds(specs: Sequence[str], space: Mapping[str, Param],
         if seed in seeds:
             continue
         if allows is not None and not allows(params):
+            controls = controls_from_candidate(params)  # as the user writes it, not the space's knob.*/param.* names
             LOG.warning("%s %s: %s is refused by the target's CONSTRAINTS; left out", FLAG, item.origin,
-                        " ".join(f"{n}={v}" for n, v in params.items()))
+                        " ".join([*controls.flags, *(f"-D{name}={value}" for name, value in controls.defines)]))
             continue
         seeds.append(seed)
     return seeds
