@@ -127,3 +127,17 @@ def whole_space_on_target(problem: Any) -> tuple[list[dict[str, Any]], int]:
         if score != INVALID_SCORE and score <= problem.target:
             on.append(p)
     return on, failed
+
+
+def bare_manifest(where: Path, **fields: Any) -> Any:
+    """A target `kern`'s manifest with nothing in it (no sources, benchmark, objectives or PARAMS), every folder
+    `where`, CUDA 13.3.1 for sm_90a, for tests of what reads one; `fields` set what a test needs."""
+    from ciq_build.project.manifest import Manifest, ManifestToolchain
+
+    defaults: dict[str, Any] = {
+        "target": "kern", "source_dir": where, "binary_dir": where, "target_source_dir": where,
+        "target_binary_dir": where, "cuda_sources": (), "object_dir": where, "benchmark": None, "metric_regex": "",
+        "objectives": (), "params": (), "search_space": (), "pin_dir": where, "pin_file": where / "kern.json",
+        "timeout": 60.0, "options_file": where / "kern.nvcc-options", "generator": "Ninja", "allow_numerics": False,
+        "toolchain": ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a")}
+    return Manifest(**(defaults | fields))

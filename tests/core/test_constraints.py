@@ -22,13 +22,12 @@ from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.params import parse_params
 from ciq_build.core.settings import SearchSettings
 from ciq_build.errors import ConfigError
-from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.select import make_candidate_source, space_size_text
 from ciq_build.search.strategies import make_source
 from ciq_build.search.strategy import SearchRequest
-from support import REPO_ROOT
+from support import REPO_ROOT, bare_manifest
 
 REPO = REPO_ROOT
 SPACE = parse_params(["BX=choice(1,2,4,8,16,32,64)", "BY=range(1,64)", "MODE=fast,safe"])
@@ -188,13 +187,8 @@ def _walk(node: object) -> list[tuple[str, object]]:
 def test_the_spaces_size_says_what_constraints_ruled_out_and_when_they_ruled_out_none(tmp_path: Path) -> None:
     # "6 of 6 PARAMS combinations (CONSTRAINTS)" read as if they had cut something (cuda-samples' transpose).
     def said(constraint: str) -> tuple[str, int | None]:
-        manifest = Manifest(
-            target="kern", source_dir=tmp_path, binary_dir=tmp_path, target_source_dir=tmp_path,
-            target_binary_dir=tmp_path, cuda_sources=(), object_dir=tmp_path, benchmark=None, metric_regex="",
-            objectives=(), params=("BX=choice(1,2,4,8)", "BY=choice(1,2,4,8)"), constraints=(constraint,),
-            search_space=(), pin_dir=tmp_path, pin_file=tmp_path / "kern.json", timeout=60.0,
-            options_file=tmp_path / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
-            toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+        manifest = bare_manifest(tmp_path, params=("BX=choice(1,2,4,8)", "BY=choice(1,2,4,8)"),
+                                 constraints=(constraint,))
         return space_size_text(SearchSettings(controls=("params",)), manifest, find_toolchain(),
                                parse_objectives(["registers"]))
 
@@ -203,13 +197,8 @@ def test_the_spaces_size_says_what_constraints_ruled_out_and_when_they_ruled_out
 
 
 def test_a_tune_applies_constraints_or_says_why_it_cannot(tmp_path: Path) -> None:
-    manifest = Manifest(
-        target="kern", source_dir=tmp_path, binary_dir=tmp_path, target_source_dir=tmp_path,
-        target_binary_dir=tmp_path, cuda_sources=(), object_dir=tmp_path, benchmark=None, metric_regex="",
-        objectives=(), params=("BX=choice(1,2,4,8)", "BY=choice(1,2,4,8)"), constraints=("BX*BY == 8",),
-        search_space=(), pin_dir=tmp_path, pin_file=tmp_path / "kern.json", timeout=60.0,
-        options_file=tmp_path / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
-        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+    manifest = bare_manifest(tmp_path, params=("BX=choice(1,2,4,8)", "BY=choice(1,2,4,8)"),
+                             constraints=("BX*BY == 8",))
     objectives = parse_objectives(["spill_bytes"])
 
     def source(*kinds: str, strategy: str | None = None) -> CandidateSource:

@@ -30,7 +30,6 @@ from ciq_build.core.params import parse_params
 from ciq_build.core.settings import SearchSettings
 from ciq_build.core.space import as_space
 from ciq_build.errors import ConfigError, MissingExtraError, SearchError
-from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.search.acf_pool import POOL_FILE, POOL_PARAM, POOL_SCHEMA, AcfPool, make_pool_source, pool_sha256
 from ciq_build.search.base import CandidateSource, Proposal
 from ciq_build.search.evolution import SearchConfiguration
@@ -39,7 +38,7 @@ from ciq_build.search.select import make_candidate_source
 from ciq_build.search.strategies import make_source, resolve_strategy, strategy_names
 from ciq_build.search.strategy import COMPILER_ACF, GRID, SearchRequest
 from ciq_build.tune.loop import planned_budget, space_line
-from support import REPO_ROOT
+from support import REPO_ROOT, bare_manifest
 
 PARAMS = ["TILE=8,16,32,64", "UNROLL=1,2,4,8"]
 
@@ -396,12 +395,7 @@ def test_a_users_own_strategy_object_is_used_as_given_over_its_spaces(tmp_path: 
 
 
 def test_a_tunes_strategy_setting_picks_the_source_and_the_space_is_checked_against_it(tmp_path: Path) -> None:
-    manifest = Manifest(
-        target="kern", source_dir=tmp_path, binary_dir=tmp_path, target_source_dir=tmp_path,
-        target_binary_dir=tmp_path, cuda_sources=(), object_dir=tmp_path, benchmark=None, metric_regex="",
-        objectives=(), params=tuple(PARAMS), search_space=(), pin_dir=tmp_path, pin_file=tmp_path / "kern.json",
-        timeout=60.0, options_file=tmp_path / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
-        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+    manifest = bare_manifest(tmp_path, params=tuple(PARAMS))
     objectives = parse_objectives(["spill_bytes"])
 
     def source(**settings: Any) -> CandidateSource:

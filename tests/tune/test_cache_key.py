@@ -11,18 +11,14 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.tune.cache import cache_key, made_with, part_digests, what_changed
+from support import bare_manifest
 
 TOOLCHAIN = cast(Toolchain, SimpleNamespace(version="13.3.73", ptxas_version="13.3.73", nvcc=Path("/usr/bin/nvcc")))
 
 
 def _manifest(*cuda_flags: str) -> Manifest:
-    where = Path("/src")
-    return Manifest(
-        target="kern", source_dir=where, binary_dir=where, target_source_dir=where, target_binary_dir=where,
-        cuda_sources=(), object_dir=where, benchmark=None, metric_regex="", objectives=(), params=(),
-        search_space=(), pin_dir=where, pin_file=where / "kern.json", timeout=60.0,
-        options_file=where / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
-        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.73", "75"), cuda_flags=cuda_flags)
+    return cast(Manifest, bare_manifest(Path("/src"), cuda_flags=cuda_flags,
+                                        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.73", "75")))
 
 
 def test_the_targets_own_nvcc_flags_are_part_of_the_key() -> None:

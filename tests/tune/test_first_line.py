@@ -7,16 +7,13 @@ from pathlib import Path
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.tune.driver import _first_line
+from support import bare_manifest
 
 
 def _manifest(architectures: str) -> Manifest:
-    where = Path("/src")
-    return Manifest(
-        target="kern", source_dir=where, binary_dir=where, target_source_dir=where, target_binary_dir=where,
-        cuda_sources=(), object_dir=where, benchmark=None, metric_regex="", objectives=(), params=(),
-        search_space=(), pin_dir=where, pin_file=where / "kern.json", timeout=60.0,
-        options_file=where / "kern.nvcc-options", generator="Ninja", allow_numerics=False,
-        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", architectures))
+    manifest: Manifest = bare_manifest(Path("/src"),
+                                       toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", architectures))
+    return manifest
 
 
 def test_the_advice_to_tune_one_architecture_is_said_at_the_first_start_only() -> None:

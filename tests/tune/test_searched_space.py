@@ -15,7 +15,6 @@ from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.settings import MeasureSettings, SearchSettings
 from ciq_build.errors import ConfigError
-from ciq_build.project.manifest import Manifest, ManifestToolchain
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import REGISTER_CAP_RULE
@@ -24,18 +23,14 @@ from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.confirm import Confirmer
 from ciq_build.tune.searched_space import SearchedSpace
 from ciq_build.tune.timeouts import Timeouts
+from support import bare_manifest
 
 
 def searched(tmp_path: Path, *kinds: str, objectives: tuple[str, ...] = ("registers",),
              params: tuple[str, ...] = ("TILE=8,16",), generator: str = "Ninja",
              cuda_flags: tuple[str, ...] = ()) -> SearchedSpace:
-    manifest = Manifest(
-        target="kern", source_dir=tmp_path, binary_dir=tmp_path, target_source_dir=tmp_path,
-        target_binary_dir=tmp_path, cuda_sources=(), object_dir=tmp_path, benchmark=None, metric_regex="",
-        objectives=(), params=params, constraints=(), search_space=(), pin_dir=tmp_path,
-        pin_file=tmp_path / "kern.json", timeout=60.0, options_file=tmp_path / "kern.nvcc-options",
-        generator=generator, allow_numerics=bool(cuda_flags), cuda_flags=cuda_flags,
-        toolchain=ManifestToolchain(Path("/usr/bin/nvcc"), "13.3.1", "90a"))
+    manifest = bare_manifest(tmp_path, params=params, constraints=(), generator=generator,
+                             allow_numerics=bool(cuda_flags), cuda_flags=cuda_flags)
     settings = SearchSettings(controls=kinds, strategy="random", seed=1, seed_from=("-DTILE=48",) if params else (),
                               allow_numerics=bool(cuda_flags))
     return SearchedSpace(settings, manifest, find_toolchain(), parse_objectives(list(objectives)), tmp_path / "acf")
