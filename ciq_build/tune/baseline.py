@@ -10,7 +10,14 @@ from ciq_build.compiler.architectures import architecture_list
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import GPU_ARCH_METRIC, sm
 from ciq_build.core.causes import Cause
-from ciq_build.core.objectives import metric_key, named_scores, unbenchmarked_names, with_unit
+from ciq_build.core.objectives import (
+    Objective,
+    metric_key,
+    named_scores,
+    needs_benchmark,
+    unbenchmarked_names,
+    with_unit,
+)
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
 from ciq_build.project.per_block import DYNAMIC_SHARED, how_to_declare
 from ciq_build.project.sources import Snapshot
@@ -124,6 +131,18 @@ _BENCHMARK_FAILURES = (Cause.BENCH_SIGNAL, Cause.BENCH_EXIT, Cause.BENCH_TIMEOUT
 
 # The dynamic loader's words for a shared library it cannot find (glibc's ld.so), printed before main() runs.
 _MISSING_LIBRARY = re.compile(r"error while loading shared libraries: (\S+): cannot open shared object file")
+
+
+def no_gpu_seen_note(target: str, objectives: Sequence[Objective], baseline: Evaluation) -> str:
+    """Where a baseline measured for a benchmark objective ran where nvidia-smi reported no GPU, the warning that its
+    figures may measure no GPU work ("" elsewhere): a benchmark that checks no CUDA call (mini-nbody's) prints a
+    time, or a rate, of launches that all failed, and a pin from such figures is noise."""
+    if not needs_benchmark(objectives) or GPU_ARCH_METRIC in baseline.metrics:
+        return ""
+    return (f"warning: nvidia-smi reported no GPU where the benchmark of {target} ran, yet it printed its figures: "
+            "a benchmark that does not check its CUDA calls times launches that failed, not its kernels, and a pin "
+            f"from such figures is noise. Tune one measured without a GPU here instead: --objective, one of "
+            f"{unbenchmarked_names()}; or run the tune on a machine with a GPU.")
 
 
 def failed_baseline_text(target: str, evaluated: Evaluation, library_dirs: Sequence[Path] = ()) -> str:

@@ -15,7 +15,7 @@ from ciq_build.project.per_block import DYNAMIC_SHARED, read_declared
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.baseline import dynamic_shared_note, failed_baseline_text
+from ciq_build.tune.baseline import dynamic_shared_note, failed_baseline_text, no_gpu_seen_note
 from ciq_build.tune.cache import read_evaluation
 from ciq_build.tune.confirm import Confirmation
 from ciq_build.tune.finish import occupancy_steps
@@ -27,6 +27,21 @@ def failed(cause: Cause, metrics: dict[str, float]) -> Evaluation:
     return Evaluation("b", Proposal(-1, 0, {}), Controls(), False, cause,
                       "the benchmark crashed: killed by SIGABRT\nterminate called without an active exception",
                       metrics, {}, None, 1.0)
+
+
+def test_a_baseline_timed_where_no_gpu_answered_is_warned_about_as_measuring_no_gpu_work() -> None:
+    # mini-nbody on a machine without a GPU: its benchmark checks no CUDA call, so every launch failed unseen and it
+    # printed "65536, 15530.215" (billion interactions/s); the tune timed 20 runs, re-measured, and said nothing.
+    def measured(metrics: dict[str, float]) -> Evaluation:
+        return Evaluation("b", Proposal(-1, 0, {}), Controls(), True, None, "", metrics, {}, (0.064,), 1.0)
+
+    timed = parse_objectives(["time"])
+    note = no_gpu_seen_note("nbody_unroll", timed, measured({"time_ms": 0.064}))
+    assert note.startswith("warning: nvidia-smi reported no GPU where the benchmark of nbody_unroll ran, yet it "
+                           "printed its figures")
+    assert f"--objective, one of {unbenchmarked_names()}" in note
+    assert no_gpu_seen_note("nbody_unroll", timed, measured({"time_ms": 0.064, "gpu_sm": 90.0})) == ""
+    assert no_gpu_seen_note("nbody_unroll", parse_objectives(["registers"]), measured({"registers": 40.0})) == ""
 
 
 def test_a_baseline_benchmark_that_failed_where_no_gpu_answered_says_so_and_what_to_tune_instead() -> None:
