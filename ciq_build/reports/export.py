@@ -60,11 +60,21 @@ def export(target: str, build_dir: Path, source_dir: Path | None, *, csv_file: s
         return write_text(kernel_tuner_cache(shown), kernel_tuner_file, f"the Kernel Tuner cache of {target}")
     history = load_history(target, build_dir, source_dir, search=search, every_search=True, command="export",
                            architecture=architecture)
+    note = ""
     if search is not None:
         history.evaluations = [e for e in history.evaluations if e.search == search]
+        if not history.evaluations:  # a tune that took every evaluation from the journal adds none of its own
+            seen = load_history(target, build_dir, source_dir, search=search, command="export",
+                                architecture=architecture).evaluations
+            earlier = sorted({e.search for e in seen if e.search != search})
+            if earlier:
+                note = (f": search {search} journaled none of its own: it took its {len(seen)} from earlier "
+                        f"searches' entries (--search {' or '.join(map(str, earlier))}; without --search, every "
+                        "search's rows)")
     text, destination = (to_csv(history), csv_file) if csv_file is not None else (to_json(history), json_file)
     assert destination is not None
-    return write_text(text, destination, f"{len(history.evaluations)} evaluation(s) of {target}")
+    said = write_text(text, destination, f"{len(history.evaluations)} evaluation(s) of {target}")
+    return said.rstrip("\n") + note + "\n" if note and destination != "-" else said  # stdout is the rows alone
 
 
 def write_text(text: str, destination: str, what: str) -> str:

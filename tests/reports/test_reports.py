@@ -36,7 +36,7 @@ from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain
 from ciq_build.reports import page as report_page
 from ciq_build.reports import plots as report_plots
 from ciq_build.reports import tables as report_tables
-from ciq_build.reports.export import to_csv, to_json
+from ciq_build.reports.export import export, to_csv, to_json
 from ciq_build.reports.history import load_history
 from ciq_build.state.live import read_live_status
 from support import REPO_ROOT
@@ -555,6 +555,26 @@ def test_each_search_is_reported_in_its_own_objectives(retuned: dict) -> None:
     markdown = report_page.render_markdown(latest)
     assert "| registers | min | 8 |" in markdown and "| time | min | 1.5 |" in markdown
     assert "search: 2 of 2 in this journal" in markdown
+
+
+def test_export_of_a_search_that_journaled_none_of_its_own_says_where_its_evaluations_are(tmp_path: Path) -> None:
+    # mini-nbody's trial: a second tune took its one evaluation from the journal; `export --search 2 --csv` wrote
+    # "0 evaluation(s)" without a word, where `--optuna` (the latest search) wrote 3 trials.
+    journal = tmp_path / "build" / "ciq" / "journal" / "kern.jsonl"
+    journal.parent.mkdir(parents=True)
+    lines: list[dict] = [{"kind": "header", "objectives": ["registers"]},
+                         {"kind": "evaluation", "key": "base", "ok": True, "scores": [8.0], "controls": {},
+                          "metrics": {"registers": 8.0}},
+                         {"kind": "evaluation", "key": "x1", "ok": True, "scores": [6.0], "params": {"param.X": 1},
+                          "controls": {"defines": {"X": "1"}}, "metrics": {"registers": 6.0}},
+                         {"kind": "header", "objectives": ["registers"]}]
+    journal.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    said = export("kern", tmp_path / "build", None, csv_file=str(tmp_path / "two.csv"), search=2)
+    assert said.startswith("ciq_build: wrote 0 evaluation(s) of kern to "), said
+    assert ("search 2 journaled none of its own: it took its 2 from earlier searches' entries (--search 1; "
+            "without --search, every search's rows)") in said, said
+    assert "journaled none" not in export("kern", tmp_path / "build", None, csv_file=str(tmp_path / "one.csv"),
+                                          search=1)
 
 
 @slow
