@@ -258,6 +258,10 @@ class Finish:
                 self.say(f"the minimal pin's controls do not build now ({built.message}): the winner's are pinned")
                 return confirmation
             minimal = minimizer.built_as(minimal, built.objects, tree)
+            # The record's figures are the pin's build's: a dropped -D changes what the launch declares (mini-nbody's
+            # -DBLOCK_SIZE=512, dropped at the same occupancy, was recorded as 512 threads the pin never launches).
+            winner = dataclasses.replace(winner, metrics={**winner.metrics,
+                                                          **self.runner.static_metrics(built, minimal.controls)})
         self.say(minimal.describe())
         verdict = f"{confirmation.verdict}; {minimal.describe()}"
         if minimal.controls.is_default:

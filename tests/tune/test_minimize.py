@@ -224,3 +224,33 @@ def test_a_static_tunes_minimal_pin_is_decided_by_ptxas_alone_and_its_own_build_
     same = minimizer.built_as(pin, objects, cast(Any, tree))
     assert same.same_code and same.describe() == ("dropped from the pin, since the machine code is the same without "
                                                   "them: -Xptxas=--def-load-cache=cs, -Xptxas=-O3")
+
+
+def test_a_static_minimal_pin_of_other_code_records_the_figures_of_its_own_build() -> None:
+    # mini-nbody: -DBLOCK_SIZE=512 was dropped at the same occupancy (100%), and the record's winner_metrics kept the
+    # search winner's 512 threads and 6144 bytes of shared memory, which the pinned build (256, 3072) never has.
+    from ciq_build.search.base import Proposal
+    from ciq_build.search.evaluation import Evaluation
+    from ciq_build.tune.confirm import Confirmation
+    from ciq_build.tune.finish import Finish
+    from ciq_build.tune.minimize import MinimalPin
+
+    searched = Controls(flags=("-maxrregcount=32",), defines=(("BLOCK_SIZE", "512"),))
+    pinned = Controls(flags=("-maxrregcount=32",))
+    winner = Evaluation("w", Proposal(1, 0, {}), searched, True, None, "",
+                        {"occupancy": 100.0, "threads_per_block": 512.0, "shared_bytes": 6144.0}, {}, (100.0,), 1.0)
+    minimal = MinimalPin(pinned, (), ("-DBLOCK_SIZE=512",), same_code=False)
+    built = SimpleNamespace(ok=True, objects=(Path("pin.o"),))
+    minimizer = SimpleNamespace(result=lambda objects: minimal, built_as=lambda m, objects, tree: m)
+    finish = cast(Any, Finish.__new__(Finish))
+    finish.meter, finish.say = SimpleNamespace(enter=lambda name: None), lambda text: None
+    finish.runner = SimpleNamespace(
+        timeouts=Timeouts(60.0, 60.0), links=False,
+        static_metrics=lambda build, controls: ({"occupancy": 100.0, "threads_per_block": 256.0, "shared_bytes": 3072.0}
+                                                if build is built and controls == pinned else {}))
+    tree = SimpleNamespace(build=lambda controls, timeout, benchmark: built)
+    confirmation = Confirmation(winner, winner, True, "better", (75.0,), (100.0,))
+    pinned_confirmation = finish._minimal(confirmation, tree, minimizer, tree)
+    assert pinned_confirmation.winner.controls == pinned
+    assert pinned_confirmation.winner.metrics == {"occupancy": 100.0, "threads_per_block": 256.0,
+                                                  "shared_bytes": 3072.0}
