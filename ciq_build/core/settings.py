@@ -103,6 +103,7 @@ class SearchSettings:
     # tune --seed-from: pinned records, folders of them, or controls lists (ciq_build.search.seeds),
     # evaluated first and entering the search's first generation.
     seed_from: tuple[str, ...] = ()
+    seeds_said_as: str = "--seed-from"  # what messages call them: the target's SEEDS where the command line gave none
     controls: tuple[str, ...] = PLAIN_KINDS  # what is searched: knobs, params, an ACF space, acf-pool:<dir>
     allow_numerics: bool = False  # also search flags that change floating-point results
     pick: str = "knee"  # which Pareto point to pin: knee or first

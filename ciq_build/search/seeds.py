@@ -26,6 +26,7 @@ a record by the pin reader itself. Only a malformed seed (no such file,
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 import shlex
@@ -71,21 +72,24 @@ class _Found:
     defines: dict[str, str]
     acf: AcfRef | None = None
     strict: bool = False  # a controls list: left out whole when a control does not fit
+    said_as: str = FLAG  # how the user gave it: --seed-from, or the target's SEEDS
 
 
 def read_seeds(specs: Sequence[str], space: Mapping[str, Param],
                allows: Callable[[Mapping[str, Any]], bool] | None = None,
-               acfs: AcfSeeding | None = None, source_defaults: Mapping[str, str] | None = None) -> list[Seed]:
+               acfs: AcfSeeding | None = None, source_defaults: Mapping[str, str] | None = None,
+               said_as: str = FLAG) -> list[Seed]:
     """The configurations `specs` name, as Seeds of `space`, in order, each once; the defaults left out, and
     what does not fit (see the module's note) or the target's CONSTRAINTS (`allows`) refuse, with a warning.
-    `source_defaults`: the -D text of each PARAMS name the sources give a guarded default ({"TILE": "32"})."""
-    found = [item for spec in specs for item in _found(spec, acfs)]
+    `source_defaults`: the -D text of each PARAMS name the sources give a guarded default ({"TILE": "32"});
+    `said_as`: what the messages call them (the target's SEEDS where the command line gave none)."""
+    found = [dataclasses.replace(item, said_as=said_as) for spec in specs for item in _found(spec, acfs, said_as)]
     refused = _acf_refusals(found, acfs)
     seeds: list[Seed] = []
     for item in found:
         acf = item.acf
         if acf is not None and acf.path in refused:
-            LOG.warning("%s %s: the ACF %s cannot be seeded: %s; %s", FLAG, item.origin, acf.path.name,
+            LOG.warning("%s %s: the ACF %s cannot be seeded: %s; %s", item.said_as, item.origin, acf.path.name,
                         refused[acf.path], "seeding with its flags and -D values only"
                         if item.flags or item.defines else "left out")
             acf = None
@@ -97,7 +101,7 @@ def read_seeds(specs: Sequence[str], space: Mapping[str, Param],
             continue
         if allows is not None and not allows(params):
             controls = controls_from_candidate(params)  # as the user writes it, not the space's knob.*/param.* names
-            LOG.warning("%s %s: %s is refused by the target's CONSTRAINTS; left out", FLAG, item.origin,
+            LOG.warning("%s %s: %s is refused by the target's CONSTRAINTS; left out", item.said_as, item.origin,
                         " ".join([*controls.flags, *(f"-D{name}={value}" for name, value in controls.defines)]))
             continue
         seeds.append(seed)
@@ -120,49 +124,49 @@ def manifest_seeds(seeds: Sequence[str], source_dir: Path) -> tuple[str, ...]:
     return tuple(kept)
 
 
-def _found(spec: str, acfs: AcfSeeding | None) -> list[_Found]:
+def _found(spec: str, acfs: AcfSeeding | None, said_as: str = FLAG) -> list[_Found]:
     if spec.strip().startswith("-"):
-        flags, defines = _command_line(spec)
+        flags, defines = _command_line(spec, said_as)
         return [_Found(repr(spec), flags, defines, strict=True)]
     path = Path(spec).expanduser()
     if path.is_dir():
         records = sorted(p for p in path.glob("*.json") if p.name != POOL_LISTING)
         acf_files = sorted(path.glob(f"*{ACF_SUFFIX}"))
         if not records and not acf_files:
-            raise ConfigError(f"{FLAG} {spec}: the folder holds no pinned record (*.json) and no ACF (*.acf); "
+            raise ConfigError(f"{said_as} {spec}: the folder holds no pinned record (*.json) and no ACF (*.acf); "
                               "name a record, an ACF, a folder of them, or controls such as '-Xptxas=-O2 -DTILE=32'")
-        return ([c for record in records for c in _record_found(record)]
-                + [c for file in acf_files for c in _acf_found(file, acfs)])
+        return ([c for record in records for c in _record_found(record, said_as)]
+                + [c for file in acf_files for c in _acf_found(file, acfs, said_as)])
     if path.is_file():
-        return _acf_found(path, acfs) if path.suffix == ACF_SUFFIX else _record_found(path)
-    raise ConfigError(f"{FLAG} {spec}: no such file or folder; name a pinned record (<target>.json), an ACF (.acf), "
+        return _acf_found(path, acfs, said_as) if path.suffix == ACF_SUFFIX else _record_found(path, said_as)
+    raise ConfigError(f"{said_as} {spec}: no such file or folder; name a pinned record (<target>.json), an ACF (.acf), "
                       "a folder of them, or controls starting with - such as '-Xptxas=-O2 -DTILE=32'")
 
 
-def _acf_found(path: Path, acfs: AcfSeeding | None) -> list[_Found]:
+def _acf_found(path: Path, acfs: AcfSeeding | None, said_as: str = FLAG) -> list[_Found]:
     """An ACF file on its own: read by the compiler whose ACFs the tune searches (nothing in it says which)."""
     if acfs is None:
         LOG.warning("%s %s: this tune searches no ACFs (SEARCH_SPACE or --controls ptxas-acf[:VERSION], nvcc-acf, "
-                    "or acf-pool:<folder>); left out", FLAG, path)
+                    "or acf-pool:<folder>); left out", said_as, path)
         return []
     try:
         # As the pin readers read an ACF: a regular file (no link, FIFO or device) within the size limit.
         data = read_regular_file(path, load_rules().limit("acf_bytes"), "the ACF")
     except OSError as error:
-        LOG.warning("%s %s: cannot be seeded: %s; left out", FLAG, path, error.strerror or error)
+        LOG.warning("%s %s: cannot be seeded: %s; left out", said_as, path, error.strerror or error)
         return []
     if not data:
-        LOG.warning("%s %s: cannot be seeded: the ACF is empty; left out", FLAG, path)
+        LOG.warning("%s %s: cannot be seeded: the ACF is empty; left out", said_as, path)
         return []
     return [_Found(str(path), [], {}, AcfRef(path.absolute(), acfs.compiler, hashlib.sha256(data).hexdigest()))]
 
 
-def _record_found(path: Path) -> list[_Found]:
+def _record_found(path: Path, said_as: str = FLAG) -> list[_Found]:
     """The record's controls and each architecture entry's; a record that cannot be read is said and left out."""
     try:
         record = read_record(path, named_for_target=False)  # a seed may be a record copied under any name
     except CiqError as error:
-        LOG.warning("%s %s: not a pinned record ciq_build can read (%s); left out", FLAG, path,
+        LOG.warning("%s %s: not a pinned record ciq_build can read (%s); left out", said_as, path,
                     " ".join(str(error).split()))
         return []
     return [_Found(f"{path}{where}", list(controls.flags), dict(controls.defines), controls.acf)
@@ -191,7 +195,7 @@ def _acf_refusals(found: list[_Found], acfs: AcfSeeding | None) -> Mapping[Path,
     return refused
 
 
-def _command_line(spec: str) -> tuple[list[str], dict[str, str]]:
+def _command_line(spec: str, said_as: str = FLAG) -> tuple[list[str], dict[str, str]]:
     """Flags and -D NAME=VALUE of a controls list."""
     flags: list[str] = []
     defines: dict[str, str] = {}
@@ -203,7 +207,7 @@ def _command_line(spec: str) -> tuple[list[str], dict[str, str]]:
         if token.startswith("-D"):
             name, equals, value = token[2:].partition("=")
             if not name or not equals:
-                raise ConfigError(f"{FLAG}: {token!r} needs a value: -D{name or 'NAME'}=VALUE")
+                raise ConfigError(f"{said_as}: {token!r} needs a value: -D{name or 'NAME'}=VALUE")
             defines[name] = value
         else:
             flags.append(token)
@@ -247,7 +251,7 @@ def _as_params(item: _Found, space: Mapping[str, Param], source_defaults: Mappin
             params[PARAM_PREFIX + define] = value
     if missing:
         searched = sorted(by_flag) + [f"-D{name}=..." for name in names]
-        LOG.warning("%s %s: %s %s not among the controls this tune searches (%s%s); %s%s", FLAG, item.origin,
+        LOG.warning("%s %s: %s %s not among the controls this tune searches (%s%s); %s%s", item.said_as, item.origin,
                     ", ".join(missing), "is" if len(missing) == 1 else "are", ", ".join(searched[:12]) or "none",
                     " ..." if len(searched) > 12 else "",
                     "the seed is left out (seed only those, or widen the search: --controls, PARAMS values)"
@@ -268,7 +272,7 @@ def _as_params(item: _Found, space: Mapping[str, Param], source_defaults: Mappin
         filled[name] = value
     if guessed and (params or item.acf is not None):
         LOG.warning("%s %s gives no %s and the sources give no guarded default the search has: %s taken (the first "
-                    "value of each); to seed the defaults' value, name it (-DNAME=VALUE in a controls list)", FLAG,
+                    "value of each); to seed the defaults' value, name it (-DNAME=VALUE in a controls list)", item.said_as,
                     item.origin, "value for " + ", ".join(guessed),
                     ", ".join(f"{name}={value}" for name, value in guessed.items()))
     return {**params, **filled}

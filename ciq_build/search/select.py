@@ -209,7 +209,8 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
     defaults = guarded_defaults(manifest.params, manifest.cuda_sources) if settings.seed_from else {}
     request = SearchRequest(space, config, tuple(o.spec for o in objectives), toolchain=toolchain,
                             architectures=manifest.toolchain.architectures, acf_dir=acf_dir, allows=allows,
-                            seeds=tuple(read_seeds(settings.seed_from, space, allows, acf_seeding, defaults)),
+                            seeds=tuple(read_seeds(settings.seed_from, space, allows, acf_seeding, defaults,
+                                                   settings.seeds_said_as)),
                             strategy_options=split_pairs(settings.strategy_options))
     if pool is not None:
         from ciq_build.search.acf_pool import make_pool_source

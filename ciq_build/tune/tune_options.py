@@ -317,10 +317,12 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
     from ciq_build.search.seeds import manifest_seeds  # the search's machinery: for a tune only, not --help
 
     typed = {**given(options), "timeout_explicit": options.timeout is not None,
+             "seeds_said_as": "--seed-from" if options.seed_from else None,
                     "time_limit": None if options.time_limit is None else duration_seconds(options.time_limit)}
     # The manifest always has a TIMEOUT (the CMake module's default is DEFAULT_TIMEOUT).
     target = {"objectives": manifest.objectives, "controls": manifest.search_space, "timeout": manifest.timeout,
               "seed_from": manifest_seeds(manifest.seeds, manifest.source_dir),
+              "seeds_said_as": ("ciq_seeds" if manifest.setuptools else "SEEDS") if manifest.seeds else None,
               "allow_numerics": manifest.allow_numerics}
     objectives = read_from(parse_objectives(list(first_given("objectives", typed, target, default=DEFAULT_OBJECTIVES))),
                            manifest.metric_regex, manifest.metric_unit)

@@ -107,6 +107,10 @@ def test_a_seeds_define_outside_the_params_says_the_values_or_the_name_meant(cap
     assert "PARAMS TILE takes 16, 32, 64 (not 48)" in caplog.text
     assert "TILEE is not a PARAMS name (did you mean TILE?)" in caplog.text
     assert "ROWS is not a PARAMS name (they are TILE, VEC)" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="ciq_build"):  # a target's SEEDS entry, said as such
+        read_seeds(["-DTILE=48"], space(), said_as="SEEDS")
+    assert caplog.text.count("SEEDS '-DTILE=48': -DTILE=48 is not among") == 1 and "--seed-from" not in caplog.text
 
 
 def test_another_targets_pin_seeds_what_the_two_share_and_says_what_it_leaves_out(

@@ -106,6 +106,14 @@ def test_time_limit_and_seeds_resolve_and_reach_a_child_tune_through_argv(tmp_pa
     assert resolve_settings(_options(), _manifest(tmp_path)).search.time_limit is None
 
 
+
+def test_seeds_are_named_in_messages_as_the_user_gave_them(tmp_path: Path) -> None:
+    # mini-nbody's trial: a target's SEEDS entry was warned about as "--seed-from ...", an option it never passed.
+    seeded = _manifest(tmp_path, seeds=("-DTILE=32",))
+    assert resolve_settings(_options(), seeded).search.seeds_said_as == "SEEDS"
+    assert resolve_settings(_options(), dataclasses.replace(seeded, generator="setuptools")).search.seeds_said_as == "ciq_seeds"
+    assert resolve_settings(_options("--seed-from=-DTILE=16"), seeded).search.seeds_said_as == "--seed-from"
+
 # -- one declaration per option: the command line, argv, validation and the library call come from it ---------
 
 
