@@ -100,6 +100,13 @@ def actor_resources(objectives: Sequence[Objective], gpu_resource: str | None, c
     return request
 
 
+def _amounts(request: dict[str, Any]) -> dict[str, float]:
+    """A Ray request's amounts by resource name, as ray.cluster_resources() names them."""
+    return {name: float(amount) for name, amount in (("CPU", request.get("num_cpus", 0)),
+                                                     ("GPU", request.get("num_gpus", 0)),
+                                                     *request.get("resources", {}).items())}
+
+
 def benchmark_resources(gpu_resource: str | None, *, num_cpus: int = 0) -> dict[str, Any]:
     """What one benchmark asks Ray for: a GPU, of the named kind if one is given; one benchmark per GPU at a time.
 
@@ -414,18 +421,21 @@ class RayPool:
             ray.kill(actor, no_restart=True)
 
     def _check_cluster(self, resources: dict[str, float]) -> None:
-        """Refuse a request no node can meet (Ray would wait for it forever)."""
-        wanted: dict[str, float] = {}
-        for request in (self.request, self.benchmark or {}):
-            for name, amount in (("CPU", request.get("num_cpus", 0)), ("GPU", request.get("num_gpus", 0)),
-                                 *request.get("resources", {}).items()):
-                wanted[name] = max(wanted.get(name, 0.0), float(amount))
+        """Refuse a request the cluster cannot meet (Ray would wait for it forever): a benchmark task's, or the
+        slots' together, since every actor holds its request for the whole tune and the pool waits for all."""
+        per_slot = _amounts(self.request)
+        wanted = {name: amount * self.count for name, amount in per_slot.items()}
+        for name, amount in _amounts(self.benchmark or {}).items():
+            wanted[name] = max(wanted.get(name, 0.0), amount)
         for name, amount in wanted.items():
-            if amount and resources.get(name, 0.0) < amount:
+            have = resources.get(name, 0.0)
+            if amount and have < amount:
                 hint = (f"start the nodes with ray start --resources='{{\"{name}\": <count>}}'"
                         if name not in ("CPU", "GPU") else "add nodes, or point --ray-address at a cluster that has them")
-                raise ConfigError(f"the Ray cluster has {resources.get(name, 0.0):g} {name}, and each evaluation "
-                                  f"slot asks for {amount:g}: {hint}")
+                if per_slot.get(name) and have >= per_slot[name]:  # one slot fits, --jobs of them do not
+                    hint = f"lower --jobs to {int(have // per_slot[name])}, or {hint}"
+                raise ConfigError(f"the Ray cluster has {have:g} {name}, and the {self.count} evaluation slot(s) "
+                                  f"(--jobs) ask for {amount:g}, each holding its share for the whole tune: {hint}")
 
     def _start(self, slot: RaySlot) -> None:
         ray = _ray()

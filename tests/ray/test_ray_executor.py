@@ -724,3 +724,12 @@ def test_the_share_actor_reclaims_the_grant_of_a_holder_that_died_holding_it(clu
     ray.get(share.release.remote(1))
     assert [s.benchmarks for s in ray.get(share.shares.remote())] == [1, 1]
     ray.kill(share)
+
+
+def test_more_slots_than_the_cluster_has_cpus_are_refused_not_waited_for_forever() -> None:
+    # --jobs 4 on a 2-CPU cluster: each actor fits, but the pool waits for all four, which Ray never places.
+    pool = RayPool(None, None, None, parse_objectives(["spill_bytes"]), 1, Timeouts(60, 60), 300, 4)
+    with pytest.raises(ConfigError, match=r"has 2 CPU, and the 4 evaluation slot\(s\) \(--jobs\) ask for 4.*"
+                                          r"lower --jobs to 2"):
+        pool._check_cluster({"CPU": 2.0})
+    pool._check_cluster({"CPU": 4.0})
