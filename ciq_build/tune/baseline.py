@@ -86,8 +86,11 @@ def dynamic_shared_note(figures: dict[str, float], *, declared: bool = False, se
     dynamic = int(figures.get(DYNAMIC_SHARED_METRIC, 0))
     keyword = DYNAMIC_SHARED.argument if setuptools else DYNAMIC_SHARED.keyword
     if not dynamic:
-        return (f"{keyword} is declared, but no kernel's PTX uses dynamic shared memory (extern __shared__): the "
-                "occupancy counts it for none" if declared and THREADS_METRIC in figures else "")
+        # The kernels that use it are read from PTX: objects built for `-real` architectures alone embed none,
+        # so "none uses it" may be "none could be read" (said, not taken as known).
+        return (f"{keyword} is declared, but no kernel's PTX uses dynamic shared memory (extern __shared__), or "
+                "the objects embed no PTX to read it from (architectures built -real only: add one with PTX, e.g. "
+                "90 for 90-real): the occupancy counts it for none" if declared and THREADS_METRIC in figures else "")
     kernels = int(figures.get("kernels", dynamic))
     said = f"{dynamic} of the {kernels} kernels use dynamic shared memory (extern __shared__)"
     if counted := figures.get(COUNTED_DYNAMIC_METRIC):

@@ -233,8 +233,9 @@ def test_an_occupancy_of_kernels_with_dynamic_shared_memory_says_it_leaves_that_
     assert "dynamic_shared_kernels" not in plain and dynamic_shared_note(plain) == ""
     # A DYNAMIC_SHARED_MEMORY that no kernel's PTX uses counts for none, which is said.
     assert dynamic_shared_note(plain, declared=True) == (
-        "DYNAMIC_SHARED_MEMORY is declared, but no kernel's PTX uses dynamic shared memory (extern __shared__): the "
-        "occupancy counts it for none")
+        "DYNAMIC_SHARED_MEMORY is declared, but no kernel's PTX uses dynamic shared memory (extern __shared__), or "
+        "the objects embed no PTX to read it from (architectures built -real only: add one with PTX, e.g. 90 for "
+        "90-real): the occupancy counts it for none")
     registers = BuildRunner(None, None, parse_objectives(["registers"]), 1, Timeouts(60.0, 60.0), GpuSlots())
     unseen = registers.static_metrics(CandidateBuild(True, None, "", 1.0, report, dynamic_shared=("_Z9flash_fwdv",)),
                                       Controls())
