@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,6 +34,8 @@ from ciq_build.tune.runner import (
     BuildRunner,
 )
 from ciq_build.tune.source_watch import SourceWatch
+
+LOG = logging.getLogger("ciq_build")
 
 
 def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTree, target: str,
@@ -74,6 +77,8 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
     if note := dynamic_shared_note(evaluated.metrics, declared=runner.dynamic_shared_memory is not None,
                                    setuptools=runner.manifest is not None and runner.manifest.setuptools):
         say(note)
+    if note := no_gpu_seen_note(target, runner.objectives, evaluated):
+        LOG.warning("%s", note)  # about the tune's results: said even with --quiet
     return evaluated
 
 

@@ -45,7 +45,7 @@ from ciq_build.search.select import search_kinds
 from ciq_build.state.journal import Journal, TargetLock, tune_lock_path
 from ciq_build.state.live import LiveStatus, live_status_path
 from ciq_build.tune.ahead import start_builds_ahead
-from ciq_build.tune.baseline import baseline_for_search, measure_baseline, no_gpu_seen_note
+from ciq_build.tune.baseline import baseline_for_search, measure_baseline
 from ciq_build.tune.cache import EvaluationCache, cache_key, part_digests, search_header
 from ciq_build.tune.confirm import Confirmer
 from ciq_build.tune.executor import Executor, SearchPhase
@@ -274,8 +274,6 @@ class TuneRun:
             try:
                 baseline = measure_baseline(self.runner, self.cache, base_tree, self.manifest.target, self._key,
                                             self.sources, configured, self._disk_full, self._say)
-                if note := no_gpu_seen_note(self.manifest.target, self.runner.objectives, baseline):
-                    _warn(note)
                 if probe is not None:
                     self.overridden = probe.result()
                 return baseline
@@ -312,8 +310,7 @@ class TuneRun:
         static = [o.spec for o in self.objectives if o.source == "static"]
         self.architectures = _architecture_plan(self.manifest, gpu, static, self.runner.needs_benchmark)
         self.runner.scored_architecture = self.architectures.scored
-        _check_static_inputs((self.runner.threads_per_block, self.runner.dynamic_shared_memory), self.objectives,
-                             self.manifest, self.architectures.scored)
+        _check_static_inputs(self.runner.per_block, self.objectives, self.manifest, self.architectures.scored)
         self.architectures.say(_warn, self._say)
 
     def _search(self, source: CandidateSource, workers: list[WorkerTree], timeouts: Timeouts,

@@ -128,6 +128,11 @@ class BuildRunner:
                                                               else (None, None))
         self._setuptools = manifest is not None and manifest.setuptools  # how its messages name the declaration
 
+    @property
+    def per_block(self) -> tuple[Declared | None, Declared | None]:
+        """THREADS_PER_BLOCK and DYNAMIC_SHARED_MEMORY, as declared (None: not)."""
+        return self.threads_per_block, self.dynamic_shared_memory
+
     def read_gpu(self) -> int | None:
         """The architecture of the GPU this runner's benchmarks run on (None: no GPU answers here)."""
         with self.slots.query() as env:  # not a benchmark: the GPU-busy figure starts at the baseline's run
