@@ -328,7 +328,7 @@ class BuildRunner:
             if kernels and not metrics.found_by(kernels, [objective.kernels[1]]):
                 names = sorted({name.split("(")[0] for name in metrics.demangled({k.function for k in kernels}).values()})
                 shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-                said += f" ({NO_MATCHING_KERNEL}; the kernels: {shown})"
+                return f"{said} ({NO_MATCHING_KERNEL}; the kernels: {shown})"  # the whole cause: no kernel to size
         if wants_block_size([objective]):
             dynamic = self.dynamic_shared_memory
             said += " (" + (no_value(dynamic, controls, setuptools=self._setuptools)

@@ -11,7 +11,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import parse_objectives, unbenchmarked_names
 from ciq_build.measure.gpu_slots import GpuSlots
-from ciq_build.project.per_block import DYNAMIC_SHARED, read_declared
+from ciq_build.project.per_block import DYNAMIC_SHARED, THREADS, read_declared
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
@@ -146,6 +146,14 @@ def test_a_missing_per_kernel_figure_says_the_regex_missed_only_where_it_did() -
     evaluated = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {})
     assert evaluated.message == ("no value for objective(s) registers:kernel9 (no kernel's mangled or demangled name matches its "
                     "regex; the kernels: layernorm_forward_kernel4, mean_kernel)")
+    # An occupancy regex that finds nothing says that alone: wangzyon's SGEMM's occupancy:mysgemm_v9 (THREADS_PER_BLOCK
+    # declared) added "(its architecture has no occupancy limits ...)" of sm_90, which has them.
+    for declared in (read_declared(THREADS, ("256",), ()), None):
+        runner = BuildRunner(None, None, parse_objectives(["occupancy:kernel9"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+        runner.threads_per_block = declared
+        evaluated = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {})
+        assert evaluated.message == ("no value for objective(s) occupancy:kernel9 (no kernel's mangled or demangled name "
+                                     "matches its regex; the kernels: layernorm_forward_kernel4, mean_kernel)")
     assert "Fix the build or benchmark first" not in failed_baseline_text("layernorm_forward", evaluated)
 
 
