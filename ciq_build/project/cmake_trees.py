@@ -431,6 +431,8 @@ def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain,
 # when a CMakeLists.txt (or anything configure read) changed, and does nothing otherwise.
 _REGENERATE_TARGET = {"Ninja": "build.ninja", "Ninja Multi-Config": "build.ninja",
                       "Unix Makefiles": "cmake_check_build_system"}
+# The build system each of them writes at the end of a configure that succeeded.
+_GENERATED_BY = {"Ninja": "build.ninja", "Ninja Multi-Config": "build.ninja", "Unix Makefiles": "Makefile"}
 
 
 def check_tree_is_here(build_dir: Path) -> None:
@@ -472,7 +474,12 @@ def refresh_user_tree(build_dir: Path, timeout: float) -> None:
     target = _REGENERATE_TARGET.get(generator or "")
     if target is None:
         return  # another generator: its manifests are as the last configure wrote them
-    result = proc.run([tree_tool(build_dir, "cmake"), "--build", str(build_dir), "--target", target], timeout)
+    command = [tree_tool(build_dir, "cmake"), "--build", str(build_dir), "--target", target]
+    if not (Path(build_dir) / _GENERATED_BY[generator or ""]).is_file():
+        # The last configure failed before it wrote the build system (a CMake error the user has since fixed):
+        # there is nothing to regenerate from, so configure the tree again from its cache.
+        command = [tree_tool(build_dir, "cmake"), str(build_dir)]
+    result = proc.run(command, timeout)
     if not result.ok:
         raise BuildError(
             f"re-running CMake in {build_dir} (a CMakeLists.txt changed since it was configured) failed "

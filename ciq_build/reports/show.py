@@ -35,7 +35,7 @@ def pin_file_for(target: str, build_dir: Path, source_dir: Path | None) -> Path:
 def show(target: str, backend: BuildBackend, pin_file: Path | None) -> tuple[str, bool]:
     """The record, in words, and what the target's build does with it (not for a --pin-file, which no build
     reads); False where the build refuses it."""
-    text = format_record(read_record(require_pin(target, backend, pin_file)))
+    text = format_record(read_record(require_pin(target, backend, pin_file)), setuptools=backend.kind == "setuptools")
     if pin_file is not None:
         return text, True
     try:

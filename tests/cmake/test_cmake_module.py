@@ -558,7 +558,7 @@ def test_a_call_above_the_directory_that_enables_cuda_says_where_to_call(tmp_pat
             "target, or add CUDA to the top-level project().") in text, text
 
 
-@pytest.mark.parametrize(("setting", "why"), [
+UNREAD_ARCHITECTURES = [
     ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n'
      'target_compile_options(kern PRIVATE "$<$<CONFIG:Release>:-arch=sm_90>")',
      "CUDA_ARCHITECTURES names none, and its compile option '$<$<CONFIG:Release>:-arch=sm_90>' sets -arch inside a "
@@ -570,7 +570,12 @@ def test_a_call_above_the_directory_that_enables_cuda_says_where_to_call(tmp_pat
      "--generate-code=arch=compute_90,code=sm_90>>' sets --generate-code inside a generator expression"),
     ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "$<IF:$<CONFIG:Debug>,80,90>")',
      "its CUDA_ARCHITECTURES '$<IF:$<CONFIG:Debug>,80,90>' hold a generator expression"),
-])
+]
+WHAT_TO_WRITE = ("Name the architectures in CUDA_ARCHITECTURES, without a generator expression: "
+                 "set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES 90), or -DCMAKE_CUDA_ARCHITECTURES=90.")
+
+
+@pytest.mark.parametrize(("setting", "why"), UNREAD_ARCHITECTURES)
 def test_architectures_configure_cannot_read_are_refused_with_what_to_write(tiny: Tiny, setting: str, why: str
                                                                             ) -> None:
     # A pin is checked against the architectures the target builds: where a generator expression hides them,
@@ -579,9 +584,31 @@ def test_architectures_configure_cannot_read_are_refused_with_what_to_write(tiny
                                                                                      architectures=["80"])})
     assert not result.ok
     assert (f"ciq_tune_target(kern): cannot read which architectures kern builds: {why}, which configure cannot "
-            "evaluate. Name the architectures in CUDA_ARCHITECTURES, without a generator expression: "
-            "set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES 90), or -DCMAKE_CUDA_ARCHITECTURES=90.") in (
-                said(result)), said(result)
+            f"evaluate, so the pinned record {tiny.pin_dir / 'kern.json'} cannot be checked against them. "
+            f"{WHAT_TO_WRITE}") in said(result), said(result)
+
+
+@pytest.mark.parametrize(("setting", "why"), UNREAD_ARCHITECTURES)
+def test_architectures_configure_cannot_read_without_a_pin_are_a_warning_and_a_tune_is_refused(
+        tiny: Tiny, setting: str, why: str) -> None:
+    # Without a pin there is nothing to check against them: configure stopped all the same, and a project whose
+    # CUDA_ARCHITECTURES is a generator expression could not build with ciq_tune_target() in it at all.
+    from ciq_build.project.manifest import check_architectures_read
+
+    result = ensure_ok(tiny.configure(body=f"{setting}\n{DEFAULT_BODY}"))
+    assert (f"ciq_tune_target(kern): cannot read which architectures kern builds: {why}, which configure cannot "
+            "evaluate. With no pin to apply, kern builds as written, but a tune could not know which architectures "
+            "it measures, nor pin a record this build can check against them, so `python -m ciq_build tune kern` is "
+            f"refused until they are named. {WHAT_TO_WRITE}") in said(result), said(result)
+    assert "CMake Warning" in said(result) and "no pinned controls" in said(result)
+    manifest = load_manifest(tiny.build, "kern")
+    assert (manifest.toolchain.architectures, manifest.toolchain.architectures_unread) == ("", why)
+    with pytest.raises(ConfigError, match="cannot tune kern: configure could not read which architectures it builds"):
+        check_architectures_read(manifest)
+    # The tune's own configure of such a target stops: it would measure architectures it cannot name.
+    tuning = tiny.rerun_cmake({"CIQ_TUNE_TARGET": "kern", "CIQ_TUNE_OPTIONS_FILE": str(tiny.build / "t.opts")})
+    assert not tuning.ok and "so a tune cannot know which architectures it measures" in said(tuning), said(tuning)
+    ensure_ok(tiny.rerun_cmake())
 
 
 def test_generator_expressions_that_choose_no_architecture_are_no_reason_to_refuse(tiny: Tiny) -> None:

@@ -174,3 +174,21 @@ def test_a_wait_for_the_source_trees_turn_ends_when_the_tune_stops(tmp_path: Pat
         stopping.resume_starting()  # this test process goes on after its "interrupt"
         release.set()
         holding.join()
+
+
+def test_a_tree_whose_first_configure_failed_is_configured_again_once_the_error_is_fixed(
+        tmp_path: Path, cuda133_bin: Path) -> None:
+    """`tune -S src -B build` whose configure fails on a CMake error leaves a cache and no build.ninja; once the
+    user fixes the error, the same command must configure again, not fail for ever on ninja's missing file."""
+    source = tmp_path / "src"
+    shutil.copytree(NOOP, source)
+    lists = source / "CMakeLists.txt"
+    good = lists.read_text()
+    lists.write_text(good + "include(a_file_that_is_not_there.cmake)\n")
+    build = tmp_path / "build"
+    with pytest.raises(BuildError, match="a_file_that_is_not_there"):
+        cmake_trees.configure_user_tree(source, build, load_toolchain(cuda133_bin / "nvcc"), None, [], 600)
+    assert (build / "CMakeCache.txt").is_file() and not (build / "build.ninja").exists()
+    lists.write_text(good)
+    cmake_trees.refresh_user_tree(build, 600)
+    assert (build / "build.ninja").is_file()
