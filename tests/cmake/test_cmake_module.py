@@ -634,6 +634,22 @@ def test_list_says_which_pin_the_build_skips(tiny: Tiny) -> None:
     assert "kern.json" in listed and "skipped" not in listed, listed
 
 
+def test_list_says_why_it_refuses_a_pin(tiny: Tiny) -> None:
+    # wangzyon's SGEMM's pin cut short: `list` said "(refused: pinned record /tmp/.../ciq/sgemm.json is not o)", the
+    # first 60 characters of the message, the path the column had already shown.
+    from ciq_build.project.cmake_backend import CMakeBackend
+    from ciq_build.reports.show import list_targets
+
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["90a"])}))
+    pin = tiny.pin_dir / "kern.json"
+    pin.write_text(pin.read_text()[:300])
+    listed = list_targets(CMakeBackend(tiny.build, None))
+    assert f"{pin} (refused: is not one JSON object; `show kern` says what to do)" in listed, listed
+    pin.write_text(json.dumps(record(flags=["-Xptxas=-O3;rm -rf /"], architectures=["90a"])))
+    listed = list_targets(CMakeBackend(tiny.build, None))
+    assert f"{pin} (refused: controls.flags[0]: the pinned flag '-Xptxas=-O3;rm -rf /' is refused" in listed, listed
+
+
 def test_verify_of_a_pin_the_build_skips_says_why_the_build_skips_it(tiny: Tiny) -> None:
     # miniBUDE's pin tuned for sm_90 verified in a build for sm_80: verify said "reconfigure and look for a warning
     # from ciq_tune_target" of the empty options file, where it knew the build's reason itself.
