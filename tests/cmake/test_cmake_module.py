@@ -558,6 +558,26 @@ def test_a_call_above_the_directory_that_enables_cuda_says_where_to_call(tmp_pat
             "target, or add CUDA to the top-level project().") in text, text
 
 
+def test_a_findcuda_target_in_a_project_without_cuda_is_told_both_at_once(tmp_path: Path, cmake_bin: str,
+                                                                          ninja_bin: str, cuda133_bin: Path) -> None:
+    # wangzyon's SGEMM (project() of C and CXX, find_package(CUDA), cuda_add_executable()) was told "CUDA is not
+    # enabled here. Add CUDA to project() ...", and once it had, that FindCUDA's commands are out of a pin's reach.
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "kern.cu").write_text(OTHER_CU)
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(top LANGUAGES C CXX)\nfind_package(ciq_build CONFIG REQUIRED)\n"
+        + FIND_CUDA.replace("CMAKE_CUDA_COMPILER", "NVCC") + "cuda_add_executable(legacy kern.cu)\n"
+        "ciq_tune_target(legacy OBJECTIVES registers)\n")
+    result = run([cmake_bin, "-S", source, "-B", tmp_path / "build", "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja_bin}",
+                  f"-DNVCC={cuda133_bin / 'nvcc'}", f"-Dciq_build_DIR={CMAKE_PACKAGE_DIR}"], timeout=300)
+    assert not result.ok
+    text = " ".join(said(result).split())
+    assert ("ciq_tune_target(legacy): CUDA is not enabled here, and 'legacy' is made by FindCUDA's cuda_add_executable() "
+            "or cuda_add_library(), which compiles kern.cu by a command of its own") in text, text
+    assert "Build the target with CMake's CUDA language instead" in text, text
+
+
 UNREAD_ARCHITECTURES = [
     ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n'
      'target_compile_options(kern PRIVATE "$<$<CONFIG:Release>:-arch=sm_90>")',
