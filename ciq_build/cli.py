@@ -344,7 +344,10 @@ def _tune(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from ciq_build.reports.show import show
 
-    text, applies = show(args.target, _backend(args), args.pin_file)
+    backend = _backend(args)
+    if args.pin_file is None:  # a copied build tree's manifests name the other tree's pins: that one's was shown
+        backend.check_buildable()
+    text, applies = show(args.target, backend, args.pin_file)
     print(text)
     return 0 if applies else 1
 
@@ -352,7 +355,9 @@ def _show(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from ciq_build.reports.show import list_targets
 
-    print(list_targets(_backend(args)))
+    backend = _backend(args)
+    backend.check_buildable()  # before its manifests, whose pins may be another tree's
+    print(list_targets(backend))
     return 0
 
 

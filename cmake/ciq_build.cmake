@@ -322,14 +322,22 @@ function(_ciq_finalize_target target)
     # architecture alone (set here, after the project's own settings).
     set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES "${CIQ_TUNE_ARCHITECTURES}")
   endif()
-  _ciq_build_architectures(architectures ${target})
+  _ciq_build_architectures(architectures unread ${target})
+  if(NOT unread STREQUAL "" AND CIQ_TUNE_TARGET STREQUAL target)
+    _ciq_unread_architectures(${target} FATAL_ERROR "${unread}"
+      ", so a tune cannot know which architectures it measures")
+  endif()
   get_target_property(pin_status ${target} CIQ_PIN_STATUS)
   get_target_property(checked ${target} _CIQ_PIN_ARCHITECTURES)
   if(NOT checked)
     set(checked "")
   endif()
   get_target_property(read ${target} _CIQ_ARCHITECTURES_READ)
-  if(read AND NOT "${checked}" STREQUAL "${architectures}")
+  get_target_property(was_unread ${target} _CIQ_ARCHITECTURES_UNREAD)
+  if(read AND NOT ("${checked}" STREQUAL "${architectures}" AND "${was_unread}" STREQUAL "${unread}"))
+    if(NOT unread STREQUAL "")
+      get_target_property(architectures ${target} CUDA_ARCHITECTURES)  # as written, for the message
+    endif()
     # Deferred: CMake names no line of the caller, so the message names the call.
     _ciq_call_site(site ${target})
     get_target_property(pin_file ${target} CIQ_PIN_FILE)
@@ -367,7 +375,7 @@ function(_ciq_finalize_target target)
   endif()
   _ciq_architectures_defaulted(defaulted "${architectures}")
   _ciq_write_manifest(TARGET ${target} SOURCES ${sources} ARCHITECTURES ${architectures}
-    ARCHITECTURES_DEFAULT ${defaulted})
+    ARCHITECTURES_DEFAULT ${defaulted} ARCHITECTURES_UNREAD "${unread}")
 endfunction()
 
 # _ciq_architectures_defaulted(<out> <architectures>): whether <architectures>, a target's CUDA_ARCHITECTURES, are

@@ -48,9 +48,19 @@ function(_ciq_apply_pin)
     endif()
     # The architectures as they are now; _ciq_finalize_target refuses a later
     # change, which this decision could not see.
-    _ciq_build_architectures(architectures ${target})
+    _ciq_build_architectures(architectures unread ${target})
+    if(NOT unread STREQUAL "")
+      # Unread architectures matter to a pin, which is checked against them; without one the build is as written.
+      if(NOT CIQ_DISABLE AND (EXISTS "${arg_PIN_FILE}" OR IS_SYMLINK "${arg_PIN_FILE}"))
+        _ciq_unread_architectures(${target} FATAL_ERROR "${unread}"
+          ", so the pinned record ${arg_PIN_FILE} cannot be checked against them")
+      endif()
+      _ciq_unread_architectures(${target} WARNING "${unread}" ". With no pin to apply, ${target} builds as "
+        "written, but a tune could not know which architectures it measures, nor pin a record this build can "
+        "check against them, so `python -m ciq_build tune ${target}` is refused until they are named")
+    endif()
     set_target_properties(${target} PROPERTIES _CIQ_PIN_ARCHITECTURES "${architectures}"
-      _CIQ_ARCHITECTURES_READ TRUE)
+      _CIQ_ARCHITECTURES_READ TRUE _CIQ_ARCHITECTURES_UNREAD "${unread}")
     _ciq_resolve_pin(TARGET ${target} PIN_FILE "${arg_PIN_FILE}" PIN_DIR "${arg_PIN_DIR}"
       BINARY_DIR "${CMAKE_CURRENT_BINARY_DIR}/ciq" ALLOW_NUMERICS "${arg_ALLOW_NUMERICS}"
       CUDA_VERSION "${cuda_version}" PTXAS_VERSION "${ptxas_version}"
@@ -88,24 +98,36 @@ function(_ciq_target_cuda_flags out target suffix)
   set(${out} "${flags}" PARENT_SCOPE)
 endfunction()
 
-# _ciq_build_architectures(<out> <target>): the architectures a pin of <target> is checked against and a tune
-# measures: its CUDA_ARCHITECTURES; where those name none (OFF, or unset under policy CMP0104 OLD), the
+# _ciq_build_architectures(<out> <unread_out> <target>): the architectures a pin of <target> is checked against
+# and a tune measures: its CUDA_ARCHITECTURES; where those name none (OFF, or unset under policy CMP0104 OLD), the
 # architectures whose machine code its own nvcc flags ask for, which are then all it builds (miniBUDE's
 # `-arch=sm_90` in CMAKE_CUDA_FLAGS: a pin measured on sm_90 was said to be "tuned for nvcc's default" and
 # applied to a build for sm_80). The flags read are CMAKE_CUDA_FLAGS, CMAKE_CUDA_FLAGS_<CONFIG> (a
 # single-config build's) and the target's COMPILE_OPTIONS, plain or as $<$<COMPILE_LANGUAGE:CUDA>:...>; the
 # options and spellings the rule book's (_ciq_rules_flag_architectures). Configure cannot evaluate other
 # generator expressions: where CUDA_ARCHITECTURES holds one, or they name none and an option that may reach
-# nvcc puts an architecture option (-arch, -gencode, ...) inside one, configure stops and says what to write,
-# rather than check a pin against architectures it guessed.
-function(_ciq_build_architectures out target)
+# nvcc puts an architecture option (-arch, -gencode, ...) inside one, the architectures are unread: <out> is ""
+# and <unread_out> says why (else it is ""), for the caller to judge whether that matters (a pin checked against
+# architectures configure guessed was applied to whatever the expression builds); _ciq_unread_architectures says it.
+function(_ciq_build_architectures out unread_out target)
+  set(why "")
+  set(found "")
   get_target_property(architectures ${target} CUDA_ARCHITECTURES)
   if(architectures MATCHES "[$]<")
-    _ciq_unread_architectures(${target} "its CUDA_ARCHITECTURES '${architectures}' hold a generator expression")
+    set(why "its CUDA_ARCHITECTURES '${architectures}' hold a generator expression")
   elseif(architectures)
-    set(${out} "${architectures}" PARENT_SCOPE)
-    return()
+    set(found "${architectures}")
+  else()
+    _ciq_flag_architectures(found why ${target})
   endif()
+  set(${unread_out} "${why}" PARENT_SCOPE)
+  set(${out} "${found}" PARENT_SCOPE)
+endfunction()
+
+# _ciq_flag_architectures(<out> <why_out> <target>): the architectures <target>'s own nvcc flags build
+# (_ciq_build_architectures), or in <why_out> the option that sets one inside a generator expression.
+function(_ciq_flag_architectures out why_out target)
+  set(why "")
   string(TOUPPER "${CMAKE_BUILD_TYPE}" config)
   _ciq_target_cuda_flags(common ${target} "")
   _ciq_target_cuda_flags(configured ${target} "_${config}")
@@ -125,9 +147,9 @@ function(_ciq_build_architectures out target)
       foreach(word IN LISTS words)
         string(REGEX REPLACE "=.*$" "" word "${word}")
         _ciq_rules_matches(chooses arch_option "${word}")
-        if(chooses)
-          _ciq_unread_architectures(${target} "CUDA_ARCHITECTURES names none, and its compile option "
-            "'${written}' sets ${word} inside a generator expression")
+        if(chooses AND why STREQUAL "")
+          string(CONCAT why "CUDA_ARCHITECTURES names none, and its compile option '${written}' sets ${word} "
+            "inside a generator expression")
         endif()
       endforeach()
     elseif(option MATCHES "^SHELL:(.*)$")
@@ -137,18 +159,23 @@ function(_ciq_build_architectures out target)
       list(APPEND flags "${option}")
     endif()
   endforeach()
-  _ciq_rules_flag_architectures(found ${flags})
+  set(found "")
+  if(why STREQUAL "")
+    _ciq_rules_flag_architectures(found ${flags})
+  endif()
   set(${out} "${found}" PARENT_SCOPE)
+  set(${why_out} "${why}" PARENT_SCOPE)
 endfunction()
 
-# _ciq_unread_architectures(<target> <why>...): stop configure, in one line, where the architectures <target>
-# builds cannot be read (_ciq_build_architectures): why, and what to write instead.
-function(_ciq_unread_architectures target)
-  string(CONCAT why ${ARGN})
+# _ciq_unread_architectures(<target> <FATAL_ERROR|WARNING> <why> <consequence>...): say, in one line, that the
+# architectures <target> builds cannot be read (_ciq_build_architectures): why, what follows (<consequence>, a
+# clause), and what to write instead.
+function(_ciq_unread_architectures target level why)
+  string(CONCAT consequence ${ARGN})
   _ciq_call_site(site ${target})
-  message(FATAL_ERROR "${site}ciq_tune_target(${target}): cannot read which architectures ${target} builds: "
-    "${why}, which configure cannot evaluate. Name the architectures in CUDA_ARCHITECTURES, without a "
-    "generator expression: set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES 90), or "
+  message(${level} "${site}ciq_tune_target(${target}): cannot read which architectures ${target} builds: "
+    "${why}, which configure cannot evaluate${consequence}. Name the architectures in CUDA_ARCHITECTURES, "
+    "without a generator expression: set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES 90), or "
     "-DCMAKE_CUDA_ARCHITECTURES=90.")
 endfunction()
 

@@ -139,6 +139,19 @@ function(_ciq_check_call target)
           "${made_in}/CMakeLists.txt, after the target, or add CUDA to the top-level project().")
       endif()
     endif()
+    # A target FindCUDA's cuda_add_executable() makes (wangzyon's SGEMM): enabling CUDA would only lead to the next
+    # refusal, at the end of the configure, that its .cu files are compiled by commands no pin reaches.
+    if(TARGET ${target})
+      _ciq_findcuda_compiled(findcuda ${target})
+      if(NOT findcuda STREQUAL "")
+        list(JOIN findcuda ", " named)
+        message(FATAL_ERROR "${fn}: CUDA is not enabled here, and '${target}' is made by FindCUDA's "
+          "cuda_add_executable() or cuda_add_library(), which compiles ${named} by a command of its own that no "
+          "pinned flag reaches, CUDA enabled or not. Build the target with CMake's CUDA language instead: CUDA in "
+          "project(... LANGUAGES CXX CUDA) or enable_language(CUDA), and add_executable() or add_library() for the "
+          "target, with its nvcc flags in target_compile_options() (docs/cmake.md).")
+      endif()
+    endif()
     message(FATAL_ERROR "${fn}: CUDA is not enabled here. Add CUDA to project() "
       "or call enable_language(CUDA) before ciq_tune_target().")
   endif()

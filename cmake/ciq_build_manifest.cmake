@@ -1,6 +1,7 @@
 # ciq_build's CMake module, part: the target's manifest (see ciq_build.cmake, which includes it).
 #
-# _ciq_write_manifest(TARGET <target> SOURCES <source>... [ARCHITECTURES <arch>...] ARCHITECTURES_DEFAULT <true|false>)
+# _ciq_write_manifest(TARGET <target> SOURCES <source>... [ARCHITECTURES <arch>...] ARCHITECTURES_DEFAULT <true|false>
+#                     ARCHITECTURES_UNREAD <why, or "">)
 #   Writes <CMAKE_BINARY_DIR>/ciq/targets/<target>.json at generate time (file(GENERATE)): what the
 #   tuning driver reads of a registered target (ciq_build/project/manifest.py reads it; its JSON Schema
 #   is docs/target-manifest.schema.json), from the properties ciq_tune_target() set and the CUDA
@@ -60,7 +61,8 @@ function(_ciq_flags_configurations built genex)
 endfunction()
 
 function(_ciq_write_manifest)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;ARCHITECTURES_DEFAULT" "SOURCES;ARCHITECTURES")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;ARCHITECTURES_DEFAULT;ARCHITECTURES_UNREAD"
+    "SOURCES;ARCHITECTURES")
   set(target "${arg_TARGET}")
   set(sources "${arg_SOURCES}")
   set(architectures "${arg_ARCHITECTURES}")
@@ -127,7 +129,7 @@ function(_ciq_write_manifest)
   get_target_property(compiler ${target} _CIQ_CUDA_COMPILER)
   get_target_property(compiler_version ${target} _CIQ_CUDA_COMPILER_VERSION)
   foreach(name IN ITEMS target CMAKE_SOURCE_DIR CMAKE_BINARY_DIR source_dir binary_dir
-      pin_file CMAKE_GENERATOR compiler compiler_version architectures)
+      pin_file CMAKE_GENERATOR compiler compiler_version architectures arg_ARCHITECTURES_UNREAD)
     _ciq_json_string(json_${name} "${${name}}")
   endforeach()
   _ciq_json_array(json_sources ${sources})
@@ -162,7 +164,7 @@ function(_ciq_write_manifest)
     "  \"generator\": ${json_CMAKE_GENERATOR},"
     "  \"allow_numerics\": ${allow_numerics},"
     "  \"separable_compilation\": @CIQ_SEPARABLE@,"
-    "  \"toolchain\": {\"cuda_compiler\": ${json_compiler}, \"cuda_compiler_version\": ${json_compiler_version}, \"architectures\": ${json_architectures}, \"architectures_default\": ${arg_ARCHITECTURES_DEFAULT}}"
+    "  \"toolchain\": {\"cuda_compiler\": ${json_compiler}, \"cuda_compiler_version\": ${json_compiler_version}, \"architectures\": ${json_architectures}, \"architectures_default\": ${arg_ARCHITECTURES_DEFAULT}, \"architectures_unread\": ${json_arg_ARCHITECTURES_UNREAD}}"
     "}"
     "")
   # Everything is literal text except the benchmark's path and the object

@@ -29,7 +29,8 @@
 # benchmark that sleeps and prints a time made from its -D parameters; its PARAMS are X and Y), with the
 # checkout's .venv (compileiq). No figure of a dry run is a GPU claim.
 #
-# Env: ARM_S, CONFIRM_S (150), STAGE1 (knobs,params: the staged and reverse arms' knobs + params stage, e.g. params: a
+# Env: ARM_S, CONFIRM_S (150), ACF_SPACE (ptxas-acf:13.3: the ACF space every arm searches; ptxas-acf:13.3:att is
+# NVIDIA's space for attention kernels), STAGE1 (knobs,params: the staged and reverse arms' knobs + params stage, e.g. params: a
 # small grid of tiles listed whole in a few evaluations, the ACF stage then getting what it leaves), STAGE3 (unset: none; e.g.
 # knobs: a third stage of the staged arm, on top of the best of the two before it, ACF included), STRATEGY (the knobs arm's `tune --strategy`; unset: the space's default), ARM_OVERHEAD_S (30), SEED (37), JOBS (8), POOL (12), REPEATS (3), ROUNDS (20),
 # STAGE_FROM (best: the staged and reverse arms' `tune --stage-from`; both is tune's default), NCU (1), PEER (hgemm, or attention: bench/peers/flashinfer's FA2 prefill, no cuBLAS; attention-hd256: the same
@@ -43,7 +44,7 @@ set -uo pipefail
 start_call "tensor_cores${PEER:+-$PEER}" "knobs, acf, staged, reverse, joint, confirm" "$@"
 CONFIRM_S=${CONFIRM_S:-150}; ARM_OVERHEAD_S=${ARM_OVERHEAD_S:-30}; SEED=${SEED:-37}; JOBS=${JOBS:-8}
 POOL=${POOL:-12}; REPEATS=${REPEATS:-3}; ROUNDS=${ROUNDS:-20}; NCU=${NCU:-1}; SIZE=${SIZE:-8192}; SEQ=${SEQ:-8192}
-STAGE1=${STAGE1:-knobs,params}
+STAGE1=${STAGE1:-knobs,params}; ACF_SPACE=${ACF_SPACE:-ptxas-acf:13.3}
 case ${PEER:-hgemm} in
 hgemm) src=bench/peers/cuda_hgemm; target=hgemm_kernels; bench=hgemm_bench; kernel=mmaAsyncStage
        args=(--size "$SIZE" --repeats 20); ncu_args=(--size "$SIZE" --repeats 2) ;;
@@ -170,11 +171,11 @@ arm() {  # arm name, seconds, what it searches (tune options)...
 search() {  # step (the strategy: each space's default, compileiq for the ACF space)
     case $1 in
     knobs) arm knobs "$ARM_S" --controls knobs --controls params ${STRATEGY:+--strategy "$STRATEGY"} ;;
-    acf) arm acf "$ARM_S" --controls ptxas-acf:13.3 ;;
-    staged) arm staged $(( 2 * ARM_S )) --stage "$STAGE1" --stage ptxas-acf:13.3 ${STAGE3:+--stage "$STAGE3"} \
+    acf) arm acf "$ARM_S" --controls "$ACF_SPACE" ;;
+    staged) arm staged $(( 2 * ARM_S )) --stage "$STAGE1" --stage "$ACF_SPACE" ${STAGE3:+--stage "$STAGE3"} \
                 --stage-from "${STAGE_FROM:-best}" ;;
-    reverse) arm reverse $(( 2 * ARM_S )) --stage ptxas-acf:13.3 --stage "$STAGE1" --stage-from "${STAGE_FROM:-best}" ;;
-    joint) arm joint $(( 2 * ARM_S )) --controls knobs --controls params --controls ptxas-acf:13.3 \
+    reverse) arm reverse $(( 2 * ARM_S )) --stage "$ACF_SPACE" --stage "$STAGE1" --stage-from "${STAGE_FROM:-best}" ;;
+    joint) arm joint $(( 2 * ARM_S )) --controls knobs --controls params --controls "$ACF_SPACE" \
                --strategy compileiq ;;
     esac
 }

@@ -43,6 +43,13 @@ temporary directory's path would be recorded too: such compiles, and
 anything else this module does not know (an unknown step, nvlink inside the
 compile, a cache path a shell would split), go through nvcc whole.
 
+A .cu file of host code alone is compiled whole for each candidate all the same (its host compile ~0.25 s of
+CPU), by choice: no control provably leaves its object as it is. A -D reaches its host code; -maxrregcount
+reaches cicc (-maxreg), so its front end differs; and a ptxas control, though it changes no code where the PTX
+defines no function, is written into the object (the cubin's .note.nv.tkinfo, fatbinary's --cmdline), so an
+object kept from another candidate would not be the bytes nvcc makes for this one. Static tunes never run that
+host compile (`ptxas_only`).
+
 Used two ways: as the scratch trees' CUDA compiler launcher (``main``: the
 build tool runs it in place of each compile, so it links and relinks as
 usual; a new front end is run into the cache, then the rest from it, which

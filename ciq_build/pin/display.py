@@ -12,6 +12,7 @@ from ciq_build.core.objectives import metric_key, parse_objective
 from ciq_build.errors import CiqError
 from ciq_build.measure.sizes import size_ratios, sizes_of
 from ciq_build.pin.record import PinnedRecord, ScoreSummary
+from ciq_build.project.per_block import COUNTED_DYNAMIC_METRIC, DYNAMIC_SHARED, DYNAMIC_SHARED_METRIC
 
 
 def _printable(text: str) -> str:
@@ -74,6 +75,40 @@ def record_size_ratios(record: PinnedRecord) -> dict[str, dict[str, float]]:
     return out
 
 
+def _counted_dynamic_shared(record: PinnedRecord, keyword: str) -> str | None:
+    """Where an occupancy objective's figures depend on dynamic shared memory (some kernels use it), the size a block
+    they counted, at the defaults and the winner (`keyword`: how the declaration is named), from the metrics the
+    record keeps; None elsewhere. `show` said nothing of it, so an occupancy counted at 0 bytes, or at another
+    DYNAMIC_SHARED_MEMORY than the launch's, read as the kernels' own."""
+    def scores_occupancy(name: str) -> bool:
+        try:
+            kind = parse_objective(name).kind
+        except CiqError:
+            return False
+        return kind is not None and kind.name == "occupancy"
+
+    def figure(metrics: object, name: str) -> int | None:
+        value = metrics.get(name) if isinstance(metrics, dict) else None
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+
+    if not any(scores_occupancy(o.name) for o in record.objectives):
+        return None
+    base, win = record.provenance.get("baseline_metrics"), record.provenance.get("winner_metrics")
+    using = figure(win, DYNAMIC_SHARED_METRIC) or figure(base, DYNAMIC_SHARED_METRIC)
+    if not using:
+        return None
+    kernels = f"the {using} kernel{'s' if using > 1 else ''} that use{'' if using > 1 else 's'} it"
+    counted = {at: figure(metrics, COUNTED_DYNAMIC_METRIC) or 0 for at, metrics in (("defaults", base), ("winner", win))
+               if figure(metrics, DYNAMIC_SHARED_METRIC)}
+    if not any(counted.values()):
+        return (f"the occupancy counts no dynamic shared memory (0 bytes a block: no {keyword} declared) for {kernels}, "
+                "so it can be higher than at launch")
+    sizes = set(counted.values())
+    shown = (f"{sizes.pop()} bytes" if len(sizes) == 1 else
+             ", ".join(f"{size} bytes at the {at}" for at, size in counted.items()))
+    return f"the occupancy counts {shown} of dynamic shared memory a block ({keyword}) for {kernels}"
+
+
 def _objective_table(record: PinnedRecord) -> list[str]:
     """One aligned row per objective: direction and name, baseline, winner, change."""
     rows = [("", "baseline", "winner", "change")]
@@ -88,8 +123,9 @@ def _objective_table(record: PinnedRecord) -> list[str]:
     return ["   ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
 
 
-def format_record(record: PinnedRecord) -> str:
-    """Human-readable summary for ``python -m ciq_build show <target>``."""
+def format_record(record: PinnedRecord, *, setuptools: bool = False) -> str:
+    """Human-readable summary for ``python -m ciq_build show <target>`` (`setuptools`: the target is a
+    CudaExtension's, which names its declarations as arguments)."""
     lines = [f"target      {record.target}  (schema {record.schema})"]
     if record.per_architecture:
         lines.append("per arch    " + ", ".join(f"sm_{a}" for a in sorted(record.per_architecture))
@@ -129,6 +165,9 @@ def format_record(record: PinnedRecord) -> str:
         lines.extend("  " + row for row in _objective_table(record))
         lines.extend(f"  {name} per size (winner / defaults): {size_ratios_text(ratios)}"
                      for name, ratios in record_size_ratios(record).items())
+        keyword = DYNAMIC_SHARED.argument if setuptools else DYNAMIC_SHARED.keyword
+        if (dynamic := _counted_dynamic_shared(record, keyword)) is not None:
+            lines.append(f"  {dynamic}")
     for arch, entry in sorted(record.per_architecture.items()):
         # Each architecture's own winner (tune --architecture), applied to its own -gencode.
         e = entry.controls

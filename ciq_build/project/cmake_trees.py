@@ -42,6 +42,7 @@ from ciq_build.measure import proc, stopping
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
+from ciq_build.project.preflight import benchmark_outside
 from ciq_build.project.tree_cache import cache_value, tree_tool
 from ciq_build.project.worker import (
     COMPILER_OUTPUT_BYTES,
@@ -96,10 +97,9 @@ class ScratchTree:
         try:
             relative = Path(user_path).relative_to(self.manifest.binary_dir)
         except ValueError as exc:
-            raise BuildError(
-                f"{user_path} is outside the build tree {self.manifest.binary_dir}; "
-                "ciq_build can only rebuild benchmarks that the same CMake project builds"
-            ) from exc
+            bench = self.manifest.benchmark
+            why = benchmark_outside(self.manifest) if bench is not None and Path(user_path) == Path(bench.path) else None
+            raise BuildError(why or f"{user_path} is outside the build tree {self.manifest.binary_dir}") from exc
         return self.build_dir / relative
 
     @property
@@ -224,6 +224,11 @@ class ScratchTree:
         own_benchmark = bench is not None and bench.target == self.manifest.target
         objects = self._object_names() if own_benchmark or not benchmark else ()
         built_names = objects or (self.manifest.target,)
+        # Where this build links the benchmark, where to is asked first: one CMake writes outside the build tree
+        # (EXECUTABLE_OUTPUT_PATH) is refused before the build writes a candidate's executable over the user's there.
+        # A static build links none, and never asks.
+        links = (own_benchmark and not objects) or (benchmark and not static_only and bench is not None)
+        linked = self.benchmark_path if links else None
         kept = ptxas_path.kept_front_ends(self.options_file)
         kept.unlink(missing_ok=True)
         with source_tree_turn(self.manifest.source_dir, None) if first else contextlib.nullcontext():
@@ -231,12 +236,12 @@ class ScratchTree:
                 compile_step = proc.run(self._build_args(*built_names), timeout, max_output=COMPILER_OUTPUT_BYTES)
         self._built = True
         compiled = compile_verdict("compile", compile_step, witness, timeout, self.root, self.object_files(),
-                                   self.benchmark_path)
+                                   linked if own_benchmark and not objects else None)
         if kept.is_file():  # the launcher's compiles that took a kept front end (ciq_build.compiler.ptxas_path)
             compiled = replace(compiled, kept_front_end_seconds=sum(
                 float(line) for line in kept.read_text(encoding="utf-8").split()))
         if compiled.ok and own_benchmark and not objects:
-            return replace(compiled, linked=self.benchmark_path)  # the target's own build linked it
+            return replace(compiled, linked=linked)  # the target's own build linked it
         if not compiled.ok or not benchmark or static_only or bench is None:
             return compiled
         with environment.CompileWitness(self.options_file, timeout) as witness:
@@ -245,7 +250,7 @@ class ScratchTree:
             # The candidate's compile time and report stay those of its compile; the link's log says why.
             return failed_build("benchmark build", link_step, witness, timeout, self.root, compiled.compile_seconds,
                                 compiled.compiler_output)
-        return replace(compiled, linked=self.benchmark_path)
+        return replace(compiled, linked=linked)
 
     def _ptxas_only(self, timeout: float) -> CandidateBuild | None:
         """ptxas alone on every compile's PTX, the front end run first (and kept) where it is new;
@@ -426,6 +431,8 @@ def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain,
 # when a CMakeLists.txt (or anything configure read) changed, and does nothing otherwise.
 _REGENERATE_TARGET = {"Ninja": "build.ninja", "Ninja Multi-Config": "build.ninja",
                       "Unix Makefiles": "cmake_check_build_system"}
+# The build system each of them writes at the end of a configure that succeeded.
+_GENERATED_BY = {"Ninja": "build.ninja", "Ninja Multi-Config": "build.ninja", "Unix Makefiles": "Makefile"}
 
 
 def check_tree_is_here(build_dir: Path) -> None:
@@ -467,7 +474,12 @@ def refresh_user_tree(build_dir: Path, timeout: float) -> None:
     target = _REGENERATE_TARGET.get(generator or "")
     if target is None:
         return  # another generator: its manifests are as the last configure wrote them
-    result = proc.run([tree_tool(build_dir, "cmake"), "--build", str(build_dir), "--target", target], timeout)
+    command = [tree_tool(build_dir, "cmake"), "--build", str(build_dir), "--target", target]
+    if not (Path(build_dir) / _GENERATED_BY[generator or ""]).is_file():
+        # The last configure failed before it wrote the build system (a CMake error the user has since fixed):
+        # there is nothing to regenerate from, so configure the tree again from its cache.
+        command = [tree_tool(build_dir, "cmake"), str(build_dir)]
+    result = proc.run(command, timeout)
     if not result.ok:
         raise BuildError(
             f"re-running CMake in {build_dir} (a CMakeLists.txt changed since it was configured) failed "

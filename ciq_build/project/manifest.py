@@ -157,6 +157,9 @@ class ManifestToolchain:
     architectures_default: bool = field(default=False, metadata=in_json(
         BOOL, "the architectures are CMake's default for the nvcc (75 with CUDA 13): the project set no "
         "CMAKE_CUDA_ARCHITECTURES (ciq_build.compiler.gpu_arch.default_note)", optional=True))
+    architectures_unread: str = field(default="", metadata=in_json(
+        TEXT, "why configure could not read the architectures the target builds (a generator expression), or "
+        "empty; `architectures` is then empty, and a tune is refused (ciq_build.project.preflight)", optional=True))
 
 
 # Manifest.generator of a setuptools CudaExtension described as a target (ciq_build.project.setuptools_backend):
@@ -392,6 +395,20 @@ def args_set_problem(name: str, earlier: Sequence[str]) -> str | None:
     if name in earlier:
         return f"the size {name!r} is given more than once; name each size once"
     return None
+
+
+def check_architectures_read(manifest: Manifest) -> None:
+    """Refuse a tune of a target whose architectures configure could not read (`architectures_unread`): it would not
+    know which architectures it measures, and the pin it wrote would stop the next configure, which cannot check it
+    against them (cmake/ciq_build_apply.cmake, _ciq_unread_architectures)."""
+    why = manifest.toolchain.architectures_unread
+    if why:
+        raise ConfigError(
+            f"cannot tune {manifest.target}: configure could not read which architectures it builds ({why}, which "
+            "configure cannot evaluate), so a tune would not know which architectures it measures, nor could the "
+            "build check its pin against them. Name the architectures in CUDA_ARCHITECTURES, without a generator "
+            f"expression (set_target_properties({manifest.target} PROPERTIES CUDA_ARCHITECTURES 90), or "
+            "-DCMAKE_CUDA_ARCHITECTURES=90), and configure again.")
 
 
 def for_architecture(manifest: Manifest, architecture: str) -> Manifest:

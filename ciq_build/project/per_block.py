@@ -87,6 +87,14 @@ DYNAMIC_SHARED = Setting("DYNAMIC_SHARED_MEMORY", "ciq_dynamic_shared_memory", "
                          max(sm.shared for sm in LIMITS.values()), "65536", "(BM+BN)*BK*2")
 SETTINGS = (THREADS, DYNAMIC_SHARED)
 
+# Among a build's metrics (ciq_build.tune.runner), kept in a pinned record's: how many of the scored kernels use
+# dynamic shared memory (`extern __shared__`), where the occupancy is scored or described: no compiled figure holds
+# it (the launch sizes it), so their occupancy can be more than they get.
+DYNAMIC_SHARED_METRIC = "dynamic_shared_kernels"
+# The bytes of dynamic shared memory a block DYNAMIC_SHARED_MEMORY declares, where some of those kernels use it: what
+# their occupancy counts beside their static shared memory.
+COUNTED_DYNAMIC_METRIC = "declared_dynamic_shared_bytes"
+
 
 @dataclass(frozen=True)
 class Declared:

@@ -71,15 +71,25 @@ def check_tune(manifest: Manifest, toolchain: Toolchain, *, pin: bool, objective
         raise ToolchainError(missing_message(f"tuning {manifest.target}", missing, toolchain, manifest.binary_dir,
                                              no_pin_helps=pin and cuda == {"cuobjdump"}
                                              and "cuobjdump" not in tools_needed(objectives)))
+    outside = benchmark_outside(manifest) if cmake else None  # a setuptools benchmark is a command
+    if needs_benchmark and outside:
+        raise ConfigError(outside)
+
+
+def benchmark_outside(manifest: Manifest) -> str | None:
+    """Why a scratch tree cannot build `manifest`'s benchmark, where CMake writes it outside the build tree
+    (EXECUTABLE_OUTPUT_PATH set to the source folder, as wangzyon's SGEMM has it); None where it is inside or there
+    is none. A scratch tree's build of it would write the user's own file there."""
     bench = manifest.benchmark
-    if needs_benchmark and bench is not None and cmake:  # where CMake builds it; a setuptools benchmark is a command
-        try:
-            Path(bench.path).relative_to(manifest.binary_dir)
-        except ValueError:
-            raise ConfigError(
-                f"the benchmark {bench.target} of {manifest.target} is built at {bench.path}, outside the build "
+    if bench is None:
+        return None
+    try:
+        Path(bench.path).relative_to(manifest.binary_dir)
+    except ValueError:
+        return (f"the benchmark {bench.target} of {manifest.target} is built at {bench.path}, outside the build "
                 f"tree {manifest.binary_dir}: ciq_build rebuilds it in scratch copies of the build tree, so it must "
-                "be built inside it (drop the RUNTIME_OUTPUT_DIRECTORY that moves it out)") from None
+                "be built inside it (drop the EXECUTABLE_OUTPUT_PATH or RUNTIME_OUTPUT_DIRECTORY that moves it out)")
+    return None
 
 
 def check_verify(toolchain: Toolchain, target: str, build_dir: Path) -> None:

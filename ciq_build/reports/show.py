@@ -35,7 +35,7 @@ def pin_file_for(target: str, build_dir: Path, source_dir: Path | None) -> Path:
 def show(target: str, backend: BuildBackend, pin_file: Path | None) -> tuple[str, bool]:
     """The record, in words, and what the target's build does with it (not for a --pin-file, which no build
     reads); False where the build refuses it."""
-    text = format_record(read_record(require_pin(target, backend, pin_file)))
+    text = format_record(read_record(require_pin(target, backend, pin_file)), setuptools=backend.kind == "setuptools")
     if pin_file is not None:
         return text, True
     try:
@@ -130,6 +130,18 @@ def _skipped_by_build(manifest: Manifest, backend: BuildBackend) -> str | None:
     return skipped.group(1) if skipped else None
 
 
+def _refusal(exc: CiqError, pin_file: Path) -> str:
+    """Why a pin is refused, for `list`'s pin column: the reason alone, after the path the column already shows
+    (its first 60 characters, the path's, left "pinned record /.../sgemm.json is not o" of a truncated record)."""
+    said = str(exc).splitlines()[0]
+    for prefix in (f"pinned record {pin_file}: ", f"pinned record {pin_file} ", f"{pin_file}: "):
+        if said.startswith(prefix):
+            said = said[len(prefix):]
+            break
+    said = said.split("; ")[0].rstrip(".")
+    return said if len(said) <= 100 else said[:97] + "..."
+
+
 def list_targets(backend: BuildBackend) -> str:
     manifests = [backend.manifest(target) for target in backend.targets()]
     if not manifests:
@@ -154,7 +166,7 @@ def list_targets(backend: BuildBackend) -> str:
                 if (why := _skipped_by_build(manifest, backend)) is not None:
                     pin += f" (skipped by this build: {why})"
             except CiqError as exc:
-                pin += f" (refused: {str(exc).splitlines()[0][:60]})"
+                pin += f" (refused: {_refusal(exc, manifest.pin_file)}; `show {manifest.target}` says what to do)"
         rows.append((manifest.target, bench, objectives, pin))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)

@@ -86,8 +86,14 @@ __all__ = [
 
 ENGINE_NAME = "compileiq"
 LEDGER_NAME = "issued.jsonl"
-# compileiq refuses smaller pools (SearchConfiguration.pool_size > 5).
+# compileiq refuses smaller pools (SearchConfiguration.pool_size > 5), and keeps 1 + 2 x objectives survivors
+# after culling at least 2 a generation: with two objectives a pool of 6 is refused (survivors 4 < 5).
 MIN_POOL_SIZE = 6
+
+
+def min_pool_size(objectives: int) -> int:
+    """The smallest pool compileiq's engine takes for this many objectives."""
+    return max(MIN_POOL_SIZE, 1 + 2 * objectives + 2)
 
 
 # --------------------------------------------------------------------------- ciq_build params <-> compileiq
@@ -154,9 +160,12 @@ class CompileIqEngine:
         self.config = config
         self.acf_dir = Path(acf_dir).absolute()
         self.objective_names = list(objective_names)
-        if config.pool_size < MIN_POOL_SIZE:
-            raise ConfigError(f"the compileiq engine needs pool_size >= {MIN_POOL_SIZE}, got {config.pool_size}")
         directions = config.directions
+        least = min_pool_size(len(directions))
+        if config.pool_size < least:
+            raise ConfigError(f"the compileiq engine needs pool_size >= {least} with {len(directions)} objective(s) "
+                              f"(it keeps 1 + 2 x objectives survivors a generation and culls at least 2), got "
+                              f"{config.pool_size}: set --pool-size {least} or more")
         # compileiq optimises every objective one way; mixed directions are sent as "min" with
         # the "max" objectives negated.
         self._problem = directions[0] if len(set(directions)) == 1 else "min"
@@ -450,7 +459,7 @@ class CompileIqOptions:
     """compileiq's own options (tune --strategy-option KEY=VALUE; --generations and --pool-size too)."""
 
     generations: int = strategy_option(4, "generations the engine breeds")
-    pool_size: int = strategy_option(8, "candidates per generation (at least 6)")
+    pool_size: int = strategy_option(8, "candidates per generation (at least 6, and 3 + 2 x objectives)")
 
 
 class CompileIqStrategy:

@@ -20,19 +20,13 @@ from ciq_build.core.objectives import (
     with_unit,
 )
 from ciq_build.errors import BenchmarkError, BuildError, DiskFullError, NoGpuError
-from ciq_build.project.per_block import DYNAMIC_SHARED, how_to_declare
+from ciq_build.project.per_block import COUNTED_DYNAMIC_METRIC, DYNAMIC_SHARED, DYNAMIC_SHARED_METRIC, how_to_declare
 from ciq_build.project.sources import Snapshot
 from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.runner import (
-    COUNTED_DYNAMIC_METRIC,
-    DYNAMIC_SHARED_METRIC,
-    SAYS_WHAT_TO_DO,
-    THREADS_METRIC,
-    BuildRunner,
-)
+from ciq_build.tune.runner import SAYS_WHAT_TO_DO, THREADS_METRIC, BuildRunner
 from ciq_build.tune.source_watch import SourceWatch
 
 LOG = logging.getLogger("ciq_build")

@@ -36,22 +36,22 @@ SOURCE_OUTPUTS_KIND = "source_outputs"
 GPU_TIME_KIND = "gpu_time"  # where a runtime tune's GPU time went (ciq_build.tune.gpu_time), one per tune
 
 
-# What `cache_key` holds besides the controls, as the resume line names it where the journal does not say which.
-_KEYED = "other sources, toolchain, nvcc flags, THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark"
+# The parts of `cache_key` besides the controls and the sources, in the order a resume line names them: the one
+# list of them, which `keyed_parts` fills and the resume line names where the journal does not say which changed
+# (a list of its own there omitted "architectures").
+KEY_PARTS = ("toolchain", "architectures", "nvcc flags", "per-block declarations", "benchmark")
 
 
 def keyed_parts(manifest: Manifest, toolchain: Toolchain) -> dict[str, dict[str, Any]]:
     """What `cache_key` holds besides the controls and the sources, part by part as a resume line names them: each
     part the key's own entries (their names as the key has them, so the key is what it was before the parts)."""
     bench = manifest.benchmark
-    parts: dict[str, dict[str, Any]] = {
-        "toolchain": {"toolchain": toolchain.version,
-                      "ptxas": toolchain.ptxas_version,  # a ptxas swapped into a toolkit changes the code too
-                      "nvcc": str(toolchain.nvcc)},
-        "architectures": {"architectures": manifest.toolchain.architectures},
-        "nvcc flags": {}, "per-block declarations": {},
-        "benchmark": {"benchmark": [str(bench.path), *bench.args] if bench else None},
-    }
+    parts: dict[str, dict[str, Any]] = {name: {} for name in KEY_PARTS}
+    parts["toolchain"].update(toolchain=toolchain.version,
+                              ptxas=toolchain.ptxas_version,  # a ptxas swapped into a toolkit changes the code too
+                              nvcc=str(toolchain.nvcc))
+    parts["architectures"]["architectures"] = manifest.toolchain.architectures
+    parts["benchmark"]["benchmark"] = [str(bench.path), *bench.args] if bench else None
     if manifest.cuda_flags:
         # The target's own nvcc flags (CMAKE_CUDA_FLAGS, its compile options) are no source file: a tune after
         # `cmake -DCMAKE_CUDA_FLAGS=-Xptxas=-O0` reused the journal's figures of other code (cuda-api-wrappers'
@@ -118,8 +118,14 @@ def what_changed(then: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[list[
     return ([SOURCES_PART] if files else []) + changed, files
 
 
-def _listed(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+def _listed(names: Sequence[str], last: str = "and") -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" {last} " + names[-1]
+
+
+def _unrecorded() -> str:
+    """What the key may have changed in where the journal does not say which: "other sources, toolchain, ... or
+    benchmark" (`KEY_PARTS`)."""
+    return "other " + _listed([SOURCES_PART, *KEY_PARTS], "or")
 
 
 def changed_text(changed: Sequence[str], files: Sequence[str], parts: Sequence[str]) -> str:
@@ -281,7 +287,7 @@ class EvaluationCache:
         """What the journaled evaluations of `keys` (none of them today's) were made with another of: the parts and
         files the journal's records tell from `now`'s, or, where it recorded none (older journals), all it may be."""
         if now is None:
-            return f"measured {_KEYED}, changed since"
+            return f"measured {_unrecorded()}, changed since"
         changed: dict[str, None] = {}
         files: dict[str, None] = {}
         for then in {id(self.made_with[k]): self.made_with[k] for k in keys if k in self.made_with}.values():
@@ -289,7 +295,7 @@ class EvaluationCache:
             changed.update(dict.fromkeys(parts))
             files.update(dict.fromkeys(names))
         if not changed:  # not recorded, or recorded alike (the key itself changed: another ciq_build)
-            return f"measured {_KEYED}, changed since"
+            return f"measured {_unrecorded()}, changed since"
         order = [SOURCES_PART, *now.get("parts", {})]
         return changed_text(sorted(changed, key=order.index), sorted(files), list(now.get("parts", {})))
 

@@ -34,7 +34,7 @@ from ciq_build.measure.sizes import SIZE_SEPARATOR
 from ciq_build.pin.record import check_pin_dir
 from ciq_build.project import environment
 from ciq_build.project.backend import BuildBackend, make_trees
-from ciq_build.project.manifest import Manifest, for_architecture
+from ciq_build.project.manifest import Manifest, check_architectures_read, for_architecture
 from ciq_build.project.param_defines import unguarded_defines
 from ciq_build.project.per_block import Declared, check_block_size, wants_block_size
 from ciq_build.project.sources import Snapshot
@@ -95,6 +95,7 @@ def tune_configured(options: TuneOptions, backend: BuildBackend) -> TuneOutcome:
     """Tune `options.target` of a project `backend.prepare()` has prepared: read it, resolve, tune (stage by
     stage with --stage: ciq_build.tune.stages)."""
     manifest = backend.manifest(options.target)
+    check_architectures_read(manifest)
     if options.architecture:
         manifest = for_architecture(manifest, options.architecture)
     toolchain = backend.toolchain(manifest)

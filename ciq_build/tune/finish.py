@@ -31,7 +31,7 @@ from ciq_build.pin.read import read_record
 from ciq_build.pin.record import architecture_set, record_path
 from ciq_build.pin.write import merge_architecture, write_record
 from ciq_build.project.manifest import Manifest, benchmark_sizes
-from ciq_build.project.per_block import DYNAMIC_SHARED
+from ciq_build.project.per_block import COUNTED_DYNAMIC_METRIC, DYNAMIC_SHARED, DYNAMIC_SHARED_METRIC
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.select import scored_registers
@@ -41,14 +41,7 @@ from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before, pins_the_same
-from ciq_build.tune.runner import (
-    COUNTED_DYNAMIC_METRIC,
-    DESCRIBED_REGISTERS_METRIC,
-    DESCRIBED_SHARED_METRIC,
-    DYNAMIC_SHARED_METRIC,
-    THREADS_METRIC,
-    BuildRunner,
-)
+from ciq_build.tune.runner import DESCRIBED_REGISTERS_METRIC, DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
 from ciq_build.tune.summary import improved_objectives, next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check

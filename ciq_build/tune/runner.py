@@ -38,7 +38,15 @@ from ciq_build.measure.racing import Incumbent, RaceBoard, race
 from ciq_build.measure.stats import Measurement, measure
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest, declared_per_block
-from ciq_build.project.per_block import NO_BLOCK_SIZE, Declared, no_value, unknown_block_size, wants_block_size
+from ciq_build.project.per_block import (
+    COUNTED_DYNAMIC_METRIC,
+    DYNAMIC_SHARED_METRIC,
+    NO_BLOCK_SIZE,
+    Declared,
+    no_value,
+    unknown_block_size,
+    wants_block_size,
+)
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
@@ -69,12 +77,6 @@ DESCRIBED_SHARED_METRIC = "described_shared_bytes"
 # The registers of the kernel the occupancy line describes, where occupancy is an objective (else the line takes
 # the registers the tune scores: ciq_build.search.select.scored_registers).
 DESCRIBED_REGISTERS_METRIC = "described_registers"
-# How many of the scored kernels use dynamic shared memory (`extern __shared__`), where the occupancy is scored or
-# described: no compiled figure holds it (the launch sizes it), so their occupancy here can be more than they get.
-DYNAMIC_SHARED_METRIC = "dynamic_shared_kernels"
-# The bytes of dynamic shared memory a block DYNAMIC_SHARED_MEMORY declares, where some of those kernels use it: what
-# their occupancy counts beside their static shared memory.
-COUNTED_DYNAMIC_METRIC = "declared_dynamic_shared_bytes"
 
 
 class BuildRunner:
@@ -328,7 +330,7 @@ class BuildRunner:
             if kernels and not metrics.found_by(kernels, [objective.kernels[1]]):
                 names = sorted({name.split("(")[0] for name in metrics.demangled({k.function for k in kernels}).values()})
                 shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-                said += f" ({NO_MATCHING_KERNEL}; the kernels: {shown})"
+                return f"{said} ({NO_MATCHING_KERNEL}; the kernels: {shown})"  # the whole cause: no kernel to size
         if wants_block_size([objective]):
             dynamic = self.dynamic_shared_memory
             said += " (" + (no_value(dynamic, controls, setuptools=self._setuptools)

@@ -17,6 +17,7 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.measure.bench import BenchRun, run_once
 from ciq_build.measure.protocol import clip
+from ciq_build.project.preflight import benchmark_outside
 from ciq_build.project.worker import WorkerTree
 from ciq_build.tune.runner import BuildRunner
 
@@ -69,6 +70,10 @@ def _check(runner: BuildRunner, tree: WorkerTree, controls: Controls, timeout: f
     params = " ".join(f"-D{name}={value}" for name, value in controls.defines)
     say(f"running the winner's benchmark once for its check: its PARAMS ({params}) may change what the kernels "
         "compute, which the static objectives do not see")
+    outside = None if runner.manifest.setuptools else benchmark_outside(runner.manifest)
+    if outside:  # a scratch tree's build of it would write over the user's own executable
+        return WinnerCheck(False, False, f"not run: {outside}; its PARAMS ({params}) were judged by static "
+                                         "objectives alone: run its benchmark with them")
     built = tree.build(controls, timeout, benchmark=True)
     if not built.ok:
         return WinnerCheck(False, True, f"the winner's benchmark did not build: {built.message}")

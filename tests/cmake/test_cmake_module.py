@@ -558,7 +558,27 @@ def test_a_call_above_the_directory_that_enables_cuda_says_where_to_call(tmp_pat
             "target, or add CUDA to the top-level project().") in text, text
 
 
-@pytest.mark.parametrize(("setting", "why"), [
+def test_a_findcuda_target_in_a_project_without_cuda_is_told_both_at_once(tmp_path: Path, cmake_bin: str,
+                                                                          ninja_bin: str, cuda133_bin: Path) -> None:
+    # wangzyon's SGEMM (project() of C and CXX, find_package(CUDA), cuda_add_executable()) was told "CUDA is not
+    # enabled here. Add CUDA to project() ...", and once it had, that FindCUDA's commands are out of a pin's reach.
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "kern.cu").write_text(OTHER_CU)
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(top LANGUAGES C CXX)\nfind_package(ciq_build CONFIG REQUIRED)\n"
+        + FIND_CUDA.replace("CMAKE_CUDA_COMPILER", "NVCC") + "cuda_add_executable(legacy kern.cu)\n"
+        "ciq_tune_target(legacy OBJECTIVES registers)\n")
+    result = run([cmake_bin, "-S", source, "-B", tmp_path / "build", "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja_bin}",
+                  f"-DNVCC={cuda133_bin / 'nvcc'}", f"-Dciq_build_DIR={CMAKE_PACKAGE_DIR}"], timeout=300)
+    assert not result.ok
+    text = " ".join(said(result).split())
+    assert ("ciq_tune_target(legacy): CUDA is not enabled here, and 'legacy' is made by FindCUDA's cuda_add_executable() "
+            "or cuda_add_library(), which compiles kern.cu by a command of its own") in text, text
+    assert "Build the target with CMake's CUDA language instead" in text, text
+
+
+UNREAD_ARCHITECTURES = [
     ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES OFF)\n'
      'target_compile_options(kern PRIVATE "$<$<CONFIG:Release>:-arch=sm_90>")',
      "CUDA_ARCHITECTURES names none, and its compile option '$<$<CONFIG:Release>:-arch=sm_90>' sets -arch inside a "
@@ -570,7 +590,12 @@ def test_a_call_above_the_directory_that_enables_cuda_says_where_to_call(tmp_pat
      "--generate-code=arch=compute_90,code=sm_90>>' sets --generate-code inside a generator expression"),
     ('set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES "$<IF:$<CONFIG:Debug>,80,90>")',
      "its CUDA_ARCHITECTURES '$<IF:$<CONFIG:Debug>,80,90>' hold a generator expression"),
-])
+]
+WHAT_TO_WRITE = ("Name the architectures in CUDA_ARCHITECTURES, without a generator expression: "
+                 "set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES 90), or -DCMAKE_CUDA_ARCHITECTURES=90.")
+
+
+@pytest.mark.parametrize(("setting", "why"), UNREAD_ARCHITECTURES)
 def test_architectures_configure_cannot_read_are_refused_with_what_to_write(tiny: Tiny, setting: str, why: str
                                                                             ) -> None:
     # A pin is checked against the architectures the target builds: where a generator expression hides them,
@@ -579,9 +604,31 @@ def test_architectures_configure_cannot_read_are_refused_with_what_to_write(tiny
                                                                                      architectures=["80"])})
     assert not result.ok
     assert (f"ciq_tune_target(kern): cannot read which architectures kern builds: {why}, which configure cannot "
-            "evaluate. Name the architectures in CUDA_ARCHITECTURES, without a generator expression: "
-            "set_target_properties(kern PROPERTIES CUDA_ARCHITECTURES 90), or -DCMAKE_CUDA_ARCHITECTURES=90.") in (
-                said(result)), said(result)
+            f"evaluate, so the pinned record {tiny.pin_dir / 'kern.json'} cannot be checked against them. "
+            f"{WHAT_TO_WRITE}") in said(result), said(result)
+
+
+@pytest.mark.parametrize(("setting", "why"), UNREAD_ARCHITECTURES)
+def test_architectures_configure_cannot_read_without_a_pin_are_a_warning_and_a_tune_is_refused(
+        tiny: Tiny, setting: str, why: str) -> None:
+    # Without a pin there is nothing to check against them: configure stopped all the same, and a project whose
+    # CUDA_ARCHITECTURES is a generator expression could not build with ciq_tune_target() in it at all.
+    from ciq_build.project.manifest import check_architectures_read
+
+    result = ensure_ok(tiny.configure(body=f"{setting}\n{DEFAULT_BODY}"))
+    assert (f"ciq_tune_target(kern): cannot read which architectures kern builds: {why}, which configure cannot "
+            "evaluate. With no pin to apply, kern builds as written, but a tune could not know which architectures "
+            "it measures, nor pin a record this build can check against them, so `python -m ciq_build tune kern` is "
+            f"refused until they are named. {WHAT_TO_WRITE}") in said(result), said(result)
+    assert "CMake Warning" in said(result) and "no pinned controls" in said(result)
+    manifest = load_manifest(tiny.build, "kern")
+    assert (manifest.toolchain.architectures, manifest.toolchain.architectures_unread) == ("", why)
+    with pytest.raises(ConfigError, match="cannot tune kern: configure could not read which architectures it builds"):
+        check_architectures_read(manifest)
+    # The tune's own configure of such a target stops: it would measure architectures it cannot name.
+    tuning = tiny.rerun_cmake({"CIQ_TUNE_TARGET": "kern", "CIQ_TUNE_OPTIONS_FILE": str(tiny.build / "t.opts")})
+    assert not tuning.ok and "so a tune cannot know which architectures it measures" in said(tuning), said(tuning)
+    ensure_ok(tiny.rerun_cmake())
 
 
 def test_generator_expressions_that_choose_no_architecture_are_no_reason_to_refuse(tiny: Tiny) -> None:
@@ -605,6 +652,22 @@ def test_list_says_which_pin_the_build_skips(tiny: Tiny) -> None:
     ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["90a"])}))
     listed = list_targets(CMakeBackend(tiny.build, None))
     assert "kern.json" in listed and "skipped" not in listed, listed
+
+
+def test_list_says_why_it_refuses_a_pin(tiny: Tiny) -> None:
+    # wangzyon's SGEMM's pin cut short: `list` said "(refused: pinned record /tmp/.../ciq/sgemm.json is not o)", the
+    # first 60 characters of the message, the path the column had already shown.
+    from ciq_build.project.cmake_backend import CMakeBackend
+    from ciq_build.reports.show import list_targets
+
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["90a"])}))
+    pin = tiny.pin_dir / "kern.json"
+    pin.write_text(pin.read_text()[:300])
+    listed = list_targets(CMakeBackend(tiny.build, None))
+    assert f"{pin} (refused: is not one JSON object; `show kern` says what to do)" in listed, listed
+    pin.write_text(json.dumps(record(flags=["-Xptxas=-O3;rm -rf /"], architectures=["90a"])))
+    listed = list_targets(CMakeBackend(tiny.build, None))
+    assert f"{pin} (refused: controls.flags[0]: the pinned flag '-Xptxas=-O3;rm -rf /' is refused" in listed, listed
 
 
 def test_verify_of_a_pin_the_build_skips_says_why_the_build_skips_it(tiny: Tiny) -> None:

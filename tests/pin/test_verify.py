@@ -127,7 +127,9 @@ def test_a_pin_tuned_in_one_checkout_verifies_in_a_copy_at_another_path(tmp_path
     # at once (before: verify re-ran CMake ~100 times against the original sources, then exited 1, "mismatch").
     copied = tmp_path / "copied"
     shutil.copytree(tmp_path / "tuned", copied, symlinks=True)
-    for command in (("verify", "anon_kernels"), ("tune", "anon_kernels", "--generations", "1", "--pool-size", "2")):
+    # show and list too: they showed the other tree's pin, as if it were this checkout's (wangzyon's SGEMM's trial).
+    for command in (("verify", "anon_kernels"), ("tune", "anon_kernels", "--generations", "1", "--pool-size", "2"),
+                    ("show", "anon_kernels"), ("list",)):
         refused = _ciq(*command, "-B", str(copied / "build"), cwd=copied / "anon")
         assert refused.returncode == 2, refused.stdout + refused.stderr
         assert f"is a copy of the build tree made in {tuned_build}" in refused.stderr, refused.stderr

@@ -10,6 +10,7 @@ import os
 import shutil
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,11 @@ import pytest
 import identified_compilers
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import load_toolchain
+from ciq_build.errors import BuildError
 from ciq_build.measure import proc, stopping
 from ciq_build.project import cmake_trees
-from ciq_build.project.manifest import load_manifest
+from ciq_build.project.manifest import Benchmark, load_manifest
+from ciq_build.tune.param_probe import overridden_params
 from support import PROJECTS, REPO_ROOT, build_tool, ensure_ok, in_thread
 
 pytestmark = pytest.mark.slow
@@ -104,6 +107,28 @@ def test_a_scratch_tree_is_configured_and_built_by_the_tools_that_made_the_users
     assert not called.exists(), called.read_text()
 
 
+def test_a_static_build_never_asks_where_a_benchmark_built_outside_the_build_tree_is(
+        tmp_path: Path, cuda133_bin: Path) -> None:
+    """wangzyon's SGEMM writes its executable, its own benchmark, into the source tree (EXECUTABLE_OUTPUT_PATH): a
+    static tune with PARAMS stopped after the baseline, at the probe for redefined PARAMS (a full build where the
+    ptxas-only path cannot), with "... is outside the build tree; ciq_build can only rebuild benchmarks that the
+    same CMake project builds": no static build links the benchmark, so none needs its path."""
+    nvcc = cuda133_bin / "nvcc"
+    user = _user_tree(tmp_path, nvcc)
+    manifest = replace(load_manifest(user, "noop_kernels"),
+                       benchmark=Benchmark("noop_kernels", tmp_path / "noop src" / "noop_kernels"))
+    tree = cmake_trees.ScratchTree(manifest, tmp_path / "scratch", load_toolchain(nvcc), fast_path=False)
+    tree.configure(600)
+    built = tree.build(Controls(), 600, static_only=True)
+    assert built.ok, built.message
+    assert "Used" in built.compiler_output and built.linked is None
+    warned: list[str] = []
+    assert overridden_params(manifest.params, tree, 600, "noop_kernels", warned.append) == ["UNROLL"]
+    # Where a build does link it, the message says why it must be inside and what moves it out.
+    with pytest.raises(BuildError, match="EXECUTABLE_OUTPUT_PATH or RUNTIME_OUTPUT_DIRECTORY"):
+        tree.benchmark_path  # noqa: B018
+
+
 def test_a_scratch_tree_for_another_nvcc_than_the_users_identifies_its_compilers(
         tmp_path: Path, cuda133_bin: Path, system_nvcc: Path) -> None:
     if system_nvcc.resolve() == (cuda133_bin / "nvcc").resolve():
@@ -149,3 +174,21 @@ def test_a_wait_for_the_source_trees_turn_ends_when_the_tune_stops(tmp_path: Pat
         stopping.resume_starting()  # this test process goes on after its "interrupt"
         release.set()
         holding.join()
+
+
+def test_a_tree_whose_first_configure_failed_is_configured_again_once_the_error_is_fixed(
+        tmp_path: Path, cuda133_bin: Path) -> None:
+    """`tune -S src -B build` whose configure fails on a CMake error leaves a cache and no build.ninja; once the
+    user fixes the error, the same command must configure again, not fail for ever on ninja's missing file."""
+    source = tmp_path / "src"
+    shutil.copytree(NOOP, source)
+    lists = source / "CMakeLists.txt"
+    good = lists.read_text()
+    lists.write_text(good + "include(a_file_that_is_not_there.cmake)\n")
+    build = tmp_path / "build"
+    with pytest.raises(BuildError, match="a_file_that_is_not_there"):
+        cmake_trees.configure_user_tree(source, build, load_toolchain(cuda133_bin / "nvcc"), None, [], 600)
+    assert (build / "CMakeCache.txt").is_file() and not (build / "build.ninja").exists()
+    lists.write_text(good)
+    cmake_trees.refresh_user_tree(build, 600)
+    assert (build / "build.ninja").is_file()

@@ -210,6 +210,11 @@ def test_failed_candidates_are_refilled_within_the_budget(search_spaces_dir: Pat
 def test_pool_size_below_compileiq_minimum_is_refused(search_spaces_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="pool_size >= 6"):
         _engine(search_spaces_dir, tmp_path, pool_size=4)
+    # Two objectives: compileiq keeps 5 survivors and culls 2, so 6 is refused up front with what to set, not by
+    # the engine's own validation error mid-tune.
+    with pytest.raises(ConfigError, match=r"pool_size >= 7 with 2 objective\(s\).*--pool-size 7"):
+        _engine(search_spaces_dir, tmp_path, pool_size=6, num_objectives=2)
+    _engine(search_spaces_dir, tmp_path, pool_size=7, num_objectives=2)
 
 
 def _ptxas_sass(cuda133_bin: Path, ptx: Path, acf: Path, out: Path) -> str:

@@ -11,7 +11,9 @@ from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
 from ciq_build.core.objectives import parse_objectives, unbenchmarked_names
 from ciq_build.measure.gpu_slots import GpuSlots
-from ciq_build.project.per_block import DYNAMIC_SHARED, read_declared
+from ciq_build.pin.display import format_record
+from ciq_build.pin.record import PinnedRecord, RecordObjective, RecordToolchain, ScoreSummary
+from ciq_build.project.per_block import DYNAMIC_SHARED, THREADS, read_declared
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
@@ -146,6 +148,14 @@ def test_a_missing_per_kernel_figure_says_the_regex_missed_only_where_it_did() -
     evaluated = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {})
     assert evaluated.message == ("no value for objective(s) registers:kernel9 (no kernel's mangled or demangled name matches its "
                     "regex; the kernels: layernorm_forward_kernel4, mean_kernel)")
+    # An occupancy regex that finds nothing says that alone: wangzyon's SGEMM's occupancy:mysgemm_v9 (THREADS_PER_BLOCK
+    # declared) added "(its architecture has no occupancy limits ...)" of sm_90, which has them.
+    for declared in (read_declared(THREADS, ("256",), ()), None):
+        runner = BuildRunner(None, None, parse_objectives(["occupancy:kernel9"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+        runner.threads_per_block = declared
+        evaluated = runner._measured(None, build, Proposal(0, 0, {}), Controls(), "k", 0.0, {})
+        assert evaluated.message == ("no value for objective(s) occupancy:kernel9 (no kernel's mangled or demangled name "
+                                     "matches its regex; the kernels: layernorm_forward_kernel4, mean_kernel)")
     assert "Fix the build or benchmark first" not in failed_baseline_text("layernorm_forward", evaluated)
 
 
@@ -187,19 +197,25 @@ def test_an_occupancy_tunes_summary_line_is_of_the_kernel_of_least_occupancy() -
     assert said.endswith("(the kernel of least occupancy, which the objective scores)"), said
 
 
+# flash_attention_inference's FA2 kernels as ptxas reports them: no shared memory of their own (it is dynamic), and
+# their block size (__launch_bounds__); the first uses dynamic shared memory.
+FLASH_REPORT = "".join(
+    f"ptxas info    : Compiling entry function '{name}' for 'sm_80'\n"
+    f"ptxas info    : Function properties for {name}\n"
+    "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+    f"ptxas info    : Used {registers} registers, 400 bytes cmem[0]\n"
+    for name, registers in (("_Z9flash_fwdv", 168), ("_Z7combinev", 40)))
+FLASH_BOUNDS = (("_Z9flash_fwdv", 128), ("_Z7combinev", 128))
+
+
 def test_an_occupancy_of_kernels_with_dynamic_shared_memory_says_it_leaves_that_out() -> None:
     # flash_attention_inference's FA2 kernels: 255 registers at 128 threads, "0 bytes smem" in ptxas's report, 64 KB
     # of dynamic shared memory a block at launch: two blocks an SM on sm_80 whatever the registers, while the
     # occupancy counted three at a cap of 168, a gain a pin would spill registers for and never get.
-    report = "".join(
-        f"ptxas info    : Compiling entry function '{name}' for 'sm_80'\n"
-        f"ptxas info    : Function properties for {name}\n"
-        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-        f"ptxas info    : Used {registers} registers, 400 bytes cmem[0]\n"
-        for name, registers in (("_Z9flash_fwdv", 168), ("_Z7combinev", 40)))
+    report = FLASH_REPORT
     objectives = parse_objectives(["occupancy", "spill_bytes"])
     runner = BuildRunner(None, None, objectives, 1, Timeouts(60.0, 60.0), GpuSlots())
-    bounds = (("_Z9flash_fwdv", 128), ("_Z7combinev", 128))
+    bounds = FLASH_BOUNDS
     figures = runner.static_metrics(CandidateBuild(True, None, "", 1.0, report, launch_bounds=bounds,
                                                    dynamic_shared=("_Z9flash_fwdv",)), Controls())
     assert figures["dynamic_shared_kernels"] == 1 and figures["occupancy"] == 18.75, figures
@@ -241,3 +257,35 @@ def test_an_occupancy_of_kernels_with_dynamic_shared_memory_says_it_leaves_that_
                                       Controls())
     assert "dynamic_shared_kernels" not in unseen
 
+
+
+def test_show_says_which_dynamic_shared_memory_a_pinned_occupancy_counted() -> None:
+    # `show` of an occupancy pin said nothing of DYNAMIC_SHARED_MEMORY: an occupancy counted at 0 bytes, or at the
+    # defaults' size where the winner's differs, read as the kernels' own.
+    objectives = parse_objectives(["occupancy", "spill_bytes"])
+    runner = BuildRunner(None, None, objectives, 1, Timeouts(60.0, 60.0), GpuSlots())
+    build = CandidateBuild(True, None, "", 1.0, FLASH_REPORT, launch_bounds=FLASH_BOUNDS,
+                           dynamic_shared=("_Z9flash_fwdv",))
+    winner = Controls(defines=(("BM", "128"),))
+
+    def shown(declared: list[str] | None, setuptools: bool = False, kinds: tuple[str, ...] = ("occupancy",)) -> str:
+        runner.dynamic_shared_memory = read_declared(DYNAMIC_SHARED, declared, ["BM=choice(64,128)"]) if declared else None
+        base, best = (runner.static_metrics(build, controls) for controls in (Controls(), winner))
+        record = PinnedRecord(target="fa2", controls=winner, toolchain=RecordToolchain("13.3", architectures=("80",)),
+                              objectives=tuple(RecordObjective(kind, "max") for kind in kinds),
+                              baseline=ScoreSummary((base["occupancy"],), (0.0,)),
+                              winner=ScoreSummary((best["occupancy"],), (0.0,)),
+                              provenance={"baseline_metrics": base, "winner_metrics": best})
+        lines = format_record(record, setuptools=setuptools).splitlines()
+        return "\n".join(line.strip() for line in lines[lines.index("objectives") + 1:])
+
+    assert ("the occupancy counts no dynamic shared memory (0 bytes a block: no DYNAMIC_SHARED_MEMORY declared) for "
+            "the 1 kernel that uses it, so it can be higher than at launch") in shown(None)
+    assert "no ciq_dynamic_shared_memory declared" in shown(None, setuptools=True)
+    assert ("the occupancy counts 65536 bytes of dynamic shared memory a block (DYNAMIC_SHARED_MEMORY) for the 1 "
+            "kernel that uses it") in shown(["65536"])
+    # Sized by a PARAMS name, the defaults and the winner count different sizes: each is said.
+    assert ("the occupancy counts 16384 bytes at the defaults, 32768 bytes at the winner of dynamic shared memory a "
+            "block (DYNAMIC_SHARED_MEMORY) for the 1 kernel that uses it") in shown(["BM*256", "16384"])
+    # A pin of other objectives has no occupancy figure that depends on it.
+    assert "dynamic shared memory" not in shown(["65536"], kinds=("registers",))

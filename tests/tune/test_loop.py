@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -30,11 +31,12 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.genetic import GeneticSource
 from ciq_build.state.journal import Journal
-from ciq_build.tune.cache import MADE_WITH_KIND, EvaluationCache, made_with
+from ciq_build.tune.cache import MADE_WITH_KIND, EvaluationCache, keyed_parts, made_with
 from ciq_build.tune.loop import RunningBest, SearchLoop
 from ciq_build.tune.replay import NotInJournal, ReplayRunner, controls_id
 from ciq_build.tune.scores import objective_values
 from ciq_build.tune.winner import pick_from_front, pick_winner
+from support import bare_manifest
 
 SPACE = ["TILE=8,16,32,64", "UNROLL=1,2,4,8", "VEC=1,2,4"]
 TIME = parse_objectives(["time"])
@@ -395,12 +397,15 @@ def test_resuming_counts_only_the_evaluations_of_todays_sources(tmp_path: Path) 
     cache.say_resuming(controls_id)  # every key is today's
     assert said[-1] == f"resuming: {held} finished evaluation(s) in {recorded}"
     cache.say_resuming(lambda controls: "edited " + controls_id(controls))
-    assert said[-1] == (f"the journal's {held} finished evaluation(s) measured other sources, toolchain, nvcc flags, "
-                        "THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark, changed since: kept, not reused "
-                        f"(--fresh starts over); nothing to resume from {recorded}")
+    assert said[-1] == (f"the journal's {held} finished evaluation(s) measured other sources, toolchain, "
+                        "architectures, nvcc flags, per-block declarations or benchmark, changed since: kept, not "
+                        f"reused (--fresh starts over); nothing to resume from {recorded}")
+    # Every part of the key is named there (a list of its own omitted the architectures).
+    toolchain = SimpleNamespace(version="13.3.1", ptxas_version="13.3.1", nvcc=Path("/usr/bin/nvcc"))
+    assert all(part in said[-1] for part in keyed_parts(bare_manifest(tmp_path), toolchain))  # type: ignore[arg-type]
     cache.say_resuming(lambda controls: controls_id(controls) if controls.is_default else "edited")
     assert said[-1] == (f"resuming: 1 finished evaluation(s) in {recorded} ({held - 1} more measured other sources, "
-                        "toolchain, nvcc flags, THREADS_PER_BLOCK, DYNAMIC_SHARED_MEMORY or benchmark, changed since: "
+                        "toolchain, architectures, nvcc flags, per-block declarations or benchmark, changed since: "
                         "measured again where proposed)")
 
 
@@ -444,7 +449,8 @@ def test_the_resume_line_names_the_part_and_the_files_the_journaled_evaluations_
         "(sources), another toolchain, the same architectures, nvcc flags, per-block declarations and benchmark: "
         "measured again where proposed)")
     # A journal that does not say (older than the records, or the key's own make changed) says what it may be.
-    assert resumed(None).startswith("the journal's 2 finished evaluation(s) measured other sources, toolchain, nvcc")
+    assert resumed(None).startswith("the journal's 2 finished evaluation(s) measured other sources, toolchain, "
+                                     "architectures")
     assert resumed(made_with(parts, files)).startswith("the journal's 2 finished evaluation(s) measured other sources")
 
 

@@ -75,3 +75,26 @@ def test_a_static_winner_that_fails_its_benchmarks_check_is_not_pinned_and_one_n
     assert "says nothing of them" in check["says"] and "keep the values" not in broken.stdout
     # The record is committed: the loader's line names the scratch tree's benchmark, kept out of it.
     assert "<scratch tree>/" in check["says"] and str(build) not in check["says"], check["says"]
+
+
+def test_a_benchmark_built_into_the_source_tree_is_never_rebuilt_over_the_users_and_its_check_says_why_not(
+        tmp_path: Path) -> None:
+    """wangzyon's SGEMM sets EXECUTABLE_OUTPUT_PATH to its source folder, and its executable is its own benchmark: a
+    static tune with PARAMS searched for minutes, then stopped at the winner's check with "... is outside the build
+    tree; ciq_build can only rebuild benchmarks that the same CMake project builds", its scratch build having linked
+    the winner's executable over the user's own. The check is not run (a scratch tree cannot build it where the
+    user's is not written), the pin is written and says so, and the user's executable is left as it was."""
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(PROJECTS / "checked", source)
+    cmakelists = source / "CMakeLists.txt"
+    cmakelists.write_text(cmakelists.read_text().replace(
+        "add_executable(checked_bench", "set(EXECUTABLE_OUTPUT_PATH ${PROJECT_SOURCE_DIR})\nadd_executable(checked_bench"))
+    users = source / "checked_bench"
+    users.write_bytes(b"the user's own build")
+    done = _tune(source, build, "-DTILE=16")
+    assert users.read_bytes() == b"the user's own build"
+    check = json.loads((source / "ciq" / "checked_bench.json").read_text())["provenance"]["winner_check"]
+    assert check["ran"] is False and check["failed"] is False, done.stdout
+    assert check["says"].startswith(f"not run: the benchmark checked_bench of checked_bench is built at {users}, "
+                                    "outside the build tree"), check["says"]
+    assert "drop the EXECUTABLE_OUTPUT_PATH or RUNTIME_OUTPUT_DIRECTORY" in done.stdout, done.stdout
