@@ -35,13 +35,15 @@ the best, the first time there is one), the portfolio measures the
 configurations nearest the best again -- a share of each batch, and more of
 the last two -- gives draws a quarter of each batch (noise hides a plateau:
 its draws spread as widely as noisy knobs', so only a draw that lands far
-below it shows one), and judges configurations by an estimate pooled across every
-measurement (ciq_build.search.pooled: an additive model of the parameters'
-values, plus each configuration's own departure from it shrunk by how far
-its own measurements can be trusted) plus that estimate's standard error (a
-pessimistic bound: one lucky run is not enough to lead). Even so the
-measurements a pick was chosen by favour it (the winner's curse), so the
-pick is chosen before the last batch, which measures it afresh, and
+below it, or a best whose depth the draws' main effects do not explain,
+shows one: ciq_build.search.drawn_effects), and judges configurations by an
+estimate pooled across every measurement (ciq_build.search.pooled: an
+additive model of the parameters' values, plus each configuration's own
+departure from it shrunk by how far its own measurements can be trusted)
+plus that estimate's standard error (a pessimistic bound: one lucky run is
+not enough to lead). Even so the measurements a pick was chosen by favour it
+(the winner's curse), so the pick is chosen before the last batch, which
+measures it afresh, and
 :meth:`Results.get_best_result` reports the mean of those fresh
 measurements alone (Results.confirm). A space small enough for the budget to
 measure every configuration does not end the search there: the batches left
@@ -70,6 +72,7 @@ from ciq_build.search.bandit import AucBandit
 from ciq_build.search.batch import BatchSearch, Candidate, SearchOptions
 from ciq_build.search.configuration import SearchConfiguration
 from ciq_build.search.diverse import DiverseArm
+from ciq_build.search.drawn_effects import DrawnEffects
 from ciq_build.search.failing_pairs import FailingPairs
 from ciq_build.search.failing_values import FailingValues
 from ciq_build.search.genetic import BatchSource, first_pool
@@ -218,6 +221,9 @@ class PortfolioSearch(BatchSearch):
         self._base_floors = FLAG_FLOORS if self.flags else FLOORS
         self._floors = self._base_floors  # this batch's, or a plateau's (PLATEAU_FLOORS, RESTART_FLOORS when stalled)
         self._drawn: list[float] = []  # one objective: the fitness of every draw from the whole space, sorted
+        # and the draws themselves, for their main effects (with noise: is the best in a pit? plateau())
+        self._draws = DrawnEffects([p.size - 1 if p.ordered and p.size > 2 else 0 for p in self.space.values()])
+        self._pit = False  # with noise: the best judged lies in a pit the draws' main effects do not explain
         self._pick: Genome | None = None  # with noise: the best, chosen before the last batch measures it afresh
         self._exhausted = False  # every configuration of the (small) space has been proposed
         self.failing = FailingPairs()  # pairs of values known to fail: what no arm but the draws proposes
@@ -388,12 +394,17 @@ class PortfolioSearch(BatchSearch):
                 self.bandit.record(arm, improved)
             drawn = arm in (_FILL, _SEEDED)
             if drawn and fitness is not None and len(self.directions) == 1:
-                bisect.insort(self._drawn, fitness[0])
+                self._drew(candidate.genome, fitness[0])
             for each in self.arms:
                 each.learn(candidate.genome, self.measured[candidate.genome], drawn)
         if self._best is None and not self._front:
             raise self._all_invalid(batch, generation)
         self._judge()
+
+    def _drew(self, genome: Genome, value: float) -> None:
+        """A draw from the whole space measured `value` (one objective): the plateau's evidence."""
+        bisect.insort(self._drawn, value)
+        self._draws.add(genome, value)
 
     def _judge(self) -> None:
         """With noise: the configurations judged best by the pooled scores, the best and its pooled score."""
@@ -401,12 +412,15 @@ class PortfolioSearch(BatchSearch):
             self._ranked = self._pooled.lowest(_REPEAT_CANDIDATES)
             self._noisy_centre = self._ranked[0] if self._ranked else None
             self._centre_judged = math.inf if self._noisy_centre is None else self._pooled.judged(self._noisy_centre)
+            self._pit = (self._noisy_centre is not None and len(self._draws) >= PLATEAU_DRAWS
+                         and self._draws.pit(self._noisy_centre, self._centre_judged))
 
     def plateau(self) -> bool:
         """Whether most draws from the whole space score alike -- more than half of them within MIN_SPREAD of their
         median (flat, whatever lies below), or their middle half within PLATEAU_SPREAD of the distance down to the
-        lowest draw (under noise: or the best judged) or FLAT_SPREAD of the median -- a landscape where only draws
-        find what the best does not lead to."""
+        lowest draw (under noise: or the best judged) or FLAT_SPREAD of the median -- or, under noise, the best
+        judged lies in a pit (ciq_build.search.drawn_effects): a landscape where only draws find what the best does
+        not lead to."""
         drawn = self._drawn  # sorted
         if len(drawn) < PLATEAU_DRAWS:
             return False
@@ -415,7 +429,7 @@ class PortfolioSearch(BatchSearch):
         flat = bisect.bisect_right(drawn, level + margin) - bisect.bisect_left(drawn, level - margin) > len(drawn) / 2
         lowest = min(drawn[0], self._centre_judged)
         narrow = self._quartiles_apart() <= max(PLATEAU_SPREAD * (level - lowest), FLAT_SPREAD * abs(level))
-        return flat or narrow
+        return flat or narrow or self._pit
 
     def _median(self) -> float:
         return self._drawn[len(self._drawn) // 2]
@@ -483,7 +497,12 @@ class PortfolioSearch(BatchSearch):
             # nearest is best, so the batch's rest measures them again, with no limit on repeats.
             return out + self._least_measured(size - len(out), out)
         if self.plateau():
-            return out  # the draws need the batch there: a basin is found by them, not by the best's last fraction
+            # The draws need the batch there: a basin is found by them, not by the best's last fraction. But a pit
+            # (plateau()) claimed on one lucky measurement would keep the draws there for good: it is measured again.
+            pit = self._noisy_centre
+            if self._pit and pit is not None and pit != self._pick and len(self._samples[pit]) < MAX_REPEATS:
+                out.append(pit)
+            return out
         late = self._issued + 2 * size >= self.config.evaluations
         slots = max(1, int(size * (FINAL_REPEAT_SHARE if late else REPEAT_SHARE))) - len(out)
         return out + self._least_measured(slots, out, MAX_REPEATS)

@@ -475,13 +475,13 @@ def test_once_the_best_has_stalled_for_a_batch_the_local_arm_gets_a_quarter_of_t
 
 
 def test_once_scores_are_known_to_be_noisy_the_draws_get_a_quarter_of_each_batch_off_a_plateau() -> None:
-    # A plateau at 100 measured with 1% noise and a basin no draw has found yet: noise spreads the draws as widely
-    # as a landscape's own shape, so it is not known to be a plateau, and only draws find the basin. Once a repeat
-    # of the best has shown the noise, a quarter of each batch goes to draws, the GA's floor giving way so that the
-    # measurements again (a quarter) and the other floors leave the draws theirs.
+    # Knobs measured with 1% noise (a 2% trend along x), where a basin no draw has found yet may lie: noise spreads
+    # the draws as widely as a plateau's, so a landscape is not known to be no plateau, and only draws find a basin.
+    # Once a repeat of the best has shown the noise, a quarter of each batch goes to draws, the GA's floor giving way
+    # so that the measurements again (a quarter) and the other floors leave the draws theirs.
     rng = random.Random(0)
     space = {"x": ss.range(0, 63), "y": ss.range(0, 63), "z": ss.range(0, 63)}
-    search = PortfolioSearch(lambda p: 100.0 * math.exp(rng.gauss(0.0, 0.01)), space,
+    search = PortfolioSearch(lambda p: (100.0 + 2 * p["x"] / 63) * math.exp(rng.gauss(0.0, 0.01)), space,
                              SearchConfiguration(generations=8, pool_size=32, seed=0), progress=False)
     assert search.floors(32)[:2] == [24, 2]  # noise not known yet: the GA's three quarters, the draws' sixteenth
     drawn: list[int] = []  # each batch's draws (the space-filling arm is arm 1)
@@ -531,3 +531,46 @@ def test_under_noise_a_plateau_is_known_once_any_arm_finds_a_configuration_far_b
     assert drawn[0] > search._median() - search._quartiles_apart() / 0.25  # the draws alone: no plateau
     assert search.plateau()
     assert not measured(99.0).plateau()  # a best about a middle half below the draws: searched as before
+
+
+def test_under_noise_a_decoy_the_draws_main_effects_do_not_explain_is_a_plateau_and_noisy_knobs_are_not() -> None:
+    # Three ranges, every measurement with 1% noise, 48 draws from the whole space, and a best found by moves and
+    # measured four times 3% below the draws' mean: too shallow for the draws' spread to tell (four middle halves,
+    # about 5%). On a plateau (a decoy: the draws score alike, their main effects predict nothing of the best's
+    # depth) the landscape is a plateau and the draws get most of the budget; on knobs (x and y each a straight
+    # trend of 3%, so the draws' main effects predict the best at the corner where the good values meet) it is not.
+    def measured(knobs: float) -> PortfolioSearch:
+        rng = random.Random(1)
+        search = PortfolioSearch(lambda p: 0.0, {"x": ss.range(0, 63), "y": ss.range(0, 63), "z": ss.range(0, 63)},
+                                 SearchConfiguration(generations=8, pool_size=32, seed=0), progress=False)
+
+        def true(genome: Genome) -> float:
+            return 100.0 + knobs * (1 - (genome[0] + genome[1]) / 63)
+
+        for _ in range(48):
+            genome = (rng.randrange(64), rng.randrange(64), rng.randrange(64))
+            value = true(genome) * math.exp(rng.gauss(0.0, 0.01))
+            search._sample(genome, (value,))
+            search._drew(genome, value)
+        best = (63, 63, 31) if knobs else (31, 31, 31)
+        for _ in range(4):
+            search._sample(best, ((true(best) if knobs else 97.0) * math.exp(rng.gauss(0.0, 0.01)),))
+        assert search.noisy and search._pooled is not None
+        search._judge()  # as after a batch: the best judged by the pooled scores
+        return search
+
+    decoy = measured(0.0)
+    assert decoy._noisy_centre == (31, 31, 31)
+    assert decoy._median() - decoy._centre_judged < decoy._quartiles_apart() / 0.25  # the spread alone: no plateau
+    assert decoy.plateau()
+    # On the plateau nothing else is measured again, but the pit is, up to MAX_REPEATS: a pit claimed on one lucky
+    # measurement would otherwise keep the draws there for good.
+    decoy._best = ((96.0,), (31, 31, 31))
+    assert decoy._to_measure_again(32) == [(31, 31, 31)]
+    for _ in range(4):
+        decoy._sample((31, 31, 31), (97.0,))
+    decoy._judge()
+    assert decoy.plateau() and decoy._to_measure_again(32) == []
+    knobs = measured(3.0)
+    assert knobs._median() - knobs._centre_judged > 2.0  # as deep below the draws as the decoy
+    assert not knobs.plateau()

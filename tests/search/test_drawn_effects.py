@@ -1,0 +1,50 @@
+"""The draws' main effects (ciq_build.search.drawn_effects): how much of the best's depth they explain."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+from ciq_build.search.drawn_effects import DrawnEffects
+
+Point = tuple[int, ...]
+
+
+def _decoy(point: Point) -> float:
+    # held-out-20's kind: 4 ranges of 24, a decoy 3% deep whose slope reaches 6 from (4, 18, 7, 21), a plateau at 100
+    distance = [abs(v - c) for v, c in zip(point, (4, 18, 7, 21), strict=True)]
+    return 100.0 * (1 - 0.03 * (1 - sum(distance) / 24)) if max(distance) <= 6 else 100.0
+
+
+def _knobs(point: Point) -> float:
+    return 100.0 + 3.0 * (1 - (point[0] + point[1]) / 46)  # x and y each a straight trend, best at their top
+
+
+def _drawn(objective: Callable[[Point], float], seed: int, ordered: list[int]) -> DrawnEffects:
+    rng = random.Random(seed)
+    effects = DrawnEffects(ordered)
+    for _ in range(48):  # the draws by generation 2, each measured once with 0.8% noise
+        point = tuple(rng.randrange(24) for _ in range(4))
+        effects.add(point, objective(point) * math.exp(rng.gauss(0.0, 0.008)))
+    return effects
+
+
+def test_a_decoy_on_a_plateau_is_a_pit_and_the_best_of_knobs_is_not() -> None:
+    for seed in range(6):
+        for objective, best, pit in ((_decoy, (4, 18, 7, 21), True), (_knobs, (23, 23, 5, 9), False)):
+            effects = _drawn(objective, seed, [23] * 4)  # four ranges of 24 values: smooth along each
+            level, explained, error = effects.explained(best)
+            assert 99.5 < level < 102.0 and error > 0
+            # judged a little above its true score, as the pooled scores' standard error puts it
+            assert effects.pit(best, objective(best) + 0.3) is pit, (seed, objective, level, explained, error)
+
+
+def test_a_trend_along_a_range_is_one_effect_not_one_for_each_value() -> None:
+    # One effect for each of 24 values (as for a choice) leaves each estimated from two draws and shrunk: the knobs'
+    # trend is then too uncertain, and its best taken for a pit in some seeds. A line and a parabola along each range
+    # are pinned down by every draw.
+    best = (23, 23, 5, 9)
+    per_value = [_drawn(_knobs, seed, [0] * 4).pit(best, 100.3) for seed in range(6)]
+    smooth = [_drawn(_knobs, seed, [23] * 4).pit(best, 100.3) for seed in range(6)]
+    assert any(per_value) and not any(smooth)
