@@ -279,9 +279,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
 
 
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """`parser`'s reading of `argv`; an option it does not know is refused by the command's own parser (its usage),
+    with the option meant where one is close: "unrecognized arguments: --generatoins 2" came from the top-level
+    parser, with its usage and nothing of --generations (wangzyon's SGEMM's trial)."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        command = next((action.choices.get(args.command) for action in parser._actions
+                        if isinstance(action, argparse._SubParsersAction) and args.command), None)
+        own = command if isinstance(command, argparse.ArgumentParser) else parser
+        own.error(f"unrecognized arguments: {' '.join(extras)}{_meant(own, extras)}")
+    return args
+
+
+def _meant(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
+    """" (did you mean --generations?)" for the misspelt options among `extras`, of `parser`'s shown ones."""
+    import difflib
+
+    known = [name for action in parser._actions if action.help != argparse.SUPPRESS
+             for name in action.option_strings if name.startswith("--")]
+    meant = []
+    for extra in extras:
+        name = extra.split("=", 1)[0]
+        if name.startswith("--") and (close := difflib.get_close_matches(name, known, n=1, cutoff=0.75)):
+            meant.append((close[0], name))
+    if not meant:
+        return ""
+    if len(meant) == 1:
+        return f" (did you mean {meant[0][0]}?)"
+    return " (did you mean " + ", ".join(f"{right} for {wrong}" for right, wrong in meant) + "?)"
+
+
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     if args.cmake_dir:
         print(cmake_dir())
         return 0

@@ -147,6 +147,7 @@ function(_ciq_write_manifest)
     "  \"cuda_sources\": ${json_sources},"
     "  \"object_dir\": ${json_object_dir},"
     "  \"objects\": [@CIQ_OBJECTS@],"
+    "  \"target_file\": @CIQ_TARGET_FILE@,"
     "  \"benchmark\": ${benchmark_json},"
     "  \"metric_regex\": ${json_METRIC},"
     "  \"metric_unit\": ${json_METRIC_UNIT},"
@@ -172,6 +173,14 @@ function(_ciq_write_manifest)
   _ciq_genex_literal(manifest "${manifest}")
   if(benchmark)
     string(REPLACE "@CIQ_BENCHMARK_PATH@" "$<TARGET_FILE:${benchmark}>" manifest "${manifest}")
+  endif()
+  # What building the target itself writes: a scratch build that builds it whole must not write it outside the
+  # build tree (EXECUTABLE_OUTPUT_PATH set to the source folder), over the user's own (ciq_build.project.preflight).
+  get_target_property(type ${target} TYPE)
+  if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY)$")
+    string(REPLACE "@CIQ_TARGET_FILE@" "\"$<TARGET_FILE:${target}>\"" manifest "${manifest}")
+  else()
+    string(REPLACE "@CIQ_TARGET_FILE@" "null" manifest "${manifest}")
   endif()
   # CUDA_SEPARABLE_COMPILATION as the target ends up with it (set after the call, or from the variable).
   string(REPLACE "@CIQ_SEPARABLE@"

@@ -55,6 +55,7 @@ class KernelUsage:
     # bytes of dynamic shared memory (extern __shared__) a block of its launch takes, where declared
     # (DYNAMIC_SHARED_MEMORY: ciq_build.tune.runner); no compiled figure holds it
     dynamic_shared: int = 0
+    declared_threads: bool = False  # `threads` is THREADS_PER_BLOCK's, the kernel having no __launch_bounds__
 
     @property
     def spill_bytes(self) -> int:

@@ -42,7 +42,7 @@ from ciq_build.measure import proc, stopping
 from ciq_build.measure.bench import BenchSpec
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
-from ciq_build.project.preflight import benchmark_outside
+from ciq_build.project.preflight import benchmark_outside, target_outside
 from ciq_build.project.tree_cache import cache_value, tree_tool
 from ciq_build.project.worker import (
     COMPILER_OUTPUT_BYTES,
@@ -222,13 +222,16 @@ class ScratchTree:
         # as a benchmark is, its link's failure said as the benchmark build's, not as the compile's.
         bench = self.manifest.benchmark
         own_benchmark = bench is not None and bench.target == self.manifest.target
-        objects = self._object_names() if own_benchmark or not benchmark else ()
+        objects = self._object_names() if own_benchmark or not benchmark or static_only else ()
         built_names = objects or (self.manifest.target,)
         # Where this build links the benchmark, where to is asked first: one CMake writes outside the build tree
         # (EXECUTABLE_OUTPUT_PATH) is refused before the build writes a candidate's executable over the user's there.
         # A static build links none, and never asks.
         links = (own_benchmark and not objects) or (benchmark and not static_only and bench is not None)
         linked = self.benchmark_path if links else None
+        # Likewise the target itself, where the build makes it whole (its objects alone are Ninja's).
+        if (not objects or links) and (outside := target_outside(self.manifest, links and not own_benchmark)):
+            raise BuildError(outside)
         kept = ptxas_path.kept_front_ends(self.options_file)
         kept.unlink(missing_ok=True)
         with source_tree_turn(self.manifest.source_dir, None) if first else contextlib.nullcontext():

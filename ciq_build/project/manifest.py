@@ -185,6 +185,9 @@ class Manifest:
     object_dir: Path = field(metadata=in_json(ABSOLUTE, "what object names in a pin's fingerprints are relative to"))
     objects: tuple[Path, ...] = field(default=(), metadata=in_json(
         ABSOLUTES, "$<TARGET_OBJECTS:target>: every object file the target links"))
+    target_file: Path | None = field(default=None, metadata=in_json(
+        nullable(ABSOLUTE), "$<TARGET_FILE:target>: what building the target itself writes (an executable or library; "
+        "null for an object library)", optional=True))
     benchmark: Benchmark | None = field(metadata=in_json(
         nullable(object_form(Benchmark, _UNKNOWN)), "BENCHMARK and its arguments; null: static objectives only"))
     metric_regex: str = field(metadata=in_json(TEXT, "METRIC: the regex whose first group is the time"))

@@ -76,6 +76,27 @@ def check_tune(manifest: Manifest, toolchain: Toolchain, *, pin: bool, objective
         raise ConfigError(outside)
 
 
+def target_outside(manifest: Manifest, benchmark_links: bool) -> str | None:
+    """Why a scratch tree must not build `manifest`'s target whole, where CMake writes it outside the build tree: the
+    build would write a candidate's executable or library over the user's own there (wangzyon's SGEMM, its
+    EXECUTABLE_OUTPUT_PATH the source folder, under Unix Makefiles: every candidate's sgemm). None where it is inside,
+    or unknown (a manifest of before `target_file`). `benchmark_links`: the build is the benchmark's, which links it."""
+    built = manifest.target_file
+    if built is None:
+        return None
+    try:
+        Path(built).relative_to(manifest.binary_dir)
+    except ValueError:
+        why = (f"the benchmark's build links {manifest.target}" if benchmark_links else
+               f"the {manifest.generator} generator cannot compile {manifest.target}'s objects alone")
+        return (f"{manifest.target} is built at {built}, outside the build tree {manifest.binary_dir}, and a "
+                f"candidate's build in a scratch copy of the tree builds {manifest.target} itself ({why}): it would "
+                f"write a candidate's {manifest.target} over yours. Configure a build tree with -G Ninja (a static "
+                "tune then compiles the objects alone), or drop the EXECUTABLE_OUTPUT_PATH or "
+                "RUNTIME_/LIBRARY_/ARCHIVE_OUTPUT_DIRECTORY that moves it out")
+    return None
+
+
 def benchmark_outside(manifest: Manifest) -> str | None:
     """Why a scratch tree cannot build `manifest`'s benchmark, where CMake writes it outside the build tree
     (EXECUTABLE_OUTPUT_PATH set to the source folder, as wangzyon's SGEMM has it); None where it is inside or there

@@ -50,6 +50,8 @@ def run_tune_all(options: TuneOptions, backend: BuildBackend) -> AllOutcome:
     targets = list(options.targets) or backend.targets()
     if not targets:
         raise ManifestError(f"tune --all: {backend.no_targets()}")
+    for target in options.targets:  # a misspelt name is said now, not after the tunes of those before it
+        backend.manifest(target)
     # The executor decides: one after another here (local), or at once, each in a process of its own (Ray).
     results = executor.tune_targets(options, targets, lambda: _one_after_another(options, backend, targets))
     print(all_summary(results), file=sys.stdout)

@@ -26,7 +26,7 @@ from ciq_build.project.worker import WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
-from ciq_build.tune.runner import SAYS_WHAT_TO_DO, THREADS_METRIC, BuildRunner
+from ciq_build.tune.runner import DECLARED_SIZE_METRIC, SAYS_WHAT_TO_DO, THREADS_METRIC, BuildRunner
 from ciq_build.tune.source_watch import SourceWatch
 
 LOG = logging.getLogger("ciq_build")
@@ -71,9 +71,29 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
     if note := dynamic_shared_note(evaluated.metrics, declared=runner.dynamic_shared_memory is not None,
                                    setuptools=runner.manifest is not None and runner.manifest.setuptools):
         say(note)
+    if note := declared_size_note(target, runner, evaluated.metrics):
+        LOG.warning("%s", note)
     if note := no_gpu_seen_note(target, runner.objectives, evaluated):
         LOG.warning("%s", note)  # about the tune's results: said even with --quiet
     return evaluated
+
+
+def declared_size_note(target: str, runner: BuildRunner, figures: dict[str, float]) -> str:
+    """Where an occupancy of the whole target takes THREADS_PER_BLOCK as the block size of several kernels, that it
+    does, and how to score the kernels it is of ("" elsewhere): wangzyon's SGEMM's eight kernels launch blocks of
+    1024, 512 or 256 threads, and a declaration over kernel 7's tile PARAMS sized them all, each candidate's PARAMS
+    changing the blocks of kernels whose code they do not touch."""
+    sized = int(figures.get(DECLARED_SIZE_METRIC, 0))
+    declared = runner.threads_per_block
+    if sized < 2 or declared is None:
+        return ""
+    setuptools = runner.manifest is not None and runner.manifest.setuptools
+    varies = "" if declared.expression.isdigit() else ", and each candidate's PARAMS change it for every one of them"
+    return (f"warning: {sized} kernels of {target} have no __launch_bounds__, so the occupancy takes "
+            f"{declared.setting.declaration(declared.expression, setuptools)} as the block size of each{varies}, and "
+            "scores the least of their occupancies: where they launch blocks of other sizes, that figure is of blocks "
+            "they never run. Score the kernels the declaration is of with occupancy:<kernel regex> (--objective or "
+            "OBJECTIVES), or give the others __launch_bounds__")
 
 
 def dynamic_shared_note(figures: dict[str, float], *, declared: bool = False, setuptools: bool = False) -> str:

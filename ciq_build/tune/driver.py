@@ -26,7 +26,7 @@ from ciq_build.compiler.architectures import architecture_list, flag_architectur
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.gpu_arch import ArchitecturePlan, plan_architectures, read_gpu_arch
 from ciq_build.compiler.toolchain import Toolchain, other_toolkits
-from ciq_build.core.objectives import Objective
+from ciq_build.core.objectives import Objective, needs_benchmark
 from ciq_build.core.settings import CONFIGURE_TIMEOUT_FACTOR
 from ciq_build.errors import BuildError, CiqError, ConfigError, DiskFullError
 from ciq_build.measure import claim
@@ -37,6 +37,7 @@ from ciq_build.project.backend import BuildBackend, make_trees
 from ciq_build.project.manifest import Manifest, check_architectures_read, for_architecture
 from ciq_build.project.param_defines import unguarded_defines
 from ciq_build.project.per_block import Declared, check_block_size, wants_block_size
+from ciq_build.project.preflight import benchmark_outside
 from ciq_build.project.sources import Snapshot
 from ciq_build.project.worker import WorkerTree, safe_name, scratch_root, tune_name
 from ciq_build.search.base import CandidateSource
@@ -380,6 +381,10 @@ def _check_static_inputs(declared: Sequence[Declared | None], objectives: Sequen
     device code are not the linked kernels' (warned)."""
     if (relocatable := relocatable_note(manifest, objectives)) is not None:
         _warn(relocatable)
+    if (manifest.params and not needs_benchmark(objectives) and not manifest.setuptools
+            and (outside := benchmark_outside(manifest))):  # said at the end alone, after minutes of search
+        _warn(f"{outside}. So a winner that sets PARAMS cannot be run for its check before it is pinned: the pin "
+              "will say it was not run")
     overridden = unguarded_defines(manifest.params, manifest.cuda_sources) if any(declared) else {}
     for each in declared:
         check_block_size(each, objectives, setuptools=manifest.setuptools, overridden=overridden)

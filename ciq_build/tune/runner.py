@@ -70,6 +70,8 @@ class Runner(Protocol[W_contra]):
 # Among a build's metrics: the threads a block of the kernel the summary's occupancy line describes has (where known):
 # the kernel of least occupancy where occupancy is an objective, else the one with the most registers.
 THREADS_METRIC = "threads_per_block"
+# How many kernels an occupancy of the whole target sized by THREADS_PER_BLOCK (no __launch_bounds__ of their own).
+DECLARED_SIZE_METRIC = "kernels_sized_by_declaration"
 # The shared memory (static, and dynamic where declared) of the kernel the occupancy line describes, where
 # registers:<kernel regex> or occupancy objectives score some kernels (else the line takes the target's most:
 # shared_bytes).
@@ -370,6 +372,8 @@ class BuildRunner:
                 if patterns:
                     values[DESCRIBED_SHARED_METRIC] = float(heaviest.shared + heaviest.dynamic_shared)
             values.update(self._least_occupancy(usages))
+            if any(o.kind is not None and o.kind.name == "occupancy" and o.kernels is None for o in self.objectives):
+                values[DECLARED_SIZE_METRIC] = float(sum(usage.declared_threads for usage in usages))
             using = [usage for usage in usages if usage.function in dynamic]
             if THREADS_METRIC in values and using:
                 values[DYNAMIC_SHARED_METRIC] = float(len(using))
@@ -422,6 +426,7 @@ class BuildRunner:
 
         def launched(usage: metrics.KernelUsage) -> metrics.KernelUsage:
             threads = bounds.get(usage.function) or declared or 0
+            usage = dataclasses.replace(usage, declared_threads=not bounds.get(usage.function) and bool(declared))
             if usage.function not in dynamic:
                 return dataclasses.replace(usage, threads=threads)
             if bytes_ is None:

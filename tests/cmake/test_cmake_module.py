@@ -855,6 +855,13 @@ def test_a_target_compiled_relocatable_is_said_so_to_a_tune_of_ptxas_figures(tin
     assert relocatable_note(manifest, parse_objectives(["time"])) is None  # what runs is measured
 
 
+def test_an_object_librarys_manifest_has_no_target_file(tiny: Tiny) -> None:
+    ensure_ok(tiny.configure(body='add_library(kobj OBJECT other.cu)\nciq_tune_target(kobj OBJECTIVES registers)\n'))
+    data = json.loads((tiny.build / "ciq" / "targets" / "kobj.json").read_text())
+    assert_valid_manifest(data)
+    assert data["target_file"] is None and load_manifest(tiny.build, "kobj").target_file is None
+
+
 def test_manifest_is_valid_and_escapes_every_string(tiny: Tiny) -> None:
     awkward = ['say "hi"', "back\\slash", "$<1:genex>", "tab\there", "dollar$sign", "new\nline"]
     cmake_args = " ".join(
@@ -872,6 +879,7 @@ def test_manifest_is_valid_and_escapes_every_string(tiny: Tiny) -> None:
     data = json.loads(path.read_text())
     assert_valid_manifest(data)  # the CMake writer's output passes the published schema
     assert data["benchmark"]["args"] == awkward
+    assert data["target_file"] == str(tiny.build / "libkern.a")  # what building it whole writes
     assert data["metric_regex"] == r"time: ([0-9.]+)\s*us"
     assert data["metric_unit"] == "us"
     assert data["objectives"] == ["time", "spill_bytes"]

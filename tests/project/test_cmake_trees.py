@@ -129,6 +129,38 @@ def test_a_static_build_never_asks_where_a_benchmark_built_outside_the_build_tre
         tree.benchmark_path  # noqa: B018
 
 
+def test_a_scratch_tree_never_builds_the_target_whole_where_cmake_writes_it_outside_the_build_tree(
+        tmp_path: Path, cuda133_bin: Path) -> None:
+    """wangzyon's SGEMM writes its executable into its source folder (EXECUTABLE_OUTPUT_PATH): configured with Unix
+    Makefiles, which cannot compile a target's objects alone, every candidate of a static tune linked its sgemm over
+    the user's. Refused before the build, saying why and what to do; Ninja compiles the objects alone, and builds."""
+    nvcc = cuda133_bin / "nvcc"
+    source = tmp_path / "src"
+    shutil.copytree(NOOP, source)
+    (source / "CMakeLists.txt").write_text((source / "CMakeLists.txt").read_text() + (
+        "set_target_properties(noop_kernels PROPERTIES ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_SOURCE_DIR})\n"))
+    users = source / "libnoop_kernels.a"
+    users.write_bytes(b"the user's own build")
+    for generator, build in (("Unix Makefiles", tmp_path / "make"), ("Ninja", tmp_path / "ninja")):
+        ensure_ok(proc.run([build_tool("cmake"), "-S", str(source), "-B", str(build), "-G", generator,
+                            f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}"], 600))
+        manifest = load_manifest(build, "noop_kernels")
+        assert manifest.target_file == users
+        tree = cmake_trees.ScratchTree(manifest, tmp_path / f"scratch {generator}", load_toolchain(nvcc),
+                                       fast_path=False)
+        tree.configure(600)
+        if generator == "Ninja":
+            assert tree.build(Controls(), 600, static_only=True).ok
+        else:
+            with pytest.raises(BuildError) as refused:
+                tree.build(Controls(), 600, static_only=True)
+            assert (f"noop_kernels is built at {users}, outside the build tree {build}, and a candidate's build in a "
+                    "scratch copy of the tree builds noop_kernels itself (the Unix Makefiles generator cannot compile "
+                    "noop_kernels's objects alone)") in str(refused.value)
+            assert "Configure a build tree with -G Ninja" in str(refused.value)
+        assert users.read_bytes() == b"the user's own build"
+
+
 def test_a_scratch_tree_for_another_nvcc_than_the_users_identifies_its_compilers(
         tmp_path: Path, cuda133_bin: Path, system_nvcc: Path) -> None:
     if system_nvcc.resolve() == (cuda133_bin / "nvcc").resolve():

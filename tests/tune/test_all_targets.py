@@ -57,3 +57,16 @@ def test_all_tunes_every_target_says_a_failure_and_goes_on_and_resumes_each_from
     again = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
     assert again.returncode == 2, again.stdout + again.stderr
     assert "evaluations: 2 (0 run, 2 from the journal)" in again.stdout, again.stdout
+
+
+@pytest.mark.slow
+def test_targets_named_are_each_checked_before_any_is_tuned(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # wangzyon's SGEMM's trial: `tune sgemm fake_bench` tuned sgemm, then said fake_bench was no tuned target.
+    source = tmp_path / "transient src"
+    shutil.copytree(PROJECT, source)
+    build = tmp_path / "build"
+    assert main(["tune", "timer", "kernn", "-S", str(source), "-B", str(build), "--objective", "time", *QUICK]) == 2
+    said = capsys.readouterr().err
+    assert "'kernn' is not a tuned target of" in said and "(did you mean kern?)" in said, said
+    assert not (build / "ciq" / "journal" / "timer.jsonl").exists()  # nothing tuned

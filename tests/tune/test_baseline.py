@@ -17,7 +17,7 @@ from ciq_build.project.per_block import DYNAMIC_SHARED, THREADS, read_declared
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.baseline import dynamic_shared_note, failed_baseline_text, no_gpu_seen_note
+from ciq_build.tune.baseline import declared_size_note, dynamic_shared_note, failed_baseline_text, no_gpu_seen_note
 from ciq_build.tune.cache import read_evaluation
 from ciq_build.tune.confirm import Confirmation
 from ciq_build.tune.finish import occupancy_steps
@@ -289,3 +289,35 @@ def test_show_says_which_dynamic_shared_memory_a_pinned_occupancy_counted() -> N
             "block (DYNAMIC_SHARED_MEMORY) for the 1 kernel that uses it") in shown(["BM*256", "16384"])
     # A pin of other objectives has no occupancy figure that depends on it.
     assert "dynamic shared memory" not in shown(["65536"], kinds=("registers",))
+
+
+def test_an_occupancy_that_sizes_several_kernels_by_threads_per_block_says_so_and_how_to_score_some() -> None:
+    # wangzyon's SGEMM: eight kernels without __launch_bounds__, launched with 1024, 512 or 256 threads, tuned for
+    # occupancy with THREADS_PER_BLOCK "(V7_BM/V7_TM)*(V7_BN/V7_TN)" (kernel 7's tile): every kernel was scored at
+    # kernel 7's block size, each candidate's tile changing it for kernels its code does not touch, and nothing said so.
+    report = "".join(
+        f"ptxas info    : Compiling entry function '{name}' for 'sm_90'\n"
+        f"ptxas info    : Function properties for {name}\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 64 registers, 400 bytes cmem[0]\n"
+        for name in ("_Z10mysgemm_v1v", "_Z10mysgemm_v7v", "_Z7boundedv"))
+    tile = read_declared(THREADS, ("(BM/TM)*64",), ("BM=choice(64,128)", "TM=choice(4,8)"))
+    for objective, bounded, said in (("occupancy", (), 3), ("occupancy", (("_Z7boundedv", 128),), 2),
+                                     ("occupancy:mysgemm_v7", (), None), ("registers", (), None)):
+        runner = BuildRunner(None, None, parse_objectives([objective]), 1, Timeouts(60.0, 60.0), GpuSlots())
+        runner.threads_per_block = tile
+        build = CandidateBuild(True, None, "", 1.0, report, launch_bounds=bounded)
+        figures = runner.static_metrics(build, Controls((), (("BM", "128"), ("TM", "8"))))
+        note = declared_size_note("sgemm", runner, figures)
+        if said is None:
+            assert note == "", note
+            continue
+        assert note.startswith(f"warning: {said} kernels of sgemm have no __launch_bounds__, so the occupancy takes "
+                               "THREADS_PER_BLOCK (BM/TM)*64 as the block size of each, and each candidate's PARAMS "
+                               "change it for every one of them, and scores the least"), note
+        assert "Score the kernels the declaration is of with occupancy:<kernel regex>" in note
+    # One kernel sized by it is what the declaration is for: nothing to say.
+    runner = BuildRunner(None, None, parse_objectives(["occupancy"]), 1, Timeouts(60.0, 60.0), GpuSlots())
+    runner.threads_per_block = read_declared(THREADS, ("256",), ())
+    one = CandidateBuild(True, None, "", 1.0, report, launch_bounds=(("_Z7boundedv", 128), ("_Z10mysgemm_v1v", 1024)))
+    assert declared_size_note("sgemm", runner, runner.static_metrics(one, Controls())) == ""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ciq_build.cli import build_parser
+from ciq_build.cli import build_parser, parse
 from ciq_build.core.options import declared, declared_names, option
 from ciq_build.core.settings import DEFAULT_TIMEOUT, MeasureSettings, SearchSettings
 from ciq_build.errors import ConfigError
@@ -281,3 +281,25 @@ def test_a_command_that_configures_nothing_does_not_say_its_source_dir_configure
             for name in (command[0], "tune", "verify")}
     assert "configures nothing" in str(said[command[0]])
     assert "configures --build-dir first" in str(said["tune"]) and said["verify"] == said["tune"]
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["tune", "k", "--generatoins", "2"], "tune: error: unrecognized arguments: --generatoins 2 (did you mean "
+                                          "--generations?)"),
+    (["tune", "k", "--stratgy=ga", "--pool-szie", "4"], "tune: error: unrecognized arguments: --stratgy=ga "
+     "--pool-szie 4 (did you mean --strategy for --stratgy, --pool-size for --pool-szie?)"),
+    (["export", "k", "--csv", "f", "--serach", "2"], "export: error: unrecognized arguments: --serach 2 (did you mean "
+                                                     "--search?)"),
+    (["verify", "k", "--bulid-dir", "b"], "verify: error: unrecognized arguments: --bulid-dir b (did you mean "
+                                          "--build-dir?)"),
+    (["show", "k", "--zzz"], "show: error: unrecognized arguments: --zzz\n"),
+])
+def test_a_misspelt_option_is_refused_by_its_commands_parser_naming_the_one_meant(
+        argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # wangzyon's SGEMM's trial: `tune sgemm --generatoins 2` said "python -m ciq_build: error: unrecognized arguments:
+    # --generatoins 2", under the top-level usage, with nothing of --generations.
+    with pytest.raises(SystemExit) as exited:
+        parse(build_parser(), argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert f"python -m ciq_build {said}" in err, err

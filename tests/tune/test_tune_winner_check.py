@@ -98,3 +98,5 @@ def test_a_benchmark_built_into_the_source_tree_is_never_rebuilt_over_the_users_
     assert check["says"].startswith(f"not run: the benchmark checked_bench of checked_bench is built at {users}, "
                                     "outside the build tree"), check["says"]
     assert "drop the EXECUTABLE_OUTPUT_PATH or RUNTIME_OUTPUT_DIRECTORY" in done.stdout, done.stdout
+    # ... and the tune says so before its search, not only after it.
+    assert "So a winner that sets PARAMS cannot be run for its check before it is pinned" in done.stderr, done.stderr
