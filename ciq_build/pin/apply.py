@@ -22,6 +22,7 @@ from ciq_build.pin.read import read_record
 from ciq_build.pin.record import PinnedRecord, architecture_set, check_pin_dir, record_path
 from ciq_build.pin.write import replace_file
 from ciq_build.project.manifest import Manifest
+from ciq_build.project.tree_cache import cache_value
 
 
 @dataclass(frozen=True)
@@ -104,14 +105,16 @@ def build_decision(manifest: Manifest, toolchain: Toolchain) -> tuple[bool, str]
     """What the target's build does with its pinned record, in the build's words (`show`, `verify`): (True,
     what it applies or why it skips it), or (False, why it refuses the record, as the configure stops).
 
-    Decided by resolve_build_pin, as the build decides it (CIQ_STRICT and CIQ_DISABLE left at their
-    defaults); an ACF it would copy goes to a temporary folder, not the build tree.
+    Decided by resolve_build_pin, as the build decides it (CIQ_STRICT and CIQ_DISABLE as the build has them:
+    wangzyon's SGEMM's build with -DCIQ_DISABLE=ON was shown as applying its pin); an ACF it would copy goes to a
+    temporary folder, not the build tree.
     """
+    strict, disabled = build_switches(manifest)
     with tempfile.TemporaryDirectory(prefix="ciq-decision-") as copies:
         try:
             pin = resolve_build_pin(manifest.target, manifest.pin_dir, params=manifest.params,
                                     allow_numerics=manifest.allow_numerics, cuda=toolchain.major_minor,
-                                    strict=False, disabled=False, copy_dir=Path(copies),
+                                    strict=strict, disabled=disabled, copy_dir=Path(copies),
                                     ptxas=toolchain.ptxas_version,
                                     architectures=architecture_list(manifest.toolchain.architectures) or None,
                                     top=manifest.source_dir)
@@ -120,6 +123,20 @@ def build_decision(manifest: Manifest, toolchain: Toolchain) -> tuple[bool, str]
     if pin.status == "skipped":
         return True, f"{pin.message}; {pin.warning}"
     return True, pin.message
+
+
+_TRUE = frozenset({"1", "on", "yes", "true", "y"})
+
+
+def build_switches(manifest: Manifest) -> tuple[bool, bool]:
+    """(CIQ_STRICT, CIQ_DISABLE) as the target's build has them: a CMake tree's cache, or, for a setuptools
+    CudaExtension, this environment (what its build_ext reads)."""
+    if manifest.setuptools:
+        said = {name: os.environ.get(name, "") for name in ("CIQ_STRICT", "CIQ_DISABLE")}
+    else:
+        cache = manifest.binary_dir / "CMakeCache.txt"
+        said = {name: cache_value(cache, name) or "" for name in ("CIQ_STRICT", "CIQ_DISABLE")}
+    return (said["CIQ_STRICT"].strip().lower() in _TRUE, said["CIQ_DISABLE"].strip().lower() in _TRUE)
 
 
 def check_toolchain(record: PinnedRecord, toolchain_major_minor: str, strict: bool, ptxas: str = "") -> str | None:

@@ -47,6 +47,10 @@ def verify(target: str, backend: BuildBackend) -> VerifyReport:
     applies, said = build_decision(manifest, toolchain)  # what the build would refuse, said before building
     if not applies:
         raise RecordError(said)
+    if said.startswith("pins disabled"):  # nothing of the pin to check: said, not a mismatch of the code
+        return VerifyReport(False, f"ciq_build verify {target}: record {manifest.pin_file}\n  FAILED:\n    this build "
+                                   f"applies no pin: {said}; configure with -DCIQ_DISABLE=OFF (setuptools: unset "
+                                   "CIQ_DISABLE) to apply it")
     check_verify(toolchain, target, backend.build_dir)  # before a build that could not be checked
     result = backend.build_pinned(manifest, BUILD_TIMEOUT)
     if not result.ok:

@@ -126,6 +126,8 @@ def _skipped_by_build(manifest: Manifest, backend: BuildBackend) -> str | None:
         _applies, said = build_decision(manifest, backend.toolchain(manifest))
     except CiqError:
         return None  # no compiler to ask: the record alone is listed
+    if said.startswith("pins disabled"):
+        return said
     skipped = re.match(r"pin skipped \((.*?)\): ", said)
     return skipped.group(1) if skipped else None
 

@@ -654,6 +654,29 @@ def test_list_says_which_pin_the_build_skips(tiny: Tiny) -> None:
     assert "kern.json" in listed and "skipped" not in listed, listed
 
 
+def test_show_list_and_verify_say_a_build_with_ciq_disable_applies_no_pin(tiny: Tiny) -> None:
+    # wangzyon's SGEMM's clone configured with -DCIQ_DISABLE=ON: show said "build  pinned controls from ...", list
+    # listed the pin as applied, and verify said to "look for a warning from ciq_tune_target" and that the source had
+    # changed since the tune.
+    from ciq_build.pin.verify import verify
+    from ciq_build.project.cmake_backend import CMakeBackend
+    from ciq_build.reports.show import list_targets, show
+
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["90a"])},
+                             cache={"CIQ_DISABLE": "ON"}))
+    backend = CMakeBackend(tiny.build, None)
+    text, applies = show("kern", backend, None)
+    assert text.endswith("build       pins disabled (CIQ_DISABLE)") and applies, text
+    assert "kern.json (skipped by this build: pins disabled (CIQ_DISABLE))" in list_targets(backend)
+    report = verify("kern", backend)
+    assert not report.ok and "this build applies no pin: pins disabled (CIQ_DISABLE); configure with " \
+                               "-DCIQ_DISABLE=OFF" in report.text, report.text
+    assert "machine code differs" not in report.text
+    ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["90a"])},
+                             cache={"CIQ_DISABLE": "OFF"}))
+    assert "pinned controls from" in show("kern", backend, None)[0]
+
+
 def test_list_says_why_it_refuses_a_pin(tiny: Tiny) -> None:
     # wangzyon's SGEMM's pin cut short: `list` said "(refused: pinned record /tmp/.../ciq/sgemm.json is not o)", the
     # first 60 characters of the message, the path the column had already shown.
