@@ -498,6 +498,17 @@ def _product_moves(centre: Genome, numeric: list[tuple[int, list[float]]]) \
                         moved = list(centre)
                         moved[i], moved[j], moved[c] = a + di, b + dj, nearest
                         triples[tuple(moved)] = None
+            # (4) and one a grid step, another by the same factor, the third keeping the product: where the shape
+            # along the ridge is a ratio of two of them (rows over column blocks), the move that keeps both the
+            # ratio and the product -- two up and the third down by their square, which no step of one makes
+            for di in (1, -1):
+                if 0 <= a + di < len(ivalues):
+                    scaled = _nearest(jvalues, jvalues[b] * ivalues[a + di] / ivalues[a])
+                    nearest = _nearest(cvalues, product / (ivalues[a + di] * jvalues[scaled]))
+                    if scaled != b and nearest != z:
+                        moved = list(centre)
+                        moved[i], moved[j], moved[c] = a + di, scaled, nearest
+                        triples[tuple(moved)] = None
     seen = {**pairs, **rescaled}
     return list(pairs), [move for move in rescaled if move not in pairs], [move for move in triples if move not in seen]
 

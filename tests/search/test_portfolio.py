@@ -366,6 +366,18 @@ def test_local_moves_keep_the_product_of_three_when_two_step_and_the_third_resca
     assert (1, 3, 2) in local._moves  # ctas 2, warps 8, depth 3
 
 
+def test_local_moves_keep_the_product_of_three_and_the_ratio_of_two() -> None:
+    # rows x column blocks x split a product ridge (32 x 4 x 8 = 64 x 8 x 2 = 1024) whose shape along it favours
+    # rows / column blocks 8 and split 2: the better point doubles rows and column blocks (their ratio kept) and
+    # quarters the split. A step of column blocks is +1, not a doubling, so no two-steps-and-a-rescale makes it:
+    # held-out-21's pridge21t stalled at 32 x 4 x 8 in 9 of 50 seeds.
+    space = {"rows": ss.choice([16, 32, 64, 128, 256]), "cols": ss.range(1, 20), "split": ss.range(1, 12)}
+    local = LocalArm(PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
+                                     progress=False))
+    local._rebuild((1, 3, 7))  # rows 32, cols 4, split 8
+    assert (2, 7, 1) in local._moves  # rows 64, cols 8, split 2
+
+
 def test_product_moves_step_along_the_ridge_before_they_jump_far_along_it() -> None:
     # rows x cols a product ridge (best 24 x 12), the centre at 29 x 10 on it: the neighbouring points of the ridge
     # (cols 11 with rows 26, cols 9 with rows 32) are where a smooth ridge improves, so they come before every
