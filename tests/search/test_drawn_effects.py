@@ -6,6 +6,9 @@ import math
 import random
 from collections.abc import Callable
 
+import pytest
+
+from ciq_build.core.space import Genome
 from ciq_build.search.drawn_effects import DrawnEffects
 
 Point = tuple[int, ...]
@@ -48,3 +51,35 @@ def test_a_trend_along_a_range_is_one_effect_not_one_for_each_value() -> None:
     per_value = [_drawn(_knobs, seed, [0] * 4).pit(best, 100.3) for seed in range(6)]
     smooth = [_drawn(_knobs, seed, [23] * 4).pit(best, 100.3) for seed in range(6)]
     assert any(per_value) and not any(smooth)
+
+
+def test_the_fit_kept_as_draws_come_is_the_fit_of_every_draw_without_the_best() -> None:
+    # The sums are kept as draws come (a fit a batch costs one small solve, not a pass over every draw); the fit is
+    # still the ridge regression of the draws' values on their features, without the configuration asked about.
+    import numpy as np
+
+    rng = random.Random(5)
+    ordered = [23, 0, 0]  # a range of 24 (a line and a parabola), a choice of 3 that may be absent, a flag
+    effects = DrawnEffects(ordered)
+    draws: dict[Genome, float] = {}
+    while len(draws) < 60:
+        first = rng.randrange(24)
+        draws.setdefault((first, rng.choice([0, 1, 2, None]), rng.choice([0, None])), 100 + 0.05 * first + rng.gauss(0, 1))
+    for genome, value in draws.items():
+        effects.add(genome, value)
+    best = next(iter(draws))
+    rows = [p for p in draws if p != best]
+
+    def features(p: Genome) -> list[float]:
+        t = 2 * (p[0] or 0) / 23 - 1
+        return [t, t * t - 1 / 3] + [float(p[1] == v) for v in (0, 1, 2, None)] + [float(p[2] == v) for v in (0, None)]
+
+    x, y = np.array([features(p) for p in rows]), np.array([draws[p] for p in rows])
+    level = y.mean()
+    inverse = np.linalg.inv(x.T @ x + np.eye(x.shape[1]))
+    fitted = inverse @ x.T @ (y - level)
+    residual = y - level - x @ fitted
+    variance = residual @ residual / (len(y) - np.trace(inverse @ x.T @ x) - 1)
+    at = np.array(features(best))
+    error = math.sqrt(variance * (inverse @ at) @ x.T @ x @ (inverse @ at))
+    assert effects.explained(best) == pytest.approx((level, -at @ fitted, error), rel=1e-9)
