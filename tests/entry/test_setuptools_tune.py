@@ -520,3 +520,19 @@ def test_an_occupancy_tune_says_what_to_add_to_the_cuda_extension(project: Path)
     # Nothing declared: the evaluation that has no block size says what to add, as CudaExtension's argument.
     said = unknown_block_size(None, Controls(), setuptools=True)
     assert "add ciq_threads_per_block to it (ciq_threads_per_block=256, " in said
+
+
+def test_tune_target_tunes_a_setuptools_project_named_as_the_command_line_names_it(project: Path) -> None:
+    """`tune_target(source_dir=<project>)` is `tune kern -S <project>`: npcuda-example's trial ran cmake on its
+    setup.py project ("does not appear to contain CMakeLists.txt"), and `build_dir=<project>/build` was "not a
+    configured CMake build tree"."""
+    from ciq_build import tune_target
+
+    outcome = tune_target("kern", source_dir=project, controls=["params"], max_evaluations=2, pin=False, quiet=True)
+    assert outcome.ok and outcome.pinned is None and (project / "build" / "ciq" / "journal" / "kern.jsonl").is_file()
+    assert outcome.winner is not None and outcome.winner.metrics["registers"] < outcome.baseline.metrics["registers"]
+    again = tune_target("kern", build_dir=project / "build", controls=["params"], max_evaluations=2, pin=False,
+                        quiet=True)
+    assert again.ok and len(again.evaluations) == len(outcome.evaluations)  # the same journal, resumed
+    with pytest.raises(ConfigError, match="backend= or setuptools=, not both"):
+        tune_target("kern", setuptools=project, backend=SetuptoolsBackend(project))
