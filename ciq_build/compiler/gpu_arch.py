@@ -79,7 +79,7 @@ def jit_note(target: str, architectures: str, gpu: int) -> str:
 
 
 def scored_architecture(architectures: str, gpu: int | None, asked: str | None,
-                        gpu_is: str = "the benchmark GPU") -> tuple[str | None, str]:
+                        gpu_is: str = "the benchmark GPU", listed: str = "CUDA_ARCHITECTURES") -> tuple[str | None, str]:
     """(architecture whose static metrics are scored, why) of a target built for `architectures`.
 
     The one `--architecture` names; else the GPU's (`gpu_is` says which GPU that is), when the build has SASS
@@ -95,7 +95,7 @@ def scored_architecture(architectures: str, gpu: int | None, asked: str | None,
         running = [name for name in names if runs_on(name, gpu)]
         if running:
             return running[0], f"{gpu_is}'s ({sm(gpu)})"
-    return names[0], "the first of CUDA_ARCHITECTURES" + (
+    return names[0], f"the first of {listed}" + (
         "" if gpu is None else f" (none runs on {gpu_is}, {sm(gpu)})") + "; --architecture names another"
 
 
@@ -212,7 +212,8 @@ def plan_architectures(target: str, architectures: str, gpu: int | None, asked: 
     extra = {arch: flag for arch, flag in (flag_archs or {}).items() if arch not in named}
     built = ";".join(part for part in (architectures, *extra) if part)
     scored, why = scored_architecture(built, gpu, asked,
-                                      "the benchmark GPU" if timed else "this machine's GPU")
+                                      "the benchmark GPU" if timed else "this machine's GPU",
+                                      "cuda_architectures=" if setuptools else "CUDA_ARCHITECTURES")
     jit = None
     if gpu is not None and timed and not has_sass_for(built, gpu):
         jit = jit_note(target, built, gpu)

@@ -90,6 +90,8 @@ def test_machine_code_the_targets_own_flags_build_is_read_and_said() -> None:
     # npcuda-example's trial: a CudaExtension's -arch in its nvcc flags was told to edit CMAKE_CUDA_FLAGS.
     ext = plan_architectures("gpuadder", "90a", None, None, ["registers"], False, {"80": "-arch=sm_80"},
                              setuptools=True)
+    assert ext.describe() == ("static metrics of the sm_90a machine code (the first of cuda_architectures=; "
+                              "--architecture names another)")
     assert ext.flags is not None and ext.flags.endswith(
         "which cuda_architectures= (90a) does not name: every candidate compiles it as well, its figures are the "
         "'not scored' ones, and a pin is checked against cuda_architectures= alone. To tune only what you run, take "
