@@ -15,12 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ciq_build.core.options import declared
 from ciq_build.errors import ConfigError
 from ciq_build.project.backend import BuildBackend, setuptools_project_of
 from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.tune.driver import run_tune
 from ciq_build.tune.executors import keyword_names, tune_options
 from ciq_build.tune.finish import TuneOutcome
+from ciq_build.tune.tune_options import TuneOptions
 
 
 def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str | Path | None = None,
@@ -48,6 +50,13 @@ def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str
             backend = SetuptoolsBackend(project)
     elif setuptools is not None:
         raise ConfigError("tune_target() takes backend= or setuptools=, not both")
+    # One word where a list is declared (objectives="registers", controls="params") is that one item, as on the
+    # command line (--objective registers): list() of it made the objectives 'r', 'e', 'g', ... ("'r' is not an
+    # objective").
+    repeated = {f.name for f, how in declared(TuneOptions) if how.repeated}
+    options = {key: [value] if key in repeated and isinstance(value, str) else value for key, value in options.items()}
+    if isinstance(objectives, str):
+        objectives = [objectives]
     tune = tune_options(
         options, target=target, build_dir=backend.build_dir if backend is not None else Path(build_dir).resolve(),
         source_dir=Path(source_dir).resolve() if source_dir is not None else None,

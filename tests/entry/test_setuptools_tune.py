@@ -546,3 +546,21 @@ def test_tune_target_tunes_a_setuptools_project_named_as_the_command_line_names_
     assert again.ok and len(again.evaluations) == len(outcome.evaluations)  # the same journal, resumed
     with pytest.raises(ConfigError, match="backend= or setuptools=, not both"):
         tune_target("kern", setuptools=project, backend=SetuptoolsBackend(project))
+
+
+def test_a_static_winner_never_run_names_ciq_benchmark_and_params_not_cmakes_keywords(project: Path) -> None:
+    """npcuda-example's trial: "gpuadder has no BENCHMARK; its PARAMS (-DGPUADDER_UNROLL=1) ... (a BENCHMARK that
+    prints CIQ_CHECK ...)", of a CudaExtension, which declares ciq_benchmark= and params=."""
+    from types import SimpleNamespace
+    from typing import cast
+
+    from ciq_build.tune.winner_check import unchecked
+
+    ext = load_extension(project, "kern")
+    ext.ciq_benchmark = None
+    manifest = extension_manifest(project, ext, find_toolchain(Path(os.environ["CIQ_NVCC"])))
+    check = unchecked(cast(BuildRunner, SimpleNamespace(manifest=manifest, needs_benchmark=False)),
+                      Controls(defines=(("CIQ_TILE", "8"),)))
+    assert check is not None and check.text.startswith("not run: kern has no ciq_benchmark=; its params= "
+                                                       "(-DCIQ_TILE=8) were judged"), check
+    assert "BENCHMARK" not in check.text and "PARAMS" not in check.text
