@@ -15,26 +15,48 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ciq_build.core.options import declared
 from ciq_build.errors import ConfigError
-from ciq_build.project.backend import BuildBackend
+from ciq_build.project.backend import BuildBackend, setuptools_project_of
 from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.tune.driver import run_tune
 from ciq_build.tune.executors import keyword_names, tune_options
 from ciq_build.tune.finish import TuneOutcome
+from ciq_build.tune.tune_options import TuneOptions
 
 
 def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str | Path | None = None,
                 objectives: Sequence[str] | None = None, backend: BuildBackend | None = None,
-                **options: Any) -> TuneOutcome:
+                setuptools: str | Path | None = None, **options: Any) -> TuneOutcome:
     """Tune one target of a project: by default of a CMake build tree (`CMakeBackend`, configured first from
-    `source_dir` when it has no cache yet); `backend`: the project's own build backend (ciq_build.project.backend),
-    e.g. ``SetuptoolsBackend(project)`` (ciq_build.project.setuptools_backend) for a setup.py's CudaExtension,
-    whose build tree is then the tune's."""
+    `source_dir` when it has no cache yet); a setuptools project's CudaExtension where the command line would take
+    one (`tune --setuptools PROJECT`, `-S` a folder with a setup.py and no CMakeLists.txt, `-B` such a folder's
+    build/): `setuptools=`, `source_dir=` or `build_dir=` alike; `backend`: the project's own build backend
+    (ciq_build.project.backend), whose build tree is then the tune's."""
     known = keyword_names()  # every option `tune` and its executors declare; the tree and targets are the arguments
     unknown = sorted(set(options) - known)
     if unknown:
         raise ConfigError(f"tune_target() takes no option {', '.join(unknown)}; its options are "
                           f"{', '.join(sorted(known))} (as `python -m ciq_build tune --help` describes them)")
+    if backend is None:
+        # As the command line decides (ciq_build.cli._backend): a newcomer's tune_target(source_dir=<a setup.py
+        # project>) ran cmake on it ("does not appear to contain CMakeLists.txt"), and build_dir=<project>/build
+        # was "not a configured CMake build tree".
+        project = Path(setuptools).resolve() if setuptools is not None else setuptools_project_of(
+            Path(build_dir), Path(source_dir) if source_dir is not None else None)
+        if project is not None:
+            from ciq_build.project.setuptools_backend import SetuptoolsBackend
+
+            backend = SetuptoolsBackend(project)
+    elif setuptools is not None:
+        raise ConfigError("tune_target() takes backend= or setuptools=, not both")
+    # One word where a list is declared (objectives="registers", controls="params") is that one item, as on the
+    # command line (--objective registers): list() of it made the objectives 'r', 'e', 'g', ... ("'r' is not an
+    # objective").
+    repeated = {f.name for f, how in declared(TuneOptions) if how.repeated}
+    options = {key: [value] if key in repeated and isinstance(value, str) else value for key, value in options.items()}
+    if isinstance(objectives, str):
+        objectives = [objectives]
     tune = tune_options(
         options, target=target, build_dir=backend.build_dir if backend is not None else Path(build_dir).resolve(),
         source_dir=Path(source_dir).resolve() if source_dir is not None else None,

@@ -79,7 +79,7 @@ def jit_note(target: str, architectures: str, gpu: int) -> str:
 
 
 def scored_architecture(architectures: str, gpu: int | None, asked: str | None,
-                        gpu_is: str = "the benchmark GPU") -> tuple[str | None, str]:
+                        gpu_is: str = "the benchmark GPU", listed: str = "CUDA_ARCHITECTURES") -> tuple[str | None, str]:
     """(architecture whose static metrics are scored, why) of a target built for `architectures`.
 
     The one `--architecture` names; else the GPU's (`gpu_is` says which GPU that is), when the build has SASS
@@ -95,7 +95,7 @@ def scored_architecture(architectures: str, gpu: int | None, asked: str | None,
         running = [name for name in names if runs_on(name, gpu)]
         if running:
             return running[0], f"{gpu_is}'s ({sm(gpu)})"
-    return names[0], "the first of CUDA_ARCHITECTURES" + (
+    return names[0], f"the first of {listed}" + (
         "" if gpu is None else f" (none runs on {gpu_is}, {sm(gpu)})") + "; --architecture names another"
 
 
@@ -172,7 +172,7 @@ def default_note(target: str, architectures: str, defaulted: bool, gpu: int | No
             f"set(CMAKE_CUDA_ARCHITECTURES {example}) before project() in CMakeLists.txt)")
 
 
-def flags_note(target: str, architectures: str, extra: Mapping[str, str]) -> str | None:
+def flags_note(target: str, architectures: str, extra: Mapping[str, str], setuptools: bool = False) -> str | None:
     """The one line said before a tune of a target whose own nvcc flags (`extra`: arch -> the flag) build machine
     code that CUDA_ARCHITECTURES does not name, or None: each candidate compiles it too, and a pin is applied by
     CUDA_ARCHITECTURES alone; where those name none, the flags' code is all a build has, and the pin names none."""
@@ -185,27 +185,35 @@ def flags_note(target: str, architectures: str, extra: Mapping[str, str]) -> str
                 f"any other applies it too. List the architectures in CMAKE_CUDA_ARCHITECTURES (setuptools: "
                 f"cuda_architectures=) in place of the flags, or write them where configure reads them: "
                 f"CMAKE_CUDA_FLAGS, or target_compile_options without a generator expression")
+    # In the words the user wrote them in: a CudaExtension's (npcuda-example's -arch beside cuda_architectures=, was
+    # told to edit CMAKE_CUDA_FLAGS) or CMake's.
+    listed, flags, where = (("cuda_architectures=", "nvcc_flags= or extra_compile_args['nvcc']", "cuda_architectures=")
+                            if setuptools else ("CUDA_ARCHITECTURES", "CMAKE_CUDA_FLAGS, target_compile_options",
+                                                "CMAKE_CUDA_ARCHITECTURES"))
     return (f"{target}'s own nvcc flags ({named}) build {', '.join(sm(a) for a in extra)} machine code too, which "
-            f"CUDA_ARCHITECTURES ({architectures or 'none'}) does not name: every candidate compiles it as well, its "
-            f"figures are the 'not scored' ones, and a pin is checked against CUDA_ARCHITECTURES alone. To tune "
-            f"only what you run, take {named} out of the flags (CMAKE_CUDA_FLAGS, target_compile_options) and list "
-            f"the architectures in CMAKE_CUDA_ARCHITECTURES")
+            f"{listed} ({architectures or 'none'}) does not name: every candidate compiles it as well, its "
+            f"figures are the 'not scored' ones, and a pin is checked against {listed} alone. To tune "
+            f"only what you run, take {named} out of the flags ({flags}) and list "
+            f"the architectures in {where}")
 
 
 def plan_architectures(target: str, architectures: str, gpu: int | None, asked: str | None,
                        static: Sequence[str], timed: bool, flag_archs: Mapping[str, str] | None = None, *,
-                       defaulted: bool = False, build_dir: str | None = None) -> ArchitecturePlan:
+                       defaulted: bool = False, build_dir: str | None = None, setuptools: bool = False
+                       ) -> ArchitecturePlan:
     """The plan of a tune of `target`, or a ConfigError when a static objective (of `static`) would describe
     other machine code than the benchmark's GPU runs (`timed`: some objective is a benchmark's). Without one,
     `gpu` is this machine's GPU (None: none here): a tune of static objectives alone scores its architecture too,
     since the code a user tunes on a machine with a GPU is the code that GPU runs. `flag_archs`: the architectures
     the target's own nvcc flags build (architectures.flag_architectures), CUDA_ARCHITECTURES' first among them.
-    `defaulted`: `architectures` are CMake's default (default_note, said of a CMake tree, `build_dir`)."""
+    `defaulted`: `architectures` are CMake's default (default_note, said of a CMake tree, `build_dir`);
+    `setuptools`: the target is a CudaExtension, whose notes name its arguments."""
     named = architecture_list(architectures)
     extra = {arch: flag for arch, flag in (flag_archs or {}).items() if arch not in named}
     built = ";".join(part for part in (architectures, *extra) if part)
     scored, why = scored_architecture(built, gpu, asked,
-                                      "the benchmark GPU" if timed else "this machine's GPU")
+                                      "the benchmark GPU" if timed else "this machine's GPU",
+                                      "cuda_architectures=" if setuptools else "CUDA_ARCHITECTURES")
     jit = None
     if gpu is not None and timed and not has_sass_for(built, gpu):
         jit = jit_note(target, built, gpu)
@@ -217,6 +225,6 @@ def plan_architectures(target: str, architectures: str, gpu: int | None, asked: 
                 f"--architecture {gpu} once it is built), or tune the benchmark's objectives alone.")
     # The plan's GPU is the one the times are of: none without a benchmark.
     return ArchitecturePlan(gpu if timed else None, scored if static else None, why, jit,
-                            native_note(target, architectures, gpu), flags_note(target, architectures, extra), built,
+                            native_note(target, architectures, gpu), flags_note(target, architectures, extra, setuptools), built,
                             None if extra and not architectures else default_note(target, architectures, defaulted,
                                                                                   gpu, build_dir, bool(extra)))

@@ -230,7 +230,7 @@ def check_defines(record: PinnedRecord, params: Sequence[str], path: Path) -> No
         if not value_in_domain(declared[name], value):
             raise UnsafeFlagError(
                 f"pinned record {path}: controls.defines.{name}={value!r} is outside its declared domain "
-                f"{declared[name]!r}. Retune, or set a value that PARAMS allows."
+                f"{declared[name]!r}. Retune, or set a value that PARAMS (params=) allows."
             )
 
 

@@ -48,9 +48,10 @@ def verify(target: str, backend: BuildBackend) -> VerifyReport:
     if not applies:
         raise RecordError(said)
     if said.startswith("pins disabled"):  # nothing of the pin to check: said, not a mismatch of the code
+        fix = ("unset CIQ_DISABLE" if manifest.setuptools else
+               f"configure with -DCIQ_DISABLE=OFF (cmake -DCIQ_DISABLE=OFF {backend.build_dir})")
         return VerifyReport(False, f"ciq_build verify {target}: record {manifest.pin_file}\n  FAILED:\n    this build "
-                                   f"applies no pin: {said}; configure with -DCIQ_DISABLE=OFF (setuptools: unset "
-                                   "CIQ_DISABLE) to apply it")
+                                   f"applies no pin: {said}; {fix} to apply it")
     check_verify(toolchain, target, backend.build_dir)  # before a build that could not be checked
     result = backend.build_pinned(manifest, BUILD_TIMEOUT)
     if not result.ok:

@@ -239,7 +239,7 @@ class ScratchTree:
                 compile_step = proc.run(self._build_args(*built_names), timeout, max_output=COMPILER_OUTPUT_BYTES)
         self._built = True
         compiled = compile_verdict("compile", compile_step, witness, timeout, self.root, self.object_files(),
-                                   linked if own_benchmark and not objects else None)
+                                   linked)
         if kept.is_file():  # the launcher's compiles that took a kept front end (ciq_build.compiler.ptxas_path)
             compiled = replace(compiled, kept_front_end_seconds=sum(
                 float(line) for line in kept.read_text(encoding="utf-8").split()))

@@ -418,8 +418,9 @@ class SetuptoolsBackend:
 
     def source_set(self, manifest: Manifest) -> SourceSet:
         """The sources' fingerprint, with the project's Python files: setup.py makes the nvcc command, bench.py
-        measures, and a change to either must not reuse journaled measurements (CMake's graph covers both)."""
-        return SourceSet(manifest, project_suffixes=frozenset({".py"}))
+        measures, and a change to either must not reuse journaled measurements (CMake's graph covers both); its
+        Cython sources too (a .pyx beside the kernels is compiled into the module a benchmark imports)."""
+        return SourceSet(manifest, project_suffixes=frozenset({".py", ".pyx", ".pxd", ".pxi"}))
 
     def build_pinned(self, manifest: Manifest, timeout: float) -> proc.ProcResult:
         return proc.run(self._plain_build, timeout, cwd=self.project,

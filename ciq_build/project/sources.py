@@ -96,6 +96,11 @@ class SourceSet:
         if self.project_suffixes:
             for here, names in self._folders(Path(os.path.abspath(manifest.source_dir))):
                 files |= {here / n for n in names if Path(n).suffix in self.project_suffixes and not n.startswith(".")}
+        if ".pyx" in self.project_suffixes:
+            # The C/C++ Cython makes of a .pyx, written beside it by a plain build (`build_ext --inplace`, `pip
+            # install .`): its .pyx counts, not what it is made into (npcuda-example's wrapper.cpp, appearing with
+            # the first build, made a tune's whole journal "another setup.py/.../wrapper.cpp": nothing resumed).
+            files = {p for p in files if p.suffix not in (".c", ".cpp") or not p.with_suffix(".pyx").is_file()}
         return {p for p in files if p not in outputs and p not in self.excluded}
 
     def _folders(self, root: Path) -> Iterator[tuple[Path, list[str]]]:

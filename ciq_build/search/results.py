@@ -116,10 +116,14 @@ class Results:
         self._confirmed = (key, len(self._evaluations))
 
     def pareto_front(self) -> list[Evaluation]:
-        """The ok evaluations that no other ok evaluation dominates, under each objective's direction."""
+        """The ok evaluations that no other ok evaluation dominates, under each objective's direction: each
+        configuration once (its first such evaluation), however often it was measured."""
         ok = [(e, e.scores) for e in self._evaluations if e.ok and e.scores is not None]
         keep = non_dominated([scores for _, scores in ok], self.directions)
-        return [ok[i][0] for i in keep]
+        front: dict[str, Evaluation] = {}
+        for i in keep:
+            front.setdefault(ok[i][0].key, ok[i][0])
+        return list(front.values())
 
     def _by_configuration(self) -> dict[str, tuple[Evaluation, list[float]]]:
         out: dict[str, tuple[Evaluation, list[float]]] = {}

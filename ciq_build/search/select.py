@@ -279,13 +279,16 @@ def space_size_text(settings: SearchSettings, manifest: Manifest, toolchain: Too
     total = 1
     if params:
         every = as_space(params).cardinality
-        count, said = every, f"{every:,} PARAMS combinations"
+        # In the words the user declared them in: a CudaExtension's params= and ciq_constraints= (npcuda-example's
+        # trial read "4 PARAMS combinations" of a setup.py).
+        declared, constrained = ("params=", "ciq_constraints=") if manifest.setuptools else ("PARAMS", "CONSTRAINTS")
+        count, said = every, f"{every:,} {declared} combinations"
         constraints = parse_constraints(manifest.constraints, space, setuptools=manifest.setuptools) if manifest.constraints else None
         if constraints is not None and every <= _COUNT_LIMIT:
             allowed = as_space(params, constraints.allows)
             count = sum(1 for i in range(every) if allowed.allows(allowed.genome_at(i)))
-            said = (f"{count:,} of {every:,} PARAMS combinations (CONSTRAINTS)" if count < every else
-                    f"{every:,} PARAMS combinations (CONSTRAINTS rule out none of them)")
+            said = (f"{count:,} of {every:,} {declared} combinations ({constrained})" if count < every else
+                    f"{every:,} {declared} combinations ({constrained} rule out none of them)")
         parts.append(said)
         total *= count
     if knobs:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -155,13 +156,21 @@ _BENCHMARK_FAILURES = (Cause.BENCH_SIGNAL, Cause.BENCH_EXIT, Cause.BENCH_TIMEOUT
 _MISSING_LIBRARY = re.compile(r"error while loading shared libraries: (\S+): cannot open shared object file")
 
 
+def no_gpu_seen() -> str:
+    """Why no GPU was seen, in words true of this machine: "nvidia-smi reported no GPU" was said where there is no
+    nvidia-smi (wangzyon's SGEMM's trial, on a machine without one)."""
+    if shutil.which("nvidia-smi") is None:
+        return "no GPU was seen (there is no nvidia-smi on PATH, and so most likely no NVIDIA driver)"
+    return "nvidia-smi reported no GPU"
+
+
 def no_gpu_seen_note(target: str, objectives: Sequence[Objective], baseline: Evaluation) -> str:
     """Where a baseline measured for a benchmark objective ran where nvidia-smi reported no GPU, the warning that its
     figures may measure no GPU work ("" elsewhere): a benchmark that checks no CUDA call (mini-nbody's) prints a
     time, or a rate, of launches that all failed, and a pin from such figures is noise."""
     if not needs_benchmark(objectives) or GPU_ARCH_METRIC in baseline.metrics:
         return ""
-    return (f"warning: nvidia-smi reported no GPU where the benchmark of {target} ran, yet it printed its figures: "
+    return (f"warning: {no_gpu_seen()} where the benchmark of {target} ran, yet it printed its figures: "
             "a benchmark that does not check its CUDA calls times launches that failed, not its kernels, and a pin "
             f"from such figures is noise. Tune one measured without a GPU here instead: --objective, one of "
             f"{unbenchmarked_names()}; or run the tune on a machine with a GPU.")
@@ -176,7 +185,7 @@ def failed_baseline_text(target: str, evaluated: Evaluation, library_dirs: Seque
     if missing:  # before the GPU: a benchmark that never started says nothing of one (cuda_hgemv and cuBLAS)
         text += missing_library_text(missing.group(1), library_dirs)
     elif evaluated.cause in _BENCHMARK_FAILURES and GPU_ARCH_METRIC not in evaluated.metrics:
-        text += ("nvidia-smi reported no GPU where the benchmark ran, which is likely why it failed: runtime "
+        text += (f"{no_gpu_seen()} where the benchmark ran, which is likely why it failed: runtime "
                  f"objectives need one. Tune one measured without a GPU instead: --objective, one of "
                  f"{unbenchmarked_names()}; or run the tune on a machine with a GPU.")
     elif not any(said in evaluated.message for said in SAYS_WHAT_TO_DO):

@@ -366,7 +366,8 @@ def _architecture_plan(manifest: Manifest, gpu: int | None, static: Sequence[str
     tree = None if manifest.setuptools else str(manifest.binary_dir)  # where other architectures are configured
     return plan_architectures(manifest.target, manifest.toolchain.architectures, gpu, manifest.tune_architecture,
                               static, timed, flag_architectures(manifest.cuda_flags),
-                              defaulted=manifest.toolchain.architectures_default, build_dir=tree)
+                              defaulted=manifest.toolchain.architectures_default, build_dir=tree,
+                              setuptools=manifest.setuptools)
 
 
 def _warn(text: str) -> None:  # about the tune's results: said even with --quiet (it silences progress)

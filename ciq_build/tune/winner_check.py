@@ -50,9 +50,11 @@ def unchecked(runner: BuildRunner, controls: Controls) -> WinnerCheck | None:
     if runner.manifest.benchmark is not None or runner.needs_benchmark or not controls.defines:
         return None
     params = " ".join(f"-D{name}={value}" for name, value in controls.defines)
-    return WinnerCheck(False, False, f"not run: {runner.manifest.target} has no BENCHMARK; its PARAMS ({params}) "
+    # In the words the user declared them in: a setuptools project has no BENCHMARK, its CudaExtension a ciq_benchmark=.
+    bench, defines = ("ciq_benchmark=", "params=") if runner.manifest.setuptools else ("BENCHMARK", "PARAMS")
+    return WinnerCheck(False, False, f"not run: {runner.manifest.target} has no {bench}; its {defines} ({params}) "
                                      "were judged by static objectives alone, and may change what the kernels "
-                                     "compute: run the program with them before relying on the pin (a BENCHMARK "
+                                     f"compute: run the program with them before relying on the pin (a {bench} "
                                      "that prints CIQ_CHECK is run once before pinning)")
 
 

@@ -87,6 +87,16 @@ def test_machine_code_the_targets_own_flags_build_is_read_and_said() -> None:
         "name: every candidate compiles it as well, its figures are the 'not scored' ones, and a pin is checked "
         "against CUDA_ARCHITECTURES alone. To tune only what you run, take -arch=sm_75 out of the flags "
         "(CMAKE_CUDA_FLAGS, target_compile_options) and list the architectures in CMAKE_CUDA_ARCHITECTURES")
+    # npcuda-example's trial: a CudaExtension's -arch in its nvcc flags was told to edit CMAKE_CUDA_FLAGS.
+    ext = plan_architectures("gpuadder", "90a", None, None, ["registers"], False, {"80": "-arch=sm_80"},
+                             setuptools=True)
+    assert ext.describe() == ("static metrics of the sm_90a machine code (the first of cuda_architectures=; "
+                              "--architecture names another)")
+    assert ext.flags is not None and ext.flags.endswith(
+        "which cuda_architectures= (90a) does not name: every candidate compiles it as well, its figures are the "
+        "'not scored' ones, and a pin is checked against cuda_architectures= alone. To tune only what you run, take "
+        "-arch=sm_80 out of the flags (nvcc_flags= or extra_compile_args['nvcc']) and list the architectures in "
+        "cuda_architectures="), ext.flags
     same = plan_architectures("kernels", "75", None, None, ["registers"], False, {"75": "-arch=sm_75"})  # as shipped
     assert same.flags is None and same.built == "75" and same.describe().endswith("(the only architecture built)")
 

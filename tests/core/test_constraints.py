@@ -7,6 +7,7 @@ are tests/cmake/test_cmake_module.py's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
@@ -22,6 +23,7 @@ from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.params import parse_params
 from ciq_build.core.settings import SearchSettings
 from ciq_build.errors import ConfigError
+from ciq_build.project.manifest import SETUPTOOLS_GENERATOR
 from ciq_build.search.base import CandidateSource
 from ciq_build.search.evolution import SearchConfiguration
 from ciq_build.search.select import make_candidate_source, space_size_text
@@ -186,14 +188,16 @@ def _walk(node: object) -> list[tuple[str, object]]:
 
 def test_the_spaces_size_says_what_constraints_ruled_out_and_when_they_ruled_out_none(tmp_path: Path) -> None:
     # "6 of 6 PARAMS combinations (CONSTRAINTS)" read as if they had cut something (cuda-samples' transpose).
-    def said(constraint: str) -> tuple[str, int | None]:
-        manifest = bare_manifest(tmp_path, params=("BX=choice(1,2,4,8)", "BY=choice(1,2,4,8)"),
-                                 constraints=(constraint,))
+    def said(constraint: str, generator: str = "Ninja") -> tuple[str, int | None]:
+        manifest = dataclasses.replace(bare_manifest(tmp_path, params=("BX=choice(1,2,4,8)", "BY=choice(1,2,4,8)"),
+                                                     constraints=(constraint,)), generator=generator)
         return space_size_text(SearchSettings(controls=("params",)), manifest, find_toolchain(),
                                parse_objectives(["registers"]))
 
     assert said("BX*BY == 8") == ("4 of 16 PARAMS combinations (CONSTRAINTS)", 4)
     assert said("BX*BY <= 64") == ("16 PARAMS combinations (CONSTRAINTS rule out none of them)", 16)
+    # A CudaExtension's, in its arguments' names (npcuda-example's trial read "4 PARAMS combinations" of a setup.py).
+    assert said("BX*BY == 8", SETUPTOOLS_GENERATOR) == ("4 of 16 params= combinations (ciq_constraints=)", 4)
 
 
 def test_a_tune_applies_constraints_or_says_why_it_cannot(tmp_path: Path) -> None:

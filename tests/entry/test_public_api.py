@@ -17,6 +17,7 @@ import pytest
 
 import ciq_build
 from ciq_build.errors import ConfigError
+from ciq_build.tune.tune_options import TuneOptions
 from support import REPO_ROOT
 
 
@@ -130,3 +131,18 @@ def test_tune_target_tunes_with_the_backend_it_is_given(tmp_path: Path) -> None:
 
     with pytest.raises(Prepared, match="mine"):
         ciq_build.tune_target("kern", backend=Backend(), generations=1)
+
+
+def test_tune_target_takes_one_word_where_a_list_is_declared_as_that_one_item(monkeypatch: pytest.MonkeyPatch,
+                                                                               tmp_path: Path) -> None:
+    """npcuda-example's trial passed objectives="registers": it was tuned as the objectives 'r', 'e', 'g', ...
+    ("'r' is not an objective"), and controls="params" as the search space 'p'."""
+    import ciq_build.api
+
+    seen: list[TuneOptions] = []
+    monkeypatch.setattr(ciq_build.api, "run_tune", lambda options, backend: seen.append(options))
+    ciq_build.tune_target("kern", build_dir=tmp_path, objectives="registers", controls="params",
+                          seed_from="-DTILE=8")
+    ciq_build.tune_target("kern", build_dir=tmp_path, objectives=["registers", "spill_bytes"], controls=("knobs",))
+    assert [(o.objectives, o.controls, o.seed_from) for o in seen] == [
+        (["registers"], ["params"], ["-DTILE=8"]), (["registers", "spill_bytes"], ("knobs",), [])]

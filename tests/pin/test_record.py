@@ -311,6 +311,10 @@ def test_an_undeclared_define_is_refused_in_words_for_cmake_and_setuptools_alike
                                               r"ciq_tune_target\(gemm\) \(params= of its CudaExtension\) may be "
                                               r"defined \(declared: UNROLL\)\. Add TILE to PARAMS \(params=\)"):
         check_defines(make_record(), ["UNROLL=range(1,8)"], Path("ciq/gemm.json"))
+    # npcuda-example's trial: a value outside the domain said "set a value that PARAMS allows" of a CudaExtension.
+    with pytest.raises(UnsafeFlagError, match=r"outside its declared domain 'choice\(8,16\)'\. Retune, or set a "
+                                              r"value that PARAMS \(params=\) allows\."):
+        check_defines(make_record(), ["TILE=choice(8,16)"], Path("ciq/gemm.json"))
 
 
 def test_two_flags_setting_one_option_are_refused(pinned):

@@ -48,6 +48,13 @@ def test_pareto_front_under_mixed_directions():
     assert sorted(e.id for e in front) == [3]
 
 
+def test_a_configuration_measured_twice_is_on_the_front_once():
+    again = _ev(6, (2.0, 3.0))
+    again = Evaluation(**{**again.__dict__, "key": "k1"})  # k1 measured a second time, alike
+    front = Results(["min", "max"], [_ev(0, (1.0, 1.0)), _ev(1, (2.0, 3.0)), again]).pareto_front()
+    assert [e.key for e in front] == ["k0", "k1"]
+
+
 def test_ok_rows_must_have_one_score_per_objective():
     with pytest.raises(ConfigError, match="expected 2"):
         Results(["min", "min"], [_ev(0, (1.0,))])

@@ -17,7 +17,13 @@ from ciq_build.project.per_block import DYNAMIC_SHARED, THREADS, read_declared
 from ciq_build.project.worker import CandidateBuild
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.tune.baseline import declared_size_note, dynamic_shared_note, failed_baseline_text, no_gpu_seen_note
+from ciq_build.tune.baseline import (
+    declared_size_note,
+    dynamic_shared_note,
+    failed_baseline_text,
+    no_gpu_seen,
+    no_gpu_seen_note,
+)
 from ciq_build.tune.cache import read_evaluation
 from ciq_build.tune.confirm import Confirmation
 from ciq_build.tune.finish import occupancy_steps
@@ -39,7 +45,7 @@ def test_a_baseline_timed_where_no_gpu_answered_is_warned_about_as_measuring_no_
 
     timed = parse_objectives(["time"])
     note = no_gpu_seen_note("nbody_unroll", timed, measured({"time_ms": 0.064}))
-    assert note.startswith("warning: nvidia-smi reported no GPU where the benchmark of nbody_unroll ran, yet it "
+    assert note.startswith(f"warning: {no_gpu_seen()} where the benchmark of nbody_unroll ran, yet it "
                            "printed its figures")
     assert f"--objective, one of {unbenchmarked_names()}" in note
     assert no_gpu_seen_note("nbody_unroll", timed, measured({"time_ms": 0.064, "gpu_sm": 90.0})) == ""
@@ -52,7 +58,7 @@ def test_a_baseline_benchmark_that_failed_where_no_gpu_answered_says_so_and_what
     text = failed_baseline_text("unordered_map", failed(Cause.BENCH_SIGNAL, {"registers": 64.0}))
     assert text.startswith("the baseline of unordered_map (no compiler controls) failed: bench_signal: the "
                            "benchmark crashed: killed by SIGABRT\nterminate called without an active exception\n")
-    assert "nvidia-smi reported no GPU where the benchmark ran, which is likely why it failed" in text
+    assert f"{no_gpu_seen()} where the benchmark ran, which is likely why it failed" in text
     assert f"--objective, one of {unbenchmarked_names()}" in text
     assert "Fix the build or benchmark first" not in text
     # Where a GPU ran it, or the build failed, the benchmark or the build is what to fix.
@@ -321,3 +327,14 @@ def test_an_occupancy_that_sizes_several_kernels_by_threads_per_block_says_so_an
     runner.threads_per_block = read_declared(THREADS, ("256",), ())
     one = CandidateBuild(True, None, "", 1.0, report, launch_bounds=(("_Z7boundedv", 128), ("_Z10mysgemm_v1v", 1024)))
     assert declared_size_note("sgemm", runner, runner.static_metrics(one, Controls())) == ""
+
+
+def test_no_gpu_seen_says_nvidia_smi_reported_none_only_where_there_is_one(tmp_path: Path,
+                                                                          monkeypatch: Any) -> None:
+    # wangzyon's SGEMM's trial, on a machine with no nvidia-smi: "nvidia-smi reported no GPU where the benchmark ran".
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert no_gpu_seen().startswith("no GPU was seen (there is no nvidia-smi on PATH")
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\nexit 9\n")  # TEST DOUBLE of a driver's nvidia-smi that finds no GPU
+    smi.chmod(0o755)
+    assert no_gpu_seen() == "nvidia-smi reported no GPU"
