@@ -48,9 +48,10 @@ class DrawnEffects:
     def __init__(self, ordered: list[int]) -> None:
         """`ordered`: each parameter's last grid index where it is ordered with more than two values (its effect
         smooth along it), else 0 (one effect per value)."""
-        import numpy as np  # deferred: `import ciq_build` and the Search API load no numpy until a search needs it
+        # numpy imported where used, never kept on the object: a search is deep-copied and pickled (a replay, a
+        # resumed tune), and a module is neither; deferred, so `import ciq_build` loads no numpy until a search needs it.
+        import numpy as np
 
-        self._np = np
         self._ordered = ordered
         self._columns: dict[tuple[int, object], int] = {}  # a feature: its column in the sums below
         self._gram: Any = np.zeros((0, 0))  # X^T X over the columns seen
@@ -64,7 +65,8 @@ class DrawnEffects:
 
     def add(self, genome: Genome, value: float) -> None:
         """One draw's measurement (a draw is never of a configuration measured before)."""
-        np = self._np
+        import numpy as np
+
         features = self._features(genome)
         cells = np.array([self._column(key) for key in features], dtype=np.intp)
         x = np.array(list(features.values()))
@@ -80,7 +82,9 @@ class DrawnEffects:
         if column is None:
             column = self._columns[key] = len(self._columns)
             if column >= len(self._sums):  # room for twice as many
-                np, size = self._np, max(16, 2 * column)
+                import numpy as np
+
+                size = max(16, 2 * column)
                 gram, sums, counts = np.zeros((size, size)), np.zeros(size), np.zeros(size)
                 gram[:column, :column] = self._gram[:column, :column]
                 sums[:column], counts[:column] = self._sums[:column], self._counts[:column]
@@ -100,7 +104,8 @@ class DrawnEffects:
     def explained(self, genome: Genome) -> tuple[float, float, float]:
         """(the draws' mean, how far below it their main effects put `genome`, that depth's standard error), fitted
         without `genome`'s own draw, whose luck would otherwise count as its values' effect."""
-        np = self._np
+        import numpy as np
+
         p = len(self._columns)
         gram, sums, counts = self._gram[:p, :p].copy(), self._sums[:p].copy(), self._counts[:p].copy()
         n, total, squares = len(self._drawn), self._total, self._squares

@@ -83,3 +83,17 @@ def test_the_fit_kept_as_draws_come_is_the_fit_of_every_draw_without_the_best() 
     at = np.array(features(best))
     error = math.sqrt(variance * (inverse @ at) @ x.T @ x @ (inverse @ at))
     assert effects.explained(best) == pytest.approx((level, -at @ fitted, error), rel=1e-9)
+
+
+def test_a_fit_survives_a_pickle_and_a_deep_copy_as_a_search_state_must():
+    import copy
+    import pickle
+
+    effects = DrawnEffects([23, 23, 23, 23])
+    rng = random.Random(3)
+    for _ in range(40):
+        point = tuple(rng.randrange(24) for _ in range(4))
+        effects.add(point, _knobs(point))
+    best = (23, 23, 0, 0)
+    for twin in (pickle.loads(pickle.dumps(effects)), copy.deepcopy(effects)):
+        assert twin.explained(best) == effects.explained(best)
