@@ -432,10 +432,9 @@ def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain,
 
 # The build-system check each generator runs before any build: it re-runs CMake
 # when a CMakeLists.txt (or anything configure read) changed, and does nothing otherwise.
-_REGENERATE_TARGET = {"Ninja": "build.ninja", "Ninja Multi-Config": "build.ninja",
-                      "Unix Makefiles": "cmake_check_build_system"}
-# The build system each of them writes at the end of a configure that succeeded.
-_GENERATED_BY = {"Ninja": "build.ninja", "Ninja Multi-Config": "build.ninja", "Unix Makefiles": "Makefile"}
+# Each: (that check's target, the build system a configure that succeeded wrote).
+_REGENERATE = {"Ninja": ("build.ninja", "build.ninja"), "Ninja Multi-Config": ("build.ninja", "build.ninja"),
+               "Unix Makefiles": ("cmake_check_build_system", "Makefile")}
 
 
 def check_tree_is_here(build_dir: Path) -> None:
@@ -474,11 +473,12 @@ def refresh_user_tree(build_dir: Path, timeout: float) -> None:
     check_tree_is_here(build_dir)
     cache = Path(build_dir) / "CMakeCache.txt"
     generator = cache_value(cache, "CMAKE_GENERATOR") if cache.is_file() else None
-    target = _REGENERATE_TARGET.get(generator or "")
-    if target is None:
+    regenerate = _REGENERATE.get(generator or "")
+    if regenerate is None:
         return  # another generator: its manifests are as the last configure wrote them
+    target, generated = regenerate
     command = [tree_tool(build_dir, "cmake"), "--build", str(build_dir), "--target", target]
-    if not (Path(build_dir) / _GENERATED_BY[generator or ""]).is_file():
+    if not (Path(build_dir) / generated).is_file():
         # The last configure failed before it wrote the build system (a CMake error the user has since fixed):
         # there is nothing to regenerate from, so configure the tree again from its cache.
         command = [tree_tool(build_dir, "cmake"), str(build_dir)]
