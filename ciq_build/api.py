@@ -42,8 +42,8 @@ def tune_target(target: str, *, build_dir: str | Path = "build", source_dir: str
         # As the command line decides (ciq_build.cli._backend): a newcomer's tune_target(source_dir=<a setup.py
         # project>) ran cmake on it ("does not appear to contain CMakeLists.txt"), and build_dir=<project>/build
         # was "not a configured CMake build tree".
-        project = Path(setuptools).resolve() if setuptools is not None else setuptools_project_of(
-            Path(build_dir), Path(source_dir) if source_dir is not None else None)
+        project = setuptools_project_of(Path(build_dir), Path(source_dir) if source_dir is not None else None,
+                                        Path(setuptools) if setuptools is not None else None)
         if project is not None:
             from ciq_build.project.setuptools_backend import SetuptoolsBackend
 

@@ -188,11 +188,9 @@ def _setuptools_project(setuptools: Path | None, source_dir: Path | None,
 
     Decided here, so that a CMake project never imports setuptools (ciq_build.project.setuptools_backend does).
     """
-    if setuptools is not None:
-        return Path(setuptools).resolve()
     from ciq_build.project.backend import setuptools_project_of
 
-    return setuptools_project_of(build_dir, source_dir)
+    return setuptools_project_of(build_dir, source_dir, setuptools)
 
 
 def _journal_build_dir(args: argparse.Namespace) -> Path:

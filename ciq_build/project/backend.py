@@ -35,9 +35,12 @@ def is_setuptools_project(folder: Path) -> bool:
     return (folder / "setup.py").is_file() and not (folder / "CMakeLists.txt").exists()
 
 
-def setuptools_project_of(build_dir: Path, source_dir: Path | None) -> Path | None:
-    """The setuptools project a command reading its state names: `-S PROJECT`, or `-B PROJECT/build` (where such a
-    project keeps its journal) when no -S is given and that folder is no CMake build tree; None for a CMake project."""
+def setuptools_project_of(build_dir: Path, source_dir: Path | None, setuptools: Path | None = None) -> Path | None:
+    """The setuptools project a command reading its state names: `--setuptools PROJECT` where given, else `-S
+    PROJECT`, or `-B PROJECT/build` (where such a project keeps its journal) when no -S is given and that folder is
+    no CMake build tree; None for a CMake project."""
+    if setuptools is not None:
+        return Path(setuptools).resolve()
     if source_dir is not None:
         return Path(source_dir).resolve() if is_setuptools_project(Path(source_dir)) else None
     build = Path(build_dir).absolute()
