@@ -10,7 +10,7 @@ from ciq_build.core.declared import declared
 from ciq_build.core.metric_unit import change_text
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
-from ciq_build.pin.display import rate_unit_of, score_text, size_ratios_text
+from ciq_build.pin.display import pinned_scores, size_ratios_text
 from ciq_build.pin.record import PinnedRecord
 from ciq_build.search.configuration import planned_batches
 from ciq_build.search.evaluation import Evaluation
@@ -219,12 +219,7 @@ def replacement_note(path: Path, old: PinnedRecord, new: PinnedRecord, standing:
         count = evaluations if isinstance(evaluations, int) and not isinstance(evaluations, bool) else None
         counts.append(count)
         when = f"pinned {record.provenance['created']}, " if side == "old" and record.provenance.get("created") else ""
-        scores = []
-        if record.baseline is not None and record.winner is not None:
-            for objective, base, best in zip(record.objectives, record.baseline.scores, record.winner.scores):
-                rate = rate_unit_of(record, objective.name)
-                change = "same" if base == best else change_text(base, best, rate)
-                scores.append(f"{objective.name} {score_text(base, rate)} -> {score_text(best, rate)} ({change})")
+        scores = pinned_scores(record)
         c = record.controls
         controls = " ".join([*c.flags, *(f"-D{k}={v}" for k, v in c.defines),
                              *([f"ACF {c.acf.path.name}"] if c.acf is not None else [])]) or "(no controls)"
