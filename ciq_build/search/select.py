@@ -211,7 +211,8 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
                             architectures=manifest.toolchain.architectures, acf_dir=acf_dir, allows=allows,
                             seeds=tuple(read_seeds(settings.seed_from, space, allows, acf_seeding, defaults,
                                                    settings.seeds_said_as)),
-                            strategy_options=split_pairs(settings.strategy_options))
+                            strategy_options=split_pairs(settings.strategy_options),
+                            pool_size_explicit=settings.pool_size_explicit)
     if pool is not None:
         from ciq_build.search.acf_pool import make_pool_source
 

@@ -316,7 +316,7 @@ class Finish:
                               objectives, self.settings.search, self.pinning, confirmation.better,
                               int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores,
                               improved_objectives(objectives, confirmation.baseline_scores, searched.evaluations),
-                              setuptools=self.manifest.setuptools),
+                              setuptools=self.manifest.setuptools, described=searched.described),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(), winner=confirmation.better,
                           occupancy=self._occupancy_steps(confirmation),
@@ -387,7 +387,8 @@ class Finish:
                           stopped=searched.stopped, winner=False,
                           next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
                                                               better=False, kernels=kernels, baseline=baseline.scores,
-                                                              setuptools=self.manifest.setuptools)),
+                                                              setuptools=self.manifest.setuptools,
+                                                              described=searched.described)),
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 
