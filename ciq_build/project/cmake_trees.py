@@ -469,6 +469,24 @@ def check_tree_is_here(build_dir: Path) -> None:
         "-S <sources> with a new -B folder.")
 
 
+def check_configure_finished(build_dir: Path) -> None:
+    """Refuse a build tree whose last configure stopped at an error before it wrote its build system.
+
+    Its manifests were never written, so a target it lacks is no sign of a missing ciq_tune_target(): a
+    copy of sgemm.cu whose sources were left behind ("No SOURCES given to target") was said to have "no
+    tuned targets", and to need a ciq_tune_target() its CMakeLists.txt already held.
+    """
+    cache = Path(build_dir) / "CMakeCache.txt"
+    generator = cache_value(cache, "CMAKE_GENERATOR") if cache.is_file() else None
+    regenerate = _REGENERATE.get(generator or "")
+    if regenerate is None or (Path(build_dir) / regenerate[1]).is_file():
+        return
+    raise ConfigError(
+        f"the last configure of {build_dir} stopped at an error before it wrote its build system (no "
+        f"{regenerate[1]}), so its tuned targets are not known yet: fix the error CMake printed, then configure "
+        f"again (cmake {build_dir})")
+
+
 def _same_folder(a: Path, b: Path) -> bool:
     try:
         return a.resolve() == b.resolve() or a.samefile(b)

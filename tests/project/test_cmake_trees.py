@@ -7,6 +7,7 @@ Real CMake, Ninja and nvcc on tests/projects/noop.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 import time
@@ -18,9 +19,10 @@ import pytest
 import identified_compilers
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import load_toolchain
-from ciq_build.errors import BuildError
+from ciq_build.errors import BuildError, ConfigError
 from ciq_build.measure import proc, stopping
 from ciq_build.project import cmake_trees
+from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.project.manifest import Benchmark, load_manifest
 from ciq_build.project.tree_cache import cache_value
 from ciq_build.tune.param_probe import overridden_params
@@ -227,6 +229,12 @@ def test_a_tree_whose_first_configure_failed_is_configured_again_once_the_error_
     with pytest.raises(BuildError, match="a_file_that_is_not_there"):
         cmake_trees.configure_user_tree(source, build, load_toolchain(cuda133_bin / "nvcc"), None, [], 600)
     assert (build / "CMakeCache.txt").is_file() and not (build / "build.ninja").exists()
+    # verify, show and list say so: they said "no tuned targets" and to add a ciq_tune_target() the CMakeLists.txt
+    # already held (a copy of sgemm.cu without its sources: "No SOURCES given to target").
+    unfinished = f"the last configure of {build} stopped at an error before it wrote its build system"
+    for read in (lambda backend: backend.manifest("noop_kernels"), CMakeBackend.targets):
+        with pytest.raises(ConfigError, match=re.escape(unfinished)):
+            read(CMakeBackend(build))
     lists.write_text(good)
     cmake_trees.refresh_user_tree(build, 600)
     assert (build / "build.ninja").is_file()
