@@ -24,6 +24,7 @@ from ciq_build.measure import proc, stopping
 from ciq_build.project import cmake_trees
 from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.project.manifest import Benchmark, load_manifest
+from ciq_build.project.tree_cache import cache_value
 from ciq_build.tune.param_probe import overridden_params
 from support import PROJECTS, REPO_ROOT, build_tool, ensure_ok, in_thread
 
@@ -58,6 +59,11 @@ def test_a_scratch_tree_reads_the_users_compilers_instead_of_identifying_them_an
     assert not _identified_cuda(tree.build_dir), "the scratch tree identified the compilers again"
     seeded = sorted(p.name for p in tree.build_dir.glob("CMakeFiles/*/CMake*.cmake"))
     assert seeded == ["CMakeCUDACompiler.cmake", "CMakeCXXCompiler.cmake", "CMakeSystem.cmake"]
+    # What identifying caches beside those files: without the binaries' format (ELF) a nanobind module's install
+    # rule failed the scratch tree's configure (curadon: "not supported ... unless on an ELF-based ... platform").
+    binary_format = cache_value(user / "CMakeCache.txt", "CMAKE_EXECUTABLE_FORMAT")
+    assert binary_format == "ELF"
+    assert cache_value(tree.build_dir / "CMakeCache.txt", "CMAKE_EXECUTABLE_FORMAT") == binary_format
     built = tree.build(Controls(), 600, static_only=False, benchmark=False)
     assert built.ok, built.message
     assert built.objects and all(o.stat().st_size > 0 for o in built.objects)
