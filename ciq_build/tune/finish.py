@@ -306,6 +306,7 @@ class Finish:
     def summarize(self, searched: Searched, confirmation: Confirmation, pinned: Path | None,
                   standing: Standing | None, checked: WinnerCheck | None) -> None:
         objectives = list(self.settings.objectives)
+        kept_pin = bool(self._kept_text(standing))  # the winner beat the defaults, not the pin the build keeps
         print(run_summary(self.manifest.target, objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, searched.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
@@ -318,8 +319,9 @@ class Finish:
                               improved_objectives(objectives, confirmation.baseline_scores, searched.evaluations),
                               setuptools=self.manifest.setuptools, described=searched.described),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
-                          figures=self.architectures.describe(), winner=confirmation.better,
-                          occupancy=self._occupancy_steps(confirmation),
+                          figures=self.architectures.describe(), winner=confirmation.better, kept_pin=kept_pin,
+                          occupancy=self._occupancy_steps(
+                              dataclasses.replace(confirmation, better=True) if kept_pin else confirmation),
                           without_effect=without_effect_lines(
                               [name for name in params_without_effect(self.manifest.params, searched.evaluations)
                                if name not in searched.overridden],
