@@ -91,6 +91,14 @@ REGISTER_CAP = KNOB_PREFIX + "maxrregcount"
 REGISTER_CAP_RULE = "below the baseline's registers (ciq_build.compiler.controls.register_caps)"
 
 
+# Among the defaults' build's metrics, where some of the kernels it scores declare __launch_bounds__ (any: a block
+# size alone too), for which ptxas ignores -maxrregcount: how many do, and the most registers of those that do not,
+# which a cap can lower (ciq_build.tune.runner.BuildRunner.static_metrics). salykova's sgemm.cu: its two GEMMs kept
+# 214 and 128 registers under a cap of 104, and the cap, fitted below the 214, was searched for a kernel of 32.
+BOUNDED_KERNELS_METRIC = "kernels_with_launch_bounds"
+UNBOUNDED_REGISTERS_METRIC = "registers_without_launch_bounds"
+
+
 def fits_register_cap(settings: SearchSettings) -> bool:
     """Whether the tune's space is made again once the baseline's registers are known: it searches the knobs."""
     return "knobs" in search_kinds(settings)
@@ -123,21 +131,39 @@ def scored_registers(metrics: dict[str, float], objectives: list[Objective]) -> 
     return (int(whole) if whole is not None else None), ""
 
 
-def register_cap_line(registers: int | None, whose: str = "") -> str:
+def cappable_registers(registers: int | None, whose: str, figures: dict[str, float]) -> tuple[int | None, int]:
+    """(the registers the register cap is fitted below, how many kernels declare __launch_bounds__): where the
+    defaults' `figures` say some of the whole target's kernels do, the most registers of those that do not (ptxas
+    ignores -maxrregcount for the others); else `registers` (those of the kernels `whose` objectives score)."""
+    bounded = int(figures.get(BOUNDED_KERNELS_METRIC, 0))
+    if whose or not bounded or registers is None or UNBOUNDED_REGISTERS_METRIC not in figures:
+        return registers, 0
+    return int(figures[UNBOUNDED_REGISTERS_METRIC]), bounded
+
+
+def register_cap_line(registers: int | None, whose: str = "", bounded: int = 0) -> str:
     """The tune's line, before the search, on the register cap's values for the defaults' `registers` (those of
-    the kernels `whose` objectives score, where given)."""
+    the kernels `whose` objectives score, where given; of those without __launch_bounds__ where `bounded` kernels
+    declare them: `cappable_registers`)."""
     if registers is None:
         start, end, step = knob(REGISTER_CAP).grid or (0, 0, 0)
         return (f"register cap: ptxas reported no registers for the defaults, so -maxrregcount takes the whole grid "
                 f"{start}..{end} by {step}")
+    ignored = (f"ptxas ignores -maxrregcount for the {bounded} that declare them, whose bounds set their registers"
+               if bounded else "")
+    if bounded and not registers:
+        return ("register cap: left out of the search: every kernel declares __launch_bounds__, for which ptxas "
+                "ignores -maxrregcount (their bounds set their registers: tune the bounds instead, as PARAMS)")
     caps = register_caps(registers)
-    kernels = f"the kernels {whose} scores" if whose else "the defaults' kernels"
+    kernels = (f"the kernels {whose} scores" if whose else
+               "the defaults' kernels without __launch_bounds__" if bounded else "the defaults' kernels")
     if not caps:
         return (f"register cap: left out of the search: {kernels} use at most {registers} registers, "
-                f"and a cap below {REGISTER_CAP_FLOOR} cannot raise occupancy (it only spills)")
-    below = f"the {registers} registers of {kernels}" if whose else f"the defaults' {registers} registers"
+                f"and a cap below {REGISTER_CAP_FLOOR} cannot raise occupancy (it only spills)"
+                + (f"; {ignored}" if ignored else ""))
+    below = f"the {registers} registers of {kernels}" if whose or bounded else f"the defaults' {registers} registers"
     return (f"register cap: -maxrregcount {', '.join(map(str, caps))} (below {below}; "
-            "a cap at or above what a kernel uses leaves its code as it is)")
+            + (ignored if ignored else "a cap above what a kernel uses cannot lower its registers") + ")")
 
 
 def numerics_line(manifest: Manifest, allow_numerics: bool) -> str:

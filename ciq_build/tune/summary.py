@@ -146,6 +146,12 @@ def _other_tries(objectives: Sequence[Objective], search: SearchSettings, setupt
             "; --fresh starts over")
 
 
+def _occupancy_label(winner: bool, kept_pin: bool) -> str:
+    """Whose occupancy steps the summary's line gives: the configuration its table shows."""
+    return ("winner" if winner else "the search's best, not pinned: the pin already there stays" if kept_pin else
+            "the defaults, kept")
+
+
 def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: tuple[float, ...],
                 winner_scores: tuple[float, ...], evaluations: Sequence[Evaluation], needs_benchmark: bool,
                 verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
@@ -153,16 +159,19 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 next_without_pin: str = "", next_with_pin: str = "", stopped: str = "",
                 size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "",
                 without_effect: Sequence[str] = (), figures: str = "", occupancy: str = "",
-                winner: bool = True) -> str:
+                winner: bool = True, kept_pin: bool = False) -> str:
     """The summary's lines. `winner`: whether the verdict found one (it beat the defaults); without, the table shows
     what the build keeps, the defaults' figures, and the search's best is the verdict's to tell (llm.c's layernorm:
     the table's "best" said 22 registers where the verdict pinned nothing, 22 and 23 being the same allocation).
-    `occupancy`: the steps of the configuration the table shows (ciq_build.tune.finish.occupancy_steps), labelled
-    with it."""
-    rows = [("objective", "baseline", "best" if winner else "kept", "change")]
-    for objective, base, best in zip(objectives, baseline_scores, winner_scores if winner else baseline_scores):
+    `kept_pin`: the winner beat the defaults but not the pin already there, which the build keeps: the table shows
+    the search's best, not the defaults as kept (sgemm.cu's retune said "kept 214, none (the defaults)" while its
+    pin of 202 registers stayed). `occupancy`: the steps of the configuration the table shows
+    (ciq_build.tune.finish.occupancy_steps), labelled with it."""
+    best_shown = winner or kept_pin
+    rows = [("objective", "baseline", "best" if best_shown else "kept", "change")]
+    for objective, base, best in zip(objectives, baseline_scores, winner_scores if best_shown else baseline_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
-                     change_text(base, best, objective.rate_unit) if winner else "none (the defaults)"))
+                     change_text(base, best, objective.rate_unit) if best_shown else "none (the defaults)"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     table = "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
     fresh = sum(1 for e in evaluations if not e.cached)
@@ -183,7 +192,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
            "candidates on it"] if (never := params_never_working(evaluations)) else []),
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
         *([f"  figures: {figures}"] if figures else []),
-        *([f"  occupancy ({'winner' if winner else 'the defaults, kept'}): {occupancy}"] if occupancy else []),
+        *([f"  occupancy ({_occupancy_label(winner, kept_pin)}): {occupancy}"] if occupancy else []),
     ]
     shared = sum(1 for e in evaluations if not e.cached and e.same_code_as is not None)
     if needs_benchmark:

@@ -33,10 +33,13 @@ pytestmark = pytest.mark.slow
 NOOP = PROJECTS / "noop"
 
 
-def _user_tree(root: Path, nvcc: Path) -> Path:
-    """A user's tree as a user's configure makes it: the compilers identified (the tests' shortcut off)."""
+def _user_tree(root: Path, nvcc: Path, more_cmake: str = "") -> Path:
+    """A user's tree as a user's configure makes it: the compilers identified (the tests' shortcut off);
+    `more_cmake` appended to its CMakeLists.txt."""
     source = root / "noop src"
     shutil.copytree(NOOP, source)
+    lists = source / "CMakeLists.txt"
+    lists.write_text(lists.read_text() + more_cmake)
     user = root / "user-build"
     ensure_ok(proc.run([build_tool("cmake"), "-S", str(source), "-B", str(user), "-G", "Ninja",
                         f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}"], 600,
@@ -122,16 +125,21 @@ def test_a_static_build_never_asks_where_a_benchmark_built_outside_the_build_tre
     ptxas-only path cannot), with "... is outside the build tree; ciq_build can only rebuild benchmarks that the
     same CMake project builds": no static build links the benchmark, so none needs its path."""
     nvcc = cuda133_bin / "nvcc"
-    user = _user_tree(tmp_path, nvcc)
+    # X is also the target's own definition: the probe's -DX=0 draws "X redefined" from it, not from the source,
+    # and wins (salykova's sgemm.cu's -DGPUCC=90, searched as PARAMS, was said to do nothing).
+    user = _user_tree(tmp_path, nvcc, "target_compile_definitions(noop_kernels PRIVATE X=1)\n")
     manifest = replace(load_manifest(user, "noop_kernels"),
                        benchmark=Benchmark("noop_kernels", tmp_path / "noop src" / "noop_kernels"))
+    assert "-DX=1" in manifest.cuda_flags
     tree = cmake_trees.ScratchTree(manifest, tmp_path / "scratch", load_toolchain(nvcc), fast_path=False)
     tree.configure(600)
     built = tree.build(Controls(), 600, static_only=True)
     assert built.ok, built.message
     assert "Used" in built.compiler_output and built.linked is None
     warned: list[str] = []
-    assert overridden_params(manifest.params, tree, 600, "noop_kernels", warned.append) == ["UNROLL"]
+    assert overridden_params(manifest.params, tree, 600, "noop_kernels", warned.append, (),
+                             manifest.cuda_flags) == ["UNROLL"]
+    assert len(warned) == 1 and warned[0].startswith("PARAMS UNROLL of noop_kernels does nothing"), warned
     # Where a build does link it, the message says why it must be inside and what moves it out.
     with pytest.raises(BuildError, match="EXECUTABLE_OUTPUT_PATH or RUNTIME_OUTPUT_DIRECTORY"):
         tree.benchmark_path  # noqa: B018

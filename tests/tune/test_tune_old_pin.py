@@ -63,7 +63,15 @@ def test_a_static_winner_worse_than_the_pin_keeps_the_pin_unless_forced_and_says
     said = "shared_bytes old 256 bytes against new 1024 bytes (+300.0%)"
     assert f"the pin already there is better ({said}): kept" in worse.stdout, worse.stdout
     assert "run the same command with --force" in worse.stdout
+    # Its table shows the search's best, not the defaults as what the build keeps (the pin stays).
+    row = next(line.split() for line in worse.stdout.splitlines() if line.split()[:1] == ["shared_bytes"])
+    assert row[:5] == ["shared_bytes", "4096", "bytes", "1024", "bytes"] and "defaults)" not in row, worse.stdout
     assert said in worse.stderr  # the warning, even where the summary is not read
+    # A preview (--no-pin) says the same, not to run it again without --no-pin (which would keep the pin).
+    preview = _tune("shared_kernels", source, build, "-DTILE=16", "--no-pin")
+    assert f"the pin already there is better ({said}): kept" in preview.stdout, preview.stdout
+    assert "run the same command with --force instead of --no-pin" in preview.stdout
+    assert "without --no-pin" not in preview.stdout
     # --force replaces it anyway, old against new in numbers, and the record keeps what it was replaced against.
     forced = _tune("shared_kernels", source, build, "-DTILE=16", "--force")
     record = _pinned(source, "shared_kernels")
