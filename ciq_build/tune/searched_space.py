@@ -21,7 +21,7 @@ from typing import Any
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
-from ciq_build.core.objectives import Objective
+from ciq_build.core.objectives import Objective, needs_benchmark
 from ciq_build.core.settings import SearchSettings
 from ciq_build.project.manifest import Manifest
 from ciq_build.search.base import CandidateSource
@@ -74,10 +74,10 @@ class SearchedSpace:
         the scored architecture, or of the kernels `registers:<kernel regex>` objectives score; of the kernels
         without __launch_bounds__ where some declare them), said with the space's size."""
         scored, whose = scored_registers(baseline.metrics, self.objectives)
-        known, bounded = cappable_registers(scored, whose, baseline.metrics)
+        known, bounded = cappable_registers(scored, whose, baseline.metrics, self.objectives)
         if numerics := numerics_line(self.manifest, self.settings.allow_numerics):
             say(numerics)
-        say(register_cap_line(known, whose, bounded))
+        say(register_cap_line(known, whose, bounded, benchmarked=needs_benchmark(self.objectives)))
         source = self.source(known)
         self.say_size(source, say, known)
         return source
