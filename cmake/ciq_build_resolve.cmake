@@ -139,9 +139,15 @@ function(_ciq_pin_misfit)
   _ciq_architecture_set(tuned ${${arg_RECORD}_architectures})
   _ciq_architecture_set(building ${arg_ARCHITECTURES})
   if(NOT cuda STREQUAL arg_CUDA_VERSION)
+    # scikit-build-core (pip) compiles with the first nvcc CMake finds, whatever the tune used, and takes
+    # CMake's settings from pip's -C, not -D.
+    set(use_compiler "-DCMAKE_CUDA_COMPILER=...")
+    if(DEFINED SKBUILD)
+      set(use_compiler "pip install -C cmake.define.CMAKE_CUDA_COMPILER=<its nvcc> ..., or CUDACXX=<its nvcc>")
+    endif()
     set(warning "ciq_tune_target(${target}): the pinned record ${pin_file} was tuned with CUDA ${cuda}, but "
       "this build compiles with CUDA ${arg_CUDA_VERSION} (${CMAKE_CUDA_COMPILER}). Build with CUDA ${cuda} "
-      "(-DCMAKE_CUDA_COMPILER=...), or retune with `python -m ciq_build tune ${target}`.")
+      "(${use_compiler}), or retune with `python -m ciq_build tune ${target}`.")
     set(summary "pin skipped (tuned with CUDA ${cuda}, compiling with ${arg_CUDA_VERSION}): ${pin_file}")
   elseif(${arg_RECORD}_acf_kind STREQUAL "ptxas" AND NOT ptxas STREQUAL ""
       AND NOT arg_PTXAS_VERSION STREQUAL "" AND NOT ptxas STREQUAL arg_PTXAS_VERSION)
@@ -184,7 +190,14 @@ macro(_ciq_pin_skip)
     _ciq_pin_refuse("${warning}" " (CIQ_STRICT=ON makes this an error.)")
     _ciq_pin_stop()
   endif()
-  message(WARNING "${warning} The pin is skipped for this build.")
+  if(DEFINED SKBUILD)  # pip shows a build's warnings only with -v: a wheel built without its pin goes unseen
+    string(APPEND warning " The pin is skipped for this build. pip shows this only with -v; "
+      "-C cmake.define.CIQ_STRICT=ON (or CIQ_STRICT = \"ON\" under [tool.scikit-build.cmake.define]) "
+      "makes it an error, so that no wheel is built without its pin.")
+    message(WARNING "${warning}")
+  else()
+    message(WARNING "${warning} The pin is skipped for this build.")
+  endif()
   set(status skipped)
   set(text "${summary}")
 endmacro()

@@ -94,6 +94,9 @@ class SearchSettings:
 
     generations: int = 4
     pool_size: int = 8
+    # Given as tune --pool-size (or pool_size= from Python): used as given. Else compileiq, whose engine refuses a
+    # pool this small with 3 or more objectives, raises it to the smallest it takes (CompileIqStrategy).
+    pool_size_explicit: bool = False
     mutate_rate: float = 0.1  # the GA's default (search/evolution.py SearchConfiguration)
     seed: int = 0
     max_evaluations: int | None = None  # fresh evaluations at most; journaled ones are free

@@ -45,6 +45,19 @@ def score_text(value: float, rate_unit: str = "") -> str:
     return rate_text(value, rate_unit) if rate_unit and value > 0 else f"{value:.6g}"
 
 
+def pinned_scores(record: PinnedRecord) -> list[str]:
+    """Each objective's defaults -> pinned figure and its change, as `record` holds them ("time 1.2 ms -> 1 ms
+    (-16.7%)"); none where it holds no scores."""
+    if record.baseline is None or record.winner is None:
+        return []
+    said = []
+    for objective, base, best in zip(record.objectives, record.baseline.scores, record.winner.scores):
+        rate = rate_unit_of(record, objective.name)
+        change = "same" if base == best else change_text(base, best, rate)
+        said.append(f"{objective.name} {score_text(base, rate)} -> {score_text(best, rate)} ({change})")
+    return said
+
+
 def size_ratios_text(ratios: Mapping[str, float]) -> str:
     """Each problem size's ratio, winner over defaults (ARGS_SETS), one spelling everywhere:
     "small 0.5x (-50.0%), large 1.2x (+20.0%)"."""

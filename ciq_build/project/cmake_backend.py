@@ -14,6 +14,7 @@ from ciq_build.errors import ConfigError
 from ciq_build.measure import proc
 from ciq_build.project.cmake_trees import (
     ScratchTree,
+    check_configure_finished,
     check_tree_is_here,
     configure_user_tree,
     object_names,
@@ -53,13 +54,18 @@ class CMakeBackend:
             raise ConfigError(f"{self.build_dir} is not a configured CMake build tree (no CMakeCache.txt): pass the "
                               "build folder of your project with -B <build dir>, or configure it first "
                               "(cmake -S <src> -B <build>)")
-        return tuned_targets(self.build_dir)
+        tuned = tuned_targets(self.build_dir)
+        if not tuned:
+            check_configure_finished(self.build_dir)
+        return tuned
 
     def no_targets(self) -> str:
         return (f"{self.build_dir} has no tuned targets (no manifests in {manifest_dir(self.build_dir)}): add "
                 "ciq_tune_target(<target> ...) to CMakeLists.txt and configure the project (or pass --source-dir)")
 
     def manifest(self, target: str) -> Manifest:
+        if not (manifest_dir(self.build_dir) / f"{target}.json").is_file():
+            check_configure_finished(self.build_dir)
         return load_manifest(self.build_dir, target)
 
     def pin_file(self, target: str) -> Path:

@@ -168,8 +168,9 @@ class ScratchTree:
             args.append(f"-DCIQ_TUNE_ARCHITECTURES={self.manifest.toolchain.architectures}")
         if configured:
             args.append("--fresh")  # the launcher is switched on or off: nothing of the old cache may keep it
-        elif self.replayed_cache is None and seed_compilers(self.manifest.binary_dir, self.build_dir, self.toolchain.nvcc):
-            args.append("-DCMAKE_PLATFORM_INFO_INITIALIZED=1")  # else CMake deletes the seeded files as stale
+        elif self.replayed_cache is None and (seeded := seed_compilers(self.manifest.binary_dir, self.build_dir,
+                                                                         self.toolchain.nvcc)):
+            args += seeded
         if launcher:
             args.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={launcher}")
         with source_tree_turn(self.manifest.source_dir, timeout):
@@ -348,22 +349,28 @@ def front_ends_folder(tree_root: Path) -> Path:
 _PLATFORM_FILES = re.compile(r"^CMake(System|[A-Za-z]+Compiler)\.cmake$")
 
 
-def seed_compilers(user_tree: Path, scratch_build: Path, nvcc: Path) -> bool:
-    """Give a scratch tree, before its first configure, what CMake found about the compilers in the user's tree.
+def seed_compilers(user_tree: Path, scratch_build: Path, nvcc: Path) -> list[str]:
+    """Give a scratch tree, before its first configure, what CMake found about the compilers in the user's tree;
+    the cache entries its configure then takes (none: nothing was seeded, CMake identifies the compilers).
 
     The scratch tree replays the user's cache (the same C++ and host compilers, flags and toolchain
     file), so where its CUDA compiler is the user's too, identifying them all again finds what the
     user's configure found: measured, a scratch tree's configure took 2.3 s of CPU with it and
     0.15 s without, for each tree of every tune. Nothing is seeded (CMake identifies them, as
     before) where the user's tree names another nvcc or has no such files.
+    Identifying a compiler also caches the format of the binaries it makes, which those files do not
+    hold: without it CMake takes the platform for one that cannot edit an RPATH at install, and a
+    project installing a module that needs one (a nanobind module built by scikit-build-core: curadon)
+    failed its scratch tree's configure ("not supported with the Ninja generator unless on an
+    ELF-based ... platform"), so it is passed on as the user's configure found it.
     """
     cache = user_tree / "CMakeCache.txt"
     compiler = cache_value(cache, "CMAKE_CUDA_COMPILER") if cache.is_file() else None
     if not compiler or not cache_value(cache, "CMAKE_PLATFORM_INFO_INITIALIZED"):
-        return False
+        return []
     try:
         if not Path(compiler).samefile(nvcc):
-            return False
+            return []
         versions = [d for d in (user_tree / "CMakeFiles").iterdir()
                     if d.is_dir() and (d / "CMakeSystem.cmake").is_file() and (d / "CMakeCUDACompiler.cmake").is_file()]
         for version in versions:  # each CMake version reads its own folder only
@@ -373,8 +380,14 @@ def seed_compilers(user_tree: Path, scratch_build: Path, nvcc: Path) -> bool:
                 if _PLATFORM_FILES.match(file.name) and file.is_file():
                     shutil.copy2(file, target / file.name)
     except OSError:
-        return False  # a file gone or unreadable: CMake finds the compilers itself
-    return bool(versions)
+        return []  # a file gone or unreadable: CMake finds the compilers itself
+    if not versions:
+        return []
+    seeded = ["-DCMAKE_PLATFORM_INFO_INITIALIZED=1"]  # else CMake deletes the seeded files as stale
+    binary_format = cache_value(cache, "CMAKE_EXECUTABLE_FORMAT")
+    if binary_format:
+        seeded.append(f"-DCMAKE_EXECUTABLE_FORMAT:INTERNAL={binary_format}")
+    return seeded
 
 
 @contextlib.contextmanager
@@ -454,6 +467,24 @@ def check_tree_is_here(build_dir: Path) -> None:
         f"{build_dir} is a copy of the build tree made in {made_in} (for the sources in {sources}); CMake cannot "
         f"build it here. Delete it and configure afresh (cmake -S <sources> -B {build_dir}), or give this command "
         "-S <sources> with a new -B folder.")
+
+
+def check_configure_finished(build_dir: Path) -> None:
+    """Refuse a build tree whose last configure stopped at an error before it wrote its build system.
+
+    Its manifests were never written, so a target it lacks is no sign of a missing ciq_tune_target(): a
+    copy of sgemm.cu whose sources were left behind ("No SOURCES given to target") was said to have "no
+    tuned targets", and to need a ciq_tune_target() its CMakeLists.txt already held.
+    """
+    cache = Path(build_dir) / "CMakeCache.txt"
+    generator = cache_value(cache, "CMAKE_GENERATOR") if cache.is_file() else None
+    regenerate = _REGENERATE.get(generator or "")
+    if regenerate is None or (Path(build_dir) / regenerate[1]).is_file():
+        return
+    raise ConfigError(
+        f"the last configure of {build_dir} stopped at an error before it wrote its build system (no "
+        f"{regenerate[1]}), so its tuned targets are not known yet: fix the error CMake printed, then configure "
+        f"again (cmake {build_dir})")
 
 
 def _same_folder(a: Path, b: Path) -> bool:

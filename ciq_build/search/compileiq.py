@@ -53,7 +53,7 @@ import math
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +94,17 @@ MIN_POOL_SIZE = 6
 def min_pool_size(objectives: int) -> int:
     """The smallest pool compileiq's engine takes for this many objectives."""
     return max(MIN_POOL_SIZE, 1 + 2 * objectives + 2)
+
+
+def searched_configuration(request: SearchRequest) -> SearchConfiguration:
+    """The configuration compileiq searches with: a pool nobody chose (the tune's default of 8) raised to the
+    smallest the engine takes for the objectives, so that a tune of 3 objectives that sets nothing runs; one
+    chosen (--pool-size, --strategy-option pool_size=, a configuration from Python) is kept as given, and the
+    engine refuses it where smaller. Its describe()'s budget says the pool used."""
+    config = configured(request)
+    chosen = request.pool_size_explicit or "pool_size" in request.strategy_options
+    least = min_pool_size(config.num_objectives)
+    return config if chosen or config.pool_size >= least else replace(config, pool_size=least)
 
 
 # --------------------------------------------------------------------------- ciq_build params <-> compileiq
@@ -459,7 +470,8 @@ class CompileIqOptions:
     """compileiq's own options (tune --strategy-option KEY=VALUE; --generations and --pool-size too)."""
 
     generations: int = strategy_option(4, "generations the engine breeds")
-    pool_size: int = strategy_option(8, "candidates per generation (at least 6, and 3 + 2 x objectives)")
+    pool_size: int = strategy_option(8, "candidates per generation (at least 6, and 3 + 2 x objectives; a pool not "
+                                        "given is raised to that)")
 
 
 class CompileIqStrategy:
@@ -475,7 +487,7 @@ class CompileIqStrategy:
         if request.acf_dir is None:
             raise ConfigError("the compileiq strategy needs SearchRequest.acf_dir: a folder for its ACFs and scratch")
         if request.acf_space is None:
-            return CompileIqEngine(None, request.space, configured(request), request.acf_dir,
+            return CompileIqEngine(None, request.space, searched_configuration(request), request.acf_dir,
                                    request.objective_names, request.seeds)
         toolchain = request.toolchain
         parsed = parse_space_spec(request.acf_space)
@@ -492,5 +504,5 @@ class CompileIqStrategy:
             check_toolkit_accepts(identity.compiler, identity.cuda, major_minor(reader_version))
         if identity.compiler == "nvcc":
             check_nvcc_acf_architectures(request.architectures)
-        return CompileIqEngine(identity, request.space or None, configured(request), request.acf_dir,
+        return CompileIqEngine(identity, request.space or None, searched_configuration(request), request.acf_dir,
                                request.objective_names, request.seeds)

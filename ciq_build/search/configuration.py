@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,13 @@ def planned_evaluations(generations: int, pool_size: int, max_evaluations: int |
     """Evaluations a search of `generations` x `pool_size` makes, at most `max_evaluations` (the loop's budget)."""
     planned = generations * pool_size
     return planned if max_evaluations is None else min(planned, max_evaluations)
+
+
+def planned_batches(described: Mapping[str, Any], generations: int, pool_size: int) -> tuple[int, int]:
+    """(generations, pool size) a candidate source plans, as its describe()'s budget says (its strategy's own
+    options; compileiq's pool raised to its engine's least), else the tune's `generations` and `pool_size`."""
+    planned = described.get("budget") or {}
+    return planned.get("generations", generations), planned.get("pool_size", pool_size)
 
 
 @dataclass(frozen=True)

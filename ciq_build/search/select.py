@@ -28,7 +28,7 @@ from ciq_build.compiler.controls import (
 from ciq_build.compiler.probe import acf_refusals
 from ciq_build.compiler.toolchain import Toolchain
 from ciq_build.core.constraints import parse_constraints
-from ciq_build.core.objectives import Objective, only_benchmark, times_the_compile
+from ciq_build.core.objectives import Objective, needs_benchmark, only_benchmark, times_the_compile
 from ciq_build.core.params import parse_params
 from ciq_build.core.rules import load_rules, nearest
 from ciq_build.core.settings import SearchSettings
@@ -91,6 +91,14 @@ REGISTER_CAP = KNOB_PREFIX + "maxrregcount"
 REGISTER_CAP_RULE = "below the baseline's registers (ciq_build.compiler.controls.register_caps)"
 
 
+# Among the defaults' build's metrics, where some of the kernels it scores declare __launch_bounds__ (any: a block
+# size alone too), for which ptxas ignores -maxrregcount: how many do, and the most registers of those that do not,
+# which a cap can lower (ciq_build.tune.runner.BuildRunner.static_metrics). salykova's sgemm.cu: its two GEMMs kept
+# 214 and 128 registers under a cap of 104, and the cap, fitted below the 214, was searched for a kernel of 32.
+BOUNDED_KERNELS_METRIC = "kernels_with_launch_bounds"
+UNBOUNDED_REGISTERS_METRIC = "registers_without_launch_bounds"
+
+
 def fits_register_cap(settings: SearchSettings) -> bool:
     """Whether the tune's space is made again once the baseline's registers are known: it searches the knobs."""
     return "knobs" in search_kinds(settings)
@@ -123,21 +131,47 @@ def scored_registers(metrics: dict[str, float], objectives: list[Objective]) -> 
     return (int(whole) if whole is not None else None), ""
 
 
-def register_cap_line(registers: int | None, whose: str = "") -> str:
+def cappable_registers(registers: int | None, whose: str, figures: dict[str, float],
+                       objectives: list[Objective]) -> tuple[int | None, int]:
+    """(the registers the register cap is fitted below, how many kernels declare __launch_bounds__): where the
+    defaults' `figures` say some of the whole target's kernels do and the `objectives` are all read from the
+    compiler, the most registers of those that do not; else `registers` (those of the kernels `whose` objectives
+    score). A cap does not lower a bounded kernel's registers, but below what it would use unbounded it still
+    changes its code (a kernel of 254 registers under __launch_bounds__(256): other SASS under a cap of 128,
+    the same under 200), which only a benchmark can score."""
+    bounded = int(figures.get(BOUNDED_KERNELS_METRIC, 0))
+    if whose or not bounded or registers is None or UNBOUNDED_REGISTERS_METRIC not in figures:
+        return registers, 0
+    if needs_benchmark(objectives):
+        return registers, bounded
+    return int(figures[UNBOUNDED_REGISTERS_METRIC]), bounded
+
+
+def register_cap_line(registers: int | None, whose: str = "", bounded: int = 0, benchmarked: bool = False) -> str:
     """The tune's line, before the search, on the register cap's values for the defaults' `registers` (those of
-    the kernels `whose` objectives score, where given)."""
+    the kernels `whose` objectives score, where given; where `bounded` kernels declare __launch_bounds__, of those
+    without them unless the tune is `benchmarked`: `cappable_registers`)."""
     if registers is None:
         start, end, step = knob(REGISTER_CAP).grid or (0, 0, 0)
         return (f"register cap: ptxas reported no registers for the defaults, so -maxrregcount takes the whole grid "
                 f"{start}..{end} by {step}")
+    kept = (f"the {bounded} kernel(s) declaring __launch_bounds__ keep the registers their bounds allow"
+            + ("; a cap can still change their code, which the benchmark scores" if benchmarked else "")
+            if bounded else "")
+    if bounded and not registers:
+        return ("register cap: left out of the search: every kernel declares __launch_bounds__, and ptxas does not "
+                "lower their registers under -maxrregcount (tune the bounds instead, as PARAMS)")
     caps = register_caps(registers)
-    kernels = f"the kernels {whose} scores" if whose else "the defaults' kernels"
+    kernels = (f"the kernels {whose} scores" if whose else
+               "the defaults' kernels without __launch_bounds__" if bounded and not benchmarked else
+               "the defaults' kernels")
     if not caps:
         return (f"register cap: left out of the search: {kernels} use at most {registers} registers, "
-                f"and a cap below {REGISTER_CAP_FLOOR} cannot raise occupancy (it only spills)")
-    below = f"the {registers} registers of {kernels}" if whose else f"the defaults' {registers} registers"
+                f"and a cap below {REGISTER_CAP_FLOOR} cannot raise occupancy (it only spills)"
+                + (f"; {kept}" if kept else ""))
+    below = f"the {registers} registers of {kernels}" if whose or bounded else f"the defaults' {registers} registers"
     return (f"register cap: -maxrregcount {', '.join(map(str, caps))} (below {below}; "
-            "a cap at or above what a kernel uses leaves its code as it is)")
+            + (kept if kept else "a cap above what a kernel uses cannot lower its registers") + ")")
 
 
 def numerics_line(manifest: Manifest, allow_numerics: bool) -> str:
@@ -211,7 +245,8 @@ def make_candidate_source(settings: SearchSettings, manifest: Manifest, toolchai
                             architectures=manifest.toolchain.architectures, acf_dir=acf_dir, allows=allows,
                             seeds=tuple(read_seeds(settings.seed_from, space, allows, acf_seeding, defaults,
                                                    settings.seeds_said_as)),
-                            strategy_options=split_pairs(settings.strategy_options))
+                            strategy_options=split_pairs(settings.strategy_options),
+                            pool_size_explicit=settings.pool_size_explicit)
     if pool is not None:
         from ciq_build.search.acf_pool import make_pool_source
 

@@ -46,6 +46,9 @@ class SearchRequest:
     # ciq_build.search.seeds); only a strategy whose `takes_seeds` is true is given any. Over a grid a seed's
     # ACF is already a value of the space (an ACF pool's choice), so only a compiler ACF space sees `acf`.
     seeds: tuple[Seed, ...] = ()
+    # Whether the user chose `config.pool_size` (tune --pool-size; a configuration from Python is chosen): where not,
+    # a strategy whose engine needs a larger pool (compileiq's, with several objectives) may take it.
+    pool_size_explicit: bool = True
     # tune --strategy-option KEY=VALUE, as given: the strategy's own options over `config`'s same-named fields.
     strategy_options: Mapping[str, str] = field(default_factory=dict)
     # The strategy's options, merged (make_source sets them): an instance of its `options` dataclass.

@@ -29,6 +29,7 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.runner import DECLARED_SIZE_METRIC, SAYS_WHAT_TO_DO, THREADS_METRIC, BuildRunner
 from ciq_build.tune.source_watch import SourceWatch
+from ciq_build.tune.timeouts import baseline_limits
 
 LOG = logging.getLogger("ciq_build")
 
@@ -42,7 +43,8 @@ def measure_baseline(runner: BuildRunner, cache: EvaluationCache, tree: WorkerTr
     controls = Controls()
     evaluated = cache.lookup(proposal, controls, key_of(controls))
     if evaluated is None or not evaluated.ok:  # a failed baseline is always tried again
-        say("building and measuring the baseline (the compiler's defaults)")
+        limits = baseline_limits(runner.timeouts, runner.needs_benchmark)
+        say(f"building and measuring the baseline (the compiler's defaults; {limits})")
         evaluated = runner.evaluate(tree, proposal, controls, key_of(controls))
         built = sources.snapshot()
         if sources.note(before, built, "building the baseline"):

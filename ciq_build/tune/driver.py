@@ -63,6 +63,7 @@ from ciq_build.tune.loop import (
     stopped_text,
     time_limit_ended,
 )
+from ciq_build.tune.old_pin import refuse_replacing_other_objectives
 from ciq_build.tune.param_probe import overridden_params, warn_presence_tested, warn_unguarded
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner, relocatable_note
@@ -184,6 +185,7 @@ class TuneRun:
                 live.end()
 
     def _run_locked(self, source: CandidateSource) -> TuneOutcome:
+        refuse_replacing_other_objectives(self.manifest, self.settings)  # under the lock: what a tune waited for pinned
         limit = self.settings.search.time_limit
         if limit is not None:  # waiting for the lock (--wait) is not this tune's time
             self.deadline = time.monotonic() + limit
@@ -266,11 +268,10 @@ class TuneRun:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ciq-param-probe") as beside:
             probe = None
             if "params" in search_kinds(self.settings.search):
-                said = warn_unguarded(self.manifest.params, self.manifest.cuda_sources, self.manifest.target,
-                                      _warn)
+                said = warn_unguarded(self.manifest.params, self.manifest.cuda_sources, self.manifest.target, _warn)
                 warn_presence_tested(self.manifest.params, self.manifest.cuda_sources, self.manifest.target, _warn)
-                probe = beside.submit(overridden_params, self.manifest.params, probe_tree,
-                                      self.runner.timeouts.compile, self.manifest.target, _warn, said)
+                probe = beside.submit(overridden_params, self.manifest.params, probe_tree, self.runner.timeouts.compile,
+                                      self.manifest.target, _warn, said, self.manifest.cuda_flags)
                 if self.runner.measures_compile_time:
                     probe.result()
             try:

@@ -171,8 +171,11 @@ class Finish:
                          tree: WorkerTree) -> Standing | None:
         """Where the pin already there stands against a winner about to replace it (ciq_build.tune.old_pin); None
         where nothing would be replaced. A runtime is re-measured: the old pin is built in the baseline's tree and
-        run interleaved with the winner, still built in `tree`."""
-        if not (confirmation.better and self.pinning) or self.manifest.tune_architecture:
+        run interleaved with the winner, still built in `tree`. With --no-pin, static figures alone are compared (the
+        records' own, free): sgemm.cu's tune --no-pin said to run it without --no-pin to pin a winner of 208
+        registers, which that run then kept out for the pin's 202."""
+        previewed = not self.pinning and not self.runner.needs_benchmark
+        if not (confirmation.better and (self.pinning or previewed)) or self.manifest.tune_architecture:
             return None
         old = pinned_before(record_path(self.manifest.pin_dir, self.manifest.target))
         if old is None:
@@ -306,6 +309,7 @@ class Finish:
     def summarize(self, searched: Searched, confirmation: Confirmation, pinned: Path | None,
                   standing: Standing | None, checked: WinnerCheck | None) -> None:
         objectives = list(self.settings.objectives)
+        kept_pin = bool(self._kept_text(standing))  # the winner beat the defaults, not the pin the build keeps
         print(run_summary(self.manifest.target, objectives, confirmation.baseline_scores,
                           confirmation.winner_scores, searched.evaluations, self.runner.needs_benchmark,
                           confirmation.verdict, pinned, self.cache.path, self.cache.measured_this_run,
@@ -316,10 +320,11 @@ class Finish:
                               objectives, self.settings.search, self.pinning, confirmation.better,
                               int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores,
                               improved_objectives(objectives, confirmation.baseline_scores, searched.evaluations),
-                              setuptools=self.manifest.setuptools),
+                              setuptools=self.manifest.setuptools, described=searched.described),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
-                          figures=self.architectures.describe(), winner=confirmation.better,
-                          occupancy=self._occupancy_steps(confirmation),
+                          figures=self.architectures.describe(), winner=confirmation.better, kept_pin=kept_pin,
+                          occupancy=self._occupancy_steps(
+                              dataclasses.replace(confirmation, better=True) if kept_pin else confirmation),
                           without_effect=without_effect_lines(
                               [name for name in params_without_effect(self.manifest.params, searched.evaluations)
                                if name not in searched.overridden],
@@ -362,8 +367,9 @@ class Finish:
         """The summary's `next:` where a better pin was kept."""
         if standing is None or not standing.keeps_old(self.tie_keeps_pin) or self.settings.force:
             return ""
+        instead = " instead of --no-pin" if not self.pinning else ""
         return (f"the pin in {record_path(self.manifest.pin_dir, self.manifest.target)} stays; to replace it with "
-                "this winner anyway, run the same command with --force")
+                f"this winner anyway, run the same command with --force{instead}")
 
     def _size_ratios(self, confirmation: Confirmation) -> dict[str, dict[str, float]]:
         """Each benchmark objective's per-size ratio, winner over defaults (ARGS_SETS; empty without)."""
@@ -387,7 +393,8 @@ class Finish:
                           stopped=searched.stopped, winner=False,
                           next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
                                                               better=False, kernels=kernels, baseline=baseline.scores,
-                                                              setuptools=self.manifest.setuptools)),
+                                                              setuptools=self.manifest.setuptools,
+                                                              described=searched.described)),
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 

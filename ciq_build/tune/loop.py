@@ -38,7 +38,7 @@ from ciq_build.core.settings import SearchSettings, duration_text
 from ciq_build.errors import ConfigError
 from ciq_build.measure import processes, stopping
 from ciq_build.search.base import CandidateSource, Proposal
-from ciq_build.search.configuration import planned_evaluations
+from ciq_build.search.configuration import planned_batches, planned_evaluations
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.exhaustive import ENGINE_NAME as EXHAUSTIVE_ENGINE
 from ciq_build.search.strategies import GRID_DEFAULT
@@ -403,9 +403,8 @@ def planned_budget(described: Mapping[str, Any], search: SearchSettings,
                    space_total: int | None = None) -> tuple[int, int]:
     """(evaluations, generations) a search plans, as its strategy's own options set them (its describe()'s
     budget), at most --max-evaluations; a listing of the grid (exhaustive) at most the grid's `space_total`."""
-    planned = described.get("budget", {})
-    generations = planned.get("generations", search.generations)
-    evaluations = planned_evaluations(generations, planned.get("pool_size", search.pool_size), search.max_evaluations)
+    generations, pool_size = planned_batches(described, search.generations, search.pool_size)
+    evaluations = planned_evaluations(generations, pool_size, search.max_evaluations)
     if described.get("engine") == EXHAUSTIVE_ENGINE and space_total is not None:
         evaluations = min(evaluations, space_total)
     return evaluations, generations

@@ -13,14 +13,21 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.metric_unit import change_text
 from ciq_build.core.objectives import Objective, metric_key, with_unit
-from ciq_build.errors import CiqError
+from ciq_build.core.pareto import Direction
+from ciq_build.errors import CiqError, ConfigError
 from ciq_build.measure.stats import FINAL_ALPHA, beats_baseline
+from ciq_build.pin.display import pinned_scores
 from ciq_build.pin.read import read_record
-from ciq_build.pin.record import PinnedRecord, architecture_set
+from ciq_build.pin.record import PinnedRecord, RecordObjective, architecture_set, record_path
+
+if TYPE_CHECKING:
+    from ciq_build.project.manifest import Manifest
+    from ciq_build.tune.tune_options import TuneSettings
 
 # What re-measures the old pin beside the new winner: (old's samples, new's samples) per benchmark metric key,
 # or a sentence saying why it could not (the old pin no longer builds, or its benchmark failed).
@@ -51,6 +58,34 @@ def pinned_before(path: Path) -> PinnedRecord | None:
         return None
 
 
+def same_objectives(old: Sequence[RecordObjective], new: Sequence[RecordObjective | Objective]) -> bool:
+    """Whether a pin tuned for `old` answers what a tune for `new` asks: the same objectives and directions, in the
+    same order (the order picks the Pareto point pinned)."""
+    return [(o.name, o.direction) for o in old] == [(o.name, o.direction) for o in new]
+
+
+def refuse_replacing_other_objectives(manifest: Manifest, settings: TuneSettings) -> None:
+    """Refuse, before its search, a tune whose winner would replace the target's pin tuned for other objectives
+    (where one can be read). Such a pin cannot be compared with the winner (`not_comparable`), so it was replaced
+    unasked: a user's pin validated for time was lost to a tune for registers. --force replaces it; --no-pin writes
+    none; a tune --architecture adds an entry to the record, whose objectives merge_architecture checks."""
+    if settings.force or not settings.pin or manifest.tune_architecture:
+        return
+    objectives = settings.objectives
+    path = record_path(manifest.pin_dir, manifest.target)
+    old = pinned_before(path)
+    if old is None or same_objectives(old.objectives, objectives):
+        return
+    tuned = [Objective(o.name, cast(Direction, o.direction)).spec for o in old.objectives]
+    figures = "; ".join(pinned_scores(old))
+    raise ConfigError(
+        f"{path} pins a winner tuned for {', '.join(tuned) or 'no objectives'}"
+        f"{f' ({figures})' if figures else ''}, and this tune's winner, for {', '.join(o.spec for o in objectives)}, "
+        "would replace it: run with --force to replace it, with --no-pin to search and report without pinning, or "
+        f"with {' '.join(f'--objective {spec}' for spec in tuned) or 'its objectives'} to tune for what it was "
+        "tuned for")
+
+
 def pins_the_same(old: PinnedRecord, new: PinnedRecord) -> bool:
     """Whether `new` pins what `old` does: the same objectives, toolkit and architectures, the same controls (an ACF
     by its contents) and per-architecture entries, and objects of the same machine code. Writing it over `old`
@@ -65,7 +100,7 @@ def pins_the_same(old: PinnedRecord, new: PinnedRecord) -> bool:
 
 def not_comparable(old: PinnedRecord, new: PinnedRecord) -> str | None:
     """Why `old`'s figures cannot be compared with `new`'s, or None when they can."""
-    if [(o.name, o.direction) for o in old.objectives] != [(o.name, o.direction) for o in new.objectives]:
+    if not same_objectives(old.objectives, new.objectives):
         return f"the old pin was tuned for other objectives ({', '.join(o.name for o in old.objectives) or 'none'})"
     if (old.toolchain.cuda, old.toolchain.nvcc_version) != (new.toolchain.cuda, new.toolchain.nvcc_version):
         return f"the old pin was measured with another toolkit (CUDA {old.toolchain.nvcc_version or old.toolchain.cuda})"

@@ -37,6 +37,19 @@ _REDEFINED = (
 )
 
 
+def defined_by_flags(flags: Iterable[str]) -> set[str]:
+    """The macro names a target's own nvcc flags define (`-DNAME`, `-DNAME=VALUE`, `-D NAME`, `--define-macro`)."""
+    names: set[str] = set()
+    flags = list(flags)
+    for i, flag in enumerate(flags):
+        spelled = next((flag[len(prefix):] for prefix in ("--define-macro=", "-D") if flag.startswith(prefix)), None)
+        if spelled == "" or flag == "--define-macro":
+            spelled = flags[i + 1] if i + 1 < len(flags) else ""
+        if spelled:
+            names.add(spelled.split("=", 1)[0])
+    return names
+
+
 def redefined_macros(compiler_output: str) -> set[str]:
     """Every macro name a compile log reports as redefined."""
     return {match.group(1) for pattern in _REDEFINED for match in pattern.finditer(compiler_output)}
@@ -86,12 +99,14 @@ def warn_presence_tested(specs: Sequence[str], sources: Iterable[Path], target: 
 
 
 def overridden_params(specs: tuple[str, ...], tree: WorkerTree, timeout: float, target: str,
-                      warn: Callable[[str], None], said: Iterable[str] = ()) -> list[str]:
+                      warn: Callable[[str], None], said: Iterable[str] = (), own_flags: Iterable[str] = ()) -> list[str]:
     """The PARAMS names the source redefines (warned about, each with the fix, but for those already `said`);
-    builds in `tree`."""
+    builds in `tree`. A name the target's `own_flags` define draws the warning from them, not from the source, and
+    each candidate's -D comes after them and wins: salykova's sgemm.cu's -DGPUCC=90 (its compile options), searched
+    as GPUCC=choice(75,90), was said to do nothing while 75 took its registers from 214 to 128."""
     if not specs:
         return []
-    names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
+    names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)} - defined_by_flags(own_flags)
     found: set[str] = set()
     for controls in probe_settings(specs):
         # The preprocessor's warnings are all it reads: the front end alone where the tree can (kept for the

@@ -50,6 +50,7 @@ from ciq_build.project.per_block import (
 from ciq_build.project.worker import CandidateBuild, WorkerTree
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
+from ciq_build.search.select import BOUNDED_KERNELS_METRIC, UNBOUNDED_REGISTERS_METRIC
 from ciq_build.tune.ahead import BuildsAhead
 from ciq_build.tune.dedupe import CodeDedupe, code_key, taken_from
 from ciq_build.tune.scores import objective_values
@@ -372,6 +373,7 @@ class BuildRunner:
                 if patterns:
                     values[DESCRIBED_SHARED_METRIC] = float(heaviest.shared + heaviest.dynamic_shared)
             values.update(self._least_occupancy(usages))
+            values.update(self._bounded_kernels(usages, build, controls))
             if any(o.kind is not None and o.kind.name == "occupancy" and o.kernels is None for o in self.objectives):
                 values[DECLARED_SIZE_METRIC] = float(sum(usage.declared_threads for usage in usages))
             using = [usage for usage in usages if usage.function in dynamic]
@@ -386,6 +388,23 @@ class BuildRunner:
                               if self._is_scored(arch)))
             values.update(dict.fromkeys(counted, count))
         return values
+
+    def _bounded_kernels(self, usages: list[metrics.KernelUsage], build: CandidateBuild,
+                         controls: Controls) -> dict[str, float]:
+        """In the defaults' build, where some kernels declare __launch_bounds__, how many do and the most registers
+        of the others: the register cap is fitted below those (ciq_build.search.select.cappable_registers). The
+        bounds are read from the PTX where ptxas alone ran, else from the objects' cubins, once a tune."""
+        if controls != Controls():
+            return {}
+        bounds = dict(build.launch_bounds)
+        if not bounds:
+            for obj in build.objects:
+                bounds.update(metrics.launch_bounds(obj, self.toolchain))
+        bounded = {usage.function for usage in usages if usage.function in bounds}
+        if not bounded:
+            return {}
+        others = [usage.registers for usage in usages if usage.function not in bounds]
+        return {BOUNDED_KERNELS_METRIC: float(len(bounded)), UNBOUNDED_REGISTERS_METRIC: float(max(others, default=0))}
 
     def _least_occupancy(self, usages: list[metrics.KernelUsage]) -> dict[str, float]:
         """Where occupancy is an objective, the figures of the kernel that sets it (the least occupancy of those it

@@ -21,7 +21,7 @@ from typing import Any
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import Toolchain
-from ciq_build.core.objectives import Objective
+from ciq_build.core.objectives import Objective, needs_benchmark
 from ciq_build.core.settings import SearchSettings
 from ciq_build.project.manifest import Manifest
 from ciq_build.search.base import CandidateSource
@@ -29,6 +29,7 @@ from ciq_build.search.evaluation import Evaluation
 from ciq_build.search.on_top import on_top_of
 from ciq_build.search.select import (
     REGISTER_CAP_RULE,
+    cappable_registers,
     fits_register_cap,
     make_candidate_source,
     numerics_line,
@@ -70,12 +71,13 @@ class SearchedSpace:
 
     def fitted(self, baseline: Evaluation, say: Callable[[str], None]) -> CandidateSource:
         """The source again, the register cap's values below the baseline's registers (the most of any kernel on
-        the scored architecture, or of the kernels `registers:<kernel regex>` objectives score), said with the
-        space's size."""
-        known, whose = scored_registers(baseline.metrics, self.objectives)
+        the scored architecture, or of the kernels `registers:<kernel regex>` objectives score; of the kernels
+        without __launch_bounds__ where some declare them), said with the space's size."""
+        scored, whose = scored_registers(baseline.metrics, self.objectives)
+        known, bounded = cappable_registers(scored, whose, baseline.metrics, self.objectives)
         if numerics := numerics_line(self.manifest, self.settings.allow_numerics):
             say(numerics)
-        say(register_cap_line(known, whose))
+        say(register_cap_line(known, whose, bounded, benchmarked=needs_benchmark(self.objectives)))
         source = self.source(known)
         self.say_size(source, say, known)
         return source

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
 from pathlib import Path
+from typing import Any
 
 from ciq_build.core.declared import declared
 from ciq_build.core.metric_unit import change_text
 from ciq_build.core.objectives import KINDS, Objective, with_unit
 from ciq_build.core.settings import SearchSettings, duration_text
-from ciq_build.pin.display import rate_unit_of, score_text, size_ratios_text
+from ciq_build.pin.display import pinned_scores, size_ratios_text
 from ciq_build.pin.record import PinnedRecord
+from ciq_build.search.configuration import planned_batches
 from ciq_build.search.evaluation import Evaluation
 from ciq_build.tune.old_pin import Standing
 from ciq_build.tune.scores import failure_summary
@@ -74,13 +76,15 @@ def improved_objectives(objectives: Sequence[Objective], baseline: Sequence[floa
 
 def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool,
                        kernels: int = 1, baseline: Sequence[float] = (), improved: Set[str] | None = None, *,
-                       setuptools: bool = False) -> str:
+                       setuptools: bool = False, described: Mapping[str, Any] | None = None) -> str:
     """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line.
     `kernels`: how many the target's ptxas report has (a per-kernel objective is suggested where several, and
     where the search never moved the whole target's figure); `baseline`: the defaults' scores, where one minimised at
     0 (no spills) is said to have nothing to lower, and a percentage maximised at 100 (occupancy) nothing to raise;
     `improved`: the objectives some candidate beat the defaults on (improved_objectives; None: not known).
-    `setuptools`: the target is a CudaExtension's, whose PARAMS are its params= (core/declared.py)."""
+    `setuptools`: the target is a CudaExtension's, whose PARAMS are its params= (core/declared.py). `described`: the
+    candidate source's describe(), whose budget is the one searched (a strategy's own options, compileiq's raised
+    pool), where `search` says only what was asked."""
     if not pin and better:
         return "run the same command without --no-pin to pin the winner"
     # cuda_hgemv's 12 kernels spill nothing: the line offered spill_bytes:<kernel regex>, which is 0 for each; llm.c's
@@ -99,8 +103,8 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
         gained = [o.name for o in objectives if improved and o.name in improved]
         return (f"{said}{' and '.join(never)} never beat the compiler's defaults, and {' and '.join(gained)} did only "
                 f"in candidates no better on {' or '.join(never)}: a pin must beat the defaults on every objective, "
-                "so the defaults are the best trade-off this search found; try " + _other_tries(objectives, search,
-                                                                                                 setuptools))
+                "so the defaults are the best trade-off this search found; try "
+                + _other_tries(objectives, search, setuptools, described))
     whole = [o.name for o in objectives if o.name not in floored + full
              and o.kernels is None and o.kind is not None and o.kind.argument == "kernel regex"
              and (improved is None or o.name not in improved)]
@@ -114,22 +118,24 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
                 "cannot move may set (a library's, Thrust's or CUB's say, whose __launch_bounds__ keep its registers "
                 f"under any register cap): score the kernels you wrote with --objective "
                 f"{first}:<kernel regex> (found in their names, e.g. {first}:my_kernel); or try "
-                + _other_tries(objectives, search, setuptools))
-    return (said or "nothing beat the compiler's defaults here; ") + "try " + _other_tries(objectives, search, setuptools)
+                + _other_tries(objectives, search, setuptools, described))
+    return (said or "nothing beat the compiler's defaults here; ") + "try " + _other_tries(objectives, search, setuptools, described)
 
 
 def _counted(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def _other_tries(objectives: Sequence[Objective], search: SearchSettings, setuptools: bool) -> str:
-    """Other objectives, a wider search, a bigger budget: what the `next:` line of a tune that pinned nothing
-    offers."""
+def _other_tries(objectives: Sequence[Objective], search: SearchSettings, setuptools: bool,
+                 described: Mapping[str, Any] | None) -> str:
+    """Other objectives, a wider search, a bigger budget (the one searched, `described`'s): what the `next:` line of
+    a tune that pinned nothing offers."""
     others = [kind.name for kind in KINDS if kind.name not in {o.name.partition(":")[0] for o in objectives}]
     kinds = set(search.controls)
     wider = (f"--controls {' --controls '.join(sorted({'knobs', 'params'} - kinds))} beside "
              f"{', '.join(search.controls)}, " if not {"knobs", "params"} <= kinds else "")
-    budget = f"{_counted(search.generations, 'generation')} of {search.pool_size}"
+    generations, pool_size = planned_batches(described or {}, search.generations, search.pool_size)
+    budget = f"{_counted(generations, 'generation')} of {pool_size}"
     if search.max_evaluations is not None:
         budget += f", at most {_counted(search.max_evaluations, 'evaluation')}"
     if search.time_limit is not None:
@@ -140,6 +146,12 @@ def _other_tries(objectives: Sequence[Objective], search: SearchSettings, setupt
             "; --fresh starts over")
 
 
+def _occupancy_label(winner: bool, kept_pin: bool) -> str:
+    """Whose occupancy steps the summary's line gives: the configuration its table shows."""
+    return ("winner" if winner else "the search's best, not pinned: the pin already there stays" if kept_pin else
+            "the defaults, kept")
+
+
 def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: tuple[float, ...],
                 winner_scores: tuple[float, ...], evaluations: Sequence[Evaluation], needs_benchmark: bool,
                 verdict: str, pinned: Path | None, journal: Path, measured_this_run: Set[str] = frozenset(),
@@ -147,16 +159,19 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
                 next_without_pin: str = "", next_with_pin: str = "", stopped: str = "",
                 size_ratios: Mapping[str, Mapping[str, float]] | None = None, gpu_time: str = "",
                 without_effect: Sequence[str] = (), figures: str = "", occupancy: str = "",
-                winner: bool = True) -> str:
+                winner: bool = True, kept_pin: bool = False) -> str:
     """The summary's lines. `winner`: whether the verdict found one (it beat the defaults); without, the table shows
     what the build keeps, the defaults' figures, and the search's best is the verdict's to tell (llm.c's layernorm:
     the table's "best" said 22 registers where the verdict pinned nothing, 22 and 23 being the same allocation).
-    `occupancy`: the steps of the configuration the table shows (ciq_build.tune.finish.occupancy_steps), labelled
-    with it."""
-    rows = [("objective", "baseline", "best" if winner else "kept", "change")]
-    for objective, base, best in zip(objectives, baseline_scores, winner_scores if winner else baseline_scores):
+    `kept_pin`: the winner beat the defaults but not the pin already there, which the build keeps: the table shows
+    the search's best, not the defaults as kept (sgemm.cu's retune said "kept 214, none (the defaults)" while its
+    pin of 202 registers stayed). `occupancy`: the steps of the configuration the table shows
+    (ciq_build.tune.finish.occupancy_steps), labelled with it."""
+    best_shown = winner or kept_pin
+    rows = [("objective", "baseline", "best" if best_shown else "kept", "change")]
+    for objective, base, best in zip(objectives, baseline_scores, winner_scores if best_shown else baseline_scores):
         rows.append((objective.spec, with_unit(objective, base), with_unit(objective, best),
-                     change_text(base, best, objective.rate_unit) if winner else "none (the defaults)"))
+                     change_text(base, best, objective.rate_unit) if best_shown else "none (the defaults)"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     table = "\n".join("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows)
     fresh = sum(1 for e in evaluations if not e.cached)
@@ -177,7 +192,7 @@ def run_summary(target: str, objectives: Sequence[Objective], baseline_scores: t
            "candidates on it"] if (never := params_never_working(evaluations)) else []),
         f"  time: {time_summary(evaluations, needs_benchmark)} (this run's evaluations)",
         *([f"  figures: {figures}"] if figures else []),
-        *([f"  occupancy ({'winner' if winner else 'the defaults, kept'}): {occupancy}"] if occupancy else []),
+        *([f"  occupancy ({_occupancy_label(winner, kept_pin)}): {occupancy}"] if occupancy else []),
     ]
     shared = sum(1 for e in evaluations if not e.cached and e.same_code_as is not None)
     if needs_benchmark:
@@ -213,12 +228,7 @@ def replacement_note(path: Path, old: PinnedRecord, new: PinnedRecord, standing:
         count = evaluations if isinstance(evaluations, int) and not isinstance(evaluations, bool) else None
         counts.append(count)
         when = f"pinned {record.provenance['created']}, " if side == "old" and record.provenance.get("created") else ""
-        scores = []
-        if record.baseline is not None and record.winner is not None:
-            for objective, base, best in zip(record.objectives, record.baseline.scores, record.winner.scores):
-                rate = rate_unit_of(record, objective.name)
-                change = "same" if base == best else change_text(base, best, rate)
-                scores.append(f"{objective.name} {score_text(base, rate)} -> {score_text(best, rate)} ({change})")
+        scores = pinned_scores(record)
         c = record.controls
         controls = " ".join([*c.flags, *(f"-D{k}={v}" for k, v in c.defines),
                              *([f"ACF {c.acf.path.name}"] if c.acf is not None else [])]) or "(no controls)"

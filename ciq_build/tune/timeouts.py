@@ -35,6 +35,18 @@ class Timeouts:
                 "tune --timeout S sets both exactly)")
 
 
+def baseline_limits(timeouts: Timeouts, benchmarked: bool) -> str:
+    """When the baseline's build (and, where one runs, each benchmark run) is stopped, for the line that starts it:
+    nothing else is said until then, and a benchmark that hung left a tune of TIMEOUT 5 silent for 10 minutes."""
+    if not benchmarked:
+        stopped = f"its build is stopped after {timeouts.compile:g} s"
+    elif timeouts.compile == timeouts.benchmark:
+        stopped = f"its build and each benchmark run are stopped after {timeouts.compile:g} s"
+    else:
+        stopped = f"its build is stopped after {timeouts.compile:g} s, each benchmark run after {timeouts.benchmark:g} s"
+    return f"{stopped}; tune --timeout S sets the limit"
+
+
 def for_baseline(measure: MeasureSettings) -> Timeouts:
     """The baseline's limits: --timeout as given, else TIMEOUT but at least BASELINE_TIMEOUT."""
     seconds = measure.timeout if measure.timeout_explicit else max(measure.timeout, BASELINE_TIMEOUT)

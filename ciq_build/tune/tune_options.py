@@ -161,8 +161,11 @@ class TuneOptions:
     generations: int = option("--generations", group=SEARCH, parse=int, default=_SEARCH.generations,
                               check=at_least(1),
                               help=f"generations of the search: batches of --pool-size candidates (default {_SEARCH.generations})")
-    pool_size: int = option("--pool-size", group=SEARCH, parse=int, default=_SEARCH.pool_size, check=at_least(2),
-                            help=f"candidates per generation (default {_SEARCH.pool_size})")
+    # None: not given (SearchSettings.pool_size_explicit), so a strategy may raise the default where it needs more.
+    pool_size: int | None = option(
+        "--pool-size", group=SEARCH, parse=int, check=at_least(2),
+        help=f"candidates per generation (default {_SEARCH.pool_size}; compileiq's at least 3 + 2 x objectives, the "
+             "smallest its engine takes, where neither this nor --strategy-option pool_size= is given)")
     mutate_rate: float = option("--mutate-rate", group=SEARCH, parse=float, default=_SEARCH.mutate_rate,
                                 help=f"probability that a gene mutates (default {_SEARCH.mutate_rate})")
     strategy_options: list[str] = option(
@@ -231,7 +234,8 @@ class TuneOptions:
     force: bool = option("--force", group=OUTPUT, switch=True, default=False,
                          help="pin the winner even where the pin already there is better (same objectives, toolkit "
                               "and architectures: its figures, or its runtime re-measured beside the winner); "
-                              "without it, such a pin is kept and old against new is said")
+                              "without it, such a pin is kept and old against new is said; and replace a pin tuned "
+                              "for other objectives, which a tune without it refuses before its search")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, executor_options: object = None) -> TuneOptions:
@@ -317,6 +321,7 @@ def resolve_settings(options: TuneOptions, manifest: Manifest) -> TuneSettings:
     from ciq_build.search.seeds import manifest_seeds  # the search's machinery: for a tune only, not --help
 
     typed = {**given(options), "timeout_explicit": options.timeout is not None,
+             "pool_size_explicit": options.pool_size is not None,
              "seeds_said_as": "--seed-from" if options.seed_from else None,
                     "time_limit": None if options.time_limit is None else duration_seconds(options.time_limit)}
     # The manifest always has a TIMEOUT (the CMake module's default is DEFAULT_TIMEOUT).

@@ -474,6 +474,11 @@ def test_toolkit_mismatch_warns_and_skips_or_fails_when_strict(tiny: Tiny) -> No
     # One message, said once: the target and the record are named once, not under a second prefix.
     assert said(strict).count("ciq_tune_target(kern):") == 1 and said(strict).count("kern.json") == 1
     assert "(CIQ_STRICT=ON makes this an error.)" in said(strict)
+    # Built by scikit-build-core (pip), which hides the warning without -v and takes CMake's settings from -C:
+    # it said -DCMAKE_CUDA_COMPILER=... alone (curadon's wheel, built by the first nvcc found, shipped unpinned).
+    wheel = ensure_ok(tiny.configure(pins=pin, cache={"SKBUILD": "2"}))
+    assert "-C cmake.define.CMAKE_CUDA_COMPILER=<its nvcc>" in said(wheel), said(wheel)
+    assert "pip shows this only with -v" in said(wheel) and "-C cmake.define.CIQ_STRICT=ON" in said(wheel)
 
 
 def test_a_pin_tuned_for_other_architectures_is_skipped_or_fails_when_strict(tiny: Tiny) -> None:

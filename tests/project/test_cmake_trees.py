@@ -7,6 +7,7 @@ Real CMake, Ninja and nvcc on tests/projects/noop.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 import time
@@ -18,10 +19,12 @@ import pytest
 import identified_compilers
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.toolchain import load_toolchain
-from ciq_build.errors import BuildError
+from ciq_build.errors import BuildError, ConfigError
 from ciq_build.measure import proc, stopping
 from ciq_build.project import cmake_trees
+from ciq_build.project.cmake_backend import CMakeBackend
 from ciq_build.project.manifest import Benchmark, load_manifest
+from ciq_build.project.tree_cache import cache_value
 from ciq_build.tune.param_probe import overridden_params
 from support import PROJECTS, REPO_ROOT, build_tool, ensure_ok, in_thread
 
@@ -30,10 +33,13 @@ pytestmark = pytest.mark.slow
 NOOP = PROJECTS / "noop"
 
 
-def _user_tree(root: Path, nvcc: Path) -> Path:
-    """A user's tree as a user's configure makes it: the compilers identified (the tests' shortcut off)."""
+def _user_tree(root: Path, nvcc: Path, more_cmake: str = "") -> Path:
+    """A user's tree as a user's configure makes it: the compilers identified (the tests' shortcut off);
+    `more_cmake` appended to its CMakeLists.txt."""
     source = root / "noop src"
     shutil.copytree(NOOP, source)
+    lists = source / "CMakeLists.txt"
+    lists.write_text(lists.read_text() + more_cmake)
     user = root / "user-build"
     ensure_ok(proc.run([build_tool("cmake"), "-S", str(source), "-B", str(user), "-G", "Ninja",
                         f"-DCMAKE_CUDA_COMPILER={nvcc}", f"-Dciq_build_DIR={REPO_ROOT / 'cmake'}"], 600,
@@ -56,6 +62,11 @@ def test_a_scratch_tree_reads_the_users_compilers_instead_of_identifying_them_an
     assert not _identified_cuda(tree.build_dir), "the scratch tree identified the compilers again"
     seeded = sorted(p.name for p in tree.build_dir.glob("CMakeFiles/*/CMake*.cmake"))
     assert seeded == ["CMakeCUDACompiler.cmake", "CMakeCXXCompiler.cmake", "CMakeSystem.cmake"]
+    # What identifying caches beside those files: without the binaries' format (ELF) a nanobind module's install
+    # rule failed the scratch tree's configure (curadon: "not supported ... unless on an ELF-based ... platform").
+    binary_format = cache_value(user / "CMakeCache.txt", "CMAKE_EXECUTABLE_FORMAT")
+    assert binary_format == "ELF"
+    assert cache_value(tree.build_dir / "CMakeCache.txt", "CMAKE_EXECUTABLE_FORMAT") == binary_format
     built = tree.build(Controls(), 600, static_only=False, benchmark=False)
     assert built.ok, built.message
     assert built.objects and all(o.stat().st_size > 0 for o in built.objects)
@@ -114,16 +125,21 @@ def test_a_static_build_never_asks_where_a_benchmark_built_outside_the_build_tre
     ptxas-only path cannot), with "... is outside the build tree; ciq_build can only rebuild benchmarks that the
     same CMake project builds": no static build links the benchmark, so none needs its path."""
     nvcc = cuda133_bin / "nvcc"
-    user = _user_tree(tmp_path, nvcc)
+    # X is also the target's own definition: the probe's -DX=0 draws "X redefined" from it, not from the source,
+    # and wins (salykova's sgemm.cu's -DGPUCC=90, searched as PARAMS, was said to do nothing).
+    user = _user_tree(tmp_path, nvcc, "target_compile_definitions(noop_kernels PRIVATE X=1)\n")
     manifest = replace(load_manifest(user, "noop_kernels"),
                        benchmark=Benchmark("noop_kernels", tmp_path / "noop src" / "noop_kernels"))
+    assert "-DX=1" in manifest.cuda_flags
     tree = cmake_trees.ScratchTree(manifest, tmp_path / "scratch", load_toolchain(nvcc), fast_path=False)
     tree.configure(600)
     built = tree.build(Controls(), 600, static_only=True)
     assert built.ok, built.message
     assert "Used" in built.compiler_output and built.linked is None
     warned: list[str] = []
-    assert overridden_params(manifest.params, tree, 600, "noop_kernels", warned.append) == ["UNROLL"]
+    assert overridden_params(manifest.params, tree, 600, "noop_kernels", warned.append, (),
+                             manifest.cuda_flags) == ["UNROLL"]
+    assert len(warned) == 1 and warned[0].startswith("PARAMS UNROLL of noop_kernels does nothing"), warned
     # Where a build does link it, the message says why it must be inside and what moves it out.
     with pytest.raises(BuildError, match="EXECUTABLE_OUTPUT_PATH or RUNTIME_OUTPUT_DIRECTORY"):
         tree.benchmark_path  # noqa: B018
@@ -221,6 +237,12 @@ def test_a_tree_whose_first_configure_failed_is_configured_again_once_the_error_
     with pytest.raises(BuildError, match="a_file_that_is_not_there"):
         cmake_trees.configure_user_tree(source, build, load_toolchain(cuda133_bin / "nvcc"), None, [], 600)
     assert (build / "CMakeCache.txt").is_file() and not (build / "build.ninja").exists()
+    # verify, show and list say so: they said "no tuned targets" and to add a ciq_tune_target() the CMakeLists.txt
+    # already held (a copy of sgemm.cu without its sources: "No SOURCES given to target").
+    unfinished = f"the last configure of {build} stopped at an error before it wrote its build system"
+    for read in (lambda backend: backend.manifest("noop_kernels"), CMakeBackend.targets):
+        with pytest.raises(ConfigError, match=re.escape(unfinished)):
+            read(CMakeBackend(build))
     lists.write_text(good)
     cmake_trees.refresh_user_tree(build, 600)
     assert (build / "build.ninja").is_file()

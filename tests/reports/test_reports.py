@@ -502,7 +502,8 @@ def test_report_and_export_of_a_copied_build_dir_read_the_copys_own_journal(tmp_
 def retuned(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """`timer` tuned for (time, registers), then again, in the same build tree, for (registers, time).
 
-    The second tune replaces the first one's pin. Runs are short (TIMER_SLEEP_MS=5); nothing else is cut.
+    The second tune replaces the first one's pin (--force: a pin tuned for other objectives is not replaced unasked).
+    Runs are short (TIMER_SLEEP_MS=5); nothing else is cut.
     """
     root = tmp_path_factory.mktemp("retune")
     source = root / "src"
@@ -514,7 +515,7 @@ def retuned(tmp_path_factory: pytest.TempPathFactory) -> dict:
     tunes: list[subprocess.CompletedProcess[str]] = []
     for objectives, generations in ((["time", "registers"], "2"), (["registers", "time"], "1")):
         done = subprocess.run([sys.executable, "-m", "ciq_build", "tune", "timer", *common, "--generations",
-                               generations, "--seed", str(len(tunes) + 1),
+                               generations, "--seed", str(len(tunes) + 1), *(["--force"] if tunes else []),
                                *(a for o in objectives for a in ("--objective", o))],
                               capture_output=True, text=True, cwd=source, timeout=900, env=env)
         assert done.returncode == 0 and "pinned:" in done.stdout, done.stdout + done.stderr

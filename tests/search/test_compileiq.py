@@ -9,6 +9,7 @@ brings a spilling kernel's spill stores below the compiler default's.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import sys
@@ -20,13 +21,24 @@ import pytest
 import ciq_build.core.space as ss
 import ciq_build.search.compileiq as compileiq_engine
 import ciq_build.search.compileiq_spaces as compileiq_spaces
+from ciq_build.cli import build_parser
 from ciq_build.compiler.acf import check_nvcc_acf_architectures, check_toolkit_accepts
+from ciq_build.compiler.toolchain import find_toolchain
+from ciq_build.core.objectives import parse_objectives
+from ciq_build.core.settings import SearchSettings
 from ciq_build.errors import ConfigError, MissingExtraError, ToolchainError
 from ciq_build.measure.proc import run
+from ciq_build.project.manifest import Benchmark
 from ciq_build.search.compileiq import CompileIqEngine
 from ciq_build.search.compileiq_spaces import resolve_space
 from ciq_build.search.evolution import SearchConfiguration
+from ciq_build.search.select import make_candidate_source
 from ciq_build.search.strategy import SearchRequest
+from ciq_build.tune.executors import read_tune_options
+from ciq_build.tune.loop import planned_budget
+from ciq_build.tune.summary import next_without_a_pin
+from ciq_build.tune.tune_options import resolve_settings
+from support import bare_manifest
 
 
 def _have_compileiq() -> bool:
@@ -215,6 +227,47 @@ def test_pool_size_below_compileiq_minimum_is_refused(search_spaces_dir: Path, t
     with pytest.raises(ConfigError, match=r"pool_size >= 7 with 2 objective\(s\).*--pool-size 7"):
         _engine(search_spaces_dir, tmp_path, pool_size=6, num_objectives=2)
     _engine(search_spaces_dir, tmp_path, pool_size=7, num_objectives=2)
+
+
+@pytest.mark.acf
+@needs_compileiq
+def test_a_tune_that_sets_no_pool_searches_with_the_least_compileiq_takes(
+        search_spaces_dir: Path, cuda133_bin: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tune --controls ptxas-acf` for time, registers and spills with no pool given: the default pool (8) was refused
+    (compileiq takes 9 with three objectives), an error for a user who set nothing. Now the pool is raised to 9, and
+    the budget the tune and its `next:` line show is the one searched; a pool given below it is still refused."""
+    monkeypatch.setenv(compileiq_spaces.SPACES_DIR_ENV, str(search_spaces_dir))
+    manifest = bare_manifest(tmp_path, benchmark=Benchmark(target="bench", path=tmp_path / "bench", args=()))
+    toolchain = find_toolchain(cuda133_bin / "nvcc", explicit_from="the test")
+
+    def source(*given: str) -> compileiq_engine.CompileIqEngine:
+        argv = ["tune", "kern", "--controls", "ptxas-acf", "--objective", "time", "--objective", "registers",
+                "--objective", "spill_bytes", "--generations", "1", *given]
+        settings = resolve_settings(read_tune_options(build_parser().parse_args(argv)), manifest)
+        made = make_candidate_source(settings.search, manifest, toolchain, list(settings.objectives), tmp_path / "acf")
+        assert isinstance(made, compileiq_engine.CompileIqEngine)
+        return made
+
+    assert compileiq_engine.min_pool_size(3) == 9
+    engine = source()
+    try:
+        described = engine.describe()
+        assert engine.config.pool_size == described["budget"]["pool_size"] == 9
+        assert len(engine.ask()) == 9
+    finally:
+        engine.close()
+    search = dataclasses.replace(SearchSettings(), controls=("ptxas-acf",))
+    assert planned_budget(described, search) == (9, 1)
+    said = next_without_a_pin(parse_objectives(["time", "registers", "spill_bytes"]), search, pin=True,
+                              better=False, described=described)
+    assert "this tune: 1 generation of 9)" in said
+    # Chosen, on the command line or as the strategy's option: used as given, and refused below the least.
+    for given in (["--pool-size", "8"], ["--strategy-option", "pool_size=8"]):
+        with pytest.raises(ConfigError, match=r"pool_size >= 9 with 3 objective\(s\).*got 8"):
+            source(*given)
+    larger = source("--pool-size", "12")
+    assert larger.describe()["budget"]["pool_size"] == 12
+    larger.close()
 
 
 def _ptxas_sass(cuda133_bin: Path, ptx: Path, acf: Path, out: Path) -> str:

@@ -13,7 +13,13 @@ from ciq_build.measure import stopping
 from ciq_build.project.param_defines import guarded_defaults, unguarded_defines
 from ciq_build.tune import minimize
 from ciq_build.tune.minimize import Minimizer, spelled, without
-from ciq_build.tune.param_probe import probe_settings, redefined_macros, warn_presence_tested, warn_unguarded
+from ciq_build.tune.param_probe import (
+    defined_by_flags,
+    probe_settings,
+    redefined_macros,
+    warn_presence_tested,
+    warn_unguarded,
+)
 from ciq_build.tune.timeouts import Timeouts
 
 
@@ -24,6 +30,14 @@ def test_each_compilers_redefinition_warning_names_the_macro() -> None:
            'ptxas info    : Used 10 registers, used 0 barriers\n')
     assert redefined_macros(log) == {"UNROLL", "TILE", "DEPTH"}
     assert redefined_macros("ptxas info    : Compiling entry function '_Z4tinyPfPKf' for 'sm_90a'") == set()
+
+
+def test_the_macros_a_targets_own_flags_define_are_read_in_each_spelling() -> None:
+    # Their redefinition by a candidate's -D is theirs, not the source's (tests/project/test_cmake_trees.py).
+    flags = ["-DGPUCC=90", "-DCUBLAS", "-D", "TILE=8", "--define-macro=DEPTH=2", "--define-macro", "WIDE",
+             "-O3", "--options-file=x"]
+    assert defined_by_flags(flags) == {"GPUCC", "CUBLAS", "TILE", "DEPTH", "WIDE"}
+    assert defined_by_flags(["-D"]) == set()
 
 
 def test_a_params_unguarded_define_and_its_guarded_default_are_read_from_the_sources_and_quoted_headers(

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.controls import Controls, register_caps
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.settings import MeasureSettings, SearchSettings
@@ -52,8 +53,8 @@ def test_the_register_cap_is_fitted_to_the_baseline_said_once_and_named_in_the_h
     assert space.described(first)["register_cap"] == REGISTER_CAP_RULE
     assert first.describe()["search_space"]["knob.maxrregcount"]["type"] == "range"
     assert fitted.describe()["search_space"]["knob.maxrregcount"]["values"] == [32]
-    assert said[0] == ("register cap: -maxrregcount 32 (below the defaults' 40 registers; a cap at or above what "
-                       "a kernel uses leaves its code as it is)")
+    assert said[0] == ("register cap: -maxrregcount 32 (below the defaults' 40 registers; a cap above what a "
+                       "kernel uses cannot lower its registers)")
     assert said[1].startswith("search space: 2 PARAMS combinations x ")
     # A seed that does not fit is said once, by the source that searches, not by the one made to check the space.
     assert caplog.text.count("-DTILE=48 is not among the controls this tune searches") == 1
@@ -86,6 +87,83 @@ def test_a_tune_of_some_kernels_registers_fits_the_register_cap_below_those_kern
     both = searched(tmp_path, "knobs", objectives=("registers:insert_neighbors", "registers"))
     values = both.fitted(defaults, said.append).describe()["search_space"]["knob.maxrregcount"]["values"]
     assert values == [32, 40, 48, 56]
+
+
+# Three kernels of 16 values live at once, two declaring __launch_bounds__ (a block size alone, and with blocks an SM).
+BOUNDED_CU = """
+template <int B> __device__ float body(const float* x, int n) {
+  float v[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) v[i] = x[threadIdx.x + i * n];
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 16; ++i)
+#pragma unroll
+    for (int j = 0; j < 16; ++j) s += v[i] * v[j] + B;
+  return s;
+}
+__global__ void __launch_bounds__(256) sized(const float* x, float* y, int n) { y[threadIdx.x] = body<1>(x, n); }
+__global__ void __launch_bounds__(256, 2) resident(const float* x, float* y, int n) { y[threadIdx.x] = body<2>(x, n); }
+__global__ void free_kernel(const float* x, float* y, int n) { y[threadIdx.x] = body<3>(x, n) * n; }
+"""
+
+
+def test_the_register_cap_is_fitted_below_the_kernels_that_declare_no_launch_bounds(
+        tmp_path: Path, cuda133_bin: Path) -> None:
+    # salykova's sgemm.cu: its GEMMs declare __launch_bounds__ (214 and 128 registers), kernel_basic none (32). The cap
+    # was fitted below the 214, "-maxrregcount 104..208", which ptxas ignores for a kernel with bounds: its GEMMs kept
+    # 214 and 128 registers under a cap of 104, and the search's cap could only reach kernel_basic.
+    from ciq_build.compiler.metrics import parse_ptxas_verbose
+    from ciq_build.compiler.toolchain import load_toolchain
+    from ciq_build.measure.gpu_slots import GpuSlots
+    from ciq_build.project.worker import CandidateBuild
+    from ciq_build.tune.runner import BuildRunner
+
+    (tmp_path / "bounded.cu").write_text(BOUNDED_CU)
+
+    def compiled(*flags: str) -> CandidateBuild:
+        obj = tmp_path / "bounded.o"
+        done = subprocess.run([str(cuda133_bin / "nvcc"), "-arch=sm_90", "-Xptxas=-v", *flags, "-c",
+                               str(tmp_path / "bounded.cu"), "-o", str(obj)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return CandidateBuild(True, None, "", 1.0, done.stdout + done.stderr, objects=(obj,))
+
+    defaults = compiled()
+    registers = {usage.function: usage.registers for usage in parse_ptxas_verbose(defaults.compiler_output)}
+    capped = {usage.function: usage.registers for usage in parse_ptxas_verbose(compiled("-maxrregcount=24").compiler_output)}
+    unbounded = registers.pop("_Z11free_kernelPKfPfi")
+    assert capped.pop("_Z11free_kernelPKfPfi") == 24 and capped == registers  # the premise: the cap binds one kernel
+    runner = BuildRunner(None, load_toolchain(cuda133_bin / "nvcc"), parse_objectives(["registers"]), 1,
+                         Timeouts(60.0, 60.0), GpuSlots())
+    figures = runner.static_metrics(defaults, Controls())  # the bounds read from the object's cubin
+    assert figures["kernels_with_launch_bounds"] == 2 and figures["registers_without_launch_bounds"] == unbounded
+    assert "kernels_with_launch_bounds" not in runner.static_metrics(defaults, Controls(flags=("-maxrregcount=64",)))
+    said: list[str] = []
+    figures["registers"] = 214.0  # as sgemm.cu's heaviest: the cap's values follow the unbounded kernel's alone
+    fitted = searched(tmp_path, "knobs").fitted(baseline_of(figures), said.append).describe()["search_space"]
+    caps = list(range(32, unbounded, 8))
+    assert caps and fitted["knob.maxrregcount"]["values"] == caps
+    assert said[0] == (f"register cap: -maxrregcount {', '.join(map(str, caps))} (below the {unbounded} registers of "
+                       "the defaults' kernels without __launch_bounds__; the 2 kernel(s) declaring __launch_bounds__ "
+                       "keep the registers their bounds allow)"), said[0]
+    # Every kernel bounded: the cap is left out of a static tune, and said why.
+    figures["registers_without_launch_bounds"] = 0.0
+    fitted = searched(tmp_path, "knobs").fitted(baseline_of(figures), said.append).describe()["search_space"]
+    assert "knob.maxrregcount" not in fitted
+    assert said[-2] == ("register cap: left out of the search: every kernel declares __launch_bounds__, and ptxas "
+                        "does not lower their registers under -maxrregcount (tune the bounds instead, as PARAMS)")
+    # A tune its benchmark scores keeps the cap below the bounded kernels' registers too: a cap does not lower
+    # them, but it can change their code (a kernel of 254 registers under __launch_bounds__(256): the same
+    # registers and instruction count, other SASS under caps of 64-180, the defaults' under 200-250), which only
+    # the benchmark can judge.
+    timed = searched(tmp_path, "knobs", objectives=("time",)).fitted(baseline_of(figures), said.append)
+    assert timed.describe()["search_space"]["knob.maxrregcount"]["values"] == list(register_caps(214))
+    assert said[-2].endswith("the 2 kernel(s) declaring __launch_bounds__ keep the registers their bounds allow; a "
+                             "cap can still change their code, which the benchmark scores)"), said[-2]
+
+
+def baseline_of(figures: dict[str, float]) -> Evaluation:
+    return Evaluation("b", Proposal(-1, 0, {}), Controls(), True, None, "", figures, {}, (figures["registers"],), 1.0)
 
 
 class BuildingTree:

@@ -74,6 +74,15 @@ def test_a_tune_without_a_winner_shows_what_the_build_keeps_not_the_searchs_best
                        "registers: 23 -> 16", None, Path("journal.jsonl"), {"a"})
     assert [line.split() for line in text.splitlines()[1:3]] == [["objective", "baseline", "best", "change"],
                                                                ["registers", "23", "16", "-30.4%"]]
+    # A winner that beat the defaults but not the pin already there, which the build keeps: the table said "kept 214,
+    # none (the defaults)" under sgemm.cu's retune whose pin of 202 registers stayed. It shows the search's best.
+    kept = ("registers: 214 -> 208; the pin already there is better (registers old 202 against new 208 (+3.0%)): "
+            "kept, not replaced (--force replaces it)")
+    text = run_summary("kern", parse_objectives(["registers"]), (214.0,), (208.0,), [evaluated("a")], False, kept,
+                       None, Path("journal.jsonl"), {"a"}, winner=False, kept_pin=True, occupancy="sm_90, 208 ...")
+    assert [line.split() for line in text.splitlines()[1:3]] == [["objective", "baseline", "best", "change"],
+                                                               ["registers", "214", "208", "-2.8%"]]
+    assert "  occupancy (the search's best, not pinned: the pin already there stays): sm_90, 208 ..." in text
 
 
 def coded(flags: tuple[str, ...], code: str, defines: tuple[tuple[str, str], ...] = ()) -> Evaluation:

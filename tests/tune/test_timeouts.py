@@ -13,7 +13,14 @@ from ciq_build.measure.gpu_slots import GpuSlots
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation, journaled_timings
 from ciq_build.tune.runner import BuildRunner
-from ciq_build.tune.timeouts import BASELINE_TIMEOUT, Timeouts, for_baseline, for_candidates, for_configure
+from ciq_build.tune.timeouts import (
+    BASELINE_TIMEOUT,
+    Timeouts,
+    baseline_limits,
+    for_baseline,
+    for_candidates,
+    for_configure,
+)
 
 
 def _baseline(compile_s: float, benchmark_s: float) -> Evaluation:
@@ -27,6 +34,15 @@ def test_the_baseline_gets_a_generous_limit_unless_timeout_was_given() -> None:
     assert for_baseline(MeasureSettings(timeout=60, timeout_explicit=True)).compile == 60
     assert for_configure(MeasureSettings(timeout=1), 5) == BASELINE_TIMEOUT
     assert for_configure(MeasureSettings(timeout=1, timeout_explicit=True), 5) == 5
+
+
+def test_the_baselines_line_says_when_its_build_and_runs_are_stopped() -> None:
+    # A benchmark that hung was stopped after 600 s of silence, its TIMEOUT 5 raised to the baseline's floor.
+    limits = for_baseline(MeasureSettings(timeout=5))
+    said = baseline_limits(limits, benchmarked=True)
+    assert said == "its build and each benchmark run are stopped after 600 s; tune --timeout S sets the limit"
+    assert baseline_limits(limits, benchmarked=False).startswith("its build is stopped after 600 s;")
+    assert "each benchmark run after 30 s" in baseline_limits(Timeouts(600.0, 30.0), benchmarked=True)
 
 
 def test_candidates_get_four_times_the_baselines_compile_and_run_with_timeout_as_the_floor() -> None:

@@ -63,7 +63,15 @@ def test_a_static_winner_worse_than_the_pin_keeps_the_pin_unless_forced_and_says
     said = "shared_bytes old 256 bytes against new 1024 bytes (+300.0%)"
     assert f"the pin already there is better ({said}): kept" in worse.stdout, worse.stdout
     assert "run the same command with --force" in worse.stdout
+    # Its table shows the search's best, not the defaults as what the build keeps (the pin stays).
+    row = next(line.split() for line in worse.stdout.splitlines() if line.split()[:1] == ["shared_bytes"])
+    assert row[:5] == ["shared_bytes", "4096", "bytes", "1024", "bytes"] and "defaults)" not in row, worse.stdout
     assert said in worse.stderr  # the warning, even where the summary is not read
+    # A preview (--no-pin) says the same, not to run it again without --no-pin (which would keep the pin).
+    preview = _tune("shared_kernels", source, build, "-DTILE=16", "--no-pin")
+    assert f"the pin already there is better ({said}): kept" in preview.stdout, preview.stdout
+    assert "run the same command with --force instead of --no-pin" in preview.stdout
+    assert "without --no-pin" not in preview.stdout
     # --force replaces it anyway, old against new in numbers, and the record keeps what it was replaced against.
     forced = _tune("shared_kernels", source, build, "-DTILE=16", "--force")
     record = _pinned(source, "shared_kernels")
@@ -93,3 +101,38 @@ def test_a_runtime_winner_is_re_measured_beside_the_pin_it_would_replace(tmp_pat
     assert ("time old 1 ms against new 1.25 ms (+25.0%; re-measured side by side, 6 runs each: the old pin is "
             "faster beyond the noise)") in worse.stdout, worse.stdout
     assert "pinned:" not in worse.stdout
+
+
+def test_a_tune_for_other_objectives_refuses_before_its_search_to_replace_the_pin(tmp_path: Path) -> None:
+    """A pin tuned for shared_bytes, then a tune for registers: the pin (which a winner for other objectives cannot
+    be compared with) was replaced unasked. Now the tune refuses before its search, saying what pin is there and what
+    to do; --force replaces it, and a tune for the pin's own objectives goes on as before."""
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(PROJECTS / "shared", source)
+    _tune("shared_kernels", source, build, "-DTILE=8")
+    pin = source / "ciq" / "shared_kernels.json"
+    written = pin.read_bytes()
+    journal = build / "ciq" / "journal" / "shared_kernels.jsonl"
+    journaled = journal.read_bytes()
+    command = [sys.executable, "-m", "ciq_build", "tune", "shared_kernels", "-S", str(source), "-B", str(build),
+               "--seed-from=-DTILE=16", "--max-evaluations", "1", "--objective", "registers"]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    said = [line for line in refused.stderr.splitlines() if line.startswith("ciq_build: error:")]
+    assert said == [f"ciq_build: error: {pin} pins a winner tuned for shared_bytes (shared_bytes 4096 -> 256 "
+                    "(-93.8%)), and this tune's winner, for registers, would replace it: run with --force to replace "
+                    "it, with --no-pin to search and report without pinning, or with --objective shared_bytes to tune "
+                    "for what it was tuned for"], refused.stderr
+    # Before the search: nothing built, nothing journaled, the pin as it was.
+    assert pin.read_bytes() == written and journal.read_bytes() == journaled
+    assert "baseline" not in refused.stderr, refused.stderr
+    # --no-pin writes no pin, so it replaces none: it runs.
+    subprocess.run([*command, "--no-pin"], capture_output=True, text=True, timeout=600, cwd=source, check=True)
+    assert pin.read_bytes() == written
+    # The same objectives: compared as before (a worse winner keeps the pin), not refused.
+    same = _tune("shared_kernels", source, build, "-DTILE=16")
+    assert "the pin already there is better (shared_bytes old 256 bytes against new 1024 bytes" in same.stdout
+    assert pin.read_bytes() == written
+    # --force: searched, and its winner may replace the pin (said old against new where it does).
+    forced = _tune("shared_kernels", source, build, "-DTILE=16", "--objective", "registers", "--force")
+    assert "pins a winner tuned for" not in forced.stderr and "baseline" in forced.stderr, forced.stderr
