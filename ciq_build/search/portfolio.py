@@ -18,11 +18,14 @@ A plateau (most draws from the whole space score alike next to how far
 the best of them lie below: ripples, noise, a wave or a tilt are alike)
 changes the shares: what the best has found may be a decoy -- a slope that
 leads nowhere while a basin lies elsewhere -- and only draws find the basin,
-so the space-filling arm keeps three quarters of each batch, and all but a
-sliver of it once the best stops improving by more than the plateau's own
-spread. Local moves, not the GA, descend what the best found meanwhile: they
-merge every move that improved on the last best, and extrapolate the best's
-last move, so a slope is walked in a few batches.
+so the space-filling arm keeps at least three quarters of each batch. Local
+moves, not the GA, descend what the best found meanwhile: they merge every
+move that improved on the last best, and extrapolate the best's last move, so
+a slope is walked in a few batches. They are paid by depth: a slot for each
+plateau spread the last batch took the best down by (a draw from the
+plateau gains its spread anyway), from a sliver of the batch up to a quarter,
+so a gentle slope to a decoy costs the draws little and a basin's steep one
+keeps the quarter.
 
 Generation 0 is the caller's seeds, then uniform draws. A slot handed out
 counts as a use of its arm for the rest of the batch. Everything is seeded
@@ -117,14 +120,17 @@ FLAG_SHARE = 0.5
 # does: a basin behind a decoy is found by as many draws as random search makes, or nearly (the second held-out
 # set's rippled decoy was lost to random search, 33% against 58%, while the draws had 9/16 of each batch as long as
 # the decoy's slope kept improving). Local moves, which merge every improvement, descend what was found meanwhile,
-# a slope in a few batches, where the GA's generations would take many; once the best has not improved by more than
-# the plateau's own spread (plateau_spread()) for a batch, all but a sliver goes to draws (RESTART_FLOORS). The
-# GA has no floor here (it gets what local moves leave). Chosen on the tuning set and the two read held-out sets
+# a slope in a few batches, where the GA's generations would take many: up to a quarter of a batch, a slot for each
+# plateau spread (plateau_spread()) the last batch gained, at least PLATEAU_SLIVER (paid_descent()); the draws get
+# the rest, the GA nothing. The quarter and the sliver were chosen on the tuning set and the two read held-out sets
 # (seeds 0-59, 640 evaluations, basin found or on target): local moves at 1/4 while improving: held-out-2's decoy9
 # 42%, the tuning set's plateau (a basin to descend) 40%; at 3/8: 38%, 50%; at 3/16: 42%, 32%; before this change
-# (9/16 draws while improving, a fixed 0.1% tolerance): decoy9 35%, plateau 52% (seeds 0-39).
+# (9/16 draws while improving, a fixed 0.1% tolerance): decoy9 35%, plateau 52% (seeds 0-39); then the quarter was
+# kept while each improvement exceeded the plateau's spread, the sliver after a batch without one. Paid by depth since
+# (LOG.md, round 25): on held-out-20's decoy7c (0.28 a step down a 7% decoy, a spread of 0.12-0.15) that kept the
+# quarter a batch in two while the decoy was walked, ~70 of 640 evaluations to local moves where random search draws.
 PLATEAU_FLOORS = {"ga": 0.0, "fill": 0.75, "local": 0.25, "diverse": 0.0}
-RESTART_FLOORS = {"ga": 0.0, "fill": 0.9375, "local": 0.0625, "diverse": 0.0}
+PLATEAU_SLIVER = 0.0625
 # While a walk from a change that interacts (ciq_build.search.walks) has a step to make, the local arm's floor: a walk
 # steps once its last step is known, so it needs a slot every batch, and several walk at once (each origin both ways
 # along each ordered parameter). With its floor of 1/16 (2 slots of 32, shared with the centre's own moves) the
@@ -214,12 +220,12 @@ class PortfolioSearch(BatchSearch):
         self._pooled: PooledScores | None = None  # with noise: every measurement, pooled (ciq_build.search.pooled)
         self._ranked: list[Genome] = []  # and the configurations judged best by it, after each batch
         self._centre_judged = math.inf  # and the best's pooled score (with its standard error)
-        self._improved_at = 0  # the last batch that improved on the best by more than a plateau's spread
+        self._gained = math.inf  # how far the last batch took the best down (one objective)
         self._best_at = 0  # the last batch that improved on the best at all
         # A flag space: the diverse arm, and proposals that skip the pairs of values known to fail
         self.flags = flag_space(self.space)
         self._base_floors = FLAG_FLOORS if self.flags else FLOORS
-        self._floors = self._base_floors  # this batch's, or a plateau's (PLATEAU_FLOORS, RESTART_FLOORS when stalled)
+        self._floors = self._base_floors  # this batch's, or a plateau's (PLATEAU_FLOORS, paid_descent())
         self._drawn: list[float] = []  # one objective: the fitness of every draw from the whole space, sorted
         # and the draws themselves, for their main effects (with noise: is the best in a pit? plateau())
         self._draws = DrawnEffects([p.size - 1 if p.ordered and p.size > 2 else 0 for p in self.space.values()])
@@ -248,6 +254,9 @@ class PortfolioSearch(BatchSearch):
         has stalled (off a plateau); under noise (off a plateau) NOISY_FILL to the draws, the GA's floor what the
         others leave."""
         floors = [self.floor(arm.name, size) for arm in self.arms]
+        if self._floors is PLATEAU_FLOORS:
+            floors[_LOCAL] = self.paid_descent(size)
+            floors[_FILL] = size - floors[_LOCAL]
         if self._floors is self._base_floors and (self.local.walks.urgent or self.stalled()):
             floors[_LOCAL] = max(floors[_LOCAL], int(size * WALKING_FLOOR))
         if self._floors is self._base_floors and self.noisy:
@@ -255,6 +264,15 @@ class PortfolioSearch(BatchSearch):
             others = sum(floors) - floors[_GA]
             floors[_GA] = max(0, min(floors[_GA], size - repeated - others))
         return floors
+
+    def paid_descent(self, size: int) -> int:
+        """On a plateau, the local arm's slots of a batch of `size`: one for each plateau spread (plateau_spread())
+        the last batch took the best down by, at least PLATEAU_SLIVER and at most PLATEAU_FLOORS' quarter.
+        A draw from the plateau gains its spread anyway, so a descent that gains less per evaluation than that is
+        no better spent than the draws, which alone find a basin behind a decoy."""
+        spread = self.plateau_spread()
+        paid = self._gained / spread if spread > 0 else math.inf
+        return int(min(max(paid, size * PLATEAU_SLIVER), size * PLATEAU_FLOORS["local"]))
 
     def stalled(self) -> bool:
         """Whether the best has not improved for more than STALL_BATCHES batches."""
@@ -311,7 +329,7 @@ class PortfolioSearch(BatchSearch):
                     arms.append(_SEEDED)
         self._floors = self._base_floors
         if len(self.directions) == 1 and self.plateau():
-            self._floors = RESTART_FLOORS if self._generation - self._improved_at > STALL_BATCHES else PLATEAU_FLOORS
+            self._floors = PLATEAU_FLOORS
         rng = random.Random(f"ciq_build.search.portfolio:{self.seed}:{self._generation}")
         tie = [rng.random() for _ in self.arms]
         pending = [0] * len(self.arms)
@@ -367,6 +385,7 @@ class PortfolioSearch(BatchSearch):
         return rng.choice(unseen) if unseen else None
 
     def _learn(self, batch: list[Candidate], generation: int) -> None:
+        start = self._best[0][0] if self._best is not None else math.inf
         for candidate in batch:
             evaluation = self._told[candidate.id]
             fitness = minimised(evaluation.scores, self.directions) if evaluation.ok else None  # type: ignore[arg-type]
@@ -380,14 +399,11 @@ class PortfolioSearch(BatchSearch):
             self.failing_alone.add(candidate.genome, evaluation.ok)
             if self.flags:
                 self.failing.add(candidate.genome, evaluation.ok)
-            before = self._best[0][0] if self._best is not None else math.inf
             improved = fitness is not None and self._improves(candidate.genome, fitness)
             if improved:
                 self._best_at = generation
             if improved and self.flags:
                 self.failing.best(candidate.genome)
-            if improved and fitness is not None and before - fitness[0] > self.plateau_spread():
-                self._improved_at = generation
             if fitness is not None and len(self.directions) == 1:
                 self._sample(candidate.genome, fitness)
             if arm >= 0:
@@ -399,6 +415,8 @@ class PortfolioSearch(BatchSearch):
                 each.learn(candidate.genome, self.measured[candidate.genome], drawn)
         if self._best is None and not self._front:
             raise self._all_invalid(batch, generation)
+        if self._best is not None:
+            self._gained = start - self._best[0][0]
         self._judge()
 
     def _drew(self, genome: Genome, value: float) -> None:

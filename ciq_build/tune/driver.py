@@ -270,9 +270,8 @@ class TuneRun:
             if "params" in search_kinds(self.settings.search):
                 said = warn_unguarded(self.manifest.params, self.manifest.cuda_sources, self.manifest.target, _warn)
                 warn_presence_tested(self.manifest.params, self.manifest.cuda_sources, self.manifest.target, _warn)
-                probe = beside.submit(overridden_params, self.manifest.params, probe_tree,
-                                      self.runner.timeouts.compile, self.manifest.target, _warn, said,
-                                      self.manifest.cuda_flags)
+                probe = beside.submit(overridden_params, self.manifest.params, probe_tree, self.runner.timeouts.compile,
+                                      self.manifest.target, _warn, said, self.manifest.cuda_flags)
                 if self.runner.measures_compile_time:
                     probe.result()
             try:

@@ -189,6 +189,34 @@ def test_on_a_stalled_plateau_the_space_filling_arm_gets_most_of_the_batch(shape
     assert not rugged.plateau() and rugged.describe()["fill"] < 110
 
 
+def test_on_a_plateau_the_local_arm_gets_a_slot_for_each_plateau_spread_its_last_batch_gained() -> None:
+    # A plateau at 100 (rippled by 0.01%: its spread is MIN_SPREAD's 0.1) with a slope (x + y within 16 of (40, 40))
+    # falling 0.2 a step, a gentle decoy, or 3 a step, a basin. On the gentle slope a batch gains a step or two, two to
+    # four of the plateau's spreads: the local arm gets that many slots (at least its sliver of 2), the draws the
+    # rest; before, every step larger than the spread kept its quarter (8 of 32) until the bottom. The steep slope
+    # keeps the quarter while it descends. Both are descended to the bottom in 12 batches.
+    space = {"x": ss.range(0, 63), "y": ss.range(0, 63), "z": ss.range(0, 63)}
+
+    def sloped(step: float) -> Any:
+        def objective(p: dict[str, Any]) -> float:
+            distance = abs(p["x"] - 40) + abs(p["y"] - 40)
+            return 100.0 - step * (16 - distance) if distance <= 16 else 100.0 + 0.01 * ((p["z"] * 37) % 10) / 10
+        return objective
+
+    local = {}
+    for step in (0.2, 3.0):
+        local[step] = 0
+        for seed in range(4):
+            search = PortfolioSearch(sloped(step), space, SearchConfiguration(generations=12, pool_size=32, seed=seed),
+                                     progress=False)
+            search.start()
+            assert search.plateau() and search._best is not None
+            assert search._best[0][0] == pytest.approx(100.0 - 16 * step)  # the slope's bottom
+            local[step] += search.describe()["local"]
+    assert local[0.2] < 0.8 * local[3.0], local  # 126 and 202 of the 4 x 352 evaluations after generation 0 (before:
+    # 202 and 202)
+
+
 def test_on_a_plateau_draws_fill_the_gaps_between_the_configurations_measured() -> None:
     # A flat 32 x 32 plateau: 128 evaluations over its 64 cells of 4 x 4. As many uniform draws leave about 8 cells
     # empty ((63/64)**128 of 64); draws each the farthest of several from those measured leave hardly any, so a basin

@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
-from ciq_build.compiler.controls import Controls
+from ciq_build.compiler.controls import Controls, register_caps
 from ciq_build.compiler.toolchain import find_toolchain
 from ciq_build.core.objectives import parse_objectives
 from ciq_build.core.settings import MeasureSettings, SearchSettings
 from ciq_build.errors import ConfigError
 from ciq_build.search.base import Proposal
 from ciq_build.search.evaluation import Evaluation
-from ciq_build.compiler.controls import register_caps
 from ciq_build.search.select import REGISTER_CAP_RULE
 from ciq_build.state.journal import Journal
 from ciq_build.tune.cache import EvaluationCache
