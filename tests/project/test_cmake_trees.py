@@ -271,3 +271,5 @@ def test_tune_s_configures_a_scikit_build_core_package_with_what_pip_would_give_
     cmake_trees.configure_user_tree(source, build, toolchain, None, [], 600, site_packages=[packages])
     assert cache_value(build / "CMakeCache.txt", "bindings_DIR") == str(packages / "bindings" / "cmake")
     assert cache_value(build / "CMakeCache.txt", "Python_EXECUTABLE") == sys.executable
+    # The summary's next step: pip's build applies the pin only with the nvcc it was tuned with.
+    assert f"pip install -C cmake.define.CMAKE_CUDA_COMPILER={toolchain.nvcc} ." in CMakeBackend(build).applied_by
