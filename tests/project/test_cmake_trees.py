@@ -266,9 +266,15 @@ def test_tune_s_configures_a_scikit_build_core_package_with_what_pip_would_give_
     pyproject.write_text('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
     with pytest.raises(BuildError, match="provided by \"bindings\""):
         cmake_trees.configure_user_tree(source, tmp_path / "other", toolchain, None, [], 600, site_packages=[packages])
-    pyproject.write_text('[build-system]\nrequires = ["scikit-build-core"]\nbuild-backend = "scikit_build_core.build"\n')
+    pyproject.write_text('[build-system]\nrequires = ["scikit-build-core"]\nbuild-backend = "scikit_build_core.build"\n'
+                         '[tool.scikit-build.cmake.define]\nCMAKE_CUDA_ARCHITECTURES = "90a"\nWITH_X = true\n')
     build = tmp_path / "build"
-    cmake_trees.configure_user_tree(source, build, toolchain, None, [], 600, site_packages=[packages])
+    cmake_trees.configure_user_tree(source, build, toolchain, None, ["-DWITH_X=OFF"], 600, site_packages=[packages])
+    # The package's own settings, as pip's build gives them (the architectures pip builds for, its Release), the
+    # user's --cmake-arg over them.
+    cache = build / "CMakeCache.txt"
+    assert cache_value(cache, "CMAKE_CUDA_ARCHITECTURES") == "90a" and cache_value(cache, "WITH_X") == "OFF"
+    assert cache_value(cache, "CMAKE_BUILD_TYPE") == "Release"
     assert cache_value(build / "CMakeCache.txt", "bindings_DIR") == str(packages / "bindings" / "cmake")
     assert cache_value(build / "CMakeCache.txt", "Python_EXECUTABLE") == sys.executable
     # The summary's next step: pip's build applies the pin only with the nvcc it was tuned with.
