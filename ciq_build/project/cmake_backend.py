@@ -22,8 +22,9 @@ from ciq_build.project.cmake_trees import (
 )
 from ciq_build.project.manifest import Manifest, load_manifest, manifest_dir, tuned_targets
 from ciq_build.project.preflight import check_tune
+from ciq_build.project.skbuild import is_scikit_build_core_project
 from ciq_build.project.sources import SourceSet
-from ciq_build.project.tree_cache import tree_tool
+from ciq_build.project.tree_cache import cache_value, tree_tool
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,6 @@ class CMakeBackend:
     cmake_args: tuple[str, ...] = ()
 
     kind = "CMake"
-    applied_by = "a plain `cmake --build`"
     remote_builds = True  # a Ray actor configures its own scratch tree from the manifest (ciq_build.ray.executor)
 
     def prepare(self) -> None:
@@ -45,6 +45,18 @@ class CMakeBackend:
                                 USER_CONFIGURE_TIMEOUT)
         else:
             refresh_user_tree(self.build_dir, USER_CONFIGURE_TIMEOUT)
+
+    @property
+    def applied_by(self) -> str:
+        """A plain build of this tree; for a package scikit-build-core builds, pip's build too, given the tree's nvcc:
+        pip's takes the first nvcc CMake finds, and a curadon wheel built by CUDA 13.0 skipped its 13.3 pin unseen."""
+        cache = self.build_dir / "CMakeCache.txt"
+        source = cache_value(cache, "CMAKE_HOME_DIRECTORY") if cache.is_file() else None
+        if not source or not is_scikit_build_core_project(Path(source)):
+            return "a plain `cmake --build`"
+        nvcc = cache_value(cache, "CMAKE_CUDA_COMPILER") or "<the nvcc tuned with>"
+        return (f"a plain `cmake --build`, or `pip install -C cmake.define.CMAKE_CUDA_COMPILER={shlex.quote(nvcc)} .` "
+                "(pip's build takes the first nvcc CMake finds),")
 
     def check_buildable(self) -> None:
         check_tree_is_here(self.build_dir)

@@ -43,6 +43,7 @@ from ciq_build.measure.bench import BenchSpec
 from ciq_build.project import environment
 from ciq_build.project.manifest import Manifest
 from ciq_build.project.preflight import benchmark_outside, target_outside
+from ciq_build.project.skbuild import scikit_build_core_args
 from ciq_build.project.tree_cache import cache_value, tree_tool
 from ciq_build.project.worker import (
     COMPILER_OUTPUT_BYTES,
@@ -427,8 +428,9 @@ def source_tree_turn(source_dir: Path, timeout: float | None) -> Iterator[None]:
 
 
 def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain, generator: str | None,
-                        cmake_args: list[str], timeout: float) -> None:
-    """Configure the user's project when `tune` is pointed at a build dir that does not exist yet."""
+                        cmake_args: list[str], timeout: float, *, site_packages: list[Path] | None = None) -> None:
+    """Configure the user's project when `tune` is pointed at a build dir that does not exist yet (a package
+    scikit-build-core builds with what it would give CMake: `site_packages`, default this Python's)."""
     args = [build_tool("cmake"), "-S", str(source_dir), "-B", str(build_dir), f"-DCMAKE_CUDA_COMPILER={toolchain.nvcc}",
             f"-Dciq_build_DIR={cmake_dir()}"]
     ninja = shutil.which(build_tool("ninja"))
@@ -436,7 +438,7 @@ def configure_user_tree(source_dir: Path, build_dir: Path, toolchain: Toolchain,
         args += ["-G", generator]
     elif ninja:
         args += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
-    args += cmake_args
+    args += scikit_build_core_args(source_dir, cmake_args, site_packages) + cmake_args
     with source_tree_turn(source_dir, timeout):
         result = proc.run(args, timeout)
     if not result.ok:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -246,3 +247,35 @@ def test_a_tree_whose_first_configure_failed_is_configured_again_once_the_error_
     lists.write_text(good)
     cmake_trees.refresh_user_tree(build, 600)
     assert (build / "build.ninja").is_file()
+
+
+def test_tune_s_configures_a_scikit_build_core_package_with_what_pip_would_give_cmake(
+        tmp_path: Path, cuda133_bin: Path) -> None:
+    """A package scikit-build-core builds finds its bindings' CMake package (nanobind's) in the Python environment,
+    which pip's build puts on CMAKE_PREFIX_PATH: curadon's `tune -S . -B build` stopped at "Could not find a package
+    configuration file provided by nanobind". A project pip does not build that way is configured as written."""
+    packages = tmp_path / "site-packages"
+    (packages / "bindings" / "cmake").mkdir(parents=True)
+    (packages / "bindings" / "cmake" / "bindings-config.cmake").write_text("set(bindings_FOUND TRUE)\n")
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.24)\nproject(pkg LANGUAGES NONE)\n"
+                                           "find_package(bindings CONFIG REQUIRED)\n")
+    pyproject = source / "pyproject.toml"
+    toolchain = load_toolchain(cuda133_bin / "nvcc")
+    pyproject.write_text('[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    with pytest.raises(BuildError, match="provided by \"bindings\""):
+        cmake_trees.configure_user_tree(source, tmp_path / "other", toolchain, None, [], 600, site_packages=[packages])
+    pyproject.write_text('[build-system]\nrequires = ["scikit-build-core"]\nbuild-backend = "scikit_build_core.build"\n'
+                         '[tool.scikit-build.cmake.define]\nCMAKE_CUDA_ARCHITECTURES = "90a"\nWITH_X = true\n')
+    build = tmp_path / "build"
+    cmake_trees.configure_user_tree(source, build, toolchain, None, ["-DWITH_X=OFF"], 600, site_packages=[packages])
+    # The package's own settings, as pip's build gives them (the architectures pip builds for, its Release), the
+    # user's --cmake-arg over them.
+    cache = build / "CMakeCache.txt"
+    assert cache_value(cache, "CMAKE_CUDA_ARCHITECTURES") == "90a" and cache_value(cache, "WITH_X") == "OFF"
+    assert cache_value(cache, "CMAKE_BUILD_TYPE") == "Release"
+    assert cache_value(build / "CMakeCache.txt", "bindings_DIR") == str(packages / "bindings" / "cmake")
+    assert cache_value(build / "CMakeCache.txt", "Python_EXECUTABLE") == sys.executable
+    # The summary's next step: pip's build applies the pin only with the nvcc it was tuned with.
+    assert f"pip install -C cmake.define.CMAKE_CUDA_COMPILER={toolchain.nvcc} ." in CMakeBackend(build).applied_by
