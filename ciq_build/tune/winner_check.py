@@ -3,7 +3,8 @@
 A static objective (registers, shared memory, instructions) never runs the program, yet a source parameter can
 change what a kernel computes (a tile too small for its data). Where the target has a BENCHMARK, the winner's is
 built and run once before it is pinned: a failed check (or a crash) pins nothing. Where the benchmark finds no
-GPU, or fails with the compiler's defaults too (a library the loader cannot find, say), the pin is written and
+GPU, or fails (or does not build) with the compiler's defaults too (a library the loader or the linker cannot
+find, say), the pin is written and
 says that its code was never run; where the target has no BENCHMARK, too (`unchecked`: nothing could run it).
 """
 
@@ -78,6 +79,17 @@ def _check(runner: BuildRunner, tree: WorkerTree, controls: Controls, timeout: f
                                          "objectives alone: run its benchmark with them")
     built = tree.build(controls, timeout, benchmark=True)
     if not built.ok:
+        # BabelStream's benchmark links libnvidia-ml, which a machine without a driver lacks: a static tune never
+        # links, so the link failed first at the winner's check and was blamed on -DUNROLL_FACTOR=1.
+        if defaults_tree is not None and defaults_tree is not tree:
+            say("the winner's benchmark did not build: building the defaults' one, to see whether the PARAMS are why")
+            base = defaults_tree.build(Controls(), timeout, benchmark=True)
+            if not base.ok:
+                return WinnerCheck(False, False, f"not run: the benchmark does not build with the compiler's "
+                                                 f"defaults either ({_first_error(base.message)}), so its failure "
+                                                 f"with {params} says nothing of them; its PARAMS were judged by "
+                                                 "static objectives alone: fix the benchmark's build and run it "
+                                                 "with them")
         return WinnerCheck(False, True, f"the winner's benchmark did not build: {built.message}")
     run = _run(runner, tree)
     check = f"CIQ_CHECK {run.check}" if run.check else "no CIQ_CHECK printed"
@@ -108,6 +120,17 @@ def _run(runner: BuildRunner, tree: WorkerTree) -> BenchRun:
 def _passed(run: BenchRun) -> bool:
     """A check run reads no metric: a benchmark that printed none but passed (exit 0) passed."""
     return run.ok or run.cause == Cause.NO_METRIC
+
+
+def _first_error(message: str) -> str:
+    """A failed build's first line that says why (the linker's "cannot find -lnvidia-ml", "undefined reference",
+    a compiler's "error"), clipped; else its first line: the whole of a link's output is tens of lines, and its
+    "collect2: error: ld returned 1 exit status" says nothing of why."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    why = ("cannot find", "undefined reference", "error")
+    said = next((line for line in lines if not line.startswith(("collect2", "ninja", "FAILED"))
+                 and any(word in line.lower() for word in why)), None)
+    return clip(said or (lines[0] if lines else message), 240)
 
 
 def _said(run: BenchRun) -> str:

@@ -100,3 +100,21 @@ def test_a_benchmark_built_into_the_source_tree_is_never_rebuilt_over_the_users_
     assert "drop the EXECUTABLE_OUTPUT_PATH or RUNTIME_OUTPUT_DIRECTORY" in done.stdout, done.stdout
     # ... and the tune says so before its search, not only after it.
     assert "So a winner that sets PARAMS cannot be run for its check before it is pinned" in done.stderr, done.stderr
+
+
+def test_a_benchmark_that_does_not_link_with_the_defaults_either_says_nothing_of_the_params_and_the_pin_is_written(
+        tmp_path: Path) -> None:
+    """BabelStream's benchmark links libnvidia-ml, which a machine without a driver lacks: its static tune (objects
+    only, never linked) found -DUNROLL_FACTOR=1, then blamed the benchmark's link failure on it, pinned nothing and
+    said to keep the value out of the search. The defaults' benchmark does not link either: pinned, as not run."""
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(PROJECTS / "checked", source)
+    cmakelists = source / "CMakeLists.txt"
+    cmakelists.write_text(cmakelists.read_text() + "\ntarget_link_libraries(checked_bench PRIVATE ciq_no_such_lib)\n")
+    done = _tune(source, build, "-DTILE=16")
+    record = source / "ciq" / "checked_bench.json"
+    assert record.exists() and "keep the values" not in done.stdout, done.stdout
+    check = json.loads(record.read_text())["provenance"]["winner_check"]
+    assert check["ran"] is False and check["failed"] is False, check
+    assert check["says"].startswith("not run: the benchmark does not build with the compiler's defaults either ("), check
+    assert "ciq_no_such_lib" in check["says"] and "says nothing of them" in check["says"], check["says"]
