@@ -9,14 +9,16 @@ pin.write writes one, pin.apply decides what a build applies, pin.display shows 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ciq_build.compiler.architectures import arch_name, architecture_order
 from ciq_build.compiler.controls import Controls
 from ciq_build.compiler.fingerprint import ObjectInfo
+from ciq_build.core.objectives import Objective
+from ciq_build.core.pareto import Direction
 from ciq_build.core.rules import is_target_name
 from ciq_build.errors import RecordError
 
@@ -37,6 +39,17 @@ class RecordToolchain:
 class RecordObjective:
     name: str
     direction: str = "min"  # "min" or "max"
+
+
+def same_objectives(old: Sequence[RecordObjective], new: Sequence[RecordObjective | Objective]) -> bool:
+    """Whether a pin tuned for `old` answers what a tune for `new` asks: the same objectives and directions, in the
+    same order (the order picks the Pareto point pinned, and each architecture's entry scores them in it)."""
+    return [(o.name, o.direction) for o in old] == [(o.name, o.direction) for o in new]
+
+
+def objective_specs(objectives: Sequence[RecordObjective]) -> list[str]:
+    """A record's objectives as --objective reads them back ("registers", "max:metric:gflops")."""
+    return [Objective(o.name, cast(Direction, o.direction)).spec for o in objectives]
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,9 @@ from ciq_build.pin.record import (
     architecture_set,
     check_pin_dir,
     checked_target,
+    objective_specs,
     record_path,
+    same_objectives,
 )
 from ciq_build.state.durable import atomic_write, fsync_dir
 
@@ -214,10 +216,10 @@ def _check_mergeable(path: Path, existing: PinnedRecord, tuned: PinnedRecord, ar
             f"(ptxas {existing.toolchain.ptxas_version or '?'}), this tune used CUDA {tuned.toolchain.cuda} "
             f"(ptxas {tuned.toolchain.ptxas_version or '?'}), and one record holds one toolkit's winners. "
             f"Retune its other architectures with this toolkit, or remove {path.name} to start over.")
-    if [o.name for o in existing.objectives] != [o.name for o in tuned.objectives]:
+    if not same_objectives(existing.objectives, tuned.objectives):  # a tune refuses it before its search (old_pin)
         raise RecordError(
             f"cannot add the sm_{arch} winner to {path}: the record's objectives are "
-            f"{[o.name for o in existing.objectives]}, this tune's {[o.name for o in tuned.objectives]}, and "
+            f"{objective_specs(existing.objectives)}, this tune's {objective_specs(tuned.objectives)}, and "
             "each entry's scores follow the record's objectives. Tune with --objective as the record has "
             f"them, or remove {path.name} to start over.")
 

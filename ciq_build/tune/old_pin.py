@@ -13,17 +13,16 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.metric_unit import change_text
 from ciq_build.core.objectives import Objective, metric_key, with_unit
-from ciq_build.core.pareto import Direction
 from ciq_build.errors import CiqError, ConfigError
 from ciq_build.measure.stats import FINAL_ALPHA, beats_baseline
 from ciq_build.pin.display import pinned_scores
 from ciq_build.pin.read import read_record
-from ciq_build.pin.record import PinnedRecord, RecordObjective, architecture_set, record_path
+from ciq_build.pin.record import PinnedRecord, architecture_set, objective_specs, record_path, same_objectives
 
 if TYPE_CHECKING:
     from ciq_build.project.manifest import Manifest
@@ -58,32 +57,35 @@ def pinned_before(path: Path) -> PinnedRecord | None:
         return None
 
 
-def same_objectives(old: Sequence[RecordObjective], new: Sequence[RecordObjective | Objective]) -> bool:
-    """Whether a pin tuned for `old` answers what a tune for `new` asks: the same objectives and directions, in the
-    same order (the order picks the Pareto point pinned)."""
-    return [(o.name, o.direction) for o in old] == [(o.name, o.direction) for o in new]
-
-
 def refuse_replacing_other_objectives(manifest: Manifest, settings: TuneSettings) -> None:
-    """Refuse, before its search, a tune whose winner would replace the target's pin tuned for other objectives
-    (where one can be read). Such a pin cannot be compared with the winner (`not_comparable`), so it was replaced
-    unasked: a user's pin validated for time was lost to a tune for registers. --force replaces it; --no-pin writes
-    none; a tune --architecture adds an entry to the record, whose objectives merge_architecture checks."""
-    if settings.force or not settings.pin or manifest.tune_architecture:
+    """Refuse, before its search, a tune whose winner would replace or join the target's pin tuned for other
+    objectives (where one can be read). Such a pin cannot be compared with the winner (`not_comparable`), so it was
+    replaced unasked: a user's pin validated for time was lost to a tune for registers. --force replaces it; --no-pin
+    writes none. A tune --architecture adds its winner as an entry of the record, which merge_architecture refuses for
+    other objectives even with --force: refused here too, not after a search whose winner could not be pinned."""
+    architecture = manifest.tune_architecture
+    if not settings.pin or (settings.force and not architecture):
         return
     objectives = settings.objectives
     path = record_path(manifest.pin_dir, manifest.target)
     old = pinned_before(path)
     if old is None or same_objectives(old.objectives, objectives):
         return
-    tuned = [Objective(o.name, cast(Direction, o.direction)).spec for o in old.objectives]
+    tuned = objective_specs(old.objectives)
     figures = "; ".join(pinned_scores(old))
+    tuned_for = f"tuned for {', '.join(tuned) or 'no objectives'}{f' ({figures})' if figures else ''}"
+    wanted = ", ".join(o.spec for o in objectives)
+    retune = f"with {' '.join(f'--objective {spec}' for spec in tuned) or 'its objectives'}"
+    if architecture:
+        held = ", ".join(f"sm_{a}" for a in architecture_set(old.toolchain.architectures)) or "nvcc's default"
+        raise ConfigError(
+            f"{path} pins winners for {held}, {tuned_for}, and this tune's sm_{architecture} winner, for {wanted}, "
+            f"cannot join them: each architecture's entry follows the record's objectives. Run {retune} to tune "
+            f"sm_{architecture} for them, or with --no-pin to search and report without pinning; to replace the "
+            "record, tune without --architecture, with --force (one winner for all the build's architectures)")
     raise ConfigError(
-        f"{path} pins a winner tuned for {', '.join(tuned) or 'no objectives'}"
-        f"{f' ({figures})' if figures else ''}, and this tune's winner, for {', '.join(o.spec for o in objectives)}, "
-        "would replace it: run with --force to replace it, with --no-pin to search and report without pinning, or "
-        f"with {' '.join(f'--objective {spec}' for spec in tuned) or 'its objectives'} to tune for what it was "
-        "tuned for")
+        f"{path} pins a winner {tuned_for}, and this tune's winner, for {wanted}, would replace it: run with --force "
+        f"to replace it, with --no-pin to search and report without pinning, or {retune} to tune for what it was tuned for")
 
 
 def pins_the_same(old: PinnedRecord, new: PinnedRecord) -> bool:

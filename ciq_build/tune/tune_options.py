@@ -235,7 +235,8 @@ class TuneOptions:
                          help="pin the winner even where the pin already there is better (same objectives, toolkit "
                               "and architectures: its figures, or its runtime re-measured beside the winner); "
                               "without it, such a pin is kept and old against new is said; and replace a pin tuned "
-                              "for other objectives, which a tune without it refuses before its search")
+                              "for other objectives, which a tune without it refuses before its search (a tune "
+                              "--architecture, whose winner would join that record, even with it)")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace, executor_options: object = None) -> TuneOptions:
