@@ -50,6 +50,24 @@ def defined_by_flags(flags: Iterable[str]) -> set[str]:
     return names
 
 
+def warn_defined_by_flags(specs: Sequence[str], own_flags: Iterable[str], target: str,
+                          warn: Callable[[str], None]) -> list[str]:
+    """The PARAMS names the target's own nvcc flags define too, each warned about before anything is built: a
+    candidate's (and the pin's) -D comes after the project's and wins, but the host compiler then says
+    '"NAME" redefined' at every compile (BabelStream's CMAKE_CUDA_FLAGS hold -DUNROLL_FACTOR=4: every build with
+    its pin warned twice, and one with -Werror would stop)."""
+    flags = list(own_flags)
+    names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)} & defined_by_flags(flags)
+    for name in sorted(names):
+        spelled = next((f for f in flags if f.startswith((f"-D{name}", f"--define-macro={name}"))), f"-D{name}")
+        warn(f"PARAMS {name} of {target}: the target's own flags define it too ({spelled}), so the defaults "
+             f"build with that value, and each candidate's -D{name}=..., and the pin's, comes after it and wins; "
+             f'but every compile with a pin then warns "{name}" redefined (an error under -Werror). Once '
+             f"pinned, set the default in the source instead (#ifndef {name} / #define {name} ... / #endif) and "
+             f"drop {spelled} from the target's flags.")
+    return sorted(names)
+
+
 def redefined_macros(compiler_output: str) -> set[str]:
     """Every macro name a compile log reports as redefined."""
     return {match.group(1) for pattern in _REDEFINED for match in pattern.finditer(compiler_output)}

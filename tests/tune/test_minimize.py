@@ -17,6 +17,7 @@ from ciq_build.tune.param_probe import (
     defined_by_flags,
     probe_settings,
     redefined_macros,
+    warn_defined_by_flags,
     warn_presence_tested,
     warn_unguarded,
 )
@@ -268,3 +269,15 @@ def test_a_static_minimal_pin_of_other_code_records_the_figures_of_its_own_build
     assert pinned_confirmation.winner.controls == pinned
     assert pinned_confirmation.winner.metrics == {"occupancy": 100.0, "threads_per_block": 256.0,
                                                   "shared_bytes": 3072.0}
+
+
+def test_a_params_name_the_targets_own_flags_define_is_warned_about_once_with_its_flag() -> None:
+    """BabelStream's CMAKE_CUDA_FLAGS hold -DUNROLL_FACTOR=4, searched as UNROLL_FACTOR=choice(1,2,4,8): its pin
+    won, but every build with it warned '"UNROLL_FACTOR" redefined', and nothing had said why."""
+    said: list[str] = []
+    flags = ["-arch=sm_90", "-DUNROLL_FACTOR=4", "-DNDEBUG", "-DCUDA"]
+    specs = ["UNROLL_FACTOR=choice(1,2,4,8)", "TILE=choice(8,16)"]
+    assert warn_defined_by_flags(specs, flags, "cuda-stream", said.append) == ["UNROLL_FACTOR"]
+    assert len(said) == 1 and "own flags define it too (-DUNROLL_FACTOR=4)" in said[0], said
+    assert '"UNROLL_FACTOR" redefined' in said[0] and "drop -DUNROLL_FACTOR=4" in said[0], said
+    assert warn_defined_by_flags(["TILE=choice(8,16)"], flags, "cuda-stream", said.append) == [] and len(said) == 1
