@@ -127,9 +127,10 @@ def _first_error(message: str) -> str:
     a compiler's "error"), clipped; else its first line: the whole of a link's output is tens of lines, and its
     "collect2: error: ld returned 1 exit status" says nothing of why."""
     lines = [line.strip() for line in message.splitlines() if line.strip()]
-    why = ("cannot find", "undefined reference", "error")
-    said = next((line for line in lines if not line.startswith(("collect2", "ninja", "FAILED"))
-                 and any(word in line.lower() for word in why)), None)
+    # In this order: a link's lines before "undefined reference" name the function (BabelStream's `nvml_error`).
+    why = ("cannot find", "undefined reference", "error:")
+    said = next((line for word in why for line in lines
+                 if word in line.lower() and not line.startswith(("collect2", "ninja", "FAILED"))), None)
     return clip(said or (lines[0] if lines else message), 240)
 
 

@@ -118,3 +118,15 @@ def test_a_benchmark_that_does_not_link_with_the_defaults_either_says_nothing_of
     assert check["ran"] is False and check["failed"] is False, check
     assert check["says"].startswith("not run: the benchmark does not build with the compiler's defaults either ("), check
     assert "ciq_no_such_lib" in check["says"] and "says nothing of them" in check["says"], check["says"]
+
+
+def test_a_failed_links_reason_is_the_linkers_line_not_a_function_named_error() -> None:
+    """BabelStream's link failure was quoted by its first line holding "error", the name of the function
+    `nvml_error` that held the undefined references, rather than the reference itself."""
+    from ciq_build.tune.winner_check import _first_error
+    log = ("[1/1] Linking CXX executable cuda-stream\nFAILED: [code=1] cuda-stream\n"
+           "/usr/bin/ld: CUDAStream.cu.o: in function `nvml_error(char const*, int)':\n"
+           "CUDAStream.cudafe1.cpp:(.text+0x18): undefined reference to `nvmlErrorString'\n"
+           "collect2: error: ld returned 1 exit status\nninja: build stopped: subcommand failed.")
+    assert _first_error(log) == "CUDAStream.cudafe1.cpp:(.text+0x18): undefined reference to `nvmlErrorString'"
+    assert _first_error("x.cu(3): error: identifier \"T\" is undefined\n") == "x.cu(3): error: identifier \"T\" is undefined"
