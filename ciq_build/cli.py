@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ciq_build.core.options import HelpFormatter
 from ciq_build.errors import CiqError
 from ciq_build.measure import guard, processes, stopping
+from ciq_build.project.manifest import REGISTERED
 from ciq_build.resources import cmake_dir
 from ciq_build.tune.executors import add_arguments, read_tune_options
 from ciq_build.tune.tune_options import EXECUTION, OUTPUT
@@ -26,7 +27,7 @@ from ciq_build.version import __version__
 if TYPE_CHECKING:
     from ciq_build.project.backend import BuildBackend
 
-_TARGET_HELP = "a target registered with ciq_tune_target() (`python -m ciq_build list -B <build>` lists them)"
+_TARGET_HELP = f"a target {REGISTERED}; `python -m ciq_build list -B <build>` lists them"
 _TUNE_EXAMPLES = """examples:
   python -m ciq_build tune kern -B build                      tune one target, pin the winner
   python -m ciq_build tune kern -S . -B build                 configure ./build from . first
@@ -98,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                                epilog=_TUNE_EXAMPLES, formatter_class=HelpFormatter)
     groups = add_arguments(tune)  # tune's own options and each executor's (ciq_build.tune.executors)
     tune.add_argument("--all", action="store_true", dest="all_targets",
-                      help="tune every target registered with ciq_tune_target() in the build tree, one after "
-                           "another (with --executor ray: at the same time, sharing the cluster), with the same "
+                      help=f"tune every target {REGISTERED} in the project, one "
+                           "after another (with --executor ray: at the same time, sharing the cluster), with the same "
                            "options; a summary at the end (exit code non-zero if any failed)")
     _add_project_options(tune, _SOURCE_CONFIGURES)
     groups[OUTPUT].add_argument("--verbose", "-v", action="store_true",
@@ -177,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _TUNE_WHAT = ("tune needs a target or --all (not both): `python -m ciq_build tune <target> -B <build>` tunes one "
               "target (several names: each of them), `python -m ciq_build tune --all -B <build>` every target "
-              "registered with ciq_tune_target(); `python -m ciq_build list -B <build>` lists them")
+              f"{REGISTERED}; `python -m ciq_build list -B <build>` lists them")
 
 
 def _setuptools_project(setuptools: Path | None, source_dir: Path | None,

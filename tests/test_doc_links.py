@@ -163,3 +163,15 @@ def test_every_shown_command_quotes_the_cmake_dir_it_substitutes() -> None:
                 for number, line in enumerate(path.read_text().splitlines(), 1)
                 if re.search(r"=\$\(python -m ciq_build --cmake-dir\)", line)]
     assert not unquoted, f'write -Dciq_build_DIR="$(python -m ciq_build --cmake-dir)" at {unquoted}'
+
+
+def test_the_commands_tune_options_table_has_a_row_for_each_declared_tune_option() -> None:
+    # The page says it is every tune option; --architecture, --executor and --cmake-arg had no row (Ray's own
+    # options are docs/ray.md's).
+    from ciq_build.core.options import declared
+    from ciq_build.tune.tune_options import TuneOptions
+
+    section = (REPO / "docs" / "commands.md").read_text().split("## `tune` options")[1].split("\n## ")[0]
+    rows = [line.split(" | ")[0] for line in section.splitlines() if line.startswith("| `")]
+    missing = [how.flag for _, how in declared(TuneOptions) if not any(f"`{how.flag}" in row for row in rows)]
+    assert missing == [], missing

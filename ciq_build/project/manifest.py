@@ -165,6 +165,8 @@ class ManifestToolchain:
 # Manifest.generator of a setuptools CudaExtension described as a target (ciq_build.project.setuptools_backend):
 # no CMake tree.
 SETUPTOOLS_GENERATOR = "setuptools"
+# What makes a target tunable, as the commands' help says it: the manifest is written for it.
+REGISTERED = "registered with ciq_tune_target() (in a setuptools project: a CudaExtension's ciq_target=)"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -43,7 +43,7 @@ from ciq_build.core.settings import (
     timeout_seconds,
 )
 from ciq_build.errors import ConfigError
-from ciq_build.project.manifest import Manifest
+from ciq_build.project.manifest import REGISTERED, Manifest
 from ciq_build.search.strategies import GRID_DEFAULT, resolve_strategy, strategy_names, strategy_options_help
 
 # Where each --stage searches from: the compiler's defaults, or the best configuration the stages before it validated.
@@ -157,15 +157,17 @@ class TuneOptions:
     strategy: object = option(
         "--strategy", group=SEARCH, choices=strategy_names, show=_strategy_name, check=_known_strategy,
         help=f"how to search: {', '.join(strategy_names())} (ciq_build.search.strategies); default: compileiq for "
-             f"a compiler ACF space (only it can sample one), else {GRID_DEFAULT}")
+             f"a compiler ACF space (only it can sample one), else {GRID_DEFAULT} (a grid its budget covers, after "
+             "CONSTRAINTS: each configuration once, as exhaustive)")
     generations: int = option("--generations", group=SEARCH, parse=int, default=_SEARCH.generations,
                               check=at_least(1),
                               help=f"generations of the search: batches of --pool-size candidates (default {_SEARCH.generations})")
     # None: not given (SearchSettings.pool_size_explicit), so a strategy may raise the default where it needs more.
     pool_size: int | None = option(
         "--pool-size", group=SEARCH, parse=int, check=at_least(2),
-        help=f"candidates per generation (default {_SEARCH.pool_size}; compileiq's at least 3 + 2 x objectives, the "
-             "smallest its engine takes, where neither this nor --strategy-option pool_size= is given)")
+        help=f"candidates per generation (default {_SEARCH.pool_size}; compileiq's raised to the smallest its engine "
+             "takes, at least 6 and 3 + 2 x objectives, where neither this nor --strategy-option pool_size= is "
+             "given)")
     mutate_rate: float = option("--mutate-rate", group=SEARCH, parse=float, default=_SEARCH.mutate_rate,
                                 help=f"probability that a gene mutates (default {_SEARCH.mutate_rate})")
     strategy_options: list[str] = option(
@@ -278,8 +280,7 @@ def add_tune_arguments(parser: argparse.ArgumentParser, options: type[TuneOption
     other declarations (an executor's own options), their groups between execution and output; `choices`: by
     field name, those a registry keeps (add_arguments)."""
     parser.add_argument("target", nargs="*", default=[],
-                        help="a CMake target registered with ciq_tune_target(); several are tuned as --all tunes its "
-                             "targets")
+                        help=f"a target {REGISTERED}; several are tuned as --all tunes its targets")
     theirs = [how.group for declaration in more for _, how in declared(declaration)]
     names = dict.fromkeys([SEARCH, EXECUTION, *theirs, OUTPUT])
     groups = {name: parser.add_argument_group(f"{name} options") for name in names}

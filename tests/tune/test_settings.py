@@ -226,6 +226,26 @@ def test_the_top_level_help_names_both_kinds_of_project() -> None:
     assert "CMake target" in text and "setuptools" in text, text  # setuptools extensions are tuned too
 
 
+def test_every_targets_help_names_both_kinds_of_project() -> None:
+    # A setuptools CudaExtension's ciq_target= is tuned, shown and verified as a CMake target is, yet the target's
+    # help (and --all's) said "a CMake target registered with ciq_tune_target()".
+    helps = {f"{name} {action.dest}": action.help or "" for name, parser in _every_parser(build_parser(), "ciq_build")
+             for action in parser._actions if action.dest in ("target", "all_targets")}
+    assert len(helps) >= 6, helps  # tune's target and --all, show, verify, report, export
+    wrong = [name for name, text in helps.items() if not ("ciq_tune_target()" in text and "ciq_target=" in text)]
+    assert wrong == [], helps
+
+
+def test_the_pool_size_help_says_the_least_pool_compileiq_takes() -> None:
+    from ciq_build.search.compileiq import min_pool_size
+
+    text = " ".join(_tune_help().split())
+    said = text.split("--pool-size POOL_SIZE ")[1].split(" --mutate-rate")[0]
+    # One objective: 6 (it said 3 + 2 x objectives alone, 5); two: 7; three: 9.
+    assert [min_pool_size(n) for n in (1, 2, 3)] == [6, 7, 9]
+    assert "at least 6 and 3 + 2 x objectives" in said, said
+
+
 def test_every_command_with_a_build_dir_says_its_default() -> None:
     with_build_dir = [(name, parser) for name, parser in _every_parser(build_parser(), "ciq_build")
                       if any("-B" in action.option_strings for action in parser._actions)]
