@@ -92,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ciq_build {__version__}")
     parser.add_argument("--cmake-dir", action="store_true",
                         help="print the folder to pass as -Dciq_build_DIR=... to plain CMake and exit")
+    parser.add_argument("--nvcc", action="store_true",
+                        help="print the nvcc of the CUDA toolkit installed with ciq_build[cuda], to pass as "
+                             "-DCMAKE_CUDA_COMPILER=... to plain CMake, and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     tune = commands.add_parser("tune", help="search compiler controls for a target and pin the best",
@@ -314,6 +317,16 @@ def _run(argv: Sequence[str] | None) -> int:
     args = parse(parser, argv)
     if args.cmake_dir:
         print(cmake_dir())
+        return 0
+    if args.nvcc:
+        # The pip toolkit is never on PATH: without this, a new user searched site-packages for it (BabelStream).
+        from ciq_build.compiler.toolchain import pip_nvcc
+        nvcc = pip_nvcc()
+        if nvcc is None:
+            print("ciq_build: error: no CUDA toolkit installed with ciq_build (the [cuda] extra: pip install "
+                  "'ciq_build[cuda]'); or give CMake your own toolkit's nvcc", file=sys.stderr)
+            return 2
+        print(nvcc)
         return 0
     if args.command is None:
         parser.print_help(sys.stderr)

@@ -258,3 +258,17 @@ def test_other_toolkits_are_those_the_search_order_finds_beside_the_chosen_one(t
     assert others == ([("pip", pip)] if pip is not None and pip.is_file() else [])
     if pip is not None and pip.is_file():
         assert other_toolkits(pip, env) == [("CUDA_HOME", home / "bin" / "nvcc")]
+
+
+def test_python_m_ciq_build_nvcc_prints_the_pip_toolkits_nvcc_for_cmake() -> None:
+    """The pip toolkit's nvcc is never on PATH: a new user (BabelStream) searched site-packages for the path that
+    README asks them to configure CMAKE_CUDA_COMPILER with; `--nvcc` prints it, as `--cmake-dir` the module's."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "ciq_build", "--nvcc"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    nvcc = Path(done.stdout.strip())
+    assert nvcc.name == "nvcc" and nvcc.parent.name == "bin" and "nvidia" in nvcc.parts, nvcc
+    version = subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, timeout=60)
+    assert "Cuda compilation tools, release 13." in version.stdout, version.stdout
