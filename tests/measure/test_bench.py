@@ -580,7 +580,8 @@ def test_the_unit_applies_to_the_regex_only_and_must_be_known() -> None:
     assert protocol.parse_output("CIQ_METRIC time_ms=1.5\n").printed_times["time_ms"].unit == "ms"
     for unit in ("min", "MS", "", None, "GFLOP", "GB/min"):
         with pytest.raises(ConfigError, match=r"use s, ms, us or ns \(a time: lower is better\) or a rate \(higher "
-                                              r"is better: FLOPS, .* any <word>/s such as GFLOP/s, GB/s, items/s\)"):
+                                              r"is better: FLOPS, .* any <word>/s or <word>/sec such as GFLOP/s, "
+                                              r"GB/s, items/s, MBytes/sec\)"):
             protocol.parse_output("Time= 1 sec", r"Time= (\S+)", unit)
         with pytest.raises(ConfigError, match="set UNIT in ciq_tune_target"):
             fault("good", metric_regex=r"Time= (\S+)", metric_unit=unit)
