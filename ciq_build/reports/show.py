@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -171,4 +172,29 @@ def list_targets(backend: BuildBackend) -> str:
                 pin += f" (refused: {_refusal(exc, manifest.pin_file)}; `show {manifest.target}` says what to do)"
         rows.append((manifest.target, bench, objectives, pin))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+    table = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    return "\n".join(table + [_unowned_line(path, target) for path, target in _unowned_pins(manifests)])
+
+
+def _unowned_pins(manifests: list[Manifest]) -> list[tuple[Path, str]]:
+    """The pinned records in the tuned targets' pin dirs that no target of this tree owns, with the target each
+    names: BabelStream's ciq/cuda-stream.json, left when its ciq_tune_target() moved to the kernels' library, was
+    applied by nothing and said nowhere. Only files that read as a record's JSON (a pin dir may hold others)."""
+    owned = {m.pin_file.resolve() for m in manifests}
+    found: list[tuple[Path, str]] = []
+    for folder in dict.fromkeys(m.pin_file.parent for m in manifests):
+        for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+            if path.resolve() in owned:
+                continue
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and isinstance(data.get("target"), str) and "controls" in data:
+                found.append((path, data["target"]))
+    return found
+
+
+def _unowned_line(path: Path, target: str) -> str:
+    return (f"not applied: {path}: no target of this build tree is tuned as {target} (its ciq_tune_target() call "
+            f"removed or renamed?): call ciq_tune_target({target} ...) again, or delete the record")

@@ -842,6 +842,14 @@ def test_a_removed_ciq_tune_target_call_leaves_no_manifest_for_list_and_tune_to_
     assert sorted(p.name for p in targets.iterdir()) == ["kern.cuda-flags-noconfig", "kern.json"]  # its flags too
     listed = ensure_ok(run([sys.executable, "-m", "ciq_build", "list", "-B", str(tiny.build)], 300)).stdout
     assert "kern" in listed and "other" not in listed, listed
+    # A record left in the pin dir by a target no longer tuned (BabelStream's cuda-stream.json, once its call moved
+    # to the kernels' library) is applied by nothing: `list` says so; a pin dir's other JSON files are not records.
+    (tiny.pin_dir / "other.json").write_text('{"schema": 1, "target": "other", "controls": {"flags": []}}')
+    (tiny.pin_dir / "notes.json").write_text('{"title": "not a record"}')
+    listed = ensure_ok(run([sys.executable, "-m", "ciq_build", "list", "-B", str(tiny.build)], 300)).stdout
+    assert (f"not applied: {tiny.pin_dir / 'other.json'}: no target of this build tree is tuned as other"
+            in listed), listed
+    assert "notes.json" not in listed and "kern.json" not in listed.split("not applied")[1], listed
     # No call at all: none left.
     ensure_ok(tiny.configure(body=""))
     assert list(targets.glob("*.json")) == []
