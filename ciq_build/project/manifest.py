@@ -31,7 +31,7 @@ from ciq_build.compiler.architectures import arch_name, flag_architectures, spli
 from ciq_build.core.objectives import Objective, parse_objectives
 from ciq_build.core.rules import is_target_name, load_rules, nearest
 from ciq_build.core.settings import TIMEOUT_RULE, timeout_seconds
-from ciq_build.errors import ConfigError, ManifestError
+from ciq_build.errors import CiqError, ConfigError, ManifestError
 from ciq_build.project.json_model import (
     ABSOLUTE,
     ABSOLUTES,
@@ -282,11 +282,26 @@ def _not_tuned_here(build_dir: Path, target: str) -> str:
         return (f"{build_dir} is not a configured CMake build tree (no CMakeCache.txt): pass your project's build "
                 f"folder with -B <build dir>, or configure it first (cmake -S <src> -B {build_dir} "
                 "-Dciq_build_DIR=\"$(python -m ciq_build --cmake-dir)\")")
+    # BabelStream's trial: `tune cuda-stream`, the executable that runs the tuned library's kernels, was told to
+    # add ciq_tune_target(cuda-stream ...), which configure refuses (no CUDA sources of its own).
+    runs = [name for name in others if _benchmark_of(build_dir, name) == target]
+    if runs:
+        return (f"{target!r} is not a tuned target of {build_dir}: it is the BENCHMARK of {', '.join(runs)}, the "
+                f"tuned target whose kernels it runs and whose pin they build with: name {runs[0]} instead")
     guess = nearest(target, others)
     hint = f" (did you mean {guess}?)" if guess else ""
     tuned = f"its tuned targets: {', '.join(others)}" if others else "it has no tuned targets"
     return (f"{target!r} is not a tuned target of {build_dir}{hint}; {tuned}. To tune it, add "
             f"ciq_tune_target({target} ...) to its CMakeLists.txt and configure again (cmake {build_dir})")
+
+
+def _benchmark_of(build_dir: Path, target: str) -> str | None:
+    """The BENCHMARK target of a tuned target, or None (none, or a manifest that does not read)."""
+    try:
+        manifest = read_manifest(manifest_dir(build_dir) / f"{target}.json")
+    except (CiqError, OSError, ValueError):
+        return None
+    return manifest.benchmark.target if manifest.benchmark is not None else None
 
 
 def list_manifests(build_dir: Path) -> list[Manifest]:

@@ -1344,3 +1344,15 @@ def test_verify_without_a_pin_says_why_as_show_does(tiny: Tiny) -> None:
     for command in ("show", "verify"):
         result = run([sys.executable, "-m", "ciq_build", command, "kern", "-B", str(tiny.build)], 300)
         assert result.returncode == 2 and f"tune kern -B {tiny.build}" in result.stderr, said(result)
+
+
+def test_tune_of_a_tuned_targets_benchmark_names_the_target_to_tune(tiny: Tiny) -> None:
+    # BabelStream's trial: `tune cuda-stream`, the executable running the tuned library's kernels, was told to add
+    # ciq_tune_target(cuda-stream ...), which configure refuses (it has no CUDA sources of its own).
+    ensure_ok(tiny.configure(body="ciq_tune_target(kern BENCHMARK kern_bench OBJECTIVES registers)\n"))
+    for command in ("tune", "show"):
+        done = run([sys.executable, "-m", "ciq_build", command, "kern_bench", "-B", str(tiny.build)], 300)
+        assert done.returncode == 2, said(done)
+        assert (f"'kern_bench' is not a tuned target of {tiny.build}: it is the BENCHMARK of kern, the tuned target "
+                "whose kernels it runs and whose pin they build with: name kern instead") in said(done), said(done)
+        assert "add ciq_tune_target(kern_bench" not in said(done)
