@@ -717,11 +717,13 @@ def test_verify_builds_the_objects_it_checks_not_a_link_the_machine_cannot_make(
     from ciq_build.pin.verify import verify
     from ciq_build.project.cmake_backend import CMakeBackend
 
-    body = ('add_executable(kexe kern.cu)\ntarget_link_libraries(kexe PRIVATE ciq_no_such_driver_library)\n'
+    body = ('add_executable(kexe kern.cu host.cpp)\ntarget_link_libraries(kexe PRIVATE ciq_no_such_driver_library)\n'
             'ciq_tune_target(kexe OBJECTIVES registers PIN_DIR "pins dir")\n')
-    ensure_ok(tiny.configure(body=body, pins={"kexe": record("kexe", flags=["-maxrregcount=32"])}))
+    ensure_ok(tiny.configure(body=body, pins={"kexe": record("kexe", flags=["-maxrregcount=32"])},
+                             files={"host.cpp": b"int host_side() { return 1; }\n"}))
     report = verify("kexe", CMakeBackend(tiny.build, None))  # raised "building kexe failed" (the link's)
-    assert "ciq_build verify kexe: 1 object(s)" in report.text, report.text
+    # BabelStream's "2 object(s)" counted its main.cpp.o, which holds no device code to check: said.
+    assert "ciq_build verify kexe: 2 object(s) (1 with device code)" in report.text, report.text
     assert "holds no fingerprint of any object's code (kern.cu.o built)" in report.text  # the record is hand-made
 
 
