@@ -64,7 +64,7 @@ from ciq_build.tune.loop import (
     time_limit_ended,
 )
 from ciq_build.tune.old_pin import refuse_replacing_other_objectives
-from ciq_build.tune.param_probe import overridden_params, warn_defined_by_flags, warn_presence_tested, warn_unguarded
+from ciq_build.tune.param_probe import overridden_params, warn_before_building
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner, relocatable_note
 from ciq_build.tune.searched_space import SearchedSpace
@@ -268,9 +268,8 @@ class TuneRun:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ciq-param-probe") as beside:
             probe = None
             if "params" in search_kinds(self.settings.search):
-                said = warn_unguarded(self.manifest.params, self.manifest.cuda_sources, self.manifest.target, _warn)
-                warn_presence_tested(self.manifest.params, self.manifest.cuda_sources, self.manifest.target, _warn)
-                warn_defined_by_flags(self.manifest.params, self.manifest.cuda_flags, self.manifest.target, _warn)
+                said = warn_before_building(self.manifest.params, self.manifest.cuda_sources, self.manifest.cuda_flags,
+                                            self.manifest.target, _warn)
                 probe = beside.submit(overridden_params, self.manifest.params, probe_tree, self.runner.timeouts.compile,
                                       self.manifest.target, _warn, said, self.manifest.cuda_flags)
                 if self.runner.measures_compile_time:

@@ -116,6 +116,18 @@ def warn_presence_tested(specs: Sequence[str], sources: Iterable[Path], target: 
     return sorted(found)
 
 
+def warn_before_building(specs: Sequence[str], sources: Iterable[Path], own_flags: Iterable[str], target: str,
+                         warn: Callable[[str], None]) -> list[str]:
+    """Every warning on the target's PARAMS that reading its sources and flags can give before anything is built
+    (unguarded #defines, presence tests, names its own flags define too); the unguarded names, which the probe
+    beside the baseline need not say again (`overridden_params`'s `said`)."""
+    sources = list(sources)
+    said = warn_unguarded(specs, sources, target, warn)
+    warn_presence_tested(specs, sources, target, warn)
+    warn_defined_by_flags(specs, own_flags, target, warn)
+    return said
+
+
 def overridden_params(specs: tuple[str, ...], tree: WorkerTree, timeout: float, target: str,
                       warn: Callable[[str], None], said: Iterable[str] = (), own_flags: Iterable[str] = ()) -> list[str]:
     """The PARAMS names the source redefines (warned about, each with the fix, but for those already `said`);
