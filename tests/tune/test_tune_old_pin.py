@@ -106,7 +106,8 @@ def test_a_runtime_winner_is_re_measured_beside_the_pin_it_would_replace(tmp_pat
 def test_a_tune_for_other_objectives_refuses_before_its_search_to_replace_the_pin(tmp_path: Path) -> None:
     """A pin tuned for shared_bytes, then a tune for registers: the pin (which a winner for other objectives cannot
     be compared with) was replaced unasked. Now the tune refuses before its search, saying what pin is there and what
-    to do; --force replaces it, and a tune for the pin's own objectives goes on as before."""
+    to do (a tune --architecture too); --force replaces it, and a tune for the pin's own objectives goes on as
+    before. One tune's pin serves every case."""
     source, build = tmp_path / "src", tmp_path / "build"
     shutil.copytree(PROJECTS / "shared", source)
     _tune("shared_kernels", source, build, "-DTILE=8")
@@ -126,6 +127,22 @@ def test_a_tune_for_other_objectives_refuses_before_its_search_to_replace_the_pi
     # Before the search: nothing built, nothing journaled, the pin as it was.
     assert pin.read_bytes() == written and journal.read_bytes() == journaled
     assert "baseline" not in refused.stderr, refused.stderr
+    # A tune --architecture 90a for registers: its winner cannot join the record (each entry follows the record's
+    # objectives), yet it searched first and was refused only when writing. Now it refuses before its search too,
+    # --force or not (merge_architecture refuses it either way), saying what the record holds and what to do.
+    for forced in ((), ("--force",)):
+        refused = subprocess.run([*command, "--architecture", "90a", *forced], capture_output=True, text=True,
+                                 timeout=600, cwd=source)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        said = [line for line in refused.stderr.splitlines() if line.startswith("ciq_build: error:")]
+        assert said == [f"ciq_build: error: {pin} pins winners for sm_90a, tuned for shared_bytes (shared_bytes 4096 "
+                        "-> 256 (-93.8%)), and this tune's sm_90a winner, for registers, cannot join them: each "
+                        "architecture's entry follows the record's objectives. Run with --objective shared_bytes to "
+                        "tune sm_90a for them, or with --no-pin to search and report without pinning; to replace the "
+                        "record, tune without --architecture, with --force (one winner for all the build's "
+                        "architectures)"], refused.stderr
+        assert not (build / "ciq" / "journal" / "shared_kernels.sm_90a.jsonl").exists()
+        assert "baseline" not in refused.stderr and pin.read_bytes() == written, refused.stderr
     # --no-pin writes no pin, so it replaces none: it runs.
     subprocess.run([*command, "--no-pin"], capture_output=True, text=True, timeout=600, cwd=source, check=True)
     assert pin.read_bytes() == written
@@ -136,30 +153,3 @@ def test_a_tune_for_other_objectives_refuses_before_its_search_to_replace_the_pi
     # --force: searched, and its winner may replace the pin (said old against new where it does).
     forced = _tune("shared_kernels", source, build, "-DTILE=16", "--objective", "registers", "--force")
     assert "pins a winner tuned for" not in forced.stderr and "baseline" in forced.stderr, forced.stderr
-
-
-def test_a_tune_architecture_for_other_objectives_refuses_before_its_search(tmp_path: Path) -> None:
-    """A pin tuned for shared_bytes, then a tune --architecture 90a for registers: its winner cannot join the record
-    (each entry follows the record's objectives), yet the tune searched first and was refused only when writing.
-    Now it refuses before its search, --force or not (merge_architecture refuses it either way), saying what the
-    record holds and what to do."""
-    source, build = tmp_path / "src", tmp_path / "build"
-    shutil.copytree(PROJECTS / "shared", source)
-    _tune("shared_kernels", source, build, "-DTILE=8")
-    pin = source / "ciq" / "shared_kernels.json"
-    written = pin.read_bytes()
-    command = [sys.executable, "-m", "ciq_build", "tune", "shared_kernels", "-S", str(source), "-B", str(build),
-               "--seed-from=-DTILE=16", "--max-evaluations", "1", "--architecture", "90a", "--objective", "registers"]
-    for forced in ((), ("--force",)):
-        refused = subprocess.run([*command, *forced], capture_output=True, text=True, timeout=600, cwd=source)
-        assert refused.returncode == 2, refused.stdout + refused.stderr
-        said = [line for line in refused.stderr.splitlines() if line.startswith("ciq_build: error:")]
-        assert said == [f"ciq_build: error: {pin} pins winners for sm_90a, tuned for shared_bytes (shared_bytes 4096 "
-                        "-> 256 (-93.8%)), and this tune's sm_90a winner, for registers, cannot join them: each "
-                        "architecture's entry follows the record's objectives. Run with --objective shared_bytes to "
-                        "tune sm_90a for them, or with --no-pin to search and report without pinning; to replace the "
-                        "record, tune without --architecture, with --force (one winner for all the build's "
-                        "architectures)"], refused.stderr
-        # Before the search: no journal of this architecture's tune, no baseline, the pin as it was.
-        assert not (build / "ciq" / "journal" / "shared_kernels.sm_90a.jsonl").exists()
-        assert "baseline" not in refused.stderr and pin.read_bytes() == written, refused.stderr
