@@ -130,8 +130,8 @@ def test_a_tune_for_other_objectives_refuses_before_its_search_to_replace_the_pi
     # A tune --architecture 90a for registers: its winner cannot join the record (each entry follows the record's
     # objectives), yet it searched first and was refused only when writing. Now it refuses before its search too,
     # --force or not (merge_architecture refuses it either way), saying what the record holds and what to do.
-    for forced in ((), ("--force",)):
-        refused = subprocess.run([*command, "--architecture", "90a", *forced], capture_output=True, text=True,
+    for force_args in ((), ("--force",)):
+        refused = subprocess.run([*command, "--architecture", "90a", *force_args], capture_output=True, text=True,
                                  timeout=600, cwd=source)
         assert refused.returncode == 2, refused.stdout + refused.stderr
         said = [line for line in refused.stderr.splitlines() if line.startswith("ciq_build: error:")]
