@@ -63,7 +63,7 @@ from ciq_build.tune.loop import (
     stopped_text,
     time_limit_ended,
 )
-from ciq_build.tune.old_pin import refuse_replacing_other_objectives
+from ciq_build.tune.old_pin import refuse_what_cannot_be_pinned
 from ciq_build.tune.param_probe import overridden_params, warn_before_building
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner, relocatable_note
@@ -185,7 +185,8 @@ class TuneRun:
                 live.end()
 
     def _run_locked(self, source: CandidateSource) -> TuneOutcome:
-        refuse_replacing_other_objectives(self.manifest, self.settings)  # under the lock: what a tune waited for pinned
+        # Under the lock: what a tune waited for pinned.
+        refuse_what_cannot_be_pinned(self.manifest, self.settings, self.toolchain)
         limit = self.settings.search.time_limit
         if limit is not None:  # waiting for the lock (--wait) is not this tune's time
             self.deadline = time.monotonic() + limit
