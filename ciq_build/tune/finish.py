@@ -323,7 +323,8 @@ class Finish:
                               objectives, self.settings.search, self.pinning, confirmation.better,
                               int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores,
                               improved_objectives(objectives, confirmation.baseline_scores, searched.evaluations),
-                              setuptools=self.manifest.setuptools, described=searched.described),
+                              setuptools=self.manifest.setuptools, described=searched.described,
+                              params=bool(self.manifest.params)),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(), winner=confirmation.better, kept_pin=kept_pin,
                           occupancy=self._occupancy_steps(
@@ -397,7 +398,8 @@ class Finish:
                           next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
                                                               better=False, kernels=kernels, baseline=baseline.scores,
                                                               setuptools=self.manifest.setuptools,
-                                                              described=searched.described)),
+                                                              described=searched.described,
+                                                              params=bool(self.manifest.params))),
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 
