@@ -185,8 +185,7 @@ class TuneRun:
                 live.end()
 
     def _run_locked(self, source: CandidateSource) -> TuneOutcome:
-        # Under the lock: what a tune waited for pinned.
-        refuse_what_cannot_be_pinned(self.manifest, self.settings, self.toolchain)
+        refuse_what_cannot_be_pinned(self.manifest, self.settings, self.toolchain)  # locked: what it waited for pinned
         limit = self.settings.search.time_limit
         if limit is not None:  # waiting for the lock (--wait) is not this tune's time
             self.deadline = time.monotonic() + limit

@@ -59,6 +59,20 @@ def pinned_before(path: Path) -> PinnedRecord | None:
         return None
 
 
+def widened_note(path: Path, before: PinnedRecord, merged: PinnedRecord) -> str | None:
+    """What a tune --architecture says where its entry widened the record's architectures, or None: a build applies a
+    record only where it compiles for exactly its architectures, so a build for the old ones alone, which applied it,
+    now skips it (GPUSorting: a record for 90, then an entry for 80 from a tree built for 80;90)."""
+    old, new = before.toolchain.architectures, merged.toolchain.architectures
+    if set(old) >= set(new):
+        return None
+    was, now = ", ".join(old), ", ".join(new)
+    return (f"the record {path} was for {was} and is now for {now}: a build for {was} alone, which applied it, now "
+            f"skips it (a pin applies only to the architectures it holds, all of them); build for {now} "
+            f"(CMAKE_CUDA_ARCHITECTURES \"{';'.join(new)}\"), or restore the record from version control to keep "
+            f"the pin for {was}")
+
+
 def refuse_what_cannot_be_pinned(manifest: Manifest, settings: TuneSettings, toolchain: Toolchain) -> None:
     """Refuse, before its search, a tune whose winner would replace or join the target's pin tuned for other
     objectives (where one can be read). Such a pin cannot be compared with the winner (`not_comparable`), so it was
