@@ -268,8 +268,7 @@ class TuneRun:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ciq-param-probe") as beside:
             probe = None
             if "params" in search_kinds(self.settings.search):
-                said = warn_before_building(self.manifest.params, self.manifest.cuda_sources, self.manifest.cuda_flags,
-                                            self.manifest.target, _warn)
+                said = warn_before_building(self.manifest, _warn)
                 probe = beside.submit(overridden_params, self.manifest.params, probe_tree, self.runner.timeouts.compile,
                                       self.manifest.target, _warn, said, self.manifest.cuda_flags)
                 if self.runner.measures_compile_time:

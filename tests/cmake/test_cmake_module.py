@@ -929,6 +929,10 @@ def test_manifest_is_valid_and_escapes_every_string(tiny: Tiny) -> None:
     assert manifest.benchmark is not None
     assert manifest.benchmark.path == tiny.build / "kern_bench"
     assert [Path(s) for s in manifest.cuda_sources] == [tiny.source / "kern.cu"]  # not the .cpp
+    # the sources a candidate's -D does not reach (ciq_build.tune.param_probe): the .cpp, and the benchmark's own,
+    # its .cu file included
+    assert manifest.host_sources == (tiny.source / "kern_host.cpp",)
+    assert manifest.benchmark.sources == (tiny.source / "bench.cu",)
     assert Path(manifest.object_dir) == tiny.build / "CMakeFiles" / "kern.dir"
     assert manifest.objects == tuple(tiny.build / "CMakeFiles" / "kern.dir" / name
                                      for name in ("kern.cu.o", "kern_host.cpp.o"))
@@ -959,6 +963,7 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
     assert tiny.options_file("kern_bench").read_text() == "-maxrregcount=32\n"
     manifest = load_manifest(tiny.build, "kern_bench")
     assert manifest.benchmark is not None and manifest.benchmark.path == tiny.build / "kern_bench"
+    assert manifest.benchmark.sources == ()  # its bench.cu is the tuned target's, which the -D reaches
     assert manifest.toolchain.architectures == "90a;100a"
 
     tiny.build_targets("kern_bench")
