@@ -76,6 +76,10 @@ def test_load_extension_reads_setup_py_without_building(project: Path) -> None:
     assert ext.ciq_objectives == ("registers",) and ext.params == ("CIQ_TILE=choice(8,64,128)",)
     assert ext.ciq_benchmark == (sys.executable, "bench.py")
     assert not (project / "build").exists()  # setup() was captured, nothing ran
+    # the .cpp beside the kernels is what setuptools' host compiler builds, which a candidate's -D does not reach
+    manifest = _worker_tree(project).manifest
+    assert manifest.host_sources == (project / "pkg" / "mod.cpp",) and manifest.benchmark is not None
+    assert manifest.benchmark.sources == ()
     with pytest.raises(ConfigError, match=r"no CudaExtension\(ciq_target='gemm'\).*targets: kern"):
         load_extension(project, "gemm")
     with pytest.raises(ConfigError, match="there is no setup.py"):
