@@ -49,22 +49,32 @@ class DrawnEffects:
         """`ordered`: each parameter's last grid index where it is ordered with more than two values (its effect
         smooth along it), else 0 (one effect per value)."""
         # numpy imported where used, never kept on the object: a search is deep-copied and pickled (a replay, a
-        # resumed tune), and a module is neither; deferred, so `import ciq_build` loads no numpy until a search needs it.
-        import numpy as np
-
+        # resumed tune), and a module is neither; deferred, so `import ciq_build` loads no numpy until a search needs it,
+        # and the draws are summed only when a fit asks (`explained`, after PLATEAU_DRAWS of them): a tune of a few
+        # evaluations (most tests', and many a first tune) loads no numpy at all (~0.1 s of CPU each).
         self._ordered = ordered
         self._columns: dict[tuple[int, object], int] = {}  # a feature: its column in the sums below
-        self._gram: Any = np.zeros((0, 0))  # X^T X over the columns seen
-        self._sums: Any = np.zeros(0)  # X^T y
-        self._counts: Any = np.zeros(0)  # X^T 1
+        self._gram: Any = None  # X^T X over the columns seen (None: no column yet)
+        self._sums: Any = ()  # X^T y
+        self._counts: Any = ()  # X^T 1
         self._drawn: dict[Genome, tuple[Any, Any, float]] = {}  # each draw's columns, features and value
         self._total = self._squares = 0.0  # the values' sum and sum of squares
+        self._pending: list[tuple[Genome, float]] = []  # draws told but not yet summed (`_sum_pending`)
 
     def __len__(self) -> int:
-        return len(self._drawn)
+        return len(self._drawn) + len(self._pending)
 
     def add(self, genome: Genome, value: float) -> None:
         """One draw's measurement (a draw is never of a configuration measured before)."""
+        self._pending.append((genome, value))
+
+    def _sum_pending(self) -> None:
+        """The draws told since the last fit, added to its sums in the order told (as if summed as they came)."""
+        pending, self._pending = self._pending, []
+        for genome, value in pending:
+            self._add(genome, value)
+
+    def _add(self, genome: Genome, value: float) -> None:
         import numpy as np
 
         features = self._features(genome)
@@ -86,8 +96,9 @@ class DrawnEffects:
 
                 size = max(16, 2 * column)
                 gram, sums, counts = np.zeros((size, size)), np.zeros(size), np.zeros(size)
-                gram[:column, :column] = self._gram[:column, :column]
-                sums[:column], counts[:column] = self._sums[:column], self._counts[:column]
+                if column:
+                    gram[:column, :column] = self._gram[:column, :column]
+                    sums[:column], counts[:column] = self._sums[:column], self._counts[:column]
                 self._gram, self._sums, self._counts = gram, sums, counts
         return column
 
@@ -106,6 +117,7 @@ class DrawnEffects:
         without `genome`'s own draw, whose luck would otherwise count as its values' effect."""
         import numpy as np
 
+        self._sum_pending()
         p = len(self._columns)
         gram, sums, counts = self._gram[:p, :p].copy(), self._sums[:p].copy(), self._counts[:p].copy()
         n, total, squares = len(self._drawn), self._total, self._squares

@@ -4,7 +4,8 @@ Two pins can be compared only when they answer the same question: the same objec
 same toolkit and the same architectures. Static figures (registers, spills, instructions) are deterministic, so
 the old record's own figures are compared, as long as the defaults still measure what they measured then (else
 the sources changed, and so did what the figures mean). Runtimes are never taken from a record: the old pin is
-built and re-measured beside the new winner, interleaved, and is better only beyond the noise.
+built and re-measured beside the new winner, interleaved, and is better only beyond the noise (unless its
+controls are the winner's own: then it is that very build, a tie, neither built nor run again).
 """
 
 from __future__ import annotations
@@ -110,15 +111,20 @@ def refuse_what_cannot_be_pinned(manifest: Manifest, settings: TuneSettings, too
         f"to replace it, with --no-pin to search and report without pinning, or {retune} to tune for what it was tuned for")
 
 
+def same_controls(old: Controls, new: Controls) -> bool:
+    """Whether two pins' controls are the same (an ACF by its contents): built now, the same build."""
+    def pinned(controls: Controls) -> tuple[object, ...]:
+        return controls.flags, controls.defines, None if controls.acf is None else controls.acf.sha256
+
+    return pinned(old) == pinned(new)
+
+
 def pins_the_same(old: PinnedRecord, new: PinnedRecord) -> bool:
     """Whether `new` pins what `old` does: the same objectives, toolkit and architectures, the same controls (an ACF
     by its contents) and per-architecture entries, and objects of the same machine code. Writing it over `old`
     changes only the provenance: a second static tune of llm.c's softmax_forward "replaced" its pin with an equal
     one, a change to commit for nothing."""
-    def pinned(controls: Controls) -> tuple[object, ...]:
-        return controls.flags, controls.defines, None if controls.acf is None else controls.acf.sha256
-
-    return (not_comparable(old, new) is None and pinned(old.controls) == pinned(new.controls)
+    return (not_comparable(old, new) is None and same_controls(old.controls, new.controls)
             and old.objects == new.objects and not old.per_architecture and not new.per_architecture)
 
 
@@ -156,7 +162,11 @@ def compare(old: PinnedRecord, new: PinnedRecord, objectives: Sequence[Objective
                                       "than when the old pin was made (the sources changed)")
     timed = [i for i, o in enumerate(objectives) if o.source != "static"]
     samples: tuple[dict[str, list[float]], dict[str, list[float]]] = ({}, {})
-    if timed:
+    # The old pin's controls built now are the winner's build, of the same sources and toolkit: re-measuring them
+    # beside it (a build and 2x`rounds` benchmark runs) could only find noise. A second tune that finds the pin's
+    # own controls again (tests do, often) ties with it, unmeasured.
+    unmeasured = bool(timed) and same_controls(old.controls, new.controls)
+    if timed and not unmeasured:
         if remeasure is None or any(objectives[i].source != "benchmark" for i in timed):
             return Standing(False, False, "not compared: "
                             + ", ".join(objectives[i].name for i in timed) + " cannot be taken from the old record")
@@ -174,6 +184,9 @@ def compare(old: PinnedRecord, new: PinnedRecord, objectives: Sequence[Objective
             new_wins |= sign * after < sign * before
             parts.append(f"{objective.name} old {with_unit(objective, before)} against new "
                          f"{with_unit(objective, after)} ({change_text(before, after, objective.rate_unit)})")
+            continue
+        if unmeasured:
+            parts.append(f"{objective.name}: the same controls, so the same build: not re-measured")
             continue
         key = metric_key(objective)
         old_samples, new_samples = samples[0].get(key, []), samples[1].get(key, [])

@@ -209,13 +209,14 @@ def test_a_time_read_from_a_rate_shows_the_rate_as_printed_and_both_changes_the_
 
 def test_a_pin_replacing_one_read_from_a_rate_shows_both_as_the_rate_the_benchmark_printed() -> None:
     # Pins whose time is 1000 / TFLOPS: the note and the old-against-new comparison say TFLOPS, not milliseconds.
-    def record(base: float, best: float, rate: str) -> PinnedRecord:
-        return PinnedRecord(target="kern", controls=Controls(flags=("-Xptxas=-O3",)), toolchain=RecordToolchain("13.3"),
+    def record(base: float, best: float, rate: str, flags: tuple[str, ...] = ("-Xptxas=-O3",)) -> PinnedRecord:
+        return PinnedRecord(target="kern", controls=Controls(flags=flags), toolchain=RecordToolchain("13.3"),
                             provenance={"evaluations": 8, "time_rate_unit": rate} if rate else {"evaluations": 8},
                             objectives=(RecordObjective("time", "min"),), baseline=ScoreSummary((1e3 / base,), (0.0,)),
                             winner=ScoreSummary((1e3 / best,), (0.0,)))
 
-    old, new = record(100, 110, "TFLOPS"), record(100, 120, "TFLOPS")
+    # Other controls than the old pin's: the same ones are the same build, not re-measured (the test below).
+    old, new = record(100, 110, "TFLOPS"), record(100, 120, "TFLOPS", ("-Xptxas=-O3", "-maxrregcount=64"))
     objectives = read_from(parse_objectives(["time"]), r"TFLOPS: ([0-9.]+)", "TFLOPS")
     faster = [1e3 / r for r in (120, 121, 119, 120.5, 119.5)], [1e3 / r for r in (110, 111, 109, 110.5, 109.5)]
     standing = compare(old, new, objectives, lambda controls: ({"time_ms": faster[1]}, {"time_ms": faster[0]}))
@@ -224,6 +225,15 @@ def test_a_pin_replacing_one_read_from_a_rate_shows_both_as_the_rate_the_benchma
     note = replacement_note(Path("ciq/kern.json"), old, new, standing)
     assert "old: 8 evaluation(s); time 100 TFLOPS -> 110 TFLOPS (-9.1% (+10.0% TFLOPS)); -Xptxas=-O3" in note
     assert "new: 8 evaluation(s); time 100 TFLOPS -> 120 TFLOPS (-16.7% (+20.0% TFLOPS)); -Xptxas=-O3" in note
+    # The pin's own controls found again: built now they are the winner's very build, so nothing is built or run to
+    # re-measure them (a build and 2x5 benchmark runs that could only find noise), and neither is better.
+    def never(controls: Controls) -> str:
+        raise AssertionError(f"re-measured {controls}")
+
+    same = compare(old, record(100, 120, "TFLOPS"), objectives, never)
+    assert same.comparable and not same.old_better and not same.new_better, same
+    assert same.text == "time: the same controls, so the same build: not re-measured"
+    assert not compare(old, record(100, 120, "TFLOPS"), objectives, None).text.startswith("not compared")
     # A time is shown as it was measured.
     timed = replacement_note(Path("ciq/kern.json"), record(100, 110, ""), record(100, 120, ""))
     assert "old: 8 evaluation(s); time 10 -> 9.09091 (-9.1%); -Xptxas=-O3" in timed
