@@ -54,3 +54,20 @@ def test_a_target_without_params_is_told_to_declare_some_not_to_widen_them(tmp_p
     (line,) = [line for line in result.stdout.splitlines() if line.strip().startswith("next:")]
     assert "more values in PARAMS" not in line and "--controls params" not in line, line
     assert "a wider search (-D source parameters such as tile sizes, declared as PARAMS in ciq_tune_target())" in line
+
+
+def test_constraints_that_allow_no_params_combination_are_refused_in_one_line(tmp_path: Path) -> None:
+    # GPUSorting's trial: "search space: 0 of 2 PARAMS combinations (CONSTRAINTS) x 12,600 knob settings = 0
+    # configurations; ... each of its 0 configurations is evaluated once (exhaustive)", then "CONSTRAINTS allow none of
+    # the configurations the search drew or listed from PARAMS (25200 in all)", knob settings counted as PARAMS.
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(TIE, source)
+    command = [sys.executable, "-m", "ciq_build", "tune", "tie_kernels", "-S", str(source), "-B", str(build),
+               "--cmake-arg=-DTIE_PARAMS=KPT=choice(7,15)", "--cmake-arg=-DTIE_CONSTRAINTS=KPT > 20",
+               "--controls", "knobs", "--controls", "params"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        "ciq_build: error: CONSTRAINTS allow none of the 2 PARAMS combinations (PARAMS KPT=choice(7,15); CONSTRAINTS "
+        "KPT > 20): nothing to search. Loosen CONSTRAINTS or widen PARAMS in ciq_tune_target()"), result.stderr
+    assert "0 configurations" not in result.stderr
