@@ -5,7 +5,8 @@
 #   Writes <CMAKE_BINARY_DIR>/ciq/targets/<target>.json at generate time (file(GENERATE)): what the
 #   tuning driver reads of a registered target (ciq_build/project/manifest.py reads it; its JSON Schema
 #   is docs/target-manifest.schema.json), from the properties ciq_tune_target() set and the CUDA
-#   sources and architectures _ciq_finalize_target() found; and beside it the target's own nvcc flags
+#   sources and architectures _ciq_finalize_target() found, the target's other (host) sources and its benchmark's
+#   own sources (_ciq_compiled_sources); and beside it the target's own nvcc flags
 #   (_ciq_write_cuda_flags).
 #
 # Separate because it is the module's one interface to the Python driver, a JSON document whose fields
@@ -92,7 +93,12 @@ function(_ciq_write_manifest)
       # Appended as text: a CMake list would split inside the JSON's [ ].
       string(APPEND sets_json "{\"name\": \"${size}\", \"args\": ${size_args_json}}")
     endforeach()
-    set(benchmark_json "{\"target\": ${benchmark_name}, \"path\": \"@CIQ_BENCHMARK_PATH@\", \"args\": ${benchmark_args}, \"args_sets\": [${sets_json}], \"score\": \"${score}\"}")
+    # Its own sources, which a candidate's -D does not reach (the tuned target's CUDA sources, where it is the
+    # tuned target, do): the driver reads them for the PARAMS names (ciq_build.tune.param_probe).
+    _ciq_compiled_sources(benchmark_sources "${benchmark}" "C;CXX;OBJC;OBJCXX;HIP;CUDA" "")
+    list(REMOVE_ITEM benchmark_sources ${sources})
+    _ciq_json_array(benchmark_sources ${benchmark_sources})
+    set(benchmark_json "{\"target\": ${benchmark_name}, \"path\": \"@CIQ_BENCHMARK_PATH@\", \"args\": ${benchmark_args}, \"args_sets\": [${sets_json}], \"score\": \"${score}\", \"sources\": ${benchmark_sources}}")
   else()
     set(benchmark_json "null")
   endif()
@@ -133,6 +139,9 @@ function(_ciq_write_manifest)
     _ciq_json_string(json_${name} "${${name}}")
   endforeach()
   _ciq_json_array(json_sources ${sources})
+  # The target's other sources, which its host compiler builds without a candidate's -D (param_probe reads them).
+  _ciq_compiled_sources(host_sources ${target} "C;CXX;OBJC;OBJCXX;HIP" "")
+  _ciq_json_array(json_host_sources ${host_sources})
   _ciq_json_string(json_object_dir "${binary_dir}/CMakeFiles/${target}.dir")
 
   string(JOIN "\n" manifest
@@ -145,6 +154,7 @@ function(_ciq_write_manifest)
     "  \"target_source_dir\": ${json_source_dir},"
     "  \"target_binary_dir\": ${json_binary_dir},"
     "  \"cuda_sources\": ${json_sources},"
+    "  \"host_sources\": ${json_host_sources},"
     "  \"object_dir\": ${json_object_dir},"
     "  \"objects\": [@CIQ_OBJECTS@],"
     "  \"target_file\": @CIQ_TARGET_FILE@,"

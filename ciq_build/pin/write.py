@@ -207,15 +207,22 @@ def merge_architecture(path: Path, tuned: PinnedRecord, arch: str) -> PinnedReco
     return merged
 
 
+def toolkit_cannot_join(path: Path, existing: PinnedRecord, cuda: str, ptxas_version: str) -> str | None:
+    """Why a winner of toolkit `cuda` (ptxas `ptxas_version`) cannot be an architecture's entry of the record
+    `existing` at `path`, and what to do; None when it can. A tune --architecture checks it before its search too."""
+    if existing.toolchain.cuda == cuda and \
+            major_minor(existing.toolchain.ptxas_version) == major_minor(ptxas_version):
+        return None
+    return (f"the record was tuned with CUDA {existing.toolchain.cuda} (ptxas {existing.toolchain.ptxas_version or '?'}), "
+            f"this tune uses CUDA {cuda} (ptxas {ptxas_version or '?'}), and one record holds one toolkit's winners. "
+            f"Tune with the record's toolkit, retune its other architectures with this one, or remove {path.name} "
+            "to start over")
+
+
 def _check_mergeable(path: Path, existing: PinnedRecord, tuned: PinnedRecord, arch: str) -> None:
     """Refuse to add `tuned` as an entry of `existing` when they differ in toolkit or objectives."""
-    if existing.toolchain.cuda != tuned.toolchain.cuda or \
-            major_minor(existing.toolchain.ptxas_version) != major_minor(tuned.toolchain.ptxas_version):
-        raise RecordError(
-            f"cannot add the sm_{arch} winner to {path}: the record was tuned with CUDA {existing.toolchain.cuda} "
-            f"(ptxas {existing.toolchain.ptxas_version or '?'}), this tune used CUDA {tuned.toolchain.cuda} "
-            f"(ptxas {tuned.toolchain.ptxas_version or '?'}), and one record holds one toolkit's winners. "
-            f"Retune its other architectures with this toolkit, or remove {path.name} to start over.")
+    if other_toolkit := toolkit_cannot_join(path, existing, tuned.toolchain.cuda, tuned.toolchain.ptxas_version):
+        raise RecordError(f"cannot add the sm_{arch} winner to {path}: {other_toolkit}")
     if not same_objectives(existing.objectives, tuned.objectives):  # a tune refuses it before its search (old_pin)
         raise RecordError(
             f"cannot add the sm_{arch} winner to {path}: the record's objectives are "

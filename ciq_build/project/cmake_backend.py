@@ -3,6 +3,7 @@ manifests, built in scratch copies of the build tree, a pin applied by a plain `
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ class CMakeBackend:
             configure_user_tree(self.source_dir, self.build_dir, find_toolchain(), None, list(self.cmake_args),
                                 USER_CONFIGURE_TIMEOUT)
         else:
+            check_cmake_args_kept(self.build_dir, self.cmake_args)
             refresh_user_tree(self.build_dir, USER_CONFIGURE_TIMEOUT)
 
     @property
@@ -119,3 +121,25 @@ class CMakeBackend:
 
     def command(self, name: str, target: str) -> str:
         return f"python -m ciq_build {name} {shlex.quote(target)} -B {shlex.quote(str(self.build_dir))}"
+
+
+def check_cmake_args_kept(build_dir: Path, cmake_args: tuple[str, ...]) -> None:
+    """Refuse `--cmake-arg`s that a build tree configured already would not take: they configure a new tree only, and a
+    tune that dropped them searched another configuration than the one asked for, unsaid. The same settings as the
+    cache's pass, so the command that started a tune resumes it word for word."""
+    cache = build_dir / "CMakeCache.txt"
+    differing = []
+    for arg in cmake_args:
+        setting = re.fullmatch(r"-D([^:=]+)(?::[A-Za-z]+)?=(.*)", arg, re.S)
+        if setting is None:
+            differing.append(f"{arg} (only -D<name>=<value> settings can be checked against a configured tree)")
+            continue
+        name, value = setting.groups()
+        cached = cache_value(cache, name)
+        if cached != value and not (cached and value and Path(value).resolve() == Path(cached)):
+            differing.append(f"-D{name}={value} (the cache has " + (f"{name}={cached})" if cached is not None else
+                                                                     "no such entry)"))
+    if differing:
+        raise ConfigError(f"{build_dir} is configured already, and --cmake-arg only configures a new build dir: "
+                          f"{'; '.join(differing)}. Set it in that tree yourself (cmake -B {build_dir} -D...) and tune "
+                          "again without --cmake-arg, or tune in a new build dir (-B <new dir> --source-dir <src>)")

@@ -144,6 +144,10 @@ class Benchmark:
         "repeat (ciq_build.measure.sizes); left out or empty: one size, `args`", optional=True))
     score: str = field(default="geomean", metadata=in_json(
         SCORE, "SCORE: how the sizes' ratios to the defaults make one score", optional=True))
+    sources: tuple[Path, ...] = field(default=(), metadata=in_json(
+        ABSOLUTES, "the benchmark target's own C, C++ and CUDA sources (not the tuned target's CUDA sources, where "
+        "the benchmark is the tuned target): a candidate's -D reaches none of them (ciq_build.tune.param_probe, "
+        "warn_host_reads); empty: none, or not known", optional=True))
 
 
 @dataclass(frozen=True)
@@ -184,6 +188,9 @@ class Manifest:
     target_source_dir: Path = field(metadata=in_json(ABSOLUTE, "the target's SOURCE_DIR"))
     target_binary_dir: Path = field(metadata=in_json(ABSOLUTE, "the target's BINARY_DIR"))
     cuda_sources: tuple[Path, ...] = field(metadata=in_json(ABSOLUTES, "the target's CUDA sources"))
+    host_sources: tuple[Path, ...] = field(default=(), metadata=in_json(
+        ABSOLUTES, "the target's other C and C++ sources, which its host compiler builds without a candidate's -D "
+        "(ciq_build.tune.param_probe, warn_host_reads); empty: none, or not known", optional=True))
     object_dir: Path = field(metadata=in_json(ABSOLUTE, "what object names in a pin's fingerprints are relative to"))
     objects: tuple[Path, ...] = field(default=(), metadata=in_json(
         ABSOLUTES, "$<TARGET_OBJECTS:target>: every object file the target links"))

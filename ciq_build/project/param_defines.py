@@ -10,6 +10,10 @@ presence alone is tested (`#ifdef NAME`, `#if defined(NAME)`) takes the same
 branch for every -DNAME=..., 0 included (`presence_tests`). Sources and the
 headers they include by quotes are read; a directive this cannot see (a header
 found through -I, a generated one) is absent from all three.
+
+Beside the directives, the code: `identifier_uses` finds where a source the
+search's -D does not reach (a host .cpp, the benchmark's own) uses a PARAMS
+name at all, directive or code, outside comments and string literals.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ _DIRECTIVE = re.compile(r"^\s*#\s*(\w+)(.*)$")
 _QUOTED_INCLUDE = re.compile(r'^\s*"([^"]+)"')
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 _DEFINED = re.compile(r"(!?)\s*\bdefined\b\s*\(?\s*(\w+)")  # `defined(NAME)`, `defined NAME`, and whether negated
+# Comments and string/character literals, matched left to right so that a // inside a string is not a comment.
+_COMMENT_OR_LITERAL = re.compile(r"""//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL)
+_INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include\b.*$", re.MULTILINE)
 
 
 def unguarded_defines(specs: Sequence[str], sources: Iterable[Path]) -> dict[str, str]:
@@ -63,6 +70,56 @@ def presence_tests(specs: Sequence[str], sources: Iterable[Path]) -> dict[str, s
             if name in names:
                 found.setdefault(name, f"{path.name}:{number}")
     return found
+
+
+def identifier_uses(specs: Sequence[str], sources: Iterable[Path]) -> dict[str, tuple[Path, str]]:
+    """Each PARAMS name that one of `sources`, or a header it includes by quotes, uses as an identifier outside
+    comments and string literals, with the source it is read through and where the first use is:
+    {"TILE": (Path(".../main.cpp"), "config.h:3")}. Any use counts: code (`dim3 grid(n / TILE)`), a condition
+    (`#if TILE > 16`), and a default's `#ifndef TILE` / `#define TILE 16`, which is what a file compiled without
+    the search's -DTILE builds with; an #include line's own text does not."""
+    names = {name[len(PARAM_PREFIX):] for name in parse_params(specs)}
+    if not names:
+        return {}
+    pattern = re.compile(r"\b(" + "|".join(sorted(map(re.escape, names))) + r")\b")
+    texts: dict[Path, tuple[str, list[Path]]] = {}
+    found: dict[str, tuple[Path, str]] = {}
+    for source in sources:
+        pending, seen = [Path(source)], set()
+        while pending and len(found) < len(names):
+            path = pending.pop(0)
+            if path in seen:
+                continue
+            seen.add(path)
+            if path not in texts:
+                texts[path] = _code_of(path)
+            code, includes = texts[path]
+            pending.extend(includes)
+            for match in pattern.finditer(code):
+                line = code.count("\n", 0, match.start()) + 1
+                found.setdefault(match.group(1), (Path(source), f"{path.name}:{line}"))
+    return found
+
+
+def _code_of(path: Path) -> tuple[str, list[Path]]:
+    """`path`'s text with comments, string and character literals and #include lines blanked (line numbers kept),
+    and the headers it includes by quotes, that exist; ("", []) for a file that cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
+    except OSError:
+        text = ""
+
+    def blank(match: re.Match[str]) -> str:
+        return "\n" * match.group().count("\n")
+
+    def comment_only(match: re.Match[str]) -> str:
+        return match.group() if match.group()[0] in "\"'" else blank(match)
+
+    uncommented = _COMMENT_OR_LITERAL.sub(comment_only, text)
+    includes = [path.parent / quoted.group(1) for line in _INCLUDE_LINE.findall(uncommented)
+                if (quoted := re.match(r'^\s*#\s*include\s*"([^"]+)"', line))]
+    code = _INCLUDE_LINE.sub("", _COMMENT_OR_LITERAL.sub(blank, uncommented))
+    return code, [include for include in includes if include.is_file()]
 
 
 def _param_defines(specs: Sequence[str], sources: Iterable[Path]) -> Iterator[tuple[str, str, bool, str]]:

@@ -232,6 +232,9 @@ def extension_manifest(project: Path, ext: CudaExtension, toolchain: Toolchain) 
     return Manifest(
         target=ext.ciq_target, source_dir=project, binary_dir=binary, target_source_dir=project,
         target_binary_dir=binary, cuda_sources=tuple(project / s for s in cuda_sources), object_dir=object_dir,
+        # what setuptools' host compiler builds (a .cpp, a Cython .pyx), without a candidate's -D; the benchmark is a
+        # Python program, whose sources say nothing of them
+        host_sources=tuple(project / os.fspath(s) for s in ext.sources if not is_cuda_source(s)),
         benchmark=bench, metric_regex=ext.ciq_metric, metric_unit=ext.ciq_unit, objectives=ext.ciq_objectives, params=ext.params,
         search_space=ext.ciq_search_space, constraints=ext.ciq_constraints, seeds=ext.ciq_seeds, pin_dir=pin_dir,
         pin_file=_record(pin_dir, ext.ciq_target),

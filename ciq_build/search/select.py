@@ -322,6 +322,13 @@ def space_size_text(settings: SearchSettings, manifest: Manifest, toolchain: Too
         if constraints is not None and every <= _COUNT_LIMIT:
             allowed = as_space(params, constraints.allows)
             count = sum(1 for i in range(every) if allowed.allows(allowed.genome_at(i)))
+            if count == 0:  # GPUSorting's trial: "0 of 2 PARAMS combinations ... each of its 0 configurations is
+                # evaluated once (exhaustive)", then "CONSTRAINTS allow none of the configurations ... (25200 in all)"
+                where = "its CudaExtension" if manifest.setuptools else "ciq_tune_target()"
+                raise ConfigError(
+                    f"{constrained} allow none of the {every:,} {declared} combinations ({declared} "
+                    f"{'; '.join(manifest.params)}; {constrained} {'; '.join(manifest.constraints)}): nothing to "
+                    f"search. Loosen {constrained} or widen {declared} in {where}")
             said = (f"{count:,} of {every:,} {declared} combinations ({constrained})" if count < every else
                     f"{every:,} {declared} combinations ({constrained} rule out none of them)")
         parts.append(said)

@@ -151,7 +151,9 @@ def baseline_for_search(runner: BuildRunner, trusted: Callable[[Evaluation, Work
 # A benchmark's failures that a machine without a GPU explains (a program that aborts on its first CUDA call without
 # printing the runtime's words, as stdgpu's examples do: "terminate called without an active exception"). Not a run
 # that ended well without the metric: its message says why (a METRIC regex that matched no line, say).
-_BENCHMARK_FAILURES = (Cause.BENCH_SIGNAL, Cause.BENCH_EXIT, Cause.BENCH_TIMEOUT)
+# A time of 0 too (bad_metric): a benchmark that checks no CUDA call times launches that all failed at once (GPUSorting's
+# OneSweep benchmark printed "Total time elapsed: 0.000000", and the tune said only to fix the benchmark).
+_BENCHMARK_FAILURES = (Cause.BENCH_SIGNAL, Cause.BENCH_EXIT, Cause.BENCH_TIMEOUT, Cause.BAD_METRIC)
 
 
 # The dynamic loader's words for a shared library it cannot find (glibc's ld.so), printed before main() runs.

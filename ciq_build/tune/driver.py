@@ -63,7 +63,7 @@ from ciq_build.tune.loop import (
     stopped_text,
     time_limit_ended,
 )
-from ciq_build.tune.old_pin import refuse_replacing_other_objectives
+from ciq_build.tune.old_pin import refuse_what_cannot_be_pinned
 from ciq_build.tune.param_probe import overridden_params, warn_before_building
 from ciq_build.tune.progress import LOG, TuneProgress, said_to
 from ciq_build.tune.runner import BuildRunner, Runner, relocatable_note
@@ -185,7 +185,7 @@ class TuneRun:
                 live.end()
 
     def _run_locked(self, source: CandidateSource) -> TuneOutcome:
-        refuse_replacing_other_objectives(self.manifest, self.settings)  # under the lock: what a tune waited for pinned
+        refuse_what_cannot_be_pinned(self.manifest, self.settings, self.toolchain)  # locked: what it waited for pinned
         limit = self.settings.search.time_limit
         if limit is not None:  # waiting for the lock (--wait) is not this tune's time
             self.deadline = time.monotonic() + limit
@@ -268,8 +268,7 @@ class TuneRun:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ciq-param-probe") as beside:
             probe = None
             if "params" in search_kinds(self.settings.search):
-                said = warn_before_building(self.manifest.params, self.manifest.cuda_sources, self.manifest.cuda_flags,
-                                            self.manifest.target, _warn)
+                said = warn_before_building(self.manifest, _warn)
                 probe = beside.submit(overridden_params, self.manifest.params, probe_tree, self.runner.timeouts.compile,
                                       self.manifest.target, _warn, said, self.manifest.cuda_flags)
                 if self.runner.measures_compile_time:

@@ -40,7 +40,7 @@ from ciq_build.tune.cache import EvaluationCache
 from ciq_build.tune.confirm import Confirmation, Confirmer
 from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
-from ciq_build.tune.old_pin import Standing, compare, pinned_before, pins_the_same
+from ciq_build.tune.old_pin import Standing, compare, pinned_before, pins_the_same, widened_note
 from ciq_build.tune.runner import DESCRIBED_REGISTERS_METRIC, DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
 from ciq_build.tune.summary import improved_objectives, next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
@@ -292,7 +292,10 @@ class Finish:
         pinned = record_path(self.manifest.pin_dir, self.manifest.target)
         acf = confirmation.winner.controls.acf
         if self.manifest.tune_architecture:  # under the target's lock, as every write of its record
-            merge_architecture(pinned, record, self.manifest.tune_architecture)
+            before = pinned_before(pinned)
+            merged = merge_architecture(pinned, record, self.manifest.tune_architecture)
+            if before is not None and (note := widened_note(pinned, before, merged)):
+                self.say(note)
         else:
             replaced = pinned_before(pinned)
             if replaced is not None and pins_the_same(replaced, record):
@@ -320,7 +323,8 @@ class Finish:
                               objectives, self.settings.search, self.pinning, confirmation.better,
                               int(confirmation.baseline.metrics.get("kernels", 1)), confirmation.baseline_scores,
                               improved_objectives(objectives, confirmation.baseline_scores, searched.evaluations),
-                              setuptools=self.manifest.setuptools, described=searched.described),
+                              setuptools=self.manifest.setuptools, described=searched.described,
+                              params=bool(self.manifest.params)),
                           size_ratios=self._size_ratios(confirmation), gpu_time=self._gpu_time(),
                           figures=self.architectures.describe(), winner=confirmation.better, kept_pin=kept_pin,
                           occupancy=self._occupancy_steps(
@@ -394,7 +398,8 @@ class Finish:
                           next_without_pin=next_without_a_pin(objectives, self.settings.search, self.pinning,
                                                               better=False, kernels=kernels, baseline=baseline.scores,
                                                               setuptools=self.manifest.setuptools,
-                                                              described=searched.described)),
+                                                              described=searched.described,
+                                                              params=bool(self.manifest.params))),
               file=sys.stdout)
         return TuneOutcome(True, None, baseline, None, [], verdict)
 

@@ -23,8 +23,10 @@ from ciq_build.measure.stats import FINAL_ALPHA, beats_baseline
 from ciq_build.pin.display import pinned_scores
 from ciq_build.pin.read import read_record
 from ciq_build.pin.record import PinnedRecord, architecture_set, objective_specs, record_path, same_objectives
+from ciq_build.pin.write import toolkit_cannot_join
 
 if TYPE_CHECKING:
+    from ciq_build.compiler.toolchain import Toolchain
     from ciq_build.project.manifest import Manifest
     from ciq_build.tune.tune_options import TuneSettings
 
@@ -57,19 +59,39 @@ def pinned_before(path: Path) -> PinnedRecord | None:
         return None
 
 
-def refuse_replacing_other_objectives(manifest: Manifest, settings: TuneSettings) -> None:
+def widened_note(path: Path, before: PinnedRecord, merged: PinnedRecord) -> str | None:
+    """What a tune --architecture says where its entry widened the record's architectures, or None: a build applies a
+    record only where it compiles for exactly its architectures, so a build for the old ones alone, which applied it,
+    now skips it (GPUSorting: a record for 90, then an entry for 80 from a tree built for 80;90)."""
+    old, new = before.toolchain.architectures, merged.toolchain.architectures
+    if set(old) >= set(new):
+        return None
+    was, now = ", ".join(old), ", ".join(new)
+    return (f"the record {path} was for {was} and is now for {now}: a build for {was} alone, which applied it, now "
+            f"skips it (a pin applies only to the architectures it holds, all of them); build for {now} "
+            f"(CMAKE_CUDA_ARCHITECTURES \"{';'.join(new)}\"), or restore the record from version control to keep "
+            f"the pin for {was}")
+
+
+def refuse_what_cannot_be_pinned(manifest: Manifest, settings: TuneSettings, toolchain: Toolchain) -> None:
     """Refuse, before its search, a tune whose winner would replace or join the target's pin tuned for other
     objectives (where one can be read). Such a pin cannot be compared with the winner (`not_comparable`), so it was
     replaced unasked: a user's pin validated for time was lost to a tune for registers. --force replaces it; --no-pin
     writes none. A tune --architecture adds its winner as an entry of the record, which merge_architecture refuses for
-    other objectives even with --force: refused here too, not after a search whose winner could not be pinned."""
+    other objectives or another toolkit even with --force: refused here too, not after a search whose winner could
+    not be pinned."""
     architecture = manifest.tune_architecture
     if not settings.pin or (settings.force and not architecture):
         return
     objectives = settings.objectives
     path = record_path(manifest.pin_dir, manifest.target)
     old = pinned_before(path)
-    if old is None or same_objectives(old.objectives, objectives):
+    if old is None:
+        return
+    if architecture and (other := toolkit_cannot_join(path, old, toolchain.major_minor, toolchain.ptxas_version)):
+        raise ConfigError(f"{path} cannot take this tune's sm_{architecture} winner: {other} (or tune with "
+                          "--no-pin to search and report without pinning)")
+    if same_objectives(old.objectives, objectives):
         return
     tuned = objective_specs(old.objectives)
     figures = "; ".join(pinned_scores(old))

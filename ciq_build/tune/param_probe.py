@@ -15,6 +15,14 @@ redefined (a #define the reading cannot see: a header found through -I, a
 generated one) is warned about too. Each name once, with the fix. A name with an "off" value (0) whose
 presence alone the sources test (`#ifdef NAME`) does nothing as the user meant it either: warned about with
 the first, from the same reading (`warn_presence_tested`).
+
+The -D reaches the target's CUDA compiles alone: its C/C++ sources (the host code that sizes a launch grid from
+TILE) and its BENCHMARK's own sources (one that checks the results assuming TILE) build with the default, while
+every candidate's kernels build with its value: wrong launches, wrong results, or a benchmark timing something
+else, unsaid. Each PARAMS name such a source, or a header it includes by quotes, uses at all is warned about
+before anything is built, once, naming the file and the fix (`warn_host_reads`; the rule of what counts as a use
+is `ciq_build.project.param_defines.identifier_uses`). A warning, not a refusal: the use may be harmless (a
+printout of the default).
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ from pathlib import Path
 
 from ciq_build.compiler.controls import Controls, define_value
 from ciq_build.core.params import PARAM_PREFIX, parse_params
-from ciq_build.project.param_defines import presence_tests, unguarded_defines
+from ciq_build.project.manifest import Manifest
+from ciq_build.project.param_defines import identifier_uses, presence_tests, unguarded_defines
 from ciq_build.project.worker import WorkerTree
 
 # gcc/cpp ('warning: "TILE" redefined'), EDG/cudafe ('incompatible redefinition of macro "TILE"'),
@@ -116,15 +125,50 @@ def warn_presence_tested(specs: Sequence[str], sources: Iterable[Path], target: 
     return sorted(found)
 
 
-def warn_before_building(specs: Sequence[str], sources: Iterable[Path], own_flags: Iterable[str], target: str,
-                         warn: Callable[[str], None]) -> list[str]:
+def unreached_sources(manifest: Manifest) -> list[tuple[Path, str, str]]:
+    """The sources a candidate's -D does not reach, in the manifest's order, each with what compiles it and the fix
+    beside moving the use: the target's host sources, then its benchmark's own (never the target's CUDA sources)."""
+    as_cuda = ("or make it a .cu source of the extension" if manifest.setuptools else
+               "or compile it as CUDA (set_source_files_properties(... PROPERTIES LANGUAGE CUDA))")
+    found = [(path, f"a host source of {manifest.target}", f"{as_cuda}, which the -D reaches")
+             for path in manifest.host_sources]
+    if manifest.benchmark is not None:
+        found += [(path, f"a source of its BENCHMARK {manifest.benchmark.target}", "")
+                  for path in manifest.benchmark.sources if path not in manifest.cuda_sources]
+    unique: dict[Path, tuple[Path, str, str]] = {}
+    for entry in found:
+        unique.setdefault(entry[0], entry)
+    return list(unique.values())
+
+
+def warn_host_reads(specs: Sequence[str], sources: Sequence[tuple[Path, str, str]], target: str,
+                    warn: Callable[[str], None]) -> list[str]:
+    """The PARAMS names that a source the candidates' -D does not reach uses (`sources`: each file, what compiles
+    it and a fix of its own, as `unreached_sources`; `identifier_uses`), each warned about once, before anything is
+    built, with the file and the fix."""
+    known = {path: (what, fix) for path, what, fix in sources}
+    found = identifier_uses(specs, list(known))
+    for name, (source, where) in sorted(found.items()):
+        what, fix = known[source]
+        through = "" if where.startswith(f"{source.name}:") else ", a header it includes"
+        warn(f"PARAMS {name} of {target}: {source.name} ({what}) reads {name} ({where}{through}), but each "
+             f"candidate's -D{name}=... reaches the CUDA compiles of {target} alone, so that file builds with the "
+             f"default {name} while the kernels build with the candidate's: a launch, check or buffer sized by it "
+             f"there is wrong for every other value, and the benchmark may measure something else. Move the use "
+             f"into the .cu sources of {target}, or have the host code take the value from the device side (a function "
+             f"in a .cu source that returns {name}){' ' + fix if fix else ''}.")
+    return sorted(found)
+
+
+def warn_before_building(manifest: Manifest, warn: Callable[[str], None]) -> list[str]:
     """Every warning on the target's PARAMS that reading its sources and flags can give before anything is built
-    (unguarded #defines, presence tests, names its own flags define too); the unguarded names, which the probe
-    beside the baseline need not say again (`overridden_params`'s `said`)."""
-    sources = list(sources)
+    (unguarded #defines, presence tests, names its own flags define too, names host code reads); the unguarded
+    names, which the probe beside the baseline need not say again (`overridden_params`'s `said`)."""
+    specs, target, sources = manifest.params, manifest.target, list(manifest.cuda_sources)
     said = warn_unguarded(specs, sources, target, warn)
     warn_presence_tested(specs, sources, target, warn)
-    warn_defined_by_flags(specs, own_flags, target, warn)
+    warn_defined_by_flags(specs, manifest.cuda_flags, target, warn)
+    warn_host_reads(specs, unreached_sources(manifest), target, warn)
     return said
 
 

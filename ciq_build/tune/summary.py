@@ -76,7 +76,7 @@ def improved_objectives(objectives: Sequence[Objective], baseline: Sequence[floa
 
 def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, pin: bool, better: bool,
                        kernels: int = 1, baseline: Sequence[float] = (), improved: Set[str] | None = None, *,
-                       setuptools: bool = False, described: Mapping[str, Any] | None = None) -> str:
+                       setuptools: bool = False, described: Mapping[str, Any] | None = None, params: bool = True) -> str:
     """What to try when a tune pinned nothing (`better`: its winner beat the defaults): the summary's `next:` line.
     `kernels`: how many the target's ptxas report has (a per-kernel objective is suggested where several, and
     where the search never moved the whole target's figure); `baseline`: the defaults' scores, where one minimised at
@@ -84,7 +84,8 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
     `improved`: the objectives some candidate beat the defaults on (improved_objectives; None: not known).
     `setuptools`: the target is a CudaExtension's, whose PARAMS are its params= (core/declared.py). `described`: the
     candidate source's describe(), whose budget is the one searched (a strategy's own options, compileiq's raised
-    pool), where `search` says only what was asked."""
+    pool), where `search` says only what was asked. `params`: the target declares PARAMS (without, the line says to
+    declare some, not to widen them: GPUSorting's kernels had none)."""
     if not pin and better:
         return "run the same command without --no-pin to pin the winner"
     # cuda_hgemv's 12 kernels spill nothing: the line offered spill_bytes:<kernel regex>, which is 0 for each; llm.c's
@@ -104,7 +105,7 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
         return (f"{said}{' and '.join(never)} never beat the compiler's defaults, and {' and '.join(gained)} did only "
                 f"in candidates no better on {' or '.join(never)}: a pin must beat the defaults on every objective, "
                 "so the defaults are the best trade-off this search found; try "
-                + _other_tries(objectives, search, setuptools, described))
+                + _other_tries(objectives, search, setuptools, described, params))
     whole = [o.name for o in objectives if o.name not in floored + full
              and o.kernels is None and o.kind is not None and o.kind.argument == "kernel regex"
              and (improved is None or o.name not in improved)]
@@ -118,8 +119,9 @@ def next_without_a_pin(objectives: Sequence[Objective], search: SearchSettings, 
                 "cannot move may set (a library's, Thrust's or CUB's say, whose __launch_bounds__ keep its registers "
                 f"under any register cap): score the kernels you wrote with --objective "
                 f"{first}:<kernel regex> (found in their names, e.g. {first}:my_kernel); or try "
-                + _other_tries(objectives, search, setuptools, described))
-    return (said or "nothing beat the compiler's defaults here; ") + "try " + _other_tries(objectives, search, setuptools, described)
+                + _other_tries(objectives, search, setuptools, described, params))
+    return ((said or "nothing beat the compiler's defaults here; ") + "try "
+            + _other_tries(objectives, search, setuptools, described, params))
 
 
 def _counted(count: int, noun: str) -> str:
@@ -127,13 +129,15 @@ def _counted(count: int, noun: str) -> str:
 
 
 def _other_tries(objectives: Sequence[Objective], search: SearchSettings, setuptools: bool,
-                 described: Mapping[str, Any] | None) -> str:
+                 described: Mapping[str, Any] | None, params: bool = True) -> str:
     """Other objectives, a wider search, a bigger budget (the one searched, `described`'s): what the `next:` line of
     a tune that pinned nothing offers."""
     others = [kind.name for kind in KINDS if kind.name not in {o.name.partition(":")[0] for o in objectives}]
     kinds = set(search.controls)
-    wider = (f"--controls {' --controls '.join(sorted({'knobs', 'params'} - kinds))} beside "
-             f"{', '.join(search.controls)}, " if not {"knobs", "params"} <= kinds else "")
+    missing = sorted({"knobs", "params"} - kinds) if params else sorted({"knobs"} - kinds)
+    wider = f"--controls {' --controls '.join(missing)} beside {', '.join(search.controls)}, " if missing else ""
+    source = (f"more values in {declared('PARAMS', setuptools)}" if params else
+              f"-D source parameters such as tile sizes, declared as {declared('PARAMS', setuptools)}")
     generations, pool_size = planned_batches(described or {}, search.generations, search.pool_size)
     budget = f"{_counted(generations, 'generation')} of {pool_size}"
     if search.max_evaluations is not None:
@@ -141,7 +145,7 @@ def _other_tries(objectives: Sequence[Objective], search: SearchSettings, setupt
     if search.time_limit is not None:
         budget += f", --time-limit {duration_text(search.time_limit)}"
     return (f"other objectives (--objective, one of "
-            f"{', '.join(others)}), a wider search ({wider}more values in {declared('PARAMS', setuptools)}) or a bigger "
+            f"{', '.join(others)}), a wider search ({wider}{source}) or a bigger "
             f"budget (--generations, --pool-size, --max-evaluations, --time-limit; this tune: {budget})"
             "; --fresh starts over")
 

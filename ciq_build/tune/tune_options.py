@@ -223,7 +223,8 @@ class TuneOptions:
                                 "registered from Python (ciq_build.tune.executors.register_executor)")
     cmake_args: list[str] = option("--cmake-arg", group=EXECUTION, repeated=True, default_factory=list,
                                    metavar="ARG",
-                                   help="extra argument for configuring a new build dir (with --source-dir)")
+                                   help="extra argument for configuring a new build dir (with --source-dir); on one configured "
+                                        "already, refused unless its cache holds the same -D setting")
     fresh: bool = option("--fresh", group=EXECUTION, switch=True, default=False,
                          help="start over instead of resuming the journal")
     wait: bool = option("--wait", group=EXECUTION, switch=True, default=False,

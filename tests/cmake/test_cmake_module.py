@@ -707,8 +707,14 @@ def test_verify_of_a_pin_the_build_skips_says_why_the_build_skips_it(tiny: Tiny)
     ensure_ok(tiny.configure(pins={"kern": record(flags=["-maxrregcount=32"], architectures=["80"])}))
     report = verify("kern", CMakeBackend(tiny.build, None))
     assert not report.ok
-    assert ("holds nothing, not the pinned ['-maxrregcount=32']: this build skips it: pin skipped (tuned for 80, "
-            "compiling for 90a)") in report.text, report.text
+    # Said once, as the build decided it, without a rebuild: GPUSorting's record for 80, 90 verified in a build for 90
+    # alone gave 11 lines (each options file empty, each object's code not the winner's), all of the one reason.
+    lines = report.text.splitlines()
+    assert lines[1:] == ["  FAILED:", f"    this build skips the pin: pin skipped (tuned for 80, compiling for 90a): "
+                                      f"{tiny.pin_dir / 'kern.json'}; the pinned record for 'kern' was tuned for 80, "
+                                      "but this build compiles for 90a: retune for these architectures (python -m "
+                                      "ciq_build tune kern), or build for 80. The pin is skipped for now."], report.text
+    assert not list(tiny.build.rglob("*.cu.o")), "built for nothing"
 
 
 def test_verify_builds_the_objects_it_checks_not_a_link_the_machine_cannot_make(tiny: Tiny) -> None:
@@ -929,6 +935,10 @@ def test_manifest_is_valid_and_escapes_every_string(tiny: Tiny) -> None:
     assert manifest.benchmark is not None
     assert manifest.benchmark.path == tiny.build / "kern_bench"
     assert [Path(s) for s in manifest.cuda_sources] == [tiny.source / "kern.cu"]  # not the .cpp
+    # the sources a candidate's -D does not reach (ciq_build.tune.param_probe): the .cpp, and the benchmark's own,
+    # its .cu file included
+    assert manifest.host_sources == (tiny.source / "kern_host.cpp",)
+    assert manifest.benchmark.sources == (tiny.source / "bench.cu",)
     assert Path(manifest.object_dir) == tiny.build / "CMakeFiles" / "kern.dir"
     assert manifest.objects == tuple(tiny.build / "CMakeFiles" / "kern.dir" / name
                                      for name in ("kern.cu.o", "kern_host.cpp.o"))
@@ -959,6 +969,7 @@ def test_executable_with_separable_compilation_and_two_archs_tunes_itself(tiny: 
     assert tiny.options_file("kern_bench").read_text() == "-maxrregcount=32\n"
     manifest = load_manifest(tiny.build, "kern_bench")
     assert manifest.benchmark is not None and manifest.benchmark.path == tiny.build / "kern_bench"
+    assert manifest.benchmark.sources == ()  # its bench.cu is the tuned target's, which the -D reaches
     assert manifest.toolchain.architectures == "90a;100a"
 
     tiny.build_targets("kern_bench")

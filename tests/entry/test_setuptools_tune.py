@@ -76,6 +76,10 @@ def test_load_extension_reads_setup_py_without_building(project: Path) -> None:
     assert ext.ciq_objectives == ("registers",) and ext.params == ("CIQ_TILE=choice(8,64,128)",)
     assert ext.ciq_benchmark == (sys.executable, "bench.py")
     assert not (project / "build").exists()  # setup() was captured, nothing ran
+    # the .cpp beside the kernels is what setuptools' host compiler builds, which a candidate's -D does not reach
+    manifest = _worker_tree(project).manifest
+    assert manifest.host_sources == (project / "pkg" / "mod.cpp",) and manifest.benchmark is not None
+    assert manifest.benchmark.sources == ()
     with pytest.raises(ConfigError, match=r"no CudaExtension\(ciq_target='gemm'\).*targets: kern"):
         load_extension(project, "gemm")
     with pytest.raises(ConfigError, match="there is no setup.py"):
@@ -126,18 +130,6 @@ def test_a_candidate_compiles_without_linking_and_a_failing_one_is_recorded(proj
     broken = runner.evaluate(tree, Proposal(1, 0, {}), Controls(defines=(("CIQ_TILE", "128"),)), "k128")
     assert not broken.ok and broken.cause == Cause.COMPILE_FAILED
     assert "CIQ_TILE above 64 is not supported" in broken.message
-
-
-@pytest.mark.slow
-def test_runtime_objective_runs_the_benchmark_on_each_candidates_module(project: Path) -> None:
-    options = TuneOptions(target="kern", build_dir=project / "build", objectives=["metric:tile"],
-                          controls=["params"], generations=1, pool_size=3, seed=2, repeats=1, pin=False, quiet=True)
-    outcome = run_tune(options, SetuptoolsBackend(project))
-    assert outcome.ok and outcome.winner is not None
-    # tile is what the module imported by bench.py was compiled with: the worker's lib/, not an installed copy.
-    assert outcome.baseline.metrics["tile"] == 64
-    assert outcome.winner.metrics["tile"] == 8 and outcome.winner.runs >= 1
-    assert not (project / "ciq").exists()  # --no-pin
 
 
 @pytest.mark.slow
@@ -419,6 +411,7 @@ import sys
 tile = importlib.import_module("pkg._kern").tile()
 small = sys.argv[1:] == ["--size", "small"]
 print(f"CIQ_METRIC time_ms={(0.5 if small else 1.2) if tile == 8 else 1.0:.6f}")
+print(f"CIQ_METRIC tile={tile}")
 '''
 
 
@@ -431,14 +424,22 @@ def _sized(project: Path, score: str) -> None:
     (project / "setup.py").write_text(setup.replace('ciq_benchmark=[sys.executable, "bench.py"],', sized))
 
 
-def test_ciq_benchmark_args_sets_are_scored_together_as_cmakes_args_sets(project: Path) -> None:
+def test_a_runtime_tune_benchmarks_each_candidates_module_and_scores_ciq_benchmark_args_sets_together(
+        project: Path) -> None:
     # One tune, by the geometric mean; each SCORE's rule is tested where it is decided (tests/measure/test_sizes.py),
-    # and what reaches it from setup.py below (a second tune, by the worst ratio, cost ~8 s of CPU).
+    # and what reaches it from setup.py below (a second tune, by the worst ratio, cost ~8 s of CPU). The same tune
+    # shows that each candidate's benchmark imports that candidate's module (a tune of its own for it, of
+    # metric:tile with bench.py, cost ~15 s of CPU more; a metric: objective is read as any other, tests/core).
     _sized(project, "geomean")
     options = TuneOptions(target="kern", build_dir=project / "build", objectives=["time"], controls=["params"],
                           generations=1, pool_size=3, seed=2, repeats=1, pin=False, quiet=True)
     outcome = run_tune(options, SetuptoolsBackend(project))
     assert outcome.ok and outcome.winner is not None
+    # tile is what the module the benchmark imported was compiled with: the worker's lib/, not an installed copy.
+    assert outcome.baseline.metrics["tile@small"] == outcome.baseline.metrics["tile@large"] == 64
+    assert outcome.winner.metrics["tile@small"] == outcome.winner.metrics["tile@large"] == 8
+    assert outcome.winner.runs >= 1
+    assert not (project / "ciq").exists()  # --no-pin
     assert outcome.baseline.metrics["time_ms@small"] == outcome.baseline.metrics["time_ms@large"] == 1.0
     assert outcome.winner.controls.defines == (("CIQ_TILE", "8"),), outcome.winner
     # each size's figure is kept, and the score is the geometric mean of the ratios

@@ -119,6 +119,19 @@ def test_args_sets_and_score_load_and_an_older_manifest_without_them_is_one_size
     assert bench is not None and bench.args_sets == () and bench.score == "geomean"
 
 
+def test_host_and_benchmark_sources_load_and_an_older_manifest_without_them_has_none(tmp_path):
+    data = valid_manifest(tmp_path)
+    data.update(host_sources=[str(tmp_path / "grid.cpp")])
+    data["benchmark"].update(sources=[str(tmp_path / "bench.cpp")])
+    write_manifest(tmp_path, data)
+    manifest = load_manifest(tmp_path, "gemm")
+    assert manifest.host_sources == (tmp_path / "grid.cpp",)
+    assert manifest.benchmark is not None and manifest.benchmark.sources == (tmp_path / "bench.cpp",)
+    write_manifest(tmp_path, valid_manifest(tmp_path))
+    manifest = load_manifest(tmp_path, "gemm")
+    assert manifest.host_sources == () and manifest.benchmark is not None and manifest.benchmark.sources == ()
+
+
 @pytest.mark.parametrize(
     ("sets", "score", "message"),
     [([{"name": "a", "args": []}, {"name": "a", "args": ["-n"]}], "geomean", "the size 'a' is given more than once"),

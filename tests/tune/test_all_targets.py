@@ -58,6 +58,17 @@ def test_all_tunes_every_target_says_a_failure_and_goes_on_and_resumes_each_from
     assert again.returncode == 2, again.stdout + again.stderr
     assert "evaluations: 2 (0 run, 2 from the journal)" in again.stdout, again.stdout
 
+    # Another --cmake-arg on the tree configured already is refused before anything runs: it would be dropped,
+    # and the tune would search the cached configuration instead of the one asked for, unsaid.
+    journal = (tmp_path / "build" / "ciq" / "journal" / "timer.jsonl").read_bytes()
+    other = subprocess.run([*command, "--cmake-arg=-DTIMER_SLEEP_MS=20"], capture_output=True, text=True,
+                           timeout=600, cwd=source)
+    assert other.returncode == 2, other.stdout + other.stderr
+    assert (f"{tmp_path / 'build'} is configured already, and --cmake-arg only configures a new build dir: "
+            "-DTIMER_SLEEP_MS=20 (the cache has TIMER_SLEEP_MS=10)") in other.stderr, other.stderr
+    assert "tune --all: timer" not in other.stderr and "baseline" not in other.stderr, other.stderr
+    assert (tmp_path / "build" / "ciq" / "journal" / "timer.jsonl").read_bytes() == journal
+
 
 @pytest.mark.slow
 def test_targets_named_are_each_checked_before_any_is_tuned(tmp_path: Path,

@@ -10,7 +10,7 @@ import pytest
 
 from ciq_build.compiler.controls import AcfRef, Controls
 from ciq_build.measure import stopping
-from ciq_build.project.param_defines import guarded_defaults, unguarded_defines
+from ciq_build.project.param_defines import guarded_defaults, identifier_uses, unguarded_defines
 from ciq_build.tune import minimize
 from ciq_build.tune.minimize import Minimizer, spelled, without
 from ciq_build.tune.param_probe import (
@@ -18,6 +18,7 @@ from ciq_build.tune.param_probe import (
     probe_settings,
     redefined_macros,
     warn_defined_by_flags,
+    warn_host_reads,
     warn_presence_tested,
     warn_unguarded,
 )
@@ -61,6 +62,33 @@ def test_a_params_unguarded_define_and_its_guarded_default_are_read_from_the_sou
     assert said[0] == ("PARAMS TILE of kern does nothing: the source #defines TILE itself (tile.h:4, outside any "
                        "#ifndef TILE), so the compiler overrides every -DTILE=... and every value yields the same "
                        "code. Guard the #define with #ifndef TILE ... #endif, or drop TILE from PARAMS.")
+
+
+def test_a_params_name_that_host_code_uses_outside_comments_and_strings_is_warned_about_once(tmp_path: Path) -> None:
+    # A candidate's -D reaches the target's CUDA compiles alone: a .cpp that reads TILE builds with the default.
+    # The shared header's guarded default, included by the host file that uses nothing else, is such a read.
+    (tmp_path / "tile.h").write_text("#pragma once\n// UNROLL is kern.cu's\n#ifndef TILE\n#define TILE 16\n#endif\n")
+    (tmp_path / "main.cpp").write_text(
+        '#include "tile.h"  // BLOCK\n#include <BLOCK.h>\n'
+        '/* BLOCK\n   UNROLL */ const char* s = "BLOCK // UNROLL";\n'
+        "int tiles = TILE_COUNT + 1'000 + 'B';\n")          # TILE_COUNT is another name
+    (tmp_path / "bench.cpp").write_text("#include <cstdio>\nint main() { return DEPTH > 1 ? 0 : UNROLL; }\n")
+    specs = ["TILE=8,16", "UNROLL=1,2", "BLOCK=64,128", "DEPTH=1,2"]
+    sources = [tmp_path / "main.cpp", tmp_path / "bench.cpp", tmp_path / "missing.cpp"]
+    assert identifier_uses(specs, sources) == {"TILE": (tmp_path / "main.cpp", "tile.h:3"),
+                                               "DEPTH": (tmp_path / "bench.cpp", "bench.cpp:2"),
+                                               "UNROLL": (tmp_path / "bench.cpp", "bench.cpp:2")}
+    said: list[str] = []
+    named = [(tmp_path / "main.cpp", "a host source of kern", "or compile it as CUDA"),
+             (tmp_path / "bench.cpp", "a source of its BENCHMARK bench", "")]
+    assert warn_host_reads(specs, named, "kern", said.append) == ["DEPTH", "TILE", "UNROLL"]
+    assert len(said) == 3 and said[1].startswith(
+        "PARAMS TILE of kern: main.cpp (a host source of kern) reads TILE (tile.h:3, a header it includes), but "
+        "each candidate's -DTILE=... reaches the CUDA compiles of kern alone, so that file builds with the default "
+        "TILE")
+    assert said[1].endswith("(a function in a .cu source that returns TILE) or compile it as CUDA.")
+    assert "bench.cpp (a source of its BENCHMARK bench) reads UNROLL (bench.cpp:2)," in said[2]
+    assert warn_host_reads(["BLOCK=64,128"], named, "kern", said.append) == [] and len(said) == 3
 
 
 def test_a_params_name_with_an_off_value_whose_presence_the_source_tests_is_warned_about(tmp_path: Path) -> None:

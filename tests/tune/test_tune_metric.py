@@ -145,3 +145,16 @@ def test_a_benchmark_that_writes_into_the_source_tree_is_warned_about_once_namin
     warnings = [line for line in result.stderr.splitlines() if "source tree changed" in line]
     assert len(warnings) == 1, result.stderr  # once per tune, said even with --quiet
     assert str(written) in warnings[0] and "can change what the next candidate builds" in warnings[0]
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="nvidia-smi is on PATH: this is of a machine without one")
+def test_a_baseline_time_of_zero_where_no_gpu_was_seen_says_that_is_likely_why(tmp_path: Path) -> None:
+    # GPUSorting's OneSweep benchmark checks no CUDA call: on a machine without a GPU it printed "Total time elapsed:
+    # 0.000000", and the tune said only "the benchmark skipped its work or its timer is too coarse ... Fix the build
+    # or benchmark first". Here the defaults' X (3) prints a time of 0 the same way.
+    result, _, _ = _tune(tmp_path, "--cmake-arg=-DOWN_PROTOCOL=metric", "--cmake-arg=-DOWN_SKIP_X=3", "--no-pin")
+    assert result.returncode == 2, result.stderr
+    assert "failed: bad_metric:" in result.stderr and "below 1 ns" in result.stderr, result.stderr
+    assert "no GPU was seen (there is no nvidia-smi on PATH" in result.stderr, result.stderr
+    assert "which is likely why it failed: runtime objectives need one" in result.stderr
+    assert "Fix the build or benchmark first" not in result.stderr

@@ -143,6 +143,18 @@ def test_a_tune_for_other_objectives_refuses_before_its_search_to_replace_the_pi
                         "architectures)"], refused.stderr
         assert not (build / "ciq" / "journal" / "shared_kernels.sm_90a.jsonl").exists()
         assert "baseline" not in refused.stderr and pin.read_bytes() == written, refused.stderr
+    # A record of another toolkit cannot take an entry either (one record, one toolkit's winners): refused before the
+    # search as well, for the record's own objectives, not after a search whose winner merge_architecture refuses.
+    record = json.loads(written)
+    record["toolchain"]["cuda"] = "12.9"
+    pin.write_text(json.dumps(record, indent=2))
+    other_toolkit = subprocess.run([*command[:-1], "shared_bytes", "--architecture", "90a"], capture_output=True,
+                                   text=True, timeout=600, cwd=source)
+    assert other_toolkit.returncode == 2, other_toolkit.stdout + other_toolkit.stderr
+    assert (f"ciq_build: error: {pin} cannot take this tune's sm_90a winner: the record was tuned with CUDA 12.9 "
+            "(ptxas ") in other_toolkit.stderr and "one record holds one toolkit's winners" in other_toolkit.stderr
+    assert "baseline" not in other_toolkit.stderr, other_toolkit.stderr
+    pin.write_bytes(written)
     # --no-pin writes no pin, so it replaces none: it runs.
     subprocess.run([*command, "--no-pin"], capture_output=True, text=True, timeout=600, cwd=source, check=True)
     assert pin.read_bytes() == written

@@ -1,0 +1,5 @@
+// Included by quiet.cu alone: its default reaches no host code.
+#pragma once
+#ifndef TILE
+#define TILE 8
+#endif
