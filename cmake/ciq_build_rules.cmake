@@ -244,6 +244,28 @@ function(_ciq_rules_is_flag out flag)
   endforeach()
 endfunction()
 
+# _ciq_rules_option_of(<out> <flag>): the option of <flag> ("-maxrregcount" of "-maxrregcount=300") where the
+# allow-list holds it with other values only: a flag line's literal start (its flag characters before the first
+# pattern character) up to its last '='; else "". As ciq_build.core.rules.option_of_other_values.
+function(_ciq_rules_option_of out flag)
+  _ciq_rules_load()
+  set(${out} "" PARENT_SCOPE)
+  get_property(regexes GLOBAL PROPERTY _CIQ_RULES_FLAGS)
+  foreach(regex IN LISTS regexes)
+    string(REGEX MATCH "^[-A-Za-z0-9_=]*" literal "${regex}")
+    string(FIND "${literal}" "=" last REVERSE)
+    if(last GREATER 0)
+      string(SUBSTRING "${literal}" 0 ${last} option)
+      string(LENGTH "${option}=" length)
+      string(SUBSTRING "${flag}" 0 ${length} start)
+      if(start STREQUAL "${option}=")
+        set(${out} "${option}" PARENT_SCOPE)
+        return()
+      endif()
+    endif()
+  endforeach()
+endfunction()
+
 function(_ciq_rules_is_numerics out flag)
   _ciq_rules_load()
   get_property(regexes GLOBAL PROPERTY _CIQ_RULES_NUMERICS)

@@ -22,7 +22,7 @@ others' (lower is better; "<=" marks a ratio against a censored median, i.e.
 an upper bound). Goals (issue 10): ours/random <= 0.5 and ours/compileiq <= 0.8.
 
 Problems: the tuning set (problems.py: a change may be chosen on them) and
-the held-out sets (held_out.py, held_out_2.py ... held_out_25.py: each written before a change,
+the held-out sets (held_out.py, held_out_2.py ... held_out_26.py: each written before a change,
 a claim about the search is made on them only); ``--set`` picks one. ``--baseline REV`` adds
 the genetic search of a git revision (its ``ciq_build/search/evolution.py``)
 as row ``ga@REV``: before and after in one run, same seeds.
@@ -83,6 +83,7 @@ from bench.search_quality.held_out_22 import HELD_OUT_22  # noqa: E402
 from bench.search_quality.held_out_23 import HELD_OUT_23  # noqa: E402
 from bench.search_quality.held_out_24 import HELD_OUT_24  # noqa: E402
 from bench.search_quality.held_out_25 import HELD_OUT_25  # noqa: E402
+from bench.search_quality.held_out_26 import HELD_OUT_26  # noqa: E402
 from bench.search_quality.problems import TUNING, Problem  # noqa: E402
 from bench.search_quality.stats import fisher_exact, mann_whitney, mean_interval  # noqa: E402
 from ciq_build import INVALID_SCORE, Search, SearchConfiguration  # noqa: E402
@@ -273,7 +274,7 @@ class OursAt:
 _HELD_OUT_SETS = [HELD_OUT, HELD_OUT_2, HELD_OUT_3, HELD_OUT_4, HELD_OUT_5, HELD_OUT_6, HELD_OUT_7, HELD_OUT_8,
                   HELD_OUT_9, HELD_OUT_10, HELD_OUT_11, HELD_OUT_12, HELD_OUT_13, HELD_OUT_14, HELD_OUT_15, HELD_OUT_16,
                   HELD_OUT_17, HELD_OUT_18, HELD_OUT_19, HELD_OUT_20, HELD_OUT_21,
-                  HELD_OUT_22, HELD_OUT_23, HELD_OUT_24, HELD_OUT_25]
+                  HELD_OUT_22, HELD_OUT_23, HELD_OUT_24, HELD_OUT_25, HELD_OUT_26]
 SETS: dict[str, list[Problem]] = {"tuning": TUNING, "held-out": HELD_OUT}
 SETS |= {f"held-out-{n}": problems for n, problems in enumerate(_HELD_OUT_SETS[1:], start=2)}
 SETS["all"] = TUNING + [problem for problems in _HELD_OUT_SETS for problem in problems]

@@ -15,7 +15,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ciq_build.core.rules import FLAG_CHARS, RULES_NAME, RuleBookError, load_rules, parse_rules, rules_path
+from ciq_build.core.rules import (
+    FLAG_CHARS,
+    RULES_NAME,
+    RuleBookError,
+    load_rules,
+    option_of_other_values,
+    parse_rules,
+    rules_path,
+)
 from ciq_build.errors import UnsafeFlagError
 
 ALLOWLIST_NAME = RULES_NAME  # the flag lines of the rule book
@@ -86,6 +94,10 @@ def check_flag(flag: object, patterns: tuple[re.Pattern[str], ...] | None = None
             "paths or non-ASCII), which could smuggle in further arguments"
         )
         raise UnsafeFlagError(f"the pinned flag {flag!r} is refused: {detail}. {why} {_FIX}")
+    option = option_of_other_values(flag, patterns if patterns is not None else load_patterns())
+    if option is not None:
+        raise UnsafeFlagError(f"the pinned flag {flag!r} is refused: the allow-list holds {option} with other values "
+                              f"only ({ALLOWLIST_NAME} says which). {why} {_FIX}")
     raise UnsafeFlagError(
         f"the pinned flag {flag!r} is not on the allow-list. {why} "
         "Flags are spelled as one token in '=' form, e.g. -maxrregcount=64 or -Xptxas=-O2. "

@@ -33,6 +33,8 @@ def minimised(scores: Sequence[float], directions: Sequence[Direction] | None) -
     """Scores turned into smaller-is-better form (a maximised score is negated)."""
     if directions is None:
         return tuple(scores)
+    if len(directions) == 1 == len(scores):  # one objective, most searches: every result told goes through here
+        return (scores[0],) if directions[0] == "min" else (-scores[0],)
     return tuple(s if d == "min" else -s for s, d in zip(scores, directions, strict=True))
 
 

@@ -41,6 +41,20 @@ _REGEX_FORBIDDEN = re.compile(r"\(\?|[?*+][?*+]")
 # a careless edit (a '.*') still cannot admit a space, a quote, a comma
 # (-Xptxas=-O3,-Xcompiler=...), a path separator or a NUL.
 FLAG_CHARS = re.compile(r"[A-Za-z0-9_=-]+")
+# A flag line's literal start: its flag characters before the first pattern character (both readers alike).
+FLAG_CHARS_PREFIX = re.compile(r"[A-Za-z0-9_=-]*")
+
+
+def option_of_other_values(flag: str, patterns: Sequence[re.Pattern[str]]) -> str | None:
+    """The option of `flag` (`-maxrregcount` of '-maxrregcount=300') where the allow-list's `patterns` hold it with
+    other values only: a flag line's literal start (FLAG_CHARS_PREFIX) up to its last '='. A pin's out-of-range
+    value was told "a flag outside the allow-list", of an option the list holds (CMake: _ciq_rules_option_of)."""
+    for pattern in patterns:
+        literal = FLAG_CHARS_PREFIX.match(pattern.pattern.removeprefix("(?:"))  # the group parse_rules wraps it in
+        option = literal.group(0).rpartition("=")[0] if literal else ""
+        if option and flag.startswith(option + "="):
+            return option
+    return None
 
 _FIELD_TYPES = re.compile(r"(object|open|map:[a-z0-9_]+|array|string|string:[a-z0-9_]+|int|count|number|flag)\??")
 
@@ -495,7 +509,9 @@ def _check_string(rules: RuleBook, field: Field, where: str, shown: str, value: 
     if not isinstance(value, str):
         return shown, f"must be a string, not {json_kind(value)}"
     if field.kind == "flag" and not rules.is_flag(value):
-        return shown, f"is {shown_text(value)}, a flag outside the allow-list"
+        option = option_of_other_values(value, rules.flags)
+        return shown, (f"is {shown_text(value)}, a value of {option} outside the allow-list" if option else
+                       f"is {shown_text(value)}, a flag outside the allow-list")
     if field.pattern and not rules.matches(field.pattern, value):
         return shown, (f"is {shown_text(value)}, which breaks the {field.pattern} rule "
                        f"({rules.pattern_text(field.pattern)})")

@@ -27,7 +27,7 @@ import json
 import math
 import numbers
 import random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -163,6 +163,11 @@ class Range(Param):
 
     @property
     def size(self) -> int:
+        return self._size
+
+    @functools.cached_property
+    def _size(self) -> int:
+        # Decimal arithmetic is slow, and a search reads the size for every draw and mutation: computed once.
         if self._integral:
             return int((Decimal(self.end) - Decimal(self.start)) // Decimal(self.step)) + 1
         # Decimal arithmetic on the shortest repr keeps 0.1-steps exact.
@@ -421,6 +426,17 @@ class SearchSpace(Mapping[str, Param]):
     def __getitem__(self, name: str) -> Param:
         return self._params[name]
 
+    # The dict's own views: Mapping's are Python generators over __getitem__, and a search reads every parameter for
+    # each child it breeds, mutates or changes.
+    def keys(self) -> KeysView[str]:
+        return self._params.keys()
+
+    def values(self) -> ValuesView[Param]:
+        return self._params.values()
+
+    def items(self) -> ItemsView[str, Param]:
+        return self._params.items()
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._params)
 
@@ -447,11 +463,42 @@ class SearchSpace(Mapping[str, Param]):
 
     def to_params(self, genome: Genome) -> dict[str, Any]:
         """The dict an objective receives: absent (knocked-out) parameters are left out."""
-        return {
-            name: param.value(gene)
-            for (name, param), gene in zip(self._params.items(), genome, strict=True)
-            if gene is not None
-        }
+        return {name: values[gene] for name, values, gene in zip(self._names, self._values, genome, strict=True)
+                if gene is not None}
+
+    def key_of(self, genome: Genome) -> str:
+        """canonical_key(self.to_params(genome)), written from each value's part made once."""
+        parts = self._key_parts
+        return "{" + ",".join([parts[i][gene] for i in self._key_order if (gene := genome[i]) is not None]) + "}"
+
+    @property
+    def genes(self) -> list[tuple[Gene, ...]]:
+        """Each parameter's genes: its grid indices in order, then None where it can be knocked out."""
+        return self._genes
+
+    # A search converts a genome to its params and its key for every candidate, and draws thousands: each parameter's
+    # values, and each one's part of canonical_key, are made once (when first asked for), not by Param.value and json
+    # every time; its genes and its draws' bound methods are listed once.
+    @functools.cached_property
+    def _values(self) -> list[_Made]:
+        return [_Made(param.value) for param in self._params.values()]
+
+    @functools.cached_property
+    def _key_parts(self) -> list[_Made]:
+        return [_Made(functools.partial(_key_part, name, param)) for name, param in self._params.items()]
+
+    @functools.cached_property
+    def _key_order(self) -> list[int]:
+        """The parameters' indices in the order canonical_key writes them (sorted by name)."""
+        return sorted(builtins.range(len(self._names)), key=self._names.__getitem__)
+
+    @functools.cached_property
+    def _samplers(self) -> list[Callable[[random.Random, float], Gene]]:
+        return [param.sample for param in self._params.values()]
+
+    @functools.cached_property
+    def _genes(self) -> list[tuple[Gene, ...]]:
+        return [tuple(builtins.range(p.size)) + ((None,) if p.can_knockout else ()) for p in self._params.values()]
 
     def to_genome(self, params: Mapping[str, Any]) -> Genome:
         """The genome of a configuration; ConfigError if it does not belong to this space."""
@@ -476,7 +523,7 @@ class SearchSpace(Mapping[str, Param]):
         return tuple(genes)
 
     def sample(self, rng: random.Random, seeded_fraction: float = 0.9) -> Genome:
-        return tuple(param.sample(rng, seeded_fraction) for param in self._params.values())
+        return tuple([sample(rng, seeded_fraction) for sample in self._samplers])
 
     def genome_at(self, ordinal: int) -> Genome:
         """The ``ordinal``-th configuration in a fixed enumeration (for exhausting small spaces)."""
@@ -486,6 +533,23 @@ class SearchSpace(Mapping[str, Param]):
             ordinal, digit = divmod(ordinal, width)
             genes.append(None if digit == param.size else digit)
         return tuple(genes)
+
+
+class _Made(dict[int, Any]):
+    """A function of a parameter's grid index, made for each index when first asked for."""
+
+    def __init__(self, make: Callable[[int], Any]) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, index: int) -> Any:
+        made = self[index] = self.make(index)
+        return made
+
+
+def _key_part(name: str, param: Param, index: int) -> str:
+    """`"name":value` as canonical_key writes it in a configuration's key."""
+    return canonical_key({name: param.value(index)})[1:-1]
 
 
 def as_space(space: Mapping[str, Param] | SearchSpace,

@@ -20,6 +20,10 @@ arm proposed it:
   each with the third keeping the three's product, every single change,
   triples of ordered parameters moved together, then pairs of any two parameters' one-step
   changes: what walks a ridge or a valley that no single change climbs;
+  last, once all of these are out (a small space), pairs of ordered
+  parameters with one of them two steps, the nearest first: a pair that pays
+  only where one goes further than a step (held-out-24's walled24: a block's
+  next value with two more stages, each alone a loss);
   and, taking turns with its moves, walks from its changes of one choice or
   flag along every ordered parameter, from those whose change interacts with
   the others, the most first (ciq_build.search.walks): a pair of which one
@@ -302,6 +306,8 @@ class LocalArm:
         self._walks_from = 0  # where in the centre's moves that is
         self._walks_open = False
         self._walk_turn = True
+        self._ordered: list[int] = []  # the centre's ordered parameters
+        self._widened = False  # whether this centre's wide pairs (_wide_pairs()) have been queued
 
     def propose(self) -> Genome | None:
         centre = self.portfolio.centre()
@@ -335,7 +341,11 @@ class LocalArm:
             if self.walks.pending:
                 continue  # the centre's moves are out: the walks' turn
             if not self._pairs:
-                return None
+                if self._widened:
+                    return None
+                self._widened = True
+                self._moves, self._next = self._wide_pairs(centre), 0
+                continue
             i, j = self._pairs.pop()
             self._moves, self._next = [], 0
             for a, b in itertools.product(self._steps[i], self._steps[j]):
@@ -438,10 +448,29 @@ class LocalArm:
                 if all(0 <= moved[i] < params[i].size for i in triple):
                     moves.append(tuple(moved))
         self._moves, self._next = moves, 0
+        self._ordered, self._widened = ordered, False
         self._steps = [_one_steps(p, centre[i]) for i, p in enumerate(params)]
         self._pairs = [(i, j) for i, j in itertools.combinations(range(len(params)), 2)
                        if self._steps[i] and self._steps[j]]
         rng.shuffle(self._pairs)  # taken from the end: any two parameters, flags that only help together
+
+    def _wide_pairs(self, centre: Genome) -> list[Genome]:
+        """Once every other move around the centre is out: two ordered parameters moved together with one of them
+        two steps (or both), the nearest first -- a pair that pays only where one goes further than a step (a
+        block's next value with two more stages), which no one-step pair or triple reaches."""
+        params = self._params
+        moves: list[tuple[int, Genome]] = []
+        for i, j in itertools.combinations(self._ordered, 2):
+            for di, dj in itertools.product((-2, -1, 1, 2), repeat=2):
+                a, b = centre[i] + di, centre[j] + dj  # type: ignore[operator]
+                if max(abs(di), abs(dj)) == 2 and 0 <= a < params[i].size and 0 <= b < params[j].size:
+                    moved = list(centre)
+                    moved[i], moved[j] = a, b
+                    moves.append((abs(di) + abs(dj), tuple(moved)))
+        rng = random.Random(f"ciq_build.search.portfolio:{self.portfolio.seed}:wide:{self._rebuilt}")
+        rng.shuffle(moves)
+        moves.sort(key=lambda move: move[0])
+        return [genome for _, genome in moves]
 
 
 def _product_moves(centre: Genome, numeric: list[tuple[int, list[float]]]) \

@@ -29,7 +29,7 @@ from typing import Any, TypedDict
 
 from ciq_build.compiler.controls import Controls
 from ciq_build.core.causes import Cause
-from ciq_build.core.space import Genome, Param, SearchSpace, as_space, canonical_key
+from ciq_build.core.space import Genome, Param, SearchSpace, as_space
 from ciq_build.errors import ConfigError, SearchError
 from ciq_build.search.base import Proposal
 from ciq_build.search.configuration import (
@@ -234,8 +234,8 @@ class BatchSearch:
         return True
 
     def _candidate(self, genome: Genome) -> Candidate:
-        params = self.space.to_params(genome)
-        candidate = Candidate(self._next_id, self._generation, params, canonical_key(params), genome)
+        candidate = Candidate(self._next_id, self._generation, self.space.to_params(genome), self.space.key_of(genome),
+                              genome)
         self._next_id += 1
         self._issued += 1
         return candidate

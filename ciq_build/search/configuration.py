@@ -132,6 +132,8 @@ def _call_objective(objective: Callable[[dict[str, Any]], Any], params: dict[str
 
 def interpret(value: Any, num_objectives: int) -> tuple[tuple[float, ...] | None, Cause | None, str]:
     """An objective's return value as (scores, failure cause or None, why it failed)."""
+    if type(value) is float and num_objectives == 1 and math.isfinite(value):  # most answers: no ABC checks
+        return (value,), None, ""
     if isinstance(value, str) and value == INVALID_SCORE:
         return None, Cause.INVALID, "objective returned INVALID_SCORE"
     if isinstance(value, numbers.Real) and not isinstance(value, bool):

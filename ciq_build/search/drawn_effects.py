@@ -43,38 +43,44 @@ class DrawnEffects:
     """The draws of one objective (minimised), for the main effects they show. The fit's sums are kept as draws come
     (as ciq_build.search.pooled's), so a fit costs the solve of one small system, not a pass over every draw: at 6,400
     evaluations under noise a fit of every draw each batch was 1.8 ms a candidate (decoy3l), most of the search's time.
+    A draw is summed in when a fit first needs it, in the order the draws came (the same sums): only under noise is
+    there a fit to make, and summing each draw as it came was 9% of the portfolio's time at 6,400 evaluations without.
     """
 
     def __init__(self, ordered: list[int]) -> None:
         """`ordered`: each parameter's last grid index where it is ordered with more than two values (its effect
         smooth along it), else 0 (one effect per value)."""
         # numpy imported where used, never kept on the object: a search is deep-copied and pickled (a replay, a
-        # resumed tune), and a module is neither; deferred, so `import ciq_build` loads no numpy until a search needs it,
-        # and the draws are summed only when a fit asks (`explained`, after PLATEAU_DRAWS of them): a tune of a few
-        # evaluations (most tests', and many a first tune) loads no numpy at all (~0.1 s of CPU each).
+        # resumed tune), and a module is neither; deferred, so `import ciq_build` loads no numpy until a fit needs it.
         self._ordered = ordered
         self._columns: dict[tuple[int, object], int] = {}  # a feature: its column in the sums below
-        self._gram: Any = None  # X^T X over the columns seen (None: no column yet)
-        self._sums: Any = ()  # X^T y
-        self._counts: Any = ()  # X^T 1
-        self._drawn: dict[Genome, tuple[Any, Any, float]] = {}  # each draw's columns, features and value
+        self._gram: Any = None  # X^T X over the columns seen (None: no draw summed yet)
+        self._sums: Any = None  # X^T y
+        self._counts: Any = None  # X^T 1
+        # each draw's columns, features and value (None until summed in), and the draws not summed in yet, in order
+        self._drawn: dict[Genome, tuple[Any, Any, float] | None] = {}
+        self._waiting: list[tuple[Genome, float]] = []
         self._total = self._squares = 0.0  # the values' sum and sum of squares
-        self._pending: list[tuple[Genome, float]] = []  # draws told but not yet summed (`_sum_pending`)
 
     def __len__(self) -> int:
-        return len(self._drawn) + len(self._pending)
+        return len(self._drawn)
 
     def add(self, genome: Genome, value: float) -> None:
         """One draw's measurement (a draw is never of a configuration measured before)."""
-        self._pending.append((genome, value))
+        self._drawn[genome] = None
+        self._waiting.append((genome, value))
 
-    def _sum_pending(self) -> None:
-        """The draws told since the last fit, added to its sums in the order told (as if summed as they came)."""
-        pending, self._pending = self._pending, []
-        for genome, value in pending:
-            self._add(genome, value)
+    def _sum_in(self) -> None:
+        """The draws waiting, summed in in the order they came."""
+        import numpy as np
 
-    def _add(self, genome: Genome, value: float) -> None:
+        if self._gram is None:
+            self._gram, self._sums, self._counts = np.zeros((0, 0)), np.zeros(0), np.zeros(0)
+        waiting, self._waiting = self._waiting, []
+        for genome, value in waiting:
+            self._sum(genome, value)
+
+    def _sum(self, genome: Genome, value: float) -> None:
         import numpy as np
 
         features = self._features(genome)
@@ -96,9 +102,8 @@ class DrawnEffects:
 
                 size = max(16, 2 * column)
                 gram, sums, counts = np.zeros((size, size)), np.zeros(size), np.zeros(size)
-                if column:
-                    gram[:column, :column] = self._gram[:column, :column]
-                    sums[:column], counts[:column] = self._sums[:column], self._counts[:column]
+                gram[:column, :column] = self._gram[:column, :column]
+                sums[:column], counts[:column] = self._sums[:column], self._counts[:column]
                 self._gram, self._sums, self._counts = gram, sums, counts
         return column
 
@@ -117,7 +122,7 @@ class DrawnEffects:
         without `genome`'s own draw, whose luck would otherwise count as its values' effect."""
         import numpy as np
 
-        self._sum_pending()
+        self._sum_in()
         p = len(self._columns)
         gram, sums, counts = self._gram[:p, :p].copy(), self._sums[:p].copy(), self._counts[:p].copy()
         n, total, squares = len(self._drawn), self._total, self._squares

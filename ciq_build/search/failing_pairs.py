@@ -23,6 +23,7 @@ a new suspect against the last _EVIDENCE configurations that worked.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 
 from ciq_build.core.space import Gene, Genome
 
@@ -52,14 +53,18 @@ class _Suspect:
         failed = self.failed
         return {_pair((i, failed[i]), (j, failed[j])) for i, partners in self.partners.items() for j in partners}
 
-    def narrow(self, works: Genome) -> None:
-        """`works` works: no pair of the failure's values that it carries is the culprit."""
-        failed = self.failed
-        for i, partners in self.partners.items():
-            if works[i] == failed[i]:
-                left = [j for j in partners if works[j] != failed[j]]
-                self.size -= len(partners) - len(left)
-                self.partners[i] = left
+    def narrow(self, worked: Iterable[Genome]) -> None:
+        """Each of `worked` works: no pair of the failure's values that one carries is the culprit. Stops once no
+        partner is left (one call for many: a new suspect is read against up to _EVIDENCE of them)."""
+        failed, partners_of = self.failed, self.partners
+        for works in worked:
+            for i, partners in partners_of.items():
+                if works[i] == failed[i]:
+                    left = [j for j in partners if works[j] != failed[j]]
+                    self.size -= len(partners) - len(left)
+                    partners_of[i] = left
+            if not self.size:
+                return
 
 
 class FailingPairs:
@@ -72,6 +77,10 @@ class FailingPairs:
         self._suspects: dict[Value, list[_Suspect]] = {}
         self._named: dict[Value, dict[Value, int]] = {}  # both ways: a value -> the values named with it, how often
         self._failing: dict[Value, set[Value]] = {}  # both ways: a value -> the values it fails with
+        # The values some of whose suspects have no partner left: those suspects are dropped from the value's list the
+        # next time a configuration that works carries it, as before; the lists of the other values it carries, which
+        # hold none, are no longer rebuilt every time.
+        self._stale: set[Value] = set()
 
     def carries(self, genome: Genome) -> bool:
         """Whether `genome` holds both values of a pair known to fail."""
@@ -116,15 +125,20 @@ class FailingPairs:
                 self._unmark(value, refuted)
             for suspect in suspects.get(value, ()):
                 hit[id(suspect)] = suspect
+        stale = self._stale
         for suspect in hit.values():
             self._narrow(suspect, genome)
+            if not suspect.size:
+                stale.update((i, suspect.failed[i]) for i in suspect.partners)
         for value in values:
-            if value in suspects:
-                left = [s for s in suspects[value] if s.size]
-                if left:
-                    suspects[value] = left
-                else:
-                    del suspects[value]
+            if value in stale:  # drop its suspects that have no partner left
+                stale.discard(value)
+                if value in suspects:
+                    left = [s for s in suspects[value] if s.size]
+                    if left:
+                        suspects[value] = left
+                    else:
+                        del suspects[value]
 
     def _read(self, failed: Genome) -> None:
         """A suspect, where `failed` is one change from the best."""
@@ -135,8 +149,7 @@ class FailingPairs:
         if not 0 < len(apart) <= MAX_APART:
             return
         suspect = _Suspect(failed, apart)
-        for works in reversed(self._worked):
-            suspect.narrow(works)
+        suspect.narrow(reversed(self._worked))
         if not suspect.size:
             return  # more than a pair, or a failure of its own: nothing to learn
         if suspect.size <= MAX_PARTNERS:
@@ -151,7 +164,7 @@ class FailingPairs:
         """Narrows `suspect` by `works` (which works, and whose pairs are already unmarked), and names the suspect's
         pairs once few are left."""
         before = suspect.size
-        suspect.narrow(works)
+        suspect.narrow((works,))
         if 0 < suspect.size <= MAX_PARTNERS < before:
             for a, b in suspect.pairs():
                 self._mark(a, b)

@@ -27,6 +27,8 @@ against the first failure that carried it.
 
 from __future__ import annotations
 
+import itertools
+
 from ciq_build.core.space import Gene, Genome, SearchSpace
 
 Value = tuple[int, Gene]  # (parameter, value)
@@ -64,15 +66,16 @@ class FailingValues:
         """A configuration measured: `ok` unless it failed."""
         self._told += 1
         if ok:
-            for value in enumerate(genome):
-                if value not in self._worked:
-                    self._worked.add(value)
-                    self._unproven.pop(value, None)
-                    self.alone.get(value[0], set()).discard(value[1])  # a draw that works refutes it
+            # once every value has worked (early in a long run) there is nothing to read: one set operation, not a
+            # look-up a parameter (every result that works comes here)
+            for value in set(enumerate(genome)).difference(self._worked):
+                self._worked.add(value)
+                self._unproven.pop(value, None)
+                self.alone.get(value[0], set()).discard(value[1])  # a draw that works refutes it
             return
         self._failed += 1
-        for value in enumerate(genome):
-            if value in self._worked or value[1] in self.alone.get(value[0], ()):
+        for value in itertools.filterfalse(self._worked.__contains__, enumerate(genome)):
+            if value[1] in self.alone.get(value[0], ()):
                 continue
             evidence = self._unproven.setdefault(value, _Evidence(genome))
             evidence.failures += 1

@@ -165,10 +165,10 @@ class Changes:
     def of(cls, genome: Genome, space: SearchSpace, skip: frozenset[int] | set[int] = frozenset()) -> Changes:
         """single_changes(genome, space), but for the parameters in `skip`."""
         moves: list[tuple[int, Gene]] = []
-        for i, param in enumerate(space.values()):
+        for i, genes in enumerate(space.genes):
             if i not in skip:
-                values: list[Gene] = list(range(param.size)) + ([None] if param.can_knockout else [])
-                moves += [(i, value) for value in values if value != genome[i]]
+                gene = genome[i]
+                moves += [(i, value) for value in genes if value != gene]
         return cls(genome, moves)
 
     def shuffle(self, rng: random.Random) -> None:

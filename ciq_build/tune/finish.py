@@ -42,6 +42,7 @@ from ciq_build.tune.gpu_time import GpuMeter
 from ciq_build.tune.minimize import Minimizer
 from ciq_build.tune.old_pin import Standing, compare, pinned_before, pins_the_same, widened_note
 from ciq_build.tune.runner import DESCRIBED_REGISTERS_METRIC, DESCRIBED_SHARED_METRIC, THREADS_METRIC, BuildRunner
+from ciq_build.tune.scores import with_spills
 from ciq_build.tune.summary import improved_objectives, next_without_a_pin, replacement_note, run_summary
 from ciq_build.tune.tune_options import TuneSettings
 from ciq_build.tune.winner_check import WinnerCheck, check_winner, unchecked, wants_check
@@ -103,7 +104,7 @@ class Finish:
     def run(self, searched: Searched) -> TuneOutcome:
         if not searched.evaluations and searched.stopped:
             return self._nothing_evaluated(searched)
-        self.measured = {e.controls: e.scores for e in searched.evaluations
+        self.measured = {e.controls: with_spills(e.scores, e.metrics) for e in searched.evaluations
                          if e.ok and e.scores is not None and e.key in self.cache.measured_this_run}
         confirmation, tree, minimizer, standing = self.confirm(searched)
         confirmation, checked = self.minimize(confirmation, tree, minimizer, searched.base_tree)
@@ -272,9 +273,9 @@ class Finish:
         candidates were (ptxas alone where ptxas's report holds them)."""
         static = not self.runner.needs_benchmark
         return Minimizer(winner.controls, trees, self.toolchain, self.runner.timeouts, self.say,
-                         benchmark=self.runner.links, figures=self.runner.static_figures if static else None,
-                         winner_figures=winner.scores if static else None, static_only=self.runner.static_only,
-                         searched=self.measured)
+                         benchmark=self.runner.links, figures=self.runner.minimal_pin_figures if static else None,
+                         winner_figures=with_spills(winner.scores, winner.metrics) if static and winner.scores
+                         else None, static_only=self.runner.static_only, searched=self.measured, spills_last=True)
 
     # -- pin -------------------------------------------------------------------------
 

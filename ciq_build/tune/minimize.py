@@ -123,7 +123,7 @@ class Minimizer:
     def __init__(self, controls: Controls, trees: Sequence[WorkerTree], toolchain: Toolchain, timeouts: Timeouts,
                  say: Callable[[str], None], *, benchmark: bool, figures: Figures | None = None,
                  winner_figures: tuple[float, ...] | None = None, static_only: bool = False,
-                 searched: Mapping[Controls, tuple[float, ...]] | None = None) -> None:
+                 searched: Mapping[Controls, tuple[float, ...]] | None = None, spills_last: bool = False) -> None:
         if not trees:
             raise ValueError("the minimal pin needs at least one tree to build in")
         self.controls = controls
@@ -131,6 +131,9 @@ class Minimizer:
         # good a pin, whatever its code (None: a benchmark judges the code, so only the same code is).
         self.figures = figures if winner_figures is not None else None
         self.winner_figures = winner_figures
+        # The figures' last is spill bytes (scores.with_spills): a build without a control may spill as much or less,
+        # never more (the objectives' figures must be the winner's).
+        self.spills_last = spills_last
         # Figures alone decide, and ptxas's report holds them all (BuildRunner.static_only): each build is a
         # candidate's, ptxas alone after a kept front end, with no objects to compare.
         self.static_only = static_only and self.figures is not None
@@ -229,9 +232,17 @@ class Minimizer:
         code, figures = built
         if code is not None and code == reference:
             return "same"
-        if self.figures is None or figures != self.winner_figures:
+        if self.figures is None or not self._as_good(figures):
             return "other"
         return "figures" if code is not None else "scored"
+
+    def _as_good(self, figures: tuple[float, ...] | None) -> bool:
+        """Whether a build's `figures` make it as good a pin as the winner: its objectives' figures, and no more spill
+        bytes where the last figure is theirs."""
+        winner = self.winner_figures
+        if not self.spills_last or figures is None or winner is None or len(figures) != len(winner):
+            return figures == winner
+        return figures[:-1] == winner[:-1] and figures[-1] <= winner[-1]
 
     def _trial(self, control: str | tuple[str, str] | AcfRef) -> str:
         """The verdict on the build without `control` against the winner's (_verdict: "same", "figures", "scored",

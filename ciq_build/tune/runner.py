@@ -53,7 +53,7 @@ from ciq_build.search.evaluation import KEPT_FRONT_END, Evaluation
 from ciq_build.search.select import BOUNDED_KERNELS_METRIC, UNBOUNDED_REGISTERS_METRIC
 from ciq_build.tune.ahead import BuildsAhead
 from ciq_build.tune.dedupe import CodeDedupe, code_key, taken_from
-from ciq_build.tune.scores import objective_values
+from ciq_build.tune.scores import objective_values, with_spills
 from ciq_build.tune.timeouts import Timeouts
 
 W_contra = TypeVar("W_contra", contravariant=True)
@@ -461,6 +461,12 @@ class BuildRunner:
     def static_figures(self, build: CandidateBuild, controls: Controls) -> tuple[float, ...] | None:
         """A build's values of the objectives, as a tune of static objectives scores them (None: one is missing)."""
         return objective_values(self.objectives, self.static_metrics(build, controls))
+
+    def minimal_pin_figures(self, build: CandidateBuild, controls: Controls) -> tuple[float, ...] | None:
+        """static_figures and the build's spill bytes (scores.with_spills): what the minimal pin compares."""
+        metrics = self.static_metrics(build, controls)
+        values = objective_values(self.objectives, metrics)
+        return None if values is None else with_spills(values, metrics)
 
     def figures(self, usages: list[metrics.KernelUsage]) -> dict[str, float]:
         """The static figures of `usages`: the whole target's, and those of the objectives that score some kernels

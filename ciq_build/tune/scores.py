@@ -24,6 +24,13 @@ def objective_values(objectives: Sequence[Objective], values: dict[str, float]) 
     return tuple(scores)
 
 
+def with_spills(scores: tuple[float, ...], metrics: dict[str, float]) -> tuple[float, ...]:
+    """`scores` and the spill bytes of `metrics` (0 where not read): what a static tune's minimal pin compares, so that
+    a control whose removal spills more at the same scores stays (GPUSorting's occupancy winner held its 64 cap's
+    spills at 848 B with -Xptxas=--register-usage-level=0, which the minimal pin dropped: 936 B pinned)."""
+    return (*scores, float(metrics.get("spill_bytes", 0.0)))
+
+
 def jsonable(params: dict[str, Any]) -> dict[str, Any]:
     """Search parameters as JSON values (an odd type becomes its string)."""
     return {k: v if isinstance(v, (str, int, float, bool)) or v is None else str(v) for k, v in params.items()}

@@ -591,6 +591,20 @@ def test_hand_written_records_get_the_same_verdict_from_python_and_cmake(tmp_pat
     assert counts.get("applied", 0) >= 15 and counts.get("refused", 0) >= 80, counts
 
 
+def test_a_value_out_of_an_allowed_options_range_is_said_as_such_by_both_readers(tmp_path: Path, cmake_bin: str) -> None:
+    # GPUSorting's trial: a hand-edited -maxrregcount=300 was "a flag outside the allow-list", of a flag it holds.
+    cases = [Case("maxrregcount 300", as_json(with_value("controls.flags", ["-maxrregcount=300"])), expect="refused"),
+             Case("-Xcompiler", as_json(with_value("controls.flags", ["-Xcompiler=-fopenmp"])), expect="refused")]
+    prepared = prepare(cases, tmp_path)
+    python = [python_verdict(p) for p in prepared]
+    cmake = cmake_verdicts(prepared, tmp_path, cmake_bin)
+    assert [verdict[0] for verdict in python + cmake] == ["refused"] * 4
+    assert "the allow-list holds -maxrregcount with other values only" in python[0][2], python[0]
+    assert "is '-maxrregcount=300', a value of -maxrregcount outside the allow-list" in cmake[0][2], cmake[0]
+    assert "is not on the allow-list" in python[1][2] and "holds" not in python[1][2], python[1]
+    assert "is '-Xcompiler=-fopenmp', a flag outside the allow-list" in cmake[1][2], cmake[1]
+
+
 @pytest.mark.slow
 def test_generated_records_get_the_same_verdict_from_python_and_cmake(tmp_path: Path, cmake_bin: str) -> None:
     cases = generated()

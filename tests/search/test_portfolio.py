@@ -614,3 +614,27 @@ def test_under_noise_a_decoy_the_draws_main_effects_do_not_explain_is_a_plateau_
     knobs = measured(3.0)
     assert knobs._median() - knobs._centre_judged > 2.0  # as deep below the draws as the decoy
     assert not knobs.plateau()
+
+
+def test_once_every_other_move_is_out_the_local_arm_moves_two_ordered_parameters_one_of_them_two_steps() -> None:
+    # A basin a block's next value with two more stages away (each alone a loss): no one-step pair or triple
+    # reaches it. Once the centre's other moves are out, the local arm tries the pairs with a two-step, nearest first.
+    space = {"cap": ss.range(0, 9), "block": ss.choice([64, 128, 256]), "stages": ss.range(1, 8),
+             "vec": ss.literal("-v", knockout_prob=0.5)}
+    search = PortfolioSearch(lambda p: 0.0, space, SearchConfiguration(generations=2, pool_size=4, seed=0),
+                             progress=False)
+    centre = (4, 1, 2, 0)
+    search._best = ((0.0,), centre)
+    local = LocalArm(search)
+    local._rebuild(centre)
+    wide = local._wide_pairs(centre)
+    assert (4, 2, 4, 0) in wide and (6, 1, 0, 0) in wide
+    assert all(max(abs(a - b) for a, b in zip(move, centre, strict=True)) == 2 for move in wide)
+    assert all(sum(1 for a, b in zip(move, centre, strict=True) if a != b) == 2 for move in wide)
+    apart = [sum(abs(a - b) for a, b in zip(move, centre, strict=True)) for move in wide]
+    assert apart == sorted(apart) and apart[0] == 3 and apart[-1] == 4
+    proposed = []
+    while (genome := local.propose()) is not None:
+        proposed.append(genome)
+        search._seen.add(genome)
+    assert set(wide) <= set(proposed) and proposed[-1] in wide and proposed.index((4, 2, 4, 0)) > len(proposed) - len(wide)

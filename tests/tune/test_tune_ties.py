@@ -71,3 +71,26 @@ def test_constraints_that_allow_no_params_combination_are_refused_in_one_line(tm
         "ciq_build: error: CONSTRAINTS allow none of the 2 PARAMS combinations (PARAMS KPT=choice(7,15); CONSTRAINTS "
         "KPT > 20): nothing to search. Loosen CONSTRAINTS or widen PARAMS in ciq_tune_target()"), result.stderr
     assert "0 configurations" not in result.stderr
+
+
+@pytest.mark.parametrize(("cap", "kept"), [(56, True), (64, False)])
+def test_the_minimal_pin_keeps_a_control_only_where_the_winner_spills_less_with_it(
+        tmp_path: Path, cap: int, kept: bool) -> None:
+    # GPUSorting's occupancy winner, -maxrregcount=64 with -Xptxas=--register-usage-level=0 (and three knobs),
+    # spilled 848 B; the minimal pin dropped the knobs, "the same figures of this tune's objectives without them",
+    # and spilled 936 B. Here --register-usage-level=10 spills less than the cap alone at 56 registers (1320 against
+    # 1352 B with CUDA 13.3) and more at 64 (928 against 864 B): kept at 56, dropped at 64 (the pin spills less).
+    source, build = tmp_path / "src", tmp_path / "build"
+    shutil.copytree(TIE, source)
+    level = "-Xptxas=--register-usage-level=10"
+    command = [sys.executable, "-m", "ciq_build", "tune", "tie_kernels", "-S", str(source), "-B", str(build),
+               f"--seed-from=-maxrregcount={cap} {level}", "--max-evaluations", "2"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=source)
+    assert result.returncode == 0, result.stderr
+    lines = (build / "ciq" / "journal" / "tie_kernels.jsonl").read_text().splitlines()
+    evaluated = [r for r in map(json.loads, filter(str.strip, lines)) if r.get("kind") == "evaluation"]
+    (seeded,) = [r for r in evaluated if r["controls"].get("flags")]
+    assert sorted(seeded["controls"]["flags"]) == [level, f"-maxrregcount={cap}"], seeded
+    record = json.loads((source / "ciq" / "tie_kernels.json").read_text())
+    pinned = sorted(record["controls"]["flags"])
+    assert pinned == ([level, f"-maxrregcount={cap}"] if kept else [f"-maxrregcount={cap}"]), result.stderr
