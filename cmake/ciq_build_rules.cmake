@@ -246,10 +246,14 @@ endfunction()
 
 # _ciq_rules_option_of(<out> <flag>): the option of <flag> ("-maxrregcount" of "-maxrregcount=300") where the
 # allow-list holds it with other values only: a flag line's literal start (its flag characters before the first
-# pattern character) up to its last '='; else "". As ciq_build.core.rules.option_of_other_values.
+# pattern character) up to its last '='; else "", and for a flag of other characters (a second argument smuggled
+# in). As ciq_build.core.rules.option_of_other_values.
 function(_ciq_rules_option_of out flag)
   _ciq_rules_load()
   set(${out} "" PARENT_SCOPE)
+  if(NOT flag MATCHES "^[A-Za-z0-9_=-]+$")
+    return()
+  endif()
   get_property(regexes GLOBAL PROPERTY _CIQ_RULES_FLAGS)
   foreach(regex IN LISTS regexes)
     string(REGEX MATCH "^[-A-Za-z0-9_=]*" literal "${regex}")

@@ -48,7 +48,10 @@ FLAG_CHARS_PREFIX = re.compile(r"[A-Za-z0-9_=-]*")
 def option_of_other_values(flag: str, patterns: Sequence[re.Pattern[str]]) -> str | None:
     """The option of `flag` (`-maxrregcount` of '-maxrregcount=300') where the allow-list's `patterns` hold it with
     other values only: a flag line's literal start (FLAG_CHARS_PREFIX) up to its last '='. A pin's out-of-range
-    value was told "a flag outside the allow-list", of an option the list holds (CMake: _ciq_rules_option_of)."""
+    value was told "a flag outside the allow-list", of an option the list holds (CMake: _ciq_rules_option_of). A
+    flag of other characters (a second argument smuggled in: '-maxrregcount=32 -ccbin=/bin/sh') is no value."""
+    if FLAG_CHARS.fullmatch(flag) is None:
+        return None
     for pattern in patterns:
         literal = FLAG_CHARS_PREFIX.match(pattern.pattern.removeprefix("(?:"))  # the group parse_rules wraps it in
         option = literal.group(0).rpartition("=")[0] if literal else ""
