@@ -132,9 +132,9 @@ def unreached_sources(manifest: Manifest) -> list[tuple[Path, str, str]]:
                "or compile it as CUDA (set_source_files_properties(... PROPERTIES LANGUAGE CUDA))")
     found = [(path, f"a host source of {manifest.target}", f"{as_cuda}, which the -D reaches")
              for path in manifest.host_sources]
-    if manifest.benchmark is not None:
+    if manifest.benchmark is not None:  # its sources leave out the target's CUDA ones already (Benchmark.sources)
         found += [(path, f"a source of its BENCHMARK {manifest.benchmark.target}", "")
-                  for path in manifest.benchmark.sources if path not in manifest.cuda_sources]
+                  for path in manifest.benchmark.sources]
     unique: dict[Path, tuple[Path, str, str]] = {}
     for entry in found:
         unique.setdefault(entry[0], entry)
